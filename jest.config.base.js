@@ -1,0 +1,21 @@
+// Shared jest configuration: TypeScript through SWC (type checking is the typecheck task's job),
+// workspace packages resolved to their TypeScript sources through the "@repo/source" export condition.
+/** @param {string} dir the package directory (pass __dirname) */
+module.exports = function jestConfig(dir, overrides = {}) {
+  return {
+    rootDir: dir,
+    testEnvironment: 'node',
+    testEnvironmentOptions: { customExportConditions: ['@repo/source', 'node', 'require', 'default'] },
+    testMatch: ['<rootDir>/test/**/*.test.ts', '<rootDir>/src/**/*.test.ts'],
+    transform: {
+      '^.+\\.(t|j)sx?$': [
+        '@swc/jest',
+        { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } },
+      ],
+    },
+    // ESM-only dependencies are transformed to CommonJS like our own code.
+    transformIgnorePatterns: ['/node_modules/(?!(\\.pnpm/)?(bs58|base-x)[@/])'],
+    testTimeout: 30000,
+    ...overrides,
+  };
+};

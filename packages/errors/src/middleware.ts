@@ -1,0 +1,95 @@
+import { randomUUID } from 'node:crypto';
+import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
+import { AppError, isAppError } from './app-error';
+import { errorEnvelope } from './envelope';
+
+/** The minimal logger the error middleware needs (pino's shape). */
+export interface ErrorLogger {
+  error(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+}
+
+/**
+ * The request id of a request: `req.id` set by pino-http, else the `x-request-id` header, else a new
+ * UUID (stored on the request so every later reader sees the same one).
+ */
+export function requestIdOf(req: Request): string {
+  const withId = req as Request & { id?: unknown };
+  if (typeof withId.id === 'string' && withId.id) return withId.id;
+  if (typeof withId.id === 'number') return String(withId.id);
+  const header = req.headers['x-request-id'];
+  const id = typeof header === 'string' && header.length > 0 && header.length <= 200 ? header : randomUUID();
+  withId.id = id;
+  return id;
+}
+
+/**
+ * Sends an {@link AppError} as the error envelope, with its headers.
+ * @param res the response
+ * @param req the request (for the request id)
+ * @param err the error
+ */
+export function sendAppError(req: Request, res: Response, err: AppError): void {
+  for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
+  const message = err.isServerError && err.code === 'internal_error' ? 'Internal server error' : err.message;
+  res.status(err.status).json(errorEnvelope(err.code, message, requestIdOf(req), err.details));
+}
+
+/** Express 404 handler for unknown routes: `404 not_found` in the envelope. Mount after every route. */
+export const notFoundHandler: RequestHandler = (req, _res, next) => {
+  next(new AppError('not_found', `No route for ${req.method} ${req.path}`));
+};
+
+/** Errors raised by body-parser (express.json) carry `type` and `status`. */
+interface BodyParserError {
+  type: string;
+  status?: number;
+  expose?: boolean;
+}
+
+function isBodyParserError(err: unknown): err is Error & BodyParserError {
+  return err instanceof Error && typeof (err as Partial<BodyParserError>).type === 'string';
+}
+
+/** Maps body-parser failures to our codes: malformed JSON 400, too large 413, bad charset 415. */
+function fromBodyParser(err: Error & BodyParserError): AppError | undefined {
+  switch (err.type) {
+    case 'entity.parse.failed':
+      return new AppError('invalid_json', 'Request body is not valid JSON', { cause: err });
+    case 'entity.too.large':
+      return new AppError('payload_too_large', 'Request body is too large', { cause: err });
+    case 'charset.unsupported':
+    case 'encoding.unsupported':
+      return new AppError('unsupported_media_type', err.message, { cause: err });
+    case 'request.aborted':
+    case 'request.size.invalid':
+      return new AppError('invalid_request', 'Request body was incomplete', { cause: err });
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * The last middleware of every app: turns any error into the envelope. AppErrors keep their status
+ * and message; body-parser errors map to 400/413/415; anything else is logged and answered
+ * `500 internal_error` with a generic message.
+ * @param logger where unexpected errors are logged
+ */
+export function errorHandler(logger: ErrorLogger): ErrorRequestHandler {
+  return (err: unknown, req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) {
+      next(err);
+      return;
+    }
+    let appError: AppError;
+    if (isAppError(err)) appError = err;
+    else if (isBodyParserError(err)) appError = fromBodyParser(err) ?? internal(err);
+    else appError = internal(err);
+    if (appError.status >= 500) logger.error({ err: appError.cause ?? appError, requestId: requestIdOf(req) }, appError.message);
+    sendAppError(req, res, appError);
+  };
+}
+
+function internal(cause: unknown): AppError {
+  return new AppError('internal_error', 'Internal server error', { cause });
+}

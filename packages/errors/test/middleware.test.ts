@@ -1,0 +1,60 @@
+import express from 'express';
+import request from 'supertest';
+import { AppError, errorHandler, notFoundHandler } from '../src/index';
+
+const silent = { error: () => undefined, warn: () => undefined };
+
+function buildApp() {
+  const app = express();
+  app.use(express.json({ limit: '1kb' }));
+  app.get('/teapot', () => {
+    throw new AppError('conflict', 'already there', { details: { jobId: 'j1' }, headers: { 'Retry-After': '5' } });
+  });
+  app.get('/boom', () => {
+    throw new Error('secret database detail');
+  });
+  app.post('/echo', (req, res) => {
+    res.json(req.body);
+  });
+  app.use(notFoundHandler);
+  app.use(errorHandler(silent));
+  return app;
+}
+
+describe('error middleware', () => {
+  it('When an AppError is thrown, then its status, code, details and headers are sent in the envelope', async () => {
+    const res = await request(buildApp()).get('/teapot').set('x-request-id', 'req-1');
+    expect(res.status).toBe(409);
+    expect(res.headers['retry-after']).toBe('5');
+    expect(res.body).toEqual({ error: 'already there', code: 'conflict', details: { jobId: 'j1' }, requestId: 'req-1' });
+  });
+
+  it('When an unexpected error is thrown, then a generic 500 hides its message', async () => {
+    const res = await request(buildApp()).get('/boom');
+    expect(res.status).toBe(500);
+    expect(res.body.code).toBe('internal_error');
+    expect(res.body.error).toBe('Internal server error');
+    expect(typeof res.body.requestId).toBe('string');
+  });
+
+  it('When the route is unknown, then 404 not_found', async () => {
+    const res = await request(buildApp()).get('/nope');
+    expect(res.status).toBe(404);
+    expect(res.body.code).toBe('not_found');
+  });
+
+  it('When the JSON body is malformed, then 400 invalid_json', async () => {
+    const res = await request(buildApp()).post('/echo').set('content-type', 'application/json').send('{"a":');
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('invalid_json');
+  });
+
+  it('When the body is over the limit, then 413 payload_too_large', async () => {
+    const res = await request(buildApp())
+      .post('/echo')
+      .set('content-type', 'application/json')
+      .send(JSON.stringify({ a: 'x'.repeat(2000) }));
+    expect(res.status).toBe(413);
+    expect(res.body.code).toBe('payload_too_large');
+  });
+});

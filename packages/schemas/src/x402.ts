@@ -1,0 +1,70 @@
+import { z } from 'zod';
+
+/** x402 networks this project settles on (market-intel spec, PaymentRequirements.network). */
+export const X402Network = z.enum(['solana', 'solana-devnet']);
+/** `"solana"` (main network) or `"solana-devnet"` (test network). */
+export type X402Network = z.infer<typeof X402Network>;
+
+/** A decimal string of atomic token units (USDC has 6 decimals: `"100000"` is 0.10 USDC). */
+export const AtomicAmount = z.string().regex(/^(0|[1-9][0-9]*)$/, 'must be a non-negative integer string');
+
+/** Base58 alphabet (no 0, O, I, l). */
+export const Base58 = z.string().regex(/^[1-9A-HJ-NP-Za-km-z]+$/, 'must be base58');
+
+/**
+ * One way to pay for a resource: an element of `accepts` in a 402 body (market-intel spec,
+ * "PaymentRequirements"). Amounts are atomic USDC units as strings; `maxTimeoutSeconds` is in seconds.
+ */
+export const PaymentRequirements = z.object({
+  scheme: z.literal('exact'),
+  network: X402Network,
+  maxAmountRequired: AtomicAmount,
+  asset: Base58.describe('USDC mint address'),
+  payTo: Base58.describe('merchant USDC associated token account'),
+  resource: z.string().url(),
+  description: z.string(),
+  mimeType: z.string(),
+  maxTimeoutSeconds: z.number().int().positive(),
+});
+/** Inferred type of {@link PaymentRequirements}. */
+export type PaymentRequirements = z.infer<typeof PaymentRequirements>;
+
+/**
+ * The body of an HTTP 402 (market-intel spec, "Error402"): exactly `x402Version`, `accepts`, `error`,
+ * plus the envelope's optional `code` and `requestId` (ARCHITECTURE.md, "Error body").
+ */
+export const Error402 = z.object({
+  x402Version: z.literal(1),
+  accepts: z.array(PaymentRequirements),
+  error: z.string(),
+  code: z.string().optional(),
+  requestId: z.string().optional(),
+});
+/** Inferred type of {@link Error402}. */
+export type Error402 = z.infer<typeof Error402>;
+
+/**
+ * The decoded `X-PAYMENT` header (market-intel spec, "Authentication"): version 1, scheme `exact`, the
+ * network, and the base58 signature of the paying transaction.
+ */
+export const PaymentPayload = z.object({
+  x402Version: z.literal(1),
+  scheme: z.literal('exact'),
+  network: X402Network,
+  payload: z.object({ txSignature: Base58 }).passthrough(),
+});
+/** Inferred type of {@link PaymentPayload}. */
+export type PaymentPayload = z.infer<typeof PaymentPayload>;
+
+/**
+ * The decoded `X-PAYMENT-RESPONSE` header set on a paid answer (base64 JSON): whether settlement
+ * succeeded, the transaction signature, the network and the payer (the transfer authority).
+ */
+export const PaymentResponse = z.object({
+  success: z.boolean(),
+  transaction: Base58,
+  network: X402Network,
+  payer: Base58,
+});
+/** Inferred type of {@link PaymentResponse}. */
+export type PaymentResponse = z.infer<typeof PaymentResponse>;
