@@ -1,0 +1,255 @@
+import { z } from 'zod';
+
+/** Severity of a pain signal (market-intel spec, GapItem.pain_signals[].severity). */
+export const Severity = z.enum(['critical', 'high', 'medium', 'low']);
+/** Inferred type of {@link Severity}. */
+export type Severity = z.infer<typeof Severity>;
+
+/**
+ * A sector tag such as `fintech` or `dev-tools`: lowercase letters, digits and dashes, 1–64 chars.
+ * Used as the `sector` query parameter of the Data API and as the key of stored reports.
+ */
+export const SectorTag = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'must be a sector tag: lowercase letters, digits and dashes, at most 64');
+
+/** GapItem.trend_signal (market-intel spec): the article behind a trend, its source, score and insight. */
+export const TrendSignal = z.object({
+  article: z.string(),
+  source: z.string(),
+  score: z.number(),
+  insight: z.string(),
+});
+/** Inferred type of {@link TrendSignal}. */
+export type TrendSignal = z.infer<typeof TrendSignal>;
+
+/** GapItem.pain_signals[] (market-intel spec). */
+export const PainSignal = z.object({
+  theme: z.string(),
+  severity: Severity,
+  signal_count: z.number().int().nonnegative(),
+  description: z.string(),
+});
+/** Inferred type of {@link PainSignal}. */
+export type PainSignal = z.infer<typeof PainSignal>;
+
+/** A market gap: a trend crossed with the pain signals it addresses (market-intel spec, "GapItem"). */
+export const GapItem = z.object({
+  title: z.string(),
+  trend_signal: TrendSignal,
+  pain_signals: z.array(PainSignal),
+});
+/** Inferred type of {@link GapItem}. */
+export type GapItem = z.infer<typeof GapItem>;
+
+/** A cluster of related pains (market-intel spec, "PainCluster"); `mentions` is a count. */
+export const PainCluster = z.object({
+  theme: z.string(),
+  description: z.string(),
+  mentions: z.number().int().nonnegative(),
+  intensity: z.string(),
+});
+/** Inferred type of {@link PainCluster}. */
+export type PainCluster = z.infer<typeof PainCluster>;
+
+/** A trend as served (market-intel spec, "TrendItem"). */
+export const TrendItem = z.object({
+  title: z.string(),
+  description: z.string(),
+  velocity: z.string(),
+  source: z.string(),
+});
+/** Inferred type of {@link TrendItem}. */
+export type TrendItem = z.infer<typeof TrendItem>;
+
+/** A keyword with its aggregate occurrence count (market-intel spec, "KeywordItem"). */
+export const KeywordItem = z.object({
+  keyword: z.string(),
+  count: z.number().int().nonnegative(),
+});
+/** Inferred type of {@link KeywordItem}. */
+export type KeywordItem = z.infer<typeof KeywordItem>;
+
+/**
+ * The daily brief (market-intel spec, "DailyBrief"). The spec leaves the item shapes inside `stats`,
+ * `top_articles`, `sector_heatmap`, `narratives` and `cross_signals` open; they are passed through as
+ * JSON (objects/arrays) and documented by the scan pipeline that produces them.
+ */
+export const DailyBrief = z.object({
+  date: z.iso.date(),
+  overview: z.string(),
+  takeaway: z.string(),
+  stats: z.record(z.string(), z.unknown()),
+  top_articles: z.array(z.unknown()),
+  sector_heatmap: z.record(z.string(), z.unknown()),
+  narratives: z.array(z.unknown()),
+  cross_signals: z.array(z.unknown()),
+});
+/** Inferred type of {@link DailyBrief}. */
+export type DailyBrief = z.infer<typeof DailyBrief>;
+
+/** Date-time as sent on the wire: ISO 8601 with offset, e.g. `2026-11-21T06:00:00.000Z`. */
+const DateTime = z.iso.datetime({ offset: true });
+
+/** 200 body of GET /api/v1/scout/gaps. */
+export const GapsResponse = z.object({
+  gaps: z.array(GapItem),
+  count: z.number().int(),
+  generatedFrom: DateTime.nullable(),
+  sector: z.string().nullable(),
+});
+/** Inferred type of {@link GapsResponse}. */
+export type GapsResponse = z.infer<typeof GapsResponse>;
+
+/** 200 body of GET /api/v1/scout/pain-clusters. */
+export const PainClustersResponse = z.object({
+  painClusters: z.array(PainCluster),
+  count: z.number().int(),
+  generatedFrom: DateTime.nullable(),
+  sector: z.string().nullable(),
+});
+/** Inferred type of {@link PainClustersResponse}. */
+export type PainClustersResponse = z.infer<typeof PainClustersResponse>;
+
+/**
+ * 200 body of GET /api/v1/scout/trends. The spec leaves the envelope open; it follows the gaps one,
+ * plus the `days` window applied.
+ */
+export const TrendsResponse = z.object({
+  trends: z.array(TrendItem),
+  count: z.number().int(),
+  days: z.number().int(),
+  generatedFrom: DateTime.nullable(),
+  sector: z.string().nullable(),
+});
+/** Inferred type of {@link TrendsResponse}. */
+export type TrendsResponse = z.infer<typeof TrendsResponse>;
+
+/** 200 body of GET /api/v1/scout/keywords (envelope chosen like the gaps one). */
+export const KeywordsResponse = z.object({
+  keywords: z.array(KeywordItem),
+  count: z.number().int(),
+  generatedFrom: DateTime.nullable(),
+  sector: z.string().nullable(),
+});
+/** Inferred type of {@link KeywordsResponse}. */
+export type KeywordsResponse = z.infer<typeof KeywordsResponse>;
+
+/** 200 body of GET /api/v1/scout/brief. */
+export const BriefResponse = z.object({
+  brief: DailyBrief,
+  generatedFrom: DateTime,
+  sectors: z.array(z.string()),
+});
+/** Inferred type of {@link BriefResponse}. */
+export type BriefResponse = z.infer<typeof BriefResponse>;
+
+/** One entry of the sector list (market-intel spec, "Sector list"). */
+export const SectorSummary = z.object({
+  sector: z.string(),
+  report_count: z.number().int(),
+  latest_report: DateTime,
+  gaps_count: z.number().int(),
+});
+/** Inferred type of {@link SectorSummary}. */
+export type SectorSummary = z.infer<typeof SectorSummary>;
+
+/** 200 body of GET /api/v1/sectors. */
+export const SectorList = z.object({
+  sectors: z.array(SectorSummary),
+  total_reports: z.number().int(),
+  latest_overall: DateTime.nullable(),
+});
+/** Inferred type of {@link SectorList}. */
+export type SectorList = z.infer<typeof SectorList>;
+
+/** Health of the LLM upstream (market-intel spec, "Health response"); `latency_ms` in milliseconds. */
+export const LlmHealth = z.object({
+  ok: z.boolean(),
+  latency_ms: z.number().int().nonnegative(),
+  error: z.string().nullable(),
+});
+/** Inferred type of {@link LlmHealth}. */
+export type LlmHealth = z.infer<typeof LlmHealth>;
+
+/** Health of the search upstream. */
+export const SearchHealth = z.object({ ok: z.boolean(), error: z.string().nullable() });
+/** Inferred type of {@link SearchHealth}. */
+export type SearchHealth = z.infer<typeof SearchHealth>;
+
+/** Why the service is unhealthy: `upstream` (retry later) or `config` (operator must fix). */
+export const ErrorClass = z.enum(['upstream', 'config']);
+/** Inferred type of {@link ErrorClass}. */
+export type ErrorClass = z.infer<typeof ErrorClass>;
+
+/**
+ * Body of GET /api/v1/health (market-intel spec, "Health response"): 200 when `ok`, else 503 with
+ * `errorClass` and a `Retry-After` header (30 s for upstream, 600 s for config).
+ */
+export const HealthResponse = z.object({
+  ok: z.boolean(),
+  llm: LlmHealth,
+  search: SearchHealth.nullable(),
+  server_time: DateTime,
+  errorClass: ErrorClass.optional(),
+});
+/** Inferred type of {@link HealthResponse}. */
+export type HealthResponse = z.infer<typeof HealthResponse>;
+
+/** Job states (market-intel spec, "Job statuses"); terminal: completed, failed. */
+export const JobStatus = z.enum(['pending', 'running', 'completed', 'failed']);
+/** Inferred type of {@link JobStatus}. */
+export type JobStatus = z.infer<typeof JobStatus>;
+
+/** A compute job as returned by GET /api/v1/jobs/{jobId} (market-intel spec, "AgentJob"). */
+export const AgentJob = z.object({
+  jobId: z.string(),
+  endpoint: z.string(),
+  status: JobStatus,
+  progressPct: z.number().int().min(0).max(100),
+  result: z.record(z.string(), z.unknown()).nullable(),
+  error: z.string().nullable(),
+  createdAt: DateTime,
+  completedAt: DateTime.nullable(),
+  txHash: z.string(),
+});
+/** Inferred type of {@link AgentJob}. */
+export type AgentJob = z.infer<typeof AgentJob>;
+
+/** A trend as stored in a scan report: the served fields plus the item's date, used by `days`. */
+export const ReportTrendItem = TrendItem.extend({ date: DateTime });
+/** Inferred type of {@link ReportTrendItem}. */
+export type ReportTrendItem = z.infer<typeof ReportTrendItem>;
+
+/** One sector's results inside a scan report. */
+export const SectorScan = z.strictObject({
+  sector: SectorTag,
+  gaps: z.array(GapItem),
+  painClusters: z.array(PainCluster),
+  trends: z.array(ReportTrendItem),
+  keywords: z.array(KeywordItem),
+});
+/** Inferred type of {@link SectorScan}. */
+export type SectorScan = z.infer<typeof SectorScan>;
+
+/**
+ * A scan report as produced by a scout scan or imported from a JSON file: when it was generated, the
+ * results per sector (each sector at most once) and, optionally, the daily brief across them.
+ */
+export const ScanReport = z
+  .strictObject({
+    generatedAt: DateTime,
+    sectors: z.array(SectorScan).min(1),
+    brief: DailyBrief.nullable().optional(),
+  })
+  .superRefine((report, ctx) => {
+    const seen = new Set<string>();
+    report.sectors.forEach((s, i) => {
+      if (seen.has(s.sector)) ctx.addIssue({ code: 'custom', message: `sector "${s.sector}" appears twice`, path: ['sectors', i, 'sector'] });
+      seen.add(s.sector);
+    });
+  });
+/** Inferred type of {@link ScanReport}. */
+export type ScanReport = z.infer<typeof ScanReport>;

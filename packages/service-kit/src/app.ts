@@ -1,0 +1,58 @@
+import express, { type Application } from 'express';
+import helmet from 'helmet';
+import type { Logger } from 'pino';
+import { httpLogger } from './logger';
+
+/** Options of {@link createBaseApp}. */
+export interface BaseAppOptions {
+  logger: Logger;
+  /** Number of proxy hops in front of the service (express `trust proxy`); 0 trusts none. */
+  trustProxy?: number;
+  /** Maximum JSON body size, e.g. `"100kb"`. */
+  bodyLimit?: string;
+  /** Origins allowed by CORS; CORS stays closed when empty. */
+  corsOrigins?: string[];
+  /** Reports readiness for `/readyz` (PostgreSQL reachable, not shutting down). */
+  isReady?: () => boolean | Promise<boolean>;
+}
+
+/**
+ * The base express app of every service: `trust proxy` from configuration, helmet, pino-http with
+ * request ids, a JSON body parser with a size limit, CORS only for configured origins, and the
+ * Kubernetes probes `/livez` (process up) and `/readyz` (dependencies ready; 503 otherwise).
+ * Routes go on the returned app; finish with `notFoundHandler` and `errorHandler` from `@repo/errors`.
+ */
+export function createBaseApp(options: BaseAppOptions): Application {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', options.trustProxy ?? 0);
+  app.set('etag', false);
+  app.use(helmet());
+  app.use(httpLogger(options.logger));
+  const origins = new Set(options.corsOrigins ?? []);
+  if (origins.size > 0) {
+    app.use((req, res, next) => {
+      const origin = req.headers.origin;
+      if (origin && origins.has(origin)) {
+        res.setHeader('access-control-allow-origin', origin);
+        res.setHeader('vary', 'Origin');
+        res.setHeader('access-control-allow-headers', 'content-type, x-payment, x-api-key, x-request-id');
+        res.setHeader('access-control-expose-headers', 'x-payment-response, x402-version, x-request-id, retry-after');
+        if (req.method === 'OPTIONS') {
+          res.status(204).end();
+          return;
+        }
+      }
+      next();
+    });
+  }
+  app.use(express.json({ limit: options.bodyLimit ?? '100kb' }));
+  app.get('/livez', (_req, res) => {
+    res.json({ ok: true });
+  });
+  app.get('/readyz', async (_req, res) => {
+    const ready = options.isReady ? await Promise.resolve(options.isReady()).catch(() => false) : true;
+    res.status(ready ? 200 : 503).json({ ok: ready });
+  });
+  return app;
+}

@@ -1,0 +1,57 @@
+import { z } from 'zod';
+
+/** Thrown by {@link parseConfig} when the environment is invalid; names every bad variable. */
+export class ConfigError extends Error {
+  /** One entry per bad variable: `NAME: message`. */
+  readonly problems: string[];
+  /** @param problems the bad variables, `NAME: message` each */
+  constructor(problems: string[]) {
+    super(`Invalid configuration:\n  ${problems.join('\n  ')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+/**
+ * Parses the environment once with a zod object schema whose keys are variable names. Blank strings
+ * count as unset, so `FOO=` falls back to the default (ARCHITECTURE.md, "Config").
+ * @param schema a zod object schema over environment variable names
+ * @param env the environment, `process.env` by default
+ * @returns the parsed, typed configuration
+ * @throws ConfigError naming every invalid variable
+ */
+export function parseConfig<T extends z.ZodObject>(schema: T, env: NodeJS.ProcessEnv = process.env): z.infer<T> {
+  const cleaned: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (value !== undefined && value.trim() !== '') cleaned[key] = value;
+  }
+  const result = schema.safeParse(cleaned);
+  if (!result.success) {
+    throw new ConfigError(result.error.issues.map((i) => `${i.path.join('.') || '(env)'}: ${i.message}`));
+  }
+  return result.data;
+}
+
+/** An integer environment variable within `[min, max]`, with a default. */
+export function intVar(defaultValue: number, min = 0, max = Number.MAX_SAFE_INTEGER) {
+  return z.coerce.number().int().min(min).max(max).default(defaultValue);
+}
+
+/** A boolean environment variable: `true/false/1/0/yes/no`, with a default. */
+export function boolVar(defaultValue: boolean) {
+  return z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'])
+    .default(defaultValue ? 'true' : 'false')
+    .transform((v) => v === 'true' || v === '1' || v === 'yes');
+}
+
+/** Shared variables of every HTTP service: `HOST`, `LOG_LEVEL`, `NODE_ENV`, `TRUST_PROXY` (hop count), body limit. */
+export const BaseHttpEnv = {
+  HOST: z.string().default('0.0.0.0'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  TRUST_PROXY: intVar(0, 0, 10),
+  BODY_LIMIT: z.string().default('100kb'),
+  CORS_ORIGINS: z.string().optional(),
+  SHUTDOWN_TIMEOUT_MS: intVar(10_000, 100),
+};

@@ -1,0 +1,49 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import pino, { type Logger } from 'pino';
+import pinoHttp, { type HttpLogger } from 'pino-http';
+
+/** Paths redacted from every log line: payment proofs, API keys, authorization and cookies. */
+export const REDACT_PATHS = [
+  'req.headers["x-payment"]',
+  'req.headers["x-api-key"]',
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'res.headers["set-cookie"]',
+  'headers["x-payment"]',
+  'headers["x-api-key"]',
+  'headers.authorization',
+  'headers.cookie',
+];
+
+/**
+ * The service logger: pino JSON to stdout with the secret-bearing headers redacted.
+ * @param options `name` of the service, `level` (pino level, `silent` in tests)
+ */
+export function createLogger(options: { name: string; level?: string }): Logger {
+  return pino({ name: options.name, level: options.level ?? 'info', redact: { paths: REDACT_PATHS, censor: '[redacted]' } });
+}
+
+/**
+ * pino-http middleware: reuses `x-request-id` (≤ 200 chars) or generates a UUID, echoes it in the
+ * response header and carries it in every log line as `req.id`.
+ * @param logger the service logger
+ */
+export function httpLogger(logger: Logger): HttpLogger {
+  return pinoHttp({
+    logger,
+    genReqId(req: IncomingMessage, res: ServerResponse) {
+      const header = req.headers['x-request-id'];
+      const id = typeof header === 'string' && header.length > 0 && header.length <= 200 ? header : randomUUID();
+      res.setHeader('x-request-id', id);
+      return id;
+    },
+    customLogLevel(_req, res, err) {
+      if (err || res.statusCode >= 500) return 'error';
+      return 'info';
+    },
+    autoLogging: { ignore: (req) => req.url === '/livez' || req.url === '/readyz' || req.url === '/metrics' },
+  });
+}
+
+export type { Logger };

@@ -1,0 +1,69 @@
+import request from 'supertest';
+import { z } from 'zod';
+import { errorHandler, notFoundHandler } from '@repo/errors';
+import { ConfigError, createBaseApp, createLogger, intVar, parseConfig, validate, validated } from '../src/index';
+
+const logger = createLogger({ name: 'test', level: 'silent' });
+
+function buildApp(ready = true) {
+  const app = createBaseApp({ logger, isReady: () => ready, bodyLimit: '2kb' });
+  app.get(
+    '/items',
+    validate({ query: z.object({ limit: z.coerce.number().int().min(1).max(100).default(20) }) }),
+    (_req, res) => {
+      res.json({ limit: validated<{ limit: number }>(res.locals).query.limit });
+    },
+  );
+  app.post('/compute', validate({ body: z.object({ idea: z.string().min(10) }) }, { bodyCode: 'validation_failed' }), (req, res) => {
+    res.json(req.body);
+  });
+  app.use(notFoundHandler);
+  app.use(errorHandler(logger));
+  return app;
+}
+
+describe('service kit', () => {
+  it('When a query is valid, then the parsed values with defaults reach the handler', async () => {
+    expect((await request(buildApp()).get('/items')).body).toEqual({ limit: 20 });
+    expect((await request(buildApp()).get('/items?limit=5')).body).toEqual({ limit: 5 });
+  });
+
+  it('When a query is out of range, then 400 invalid_request names the field', async () => {
+    const res = await request(buildApp()).get('/items?limit=101');
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('invalid_request');
+    expect(res.body.details).toEqual([expect.objectContaining({ path: 'query.limit' })]);
+  });
+
+  it('When a body fails and the route asks for 422, then 422 validation_failed', async () => {
+    const res = await request(buildApp()).post('/compute').send({ idea: 'short' });
+    expect(res.status).toBe(422);
+    expect(res.body.code).toBe('validation_failed');
+    expect(res.body.details[0].path).toBe('body.idea');
+  });
+
+  it('When x-request-id is sent, then it is echoed in the header and the error body', async () => {
+    const res = await request(buildApp()).get('/items?limit=0').set('x-request-id', 'abc-123');
+    expect(res.headers['x-request-id']).toBe('abc-123');
+    expect(res.body.requestId).toBe('abc-123');
+  });
+
+  it('When the service is not ready, then /readyz answers 503 and /livez 200', async () => {
+    expect((await request(buildApp(false)).get('/readyz')).status).toBe(503);
+    expect((await request(buildApp(false)).get('/livez')).status).toBe(200);
+  });
+
+  it('When variables are bad, then parseConfig names each one; blank strings count as unset', () => {
+    const schema = z.object({ PORT: intVar(3001, 1, 65535), SECRET: z.string().min(8) });
+    expect(parseConfig(schema, { PORT: '', SECRET: 'longenough' })).toEqual({ PORT: 3001, SECRET: 'longenough' });
+    try {
+      parseConfig(schema, { PORT: '70000', SECRET: ' ' });
+      throw new Error('expected a ConfigError');
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      const problems = (err as ConfigError).problems.join('\n');
+      expect(problems).toMatch(/PORT/);
+      expect(problems).toMatch(/SECRET/);
+    }
+  });
+});
