@@ -1,0 +1,14 @@
+export { applyMigrations } from './apply';
+export type { ApplyMigrationsOptions, ApplyMigrationsResult, MigrateLogger } from './apply';
+export { ensureDatabase, resetDatabase } from './database';
+export { migrationStatus } from './status';
+export type { LocalMigrationState, LocalMigrationStatus, MigrationStatus } from './status';
+export { migrationChecksum, scriptMatchesChecksum } from './checksum';
+export { listLocalMigrations } from './migrations-dir';
+export type { LocalMigration } from './migrations-dir';
+export { PRISMA_MIGRATE_LOCK_KEY, PRISMA_MIGRATIONS_TABLE_DDL } from './prisma-table';
+export type { MigrationRecord } from './prisma-table';
+export { DbMigrateError, isDbMigrateError } from './errors';
+export type { DbMigrateErrorCode, DbMigrateErrorOptions } from './errors';
+export { runCli } from './cli';
+export type { CliIo } from './cli';
