@@ -31,13 +31,15 @@ export type PaymentRequirements = z.infer<typeof PaymentRequirements>;
 
 /**
  * The body of an HTTP 402 (market-intel spec, "Error402"): exactly `x402Version`, `accepts`, `error`,
- * plus the envelope's optional `code` and `requestId` (ARCHITECTURE.md, "Error body").
+ * plus the envelope's optional `code`, `requestId` and `details` (ARCHITECTURE.md, "Error body"); the
+ * x402 package puts `{ reason }` in `details` when a payment proof was refused.
  */
 export const Error402 = z.object({
   x402Version: z.literal(1),
   accepts: z.array(PaymentRequirements),
   error: z.string(),
   code: z.string().optional(),
+  details: z.record(z.string(), z.unknown()).optional(),
   requestId: z.string().optional(),
 });
 /** Inferred type of {@link Error402}. */

@@ -1,0 +1,171 @@
+import { Connection, type Keypair, PublicKey, SendTransactionError, Transaction } from '@solana/web3.js';
+import type { PaymentRequirements } from '@repo/schemas';
+import { InsufficientFundsError, PaymentConfirmationError, RpcUnreachableError, X402ClientError } from './errors';
+import { associatedTokenAddress, mintDecimals, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, tokenAccountAmount, transferCheckedInstruction } from './token';
+
+/** Lamports one signature costs in fees on Solana. */
+const LAMPORTS_PER_SIGNATURE = 5000n;
+
+/** Input of {@link payForRequirements}. */
+export interface PayForRequirementsInput {
+  /** The requirements to pay (an element of a 402's `accepts`): exactly `maxAmountRequired` of `asset` to `payTo`. */
+  requirements: PaymentRequirements;
+  /** The paying wallet (owner of the source associated token account and fee payer). */
+  keypair: Keypair;
+  /** JSON-RPC URL of the requirements' network (or pass `connection`). */
+  rpcUrl?: string;
+  /** A ready web3.js v1 connection. */
+  connection?: Connection;
+  /** Milliseconds to wait for `confirmed`; default 30000. */
+  confirmTimeoutMs?: number;
+  /** Milliseconds between `getSignatureStatuses` polls; default 250. */
+  pollIntervalMs?: number;
+  /** Timeout of one RPC call in milliseconds (only with `rpcUrl`); default 10000. */
+  rpcTimeoutMs?: number;
+}
+
+/**
+ * Pays x402 requirements (market-intel spec, "Authentication", step 2): one SPL `transferChecked` of
+ * exactly `maxAmountRequired` atomic units of `asset` from the payer's associated token account to
+ * `payTo` (decimals read from the mint account, 6 if unreadable; SPL Token or Token-2022 by the mint's
+ * owner), signed, sent, and confirmed by polling `getSignatureStatuses` until `confirmed` (no
+ * websocket).
+ *
+ * @returns the base58 transaction signature
+ * @throws InsufficientFundsError no token account, too few tokens, or no SOL for the fee (checked up
+ *   front and recognised in the RPC's simulation error)
+ * @throws RpcUnreachableError the RPC cannot be reached (the error carries the URL)
+ * @throws PaymentConfirmationError not confirmed within `confirmTimeoutMs`, or failed on chain
+ * @throws X402ClientError any other refusal by the RPC (`send_failed`)
+ */
+export async function payForRequirements(input: PayForRequirementsInput): Promise<string> {
+  const { requirements, keypair } = input;
+  const connection = input.connection ?? connectionFor(requiredUrl(input), input.rpcTimeoutMs ?? 10_000);
+  const url = connection.rpcEndpoint;
+  const call = <T>(run: () => Promise<T>): Promise<T> => run().catch((error: unknown) => {
+    throw isUnreachable(error) ? new RpcUnreachableError(url, error) : error;
+  });
+
+  const owner = keypair.publicKey;
+  const mint = new PublicKey(requirements.asset);
+  const payTo = new PublicKey(requirements.payTo);
+  const amount = BigInt(requirements.maxAmountRequired);
+
+  const mintInfo = await call(() => connection.getAccountInfo(mint, 'confirmed'));
+  const programId = mintInfo?.owner.equals(TOKEN_2022_PROGRAM_ID) ? TOKEN_2022_PROGRAM_ID : TOKEN_PROGRAM_ID;
+  const decimals = (mintInfo ? mintDecimals(mintInfo.data) : undefined) ?? 6;
+
+  const source = associatedTokenAddress(mint, owner, programId);
+  const [sourceInfo, lamports] = await Promise.all([
+    call(() => connection.getAccountInfo(source, 'confirmed')),
+    call(() => connection.getBalance(owner, 'confirmed')),
+  ]);
+  if (!sourceInfo) {
+    throw new InsufficientFundsError('no_token_account', `Wallet ${owner.toBase58()} has no token account for mint ${mint.toBase58()}`, {
+      required: amount,
+      available: 0n,
+    });
+  }
+  const balance = tokenAccountAmount(sourceInfo.data);
+  if (balance < amount) {
+    throw new InsufficientFundsError(
+      'token_balance',
+      `Wallet ${owner.toBase58()} holds ${balance} atomic units of ${mint.toBase58()}, the price is ${amount}`,
+      { required: amount, available: balance },
+    );
+  }
+  if (BigInt(lamports) < LAMPORTS_PER_SIGNATURE) {
+    throw new InsufficientFundsError('sol_for_fees', `Wallet ${owner.toBase58()} has ${lamports} lamports, not enough SOL for the fee`, {
+      required: LAMPORTS_PER_SIGNATURE,
+      available: BigInt(lamports),
+    });
+  }
+
+  const { blockhash, lastValidBlockHeight } = await call(() => connection.getLatestBlockhash('confirmed'));
+  const tx = new Transaction({ feePayer: owner, blockhash, lastValidBlockHeight }).add(
+    transferCheckedInstruction(source, mint, payTo, owner, amount, decimals, programId),
+  );
+  tx.sign(keypair);
+  let signature: string;
+  try {
+    signature = await call(() => connection.sendRawTransaction(tx.serialize(), { preflightCommitment: 'confirmed' }));
+  } catch (error) {
+    throw classifySendError(error, owner.toBase58());
+  }
+  await waitForConfirmation(connection, signature, input.confirmTimeoutMs ?? 30_000, input.pollIntervalMs ?? 250, call);
+  return signature;
+}
+
+/**
+ * Polls `getSignatureStatuses` until the transaction is `confirmed` or `finalized`.
+ *
+ * @throws PaymentConfirmationError on failure on chain or when the deadline passes
+ */
+async function waitForConfirmation(
+  connection: Connection,
+  signature: string,
+  timeoutMs: number,
+  pollIntervalMs: number,
+  call: <T>(run: () => Promise<T>) => Promise<T>,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { value } = await call(() => connection.getSignatureStatuses([signature]));
+    const status = value[0];
+    if (status?.err) {
+      throw new PaymentConfirmationError('transaction_failed', signature, `Payment transaction ${signature} failed: ${JSON.stringify(status.err)}`);
+    }
+    if (status && (status.confirmationStatus === 'confirmed' || status.confirmationStatus === 'finalized')) return;
+    if (Date.now() >= deadline) {
+      throw new PaymentConfirmationError(
+        'confirmation_timeout',
+        signature,
+        `Payment transaction ${signature} was not confirmed within ${Math.round(timeoutMs / 1000)} s`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, pollIntervalMs));
+  }
+}
+
+function requiredUrl(input: PayForRequirementsInput): string {
+  if (!input.rpcUrl) throw new X402ClientError('no_rpc', 'payForRequirements needs rpcUrl or connection');
+  return input.rpcUrl;
+}
+
+/** A web3.js connection whose every HTTP call times out after `timeoutMs`. */
+export function connectionFor(rpcUrl: string, timeoutMs = 10_000): Connection {
+  return new Connection(rpcUrl, {
+    commitment: 'confirmed',
+    disableRetryOnRateLimit: true,
+    fetch: (resource, init) => fetch(resource, { ...init, signal: AbortSignal.timeout(timeoutMs) }),
+  });
+}
+
+const NETWORK_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET']);
+
+/** `true` for failures to reach the RPC at all (network errors, timeouts, non-JSON HTTP errors). */
+export function isUnreachable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (error instanceof RpcUnreachableError) return true;
+  if (error.name === 'TimeoutError' || error.name === 'AbortError') return true;
+  if (error instanceof TypeError && /fetch failed/i.test(error.message)) return true;
+  const code = (error as Error & { code?: unknown }).code;
+  if (typeof code === 'string' && NETWORK_ERROR_CODES.has(code)) return true;
+  const cause = (error as Error & { cause?: unknown }).cause;
+  if (cause instanceof Error && cause !== error) return isUnreachable(cause);
+  // web3.js reports an HTTP error answer as "<status> <statusText>: <body>".
+  return /^(4\d\d|5\d\d) /.test(error.message);
+}
+
+function classifySendError(error: unknown, owner: string): unknown {
+  if (!(error instanceof Error) || error instanceof RpcUnreachableError) return error;
+  const logs = error instanceof SendTransactionError ? (error.logs ?? []).join('\n') : '';
+  const text = `${error.message}\n${logs}`;
+  if (/no record of a prior credit|insufficient funds for fee|InsufficientFundsForFee|AccountNotFound/i.test(text)) {
+    return new InsufficientFundsError('sol_for_fees', `Wallet ${owner} has not enough SOL to pay the transaction fee`, { cause: error });
+  }
+  if (/insufficient funds|custom program error: 0x1\b/i.test(text)) {
+    return new InsufficientFundsError('token_balance', `Wallet ${owner} has not enough tokens for this payment`, { cause: error });
+  }
+  return new X402ClientError('send_failed', `The RPC refused the payment transaction: ${error.message.split('\n')[0]}`, error);
+}

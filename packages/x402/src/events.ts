@@ -1,0 +1,35 @@
+import type { X402Network } from '@repo/schemas';
+
+/**
+ * A payment event for metrics and logs:
+ * - `challenged`: a 402 with the requirements was answered (no X-PAYMENT);
+ * - `verified`: a new payment was proven on chain (`rpcMs` = time spent in RPC);
+ * - `rejected`: a proof was refused (`reason`: a verification reason, `invalid_payment_header`,
+ *   `payment_reused`, `payment_conflict` or `busy`);
+ * - `replayed`: a stored answer was returned for a signature already used on the same endpoint.
+ */
+export interface PaymentEvent {
+  /** What happened. */
+  type: 'challenged' | 'verified' | 'rejected' | 'replayed';
+  /** Why a proof was refused (only for `rejected`). */
+  reason?: string;
+  /** The request's network. */
+  network: X402Network;
+  /** The endpoint, e.g. `"GET /api/v1/scout/gaps"`. */
+  endpoint: string;
+  /** Milliseconds spent in RPC calls (for `verified`, and `rejected` after an RPC call). */
+  rpcMs?: number;
+}
+
+/** Receives {@link PaymentEvent}s; must not throw (exceptions are swallowed). */
+export type PaymentEventListener = (event: PaymentEvent) => void;
+
+/** Calls the listener, ignoring its failures. */
+export function emitPaymentEvent(listener: PaymentEventListener | undefined, event: PaymentEvent): void {
+  if (!listener) return;
+  try {
+    listener(event);
+  } catch {
+    // A metrics hook must never break a payment.
+  }
+}

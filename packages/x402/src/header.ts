@@ -1,0 +1,96 @@
+import { base58Decode } from './base58';
+import { AppError } from '@repo/errors';
+import { PaymentPayload, PaymentResponse, type X402Network } from '@repo/schemas';
+
+/** Name of the request header carrying the payment proof. */
+export const PAYMENT_HEADER = 'x-payment';
+/** Name of the response header carrying the settlement result (base64 JSON {@link PaymentResponse}). */
+export const PAYMENT_RESPONSE_HEADER = 'x-payment-response';
+
+/** Largest accepted X-PAYMENT value, in characters (a valid one is about 200). */
+const MAX_HEADER_LENGTH = 4096;
+
+function invalid(message: string, details?: unknown): AppError {
+  return new AppError('invalid_payment_header', `Invalid X-PAYMENT header: ${message}`, { details });
+}
+
+/**
+ * Parses an `X-PAYMENT` value (market-intel spec, "Authentication"; ARCHITECTURE.md, "Payments", step 1):
+ * base64 of a JSON object, or the raw JSON (detected by a leading `{`), validated with zod:
+ * `x402Version` 1, scheme `exact`, a known network, and `payload.txSignature` base58 decoding to exactly
+ * 64 bytes.
+ *
+ * @param value the header value
+ * @param expectedNetwork when given, the network the request is for (from `?network=`)
+ * @returns the decoded payload
+ * @throws AppError `invalid_payment_header` (400) with a message naming the problem: not base64/JSON,
+ *   schema violation, signature not 64 bytes, or network different from `expectedNetwork`
+ */
+export function parsePaymentHeader(value: string, expectedNetwork?: X402Network): PaymentPayload {
+  const trimmed = value.trim();
+  if (trimmed === '') throw invalid('the value is empty');
+  if (trimmed.length > MAX_HEADER_LENGTH) throw invalid(`the value is longer than ${MAX_HEADER_LENGTH} characters`);
+  let json: string;
+  if (trimmed.startsWith('{')) {
+    json = trimmed;
+  } else {
+    if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(trimmed)) throw invalid('expected base64-encoded JSON or raw JSON');
+    json = Buffer.from(trimmed, 'base64').toString('utf8');
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch {
+    throw invalid('the decoded value is not JSON');
+  }
+  const parsed = PaymentPayload.safeParse(raw);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((issue) => ({
+      path: issue.path.map(String).join('.') || '(root)',
+      message: issue.message,
+    }));
+    const first = issues[0];
+    throw invalid(first ? `${first.path}: ${first.message}` : 'schema mismatch', issues);
+  }
+  const payload = parsed.data;
+  const signature = payload.payload.txSignature;
+  if (signature.length > 90 || base58Decode(signature).length !== 64) {
+    throw invalid('payload.txSignature must be a base58 transaction signature of 64 bytes');
+  }
+  if (expectedNetwork !== undefined && payload.network !== expectedNetwork) {
+    throw invalid(`network is "${payload.network}" but this request is for "${expectedNetwork}"`, {
+      expected: expectedNetwork,
+      got: payload.network,
+    });
+  }
+  return payload;
+}
+
+/**
+ * Encodes an `X-PAYMENT` value as base64 JSON (the form clients send).
+ *
+ * @param network the network the transaction landed on
+ * @param txSignature the base58 transaction signature
+ */
+export function encodePaymentHeader(network: X402Network, txSignature: string): string {
+  const payload: PaymentPayload = { x402Version: 1, scheme: 'exact', network, payload: { txSignature } };
+  return Buffer.from(JSON.stringify(payload), 'utf8').toString('base64');
+}
+
+/**
+ * Encodes an `X-PAYMENT-RESPONSE` value: base64 JSON `{ success, transaction, network, payer }`
+ * (ARCHITECTURE.md, "Payments", step 5).
+ */
+export function encodePaymentResponse(response: PaymentResponse): string {
+  return Buffer.from(JSON.stringify(response), 'utf8').toString('base64');
+}
+
+/**
+ * Decodes an `X-PAYMENT-RESPONSE` value.
+ *
+ * @throws Error when the value is not base64 JSON matching {@link PaymentResponse}
+ */
+export function decodePaymentResponse(value: string): PaymentResponse {
+  const json: unknown = JSON.parse(Buffer.from(value.trim(), 'base64').toString('utf8'));
+  return PaymentResponse.parse(json);
+}

@@ -1,0 +1,89 @@
+import { Keypair } from '@solana/web3.js';
+import { isAppError, type AppError } from '@repo/errors';
+import { decodePaymentResponse, encodePaymentHeader, encodePaymentResponse, parsePaymentHeader } from '../src/index';
+import { base58Encode } from '../src/base58';
+
+const signature = base58Encode(new Uint8Array(64).fill(7));
+
+function payload(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return { x402Version: 1, scheme: 'exact', network: 'solana', payload: { txSignature: signature }, ...overrides };
+}
+
+function base64(value: unknown): string {
+  return Buffer.from(JSON.stringify(value), 'utf8').toString('base64');
+}
+
+function parseError(value: string, network?: 'solana' | 'solana-devnet'): AppError {
+  try {
+    parsePaymentHeader(value, network);
+  } catch (error) {
+    if (isAppError(error)) return error;
+    throw error;
+  }
+  throw new Error('expected parsePaymentHeader to throw');
+}
+
+describe('parsePaymentHeader', () => {
+  it('When the header is base64 JSON, then the payload is decoded', () => {
+    expect(parsePaymentHeader(base64(payload()), 'solana')).toEqual(payload());
+  });
+
+  it('When the header is raw JSON, then the payload is decoded', () => {
+    expect(parsePaymentHeader(` ${JSON.stringify(payload({ network: 'solana-devnet' }))} `, 'solana-devnet').network).toBe('solana-devnet');
+  });
+
+  it('When the header was made by encodePaymentHeader, then it parses back', () => {
+    expect(parsePaymentHeader(encodePaymentHeader('solana-devnet', signature)).payload.txSignature).toBe(signature);
+  });
+
+  it('When the header is garbage, then 400 invalid_payment_header', () => {
+    for (const value of ['not base64 at all!', base64('a string').slice(0, 5), '{"x402Version":', '', '   ']) {
+      const error = parseError(value);
+      expect(error.code).toBe('invalid_payment_header');
+      expect(error.status).toBe(400);
+      expect(error.message).toMatch(/^Invalid X-PAYMENT header: /);
+    }
+  });
+
+  it('When the version is not 1, then 400 naming x402Version', () => {
+    const error = parseError(base64(payload({ x402Version: 2 })));
+    expect(error.code).toBe('invalid_payment_header');
+    expect(error.message).toContain('x402Version');
+  });
+
+  it('When the scheme or network is unknown, then 400', () => {
+    expect(parseError(base64(payload({ scheme: 'upto' }))).message).toContain('scheme');
+    expect(parseError(base64(payload({ network: 'base' }))).message).toContain('network');
+  });
+
+  it('When the signature does not decode to 64 bytes, then 400', () => {
+    for (const txSignature of [base58Encode(new Uint8Array(32).fill(9)), base58Encode(new Uint8Array(65).fill(9)), 'abc0OIl', '']) {
+      const error = parseError(base64(payload({ payload: { txSignature } })));
+      expect(error.code).toBe('invalid_payment_header');
+    }
+  });
+
+  it('When the network differs from the request network, then 400 naming both', () => {
+    const error = parseError(base64(payload({ network: 'solana' })), 'solana-devnet');
+    expect(error.status).toBe(400);
+    expect(error.message).toContain('solana-devnet');
+    expect(error.details).toEqual({ expected: 'solana-devnet', got: 'solana' });
+  });
+});
+
+describe('base58', () => {
+  it('When a real signature-sized value is encoded, then it round-trips like web3.js keys do', () => {
+    const key = Keypair.generate().publicKey;
+    expect(base58Encode(key.toBytes())).toBe(key.toBase58());
+    const bytes = new Uint8Array([0, 0, 1, 2, 255]);
+    expect([...(parsePaymentHeader(encodePaymentHeader('solana', signature)).payload.txSignature)].length).toBeGreaterThan(0);
+    expect(base58Encode(bytes)).toMatch(/^11/);
+  });
+});
+
+describe('X-PAYMENT-RESPONSE', () => {
+  it('When a payment response is encoded, then it decodes to the same object', () => {
+    const response = { success: true, transaction: signature, network: 'solana' as const, payer: Keypair.generate().publicKey.toBase58() };
+    expect(decodePaymentResponse(encodePaymentResponse(response))).toEqual(response);
+  });
+});
