@@ -1,0 +1,77 @@
+// The agent demo: against the stack started by `npm start`, an agent wallet reads the free endpoints,
+// then pays for every Data API endpoint with a signed SPL transferChecked on the local ledger and
+// prints each answer with its transaction signature; finally it shows a replay and a devnet payment.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Keypair } from '@solana/web3.js';
+import { getLocalnetInfo, rpcUrlFor } from '@repo/solana-localnet';
+import { encodePaymentHeader, fetchWithPayment } from '@repo/x402';
+
+const env = process.env;
+const BASE = (env.MARKET_INTEL_URL ?? 'http://127.0.0.1:3001').replace(/\/+$/, '');
+const LEDGER_URL = env.LEDGER_URL ?? 'http://127.0.0.1:8899';
+
+function show(title: string, status: number, body: unknown, signature?: string): void {
+  const text = JSON.stringify(body, null, 2);
+  const lines = text.split('\n');
+  const clipped = lines.length > 24 ? [...lines.slice(0, 24), `  ... (${lines.length - 24} more lines)`] : lines;
+  process.stdout.write(`\n\x1b[1m${title}\x1b[0m -> HTTP ${status}${signature ? `\n  paid with transaction ${signature}` : ''}\n${clipped.join('\n')}\n`);
+}
+
+async function main(): Promise<void> {
+  try {
+    await fetch(`${BASE}/livez`);
+  } catch {
+    throw new Error(`market-intel is not reachable at ${BASE}: start the stack first with \`npm start\` (or \`pnpm start\`)`);
+  }
+  const info = await getLocalnetInfo(rpcUrlFor(LEDGER_URL, 'solana')).catch(() => {
+    throw new Error(`the local ledger is not reachable at ${LEDGER_URL}: start the stack first with \`npm start\``);
+  });
+  const keypairPath = env.AGENT_KEYPAIR ?? info.agentKeypairPath;
+  const keypair = Keypair.fromSecretKey(Uint8Array.from(JSON.parse(readFileSync(path.resolve(keypairPath), 'utf8')) as number[]));
+  const rpcUrls = { solana: rpcUrlFor(LEDGER_URL, 'solana'), 'solana-devnet': rpcUrlFor(LEDGER_URL, 'solana-devnet') };
+  process.stdout.write(`agent wallet ${keypair.publicKey.toBase58()} (keypair ${keypairPath})\n`);
+
+  const health = await fetch(`${BASE}/api/v1/health`);
+  show('GET /api/v1/health (free)', health.status, await health.json());
+  const sectorsRes = await fetch(`${BASE}/api/v1/sectors`);
+  const sectors = (await sectorsRes.json()) as { sectors: { sector: string }[] };
+  show('GET /api/v1/sectors (free)', sectorsRes.status, sectors);
+  const sector = sectors.sectors[0]?.sector ?? 'fintech';
+
+  const paid = [
+    `/api/v1/scout/gaps?sector=${sector}&limit=2`,
+    `/api/v1/scout/pain-clusters?sector=${sector}&limit=3`,
+    `/api/v1/scout/trends?days=7&limit=3`,
+    `/api/v1/scout/keywords?limit=5`,
+    `/api/v1/scout/brief`,
+  ];
+  let last: { path: string; signature: string; body: unknown } | undefined;
+  for (const p of paid) {
+    const unpaid = await fetch(BASE + p);
+    const challenge = (await unpaid.json()) as { accepts?: { maxAmountRequired: string }[] };
+    const price = challenge.accepts?.[0]?.maxAmountRequired;
+    const { response, body, payment } = await fetchWithPayment(BASE + p, { keypair, rpcUrls });
+    show(`GET ${p} (asked ${price} atomic USDC)`, response.status, body, payment?.signature);
+    if (payment) last = { path: p, signature: payment.signature, body };
+  }
+
+  if (last) {
+    const replay = await fetch(BASE + last.path, { headers: { 'X-PAYMENT': encodePaymentHeader('solana', last.signature) } });
+    const replayBody: unknown = await replay.json();
+    process.stdout.write(
+      `\n\x1b[1mReplay\x1b[0m of ${last.signature} on the same endpoint -> HTTP ${replay.status}, ` +
+        `${JSON.stringify(replayBody) === JSON.stringify(last.body) ? 'identical body, no second charge' : 'DIFFERENT body'}\n`,
+    );
+    const reuse = await fetch(`${BASE}/api/v1/scout/gaps`, { headers: { 'X-PAYMENT': encodePaymentHeader('solana', last.signature) } });
+    show('The same signature on another endpoint', reuse.status, await reuse.json());
+  }
+
+  const devnet = await fetchWithPayment(`${BASE}/api/v1/scout/keywords?network=devnet&limit=3`, { keypair, rpcUrls });
+  show('GET /api/v1/scout/keywords?network=devnet (paid on the devnet ledger)', devnet.response.status, devnet.body, devnet.payment?.signature);
+}
+
+main().catch((err: unknown) => {
+  console.error(`demo failed: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});

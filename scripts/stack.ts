@@ -1,0 +1,135 @@
+// Starts the development stack: the local Solana ledger (in this process, state in .data/ledger) and
+// market-intel (a child process) on PostgreSQL, with the database migrated and the sample report
+// imported when the database has none. Ctrl-C stops everything.
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { applyMigrations, ensureDatabase } from '@repo/db-migrate';
+import { formatLocalnetAddresses, getLocalnetInfo, rpcUrlFor, startLocalnet, type Localnet } from '@repo/solana-localnet';
+
+const ROOT = path.resolve(__dirname, '..');
+const env = process.env;
+const LEDGER_URL = env.LEDGER_URL ?? `http://127.0.0.1:${env.LEDGER_PORT ?? '8899'}`;
+const LEDGER_DATA_DIR = path.resolve(ROOT, env.LEDGER_DATA_DIR ?? '.data/ledger');
+const MARKET_INTEL_DATABASE_URL = env.MARKET_INTEL_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/market_intel';
+const MARKET_INTEL_PORT = env.MARKET_INTEL_PORT ?? '3001';
+
+const children: ChildProcess[] = [];
+let ledger: Localnet | undefined;
+
+function log(line: string): void {
+  process.stderr.write(`\x1b[1;34m==>\x1b[0m ${line}\n`);
+}
+
+async function ledgerIsUp(url: string): Promise<boolean> {
+  try {
+    await getLocalnetInfo(url);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Runs a command to completion, inheriting output; rejects on a non-zero exit. */
+function run(cmd: string, args: string[], extraEnv: NodeJS.ProcessEnv, cwd = ROOT): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd, env: { ...env, ...extraEnv }, stdio: 'inherit' });
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}`))));
+  });
+}
+
+async function waitFor(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`${url} did not come up within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function main(): Promise<void> {
+  const [mainnet, devnet] = await (async () => {
+    if (await ledgerIsUp(LEDGER_URL)) {
+      log(`using the ledger already running at ${LEDGER_URL}`);
+    } else {
+      const port = Number(new URL(LEDGER_URL).port || 8899);
+      ledger = await startLocalnet({ port, dataDir: LEDGER_DATA_DIR });
+      process.stdout.write(`${formatLocalnetAddresses(ledger)}\n`);
+    }
+    return Promise.all([getLocalnetInfo(rpcUrlFor(LEDGER_URL, 'solana')), getLocalnetInfo(rpcUrlFor(LEDGER_URL, 'solana-devnet'))]);
+  })();
+
+  log(`migrating ${MARKET_INTEL_DATABASE_URL}`);
+  await ensureDatabase(MARKET_INTEL_DATABASE_URL);
+  await applyMigrations({
+    databaseUrl: MARKET_INTEL_DATABASE_URL,
+    migrationsDir: path.join(ROOT, 'services/market-intel/prisma/migrations'),
+    log: { info: (m) => log(m), warn: (m) => log(`warning: ${m}`) },
+  });
+
+  const tsx = ['exec', 'tsx', '--conditions=@repo/source'];
+  await run(
+    'pnpm',
+    [...tsx, 'src/cli/import-report.ts', 'fixtures/sample-report.json', '--shift-to-now', '--if-empty'],
+    { DATABASE_URL: MARKET_INTEL_DATABASE_URL },
+    path.join(ROOT, 'services/market-intel'),
+  );
+
+  const marketIntel = spawn('pnpm', [...tsx, 'src/main.ts'], {
+    cwd: path.join(ROOT, 'services/market-intel'),
+    stdio: 'inherit',
+    env: {
+      ...env,
+      PORT: MARKET_INTEL_PORT,
+      DATABASE_URL: MARKET_INTEL_DATABASE_URL,
+      SOLANA_RPC_URL: mainnet.rpcUrl,
+      USDC_MINT: mainnet.mint,
+      MERCHANT_TOKEN_ACCOUNT: mainnet.merchantTokenAccount,
+      SOLANA_DEVNET_RPC_URL: devnet.rpcUrl,
+      USDC_MINT_DEVNET: devnet.mint,
+      MERCHANT_TOKEN_ACCOUNT_DEVNET: devnet.merchantTokenAccount,
+    },
+  });
+  children.push(marketIntel);
+  marketIntel.on('exit', (code) => {
+    log(`market-intel exited with ${code}`);
+    void stop(code ?? 1);
+  });
+  await waitFor(`http://127.0.0.1:${MARKET_INTEL_PORT}/livez`, 60_000);
+
+  process.stdout.write(
+    [
+      '',
+      'Stack is up:',
+      `  market-intel   http://127.0.0.1:${MARKET_INTEL_PORT}/api/v1  (sectors: /api/v1/sectors)`,
+      `  solana ledger  ${mainnet.rpcUrl}  (devnet: ${devnet.rpcUrl})`,
+      `  agent wallet   ${mainnet.agent}  keypair ${mainnet.agentKeypairPath}`,
+      '',
+      'In another terminal: pnpm demo   (an agent pays for every Data API endpoint)',
+      'Ctrl-C stops everything.',
+      '',
+    ].join('\n'),
+  );
+}
+
+let stopping = false;
+async function stop(code: number): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
+  await Promise.all(
+    children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : Promise.resolve())),
+  );
+  await ledger?.close();
+  process.exit(code);
+}
+
+process.on('SIGINT', () => void stop(0));
+process.on('SIGTERM', () => void stop(0));
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  void stop(1);
+});

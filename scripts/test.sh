@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs everything a clean clone needs and runs every check and test: typecheck, lint, then the
+# test suites against the real PostgreSQL and the local Solana ledger (each suite creates its own
+# *_test database).
+source "$(dirname "$0")/lib.sh"
+ensure_pnpm
+ensure_postgres
+install_deps
+log "typecheck and lint"
+pnpm exec turbo run typecheck lint --output-logs=errors-only
+log "tests"
+pnpm exec turbo run test --concurrency=1 --output-logs=full

@@ -1,0 +1,43 @@
+import type { Application } from 'express';
+import { errorHandler, notFoundHandler } from '@repo/errors';
+import { createBaseApp, type Logger } from '@repo/service-kit';
+import type { ReportRepository } from './data/reports';
+import type { HealthProbe } from './domain/health';
+import { ScoutService } from './domain/scout';
+import { dataApiRouter, type PaymentGate } from './routes/data-api';
+import { freeRouter } from './routes/free';
+
+/** Everything the app needs, built by `main.ts` (or a test). */
+export interface AppDeps {
+  logger: Logger;
+  reports: ReportRepository;
+  /** The x402 payment middleware factory for paid routes. */
+  pay: PaymentGate;
+  health: HealthProbe;
+  /** `/readyz`: true while PostgreSQL answers and the service is not shutting down. */
+  isReady?: () => boolean | Promise<boolean>;
+  trustProxy?: number;
+  bodyLimit?: string;
+  corsOrigins?: string[];
+  now?: () => Date;
+}
+
+/**
+ * The market-intel express app (no listen, no env): `/api/v1` Data API, sectors and health, the
+ * Kubernetes probes, and the error envelope for everything else.
+ */
+export function createApp(deps: AppDeps): Application {
+  const app = createBaseApp({
+    logger: deps.logger,
+    trustProxy: deps.trustProxy,
+    bodyLimit: deps.bodyLimit,
+    corsOrigins: deps.corsOrigins,
+    isReady: deps.isReady,
+  });
+  const scout = new ScoutService(deps.reports, deps.now);
+  app.use('/api/v1', freeRouter({ reports: deps.reports, health: deps.health }));
+  app.use('/api/v1', dataApiRouter({ scout, pay: deps.pay }));
+  app.use(notFoundHandler);
+  app.use(errorHandler(deps.logger));
+  return app;
+}

@@ -1,0 +1,180 @@
+import { Error402, GapsResponse } from '@repo/schemas';
+import { decodePaymentResponse } from '@repo/x402';
+import { buildReport, startHarness, type Harness } from './support/harness';
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startHarness('market_intel_data_api_test');
+  await h.reports.importReport(buildReport(), 'import');
+});
+afterAll(() => h.close());
+
+const PRICES: [string, string][] = [
+  ['/api/v1/scout/gaps', '100000'],
+  ['/api/v1/scout/pain-clusters', '100000'],
+  ['/api/v1/scout/trends', '100000'],
+  ['/api/v1/scout/brief', '200000'],
+  ['/api/v1/scout/keywords', '50000'],
+];
+
+describe('Data API: the 402 challenge', () => {
+  it.each(PRICES)('When %s is requested without X-PAYMENT, then 402 asks exactly %s atomic USDC', async (path, amount) => {
+    const res = await fetch(h.baseUrl + path);
+    expect(res.status).toBe(402);
+    expect(res.headers.get('x402-version')).toBe('1');
+    const body = Error402.parse(await res.json());
+    expect(body.x402Version).toBe(1);
+    expect(body.accepts).toEqual([
+      {
+        scheme: 'exact',
+        network: 'solana',
+        maxAmountRequired: amount,
+        asset: h.ledger.networks.solana.mint,
+        payTo: h.ledger.networks.solana.merchantTokenAccount,
+        resource: h.baseUrl + path,
+        description: expect.any(String),
+        mimeType: 'application/json',
+        maxTimeoutSeconds: 60,
+      },
+    ]);
+    expect(typeof body.error).toBe('string');
+  });
+
+  it('When network=devnet, then the 402 advertises the devnet mint and merchant account', async () => {
+    const res = await fetch(`${h.baseUrl}/api/v1/scout/gaps?network=devnet`);
+    expect(res.status).toBe(402);
+    const body = Error402.parse(await res.json());
+    expect(body.accepts[0]).toMatchObject({
+      network: 'solana-devnet',
+      asset: h.ledger.networks['solana-devnet'].mint,
+      payTo: h.ledger.networks['solana-devnet'].merchantTokenAccount,
+    });
+    expect(body.accepts[0]?.asset).not.toBe(h.ledger.networks.solana.mint);
+  });
+
+  it.each([
+    ['/api/v1/scout/gaps?limit=0', 'query.limit'],
+    ['/api/v1/scout/gaps?limit=101', 'query.limit'],
+    ['/api/v1/scout/pain-clusters?limit=abc', 'query.limit'],
+    ['/api/v1/scout/trends?days=31', 'query.days'],
+    ['/api/v1/scout/trends?days=0', 'query.days'],
+    ['/api/v1/scout/keywords?limit=201', 'query.limit'],
+    ['/api/v1/scout/gaps?sector=Not%20A%20Tag!', 'query.sector'],
+    ['/api/v1/scout/gaps?network=mars', 'query.network'],
+  ])('When %s is out of range, then 400 invalid_request names %s and asks no payment', async (path, field) => {
+    const res = await fetch(h.baseUrl + path);
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { code: string; details: { path: string }[]; requestId: string };
+    expect(body.code).toBe('invalid_request');
+    expect(body.details.map((d) => d.path)).toContain(field);
+    expect(typeof body.requestId).toBe('string');
+  });
+
+  it('When a paid request has a parameter out of range, then 400 and the signature is not consumed', async () => {
+    const signature = await h.transfer({ amountAtomic: 100_000n });
+    const bad = await h.getWithProof('/api/v1/scout/gaps?limit=500', signature);
+    expect(bad.status).toBe(400);
+    expect(await h.paymentRows(signature)).toEqual([]);
+    const good = await h.getWithProof('/api/v1/scout/gaps?limit=5', signature);
+    expect(good.status).toBe(200);
+    expect(await h.paymentRows(signature)).toEqual([{ status: 'completed', endpoint: 'GET /api/v1/scout/gaps' }]);
+  });
+});
+
+describe('Data API: paid answers', () => {
+  it('When gaps are paid for a sector, then that sector latest gaps come back with generatedFrom and the payment response', async () => {
+    const { response, body, payment } = await h.pay('/api/v1/scout/gaps?sector=fintech&limit=1');
+    expect(response.status).toBe(200);
+    const gaps = GapsResponse.parse(body);
+    expect(gaps).toMatchObject({ count: 1, sector: 'fintech' });
+    expect(gaps.gaps[0]?.title).toBe('Reconciliation copilots');
+    expect(gaps.generatedFrom).not.toBeNull();
+    expect(payment?.requirements.maxAmountRequired).toBe('100000');
+    const settled = decodePaymentResponse(response.headers.get('x-payment-response') ?? '');
+    expect(settled).toEqual({ success: true, transaction: payment?.signature, network: 'solana', payer: h.agent.publicKey.toBase58() });
+  });
+
+  it('When gaps are paid without a sector, then every sector is merged by trend score', async () => {
+    const { body } = await h.pay('/api/v1/scout/gaps');
+    const gaps = GapsResponse.parse(body);
+    expect(gaps.sector).toBeNull();
+    expect(gaps.gaps.map((g) => g.title)).toEqual(['Reconciliation copilots', 'Flaky test triage', 'Stablecoin payroll']);
+  });
+
+  it('When a sector has no data, then the answer is an empty list and the payment is still taken', async () => {
+    const { response, body, payment } = await h.pay('/api/v1/scout/pain-clusters?sector=biotech');
+    expect(response.status).toBe(200);
+    expect(body).toEqual({ painClusters: [], count: 0, generatedFrom: null, sector: 'biotech' });
+    expect(await h.paymentRows(payment?.signature ?? '')).toEqual([{ status: 'completed', endpoint: 'GET /api/v1/scout/pain-clusters' }]);
+  });
+
+  it('When pain clusters are paid, then they are merged by mentions', async () => {
+    const { body } = await h.pay('/api/v1/scout/pain-clusters?limit=2');
+    expect(body).toMatchObject({ count: 2, painClusters: [{ theme: 'flaky tests' }, { theme: 'manual reconciliation' }] });
+  });
+
+  it('When trends are paid with days, then only items dated inside the window come back, in the TrendItem shape', async () => {
+    const week = await h.pay('/api/v1/scout/trends');
+    expect(week.body).toMatchObject({ count: 2, days: 7, sector: null });
+    expect((week.body as { trends: unknown[] }).trends[0]).toEqual({
+      title: 'Instant payments',
+      description: 'Volumes double',
+      velocity: 'rising',
+      source: 'news-a',
+    });
+    const month = await h.pay('/api/v1/scout/trends?sector=fintech&days=30');
+    expect((month.body as { trends: { title: string }[] }).trends.map((t) => t.title)).toEqual(['Instant payments', 'Old news']);
+  });
+
+  it('When keywords are paid without a sector, then counts are summed across sectors', async () => {
+    const { body } = await h.pay('/api/v1/scout/keywords');
+    expect(body).toMatchObject({
+      keywords: [
+        { keyword: 'reconciliation', count: 21 },
+        { keyword: 'ci', count: 9 },
+        { keyword: 'stablecoin', count: 7 },
+      ],
+      count: 3,
+    });
+  });
+
+  it('When the brief is paid, then the latest brief comes back with its sectors', async () => {
+    const { response, body } = await h.pay('/api/v1/scout/brief');
+    expect(response.status).toBe(200);
+    expect(body).toMatchObject({ brief: { overview: 'Payments go instant' }, sectors: ['dev-tools', 'fintech'] });
+  });
+
+  it('When a newer report is imported, then the Data API serves it', async () => {
+    const newer = buildReport({ generatedAt: new Date(Date.now() + 1000).toISOString() });
+    newer.sectors = newer.sectors.slice(0, 1).map((s) => ({ ...s, gaps: s.gaps.slice(1) }));
+    await h.reports.importReport(newer, 'import');
+    const { body } = await h.pay('/api/v1/scout/gaps?sector=fintech');
+    expect(GapsResponse.parse(body)).toMatchObject({ count: 1, generatedFrom: newer.generatedAt, gaps: [{ title: 'Stablecoin payroll' }] });
+  });
+});
+
+describe('Free endpoints', () => {
+  it('When sectors are listed, then counts follow the stored reports', async () => {
+    const res = await fetch(`${h.baseUrl}/api/v1/sectors`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { sectors: { sector: string; report_count: number; gaps_count: number }[]; total_reports: number };
+    expect(body.sectors.map((s) => s.sector).sort()).toEqual(['dev-tools', 'fintech']);
+    expect(body.total_reports).toBe(body.sectors.reduce((n, s) => n + s.report_count, 0));
+  });
+
+  it('When health is asked before compute is configured, then 503 config with Retry-After 600 in the spec shape', async () => {
+    const res = await fetch(`${h.baseUrl}/api/v1/health`);
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('600');
+    const body = (await res.json()) as Record<string, unknown>;
+    expect(body).toMatchObject({ ok: false, llm: { ok: false, latency_ms: 0 }, search: null, errorClass: 'config' });
+    expect(Number.isNaN(Date.parse(String(body.server_time)))).toBe(false);
+  });
+
+  it('When an unknown path is requested, then 404 not_found in the envelope', async () => {
+    const res = await fetch(`${h.baseUrl}/api/v1/nope`);
+    expect(res.status).toBe(404);
+    expect(await res.json()).toMatchObject({ code: 'not_found', error: expect.any(String), requestId: expect.any(String) });
+  });
+});
