@@ -183,3 +183,17 @@ describe('PrismaPaymentLedger', () => {
     expect(all.filter((o) => o.outcome === 'replay')).toHaveLength(19);
   });
 });
+
+describe('the Prisma model', () => {
+  it('When the README and the test fixture are read, then they carry the exported model and every column it maps', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { X402_PAYMENT_PRISMA_MODEL } = await import('../src/index');
+    expect(readFileSync(join(__dirname, '..', 'README.md'), 'utf8')).toContain(X402_PAYMENT_PRISMA_MODEL);
+    const fixture = readFileSync(join(__dirname, 'fixtures', 'x402_payments.sql'), 'utf8');
+    const mapped = [...X402_PAYMENT_PRISMA_MODEL.matchAll(/@map\("([a-z_]+)"\)/g)].map((m) => m[1]);
+    const plain = [...X402_PAYMENT_PRISMA_MODEL.matchAll(/^ {2}([a-z]+) +\S+(?:(?!@map).)*$/gm)].map((m) => m[1]);
+    for (const column of [...mapped, ...plain]) expect(fixture).toContain(`"${column}"`);
+    expect(fixture).toContain('CREATE TABLE "x402_payments"');
+  });
+});

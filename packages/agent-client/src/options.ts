@@ -1,0 +1,156 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Keypair } from '@solana/web3.js';
+
+/** Default JSON-RPC URL of the main network (the local ledger). */
+export const DEFAULT_RPC_URL = 'http://127.0.0.1:8899';
+/** Default JSON-RPC URL of the test network (the local ledger's devnet). */
+export const DEFAULT_DEVNET_RPC_URL = 'http://127.0.0.1:8899/devnet';
+/** Where the local ledger writes the demo agent's keypair, relative to the workspace root. */
+export const LOCAL_AGENT_KEYPAIR = join('.data', 'ledger', 'keys', 'agent.json');
+
+/** Usage text of `agent-pay`. */
+export const USAGE = `Usage: agent-pay <url> [options]
+
+Calls an x402-paid URL: on 402 pays the advertised USDC amount on Solana, then retries with X-PAYMENT.
+
+Options:
+  --keypair <path>      Solana CLI keypair file (JSON array of 64 bytes). Default: $AGENT_KEYPAIR,
+                        else ${LOCAL_AGENT_KEYPAIR} found from the current directory upwards
+  --rpc <url>           RPC of network "solana". Default: $SOLANA_RPC_URL or ${DEFAULT_RPC_URL}
+  --devnet-rpc <url>    RPC of network "solana-devnet". Default: $SOLANA_DEVNET_RPC_URL or ${DEFAULT_DEVNET_RPC_URL}
+  --method <GET|POST>   HTTP method. Default: GET, or POST when --data is given
+  --data <json>         JSON request body (sent with content-type application/json)
+  --max-amount <units>  Refuse to pay more than this many atomic USDC units
+  --json                Print one JSON object instead of text
+  -h, --help            Show this help
+
+Exit codes: 0 2xx answer; 1 non-2xx answer; 2 usage error; 3 insufficient funds; 4 RPC unreachable;
+5 payment not completed (refused, failed, not confirmed); 6 the URL cannot be reached.`;
+
+/** Parsed command line of `agent-pay`. */
+export interface AgentPayOptions {
+  /** The URL to call. */
+  url: string;
+  /** Path of the keypair file. */
+  keypairPath: string;
+  /** RPC URL per network. */
+  rpcUrls: { solana: string; 'solana-devnet': string };
+  /** HTTP method. */
+  method: 'GET' | 'POST';
+  /** JSON body text, when given. */
+  data: string | undefined;
+  /** Payment limit in atomic units, when given. */
+  maxAmountAtomic: bigint | undefined;
+  /** Machine-readable output. */
+  json: boolean;
+}
+
+/** A command-line mistake: printed with the usage, exit code 2. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+/**
+ * Parses `agent-pay` arguments.
+ *
+ * @param argv arguments after the program name
+ * @param env environment (AGENT_KEYPAIR, SOLANA_RPC_URL, SOLANA_DEVNET_RPC_URL)
+ * @param cwd directory to search the local agent keypair from
+ * @returns the options, or `"help"` for `--help`
+ * @throws UsageError for missing or invalid arguments
+ */
+export function parseAgentPayArgs(argv: string[], env: NodeJS.ProcessEnv, cwd: string): AgentPayOptions | 'help' {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        keypair: { type: 'string' },
+        rpc: { type: 'string' },
+        'devnet-rpc': { type: 'string' },
+        method: { type: 'string' },
+        data: { type: 'string' },
+        'max-amount': { type: 'string' },
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return 'help';
+  const [url, ...extra] = positionals;
+  if (!url) throw new UsageError('missing <url>');
+  if (extra.length > 0) throw new UsageError(`unexpected argument ${extra[0]}`);
+  try {
+    new URL(url);
+  } catch {
+    throw new UsageError(`not a URL: ${url}`);
+  }
+  const method = (values.method ?? (values.data === undefined ? 'GET' : 'POST')).toUpperCase();
+  if (method !== 'GET' && method !== 'POST') throw new UsageError(`--method must be GET or POST, got ${values.method}`);
+  if (values.data !== undefined) {
+    try {
+      JSON.parse(values.data);
+    } catch {
+      throw new UsageError('--data must be JSON');
+    }
+  }
+  let maxAmountAtomic: bigint | undefined;
+  if (values['max-amount'] !== undefined) {
+    if (!/^[0-9]+$/.test(values['max-amount'])) throw new UsageError('--max-amount must be a whole number of atomic units');
+    maxAmountAtomic = BigInt(values['max-amount']);
+  }
+  return {
+    url,
+    keypairPath: values.keypair ?? nonBlank(env.AGENT_KEYPAIR) ?? findUpwards(cwd, LOCAL_AGENT_KEYPAIR) ?? resolve(cwd, LOCAL_AGENT_KEYPAIR),
+    rpcUrls: {
+      solana: values.rpc ?? nonBlank(env.SOLANA_RPC_URL) ?? DEFAULT_RPC_URL,
+      'solana-devnet': values['devnet-rpc'] ?? nonBlank(env.SOLANA_DEVNET_RPC_URL) ?? DEFAULT_DEVNET_RPC_URL,
+    },
+    method,
+    data: values.data,
+    maxAmountAtomic,
+    json: values.json ?? false,
+  };
+}
+
+/**
+ * Reads a Solana CLI keypair file (a JSON array of the 64 secret-key bytes).
+ * @throws UsageError when the file is missing or malformed
+ */
+export function loadKeypair(path: string): Keypair {
+  if (!existsSync(path)) throw new UsageError(`keypair file not found: ${path} (pass --keypair or set AGENT_KEYPAIR)`);
+  let bytes: unknown;
+  try {
+    bytes = JSON.parse(readFileSync(path, 'utf8'));
+  } catch {
+    throw new UsageError(`keypair file is not JSON: ${path}`);
+  }
+  if (!Array.isArray(bytes) || bytes.length !== 64 || !bytes.every((b) => Number.isInteger(b) && b >= 0 && b <= 255)) {
+    throw new UsageError(`keypair file must hold a JSON array of 64 bytes: ${path}`);
+  }
+  return Keypair.fromSecretKey(Uint8Array.from(bytes as number[]));
+}
+
+function nonBlank(value: string | undefined): string | undefined {
+  return value !== undefined && value.trim() !== '' ? value : undefined;
+}
+
+function findUpwards(start: string, relative: string): string | undefined {
+  let dir = resolve(start);
+  for (;;) {
+    const candidate = join(dir, relative);
+    if (existsSync(candidate)) return candidate;
+    const parent = dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
+}
