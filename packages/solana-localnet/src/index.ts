@@ -1,0 +1,26 @@
+export { startLocalnet, rpcUrlFor, formatLocalnetAddresses } from './server';
+export type { Localnet, LocalnetOptions, LocalnetNetworkInfo } from './server';
+export {
+  LOCALNET_NETWORKS,
+  USDC_DECIMALS,
+  DEFAULT_FUND_USDC_ATOMIC,
+  DEFAULT_FUND_LAMPORTS,
+  LAMPORTS_PER_SIGNATURE,
+  BLOCK_INTERVAL_MS,
+  BLOCKHASH_VALIDITY_BLOCKS,
+} from './ledger';
+export type { LocalnetNetwork, FundResult, RpcTransactionMeta, RpcTokenBalance } from './ledger';
+export {
+  callRpc,
+  fundWallet,
+  getLocalnetInfo,
+  waitForSignature,
+  sendUsdcTransfer,
+  createTestMint,
+  mintTestTokens,
+} from './client';
+export type { LocalnetRpcInfo, UsdcTransferArgs } from './client';
+export { RpcError, RpcErrorCode } from './rpc-error';
+export type { RpcTransactionError } from './rpc-error';
+export { RPC_METHODS } from './rpc';
+export { parseUsdcAmount, formatUsdcAmount } from './amounts';

@@ -1,0 +1,705 @@
+import { randomBytes } from 'node:crypto';
+import v8 from 'node:v8';
+import { FailedTransactionMetadata, LiteSVM, type AccountInfoBytes, type TransactionMetadata } from 'litesvm';
+import {
+  AddressLookupTableAccount,
+  Keypair,
+  LAMPORTS_PER_SOL,
+  PublicKey,
+  SystemProgram,
+  Transaction,
+  VersionedTransaction,
+  type TransactionInstruction,
+  type VersionedMessage,
+} from '@solana/web3.js';
+import {
+  MINT_SIZE,
+  TOKEN_PROGRAM_ID,
+  createAssociatedTokenAccountIdempotentInstruction,
+  createInitializeMint2Instruction,
+  createMintToInstruction,
+  getAssociatedTokenAddressSync,
+} from './deps';
+import { bs58 } from './deps';
+import { Journal } from './journal';
+import { RpcError, RpcErrorCode, convertTransactionError, type RpcTransactionError } from './rpc-error';
+import { decodeMint, decodeTokenAccount, uiTokenAmount, type UiTokenAmount } from './token-accounts';
+
+// litesvm 0.8.0's linux-x64 binding leaves the x87 FPU register stack dirty after running SBF programs
+// (MMX state without EMMS). V8's allocation-site pretenuring then sizes a C++ hash table with x87
+// maths on that state and aborts with std::bad_alloc in GC (LiteSVM/litesvm#171). Pretenuring is
+// only a heap-layout optimisation, so it is turned off for the process before any SVM runs.
+v8.setFlagsFromString('--no-allocation-site-pretenuring');
+
+/** The x402 network names this ledger serves. */
+export type LocalnetNetwork = 'solana' | 'solana-devnet';
+
+/** Every network, in the order they are set up and printed. */
+export const LOCALNET_NETWORKS: readonly LocalnetNetwork[] = ['solana', 'solana-devnet'];
+
+/** USDC-like mint decimals. */
+export const USDC_DECIMALS = 6;
+/** Default test USDC given by funding: 1000 USDC in atomic units. */
+export const DEFAULT_FUND_USDC_ATOMIC = 1_000_000_000n;
+/** Default SOL given by funding: 10 SOL in lamports. */
+export const DEFAULT_FUND_LAMPORTS = 10 * LAMPORTS_PER_SOL;
+/** Base fee per signature in lamports (LiteSVM's and mainnet's). */
+export const LAMPORTS_PER_SIGNATURE = 5000;
+/** A new block height (and latest blockhash) every this many milliseconds. */
+export const BLOCK_INTERVAL_MS = 400;
+/** A blockhash is accepted for this many block heights after it is issued (about 60 s), like a cluster. */
+export const BLOCKHASH_VALIDITY_BLOCKS = 150;
+
+// Kept below 2^53 so LiteSVM's Number-based account wrapper stays exact.
+const FAUCET_LAMPORTS = 1_000_000_000_000_000;
+const FAUCET_REFILL_BELOW = 100_000_000_000_000;
+const COMPUTE_BUDGET_PROGRAM = 'ComputeBudget111111111111111111111111111111';
+const DEFAULT_CU_PER_INSTRUCTION = 200_000;
+const DEFAULT_CU_PER_BUILTIN = 3_000;
+const MAX_CU = 1_400_000;
+const BUILTIN_PROGRAMS = new Set([
+  '11111111111111111111111111111111',
+  COMPUTE_BUDGET_PROGRAM,
+  'AddressLookupTab1e1111111111111111111111111',
+  'Vote111111111111111111111111111111111111111',
+  'Stake11111111111111111111111111111111111111',
+  'Config1111111111111111111111111111111111111',
+  'BPFLoaderUpgradeab1e11111111111111111111111',
+  'BPFLoader2111111111111111111111111111111111',
+  'BPFLoader1111111111111111111111111111111111',
+  'LoaderV411111111111111111111111111111111111',
+]);
+
+// The real clusters' genesis hashes, so client code that identifies the cluster by genesis hash
+// treats each path as the network it stands in for.
+const GENESIS_HASH: Record<LocalnetNetwork, string> = {
+  solana: '5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d',
+  'solana-devnet': 'EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG',
+};
+
+/** A token balance entry of `meta.preTokenBalances` / `meta.postTokenBalances`. */
+export interface RpcTokenBalance {
+  accountIndex: number;
+  mint: string;
+  owner: string;
+  programId: string;
+  uiTokenAmount: UiTokenAmount;
+}
+
+/** One compiled instruction as RPC's `json` encoding shows it; `data` is base58. */
+export interface RpcCompiledInstruction {
+  programIdIndex: number;
+  accounts: number[];
+  data: string;
+  stackHeight: number | null;
+}
+
+/** `meta` of getTransaction, in the shape Solana RPC returns. Balances in lamports. */
+export interface RpcTransactionMeta {
+  err: RpcTransactionError | null;
+  status: { Ok: null } | { Err: RpcTransactionError };
+  fee: number;
+  preBalances: number[];
+  postBalances: number[];
+  innerInstructions: { index: number; instructions: RpcCompiledInstruction[] }[];
+  logMessages: string[];
+  preTokenBalances: RpcTokenBalance[];
+  postTokenBalances: RpcTokenBalance[];
+  rewards: [];
+  loadedAddresses: { writable: string[]; readonly: string[] };
+  computeUnitsConsumed: number;
+  returnData?: { programId: string; data: [string, 'base64'] };
+}
+
+/** A transaction that landed (succeeded or failed with `meta.err`) on one network. */
+export interface TxRecord {
+  signature: string;
+  slot: number;
+  /** Unix time in seconds. */
+  blockTime: number;
+  /** The signed wire transaction, base64. */
+  raw: string;
+  version: 'legacy' | 0;
+  meta: RpcTransactionMeta;
+}
+
+/** Keypairs a network ledger signs with. */
+export interface NetworkKeys {
+  /** Pays fees and rent for ledger-initiated transactions and sends airdrops. */
+  faucet: Keypair;
+  mint: Keypair;
+  mintAuthority: Keypair;
+  merchant: Keypair;
+}
+
+/** What `fund` did. `usdcAtomic` is atomic units; `lamports` is what was airdropped. */
+export interface FundResult {
+  owner: string;
+  tokenAccount: string;
+  mint: string;
+  usdcAtomic: string;
+  lamports: number;
+  signature: string;
+}
+
+/** The account state in RPC terms; `null` is an account that does not exist (or has 0 lamports). */
+export type LedgerAccount = AccountInfoBytes;
+
+type JournalAccount = [string, number, string, 0 | 1, string] | [string, null];
+type JournalEntry = { t: 'tx'; r: TxRecord; a: JournalAccount[] } | { t: 'acct'; a: JournalAccount[] };
+
+interface ResolvedKeys {
+  keys: PublicKey[];
+  loaded: { writable: string[]; readonly: string[] };
+}
+
+function encodeAccount(key: PublicKey, account: LedgerAccount | null): JournalAccount {
+  if (account === null) return [key.toBase58(), null];
+  return [
+    key.toBase58(),
+    account.lamports,
+    account.owner.toBase58(),
+    account.executable ? 1 : 0,
+    Buffer.from(account.data).toString('base64'),
+  ];
+}
+
+function readU32(data: Uint8Array, offset: number): number {
+  return Buffer.from(data.buffer, data.byteOffset, data.byteLength).readUInt32LE(offset);
+}
+
+function readU64(data: Uint8Array, offset: number): bigint {
+  return Buffer.from(data.buffer, data.byteOffset, data.byteLength).readBigUInt64LE(offset);
+}
+
+/**
+ * The fee in lamports a cluster charges for `message`: 5000 per required signature plus the priority
+ * fee (compute unit price in micro-lamports times the compute unit limit, rounded up).
+ */
+export function feeForMessage(message: VersionedMessage): number {
+  const keys = message.staticAccountKeys;
+  let price = 0n;
+  let limit: number | null = null;
+  let builtins = 0;
+  let others = 0;
+  for (const ix of message.compiledInstructions) {
+    const program = keys[ix.programIdIndex]?.toBase58() ?? '';
+    if (program === COMPUTE_BUDGET_PROGRAM) {
+      if (ix.data[0] === 2 && ix.data.length >= 5) limit = readU32(ix.data, 1);
+      if (ix.data[0] === 3 && ix.data.length >= 9) price = readU64(ix.data, 1);
+    }
+    if (BUILTIN_PROGRAMS.has(program)) builtins += 1;
+    else others += 1;
+  }
+  const base = message.header.numRequiredSignatures * LAMPORTS_PER_SIGNATURE;
+  if (price === 0n) return base;
+  const units = limit ?? Math.min(MAX_CU, others * DEFAULT_CU_PER_INSTRUCTION + builtins * DEFAULT_CU_PER_BUILTIN);
+  return base + Number((price * BigInt(units) + 999_999n) / 1_000_000n);
+}
+
+/**
+ * One network's chain state: a LiteSVM instance (real SPL Token program, signature verification on)
+ * plus what a validator's RPC layer adds and LiteSVM does not keep: issued blockhashes, slots, block
+ * times, transaction records with token balances, and the journal that makes it all durable.
+ *
+ * Blockhashes: a new one every {@link BLOCK_INTERVAL_MS}, each accepted for
+ * {@link BLOCKHASH_VALIDITY_BLOCKS} block heights, so concurrent clients holding the same blockhash all
+ * land. LiteSVM's own blockhash check is off because it only knows one blockhash at a time.
+ */
+export class NetworkLedger {
+  private readonly svm: LiteSVM;
+  private readonly records = new Map<string, TxRecord>();
+  private readonly blockhashes = new Map<string, number>();
+  private readonly decimals = new Map<string, number>();
+  private readonly startedAt = Date.now();
+  private heightBase = 0;
+  private slot = 0;
+  private latest: { blockhash: string; height: number } | null = null;
+  private journal: Journal | null = null;
+  /** The network's test USDC mint. */
+  readonly mint: PublicKey;
+  /** The merchant's associated token account for {@link mint} (the x402 `payTo`). */
+  readonly merchantTokenAccount: PublicKey;
+
+  /**
+   * @param network the network this instance stands in for
+   * @param keys the ledger's signing keys
+   * @param journalFile JSONL journal to replay now and append to; omit to keep state in memory only
+   */
+  constructor(
+    readonly network: LocalnetNetwork,
+    private readonly keys: NetworkKeys,
+    journalFile?: string,
+  ) {
+    this.svm = new LiteSVM().withBlockhashCheck(false).withSigverify(true).withTransactionHistory(0n);
+    this.mint = keys.mint.publicKey;
+    this.merchantTokenAccount = getAssociatedTokenAddressSync(this.mint, keys.merchant.publicKey, true);
+    if (journalFile !== undefined) {
+      Journal.replay(journalFile, (entry) => this.applyJournalEntry(entry as JournalEntry));
+      this.heightBase = this.slot;
+      this.journal = Journal.open(journalFile);
+    }
+  }
+
+  /** The merchant owner wallet address. */
+  get merchantOwner(): PublicKey {
+    return this.keys.merchant.publicKey;
+  }
+
+  /** This network's genesis hash (the real cluster's). */
+  get genesisHash(): string {
+    return GENESIS_HASH[this.network];
+  }
+
+  /** Number of landed transactions. */
+  get transactionCount(): number {
+    return this.records.size;
+  }
+
+  /**
+   * Creates what is missing of: the faucet balance, the mint (6 decimals, authority kept by the
+   * ledger), the merchant's token account, and the agent's SOL and token account with
+   * `agentUsdcAtomic` test USDC. Idempotent: after a replayed journal it creates nothing.
+   */
+  setup(agent: PublicKey, agentUsdcAtomic: bigint): void {
+    this.ensureFaucet();
+    const faucet = this.keys.faucet.publicKey;
+    if (this.getAccount(this.mint) === null) {
+      const rent = Number(this.svm.minimumBalanceForRentExemption(BigInt(MINT_SIZE)));
+      this.runInternal(
+        [
+          SystemProgram.createAccount({
+            fromPubkey: faucet,
+            newAccountPubkey: this.mint,
+            lamports: rent,
+            space: MINT_SIZE,
+            programId: TOKEN_PROGRAM_ID,
+          }),
+          createInitializeMint2Instruction(this.mint, USDC_DECIMALS, this.keys.mintAuthority.publicKey, null),
+        ],
+        [this.keys.faucet, this.keys.mint],
+      );
+    }
+    if (this.getAccount(this.merchantTokenAccount) === null) {
+      this.runInternal(
+        [
+          createAssociatedTokenAccountIdempotentInstruction(
+            faucet,
+            this.merchantTokenAccount,
+            this.keys.merchant.publicKey,
+            this.mint,
+          ),
+        ],
+        [this.keys.faucet],
+      );
+    }
+    if (this.getAccount(getAssociatedTokenAddressSync(this.mint, agent, true)) === null) {
+      this.fund(agent, agentUsdcAtomic, DEFAULT_FUND_LAMPORTS);
+    }
+  }
+
+  /** Current block height: advances every {@link BLOCK_INTERVAL_MS}. */
+  blockHeight(): number {
+    return this.heightBase + Math.floor((Date.now() - this.startedAt) / BLOCK_INTERVAL_MS);
+  }
+
+  /** Current slot: the last transaction's slot or the block height, whichever is higher. */
+  currentSlot(): number {
+    return Math.max(this.slot, this.blockHeight());
+  }
+
+  /** The latest blockhash and the last block height at which it is accepted. */
+  latestBlockhash(): { blockhash: string; lastValidBlockHeight: number } {
+    const height = this.blockHeight();
+    if (this.latest === null || this.latest.height !== height) {
+      const blockhash = bs58.encode(randomBytes(32));
+      this.blockhashes.set(blockhash, height);
+      this.latest = { blockhash, height };
+      // Map iteration is insertion order, i.e. oldest first.
+      for (const [hash, issued] of this.blockhashes) {
+        if (height - issued <= BLOCKHASH_VALIDITY_BLOCKS) break;
+        this.blockhashes.delete(hash);
+      }
+    }
+    return { blockhash: this.latest.blockhash, lastValidBlockHeight: this.latest.height + BLOCKHASH_VALIDITY_BLOCKS };
+  }
+
+  /** Whether `blockhash` was issued by this ledger and is still within its validity window. */
+  isBlockhashValid(blockhash: string): boolean {
+    const issued = this.blockhashes.get(blockhash);
+    return issued !== undefined && this.blockHeight() - issued <= BLOCKHASH_VALIDITY_BLOCKS;
+  }
+
+  /** Forgets every issued blockhash, so transactions built on them fail with BlockhashNotFound (tests). */
+  expireBlockhashes(): void {
+    this.blockhashes.clear();
+    this.latest = null;
+  }
+
+  /** Rent-exempt minimum in lamports for an account of `dataLength` bytes. */
+  minimumBalanceForRentExemption(dataLength: number): number {
+    return Number(this.svm.minimumBalanceForRentExemption(BigInt(dataLength)));
+  }
+
+  /** The account at `address`, or null when it does not exist or holds 0 lamports. */
+  getAccount(address: PublicKey): LedgerAccount | null {
+    const account = this.svm.getAccount(address);
+    return account === null || account.lamports === 0 ? null : account;
+  }
+
+  /** Decimals of the SPL mint at `mint` (cached; decimals never change), or null if it is no mint. */
+  mintDecimals(mint: string): number | null {
+    const cached = this.decimals.get(mint);
+    if (cached !== undefined) return cached;
+    const account = this.getAccount(new PublicKey(mint));
+    if (account === null) return null;
+    const state = decodeMint(account.owner.toBase58(), account.data);
+    if (state === null) return null;
+    this.decimals.set(mint, state.decimals);
+    return state.decimals;
+  }
+
+  /** The record of a landed transaction, or null when `signature` is unknown here. */
+  getTransactionRecord(signature: string): TxRecord | null {
+    return this.records.get(signature) ?? null;
+  }
+
+  /**
+   * Executes a signed wire transaction the way a validator's `sendTransaction` does.
+   *
+   * With preflight (the default), a transaction that would fail is not committed and a
+   * {@link RpcError} -32002 is thrown with the simulation's `err` and `logs` (also for
+   * AlreadyProcessed and BlockhashNotFound); a bad signature throws -32003. With `skipPreflight`
+   * an execution failure lands (fee charged, `meta.err` set) while load failures (unknown blockhash,
+   * duplicate, fee payer without funds) are dropped silently: the signature is returned and never
+   * appears, as on a cluster.
+   * @returns the transaction's first signature, base58
+   * @throws RpcError -32602 for bytes that are not a transaction, -32002 / -32003 as above
+   */
+  sendTransaction(wire: Uint8Array, skipPreflight: boolean): string {
+    let tx: VersionedTransaction;
+    try {
+      tx = VersionedTransaction.deserialize(wire);
+    } catch (error) {
+      throw new RpcError(
+        RpcErrorCode.invalidParams,
+        `failed to deserialize solana_sdk::transaction::versioned::VersionedTransaction: ${(error as Error).message}`,
+      );
+    }
+    const first = tx.signatures[0];
+    if (first === undefined) throw new RpcError(RpcErrorCode.invalidParams, 'invalid transaction: no signatures');
+    const signature = bs58.encode(first);
+    const reject = (err: RpcTransactionError, message: string, logs: string[] = [], unitsConsumed = 0): string => {
+      if (skipPreflight) return signature;
+      throw new RpcError(RpcErrorCode.sendTransactionPreflightFailure, `Transaction simulation failed: ${message}`, {
+        accounts: null,
+        err,
+        innerInstructions: null,
+        logs,
+        replacementBlockhash: null,
+        returnData: null,
+        unitsConsumed,
+      });
+    };
+
+    if (this.records.has(signature)) return reject('AlreadyProcessed', 'This transaction has already been processed');
+    if (!this.isBlockhashValid(tx.message.recentBlockhash)) return reject('BlockhashNotFound', 'Blockhash not found');
+    const resolved = this.resolveKeys(tx.message);
+    if (resolved === null) {
+      throw new RpcError(
+        RpcErrorCode.invalidParams,
+        "invalid transaction: Transaction loads an address table account that doesn't exist",
+      );
+    }
+    const { keys } = resolved;
+    const writable = keys.map((_, i) => tx.message.isAccountWritable(i));
+    const pre = keys.map((key) => this.getAccount(key));
+
+    const slot = Math.max(this.slot + 1, this.blockHeight());
+    const blockTime = Math.floor(Date.now() / 1000);
+    const clock = this.svm.getClock();
+    clock.slot = BigInt(slot);
+    clock.unixTimestamp = BigInt(blockTime);
+    this.svm.setClock(clock);
+
+    const result = this.svm.sendTransaction(tx);
+    let meta: TransactionMetadata;
+    let err: RpcTransactionError | null = null;
+    if (result instanceof FailedTransactionMetadata) {
+      const converted = convertTransactionError(result);
+      meta = result.meta();
+      if (!skipPreflight || !converted.landed) {
+        this.restore(keys, pre, writable);
+        if (converted.json === 'SignatureFailure' && !skipPreflight) {
+          throw new RpcError(
+            RpcErrorCode.transactionSignatureVerificationFailure,
+            'Transaction signature verification failure',
+          );
+        }
+        return reject(converted.json, converted.message, meta.logs(), Number(meta.computeUnitsConsumed()));
+      }
+      err = converted.json;
+    } else {
+      meta = result;
+    }
+
+    const post = keys.map((key) => this.getAccount(key));
+    const record: TxRecord = {
+      signature,
+      slot,
+      blockTime,
+      raw: Buffer.from(wire).toString('base64'),
+      version: tx.version === 'legacy' ? 'legacy' : 0,
+      meta: {
+        err,
+        status: err === null ? { Ok: null } : { Err: err },
+        fee: feeForMessage(tx.message),
+        preBalances: pre.map((a) => a?.lamports ?? 0),
+        postBalances: post.map((a) => a?.lamports ?? 0),
+        innerInstructions: convertInnerInstructions(meta),
+        logMessages: meta.logs(),
+        preTokenBalances: this.tokenBalances(pre),
+        postTokenBalances: this.tokenBalances(post),
+        rewards: [],
+        loadedAddresses: resolved.loaded,
+        computeUnitsConsumed: Number(meta.computeUnitsConsumed()),
+        ...returnDataOf(meta),
+      },
+    };
+    this.slot = slot;
+    this.records.set(signature, record);
+    if (this.journal !== null) {
+      const changed: JournalAccount[] = [];
+      keys.forEach((key, i) => {
+        if (writable[i]) changed.push(encodeAccount(key, post[i] ?? null));
+      });
+      this.journal.append({ t: 'tx', r: record, a: changed } satisfies JournalEntry);
+    }
+    return signature;
+  }
+
+  /**
+   * Simulates a signed wire transaction without committing anything.
+   * @returns `err` (RPC JSON or null), logs and compute units consumed
+   * @throws RpcError -32602 for bytes that are not a transaction
+   */
+  simulateTransaction(wire: Uint8Array): { err: RpcTransactionError | null; logs: string[]; unitsConsumed: number } {
+    let tx: VersionedTransaction;
+    try {
+      tx = VersionedTransaction.deserialize(wire);
+    } catch (error) {
+      throw new RpcError(RpcErrorCode.invalidParams, `failed to deserialize transaction: ${(error as Error).message}`);
+    }
+    const result = this.svm.simulateTransaction(tx);
+    if (result instanceof FailedTransactionMetadata) {
+      const meta = result.meta();
+      return {
+        err: convertTransactionError(result).json,
+        logs: meta.logs(),
+        unitsConsumed: Number(meta.computeUnitsConsumed()),
+      };
+    }
+    const meta = result.meta();
+    return { err: null, logs: meta.logs(), unitsConsumed: Number(meta.computeUnitsConsumed()) };
+  }
+
+  /**
+   * Sends `lamports` from the faucet to `to` in a recorded transfer transaction.
+   * @returns the transaction signature
+   * @throws RpcError when the transfer fails (e.g. a new account below the rent-exempt minimum)
+   */
+  airdrop(to: PublicKey, lamports: number): string {
+    this.ensureFaucet();
+    return this.runInternal(
+      [SystemProgram.transfer({ fromPubkey: this.keys.faucet.publicKey, toPubkey: to, lamports })],
+      [this.keys.faucet],
+    );
+  }
+
+  /**
+   * In one recorded transaction: airdrops `lamports` to `owner` (skipped when 0), creates the owner's
+   * associated token account for the test mint if missing, and mints `usdcAtomic` atomic units to it
+   * (skipped when 0).
+   * @throws RpcError when the transaction fails (e.g. lamports below the rent-exempt minimum for a new wallet)
+   */
+  fund(owner: PublicKey, usdcAtomic: bigint, lamports: number): FundResult {
+    this.ensureFaucet();
+    const faucet = this.keys.faucet.publicKey;
+    const tokenAccount = getAssociatedTokenAddressSync(this.mint, owner, true);
+    const instructions: TransactionInstruction[] = [];
+    const signers = [this.keys.faucet];
+    if (lamports > 0) instructions.push(SystemProgram.transfer({ fromPubkey: faucet, toPubkey: owner, lamports }));
+    instructions.push(createAssociatedTokenAccountIdempotentInstruction(faucet, tokenAccount, owner, this.mint));
+    if (usdcAtomic > 0n) {
+      instructions.push(createMintToInstruction(this.mint, tokenAccount, this.keys.mintAuthority.publicKey, usdcAtomic));
+      signers.push(this.keys.mintAuthority);
+    }
+    const signature = this.runInternal(instructions, signers);
+    return {
+      owner: owner.toBase58(),
+      tokenAccount: tokenAccount.toBase58(),
+      mint: this.mint.toBase58(),
+      usdcAtomic: usdcAtomic.toString(),
+      lamports,
+      signature,
+    };
+  }
+
+  /** Closes the journal (fsync). */
+  close(): void {
+    this.journal?.close();
+    this.journal = null;
+  }
+
+  private runInternal(instructions: TransactionInstruction[], signers: Keypair[]): string {
+    const { blockhash, lastValidBlockHeight } = this.latestBlockhash();
+    const tx = new Transaction({ feePayer: this.keys.faucet.publicKey, blockhash, lastValidBlockHeight });
+    tx.add(...instructions);
+    tx.sign(...signers);
+    return this.sendTransaction(tx.serialize(), false);
+  }
+
+  private ensureFaucet(): void {
+    const faucet = this.keys.faucet.publicKey;
+    if (Number(this.svm.getBalance(faucet) ?? 0n) >= FAUCET_REFILL_BELOW) return;
+    const account: LedgerAccount = {
+      lamports: FAUCET_LAMPORTS,
+      data: new Uint8Array(0),
+      owner: SystemProgram.programId,
+      executable: false,
+      rentEpoch: 0,
+    };
+    this.svm.setAccount(faucet, account);
+    this.journal?.append({ t: 'acct', a: [encodeAccount(faucet, account)] } satisfies JournalEntry);
+  }
+
+  private resolveKeys(message: VersionedMessage): ResolvedKeys | null {
+    const loaded = { writable: [] as string[], readonly: [] as string[] };
+    if (message.version === 'legacy' || message.addressTableLookups.length === 0) {
+      return { keys: message.staticAccountKeys, loaded };
+    }
+    const writable: PublicKey[] = [];
+    const readonly: PublicKey[] = [];
+    for (const lookup of message.addressTableLookups) {
+      const account = this.getAccount(lookup.accountKey);
+      if (account === null) return null;
+      const table = new AddressLookupTableAccount({
+        key: lookup.accountKey,
+        state: AddressLookupTableAccount.deserialize(account.data),
+      });
+      for (const [indexes, into] of [
+        [lookup.writableIndexes, writable],
+        [lookup.readonlyIndexes, readonly],
+      ] as const) {
+        for (const index of indexes) {
+          const address = table.state.addresses[index];
+          if (address === undefined) return null;
+          into.push(address);
+        }
+      }
+    }
+    loaded.writable = writable.map((k) => k.toBase58());
+    loaded.readonly = readonly.map((k) => k.toBase58());
+    return { keys: [...message.staticAccountKeys, ...writable, ...readonly], loaded };
+  }
+
+  private restore(keys: PublicKey[], pre: (LedgerAccount | null)[], writable: boolean[]): void {
+    keys.forEach((key, i) => {
+      if (!writable[i]) return;
+      const before = pre[i] ?? null;
+      if (before !== null) {
+        this.svm.setAccount(key, before);
+      } else if (this.svm.getAccount(key) !== null) {
+        this.svm.setAccount(key, {
+          lamports: 0,
+          data: new Uint8Array(0),
+          owner: SystemProgram.programId,
+          executable: false,
+          rentEpoch: 0,
+        });
+      }
+    });
+  }
+
+  private tokenBalances(accounts: (LedgerAccount | null)[]): RpcTokenBalance[] {
+    const balances: RpcTokenBalance[] = [];
+    accounts.forEach((account, accountIndex) => {
+      if (account === null) return;
+      const programId = account.owner.toBase58();
+      const state = decodeTokenAccount(programId, account.data);
+      if (state === null) return;
+      const decimals = this.mintDecimals(state.mint);
+      if (decimals === null) return;
+      balances.push({
+        accountIndex,
+        mint: state.mint,
+        owner: state.owner,
+        programId,
+        uiTokenAmount: uiTokenAmount(state.amount, decimals),
+      });
+    });
+    return balances;
+  }
+
+  private applyJournalEntry(entry: JournalEntry): void {
+    for (const account of entry.a) {
+      const key = new PublicKey(account[0]);
+      if (account[1] === null) {
+        if (this.svm.getAccount(key) !== null) {
+          this.svm.setAccount(key, {
+            lamports: 0,
+            data: new Uint8Array(0),
+            owner: SystemProgram.programId,
+            executable: false,
+            rentEpoch: 0,
+          });
+        }
+        continue;
+      }
+      const [, lamports, owner, executable, data] = account;
+      this.svm.setAccount(key, {
+        lamports,
+        owner: new PublicKey(owner),
+        executable: executable === 1,
+        data: Buffer.from(data, 'base64'),
+        rentEpoch: 0,
+      });
+    }
+    if (entry.t === 'tx') {
+      this.records.set(entry.r.signature, entry.r);
+      this.slot = Math.max(this.slot, entry.r.slot);
+    }
+  }
+}
+
+function convertInnerInstructions(meta: TransactionMetadata): RpcTransactionMeta['innerInstructions'] {
+  const out: RpcTransactionMeta['innerInstructions'] = [];
+  meta.innerInstructions().forEach((list, index) => {
+    if (list.length === 0) return;
+    out.push({
+      index,
+      instructions: list.map((inner) => {
+        const ix = inner.instruction();
+        return {
+          programIdIndex: ix.programIdIndex(),
+          accounts: Array.from(ix.accounts()),
+          data: bs58.encode(ix.data()),
+          stackHeight: inner.stackHeight(),
+        };
+      }),
+    });
+  });
+  return out;
+}
+
+function returnDataOf(meta: TransactionMetadata): Pick<RpcTransactionMeta, 'returnData'> {
+  const returnData = meta.returnData();
+  const data = returnData.data();
+  if (data.length === 0) return {};
+  return {
+    returnData: {
+      programId: bs58.encode(returnData.programId()),
+      data: [Buffer.from(data).toString('base64'), 'base64'],
+    },
+  };
+}

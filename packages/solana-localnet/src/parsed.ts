@@ -1,0 +1,222 @@
+import { PublicKey, VersionedTransaction } from '@solana/web3.js';
+import { bs58 } from './deps';
+import type { RpcCompiledInstruction, TxRecord } from './ledger';
+import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM, decodeMint, decodeTokenAccount, uiTokenAmount } from './token-accounts';
+
+const SYSTEM_PROGRAM = '11111111111111111111111111111111';
+const ATA_PROGRAM = 'ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL';
+
+type Parsed = { type: string; info: Record<string, unknown> };
+
+function u64(data: Uint8Array, offset: number): bigint | null {
+  if (data.length < offset + 8) return null;
+  return Buffer.from(data.buffer, data.byteOffset, data.byteLength).readBigUInt64LE(offset);
+}
+
+function key(data: Uint8Array, offset: number): string | null {
+  return data.length < offset + 32 ? null : new PublicKey(data.subarray(offset, offset + 32)).toBase58();
+}
+
+function parseToken(data: Uint8Array, accounts: string[]): Parsed | null {
+  const [a0, a1, a2, a3] = accounts;
+  switch (data[0]) {
+    case 3: {
+      const amount = u64(data, 1);
+      if (amount === null) return null;
+      return { type: 'transfer', info: { source: a0, destination: a1, authority: a2, amount: amount.toString() } };
+    }
+    case 12: {
+      const amount = u64(data, 1);
+      const decimals = data[9];
+      if (amount === null || decimals === undefined) return null;
+      return {
+        type: 'transferChecked',
+        info: { source: a0, mint: a1, destination: a2, authority: a3, tokenAmount: uiTokenAmount(amount, decimals) },
+      };
+    }
+    case 7: {
+      const amount = u64(data, 1);
+      if (amount === null) return null;
+      return { type: 'mintTo', info: { mint: a0, account: a1, mintAuthority: a2, amount: amount.toString() } };
+    }
+    case 14: {
+      const amount = u64(data, 1);
+      const decimals = data[9];
+      if (amount === null || decimals === undefined) return null;
+      return {
+        type: 'mintToChecked',
+        info: { mint: a0, account: a1, mintAuthority: a2, tokenAmount: uiTokenAmount(amount, decimals) },
+      };
+    }
+    case 18:
+      return { type: 'initializeAccount3', info: { account: a0, mint: a1, owner: key(data, 1) } };
+    case 20:
+      return { type: 'initializeMint2', info: { mint: a0, decimals: data[1], mintAuthority: key(data, 2) } };
+    case 21:
+      return { type: 'getAccountDataSize', info: { mint: a0 } };
+    case 22:
+      return { type: 'initializeImmutableOwner', info: { account: a0 } };
+    default:
+      return null;
+  }
+}
+
+function parseSystem(data: Uint8Array, accounts: string[]): Parsed | null {
+  if (data.length < 4) return null;
+  const tag = Buffer.from(data.buffer, data.byteOffset, data.byteLength).readUInt32LE(0);
+  const [a0, a1] = accounts;
+  switch (tag) {
+    case 0: {
+      const lamports = u64(data, 4);
+      const space = u64(data, 12);
+      if (lamports === null || space === null) return null;
+      return {
+        type: 'createAccount',
+        info: { source: a0, newAccount: a1, lamports: Number(lamports), space: Number(space), owner: key(data, 20) },
+      };
+    }
+    case 1:
+      return { type: 'assign', info: { account: a0, owner: key(data, 4) } };
+    case 2: {
+      const lamports = u64(data, 4);
+      if (lamports === null) return null;
+      return { type: 'transfer', info: { source: a0, destination: a1, lamports: Number(lamports) } };
+    }
+    case 8: {
+      const space = u64(data, 4);
+      if (space === null) return null;
+      return { type: 'allocate', info: { account: a0, space: Number(space) } };
+    }
+    default:
+      return null;
+  }
+}
+
+function parseAta(data: Uint8Array, accounts: string[]): Parsed | null {
+  const [source, account, wallet, mint, systemProgram, tokenProgram] = accounts;
+  const info = { source, account, wallet, mint, systemProgram, tokenProgram };
+  if (data.length === 0 || data[0] === 0) return { type: 'create', info };
+  if (data[0] === 1) return { type: 'createIdempotent', info };
+  return null;
+}
+
+function parseInstruction(keys: string[], programIdIndex: number, accountIndexes: number[], data: Uint8Array, stackHeight: number | null): unknown {
+  const programId = keys[programIdIndex] ?? '';
+  const accounts = accountIndexes.map((i) => keys[i] ?? '');
+  let program: string | null = null;
+  let parsed: Parsed | null = null;
+  if (programId === TOKEN_PROGRAM || programId === TOKEN_2022_PROGRAM) {
+    program = programId === TOKEN_PROGRAM ? 'spl-token' : 'spl-token-2022';
+    parsed = parseToken(data, accounts);
+  } else if (programId === SYSTEM_PROGRAM) {
+    program = 'system';
+    parsed = parseSystem(data, accounts);
+  } else if (programId === ATA_PROGRAM) {
+    program = 'spl-associated-token-account';
+    parsed = parseAta(data, accounts);
+  }
+  if (program !== null && parsed !== null) return { program, programId, parsed, stackHeight };
+  return { programId, accounts, data: bs58.encode(data), stackHeight };
+}
+
+/**
+ * The `jsonParsed` form of a transaction record: account keys with signer/writable/source flags,
+ * System, SPL Token (common instructions) and Associated Token Account instructions parsed as a
+ * validator does, others left as `{ programId, accounts, data }`; inner instructions likewise.
+ */
+export function parsedTransaction(record: TxRecord): { transaction: unknown; meta: unknown } {
+  const tx = VersionedTransaction.deserialize(Buffer.from(record.raw, 'base64'));
+  const message = tx.message;
+  const { writable, readonly } = record.meta.loadedAddresses;
+  const staticKeys = message.staticAccountKeys.map((k) => k.toBase58());
+  const keys = [...staticKeys, ...writable, ...readonly];
+  const accountKeys = keys.map((pubkey, i) => ({
+    pubkey,
+    signer: i < message.header.numRequiredSignatures,
+    writable: message.isAccountWritable(i),
+    source: i < staticKeys.length ? 'transaction' : 'lookupTable',
+  }));
+  const instructions = message.compiledInstructions.map((ix) =>
+    parseInstruction(keys, ix.programIdIndex, ix.accountKeyIndexes, ix.data, null),
+  );
+  const innerInstructions = record.meta.innerInstructions.map((group) => ({
+    index: group.index,
+    instructions: group.instructions.map((ix: RpcCompiledInstruction) =>
+      parseInstruction(keys, ix.programIdIndex, ix.accounts, bs58.decode(ix.data), ix.stackHeight),
+    ),
+  }));
+  return {
+    transaction: {
+      signatures: tx.signatures.map((s) => bs58.encode(s)),
+      message: {
+        accountKeys,
+        recentBlockhash: message.recentBlockhash,
+        instructions,
+        ...(message.version === 0
+          ? {
+              addressTableLookups: message.addressTableLookups.map((l) => ({
+                accountKey: l.accountKey.toBase58(),
+                writableIndexes: l.writableIndexes,
+                readonlyIndexes: l.readonlyIndexes,
+              })),
+            }
+          : {}),
+      },
+    },
+    meta: { ...record.meta, innerInstructions },
+  };
+}
+
+/**
+ * The `jsonParsed` `data` of an SPL token account or mint, as a validator returns it; null for other
+ * accounts (the caller falls back to base64). `mintDecimals` resolves a token account's mint decimals.
+ */
+export function parsedAccountData(
+  owner: string,
+  data: Uint8Array,
+  mintDecimals: (mint: string) => number | null,
+): unknown {
+  const program = owner === TOKEN_PROGRAM ? 'spl-token' : owner === TOKEN_2022_PROGRAM ? 'spl-token-2022' : null;
+  if (program === null) return null;
+  const account = decodeTokenAccount(owner, data);
+  if (account !== null) {
+    const decimals = mintDecimals(account.mint);
+    if (decimals === null) return null;
+    return {
+      program,
+      parsed: {
+        type: 'account',
+        info: {
+          isNative: account.isNative,
+          mint: account.mint,
+          owner: account.owner,
+          state: account.state === 2 ? 'frozen' : 'initialized',
+          tokenAmount: uiTokenAmount(account.amount, decimals),
+          ...(account.delegate !== null
+            ? { delegate: account.delegate, delegatedAmount: uiTokenAmount(account.delegatedAmount, decimals) }
+            : {}),
+          ...(account.closeAuthority !== null ? { closeAuthority: account.closeAuthority } : {}),
+        },
+      },
+      space: data.length,
+    };
+  }
+  const mint = decodeMint(owner, data);
+  if (mint !== null) {
+    return {
+      program,
+      parsed: {
+        type: 'mint',
+        info: {
+          decimals: mint.decimals,
+          freezeAuthority: mint.freezeAuthority,
+          isInitialized: true,
+          mintAuthority: mint.mintAuthority,
+          supply: mint.supply.toString(),
+        },
+      },
+      space: data.length,
+    };
+  }
+  return null;
+}
