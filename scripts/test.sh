@@ -8,5 +8,7 @@ ensure_postgres
 install_deps
 log "typecheck and lint"
 pnpm exec turbo run typecheck lint --output-logs=errors-only
+pnpm exec tsc -p scripts/tsconfig.json
+pnpm exec eslint scripts bench
 log "tests"
 pnpm exec turbo run test --concurrency=1 --output-logs=full

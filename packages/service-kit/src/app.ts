@@ -2,6 +2,7 @@ import express, { type Application } from 'express';
 import helmet from 'helmet';
 import type { Logger } from 'pino';
 import { httpLogger } from './logger';
+import type { ServiceMetrics } from './metrics';
 
 /** Options of {@link createBaseApp}. */
 export interface BaseAppOptions {
@@ -14,12 +15,15 @@ export interface BaseAppOptions {
   corsOrigins?: string[];
   /** Reports readiness for `/readyz` (PostgreSQL reachable, not shutting down). */
   isReady?: () => boolean | Promise<boolean>;
+  /** When given, every request is timed and `GET /metrics` serves the registry. */
+  metrics?: ServiceMetrics;
 }
 
 /**
  * The base express app of every service: `trust proxy` from configuration, helmet, pino-http with
  * request ids, a JSON body parser with a size limit, CORS only for configured origins, and the
- * Kubernetes probes `/livez` (process up) and `/readyz` (dependencies ready; 503 otherwise).
+ * Kubernetes probes `/livez` (process up) and `/readyz` (dependencies ready; 503 otherwise), and
+ * `/metrics` when a registry is given.
  * Routes go on the returned app; finish with `notFoundHandler` and `errorHandler` from `@repo/errors`.
  */
 export function createBaseApp(options: BaseAppOptions): Application {
@@ -27,6 +31,10 @@ export function createBaseApp(options: BaseAppOptions): Application {
   app.disable('x-powered-by');
   app.set('trust proxy', options.trustProxy ?? 0);
   app.set('etag', false);
+  if (options.metrics) {
+    app.use(options.metrics.httpMiddleware);
+    app.get('/metrics', options.metrics.metricsHandler);
+  }
   app.use(helmet());
   app.use(httpLogger(options.logger));
   const origins = new Set(options.corsOrigins ?? []);

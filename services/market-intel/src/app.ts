@@ -1,6 +1,6 @@
 import type { Application } from 'express';
 import { errorHandler, notFoundHandler } from '@repo/errors';
-import { createBaseApp, type Logger } from '@repo/service-kit';
+import { createBaseApp, type Logger, type ServiceMetrics } from '@repo/service-kit';
 import type { ReportRepository } from './data/reports';
 import type { HealthProbe } from './domain/health';
 import { ScoutService } from './domain/scout';
@@ -20,6 +20,8 @@ export interface AppDeps {
   bodyLimit?: string;
   corsOrigins?: string[];
   now?: () => Date;
+  /** Prometheus registry served at `/metrics`; omitted in most tests. */
+  metrics?: ServiceMetrics;
 }
 
 /**
@@ -33,6 +35,7 @@ export function createApp(deps: AppDeps): Application {
     bodyLimit: deps.bodyLimit,
     corsOrigins: deps.corsOrigins,
     isReady: deps.isReady,
+    metrics: deps.metrics,
   });
   const scout = new ScoutService(deps.reports, deps.now);
   app.use('/api/v1', freeRouter({ reports: deps.reports, health: deps.health }));

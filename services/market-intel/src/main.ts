@@ -5,6 +5,7 @@ import { loadConfig } from './config';
 import { createDb } from './data/prisma';
 import { ReportRepository } from './data/reports';
 import { unconfiguredHealth } from './domain/health';
+import { createMarketIntelMetrics } from './metrics';
 import { createPaymentGateway, paymentGate } from './payments';
 
 async function main(): Promise<void> {
@@ -14,7 +15,8 @@ async function main(): Promise<void> {
   await db.$queryRawUnsafe('SELECT 1');
 
   let shuttingDown = false;
-  const gateway = createPaymentGateway(config, db);
+  const metrics = createMarketIntelMetrics();
+  const gateway = { ...createPaymentGateway(config, db), onPaymentEvent: metrics.onPaymentEvent };
   const app = createApp({
     logger,
     reports: new ReportRepository(db),
@@ -23,6 +25,7 @@ async function main(): Promise<void> {
     isReady: async () => !shuttingDown && (await db.$queryRawUnsafe('SELECT 1').then(() => true, () => false)),
     trustProxy: config.TRUST_PROXY,
     bodyLimit: config.BODY_LIMIT,
+    metrics,
     corsOrigins: config.CORS_ORIGINS?.split(',').map((o) => o.trim()).filter(Boolean),
   });
 

@@ -1,0 +1,45 @@
+import type { RequestHandler } from 'express';
+import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+
+/** A service's Prometheus registry with the HTTP latency histogram every service exposes. */
+export interface ServiceMetrics {
+  registry: Registry;
+  /** `http_request_duration_seconds{method,route,status}`. */
+  httpDuration: Histogram<'method' | 'route' | 'status'>;
+  /** Express middleware observing every request's duration under its matched route. */
+  httpMiddleware: RequestHandler;
+  /** Express handler for `GET /metrics` (Prometheus text format). */
+  metricsHandler: RequestHandler;
+}
+
+/**
+ * Creates a registry with the default Node.js process metrics and the HTTP histogram (seconds).
+ * @param service added as the `service` label on every metric
+ */
+export function createMetrics(service: string): ServiceMetrics {
+  const registry = new Registry();
+  registry.setDefaultLabels({ service });
+  collectDefaultMetrics({ register: registry });
+  const httpDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request latency in seconds, by method, matched route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  const httpMiddleware: RequestHandler = (req, res, next) => {
+    const end = httpDuration.startTimer();
+    res.once('finish', () => {
+      const route = (req as { route?: { path?: unknown } }).route?.path;
+      // Unmatched paths share one label so scanners cannot blow up the label set.
+      const label = typeof route === 'string' ? `${req.baseUrl}${route}` : 'unmatched';
+      end({ method: req.method, route: label, status: String(res.statusCode) });
+    });
+    next();
+  };
+  const metricsHandler: RequestHandler = async (_req, res) => {
+    res.setHeader('content-type', registry.contentType);
+    res.end(await registry.metrics());
+  };
+  return { registry, httpDuration, httpMiddleware, metricsHandler };
+}
