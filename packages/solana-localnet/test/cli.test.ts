@@ -1,0 +1,67 @@
+import { Keypair, Connection, PublicKey } from '@solana/web3.js';
+import { runCli } from '../src/cli';
+import { getAssociatedTokenAddressSync } from '../src/deps';
+import { formatUsdcAmount, parseUsdcAmount, startLocalnet, type Localnet } from '../src/index';
+
+function captureIo() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { io: { out: (t: string) => out.push(t), err: (t: string) => err.push(t) }, out, err };
+}
+
+describe('cli', () => {
+  let ledger: Localnet;
+
+  beforeAll(async () => {
+    ledger = await startLocalnet({ port: 0 });
+  });
+
+  afterAll(async () => {
+    await ledger.close();
+  });
+
+  it('When fund is run with a decimal USDC amount, then the address is funded on both networks', async () => {
+    const owner = Keypair.generate().publicKey;
+    const { io, out } = captureIo();
+    expect(await runCli(['fund', owner.toBase58(), '25.5', '--rpc', ledger.url], io)).toBe(0);
+    expect(out.join('\n')).toContain('25.5 USDC');
+    for (const network of ['solana', 'solana-devnet'] as const) {
+      const connection = new Connection(ledger.networks[network].rpcUrl, 'confirmed');
+      expect(await connection.getBalance(owner)).toBe(10_000_000_000);
+      const ata = getAssociatedTokenAddressSync(new PublicKey(ledger.networks[network].mint), owner);
+      expect((await connection.getTokenAccountBalance(ata)).value.amount).toBe('25500000');
+    }
+  });
+
+  it('When info is run, then it prints the addresses of both networks', async () => {
+    const { io, out } = captureIo();
+    expect(await runCli(['info', '--rpc', ledger.url], io)).toBe(0);
+    const text = out.join('\n');
+    expect(text).toContain(ledger.networks.solana.merchantTokenAccount);
+    expect(text).toContain(ledger.networks['solana-devnet'].mint);
+    expect(text).toContain(ledger.agent.publicKey);
+  });
+
+  it('When the ledger is unreachable, then fund fails with a clear message and exit code 1', async () => {
+    const { io, err } = captureIo();
+    expect(await runCli(['fund', Keypair.generate().publicKey.toBase58(), '--rpc', 'http://127.0.0.1:1'], io)).toBe(1);
+    expect(err.join('\n')).toContain('cannot reach the ledger at http://127.0.0.1:1');
+  });
+
+  it('When arguments are invalid, then usage is printed with exit code 2', async () => {
+    const { io, err } = captureIo();
+    expect(await runCli(['fund', 'not-an-address'], io)).toBe(2);
+    expect(await runCli(['fund', Keypair.generate().publicKey.toBase58(), '1.1234567'], io)).toBe(2);
+    expect(err.join('\n')).toContain('Usage:');
+  });
+
+  it('When USDC amounts are converted, then whole-unit decimals map exactly to atomic units', () => {
+    expect(parseUsdcAmount('25')).toBe(25_000_000n);
+    expect(parseUsdcAmount('0.5')).toBe(500_000n);
+    expect(parseUsdcAmount('0.000001')).toBe(1n);
+    expect(() => parseUsdcAmount('-1')).toThrow();
+    expect(() => parseUsdcAmount('1e3')).toThrow();
+    expect(formatUsdcAmount(25_500_000n)).toBe('25.5');
+    expect(formatUsdcAmount(1_000_000_000n)).toBe('1000');
+  });
+});
