@@ -1,10 +1,10 @@
-// Starts the development stack: the local Solana ledger (in this process, state in .data/ledger) and
-// market-intel (a child process) on PostgreSQL, with the database migrated and the sample report
+// Starts the development stack: the local Solana ledger (state in .data/ledger) and market-intel,
+// each in its own process, on PostgreSQL, with the database migrated and the sample report
 // imported when the database has none. Ctrl-C stops everything.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { applyMigrations, ensureDatabase } from '@repo/db-migrate';
-import { formatLocalnetAddresses, getLocalnetInfo, rpcUrlFor, startLocalnet, type Localnet } from '@repo/solana-localnet';
+import { formatLocalnetAddresses, getLocalnetInfo, rpcUrlFor, spawnLocalnet, type Localnet } from '@repo/solana-localnet';
 
 const ROOT = path.resolve(__dirname, '..');
 const env = process.env;
@@ -56,7 +56,7 @@ async function main(): Promise<void> {
       log(`using the ledger already running at ${LEDGER_URL}`);
     } else {
       const port = Number(new URL(LEDGER_URL).port || 8899);
-      ledger = await startLocalnet({ port, dataDir: LEDGER_DATA_DIR });
+      ledger = await spawnLocalnet({ port, dataDir: LEDGER_DATA_DIR, onLog: (line) => process.stderr.write(`${line}\n`) });
       process.stdout.write(`${formatLocalnetAddresses(ledger)}\n`);
     }
     return Promise.all([getLocalnetInfo(rpcUrlFor(LEDGER_URL, 'solana')), getLocalnetInfo(rpcUrlFor(LEDGER_URL, 'solana-devnet'))]);

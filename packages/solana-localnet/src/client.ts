@@ -1,4 +1,5 @@
 import {
+  ComputeBudgetProgram,
   Connection,
   Keypair,
   LAMPORTS_PER_SOL,
@@ -132,6 +133,13 @@ export interface UsdcTransferArgs {
    * (fee charged) instead of being rejected. Default false.
    */
   skipPreflight?: boolean;
+  /**
+   * Adds ComputeBudget instructions (a 20 000 CU limit and this price in micro-lamports per CU), as a
+   * wallet's priority fee does. Two equal transfers from one payer on one blockhash are otherwise the
+   * same transaction; a distinct price makes each unique. Only for ledgers in another process: the
+   * extra program run trips litesvm's x87 bug in-process (see `spawnLocalnet`). Default: none.
+   */
+  computeUnitPriceMicroLamports?: number;
   /** Wait until the transaction has a signature status (polling, 10 s deadline). Default true. */
   waitForLanding?: boolean;
 }
@@ -151,6 +159,13 @@ export async function sendUsdcTransfer(args: UsdcTransferArgs): Promise<string> 
     args.sourceTokenAccount !== undefined
       ? new PublicKey(args.sourceTokenAccount)
       : getAssociatedTokenAddressSync(mint, args.payer.publicKey, true);
+  const budget =
+    args.computeUnitPriceMicroLamports === undefined
+      ? []
+      : [
+          ComputeBudgetProgram.setComputeUnitLimit({ units: 20_000 }),
+          ComputeBudgetProgram.setComputeUnitPrice({ microLamports: args.computeUnitPriceMicroLamports }),
+        ];
   const instruction = createTransferCheckedInstruction(
     source,
     mint,
@@ -159,7 +174,7 @@ export async function sendUsdcTransfer(args: UsdcTransferArgs): Promise<string> 
     args.amountAtomic,
     args.decimals ?? 6,
   );
-  const signature = await sendInstructions(connection, [instruction], [args.payer], args.skipPreflight ?? false);
+  const signature = await sendInstructions(connection, [...budget, instruction], [args.payer], args.skipPreflight ?? false);
   if (args.waitForLanding ?? true) await waitForSignature(connection, signature);
   return signature;
 }

@@ -1,5 +1,7 @@
 export { startLocalnet, rpcUrlFor, formatLocalnetAddresses } from './server';
 export type { Localnet, LocalnetOptions, LocalnetNetworkInfo } from './server';
+export { spawnLocalnet } from './spawn';
+export type { SpawnLocalnetOptions } from './spawn';
 export {
   LOCALNET_NETWORKS,
   USDC_DECIMALS,

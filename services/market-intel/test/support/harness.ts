@@ -1,10 +1,11 @@
+import { randomInt } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import path from 'node:path';
 import type { Keypair } from '@solana/web3.js';
 import { applyMigrations, resetDatabase } from '@repo/db-migrate';
 import type { X402Network } from '@repo/schemas';
 import { createLogger, closeServer } from '@repo/service-kit';
-import { startLocalnet, sendUsdcTransfer, type Localnet } from '@repo/solana-localnet';
+import { sendUsdcTransfer, spawnLocalnet, type Localnet } from '@repo/solana-localnet';
 import { encodePaymentHeader, fetchWithPayment, type FetchWithPaymentResult, type PaymentEvent } from '@repo/x402';
 import { createApp } from '../../src/app';
 import { loadConfig } from '../../src/config';
@@ -47,7 +48,7 @@ export async function startHarness(dbName: string, options: { freshnessSeconds?:
   const databaseUrl = `${PG_BASE}/${dbName}`;
   await resetDatabase(databaseUrl);
   await applyMigrations({ databaseUrl, migrationsDir: path.join(__dirname, '../../prisma/migrations'), log: { info: () => undefined, warn: () => undefined } });
-  const ledger = await startLocalnet({ port: 0 });
+  const ledger = await spawnLocalnet();
   const config = loadConfig({
     DATABASE_URL: databaseUrl,
     SOLANA_RPC_URL: ledger.networks.solana.rpcUrl,
@@ -96,6 +97,7 @@ export async function startHarness(dbName: string, options: { freshnessSeconds?:
         destinationTokenAccount: to ?? ledger.networks[network].merchantTokenAccount,
         amountAtomic,
         skipPreflight,
+        computeUnitPriceMicroLamports: randomInt(1, 2 ** 20),
       }),
     paymentRows: (signature) =>
       db.$queryRawUnsafe<{ status: string; endpoint: string }[]>(
