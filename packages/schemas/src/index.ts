@@ -38,3 +38,5 @@ export {
   Timeline,
 } from './session-config';
 export type { SessionConfig } from './session-config';
+export { buildOpenApiDocument, renderReferencePage, toJsonSchema } from './openapi';
+export type { JsonSchema, OpenApiInput, OpenApiOperation, OpenApiParameter, OpenApiResponse } from './openapi';

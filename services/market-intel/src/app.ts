@@ -6,6 +6,7 @@ import type { HealthProbe } from './domain/health';
 import { ScoutService } from './domain/scout';
 import { dataApiRouter, type PaymentGate } from './routes/data-api';
 import { freeRouter } from './routes/free';
+import { openApiRouter } from './routes/openapi';
 
 /** Everything the app needs, built by `main.ts` (or a test). */
 export interface AppDeps {
@@ -25,8 +26,8 @@ export interface AppDeps {
 }
 
 /**
- * The market-intel express app (no listen, no env): `/api/v1` Data API, sectors and health, the
- * Kubernetes probes, and the error envelope for everything else.
+ * The market-intel express app (no listen, no env): `/api/v1` Data API, sectors and health,
+ * `/openapi.json` and `/docs`, the Kubernetes probes, and the error envelope for everything else.
  */
 export function createApp(deps: AppDeps): Application {
   const app = createBaseApp({
@@ -38,6 +39,7 @@ export function createApp(deps: AppDeps): Application {
     metrics: deps.metrics,
   });
   const scout = new ScoutService(deps.reports, deps.now);
+  app.use(openApiRouter());
   app.use('/api/v1', freeRouter({ reports: deps.reports, health: deps.health }));
   app.use('/api/v1', dataApiRouter({ scout, pay: deps.pay }));
   app.use(notFoundHandler);

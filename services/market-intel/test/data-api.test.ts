@@ -178,3 +178,32 @@ describe('Free endpoints', () => {
     expect(await res.json()).toMatchObject({ code: 'not_found', error: expect.any(String), requestId: expect.any(String) });
   });
 });
+
+describe('OpenAPI', () => {
+  it('When /openapi.json is read, then it is OpenAPI 3.1 with every endpoint and the prices the 402 asks', async () => {
+    const doc = (await (await fetch(`${h.baseUrl}/openapi.json`)).json()) as {
+      openapi: string;
+      paths: Record<string, { get: { 'x-max-amount-required'?: string } }>;
+      components: { schemas: Record<string, unknown> };
+    };
+    expect(doc.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.paths).sort()).toEqual([
+      '/api/v1/health',
+      '/api/v1/scout/brief',
+      '/api/v1/scout/gaps',
+      '/api/v1/scout/keywords',
+      '/api/v1/scout/pain-clusters',
+      '/api/v1/scout/trends',
+      '/api/v1/sectors',
+    ]);
+    for (const [path, amount] of PRICES) expect(doc.paths[path]?.get['x-max-amount-required']).toBe(amount);
+    expect(doc.components.schemas).toHaveProperty('Error402');
+  });
+
+  it('When /docs is opened, then an HTML reference page lists the operations', async () => {
+    const res = await fetch(`${h.baseUrl}/docs`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/text\/html/);
+    expect(await res.text()).toContain('/api/v1/scout/gaps');
+  });
+});

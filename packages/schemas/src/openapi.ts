@@ -1,0 +1,144 @@
+import { z } from 'zod';
+
+/** A JSON Schema object (OpenAPI 3.1 uses JSON Schema 2020-12). */
+export type JsonSchema = Record<string, unknown>;
+
+/** A query, path or header parameter of an operation. */
+export interface OpenApiParameter {
+  name: string;
+  in: 'query' | 'path' | 'header';
+  required?: boolean;
+  description?: string;
+  schema: JsonSchema;
+}
+
+/** A response: a description, optionally a body (a zod schema or the name of a component) and headers. */
+export interface OpenApiResponse {
+  description: string;
+  body?: z.ZodType | string;
+  headers?: Record<string, { description: string; schema: JsonSchema }>;
+}
+
+/** One operation of the document. */
+export interface OpenApiOperation {
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  /** OpenAPI path template, e.g. `/api/v1/jobs/{jobId}`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags?: string[];
+  parameters?: OpenApiParameter[];
+  /** JSON request body (a zod schema or a component name). */
+  requestBody?: { body: z.ZodType | string; required?: boolean };
+  responses: Record<string, OpenApiResponse>;
+  security?: Record<string, string[]>[];
+  /** Vendor extensions, e.g. `{ 'x-price-usdc': '0.10' }`. */
+  extensions?: Record<`x-${string}`, unknown>;
+}
+
+/** Input of {@link buildOpenApiDocument}. */
+export interface OpenApiInput {
+  info: { title: string; version: string; description?: string };
+  servers?: { url: string; description?: string }[];
+  /** Named schemas placed under `components.schemas` and referable by name. */
+  components: Record<string, z.ZodType>;
+  securitySchemes?: Record<string, JsonSchema>;
+  tags?: { name: string; description?: string }[];
+  operations: OpenApiOperation[];
+}
+
+/**
+ * A zod schema as JSON Schema 2020-12 (the output side: what the service sends).
+ * @param io `output` for responses, `input` for request bodies
+ */
+export function toJsonSchema(schema: z.ZodType, io: 'input' | 'output' = 'output'): JsonSchema {
+  const json = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as JsonSchema;
+  delete json.$schema;
+  return json;
+}
+
+/**
+ * Builds an OpenAPI 3.1 document from zod schemas (ARCHITECTURE.md, "OpenAPI 3.1 for each service,
+ * generated from the zod schemas").
+ * @throws Error when an operation names a component that does not exist
+ */
+export function buildOpenApiDocument(input: OpenApiInput): JsonSchema {
+  const ref = (body: z.ZodType | string, io: 'input' | 'output'): JsonSchema => {
+    if (typeof body !== 'string') return toJsonSchema(body, io);
+    if (!(body in input.components)) throw new Error(`Unknown OpenAPI component "${body}"`);
+    return { $ref: `#/components/schemas/${body}` };
+  };
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const op of input.operations) {
+    const responses: Record<string, unknown> = {};
+    for (const [status, r] of Object.entries(op.responses)) {
+      responses[status] = {
+        description: r.description,
+        ...(r.headers ? { headers: r.headers } : {}),
+        ...(r.body ? { content: { 'application/json': { schema: ref(r.body, 'output') } } } : {}),
+      };
+    }
+    (paths[op.path] ??= {})[op.method] = {
+      operationId: op.operationId,
+      summary: op.summary,
+      ...(op.description ? { description: op.description } : {}),
+      ...(op.tags ? { tags: op.tags } : {}),
+      ...(op.parameters?.length ? { parameters: op.parameters } : {}),
+      ...(op.requestBody
+        ? {
+            requestBody: {
+              required: op.requestBody.required ?? true,
+              content: { 'application/json': { schema: ref(op.requestBody.body, 'input') } },
+            },
+          }
+        : {}),
+      responses,
+      ...(op.security ? { security: op.security } : {}),
+      ...(op.extensions ?? {}),
+    };
+  }
+  const schemas: Record<string, JsonSchema> = {};
+  for (const [name, schema] of Object.entries(input.components)) schemas[name] = toJsonSchema(schema);
+  return {
+    openapi: '3.1.0',
+    info: input.info,
+    ...(input.servers ? { servers: input.servers } : {}),
+    ...(input.tags ? { tags: input.tags } : {}),
+    paths,
+    components: { schemas, ...(input.securitySchemes ? { securitySchemes: input.securitySchemes } : {}) },
+  };
+}
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/**
+ * A self-contained HTML reference page for a document built by {@link buildOpenApiDocument}: every
+ * operation with its parameters, body and responses (no external scripts, so it works offline).
+ * @param doc the OpenAPI document
+ * @param specUrl where the JSON document is served, linked from the page
+ */
+export function renderReferencePage(doc: JsonSchema, specUrl = '/openapi.json'): string {
+  const info = doc.info as { title: string; version: string; description?: string };
+  const paths = doc.paths as Record<string, Record<string, { summary: string; description?: string; parameters?: OpenApiParameter[]; requestBody?: unknown; responses: Record<string, { description: string; content?: unknown }> }>>;
+  const sections: string[] = [];
+  for (const [path, methods] of Object.entries(paths)) {
+    for (const [method, op] of Object.entries(methods)) {
+      const params = (op.parameters ?? [])
+        .map((p) => `<tr><td><code>${escapeHtml(p.name)}</code></td><td>${p.in}${p.required ? ', required' : ''}</td><td><code>${escapeHtml(JSON.stringify(p.schema))}</code></td><td>${escapeHtml(p.description ?? '')}</td></tr>`)
+        .join('');
+      const responses = Object.entries(op.responses)
+        .map(([status, r]) => `<tr><td>${status}</td><td>${escapeHtml(r.description)}</td><td>${r.content ? `<pre>${escapeHtml(JSON.stringify(r.content, null, 2))}</pre>` : ''}</td></tr>`)
+        .join('');
+      sections.push(`<section><h2><span class="m">${method.toUpperCase()}</span> <code>${escapeHtml(path)}</code></h2>
+<p>${escapeHtml(op.summary)}</p>${op.description ? `<p>${escapeHtml(op.description)}</p>` : ''}
+${params ? `<h3>Parameters</h3><table><tr><th>name</th><th>in</th><th>schema</th><th></th></tr>${params}</table>` : ''}
+${op.requestBody ? `<h3>Request body</h3><pre>${escapeHtml(JSON.stringify(op.requestBody, null, 2))}</pre>` : ''}
+<h3>Responses</h3><table><tr><th>status</th><th></th><th>body</th></tr>${responses}</table></section>`);
+    }
+  }
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(info.title)} ${escapeHtml(info.version)}</title>
+<style>body{font:15px/1.5 system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em}table{border-collapse:collapse;width:100%}td,th{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}pre{font-size:12px;max-height:300px;overflow:auto;background:#f6f8fa;padding:8px}.m{background:#222;color:#fff;padding:2px 6px;border-radius:4px;font-size:13px}section{border-top:1px solid #ccc;margin-top:2em}</style></head>
+<body><h1>${escapeHtml(info.title)} <small>${escapeHtml(info.version)}</small></h1>${info.description ? `<p>${escapeHtml(info.description)}</p>` : ''}
+<p>Machine-readable: <a href="${escapeHtml(specUrl)}">${escapeHtml(specUrl)}</a> (OpenAPI 3.1)</p>${sections.join('\n')}</body></html>`;
+}

@@ -1,0 +1,162 @@
+import { Router } from 'express';
+import { ErrorEnvelope } from '@repo/errors';
+import {
+  BriefResponse,
+  buildOpenApiDocument,
+  Error402,
+  GapsResponse,
+  HealthResponse,
+  KeywordsResponse,
+  PainClustersResponse,
+  renderReferencePage,
+  SectorList,
+  TrendsResponse,
+  type JsonSchema,
+  type OpenApiOperation,
+  type OpenApiParameter,
+} from '@repo/schemas';
+import { DATA_PRICES, type PaidRoute } from '../domain/prices';
+
+const network: OpenApiParameter = {
+  name: 'network',
+  in: 'query',
+  description: '`devnet` selects the test network (its USDC mint and merchant account); default the main network',
+  schema: { type: 'string', enum: ['devnet', 'solana-devnet', 'mainnet', 'solana'] },
+};
+const sector: OpenApiParameter = {
+  name: 'sector',
+  in: 'query',
+  description: 'sector tag (see /api/v1/sectors); omitted: every sector merged',
+  schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,63}$' },
+};
+const int = (name: string, min: number, max: number, def: number): OpenApiParameter => ({
+  name,
+  in: 'query',
+  schema: { type: 'integer', minimum: min, maximum: max, default: def },
+});
+
+const X402_HEADERS = {
+  'x402-version': { description: 'x402 protocol version', schema: { type: 'string', const: '1' } },
+};
+const PAID_HEADERS = {
+  ...X402_HEADERS,
+  'X-PAYMENT-RESPONSE': {
+    description: 'base64 JSON { success, transaction, network, payer }',
+    schema: { type: 'string' },
+  },
+};
+
+function paid(
+  route: PaidRoute,
+  path: string,
+  operationId: string,
+  parameters: OpenApiParameter[],
+  body: string,
+  extra: Record<string, { description: string; body?: string }> = {},
+): OpenApiOperation {
+  const usdc = (Number(route.amountAtomic) / 1e6).toFixed(2);
+  return {
+    method: 'get',
+    path,
+    operationId,
+    summary: `${route.description} (paid: ${usdc} USDC, ${route.amountAtomic} atomic units)`,
+    tags: ['Data API'],
+    parameters: [...parameters, network],
+    security: [{ x402: [] }],
+    extensions: { 'x-price-usdc': usdc, 'x-max-amount-required': route.amountAtomic.toString() },
+    responses: {
+      '200': { description: 'the paid answer (a replay of the same signature returns it again)', body, headers: PAID_HEADERS },
+      '400': {
+        description: 'invalid query (no payment asked), malformed X-PAYMENT, payment reused on another endpoint, amount or mint mismatch',
+        body: 'ErrorEnvelope',
+      },
+      '402': { description: 'payment missing or not acceptable', body: 'Error402', headers: X402_HEADERS },
+      ...extra,
+      '503': { description: 'the Solana RPC is unreachable; retry later', body: 'ErrorEnvelope' },
+    },
+  };
+}
+
+/**
+ * The OpenAPI 3.1 document of market-intel (market-intel spec, version 1.0.0), generated from the
+ * zod schemas the routes answer with.
+ */
+export function marketIntelOpenApi(): JsonSchema {
+  return buildOpenApiDocument({
+    info: {
+      title: 'Paid Market-Intelligence Agent API',
+      version: '1.0.0',
+      description:
+        'Pay-per-call market intelligence for software agents, paid in USDC on Solana with x402: ' +
+        'request, receive 402 with PaymentRequirements, pay with an SPL transferChecked, retry with X-PAYMENT.',
+    },
+    components: {
+      Error402,
+      ErrorEnvelope,
+      GapsResponse,
+      PainClustersResponse,
+      TrendsResponse,
+      KeywordsResponse,
+      BriefResponse,
+      SectorList,
+      HealthResponse,
+    },
+    securitySchemes: {
+      x402: {
+        type: 'apiKey',
+        in: 'header',
+        name: 'X-PAYMENT',
+        description: 'base64 (or raw) JSON { x402Version: 1, scheme: "exact", network, payload: { txSignature } }',
+      },
+    },
+    operations: [
+      paid(DATA_PRICES.gaps, '/api/v1/scout/gaps', 'getGaps', [sector, int('limit', 1, 100, 20)], 'GapsResponse'),
+      paid(DATA_PRICES.painClusters, '/api/v1/scout/pain-clusters', 'getPainClusters', [sector, int('limit', 1, 100, 20)], 'PainClustersResponse'),
+      paid(DATA_PRICES.trends, '/api/v1/scout/trends', 'getTrends', [sector, int('days', 1, 30, 7), int('limit', 1, 100, 20)], 'TrendsResponse'),
+      paid(DATA_PRICES.keywords, '/api/v1/scout/keywords', 'getKeywords', [sector, int('limit', 1, 200, 50)], 'KeywordsResponse'),
+      paid(DATA_PRICES.brief, '/api/v1/scout/brief', 'getBrief', [], 'BriefResponse', {
+        '404': { description: 'no completed brief exists (answered before any payment is asked)', body: 'ErrorEnvelope' },
+      }),
+      {
+        method: 'get',
+        path: '/api/v1/sectors',
+        operationId: 'listSectors',
+        summary: 'Sectors with stored reports (free); call before paying for sector-filtered data',
+        tags: ['Discovery'],
+        parameters: [network],
+        responses: { '200': { description: 'the sector list', body: 'SectorList' } },
+      },
+      {
+        method: 'get',
+        path: '/api/v1/health',
+        operationId: 'getHealth',
+        summary: 'Health of the compute upstreams (free)',
+        tags: ['Discovery'],
+        parameters: [network],
+        responses: {
+          '200': { description: 'healthy', body: 'HealthResponse' },
+          '503': {
+            description: 'unhealthy: errorClass upstream (Retry-After 30) or config (Retry-After 600)',
+            body: 'HealthResponse',
+            headers: { 'Retry-After': { description: 'seconds', schema: { type: 'integer' } } },
+          },
+        },
+      },
+    ],
+  });
+}
+
+/** `GET /openapi.json` and the rendered reference page `GET /docs`. */
+export function openApiRouter(): Router {
+  const doc = marketIntelOpenApi();
+  const page = renderReferencePage(doc);
+  const router = Router();
+  router.get('/openapi.json', (_req, res) => {
+    res.json(doc);
+  });
+  router.get('/docs', (_req, res) => {
+    // helmet's default CSP allows the inline style of the page.
+    res.type('html').send(page);
+  });
+  return router;
+}
