@@ -7,7 +7,7 @@ import express from 'express';
 import { Pool } from 'pg';
 import { Keypair } from '@solana/web3.js';
 import { errorHandler, notFoundHandler } from '@repo/errors';
-import { startLocalnet, type Localnet } from '@repo/solana-localnet';
+import { spawnLocalnet, type Localnet } from '@repo/solana-localnet';
 import { PrismaPaymentLedger, requirePayment, SolanaPaymentVerifier, type SqlClient } from '@repo/x402';
 import { EXIT, runAgentPay } from '../src/index';
 import { AGENT_CLIENT_TEST_DATABASE_URL } from './global-setup';
@@ -25,7 +25,7 @@ function writeKeypair(name: string, keypair: Keypair): string {
 }
 
 beforeAll(async () => {
-  localnet = await startLocalnet({ port: 0 });
+  localnet = await spawnLocalnet({ port: 0 });
   pool = new Pool({ connectionString: AGENT_CLIENT_TEST_DATABASE_URL, max: 5 });
   const db: SqlClient = {
     $queryRawUnsafe: async <T = unknown>(sql: string, ...values: unknown[]) => (await pool.query(sql, values)).rows as T,
@@ -111,7 +111,7 @@ describe('agent-pay', () => {
     const cli = join(__dirname, '..', 'src', 'cli.ts');
     const exec = (args: string[]) =>
       new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-        execFile(process.execPath, ['--conditions=@repo/source', '--import', 'tsx', cli, ...args], { cwd: dir, env: { ...process.env, AGENT_KEYPAIR: localnet.agent.keypairPath } }, (error, stdout, stderr) =>
+        execFile(process.execPath, ['--require', require.resolve('tsx/cjs'), '--conditions=@repo/source', cli, ...args], { cwd: dir, env: { ...process.env, AGENT_KEYPAIR: localnet.agent.keypairPath } }, (error, stdout, stderr) =>
           resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
         );
       });

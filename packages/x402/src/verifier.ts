@@ -1,5 +1,6 @@
 import { Connection, type TokenBalance, type VersionedTransactionResponse } from '@solana/web3.js';
 import type { X402Network } from '@repo/schemas';
+import { rpcFetch } from './rpc-fetch';
 import { decodeBase58Data, decodeTransferChecked, type TransferChecked } from './transfers';
 
 /**
@@ -186,11 +187,10 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
     if (config.connection) {
       this.connection = config.connection;
     } else if (config.rpcUrl) {
-      const timeoutMs = this.options.rpcTimeoutMs;
       this.connection = new Connection(config.rpcUrl, {
         commitment: 'confirmed',
         disableRetryOnRateLimit: true,
-        fetch: (input, init) => fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) }),
+        fetch: rpcFetch(this.options.rpcTimeoutMs),
       });
     } else {
       throw new Error('SolanaPaymentVerifier needs rpcUrl or connection');

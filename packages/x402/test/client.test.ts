@@ -92,6 +92,14 @@ describe('the paying client', () => {
     expect(error).toMatchObject({ kind: 'token_balance', required: 100_000n, available: 10_000n });
   });
 
+  it('When the wallet holds USDC but no SOL, then InsufficientFundsError sol_for_fees', async () => {
+    const noSol = Keypair.generate();
+    await localnet.fund(noSol.publicKey.toBase58(), { network: 'solana', usdcAtomic: 500_000n, lamports: 0 });
+    const error = await payForRequirements({ requirements: requirements(), keypair: noSol, rpcUrl: localnet.networks.solana.rpcUrl }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InsufficientFundsError);
+    expect(error).toMatchObject({ kind: 'sol_for_fees', available: 0n });
+  });
+
   it('When the RPC cannot be reached, then RpcUnreachableError with the URL', async () => {
     const error = await payForRequirements({ requirements: requirements(), keypair: localnet.agent.keypair, rpcUrl: 'http://127.0.0.1:1' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RpcUnreachableError);

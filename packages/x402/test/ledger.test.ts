@@ -1,5 +1,7 @@
 import { isAppError, type AppError } from '@repo/errors';
-import { PrismaPaymentLedger, type ClaimOutcome, type PaymentClaim } from '../src/index';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PrismaPaymentLedger, X402_PAYMENT_PRISMA_MODEL, type ClaimOutcome, type PaymentClaim } from '../src/index';
 import { PgSqlClient } from './support/db';
 import { buildClaimRequest, buildStoredResponse, buildVerifiedPayment } from './support/factories';
 
@@ -185,10 +187,7 @@ describe('PrismaPaymentLedger', () => {
 });
 
 describe('the Prisma model', () => {
-  it('When the README and the test fixture are read, then they carry the exported model and every column it maps', async () => {
-    const { readFileSync } = await import('node:fs');
-    const { join } = await import('node:path');
-    const { X402_PAYMENT_PRISMA_MODEL } = await import('../src/index');
+  it('When the README and the test fixture are read, then they carry the exported model and every column it maps', () => {
     expect(readFileSync(join(__dirname, '..', 'README.md'), 'utf8')).toContain(X402_PAYMENT_PRISMA_MODEL);
     const fixture = readFileSync(join(__dirname, 'fixtures', 'x402_payments.sql'), 'utf8');
     const mapped = [...X402_PAYMENT_PRISMA_MODEL.matchAll(/@map\("([a-z_]+)"\)/g)].map((m) => m[1]);

@@ -10,7 +10,7 @@ import {
 import { buildPaidApp, listen, type HandlerRuns } from './support/app';
 import { PgSqlClient } from './support/db';
 import { buildSignature } from './support/factories';
-import { payUsdc, signedUnsentPayment, startTestLocalnet, type Localnet } from './support/solana';
+import { payUsdc, signedPayment, startTestLocalnet, type Localnet } from './support/solana';
 
 let localnet: Localnet;
 let db: PgSqlClient;
@@ -144,7 +144,7 @@ describe('requirePayment', () => {
   });
 
   it('When the transaction has not landed, then 402 not_found and the claim is released; once it lands the same signature pays', async () => {
-    const pending = await signedUnsentPayment(localnet, 'solana', 100_000n);
+    const pending = await signedPayment(localnet, 'solana', 100_000n);
     const header = encodePaymentHeader('solana', pending.signature);
     const res = await get('/api/v1/scout/gaps', header);
     expect(res.status).toBe(402);

@@ -4,7 +4,7 @@ import type { X402Network } from '@repo/schemas';
 import { PaymentVerificationError, SolanaPaymentVerifier, type PaymentVerificationReason, type SolanaPaymentVerifierOptions } from '../src/index';
 import { associatedTokenAddress } from '../src/client/token';
 import { buildSignature } from './support/factories';
-import { payUsdc, signedUnsentPayment, startTestLocalnet, type Localnet } from './support/solana';
+import { payUsdc, signedPayment, startTestLocalnet, type Localnet } from './support/solana';
 
 const PRICE = 100_000n;
 let localnet: Localnet;
@@ -89,7 +89,7 @@ describe('SolanaPaymentVerifier against the local ledger', () => {
   });
 
   it('When a signed payment has not landed yet, then not_found; once it lands, it verifies', async () => {
-    const pending = await signedUnsentPayment(localnet, 'solana', PRICE);
+    const pending = await signedPayment(localnet, 'solana', PRICE);
     expect(await reasonOf(verifierFor('solana').verify(pending.signature, PRICE))).toBe('not_found');
     await pending.send();
     await expect(verifierFor('solana').verify(pending.signature, PRICE)).resolves.toMatchObject({ signature: pending.signature });

@@ -54,7 +54,8 @@ export class RpcUnreachableError extends X402ClientError {
    * @param cause the underlying error
    */
   constructor(url: string, cause?: unknown) {
-    const reason = cause instanceof Error ? `: ${describeCause(cause)}` : '';
+    const message = typeof cause === 'object' && cause !== null ? (cause as { message?: unknown }).message : undefined;
+    const reason = typeof message === 'string' && message !== '' ? `: ${message.split('\n')[0]}` : '';
     super('rpc_unreachable', `Solana RPC ${url} is unreachable${reason}`, cause);
     this.name = 'RpcUnreachableError';
     this.url = url;
@@ -88,13 +89,4 @@ export class PaymentRefusedError extends X402ClientError {
     super('payment_refused', message, cause);
     this.name = 'PaymentRefusedError';
   }
-}
-
-function describeCause(error: Error): string {
-  const cause = (error as Error & { cause?: unknown }).cause;
-  if (cause instanceof Error) {
-    const code = (cause as Error & { code?: unknown }).code;
-    return typeof code === 'string' ? `${error.message} (${code})` : `${error.message} (${cause.message})`;
-  }
-  return error.message;
 }

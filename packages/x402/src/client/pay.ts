@@ -1,5 +1,7 @@
-import { Connection, type Keypair, PublicKey, SendTransactionError, Transaction } from '@solana/web3.js';
+import { randomInt } from 'node:crypto';
+import { ComputeBudgetProgram, Connection, type Keypair, PublicKey, SendTransactionError, Transaction } from '@solana/web3.js';
 import type { PaymentRequirements } from '@repo/schemas';
+import { rpcFetch } from '../rpc-fetch';
 import { InsufficientFundsError, PaymentConfirmationError, RpcUnreachableError, X402ClientError } from './errors';
 import { associatedTokenAddress, mintDecimals, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, tokenAccountAmount, transferCheckedInstruction } from './token';
 
@@ -28,7 +30,8 @@ export interface PayForRequirementsInput {
  * Pays x402 requirements (market-intel spec, "Authentication", step 2): one SPL `transferChecked` of
  * exactly `maxAmountRequired` atomic units of `asset` from the payer's associated token account to
  * `payTo` (decimals read from the mint account, 6 if unreadable; SPL Token or Token-2022 by the mint's
- * owner), signed, sent, and confirmed by polling `getSignatureStatuses` until `confirmed` (no
+ * owner), preceded by a compute-unit limit that makes each payment a distinct transaction, signed,
+ * sent, and confirmed by polling `getSignatureStatuses` until `confirmed` (no
  * websocket).
  *
  * @returns the base58 transaction signature
@@ -83,6 +86,9 @@ export async function payForRequirements(input: PayForRequirementsInput): Promis
 
   const { blockhash, lastValidBlockHeight } = await call(() => connection.getLatestBlockhash('confirmed'));
   const tx = new Transaction({ feePayer: owner, blockhash, lastValidBlockHeight }).add(
+    // A compute-unit limit drawn at random makes two equal payments within one blockhash window two
+    // distinct transactions (an identical one would be refused as already processed).
+    ComputeBudgetProgram.setComputeUnitLimit({ units: computeUnitLimit() }),
     transferCheckedInstruction(source, mint, payTo, owner, amount, decimals, programId),
   );
   tx.sign(keypair);
@@ -94,6 +100,11 @@ export async function payForRequirements(input: PayForRequirementsInput): Promis
   }
   await waitForConfirmation(connection, signature, input.confirmTimeoutMs ?? 30_000, input.pollIntervalMs ?? 250, call);
   return signature;
+}
+
+/** A compute-unit limit for one `transferChecked`: 40 000 to 59 999 (it needs under 10 000). */
+export function computeUnitLimit(): number {
+  return 40_000 + randomInt(20_000);
 }
 
 /**
@@ -137,25 +148,28 @@ export function connectionFor(rpcUrl: string, timeoutMs = 10_000): Connection {
   return new Connection(rpcUrl, {
     commitment: 'confirmed',
     disableRetryOnRateLimit: true,
-    fetch: (resource, init) => fetch(resource, { ...init, signal: AbortSignal.timeout(timeoutMs) }),
+    fetch: rpcFetch(timeoutMs),
   });
 }
 
-const NETWORK_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET']);
-
-/** `true` for failures to reach the RPC at all (network errors, timeouts, non-JSON HTTP errors). */
+/**
+ * `true` for failures to reach the RPC at all: transport errors (refused, DNS, timeout) and HTTP error
+ * answers that are not JSON-RPC. Duck-typed, so errors from another realm are recognised too.
+ */
 export function isUnreachable(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  if (error instanceof RpcUnreachableError) return true;
-  if (error.name === 'TimeoutError' || error.name === 'AbortError') return true;
-  if (error instanceof TypeError && /fetch failed/i.test(error.message)) return true;
-  const code = (error as Error & { code?: unknown }).code;
-  if (typeof code === 'string' && NETWORK_ERROR_CODES.has(code)) return true;
-  const cause = (error as Error & { cause?: unknown }).cause;
-  if (cause instanceof Error && cause !== error) return isUnreachable(cause);
-  // web3.js reports an HTTP error answer as "<status> <statusText>: <body>".
-  return /^(4\d\d|5\d\d) /.test(error.message);
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
+    const { name, message, code } = current as { name?: unknown; message?: unknown; code?: unknown };
+    if (name === 'RpcTransportError' || name === 'RpcUnreachableError' || name === 'TimeoutError' || name === 'AbortError') return true;
+    if (typeof code === 'string' && NETWORK_ERROR_CODES.has(code)) return true;
+    // web3.js re-wraps some failures as `new Error("failed to get info about account …: " + error)`.
+    if (typeof message === 'string' && (/\bfetch failed\b|RpcTransportError/.test(message) || /(?:^|Error: )[45]\d\d \w/.test(message))) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
 }
+
+const NETWORK_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET']);
 
 function classifySendError(error: unknown, owner: string): unknown {
   if (!(error instanceof Error) || error instanceof RpcUnreachableError) return error;
