@@ -192,6 +192,10 @@ export function requirePayment(options: RequirePaymentOptions): RequestHandler {
       (accepted) => {
         if (!accepted) return;
         (res.locals as PaidRequestLocals).x402Payment = accepted.payment;
+        // The stored answer is replayed to every holder of the signature: it must be a full answer,
+        // never a 304 computed from this request's conditional headers.
+        delete req.headers['if-none-match'];
+        delete req.headers['if-modified-since'];
         captureAnswer(res, options.ledger, accepted.claim);
         next();
       },

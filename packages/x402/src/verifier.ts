@@ -1,4 +1,4 @@
-import { Connection, type TokenBalance, type VersionedTransactionResponse } from '@solana/web3.js';
+import { Connection, PublicKey, type TokenBalance, type VersionedTransactionResponse } from '@solana/web3.js';
 import type { X402Network } from '@repo/schemas';
 import { rpcFetch } from './rpc-fetch';
 import { decodeBase58Data, decodeTransferChecked, type TransferChecked } from './transfers';
@@ -7,8 +7,9 @@ import { decodeBase58Data, decodeTransferChecked, type TransferChecked } from '.
  * Why a payment proof was refused (ARCHITECTURE.md, "Payments", steps 3–4):
  * - `not_found`: the transaction is not (yet) visible at `confirmed` commitment; the claim is released
  * - `transaction_failed`: it landed with `meta.err` set
- * - `wrong_recipient`: no `transferChecked` into `payTo`
- * - `mint_mismatch`: a transfer into `payTo` moves another mint (400)
+ * - `wrong_recipient`: no `transferChecked` into `payTo` (nor another mint into the merchant's accounts)
+ * - `mint_mismatch`: a transfer into `payTo`, or into another token account of the merchant, moves
+ *   another mint (400)
  * - `amount_mismatch`: the transfer or the balance delta of `payTo` differs from the price (400)
  * - `stale`: `blockTime` is missing or outside the freshness window
  * - `rpc_unavailable`: the RPC endpoint could not be reached or answered errors (503)
@@ -123,6 +124,11 @@ export interface SolanaPaymentVerifierConfig {
   asset: string;
   /** The merchant's USDC token account (base58). */
   payTo: string;
+  /**
+   * The merchant wallet that owns `payTo` (base58), used to recognise a payment in another mint sent
+   * to another of its token accounts (`mint_mismatch`); read once from the chain when omitted.
+   */
+  payToOwner?: string;
 }
 
 /** Tuning of a {@link SolanaPaymentVerifier}. */
@@ -149,8 +155,9 @@ const DEFAULTS = { freshnessWindowSeconds: 300, fetchAttempts: 4, fetchDelayMs: 
  * 2. `meta.err` must be null → else `transaction_failed`;
  * 3. SPL Token / Token-2022 `transferChecked` instructions, top-level and inner, with account keys
  *    resolved as static keys + `meta.loadedAddresses.writable` + `.readonly`: one into `payTo` of
- *    `asset` for exactly the price; none into `payTo` → `wrong_recipient`; only other mints →
- *    `mint_mismatch`; the right mint with another amount → `amount_mismatch`;
+ *    `asset` for exactly the price; into `payTo` (or another token account of the merchant, the
+ *    owner of `payTo`) but only other mints → `mint_mismatch`; none into the merchant →
+ *    `wrong_recipient`; the right mint with another amount → `amount_mismatch`;
  * 4. the `postTokenBalances - preTokenBalances` delta of `payTo` for `asset` equals the price → else
  *    `amount_mismatch`;
  * 5. `blockTime` within the freshness window → else `stale`.
@@ -166,6 +173,7 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
   /** The RPC endpoint URL (for messages). */
   readonly rpcUrl: string;
   private readonly connection: Connection;
+  private payToOwner: Promise<string | undefined> | undefined;
   private readonly options: Required<Omit<SolanaPaymentVerifierOptions, 'now'>> & { now: () => Date };
 
   /**
@@ -177,6 +185,7 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
     this.network = config.network;
     this.asset = config.asset;
     this.payTo = config.payTo;
+    if (config.payToOwner) this.payToOwner = Promise.resolve(config.payToOwner);
     this.options = {
       freshnessWindowSeconds: options.freshnessWindowSeconds ?? DEFAULTS.freshnessWindowSeconds,
       fetchAttempts: Math.max(1, options.fetchAttempts ?? DEFAULTS.fetchAttempts),
@@ -206,7 +215,9 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
    * @throws PaymentVerificationError with the reason of the first failed check (see the class doc)
    */
   async verify(signature: string, amountAtomic: bigint): Promise<VerifiedPayment> {
-    const { tx, rpcMs } = await this.fetchTransaction(signature);
+    const fetched = await this.fetchTransaction(signature);
+    const tx = fetched.tx;
+    let rpcMs = fetched.rpcMs;
     const fail = (reason: PaymentVerificationReason, message: string, details?: Record<string, unknown>): never => {
       throw new PaymentVerificationError(reason, message, { signature, network: this.network, rpcMs, details });
     };
@@ -220,6 +231,15 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
     const transfers = findTransfersChecked(tx, accountKeys);
     const toMerchant = transfers.filter((t) => t.destination === this.payTo);
     if (toMerchant.length === 0) {
+      // Another mint can only land in another token account of the merchant: that is a mint mismatch.
+      const otherMint = await this.transferToMerchantOwner(tx, accountKeys, transfers);
+      rpcMs += otherMint.rpcMs;
+      if (otherMint.transfer) {
+        return fail('mint_mismatch', `The transfer to the merchant moves mint ${otherMint.transfer.mint}, expected ${this.asset}`, {
+          expected: this.asset,
+          actual: otherMint.transfer.mint,
+        });
+      }
       return fail('wrong_recipient', `The transaction does not transferChecked any tokens into ${this.payTo}`);
     }
     const ofAsset = toMerchant.filter((t) => t.mint === this.asset);
@@ -268,6 +288,40 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
       blockTime: new Date(tx.blockTime * 1000),
       rpcMs,
     };
+  }
+
+  /**
+   * A transfer of another mint into a token account owned by the merchant (the owner of `payTo`), as
+   * the owner is reported in `meta.postTokenBalances`.
+   */
+  private async transferToMerchantOwner(
+    tx: VersionedTransactionResponse,
+    accountKeys: readonly string[],
+    transfers: readonly TransferChecked[],
+  ): Promise<{ transfer: TransferChecked | undefined; rpcMs: number }> {
+    const candidates = transfers.filter((t) => t.mint !== this.asset);
+    if (candidates.length === 0) return { transfer: undefined, rpcMs: 0 };
+    const started = performance.now();
+    const owner = await this.merchantOwner();
+    const rpcMs = performance.now() - started;
+    if (!owner) return { transfer: undefined, rpcMs };
+    const ownerOf = (account: string): string | undefined => {
+      const index = accountKeys.indexOf(account);
+      return tx.meta?.postTokenBalances?.find((b) => b.accountIndex === index)?.owner;
+    };
+    return { transfer: candidates.find((t) => ownerOf(t.destination) === owner), rpcMs };
+  }
+
+  /** The wallet that owns `payTo`: from the configuration, else read once from the chain. */
+  private merchantOwner(): Promise<string | undefined> {
+    this.payToOwner ??= this.connection
+      .getAccountInfo(new PublicKey(this.payTo), 'confirmed')
+      .then((info) => (info && info.data.length >= 64 ? new PublicKey(info.data.subarray(32, 64)).toBase58() : undefined))
+      .catch(() => {
+        this.payToOwner = undefined; // try again next time
+        return undefined;
+      });
+    return this.payToOwner;
   }
 
   /** Fetches the transaction with bounded retries; measures the time spent in RPC calls. */

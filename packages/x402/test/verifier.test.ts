@@ -1,5 +1,5 @@
 import { Keypair, PublicKey } from '@solana/web3.js';
-import { createTestMint } from '@repo/solana-localnet';
+import { createTestMint, mintTestTokens } from '@repo/solana-localnet';
 import type { X402Network } from '@repo/schemas';
 import { PaymentVerificationError, SolanaPaymentVerifier, type PaymentVerificationReason, type SolanaPaymentVerifierOptions } from '../src/index';
 import { associatedTokenAddress } from '../src/client/token';
@@ -65,6 +65,19 @@ describe('SolanaPaymentVerifier against the local ledger', () => {
     // The verifier advertises the other mint; the agent pays USDC into payTo.
     const signature = await payUsdc(localnet, 'solana', PRICE);
     expect(await reasonOf(verifierFor('solana', {}, { asset: otherMint }).verify(signature, PRICE))).toBe('mint_mismatch');
+  });
+
+  it('When another 6-decimal mint is sent to the merchant (its token account for that mint), then mint_mismatch', async () => {
+    const { rpcUrl, merchantOwner } = localnet.networks.solana;
+    const { mint, mintAuthority } = await createTestMint({ rpcUrl, decimals: 6 });
+    await mintTestTokens({ rpcUrl, mint, mintAuthority, owner: localnet.agent.publicKey, amountAtomic: 1_000_000n });
+    const merchantAccount = await mintTestTokens({ rpcUrl, mint, mintAuthority, owner: merchantOwner, amountAtomic: 0n });
+    const signature = await payUsdc(localnet, 'solana', PRICE, { mint, destination: merchantAccount.tokenAccount });
+    const error = await verifierFor('solana').verify(signature, PRICE).catch((e: unknown) => e);
+    expect(error).toMatchObject({ reason: 'mint_mismatch', details: { expected: localnet.networks.solana.mint, actual: mint } });
+    // With the owner configured, no lookup is needed and the verdict is the same.
+    const configured = new SolanaPaymentVerifier({ network: 'solana', rpcUrl, asset: localnet.networks.solana.mint, payTo: localnet.networks.solana.merchantTokenAccount, payToOwner: merchantOwner });
+    expect(await reasonOf(configured.verify(signature, PRICE))).toBe('mint_mismatch');
   });
 
   it('When the transfer goes to another token account, then wrong_recipient', async () => {
