@@ -29,6 +29,8 @@ wait_port() {
   done
 }
 
+export TURBO_TELEMETRY_DISABLED=1
+
 PGHOST_ADDR="${PGHOST_ADDR:-127.0.0.1}"
 PGPORT_NUM="${PGPORT_NUM:-5432}"
 

@@ -1,4 +1,4 @@
-import { base58Decode } from './base58';
+import { bs58 } from './deps';
 import { AppError } from '@repo/errors';
 import { PaymentPayload, PaymentResponse, type X402Network } from '@repo/schemas';
 
@@ -54,7 +54,7 @@ export function parsePaymentHeader(value: string, expectedNetwork?: X402Network)
   }
   const payload = parsed.data;
   const signature = payload.payload.txSignature;
-  if (signature.length > 90 || base58Decode(signature).length !== 64) {
+  if (signature.length > 90 || bs58.decode(signature).length !== 64) {
     throw invalid('payload.txSignature must be a base58 transaction signature of 64 bytes');
   }
   if (expectedNetwork !== undefined && payload.network !== expectedNetwork) {

@@ -1,4 +1,4 @@
-import { base58Decode } from './base58';
+import { bs58 } from './deps';
 
 /** Program id of the SPL Token program. */
 export const TOKEN_PROGRAM_ADDRESS = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA';
@@ -86,5 +86,5 @@ export function decodeTransferChecked(
  * @throws Error when the string is not base58
  */
 export function decodeBase58Data(data: string): Uint8Array {
-  return base58Decode(data);
+  return bs58.decode(data);
 }

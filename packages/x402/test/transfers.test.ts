@@ -7,8 +7,8 @@ import {
   type VersionedTransactionResponse,
 } from '@solana/web3.js';
 import { balanceDelta, findTransfersChecked, resolveAccountKeys, TOKEN_2022_PROGRAM_ADDRESS, TOKEN_PROGRAM_ADDRESS } from '../src/index';
-import { base58Encode } from '../src/base58';
-import { transferCheckedInstruction } from '../src/client/token';
+import { bs58 } from '../src/deps';
+import { createTransferCheckedInstruction } from '../src/deps';
 
 const key = () => Keypair.generate().publicKey;
 
@@ -28,8 +28,8 @@ describe('finding transferChecked instructions', () => {
     });
     const message = new TransactionMessage({
       payerKey: payer,
-      recentBlockhash: base58Encode(new Uint8Array(32).fill(1)),
-      instructions: [transferCheckedInstruction(source, mint, payTo, payer, 100000n, 6)],
+      recentBlockhash: bs58.encode(new Uint8Array(32).fill(1)),
+      instructions: [createTransferCheckedInstruction(source, mint, payTo, payer, 100000n, 6)],
     }).compileToV0Message([table]);
     const lookups = message.getAccountKeys({ addressLookupTableAccounts: [table] }).accountKeysFromLookups;
     expect(lookups?.writable.map(String)).toEqual([payTo.toBase58()]);
@@ -39,7 +39,7 @@ describe('finding transferChecked instructions', () => {
       slot: 7,
       blockTime: 1_700_000_000,
       version: 0,
-      transaction: { message, signatures: [base58Encode(new Uint8Array(64).fill(2))] },
+      transaction: { message, signatures: [bs58.encode(new Uint8Array(64).fill(2))] },
       meta: {
         err: null,
         fee: 5000,
@@ -78,10 +78,10 @@ describe('finding transferChecked instructions', () => {
     const mint = key();
     const token2022 = new PublicKey(TOKEN_2022_PROGRAM_ADDRESS);
     const outer = new TransactionInstruction({ programId: router, keys: [{ pubkey: source, isSigner: false, isWritable: true }, { pubkey: payTo, isSigner: false, isWritable: true }, { pubkey: mint, isSigner: false, isWritable: false }, { pubkey: token2022, isSigner: false, isWritable: false }], data: Buffer.from([1, 2, 3]) });
-    const message = new TransactionMessage({ payerKey: payer, recentBlockhash: base58Encode(new Uint8Array(32).fill(1)), instructions: [outer] }).compileToV0Message();
+    const message = new TransactionMessage({ payerKey: payer, recentBlockhash: bs58.encode(new Uint8Array(32).fill(1)), instructions: [outer] }).compileToV0Message();
     const keys = message.staticAccountKeys.map(String);
     const index = (k: PublicKey) => keys.indexOf(k.toBase58());
-    const inner = transferCheckedInstruction(source, mint, payTo, payer, 2_500_000n, 6, token2022);
+    const inner = createTransferCheckedInstruction(source, mint, payTo, payer, 2_500_000n, 6, [], token2022);
     const notATransfer = Buffer.from([3, 1, 0, 0, 0, 0, 0, 0, 0]);
     const tx: VersionedTransactionResponse = {
       slot: 8,
@@ -96,8 +96,8 @@ describe('finding transferChecked instructions', () => {
           {
             index: 0,
             instructions: [
-              { programIdIndex: index(token2022), accounts: [index(source), index(payTo), index(payer)], data: base58Encode(notATransfer) },
-              { programIdIndex: index(token2022), accounts: [index(source), index(mint), index(payTo), index(payer)], data: base58Encode(inner.data) },
+              { programIdIndex: index(token2022), accounts: [index(source), index(payTo), index(payer)], data: bs58.encode(notATransfer) },
+              { programIdIndex: index(token2022), accounts: [index(source), index(mint), index(payTo), index(payer)], data: bs58.encode(inner.data) },
             ],
           },
         ],

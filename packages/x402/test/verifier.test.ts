@@ -2,7 +2,7 @@ import { Keypair, PublicKey } from '@solana/web3.js';
 import { createTestMint, mintTestTokens } from '@repo/solana-localnet';
 import type { X402Network } from '@repo/schemas';
 import { PaymentVerificationError, SolanaPaymentVerifier, type PaymentVerificationReason, type SolanaPaymentVerifierOptions } from '../src/index';
-import { associatedTokenAddress } from '../src/client/token';
+import { getAssociatedTokenAddressSync } from '../src/deps';
 import { buildSignature } from './support/factories';
 import { payUsdc, signedPayment, startTestLocalnet, type Localnet } from './support/solana';
 
@@ -83,7 +83,7 @@ describe('SolanaPaymentVerifier against the local ledger', () => {
   it('When the transfer goes to another token account, then wrong_recipient', async () => {
     const stranger = Keypair.generate();
     await localnet.fund(stranger.publicKey.toBase58(), { network: 'solana', usdcAtomic: 1n });
-    const strangerAccount = associatedTokenAddress(new PublicKey(localnet.networks.solana.mint), stranger.publicKey);
+    const strangerAccount = getAssociatedTokenAddressSync(new PublicKey(localnet.networks.solana.mint), stranger.publicKey);
     const signature = await payUsdc(localnet, 'solana', PRICE, { destination: strangerAccount.toBase58() });
     expect(await reasonOf(verifierFor('solana').verify(signature, PRICE))).toBe('wrong_recipient');
   });

@@ -3,7 +3,14 @@ import { ComputeBudgetProgram, Connection, type Keypair, PublicKey, SendTransact
 import type { PaymentRequirements } from '@repo/schemas';
 import { rpcFetch } from '../rpc-fetch';
 import { InsufficientFundsError, PaymentConfirmationError, RpcUnreachableError, X402ClientError } from './errors';
-import { associatedTokenAddress, mintDecimals, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, tokenAccountAmount, transferCheckedInstruction } from './token';
+import {
+  createTransferCheckedInstruction,
+  getAssociatedTokenAddressSync,
+  TOKEN_2022_PROGRAM_ID,
+  TOKEN_PROGRAM_ID,
+  unpackAccount,
+  unpackMint,
+} from '../deps';
 
 /** Lamports one signature costs in fees on Solana. */
 const LAMPORTS_PER_SIGNATURE = 5000n;
@@ -56,9 +63,9 @@ export async function payForRequirements(input: PayForRequirementsInput): Promis
 
   const mintInfo = await call(() => connection.getAccountInfo(mint, 'confirmed'));
   const programId = mintInfo?.owner.equals(TOKEN_2022_PROGRAM_ID) ? TOKEN_2022_PROGRAM_ID : TOKEN_PROGRAM_ID;
-  const decimals = (mintInfo ? mintDecimals(mintInfo.data) : undefined) ?? 6;
+  const decimals = mintInfo ? unpackMint(mint, mintInfo, programId).decimals : 6;
 
-  const source = associatedTokenAddress(mint, owner, programId);
+  const source = getAssociatedTokenAddressSync(mint, owner, true, programId);
   const [sourceInfo, lamports] = await Promise.all([
     call(() => connection.getAccountInfo(source, 'confirmed')),
     call(() => connection.getBalance(owner, 'confirmed')),
@@ -69,7 +76,7 @@ export async function payForRequirements(input: PayForRequirementsInput): Promis
       available: 0n,
     });
   }
-  const balance = tokenAccountAmount(sourceInfo.data);
+  const balance = unpackAccount(source, sourceInfo, programId).amount;
   if (balance < amount) {
     throw new InsufficientFundsError(
       'token_balance',
@@ -89,7 +96,7 @@ export async function payForRequirements(input: PayForRequirementsInput): Promis
     // A compute-unit limit drawn at random makes two equal payments within one blockhash window two
     // distinct transactions (an identical one would be refused as already processed).
     ComputeBudgetProgram.setComputeUnitLimit({ units: computeUnitLimit() }),
-    transferCheckedInstruction(source, mint, payTo, owner, amount, decimals, programId),
+    createTransferCheckedInstruction(source, mint, payTo, owner, amount, decimals, [], programId),
   );
   tx.sign(keypair);
   let signature: string;

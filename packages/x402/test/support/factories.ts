@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { Keypair } from '@solana/web3.js';
 import type { ClaimRequest, StoredResponse, VerifiedPayment } from '../../src/index';
-import { base58Encode } from '../../src/base58';
+import { bs58 } from '../../src/deps';
 
 /** A fresh random 64-byte signature in base58 (never on any ledger). */
 export function buildSignature(): string {
-  return base58Encode(randomBytes(64));
+  return bs58.encode(randomBytes(64));
 }
 
 /** A claim request for a fresh signature. */

@@ -2,8 +2,8 @@ import { ComputeBudgetProgram, Connection, Keypair, PublicKey, Transaction } fro
 import { spawnLocalnet, waitForSignature, type Localnet } from '@repo/solana-localnet';
 import type { X402Network } from '@repo/schemas';
 import { computeUnitLimit } from '../../src/client/pay';
-import { associatedTokenAddress, transferCheckedInstruction } from '../../src/client/token';
-import { base58Encode } from '../../src/base58';
+import { createTransferCheckedInstruction, getAssociatedTokenAddressSync } from '../../src/deps';
+import { bs58 } from '../../src/deps';
 
 export type { Localnet };
 
@@ -47,11 +47,11 @@ export async function signedPayment(
   const { blockhash, lastValidBlockHeight } = await connection.getLatestBlockhash();
   const tx = new Transaction({ feePayer: payer.publicKey, blockhash, lastValidBlockHeight }).add(
     ComputeBudgetProgram.setComputeUnitLimit({ units: computeUnitLimit() }),
-    transferCheckedInstruction(associatedTokenAddress(mint, payer.publicKey), mint, destination, payer.publicKey, amountAtomic, 6),
+    createTransferCheckedInstruction(getAssociatedTokenAddressSync(mint, payer.publicKey), mint, destination, payer.publicKey, amountAtomic, 6),
   );
   tx.sign(payer);
   if (!tx.signature) throw new Error('unsigned');
-  const signature = base58Encode(tx.signature);
+  const signature = bs58.encode(tx.signature);
   return {
     signature,
     send: async (skipPreflight = false) => {
