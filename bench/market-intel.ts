@@ -31,6 +31,12 @@ const MI_PORT = Number(process.env.BENCH_MARKET_INTEL_PORT ?? 13001);
 const BARE_PORT = Number(process.env.BENCH_BARE_PORT ?? 13099);
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/market_intel_bench';
 const GAPS = '/api/v1/scout/gaps?sector=fintech&limit=5';
+/** Extra node flags for market-intel, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile a run. */
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+/** Run the paid phase only (for profiling it); the other numbers are then meaningless. */
+const ONLY_PAID = process.env.BENCH_ONLY_PAID === '1';
+/** Skip the build step (when dist is current). */
+const SKIP_BUILD = process.env.BENCH_SKIP_BUILD === '1';
 
 const children: ChildProcess[] = [];
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
@@ -107,7 +113,7 @@ async function preparePayments(rpcUrl: string, payer: Keypair, mint: string, pay
 async function main(): Promise<void> {
   log(`machine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}`);
   log('building market-intel');
-  const build = spawnSync('pnpm', ['exec', 'turbo', 'run', 'build', '--filter=@repo/market-intel...', '--output-logs=errors-only'], { cwd: ROOT, stdio: 'inherit' });
+  const build = SKIP_BUILD ? { status: 0 } : spawnSync('pnpm', ['exec', 'turbo', 'run', 'build', '--filter=@repo/market-intel...', '--output-logs=errors-only'], { cwd: ROOT, stdio: 'inherit' });
   if (build.status !== 0) throw new Error('build failed');
 
   log('starting the ledger, the database and the servers');
@@ -128,7 +134,9 @@ async function main(): Promise<void> {
     stdio: 'ignore',
   });
 
-  const mi = start('node', ['dist/main.js'], {
+  // Exactly as the package's start script runs it (its V8 memory flags included).
+  const [startCmd = 'node', ...startArgs] = (JSON.parse(readFileSync(path.join(ROOT, 'services/market-intel/package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.split(' ');
+  const mi = start(startCmd, [...NODE_ARGS, ...startArgs], {
     PORT: String(MI_PORT),
     HOST: '127.0.0.1',
     DATABASE_URL,
@@ -148,11 +156,11 @@ async function main(): Promise<void> {
 
   log('warming up');
   await bench(`http://127.0.0.1:${BARE_PORT}/bare`, { duration: 2 });
-  await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, { duration: 2 });
+  if (!ONLY_PAID) await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, { duration: 2 });
 
   log('1/3 bare route vs 402 challenge');
   const bare = await bench(`http://127.0.0.1:${BARE_PORT}/bare`);
-  const challenge = await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`);
+  const challenge = await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, { duration: ONLY_PAID ? 1 : DURATION_S });
 
   log(`2/3 preparing ${PAID_REQUESTS} fresh payments`);
   const payer = Keypair.generate();
@@ -178,7 +186,7 @@ async function main(): Promise<void> {
   const rpcMean = rpcCount ? ((rpcAfter.sum - rpcBefore.sum) / rpcCount) * 1000 : NaN;
 
   log('3/3 replays of one used signature');
-  const replay = await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, { headers: { 'x-payment': encodePaymentHeader('solana', signatures[0] ?? '') } });
+  const replay = await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, { duration: ONLY_PAID ? 1 : DURATION_S, headers: { 'x-payment': encodePaymentHeader('solana', signatures[0] ?? '') } });
 
   const mem = rssMb(mi.pid ?? 0);
   const r = (x: number) => Math.round(x * 100) / 100;

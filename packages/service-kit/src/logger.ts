@@ -18,10 +18,13 @@ export const REDACT_PATHS = [
 
 /**
  * The service logger: pino JSON to stdout with the secret-bearing headers redacted.
- * @param options `name` of the service, `level` (pino level, `silent` in tests)
+ * With `buffered`, lines are written in batches of up to 4 KiB instead of one write per line (a
+ * measurable share of a small request's cost); call `logger.flush()` on shutdown.
+ * @param options `name` of the service, `level` (pino level, `silent` in tests), `buffered`
  */
-export function createLogger(options: { name: string; level?: string }): Logger {
-  return pino({ name: options.name, level: options.level ?? 'info', redact: { paths: REDACT_PATHS, censor: '[redacted]' } });
+export function createLogger(options: { name: string; level?: string; buffered?: boolean }): Logger {
+  const settings = { name: options.name, level: options.level ?? 'info', redact: { paths: REDACT_PATHS, censor: '[redacted]' } };
+  return options.buffered ? pino(settings, pino.destination({ dest: 1, sync: false, minLength: 4096 })) : pino(settings);
 }
 
 /**
@@ -43,6 +46,17 @@ export function httpLogger(logger: Logger): HttpLogger {
       return 'info';
     },
     autoLogging: { ignore: (req) => req.url === '/livez' || req.url === '/readyz' || req.url === '/metrics' },
+    // Only what an access log needs: no headers are logged at all (so none can leak), and each line
+    // stays cheap to build.
+    serializers: {
+      req: (req: { id?: unknown; method?: string; url?: string; remoteAddress?: string }) => ({
+        id: req.id,
+        method: req.method,
+        url: req.url,
+        remoteAddress: req.remoteAddress,
+      }),
+      res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),
+    },
   });
 }
 

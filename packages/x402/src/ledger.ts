@@ -150,7 +150,15 @@ export interface PaymentLedgerOptions {
   waitTimeoutMs?: number;
   /** Interval of the cross-replica row poll while waiting, in milliseconds; default 50. */
   pollIntervalMs?: number;
+  /**
+   * How many completed payments to keep in memory so replays skip the database; default 10000.
+   * Completed rows never change, so the copy is exact on every replica.
+   */
+  settledCacheSize?: number;
 }
+
+/** Completed answers larger than this (bytes of body) are not kept in memory. */
+const SETTLED_CACHE_MAX_BODY = 256 * 1024;
 
 /** Name of the ledger table. */
 export const X402_PAYMENTS_TABLE = 'x402_payments';
@@ -258,6 +266,9 @@ export class PrismaPaymentLedger implements PaymentLedger {
   private readonly waitTimeoutMs: number;
   private readonly pollIntervalMs: number;
   private readonly gates = new Map<string, Gate>();
+  private readonly settledCacheSize: number;
+  /** Completed payments by signature, least recently used first. */
+  private readonly settled = new Map<string, PaymentRecord>();
 
   /**
    * @param db the database client (Prisma client or adapter)
@@ -270,10 +281,17 @@ export class PrismaPaymentLedger implements PaymentLedger {
     this.leaseSeconds = (options.leaseMs ?? 30_000) / 1000;
     this.waitTimeoutMs = options.waitTimeoutMs ?? 20_000;
     this.pollIntervalMs = options.pollIntervalMs ?? 50;
+    this.settledCacheSize = options.settledCacheSize ?? 10_000;
   }
 
   /** {@inheritDoc PaymentLedger.claim} */
   async claim(request: ClaimRequest): Promise<ClaimOutcome> {
+    const known = this.settled.get(request.signature);
+    if (known) {
+      this.settled.delete(request.signature);
+      this.settled.set(request.signature, known);
+      return settledOutcome(known, request);
+    }
     const deadline = Date.now() + this.waitTimeoutMs;
     // Queue behind a holder in this process: one database round trip per waiter once it is done.
     // A request for another endpoint or network goes straight to the database (→ other_endpoint).
@@ -325,14 +343,12 @@ export class PrismaPaymentLedger implements PaymentLedger {
       const row = await this.readRow(request.signature);
       if (!row) continue; // released in between: try to insert again
       const record = toRecord(row);
+      if (record.status === 'completed') {
+        this.remember(record);
+        return settledOutcome(record, request);
+      }
       if (record.endpoint !== request.endpoint || record.network !== request.network) {
         return { outcome: 'other_endpoint', record };
-      }
-      if (record.status === 'completed') {
-        if (record.kind === 'async' || record.jobId !== null || !record.response) {
-          return { outcome: 'conflict', record, jobId: record.jobId };
-        }
-        return { outcome: 'replay', record, response: record.response };
       }
       if (row.lease_free) {
         const taken = await this.db.$queryRawUnsafe<{ signature: string }[]>(
@@ -456,6 +472,16 @@ export class PrismaPaymentLedger implements PaymentLedger {
     return rows[0];
   }
 
+  /** Keeps a completed payment for later replays, evicting the least recently used beyond the bound. */
+  private remember(record: PaymentRecord): void {
+    if (this.settledCacheSize <= 0 || (record.response && record.response.body.length > SETTLED_CACHE_MAX_BODY)) return;
+    this.settled.set(record.signature, record);
+    if (this.settled.size > this.settledCacheSize) {
+      const oldest = this.settled.keys().next().value;
+      if (oldest !== undefined) this.settled.delete(oldest);
+    }
+  }
+
   private openGateOf(claim: PaymentClaim): void {
     const held = this.gates.get(claim.signature);
     if (held) this.openGate(claim.signature, held);
@@ -465,6 +491,17 @@ export class PrismaPaymentLedger implements PaymentLedger {
     if (this.gates.get(signature) === own) this.gates.delete(signature);
     own.open();
   }
+}
+
+/** The outcome of a claim on a completed payment: another endpoint, a job conflict, or a replay. */
+function settledOutcome(record: PaymentRecord, request: ClaimRequest): ClaimOutcome {
+  if (record.endpoint !== request.endpoint || record.network !== request.network) {
+    return { outcome: 'other_endpoint', record };
+  }
+  if (record.kind === 'async' || record.jobId !== null || !record.response) {
+    return { outcome: 'conflict', record, jobId: record.jobId };
+  }
+  return { outcome: 'replay', record, response: record.response };
 }
 
 function toDate(value: Date | string): Date {

@@ -72,17 +72,31 @@ export function requirementsForRequest(req: Request, gateway: PaymentGateway, ro
   const network = networkOfRequest(req);
   const verifier = gateway.verifiers[network];
   if (!verifier) throw new AppError('invalid_request', `Payments on ${network} are not offered here`);
-  const requirements = buildPaymentRequirements({
-    network,
-    asset: verifier.asset,
-    payTo: verifier.payTo,
-    amountAtomic: route.amountAtomic,
-    resource: resourceUrlOf(req, gateway.publicBaseUrl),
-    description: route.description,
-    mimeType: route.mimeType ?? 'application/json',
-    ...(route.maxTimeoutSeconds === undefined ? {} : { maxTimeoutSeconds: route.maxTimeoutSeconds }),
-  });
+  const requirements = { ...requirementsTemplate(verifier, route), resource: resourceUrlOf(req, gateway.publicBaseUrl) };
   return { network, verifier, requirements };
+}
+
+/** Validated requirements per verifier and route, all but `resource` (built once: this is every 402's hot path). */
+const templates = new WeakMap<PaymentVerifier, WeakMap<PaidRoute, PaymentRequirements>>();
+
+function requirementsTemplate(verifier: PaymentVerifier, route: PaidRoute): PaymentRequirements {
+  let byRoute = templates.get(verifier);
+  if (!byRoute) templates.set(verifier, (byRoute = new WeakMap()));
+  let template = byRoute.get(route);
+  if (!template) {
+    template = buildPaymentRequirements({
+      network: verifier.network,
+      asset: verifier.asset,
+      payTo: verifier.payTo,
+      amountAtomic: route.amountAtomic,
+      resource: 'http://localhost/',
+      description: route.description,
+      mimeType: route.mimeType ?? 'application/json',
+      ...(route.maxTimeoutSeconds === undefined ? {} : { maxTimeoutSeconds: route.maxTimeoutSeconds }),
+    });
+    byRoute.set(route, template);
+  }
+  return template;
 }
 
 /**

@@ -32,6 +32,32 @@ async function rowOf(signature: string): Promise<Record<string, unknown> | undef
 }
 
 describe('PrismaPaymentLedger', () => {
+  it('When a completed payment is presented again, then later replays are answered from memory without a query', async () => {
+    let queries = 0;
+    const counting = {
+      $queryRawUnsafe: <T,>(sql: string, ...values: unknown[]) => {
+        queries++;
+        return db.$queryRawUnsafe<T>(sql, ...values);
+      },
+      $executeRawUnsafe: (sql: string, ...values: unknown[]) => {
+        queries++;
+        return db.$executeRawUnsafe(sql, ...values);
+      },
+    };
+    const ledger = new PrismaPaymentLedger(counting);
+    const request = buildClaimRequest();
+    const claim = claimedOf(await ledger.claim(request));
+    await ledger.markVerified(claim, buildVerifiedPayment({ signature: request.signature }));
+    const stored = buildStoredResponse({ ok: true });
+    await ledger.complete(claim, stored);
+    expect((await ledger.claim(request)).outcome).toBe('replay');
+    const afterFirstReplay = queries;
+    const replays = await Promise.all(Array.from({ length: 20 }, () => ledger.claim(request)));
+    expect(replays.every((r) => r.outcome === 'replay' && r.response.body === stored.body)).toBe(true);
+    expect((await ledger.claim({ ...request, endpoint: 'GET /other' })).outcome).toBe('other_endpoint');
+    expect(queries).toBe(afterFirstReplay);
+  });
+
   it('When a new signature is claimed, then one processing row exists with a lease token', async () => {
     const ledger = new PrismaPaymentLedger(db);
     const request = buildClaimRequest();

@@ -10,7 +10,7 @@ import { createPaymentGateway, paymentGate } from './payments';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const logger = createLogger({ name: 'market-intel', level: config.LOG_LEVEL });
+  const logger = createLogger({ name: 'market-intel', level: config.LOG_LEVEL, buffered: true });
   const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
   await db.$queryRawUnsafe('SELECT 1');
 
@@ -45,6 +45,7 @@ async function main(): Promise<void> {
       { name: 'mark not ready', run: () => (shuttingDown = true) },
       { name: 'drain http', run: () => closeServer(server) },
       { name: 'disconnect database', run: () => db.$disconnect() },
+      { name: 'flush logs', run: () => logger.flush() },
     ],
     config.SHUTDOWN_TIMEOUT_MS,
   );
