@@ -24,6 +24,7 @@ import { bs58 } from './deps';
 import { Journal } from './journal';
 import { RpcError, RpcErrorCode, convertTransactionError, type RpcTransactionError } from './rpc-error';
 import { decodeMint, decodeTokenAccount, uiTokenAmount, type UiTokenAmount } from './token-accounts';
+import { primeTransactionJson } from './tx-json';
 
 // litesvm 0.8.0's linux-x64 binding leaves the x87 FPU register stack dirty after running SBF programs
 // (MMX state without EMMS). V8's allocation-site pretenuring then sizes a C++ hash table with x87
@@ -468,6 +469,9 @@ export class NetworkLedger {
     };
     this.slot = slot;
     this.records.set(signature, record);
+    // Serialise the getTransaction answer now, while the transaction is decoded: verifiers ask for
+    // it right after landing, and that request then costs a lookup instead of a decode and encode.
+    primeTransactionJson(record, tx);
     if (this.journal !== null) {
       const changed: JournalAccount[] = [];
       keys.forEach((key, i) => {

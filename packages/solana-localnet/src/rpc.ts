@@ -1,4 +1,4 @@
-import { PublicKey, VersionedMessage, VersionedTransaction } from '@solana/web3.js';
+import { PublicKey, VersionedMessage } from '@solana/web3.js';
 import { bs58 } from './deps';
 import {
   DEFAULT_FUND_LAMPORTS,
@@ -9,9 +9,10 @@ import {
   type NetworkLedger,
   type TxRecord,
 } from './ledger';
-import { parsedAccountData, parsedTransaction } from './parsed';
+import { parsedAccountData } from './parsed';
 import { RpcError, RpcErrorCode } from './rpc-error';
 import { decodeMint, decodeTokenAccount, uiTokenAmount } from './token-accounts';
+import { transactionResultJson, type RawJson, type TransactionEncoding } from './tx-json';
 
 /** Version reported by getVersion and in every response context. */
 export const SOLANA_CORE_VERSION = '2.2.0';
@@ -122,41 +123,9 @@ function accountResponse(ctx: RpcContext, account: LedgerAccount | null, encodin
   };
 }
 
-const messageCache = new WeakMap<TxRecord, unknown>();
+const TRANSACTION_ENCODINGS: ReadonlySet<unknown> = new Set<TransactionEncoding>(['json', 'jsonParsed', 'base64', 'base58']);
 
-function messageJson(record: TxRecord): unknown {
-  const cached = messageCache.get(record);
-  if (cached !== undefined) return cached;
-  const tx = VersionedTransaction.deserialize(Buffer.from(record.raw, 'base64'));
-  const message = tx.message;
-  const json = {
-    signatures: tx.signatures.map((s) => bs58.encode(s)),
-    message: {
-      accountKeys: message.staticAccountKeys.map((k) => k.toBase58()),
-      header: message.header,
-      recentBlockhash: message.recentBlockhash,
-      instructions: message.compiledInstructions.map((ix) => ({
-        programIdIndex: ix.programIdIndex,
-        accounts: ix.accountKeyIndexes,
-        data: bs58.encode(ix.data),
-        stackHeight: null,
-      })),
-      ...(message.version === 0
-        ? {
-            addressTableLookups: message.addressTableLookups.map((l) => ({
-              accountKey: l.accountKey.toBase58(),
-              writableIndexes: l.writableIndexes,
-              readonlyIndexes: l.readonlyIndexes,
-            })),
-          }
-        : {}),
-    },
-  };
-  messageCache.set(record, json);
-  return json;
-}
-
-function transactionResponse(record: TxRecord, encoding: unknown, maxVersion: unknown): unknown {
+function transactionResponse(record: TxRecord, encoding: unknown, maxVersion: unknown): RawJson {
   if (maxVersion !== undefined && maxVersion !== null && maxVersion !== 0) {
     throw invalid('Invalid params: maxSupportedTransactionVersion must be 0');
   }
@@ -167,34 +136,20 @@ function transactionResponse(record: TxRecord, encoding: unknown, maxVersion: un
       'Transaction version (0) is not supported by the requesting client. Please try the request again with the following configuration parameter: "maxSupportedTransactionVersion": 0',
     );
   }
-  let transaction: unknown;
-  let meta: unknown = record.meta;
-  switch (encoding ?? 'json') {
-    case 'json':
-      transaction = messageJson(record);
-      break;
-    case 'base64':
-      transaction = [record.raw, 'base64'];
-      break;
-    case 'base58':
-      transaction = [bs58.encode(Buffer.from(record.raw, 'base64')), 'base58'];
-      break;
-    case 'jsonParsed': {
-      const parsed = parsedTransaction(record);
-      transaction = parsed.transaction;
-      meta = parsed.meta;
-      break;
-    }
-    default:
-      throw invalid(`Invalid params: unsupported encoding: ${String(encoding)}`);
-  }
-  return {
-    slot: record.slot,
-    blockTime: record.blockTime,
-    transaction,
-    meta,
-    ...(versioned ? { version: record.version } : {}),
-  };
+  const resolved = encoding ?? 'json';
+  if (!TRANSACTION_ENCODINGS.has(resolved)) throw invalid(`Invalid params: unsupported encoding: ${String(encoding)}`);
+  return transactionResultJson(record, resolved as TransactionEncoding, versioned);
+}
+
+/**
+ * The record of `value` when it is a signature this ledger knows. Known signatures are valid by
+ * construction, so the base58 decoding of {@link signatureParam} is only paid for unknown ones.
+ */
+function knownRecord(ctx: RpcContext, value: unknown): TxRecord | null {
+  const record = typeof value === 'string' ? ctx.ledger.getTransactionRecord(value) : null;
+  if (record !== null) return record;
+  signatureParam(value);
+  return null;
 }
 
 function parseUsdcAtomic(value: unknown): bigint {
@@ -324,7 +279,7 @@ const handlers: Record<string, Handler> = {
     }
     configParam(params[1]);
     const value = signatures.map((s) => {
-      const record = ctx.ledger.getTransactionRecord(signatureParam(s));
+      const record = knownRecord(ctx, s);
       if (record === null) return null;
       // Every landed transaction is final at once: there are no forks here.
       return {
@@ -338,9 +293,8 @@ const handlers: Record<string, Handler> = {
     return { context: context(ctx), value };
   },
   getTransaction: (ctx, params) => {
-    const signature = signatureParam(params[0]);
+    const record = knownRecord(ctx, params[0]);
     const config = typeof params[1] === 'string' ? { encoding: params[1] } : configParam(params[1]);
-    const record = ctx.ledger.getTransactionRecord(signature);
     if (record === null) return null;
     return transactionResponse(record, config.encoding, config.maxSupportedTransactionVersion);
   },
@@ -376,7 +330,7 @@ export const RPC_METHODS: readonly string[] = Object.keys(handlers);
 
 /**
  * Answers one JSON-RPC method call against one network.
- * @returns the `result` value
+ * @returns the `result` value, or a {@link RawJson} holding it already serialised
  * @throws RpcError -32601 for an unknown method, -32602 for bad params, or the method's own errors
  */
 export function callMethod(ctx: RpcContext, method: string, params: unknown): unknown {

@@ -15,6 +15,7 @@ import {
 } from './ledger';
 import { callMethod, type RpcContext } from './rpc';
 import { RpcError, RpcErrorCode } from './rpc-error';
+import { RawJson } from './tx-json';
 
 /** Options of {@link startLocalnet}. */
 export interface LocalnetOptions {
@@ -115,12 +116,9 @@ function networkKeys(dataDir: string | undefined, network: LocalnetNetwork): Net
   };
 }
 
-type JsonRpcResponse = { jsonrpc: '2.0'; id: unknown } & (
-  | { result: unknown }
-  | { error: { code: number; message: string; data?: unknown } }
-);
+type JsonRpcError = { jsonrpc: '2.0'; id: unknown; error: { code: number; message: string; data?: unknown } };
 
-function errorResponse(id: unknown, error: RpcError): JsonRpcResponse {
+function errorResponse(id: unknown, error: RpcError): JsonRpcError {
   return {
     jsonrpc: '2.0',
     id,
@@ -128,20 +126,29 @@ function errorResponse(id: unknown, error: RpcError): JsonRpcResponse {
   };
 }
 
-function answerOne(ctx: RpcContext, request: unknown, log: (line: string) => void): JsonRpcResponse {
+/**
+ * One JSON-RPC answer, serialised. Written by hand so a cached {@link RawJson} result is spliced in
+ * rather than parsed and re-stringified; the text is what `JSON.stringify({ jsonrpc, id, result })`
+ * gives (a result of `undefined` is left out, as it would be).
+ */
+function answerOne(ctx: RpcContext, request: unknown, log: (line: string) => void): string {
   if (typeof request !== 'object' || request === null || Array.isArray(request)) {
-    return errorResponse(null, new RpcError(RpcErrorCode.invalidRequest, 'Invalid request'));
+    return JSON.stringify(errorResponse(null, new RpcError(RpcErrorCode.invalidRequest, 'Invalid request')));
   }
   const { jsonrpc, method, params, id } = request as Record<string, unknown>;
   if (jsonrpc !== '2.0' || typeof method !== 'string') {
-    return errorResponse(id ?? null, new RpcError(RpcErrorCode.invalidRequest, 'Invalid request'));
+    return JSON.stringify(errorResponse(id ?? null, new RpcError(RpcErrorCode.invalidRequest, 'Invalid request')));
   }
   try {
-    return { jsonrpc: '2.0', id: id ?? null, result: callMethod(ctx, method, params) };
+    const result = callMethod(ctx, method, params);
+    const head = `{"jsonrpc":"2.0","id":${JSON.stringify(id ?? null)}`;
+    if (result instanceof RawJson) return `${head},"result":${result.json}}`;
+    const json = JSON.stringify(result) as string | undefined;
+    return json === undefined ? `${head}}` : `${head},"result":${json}}`;
   } catch (error) {
-    if (error instanceof RpcError) return errorResponse(id ?? null, error);
+    if (error instanceof RpcError) return JSON.stringify(errorResponse(id ?? null, error));
     log(`internal error in ${method}: ${(error as Error).stack ?? String(error)}`);
-    return errorResponse(id ?? null, new RpcError(RpcErrorCode.internalError, 'Internal error'));
+    return JSON.stringify(errorResponse(id ?? null, new RpcError(RpcErrorCode.internalError, 'Internal error')));
   }
 }
 
@@ -219,23 +226,26 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
       if (res.headersSent) return;
       const ctx = contexts[route.network];
       let body: unknown;
-      let payload: unknown;
+      let payload: string | undefined;
       try {
-        body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        body = JSON.parse(chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8'));
       } catch {
-        payload = errorResponse(null, new RpcError(RpcErrorCode.parseError, 'Parse error'));
+        payload = JSON.stringify(errorResponse(null, new RpcError(RpcErrorCode.parseError, 'Parse error')));
       }
       if (payload === undefined) {
         if (Array.isArray(body)) {
           payload =
             body.length === 0
-              ? errorResponse(null, new RpcError(RpcErrorCode.invalidRequest, 'Invalid request'))
-              : body.map((request) => answerOne(ctx, request, log));
+              ? JSON.stringify(errorResponse(null, new RpcError(RpcErrorCode.invalidRequest, 'Invalid request')))
+              : `[${body.map((request) => answerOne(ctx, request, log)).join(',')}]`;
         } else {
           payload = answerOne(ctx, body, log);
         }
       }
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
+      // An explicit length sends head and body in one write, without chunked framing.
+      res
+        .writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) })
+        .end(payload);
     });
   });
 
