@@ -35,6 +35,9 @@ export type {
   SolanaPaymentVerifierConfig,
   SolanaPaymentVerifierOptions,
 } from './verifier';
+export { RpcResponseError } from './rpc-client';
+export type { RpcTransaction, RpcInstruction, RpcTokenBalance } from './rpc-client';
+export { RpcTransportError } from './rpc-fetch';
 export { TOKEN_PROGRAM_ADDRESS, TOKEN_2022_PROGRAM_ADDRESS, decodeTransferChecked } from './transfers';
 export type { TransferChecked, RawInstruction } from './transfers';
 export { PrismaPaymentLedger, X402_PAYMENTS_TABLE, X402_PAYMENT_PRISMA_MODEL } from './ledger';

@@ -1,13 +1,14 @@
 /**
- * A transport failure of a JSON-RPC call: connection refused, DNS failure, timeout. Raised by
- * {@link rpcFetch} in place of the platform's error so that web3.js recognises it as an `Error`
- * (web3.js drops non-`instanceof Error` rejections of its fetch, which hangs the call: this happens
- * when the platform error comes from another realm, e.g. under jest).
+ * A transport failure of a JSON-RPC call: connection refused, DNS failure, timeout, connection reset.
+ * Raised by the payment verifier's RPC client (the platform error is the `cause`; the payment fails
+ * with `rpc_unavailable`) and by {@link rpcFetch} in place of the platform's error so that web3.js
+ * recognises it as an `Error` (web3.js drops non-`instanceof Error` rejections of its fetch, which
+ * hangs the call: this happens when the platform error comes from another realm, e.g. under jest).
  */
 export class RpcTransportError extends Error {
   /** The RPC URL. */
   readonly url: string;
-  /** The low-level code when known, e.g. `ECONNREFUSED`, `TimeoutError`. */
+  /** The low-level code when known, e.g. `ECONNREFUSED`, `UND_ERR_HEADERS_TIMEOUT`, `TimeoutError`. */
   readonly code: string | undefined;
 
   /**

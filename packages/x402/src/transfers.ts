@@ -81,7 +81,7 @@ export function decodeTransferChecked(
 }
 
 /**
- * Decodes base58 instruction data as found in `meta.innerInstructions` of a JSON `getTransaction`.
+ * Decodes base58 instruction data as a JSON `getTransaction` writes it (top-level and inner instructions).
  *
  * @throws Error when the string is not base58
  */

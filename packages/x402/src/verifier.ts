@@ -1,7 +1,12 @@
-import { Connection, PublicKey, type TokenBalance, type VersionedTransactionResponse } from '@solana/web3.js';
 import type { X402Network } from '@repo/schemas';
-import { rpcFetch } from './rpc-fetch';
-import { decodeBase58Data, decodeTransferChecked, type TransferChecked } from './transfers';
+import { SolanaRpcClient, tokenAccountOwner, type RpcInstruction, type RpcTokenBalance, type RpcTransaction } from './rpc-client';
+import {
+  decodeBase58Data,
+  decodeTransferChecked,
+  TOKEN_2022_PROGRAM_ADDRESS,
+  TOKEN_PROGRAM_ADDRESS,
+  type TransferChecked,
+} from './transfers';
 
 /**
  * Why a payment proof was refused (ARCHITECTURE.md, "Payments", steps 3–4):
@@ -12,7 +17,9 @@ import { decodeBase58Data, decodeTransferChecked, type TransferChecked } from '.
  *   another mint (400)
  * - `amount_mismatch`: the transfer or the balance delta of `payTo` differs from the price (400)
  * - `stale`: `blockTime` is missing or outside the freshness window
- * - `rpc_unavailable`: the RPC endpoint could not be reached or answered errors (503)
+ * - `rpc_unavailable`: the RPC endpoint could not be reached, timed out, or answered an HTTP error, a
+ *   JSON-RPC error or a malformed result (503); the `cause` is an `RpcTransportError` or an
+ *   `RpcResponseError`
  */
 export type PaymentVerificationReason =
   | 'not_found'
@@ -116,10 +123,8 @@ export interface PaymentVerifier {
 export interface SolanaPaymentVerifierConfig {
   /** The network name used in requirements and headers. */
   network: X402Network;
-  /** JSON-RPC URL of that network; ignored when `connection` is given. */
-  rpcUrl?: string;
-  /** A ready web3.js v1 connection (instead of `rpcUrl`). */
-  connection?: Connection;
+  /** JSON-RPC URL (`http:` or `https:`) of that network. */
+  rpcUrl: string;
   /** The USDC mint (base58). */
   asset: string;
   /** The merchant's USDC token account (base58). */
@@ -139,19 +144,26 @@ export interface SolanaPaymentVerifierOptions {
   fetchAttempts?: number;
   /** Milliseconds between attempts; default 400. */
   fetchDelayMs?: number;
-  /** Timeout of one RPC call in milliseconds (only with `rpcUrl`); default 10000. */
+  /**
+   * Timeout of one RPC call in milliseconds (connecting, then the answer's headers, then any pause in
+   * its body); default 10000.
+   */
   rpcTimeoutMs?: number;
+  /** Most keep-alive connections to the RPC endpoint; more concurrent calls queue. Default 32. */
+  rpcMaxConnections?: number;
   /** The clock, for the freshness check; default `() => new Date()`. */
   now?: () => Date;
 }
 
-const DEFAULTS = { freshnessWindowSeconds: 300, fetchAttempts: 4, fetchDelayMs: 400, rpcTimeoutMs: 10_000 };
+const DEFAULTS = { freshnessWindowSeconds: 300, fetchAttempts: 4, fetchDelayMs: 400, rpcTimeoutMs: 10_000, rpcMaxConnections: 32 };
 
 /**
  * Verifies x402 payments on one Solana network by their effect (ARCHITECTURE.md, "Payments: x402 on
  * Solana", steps 3–4), in this order:
- * 1. `getTransaction(sig, { commitment: "confirmed", maxSupportedTransactionVersion: 0 })` with bounded
- *    retries; not found → `not_found`; unreachable → `rpc_unavailable`;
+ * 1. `getTransaction(sig, { encoding: "json", commitment: "confirmed", maxSupportedTransactionVersion: 0 })`
+ *    with bounded retries (`fetchAttempts`, `fetchDelayMs` apart); not found (or no `meta` yet) →
+ *    `not_found`; unreachable, timed out, an HTTP or JSON-RPC error or a malformed answer on the last
+ *    attempt → `rpc_unavailable`;
  * 2. `meta.err` must be null → else `transaction_failed`;
  * 3. SPL Token / Token-2022 `transferChecked` instructions, top-level and inner, with account keys
  *    resolved as static keys + `meta.loadedAddresses.writable` + `.readonly`: one into `payTo` of
@@ -162,6 +174,10 @@ const DEFAULTS = { freshnessWindowSeconds: 300, fetchAttempts: 4, fetchDelayMs: 
  *    `amount_mismatch`;
  * 5. `blockTime` within the freshness window → else `stale`.
  * All amounts are `bigint` atomic units.
+ *
+ * The RPC calls go through a small JSON-RPC client of this package (one keep-alive undici `Pool` per
+ * verifier, one `JSON.parse` per answer, zod validation of only the fields read here), not web3.js:
+ * verification is on every paid request's path and must cost little CPU.
  */
 export class SolanaPaymentVerifier implements PaymentVerifier {
   /** The network this verifier checks. */
@@ -172,14 +188,14 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
   readonly payTo: string;
   /** The RPC endpoint URL (for messages). */
   readonly rpcUrl: string;
-  private readonly connection: Connection;
+  private readonly rpc: SolanaRpcClient;
   private payToOwner: Promise<string | undefined> | undefined;
   private readonly options: Required<Omit<SolanaPaymentVerifierOptions, 'now'>> & { now: () => Date };
 
   /**
-   * @param config network, RPC (URL or connection), mint and merchant token account
-   * @param options freshness window, retry policy, clock
-   * @throws Error when neither `rpcUrl` nor `connection` is given
+   * @param config network, RPC URL, mint and merchant token account
+   * @param options freshness window, retry policy, RPC timeout and pool size, clock
+   * @throws TypeError when `rpcUrl` is missing or not an http(s) URL
    */
   constructor(config: SolanaPaymentVerifierConfig, options: SolanaPaymentVerifierOptions = {}) {
     this.network = config.network;
@@ -191,20 +207,20 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
       fetchAttempts: Math.max(1, options.fetchAttempts ?? DEFAULTS.fetchAttempts),
       fetchDelayMs: options.fetchDelayMs ?? DEFAULTS.fetchDelayMs,
       rpcTimeoutMs: options.rpcTimeoutMs ?? DEFAULTS.rpcTimeoutMs,
+      rpcMaxConnections: options.rpcMaxConnections ?? DEFAULTS.rpcMaxConnections,
       now: options.now ?? (() => new Date()),
     };
-    if (config.connection) {
-      this.connection = config.connection;
-    } else if (config.rpcUrl) {
-      this.connection = new Connection(config.rpcUrl, {
-        commitment: 'confirmed',
-        disableRetryOnRateLimit: true,
-        fetch: rpcFetch(this.options.rpcTimeoutMs),
-      });
-    } else {
-      throw new Error('SolanaPaymentVerifier needs rpcUrl or connection');
-    }
-    this.rpcUrl = this.connection.rpcEndpoint;
+    if (!config.rpcUrl) throw new TypeError('SolanaPaymentVerifier needs rpcUrl');
+    this.rpc = new SolanaRpcClient(config.rpcUrl, {
+      timeoutMs: this.options.rpcTimeoutMs,
+      maxConnections: this.options.rpcMaxConnections,
+    });
+    this.rpcUrl = config.rpcUrl;
+  }
+
+  /** Closes the verifier's RPC connections (for a graceful shutdown); `verify` must not be called after. */
+  close(): Promise<void> {
+    return this.rpc.close();
   }
 
   /**
@@ -295,7 +311,7 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
    * the owner is reported in `meta.postTokenBalances`.
    */
   private async transferToMerchantOwner(
-    tx: VersionedTransactionResponse,
+    tx: RpcTransaction,
     accountKeys: readonly string[],
     transfers: readonly TransferChecked[],
   ): Promise<{ transfer: TransferChecked | undefined; rpcMs: number }> {
@@ -314,9 +330,9 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
 
   /** The wallet that owns `payTo`: from the configuration, else read once from the chain. */
   private merchantOwner(): Promise<string | undefined> {
-    this.payToOwner ??= this.connection
-      .getAccountInfo(new PublicKey(this.payTo), 'confirmed')
-      .then((info) => (info && info.data.length >= 64 ? new PublicKey(info.data.subarray(32, 64)).toBase58() : undefined))
+    this.payToOwner ??= this.rpc
+      .getAccountInfo(this.payTo)
+      .then((info) => (info ? tokenAccountOwner(info.data) : undefined))
       .catch(() => {
         this.payToOwner = undefined; // try again next time
         return undefined;
@@ -325,17 +341,14 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
   }
 
   /** Fetches the transaction with bounded retries; measures the time spent in RPC calls. */
-  private async fetchTransaction(signature: string): Promise<{ tx: VersionedTransactionResponse; rpcMs: number }> {
+  private async fetchTransaction(signature: string): Promise<{ tx: RpcTransaction; rpcMs: number }> {
     let rpcMs = 0;
     let lastError: unknown;
     for (let attempt = 1; attempt <= this.options.fetchAttempts; attempt++) {
       if (attempt > 1) await delay(this.options.fetchDelayMs);
       const started = performance.now();
       try {
-        const tx = await this.connection.getTransaction(signature, {
-          commitment: 'confirmed',
-          maxSupportedTransactionVersion: 0,
-        });
+        const tx = await this.rpc.getTransaction(signature);
         rpcMs += performance.now() - started;
         lastError = undefined;
         if (tx) return { tx, rpcMs: Math.round(rpcMs * 100) / 100 };
@@ -360,55 +373,77 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
 }
 
 /**
- * The account keys of a transaction in index order: static keys, then the writable and readonly
- * addresses loaded from address lookup tables.
+ * The account keys of a transaction in index order: `transaction.message.accountKeys` (the static
+ * keys), then `meta.loadedAddresses.writable` and `.readonly` (the addresses loaded from address lookup
+ * tables of a v0 transaction). Instruction account indexes and token balance `accountIndex`es point
+ * into this list.
+ *
+ * @param tx a `getTransaction` answer (`encoding: "json"`)
+ * @returns base58 addresses
  */
-export function resolveAccountKeys(tx: VersionedTransactionResponse): string[] {
-  const keys = tx.transaction.message.staticAccountKeys.map((key) => key.toBase58());
+export function resolveAccountKeys(tx: RpcTransaction): string[] {
+  const keys = tx.transaction.message.accountKeys.slice();
   const loaded = tx.meta?.loadedAddresses;
   if (loaded) {
-    for (const key of loaded.writable) keys.push(key.toBase58());
-    for (const key of loaded.readonly) keys.push(key.toBase58());
+    for (const key of loaded.writable) keys.push(key);
+    for (const key of loaded.readonly) keys.push(key);
   }
   return keys;
 }
 
-/** Every token `transferChecked` of a transaction, top-level and inner (CPI) instructions. */
-export function findTransfersChecked(tx: VersionedTransactionResponse, accountKeys: readonly string[]): TransferChecked[] {
+/**
+ * Every SPL Token / Token-2022 `transferChecked` of a transaction: top-level instructions, then inner
+ * (CPI) instructions of `meta.innerInstructions`. Instructions of other programs, other token
+ * instructions and instructions whose data is not base58 are skipped.
+ *
+ * @param tx a `getTransaction` answer (`encoding: "json"`)
+ * @param accountKeys from {@link resolveAccountKeys}
+ * @returns the transfers in that order, amounts in atomic units
+ */
+export function findTransfersChecked(tx: RpcTransaction, accountKeys: readonly string[]): TransferChecked[] {
   const found: TransferChecked[] = [];
-  for (const ix of tx.transaction.message.compiledInstructions) {
-    const transfer = decodeTransferChecked(
-      { programIdIndex: ix.programIdIndex, accountIndexes: ix.accountKeyIndexes, data: ix.data },
-      accountKeys,
-      'top-level',
-    );
+  for (const ix of tx.transaction.message.instructions) {
+    const transfer = decodeJsonInstruction(ix, accountKeys, 'top-level');
     if (transfer) found.push(transfer);
   }
   for (const group of tx.meta?.innerInstructions ?? []) {
     for (const ix of group.instructions) {
-      let data: Uint8Array;
-      try {
-        data = decodeBase58Data(ix.data);
-      } catch {
-        continue;
-      }
-      const transfer = decodeTransferChecked({ programIdIndex: ix.programIdIndex, accountIndexes: ix.accounts, data }, accountKeys, 'inner');
+      const transfer = decodeJsonInstruction(ix, accountKeys, 'inner');
       if (transfer) found.push(transfer);
     }
   }
   return found;
 }
 
+/** Decodes a JSON-encoded instruction as a `transferChecked`; only token-program data is decoded. */
+function decodeJsonInstruction(ix: RpcInstruction, accountKeys: readonly string[], location: TransferChecked['location']): TransferChecked | undefined {
+  const programId = accountKeys[ix.programIdIndex];
+  if (programId !== TOKEN_PROGRAM_ADDRESS && programId !== TOKEN_2022_PROGRAM_ADDRESS) return undefined;
+  let data: Uint8Array;
+  try {
+    data = decodeBase58Data(ix.data);
+  } catch {
+    return undefined;
+  }
+  return decodeTransferChecked({ programIdIndex: ix.programIdIndex, accountIndexes: ix.accounts, data }, accountKeys, location);
+}
+
 /**
- * `post - pre` token balance of `account` for `mint`, from `meta.postTokenBalances` and
- * `meta.preTokenBalances` (a missing entry counts as 0: e.g. an account created by the transaction).
+ * `post - pre` token balance of `account` for `mint`, in atomic units, from `meta.postTokenBalances`
+ * and `meta.preTokenBalances` (a missing entry counts as 0: e.g. an account created by the
+ * transaction).
+ *
+ * @param tx a `getTransaction` answer (`encoding: "json"`)
+ * @param accountKeys from {@link resolveAccountKeys}
+ * @param account the token account (base58)
+ * @param mint the mint (base58)
  */
-export function balanceDelta(tx: VersionedTransactionResponse, accountKeys: readonly string[], account: string, mint: string): bigint {
+export function balanceDelta(tx: RpcTransaction, accountKeys: readonly string[], account: string, mint: string): bigint {
   const indexes = new Set<number>();
   accountKeys.forEach((key, index) => {
     if (key === account) indexes.add(index);
   });
-  const sum = (balances: TokenBalance[] | null | undefined): bigint => {
+  const sum = (balances: readonly RpcTokenBalance[] | null | undefined): bigint => {
     let total = 0n;
     for (const balance of balances ?? []) {
       if (indexes.has(balance.accountIndex) && balance.mint === mint) total += BigInt(balance.uiTokenAmount.amount);

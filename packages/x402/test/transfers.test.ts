@@ -4,16 +4,16 @@ import {
   PublicKey,
   TransactionInstruction,
   TransactionMessage,
-  type VersionedTransactionResponse,
 } from '@solana/web3.js';
 import { balanceDelta, findTransfersChecked, resolveAccountKeys, TOKEN_2022_PROGRAM_ADDRESS, TOKEN_PROGRAM_ADDRESS } from '../src/index';
 import { bs58 } from '../src/deps';
 import { createTransferCheckedInstruction } from '../src/deps';
+import { rpcTransactionOf } from './support/rpc-json';
 
 const key = () => Keypair.generate().publicKey;
 
 function tokenBalance(accountIndex: number, mint: PublicKey, amount: string) {
-  return { accountIndex, mint: mint.toBase58(), uiTokenAmount: { amount, decimals: 6, uiAmount: null, uiAmountString: amount } };
+  return { accountIndex, mint: mint.toBase58(), uiTokenAmount: { amount } };
 }
 
 describe('finding transferChecked instructions', () => {
@@ -35,22 +35,18 @@ describe('finding transferChecked instructions', () => {
     expect(lookups?.writable.map(String)).toEqual([payTo.toBase58()]);
     const keys = [...message.staticAccountKeys, ...(lookups?.writable ?? []), ...(lookups?.readonly ?? [])].map(String);
     const payToIndex = keys.indexOf(payTo.toBase58());
-    const tx: VersionedTransactionResponse = {
-      slot: 7,
-      blockTime: 1_700_000_000,
-      version: 0,
-      transaction: { message, signatures: [bs58.encode(new Uint8Array(64).fill(2))] },
-      meta: {
-        err: null,
-        fee: 5000,
-        preBalances: [],
-        postBalances: [],
+    const tx = rpcTransactionOf(
+      message,
+      {
         loadedAddresses: { writable: lookups?.writable ?? [], readonly: lookups?.readonly ?? [] },
-        innerInstructions: [],
         preTokenBalances: [tokenBalance(payToIndex, mint, '5')],
         postTokenBalances: [tokenBalance(payToIndex, mint, '100005')],
       },
-    };
+      { slot: 7, blockTime: 1_700_000_000 },
+    );
+    // The mint is a readonly loaded address, payTo a writable one: both lie beyond the static keys.
+    expect(keys.indexOf(mint.toBase58())).toBeGreaterThanOrEqual(message.staticAccountKeys.length);
+    expect(payToIndex).toBeGreaterThanOrEqual(message.staticAccountKeys.length);
 
     const accountKeys = resolveAccountKeys(tx);
     expect(accountKeys).toEqual(keys);
@@ -83,15 +79,9 @@ describe('finding transferChecked instructions', () => {
     const index = (k: PublicKey) => keys.indexOf(k.toBase58());
     const inner = createTransferCheckedInstruction(source, mint, payTo, payer, 2_500_000n, 6, [], token2022);
     const notATransfer = Buffer.from([3, 1, 0, 0, 0, 0, 0, 0, 0]);
-    const tx: VersionedTransactionResponse = {
-      slot: 8,
-      blockTime: null,
-      transaction: { message, signatures: [] },
-      meta: {
-        err: null,
-        fee: 5000,
-        preBalances: [],
-        postBalances: [],
+    const tx = rpcTransactionOf(
+      message,
+      {
         innerInstructions: [
           {
             index: 0,
@@ -101,10 +91,10 @@ describe('finding transferChecked instructions', () => {
             ],
           },
         ],
-        preTokenBalances: [],
         postTokenBalances: [tokenBalance(index(payTo), mint, '2500000')],
       },
-    };
+      { slot: 8, blockTime: null },
+    );
     const transfers = findTransfersChecked(tx, resolveAccountKeys(tx));
     expect(transfers).toHaveLength(1);
     expect(transfers[0]).toMatchObject({ programId: TOKEN_2022_PROGRAM_ADDRESS, amountAtomic: 2_500_000n, location: 'inner', authority: payer.toBase58() });
