@@ -117,8 +117,11 @@ async function main(): Promise<void> {
   if (build.status !== 0) throw new Error('build failed');
 
   log('starting the ledger, the database and the servers');
-  start('pnpm', ['exec', 'tsx', '--conditions=@repo/source', 'packages/solana-localnet/src/cli.ts', 'start', '--memory', '--port', String(LEDGER_PORT)], {});
-  const ledgerUrl = `http://127.0.0.1:${LEDGER_PORT}`;
+  // BENCH_LEDGER_URL reuses a ledger started elsewhere (e.g. under a profiler).
+  const ledgerUrl = process.env.BENCH_LEDGER_URL ?? `http://127.0.0.1:${LEDGER_PORT}`;
+  if (!process.env.BENCH_LEDGER_URL) {
+    start('pnpm', ['exec', 'tsx', '--conditions=@repo/source', 'packages/solana-localnet/src/cli.ts', 'start', '--memory', '--port', String(LEDGER_PORT)], {});
+  }
   await waitFor(async () => Boolean(await getLocalnetInfo(ledgerUrl)), 'the ledger');
   const info = await getLocalnetInfo(rpcUrlFor(ledgerUrl, 'solana'));
 

@@ -16,7 +16,8 @@ async function main(): Promise<void> {
 
   let shuttingDown = false;
   const metrics = createMarketIntelMetrics();
-  const gateway = { ...createPaymentGateway(config, db), onPaymentEvent: metrics.onPaymentEvent };
+  const payments = createPaymentGateway(config, db);
+  const gateway = { ...payments, onPaymentEvent: metrics.onPaymentEvent };
   const app = createApp({
     logger,
     reports: new ReportRepository(db),
@@ -44,6 +45,7 @@ async function main(): Promise<void> {
     [
       { name: 'mark not ready', run: () => (shuttingDown = true) },
       { name: 'drain http', run: () => closeServer(server) },
+      { name: 'close RPC connections', run: () => payments.close() },
       { name: 'disconnect database', run: () => db.$disconnect() },
       { name: 'flush logs', run: () => logger.flush() },
     ],

@@ -1,5 +1,5 @@
 import type { X402Network } from '@repo/schemas';
-import { PrismaPaymentLedger, requirePayment, SolanaPaymentVerifier, type PaymentGateway, type PaymentVerifier } from '@repo/x402';
+import { PrismaPaymentLedger, requirePayment, SolanaPaymentVerifier, type PaymentGateway } from '@repo/x402';
 import type { MarketIntelConfig } from './config';
 import type { Db } from './data/prisma';
 import type { PaymentGate } from './routes/data-api';
@@ -7,7 +7,7 @@ import type { PaymentGate } from './routes/data-api';
 /**
  * Builds the x402 payment gateway from the configuration: one verifier per configured network
  * (`solana` always, `solana-devnet` when its mint and merchant account are set) and the Postgres
- * payment ledger (table `x402_payments`).
+ * payment ledger (table `x402_payments`); `close()` releases the RPC connection pools.
  */
 export function createPaymentGateway(
   config: Pick<
@@ -22,9 +22,9 @@ export function createPaymentGateway(
     | 'PUBLIC_BASE_URL'
   >,
   db: Db,
-): PaymentGateway {
+): PaymentGateway & { close(): Promise<void> } {
   const options = { freshnessWindowSeconds: config.PAYMENT_FRESHNESS_SECONDS };
-  const verifiers: Partial<Record<X402Network, PaymentVerifier>> = {
+  const verifiers: Partial<Record<X402Network, SolanaPaymentVerifier>> = {
     solana: new SolanaPaymentVerifier(
       { network: 'solana', rpcUrl: config.SOLANA_RPC_URL, asset: config.USDC_MINT, payTo: config.MERCHANT_TOKEN_ACCOUNT },
       options,
@@ -41,7 +41,15 @@ export function createPaymentGateway(
       options,
     );
   }
-  return { ledger: new PrismaPaymentLedger(db), verifiers, publicBaseUrl: config.PUBLIC_BASE_URL };
+  return {
+    ledger: new PrismaPaymentLedger(db),
+    verifiers,
+    publicBaseUrl: config.PUBLIC_BASE_URL,
+    /** Closes the verifiers' RPC connection pools. */
+    async close() {
+      await Promise.all(Object.values(verifiers).map((v) => v.close()));
+    },
+  };
 }
 
 /**

@@ -64,10 +64,11 @@ export async function startHarness(dbName: string, options: { freshnessSeconds?:
   const reports = new ReportRepository(db);
   const logger = createLogger({ name: 'market-intel-test', level: 'silent' });
   const events: PaymentEvent[] = [];
+  const payments = createPaymentGateway(config, db);
   const app = createApp({
     logger,
     reports,
-    pay: paymentGate({ ...createPaymentGateway(config, db), onPaymentEvent: (e) => events.push(e) }, config.PAYMENT_MAX_TIMEOUT_SECONDS),
+    pay: paymentGate({ ...payments, onPaymentEvent: (e) => events.push(e) }, config.PAYMENT_MAX_TIMEOUT_SECONDS),
     health: unconfiguredHealth(),
   });
   const server: Server = createServer(app);
@@ -106,6 +107,7 @@ export async function startHarness(dbName: string, options: { freshnessSeconds?:
       ),
     async close() {
       await closeServer(server);
+      await payments.close();
       await db.$disconnect();
       await ledger.close();
     },
