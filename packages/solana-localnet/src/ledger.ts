@@ -613,16 +613,16 @@ export class NetworkLedger {
       const before = pre[i] ?? null;
       if (before !== null) {
         this.svm.setAccount(key, before);
-      } else if (this.svm.getAccount(key) !== null) {
-        this.svm.setAccount(key, {
-          lamports: 0,
-          data: new Uint8Array(0),
-          owner: SystemProgram.programId,
-          executable: false,
-          rentEpoch: 0,
-        });
+      } else {
+        this.clearAccount(key);
       }
     });
+  }
+
+  /** Makes an existing account empty (what a closed account looks like); absent ones stay absent. */
+  private clearAccount(key: PublicKey): void {
+    if (this.svm.getAccount(key) === null) return;
+    this.svm.setAccount(key, { lamports: 0, data: new Uint8Array(0), owner: SystemProgram.programId, executable: false, rentEpoch: 0 });
   }
 
   private tokenBalances(accounts: (LedgerAccount | null)[]): RpcTokenBalance[] {
@@ -649,15 +649,7 @@ export class NetworkLedger {
     for (const account of entry.a) {
       const key = new PublicKey(account[0]);
       if (account[1] === null) {
-        if (this.svm.getAccount(key) !== null) {
-          this.svm.setAccount(key, {
-            lamports: 0,
-            data: new Uint8Array(0),
-            owner: SystemProgram.programId,
-            executable: false,
-            rentEpoch: 0,
-          });
-        }
+        this.clearAccount(key);
         continue;
       }
       const [, lamports, owner, executable, data] = account;

@@ -119,6 +119,18 @@ function parseInstruction(keys: string[], programIdIndex: number, accountIndexes
   return { programId, accounts, data: bs58.encode(data), stackHeight };
 }
 
+/** `addressTableLookups` of a v0 message in the RPC shape (legacy messages have none). */
+export function addressTableLookupsJson(message: VersionedTransaction['message']): { addressTableLookups?: unknown[] } {
+  if (message.version !== 0) return {};
+  return {
+    addressTableLookups: message.addressTableLookups.map((l) => ({
+      accountKey: l.accountKey.toBase58(),
+      writableIndexes: l.writableIndexes,
+      readonlyIndexes: l.readonlyIndexes,
+    })),
+  };
+}
+
 /**
  * The `jsonParsed` form of a transaction record: account keys with signer/writable/source flags,
  * System, SPL Token (common instructions) and Associated Token Account instructions parsed as a
@@ -152,15 +164,7 @@ export function parsedTransaction(record: TxRecord): { transaction: unknown; met
         accountKeys,
         recentBlockhash: message.recentBlockhash,
         instructions,
-        ...(message.version === 0
-          ? {
-              addressTableLookups: message.addressTableLookups.map((l) => ({
-                accountKey: l.accountKey.toBase58(),
-                writableIndexes: l.writableIndexes,
-                readonlyIndexes: l.readonlyIndexes,
-              })),
-            }
-          : {}),
+        ...addressTableLookupsJson(message),
       },
     },
     meta: { ...record.meta, innerInstructions },

@@ -1,7 +1,7 @@
 import { VersionedTransaction } from '@solana/web3.js';
 import { bs58 } from './deps';
 import type { TxRecord } from './ledger';
-import { parsedTransaction } from './parsed';
+import { addressTableLookupsJson, parsedTransaction } from './parsed';
 
 /** Transaction encodings getTransaction accepts. */
 export type TransactionEncoding = 'json' | 'jsonParsed' | 'base64' | 'base58';
@@ -36,15 +36,7 @@ function messageJson(tx: VersionedTransaction): unknown {
         data: bs58.encode(ix.data),
         stackHeight: null,
       })),
-      ...(message.version === 0
-        ? {
-            addressTableLookups: message.addressTableLookups.map((l) => ({
-              accountKey: l.accountKey.toBase58(),
-              writableIndexes: l.writableIndexes,
-              readonlyIndexes: l.readonlyIndexes,
-            })),
-          }
-        : {}),
+      ...addressTableLookupsJson(message),
     },
   };
 }
