@@ -62,3 +62,17 @@ ensure_redis() {
     wait_port 127.0.0.1 6379 30
   fi
 }
+
+# Debian's Chromium for the dashboard's browser test (playwright-core drives /usr/bin/chromium).
+ensure_chromium() {
+  if [ ! -x /usr/bin/chromium ]; then
+    log "installing Chromium"
+    if [ "$(id -u)" = 0 ]; then
+      (apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 ||
+        { apt-get update >/dev/null 2>&1 && apt-get install -y --no-install-recommends chromium >/dev/null 2>&1; })
+    else
+      (sudo apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 ||
+        { sudo apt-get update >/dev/null 2>&1 && sudo apt-get install -y --no-install-recommends chromium >/dev/null 2>&1; })
+    fi || echo "could not install chromium; the browser test will fail" >&2
+  fi
+}
