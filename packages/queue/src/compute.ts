@@ -1,0 +1,146 @@
+import type { Channel, Options } from 'amqplib';
+import { z } from 'zod';
+
+/**
+ * The compute-job topology (ARCHITECTURE.md "Compute jobs"), declared identically by market-intel
+ * and the pipeline-runner. Every exchange and queue is durable; work queues are quorum queues so
+ * that RabbitMQ counts redeliveries and dead-letters a message after {@link COMPUTE_DELIVERY_LIMIT}
+ * returns.
+ *
+ * ```
+ * market-intel --step.<kind>--> [compute (topic)] --> compute.steps (quorum) --> pipeline-runner
+ * pipeline-runner --job.<event>--> [compute.events (topic)] --> market-intel.job-events (quorum) --> market-intel
+ * pipeline-runner --runner.heartbeat--> [compute.heartbeat (fanout)] --> one exclusive queue per market-intel replica
+ * compute.steps / market-intel.job-events --dead letter--> [compute.dlx (fanout)] --> compute.dead-letter (kept for operators)
+ *                                                                           \--> market-intel.dead-letters (fails the job)
+ * ```
+ */
+export const COMPUTE_TOPOLOGY = {
+  exchanges: { steps: 'compute', events: 'compute.events', heartbeat: 'compute.heartbeat', deadLetter: 'compute.dlx' },
+  queues: {
+    steps: 'compute.steps',
+    jobEvents: 'market-intel.job-events',
+    deadLetter: 'compute.dead-letter',
+    deadLetterEvents: 'market-intel.dead-letters',
+  },
+} as const;
+
+/** Deliveries of one message before RabbitMQ dead-letters it (quorum queue `x-delivery-limit`). */
+export const COMPUTE_DELIVERY_LIMIT = 5;
+
+/**
+ * Deliveries of one job event before it is dead-lettered: higher than for steps because market-intel
+ * retries an event while its database is away (with backoff) and an event is never worth losing.
+ */
+export const EVENT_DELIVERY_LIMIT = 20;
+
+/** Routing key of a step command for a pipeline kind. */
+export function stepRoutingKey(kind: PipelineKind): string {
+  return `step.${kind}`;
+}
+
+/**
+ * Declares the whole compute topology on `channel` (idempotent). Both services call it on every
+ * connection so that either can start first.
+ */
+export async function declareComputeTopology(channel: Channel): Promise<void> {
+  const { exchanges, queues } = COMPUTE_TOPOLOGY;
+  await channel.assertExchange(exchanges.steps, 'topic', { durable: true });
+  await channel.assertExchange(exchanges.events, 'topic', { durable: true });
+  await channel.assertExchange(exchanges.heartbeat, 'fanout', { durable: true });
+  await channel.assertExchange(exchanges.deadLetter, 'fanout', { durable: true });
+  const workQueue = (deliveryLimit: number): Options.AssertQueue => ({
+    durable: true,
+    deadLetterExchange: exchanges.deadLetter,
+    arguments: { 'x-queue-type': 'quorum', 'x-delivery-limit': deliveryLimit },
+  });
+  await channel.assertQueue(queues.steps, workQueue(COMPUTE_DELIVERY_LIMIT));
+  await channel.bindQueue(queues.steps, exchanges.steps, 'step.*');
+  await channel.assertQueue(queues.jobEvents, workQueue(EVENT_DELIVERY_LIMIT));
+  await channel.bindQueue(queues.jobEvents, exchanges.events, 'job.#');
+  await channel.assertQueue(queues.deadLetter, { durable: true, arguments: { 'x-queue-type': 'classic', 'x-max-length': 100_000 } });
+  await channel.bindQueue(queues.deadLetter, exchanges.deadLetter, '');
+  await channel.assertQueue(queues.deadLetterEvents, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+  await channel.bindQueue(queues.deadLetterEvents, exchanges.deadLetter, '');
+}
+
+/** The pipelines the runner executes. */
+export const PipelineKind = z.enum(['forge', 'prove']);
+/** Inferred type of {@link PipelineKind}. */
+export type PipelineKind = z.infer<typeof PipelineKind>;
+
+const JobId = z.string().min(16).max(64);
+
+/**
+ * A step command (market-intel -> runner): run step `stepIndex` of job `jobId` from `state`. The
+ * message carries everything the step needs, so any runner replica can execute it and a redelivery
+ * re-runs it from the same state. `messageId` is `<jobId>:<stepIndex>`.
+ */
+export const StepCommand = z.object({
+  v: z.literal(1),
+  jobId: JobId,
+  kind: PipelineKind,
+  stepIndex: z.number().int().min(0),
+  /** The job input (validated again by the pipeline's own schema). */
+  input: z.unknown(),
+  /** The pipeline state before this step (`null` for step 0: the pipeline initialises it). */
+  state: z.unknown(),
+});
+/** Inferred type of {@link StepCommand}. */
+export type StepCommand = z.infer<typeof StepCommand>;
+
+/** What one step produced: the next state and progress, or the job's result. */
+export const StepOutcome = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('continue'), state: z.unknown(), progressPct: z.number().int().min(0).max(99), label: z.string() }),
+  z.object({ kind: z.literal('done'), result: z.unknown(), label: z.string() }),
+]);
+/** Inferred type of {@link StepOutcome}. */
+export type StepOutcome = z.infer<typeof StepOutcome>;
+
+const EventBase = { jobId: JobId, stepIndex: z.number().int().min(0), runnerId: z.string(), at: z.iso.datetime() };
+
+/**
+ * Job events (runner -> market-intel), routing key = `type`:
+ * - `job.step-started`: a runner began a step (moves a pending job to running);
+ * - `job.step-completed`: the step's outcome, applied once per `stepIndex`;
+ * - `job.step-failed`: a step attempt failed (`retryable`: it will be retried until the delivery
+ *   limit; otherwise the job fails now).
+ */
+export const JobEvent = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('job.step-started'), ...EventBase }),
+  z.object({ type: z.literal('job.step-completed'), ...EventBase, outcome: StepOutcome }),
+  z.object({
+    type: z.literal('job.step-failed'),
+    ...EventBase,
+    attempt: z.number().int().min(1),
+    retryable: z.boolean(),
+    error: z.string().max(2000),
+  }),
+]);
+/** Inferred type of {@link JobEvent}. */
+export type JobEvent = z.infer<typeof JobEvent>;
+
+/** Health of one upstream as the runner sees it; `errorClass` follows the spec's health response. */
+export const UpstreamHealth = z.object({
+  ok: z.boolean(),
+  latency_ms: z.number().int().min(0).nullable(),
+  error: z.string().nullable(),
+  errorClass: z.enum(['upstream', 'config']).nullable(),
+});
+/** Inferred type of {@link UpstreamHealth}. */
+export type UpstreamHealth = z.infer<typeof UpstreamHealth>;
+
+/** The runner's heartbeat (transient, every few seconds): LLM and search health as it last probed them. */
+export const RunnerHeartbeat = z.object({
+  v: z.literal(1),
+  runnerId: z.string(),
+  at: z.iso.datetime(),
+  /** Heartbeat period in milliseconds: consumers treat a runner as gone after a few missed beats. */
+  intervalMs: z.number().int().positive(),
+  llm: UpstreamHealth,
+  /** `null` when no search provider is configured. */
+  search: UpstreamHealth.nullable(),
+  inFlightSteps: z.number().int().min(0),
+});
+/** Inferred type of {@link RunnerHeartbeat}. */
+export type RunnerHeartbeat = z.infer<typeof RunnerHeartbeat>;

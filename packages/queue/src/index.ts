@@ -1,0 +1,15 @@
+export { Broker, PublishError } from './broker';
+export type { BrokerOptions, ConsumeOptions, Delivery, DeliveryHandler, PublishOptions, QueueLogger, Settlement, TopologySetup } from './broker';
+export {
+  COMPUTE_DELIVERY_LIMIT,
+  COMPUTE_TOPOLOGY,
+  EVENT_DELIVERY_LIMIT,
+  JobEvent,
+  PipelineKind,
+  RunnerHeartbeat,
+  StepCommand,
+  StepOutcome,
+  UpstreamHealth,
+  declareComputeTopology,
+  stepRoutingKey,
+} from './compute';

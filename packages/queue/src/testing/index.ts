@@ -1,0 +1,73 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** Base AMQP URL of the test broker, without a vhost (`TEST_AMQP_BASE_URL`, default guest on 127.0.0.1:5672). */
+export const TEST_AMQP_BASE_URL = process.env.TEST_AMQP_BASE_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+
+async function rabbitmqctl(...args: string[]): Promise<string> {
+  const { stdout } = await run('rabbitmqctl', ['-q', ...args], { timeout: 60_000 });
+  return stdout;
+}
+
+/**
+ * Deletes and re-creates the virtual host `name` (it must contain "test") with full permissions for
+ * `guest`, so each suite starts from an empty broker. Uses `rabbitmqctl` on this machine.
+ * @returns the AMQP URL of the vhost
+ * @throws Error when the name lacks "test" or rabbitmqctl fails
+ */
+export async function resetVhost(name: string): Promise<string> {
+  if (!name.includes('test')) throw new Error(`refusing to reset vhost "${name}": its name must contain "test"`);
+  await rabbitmqctl('delete_vhost', name).catch(() => undefined);
+  await rabbitmqctl('add_vhost', name);
+  await rabbitmqctl('set_permissions', '-p', name, 'guest', '.*', '.*', '.*');
+  return `${TEST_AMQP_BASE_URL}/${encodeURIComponent(name)}`;
+}
+
+/** Deletes a test vhost (and everything in it). */
+export async function deleteVhost(name: string): Promise<void> {
+  if (!name.includes('test')) throw new Error(`refusing to delete vhost "${name}"`);
+  await rabbitmqctl('delete_vhost', name).catch(() => undefined);
+}
+
+/** Force-closes every client connection to vhost `name`, as a broker failover would. */
+export async function closeVhostConnections(name: string): Promise<void> {
+  await rabbitmqctl('close_all_connections', '-p', name, 'closed by test');
+}
+
+/** Stops and starts the RabbitMQ application (every connection drops; durable state survives). */
+export async function restartBroker(): Promise<void> {
+  await rabbitmqctl('stop_app');
+  await rabbitmqctl('start_app');
+  await rabbitmqctl('await_startup');
+}
+
+/** Number of ready messages in `queue` of vhost `name`. */
+export async function queueDepth(vhost: string, queue: string): Promise<number> {
+  const out = await rabbitmqctl('list_queues', '-p', vhost, '--no-table-headers', 'name', 'messages_ready');
+  for (const line of out.split('\n')) {
+    const [queueName, count] = line.trim().split(/\s+/);
+    if (queueName === queue) return Number(count);
+  }
+  return 0;
+}
+
+/**
+ * Polls `check` until it returns a value other than `undefined`/`false`, every `intervalMs`.
+ * @throws Error naming `what` after `timeoutMs` milliseconds
+ */
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000, intervalMs = 25): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
