@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import amqplib, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Options, type RecoveringChannelModel, type RecoveryOptions } from 'amqplib';
+import amqplib, {
+  type Channel,
+  type ChannelModel,
+  type ConfirmChannel,
+  type ConsumeMessage,
+  type Options,
+  type RecoveringChannelModel,
+  type RecoveryOptions,
+} from 'amqplib';
 
 /** The logging surface the broker needs (a pino logger satisfies it). */
 export interface QueueLogger {
@@ -124,18 +132,27 @@ export class Broker extends EventEmitter {
       factor: 2,
       jitter: 0.2,
       waitForConnect: false,
-        setup: (model: ChannelModel) => broker.setup(model),
+      setup: (model: ChannelModel) => broker.setup(model),
     };
     const url = new URL(options.url);
-    if (!url.searchParams.has('heartbeat')) url.searchParams.set('heartbeat', String(options.heartbeatSeconds ?? 10));
-    const connection = await amqplib.connect(url.toString(), { clientProperties: { connection_name: options.connectionName }, recovery });
+    if (!url.searchParams.has('heartbeat'))
+      url.searchParams.set('heartbeat', String(options.heartbeatSeconds ?? 10));
+    const connection = await amqplib.connect(url.toString(), {
+      clientProperties: { connection_name: options.connectionName },
+      recovery,
+    });
     broker.connection = connection;
     connection.on('connect', () => broker.onConnect());
     connection.on('disconnect', (err: Error) => broker.onDisconnect(err));
     connection.on('reconnect-scheduled', (info: { attempt: number; delay: number; error: Error }) =>
-      options.logger.warn({ attempt: info.attempt, delayMs: info.delay, err: info.error.message }, 'RabbitMQ reconnect scheduled'),
+      options.logger.warn(
+        { attempt: info.attempt, delayMs: info.delay, err: info.error.message },
+        'RabbitMQ reconnect scheduled',
+      ),
     );
-    connection.on('error', (err: Error) => options.logger.warn({ err: err.message }, 'RabbitMQ connection error'));
+    connection.on('error', (err: Error) =>
+      options.logger.warn({ err: err.message }, 'RabbitMQ connection error'),
+    );
     return broker;
   }
 
@@ -171,7 +188,12 @@ export class Broker extends EventEmitter {
    * the next connection, so a message may arrive twice (consumers are idempotent by `messageId`).
    * @throws PublishError when no connection comes within the publish timeout, or the broker nacks.
    */
-  async publish(exchange: string, routingKey: string, body: unknown, options: PublishOptions = {}): Promise<void> {
+  async publish(
+    exchange: string,
+    routingKey: string,
+    body: unknown,
+    options: PublishOptions = {},
+  ): Promise<void> {
     const content = Buffer.from(JSON.stringify(body));
     const publishOptions: Options.Publish = {
       contentType: 'application/json',
@@ -192,16 +214,21 @@ export class Broker extends EventEmitter {
       if (!channel) continue;
       try {
         await new Promise<void>((resolve, reject) => {
-          channel.publish(exchange, routingKey, content, publishOptions, (err: unknown) => (err ? reject(err) : resolve()));
+          channel.publish(exchange, routingKey, content, publishOptions, (err: unknown) =>
+            err ? reject(err) : resolve(),
+          );
         });
         return;
       } catch (err) {
         lastError = err;
         // A nack is final; a closed channel is retried once the connection is back.
-        if (this.connected && this.publishChannel === channel) throw new PublishError(`RabbitMQ refused the message to ${exchange}/${routingKey}`, { cause: err });
+        if (this.connected && this.publishChannel === channel)
+          throw new PublishError(`RabbitMQ refused the message to ${exchange}/${routingKey}`, { cause: err });
       }
     }
-    throw new PublishError(`could not publish to ${exchange}/${routingKey} before the timeout`, { cause: lastError });
+    throw new PublishError(`could not publish to ${exchange}/${routingKey} before the timeout`, {
+      cause: lastError,
+    });
   }
 
   /**
@@ -239,7 +266,8 @@ export class Broker extends EventEmitter {
     if (this.closing) return;
     this.closing = true;
     for (const consumer of this.consumers) {
-      if (consumer.channel && consumer.consumerTag) await consumer.channel.cancel(consumer.consumerTag).catch(() => undefined);
+      if (consumer.channel && consumer.consumerTag)
+        await consumer.channel.cancel(consumer.consumerTag).catch(() => undefined);
     }
     const drained = Promise.allSettled([...this.inFlight]);
     await Promise.race([drained, new Promise((resolve) => setTimeout(resolve, drainMs).unref())]);
@@ -258,7 +286,9 @@ export class Broker extends EventEmitter {
       }
     }
     const confirm = await model.createConfirmChannel();
-    confirm.on('error', (err: Error) => this.options.logger.warn({ err: err.message }, 'RabbitMQ publish channel error'));
+    confirm.on('error', (err: Error) =>
+      this.options.logger.warn({ err: err.message }, 'RabbitMQ publish channel error'),
+    );
     this.publishChannel = confirm;
     for (const registration of this.consumers) {
       if (this.closing) break;
@@ -267,7 +297,12 @@ export class Broker extends EventEmitter {
   }
 
   private async startConsumer(channel: Channel, registration: ConsumerRegistration): Promise<void> {
-    channel.on('error', (err: Error) => this.options.logger.warn({ err: err.message, queue: registration.queue }, 'RabbitMQ consumer channel error'));
+    channel.on('error', (err: Error) =>
+      this.options.logger.warn(
+        { err: err.message, queue: registration.queue },
+        'RabbitMQ consumer channel error',
+      ),
+    );
     await channel.prefetch(registration.options.prefetch);
     registration.channel = channel;
     const reply = await channel.consume(registration.queue, (message) => {
@@ -279,7 +314,11 @@ export class Broker extends EventEmitter {
     registration.consumerTag = reply.consumerTag;
   }
 
-  private async handle(channel: Channel, registration: ConsumerRegistration, message: ConsumeMessage): Promise<void> {
+  private async handle(
+    channel: Channel,
+    registration: ConsumerRegistration,
+    message: ConsumeMessage,
+  ): Promise<void> {
     const delivery = toDelivery(message);
     let settlement: Settlement;
     try {

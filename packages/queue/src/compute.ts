@@ -16,7 +16,12 @@ import { z } from 'zod';
  * ```
  */
 export const COMPUTE_TOPOLOGY = {
-  exchanges: { steps: 'compute', events: 'compute.events', heartbeat: 'compute.heartbeat', deadLetter: 'compute.dlx' },
+  exchanges: {
+    steps: 'compute',
+    events: 'compute.events',
+    heartbeat: 'compute.heartbeat',
+    deadLetter: 'compute.dlx',
+  },
   queues: {
     steps: 'compute.steps',
     jobEvents: 'market-intel.job-events',
@@ -58,9 +63,15 @@ export async function declareComputeTopology(channel: Channel): Promise<void> {
   await channel.bindQueue(queues.steps, exchanges.steps, 'step.*');
   await channel.assertQueue(queues.jobEvents, workQueue(EVENT_DELIVERY_LIMIT));
   await channel.bindQueue(queues.jobEvents, exchanges.events, 'job.#');
-  await channel.assertQueue(queues.deadLetter, { durable: true, arguments: { 'x-queue-type': 'classic', 'x-max-length': 100_000 } });
+  await channel.assertQueue(queues.deadLetter, {
+    durable: true,
+    arguments: { 'x-queue-type': 'classic', 'x-max-length': 100_000 },
+  });
   await channel.bindQueue(queues.deadLetter, exchanges.deadLetter, '');
-  await channel.assertQueue(queues.deadLetterEvents, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+  await channel.assertQueue(queues.deadLetterEvents, {
+    durable: true,
+    arguments: { 'x-queue-type': 'quorum' },
+  });
   await channel.bindQueue(queues.deadLetterEvents, exchanges.deadLetter, '');
 }
 
@@ -91,13 +102,23 @@ export type StepCommand = z.infer<typeof StepCommand>;
 
 /** What one step produced: the next state and progress, or the job's result. */
 export const StepOutcome = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('continue'), state: z.unknown(), progressPct: z.number().int().min(0).max(99), label: z.string() }),
+  z.object({
+    kind: z.literal('continue'),
+    state: z.unknown(),
+    progressPct: z.number().int().min(0).max(99),
+    label: z.string(),
+  }),
   z.object({ kind: z.literal('done'), result: z.unknown(), label: z.string() }),
 ]);
 /** Inferred type of {@link StepOutcome}. */
 export type StepOutcome = z.infer<typeof StepOutcome>;
 
-const EventBase = { jobId: JobId, stepIndex: z.number().int().min(0), runnerId: z.string(), at: z.iso.datetime() };
+const EventBase = {
+  jobId: JobId,
+  stepIndex: z.number().int().min(0),
+  runnerId: z.string(),
+  at: z.iso.datetime(),
+};
 
 /**
  * Job events (runner -> market-intel), routing key = `type`:

@@ -1,5 +1,14 @@
 export { Broker, PublishError } from './broker';
-export type { BrokerOptions, ConsumeOptions, Delivery, DeliveryHandler, PublishOptions, QueueLogger, Settlement, TopologySetup } from './broker';
+export type {
+  BrokerOptions,
+  ConsumeOptions,
+  Delivery,
+  DeliveryHandler,
+  PublishOptions,
+  QueueLogger,
+  Settlement,
+  TopologySetup,
+} from './broker';
 export {
   COMPUTE_DELIVERY_LIMIT,
   COMPUTE_TOPOLOGY,

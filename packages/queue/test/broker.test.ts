@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { Broker, COMPUTE_DELIVERY_LIMIT, COMPUTE_TOPOLOGY, declareComputeTopology, StepCommand, type Delivery } from '../src';
+import {
+  Broker,
+  COMPUTE_DELIVERY_LIMIT,
+  COMPUTE_TOPOLOGY,
+  declareComputeTopology,
+  StepCommand,
+  type Delivery,
+} from '../src';
 import { closeVhostConnections, deleteVhost, queueDepth, resetVhost, waitFor } from '../src/testing';
 
 const VHOST = 'queue_broker_test';
@@ -14,7 +21,14 @@ describe('Broker', () => {
   let url: string;
   const brokers: Broker[] = [];
   const open = async (name: string): Promise<Broker> => {
-    const broker = await Broker.connect({ url, connectionName: name, logger: silent, topology: declareComputeTopology, reconnectInitialDelayMs: 50, reconnectMaxDelayMs: 500 });
+    const broker = await Broker.connect({
+      url,
+      connectionName: name,
+      logger: silent,
+      topology: declareComputeTopology,
+      reconnectInitialDelayMs: 50,
+      reconnectMaxDelayMs: 500,
+    });
     brokers.push(broker);
     await broker.waitForConnection();
     return broker;
@@ -35,17 +49,28 @@ describe('Broker', () => {
     const seen: Delivery[] = [];
     await broker.consume(queues.steps, async (d) => (seen.push(d), 'ack'), { prefetch: 4 });
     const jobId = randomUUID();
-    await broker.publish(exchanges.steps, 'step.prove', step(jobId), { messageId: `${jobId}:0`, type: 'step' });
+    await broker.publish(exchanges.steps, 'step.prove', step(jobId), {
+      messageId: `${jobId}:0`,
+      type: 'step',
+    });
     await waitFor('delivery', () => seen.length === 1);
     expect(StepCommand.parse(seen[0]?.body)).toEqual(step(jobId));
-    expect(seen[0]).toMatchObject({ messageId: `${jobId}:0`, type: 'step', routingKey: 'step.prove', deliveryCount: 0, redelivered: false });
+    expect(seen[0]).toMatchObject({
+      messageId: `${jobId}:0`,
+      type: 'step',
+      routingKey: 'step.prove',
+      deliveryCount: 0,
+      redelivered: false,
+    });
   });
 
   test('When a handler keeps requeueing, then after the delivery limit the message is dead-lettered to both dead-letter queues', async () => {
     const broker = await open('poison');
     const attempts: number[] = [];
     const dead: Delivery[] = [];
-    await broker.consume(queues.steps, async (d) => (attempts.push(d.deliveryCount), 'requeue'), { prefetch: 1 });
+    await broker.consume(queues.steps, async (d) => (attempts.push(d.deliveryCount), 'requeue'), {
+      prefetch: 1,
+    });
     await broker.consume(queues.deadLetterEvents, async (d) => (dead.push(d), 'ack'), { prefetch: 10 });
     const jobId = randomUUID();
     await broker.publish(exchanges.steps, 'step.forge', step(jobId));
@@ -54,7 +79,9 @@ describe('Broker', () => {
     expect(attempts[0]).toBe(0);
     expect((dead[0]?.body as StepCommand).jobId).toBe(jobId);
     expect(dead[0]?.headers['x-death']).toBeDefined();
-    expect(await waitFor('operator copy', async () => (await queueDepth(VHOST, queues.deadLetter)) >= 1)).toBe(true);
+    expect(
+      await waitFor('operator copy', async () => (await queueDepth(VHOST, queues.deadLetter)) >= 1),
+    ).toBe(true);
   });
 
   test('When a handler rejects a message, then it goes to the dead-letter queues at once', async () => {
@@ -71,7 +98,9 @@ describe('Broker', () => {
   test('When the connection is closed by the broker, then the client reconnects, consumes again and publishes again', async () => {
     const broker = await open('reconnect');
     const seen: string[] = [];
-    await broker.consume(queues.steps, async (d) => (seen.push((d.body as StepCommand).jobId), 'ack'), { prefetch: 4 });
+    await broker.consume(queues.steps, async (d) => (seen.push((d.body as StepCommand).jobId), 'ack'), {
+      prefetch: 4,
+    });
     let disconnects = 0;
     broker.on('disconnect', () => disconnects++);
     await closeVhostConnections(VHOST);
@@ -88,12 +117,16 @@ describe('Broker', () => {
     const gate = new Promise<void>((resolve) => (release = resolve));
     let started = false;
     let finished = false;
-    await broker.consume(queues.steps, async () => {
-      started = true;
-      await gate;
-      finished = true;
-      return 'ack';
-    }, { prefetch: 1 });
+    await broker.consume(
+      queues.steps,
+      async () => {
+        started = true;
+        await gate;
+        finished = true;
+        return 'ack';
+      },
+      { prefetch: 1 },
+    );
     await broker.publish(exchanges.steps, 'step.prove', step(randomUUID()));
     await waitFor('handler start', () => started);
     const closing = broker.close(5000);

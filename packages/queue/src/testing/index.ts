@@ -18,7 +18,8 @@ async function rabbitmqctl(...args: string[]): Promise<string> {
  * @throws Error when the name lacks "test" or rabbitmqctl fails
  */
 export async function resetVhost(name: string): Promise<string> {
-  if (!name.includes('test')) throw new Error(`refusing to reset vhost "${name}": its name must contain "test"`);
+  if (!name.includes('test'))
+    throw new Error(`refusing to reset vhost "${name}": its name must contain "test"`);
   await rabbitmqctl('delete_vhost', name).catch(() => undefined);
   await rabbitmqctl('add_vhost', name);
   await rabbitmqctl('set_permissions', '-p', name, 'guest', '.*', '.*', '.*');
@@ -57,7 +58,12 @@ export async function queueDepth(vhost: string, queue: string): Promise<number> 
  * Polls `check` until it returns a value other than `undefined`/`false`, every `intervalMs`.
  * @throws Error naming `what` after `timeoutMs` milliseconds
  */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000, intervalMs = 25): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 15_000,
+  intervalMs = 25,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -67,7 +73,10 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`,
+      );
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
