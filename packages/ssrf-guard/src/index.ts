@@ -1,0 +1,10 @@
+export { classifyAddress, isMetadataHostname } from './classify';
+export type { AddressClass } from './classify';
+export { parseAllowlist } from './allowlist';
+export type { SsrfPolicy } from './allowlist';
+export { SsrfBlockedError, isSsrfBlockedError, findSsrfBlockedError } from './errors';
+export type { SsrfBlockReason, SsrfBlockedErrorOptions } from './errors';
+export { checkUrl, assertSafeUrl } from './check';
+export type { CheckUrlOptions, CheckUrlResult, LookupFunction } from './check';
+export { createGuardedDispatcher } from './dispatcher';
+export type { GuardedDispatcherOptions } from './dispatcher';
