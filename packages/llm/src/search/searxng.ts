@@ -1,0 +1,77 @@
+import { SearchUnavailableError } from '../errors';
+import { boundedFetch, clampLimit, normaliseResults, parseJsonBody, statusError } from './http';
+import type { SearchOptions, SearchProbeResult, SearchProvider, SearchResult } from './types';
+
+/** Options of {@link createSearxngProvider}. */
+export interface SearxngOptions {
+  /** Base URL of the SearXNG instance, e.g. `http://127.0.0.1:8888` (a path prefix is kept). */
+  baseUrl: string;
+  /** Deadline of one request in milliseconds (default 10000). */
+  timeoutMs?: number;
+}
+
+const CONFIG_HINT = 'enable the json output format: search.formats in settings.yml must list json';
+
+function endpoint(baseUrl: string, query: string): string {
+  const url = new URL(baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`);
+  const search = new URL('search', url);
+  search.searchParams.set('q', query);
+  search.searchParams.set('format', 'json');
+  return search.toString();
+}
+
+/**
+ * A {@link SearchProvider} over SearXNG's JSON API (`GET /search?q=<query>&format=json`, answer
+ * `{ results: [{ title, url, content }] }`). 401/403 (typically the `json` format not enabled in
+ * `settings.yml`) -> `SearchConfigError`; network errors, timeouts, 429 (its limiter) and 5xx ->
+ * `SearchUnavailableError`.
+ *
+ * `probe()` requests `/search?q=&format=json`: SearXNG checks the output format first (403 when json
+ * is disabled) and then answers 400 "No query" without querying any engine, so the probe is cheap and
+ * still detects the configuration error.
+ * @param options instance URL and timeout
+ */
+export function createSearxngProvider(options: SearxngOptions): SearchProvider {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const headers = { accept: 'application/json' };
+  return {
+    name: 'searxng',
+    async search(query: string, searchOptions: SearchOptions = {}): Promise<SearchResult[]> {
+      const q = query.trim();
+      if (!q) return [];
+      const response = await boundedFetch('searxng', endpoint(options.baseUrl, q), { headers }, timeoutMs);
+      if (response.status < 200 || response.status >= 300)
+        throw statusError('searxng', response, CONFIG_HINT);
+      const body = parseJsonBody('searxng', response);
+      if (
+        typeof body !== 'object' ||
+        body === null ||
+        !Array.isArray((body as { results?: unknown }).results)
+      ) {
+        throw new SearchUnavailableError('searxng: the answer has no results array', {
+          status: response.status,
+        });
+      }
+      return normaliseResults(
+        (body as { results: unknown }).results,
+        'content',
+        clampLimit(searchOptions.limit),
+      );
+    },
+    async probe(): Promise<SearchProbeResult> {
+      try {
+        const response = await boundedFetch('searxng', endpoint(options.baseUrl, ''), { headers }, timeoutMs);
+        if (response.status === 400 || (response.status >= 200 && response.status < 300))
+          return { ok: true, error: null, errorClass: null };
+        const error = statusError('searxng', response, CONFIG_HINT);
+        return {
+          ok: false,
+          error: error.message,
+          errorClass: response.status === 401 || response.status === 403 ? 'config' : 'upstream',
+        };
+      } catch (error) {
+        return { ok: false, error: (error as Error).message, errorClass: 'upstream' };
+      }
+    },
+  };
+}
