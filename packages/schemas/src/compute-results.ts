@@ -1,0 +1,363 @@
+import { z } from 'zod';
+import { GapItem, KeywordItem, PainCluster, TrendItem } from './market-intel';
+import {
+  Budget,
+  Profile,
+  RevenueThreshold,
+  Timeline,
+  FOUNDER_SIGNAL_MAX,
+  type SessionConfig,
+} from './session-config';
+
+/*
+ * Inputs and results of the compute jobs (market-intel spec, "POST /api/v1/forge/ideate", "POST
+ * /api/v1/prove/debate" and the prove verdict table; ARCHITECTURE.md "Compute jobs"). The spec leaves
+ * the forge result and most of the prove result open; the shapes below are this implementation's.
+ * Money is in whole US dollars, durations in weeks, unless a field says otherwise.
+ */
+
+const DateTime = z.iso.datetime({ offset: true });
+
+/** A fully resolved session_config as carried in job messages (every field present, see {@link SessionConfig}). */
+export const ResolvedSessionConfig = z.strictObject({
+  profile: Profile,
+  budget: Budget,
+  timeline: Timeline,
+  revenue_threshold: RevenueThreshold,
+  founder_signal: z.string().max(FOUNDER_SIGNAL_MAX).nullable(),
+}) satisfies z.ZodType<SessionConfig>;
+
+/** The latest scout data of one sector, sent by market-intel with a forge job. */
+export const ScoutSectorData = z.strictObject({
+  sector: z.string().min(1).max(64),
+  /** When the scan behind this data was generated, or `null` when the sector has no scan yet. */
+  generatedFrom: DateTime.nullable(),
+  gaps: z.array(GapItem),
+  painClusters: z.array(PainCluster),
+  trends: z.array(TrendItem),
+  keywords: z.array(KeywordItem),
+});
+/** Inferred type of {@link ScoutSectorData}. */
+export type ScoutSectorData = z.infer<typeof ScoutSectorData>;
+
+/** Input of a forge/ideate job, as carried in the runner's step messages. */
+export const ForgeJobInput = z.strictObject({
+  sectors: z.array(z.string().min(1).max(64)).max(20),
+  /** The caller's free-text context (≤ 10000 chars), or `null`. */
+  context: z.string().max(10_000).nullable(),
+  product_modes: z.array(z.string().min(1).max(200)).max(20),
+  session_config: ResolvedSessionConfig,
+  scout: z.array(ScoutSectorData),
+});
+/** Inferred type of {@link ForgeJobInput}. */
+export type ForgeJobInput = z.infer<typeof ForgeJobInput>;
+
+/** Input of a prove/debate job, as carried in the runner's step messages. */
+export const ProveJobInput = z.strictObject({
+  /** The idea under debate, read verbatim (10–10000 chars, markdown allowed). */
+  idea: z.string().min(10).max(10_000),
+  session_config: ResolvedSessionConfig,
+  /** The uuid returned with the 202. */
+  proveSessionId: z.uuid(),
+});
+/** Inferred type of {@link ProveJobInput}. */
+export type ProveJobInput = z.infer<typeof ProveJobInput>;
+
+/**
+ * Lean feasibility of an idea for the caller's session_config: `LEAN_FIT` (within budget and
+ * timeline), `STRETCH` (up to 2x the budget and 1.5x the timeline), `NOT_LEAN` (beyond).
+ */
+export const LeanFeasibility = z.enum(['LEAN_FIT', 'STRETCH', 'NOT_LEAN']);
+/** Inferred type of {@link LeanFeasibility}. */
+export type LeanFeasibility = z.infer<typeof LeanFeasibility>;
+
+/** The tag added to ideas whose projected annual revenue is below session_config.revenue_threshold. */
+export const LOW_ROI_TAG = 'LOW_ROI';
+
+/**
+ * The feasibility arithmetic behind a {@link LeanFeasibility} verdict, so callers can see why: the
+ * estimates (for a reference team of 2–3 people), the session_config read as numbers, and the ratios.
+ */
+export const FeasibilityAssessment = z.strictObject({
+  lean_feasibility: LeanFeasibility,
+  /** Estimated cash cost of building the first sellable version, USD. */
+  estimated_build_cost_usd: z.number().nonnegative(),
+  /** Estimated build time for the reference team of 2–3 people, weeks. */
+  estimated_build_weeks: z.number().positive(),
+  /** Build time for the caller's profile: estimated weeks divided by the profile's capacity factor. */
+  adjusted_build_weeks: z.number().positive(),
+  /** Projected annual revenue once launched, USD per year. */
+  projected_annual_revenue_usd: z.number().nonnegative(),
+  /** The budget read as USD ($100K+ counts as 100000). */
+  budget_usd: z.number().positive(),
+  /** The timeline's upper bound in weeks (3-6 months counts as 26). */
+  timeline_weeks: z.number().positive(),
+  /** Team capacity relative to the reference team (Solo 0.5 … Enterprise 5). */
+  capacity_factor: z.number().positive(),
+  /** The revenue threshold read as USD per year ($1M+/year counts as 1000000). */
+  revenue_threshold_usd: z.number().positive(),
+  /** estimated_build_cost_usd / budget_usd. */
+  cost_ratio: z.number().nonnegative(),
+  /** adjusted_build_weeks / timeline_weeks. */
+  time_ratio: z.number().nonnegative(),
+  /** `true` when the projected revenue is below the threshold. */
+  low_roi: z.boolean(),
+});
+/** Inferred type of {@link FeasibilityAssessment}. */
+export type FeasibilityAssessment = z.infer<typeof FeasibilityAssessment>;
+
+/**
+ * A RICE score (Intercom's prioritisation formula): `score = reach × impact × confidence / effort`,
+ * rounded to 2 decimals.
+ */
+export const RiceScore = z.strictObject({
+  /** People or accounts reached per quarter. */
+  reach: z.number().int().nonnegative(),
+  /** Impact per person: 0.25 minimal, 0.5 low, 1 medium, 2 high, 3 massive. */
+  impact: z.number().min(0.25).max(3),
+  /** Confidence in the estimates, 0–1. */
+  confidence: z.number().min(0).max(1),
+  /** Effort in person-months (> 0). */
+  effort: z.number().positive(),
+  score: z.number().nonnegative(),
+});
+/** Inferred type of {@link RiceScore}. */
+export type RiceScore = z.infer<typeof RiceScore>;
+
+/** One ranked idea of a forge result. */
+export const ForgeIdea = z.strictObject({
+  /** 1-based rank, 1 = best. */
+  rank: z.number().int().positive(),
+  name: z.string().min(1),
+  problem: z.string().min(1),
+  target_market: z.string().min(1),
+  why_now: z.string().min(1),
+  revenue_model: z.string().min(1),
+  moat: z.string().min(1),
+  rice: RiceScore,
+  /** 0–100, higher = more reasons to kill the idea. */
+  kill_score: z.number().int().min(0).max(100),
+  key_metrics: z.array(z.string().min(1)).min(1),
+  validation_plan: z.array(z.string().min(1)).min(1),
+  /** Conditions that, when observed, end the venture. */
+  kill_switches: z.array(z.string().min(1)).min(1),
+  lean_feasibility: LeanFeasibility,
+  feasibility: FeasibilityAssessment,
+  projected_annual_revenue_usd: z.number().nonnegative(),
+  estimated_build_cost_usd: z.number().nonnegative(),
+  estimated_build_weeks: z.number().positive(),
+  /** Free tags; includes `LOW_ROI` exactly when projected revenue < the revenue threshold. */
+  tags: z.array(z.string().min(1)),
+});
+/** Inferred type of {@link ForgeIdea}. */
+export type ForgeIdea = z.infer<typeof ForgeIdea>;
+
+/** One contribution in a forge round's transcript. */
+export const TranscriptEntry = z.strictObject({ agent: z.string().min(1), content: z.string() });
+/** Inferred type of {@link TranscriptEntry}. */
+export type TranscriptEntry = z.infer<typeof TranscriptEntry>;
+
+/** One of the five forge rounds with its transcript. */
+export const ForgeRound = z.strictObject({
+  round: z.number().int().min(1).max(5),
+  title: z.string().min(1),
+  transcript: z.array(TranscriptEntry),
+});
+/** Inferred type of {@link ForgeRound}. */
+export type ForgeRound = z.infer<typeof ForgeRound>;
+
+/** Result of a completed forge/ideate job (`AgentJob.result`). */
+export const ForgeResult = z.strictObject({
+  /** Ideas in rank order (ideas[0].rank === 1). */
+  ideas: z.array(ForgeIdea).min(1),
+  rounds: z.array(ForgeRound).length(5),
+  session_config: ResolvedSessionConfig,
+  sectors: z.array(z.string()),
+  /** Which scan each sector's scout data came from (`null`: no scan for that sector). */
+  scout_generated_from: z.array(z.strictObject({ sector: z.string(), generatedFrom: DateTime.nullable() })),
+});
+/** Inferred type of {@link ForgeResult}. */
+export type ForgeResult = z.infer<typeof ForgeResult>;
+
+/** The six debate personas, in speaking order. */
+export const ProvePersona = z.enum([
+  'Proposer',
+  'Challenger',
+  'Analyst',
+  'Reviewer',
+  'Defender',
+  'Strategist',
+]);
+/** Inferred type of {@link ProvePersona}. */
+export type ProvePersona = z.infer<typeof ProvePersona>;
+
+/** A web source found by a search a panelist asked for. */
+export const DebateSource = z.strictObject({ title: z.string(), url: z.string(), snippet: z.string() });
+/** Inferred type of {@link DebateSource}. */
+export type DebateSource = z.infer<typeof DebateSource>;
+
+/** One panelist's turn in a debate round; `sources` are the results of the searches it asked for. */
+export const DebateTurn = z.strictObject({
+  persona: ProvePersona,
+  content: z.string().min(1),
+  search_queries: z.array(z.string()).optional(),
+  sources: z.array(DebateSource).optional(),
+});
+/** Inferred type of {@link DebateTurn}. */
+export type DebateTurn = z.infer<typeof DebateTurn>;
+
+/** One debate round (1–3) with its turns in speaking order. */
+export const DebateRound = z.strictObject({
+  round: z.number().int().min(1).max(3),
+  turns: z.array(DebateTurn),
+});
+/** Inferred type of {@link DebateRound}. */
+export type DebateRound = z.infer<typeof DebateRound>;
+
+/** A panelist's vote. */
+export const VoteChoice = z.enum(['APPROVE', 'CONDITIONAL', 'REJECT']);
+/** Inferred type of {@link VoteChoice}. */
+export type VoteChoice = z.infer<typeof VoteChoice>;
+
+/** One panelist's final vote; `conditions` only on CONDITIONAL votes. */
+export const PanelVote = z.strictObject({
+  persona: ProvePersona,
+  vote: VoteChoice,
+  rationale: z.string().min(1),
+  conditions: z.array(z.string().min(1)).optional(),
+});
+/** Inferred type of {@link PanelVote}. */
+export type PanelVote = z.infer<typeof PanelVote>;
+
+/** Vote tally. */
+export const VoteCounts = z.strictObject({
+  approve: z.number().int().min(0).max(6),
+  conditional: z.number().int().min(0).max(6),
+  reject: z.number().int().min(0).max(6),
+});
+/** Inferred type of {@link VoteCounts}. */
+export type VoteCounts = z.infer<typeof VoteCounts>;
+
+/** `report.output` of an approved idea: the execution roadmap. */
+export const ExecutionRoadmap = z.strictObject({
+  kind: z.literal('execution_roadmap'),
+  phases: z
+    .array(
+      z.strictObject({
+        name: z.string().min(1),
+        weeks: z.number().int().positive(),
+        goals: z.array(z.string().min(1)).min(1),
+        deliverables: z.array(z.string().min(1)).min(1),
+      }),
+    )
+    .min(1),
+  milestones: z
+    .array(z.strictObject({ week: z.number().int().positive(), milestone: z.string().min(1) }))
+    .min(1),
+  risks: z.array(z.strictObject({ risk: z.string().min(1), mitigation: z.string().min(1) })),
+  /** The conditions attached by CONDITIONAL votes, to be met during execution (empty when none). */
+  conditions: z.array(z.string().min(1)),
+});
+/** Inferred type of {@link ExecutionRoadmap}. */
+export type ExecutionRoadmap = z.infer<typeof ExecutionRoadmap>;
+
+/** `report.summary` of an approved idea: the one-page Lean Canvas (its nine boxes). */
+export const LeanCanvas = z.strictObject({
+  kind: z.literal('lean_canvas'),
+  problem: z.array(z.string().min(1)).min(1).max(3),
+  customer_segments: z.array(z.string().min(1)).min(1),
+  unique_value_proposition: z.string().min(1),
+  solution: z.array(z.string().min(1)).min(1).max(3),
+  channels: z.array(z.string().min(1)).min(1),
+  revenue_streams: z.array(z.string().min(1)).min(1),
+  cost_structure: z.array(z.string().min(1)).min(1),
+  key_metrics: z.array(z.string().min(1)).min(1),
+  unfair_advantage: z.string().min(1),
+});
+/** Inferred type of {@link LeanCanvas}. */
+export type LeanCanvas = z.infer<typeof LeanCanvas>;
+
+/** `report.output` of a rejected idea: the kill brief, exactly three reasons and the salvage paths. */
+export const KillBrief = z.strictObject({
+  kind: z.literal('kill_brief'),
+  top_reasons: z.array(z.strictObject({ reason: z.string().min(1), evidence: z.string().min(1) })).length(3),
+  salvage_paths: z.array(z.string().min(1)).min(1),
+});
+/** Inferred type of {@link KillBrief}. */
+export type KillBrief = z.infer<typeof KillBrief>;
+
+/** `report.summary` of a rejected idea: the one-page decision brief. */
+export const DecisionBrief = z.strictObject({
+  kind: z.literal('decision_brief'),
+  decision: z.literal('REJECTED'),
+  headline: z.string().min(1),
+  rationale: z.string().min(1),
+  /** The tally in words, e.g. "1 approve, 1 conditional, 4 reject". */
+  vote_summary: z.string().min(1),
+  what_would_change_the_decision: z.array(z.string().min(1)).min(1),
+  next_steps: z.array(z.string().min(1)).min(1),
+});
+/** Inferred type of {@link DecisionBrief}. */
+export type DecisionBrief = z.infer<typeof DecisionBrief>;
+
+/** `report.pivot_report`: who declared the idea unsalvageable, when, why, and where to go instead. */
+export const PivotReport = z.strictObject({
+  declared_by: ProvePersona,
+  round: z.number().int().min(1).max(3),
+  reason: z.string().min(1),
+  new_direction: z.string().min(1),
+});
+/** Inferred type of {@link PivotReport}. */
+export type PivotReport = z.infer<typeof PivotReport>;
+
+/** Fields every prove result carries. */
+const ProveCommon = {
+  rounds: z.array(DebateRound).min(1).max(3),
+  /** The Analyst's latest lean-feasibility assessment, `null` when the debate ended before the Analyst spoke. */
+  feasibility: FeasibilityAssessment.nullable(),
+  session_config: ResolvedSessionConfig,
+  proveSessionId: z.uuid(),
+};
+
+/** APPROVED or CONDITIONAL_APPROVED: execution roadmap + Lean Canvas. */
+export const ProveApprovedResult = z.strictObject({
+  verdict: z.enum(['APPROVED', 'CONDITIONAL_APPROVED']),
+  report: z.strictObject({ output: ExecutionRoadmap, summary: LeanCanvas, pivot_report: z.null() }),
+  votes: z.array(PanelVote).length(6),
+  vote_counts: VoteCounts,
+  ...ProveCommon,
+});
+
+/** REJECTED (by vote): kill brief + decision brief. */
+export const ProveRejectedResult = z.strictObject({
+  verdict: z.literal('REJECTED'),
+  report: z.strictObject({ output: KillBrief, summary: DecisionBrief, pivot_report: z.null() }),
+  votes: z.array(PanelVote).length(6),
+  vote_counts: VoteCounts,
+  ...ProveCommon,
+});
+
+/** PIVOT_OUT: no vote, no output or summary, the pivot report. */
+export const ProvePivotResult = z.strictObject({
+  verdict: z.literal('PIVOT_OUT'),
+  report: z.strictObject({ output: z.null(), summary: z.null(), pivot_report: PivotReport }),
+  votes: z.array(PanelVote).length(0),
+  vote_counts: z.strictObject({ approve: z.literal(0), conditional: z.literal(0), reject: z.literal(0) }),
+  ...ProveCommon,
+});
+
+/**
+ * Result of a completed prove/debate job (`AgentJob.result`), discriminated by `verdict` as in the
+ * spec's verdict table.
+ */
+export const ProveResult = z.discriminatedUnion('verdict', [
+  ProveApprovedResult,
+  ProveRejectedResult,
+  ProvePivotResult,
+]);
+/** Inferred type of {@link ProveResult}. */
+export type ProveResult = z.infer<typeof ProveResult>;
+/** The verdicts of a prove result. */
+export const ProveVerdict = z.enum(['APPROVED', 'CONDITIONAL_APPROVED', 'REJECTED', 'PIVOT_OUT']);
+/** Inferred type of {@link ProveVerdict}. */
+export type ProveVerdict = z.infer<typeof ProveVerdict>;
