@@ -24,9 +24,15 @@ export const ERROR_CODES = {
   payment_conflict: 409,
   unauthorized: 401,
   forbidden: 403,
+  /** A cookie-authenticated write without the session's CSRF token, or from another origin (signal-feedback). */
+  csrf_failed: 403,
+  /** The plan's product limit is reached (signal-feedback spec, "Errors"). */
+  product_limit_reached: 403,
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
+  /** A status change the state machine does not allow (signal-feedback proposals). */
+  invalid_transition: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,

@@ -1,0 +1,89 @@
+import path from 'node:path';
+import cookieParser from 'cookie-parser';
+import express, { type Application } from 'express';
+import { errorHandler, notFoundHandler } from '@repo/errors';
+import { createBaseApp, type Logger, type ServiceMetrics } from '@repo/service-kit';
+import type { AccountRepository } from './data/accounts';
+import type { ProductRepository } from './data/products';
+import type { ProposalRepository } from './data/proposals';
+import type { AuthRateLimiter } from './data/rate-limits';
+import type { SignalRepository } from './data/signals';
+import type { AnalysisService } from './domain/analysis';
+import type { PasswordHasher } from './domain/passwords';
+import { authRouter } from './routes/auth';
+import { loadSession, requireCsrf } from './routes/auth-middleware';
+import { openApiRouter } from './routes/openapi';
+import { productsRouter } from './routes/products';
+import { proposalsRouter } from './routes/proposals';
+import { signalsRouter } from './routes/signals';
+
+/** Everything the app needs, built by `main.ts` (or a test). */
+export interface AppDeps {
+  logger: Logger;
+  accounts: AccountRepository;
+  products: ProductRepository;
+  signals: SignalRepository;
+  proposals: ProposalRepository;
+  analysis: AnalysisService;
+  passwords: PasswordHasher;
+  limiter: AuthRateLimiter;
+  /** Largest accepted signal batch (413 beyond). */
+  maxBatch: number;
+  /** Session lifetime in ms. */
+  sessionTtlMs: number;
+  /** Secure (and `__Host-`) session cookie. */
+  secureCookies: boolean;
+  /** `/readyz`: true while PostgreSQL answers and the service is not shutting down. */
+  isReady?: () => boolean | Promise<boolean>;
+  trustProxy?: number;
+  bodyLimit?: string;
+  corsOrigins?: string[];
+  now?: () => Date;
+  /** Prometheus registry served at `/metrics`; omitted in most tests. */
+  metrics?: ServiceMetrics;
+}
+
+/** Folder of the dashboard's static files (same relative place from src/ and dist/). */
+export const PUBLIC_DIR = path.join(__dirname, '..', 'public');
+
+/**
+ * The signal-feedback express app (no listen, no env): the spec's endpoints under `/api`, the account
+ * endpoints, the dashboard at `/`, `/openapi.json` and `/docs`, the probes and `/metrics`, and the error
+ * envelope for everything else.
+ */
+export function createApp(deps: AppDeps): Application {
+  const app = createBaseApp({
+    logger: deps.logger,
+    trustProxy: deps.trustProxy,
+    bodyLimit: deps.bodyLimit ?? '1mb',
+    corsOrigins: deps.corsOrigins,
+    isReady: deps.isReady,
+    metrics: deps.metrics,
+  });
+  const now = deps.now ?? (() => new Date());
+  const allowedOrigins = new Set(deps.corsOrigins ?? []);
+  app.use(openApiRouter(deps.maxBatch));
+  app.use(express.static(PUBLIC_DIR, { index: 'index.html', maxAge: '5m' }));
+  app.use('/api', signalsRouter({ signals: deps.signals, maxBatch: deps.maxBatch, now }));
+
+  // Everything below may be cookie-authenticated: load the session, then CSRF-check writes.
+  const session = [cookieParser(), loadSession(deps.accounts, deps.secureCookies, now), requireCsrf(allowedOrigins)];
+  app.use('/api', session);
+  app.use(
+    '/api/auth',
+    authRouter({
+      accounts: deps.accounts,
+      passwords: deps.passwords,
+      limiter: deps.limiter,
+      secureCookies: deps.secureCookies,
+      sessionTtlMs: deps.sessionTtlMs,
+      allowedOrigins,
+      now,
+    }),
+  );
+  app.use('/api', productsRouter({ products: deps.products }));
+  app.use('/api', proposalsRouter({ proposals: deps.proposals, signals: deps.signals, analysis: deps.analysis }));
+  app.use(notFoundHandler);
+  app.use(errorHandler(deps.logger));
+  return app;
+}

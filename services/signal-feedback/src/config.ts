@@ -1,0 +1,76 @@
+import { z } from 'zod';
+import { BaseHttpEnv, boolVar, intVar, parseConfig } from '@repo/service-kit';
+
+/**
+ * signal-feedback's environment (README, "Configuration"). Parsed once at boot; every bad variable is
+ * named. Secrets (LLM_API_KEY) have no defaults.
+ */
+export const SignalFeedbackEnv = z.object({
+  ...BaseHttpEnv,
+  PORT: intVar(3002, 0, 65535),
+  /** A batch of 1,000 signals with small payloads is about 200 KB. */
+  BODY_LIMIT: z.string().default('1mb'),
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL'),
+  DATABASE_POOL_SIZE: intVar(10, 1, 200),
+  /** Largest signal array accepted by /api/signals and /api/ingest; larger batches get 413. */
+  MAX_BATCH_SIZE: intVar(1000, 1, 10_000),
+  /** Session lifetime in hours (absolute, from log-in). */
+  SESSION_TTL_HOURS: intVar(168, 1, 24 * 90),
+  /** Secure cookies; defaults to true when NODE_ENV=production. */
+  COOKIE_SECURE: boolVar(false).optional(),
+  /** argon2id cost (OWASP's minimum: 19 MiB, 2 iterations, 1 lane). */
+  ARGON2_MEMORY_KIB: intVar(19_456, 1024, 1_048_576),
+  ARGON2_TIME_COST: intVar(2, 1, 20),
+  /** Log-in attempts allowed per e-mail address per window, and per client IP. */
+  LOGIN_MAX_ATTEMPTS_PER_EMAIL: intVar(10, 1, 10_000),
+  LOGIN_MAX_ATTEMPTS_PER_IP: intVar(50, 1, 100_000),
+  LOGIN_WINDOW_SECONDS: intVar(900, 1, 86_400),
+  /** Sign-ups allowed per client IP per hour. */
+  SIGNUP_MAX_PER_IP_PER_HOUR: intVar(20, 1, 100_000),
+  /** Background analysis period in ms; 0 disables the schedule (manual runs still work). */
+  ANALYSIS_INTERVAL_MS: intVar(600_000, 0, 86_400_000),
+  /** Minimum signals in the last 24 hours before a context is analysed. */
+  ANALYSIS_MIN_SIGNALS: intVar(5, 1, 1_000_000),
+  /** OpenAI-compatible Chat Completions endpoint (e.g. https://api.openai.com/v1); unset: evidence-only proposals. */
+  LLM_BASE_URL: z.url().optional(),
+  LLM_API_KEY: z.string().optional(),
+  LLM_MODEL: z.string().optional(),
+  LLM_TIMEOUT_MS: intVar(30_000, 100, 600_000),
+});
+
+/** The parsed configuration. */
+export type SignalFeedbackConfig = z.infer<typeof SignalFeedbackEnv>;
+
+/** The LLM settings when all three variables are set. */
+export interface LlmSettings {
+  baseUrl: string;
+  apiKey: string;
+  model: string;
+  /** Per-request timeout in ms. */
+  timeoutMs: number;
+}
+
+/**
+ * Reads the configuration from the environment.
+ * @throws ConfigError naming every invalid or missing variable, or an Error when the LLM variables are
+ *   only partly set
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): SignalFeedbackConfig {
+  const config = parseConfig(SignalFeedbackEnv, env);
+  const llm = [config.LLM_BASE_URL, config.LLM_MODEL].filter(Boolean).length;
+  if (llm === 1) {
+    throw new Error('Invalid configuration:\n  LLM_BASE_URL and LLM_MODEL must be set together (LLM_API_KEY too, unless the endpoint needs none)');
+  }
+  return config;
+}
+
+/** The LLM settings of a configuration, or undefined when no LLM is configured. */
+export function llmSettings(config: SignalFeedbackConfig): LlmSettings | undefined {
+  if (!config.LLM_BASE_URL || !config.LLM_MODEL) return undefined;
+  return { baseUrl: config.LLM_BASE_URL, apiKey: config.LLM_API_KEY ?? 'none', model: config.LLM_MODEL, timeoutMs: config.LLM_TIMEOUT_MS };
+}
+
+/** Whether cookies carry `Secure`: COOKIE_SECURE when set, else NODE_ENV=production. */
+export function cookieSecure(config: SignalFeedbackConfig): boolean {
+  return config.COOKIE_SECURE ?? config.NODE_ENV === 'production';
+}

@@ -1,0 +1,14 @@
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient } from '../generated/prisma/client';
+
+/** The generated Prisma client of signal-feedback's database. */
+export type Db = PrismaClient;
+
+/**
+ * Creates the Prisma client over the `pg` driver adapter (no native query engine).
+ * @param databaseUrl a PostgreSQL URL, e.g. `postgresql://postgres@127.0.0.1:5432/signal_feedback`
+ * @param poolSize maximum connections in the pool
+ */
+export function createDb(databaseUrl: string, poolSize = 10): Db {
+  return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl, max: poolSize }) });
+}

@@ -1,0 +1,108 @@
+import type { Db } from './prisma';
+import type { PlanName } from '../domain/plans';
+import type { Sentiment } from '../domain/signals';
+
+/** What an API key authenticates: the product, its owner's plan and its contexts' signal lists. */
+export interface KeyOwner {
+  productId: string;
+  userId: string;
+  plan: PlanName;
+  apiKeyHash: string;
+  contexts: { id: string; positiveSignals: string[]; negativeSignals: string[] }[];
+}
+
+/** A signal ready to store. */
+export interface SignalRow {
+  type: string;
+  payload?: Record<string, unknown>;
+  contextId: string | null;
+  sentiment: Sentiment;
+}
+
+/** Outcome of {@link SignalRepository.insertWithinQuota}. */
+export type InsertOutcome = { ok: true; inserted: number; used: number } | { ok: false; used: number };
+
+/** Signals and the monthly signal counters: the ingestion hot path, in raw SQL. */
+export class SignalRepository {
+  /** @param db the Prisma client */
+  constructor(private readonly db: Db) {}
+
+  /** The product whose key hashes to `apiKeyHash`, with its plan and contexts; undefined when none. */
+  async findKeyOwner(apiKeyHash: string): Promise<KeyOwner | undefined> {
+    const rows = await this.db.$queryRawUnsafe<
+      { product_id: string; user_id: string; plan: PlanName; api_key_hash: string; contexts: { id: string; p: string[]; n: string[] }[] }[]
+    >(
+      `SELECT p.id AS product_id, p.user_id, u.plan::text AS plan, p.api_key_hash,
+              COALESCE((SELECT json_agg(json_build_object('id', c.id, 'p', c.positive_signals, 'n', c.negative_signals))
+                        FROM contexts c WHERE c.product_id = p.id), '[]'::json) AS contexts
+         FROM products p JOIN users u ON u.id = p.user_id
+        WHERE p.api_key_hash = $1`,
+      apiKeyHash,
+    );
+    const r = rows[0];
+    if (!r) return undefined;
+    return {
+      productId: r.product_id,
+      userId: r.user_id,
+      plan: r.plan,
+      apiKeyHash: r.api_key_hash,
+      contexts: r.contexts.map((c) => ({ id: c.id, positiveSignals: c.p, negativeSignals: c.n })),
+    };
+  }
+
+  /**
+   * Stores a batch only if the user's monthly signal counter can take all of it, in one statement (one
+   * transaction): a conditional upsert of the counter row (`... DO UPDATE ... WHERE signals + n <= limit`,
+   * which locks the row, so concurrent batches are serialised and the quota is exact) and the insert,
+   * which runs only when the counter moved. A batch that would cross the limit stores nothing.
+   * @param month first day of the UTC month, `YYYY-MM-01`
+   * @param limit the plan's monthly signal limit
+   * @returns the rows inserted and the month's usage, or `ok: false` with the current usage
+   * @throws the database's foreign-key error (code 23503) when a context was deleted meanwhile
+   */
+  async insertWithinQuota(args: { userId: string; productId: string; month: string; limit: number; rows: SignalRow[] }): Promise<InsertOutcome> {
+    const n = args.rows.length;
+    const json = JSON.stringify(args.rows.map((r) => ({ c: r.contextId, t: r.type, p: r.payload, s: r.sentiment })));
+    const result = await this.db.$queryRawUnsafe<{ used: number | null; inserted: number }[]>(
+      `WITH quota AS (
+         INSERT INTO usage_counters AS u (user_id, month, signals, proposals)
+         SELECT $1::uuid, $2::date, $3::int, 0 WHERE $3::int <= $4::int
+         ON CONFLICT (user_id, month) DO UPDATE SET signals = u.signals + EXCLUDED.signals
+          WHERE u.signals + EXCLUDED.signals <= $4::int
+         RETURNING u.signals
+       ), inserted AS (
+         INSERT INTO signals (product_id, context_id, type, payload, sentiment)
+         SELECT $5::uuid, x.c, x.t, x.p, x.s::"Sentiment"
+           FROM jsonb_to_recordset($6::jsonb) AS x(c uuid, t text, p jsonb, s text)
+          WHERE EXISTS (SELECT 1 FROM quota)
+         RETURNING 1
+       )
+       SELECT (SELECT signals FROM quota) AS used, (SELECT count(*) FROM inserted)::int AS inserted`,
+      args.userId,
+      args.month,
+      n,
+      args.limit,
+      args.productId,
+      json,
+    );
+    const row = result[0];
+    if (row && row.used !== null) return { ok: true, inserted: row.inserted, used: row.used };
+    return { ok: false, used: await this.monthlySignals(args.userId, args.month) };
+  }
+
+  /** Signals counted this month for the user. */
+  async monthlySignals(userId: string, month: string): Promise<number> {
+    const rows = await this.db.$queryRawUnsafe<{ signals: number }[]>(
+      'SELECT signals FROM usage_counters WHERE user_id = $1::uuid AND month = $2::date',
+      userId,
+      month,
+    );
+    return rows[0]?.signals ?? 0;
+  }
+}
+
+/** Whether an error is PostgreSQL's foreign-key violation (23503), as raised through Prisma. */
+export function isForeignKeyViolation(err: unknown): boolean {
+  const text = err instanceof Error ? `${err.message} ${JSON.stringify(err)}` : String(err);
+  return /23503|foreign key/i.test(text);
+}

@@ -1,0 +1,67 @@
+import { AppError, fieldErrors, type FieldError } from '@repo/errors';
+import type { z } from 'zod';
+import type { KeyOwner, SignalRepository } from '../data/signals';
+import { isForeignKeyViolation } from '../data/signals';
+import { monthKey, nextMonthStart, PLAN_LIMITS } from './plans';
+import { routeSignals } from './signals';
+import type { SignalInput } from '../schemas';
+
+/**
+ * Parses a request body that is one signal object or an array of them (spec, "Endpoints").
+ * @param body the parsed JSON body (undefined when none was sent)
+ * @param schema the element schema (plain or with the ingest aliases)
+ * @param maxBatch the documented maximum batch size
+ * @throws AppError `payload_too_large` (413) for a longer array; `invalid_request` (400) for a missing
+ *   body, a non-object element or a missing/invalid type, listing every bad signal by index
+ */
+export function parseSignalBatch(body: unknown, schema: z.ZodType<SignalInput, unknown>, maxBatch: number): SignalInput[] {
+  if (body === undefined || body === null || (typeof body !== 'object' && !Array.isArray(body))) {
+    throw new AppError('invalid_request', 'Body must be a signal object or an array of signal objects (Content-Type: application/json)');
+  }
+  const items: unknown[] = Array.isArray(body) ? body : [body];
+  if (items.length > maxBatch) {
+    throw new AppError('payload_too_large', `A batch holds at most ${maxBatch} signals; this one has ${items.length}`, {
+      details: { max_batch_size: maxBatch, received: items.length },
+    });
+  }
+  const problems: FieldError[] = [];
+  const parsed: SignalInput[] = [];
+  items.forEach((item, i) => {
+    const r = schema.safeParse(item);
+    if (r.success) parsed.push(r.data);
+    else problems.push(...fieldErrors(r.error, Array.isArray(body) ? `body.${i}` : 'body'));
+  });
+  if (problems.length > 0) {
+    throw new AppError('invalid_request', `Invalid signal(s): ${problems.slice(0, 5).map((p) => `${p.path}: ${p.message}`).join('; ')}`, { details: problems });
+  }
+  return parsed;
+}
+
+/**
+ * Routes, classes and stores a batch for the authenticated product under its owner's monthly signal
+ * quota (spec, "Limits"; issue 4, "Plans"): all or nothing.
+ * @returns the number of signals accepted
+ * @throws AppError `invalid_request` (400) for a context_id of another product (or one deleted meanwhile);
+ *   `quota_exceeded` (429, Retry-After until the month resets) when the batch would cross the limit
+ */
+export async function acceptSignals(repo: SignalRepository, owner: KeyOwner, signals: SignalInput[], now: Date): Promise<number> {
+  if (signals.length === 0) return 0;
+  const rows = routeSignals(signals, owner.contexts);
+  const limit = PLAN_LIMITS[owner.plan].signalsPerMonth;
+  const month = monthKey(now);
+  let outcome;
+  try {
+    outcome = await repo.insertWithinQuota({ userId: owner.userId, productId: owner.productId, month, limit, rows });
+  } catch (err) {
+    if (isForeignKeyViolation(err)) throw new AppError('invalid_request', 'context_id does not belong to this product', { cause: err });
+    throw err;
+  }
+  if (!outcome.ok) {
+    const resetsAt = nextMonthStart(now);
+    throw new AppError('quota_exceeded', `Monthly signal limit of the ${owner.plan} plan reached: ${outcome.used} of ${limit} used, this batch has ${signals.length}`, {
+      details: { plan: owner.plan, limit, used: outcome.used, requested: signals.length, resets_at: resetsAt.toISOString() },
+      headers: { 'Retry-After': String(Math.max(1, Math.ceil((resetsAt.getTime() - now.getTime()) / 1000))) },
+    });
+  }
+  return outcome.inserted;
+}

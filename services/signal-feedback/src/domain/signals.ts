@@ -1,0 +1,55 @@
+import { AppError } from '@repo/errors';
+import type { SignalInput } from '../schemas';
+
+/** How a signal counts for its context. */
+export type Sentiment = 'positive' | 'negative' | 'neutral';
+
+/** A context's signal lists (spec, "Context"). */
+export interface ClassifyingContext {
+  id: string;
+  positiveSignals: string[];
+  negativeSignals: string[];
+}
+
+/** A signal after routing and classification. */
+export interface RoutedSignal {
+  type: string;
+  payload?: Record<string, unknown>;
+  contextId: string | null;
+  sentiment: Sentiment;
+}
+
+/**
+ * Classes a signal type for a context: positive when listed in `positive_signals`, negative when in
+ * `negative_signals`, otherwise (or without a context) neutral (issue 4, "Routing and classification").
+ */
+export function classify(type: string, context: ClassifyingContext | undefined): Sentiment {
+  if (!context) return 'neutral';
+  if (context.negativeSignals.includes(type)) return 'negative';
+  if (context.positiveSignals.includes(type)) return 'positive';
+  return 'neutral';
+}
+
+/**
+ * Routes and classes a batch for a product (issue 4, "Routing and classification"): a `context_id`
+ * must be one of the product's contexts; a signal without one goes to the product's only context when
+ * it has exactly one, and stays unrouted otherwise.
+ * @throws AppError `invalid_request` (400) listing every signal whose context_id is not the product's
+ */
+export function routeSignals(signals: SignalInput[], contexts: ClassifyingContext[]): RoutedSignal[] {
+  const byId = new Map(contexts.map((c) => [c.id, c]));
+  const only = contexts.length === 1 ? contexts[0] : undefined;
+  const problems: { path: string; message: string }[] = [];
+  const routed = signals.map((s, i): RoutedSignal => {
+    let context: ClassifyingContext | undefined;
+    if (s.context_id !== undefined) {
+      context = byId.get(s.context_id.toLowerCase());
+      if (!context) problems.push({ path: `body.${i}.context_id`, message: 'not a context of this product' });
+    } else context = only;
+    return { type: s.type, ...(s.payload ? { payload: s.payload } : {}), contextId: context?.id ?? null, sentiment: classify(s.type, context) };
+  });
+  if (problems.length > 0) {
+    throw new AppError('invalid_request', `context_id does not belong to this product (${problems.length} signal(s))`, { details: problems });
+  }
+  return routed;
+}

@@ -1,0 +1,52 @@
+import { createServer } from 'node:http';
+import { closeServer, createLogger, createMetrics, onShutdown } from '@repo/service-kit';
+import { createApp } from './app';
+import { llmSettings, loadConfig } from './config';
+import { AccountRepository } from './data/accounts';
+import { buildWiring } from './wiring';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger({ name: 'signal-feedback', level: config.LOG_LEVEL, buffered: true });
+  let shuttingDown = false;
+  const wiring = buildWiring(config, logger, { metrics: createMetrics('signal-feedback') });
+  await wiring.db.$queryRawUnsafe('SELECT 1');
+  const app = createApp({
+    ...wiring.deps,
+    isReady: async () => !shuttingDown && (await wiring.db.$queryRawUnsafe('SELECT 1').then(() => true, () => false)),
+  });
+
+  const server = createServer(app);
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve) => server.listen(config.PORT, config.HOST, resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.PORT;
+  wiring.analysis.start(config.ANALYSIS_INTERVAL_MS);
+  // Expired sessions are removed hourly (any replica may do it; the delete is idempotent).
+  const accounts = new AccountRepository(wiring.db);
+  const sweeper = setInterval(() => {
+    accounts.deleteExpiredSessions(new Date()).catch((err: unknown) => logger.warn({ err }, 'session sweep failed'));
+  }, 3_600_000);
+  sweeper.unref();
+  logger.info(
+    { port, analysisIntervalMs: config.ANALYSIS_INTERVAL_MS, llm: llmSettings(config) ? config.LLM_MODEL : 'none (proposals from evidence)', maxBatch: config.MAX_BATCH_SIZE },
+    `signal-feedback listening on http://${config.HOST}:${port}`,
+  );
+
+  onShutdown(
+    logger,
+    [
+      { name: 'mark not ready', run: () => (shuttingDown = true) },
+      { name: 'stop analysis schedule', run: () => { clearInterval(sweeper); return wiring.analysis.stop(); } },
+      { name: 'drain http', run: () => closeServer(server) },
+      { name: 'close database pools', run: () => wiring.close() },
+      { name: 'flush logs', run: () => logger.flush() },
+    ],
+    config.SHUTDOWN_TIMEOUT_MS,
+  );
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});

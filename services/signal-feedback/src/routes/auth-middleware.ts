@@ -1,0 +1,136 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { AppError } from '@repo/errors';
+import type { SessionRecord } from '../data/accounts';
+import type { KeyOwner, SignalRepository } from '../data/signals';
+import { hashApiKey, hashesEqual, looksLikeApiKey } from '../domain/api-keys';
+import { hashSessionToken, safeEqual } from '../domain/sessions';
+import type { AccountRepository } from '../data/accounts';
+
+/** Name of the session cookie; `__Host-` prefixed when cookies are Secure (no Domain, Path=/). */
+export function sessionCookieName(secure: boolean): string {
+  return secure ? '__Host-sf_session' : 'sf_session';
+}
+
+/** Header carrying the CSRF token on cookie-authenticated writes. */
+export const CSRF_HEADER = 'x-csrf-token';
+
+/** Writes that establish a session (paths below `/api`). */
+const SESSIONLESS_WRITES = new Set(['/auth/signup', '/auth/login']);
+
+/** What the auth middleware leaves in `res.locals`. */
+export interface AuthLocals {
+  session?: SessionRecord;
+  keyOwner?: KeyOwner;
+}
+
+/** The session found by {@link loadSession}, if any. */
+export function sessionOf(res: Response): SessionRecord | undefined {
+  return (res.locals as AuthLocals).session;
+}
+
+/** The product authenticated by an API key, if any. */
+export function keyOwnerOf(res: Response): KeyOwner | undefined {
+  return (res.locals as AuthLocals).keyOwner;
+}
+
+/**
+ * Loads the session named by the session cookie into `res.locals.session` (no error when absent or
+ * expired: routes decide whether they need one).
+ */
+export function loadSession(accounts: AccountRepository, secure: boolean, now: () => Date): RequestHandler {
+  const name = sessionCookieName(secure);
+  return async (req, res, next) => {
+    const cookies = (req as Request & { cookies?: Record<string, unknown> }).cookies;
+    const token = cookies?.[name];
+    if (typeof token === 'string' && token.length > 0 && token.length <= 100) {
+      const session = await accounts.findSession(hashSessionToken(token), now());
+      if (session) (res.locals as AuthLocals).session = session;
+    }
+    next();
+  };
+}
+
+/** 401 unless a session was loaded. */
+export const requireSession: RequestHandler = (_req, res, next) => {
+  if (!sessionOf(res)) {
+    next(new AppError('unauthorized', 'Sign in first: this endpoint needs a session'));
+    return;
+  }
+  next();
+};
+
+/**
+ * Rejects a cross-site request: when an `Origin` header is present it must be this service's own
+ * origin or one of `allowedOrigins`.
+ * @throws AppError `csrf_failed` (403)
+ */
+export function checkOrigin(req: Request, allowedOrigins: ReadonlySet<string>): void {
+  const origin = req.headers.origin;
+  if (origin === undefined) return;
+  const own = `${req.protocol}://${req.get('host') ?? ''}`;
+  if (origin !== own && !allowedOrigins.has(origin)) {
+    throw new AppError('csrf_failed', 'Cross-origin request refused');
+  }
+}
+
+/**
+ * CSRF protection of cookie-authenticated writes (README, "Sessions and CSRF"): same-origin check plus
+ * the session's synchronizer token in `x-csrf-token`. Safe methods pass.
+ * @throws AppError `csrf_failed` (403)
+ */
+export function requireCsrf(allowedOrigins: ReadonlySet<string>): RequestHandler {
+  return (req: Request, res: Response, next: NextFunction) => {
+    // Sign-up and log-in check the origin themselves: a stale session must not block a new log-in.
+    if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS' || SESSIONLESS_WRITES.has(req.path)) {
+      next();
+      return;
+    }
+    const session = sessionOf(res);
+    // Without a session, or with an API key header (which no cross-site form can send), nothing rides
+    // on the cookie.
+    if (!session || req.get('x-api-key') !== undefined) {
+      next();
+      return;
+    }
+    checkOrigin(req, allowedOrigins);
+    const header = req.get(CSRF_HEADER);
+    if (!header || !safeEqual(header, session.csrfToken)) {
+      next(new AppError('csrf_failed', `Missing or wrong ${CSRF_HEADER} header (GET /api/auth/me returns the token)`));
+      return;
+    }
+    next();
+  };
+}
+
+/**
+ * Authenticates a product API key from `x-api-key` (and, with `allowQuery`, the `key` query parameter,
+ * which wins when both are given) into `res.locals.keyOwner`.
+ * @param required answer 401 when no valid key was presented (else continue without one, unless a key
+ *   was presented and is invalid: always 401)
+ * @throws AppError `unauthorized` (401)
+ */
+export function apiKeyAuth(signals: SignalRepository, options: { allowQuery?: boolean; required: boolean }): RequestHandler {
+  return async (req, res, next) => {
+    const fromQuery = options.allowQuery && typeof req.query.key === 'string' ? req.query.key : undefined;
+    const header = req.get('x-api-key');
+    const key = fromQuery ?? header;
+    if (key === undefined || key === '') {
+      if (options.required) next(new AppError('unauthorized', 'API key missing: send it in the x-api-key header'));
+      else next();
+      return;
+    }
+    if (!looksLikeApiKey(key)) {
+      next(new AppError('unauthorized', 'API key invalid'));
+      return;
+    }
+    const hash = hashApiKey(key);
+    const owner = await signals.findKeyOwner(hash);
+    // The lookup is by hash; the constant-time comparison guards against any non-exact index match.
+    if (!owner || !hashesEqual(owner.apiKeyHash, hash)) {
+      next(new AppError('unauthorized', 'API key invalid'));
+      return;
+    }
+    (res.locals as AuthLocals).keyOwner = owner;
+    next();
+  };
+}

@@ -1,0 +1,158 @@
+import { z } from 'zod';
+
+/** Proposal states (spec, "Proposal"). */
+export const ProposalStatus = z.enum(['pending', 'approved', 'rejected', 'deferred']);
+/** One of the proposal states. */
+export type ProposalStatus = z.infer<typeof ProposalStatus>;
+
+/** A signal type: 1 to 100 characters (spec, "Signal (input)"). */
+export const SignalType = z.string().min(1).max(100);
+/** A signal payload: any JSON object. */
+export const SignalPayload = z.record(z.string(), z.unknown());
+
+/** One signal as POST /api/signals takes it (spec, "Signal (input)"). */
+export const SignalInput = z.object({
+  type: SignalType,
+  payload: SignalPayload.optional(),
+  context_id: z.uuid().optional(),
+});
+/** A parsed {@link SignalInput}. */
+export type SignalInput = z.infer<typeof SignalInput>;
+
+/**
+ * One signal as POST /api/ingest takes it (spec, "Endpoints"): the type under `type`, `event` or
+ * `event_type` and the payload under `payload`, `data` or `properties` (first present name wins, in that
+ * order). Normalised to a {@link SignalInput}.
+ */
+export const IngestSignalInput = z
+  .object({
+    type: SignalType.optional(),
+    event: SignalType.optional(),
+    event_type: SignalType.optional(),
+    payload: SignalPayload.optional(),
+    data: SignalPayload.optional(),
+    properties: SignalPayload.optional(),
+    context_id: z.uuid().optional(),
+  })
+  .transform((v, ctx): SignalInput => {
+    const type = v.type ?? v.event ?? v.event_type;
+    if (type === undefined) {
+      ctx.addIssue({ code: 'custom', message: 'one of type, event or event_type is required', path: ['type'] });
+      return z.NEVER;
+    }
+    const payload = v.payload ?? v.data ?? v.properties;
+    return { type, ...(payload ? { payload } : {}), ...(v.context_id ? { context_id: v.context_id } : {}) };
+  });
+
+/** 200 answer of the ingest endpoints. */
+export const ReceivedResponse = z.object({ received: z.int().min(0).describe('number of signals accepted') });
+
+/** A proposal on the wire (spec, "Proposal"). */
+export const Proposal = z.object({
+  id: z.uuid(),
+  product_id: z.uuid(),
+  context_id: z.uuid(),
+  status: ProposalStatus,
+  priority_score: z.number().describe('0 to 100; higher means more urgent'),
+  diagnosis: z.string(),
+  current_state: z.string(),
+  proposed_change: z.string(),
+  evidence_summary: z.string(),
+  predicted_impact: z.string(),
+  signal_count: z.int(),
+  created_at: z.iso.datetime(),
+});
+/** A {@link Proposal}. */
+export type Proposal = z.infer<typeof Proposal>;
+
+/** GET /api/proposals query. */
+export const ProposalsQuery = z.object({
+  status: ProposalStatus.optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  product_id: z.uuid().optional().describe('session only: one of the user\'s products'),
+});
+
+/** PATCH /api/proposals/{id} body. */
+export const ProposalStatusChange = z.object({ status: ProposalStatus });
+
+/** POST /api/products body. */
+export const CreateProductBody = z.object({ name: z.string().trim().min(1).max(100) });
+
+/** 200 answer of POST /api/products: the key is shown this once. */
+export const CreatedProduct = z.object({ id: z.uuid(), name: z.string(), api_key: z.string().startsWith('spk_') });
+
+/** A product as listed by GET /api/products (without its key). */
+export const ProductSummary = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  api_key_prefix: z.string().describe('first characters of the key, for recognising it'),
+  context_count: z.int(),
+  created_at: z.iso.datetime(),
+});
+
+const SignalTypeList = z.array(SignalType).max(200);
+
+/** POST /api/context body (spec, "Context"). */
+export const CreateContextBody = z.object({
+  product_id: z.uuid(),
+  name: z.string().trim().min(1).max(100),
+  content: z.string().trim().min(1).max(10_000),
+  positive_signals: SignalTypeList.default([]),
+  negative_signals: SignalTypeList.default([]),
+});
+
+/** PATCH /api/context body: the id plus at least one field to change. */
+export const UpdateContextBody = z
+  .object({
+    id: z.uuid(),
+    name: z.string().trim().min(1).max(100).optional(),
+    content: z.string().trim().min(1).max(10_000).optional(),
+    positive_signals: SignalTypeList.optional(),
+    negative_signals: SignalTypeList.optional(),
+  })
+  .refine((v) => v.name !== undefined || v.content !== undefined || v.positive_signals !== undefined || v.negative_signals !== undefined, {
+    message: 'give at least one of name, content, positive_signals, negative_signals',
+  });
+
+/** DELETE /api/context query. */
+export const ContextIdQuery = z.object({ id: z.uuid() });
+
+/** A context on the wire (spec, "Context"). */
+export const Context = z.object({
+  id: z.uuid(),
+  product_id: z.uuid(),
+  name: z.string(),
+  content: z.string(),
+  positive_signals: z.array(z.string()),
+  negative_signals: z.array(z.string()),
+  created_at: z.iso.datetime(),
+  updated_at: z.iso.datetime(),
+});
+/** A {@link Context}. */
+export type Context = z.infer<typeof Context>;
+
+/** Sign-up and log-in body. */
+export const Credentials = z.object({
+  email: z.email().max(254).transform((e) => e.toLowerCase()),
+  password: z.string().min(1).max(1024),
+});
+
+/** Sign-up body: passwords of 10 to 1024 characters. */
+export const SignupBody = Credentials.extend({ password: z.string().min(10, 'at least 10 characters').max(1024) });
+
+/** The signed-in user with plan, limits, usage and the CSRF token for writes. */
+export const Me = z.object({
+  user: z.object({ id: z.uuid(), email: z.string(), plan: z.enum(['free', 'builder', 'growth', 'scale']), created_at: z.iso.datetime() }),
+  csrf_token: z.string().describe('send it as x-csrf-token on every cookie-authenticated write'),
+  limits: z.object({ signals_per_month: z.int(), proposals_per_month: z.int().nullable(), products: z.int().nullable() }),
+  usage: z.object({ month: z.string(), signals: z.int(), proposals: z.int(), products: z.int(), resets_at: z.iso.datetime() }),
+});
+/** A {@link Me}. */
+export type Me = z.infer<typeof Me>;
+
+/** Answer of POST /api/analysis/run. */
+export const AnalysisRunResult = z.object({
+  contexts_analyzed: z.int(),
+  proposals_created: z.int(),
+  proposals: z.array(Proposal),
+});

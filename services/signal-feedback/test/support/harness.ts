@@ -1,0 +1,117 @@
+import { createServer, type Server } from 'node:http';
+import path from 'node:path';
+import request from 'supertest';
+import { applyMigrations, resetDatabase } from '@repo/db-migrate';
+import { closeServer, createLogger } from '@repo/service-kit';
+import { createApp, type AppDeps } from '../../src/app';
+import { loadConfig } from '../../src/config';
+import type { Db } from '../../src/data/prisma';
+import { buildWiring, type Wiring } from '../../src/wiring';
+
+/** Base URL of the test PostgreSQL server (the database name is added per suite). */
+const PG_BASE = process.env.TEST_DATABASE_BASE_URL ?? 'postgresql://postgres@127.0.0.1:5432';
+
+/** A running signal-feedback on a fresh database. */
+export interface Harness {
+  baseUrl: string;
+  databaseUrl: string;
+  db: Db;
+  wiring: Wiring;
+  /** A supertest agent keeping cookies (a browser-like client). */
+  agent(): ReturnType<typeof request.agent>;
+  close(): Promise<void>;
+}
+
+/** Resets and migrates the database `dbName`; returns its URL. */
+export async function freshDatabase(dbName: string): Promise<string> {
+  const databaseUrl = `${PG_BASE}/${dbName}`;
+  await resetDatabase(databaseUrl);
+  await applyMigrations({ databaseUrl, migrationsDir: path.join(__dirname, '../../prisma/migrations'), log: { info: () => undefined, warn: () => undefined } });
+  return databaseUrl;
+}
+
+/**
+ * Starts the whole service as production wires it (config from an environment, Prisma, the rate
+ * limiter, the analysis, createApp, an HTTP listener on port 0) against `databaseUrl` (or a fresh
+ * database named `dbName`).
+ * @param env extra environment variables (e.g. LLM_BASE_URL, MAX_BATCH_SIZE)
+ */
+export async function startHarness(dbName: string, options: { env?: Record<string, string>; reuseDatabaseUrl?: string; deps?: Partial<AppDeps> } = {}): Promise<Harness> {
+  const databaseUrl = options.reuseDatabaseUrl ?? (await freshDatabase(dbName));
+  const config = loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', ARGON2_MEMORY_KIB: '4096', ANALYSIS_INTERVAL_MS: '0', DATABASE_POOL_SIZE: '20', ...options.env });
+  const logger = createLogger({ name: 'signal-feedback-test', level: 'silent' });
+  const wiring = buildWiring(config, logger, options.deps);
+  const app = createApp(wiring.deps);
+  const server: Server = createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (!address || typeof address === 'string') throw new Error('no address');
+  const baseUrl = `http://127.0.0.1:${address.port}`;
+  return {
+    baseUrl,
+    databaseUrl,
+    db: wiring.db,
+    wiring,
+    agent: () => request.agent(baseUrl),
+    async close() {
+      await wiring.analysis.stop();
+      await closeServer(server);
+      await wiring.close();
+    },
+  };
+}
+
+/** A signed-in dashboard user: a cookie-keeping agent and the CSRF token. */
+export interface SignedIn {
+  agent: ReturnType<typeof request.agent>;
+  csrf: string;
+  userId: string;
+  email: string;
+}
+
+let counter = 0;
+
+/** Signs up a new user (unique e-mail) and returns the signed-in agent. */
+export async function signUp(h: Harness, overrides: { email?: string; password?: string } = {}): Promise<SignedIn> {
+  const agent = h.agent();
+  const email = overrides.email ?? `user${Date.now()}-${++counter}@example.com`;
+  const res = await agent.post('/api/auth/signup').send({ email, password: overrides.password ?? 'correct horse battery' });
+  if (res.status !== 201) throw new Error(`signup failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return { agent, csrf: res.body.csrf_token as string, userId: res.body.user.id as string, email };
+}
+
+/** Creates a product for a signed-in user; returns its id and key. */
+export async function createProduct(user: SignedIn, name = 'Checkout app'): Promise<{ id: string; apiKey: string }> {
+  const res = await user.agent.post('/api/products').set('x-csrf-token', user.csrf).send({ name });
+  if (res.status !== 200) throw new Error(`create product failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return { id: res.body.id as string, apiKey: res.body.api_key as string };
+}
+
+/** Creates a context (defaults: a checkout flow with success/failure types). */
+export async function createContext(
+  user: SignedIn,
+  productId: string,
+  overrides: { name?: string; content?: string; positive_signals?: string[]; negative_signals?: string[] } = {},
+): Promise<{ id: string }> {
+  const res = await user.agent
+    .post('/api/context')
+    .set('x-csrf-token', user.csrf)
+    .send({
+      product_id: productId,
+      name: overrides.name ?? 'Checkout',
+      content: overrides.content ?? 'Cart to payment confirmation',
+      positive_signals: overrides.positive_signals ?? ['checkout_completed'],
+      negative_signals: overrides.negative_signals ?? ['payment_failed', 'checkout_abandoned'],
+    });
+  if (res.status !== 201) throw new Error(`create context failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return { id: res.body.id as string };
+}
+
+/** Polls `check` until it returns true or the deadline passes. */
+export async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
