@@ -1,0 +1,72 @@
+import type { Application } from 'express';
+import { errorHandler, notFoundHandler } from '@repo/errors';
+import { createBaseApp, type Logger, type ServiceMetrics } from '@repo/service-kit';
+import type { ApiKeyRepository } from './data/api-keys';
+import type { RateLimit } from './data/rate-limits';
+import type { SkillRepository } from './data/skills';
+import { discoverRouter } from './routes/discover';
+import { openApiRouter } from './routes/openapi';
+import { publicRouter } from './routes/public';
+
+/** Everything the app needs, built by `runtime.ts` (main or a test). */
+export interface AppDeps {
+  logger: Logger;
+  keys: ApiKeyRepository;
+  skills: SkillRepository;
+  /** POST /api/auth/key per client IP. */
+  keyCreationLimit: RateLimit;
+  /** POST /api/discover/report per key and skill. */
+  reportLimit: RateLimit;
+  /** SSRF check of a registered endpoint: `null` when allowed, else the refusal. */
+  endpointRefusal: (url: string) => Promise<string | null>;
+  /** GET /api/health: PostgreSQL answers. */
+  dbReady: () => Promise<boolean>;
+  /** `/readyz`: the database answers and the service is not shutting down. */
+  isReady?: () => boolean | Promise<boolean>;
+  routeCandidateLimit: number;
+  routeDefaultMatches: number;
+  /** Number of proxy hops in front of the service (express `trust proxy`). */
+  trustProxy?: number;
+  bodyLimit?: string;
+  corsOrigins?: string[];
+  now?: () => Date;
+  metrics?: ServiceMetrics & {
+    onRegistered?: (outcome: 'created' | 'updated') => void;
+    onRouted?: (matches: number) => void;
+  };
+}
+
+/**
+ * The skill-router express app (no listen, no env): `/api/health`, `/api/auth/key`, `/api/discover/*`,
+ * `/openapi.json` and `/docs`, the Kubernetes probes and `/metrics`, and the error envelope for the rest.
+ */
+export function createApp(deps: AppDeps): Application {
+  const now = deps.now ?? (() => new Date());
+  const app = createBaseApp({
+    logger: deps.logger,
+    trustProxy: deps.trustProxy,
+    bodyLimit: deps.bodyLimit,
+    corsOrigins: deps.corsOrigins,
+    isReady: deps.isReady,
+    metrics: deps.metrics,
+  });
+  app.use(openApiRouter());
+  app.use('/api', publicRouter({ keys: deps.keys, keyCreationLimit: deps.keyCreationLimit, dbReady: deps.dbReady, now }));
+  app.use(
+    '/api/discover',
+    discoverRouter({
+      keys: deps.keys,
+      skills: deps.skills,
+      reportLimit: deps.reportLimit,
+      endpointRefusal: deps.endpointRefusal,
+      routeCandidateLimit: deps.routeCandidateLimit,
+      routeDefaultMatches: deps.routeDefaultMatches,
+      now,
+      onRegistered: deps.metrics?.onRegistered,
+      onRouted: deps.metrics?.onRouted,
+    }),
+  );
+  app.use(notFoundHandler);
+  app.use(errorHandler(deps.logger));
+  return app;
+}

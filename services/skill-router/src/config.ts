@@ -1,0 +1,60 @@
+import { z } from 'zod';
+import { BaseHttpEnv, boolVar, intVar, parseConfig } from '@repo/service-kit';
+
+/**
+ * skill-router's environment (README, "Configuration"). Parsed once at boot; every bad variable is
+ * named. Durations are milliseconds unless the name says seconds.
+ */
+export const SkillRouterEnv = z.object({
+  ...BaseHttpEnv,
+  PORT: intVar(3003, 0, 65535),
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL'),
+  DATABASE_POOL_SIZE: intVar(10, 1, 200),
+  /** POST /api/auth/key per client IP and minute (spec, "Limits": 5). */
+  KEY_CREATION_LIMIT_PER_MINUTE: intVar(5, 1, 10_000),
+  /** Call reports accepted per API key and skill within REPORT_LIMIT_WINDOW_SECONDS. */
+  REPORT_LIMIT_PER_KEY_SKILL: intVar(30, 1, 1_000_000),
+  REPORT_LIMIT_WINDOW_SECONDS: intVar(3600, 1, 86_400 * 30),
+  /**
+   * Hosts, IP addresses and CIDR ranges skill endpoints may use although they are loopback, private,
+   * link-local or metadata addresses (development and tests only), comma-separated. Empty by default.
+   */
+  SSRF_ALLOWLIST: z.string().default(''),
+  /** Run the verification and health-check workers in this process. */
+  WORKERS_ENABLED: boolVar(true),
+  /** How often the verification worker looks for pending skills. */
+  VERIFY_INTERVAL_MS: intVar(2000, 10, 3_600_000),
+  /** Skills claimed per verification round (per replica). */
+  VERIFY_BATCH_SIZE: intVar(16, 1, 1000),
+  /** Timeout of each outbound request of a verification (health check, test call). */
+  VERIFY_TIMEOUT_MS: intVar(5000, 50, 120_000),
+  /** A claimed verification not finished within this lease is claimed again by any replica. */
+  VERIFY_LEASE_MS: intVar(60_000, 1000, 3_600_000),
+  /** Interval between two periodic health checks of one active (or suspended) skill. */
+  HEALTH_CHECK_INTERVAL_MS: intVar(60_000, 10, 86_400_000),
+  /** How often the health worker looks for due skills. */
+  HEALTH_POLL_INTERVAL_MS: intVar(5000, 10, 3_600_000),
+  HEALTH_CHECK_TIMEOUT_MS: intVar(5000, 50, 120_000),
+  HEALTH_BATCH_SIZE: intVar(32, 1, 1000),
+  /** Consecutive failed health checks after which an active skill is suspended. */
+  HEALTH_FAILURES_TO_SUSPEND: intVar(3, 1, 1000),
+  /** Consecutive successful health checks after which a suspended skill is active again. */
+  HEALTH_SUCCESSES_TO_RESUME: intVar(3, 1, 1000),
+  /** Most candidates a route request scores (best full-text rank first). */
+  ROUTE_CANDIDATE_LIMIT: intVar(1000, 10, 100_000),
+  /** Matches returned by a route request unless it asks for fewer. */
+  ROUTE_DEFAULT_MATCHES: intVar(10, 1, 100),
+  /** Largest response body read from a skill endpoint, in bytes. */
+  MAX_RESPONSE_BYTES: intVar(1_048_576, 1024, 100 * 1_048_576),
+});
+
+/** The parsed configuration. */
+export type SkillRouterConfig = z.infer<typeof SkillRouterEnv>;
+
+/**
+ * Reads the configuration from the environment.
+ * @throws ConfigError naming every invalid or missing variable
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): SkillRouterConfig {
+  return parseConfig(SkillRouterEnv, env);
+}

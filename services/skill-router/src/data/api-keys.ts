@@ -1,0 +1,27 @@
+import type { PrismaDb } from './prisma';
+
+/** A stored key as the auth middleware sees it. */
+export interface StoredApiKey {
+  id: string;
+  name: string;
+  prefix: string;
+  keyHash: string;
+}
+
+/** The `api_keys` table. Only hashes are stored. */
+export class ApiKeyRepository {
+  constructor(private readonly prisma: PrismaDb) {}
+
+  /**
+   * Stores a new key.
+   * @returns the stored row (without any secret)
+   */
+  async create(input: { name: string; prefix: string; keyHash: string }): Promise<StoredApiKey> {
+    return this.prisma.apiKey.create({ data: input, select: { id: true, name: true, prefix: true, keyHash: true } });
+  }
+
+  /** The key with this SHA-256 hash, or `null`. */
+  async findByHash(keyHash: string): Promise<StoredApiKey | null> {
+    return this.prisma.apiKey.findUnique({ where: { keyHash }, select: { id: true, name: true, prefix: true, keyHash: true } });
+  }
+}

@@ -1,0 +1,83 @@
+import { Ajv, type AnySchema, type ValidateFunction } from 'ajv';
+import { Ajv2019 } from 'ajv/dist/2019';
+import { Ajv2020 } from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import { JSONSchemaFaker } from 'json-schema-faker';
+
+/** The outcome of checking one schema: a validator, or what is wrong with it. */
+export type SchemaCheck = { ok: true; validate: ValidateFunction } | { ok: false; error: string };
+
+const DRAFTS = {
+  'http://json-schema.org/draft-07/schema': () => new Ajv({ strict: false, allErrors: true }),
+  'https://json-schema.org/draft/2019-09/schema': () => new Ajv2019({ strict: false, allErrors: true }),
+  'https://json-schema.org/draft/2020-12/schema': () => new Ajv2020({ strict: false, allErrors: true }),
+} as const;
+
+/**
+ * Checks that `schema` is a valid JSON Schema (draft-07 when `$schema` is absent; 2019-09 and
+ * 2020-12 when named) with ajv 8 and ajv-formats, and compiles it. Unknown keywords are allowed
+ * (vendor extensions); remote `$ref`s are never fetched, so a reference outside the schema fails.
+ * Each call uses a fresh ajv instance, so schemas of different skills never share `$id`s or caches.
+ * @returns a validator, or the error text
+ */
+export function checkJsonSchema(schema: unknown): SchemaCheck {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
+    return { ok: false, error: 'must be a JSON object' };
+  }
+  const declared = (schema as { $schema?: unknown }).$schema;
+  const key = typeof declared === 'string' ? declared.replace(/#$/, '') : 'http://json-schema.org/draft-07/schema';
+  const make = DRAFTS[key as keyof typeof DRAFTS];
+  if (!make) return { ok: false, error: `unsupported $schema "${String(declared)}" (draft-07, 2019-09 and 2020-12 are supported)` };
+  const ajv = make();
+  addFormats(ajv);
+  const valid = ajv.validateSchema(schema as AnySchema);
+  if (!valid) return { ok: false, error: `not a valid JSON Schema: ${ajv.errorsText(ajv.errors, { dataVar: 'schema' })}` };
+  try {
+    return { ok: true, validate: ajv.compile(schema as AnySchema) };
+  } catch (err) {
+    return { ok: false, error: `cannot be compiled: ${err instanceof Error ? err.message : String(err)}` };
+  }
+}
+
+/**
+ * The ajv errors of the last validation as one line.
+ * @param validate a validator that just returned `false`
+ */
+export function validationErrors(validate: ValidateFunction): string {
+  return (validate.errors ?? [])
+    .slice(0, 5)
+    .map((e) => `${e.instancePath || '(root)'} ${e.message ?? 'is invalid'}`)
+    .join('; ');
+}
+
+JSONSchemaFaker.option({
+  alwaysFakeOptionals: true,
+  useDefaultValue: true,
+  useExamplesValue: true,
+  ignoreMissingRefs: true,
+  failOnInvalidTypes: true,
+  fillProperties: false,
+  maxItems: 5,
+  maxLength: 100,
+  refDepthMax: 3,
+});
+
+/**
+ * An input generated from `inputSchema` with json-schema-faker (examples and defaults preferred,
+ * optional properties filled, arrays ≤ 5 items, strings ≤ 100 characters), checked against the schema;
+ * up to `attempts` tries.
+ * @returns the generated value, or an error when no valid value was produced
+ */
+export function generateInput(inputSchema: object, validate: ValidateFunction, attempts = 5): { ok: true; value: unknown } | { ok: false; error: string } {
+  let last = '';
+  for (let i = 0; i < attempts; i++) {
+    try {
+      const value = JSONSchemaFaker.generate(inputSchema as Parameters<typeof JSONSchemaFaker.generate>[0]);
+      if (validate(value)) return { ok: true, value };
+      last = validationErrors(validate);
+    } catch (err) {
+      last = err instanceof Error ? err.message : String(err);
+    }
+  }
+  return { ok: false, error: `could not generate an input valid against input_schema: ${last}` };
+}

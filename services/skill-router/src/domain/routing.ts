@@ -1,0 +1,40 @@
+import type { CandidateRecord } from '../data/skills';
+import { rankSkills, type ScoredSkill } from './scoring';
+
+/** Where routing gets its candidates (data/skills.ts). */
+export interface CandidateSource {
+  routeCandidates(task: string, chains: string[] | undefined, limit: number): Promise<{ taskTerms: string[]; candidates: CandidateRecord[]; total: number }>;
+}
+
+/** A route request as the domain sees it. */
+export interface RouteInput {
+  task: string;
+  chains?: string[];
+  maxPriceUsd?: number;
+  maxLatencyMs?: number;
+  /** How many matches to return. */
+  limit: number;
+}
+
+/** The ranked matches and how many skills qualified. */
+export interface RouteOutcome {
+  matches: ScoredSkill<CandidateRecord>[];
+  /** Active skills matching the task's terms and the chain filter (before `limit`). */
+  totalMatches: number;
+}
+
+/**
+ * Routes a task (skill-router spec, POST /api/discover/route): full-text candidates from PostgreSQL
+ * (at most `candidateLimit`, best text rank first), each scored with the six weighted factors,
+ * ordered by score then `skill_id`.
+ */
+export async function routeTask(source: CandidateSource, input: RouteInput, candidateLimit: number): Promise<RouteOutcome> {
+  const { taskTerms, candidates, total } = await source.routeCandidates(input.task, input.chains, candidateLimit);
+  const ranked = rankSkills(candidates, {
+    taskTerms,
+    chains: input.chains,
+    maxPriceUsd: input.maxPriceUsd,
+    maxLatencyMs: input.maxLatencyMs,
+  });
+  return { matches: ranked.slice(0, input.limit), totalMatches: total };
+}

@@ -1,0 +1,212 @@
+/**
+ * The routing score (skill-router spec, "Scoring"): a weighted sum of six factors, each in [0, 1].
+ * Pure functions; the candidates come from the full-text index (data/skills.ts).
+ */
+
+/** The spec's factor weights; they sum to 1. */
+export const WEIGHTS = {
+  capability_match: 0.35,
+  chain_match: 0.2,
+  price_fit: 0.15,
+  reliability: 0.15,
+  latency_fit: 0.1,
+  popularity: 0.05,
+} as const;
+
+/** One of the six factors. */
+export type Factor = keyof typeof WEIGHTS;
+
+/** The factors in the spec's order (also the order of `match_reasons`). */
+export const FACTORS = Object.keys(WEIGHTS) as Factor[];
+
+/** Without a budget, a price of this many USD per call scores 0.5 on `price_fit`. */
+export const PRICE_REFERENCE_USD = 0.01;
+/** Without a latency requirement, this average latency (ms) scores 0.5 on `latency_fit`. */
+export const LATENCY_REFERENCE_MS = 1000;
+/** Calls in 30 days at which the volume half of `popularity` reaches 1 (log scale). */
+export const POPULARITY_CALLS_SATURATION = 10_000;
+/** Bayesian average of satisfaction: this many virtual ratings of {@link RATING_PRIOR} are added. */
+export const RATING_PRIOR_WEIGHT = 5;
+/** The neutral satisfaction (1–5 scale) unrated skills start from. */
+export const RATING_PRIOR = 3;
+
+/** What scoring needs from a caller's route request. */
+export interface RouteQuery {
+  /** The task's stemmed lexemes, stop words removed (PostgreSQL `english` configuration), distinct. */
+  taskTerms: string[];
+  /** Required chains (lowercase); empty or absent: no chain requirement. */
+  chains?: string[];
+  /** Budget per call in USD. */
+  maxPriceUsd?: number;
+  /** Largest acceptable average latency in ms. */
+  maxLatencyMs?: number;
+}
+
+/** What scoring needs from a skill. */
+export interface ScoringSkill {
+  skillId: string;
+  /** Stemmed lexemes of the skill's capabilities and description. */
+  matchTerms: string[];
+  /** Supported chains (lowercase). */
+  chains: string[];
+  /** Price per call in USD; 0 is free. */
+  priceUsd: number;
+  /** Share of successful health checks and call reports over the last 24 hours, 0..1. */
+  successRate24h: number;
+  /** Average latency in ms over the last 24 hours; `null` when unknown. */
+  avgLatencyMs: number | null;
+  /** Call reports over the last 30 days. */
+  calls30d: number;
+  /** Sum and count of satisfaction ratings (1–5) over the last 30 days. */
+  ratingSum: number;
+  ratingCount: number;
+}
+
+/** A factor's value and, when it counted (value > 0), the human-readable reason. */
+export interface FactorResult {
+  value: number;
+  reason?: string;
+}
+
+/** A skill's score: the weighted sum (rounded to 6 decimals), each factor and the reasons. */
+export interface ScoredSkill<S extends ScoringSkill = ScoringSkill> {
+  skill: S;
+  /** 0..1, rounded to 6 decimals (ties compare on this rounded value). */
+  score: number;
+  factors: Record<Factor, number>;
+  /** One line per factor whose value is above 0, in {@link FACTORS} order. */
+  reasons: string[];
+}
+
+const clamp01 = (x: number) => (Number.isFinite(x) ? Math.min(1, Math.max(0, x)) : 0);
+const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+const usd = (x: number) => `$${x.toFixed(x < 0.01 ? 4 : 3)}`;
+
+/**
+ * `capability_match`: the share of the task's terms found among the skill's capability and
+ * description terms, |task ∩ skill| / |task|. No task terms: 0.
+ */
+export function capabilityMatch(taskTerms: string[], skillTerms: string[]): FactorResult & { matched: string[] } {
+  const task = [...new Set(taskTerms)];
+  if (task.length === 0) return { value: 0, matched: [] };
+  const skill = new Set(skillTerms);
+  const matched = task.filter((t) => skill.has(t)).sort();
+  const value = matched.length / task.length;
+  return {
+    value,
+    matched,
+    reason:
+      matched.length > 0
+        ? `capability_match ${value.toFixed(2)}: task terms ${matched.map((m) => `"${m}"`).join(', ')} found in capabilities or description (${matched.length} of ${task.length})`
+        : undefined,
+  };
+}
+
+/**
+ * `chain_match`: with no requested chains, 1 for every skill; otherwise the share of requested chains
+ * the skill supports, and `null` (excluded, the spec's hard filter) when it supports none of them.
+ */
+export function chainMatch(requested: string[] | undefined, supported: string[]): FactorResult | null {
+  const wanted = [...new Set(requested ?? [])];
+  if (wanted.length === 0) return { value: 1, reason: 'chain_match 1.00: no chain requirement' };
+  const have = new Set(supported);
+  const hits = wanted.filter((c) => have.has(c));
+  if (hits.length === 0) return null;
+  const value = hits.length / wanted.length;
+  return { value, reason: `chain_match ${value.toFixed(2)}: supports ${hits.join(', ')} (${hits.length} of ${wanted.length} requested)` };
+}
+
+/**
+ * `price_fit`: free is 1. With a budget B: a price p ≤ B scores 1 − p / (2B) (0.5..1), above B 0.
+ * Without a budget: 1 / (1 + p / {@link PRICE_REFERENCE_USD}).
+ * @param priceUsd price per call in USD
+ * @param budgetUsd `max_price_usd`, if given
+ */
+export function priceFit(priceUsd: number, budgetUsd?: number): FactorResult {
+  if (priceUsd <= 0) return { value: 1, reason: 'price_fit 1.00: free' };
+  if (budgetUsd !== undefined) {
+    if (priceUsd > budgetUsd) return { value: 0 };
+    const value = clamp01(1 - priceUsd / (2 * budgetUsd));
+    return { value, reason: `price_fit ${value.toFixed(2)}: ${usd(priceUsd)} per call within the ${usd(budgetUsd)} budget` };
+  }
+  const value = clamp01(1 / (1 + priceUsd / PRICE_REFERENCE_USD));
+  return { value, reason: `price_fit ${value.toFixed(2)}: ${usd(priceUsd)} per call` };
+}
+
+/** `reliability`: the 24-hour success rate itself. */
+export function reliability(successRate24h: number): FactorResult {
+  const value = clamp01(successRate24h);
+  return value > 0 ? { value, reason: `reliability ${value.toFixed(2)}: ${pct(value)} of checks and calls succeeded in the last 24 h` } : { value };
+}
+
+/**
+ * `latency_fit`: unknown latency 0.5. With a limit M: a latency L ≤ M scores 1 − L / (2M) (0.5..1),
+ * above M 0. Without a limit: 1 / (1 + L / {@link LATENCY_REFERENCE_MS}).
+ * @param avgLatencyMs average latency in ms, or `null`
+ * @param maxLatencyMs `max_latency_ms`, if given
+ */
+export function latencyFit(avgLatencyMs: number | null, maxLatencyMs?: number): FactorResult {
+  if (avgLatencyMs === null) return { value: 0.5, reason: 'latency_fit 0.50: no latency measured yet' };
+  const ms = Math.round(avgLatencyMs);
+  if (maxLatencyMs !== undefined) {
+    if (avgLatencyMs > maxLatencyMs) return { value: 0 };
+    const value = clamp01(1 - avgLatencyMs / (2 * maxLatencyMs));
+    return { value, reason: `latency_fit ${value.toFixed(2)}: average ${ms} ms within the ${maxLatencyMs} ms limit` };
+  }
+  const value = clamp01(1 / (1 + avgLatencyMs / LATENCY_REFERENCE_MS));
+  return { value, reason: `latency_fit ${value.toFixed(2)}: average ${ms} ms` };
+}
+
+/**
+ * `popularity`: half call volume, half rating. Volume = log10(1 + calls30d) / log10(1 +
+ * {@link POPULARITY_CALLS_SATURATION}), capped at 1. Rating = the Bayesian average of satisfaction
+ * ((sum + 3·5) / (count + 5), 1–5) mapped to 0..1, so a few ratings move it little.
+ */
+export function popularity(calls30d: number, ratingSum: number, ratingCount: number): FactorResult {
+  const volume = clamp01(Math.log10(1 + Math.max(0, calls30d)) / Math.log10(1 + POPULARITY_CALLS_SATURATION));
+  const bayes = (ratingSum + RATING_PRIOR * RATING_PRIOR_WEIGHT) / (ratingCount + RATING_PRIOR_WEIGHT);
+  const rating = clamp01((bayes - 1) / 4);
+  const value = clamp01(0.5 * volume + 0.5 * rating);
+  const rated = ratingCount > 0 ? `rated ${(ratingSum / ratingCount).toFixed(1)}/5 by ${ratingCount}` : 'not rated yet';
+  return { value, reason: `popularity ${value.toFixed(2)}: ${calls30d} calls in 30 days, ${rated}` };
+}
+
+/**
+ * Scores one skill for a route query.
+ * @returns the score, or `null` when the chain hard filter excludes the skill
+ */
+export function scoreSkill<S extends ScoringSkill>(skill: S, query: RouteQuery): ScoredSkill<S> | null {
+  const chain = chainMatch(query.chains, skill.chains);
+  if (!chain) return null;
+  const results: Record<Factor, FactorResult> = {
+    capability_match: capabilityMatch(query.taskTerms, skill.matchTerms),
+    chain_match: chain,
+    price_fit: priceFit(skill.priceUsd, query.maxPriceUsd),
+    reliability: reliability(skill.successRate24h),
+    latency_fit: latencyFit(skill.avgLatencyMs, query.maxLatencyMs),
+    popularity: popularity(skill.calls30d, skill.ratingSum, skill.ratingCount),
+  };
+  let sum = 0;
+  const factors = {} as Record<Factor, number>;
+  const reasons: string[] = [];
+  for (const f of FACTORS) {
+    const r = results[f];
+    factors[f] = r.value;
+    sum += WEIGHTS[f] * r.value;
+    if (r.value > 0 && r.reason) reasons.push(r.reason);
+  }
+  return { skill, score: Math.round(clamp01(sum) * 1e6) / 1e6, factors, reasons };
+}
+
+/**
+ * Scores and orders skills: highest score first, ties by `skill_id` ascending (code-unit order).
+ * Skills the chain filter excludes are dropped.
+ */
+export function rankSkills<S extends ScoringSkill>(skills: S[], query: RouteQuery): ScoredSkill<S>[] {
+  const scored: ScoredSkill<S>[] = [];
+  for (const s of skills) {
+    const r = scoreSkill(s, query);
+    if (r) scored.push(r);
+  }
+  return scored.sort((a, b) => b.score - a.score || (a.skill.skillId < b.skill.skillId ? -1 : a.skill.skillId > b.skill.skillId ? 1 : 0));
+}

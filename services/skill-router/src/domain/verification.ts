@@ -1,0 +1,132 @@
+import { VERIFICATION_STEPS, type VerificationStepResult } from '../schemas';
+import { checkJsonSchema, generateInput, validationErrors } from './json-schema';
+
+/** The answer of one outbound HTTP request to a skill endpoint. */
+export type HttpOutcome =
+  | { ok: true; status: number; latencyMs: number; contentType: string | null; body: string }
+  | { ok: false; latencyMs: number; error: string; kind: 'timeout' | 'refused' | 'network' | 'too_large' };
+
+/** The outbound HTTP the verification needs (implemented over undici with the SSRF guard). */
+export interface SkillHttp {
+  /** `GET url`: the health probe. */
+  get(url: string): Promise<HttpOutcome>;
+  /** `POST url` with a JSON body: the test call. */
+  postJson(url: string, body: unknown): Promise<HttpOutcome>;
+}
+
+/** A probe as stored in `health_checks`. */
+export interface Probe {
+  ok: boolean;
+  latencyMs: number | null;
+  statusCode: number | null;
+  error: string | null;
+}
+
+/** Result of {@link verifySkill}. */
+export interface VerificationResult {
+  passed: boolean;
+  steps: VerificationStepResult[];
+  /** `step: detail` of the first failed step; `null` when every step passed. */
+  reason: string | null;
+  /** The health probe and the test call, recorded as health checks. */
+  probes: Probe[];
+}
+
+/**
+ * The health probe: `GET endpoint` answered with any status below 500 within the timeout counts as
+ * reachable (many skill endpoints accept only POST, so 404/405 are fine; 5xx is not).
+ */
+export async function probeHealth(http: SkillHttp, endpoint: string): Promise<Probe & { detail: string }> {
+  const res = await http.get(endpoint);
+  if (!res.ok) return { ok: false, latencyMs: res.kind === 'timeout' ? null : res.latencyMs, statusCode: null, error: res.error, detail: res.error };
+  const ok = res.status < 500;
+  const detail = ok ? `reachable: HTTP ${res.status} in ${res.latencyMs} ms` : `HTTP ${res.status} from GET ${endpoint}`;
+  return { ok, latencyMs: res.latencyMs, statusCode: res.status, error: ok ? null : detail, detail };
+}
+
+/**
+ * Verifies a registered skill (skill-router spec, "States and transitions"):
+ * 1. `endpoint_health_check`: {@link probeHealth};
+ * 2. `schema_validation`: input_schema and output_schema are valid JSON Schema (ajv);
+ * 3. `test_call`: POST an input generated from input_schema; the answer must be 2xx JSON valid against
+ *    output_schema. Skipped when a step before it failed.
+ * @param refusal when set, the endpoint was refused by the SSRF policy: step 1 fails with it and no
+ *   request is sent
+ */
+export async function verifySkill(
+  http: SkillHttp,
+  skill: { endpoint: string; inputSchema: unknown; outputSchema: unknown },
+  refusal?: string,
+): Promise<VerificationResult> {
+  const steps: VerificationStepResult[] = [];
+  const probes: Probe[] = [];
+  const timed = async <T>(fn: () => Promise<T> | T): Promise<[T, number]> => {
+    const t0 = performance.now();
+    const v = await fn();
+    return [v, Math.round(performance.now() - t0)];
+  };
+
+  // 1. endpoint_health_check
+  if (refusal) {
+    steps.push({ step: 'endpoint_health_check', status: 'failed', detail: `endpoint refused: ${refusal}`, duration_ms: 0 });
+  } else {
+    const [probe, duration] = await timed(() => probeHealth(http, skill.endpoint));
+    const { detail, ...stored } = probe;
+    probes.push(stored);
+    steps.push({ step: 'endpoint_health_check', status: probe.ok ? 'passed' : 'failed', detail, duration_ms: duration });
+  }
+
+  // 2. schema_validation
+  const [schemas, schemaMs] = await timed(() => ({ input: checkJsonSchema(skill.inputSchema), output: checkJsonSchema(skill.outputSchema) }));
+  const schemaProblems = [
+    ...(schemas.input.ok ? [] : [`input_schema ${schemas.input.error}`]),
+    ...(schemas.output.ok ? [] : [`output_schema ${schemas.output.error}`]),
+  ];
+  steps.push({
+    step: 'schema_validation',
+    status: schemaProblems.length === 0 ? 'passed' : 'failed',
+    detail: schemaProblems.length === 0 ? 'input_schema and output_schema are valid JSON Schema' : schemaProblems.join('; '),
+    duration_ms: schemaMs,
+  });
+
+  // 3. test_call
+  const failedBefore = steps.find((s) => s.status === 'failed');
+  if (failedBefore || !schemas.input.ok || !schemas.output.ok) {
+    steps.push({ step: 'test_call', status: 'skipped', detail: `skipped: ${failedBefore?.step ?? 'schema_validation'} failed`, duration_ms: 0 });
+  } else {
+    const inputCheck = schemas.input;
+    const outputCheck = schemas.output;
+    const [outcome, duration] = await timed(async (): Promise<{ ok: boolean; detail: string; probe?: Probe }> => {
+      const input = generateInput(skill.inputSchema as object, inputCheck.validate);
+      if (!input.ok) return { ok: false, detail: input.error };
+      const res = await http.postJson(skill.endpoint, input.value);
+      if (!res.ok) {
+        return { ok: false, detail: res.error, probe: { ok: false, latencyMs: res.kind === 'timeout' ? null : res.latencyMs, statusCode: null, error: res.error } };
+      }
+      const fail = (detail: string) => ({ ok: false, detail, probe: { ok: false, latencyMs: res.latencyMs, statusCode: res.status, error: detail } });
+      if (res.status < 200 || res.status > 299) return fail(`HTTP ${res.status} from POST ${skill.endpoint}`);
+      let body: unknown;
+      try {
+        body = JSON.parse(res.body);
+      } catch {
+        return fail('the response is not JSON');
+      }
+      if (!outputCheck.validate(body)) return fail(`the response does not match output_schema: ${validationErrors(outputCheck.validate)}`);
+      return {
+        ok: true,
+        detail: `HTTP ${res.status} in ${res.latencyMs} ms, response valid against output_schema`,
+        probe: { ok: true, latencyMs: res.latencyMs, statusCode: res.status, error: null },
+      };
+    });
+    if (outcome.probe) probes.push(outcome.probe);
+    steps.push({ step: 'test_call', status: outcome.ok ? 'passed' : 'failed', detail: outcome.detail, duration_ms: duration });
+  }
+
+  const firstFailure = steps.find((s) => s.status === 'failed');
+  return {
+    passed: !firstFailure && steps.length === VERIFICATION_STEPS.length,
+    steps,
+    reason: firstFailure ? `${firstFailure.step}: ${firstFailure.detail}` : null,
+    probes,
+  };
+}

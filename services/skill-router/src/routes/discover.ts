@@ -1,0 +1,201 @@
+import { Router } from 'express';
+import { AppError, notFound } from '@repo/errors';
+import { validate, validated } from '@repo/service-kit';
+import { z } from 'zod';
+import type { ApiKeyRepository } from '../data/api-keys';
+import type { RateLimit } from '../data/rate-limits';
+import type { SkillDetailRecord, SkillRecord, SkillRepository } from '../data/skills';
+import { routeTask } from '../domain/routing';
+import {
+  ListSkillsQuery,
+  RegisterSkillRequest,
+  ReportRequest,
+  RouteRequest,
+  SkillDetail,
+  SkillId,
+  SkillSummary,
+  VERIFICATION_STEPS,
+  type RouteResponse,
+  type SkillList,
+} from '../schemas';
+import { authenticatedKey, requireApiKey } from './auth';
+
+/** Dependencies of {@link discoverRouter}. */
+export interface DiscoverDeps {
+  keys: ApiKeyRepository;
+  skills: SkillRepository;
+  /** Reports per key and skill (REPORT_LIMIT_*). */
+  reportLimit: RateLimit;
+  /** Refuses endpoints the SSRF policy does not allow; `null` when allowed. */
+  endpointRefusal: (url: string) => Promise<string | null>;
+  routeCandidateLimit: number;
+  routeDefaultMatches: number;
+  now: () => Date;
+  /** Called after a registration (metrics). */
+  onRegistered?: (outcome: 'created' | 'updated') => void;
+  /** Called after a route request with the number of matches (metrics). */
+  onRouted?: (matches: number) => void;
+}
+
+const round = (x: number, digits: number) => Math.round(x * 10 ** digits) / 10 ** digits;
+
+function metricsOf(s: SkillRecord) {
+  return {
+    success_rate_24h: round(s.successRate24h, 4),
+    avg_latency_ms: s.avgLatencyMs === null ? 0 : round(s.avgLatencyMs, 1),
+    calls_30d: s.calls30d,
+  };
+}
+
+function summary(s: SkillRecord): z.infer<typeof SkillSummary> {
+  return {
+    skill_id: s.skillId,
+    name: s.name,
+    provider: s.provider,
+    description: s.description,
+    capabilities: s.capabilities,
+    chains: s.chains,
+    pricing: { model: s.pricingModel, price_usd: s.priceUsd },
+    endpoint: s.endpoint,
+    status: s.status,
+    metrics: {
+      ...metricsOf(s),
+      rating: s.ratingCount > 0 ? round(s.ratingSum / s.ratingCount, 2) : null,
+      ratings_30d: s.ratingCount,
+      popularity: round(s.popularity, 4),
+    },
+    created_at: s.createdAt.toISOString(),
+    updated_at: s.updatedAt.toISOString(),
+  };
+}
+
+/**
+ * The `/api/discover` endpoints (skill-router spec, "Endpoints"): route, skills list and detail,
+ * register and report. Route, register and report need `x-api-key`.
+ */
+export function discoverRouter(deps: DiscoverDeps): Router {
+  const router = Router();
+  const auth = requireApiKey(deps.keys);
+
+  router.post('/route', auth, validate({ body: RouteRequest }), async (_req, res) => {
+    const { body } = validated<unknown, unknown, RouteRequest>(res.locals);
+    const outcome = await routeTask(
+      deps.skills,
+      {
+        task: body.task,
+        chains: body.requirements?.chains,
+        maxPriceUsd: body.requirements?.max_price_usd,
+        maxLatencyMs: body.requirements?.max_latency_ms,
+        limit: body.limit ?? deps.routeDefaultMatches,
+      },
+      deps.routeCandidateLimit,
+    );
+    deps.onRouted?.(outcome.matches.length);
+    const answer: z.infer<typeof RouteResponse> = {
+      matches: outcome.matches.map((m) => ({
+        skill_id: m.skill.skillId,
+        name: m.skill.name,
+        match_score: m.score,
+        match_reasons: m.reasons,
+        pricing: { per_call_usd: m.skill.priceUsd },
+        metrics: metricsOf(m.skill),
+        endpoint: m.skill.endpoint,
+      })),
+      total_matches: outcome.totalMatches,
+      routed_at: deps.now().toISOString(),
+    };
+    res.json(answer);
+  });
+
+  router.get('/skills', validate({ query: ListSkillsQuery }), async (_req, res) => {
+    const { query } = validated<ListSkillsQuery>(res.locals);
+    const page = await deps.skills.list(query);
+    const body: z.infer<typeof SkillList> = {
+      skills: page.items.map(summary),
+      total: page.total,
+      limit: query.limit,
+      offset: query.offset,
+    };
+    res.json(body);
+  });
+
+  router.get('/skills/:id', validate({ params: z.object({ id: SkillId }) }), async (_req, res) => {
+    const { params } = validated<unknown, { id: string }>(res.locals);
+    const skill = await deps.skills.get(params.id);
+    if (!skill) throw notFound(`Skill ${params.id}`);
+    const live = await deps.skills.metricWindow(skill.skillId);
+    // Live values over the windows; with no observation in 24 h the last known values stay.
+    const current: SkillDetailRecord = {
+      ...skill,
+      successRate24h: live.observations24h > 0 ? live.successes24h / live.observations24h : skill.successRate24h,
+      avgLatencyMs: live.avgLatencyMs ?? skill.avgLatencyMs,
+      calls30d: live.calls30d,
+      ratingSum: live.ratingSum,
+      ratingCount: live.ratingCount,
+    };
+    const body: z.infer<typeof SkillDetail> = {
+      ...summary(current),
+      input_schema: skill.inputSchema,
+      output_schema: skill.outputSchema,
+      verification: {
+        steps: skill.verification,
+        reason: skill.verificationReason,
+        verified_at: skill.verifiedAt?.toISOString() ?? null,
+      },
+      health: {
+        last_check_at: skill.lastHealthCheckAt?.toISOString() ?? null,
+        consecutive_failures: skill.consecutiveFailures,
+        checks_24h: live.checks24h,
+      },
+      metrics_at: deps.now().toISOString(),
+    };
+    res.json(body);
+  });
+
+  router.post('/register', auth, validate({ body: RegisterSkillRequest }), async (_req, res) => {
+    const { body } = validated<unknown, unknown, RegisterSkillRequest>(res.locals);
+    const refusal = await deps.endpointRefusal(body.endpoint);
+    if (refusal) {
+      throw new AppError('invalid_request', `Invalid request: body.endpoint: ${refusal}`, {
+        details: [{ path: 'body.endpoint', message: refusal }],
+      });
+    }
+    const key = authenticatedKey(res.locals);
+    const result = await deps.skills.upsert(body, key.id);
+    if (result.outcome === 'forbidden') {
+      throw new AppError('forbidden', `Skill ${body.skill_id} was registered with another API key; only that key may update it`);
+    }
+    deps.onRegistered?.(result.outcome);
+    res.status(result.outcome === 'created' ? 201 : 200).json({
+      ok: true,
+      skill_id: body.skill_id,
+      status: 'pending_verification',
+      verification_steps: [...VERIFICATION_STEPS],
+    });
+  });
+
+  router.post('/report', auth, validate({ body: ReportRequest }), async (_req, res) => {
+    const { body } = validated<unknown, unknown, ReportRequest>(res.locals);
+    const key = authenticatedKey(res.locals);
+    if (!(await deps.skills.exists(body.skill_id))) throw notFound(`Skill ${body.skill_id}`);
+    const decision = await deps.reportLimit.consume(`${key.id}:${body.skill_id}`);
+    if (!decision.allowed) {
+      throw new AppError('rate_limited', `Too many reports for skill ${body.skill_id} from this API key; retry in ${decision.retryAfterSeconds} s`, {
+        headers: { 'Retry-After': String(decision.retryAfterSeconds) },
+        details: { retry_after_seconds: decision.retryAfterSeconds },
+      });
+    }
+    await deps.skills.addReport({
+      skillId: body.skill_id,
+      apiKeyId: key.id,
+      caller: body.caller,
+      callResult: body.call_result,
+      latencyMs: body.latency_ms,
+      satisfaction: body.satisfaction,
+      notes: body.notes,
+    });
+    res.json({ ok: true });
+  });
+
+  return router;
+}

@@ -1,0 +1,115 @@
+import type { Application } from 'express';
+import { parseAllowlist } from '@repo/ssrf-guard';
+import type { Logger } from '@repo/service-kit';
+import { createApp } from './app';
+import type { SkillRouterConfig } from './config';
+import { ApiKeyRepository } from './data/api-keys';
+import { createDb, type Db } from './data/prisma';
+import { createRateLimit } from './data/rate-limits';
+import { SkillRepository } from './data/skills';
+import type { SkillRouterMetrics } from './metrics';
+import { startHealthWorker } from './workers/health';
+import { createSkillHttp, type GuardedSkillHttp } from './workers/http';
+import type { Loop } from './workers/loop';
+import { startVerificationWorker } from './workers/verification';
+
+/** The wired service: database, repositories, the app and (when started) the workers. */
+export interface Runtime {
+  app: Application;
+  db: Db;
+  skills: SkillRepository;
+  keys: ApiKeyRepository;
+  http: GuardedSkillHttp;
+  /** Starts the verification and health workers (no-op when already started). */
+  startWorkers(): { verification: Loop; health: Loop };
+  /** The running workers, if started. */
+  workers?: { verification: Loop; health: Loop };
+  /** Marks the service not ready (`/readyz` 503) ahead of shutdown. */
+  markShuttingDown(): void;
+  /** Stops the workers and closes outbound connections and the database. */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the whole service from its configuration exactly as production runs it; `main.ts` and the
+ * test harness both use it. Workers are not started here (see {@link Runtime.startWorkers}).
+ */
+export function createRuntime(config: SkillRouterConfig, logger: Logger, metrics?: SkillRouterMetrics): Runtime {
+  const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+  const skills = new SkillRepository(db.prisma);
+  const keys = new ApiKeyRepository(db.prisma);
+  const policy = { allowlist: parseAllowlist(config.SSRF_ALLOWLIST) };
+  const http = createSkillHttp({ policy, timeoutMs: config.VERIFY_TIMEOUT_MS, maxResponseBytes: config.MAX_RESPONSE_BYTES });
+  const healthHttp =
+    config.HEALTH_CHECK_TIMEOUT_MS === config.VERIFY_TIMEOUT_MS
+      ? http
+      : createSkillHttp({ policy, timeoutMs: config.HEALTH_CHECK_TIMEOUT_MS, maxResponseBytes: config.MAX_RESPONSE_BYTES });
+  let shuttingDown = false;
+  const dbReady = () => db.prisma.$queryRawUnsafe('SELECT 1').then(() => true, () => false);
+
+  const app = createApp({
+    logger,
+    keys,
+    skills,
+    keyCreationLimit: createRateLimit(db.pool, { keyPrefix: 'auth_key_ip', points: config.KEY_CREATION_LIMIT_PER_MINUTE, durationSeconds: 60 }),
+    reportLimit: createRateLimit(db.pool, {
+      keyPrefix: 'report_key_skill',
+      points: config.REPORT_LIMIT_PER_KEY_SKILL,
+      durationSeconds: config.REPORT_LIMIT_WINDOW_SECONDS,
+    }),
+    endpointRefusal: (url) => http.refusal(url),
+    dbReady,
+    isReady: async () => !shuttingDown && (await dbReady()),
+    routeCandidateLimit: config.ROUTE_CANDIDATE_LIMIT,
+    routeDefaultMatches: config.ROUTE_DEFAULT_MATCHES,
+    trustProxy: config.TRUST_PROXY,
+    bodyLimit: config.BODY_LIMIT,
+    corsOrigins: config.CORS_ORIGINS?.split(',').map((o) => o.trim()).filter(Boolean),
+    metrics,
+  });
+
+  const runtime: Runtime = {
+    app,
+    db,
+    skills,
+    keys,
+    http,
+    startWorkers() {
+      runtime.workers ??= {
+        verification: startVerificationWorker(
+          { skills, http, logger },
+          {
+            intervalMs: config.VERIFY_INTERVAL_MS,
+            batchSize: config.VERIFY_BATCH_SIZE,
+            leaseMs: config.VERIFY_LEASE_MS,
+            healthIntervalMs: config.HEALTH_CHECK_INTERVAL_MS,
+            onVerified: metrics?.onVerified,
+          },
+        ),
+        health: startHealthWorker(
+          { skills, http: healthHttp, logger },
+          {
+            pollIntervalMs: config.HEALTH_POLL_INTERVAL_MS,
+            checkIntervalMs: config.HEALTH_CHECK_INTERVAL_MS,
+            batchSize: config.HEALTH_BATCH_SIZE,
+            failuresToSuspend: config.HEALTH_FAILURES_TO_SUSPEND,
+            successesToResume: config.HEALTH_SUCCESSES_TO_RESUME,
+            onChecked: metrics?.onHealthChecked,
+          },
+        ),
+      };
+      return runtime.workers;
+    },
+    markShuttingDown() {
+      shuttingDown = true;
+    },
+    async close() {
+      shuttingDown = true;
+      if (runtime.workers) await Promise.all([runtime.workers.verification.stop(), runtime.workers.health.stop()]);
+      await http.close();
+      if (healthHttp !== http) await healthHttp.close();
+      await db.close();
+    },
+  };
+  return runtime;
+}

@@ -1,0 +1,222 @@
+import { z } from 'zod';
+
+/**
+ * Wire schemas of the skill-router API (skill-router spec, "Resources and their fields"), used to
+ * validate requests and to generate the OpenAPI document.
+ */
+
+/** Skill statuses: pending_verification -> active | verification_failed; active <-> suspended. */
+export const SkillStatus = z.enum(['pending_verification', 'active', 'verification_failed', 'suspended']);
+/** Inferred type of {@link SkillStatus}. */
+export type SkillStatus = z.infer<typeof SkillStatus>;
+
+/** The verification steps, in the order they run (spec, "States and transitions"). */
+export const VERIFICATION_STEPS = ['endpoint_health_check', 'schema_validation', 'test_call'] as const;
+/** One of {@link VERIFICATION_STEPS}. */
+export type VerificationStep = (typeof VERIFICATION_STEPS)[number];
+
+/** Allowed `call_result` values of a report. */
+export const CallResult = z.enum(['success', 'failure', 'timeout', 'error']);
+/** Inferred type of {@link CallResult}. */
+export type CallResult = z.infer<typeof CallResult>;
+
+/** An id usable in a URL path: letters, digits, `.`, `_`, `:`, `-`; 1–128 characters. */
+export const SkillId = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, 'must be 1-128 characters: letters, digits, ".", "_", ":", "-", starting with a letter or digit');
+
+const tag = (what: string) =>
+  z
+    .string()
+    .trim()
+    .min(1, `${what} must not be empty`)
+    .max(64)
+    .transform((s) => s.toLowerCase());
+
+/** Body of POST /api/auth/key. */
+export const CreateKeyRequest = z.object({ name: z.string().trim().min(1).max(100) });
+/** Inferred type of {@link CreateKeyRequest}. */
+export type CreateKeyRequest = z.infer<typeof CreateKeyRequest>;
+
+/** Answer of POST /api/auth/key; `api_key` is shown only here. */
+export const CreateKeyResponse = z.object({
+  ok: z.literal(true),
+  api_key: z.string(),
+  prefix: z.string(),
+  message: z.string(),
+});
+
+/** A JSON Schema document (checked by the schema_validation step, not here). */
+const JsonSchemaObject = z.record(z.string(), z.unknown());
+
+/** Body of POST /api/discover/register (spec, "Skill (register input)"). */
+export const RegisterSkillRequest = z.object({
+  skill_id: SkillId,
+  name: z.string().trim().min(1).max(200),
+  provider: z.string().trim().min(1).max(200),
+  description: z.string().trim().min(10, 'must be at least 10 characters').max(5000),
+  capabilities: z.array(tag('a capability')).min(1).max(50),
+  chains: z.array(tag('a chain')).max(50),
+  pricing: z.object({
+    model: z.string().trim().min(1).max(50),
+    price_usd: z.number().min(0).max(1_000_000),
+  }),
+  endpoint: z
+    .url({ protocol: /^https?$/, error: 'must be an http or https URL' })
+    .max(2048),
+  input_schema: JsonSchemaObject,
+  output_schema: JsonSchemaObject,
+});
+/** Inferred type of {@link RegisterSkillRequest}. */
+export type RegisterSkillRequest = z.infer<typeof RegisterSkillRequest>;
+
+/** Answer of POST /api/discover/register. */
+export const RegisterSkillResponse = z.object({
+  ok: z.literal(true),
+  skill_id: z.string(),
+  status: z.literal('pending_verification'),
+  verification_steps: z.array(z.enum(VERIFICATION_STEPS)),
+});
+
+/** Body of POST /api/discover/route (spec, "Route request"). */
+export const RouteRequest = z.object({
+  task: z.string().trim().min(1).max(2000),
+  requirements: z
+    .object({
+      chains: z.array(tag('a chain')).max(50).optional(),
+      max_price_usd: z.number().min(0).optional(),
+      max_latency_ms: z.number().int().min(1).optional(),
+    })
+    .optional(),
+  context: z.object({ caller_agent: z.string().max(200).optional(), urgency: z.string().max(50).optional() }).optional(),
+  /** Extension: how many matches to return (default ROUTE_DEFAULT_MATCHES, at most 100). */
+  limit: z.number().int().min(1).max(100).optional(),
+});
+/** Inferred type of {@link RouteRequest}. */
+export type RouteRequest = z.infer<typeof RouteRequest>;
+
+/** Live metrics of a skill. */
+export const SkillMetrics = z.object({
+  success_rate_24h: z.number(),
+  avg_latency_ms: z.number(),
+  calls_30d: z.number().int(),
+});
+
+/** One element of `matches` (spec, "Route match"). */
+export const RouteMatch = z.object({
+  skill_id: z.string(),
+  name: z.string(),
+  match_score: z.number().min(0).max(1),
+  match_reasons: z.array(z.string()),
+  pricing: z.object({ per_call_usd: z.number() }),
+  metrics: SkillMetrics,
+  endpoint: z.string(),
+});
+
+/** Answer of POST /api/discover/route. */
+export const RouteResponse = z.object({
+  matches: z.array(RouteMatch),
+  total_matches: z.number().int(),
+  routed_at: z.iso.datetime(),
+});
+
+/** Query of GET /api/discover/skills. */
+export const ListSkillsQuery = z.object({
+  category: tag('category').optional(),
+  chain: tag('chain').optional(),
+  search: z.string().trim().min(1).max(200).optional(),
+  sort: z.enum(['popularity', 'newest']).default('popularity'),
+  limit: z
+    .string()
+    .regex(/^[0-9]+$/, 'must be an integer from 1 to 100')
+    .transform(Number)
+    .pipe(z.number().int().min(1).max(100))
+    .default(20),
+  offset: z
+    .string()
+    .regex(/^[0-9]+$/, 'must be a non-negative integer')
+    .transform(Number)
+    .pipe(z.number().int().min(0).max(1_000_000))
+    .default(0),
+});
+/** Inferred type of {@link ListSkillsQuery}. */
+export type ListSkillsQuery = z.infer<typeof ListSkillsQuery>;
+
+/** A skill in the directory listing. */
+export const SkillSummary = z.object({
+  skill_id: z.string(),
+  name: z.string(),
+  provider: z.string(),
+  description: z.string(),
+  capabilities: z.array(z.string()),
+  chains: z.array(z.string()),
+  pricing: z.object({ model: z.string(), price_usd: z.number() }),
+  endpoint: z.string(),
+  status: SkillStatus,
+  metrics: SkillMetrics.extend({
+    /** Average satisfaction 1–5 over 30 days, null when unrated. */
+    rating: z.number().nullable(),
+    ratings_30d: z.number().int(),
+    popularity: z.number(),
+  }),
+  created_at: z.iso.datetime(),
+  updated_at: z.iso.datetime(),
+});
+
+/** Answer of GET /api/discover/skills: one page and the total for paging. */
+export const SkillList = z.object({
+  skills: z.array(SkillSummary),
+  total: z.number().int(),
+  limit: z.number().int(),
+  offset: z.number().int(),
+});
+
+/** One verification step's outcome. */
+export const VerificationStepResult = z.object({
+  step: z.enum(VERIFICATION_STEPS),
+  status: z.enum(['passed', 'failed', 'skipped']),
+  detail: z.string(),
+  duration_ms: z.number().int(),
+});
+/** Inferred type of {@link VerificationStepResult}. */
+export type VerificationStepResult = z.infer<typeof VerificationStepResult>;
+
+/** Answer of GET /api/discover/skills/:id: the skill, its schemas, verification and live metrics. */
+export const SkillDetail = SkillSummary.extend({
+  input_schema: z.record(z.string(), z.unknown()),
+  output_schema: z.record(z.string(), z.unknown()),
+  verification: z.object({
+    steps: z.array(VerificationStepResult),
+    reason: z.string().nullable(),
+    verified_at: z.iso.datetime().nullable(),
+  }),
+  health: z.object({
+    last_check_at: z.iso.datetime().nullable(),
+    consecutive_failures: z.number().int(),
+    checks_24h: z.number().int(),
+  }),
+  metrics_at: z.iso.datetime(),
+});
+
+/** Body of POST /api/discover/report (spec, "Feedback report"). */
+export const ReportRequest = z.object({
+  skill_id: SkillId,
+  caller: z.string().trim().min(1).max(200),
+  call_result: CallResult,
+  latency_ms: z.number().int().min(0).max(3_600_000).optional(),
+  satisfaction: z.number().int().min(1).max(5).optional(),
+  notes: z.string().max(2000).optional(),
+});
+/** Inferred type of {@link ReportRequest}. */
+export type ReportRequest = z.infer<typeof ReportRequest>;
+
+/** Answer of POST /api/discover/report. */
+export const ReportResponse = z.object({ ok: z.literal(true) });
+
+/** Answer of GET /api/health. */
+export const HealthResponse = z.object({
+  status: z.enum(['ok', 'unavailable']),
+  service: z.literal('skill-router'),
+  version: z.string(),
+  timestamp: z.iso.datetime(),
+});

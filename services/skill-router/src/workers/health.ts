@@ -1,0 +1,50 @@
+import type { Logger } from '@repo/service-kit';
+import type { SkillRepository } from '../data/skills';
+import { probeHealth } from '../domain/verification';
+import type { GuardedSkillHttp } from './http';
+import { startLoop, type Loop } from './loop';
+
+/** Settings of the health worker (config HEALTH_*). */
+export interface HealthWorkerOptions {
+  pollIntervalMs: number;
+  checkIntervalMs: number;
+  batchSize: number;
+  failuresToSuspend: number;
+  successesToResume: number;
+  /** Called after each recorded check (metrics). */
+  onChecked?: (ok: boolean, status: string) => void;
+}
+
+/**
+ * The periodic health checker: claims active and suspended skills whose check is due (one replica
+ * each), probes them through the SSRF guard, records the result (which feeds success_rate_24h and
+ * avg_latency_ms) and suspends or resumes skills after sustained failure or recovery.
+ */
+export function startHealthWorker(deps: { skills: SkillRepository; http: GuardedSkillHttp; logger: Logger }, options: HealthWorkerOptions): Loop {
+  return startLoop(
+    'health',
+    options.pollIntervalMs,
+    async () => {
+      const jobs = await deps.skills.claimDueHealthChecks(options.batchSize, options.checkIntervalMs);
+      await Promise.all(
+        jobs.map(async (job) => {
+          try {
+            const refusal = await deps.http.refusal(job.endpoint);
+            const probe = refusal
+              ? { ok: false, latencyMs: null, statusCode: null, error: `endpoint refused: ${refusal}` }
+              : await probeHealth(deps.http, job.endpoint).then(({ detail: _detail, ...p }) => p);
+            const status = await deps.skills.recordHealthCheck(job, probe, options);
+            if (status) {
+              options.onChecked?.(probe.ok, status);
+              if (status !== job.status) deps.logger.warn({ skillId: job.skillId, from: job.status, to: status, error: probe.error }, 'skill status changed by health checks');
+            }
+          } catch (err) {
+            deps.logger.error({ err, skillId: job.skillId }, 'health check failed unexpectedly');
+          }
+        }),
+      );
+      return jobs.length === options.batchSize;
+    },
+    deps.logger,
+  );
+}

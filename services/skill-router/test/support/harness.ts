@@ -1,0 +1,116 @@
+import { createServer, type Server } from 'node:http';
+import path from 'node:path';
+import { applyMigrations, resetDatabase } from '@repo/db-migrate';
+import { closeServer, createLogger } from '@repo/service-kit';
+import { loadConfig, type SkillRouterConfig } from '../../src/config';
+import { createRuntime, type Runtime } from '../../src/runtime';
+import type { RegisterSkillRequest } from '../../src/schemas';
+
+/** Base URL of the test PostgreSQL server (the database name is added per suite). */
+const PG_BASE = process.env.TEST_DATABASE_BASE_URL ?? 'postgresql://postgres@127.0.0.1:5432';
+
+/** A running skill-router on a fresh database. */
+export interface Harness {
+  baseUrl: string;
+  databaseUrl: string;
+  config: SkillRouterConfig;
+  runtime: Runtime;
+  /** POST /api/auth/key; returns the new key. */
+  createKey(name?: string, headers?: Record<string, string>): Promise<string>;
+  /** JSON request helper: returns status, headers and parsed body. */
+  call(method: 'GET' | 'POST', pathAndQuery: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; body: any }>; // eslint-disable-line @typescript-eslint/no-explicit-any -- test bodies are checked field by field
+  /** POST /api/discover/register with a key. */
+  register(apiKey: string, skill: RegisterSkillRequest): Promise<{ status: number; body: any }>; // eslint-disable-line @typescript-eslint/no-explicit-any -- as above
+  /** Runs raw SQL on the suite's database. */
+  sql<T = Record<string, unknown>>(query: string, ...args: unknown[]): Promise<T[]>;
+  close(): Promise<void>;
+}
+
+/** Test defaults: loopback endpoints allowed, fast workers, quiet logs. */
+const TEST_ENV: Record<string, string> = {
+  LOG_LEVEL: 'silent',
+  KEY_CREATION_LIMIT_PER_MINUTE: '1000',
+  SSRF_ALLOWLIST: '127.0.0.1,localhost',
+  WORKERS_ENABLED: 'false',
+  VERIFY_INTERVAL_MS: '50',
+  VERIFY_TIMEOUT_MS: '1500',
+  HEALTH_POLL_INTERVAL_MS: '50',
+  HEALTH_CHECK_INTERVAL_MS: '100',
+  HEALTH_CHECK_TIMEOUT_MS: '1500',
+};
+
+/**
+ * Starts the whole service as production wires it (config parsed from an environment, Prisma, the
+ * rate limiters, the SSRF-guarded HTTP client, createApp, an HTTP listener) against a dropped and
+ * migrated database named `dbName`. Workers start only when `env.WORKERS_ENABLED` is `true`.
+ */
+export async function startHarness(dbName: string, env: Record<string, string> = {}, options: { resetDb?: boolean } = {}): Promise<Harness> {
+  const databaseUrl = `${PG_BASE}/${dbName}`;
+  if (options.resetDb !== false) {
+    await resetDatabase(databaseUrl);
+    await applyMigrations({
+      databaseUrl,
+      migrationsDir: path.join(__dirname, '../../prisma/migrations'),
+      log: { info: () => undefined, warn: () => undefined },
+    });
+  }
+  const config = loadConfig({ ...TEST_ENV, DATABASE_URL: databaseUrl, ...env });
+  const logger = createLogger({ name: 'skill-router-test', level: config.LOG_LEVEL });
+  const runtime = createRuntime(config, logger);
+  if (config.WORKERS_ENABLED) runtime.startWorkers();
+  const server: Server = createServer(runtime.app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (!address || typeof address === 'string') throw new Error('no address');
+  const baseUrl = `http://127.0.0.1:${address.port}`;
+
+  const call: Harness['call'] = async (method, pathAndQuery, body, headers = {}) => {
+    const res = await fetch(baseUrl + pathAndQuery, {
+      method,
+      headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+      ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: res.status, headers: res.headers, body: parsed as never };
+  };
+
+  return {
+    baseUrl,
+    databaseUrl,
+    config,
+    runtime,
+    call,
+    async createKey(name = 'test-agent', headers = {}) {
+      const res = await call('POST', '/api/auth/key', { name }, headers);
+      if (res.status !== 201) throw new Error(`key creation failed: ${res.status} ${JSON.stringify(res.body)}`);
+      return (res.body as { api_key: string }).api_key;
+    },
+    register: (apiKey, skill) => call('POST', '/api/discover/register', skill, { 'x-api-key': apiKey }),
+    sql: (query, ...args) => runtime.db.prisma.$queryRawUnsafe(query, ...args),
+    async close() {
+      await closeServer(server);
+      await runtime.close();
+    },
+  };
+}
+
+/**
+ * Polls `check` until it returns a truthy value or `timeoutMs` passes (no fixed sleeps).
+ * @returns the truthy value
+ * @throws Error naming `what` at the deadline
+ */
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
