@@ -127,9 +127,10 @@ export function textFromEvidence(context: { name: string; content: string }, e: 
     ...(e.recurring_values.length ? [`Recurring payload values: ${e.recurring_values.map((r) => `${r.key}=${r.value} ×${r.count}`).join(', ')}.`] : []),
     `Trend: ${e.trend}${e.negative_rate_delta !== null ? ` (${e.negative_rate_delta >= 0 ? '+' : ''}${Math.round(e.negative_rate_delta * 100)} points)` : ''}.`,
   ].join('\n');
+  const where = e.recurring_values.slice(0, 2).map((r) => `${r.key} is ${r.value}`);
   const proposed_change = top
     ? `Investigate and fix the cause of ${top.type}` +
-      (value ? ` where ${value.key} is ${value.value}` : '') +
+      (where.length ? ` where ${where.join(' and ')}` : '') +
       ` in "${context.name}": reproduce it from the recorded payloads, fix the failing step, and add a clearer recovery path for users who hit it.`
     : `Keep "${context.name}" as it is and add signals for the steps not yet measured, so regressions show up early.`;
   const predicted_impact = top
