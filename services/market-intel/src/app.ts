@@ -5,6 +5,7 @@ import type { ReportRepository } from './data/reports';
 import type { HealthProbe } from './domain/health';
 import { ScoutService } from './domain/scout';
 import { dataApiRouter, type PaymentGate } from './routes/data-api';
+import { computeRouter, type ComputeDeps } from './routes/compute';
 import { freeRouter } from './routes/free';
 import { openApiRouter } from './routes/openapi';
 
@@ -21,12 +22,14 @@ export interface AppDeps {
   bodyLimit?: string;
   corsOrigins?: string[];
   now?: () => Date;
+  /** The Compute API's dependencies; without them the compute endpoints answer 503 `config`. */
+  compute?: ComputeDeps;
   /** Prometheus registry served at `/metrics`; omitted in most tests. */
   metrics?: ServiceMetrics;
 }
 
 /**
- * The market-intel express app (no listen, no env): `/api/v1` Data API, sectors and health,
+ * The market-intel express app (no listen, no env): `/api/v1` Data API, Compute API and jobs, sectors and health,
  * `/openapi.json` and `/docs`, the Kubernetes probes, and the error envelope for everything else.
  */
 export function createApp(deps: AppDeps): Application {
@@ -42,6 +45,7 @@ export function createApp(deps: AppDeps): Application {
   app.use(openApiRouter());
   app.use('/api/v1', freeRouter({ reports: deps.reports, health: deps.health }));
   app.use('/api/v1', dataApiRouter({ scout, pay: deps.pay }));
+  app.use('/api/v1', computeRouter(deps.compute));
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
   return app;

@@ -24,6 +24,30 @@ export const MarketIntelEnv = z.object({
   PAYMENT_FRESHNESS_SECONDS: intVar(600, 10, 86_400),
   /** maxTimeoutSeconds advertised in PaymentRequirements (the spec's example: 60). */
   PAYMENT_MAX_TIMEOUT_SECONDS: intVar(60, 1, 3600),
+  /** RabbitMQ, where compute jobs go to the pipeline-runner. */
+  AMQP_URL: z
+    .string()
+    .regex(/^amqps?:\/\//, 'must be an amqp:// or amqps:// URL')
+    .default('amqp://guest:guest@127.0.0.1:5672'),
+  /** A runner is considered gone when its last heartbeat is older than this, in milliseconds. */
+  RUNNER_STALE_AFTER_MS: intVar(20_000, 1000, 600_000),
+  /** How often the outbox is swept for messages a crash left unpublished, in milliseconds. */
+  OUTBOX_SWEEP_INTERVAL_MS: intVar(2000, 50, 60_000),
+  /** Secret for `x-service-signature` on completion webhooks; unset: `webhook_url` is refused (422). */
+  WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** Per-attempt webhook deadline in milliseconds. */
+  WEBHOOK_TIMEOUT_MS: intVar(10_000, 100, 120_000),
+  /** Webhook attempts before giving up. */
+  WEBHOOK_MAX_ATTEMPTS: intVar(8, 1, 50),
+  /** Delay before the second webhook attempt in milliseconds; doubles per attempt (capped at 1 h). */
+  WEBHOOK_RETRY_BASE_MS: intVar(5000, 10, 3_600_000),
+  /** Comma-separated hosts, IPs or CIDRs webhooks may reach although private (development only). */
+  SSRF_ALLOWLIST: z.string().optional(),
+  /** Identifies this replica in RabbitMQ (its heartbeat queue); default host name + pid. */
+  INSTANCE_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,100}$/)
+    .optional(),
 });
 
 /** The parsed configuration. */
@@ -36,7 +60,9 @@ export type MarketIntelConfig = z.infer<typeof MarketIntelEnv>;
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): MarketIntelConfig {
   const config = parseConfig(MarketIntelEnv, env);
   if (Boolean(config.USDC_MINT_DEVNET) !== Boolean(config.MERCHANT_TOKEN_ACCOUNT_DEVNET)) {
-    throw new Error('Invalid configuration:\n  USDC_MINT_DEVNET and MERCHANT_TOKEN_ACCOUNT_DEVNET must be set together');
+    throw new Error(
+      'Invalid configuration:\n  USDC_MINT_DEVNET and MERCHANT_TOKEN_ACCOUNT_DEVNET must be set together',
+    );
   }
   return config;
 }

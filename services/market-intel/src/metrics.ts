@@ -1,4 +1,5 @@
-import { Counter, Histogram } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
+import { COMPUTE_TOPOLOGY, type Broker } from '@repo/queue';
 import { createMetrics, type ServiceMetrics } from '@repo/service-kit';
 import type { PaymentEventListener } from '@repo/x402';
 
@@ -6,6 +7,19 @@ import type { PaymentEventListener } from '@repo/x402';
 export interface MarketIntelMetrics extends ServiceMetrics {
   /** Feeds `x402_payments_total` and `x402_verification_rpc_seconds` from the payment gateway. */
   onPaymentEvent: PaymentEventListener;
+  /** Counts a created compute job (`compute_jobs_created_total`). */
+  onJobCreated(kind: 'forge' | 'prove'): void;
+  /** Counts an applied runner event (`compute_job_events_total`). */
+  onJobEvent(type: string, applied: boolean): void;
+  /**
+   * Adds the scrape-time gauges `compute_jobs` (by status), `compute_outbox_pending` and
+   * `rabbitmq_queue_messages` (ready messages per compute queue).
+   */
+  observeCompute(sources: {
+    countByStatus(): Promise<Record<string, number>>;
+    outboxPending(): Promise<number>;
+    broker: Broker;
+  }): void;
 }
 
 /** Creates market-intel's registry (`service="market-intel"`). */
@@ -24,10 +38,73 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
     buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [base.registry],
   });
+  const created = new Counter({
+    name: 'compute_jobs_created_total',
+    help: 'Paid compute jobs created, by pipeline',
+    labelNames: ['kind'] as const,
+    registers: [base.registry],
+  });
+  const events = new Counter({
+    name: 'compute_job_events_total',
+    help: 'Runner events consumed, by type and whether they changed a job (duplicates do not)',
+    labelNames: ['type', 'applied'] as const,
+    registers: [base.registry],
+  });
   return {
     ...base,
+    onJobCreated(kind) {
+      created.inc({ kind });
+    },
+    onJobEvent(type, applied) {
+      events.inc({ type, applied: String(applied) });
+    },
+    observeCompute(sources) {
+      new Gauge({
+        name: 'compute_jobs',
+        help: 'Compute jobs by status',
+        labelNames: ['status'] as const,
+        registers: [base.registry],
+        async collect() {
+          const counts = await sources.countByStatus().catch(() => ({}) as Record<string, number>);
+          for (const status of ['pending', 'running', 'completed', 'failed'])
+            this.set({ status }, counts[status] ?? 0);
+        },
+      });
+      new Gauge({
+        name: 'compute_outbox_pending',
+        help: 'Messages committed but not yet confirmed by RabbitMQ',
+        registers: [base.registry],
+        async collect() {
+          this.set(await sources.outboxPending().catch(() => 0));
+        },
+      });
+      new Gauge({
+        name: 'rabbitmq_queue_messages',
+        help: 'Ready messages in each compute queue (queue depth)',
+        labelNames: ['queue'] as const,
+        registers: [base.registry],
+        async collect() {
+          if (!sources.broker.isConnected()) return;
+          const names = [
+            COMPUTE_TOPOLOGY.queues.steps,
+            COMPUTE_TOPOLOGY.queues.jobEvents,
+            COMPUTE_TOPOLOGY.queues.deadLetter,
+          ];
+          await sources.broker
+            .withChannel(async (channel) => {
+              for (const queue of names) this.set({ queue }, (await channel.checkQueue(queue)).messageCount);
+            })
+            .catch(() => undefined);
+        },
+      });
+    },
     onPaymentEvent(event) {
-      payments.inc({ type: event.type, reason: event.reason ?? '', network: event.network, endpoint: event.endpoint });
+      payments.inc({
+        type: event.type,
+        reason: event.reason ?? '',
+        network: event.network,
+        endpoint: event.endpoint,
+      });
       if (event.rpcMs !== undefined) rpc.observe({ network: event.network }, event.rpcMs / 1000);
     },
   };

@@ -26,7 +26,12 @@ export function createPaymentGateway(
   const options = { freshnessWindowSeconds: config.PAYMENT_FRESHNESS_SECONDS };
   const verifiers: Partial<Record<X402Network, SolanaPaymentVerifier>> = {
     solana: new SolanaPaymentVerifier(
-      { network: 'solana', rpcUrl: config.SOLANA_RPC_URL, asset: config.USDC_MINT, payTo: config.MERCHANT_TOKEN_ACCOUNT },
+      {
+        network: 'solana',
+        rpcUrl: config.SOLANA_RPC_URL,
+        asset: config.USDC_MINT,
+        payTo: config.MERCHANT_TOKEN_ACCOUNT,
+      },
       options,
     ),
   };

@@ -19,27 +19,30 @@ const PRICES: [string, string][] = [
 ];
 
 describe('Data API: the 402 challenge', () => {
-  it.each(PRICES)('When %s is requested without X-PAYMENT, then 402 asks exactly %s atomic USDC', async (path, amount) => {
-    const res = await fetch(h.baseUrl + path);
-    expect(res.status).toBe(402);
-    expect(res.headers.get('x402-version')).toBe('1');
-    const body = Error402.parse(await res.json());
-    expect(body.x402Version).toBe(1);
-    expect(body.accepts).toEqual([
-      {
-        scheme: 'exact',
-        network: 'solana',
-        maxAmountRequired: amount,
-        asset: h.ledger.networks.solana.mint,
-        payTo: h.ledger.networks.solana.merchantTokenAccount,
-        resource: h.baseUrl + path,
-        description: expect.any(String),
-        mimeType: 'application/json',
-        maxTimeoutSeconds: 60,
-      },
-    ]);
-    expect(typeof body.error).toBe('string');
-  });
+  it.each(PRICES)(
+    'When %s is requested without X-PAYMENT, then 402 asks exactly %s atomic USDC',
+    async (path, amount) => {
+      const res = await fetch(h.baseUrl + path);
+      expect(res.status).toBe(402);
+      expect(res.headers.get('x402-version')).toBe('1');
+      const body = Error402.parse(await res.json());
+      expect(body.x402Version).toBe(1);
+      expect(body.accepts).toEqual([
+        {
+          scheme: 'exact',
+          network: 'solana',
+          maxAmountRequired: amount,
+          asset: h.ledger.networks.solana.mint,
+          payTo: h.ledger.networks.solana.merchantTokenAccount,
+          resource: h.baseUrl + path,
+          description: expect.any(String),
+          mimeType: 'application/json',
+          maxTimeoutSeconds: 60,
+        },
+      ]);
+      expect(typeof body.error).toBe('string');
+    },
+  );
 
   it('When network=devnet, then the 402 advertises the devnet mint and merchant account', async () => {
     const res = await fetch(`${h.baseUrl}/api/v1/scout/gaps?network=devnet`);
@@ -62,14 +65,17 @@ describe('Data API: the 402 challenge', () => {
     ['/api/v1/scout/keywords?limit=201', 'query.limit'],
     ['/api/v1/scout/gaps?sector=Not%20A%20Tag!', 'query.sector'],
     ['/api/v1/scout/gaps?network=mars', 'query.network'],
-  ])('When %s is out of range, then 400 invalid_request names %s and asks no payment', async (path, field) => {
-    const res = await fetch(h.baseUrl + path);
-    expect(res.status).toBe(400);
-    const body = (await res.json()) as { code: string; details: { path: string }[]; requestId: string };
-    expect(body.code).toBe('invalid_request');
-    expect(body.details.map((d) => d.path)).toContain(field);
-    expect(typeof body.requestId).toBe('string');
-  });
+  ])(
+    'When %s is out of range, then 400 invalid_request names %s and asks no payment',
+    async (path, field) => {
+      const res = await fetch(h.baseUrl + path);
+      expect(res.status).toBe(400);
+      const body = (await res.json()) as { code: string; details: { path: string }[]; requestId: string };
+      expect(body.code).toBe('invalid_request');
+      expect(body.details.map((d) => d.path)).toContain(field);
+      expect(typeof body.requestId).toBe('string');
+    },
+  );
 
   it('When a paid request has a parameter out of range, then 400 and the signature is not consumed', async () => {
     const signature = await h.transfer({ amountAtomic: 100_000n });
@@ -78,7 +84,9 @@ describe('Data API: the 402 challenge', () => {
     expect(await h.paymentRows(signature)).toEqual([]);
     const good = await h.getWithProof('/api/v1/scout/gaps?limit=5', signature);
     expect(good.status).toBe(200);
-    expect(await h.paymentRows(signature)).toEqual([{ status: 'completed', endpoint: 'GET /api/v1/scout/gaps' }]);
+    expect(await h.paymentRows(signature)).toEqual([
+      { status: 'completed', endpoint: 'GET /api/v1/scout/gaps' },
+    ]);
   });
 });
 
@@ -92,26 +100,40 @@ describe('Data API: paid answers', () => {
     expect(gaps.generatedFrom).not.toBeNull();
     expect(payment?.requirements.maxAmountRequired).toBe('100000');
     const settled = decodePaymentResponse(response.headers.get('x-payment-response') ?? '');
-    expect(settled).toEqual({ success: true, transaction: payment?.signature, network: 'solana', payer: h.agent.publicKey.toBase58() });
+    expect(settled).toEqual({
+      success: true,
+      transaction: payment?.signature,
+      network: 'solana',
+      payer: h.agent.publicKey.toBase58(),
+    });
   });
 
   it('When gaps are paid without a sector, then every sector is merged by trend score', async () => {
     const { body } = await h.pay('/api/v1/scout/gaps');
     const gaps = GapsResponse.parse(body);
     expect(gaps.sector).toBeNull();
-    expect(gaps.gaps.map((g) => g.title)).toEqual(['Reconciliation copilots', 'Flaky test triage', 'Stablecoin payroll']);
+    expect(gaps.gaps.map((g) => g.title)).toEqual([
+      'Reconciliation copilots',
+      'Flaky test triage',
+      'Stablecoin payroll',
+    ]);
   });
 
   it('When a sector has no data, then the answer is an empty list and the payment is still taken', async () => {
     const { response, body, payment } = await h.pay('/api/v1/scout/pain-clusters?sector=biotech');
     expect(response.status).toBe(200);
     expect(body).toEqual({ painClusters: [], count: 0, generatedFrom: null, sector: 'biotech' });
-    expect(await h.paymentRows(payment?.signature ?? '')).toEqual([{ status: 'completed', endpoint: 'GET /api/v1/scout/pain-clusters' }]);
+    expect(await h.paymentRows(payment?.signature ?? '')).toEqual([
+      { status: 'completed', endpoint: 'GET /api/v1/scout/pain-clusters' },
+    ]);
   });
 
   it('When pain clusters are paid, then they are merged by mentions', async () => {
     const { body } = await h.pay('/api/v1/scout/pain-clusters?limit=2');
-    expect(body).toMatchObject({ count: 2, painClusters: [{ theme: 'flaky tests' }, { theme: 'manual reconciliation' }] });
+    expect(body).toMatchObject({
+      count: 2,
+      painClusters: [{ theme: 'flaky tests' }, { theme: 'manual reconciliation' }],
+    });
   });
 
   it('When trends are paid with days, then only items dated inside the window come back, in the TrendItem shape', async () => {
@@ -124,7 +146,10 @@ describe('Data API: paid answers', () => {
       source: 'news-a',
     });
     const month = await h.pay('/api/v1/scout/trends?sector=fintech&days=30');
-    expect((month.body as { trends: { title: string }[] }).trends.map((t) => t.title)).toEqual(['Instant payments', 'Old news']);
+    expect((month.body as { trends: { title: string }[] }).trends.map((t) => t.title)).toEqual([
+      'Instant payments',
+      'Old news',
+    ]);
   });
 
   it('When keywords are paid without a sector, then counts are summed across sectors', async () => {
@@ -142,7 +167,10 @@ describe('Data API: paid answers', () => {
   it('When the brief is paid, then the latest brief comes back with its sectors', async () => {
     const { response, body } = await h.pay('/api/v1/scout/brief');
     expect(response.status).toBe(200);
-    expect(body).toMatchObject({ brief: { overview: 'Payments go instant' }, sectors: ['dev-tools', 'fintech'] });
+    expect(body).toMatchObject({
+      brief: { overview: 'Payments go instant' },
+      sectors: ['dev-tools', 'fintech'],
+    });
   });
 
   it('When a newer report is imported, then the Data API serves it', async () => {
@@ -150,7 +178,11 @@ describe('Data API: paid answers', () => {
     newer.sectors = newer.sectors.slice(0, 1).map((s) => ({ ...s, gaps: s.gaps.slice(1) }));
     await h.reports.importReport(newer, 'import');
     const { body } = await h.pay('/api/v1/scout/gaps?sector=fintech');
-    expect(GapsResponse.parse(body)).toMatchObject({ count: 1, generatedFrom: newer.generatedAt, gaps: [{ title: 'Stablecoin payroll' }] });
+    expect(GapsResponse.parse(body)).toMatchObject({
+      count: 1,
+      generatedFrom: newer.generatedAt,
+      gaps: [{ title: 'Stablecoin payroll' }],
+    });
   });
 });
 
@@ -158,24 +190,36 @@ describe('Free endpoints', () => {
   it('When sectors are listed, then counts follow the stored reports', async () => {
     const res = await fetch(`${h.baseUrl}/api/v1/sectors`);
     expect(res.status).toBe(200);
-    const body = (await res.json()) as { sectors: { sector: string; report_count: number; gaps_count: number }[]; total_reports: number };
+    const body = (await res.json()) as {
+      sectors: { sector: string; report_count: number; gaps_count: number }[];
+      total_reports: number;
+    };
     expect(body.sectors.map((s) => s.sector).sort()).toEqual(['dev-tools', 'fintech']);
     expect(body.total_reports).toBe(body.sectors.reduce((n, s) => n + s.report_count, 0));
   });
 
-  it('When health is asked before compute is configured, then 503 config with Retry-After 600 in the spec shape', async () => {
+  it('When health is asked while no pipeline runner is alive, then 503 upstream with Retry-After 30 in the spec shape', async () => {
     const res = await fetch(`${h.baseUrl}/api/v1/health`);
     expect(res.status).toBe(503);
-    expect(res.headers.get('retry-after')).toBe('600');
+    expect(res.headers.get('retry-after')).toBe('30');
     const body = (await res.json()) as Record<string, unknown>;
-    expect(body).toMatchObject({ ok: false, llm: { ok: false, latency_ms: 0 }, search: null, errorClass: 'config' });
+    expect(body).toMatchObject({
+      ok: false,
+      llm: { ok: false, latency_ms: 0, error: expect.stringContaining('heartbeat') },
+      search: null,
+      errorClass: 'upstream',
+    });
     expect(Number.isNaN(Date.parse(String(body.server_time)))).toBe(false);
   });
 
   it('When an unknown path is requested, then 404 not_found in the envelope', async () => {
     const res = await fetch(`${h.baseUrl}/api/v1/nope`);
     expect(res.status).toBe(404);
-    expect(await res.json()).toMatchObject({ code: 'not_found', error: expect.any(String), requestId: expect.any(String) });
+    expect(await res.json()).toMatchObject({
+      code: 'not_found',
+      error: expect.any(String),
+      requestId: expect.any(String),
+    });
   });
 });
 
@@ -183,12 +227,18 @@ describe('OpenAPI', () => {
   it('When /openapi.json is read, then it is OpenAPI 3.1 with every endpoint and the prices the 402 asks', async () => {
     const doc = (await (await fetch(`${h.baseUrl}/openapi.json`)).json()) as {
       openapi: string;
-      paths: Record<string, { get: { 'x-max-amount-required'?: string } }>;
+      paths: Record<
+        string,
+        { get?: { 'x-max-amount-required'?: string }; post?: { 'x-max-amount-required'?: string } }
+      >;
       components: { schemas: Record<string, unknown> };
     };
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths).sort()).toEqual([
+      '/api/v1/forge/ideate',
       '/api/v1/health',
+      '/api/v1/jobs/{jobId}',
+      '/api/v1/prove/debate',
       '/api/v1/scout/brief',
       '/api/v1/scout/gaps',
       '/api/v1/scout/keywords',
@@ -196,7 +246,9 @@ describe('OpenAPI', () => {
       '/api/v1/scout/trends',
       '/api/v1/sectors',
     ]);
-    for (const [path, amount] of PRICES) expect(doc.paths[path]?.get['x-max-amount-required']).toBe(amount);
+    for (const [path, amount] of PRICES) expect(doc.paths[path]?.get?.['x-max-amount-required']).toBe(amount);
+    expect(doc.paths['/api/v1/forge/ideate']?.post?.['x-max-amount-required']).toBe('15000000');
+    expect(doc.paths['/api/v1/prove/debate']?.post?.['x-max-amount-required']).toBe('25000000');
     expect(doc.components.schemas).toHaveProperty('Error402');
   });
 

@@ -15,12 +15,19 @@ const SAMPLE = path.join(__dirname, '../fixtures/sample-report.json');
 let db: Db;
 let dir: string;
 
-async function importFile(file: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function importFile(
+  file: string,
+  ...args: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run('pnpm', ['exec', 'tsx', '--conditions=@repo/source', CLI, file, ...args], {
-      env: { ...process.env, DATABASE_URL },
-      cwd: path.join(__dirname, '..'),
-    });
+    const { stdout, stderr } = await run(
+      'pnpm',
+      ['exec', 'tsx', '--conditions=@repo/source', CLI, file, ...args],
+      {
+        env: { ...process.env, DATABASE_URL },
+        cwd: path.join(__dirname, '..'),
+      },
+    );
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -37,7 +44,11 @@ async function counts(): Promise<{ reports: number; sectors: number }> {
 
 beforeAll(async () => {
   await resetDatabase(DATABASE_URL);
-  await applyMigrations({ databaseUrl: DATABASE_URL, migrationsDir: path.join(__dirname, '../prisma/migrations'), log: { info: () => undefined, warn: () => undefined } });
+  await applyMigrations({
+    databaseUrl: DATABASE_URL,
+    migrationsDir: path.join(__dirname, '../prisma/migrations'),
+    log: { info: () => undefined, warn: () => undefined },
+  });
   db = createDb(DATABASE_URL, 2);
   dir = await mkdtemp(path.join(os.tmpdir(), 'import-report-'));
 });
@@ -57,7 +68,10 @@ describe('import-report CLI', () => {
 
   it('When a field deep in the file is wrong, then the line and field are named and nothing is stored', async () => {
     const report = buildReport();
-    const text = JSON.stringify(report, null, 2).replace('"severity": "critical"', '"severity": "apocalyptic"');
+    const text = JSON.stringify(report, null, 2).replace(
+      '"severity": "critical"',
+      '"severity": "apocalyptic"',
+    );
     const file = path.join(dir, 'bad.json');
     await writeFile(file, text);
     const line = text.split('\n').findIndex((l) => l.includes('apocalyptic')) + 1;

@@ -21,7 +21,12 @@ async function merchantBalance(network: 'solana' | 'solana-devnet' = 'solana'): 
   const res = await fetch(h.rpcUrls[network], {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getTokenAccountBalance', params: [h.ledger.networks[network].merchantTokenAccount] }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'getTokenAccountBalance',
+      params: [h.ledger.networks[network].merchantTokenAccount],
+    }),
   });
   const body = (await res.json()) as { result: { value: { amount: string } } };
   return BigInt(body.result.value.amount);
@@ -39,7 +44,9 @@ describe('x402 payment rules', () => {
     expect(await again.text()).toBe(firstBody);
     expect(again.headers.get('x-payment-response')).toBe(first.headers.get('x-payment-response'));
     expect(await merchantBalance()).toBe(before + 100_000n);
-    expect(await h.paymentRows(signature)).toEqual([{ status: 'completed', endpoint: 'GET /api/v1/scout/gaps' }]);
+    expect(await h.paymentRows(signature)).toEqual([
+      { status: 'completed', endpoint: 'GET /api/v1/scout/gaps' },
+    ]);
   });
 
   it('Rule 2: When a replay asks other parameters of the same endpoint, then the original answer is still what was paid for', async () => {
@@ -54,8 +61,14 @@ describe('x402 payment rules', () => {
     expect((await h.getWithProof(GAPS, signature)).status).toBe(200);
     const res = await h.getWithProof('/api/v1/scout/trends', signature);
     expect(res.status).toBe(400);
-    expect(await json(res)).toMatchObject({ code: 'payment_reused', error: expect.any(String), requestId: expect.any(String) });
-    expect(await h.paymentRows(signature)).toEqual([{ status: 'completed', endpoint: 'GET /api/v1/scout/gaps' }]);
+    expect(await json(res)).toMatchObject({
+      code: 'payment_reused',
+      error: expect.any(String),
+      requestId: expect.any(String),
+    });
+    expect(await h.paymentRows(signature)).toEqual([
+      { status: 'completed', endpoint: 'GET /api/v1/scout/gaps' },
+    ]);
   });
 
   it('Rule 5: When the amount differs from the price, then 400 amount_mismatch and no row is kept', async () => {
@@ -74,8 +87,20 @@ describe('x402 payment rules', () => {
   it('Rule 6: When another mint is transferred to the merchant, then 400 mint_mismatch', async () => {
     const rpcUrl = h.rpcUrls.solana;
     const { mint, mintAuthority } = await createTestMint({ rpcUrl, decimals: 6 });
-    await mintTestTokens({ rpcUrl, mint, mintAuthority, owner: h.agent.publicKey.toBase58(), amountAtomic: 1_000_000n });
-    const merchant = await mintTestTokens({ rpcUrl, mint, mintAuthority, owner: h.ledger.networks.solana.merchantOwner, amountAtomic: 0n });
+    await mintTestTokens({
+      rpcUrl,
+      mint,
+      mintAuthority,
+      owner: h.agent.publicKey.toBase58(),
+      amountAtomic: 1_000_000n,
+    });
+    const merchant = await mintTestTokens({
+      rpcUrl,
+      mint,
+      mintAuthority,
+      owner: h.ledger.networks.solana.merchantOwner,
+      amountAtomic: 0n,
+    });
     const signature = await h.transfer({ amountAtomic: 100_000n, mint, to: merchant.tokenAccount });
     const res = await h.getWithProof(GAPS, signature);
     expect(res.status).toBe(400);
@@ -114,12 +139,29 @@ describe('x402 payment rules', () => {
 
   it.each([
     ['not base64 nor JSON', '%%%'],
-    ['JSON of the wrong version', JSON.stringify({ x402Version: 2, scheme: 'exact', network: 'solana', payload: { txSignature: '1' } })],
-    ['a signature that is not 64 bytes', Buffer.from(JSON.stringify({ x402Version: 1, scheme: 'exact', network: 'solana', payload: { txSignature: 'abc' } })).toString('base64')],
+    [
+      'JSON of the wrong version',
+      JSON.stringify({ x402Version: 2, scheme: 'exact', network: 'solana', payload: { txSignature: '1' } }),
+    ],
+    [
+      'a signature that is not 64 bytes',
+      Buffer.from(
+        JSON.stringify({
+          x402Version: 1,
+          scheme: 'exact',
+          network: 'solana',
+          payload: { txSignature: 'abc' },
+        }),
+      ).toString('base64'),
+    ],
   ])('When X-PAYMENT is %s, then 400 invalid_payment_header in the envelope', async (_name, header) => {
     const res = await fetch(h.baseUrl + GAPS, { headers: { 'X-PAYMENT': header } });
     expect(res.status).toBe(400);
-    expect(await json(res)).toMatchObject({ code: 'invalid_payment_header', error: expect.any(String), requestId: expect.any(String) });
+    expect(await json(res)).toMatchObject({
+      code: 'invalid_payment_header',
+      error: expect.any(String),
+      requestId: expect.any(String),
+    });
   });
 
   it('Rule 7: When network=devnet, then a devnet payment is accepted and a main-network proof is refused', async () => {
@@ -145,7 +187,10 @@ describe('x402 payment rules', () => {
     );
     expect(answers.every((a) => a.status === 200)).toBe(true);
     expect(new Set(answers.map((a) => a.body)).size).toBe(1);
-    const rows = await h.db.$queryRawUnsafe<{ n: bigint }[]>('SELECT count(*) AS n FROM x402_payments WHERE signature = $1', signature);
+    const rows = await h.db.$queryRawUnsafe<{ n: bigint }[]>(
+      'SELECT count(*) AS n FROM x402_payments WHERE signature = $1',
+      signature,
+    );
     expect(Number(rows[0]?.n)).toBe(1);
     expect(await merchantBalance()).toBe(before + 100_000n);
     expect(h.events.filter((e) => e.type === 'verified')).toHaveLength(1);

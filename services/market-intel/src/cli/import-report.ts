@@ -17,7 +17,8 @@ async function main(): Promise<number> {
     options: {
       'shift-to-now': { type: 'boolean', default: false },
       'if-empty': { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h' } },
+      help: { type: 'boolean', short: 'h' },
+    },
   });
   const file = positionals[0];
   if (values.help || !file) {

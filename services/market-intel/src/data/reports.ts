@@ -19,6 +19,16 @@ export interface ReportColumnItems {
   keywords: KeywordItem;
 }
 
+/** One sector's latest results, as a forge job receives them (`generatedFrom`: ISO date-time of the report). */
+export interface SectorSnapshot {
+  sector: string;
+  generatedFrom: string;
+  gaps: GapItem[];
+  painClusters: PainCluster[];
+  trends: ReportTrendItem[];
+  keywords: KeywordItem[];
+}
+
 /** One sector's items of one column, from that sector's latest report. */
 export interface LatestSectorItems<C extends ReportColumn> {
   sector: string;
@@ -130,6 +140,39 @@ export class ReportRepository {
     }));
   }
 
+  /**
+   * The latest report of each requested sector with every result list, for a forge job's input
+   * ("the latest scout data for them"); lists are cut to `maxItems` entries each.
+   * @param sectors sector tags; empty for every sector that has a report
+   * @returns one snapshot per sector that has a report, in sector order
+   */
+  async latestSnapshots(sectors: readonly string[], maxItems: number): Promise<SectorSnapshot[]> {
+    const rows = await this.db.$queryRawUnsafe<
+      {
+        sector: string;
+        generated_at: Date;
+        gaps: unknown;
+        pain_clusters: unknown;
+        trends: unknown;
+        keywords: unknown;
+      }[]
+    >(
+      `SELECT DISTINCT ON (sector) sector, generated_at, gaps, pain_clusters, trends, keywords FROM sector_reports
+       WHERE cardinality($1::text[]) = 0 OR sector = ANY($1::text[])
+       ORDER BY sector, generated_at DESC, id`,
+      [...sectors],
+    );
+    const cut = (v: unknown): unknown[] => (Array.isArray(v) ? v.slice(0, maxItems) : []);
+    return rows.map((r) => ({
+      sector: r.sector,
+      generatedFrom: r.generated_at.toISOString(),
+      gaps: cut(r.gaps) as GapItem[],
+      painClusters: cut(r.pain_clusters) as PainCluster[],
+      trends: cut(r.trends) as ReportTrendItem[],
+      keywords: cut(r.keywords) as KeywordItem[],
+    }));
+  }
+
   /** Per sector: number of reports, latest report time and the gap count of that latest report. */
   async sectorStats(): Promise<SectorStats[]> {
     const rows = await this.db.$queryRawUnsafe<
@@ -156,7 +199,9 @@ export class ReportRepository {
 
   /** Whether any stored report carries a daily brief. */
   async hasBrief(): Promise<boolean> {
-    const rows = await this.db.$queryRawUnsafe<unknown[]>('SELECT 1 FROM scan_reports WHERE brief IS NOT NULL LIMIT 1');
+    const rows = await this.db.$queryRawUnsafe<unknown[]>(
+      'SELECT 1 FROM scan_reports WHERE brief IS NOT NULL LIMIT 1',
+    );
     return rows.length > 0;
   }
 
@@ -165,9 +210,17 @@ export class ReportRepository {
     const report = await this.db.scanReport.findFirst({
       where: { brief: { not: Prisma.DbNull } },
       orderBy: [{ generatedAt: 'desc' }, { id: 'asc' }],
-      select: { brief: true, generatedAt: true, sectors: { select: { sector: true }, orderBy: { sector: 'asc' } } },
+      select: {
+        brief: true,
+        generatedAt: true,
+        sectors: { select: { sector: true }, orderBy: { sector: 'asc' } },
+      },
     });
     if (!report) return null;
-    return { brief: report.brief, generatedAt: report.generatedAt, sectors: report.sectors.map((s) => s.sector) };
+    return {
+      brief: report.brief,
+      generatedAt: report.generatedAt,
+      sectors: report.sectors.map((s) => s.sector),
+    };
   }
 }

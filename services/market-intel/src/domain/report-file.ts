@@ -17,7 +17,9 @@ export class ReportFileError extends Error {
    * @param problems the problems, at least one
    */
   constructor(file: string, problems: ReportFileProblem[]) {
-    super(`${file} is not a valid scan report:\n${problems.map((p) => `  line ${p.line}, ${p.field}: ${p.message}`).join('\n')}`);
+    super(
+      `${file} is not a valid scan report:\n${problems.map((p) => `  line ${p.line}, ${p.field}: ${p.message}`).join('\n')}`,
+    );
     this.name = 'ReportFileError';
     this.problems = problems;
   }
@@ -49,17 +51,31 @@ export function parseReportFile(text: string, file: string): ScanReport {
   const syntaxErrors: ParseError[] = [];
   const root = parseTree(text, syntaxErrors, { allowTrailingComma: false, disallowComments: true });
   if (syntaxErrors.length > 0 || !root) {
-    const problems = syntaxErrors.map((e) => ({ line: lineAt(text, e.offset), field: '(syntax)', message: printParseErrorCode(e.error) }));
-    throw new ReportFileError(file, problems.length ? problems : [{ line: 1, field: '(file)', message: 'empty file' }]);
+    const problems = syntaxErrors.map((e) => ({
+      line: lineAt(text, e.offset),
+      field: '(syntax)',
+      message: printParseErrorCode(e.error),
+    }));
+    throw new ReportFileError(
+      file,
+      problems.length ? problems : [{ line: 1, field: '(file)', message: 'empty file' }],
+    );
   }
   const result = ScanReport.safeParse(JSON.parse(text));
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => {
     const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
     const node = nearestNode(root, path);
-    return { line: lineAt(text, node.offset), field: path.length ? path.join('.') : '(root)', message: issue.message };
+    return {
+      line: lineAt(text, node.offset),
+      field: path.length ? path.join('.') : '(root)',
+      message: issue.message,
+    };
   });
-  throw new ReportFileError(file, problems.sort((a, b) => a.line - b.line));
+  throw new ReportFileError(
+    file,
+    problems.sort((a, b) => a.line - b.line),
+  );
 }
 
 /**
@@ -74,7 +90,10 @@ export function shiftReportToNow(report: ScanReport, now: Date): ScanReport {
   return {
     ...report,
     generatedAt: now.toISOString(),
-    sectors: report.sectors.map((s) => ({ ...s, trends: s.trends.map((t) => ({ ...t, date: shift(t.date) })) })),
+    sectors: report.sectors.map((s) => ({
+      ...s,
+      trends: s.trends.map((t) => ({ ...t, date: shift(t.date) })),
+    })),
     brief: report.brief ? { ...report.brief, date: now.toISOString().slice(0, 10) } : report.brief,
   };
 }

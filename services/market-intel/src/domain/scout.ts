@@ -53,7 +53,12 @@ export class ScoutService {
     let clusters = flatten(entries);
     if (!sector) clusters = stableSort(clusters, (a, b) => b.mentions - a.mentions);
     clusters = clusters.slice(0, limit);
-    return { painClusters: clusters, count: clusters.length, generatedFrom: newest(entries), sector: sector ?? null };
+    return {
+      painClusters: clusters,
+      count: clusters.length,
+      generatedFrom: newest(entries),
+      sector: sector ?? null,
+    };
   }
 
   /** GET /scout/trends: trends dated within the last `days` days (24 h each), newest first. */
@@ -65,7 +70,12 @@ export class ScoutService {
       .filter((x) => x.at >= since);
     const trends = stableSort(dated, (a, b) => b.at - a.at)
       .slice(0, limit)
-      .map(({ t }) => ({ title: t.title, description: t.description, velocity: t.velocity, source: t.source }));
+      .map(({ t }) => ({
+        title: t.title,
+        description: t.description,
+        velocity: t.velocity,
+        source: t.source,
+      }));
     return { trends, count: trends.length, days, generatedFrom: newest(entries), sector: sector ?? null };
   }
 
@@ -96,10 +106,17 @@ export class ScoutService {
   async brief(): Promise<BriefResponse> {
     const latest = await this.reports.latestBrief();
     if (!latest) throw new AppError('not_found', 'No completed brief exists');
-    return { brief: latest.brief as DailyBrief, generatedFrom: latest.generatedAt.toISOString(), sectors: latest.sectors };
+    return {
+      brief: latest.brief as DailyBrief,
+      generatedFrom: latest.generatedAt.toISOString(),
+      sectors: latest.sectors,
+    };
   }
 }
 
 function stableSort<T>(items: T[], compare: (a: T, b: T) => number): T[] {
-  return items.map((item, index) => ({ item, index })).sort((a, b) => compare(a.item, b.item) || a.index - b.index).map((x) => x.item);
+  return items
+    .map((item, index) => ({ item, index }))
+    .sort((a, b) => compare(a.item, b.item) || a.index - b.index)
+    .map((x) => x.item);
 }

@@ -17,10 +17,15 @@ export function dataApiRouter(deps: { scout: ScoutService; pay: PaymentGate }): 
   const router = Router();
   const { scout, pay } = deps;
 
-  router.get('/scout/gaps', validate({ query: SectorLimitQuery }), pay(DATA_PRICES.gaps), async (_req, res) => {
-    const { sector, limit } = validated<z.infer<typeof SectorLimitQuery>>(res.locals).query;
-    res.json(await scout.gaps(sector, limit));
-  });
+  router.get(
+    '/scout/gaps',
+    validate({ query: SectorLimitQuery }),
+    pay(DATA_PRICES.gaps),
+    async (_req, res) => {
+      const { sector, limit } = validated<z.infer<typeof SectorLimitQuery>>(res.locals).query;
+      res.json(await scout.gaps(sector, limit));
+    },
+  );
 
   router.get(
     '/scout/pain-clusters',
@@ -32,15 +37,25 @@ export function dataApiRouter(deps: { scout: ScoutService; pay: PaymentGate }): 
     },
   );
 
-  router.get('/scout/trends', validate({ query: TrendsQuery }), pay(DATA_PRICES.trends), async (_req, res) => {
-    const { sector, days, limit } = validated<z.infer<typeof TrendsQuery>>(res.locals).query;
-    res.json(await scout.trends(sector, days, limit));
-  });
+  router.get(
+    '/scout/trends',
+    validate({ query: TrendsQuery }),
+    pay(DATA_PRICES.trends),
+    async (_req, res) => {
+      const { sector, days, limit } = validated<z.infer<typeof TrendsQuery>>(res.locals).query;
+      res.json(await scout.trends(sector, days, limit));
+    },
+  );
 
-  router.get('/scout/keywords', validate({ query: KeywordsQuery }), pay(DATA_PRICES.keywords), async (_req, res) => {
-    const { sector, limit } = validated<z.infer<typeof KeywordsQuery>>(res.locals).query;
-    res.json(await scout.keywords(sector, limit));
-  });
+  router.get(
+    '/scout/keywords',
+    validate({ query: KeywordsQuery }),
+    pay(DATA_PRICES.keywords),
+    async (_req, res) => {
+      const { sector, limit } = validated<z.infer<typeof KeywordsQuery>>(res.locals).query;
+      res.json(await scout.keywords(sector, limit));
+    },
+  );
 
   // No payment is asked for a brief that does not exist: 404 comes before the 402.
   router.get(

@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import { ErrorEnvelope } from '@repo/errors';
 import {
+  AgentJob,
   BriefResponse,
   buildOpenApiDocument,
   Error402,
@@ -15,12 +16,14 @@ import {
   type OpenApiOperation,
   type OpenApiParameter,
 } from '@repo/schemas';
-import { DATA_PRICES, type PaidRoute } from '../domain/prices';
+import { ForgeRequest, JobAccepted, ProveRequest } from '../domain/compute';
+import { COMPUTE_PRICES, DATA_PRICES, type PaidRoute } from '../domain/prices';
 
 const network: OpenApiParameter = {
   name: 'network',
   in: 'query',
-  description: '`devnet` selects the test network (its USDC mint and merchant account); default the main network',
+  description:
+    '`devnet` selects the test network (its USDC mint and merchant account); default the main network',
   schema: { type: 'string', enum: ['devnet', 'solana-devnet', 'mainnet', 'solana'] },
 };
 const sector: OpenApiParameter = {
@@ -65,14 +68,67 @@ function paid(
     security: [{ x402: [] }],
     extensions: { 'x-price-usdc': usdc, 'x-max-amount-required': route.amountAtomic.toString() },
     responses: {
-      '200': { description: 'the paid answer (a replay of the same signature returns it again)', body, headers: PAID_HEADERS },
+      '200': {
+        description: 'the paid answer (a replay of the same signature returns it again)',
+        body,
+        headers: PAID_HEADERS,
+      },
       '400': {
-        description: 'invalid query (no payment asked), malformed X-PAYMENT, payment reused on another endpoint, amount or mint mismatch',
+        description:
+          'invalid query (no payment asked), malformed X-PAYMENT, payment reused on another endpoint, amount or mint mismatch',
         body: 'ErrorEnvelope',
       },
       '402': { description: 'payment missing or not acceptable', body: 'Error402', headers: X402_HEADERS },
       ...extra,
       '503': { description: 'the Solana RPC is unreachable; retry later', body: 'ErrorEnvelope' },
+    },
+  };
+}
+
+function compute(
+  route: PaidRoute,
+  path: string,
+  operationId: string,
+  body: typeof ForgeRequest | typeof ProveRequest,
+  eta: string,
+): OpenApiOperation {
+  const usdc = (Number(route.amountAtomic) / 1e6).toFixed(2);
+  return {
+    method: 'post',
+    path,
+    operationId,
+    summary: `${route.description} (paid: ${usdc} USDC, ${route.amountAtomic} atomic units; asynchronous, ${eta})`,
+    description:
+      'Order of checks: body (422, nothing charged), health preflight (503 with Retry-After and errorClass, no payment asked), ' +
+      'then x402. The job runs on the pipeline-runner; poll statusUrl or pass webhook_url (signed with x-service-signature).',
+    tags: ['Compute API'],
+    parameters: [network],
+    requestBody: { body, required: true },
+    security: [{ x402: [] }],
+    extensions: { 'x-price-usdc': usdc, 'x-max-amount-required': route.amountAtomic.toString() },
+    responses: {
+      '202': {
+        description: 'job accepted (status pending); Location = statusUrl',
+        body: 'JobAccepted',
+        headers: PAID_HEADERS,
+      },
+      '400': {
+        description:
+          'malformed JSON or X-PAYMENT, payment reused on another endpoint, amount or mint mismatch',
+        body: 'ErrorEnvelope',
+      },
+      '402': { description: 'payment missing or not acceptable', body: 'Error402', headers: X402_HEADERS },
+      '409': { description: 'this payment already started a job: details.jobId', body: 'ErrorEnvelope' },
+      '422': {
+        description: 'the body failed validation (field errors in details); no payment consumed',
+        body: 'ErrorEnvelope',
+      },
+      '503': {
+        description:
+          'health preflight failed: errorClass upstream (Retry-After 30) or config (Retry-After 600); no payment requested',
+        body: 'ErrorEnvelope',
+        headers: { 'Retry-After': { description: 'seconds', schema: { type: 'integer' } } },
+      },
     },
   };
 }
@@ -100,23 +156,67 @@ export function marketIntelOpenApi(): JsonSchema {
       BriefResponse,
       SectorList,
       HealthResponse,
+      JobAccepted,
+      AgentJob,
     },
     securitySchemes: {
       x402: {
         type: 'apiKey',
         in: 'header',
         name: 'X-PAYMENT',
-        description: 'base64 (or raw) JSON { x402Version: 1, scheme: "exact", network, payload: { txSignature } }',
+        description:
+          'base64 (or raw) JSON { x402Version: 1, scheme: "exact", network, payload: { txSignature } }',
       },
     },
     operations: [
-      paid(DATA_PRICES.gaps, '/api/v1/scout/gaps', 'getGaps', [sector, int('limit', 1, 100, 20)], 'GapsResponse'),
-      paid(DATA_PRICES.painClusters, '/api/v1/scout/pain-clusters', 'getPainClusters', [sector, int('limit', 1, 100, 20)], 'PainClustersResponse'),
-      paid(DATA_PRICES.trends, '/api/v1/scout/trends', 'getTrends', [sector, int('days', 1, 30, 7), int('limit', 1, 100, 20)], 'TrendsResponse'),
-      paid(DATA_PRICES.keywords, '/api/v1/scout/keywords', 'getKeywords', [sector, int('limit', 1, 200, 50)], 'KeywordsResponse'),
+      paid(
+        DATA_PRICES.gaps,
+        '/api/v1/scout/gaps',
+        'getGaps',
+        [sector, int('limit', 1, 100, 20)],
+        'GapsResponse',
+      ),
+      paid(
+        DATA_PRICES.painClusters,
+        '/api/v1/scout/pain-clusters',
+        'getPainClusters',
+        [sector, int('limit', 1, 100, 20)],
+        'PainClustersResponse',
+      ),
+      paid(
+        DATA_PRICES.trends,
+        '/api/v1/scout/trends',
+        'getTrends',
+        [sector, int('days', 1, 30, 7), int('limit', 1, 100, 20)],
+        'TrendsResponse',
+      ),
+      paid(
+        DATA_PRICES.keywords,
+        '/api/v1/scout/keywords',
+        'getKeywords',
+        [sector, int('limit', 1, 200, 50)],
+        'KeywordsResponse',
+      ),
       paid(DATA_PRICES.brief, '/api/v1/scout/brief', 'getBrief', [], 'BriefResponse', {
-        '404': { description: 'no completed brief exists (answered before any payment is asked)', body: 'ErrorEnvelope' },
+        '404': {
+          description: 'no completed brief exists (answered before any payment is asked)',
+          body: 'ErrorEnvelope',
+        },
       }),
+      compute(COMPUTE_PRICES.forge, '/api/v1/forge/ideate', 'forgeIdeate', ForgeRequest, 'about 30 minutes'),
+      compute(COMPUTE_PRICES.prove, '/api/v1/prove/debate', 'proveDebate', ProveRequest, 'about 60 minutes'),
+      {
+        method: 'get',
+        path: '/api/v1/jobs/{jobId}',
+        operationId: 'getJob',
+        summary: 'A compute job (free; possession of the id is the authorization)',
+        tags: ['Compute API'],
+        parameters: [{ name: 'jobId', in: 'path', required: true, schema: { type: 'string' } }, network],
+        responses: {
+          '200': { description: 'the job', body: 'AgentJob' },
+          '404': { description: 'unknown job', body: 'ErrorEnvelope' },
+        },
+      },
       {
         method: 'get',
         path: '/api/v1/sectors',

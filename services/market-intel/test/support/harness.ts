@@ -4,15 +4,19 @@ import path from 'node:path';
 import type { Keypair } from '@solana/web3.js';
 import { applyMigrations, resetDatabase } from '@repo/db-migrate';
 import type { X402Network } from '@repo/schemas';
+import { resetVhost } from '@repo/queue/testing';
 import { createLogger, closeServer } from '@repo/service-kit';
 import { sendUsdcTransfer, spawnLocalnet, type Localnet } from '@repo/solana-localnet';
-import { encodePaymentHeader, fetchWithPayment, type FetchWithPaymentResult, type PaymentEvent } from '@repo/x402';
-import { createApp } from '../../src/app';
-import { loadConfig } from '../../src/config';
-import { createDb, type Db } from '../../src/data/prisma';
-import { ReportRepository } from '../../src/data/reports';
-import { unconfiguredHealth } from '../../src/domain/health';
-import { createPaymentGateway, paymentGate } from '../../src/payments';
+import {
+  encodePaymentHeader,
+  fetchWithPayment,
+  type FetchWithPaymentResult,
+  type PaymentEvent,
+} from '@repo/x402';
+import { loadConfig, type MarketIntelConfig } from '../../src/config';
+import type { Db } from '../../src/data/prisma';
+import type { ReportRepository } from '../../src/data/reports';
+import { createMarketIntelService, type MarketIntelService } from '../../src/service';
 
 export { buildReport } from './factories';
 
@@ -22,6 +26,12 @@ const PG_BASE = process.env.TEST_DATABASE_BASE_URL ?? 'postgresql://postgres@127
 /** A running market-intel on a fresh database, paid through a fresh local ledger. */
 export interface Harness {
   baseUrl: string;
+  /** The wired service (jobs, outbox, broker, health monitor...). */
+  service: MarketIntelService;
+  config: MarketIntelConfig;
+  /** AMQP URL of this suite's own RabbitMQ vhost. */
+  amqpUrl: string;
+  vhost: string;
   db: Db;
   reports: ReportRepository;
   ledger: Localnet;
@@ -33,8 +43,21 @@ export interface Harness {
   pay(pathAndQuery: string): Promise<FetchWithPaymentResult>;
   /** GET `path` with an X-PAYMENT header for `signature` (base64 JSON). */
   getWithProof(pathAndQuery: string, signature: string, network?: X402Network): Promise<Response>;
+  /** POSTs JSON to `path` with an X-PAYMENT header for `signature`. */
+  postWithProof(
+    pathAndQuery: string,
+    body: unknown,
+    signature: string,
+    network?: X402Network,
+  ): Promise<Response>;
   /** Sends a USDC `transferChecked` from the agent (amount in atomic units). */
-  transfer(args: { amountAtomic: bigint; network?: X402Network; mint?: string; to?: string; skipPreflight?: boolean }): Promise<string>;
+  transfer(args: {
+    amountAtomic: bigint;
+    network?: X402Network;
+    mint?: string;
+    to?: string;
+    skipPreflight?: boolean;
+  }): Promise<string>;
   /** Number of rows in `x402_payments` for a signature. */
   paymentRows(signature: string): Promise<{ status: string; endpoint: string }[]>;
   close(): Promise<void>;
@@ -44,10 +67,19 @@ export interface Harness {
  * Starts the whole service as production wires it (config from an environment, Prisma, the x402
  * gateway, createApp, an HTTP listener) against a dropped-and-migrated database named `dbName`.
  */
-export async function startHarness(dbName: string, options: { freshnessSeconds?: number } = {}): Promise<Harness> {
+export async function startHarness(
+  dbName: string,
+  options: { freshnessSeconds?: number; env?: Record<string, string> } = {},
+): Promise<Harness> {
   const databaseUrl = `${PG_BASE}/${dbName}`;
   await resetDatabase(databaseUrl);
-  await applyMigrations({ databaseUrl, migrationsDir: path.join(__dirname, '../../prisma/migrations'), log: { info: () => undefined, warn: () => undefined } });
+  const vhost = dbName;
+  const amqpUrl = await resetVhost(vhost);
+  await applyMigrations({
+    databaseUrl,
+    migrationsDir: path.join(__dirname, '../../prisma/migrations'),
+    log: { info: () => undefined, warn: () => undefined },
+  });
   const ledger = await spawnLocalnet();
   const config = loadConfig({
     DATABASE_URL: databaseUrl,
@@ -58,29 +90,36 @@ export async function startHarness(dbName: string, options: { freshnessSeconds?:
     USDC_MINT_DEVNET: ledger.networks['solana-devnet'].mint,
     MERCHANT_TOKEN_ACCOUNT_DEVNET: ledger.networks['solana-devnet'].merchantTokenAccount,
     PAYMENT_FRESHNESS_SECONDS: String(options.freshnessSeconds ?? 600),
-    LOG_LEVEL: 'silent',
+    DATABASE_POOL_SIZE: '20',
+    AMQP_URL: amqpUrl,
+    OUTBOX_SWEEP_INTERVAL_MS: '200',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    INSTANCE_ID: `test-${process.pid}`,
+    ...options.env,
   });
-  const db = createDb(config.DATABASE_URL, 20);
-  const reports = new ReportRepository(db);
-  const logger = createLogger({ name: 'market-intel-test', level: 'silent' });
+  const logger = createLogger({ name: 'market-intel-test', level: config.LOG_LEVEL });
   const events: PaymentEvent[] = [];
-  const payments = createPaymentGateway(config, db);
-  const app = createApp({
-    logger,
-    reports,
-    pay: paymentGate({ ...payments, onPaymentEvent: (e) => events.push(e) }, config.PAYMENT_MAX_TIMEOUT_SECONDS),
-    health: unconfiguredHealth(),
-  });
-  const server: Server = createServer(app);
+  const service = await createMarketIntelService(config, logger, { onPaymentEvent: (e) => events.push(e) });
+  const { db, reports } = service;
+  await service.start();
+  await service.broker.waitForConnection(30_000);
+  const server: Server = createServer(service.app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
   if (!address || typeof address === 'string') throw new Error('no address');
   const baseUrl = `http://127.0.0.1:${address.port}`;
-  const rpcUrls = { solana: ledger.networks.solana.rpcUrl, 'solana-devnet': ledger.networks['solana-devnet'].rpcUrl };
+  const rpcUrls = {
+    solana: ledger.networks.solana.rpcUrl,
+    'solana-devnet': ledger.networks['solana-devnet'].rpcUrl,
+  };
   const agent = ledger.agent.keypair;
 
   return {
     baseUrl,
+    service,
+    config,
+    amqpUrl,
+    vhost,
     db,
     reports,
     ledger,
@@ -90,6 +129,12 @@ export async function startHarness(dbName: string, options: { freshnessSeconds?:
     pay: (p) => fetchWithPayment(baseUrl + p, { keypair: agent, rpcUrls }),
     getWithProof: (p, signature, network = 'solana') =>
       fetch(baseUrl + p, { headers: { 'X-PAYMENT': encodePaymentHeader(network, signature) } }),
+    postWithProof: (p, body, signature, network = 'solana') =>
+      fetch(baseUrl + p, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'X-PAYMENT': encodePaymentHeader(network, signature) },
+        body: JSON.stringify(body),
+      }),
     transfer: ({ amountAtomic, network = 'solana', mint, to, skipPreflight }) =>
       sendUsdcTransfer({
         rpcUrl: rpcUrls[network],
@@ -106,9 +151,9 @@ export async function startHarness(dbName: string, options: { freshnessSeconds?:
         signature,
       ),
     async close() {
+      service.markShuttingDown();
       await closeServer(server);
-      await payments.close();
-      await db.$disconnect();
+      await service.stop();
       await ledger.close();
     },
   };

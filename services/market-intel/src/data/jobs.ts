@@ -1,0 +1,329 @@
+import { randomBytes } from 'node:crypto';
+import type { AgentJob, JobStatus } from '@repo/schemas';
+import {
+  COMPUTE_TOPOLOGY,
+  stepRoutingKey,
+  type JobEvent,
+  type PipelineKind,
+  type StepCommand,
+} from '@repo/queue';
+import type { PaymentClaim, PaymentLedger } from '@repo/x402';
+import { Prisma } from '../generated/prisma/client';
+import type { Db } from './prisma';
+
+/** A new job id: `job_` + 128 random bits, base64url (ARCHITECTURE.md: ids that act as capabilities). */
+export function newJobId(): string {
+  return `job_${randomBytes(16).toString('base64url')}`;
+}
+
+/** What the compute route knows about a job when it is paid. */
+export interface NewJob {
+  id: string;
+  kind: PipelineKind;
+  /** `METHOD /path` of the compute endpoint. */
+  endpoint: string;
+  input: unknown;
+  txSignature: string;
+  network: string;
+  payer: string;
+  /** Price paid, in atomic USDC units. */
+  amountAtomic: bigint;
+  webhookUrl: string | null;
+  proveSessionId: string | null;
+}
+
+/** The webhook body of a terminal job (market-intel spec, "Events"; `error` for failed jobs). */
+export interface WebhookBody {
+  jobId: string;
+  status: 'completed' | 'failed';
+  result: unknown;
+  error?: string;
+}
+
+/** What applying one event changed, for the caller to act on after the commit. */
+export interface ApplyResult {
+  /** Whether the event changed the job (false: duplicate, stale or for a terminal job). */
+  applied: boolean;
+  /** Outbox rows written in the same transaction, to publish now. */
+  outboxIds: bigint[];
+  /** The job's status after the event, or null when the job is unknown. */
+  status: JobStatus | null;
+  /** Whether a webhook delivery was queued. */
+  webhookQueued: boolean;
+}
+
+type Tx = Prisma.TransactionClient;
+
+const json = (value: unknown): Prisma.InputJsonValue => value as Prisma.InputJsonValue;
+const TERMINAL = new Set<string>(['completed', 'failed']);
+
+function stepCommand(
+  job: { id: string; kind: string; input: unknown },
+  stepIndex: number,
+  state: unknown,
+): StepCommand {
+  return {
+    v: 1,
+    jobId: job.id,
+    kind: job.kind as PipelineKind,
+    stepIndex,
+    input: job.input,
+    state: state ?? null,
+  };
+}
+
+/**
+ * Compute jobs in PostgreSQL (table `agent_jobs`) with their applied steps (`job_steps`), the
+ * transactional outbox (`outbox_messages`) and webhook deliveries (`webhook_deliveries`).
+ *
+ * Invariants (ARCHITECTURE.md, "Compute jobs"): a job row is only ever committed together with the
+ * outbox row of its first step command; a step outcome is applied only when its `stepIndex` is the
+ * job's current one (so duplicates are dropped), together with the next command; terminal states are
+ * final; `progressPct` never decreases.
+ */
+export class JobRepository {
+  constructor(private readonly db: Db) {}
+
+  /**
+   * Creates a paid job: in one transaction, the job row (pending), the outbox row of step 0 and the
+   * payment claim's completion (`x402_payments.job_id`), so a job exists exactly when its payment is
+   * consumed and its first message is due.
+   * @returns the outbox id to publish after the commit
+   * @throws AppError `payment_conflict` when the claim was lost to another request (nothing is written)
+   */
+  async createPaidJob(
+    job: NewJob,
+    ledger: PaymentLedger,
+    claim: PaymentClaim,
+  ): Promise<{ outboxId: bigint; createdAt: Date }> {
+    return this.db.$transaction(async (tx) => {
+      const row = await tx.agentJob.create({
+        data: {
+          id: job.id,
+          kind: job.kind,
+          endpoint: job.endpoint,
+          status: 'pending',
+          input: json(job.input),
+          txSignature: job.txSignature,
+          network: job.network,
+          payer: job.payer,
+          amountAtomic: new Prisma.Decimal(job.amountAtomic.toString()),
+          webhookUrl: job.webhookUrl,
+          proveSessionId: job.proveSessionId,
+        },
+        select: { createdAt: true },
+      });
+      const outboxId = await this.enqueueStep(tx, stepCommand(job, 0, null));
+      await ledger.completeWithJob(claim, job.id, tx);
+      return { outboxId, createdAt: row.createdAt };
+    });
+  }
+
+  /** The job as GET /api/v1/jobs/{jobId} returns it (market-intel spec, "AgentJob"), or null. */
+  async get(jobId: string): Promise<AgentJob | null> {
+    const row = await this.db.agentJob.findUnique({
+      where: { id: jobId },
+      select: {
+        id: true,
+        endpoint: true,
+        status: true,
+        progressPct: true,
+        result: true,
+        error: true,
+        createdAt: true,
+        completedAt: true,
+        txSignature: true,
+      },
+    });
+    if (!row) return null;
+    return {
+      jobId: row.id,
+      endpoint: row.endpoint,
+      status: row.status as JobStatus,
+      progressPct: row.progressPct,
+      result: (row.result ?? null) as AgentJob['result'],
+      error: row.error,
+      createdAt: row.createdAt.toISOString(),
+      completedAt: row.completedAt ? row.completedAt.toISOString() : null,
+      txHash: row.txSignature,
+    };
+  }
+
+  /**
+   * Applies one runner event (idempotent: duplicates and stale events change nothing).
+   * - `job.step-started`: pending -> running.
+   * - `job.step-completed` for the current step: records the step, stores the new state and progress
+   *   (never lower), and queues the next step command; or, for the last step, completes the job and
+   *   queues its webhook.
+   * - `job.step-failed`: keeps the error while retries remain; a non-retryable failure fails the job.
+   */
+  async applyEvent(event: JobEvent): Promise<ApplyResult> {
+    if (event.type === 'job.step-started') {
+      const count = await this.db.agentJob.updateMany({
+        where: { id: event.jobId, status: 'pending' },
+        data: { status: 'running', startedAt: new Date(event.at) },
+      });
+      return {
+        applied: count.count > 0,
+        outboxIds: [],
+        status: count.count > 0 ? 'running' : null,
+        webhookQueued: false,
+      };
+    }
+    if (event.type === 'job.step-failed' && event.retryable) {
+      const count = await this.db.agentJob.updateMany({
+        where: { id: event.jobId, stepIndex: event.stepIndex, status: { in: ['pending', 'running'] } },
+        data: { lastError: `attempt ${event.attempt}: ${event.error}` },
+      });
+      return { applied: count.count > 0, outboxIds: [], status: null, webhookQueued: false };
+    }
+    if (event.type === 'job.step-failed') {
+      return this.fail(event.jobId, `step ${event.stepIndex} failed: ${event.error}`, event.stepIndex);
+    }
+    return this.db.$transaction(async (tx) => {
+      const job = await lockJob(tx, event.jobId);
+      if (!job || TERMINAL.has(job.status) || job.step_index !== event.stepIndex) {
+        return {
+          applied: false,
+          outboxIds: [],
+          status: (job?.status as JobStatus | undefined) ?? null,
+          webhookQueued: false,
+        };
+      }
+      const { outcome } = event;
+      const progress = outcome.kind === 'done' ? 100 : Math.max(job.progress_pct, outcome.progressPct);
+      await tx.jobStep.create({
+        data: {
+          jobId: job.id,
+          stepIndex: event.stepIndex,
+          label: outcome.label,
+          progressPct: progress,
+          runnerId: event.runnerId,
+        },
+      });
+      if (outcome.kind === 'continue') {
+        await tx.agentJob.update({
+          where: { id: job.id },
+          data: {
+            status: 'running',
+            startedAt: job.started_at ?? new Date(event.at),
+            state: json(outcome.state),
+            stepIndex: event.stepIndex + 1,
+            stepLabel: outcome.label,
+            progressPct: progress,
+            lastError: null,
+          },
+        });
+        const outboxId = await this.enqueueStep(tx, stepCommand(job, event.stepIndex + 1, outcome.state));
+        return { applied: true, outboxIds: [outboxId], status: 'running' as const, webhookQueued: false };
+      }
+      const completedAt = new Date();
+      await tx.agentJob.update({
+        where: { id: job.id },
+        data: {
+          status: 'completed',
+          startedAt: job.started_at ?? new Date(event.at),
+          result: json(outcome.result),
+          stepIndex: event.stepIndex + 1,
+          stepLabel: outcome.label,
+          progressPct: 100,
+          lastError: null,
+          completedAt,
+        },
+      });
+      const webhookQueued = await queueWebhook(tx, job.id, job.webhook_url, {
+        jobId: job.id,
+        status: 'completed',
+        result: outcome.result,
+      });
+      return { applied: true, outboxIds: [], status: 'completed' as const, webhookQueued };
+    });
+  }
+
+  /**
+   * Fails a job that is not terminal yet (a dead-lettered step, a non-retryable error), keeping its
+   * progress, and queues its webhook.
+   * @param stepIndex when given, only if the job is still at that step (a late dead letter for a step
+   *   that another delivery completed changes nothing)
+   */
+  async fail(jobId: string, reason: string, stepIndex?: number): Promise<ApplyResult> {
+    return this.db.$transaction(async (tx) => {
+      const job = await lockJob(tx, jobId);
+      if (!job || TERMINAL.has(job.status) || (stepIndex !== undefined && job.step_index !== stepIndex)) {
+        return {
+          applied: false,
+          outboxIds: [],
+          status: (job?.status as JobStatus | undefined) ?? null,
+          webhookQueued: false,
+        };
+      }
+      const error = (job.last_error ? `${reason}; last error: ${job.last_error}` : reason).slice(0, 2000);
+      await tx.agentJob.update({
+        where: { id: jobId },
+        data: { status: 'failed', error, completedAt: new Date() },
+      });
+      const webhookQueued = await queueWebhook(tx, jobId, job.webhook_url, {
+        jobId,
+        status: 'failed',
+        result: null,
+        error,
+      });
+      return { applied: true, outboxIds: [], status: 'failed' as const, webhookQueued };
+    });
+  }
+
+  /** Steps applied to a job, in order (the audit trail). */
+  async appliedSteps(jobId: string): Promise<{ stepIndex: number; label: string; progressPct: number }[]> {
+    return this.db.jobStep.findMany({
+      where: { jobId },
+      orderBy: { stepIndex: 'asc' },
+      select: { stepIndex: true, label: true, progressPct: true },
+    });
+  }
+
+  /** Number of jobs per status (for the `/metrics` gauge). */
+  async countByStatus(): Promise<Record<string, number>> {
+    const rows = await this.db.agentJob.groupBy({ by: ['status'], _count: { _all: true } });
+    return Object.fromEntries(rows.map((r) => [r.status, r._count._all]));
+  }
+
+  private async enqueueStep(tx: Tx, command: StepCommand): Promise<bigint> {
+    const row = await tx.outboxMessage.create({
+      data: {
+        exchange: COMPUTE_TOPOLOGY.exchanges.steps,
+        routingKey: stepRoutingKey(command.kind),
+        messageId: `${command.jobId}:${command.stepIndex}`,
+        type: 'step',
+        body: json(command),
+      },
+      select: { id: true },
+    });
+    return row.id;
+  }
+}
+
+interface LockedJob {
+  id: string;
+  kind: string;
+  status: string;
+  step_index: number;
+  progress_pct: number;
+  input: unknown;
+  webhook_url: string | null;
+  started_at: Date | null;
+  last_error: string | null;
+}
+
+async function lockJob(tx: Tx, jobId: string): Promise<LockedJob | undefined> {
+  const rows = await tx.$queryRawUnsafe<LockedJob[]>(
+    `SELECT id, kind, status, step_index, progress_pct, input, webhook_url, started_at, last_error FROM agent_jobs WHERE id = $1 FOR UPDATE`,
+    jobId,
+  );
+  return rows[0];
+}
+
+async function queueWebhook(tx: Tx, jobId: string, url: string | null, body: WebhookBody): Promise<boolean> {
+  if (!url) return false;
+  await tx.webhookDelivery.create({ data: { jobId, url, body: JSON.stringify(body) } });
+  return true;
+}

@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import { SectorTag, SessionConfigInput } from '@repo/schemas';
+
+/** A `webhook_url`: an absolute http(s) URL of at most 2048 characters. */
+export const WebhookUrl = z.url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' }).max(2048);
+
+/**
+ * Body of POST /api/v1/forge/ideate (market-intel spec): every field optional; `session_config` as
+ * an object or a string, resolved with the spec's defaults. Unknown top-level fields are ignored.
+ */
+export const ForgeRequest = z.object(
+  {
+    sectors: z.array(SectorTag).max(20).default([]),
+    context: z.string().max(10_000).optional(),
+    product_modes: z.array(z.string().trim().min(1).max(100)).max(10).default([]),
+    session_config: SessionConfigInput,
+    webhook_url: WebhookUrl.optional(),
+  },
+  {
+    error: (issue) =>
+      issue.input === undefined ? 'a JSON object body is required' : 'the body must be a JSON object',
+  },
+);
+/** Inferred (parsed) type of {@link ForgeRequest}. */
+export type ForgeRequest = z.output<typeof ForgeRequest>;
+
+/** Body of POST /api/v1/prove/debate (market-intel spec): `idea` of 10 to 10 000 characters, read verbatim. */
+export const ProveRequest = z.object(
+  {
+    idea: z.string({ error: 'idea is required (10 to 10000 characters)' }).min(10).max(10_000),
+    session_config: SessionConfigInput,
+    webhook_url: WebhookUrl.optional(),
+  },
+  {
+    error: (issue) =>
+      issue.input === undefined ? 'a JSON object body is required' : 'the body must be a JSON object',
+  },
+);
+/** Inferred (parsed) type of {@link ProveRequest}. */
+export type ProveRequest = z.output<typeof ProveRequest>;
+
+/** Path parameters of GET /api/v1/jobs/{jobId}. */
+export const JobParams = z.object({ jobId: z.string().min(1).max(100) });
+
+/** Scout items per list sent with a forge job (keeps step messages small). */
+export const FORGE_SCOUT_ITEMS = 20;
+
+/** The 202 answer of a compute POST (market-intel spec); `proveSessionId` for prove/debate only. */
+export const JobAccepted = z.object({
+  jobId: z.string(),
+  status: z.literal('pending'),
+  statusUrl: z.string().describe('path of GET /api/v1/jobs/{jobId}'),
+  etaMinutes: z.number().int(),
+  proveSessionId: z.uuid().optional(),
+});
+/** Inferred type of {@link JobAccepted}. */
+export type JobAccepted = z.infer<typeof JobAccepted>;

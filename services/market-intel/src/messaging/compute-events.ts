@@ -1,0 +1,160 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import {
+  COMPUTE_TOPOLOGY,
+  JobEvent,
+  RunnerHeartbeat,
+  StepCommand,
+  type Broker,
+  type Delivery,
+  type QueueLogger,
+  type Settlement,
+  type TopologySetup,
+} from '@repo/queue';
+import type { ApplyResult, JobRepository } from '../data/jobs';
+import type { RunnerHealthMonitor } from '../domain/health';
+import type { OutboxRelay } from './outbox';
+
+/** What the compute consumers act on. */
+export interface ComputeConsumerDeps {
+  broker: Broker;
+  jobs: JobRepository;
+  outbox: OutboxRelay;
+  health: RunnerHealthMonitor;
+  logger: QueueLogger;
+  /** Called after a job reached a terminal state with a webhook queued. */
+  onWebhookQueued?: () => void;
+  /** Called for every applied event (metrics). */
+  onApplied?: (event: JobEvent['type'] | 'dead-letter', result: ApplyResult) => void;
+  /** Unacknowledged job events held at once. */
+  prefetch?: number;
+}
+
+/** The per-replica heartbeat queue name (exclusive, deleted with its connection). */
+export function heartbeatQueueName(instanceId: string): string {
+  return `market-intel.heartbeat.${instanceId}`;
+}
+
+/**
+ * market-intel's own topology on top of the shared compute topology: an exclusive, auto-deleted
+ * queue per replica bound to the heartbeat fanout, whose messages expire after 30 s.
+ */
+export function heartbeatTopology(instanceId: string): TopologySetup {
+  return async (channel) => {
+    const queue = heartbeatQueueName(instanceId);
+    await channel.assertQueue(queue, {
+      exclusive: true,
+      autoDelete: true,
+      durable: false,
+      arguments: { 'x-message-ttl': 30_000 },
+    });
+    await channel.bindQueue(queue, COMPUTE_TOPOLOGY.exchanges.heartbeat, '');
+  };
+}
+
+/**
+ * Starts market-intel's consumers (ARCHITECTURE.md, "Compute jobs"):
+ * - job events from the runners, applied to the job rows once each (duplicates dropped by step
+ *   index); the next step command is published from the outbox right after the commit. A database
+ *   error requeues the event after a backoff; an unparseable event is dead-lettered.
+ * - dead letters: a step command dead-lettered after its delivery limit (or rejected as poison)
+ *   fails its job with the reason;
+ * - runner heartbeats, fed to the health monitor.
+ */
+export async function startComputeConsumers(deps: ComputeConsumerDeps, instanceId: string): Promise<void> {
+  const { broker, jobs, outbox, logger } = deps;
+  const after = async (type: JobEvent['type'] | 'dead-letter', result: ApplyResult): Promise<void> => {
+    deps.onApplied?.(type, result);
+    if (result.outboxIds.length > 0) await outbox.publishNow(result.outboxIds).catch(() => undefined);
+    if (result.webhookQueued) deps.onWebhookQueued?.();
+  };
+
+  await broker.consume(
+    COMPUTE_TOPOLOGY.queues.jobEvents,
+    async (delivery): Promise<Settlement> => {
+      const parsed = JobEvent.safeParse(delivery.body);
+      if (!parsed.success) {
+        logger.error(
+          { messageId: delivery.messageId, issues: parsed.error.issues.slice(0, 5) },
+          'unparseable job event dead-lettered',
+        );
+        return 'reject';
+      }
+      try {
+        await after(parsed.data.type, await jobs.applyEvent(parsed.data));
+        return 'ack';
+      } catch (err) {
+        // Usually the database is away: back off before the requeue so the delivery limit spans minutes.
+        logger.warn(
+          { err: String(err), jobId: parsed.data.jobId, attempt: delivery.deliveryCount + 1 },
+          'job event not applied; requeued',
+        );
+        await delay(Math.min(30_000, 250 * 2 ** delivery.deliveryCount));
+        return 'requeue';
+      }
+    },
+    { prefetch: deps.prefetch ?? 32 },
+  );
+
+  await broker.consume(
+    COMPUTE_TOPOLOGY.queues.deadLetterEvents,
+    async (delivery): Promise<Settlement> => {
+      const reason = deadLetterReason(delivery);
+      const step = StepCommand.safeParse(delivery.body);
+      const event = step.success ? undefined : JobEvent.safeParse(delivery.body);
+      const jobId = step.success ? step.data.jobId : event?.success ? event.data.jobId : undefined;
+      if (!jobId) {
+        logger.error(
+          { messageId: delivery.messageId, reason },
+          'dead letter without a job; kept in the operators queue',
+        );
+        return 'ack';
+      }
+      const what = step.success
+        ? `step ${step.data.stepIndex} (${step.data.kind})`
+        : `job event ${event?.success ? event.data.type : ''}`;
+      logger.error({ jobId, reason }, `${what} dead-lettered; failing the job`);
+      try {
+        await after(
+          'dead-letter',
+          await jobs.fail(
+            jobId,
+            `${what} could not be processed: ${reason}`,
+            step.success ? step.data.stepIndex : undefined,
+          ),
+        );
+        return 'ack';
+      } catch (err) {
+        logger.warn({ err: String(err), jobId }, 'dead letter not applied; requeued');
+        await delay(1000);
+        return 'requeue';
+      }
+    },
+    { prefetch: 8 },
+  );
+
+  await broker.consume(
+    heartbeatQueueName(instanceId),
+    async (delivery): Promise<Settlement> => {
+      const parsed = RunnerHeartbeat.safeParse(delivery.body);
+      if (parsed.success) deps.health.record(parsed.data);
+      return 'ack';
+    },
+    { prefetch: 16 },
+  );
+}
+
+/** A readable reason from RabbitMQ's `x-death` header: delivery limit reached, or rejected as poison. */
+function deadLetterReason(delivery: Delivery): string {
+  const deaths = delivery.headers['x-death'];
+  const first = Array.isArray(deaths) ? (deaths[0] as Record<string, unknown> | undefined) : undefined;
+  const why = typeof first?.reason === 'string' ? first.reason : 'dead-lettered';
+  const queue = typeof first?.queue === 'string' ? first.queue : 'queue';
+  const firstReason = delivery.headers['x-first-death-reason'];
+  const text =
+    why === 'delivery_limit' || firstReason === 'delivery_limit'
+      ? 'delivery limit reached (it failed on every attempt)'
+      : why === 'rejected'
+        ? 'rejected as malformed'
+        : why;
+  return `${text} in ${queue}`;
+}

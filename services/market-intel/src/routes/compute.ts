@@ -1,0 +1,227 @@
+import { randomUUID } from 'node:crypto';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
+import { AppError, notFound, requestIdOf } from '@repo/errors';
+import { validate, validated } from '@repo/service-kit';
+import { checkUrl, type SsrfPolicy } from '@repo/ssrf-guard';
+import { acceptPayment, type PaymentGateway } from '@repo/x402';
+import type { JobRepository } from '../data/jobs';
+import { newJobId } from '../data/jobs';
+import type { ReportRepository } from '../data/reports';
+import { FORGE_SCOUT_ITEMS, ForgeRequest, JobParams, ProveRequest } from '../domain/compute';
+import { RETRY_AFTER_SECONDS, type HealthProbe } from '../domain/health';
+import { COMPUTE_PRICES, ETA_MINUTES, type PaidRoute } from '../domain/prices';
+import { NetworkOnlyQuery } from './query';
+
+/** What the Compute API needs; without it the compute endpoints answer 503 `config`. */
+export interface ComputeDeps {
+  jobs: JobRepository;
+  reports: ReportRepository;
+  /** The compute preflight (runner heartbeats + broker). */
+  health: HealthProbe;
+  gateway: PaymentGateway;
+  /** Advertised `maxTimeoutSeconds`. */
+  maxTimeoutSeconds: number;
+  /** Publishes the job's first step right after the commit (the outbox sweep covers failures). */
+  publishNow(outboxIds: readonly bigint[]): Promise<void>;
+  /** Webhook settings; `null` when no signing secret is configured (a `webhook_url` is then refused). */
+  webhooks: { policy: SsrfPolicy } | null;
+  /** Called when a job was created (metrics). */
+  onJobCreated?: (kind: 'forge' | 'prove') => void;
+}
+
+/**
+ * The Compute API under `/api/v1` (market-intel spec, "POST /api/v1/forge/ideate", "POST
+ * /api/v1/prove/debate", "GET /api/v1/jobs/{jobId}"). Order on a compute POST, so that nothing is
+ * charged for a request that cannot run: body validation (422) and the webhook address check (422),
+ * then the health preflight (503 with `Retry-After` and `errorClass`, no payment requested), then
+ * x402 (402 / 400 / 409), then the job and its first step message are committed together and the
+ * answer is 202.
+ */
+export function computeRouter(deps: ComputeDeps | undefined): Router {
+  const router = Router();
+
+  router.post(
+    '/forge/ideate',
+    validate({ query: NetworkOnlyQuery, body: ForgeRequest }, { bodyCode: 'validation_failed' }),
+    preflight(deps, (req) => (req.body as ForgeRequest).webhook_url),
+    async (req, res) => {
+      if (!deps) return;
+      const body = validated<unknown, unknown, ForgeRequest>(res.locals).body;
+      const sectors = [...new Set(body.sectors)];
+      await createJob(
+        deps,
+        req,
+        res,
+        COMPUTE_PRICES.forge,
+        'forge',
+        body.webhook_url ?? null,
+        null,
+        async () => ({
+          sectors,
+          context: body.context ?? null,
+          product_modes: body.product_modes,
+          session_config: body.session_config,
+          scout: await deps.reports.latestSnapshots(sectors, FORGE_SCOUT_ITEMS),
+        }),
+      );
+    },
+  );
+
+  router.post(
+    '/prove/debate',
+    validate({ query: NetworkOnlyQuery, body: ProveRequest }, { bodyCode: 'validation_failed' }),
+    preflight(deps, (req) => (req.body as ProveRequest).webhook_url),
+    async (req, res) => {
+      if (!deps) return;
+      const body = validated<unknown, unknown, ProveRequest>(res.locals).body;
+      const proveSessionId = randomUUID();
+      await createJob(
+        deps,
+        req,
+        res,
+        COMPUTE_PRICES.prove,
+        'prove',
+        body.webhook_url ?? null,
+        proveSessionId,
+        async () => ({
+          idea: body.idea,
+          session_config: body.session_config,
+          proveSessionId,
+        }),
+      );
+    },
+  );
+
+  router.get('/jobs/:jobId', validate({ params: JobParams, query: NetworkOnlyQuery }), async (_req, res) => {
+    const { jobId } = validated<unknown, { jobId: string }>(res.locals).params;
+    const job = deps ? await deps.jobs.get(jobId) : null;
+    if (!job) throw notFound('Unknown job');
+    res.setHeader('cache-control', 'no-store');
+    res.json(job);
+  });
+
+  return router;
+}
+
+/** Webhook address check (422) and health preflight (503), both before any payment is asked. */
+function preflight(
+  deps: ComputeDeps | undefined,
+  webhookOf: (req: Request) => string | undefined,
+): RequestHandler {
+  return async (req, res, next) => {
+    if (!deps) {
+      sendUnhealthy(req, res, 'config', 'Compute is not configured on this server (no message broker)');
+      return;
+    }
+    const webhookUrl = webhookOf(req);
+    if (webhookUrl !== undefined) {
+      if (!deps.webhooks) {
+        throw new AppError(
+          'validation_failed',
+          'webhook_url is not accepted: webhooks are not enabled on this server',
+          {
+            details: [{ path: 'body.webhook_url', message: 'webhooks are not enabled on this server' }],
+          },
+        );
+      }
+      const check = await checkUrl(webhookUrl, deps.webhooks.policy);
+      if (!check.ok) {
+        throw new AppError('validation_failed', `webhook_url is not allowed: ${check.error.message}`, {
+          details: [{ path: 'body.webhook_url', message: check.error.message }],
+        });
+      }
+    }
+    const health = await deps.health();
+    if (health.status !== 200) {
+      const errorClass = health.body.errorClass ?? 'upstream';
+      const why = health.body.llm.ok
+        ? (health.body.search?.error ?? 'search unavailable')
+        : (health.body.llm.error ?? 'LLM unavailable');
+      sendUnhealthy(req, res, errorClass, `Compute is unavailable: ${why}`, {
+        llm: health.body.llm,
+        search: health.body.search,
+      });
+      return;
+    }
+    next();
+  };
+}
+
+function sendUnhealthy(
+  req: Request,
+  res: Response,
+  errorClass: 'upstream' | 'config',
+  message: string,
+  details?: unknown,
+): void {
+  res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS[errorClass]));
+  res.setHeader('cache-control', 'no-store');
+  res
+    .status(503)
+    .json({
+      error: message,
+      code: 'service_unavailable',
+      errorClass,
+      ...(details ? { details } : {}),
+      requestId: requestIdOf(req),
+    });
+}
+
+async function createJob(
+  deps: ComputeDeps,
+  req: Request,
+  res: Response,
+  route: PaidRoute,
+  kind: 'forge' | 'prove',
+  webhookUrl: string | null,
+  proveSessionId: string | null,
+  buildInput: () => Promise<unknown>,
+): Promise<void> {
+  const accepted = await acceptPayment(req, res, {
+    ...deps.gateway,
+    amountAtomic: route.amountAtomic,
+    description: route.description,
+    endpoint: route.endpoint,
+    mimeType: 'application/json',
+    maxTimeoutSeconds: deps.maxTimeoutSeconds,
+    kind: 'async',
+  });
+  if (!accepted) return;
+  const jobId = newJobId();
+  let outboxId: bigint;
+  try {
+    const input = await buildInput();
+    ({ outboxId } = await deps.jobs.createPaidJob(
+      {
+        id: jobId,
+        kind,
+        endpoint: route.endpoint,
+        input,
+        txSignature: accepted.payment.signature,
+        network: accepted.requirements.network,
+        payer: accepted.payment.payer,
+        amountAtomic: route.amountAtomic,
+        webhookUrl,
+        proveSessionId,
+      },
+      deps.gateway.ledger,
+      accepted.claim,
+    ));
+  } catch (err) {
+    // Nothing was written: give the signature back so the agent can retry without paying again.
+    await deps.gateway.ledger.releaseLease(accepted.claim).catch(() => undefined);
+    throw err;
+  }
+  deps.onJobCreated?.(kind);
+  // Not awaited: the answer does not wait for RabbitMQ; a failed publish is left to the outbox sweep.
+  void deps.publishNow([outboxId]).catch(() => undefined);
+  const statusUrl = `/api/v1/jobs/${jobId}`;
+  res.setHeader('Location', statusUrl);
+  res.status(202).json({
+    jobId,
+    status: 'pending',
+    statusUrl,
+    etaMinutes: ETA_MINUTES[kind],
+    ...(proveSessionId ? { proveSessionId } : {}),
+  });
+}

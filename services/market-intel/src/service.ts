@@ -1,0 +1,173 @@
+import { hostname } from 'node:os';
+import type { Application } from 'express';
+import { Broker, declareComputeTopology } from '@repo/queue';
+import type { Logger } from '@repo/service-kit';
+import { parseAllowlist } from '@repo/ssrf-guard';
+import type { PaymentEventListener } from '@repo/x402';
+import { createApp } from './app';
+import type { MarketIntelConfig } from './config';
+import { JobRepository } from './data/jobs';
+import { createDb, type Db } from './data/prisma';
+import { ReportRepository } from './data/reports';
+import { RunnerHealthMonitor } from './domain/health';
+import { heartbeatTopology, startComputeConsumers } from './messaging/compute-events';
+import { OutboxRelay } from './messaging/outbox';
+import { createMarketIntelMetrics, type MarketIntelMetrics } from './metrics';
+import { createPaymentGateway, paymentGate } from './payments';
+import { WebhookDispatcher } from './webhooks';
+
+/** The wired service: the app and the parts `main.ts` (and the tests) start and stop. */
+export interface MarketIntelService {
+  app: Application;
+  db: Db;
+  broker: Broker;
+  jobs: JobRepository;
+  reports: ReportRepository;
+  outbox: OutboxRelay;
+  health: RunnerHealthMonitor;
+  webhooks: WebhookDispatcher | null;
+  metrics: MarketIntelMetrics;
+  /** Starts the consumers, the outbox sweep and the webhook dispatcher. */
+  start(): Promise<void>;
+  /** Marks the service not ready (readiness turns false before the HTTP server drains). */
+  markShuttingDown(): void;
+  /** Stops background work, drains consumers, closes RabbitMQ, the RPC pools and the database (after the HTTP server closed). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Builds market-intel from its configuration: Prisma, the x402 gateway, RabbitMQ (the compute
+ * topology plus this replica's heartbeat queue), the job repository, the outbox relay, the runner
+ * health monitor, the webhook dispatcher (when `WEBHOOK_SECRET` is set) and the express app.
+ * Nothing runs until {@link MarketIntelService.start}.
+ * @param extra `onPaymentEvent`: an extra listener (tests count verifications with it)
+ */
+export async function createMarketIntelService(
+  config: MarketIntelConfig,
+  logger: Logger,
+  extra: { onPaymentEvent?: PaymentEventListener } = {},
+): Promise<MarketIntelService> {
+  const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+  const instanceId = config.INSTANCE_ID ?? `${hostname()}-${process.pid}`;
+  const metrics = createMarketIntelMetrics();
+  const payments = createPaymentGateway(config, db);
+  const gateway = {
+    ...payments,
+    onPaymentEvent: extra.onPaymentEvent
+      ? (event: Parameters<PaymentEventListener>[0]) => {
+          metrics.onPaymentEvent(event);
+          extra.onPaymentEvent?.(event);
+        }
+      : metrics.onPaymentEvent,
+  };
+  const reports = new ReportRepository(db);
+  const jobs = new JobRepository(db);
+  const heartbeats = heartbeatTopology(instanceId);
+  const broker = await Broker.connect({
+    url: config.AMQP_URL,
+    connectionName: `market-intel ${instanceId}`,
+    logger,
+    topology: async (channel) => {
+      await declareComputeTopology(channel);
+      await heartbeats(channel);
+    },
+  });
+  const health = new RunnerHealthMonitor({
+    staleAfterMs: config.RUNNER_STALE_AFTER_MS,
+    isBrokerConnected: () => broker.isConnected(),
+  });
+  const outbox = new OutboxRelay(db, broker, logger, {
+    sweepIntervalMs: config.OUTBOX_SWEEP_INTERVAL_MS,
+    leaseMs: 30_000,
+    batchSize: 100,
+  });
+  const policy = { allowlist: parseAllowlist(config.SSRF_ALLOWLIST) };
+  const webhooks = config.WEBHOOK_SECRET
+    ? new WebhookDispatcher(
+        db,
+        {
+          secret: config.WEBHOOK_SECRET,
+          policy,
+          timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+          maxAttempts: config.WEBHOOK_MAX_ATTEMPTS,
+          retryBaseMs: config.WEBHOOK_RETRY_BASE_MS,
+          pollIntervalMs: Math.min(1000, config.WEBHOOK_RETRY_BASE_MS),
+        },
+        logger,
+      )
+    : null;
+  metrics.observeCompute({
+    countByStatus: () => jobs.countByStatus(),
+    outboxPending: () => outbox.pending(),
+    broker,
+  });
+
+  let shuttingDown = false;
+  const app = createApp({
+    logger,
+    reports,
+    pay: paymentGate(gateway, config.PAYMENT_MAX_TIMEOUT_SECONDS),
+    health: health.probe,
+    compute: {
+      jobs,
+      reports,
+      health: health.probe,
+      gateway,
+      maxTimeoutSeconds: config.PAYMENT_MAX_TIMEOUT_SECONDS,
+      publishNow: (ids) => outbox.publishNow(ids),
+      webhooks: webhooks ? { policy } : null,
+      onJobCreated: (kind) => metrics.onJobCreated(kind),
+    },
+    isReady: async () =>
+      !shuttingDown &&
+      broker.isConnected() &&
+      (await db.$queryRawUnsafe('SELECT 1').then(
+        () => true,
+        () => false,
+      )),
+    trustProxy: config.TRUST_PROXY,
+    bodyLimit: config.BODY_LIMIT,
+    metrics,
+    corsOrigins: config.CORS_ORIGINS?.split(',')
+      .map((o) => o.trim())
+      .filter(Boolean),
+  });
+
+  return {
+    app,
+    db,
+    broker,
+    jobs,
+    reports,
+    outbox,
+    health,
+    webhooks,
+    metrics,
+    async start() {
+      await startComputeConsumers(
+        {
+          broker,
+          jobs,
+          outbox,
+          health,
+          logger,
+          onWebhookQueued: () => webhooks?.kick(),
+          onApplied: (type, result) => metrics.onJobEvent(type, result.applied),
+        },
+        instanceId,
+      );
+      outbox.start();
+      webhooks?.start();
+    },
+    markShuttingDown() {
+      shuttingDown = true;
+    },
+    async stop() {
+      await outbox.stop();
+      await webhooks?.stop();
+      await broker.close(10_000);
+      await payments.close();
+      await db.$disconnect();
+    },
+  };
+}

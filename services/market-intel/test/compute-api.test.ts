@@ -1,0 +1,449 @@
+import { createServer, type Server } from 'node:http';
+import {
+  Broker,
+  COMPUTE_TOPOLOGY,
+  StepCommand,
+  type Delivery,
+  type RunnerHeartbeat,
+  type UpstreamHealth,
+} from '@repo/queue';
+import { waitFor } from '@repo/queue/testing';
+import { buildReport, startHarness, type Harness } from './support/harness';
+
+// The Compute API's edge as an agent sees it, with this test playing the runner over the real
+// RabbitMQ protocol (heartbeats in, step commands out). The full pipelines run in compute-e2e.test.ts.
+let h: Harness;
+let runner: Broker;
+const steps: Delivery[] = [];
+const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
+const HEALTHY: UpstreamHealth = { ok: true, latency_ms: 12, error: null, errorClass: null };
+
+async function beat(
+  llm: UpstreamHealth,
+  search: UpstreamHealth | null = null,
+  runnerId = 'test-runner',
+): Promise<void> {
+  const heartbeat: RunnerHeartbeat = {
+    v: 1,
+    runnerId,
+    at: new Date().toISOString(),
+    intervalMs: 5000,
+    llm,
+    search,
+    inFlightSteps: 0,
+  };
+  await runner.publish(COMPUTE_TOPOLOGY.exchanges.heartbeat, '', heartbeat, { persistent: false });
+}
+
+async function healthStatus(): Promise<number> {
+  return (await fetch(`${h.baseUrl}/api/v1/health`)).status;
+}
+
+async function post(path: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(h.baseUrl + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+async function json(res: Response): Promise<Record<string, unknown>> {
+  return (await res.json()) as Record<string, unknown>;
+}
+
+async function jobRows(): Promise<number> {
+  return h.service.jobs.countByStatus().then((c) => Object.values(c).reduce((a, b) => a + b, 0));
+}
+
+const IDEA = 'A reconciliation copilot for mid-size fintechs that matches instant payments to invoices.';
+
+beforeAll(async () => {
+  h = await startHarness('market_intel_compute_api_test', {
+    env: { WEBHOOK_SECRET: 'test-webhook-secret-0123456789', RUNNER_STALE_AFTER_MS: '60000' },
+  });
+  await h.reports.importReport(buildReport(), 'import');
+  runner = await Broker.connect({ url: h.amqpUrl, connectionName: 'test runner', logger: silent });
+  await runner.waitForConnection();
+  await runner.consume(COMPUTE_TOPOLOGY.queues.steps, async (d) => (steps.push(d), 'ack'), { prefetch: 50 });
+}, 120_000);
+afterAll(async () => {
+  await runner?.close(1000);
+  await h?.close();
+});
+
+describe('Health and the compute preflight', () => {
+  it('When no runner has sent a heartbeat, then a compute POST answers 503 upstream with Retry-After 30 and asks for no payment', async () => {
+    const res = await post('/api/v1/prove/debate', { idea: IDEA });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('30');
+    expect(res.headers.get('x402-version')).toBeNull();
+    const body = await json(res);
+    expect(body).toMatchObject({
+      code: 'service_unavailable',
+      errorClass: 'upstream',
+      error: expect.stringContaining('heartbeat'),
+      requestId: expect.any(String),
+    });
+    expect(body).not.toHaveProperty('accepts');
+  });
+
+  it('When the runner reports rejected LLM credentials, then health and the preflight answer 503 config with Retry-After 600, even with a payment attached', async () => {
+    await beat({ ok: false, latency_ms: 40, error: 'LLM rejected the API key (401)', errorClass: 'config' });
+    await waitFor(
+      'config health',
+      async () => (await fetch(`${h.baseUrl}/api/v1/health`)).headers.get('retry-after') === '600',
+    );
+    const health = await fetch(`${h.baseUrl}/api/v1/health`);
+    expect(health.status).toBe(503);
+    expect(await json(health)).toMatchObject({
+      ok: false,
+      llm: { ok: false, latency_ms: 40, error: 'LLM rejected the API key (401)' },
+      search: null,
+      errorClass: 'config',
+    });
+    const signature = await h.transfer({ amountAtomic: 25_000_000n });
+    const res = await h.postWithProof('/api/v1/prove/debate', { idea: IDEA }, signature);
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('600');
+    expect(await json(res)).toMatchObject({ code: 'service_unavailable', errorClass: 'config' });
+    expect(await h.paymentRows(signature)).toEqual([]);
+  });
+
+  it('When a runner reaches its LLM and its search provider, then health is 200 with llm latency, search and server_time', async () => {
+    await beat(HEALTHY, { ok: true, latency_ms: null, error: null, errorClass: null });
+    await waitFor('healthy', async () => (await healthStatus()) === 200);
+    const body = await json(await fetch(`${h.baseUrl}/api/v1/health`));
+    expect(body).toEqual({
+      ok: true,
+      llm: { ok: true, latency_ms: 12, error: null },
+      search: { ok: true, error: null },
+      server_time: expect.any(String),
+    });
+    expect(Math.abs(Date.parse(String(body.server_time)) - Date.now())).toBeLessThan(60_000);
+  });
+
+  it('When the search provider fails while the LLM works, then 503 upstream names the search error', async () => {
+    await beat(HEALTHY, { ok: false, latency_ms: null, error: 'search timed out', errorClass: 'upstream' });
+    await waitFor('search failure', async () => (await healthStatus()) === 503);
+    const body = await json(await fetch(`${h.baseUrl}/api/v1/health`));
+    expect(body).toMatchObject({
+      ok: false,
+      llm: { ok: true },
+      search: { ok: false, error: 'search timed out' },
+      errorClass: 'upstream',
+    });
+    await beat(HEALTHY, null);
+    await waitFor('healthy again', async () => (await healthStatus()) === 200);
+  });
+});
+
+describe('Compute bodies (422, never charged)', () => {
+  beforeAll(async () => {
+    await beat(HEALTHY, null);
+    await waitFor('healthy', async () => (await healthStatus()) === 200);
+  });
+
+  const bad: [string, string, unknown, string][] = [
+    ['prove without idea', '/api/v1/prove/debate', {}, 'body.idea'],
+    ['prove with a 9-character idea', '/api/v1/prove/debate', { idea: 'too short' }, 'body.idea'],
+    [
+      'prove with an idea over 10000 characters',
+      '/api/v1/prove/debate',
+      { idea: 'x'.repeat(10_001) },
+      'body.idea',
+    ],
+    [
+      'a session_config budget outside the enum',
+      '/api/v1/prove/debate',
+      { idea: IDEA, session_config: { budget: '$7K' } },
+      'body.session_config',
+    ],
+    [
+      'a session_config object with an extra property',
+      '/api/v1/forge/ideate',
+      { session_config: { profile: 'Solo', mood: 'great' } },
+      'body.session_config',
+    ],
+    [
+      'a session_config string with an unknown line',
+      '/api/v1/forge/ideate',
+      { session_config: 'Profile: Solo\nColour: blue' },
+      'body.session_config',
+    ],
+    [
+      'a session_config string whose Timeline is outside the enum',
+      '/api/v1/forge/ideate',
+      { session_config: 'Timeline: 1 day' },
+      'body.session_config.timeline',
+    ],
+    [
+      'a session_config string over 5000 characters',
+      '/api/v1/forge/ideate',
+      { session_config: `Signal: ${'x'.repeat(5000)}` },
+      'body.session_config',
+    ],
+    [
+      'a founder_signal over 2000 characters',
+      '/api/v1/forge/ideate',
+      { session_config: { founder_signal: 'x'.repeat(2001) } },
+      'body.session_config.founder_signal',
+    ],
+    [
+      'forge context over 10000 characters',
+      '/api/v1/forge/ideate',
+      { context: 'x'.repeat(10_001) },
+      'body.context',
+    ],
+    ['forge sectors that are not tags', '/api/v1/forge/ideate', { sectors: ['Fin Tech!'] }, 'body.sectors.0'],
+    [
+      'a webhook_url that is not a URL',
+      '/api/v1/prove/debate',
+      { idea: IDEA, webhook_url: 'not a url' },
+      'body.webhook_url',
+    ],
+    ['a JSON array instead of an object', '/api/v1/forge/ideate', [], 'body'],
+  ];
+  it.each(bad)(
+    'When the body has %s, then 422 validation_failed with the field error, before any 402',
+    async (_name, path, body, field) => {
+      const res = await post(path, body);
+      expect(res.status).toBe(422);
+      const answer = await json(res);
+      expect(answer).toMatchObject({
+        code: 'validation_failed',
+        error: expect.any(String),
+        requestId: expect.any(String),
+      });
+      expect((answer.details as { path: string }[]).map((d) => d.path)).toContain(field);
+    },
+  );
+
+  it('When a paid request has an invalid body, then 422 and the payment is not consumed: the same signature then buys a valid job', async () => {
+    const signature = await h.transfer({ amountAtomic: 25_000_000n });
+    const bad = await h.postWithProof('/api/v1/prove/debate', { idea: 'short' }, signature);
+    expect(bad.status).toBe(422);
+    expect(await h.paymentRows(signature)).toEqual([]);
+    const before = await jobRows();
+    const good = await h.postWithProof('/api/v1/prove/debate', { idea: IDEA }, signature);
+    expect(good.status).toBe(202);
+    expect(await jobRows()).toBe(before + 1);
+  });
+
+  it('When the body is not JSON, then 400 invalid_json (nothing charged)', async () => {
+    const res = await post('/api/v1/forge/ideate', '{"sectors": [');
+    expect(res.status).toBe(400);
+    expect(await json(res)).toMatchObject({ code: 'invalid_json' });
+  });
+
+  it('When a webhook_url points at loopback or the metadata address, then 422 naming the address, before any payment', async () => {
+    for (const url of [
+      'http://127.0.0.1:9/hook',
+      'http://169.254.169.254/latest/meta-data',
+      'http://[::1]/x',
+      'http://10.1.2.3/x',
+    ]) {
+      const res = await post('/api/v1/prove/debate', { idea: IDEA, webhook_url: url });
+      expect(res.status).toBe(422);
+      const body = await json(res);
+      expect(body).toMatchObject({ code: 'validation_failed', details: [{ path: 'body.webhook_url' }] });
+      expect(String(body.error)).toMatch(/loopback|metadata|private|link-local/);
+    }
+  });
+});
+
+describe('Paid jobs', () => {
+  beforeAll(async () => {
+    await beat(HEALTHY, null);
+    await waitFor('healthy', async () => (await healthStatus()) === 200);
+  });
+
+  it('When no X-PAYMENT is sent to a healthy compute endpoint, then 402 with the spec price and x402-version 1', async () => {
+    const res = await post('/api/v1/forge/ideate', {});
+    expect(res.status).toBe(402);
+    expect(res.headers.get('x402-version')).toBe('1');
+    const body = await json(res);
+    expect(body).toMatchObject({
+      x402Version: 1,
+      accepts: [
+        {
+          scheme: 'exact',
+          network: 'solana',
+          maxAmountRequired: '15000000',
+          payTo: h.ledger.networks.solana.merchantTokenAccount,
+        },
+      ],
+    });
+  });
+
+  it('When a prove debate is paid, then 202 pending with statusUrl, etaMinutes 60 and a proveSessionId, the job row, and one step 0 message with the resolved session_config', async () => {
+    steps.length = 0;
+    const signature = await h.transfer({ amountAtomic: 25_000_000n });
+    const res = await h.postWithProof(
+      '/api/v1/prove/debate',
+      { idea: IDEA, session_config: 'Profile: Solo\nBudget: $5K\nSignal: ex-banker' },
+      signature,
+    );
+    expect(res.status).toBe(202);
+    expect(res.headers.get('x-payment-response')).toBeTruthy();
+    const body = await json(res);
+    expect(body).toEqual({
+      jobId: expect.stringMatching(/^job_[A-Za-z0-9_-]{22}$/),
+      status: 'pending',
+      statusUrl: `/api/v1/jobs/${String(body.jobId)}`,
+      etaMinutes: 60,
+      proveSessionId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
+    expect(res.headers.get('location')).toBe(body.statusUrl);
+
+    const job = await json(await fetch(h.baseUrl + String(body.statusUrl)));
+    expect(job).toEqual({
+      jobId: body.jobId,
+      endpoint: 'POST /api/v1/prove/debate',
+      status: 'pending',
+      progressPct: 0,
+      result: null,
+      error: null,
+      createdAt: expect.any(String),
+      completedAt: null,
+      txHash: signature,
+    });
+    await waitFor('step 0 message', () => steps.some((d) => (d.body as StepCommand).jobId === body.jobId));
+    const command = StepCommand.parse(steps.find((d) => (d.body as StepCommand).jobId === body.jobId)?.body);
+    expect(command).toEqual({
+      v: 1,
+      jobId: body.jobId,
+      kind: 'prove',
+      stepIndex: 0,
+      state: null,
+      input: {
+        idea: IDEA,
+        proveSessionId: body.proveSessionId,
+        session_config: {
+          profile: 'Solo',
+          budget: '$5K',
+          timeline: '4-8 weeks',
+          revenue_threshold: '$100K/year',
+          founder_signal: 'ex-banker',
+        },
+      },
+    });
+    expect(await h.paymentRows(signature)).toEqual([
+      { status: 'completed', endpoint: 'POST /api/v1/prove/debate' },
+    ]);
+    expect(await h.service.outbox.pending()).toBe(0);
+  });
+
+  it('When a forge ideation is paid, then its step 0 carries the latest scout data of the requested sectors and the spec defaults', async () => {
+    steps.length = 0;
+    const signature = await h.transfer({ amountAtomic: 15_000_000n });
+    const res = await h.postWithProof(
+      '/api/v1/forge/ideate',
+      { sectors: ['fintech', 'fintech', 'unknown-sector'], context: 'B2B only' },
+      signature,
+    );
+    expect(res.status).toBe(202);
+    const body = await json(res);
+    expect(body).toMatchObject({ status: 'pending', etaMinutes: 30 });
+    expect(body).not.toHaveProperty('proveSessionId');
+    await waitFor('step 0 message', () => steps.some((d) => (d.body as StepCommand).jobId === body.jobId));
+    const command = StepCommand.parse(steps.find((d) => (d.body as StepCommand).jobId === body.jobId)?.body);
+    const input = command.input as {
+      sectors: string[];
+      context: string;
+      product_modes: string[];
+      session_config: unknown;
+      scout: { sector: string; gaps: unknown[] }[];
+    };
+    expect(input.sectors).toEqual(['fintech', 'unknown-sector']);
+    expect(input.context).toBe('B2B only');
+    expect(input.product_modes).toEqual([]);
+    expect(input.session_config).toEqual({
+      profile: 'Small Team (2-3)',
+      budget: '$10K',
+      timeline: '4-8 weeks',
+      revenue_threshold: '$100K/year',
+      founder_signal: null,
+    });
+    expect(input.scout.map((s) => s.sector)).toEqual(['fintech']);
+    expect(input.scout[0]?.gaps).toHaveLength(2);
+  });
+
+  it('When the same signature is sent again to a compute endpoint, then 409 with the existing jobId and no second job', async () => {
+    const signature = await h.transfer({ amountAtomic: 25_000_000n });
+    const first = await json(await h.postWithProof('/api/v1/prove/debate', { idea: IDEA }, signature));
+    const before = await jobRows();
+    const again = await h.postWithProof('/api/v1/prove/debate', { idea: IDEA }, signature);
+    expect(again.status).toBe(409);
+    expect(await json(again)).toMatchObject({ code: 'payment_conflict', details: { jobId: first.jobId } });
+    const other = await h.postWithProof('/api/v1/forge/ideate', {}, signature);
+    expect(other.status).toBe(400);
+    expect(await json(other)).toMatchObject({ code: 'payment_reused' });
+    expect(await jobRows()).toBe(before);
+  });
+
+  it('When a compute endpoint is paid the Data API price, then 400 amount_mismatch and no job', async () => {
+    const before = await jobRows();
+    const signature = await h.transfer({ amountAtomic: 100_000n });
+    const res = await h.postWithProof('/api/v1/forge/ideate', {}, signature);
+    expect(res.status).toBe(400);
+    expect(await json(res)).toMatchObject({ code: 'amount_mismatch' });
+    expect(await jobRows()).toBe(before);
+  });
+
+  it('When a job id is unknown, then GET /api/v1/jobs/{jobId} is 404 not_found', async () => {
+    const res = await fetch(`${h.baseUrl}/api/v1/jobs/job_doesnotexist0000000000`);
+    expect(res.status).toBe(404);
+    expect(await json(res)).toMatchObject({ code: 'not_found', requestId: expect.any(String) });
+  });
+
+  it('When an outbox row was committed but never published (a crash between commit and publish), then the sweep publishes it once and deletes it', async () => {
+    steps.length = 0;
+    await h.service.outbox.stop();
+    const command: StepCommand = {
+      v: 1,
+      jobId: 'job_left_behind_by_a_crash_0',
+      kind: 'prove',
+      stepIndex: 3,
+      input: {},
+      state: { round: 1 },
+    };
+    await h.db.outboxMessage.create({
+      data: {
+        exchange: COMPUTE_TOPOLOGY.exchanges.steps,
+        routingKey: 'step.prove',
+        messageId: 'job_left_behind_by_a_crash_0:3',
+        type: 'step',
+        body: { ...command, input: {}, state: { round: 1 } },
+      },
+    });
+    expect(await h.service.outbox.pending()).toBe(1);
+    h.service.outbox.start();
+    await waitFor('sweep publishes the step', () =>
+      steps.some((d) => (d.body as StepCommand).jobId === command.jobId),
+    );
+    await waitFor('outbox empty', async () => (await h.service.outbox.pending()) === 0);
+    expect(
+      steps.filter((d) => (d.body as StepCommand).jobId === command.jobId).map((d) => d.messageId),
+    ).toEqual(['job_left_behind_by_a_crash_0:3']);
+  });
+});
+
+describe('Webhook delivery', () => {
+  let receiver: Server;
+  beforeAll(async () => {
+    receiver = createServer((_req, res) => res.end());
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(() => new Promise<void>((resolve) => receiver.close(() => resolve())));
+
+  it('When a webhook_url resolves to loopback outside the allowlist, then it is refused at submission with 422', async () => {
+    const address = receiver.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    const res = await post('/api/v1/prove/debate', {
+      idea: IDEA,
+      webhook_url: `http://localhost:${port}/hook`,
+    });
+    expect(res.status).toBe(422);
+    expect(String((await json(res)).error)).toContain('loopback');
+  });
+});
