@@ -50,7 +50,7 @@ describe('capability_match', () => {
 
 describe('chain_match', () => {
   it('When no chain is requested, then 1 for every skill', () => {
-    expect(chainMatch(undefined, []).value).toBe(1);
+    expect(chainMatch(undefined, [])?.value).toBe(1);
     expect(chainMatch([], ['base'])?.value).toBe(1);
   });
   it('When chains are requested, then the share supported, and null (filtered out) when none is', () => {
