@@ -67,7 +67,7 @@ test('When a user clicks through the dashboard, then every step reaches the API 
   expect(apiKey).toMatch(/^spk_/);
   await page.click('#copy-key');
   await page.locator('#copy-key', { hasText: 'Copied' }).waitFor();
-  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(apiKey);
+  expect(await page.evaluate<string>('navigator.clipboard.readText()')).toBe(apiKey);
   await page.locator('#products li', { hasText: 'Acme Checkout' }).waitFor();
   expect(await page.textContent('#products')).not.toContain(apiKey);
   const product = await h.db.product.findFirstOrThrow({ where: { userId: user.id } });
