@@ -1,0 +1,32 @@
+import type { ForgeJobInput, ForgeResult, ProveJobInput, ProveResult } from '@repo/schemas';
+import { forgePipeline, type ForgeState } from './forge';
+import { provePipeline, type ProveState } from './prove';
+import type { Pipeline } from './types';
+
+export type { Pipeline, PipelineDeps, StepOutcome } from './types';
+export {
+  forgePipeline,
+  ForgeState,
+  FORGE_TASKS,
+  BRAINSTORMERS,
+  MAX_CANDIDATES,
+  SHORTLIST_SIZE,
+  finalOrder,
+  shortlistOf,
+} from './forge';
+export {
+  provePipeline,
+  ProveState,
+  PERSONAS,
+  MAX_ROUNDS,
+  REPORT_TASKS,
+  mergedConditions,
+  turnTask,
+  voteTask,
+} from './prove';
+
+/** Every compute pipeline by job kind, as the runner dispatches step commands. */
+export const pipelines: {
+  forge: Pipeline<ForgeJobInput, ForgeState, ForgeResult>;
+  prove: Pipeline<ProveJobInput, ProveState, ProveResult>;
+} = { forge: forgePipeline, prove: provePipeline };
