@@ -231,12 +231,13 @@ function forgeAnswer(request: ScriptedRequest): unknown {
       };
     }
     case 'forge_r5_rank': {
-      // The chair ranks all but the last idea (lowest id first); the runner appends the rest.
+      // The chair ranks all but the last idea (lowest id first; a lone idea is ranked); the runner appends the rest.
       const listed = ids(user, /^(I\d+) "/gm);
       return {
-        ranking: listed
-          .slice(0, -1)
-          .map((id) => ({ idea_id: id, rationale: `${id} balances reach and feasibility` })),
+        ranking: (listed.length > 1 ? listed.slice(0, -1) : listed).map((id) => ({
+          idea_id: id,
+          rationale: `${id} balances reach and feasibility`,
+        })),
         summary: 'Five ideas survived the critique.',
       };
     }
