@@ -74,7 +74,9 @@ export interface LlmClient {
   /**
    * Asks for a JSON answer valid against `request.schema`: Chat Completions with
    * `response_format: { type: 'json_schema', json_schema: { name, schema, strict: false } }` and the
-   * same schema described in the system prompt (some compatible servers ignore `response_format`).
+   * same schema described in the system prompt (some compatible servers ignore `response_format`; a
+   * server that refuses it with a 400 naming `response_format`/`json_schema` is asked again without it,
+   * and this client stops sending it).
    * The answer is parsed (code fences tolerated) and validated; an invalid answer gets up to
    * `repairAttempts` repair turns quoting the problems.
    * @throws {LlmOutputError} the answer stayed invalid (permanent)
@@ -182,6 +184,48 @@ export function createLlmClient(options: LlmClientOptions): LlmClient {
   });
   const probeTimeoutMs = options.probeTimeoutMs ?? 10_000;
 
+  // Set once a server refuses `response_format: json_schema` (400 naming it): later calls rely on the
+  // schema in the system prompt alone.
+  let responseFormatRefused = false;
+
+  async function create<T>(
+    request: CompletionRequest<T>,
+    messages: ChatCompletionMessageParam[],
+    jsonSchema: Record<string, unknown>,
+  ): Promise<OpenAI.Chat.Completions.ChatCompletion> {
+    for (;;) {
+      const withFormat = !responseFormatRefused;
+      const started = performance.now();
+      try {
+        return await openai.chat.completions.create({
+          model: options.model,
+          messages,
+          ...(withFormat
+            ? {
+                response_format: {
+                  type: 'json_schema' as const,
+                  json_schema: { name: schemaNameFor(request.task), schema: jsonSchema, strict: false },
+                },
+              }
+            : {}),
+          ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+          ...(request.maxTokens === undefined ? {} : { max_tokens: request.maxTokens }),
+        });
+      } catch (error) {
+        if (
+          withFormat &&
+          error instanceof OpenAI.APIError &&
+          error.status === 400 &&
+          /response_format|json_schema/i.test(error.message)
+        ) {
+          responseFormatRefused = true;
+          continue;
+        }
+        throw classifyLlmError(error, request.task, { elapsedMs: performance.now() - started, timeoutMs });
+      }
+    }
+  }
+
   async function complete<T>(request: CompletionRequest<T>): Promise<CompletionResult<T>> {
     const jsonSchema = z.toJSONSchema(request.schema, { io: 'input', unrepresentable: 'any' }) as Record<
       string,
@@ -196,22 +240,7 @@ export function createLlmClient(options: LlmClientOptions): LlmClient {
     const usage = (): CompletionUsage | null => (usageReported ? { ...total } : null);
     let problems: string[] = [];
     for (let attempt = 1; attempt <= repairAttempts + 1; attempt += 1) {
-      let completion: OpenAI.Chat.Completions.ChatCompletion;
-      const started = performance.now();
-      try {
-        completion = await openai.chat.completions.create({
-          model: options.model,
-          messages,
-          response_format: {
-            type: 'json_schema',
-            json_schema: { name: schemaNameFor(request.task), schema: jsonSchema, strict: false },
-          },
-          ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
-          ...(request.maxTokens === undefined ? {} : { max_tokens: request.maxTokens }),
-        });
-      } catch (error) {
-        throw classifyLlmError(error, request.task, { elapsedMs: performance.now() - started, timeoutMs });
-      }
+      const completion = await create(request, messages, jsonSchema);
       if (completion.usage) {
         usageReported = true;
         total.promptTokens += completion.usage.prompt_tokens ?? 0;

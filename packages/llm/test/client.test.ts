@@ -285,3 +285,48 @@ async function freePort(): Promise<number> {
     });
   });
 }
+
+describe('servers without structured outputs', () => {
+  it('When the server refuses response_format with a 400, then the client retries without it and stops sending it', async () => {
+    llm = await startScriptedLlm({
+      respond: ({ task }) =>
+        task === 'unknown'
+          ? { vote: 'APPROVE', rationale: 'Strong pull.', conditions: [] }
+          : {
+              status: 400,
+              body: {
+                error: {
+                  message:
+                    "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.",
+                  type: 'invalid_request_error',
+                },
+              },
+            },
+    });
+    const client = createLlmClient({ baseUrl: llm.baseUrl, model: 'm', maxRetries: 0 });
+    await expect(client.complete(request)).resolves.toMatchObject({
+      value: { vote: 'APPROVE' },
+      attempts: 1,
+    });
+    await expect(client.complete(request)).resolves.toMatchObject({ attempts: 1 });
+    expect(llm.calls.map((c) => [c.task, c.status])).toEqual([
+      ['prove_vote_analyst', 400],
+      ['unknown', 200],
+      ['unknown', 200],
+    ]);
+    // The schema still reaches the model through the system prompt.
+    expect(llm.calls[2]!.messages[0]!.content).toContain('JSON Schema');
+  });
+
+  it('When a 400 does not mention response_format, then it is not retried', async () => {
+    llm = await startScriptedLlm({
+      respond: () => ({
+        status: 400,
+        body: { error: { message: 'maximum context length exceeded', type: 'invalid_request_error' } },
+      }),
+    });
+    const client = createLlmClient({ baseUrl: llm.baseUrl, model: 'm', maxRetries: 0 });
+    await expect(client.complete(request)).rejects.toBeInstanceOf(LlmRequestError);
+    expect(llm.calls).toHaveLength(1);
+  });
+});
