@@ -7,6 +7,7 @@ import type { AccountRepository } from './data/accounts';
 import type { ProductRepository } from './data/products';
 import type { ProposalRepository } from './data/proposals';
 import type { AuthRateLimiter } from './data/rate-limits';
+import type { KeyOwnerCache } from './data/key-cache';
 import type { SignalRepository } from './data/signals';
 import type { AnalysisService } from './domain/analysis';
 import type { PasswordHasher } from './domain/passwords';
@@ -23,6 +24,8 @@ export interface AppDeps {
   accounts: AccountRepository;
   products: ProductRepository;
   signals: SignalRepository;
+  /** Cache of API key lookups (ttl 0 in tests that need none). */
+  keys: KeyOwnerCache;
   proposals: ProposalRepository;
   analysis: AnalysisService;
   passwords: PasswordHasher;
@@ -64,7 +67,7 @@ export function createApp(deps: AppDeps): Application {
   const allowedOrigins = new Set(deps.corsOrigins ?? []);
   app.use(openApiRouter(deps.maxBatch));
   app.use(express.static(PUBLIC_DIR, { index: 'index.html', maxAge: '5m' }));
-  app.use('/api', signalsRouter({ signals: deps.signals, maxBatch: deps.maxBatch, now }));
+  app.use('/api', signalsRouter({ signals: deps.signals, keys: deps.keys, maxBatch: deps.maxBatch, now }));
 
   // Everything below may be cookie-authenticated: load the session, then CSRF-check writes.
   const session = [cookieParser(), loadSession(deps.accounts, deps.secureCookies, now), requireCsrf(allowedOrigins)];
@@ -81,8 +84,8 @@ export function createApp(deps: AppDeps): Application {
       now,
     }),
   );
-  app.use('/api', productsRouter({ products: deps.products }));
-  app.use('/api', proposalsRouter({ proposals: deps.proposals, signals: deps.signals, analysis: deps.analysis }));
+  app.use('/api', productsRouter({ products: deps.products, onContextsChanged: (id) => deps.keys.invalidateProduct(id) }));
+  app.use('/api', proposalsRouter({ proposals: deps.proposals, keys: deps.keys, analysis: deps.analysis }));
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
   return app;

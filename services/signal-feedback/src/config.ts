@@ -14,6 +14,8 @@ export const SignalFeedbackEnv = z.object({
   DATABASE_POOL_SIZE: intVar(10, 1, 200),
   /** Largest signal array accepted by /api/signals and /api/ingest; larger batches get 413. */
   MAX_BATCH_SIZE: intVar(1000, 1, 10_000),
+  /** How long an API key lookup (product, plan, contexts) is reused in this process, ms; 0 disables. */
+  API_KEY_CACHE_TTL_MS: intVar(5_000, 0, 300_000),
   /** Session lifetime in hours (absolute, from log-in). */
   SESSION_TTL_HOURS: intVar(168, 1, 24 * 90),
   /** Secure cookies; defaults to true when NODE_ENV=production. */

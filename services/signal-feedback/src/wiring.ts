@@ -7,6 +7,7 @@ import { createDb, type Db } from './data/prisma';
 import { ProductRepository } from './data/products';
 import { ProposalRepository } from './data/proposals';
 import { AuthRateLimiter } from './data/rate-limits';
+import { KeyOwnerCache } from './data/key-cache';
 import { SignalRepository } from './data/signals';
 import { AnalysisService } from './domain/analysis';
 import { OpenAiProposalWriter } from './domain/llm';
@@ -33,6 +34,7 @@ export function buildWiring(config: SignalFeedbackConfig, logger: Logger, extra:
   const pool = new Pool({ connectionString: config.DATABASE_URL, max: 3 });
   const llm = llmSettings(config);
   const proposals = new ProposalRepository(db);
+  const signals = new SignalRepository(db);
   const analysis = new AnalysisService({
     analysis: new AnalysisRepository(db),
     proposals,
@@ -45,7 +47,8 @@ export function buildWiring(config: SignalFeedbackConfig, logger: Logger, extra:
     logger,
     accounts: new AccountRepository(db),
     products: new ProductRepository(db),
-    signals: new SignalRepository(db),
+    signals,
+    keys: new KeyOwnerCache(signals, config.API_KEY_CACHE_TTL_MS),
     proposals,
     analysis,
     passwords: new PasswordHasher({ memoryKib: config.ARGON2_MEMORY_KIB, timeCost: config.ARGON2_TIME_COST }),

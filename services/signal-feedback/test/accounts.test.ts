@@ -105,6 +105,22 @@ describe('Accounts and sessions', () => {
     }
   });
 
+  test('When one address signs up more often than allowed per hour, then 429 and no account is created', async () => {
+    const limited = await startHarness('unused', { reuseDatabaseUrl: h.databaseUrl, env: { SIGNUP_MAX_PER_IP_PER_HOUR: '2' } });
+    try {
+      await h.db.rateLimit.deleteMany({ where: { key: { startsWith: 'signup_ip:' } } });
+      const stamp = Date.now();
+      const email = (i: number) => `burst${stamp}-${i}@example.com`;
+      expect((await request(limited.baseUrl).post('/api/auth/signup').send({ email: email(1), password: 'correct horse battery' })).status).toBe(201);
+      expect((await request(limited.baseUrl).post('/api/auth/signup').send({ email: email(2), password: 'correct horse battery' })).status).toBe(201);
+      const third = await request(limited.baseUrl).post('/api/auth/signup').send({ email: email(3), password: 'correct horse battery' });
+      expect(third.status).toBe(429);
+      expect(await h.db.user.count({ where: { email: email(3) } })).toBe(0);
+    } finally {
+      await limited.close();
+    }
+  });
+
   test('When not signed in, then session endpoints answer 401 in the envelope', async () => {
     for (const [method, path] of [
       ['get', '/api/auth/me'],

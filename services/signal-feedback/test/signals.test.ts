@@ -230,3 +230,29 @@ describe('Monthly signal quota', () => {
     expect(res.body.details.limit).toBe(5000);
   });
 });
+
+describe('API key cache across replicas', () => {
+  test('When another replica creates a context after the key was cached, then signals naming it are accepted at once', async () => {
+    const { user, product } = await setup();
+    await createContext(user, product.id);
+    await request(h.baseUrl).post('/api/signals').set('x-api-key', product.apiKey).send({ type: 'warm' }).expect(200);
+    // Written straight to the database, as another replica would: this process's cache does not know it.
+    const [created] = await h.db.$queryRawUnsafe<{ id: string }[]>(
+      `INSERT INTO contexts (id, product_id, name, content, negative_signals) VALUES (gen_random_uuid(), $1::uuid, 'Other', 'x', ARRAY['boom']) RETURNING id`,
+      product.id,
+    );
+    await request(h.baseUrl).post('/api/signals').set('x-api-key', product.apiKey).send({ type: 'boom', context_id: created!.id }).expect(200);
+    expect((await signalRows(product.id)).at(-1)).toMatchObject({ context_id: created!.id, sentiment: 'negative' });
+  });
+
+  test('When another replica deletes a cached context, then a signal naming it is refused with 400 and nothing is stored', async () => {
+    const { user, product } = await setup();
+    const a = await createContext(user, product.id);
+    const b = await createContext(user, product.id, { name: 'B' });
+    await request(h.baseUrl).post('/api/signals').set('x-api-key', product.apiKey).send({ type: 'warm', context_id: a.id }).expect(200);
+    await h.db.$executeRawUnsafe('DELETE FROM contexts WHERE id = $1::uuid', b.id);
+    const res = await request(h.baseUrl).post('/api/signals').set('x-api-key', product.apiKey).send([{ type: 'x', context_id: a.id }, { type: 'y', context_id: b.id }]);
+    expect(res.status).toBe(400);
+    expect(await signalRows(product.id)).toHaveLength(1);
+  });
+});

@@ -1,5 +1,6 @@
 import { AppError, fieldErrors, type FieldError } from '@repo/errors';
 import type { z } from 'zod';
+import type { KeyOwnerCache } from '../data/key-cache';
 import type { KeyOwner, SignalRepository } from '../data/signals';
 import { isForeignKeyViolation } from '../data/signals';
 import { monthKey, nextMonthStart, PLAN_LIMITS } from './plans';
@@ -41,21 +42,34 @@ export function parseSignalBatch(body: unknown, schema: z.ZodType<SignalInput, u
  * Routes, classes and stores a batch for the authenticated product under its owner's monthly signal
  * quota (spec, "Limits"; issue 4, "Plans"): all or nothing.
  * @returns the number of signals accepted
+ * @param cached the key's owner as authenticated (possibly from {@link KeyOwnerCache}); re-read when a
+ *   signal names a context it does not list or the insert meets a deleted context
  * @throws AppError `invalid_request` (400) for a context_id of another product (or one deleted meanwhile);
  *   `quota_exceeded` (429, Retry-After until the month resets) when the batch would cross the limit
  */
-export async function acceptSignals(repo: SignalRepository, owner: KeyOwner, signals: SignalInput[], now: Date): Promise<number> {
+export async function acceptSignals(repo: SignalRepository, keys: KeyOwnerCache, cached: KeyOwner, signals: SignalInput[], now: Date): Promise<number> {
   if (signals.length === 0) return 0;
-  const rows = routeSignals(signals, owner.contexts);
-  const limit = PLAN_LIMITS[owner.plan].signalsPerMonth;
+  let owner = cached;
+  // A context created since the owner was cached: read it again before refusing.
+  const known = new Set(owner.contexts.map((c) => c.id));
+  if (signals.some((s) => s.context_id !== undefined && !known.has(s.context_id.toLowerCase()))) {
+    owner = (await keys.refresh(owner.apiKeyHash)) ?? owner;
+  }
   const month = monthKey(now);
   let outcome;
-  try {
-    outcome = await repo.insertWithinQuota({ userId: owner.userId, productId: owner.productId, month, limit, rows });
-  } catch (err) {
-    if (isForeignKeyViolation(err)) throw new AppError('invalid_request', 'context_id does not belong to this product', { cause: err });
-    throw err;
+  for (let attempt = 0; ; attempt++) {
+    const rows = routeSignals(signals, owner.contexts);
+    try {
+      outcome = await repo.insertWithinQuota({ userId: owner.userId, productId: owner.productId, month, limit: PLAN_LIMITS[owner.plan].signalsPerMonth, rows });
+      break;
+    } catch (err) {
+      if (!isForeignKeyViolation(err)) throw err;
+      // A context deleted since the owner was cached (or meanwhile): route again with fresh contexts.
+      if (attempt > 0) throw new AppError('invalid_request', 'context_id does not belong to this product', { cause: err });
+      owner = (await keys.refresh(owner.apiKeyHash)) ?? owner;
+    }
   }
+  const limit = PLAN_LIMITS[owner.plan].signalsPerMonth;
   if (!outcome.ok) {
     const resetsAt = nextMonthStart(now);
     throw new AppError('quota_exceeded', `Monthly signal limit of the ${owner.plan} plan reached: ${outcome.used} of ${limit} used, this batch has ${signals.length}`, {

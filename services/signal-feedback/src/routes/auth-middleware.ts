@@ -1,7 +1,8 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError } from '@repo/errors';
 import type { SessionRecord } from '../data/accounts';
-import type { KeyOwner, SignalRepository } from '../data/signals';
+import type { KeyOwnerCache } from '../data/key-cache';
+import type { KeyOwner } from '../data/signals';
 import { hashApiKey, hashesEqual, looksLikeApiKey } from '../domain/api-keys';
 import { hashSessionToken, safeEqual } from '../domain/sessions';
 import type { AccountRepository } from '../data/accounts';
@@ -109,7 +110,7 @@ export function requireCsrf(allowedOrigins: ReadonlySet<string>): RequestHandler
  *   was presented and is invalid: always 401)
  * @throws AppError `unauthorized` (401)
  */
-export function apiKeyAuth(signals: SignalRepository, options: { allowQuery?: boolean; required: boolean }): RequestHandler {
+export function apiKeyAuth(keys: KeyOwnerCache, options: { allowQuery?: boolean; required: boolean }): RequestHandler {
   return async (req, res, next) => {
     const fromQuery = options.allowQuery && typeof req.query.key === 'string' ? req.query.key : undefined;
     const header = req.get('x-api-key');
@@ -124,7 +125,7 @@ export function apiKeyAuth(signals: SignalRepository, options: { allowQuery?: bo
       return;
     }
     const hash = hashApiKey(key);
-    const owner = await signals.findKeyOwner(hash);
+    const owner = await keys.get(hash);
     // The lookup is by hash; the constant-time comparison guards against any non-exact index match.
     if (!owner || !hashesEqual(owner.apiKeyHash, hash)) {
       next(new AppError('unauthorized', 'API key invalid'));

@@ -38,7 +38,7 @@ const unique = (list: string[] | undefined) => (list ? [...new Set(list)] : unde
  * Session endpoints for products and contexts (spec, "Endpoints"): POST/GET /api/products and
  * POST/GET/PATCH/DELETE /api/context. A user sees and changes only their own (others' are 404).
  */
-export function productsRouter(deps: { products: ProductRepository }): Router {
+export function productsRouter(deps: { products: ProductRepository; onContextsChanged?: (productId: string) => void }): Router {
   const router = Router();
   router.use(['/products', '/context'], requireSession);
   const user = (locals: Record<string, unknown>) => (locals.session as SessionRecord).user;
@@ -75,6 +75,7 @@ export function productsRouter(deps: { products: ProductRepository }): Router {
       positiveSignals: unique(body.positive_signals) ?? [],
       negativeSignals: unique(body.negative_signals) ?? [],
     });
+    deps.onContextsChanged?.(c.productId);
     res.status(201).json(contextToWire(c));
   });
 
@@ -95,12 +96,15 @@ export function productsRouter(deps: { products: ProductRepository }): Router {
       ...(body.negative_signals !== undefined ? { negativeSignals: unique(body.negative_signals) } : {}),
     });
     if (!updated) throw notFound('context');
+    deps.onContextsChanged?.(updated.productId);
     res.json(contextToWire(updated));
   });
 
   router.delete('/context', validate({ query: ContextIdQuery }), async (_req, res) => {
     const { query } = validated<z.infer<typeof ContextIdQuery>>(res.locals);
-    if (!(await deps.products.deleteContext(user(res.locals).id, query.id))) throw notFound('context');
+    const existing = await deps.products.findContext(user(res.locals).id, query.id);
+    if (!existing || !(await deps.products.deleteContext(user(res.locals).id, query.id))) throw notFound('context');
+    deps.onContextsChanged?.(existing.productId);
     res.json({ id: query.id, deleted: true });
   });
 

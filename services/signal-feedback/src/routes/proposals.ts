@@ -3,7 +3,7 @@ import { AppError, notFound } from '@repo/errors';
 import { validate, validated } from '@repo/service-kit';
 import { z } from 'zod';
 import type { ProposalRepository } from '../data/proposals';
-import type { SignalRepository } from '../data/signals';
+import type { KeyOwnerCache } from '../data/key-cache';
 import type { AnalysisService } from '../domain/analysis';
 import { ALLOWED_TRANSITIONS } from '../domain/proposal-status';
 import { ProposalStatusChange, ProposalsQuery } from '../schemas';
@@ -16,9 +16,9 @@ const IdParams = z.object({ id: z.uuid() });
  * auth; 409 for a change the state machine refuses) and POST /api/analysis/run (session: analyse the
  * user's contexts now).
  */
-export function proposalsRouter(deps: { proposals: ProposalRepository; signals: SignalRepository; analysis: AnalysisService }): Router {
+export function proposalsRouter(deps: { proposals: ProposalRepository; keys: KeyOwnerCache; analysis: AnalysisService }): Router {
   const router = Router();
-  const optionalKey = apiKeyAuth(deps.signals, { required: false });
+  const optionalKey = apiKeyAuth(deps.keys, { required: false });
   const keyOrSession: RequestHandler = (req, res, next) => {
     const done = (err?: unknown) => {
       if (err) next(err);

@@ -1,5 +1,6 @@
 import { Router, type Request } from 'express';
 import { AppError } from '@repo/errors';
+import type { KeyOwnerCache } from '../data/key-cache';
 import type { SignalRepository } from '../data/signals';
 import { acceptSignals, parseSignalBatch } from '../domain/ingest';
 import { IngestSignalInput, SignalInput } from '../schemas';
@@ -17,20 +18,20 @@ function requireJsonBody(req: Request): void {
  * POST /api/signals and POST /api/ingest (spec, "Endpoints"): one signal or an array of up to
  * `maxBatch`, authenticated by the product API key; 200 `{ received }`.
  */
-export function signalsRouter(deps: { signals: SignalRepository; maxBatch: number; now: () => Date }): Router {
+export function signalsRouter(deps: { signals: SignalRepository; keys: KeyOwnerCache; maxBatch: number; now: () => Date }): Router {
   const router = Router();
 
-  router.post('/signals', apiKeyAuth(deps.signals, { required: true }), async (req, res) => {
+  router.post('/signals', apiKeyAuth(deps.keys, { required: true }), async (req, res) => {
     requireJsonBody(req);
     const batch = parseSignalBatch(req.body, SignalInput, deps.maxBatch);
-    const received = await acceptSignals(deps.signals, keyOwnerOf(res)!, batch, deps.now());
+    const received = await acceptSignals(deps.signals, deps.keys, keyOwnerOf(res)!, batch, deps.now());
     res.json({ received });
   });
 
-  router.post('/ingest', apiKeyAuth(deps.signals, { required: true, allowQuery: true }), async (req, res) => {
+  router.post('/ingest', apiKeyAuth(deps.keys, { required: true, allowQuery: true }), async (req, res) => {
     requireJsonBody(req);
     const batch = parseSignalBatch(req.body, IngestSignalInput, deps.maxBatch);
-    const received = await acceptSignals(deps.signals, keyOwnerOf(res)!, batch, deps.now());
+    const received = await acceptSignals(deps.signals, deps.keys, keyOwnerOf(res)!, batch, deps.now());
     res.json({ received });
   });
 

@@ -38,7 +38,7 @@ export async function freshDatabase(dbName: string): Promise<string> {
  */
 export async function startHarness(dbName: string, options: { env?: Record<string, string>; reuseDatabaseUrl?: string; deps?: Partial<AppDeps> } = {}): Promise<Harness> {
   const databaseUrl = options.reuseDatabaseUrl ?? (await freshDatabase(dbName));
-  const config = loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', ARGON2_MEMORY_KIB: '4096', ANALYSIS_INTERVAL_MS: '0', DATABASE_POOL_SIZE: '20', ...options.env });
+  const config = loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', ARGON2_MEMORY_KIB: '4096', ANALYSIS_INTERVAL_MS: '0', DATABASE_POOL_SIZE: '20', SIGNUP_MAX_PER_IP_PER_HOUR: '100000', ...options.env });
   const logger = createLogger({ name: 'signal-feedback-test', level: 'silent' });
   const wiring = buildWiring(config, logger, options.deps);
   const app = createApp(wiring.deps);

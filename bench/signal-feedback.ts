@@ -1,0 +1,201 @@
+// signal-feedback benchmark (issue 4, "Benchmark"; results in docs/benchmarks.md):
+//  POST /api/signals with batches of 100 signals for BENCH_DURATION_S (default 20) seconds at
+//  BENCH_CONNECTIONS (default 16) connections: signals per second sustained (target >= 10,000), as a
+//  ratio to a raw `pg` multi-row INSERT of the same rows into the same table in the same run, with the
+//  same concurrency and duration (target >= 0.5); resident memory of the service after the run.
+// The service runs from its build (node dist/main.js, NODE_ENV=production, logging at info to a
+// discarded stdout) in its own process; autocannon and the pg baseline run here. Requests rotate over
+// BENCH_PRODUCTS products of as many Scale users so the monthly quota (500,000) never interferes.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { Pool } from 'pg';
+import { applyMigrations, ensureDatabase } from '@repo/db-migrate';
+
+const ROOT = path.resolve(__dirname, '..');
+const SERVICE_DIR = path.join(ROOT, 'services/signal-feedback');
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 20);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 8);
+const BATCH = 100;
+const PORT = Number(process.env.BENCH_SIGNAL_FEEDBACK_PORT ?? 13002);
+const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/signal_feedback_bench';
+const SKIP_BUILD = process.env.BENCH_SKIP_BUILD === '1';
+/** Extra node flags for the service, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile a run. */
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+const BASE = `http://127.0.0.1:${PORT}`;
+
+const children: ChildProcess[] = [];
+const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
+
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`${what} did not come up within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+function memory(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+}
+
+async function json<T>(res: Response): Promise<T> {
+  if (!res.ok) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
+  return (await res.json()) as T;
+}
+
+/** A realistic batch: checkout events with small payloads, routed to two contexts. */
+function batchFor(contexts: [string, string]): { type: string; payload: Record<string, unknown>; context_id: string }[] {
+  return Array.from({ length: BATCH }, (_, i) => {
+    const failed = i % 3 === 0;
+    return {
+      type: failed ? 'payment_failed' : i % 3 === 1 ? 'checkout_completed' : 'page_view',
+      payload: failed ? { step: 'payment', error_code: i % 2 ? 'card_declined' : '3ds_timeout', attempt: i } : { step: 'confirm', total_cents: 1000 + i },
+      context_id: contexts[i % 2]!,
+    };
+  });
+}
+
+async function setupProducts(pool: Pool): Promise<{ key: string; productId: string; contexts: [string, string] }[]> {
+  const out = [];
+  for (let i = 0; i < PRODUCTS; i++) {
+    const signup = await fetch(`${BASE}/api/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: `bench-${Date.now()}-${i}@example.com`, password: 'bench password 123' }),
+    });
+    const me = await json<{ csrf_token: string; user: { id: string } }>(signup);
+    const cookie = (signup.headers.getSetCookie()[0] ?? '').split(';')[0] ?? '';
+    await pool.query(`UPDATE users SET plan = 'scale' WHERE id = $1`, [me.user.id]);
+    const headers = { 'content-type': 'application/json', cookie, 'x-csrf-token': me.csrf_token };
+    const product = await json<{ id: string; api_key: string }>(await fetch(`${BASE}/api/products`, { method: 'POST', headers, body: JSON.stringify({ name: `bench ${i}` }) }));
+    const ctx = async (name: string, pos: string, neg: string) =>
+      (await json<{ id: string }>(
+        await fetch(`${BASE}/api/context`, { method: 'POST', headers, body: JSON.stringify({ product_id: product.id, name, content: name, positive_signals: [pos], negative_signals: [neg] }) }),
+      )).id;
+    out.push({ key: product.api_key, productId: product.id, contexts: [await ctx('Checkout', 'checkout_completed', 'payment_failed'), await ctx('Browse', 'page_view', 'search_empty')] as [string, string] });
+  }
+  return out;
+}
+
+/** The baseline: the same rows as multi-row INSERTs straight into `signals`, CONNECTIONS at a time. */
+async function rawInsert(pool: Pool, products: { productId: string; contexts: [string, string] }[]): Promise<{ signals: number; seconds: number }> {
+  const rowsFor = products.map((p) => {
+    const values: unknown[] = [];
+    const tuples = batchFor(p.contexts).map((s, j) => {
+      values.push(p.productId, s.context_id, s.type, JSON.stringify(s.payload), s.type === 'payment_failed' ? 'negative' : 'positive');
+      const b = j * 5;
+      return `($${b + 1}::uuid, $${b + 2}::uuid, $${b + 3}, $${b + 4}::jsonb, $${b + 5}::"Sentiment")`;
+    });
+    return { text: `INSERT INTO signals (product_id, context_id, type, payload, sentiment) VALUES ${tuples.join(', ')}`, values };
+  });
+  let inserted = 0;
+  const started = Date.now();
+  const deadline = started + DURATION_S * 1000;
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async (_, w) => {
+      let i = w;
+      while (Date.now() < deadline) {
+        const q = rowsFor[i++ % rowsFor.length]!;
+        const r = await pool.query(q.text, q.values);
+        inserted += r.rowCount ?? 0;
+      }
+    }),
+  );
+  return { signals: inserted, seconds: (Date.now() - started) / 1000 };
+}
+
+async function main(): Promise<void> {
+  log(`machine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}`);
+  if (!SKIP_BUILD) {
+    log('building signal-feedback');
+    const build = spawnSync('pnpm', ['exec', 'turbo', 'run', 'build', '--filter=@repo/signal-feedback...', '--output-logs=errors-only'], { cwd: ROOT, stdio: 'inherit' });
+    if (build.status !== 0) throw new Error('build failed');
+  }
+  await ensureDatabase(DATABASE_URL);
+  await applyMigrations({ databaseUrl: DATABASE_URL, migrationsDir: path.join(SERVICE_DIR, 'prisma/migrations'), log: { info: () => undefined, warn: log } });
+  const pool = new Pool({ connectionString: DATABASE_URL, max: CONNECTIONS });
+  await pool.query('TRUNCATE signals, proposals, usage_counters, sessions, contexts, products, users, rate_limits, analysis_runs CASCADE');
+
+  const service = spawn('node', [...NODE_ARGS, 'dist/main.js'], {
+    cwd: SERVICE_DIR,
+    env: { ...process.env, NODE_ENV: 'production', PORT: String(PORT), HOST: '127.0.0.1', DATABASE_URL, LOG_LEVEL: 'info', ANALYSIS_INTERVAL_MS: '0', DATABASE_POOL_SIZE: String(CONNECTIONS) },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  children.push(service);
+  await waitFor(async () => (await fetch(`${BASE}/readyz`)).ok, 'signal-feedback');
+  const products = await setupProducts(pool);
+  const bodies = products.map((p) => ({ key: p.key, body: JSON.stringify(batchFor(p.contexts)) }));
+  log(`${products.length} Scale products ready; warming up`);
+
+  let n = 0;
+  const request = {
+    method: 'POST' as const,
+    path: '/api/signals',
+    setupRequest: (req: autocannon.Request) => {
+      const b = bodies[n++ % bodies.length]!;
+      return { ...req, headers: { 'content-type': 'application/json', 'x-api-key': b.key }, body: b.body };
+    },
+  };
+  await new Promise<void>((resolve, reject) => autocannon({ url: BASE, connections: CONNECTIONS, duration: 3, requests: [request] }, (e) => (e ? reject(e) : resolve())));
+
+  log(`POST /api/signals, batches of ${BATCH}, ${CONNECTIONS} connections, ${DURATION_S} s`);
+  const before = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM signals')).rows[0]?.n ?? 0);
+  const result = await new Promise<autocannon.Result>((resolve, reject) =>
+    autocannon({ url: BASE, connections: CONNECTIONS, duration: DURATION_S, requests: [request] }, (e, r) => (e ? reject(e) : resolve(r))),
+  );
+  const after = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM signals')).rows[0]?.n ?? 0);
+  const mem = memory(service.pid!);
+  const serviceRate = (result['2xx'] * BATCH) / DURATION_S;
+  if (result.non2xx > 0 || result.errors > 0) log(`WARNING: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
+  if (after - before !== result['2xx'] * BATCH) log(`WARNING: ${after - before} rows stored for ${result['2xx'] * BATCH} signals acknowledged`);
+
+  log(`raw pg multi-row INSERT of the same rows, ${CONNECTIONS} connections, ${DURATION_S} s`);
+  const raw = await rawInsert(pool, products);
+  const rawRate = raw.signals / raw.seconds;
+
+  const summary = {
+    machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, node ${process.version}`,
+    durationSeconds: DURATION_S,
+    connections: CONNECTIONS,
+    batch: BATCH,
+    service: {
+      requestsPerSecond: Math.round(result.requests.average),
+      signalsPerSecond: Math.round(serviceRate),
+      latencyMs: { p50: result.latency.p50, p99: result.latency.p99 },
+      non2xx: result.non2xx,
+      rowsStored: after - before,
+    },
+    rawPg: { signalsPerSecond: Math.round(rawRate) },
+    ratio: Number((serviceRate / rawRate).toFixed(2)),
+    memoryMb: { rss: Math.round(mem.rss), peak: Math.round(mem.peak) },
+  };
+  process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
+  process.stdout.write(
+    [
+      '',
+      '| measure | result | target |',
+      '|---|---|---|',
+      `| POST /api/signals, batches of ${BATCH}, ${CONNECTIONS} connections | ${summary.service.signalsPerSecond.toLocaleString('en-US')} signals/s (${summary.service.requestsPerSecond} req/s, p50 ${summary.service.latencyMs.p50} ms, p99 ${summary.service.latencyMs.p99} ms) | ≥ 10,000 signals/s |`,
+      `| raw pg multi-row INSERT, same rows, same concurrency | ${summary.rawPg.signalsPerSecond.toLocaleString('en-US')} signals/s | — |`,
+      `| ratio service / raw pg | ${summary.ratio} | ≥ 0.5 |`,
+      `| service resident memory after the run (peak) | ${summary.memoryMb.rss} MB (${summary.memoryMb.peak} MB) | — |`,
+      '',
+    ].join('\n'),
+  );
+  await pool.end();
+}
+
+main()
+  .catch((err: unknown) => {
+    console.error(err instanceof Error ? err.stack : err);
+    process.exitCode = 1;
+  })
+  .finally(() => {
+    for (const c of children) c.kill('SIGTERM');
+  });
