@@ -1,4 +1,4 @@
-export { scriptedPipelineResponder } from './responder';
+export { scenarioMarker, scriptedPipelineResponder } from './responder';
 export type { PipelineScenario } from './responder';
 export { forgeJobInput, proveJobInput, sampleScout } from './fixtures';
 export { runToCompletion } from './run';

@@ -79,20 +79,36 @@ function ids(text: string, pattern: RegExp): string[] {
   return out;
 }
 
+const AGENTS = ['Trend Scout', 'Pain Miner', 'Contrarian', 'Business Modeler'];
+
+/** The index of the round-1 agent named in the system prompt ("You are the Pain Miner"). */
+function agentIndex(system: string): number {
+  return Math.max(
+    0,
+    AGENTS.findIndex((a) => system.includes(`You are the ${a}.`)),
+  );
+}
+
+/** The scenario marker a prove idea may carry, e.g. `[scenario:rejected]`, see {@link scriptedPipelineResponder}. */
+export function scenarioMarker(scenario: Exclude<PipelineScenario, 'forge'>): string {
+  return `[scenario:${scenario}]`;
+}
+
 function proveAnswer(scenario: Exclude<PipelineScenario, 'forge'>, request: ScriptedRequest): unknown {
-  const { task, taskCallIndex } = request;
+  const { task } = request;
+  // Everything is derived from the request itself (never from call counters), so one scripted server
+  // can serve many concurrent jobs.
+  const round = Number(/Round (\d) of at most/.exec(lastUser(request))?.[1] ?? '1');
   if (task.startsWith('prove_turn_')) {
     const persona = task.slice('prove_turn_'.length);
     const turn: Record<string, unknown> = {
-      content: `${persona} (turn ${taskCallIndex + 1}): ${scenario === 'rejected' ? 'the economics do not work for this team' : 'customers confirm the pain and will pay'}.`,
+      content: `${persona} (round ${round}): ${scenario === 'rejected' ? 'the economics do not work for this team' : 'customers confirm the pain and will pay'}.`,
       search_queries:
-        persona === 'analyst' || persona === 'challenger'
-          ? [`${persona} market evidence ${taskCallIndex + 1}`]
-          : [],
+        persona === 'analyst' || persona === 'challenger' ? [`${persona} market evidence ${round}`] : [],
       pivot_out: null,
-      end_debate: scenario === 'approved' && persona === 'strategist' && taskCallIndex === 1,
+      end_debate: scenario === 'approved' && persona === 'strategist' && round === 2,
     };
-    if (scenario === 'pivot_out' && persona === 'challenger' && taskCallIndex === 0) {
+    if (scenario === 'pivot_out' && persona === 'challenger' && round === 1) {
       turn.pivot_out = {
         reason: 'Regulation makes the consumer version illegal in most states',
         new_direction: 'Sell the same engine to licensed clinics as a B2B tool',
@@ -175,13 +191,14 @@ function proveAnswer(scenario: Exclude<PipelineScenario, 'forge'>, request: Scri
 }
 
 function forgeAnswer(request: ScriptedRequest): unknown {
-  const { task, taskCallIndex } = request;
+  const { task } = request;
   const user = lastUser(request);
+  const system = request.messages.find((m) => m.role === 'system')?.content ?? '';
   switch (task) {
     case 'forge_r1_ideas':
       return {
         ideas: [0, 1].map((k) => {
-          const idea = FORGE_IDEAS[(taskCallIndex * 2 + k) % FORGE_IDEAS.length] ?? FORGE_IDEAS[0];
+          const idea = FORGE_IDEAS[(agentIndex(system) * 2 + k) % FORGE_IDEAS.length] ?? FORGE_IDEAS[0];
           return {
             name: idea[0],
             problem: idea[1],
@@ -259,9 +276,18 @@ function forgeAnswer(request: ScriptedRequest): unknown {
  * - `forge`: 8 ideas (two per agent), fatal critiques for I6/I7 so I1–I5 are shortlisted with
  *   LEAN_FIT, STRETCH, NOT_LEAN and LEAN_FIT+LOW_ROI estimates; the chair ranks all but the last idea.
  *
- * The Analyst and Challenger ask for one search per turn. Unknown tasks get the schema default.
- * @param scenario the outcome to reach
+ * Forge tasks are always answered as in `forge`. With `forge` (the default), a prove job plays the
+ * scenario named by a marker in its idea ({@link scenarioMarker}, e.g. `[scenario:rejected]`), else
+ * `approved`: one scripted server can then serve many concurrent jobs of different outcomes. Answers
+ * depend only on the request (round, persona, agent, ids in the prompt), never on call order. The
+ * Analyst and Challenger ask for one search per turn. Unknown tasks get the schema default.
+ * @param scenario the prove outcome to reach, or `forge` to read it from the idea
  */
-export function scriptedPipelineResponder(scenario: PipelineScenario): ScriptedRespond {
-  return (request) => (scenario === 'forge' ? forgeAnswer(request) : proveAnswer(scenario, request));
+export function scriptedPipelineResponder(scenario: PipelineScenario = 'forge'): ScriptedRespond {
+  return (request) => {
+    if (request.task.startsWith('forge_')) return forgeAnswer(request);
+    if (scenario !== 'forge') return proveAnswer(scenario, request);
+    const marked = /\[scenario:(approved|conditional|rejected|pivot_out)\]/.exec(lastUser(request))?.[1];
+    return proveAnswer((marked ?? 'approved') as Exclude<PipelineScenario, 'forge'>, request);
+  };
 }

@@ -4,6 +4,7 @@ import { provePipeline, type ProveState } from '../../src/pipelines';
 import {
   proveJobInput,
   runToCompletion,
+  scenarioMarker,
   scriptedPipelineResponder,
   type PipelineScenario,
 } from '../../src/testing';
@@ -254,6 +255,29 @@ describe('prove pipeline', () => {
     );
     for (const call of up.llm.calls)
       expect(call.messages[1]!.content).toContain('Founder signal: ex-dentist with 200 clinic contacts');
+  });
+
+  it('When one scripted server serves concurrent jobs whose ideas carry scenario markers, then each job reaches its own verdict', async () => {
+    up = await startUpstreams(scriptedPipelineResponder());
+    const scenarios = ['rejected', 'approved', 'pivot_out', 'conditional', 'approved', 'rejected'] as const;
+    const runs = await Promise.all(
+      scenarios.map((scenario) =>
+        runToCompletion(
+          provePipeline,
+          proveJobInput({ idea: `Dental waitlist filler ${scenarioMarker(scenario)} for small clinics.` }),
+          up!.deps,
+        ),
+      ),
+    );
+    expect(runs.map((r) => r.result.verdict)).toEqual([
+      'REJECTED',
+      'APPROVED',
+      'PIVOT_OUT',
+      'CONDITIONAL_APPROVED',
+      'APPROVED',
+      'REJECTED',
+    ]);
+    expect(runs.map((r) => r.steps.length)).toEqual([25, 19, 1, 25, 19, 25]);
   });
 
   it('When the job input or state is malformed, then the schemas refuse it', () => {
