@@ -76,7 +76,7 @@ export interface LlmClient {
    * `response_format: { type: 'json_schema', json_schema: { name, schema, strict: false } }` and the
    * same schema described in the system prompt (some compatible servers ignore `response_format`; a
    * server that refuses it with a 400 naming `response_format`/`json_schema` is asked again without it,
-   * and this client stops sending it).
+   * and this client stops sending it; likewise `temperature`, which reasoning models refuse).
    * The answer is parsed (code fences tolerated) and validated; an invalid answer gets up to
    * `repairAttempts` repair turns quoting the problems.
    * @throws {LlmOutputError} the answer stayed invalid (permanent)
@@ -184,9 +184,10 @@ export function createLlmClient(options: LlmClientOptions): LlmClient {
   });
   const probeTimeoutMs = options.probeTimeoutMs ?? 10_000;
 
-  // Set once a server refuses `response_format: json_schema` (400 naming it): later calls rely on the
-  // schema in the system prompt alone.
-  let responseFormatRefused = false;
+  // Optional parameters a server refused with a 400 naming them (`response_format` on servers without
+  // structured outputs, `temperature` on reasoning models): later calls leave them out. The schema in
+  // the system prompt and the zod validation apply either way.
+  const refused = { responseFormat: false, temperature: false };
 
   async function create<T>(
     request: CompletionRequest<T>,
@@ -194,7 +195,8 @@ export function createLlmClient(options: LlmClientOptions): LlmClient {
     jsonSchema: Record<string, unknown>,
   ): Promise<OpenAI.Chat.Completions.ChatCompletion> {
     for (;;) {
-      const withFormat = !responseFormatRefused;
+      const withFormat = !refused.responseFormat;
+      const withTemperature = request.temperature !== undefined && !refused.temperature;
       const started = performance.now();
       try {
         return await openai.chat.completions.create({
@@ -208,18 +210,19 @@ export function createLlmClient(options: LlmClientOptions): LlmClient {
                 },
               }
             : {}),
-          ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+          ...(withTemperature ? { temperature: request.temperature } : {}),
           ...(request.maxTokens === undefined ? {} : { max_tokens: request.maxTokens }),
         });
       } catch (error) {
-        if (
-          withFormat &&
-          error instanceof OpenAI.APIError &&
-          error.status === 400 &&
-          /response_format|json_schema/i.test(error.message)
-        ) {
-          responseFormatRefused = true;
-          continue;
+        if (error instanceof OpenAI.APIError && error.status === 400) {
+          if (withFormat && /response_format|json_schema/i.test(error.message)) {
+            refused.responseFormat = true;
+            continue;
+          }
+          if (withTemperature && /temperature/i.test(error.message)) {
+            refused.temperature = true;
+            continue;
+          }
         }
         throw classifyLlmError(error, request.task, { elapsedMs: performance.now() - started, timeoutMs });
       }

@@ -330,3 +330,39 @@ describe('servers without structured outputs', () => {
     expect(llm.calls).toHaveLength(1);
   });
 });
+
+describe('reasoning models', () => {
+  it('When the server refuses the temperature with a 400, then the client retries without it and stops sending it', async () => {
+    llm = await startScriptedLlm({
+      respond: ({ callIndex }) =>
+        callIndex === 0
+          ? {
+              status: 400,
+              body: {
+                error: {
+                  message:
+                    "Unsupported value: 'temperature' does not support 0.2 with this model. Only the default (1) value is supported.",
+                  type: 'invalid_request_error',
+                },
+              },
+            }
+          : { vote: 'APPROVE', rationale: 'Strong pull.', conditions: [] },
+    });
+    const reasoning = createLlmClient({ baseUrl: llm.baseUrl, model: 'o-model', maxRetries: 0 });
+    await expect(reasoning.complete({ ...request, temperature: 0.2 })).resolves.toMatchObject({
+      attempts: 1,
+    });
+    await expect(reasoning.complete({ ...request, temperature: 0.2 })).resolves.toMatchObject({
+      attempts: 1,
+    });
+    expect(llm.calls.map((c) => [c.status, 'temperature' in c.body])).toEqual([
+      [400, true],
+      [200, false],
+      [200, false],
+    ]);
+    // A fresh client (another model) sends it again.
+    const other = createLlmClient({ baseUrl: llm.baseUrl, model: 'm', maxRetries: 0 });
+    await other.complete({ ...request, temperature: 0.2 });
+    expect(llm.calls[3]!.body.temperature).toBe(0.2);
+  });
+});
