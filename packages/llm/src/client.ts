@@ -163,6 +163,19 @@ function repairPrompt(problems: string[]): string {
   );
 }
 
+// Pipelines reuse a handful of schemas thousands of times: convert each once.
+const jsonSchemas = new WeakMap<z.ZodType, Record<string, unknown>>();
+
+/** The JSON Schema of the model's answer: the input side of the zod schema (defaults make fields optional). */
+function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
+  let converted = jsonSchemas.get(schema);
+  if (!converted) {
+    converted = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+    jsonSchemas.set(schema, converted);
+  }
+  return converted;
+}
+
 function modelServed(model: string, ids: string[]): boolean {
   if (ids.length <= 1) return true;
   return ids.some((id) => id === model || id === `${model}:latest` || `${id}:latest` === model);
@@ -230,10 +243,7 @@ export function createLlmClient(options: LlmClientOptions): LlmClient {
   }
 
   async function complete<T>(request: CompletionRequest<T>): Promise<CompletionResult<T>> {
-    const jsonSchema = z.toJSONSchema(request.schema, { io: 'input', unrepresentable: 'any' }) as Record<
-      string,
-      unknown
-    >;
+    const jsonSchema = jsonSchemaOf(request.schema);
     const messages: ChatCompletionMessageParam[] = [
       { role: 'system', content: schemaPrompt(request.system, jsonSchema) },
       { role: 'user', content: request.user },
