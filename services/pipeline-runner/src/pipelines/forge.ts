@@ -11,7 +11,7 @@ import {
 import { assessFeasibility, tagsFor } from '../domain/feasibility';
 import { nextProgress } from '../domain/progress';
 import { riceScore } from '../domain/rice';
-import { clip, describeSessionConfig, isoDate } from './render';
+import { clip, describeSessionConfig, isoDate, roundedInt, upTo } from './render';
 import type { Pipeline, PipelineDeps, StepOutcome } from './types';
 
 /** The brainstorming agents of rounds 1 (divergent generation) and 2 (critique), in speaking order. */
@@ -57,7 +57,10 @@ const AGENT_BRIEFS: Record<(typeof BRAINSTORMERS)[number], string> = {
 // ---- What the model is asked for ----
 
 const IdeaSketch = z.object({
-  name: z.string().min(1).max(120),
+  name: z
+    .string()
+    .min(1)
+    .transform((name) => clip(name, 120)),
   problem: z.string().min(1),
   target_market: z.string().min(1),
   why_now: z.string().min(1),
@@ -65,7 +68,7 @@ const IdeaSketch = z.object({
 });
 
 /** Round 1 answer: one agent's 1–3 ideas. */
-export const IdeasAnswer = z.object({ ideas: z.array(IdeaSketch).min(1).max(3) });
+export const IdeasAnswer = z.object({ ideas: upTo(IdeaSketch, 3, 1) });
 
 /** Round 2 answer: one agent's critiques of the candidates, by id. */
 export const CritiqueAnswer = z.object({
@@ -83,10 +86,10 @@ export const CritiqueAnswer = z.object({
 /** Round 3 answer: one idea, refined, with the estimates the feasibility math needs. */
 export const RefineAnswer = IdeaSketch.extend({
   moat: z.string().min(1),
-  key_metrics: z.array(z.string().min(1)).min(1).max(6),
-  validation_plan: z.array(z.string().min(1)).min(1).max(8),
-  kill_switches: z.array(z.string().min(1)).min(1).max(6),
-  tags: z.array(z.string().min(1)).max(8).default([]),
+  key_metrics: upTo(z.string().min(1), 6, 1),
+  validation_plan: upTo(z.string().min(1), 8, 1),
+  kill_switches: upTo(z.string().min(1), 6, 1),
+  tags: upTo(z.string().min(1), 8).default([]),
   estimated_build_cost_usd: z.number().nonnegative().describe('cash cost of a first sellable version, USD'),
   estimated_build_weeks: z.number().positive().describe('build time for a team of 2-3 people, weeks'),
   projected_annual_revenue_usd: z
@@ -98,13 +101,13 @@ export const RefineAnswer = IdeaSketch.extend({
 /** Round 4 answer: one idea's RICE inputs and kill score. */
 export const ScoreAnswer = z.object({
   rice: z.object({
-    reach: z.number().int().nonnegative().describe('people or accounts reached per quarter'),
+    reach: roundedInt(0, 1e12).describe('people or accounts reached per quarter'),
     impact: z.number().min(0.25).max(3).describe('0.25 minimal, 0.5 low, 1 medium, 2 high, 3 massive'),
     confidence: z.number().min(0).max(1).describe('confidence in these estimates, 0-1'),
     effort: z.number().positive().describe('person-months'),
   }),
-  kill_score: z.number().int().min(0).max(100).describe('0-100, higher = more reasons to kill the idea'),
-  kill_reasons: z.array(z.string().min(1)).max(5).default([]),
+  kill_score: roundedInt(0, 100).describe('0-100, higher = more reasons to kill the idea'),
+  kill_reasons: upTo(z.string().min(1), 5).default([]),
 });
 
 /** Round 5 answer: the ranking by id, best first. */

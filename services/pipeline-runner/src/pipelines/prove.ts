@@ -19,7 +19,7 @@ import {
 import { assessFeasibility } from '../domain/feasibility';
 import { nextProgress } from '../domain/progress';
 import { countVotes, verdictFor } from '../domain/tally';
-import { clip, describeSessionConfig, isoDate } from './render';
+import { clip, describeSessionConfig, isoDate, roundedInt, upTo } from './render';
 import type { Pipeline, PipelineDeps, StepOutcome } from './types';
 
 /** The panel in speaking (and voting) order. */
@@ -74,11 +74,9 @@ const PivotOut = z.object({
 /** A debate turn as answered by the model. */
 export const TurnAnswer = z.object({
   content: z.string().min(1).describe('your contribution to the debate, 80-250 words'),
-  search_queries: z
-    .array(z.string())
-    .max(MAX_QUERIES_PER_TURN)
+  search_queries: upTo(z.string(), MAX_QUERIES_PER_TURN)
     .default([])
-    .describe('web searches whose results should be shared with the panel'),
+    .describe(`at most ${MAX_QUERIES_PER_TURN} web searches whose results should be shared with the panel`),
   pivot_out: PivotOut.nullable()
     .default(null)
     .describe(
@@ -108,11 +106,9 @@ export const VoteAnswer = z
   .object({
     vote: z.enum(['APPROVE', 'CONDITIONAL', 'REJECT']),
     rationale: z.string().min(1),
-    conditions: z
-      .array(z.string().min(1))
-      .max(5)
+    conditions: upTo(z.string().min(1), 5)
       .default([])
-      .describe('required with CONDITIONAL: what must be true to proceed'),
+      .describe('at most 5; required with CONDITIONAL: what must be true to proceed'),
   })
   .refine((v) => v.vote !== 'CONDITIONAL' || v.conditions.length > 0, {
     message: 'a CONDITIONAL vote needs at least one condition',
@@ -120,26 +116,25 @@ export const VoteAnswer = z
   });
 
 const RoadmapAnswer = z.object({
-  phases: z
-    .array(
-      z.object({
-        name: z.string().min(1),
-        weeks: z.number().int().positive(),
-        goals: z.array(z.string().min(1)).min(1),
-        deliverables: z.array(z.string().min(1)).min(1),
-      }),
-    )
-    .min(1)
-    .max(8),
-  milestones: z.array(z.object({ week: z.number().int().positive(), milestone: z.string().min(1) })).min(1),
-  risks: z.array(z.object({ risk: z.string().min(1), mitigation: z.string().min(1) })).max(10),
+  phases: upTo(
+    z.object({
+      name: z.string().min(1),
+      weeks: roundedInt(1, 520),
+      goals: z.array(z.string().min(1)).min(1),
+      deliverables: z.array(z.string().min(1)).min(1),
+    }),
+    8,
+    1,
+  ),
+  milestones: upTo(z.object({ week: roundedInt(1, 520), milestone: z.string().min(1) }), 12, 1),
+  risks: upTo(z.object({ risk: z.string().min(1), mitigation: z.string().min(1) }), 10),
 });
 
 const LeanCanvasAnswer = z.object({
-  problem: z.array(z.string().min(1)).min(1).max(3),
+  problem: upTo(z.string().min(1), 3, 1),
   customer_segments: z.array(z.string().min(1)).min(1),
   unique_value_proposition: z.string().min(1),
-  solution: z.array(z.string().min(1)).min(1).max(3),
+  solution: upTo(z.string().min(1), 3, 1),
   channels: z.array(z.string().min(1)).min(1),
   revenue_streams: z.array(z.string().min(1)).min(1),
   cost_structure: z.array(z.string().min(1)).min(1),
@@ -148,8 +143,10 @@ const LeanCanvasAnswer = z.object({
 });
 
 const KillBriefAnswer = z.object({
-  top_reasons: z.array(z.object({ reason: z.string().min(1), evidence: z.string().min(1) })).length(3),
-  salvage_paths: z.array(z.string().min(1)).min(1).max(5),
+  top_reasons: upTo(z.object({ reason: z.string().min(1), evidence: z.string().min(1) }), 3, 3).describe(
+    'exactly 3 items, strongest first',
+  ),
+  salvage_paths: upTo(z.string().min(1), 5, 1),
 });
 
 const DecisionBriefAnswer = z.object({

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { SessionConfig } from '@repo/schemas';
 
 /**
@@ -29,4 +30,29 @@ export function describeSessionConfig(config: SessionConfig): string {
 /** Today's date as YYYY-MM-DD (prompts ground "why now" in it). */
 export function isoDate(now: Date): string {
   return now.toISOString().slice(0, 10);
+}
+
+/**
+ * An array the model should keep short: at least `min` items are required, extra items beyond `max`
+ * are dropped instead of failing validation (a repair turn costs more than the surplus is worth).
+ * @param item the element schema @param max items kept @param min items required (default 0)
+ */
+export function upTo<T extends z.ZodType>(item: T, max: number, min = 0) {
+  return z
+    .array(item)
+    .min(min)
+    .describe(min > 0 ? `${min} to ${max} items` : `at most ${max} items`)
+    .transform((items) => items.slice(0, max));
+}
+
+/**
+ * A whole number the model may give with decimals: rounded, then bounded.
+ * @param min lower bound @param max upper bound
+ */
+export function roundedInt(min: number, max: number) {
+  return z
+    .number()
+    .min(min)
+    .max(max)
+    .transform((n) => Math.round(n));
 }
