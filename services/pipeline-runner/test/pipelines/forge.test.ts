@@ -181,6 +181,30 @@ describe('forge pipeline', () => {
     expect(result.rounds[0]!.transcript[1]!.content).toContain('No new idea');
   });
 
+  it('When the model answers longer lists or decimal scores than asked, then they are trimmed and rounded without a repair turn', async () => {
+    const base = scriptedPipelineResponder('forge');
+    up = await startUpstreams(async (request) => {
+      const answer = (await base(request)) as Record<string, unknown>;
+      if (request.task === 'forge_r1_ideas') {
+        const ideas = answer.ideas as { name: string }[];
+        return {
+          ideas: [
+            ...ideas,
+            ...ideas.map((i) => ({ ...i, name: `${i.name} Two` })),
+            { ...ideas[0]!, name: 'Extra' },
+          ],
+        };
+      }
+      if (request.task === 'forge_r4_score')
+        return { ...answer, kill_score: 33.7, rice: { ...(answer.rice as object), reach: 1234.4 } };
+      return answer;
+    });
+    const { result } = await runToCompletion(forgePipeline, forgeJobInput(), up.deps);
+    expect(up.llm.calls).toHaveLength(19);
+    expect(result.rounds[0]!.transcript[0]!.content.split('\n')).toHaveLength(3);
+    expect(result.ideas.every((i) => i.kill_score === 34 && i.rice.reach === 1234)).toBe(true);
+  });
+
   it('When no answers are scripted, then the schema defaults still complete a valid result', async () => {
     up = await startUpstreams(() => undefined);
     const { result } = await runToCompletion(
