@@ -12,7 +12,7 @@ import type { SignalRepository } from './data/signals';
 import type { AnalysisService } from './domain/analysis';
 import type { PasswordHasher } from './domain/passwords';
 import { authRouter } from './routes/auth';
-import { loadSession, requireCsrf } from './routes/auth-middleware';
+import { loadSession, requireCsrf, stripQueryKey } from './routes/auth-middleware';
 import { openApiRouter } from './routes/openapi';
 import { productsRouter } from './routes/products';
 import { proposalsRouter } from './routes/proposals';
@@ -88,5 +88,10 @@ export function createApp(deps: AppDeps): Application {
   app.use('/api', proposalsRouter({ proposals: deps.proposals, keys: deps.keys, analysis: deps.analysis }));
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
-  return app;
+  // The outer app only takes `?key=` out of the URL before the base app's access log sees it.
+  const outer = express();
+  outer.disable('x-powered-by');
+  outer.use(stripQueryKey);
+  outer.use(app);
+  return outer;
 }

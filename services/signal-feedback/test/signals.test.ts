@@ -1,4 +1,5 @@
 import request from 'supertest';
+import pino from 'pino';
 import { createContext, createProduct, signUp, startHarness, type Harness, type SignedIn } from './support/harness';
 
 let h: Harness;
@@ -254,5 +255,24 @@ describe('API key cache across replicas', () => {
     const res = await request(h.baseUrl).post('/api/signals').set('x-api-key', product.apiKey).send([{ type: 'x', context_id: a.id }, { type: 'y', context_id: b.id }]);
     expect(res.status).toBe(400);
     expect(await signalRows(product.id)).toHaveLength(1);
+  });
+});
+
+describe('Access log', () => {
+  test('When the key is sent in the query, then the access log line carries the URL without it', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+    const logged = await startHarness('unused', { reuseDatabaseUrl: h.databaseUrl, deps: { logger } });
+    try {
+      const { product } = await setup();
+      await request(logged.baseUrl).post(`/api/ingest?key=${product.apiKey}&source=zap`).send({ event: 'x' }).expect(200);
+      await request(logged.baseUrl).post(`/api/ingest?key=${product.apiKey}x`).send({ event: 'x' }).expect(401);
+      const access = lines.filter((l) => l.includes('/api/ingest'));
+      expect(access).toHaveLength(2);
+      expect(access.join('\n')).not.toContain(product.apiKey);
+      expect(access[0]).toContain('/api/ingest?key=[redacted]&source=zap');
+    } finally {
+      await logged.close();
+    }
   });
 });

@@ -71,6 +71,10 @@ export class AccountRepository {
   async findSession(tokenHash: string, now: Date): Promise<SessionRecord | undefined> {
     const s = await this.db.session.findUnique({ where: { tokenHash }, include: { user: true } });
     if (!s || s.expiresAt <= now) return undefined;
+    // Activity is recorded at most every 5 minutes, off the request's path.
+    if (now.getTime() - s.lastSeenAt.getTime() > 5 * 60_000) {
+      this.db.session.updateMany({ where: { tokenHash }, data: { lastSeenAt: now } }).catch(() => undefined);
+    }
     return {
       tokenHash: s.tokenHash,
       csrfToken: s.csrfToken,

@@ -101,8 +101,12 @@ export class SignalRepository {
   }
 }
 
-/** Whether an error is PostgreSQL's foreign-key violation (23503), as raised through Prisma. */
-export function isForeignKeyViolation(err: unknown): boolean {
-  const text = err instanceof Error ? `${err.message} ${JSON.stringify(err)}` : String(err);
-  return /23503|foreign key/i.test(text);
+/**
+ * Whether an error is PostgreSQL's foreign-key violation (23503) of `signals.context_id`, as Prisma's
+ * driver adapter reports it: a context deleted between routing and insert.
+ */
+export function isContextForeignKeyViolation(err: unknown): boolean {
+  const cause = (err as { meta?: { driverAdapterError?: { cause?: { originalCode?: unknown; constraint?: { index?: unknown } } } } } | null)?.meta
+    ?.driverAdapterError?.cause;
+  return cause?.originalCode === '23503' && cause.constraint?.index === 'signals_context_id_fkey';
 }

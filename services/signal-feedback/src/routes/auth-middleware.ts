@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError } from '@repo/errors';
 import type { SessionRecord } from '../data/accounts';
@@ -17,6 +18,30 @@ export const CSRF_HEADER = 'x-csrf-token';
 
 /** Writes that establish a session (paths below `/api`). */
 const SESSIONLESS_WRITES = new Set(['/auth/signup', '/auth/login']);
+
+const KEY_PARAM = /([?&]key=)([^&#]*)/;
+/** Keys taken out of request URLs by {@link stripQueryKey}. */
+const queryKeys = new WeakMap<IncomingMessage, string>();
+
+/**
+ * Takes the `key` query parameter out of the URL before anything logs it (the access log prints
+ * URLs): the value is kept for {@link apiKeyAuth} and the URL carries `key=[redacted]`. Mount first.
+ */
+export const stripQueryKey: RequestHandler = (req, _res, next) => {
+  const m = KEY_PARAM.exec(req.url);
+  if (m) {
+    let value = m[2] ?? '';
+    try {
+      value = decodeURIComponent(value.replace(/\+/g, ' '));
+    } catch {
+      // A malformed escape stays as sent and fails the key check.
+    }
+    queryKeys.set(req, value);
+    req.url = req.url.replace(/([?&]key=)[^&#]*/g, '$1[redacted]');
+    req.originalUrl = req.originalUrl.replace(/([?&]key=)[^&#]*/g, '$1[redacted]');
+  }
+  next();
+};
 
 /** What the auth middleware leaves in `res.locals`. */
 export interface AuthLocals {
@@ -112,7 +137,7 @@ export function requireCsrf(allowedOrigins: ReadonlySet<string>): RequestHandler
  */
 export function apiKeyAuth(keys: KeyOwnerCache, options: { allowQuery?: boolean; required: boolean }): RequestHandler {
   return async (req, res, next) => {
-    const fromQuery = options.allowQuery && typeof req.query.key === 'string' ? req.query.key : undefined;
+    const fromQuery = options.allowQuery ? queryKeys.get(req) : undefined;
     const header = req.get('x-api-key');
     const key = fromQuery ?? header;
     if (key === undefined || key === '') {
