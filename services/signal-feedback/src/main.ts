@@ -22,10 +22,11 @@ async function main(): Promise<void> {
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   wiring.analysis.start(config.ANALYSIS_INTERVAL_MS);
-  // Expired sessions are removed hourly (any replica may do it; the delete is idempotent).
+  // Expired sessions and rate-limit counters are removed hourly (any replica may do it; deletes are idempotent).
   const accounts = new AccountRepository(wiring.db);
   const sweeper = setInterval(() => {
     accounts.deleteExpiredSessions(new Date()).catch((err: unknown) => logger.warn({ err }, 'session sweep failed'));
+    wiring.deps.limiter.sweep().catch((err: unknown) => logger.warn({ err }, 'rate-limit sweep failed'));
   }, 3_600_000);
   sweeper.unref();
   logger.info(

@@ -92,6 +92,15 @@ describe('Accounts and sessions', () => {
     expect(rows[0]?.points).toBeGreaterThanOrEqual(4);
   });
 
+  test('When rate-limit counters have expired, then the sweep deletes them and keeps live ones', async () => {
+    await h.agent().post('/api/auth/login').send({ email: 'sweep-old@example.com', password: 'x' }).expect(401);
+    await h.agent().post('/api/auth/login').send({ email: 'sweep-live@example.com', password: 'x' }).expect(401);
+    await h.db.rateLimit.update({ where: { key: 'login_email:sweep-old@example.com' }, data: { expire: BigInt(Date.now() - 1000) } });
+    expect(await h.wiring.deps.limiter.sweep()).toBeGreaterThanOrEqual(1);
+    expect(await h.db.rateLimit.count({ where: { key: 'login_email:sweep-old@example.com' } })).toBe(0);
+    expect(await h.db.rateLimit.count({ where: { key: 'login_email:sweep-live@example.com' } })).toBe(1);
+  });
+
   test('When the limiter is shared by a second replica, then the attempts count across both', async () => {
     const other = await startHarness('unused', { reuseDatabaseUrl: h.databaseUrl, env: { LOGIN_MAX_ATTEMPTS_PER_EMAIL: '3' } });
     try {

@@ -26,7 +26,10 @@ export class AuthRateLimiter {
   private readonly signupIp: RateLimiterPostgres;
 
   /** @param pool a `pg` pool on the service's database */
-  constructor(pool: Pool, limits: AuthRateLimits) {
+  constructor(
+    private readonly pool: Pool,
+    limits: AuthRateLimits,
+  ) {
     const common = { storeClient: pool, storeType: 'pool', tableName: 'rate_limits', tableCreated: true, clearExpiredByTimeout: false };
     this.loginEmail = new RateLimiterPostgres({ ...common, keyPrefix: 'login_email', points: limits.loginPerEmail, duration: limits.windowSeconds });
     this.loginIp = new RateLimiterPostgres({ ...common, keyPrefix: 'login_ip', points: limits.loginPerIp, duration: limits.windowSeconds });
@@ -42,6 +45,14 @@ export class AuthRateLimiter {
   /** Forgets the address's failed attempts after a successful log-in. */
   async loginSucceeded(email: string): Promise<void> {
     await this.loginEmail.delete(email);
+  }
+
+  /**
+   * Deletes expired counters (the store keeps one row per address and IP otherwise).
+   * @returns the number of rows deleted
+   */
+  async sweep(now = Date.now()): Promise<number> {
+    return (await this.pool.query('DELETE FROM rate_limits WHERE expire < $1', [now])).rowCount ?? 0;
   }
 
   /** Counts one sign-up for the IP. */
