@@ -1,12 +1,18 @@
 import { z } from 'zod';
 
+/** NUL or an unpaired UTF-16 surrogate: text PostgreSQL cannot store. */
+const UNSTORABLE_TEXT = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** A string PostgreSQL can store (no NUL, no unpaired surrogate). */
+export const StorableString = z.string().refine((v) => !UNSTORABLE_TEXT.test(v), 'must not contain NUL or unpaired surrogates');
+
 /** Proposal states (spec, "Proposal"). */
 export const ProposalStatus = z.enum(['pending', 'approved', 'rejected', 'deferred']);
 /** One of the proposal states. */
 export type ProposalStatus = z.infer<typeof ProposalStatus>;
 
 /** A signal type: 1 to 100 characters (spec, "Signal (input)"). */
-export const SignalType = z.string().min(1).max(100);
+export const SignalType = StorableString.min(1).max(100);
 /** A signal payload: any JSON object. */
 export const SignalPayload = z.record(z.string(), z.unknown());
 
@@ -76,7 +82,7 @@ export const ProposalsQuery = z.object({
 export const ProposalStatusChange = z.object({ status: ProposalStatus });
 
 /** POST /api/products body. */
-export const CreateProductBody = z.object({ name: z.string().trim().min(1).max(100) });
+export const CreateProductBody = z.object({ name: StorableString.trim().min(1).max(100) });
 
 /** 200 answer of POST /api/products: the key is shown this once. */
 export const CreatedProduct = z.object({ id: z.uuid(), name: z.string(), api_key: z.string().startsWith('spk_') });
@@ -95,8 +101,8 @@ const SignalTypeList = z.array(SignalType).max(200);
 /** POST /api/context body (spec, "Context"). */
 export const CreateContextBody = z.object({
   product_id: z.uuid(),
-  name: z.string().trim().min(1).max(100),
-  content: z.string().trim().min(1).max(10_000),
+  name: StorableString.trim().min(1).max(100),
+  content: StorableString.trim().min(1).max(10_000),
   positive_signals: SignalTypeList.default([]),
   negative_signals: SignalTypeList.default([]),
 });
@@ -105,8 +111,8 @@ export const CreateContextBody = z.object({
 export const UpdateContextBody = z
   .object({
     id: z.uuid(),
-    name: z.string().trim().min(1).max(100).optional(),
-    content: z.string().trim().min(1).max(10_000).optional(),
+    name: StorableString.trim().min(1).max(100).optional(),
+    content: StorableString.trim().min(1).max(10_000).optional(),
     positive_signals: SignalTypeList.optional(),
     negative_signals: SignalTypeList.optional(),
   })

@@ -26,7 +26,7 @@ describe('Products', () => {
 
   test('When the name is empty or longer than 100 characters, then 400', async () => {
     const u = await signUp(h);
-    for (const name of ['', '   ', 'x'.repeat(101)]) {
+    for (const name of ['', '   ', 'x'.repeat(101), 'a\u0000b', 'a\ud800']) {
       expect((await u.agent.post('/api/products').set('x-csrf-token', u.csrf).send({ name })).status).toBe(400);
     }
   });

@@ -181,6 +181,9 @@ describe('POST /api/ingest', () => {
     const noKey = await request(h.baseUrl).post('/api/ingest').send({ event: 'x' });
     expect(noKey.status).toBe(401);
     expect(await signalRows(product.id)).toHaveLength(0);
+    const literal = await request(h.baseUrl).post('/api/signals').set('x-api-key', product.apiKey).set('content-type', 'application/json').send('{"type":"x","payload":{"a":"\\\\u0000"}}');
+    expect(literal.status).toBe(200);
+    expect((await signalRows(product.id))[0]!.payload).toEqual({ a: '\\u0000' });
   });
 });
 
@@ -274,5 +277,21 @@ describe('Access log', () => {
     } finally {
       await logged.close();
     }
+  });
+});
+
+describe('Text PostgreSQL cannot store', () => {
+  test('When a payload or type carries NUL or a lone surrogate, then 400 and nothing is stored', async () => {
+    const { product } = await setup();
+    const bodies = ['{"type":"x","payload":{"a":"\\u0000"}}', '{"type":"x\\u0000"}', '{"type":"x","payload":{"a":"\\ud800"}}', '[{"type":"ok"},{"type":"x","payload":{"\\u0000":1}}]'];
+    for (const body of bodies) {
+      const res = await request(h.baseUrl).post('/api/signals').set('x-api-key', product.apiKey).set('content-type', 'application/json').send(body);
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe('invalid_request');
+    }
+    expect(await signalRows(product.id)).toHaveLength(0);
+    const literal = await request(h.baseUrl).post('/api/signals').set('x-api-key', product.apiKey).set('content-type', 'application/json').send('{"type":"x","payload":{"a":"\\\\u0000"}}');
+    expect(literal.status).toBe(200);
+    expect((await signalRows(product.id))[0]!.payload).toEqual({ a: '\\u0000' });
   });
 });

@@ -22,6 +22,20 @@ export interface SignalRow {
 /** Outcome of {@link SignalRepository.insertWithinQuota}. */
 export type InsertOutcome = { ok: true; inserted: number; used: number } | { ok: false; used: number };
 
+/**
+ * An escaped NUL or unpaired surrogate in serialised JSON (an odd run of backslashes before `u`):
+ * PostgreSQL's text and jsonb cannot store either. Paired surrogates are serialised raw, never escaped.
+ */
+const UNSTORABLE = /(?<!\\)(?:\\\\)*\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})/;
+
+/** Thrown when a signal holds text PostgreSQL cannot store (NUL, unpaired surrogate); nothing was written. */
+export class UnstorableTextError extends Error {
+  constructor() {
+    super('signal text contains NUL or an unpaired surrogate');
+    this.name = 'UnstorableTextError';
+  }
+}
+
 /** Signals and the monthly signal counters: the ingestion hot path, in raw SQL. */
 export class SignalRepository {
   /** @param db the Prisma client */
@@ -63,6 +77,7 @@ export class SignalRepository {
   async insertWithinQuota(args: { userId: string; productId: string; month: string; limit: number; rows: SignalRow[] }): Promise<InsertOutcome> {
     const n = args.rows.length;
     const json = JSON.stringify(args.rows.map((r) => ({ c: r.contextId, t: r.type, p: r.payload, s: r.sentiment })));
+    if (UNSTORABLE.test(json)) throw new UnstorableTextError();
     const result = await this.db.$queryRawUnsafe<{ used: number | null; inserted: number }[]>(
       `WITH quota AS (
          INSERT INTO usage_counters AS u (user_id, month, signals, proposals)

@@ -2,7 +2,7 @@ import { AppError, fieldErrors, type FieldError } from '@repo/errors';
 import type { z } from 'zod';
 import type { KeyOwnerCache } from '../data/key-cache';
 import type { KeyOwner, SignalRepository } from '../data/signals';
-import { isContextForeignKeyViolation } from '../data/signals';
+import { isContextForeignKeyViolation, UnstorableTextError } from '../data/signals';
 import { monthKey, nextMonthStart, PLAN_LIMITS } from './plans';
 import { routeSignals } from './signals';
 import type { SignalInput } from '../schemas';
@@ -63,6 +63,9 @@ export async function acceptSignals(repo: SignalRepository, keys: KeyOwnerCache,
       outcome = await repo.insertWithinQuota({ userId: owner.userId, productId: owner.productId, month, limit: PLAN_LIMITS[owner.plan].signalsPerMonth, rows });
       break;
     } catch (err) {
+      if (err instanceof UnstorableTextError) {
+        throw new AppError('invalid_request', 'A signal type or payload contains a NUL character or an unpaired surrogate, which cannot be stored', { cause: err });
+      }
       if (!isContextForeignKeyViolation(err)) throw err;
       // A context deleted since the owner was cached (or meanwhile): route again with fresh contexts.
       if (attempt > 0) throw new AppError('invalid_request', 'context_id does not belong to this product', { cause: err });
