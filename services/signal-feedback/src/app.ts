@@ -11,6 +11,7 @@ import type { KeyOwnerCache } from './data/key-cache';
 import type { SignalRepository } from './data/signals';
 import type { AnalysisService } from './domain/analysis';
 import type { PasswordHasher } from './domain/passwords';
+import type { SignalFeedbackEvents } from './metrics';
 import { authRouter } from './routes/auth';
 import { loadSession, requireCsrf, stripQueryKey } from './routes/auth-middleware';
 import { openApiRouter } from './routes/openapi';
@@ -44,6 +45,8 @@ export interface AppDeps {
   now?: () => Date;
   /** Prometheus registry served at `/metrics`; omitted in most tests. */
   metrics?: ServiceMetrics;
+  /** Domain counters (signals accepted/refused); omitted in most tests. */
+  events?: SignalFeedbackEvents;
 }
 
 /** Folder of the dashboard's static files (same relative place from src/ and dist/). */
@@ -67,7 +70,7 @@ export function createApp(deps: AppDeps): Application {
   const allowedOrigins = new Set(deps.corsOrigins ?? []);
   app.use(openApiRouter(deps.maxBatch));
   app.use(express.static(PUBLIC_DIR, { index: 'index.html', maxAge: '5m' }));
-  app.use('/api', signalsRouter({ signals: deps.signals, keys: deps.keys, maxBatch: deps.maxBatch, now }));
+  app.use('/api', signalsRouter({ signals: deps.signals, keys: deps.keys, maxBatch: deps.maxBatch, now, events: deps.events }));
 
   // Everything below may be cookie-authenticated: load the session, then CSRF-check writes.
   const session = [cookieParser(), loadSession(deps.accounts, deps.secureCookies, now), requireCsrf(allowedOrigins)];

@@ -1,15 +1,17 @@
 import { createServer } from 'node:http';
-import { closeServer, createLogger, createMetrics, onShutdown } from '@repo/service-kit';
+import { closeServer, createLogger, onShutdown } from '@repo/service-kit';
 import { createApp } from './app';
 import { llmSettings, loadConfig } from './config';
 import { AccountRepository } from './data/accounts';
+import { createSignalFeedbackMetrics } from './metrics';
 import { buildWiring } from './wiring';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger({ name: 'signal-feedback', level: config.LOG_LEVEL, buffered: true });
   let shuttingDown = false;
-  const wiring = buildWiring(config, logger, { metrics: createMetrics('signal-feedback') });
+  const metrics = createSignalFeedbackMetrics();
+  const wiring = buildWiring(config, logger, { metrics, events: metrics.events });
   await wiring.db.$queryRawUnsafe('SELECT 1');
   const app = createApp({
     ...wiring.deps,

@@ -42,6 +42,7 @@ export function buildWiring(config: SignalFeedbackConfig, logger: Logger, extra:
     logger,
     minSignals: config.ANALYSIS_MIN_SIGNALS,
     now: extra.now,
+    onProposal: (source) => extra.events?.proposalCreated(source),
   });
   const deps: AppDeps = {
     logger,

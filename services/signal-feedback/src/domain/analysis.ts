@@ -25,6 +25,8 @@ export interface AnalysisDeps {
   now?: () => Date;
   /** How long a claimed context stays leased to one replica, ms. */
   leaseMs?: number;
+  /** Told about each stored proposal (metrics). */
+  onProposal?: (source: 'llm' | 'evidence') => void;
 }
 
 /**
@@ -124,7 +126,9 @@ export class AnalysisService {
       },
       { userId: c.userId, month, limit },
     );
-    return 'created' in outcome ? outcome.created : undefined;
+    if (!('created' in outcome)) return undefined;
+    this.deps.onProposal?.(source);
+    return outcome.created;
   }
 
   /**

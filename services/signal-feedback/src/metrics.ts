@@ -1,0 +1,33 @@
+import { Counter } from 'prom-client';
+import { createMetrics, type ServiceMetrics } from '@repo/service-kit';
+
+/** Domain events the service counts, reported by the ingestion and the analysis. */
+export interface SignalFeedbackEvents {
+  /** A batch was stored: `count` signals. */
+  signalsAccepted(count: number): void;
+  /** A batch was refused: `count` signals, for `reason` (`quota`, `invalid`, `too_large`). */
+  signalsRefused(reason: string, count: number): void;
+  /** A proposal was stored, its prose written by `source` (`llm` or `evidence`). */
+  proposalCreated(source: 'llm' | 'evidence'): void;
+}
+
+/** signal-feedback's metrics: the shared HTTP ones plus signals and proposals. */
+export interface SignalFeedbackMetrics extends ServiceMetrics {
+  events: SignalFeedbackEvents;
+}
+
+/** Creates the registry (`service="signal-feedback"`) with `signals_accepted_total`, `signals_refused_total{reason}` and `proposals_created_total{source}`. */
+export function createSignalFeedbackMetrics(): SignalFeedbackMetrics {
+  const base = createMetrics('signal-feedback');
+  const accepted = new Counter({ name: 'signals_accepted_total', help: 'Signals stored', registers: [base.registry] });
+  const refused = new Counter({ name: 'signals_refused_total', help: 'Signals refused, by reason', labelNames: ['reason'] as const, registers: [base.registry] });
+  const proposals = new Counter({ name: 'proposals_created_total', help: 'Proposals created, by the source of their prose', labelNames: ['source'] as const, registers: [base.registry] });
+  return {
+    ...base,
+    events: {
+      signalsAccepted: (count) => accepted.inc(count),
+      signalsRefused: (reason, count) => refused.inc({ reason }, count),
+      proposalCreated: (source) => proposals.inc({ source }),
+    },
+  };
+}
