@@ -7,17 +7,34 @@ import { JSONSchemaFaker } from 'json-schema-faker';
 /** The outcome of checking one schema: a validator, or what is wrong with it. */
 export type SchemaCheck = { ok: true; validate: ValidateFunction } | { ok: false; error: string };
 
-const DRAFTS = {
+type AnyAjv = Ajv | Ajv2019 | Ajv2020;
+
+const DRAFTS: Record<string, () => AnyAjv> = {
   'http://json-schema.org/draft-07/schema': () => new Ajv({ strict: false, allErrors: true }),
   'https://json-schema.org/draft/2019-09/schema': () => new Ajv2019({ strict: false, allErrors: true }),
   'https://json-schema.org/draft/2020-12/schema': () => new Ajv2020({ strict: false, allErrors: true }),
-} as const;
+};
+const instances = new Map<string, AnyAjv>();
+
+/** One ajv instance per draft, with ajv-formats (building one costs milliseconds). */
+function ajvFor(draft: string): AnyAjv | undefined {
+  let ajv = instances.get(draft);
+  if (!ajv) {
+    const make = DRAFTS[draft];
+    if (!make) return undefined;
+    ajv = make();
+    addFormats(ajv);
+    instances.set(draft, ajv);
+  }
+  return ajv;
+}
 
 /**
  * Checks that `schema` is a valid JSON Schema (draft-07 when `$schema` is absent; 2019-09 and
  * 2020-12 when named) with ajv 8 and ajv-formats, and compiles it. Unknown keywords are allowed
  * (vendor extensions); remote `$ref`s are never fetched, so a reference outside the schema fails.
- * Each call uses a fresh ajv instance, so schemas of different skills never share `$id`s or caches.
+ * The compiled schema is removed from ajv's registry right away (synchronously, so schemas of
+ * different skills never share `$id`s and the cache does not grow); the validator stays usable.
  * @returns a validator, or the error text
  */
 export function checkJsonSchema(schema: unknown): SchemaCheck {
@@ -26,16 +43,18 @@ export function checkJsonSchema(schema: unknown): SchemaCheck {
   }
   const declared = (schema as { $schema?: unknown }).$schema;
   const key = typeof declared === 'string' ? declared.replace(/#$/, '') : 'http://json-schema.org/draft-07/schema';
-  const make = DRAFTS[key as keyof typeof DRAFTS];
-  if (!make) return { ok: false, error: `unsupported $schema "${String(declared)}" (draft-07, 2019-09 and 2020-12 are supported)` };
-  const ajv = make();
-  addFormats(ajv);
+  const ajv = ajvFor(key);
+  if (!ajv) return { ok: false, error: `unsupported $schema "${String(declared)}" (draft-07, 2019-09 and 2020-12 are supported)` };
   const valid = ajv.validateSchema(schema as AnySchema);
   if (!valid) return { ok: false, error: `not a valid JSON Schema: ${ajv.errorsText(ajv.errors, { dataVar: 'schema' })}` };
   try {
     return { ok: true, validate: ajv.compile(schema as AnySchema) };
   } catch (err) {
     return { ok: false, error: `cannot be compiled: ${err instanceof Error ? err.message : String(err)}` };
+  } finally {
+    ajv.removeSchema(schema as AnySchema);
+    const id = (schema as { $id?: unknown }).$id;
+    if (typeof id === 'string') ajv.removeSchema(id);
   }
 }
 
