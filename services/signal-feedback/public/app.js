@@ -106,13 +106,31 @@ function renderProducts() {
   else
     list.replaceChildren(
       ...state.products.map((p) =>
-        el('li', {}, el('span', {}, el('strong', {}, p.name), ' ', el('span', { class: 'meta' }, `key ${p.api_key_prefix}… · ${p.context_count} context(s)`))),
+        el(
+          'li',
+          { dataset: { productId: p.id } },
+          el('span', {}, el('strong', {}, p.name), ' ', el('span', { class: 'meta' }, `key ${p.api_key_prefix}… · ${p.context_count} context(s)`)),
+          el('button', { type: 'button', class: 'secondary small', onclick: () => guarded(() => rotateKey(p)) }, 'Rotate key'),
+        ),
       ),
     );
   const select = $('context-product');
   const current = select.value;
   select.replaceChildren(...state.products.map((p) => el('option', { value: p.id }, p.name)));
   if (current) select.value = current;
+}
+
+function showKey(key) {
+  $('new-key-value').textContent = key;
+  $('new-key').hidden = false;
+  $('copy-key').textContent = 'Copy';
+}
+
+async function rotateKey(p) {
+  if (!window.confirm(`Replace the API key of "${p.name}"? The current key stops working at once.`)) return;
+  const rotated = await api('POST', `/api/products/${encodeURIComponent(p.id)}/rotate-key`);
+  showKey(rotated.api_key);
+  await refreshAll();
 }
 
 const splitTypes = (text) => [...new Set(text.split(',').map((s) => s.trim()).filter(Boolean))];
@@ -252,9 +270,7 @@ document.addEventListener('DOMContentLoaded', () => {
     guarded(async () => {
       const created = await api('POST', '/api/products', { name: $('product-name').value });
       $('product-name').value = '';
-      $('new-key-value').textContent = created.api_key;
-      $('new-key').hidden = false;
-      $('copy-key').textContent = 'Copy';
+      showKey(created.api_key);
       await refreshAll();
     });
   });

@@ -116,6 +116,14 @@ test('When a user clicks through the dashboard, then every step reaches the API 
   await page.locator('#contexts li', { hasText: 'Signup' }).waitFor({ state: 'detached' });
   expect(await h.db.context.count({ where: { productId: product.id } })).toBe(1);
 
+  // Rotate the key: a new one is shown, the old one stops working.
+  await page.locator('#products li', { hasText: 'Acme Checkout' }).getByRole('button', { name: 'Rotate key' }).click();
+  await page.locator('#new-key-value').filter({ hasNotText: apiKey }).waitFor();
+  const rotated = (await page.textContent('#new-key-value')) ?? '';
+  expect(rotated).toMatch(/^spk_/);
+  const withOld = await fetch(`${h.baseUrl}/api/signals`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': apiKey }, body: '{"type":"x"}' });
+  expect(withOld.status).toBe(401);
+
   // Sign out, then sign in again.
   await page.click('#logout');
   await page.locator('#auth-view').waitFor();

@@ -24,6 +24,22 @@ describe('Products', () => {
     expect(JSON.stringify(list.body)).not.toContain(res.body.api_key);
   });
 
+  test('When a key is rotated, then the new key works at once, the old one is refused and others cannot rotate it', async () => {
+    const u = await signUp(h);
+    const p = await createProduct(u);
+    await request(h.baseUrl).post('/api/signals').set('x-api-key', p.apiKey).send({ type: 'before' }).expect(200);
+    const rotated = await u.agent.post(`/api/products/${p.id}/rotate-key`).set('x-csrf-token', u.csrf);
+    expect(rotated.status).toBe(200);
+    expect(rotated.body).toEqual({ id: p.id, name: 'Checkout app', api_key: expect.stringMatching(/^spk_/) });
+    expect(rotated.body.api_key).not.toBe(p.apiKey);
+    expect((await request(h.baseUrl).post('/api/signals').set('x-api-key', p.apiKey).send({ type: 'old' })).status).toBe(401);
+    await request(h.baseUrl).post('/api/signals').set('x-api-key', rotated.body.api_key).send({ type: 'new' }).expect(200);
+    const other = await signUp(h);
+    expect((await other.agent.post(`/api/products/${p.id}/rotate-key`).set('x-csrf-token', other.csrf)).status).toBe(404);
+    expect((await u.agent.post(`/api/products/${p.id}/rotate-key`)).status).toBe(403);
+    expect((await h.db.product.findUniqueOrThrow({ where: { id: p.id } })).apiKeyHash).toBe(createHash('sha256').update(rotated.body.api_key).digest('hex'));
+  });
+
   test('When the name is empty or longer than 100 characters, then 400', async () => {
     const u = await signUp(h);
     for (const name of ['', '   ', 'x'.repeat(101), 'a\u0000b', 'a\ud800']) {

@@ -61,6 +61,15 @@ export class ProductRepository {
     });
   }
 
+  /**
+   * Replaces a product's key (the old one stops working).
+   * @returns false when the user has no such product
+   */
+  async rotateKey(userId: string, productId: string, apiKeyHash: string, apiKeyPrefix: string): Promise<boolean> {
+    const r = await this.db.product.updateMany({ where: { id: productId, userId }, data: { apiKeyHash, apiKeyPrefix } });
+    return r.count === 1;
+  }
+
   /** The user's products, oldest first. */
   async listForUser(userId: string): Promise<ProductRecord[]> {
     const rows = await this.db.product.findMany({

@@ -120,6 +120,16 @@ export function signalFeedbackOpenApi(maxBatch = 1000): JsonSchema {
       },
     },
     {
+      method: 'post',
+      path: '/api/products/{id}/rotate-key',
+      operationId: 'rotateProductKey',
+      summary: 'Replace a product\'s spk_ key: the new key is returned this once and the old one stops working',
+      tags: ['Products'],
+      security: SESSION,
+      parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }, csrfHeader],
+      responses: { '200': { description: 'the product with its new key', body: 'CreatedProduct' }, '400': err('invalid id'), '401': err('not signed in'), '403': err('CSRF check failed'), '404': err('no such product of the user') },
+    },
+    {
       method: 'get',
       path: '/api/products',
       operationId: 'listProducts',

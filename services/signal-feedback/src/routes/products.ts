@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { AppError, notFound } from '@repo/errors';
 import { validate, validated } from '@repo/service-kit';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { ContextRecord, ProductRepository } from '../data/products';
 import { generateApiKey } from '../domain/api-keys';
 import { PLAN_LIMITS } from '../domain/plans';
@@ -32,13 +32,20 @@ function checkLists(positive: string[] | undefined, negative: string[] | undefin
   }
 }
 
+const ProductIdParams = z.object({ id: z.uuid() });
+
 const unique = (list: string[] | undefined) => (list ? [...new Set(list)] : undefined);
 
 /**
- * Session endpoints for products and contexts (spec, "Endpoints"): POST/GET /api/products and
+ * Session endpoints for products and contexts (spec, "Endpoints"): POST/GET /api/products,
+ * POST /api/products/{id}/rotate-key (a new key, shown once; the old one stops working) and
  * POST/GET/PATCH/DELETE /api/context. A user sees and changes only their own (others' are 404).
  */
-export function productsRouter(deps: { products: ProductRepository; onContextsChanged?: (productId: string) => void }): Router {
+export function productsRouter(deps: {
+  products: ProductRepository;
+  /** Called after a product's contexts or key changed in this process (drops its cached key lookup). */
+  onContextsChanged?: (productId: string) => void;
+}): Router {
   const router = Router();
   router.use(['/products', '/context'], requireSession);
   const user = (locals: Record<string, unknown>) => (locals.session as SessionRecord).user;
@@ -54,6 +61,18 @@ export function productsRouter(deps: { products: ProductRepository; onContextsCh
     }
     res.setHeader('cache-control', 'no-store');
     res.json({ id: created.id, name: created.name, api_key: key.key });
+  });
+
+  router.post('/products/:id/rotate-key', validate({ params: ProductIdParams }), async (_req, res) => {
+    const { params } = validated<unknown, z.infer<typeof ProductIdParams>>(res.locals);
+    const key = generateApiKey();
+    const u = user(res.locals);
+    const products = await deps.products.listForUser(u.id);
+    const product = products.find((p) => p.id === params.id);
+    if (!product || !(await deps.products.rotateKey(u.id, params.id, key.hash, key.displayPrefix))) throw notFound('product');
+    deps.onContextsChanged?.(params.id);
+    res.setHeader('cache-control', 'no-store');
+    res.json({ id: product.id, name: product.name, api_key: key.key });
   });
 
   router.get('/products', async (_req, res) => {
