@@ -107,7 +107,7 @@ test('When a user clicks through the dashboard, then every step reaches the API 
   await page.locator(`[data-proposal-id="${second!.id}"] [data-action=rejected]`).click();
   await page.locator(`[data-proposal-id="${second!.id}"][data-status=rejected]`).waitFor();
   await page.selectOption('#proposal-filter', 'approved');
-  await page.locator('#proposals .proposal').first().waitFor();
+  await page.locator('#proposals .proposal[data-status=rejected]').waitFor({ state: 'detached' });
   expect(await page.locator('#proposals .proposal').count()).toBe(1);
   expect((await h.db.proposal.findUniqueOrThrow({ where: { id: second!.id } })).status).toBe('rejected');
 
