@@ -52,3 +52,25 @@ describe('generateInput', () => {
     expect(r.ok).toBe(false);
   });
 });
+
+describe('forFaker', () => {
+  it('When a schema uses numeric exclusive bounds (draft 6+), then generated inputs respect them', () => {
+    const schema = {
+      type: 'object',
+      properties: { amount: { type: 'number', exclusiveMinimum: 0, maximum: 10 }, n: { type: 'integer', minimum: 5, exclusiveMinimum: 1, exclusiveMaximum: 7 } },
+      required: ['amount', 'n'],
+    };
+    const check = checkJsonSchema(schema);
+    if (!check.ok) throw new Error(check.error);
+    for (let i = 0; i < 20; i++) {
+      const r = generateInput(schema, check.validate, 1);
+      expect(r.ok).toBe(true);
+      if (r.ok) {
+        const v = r.value as { amount: number; n: number };
+        expect(v.amount).toBeGreaterThan(0);
+        expect(v.amount).toBeLessThanOrEqual(10);
+        expect([5, 6]).toContain(v.n);
+      }
+    }
+  });
+});

@@ -81,6 +81,37 @@ JSONSchemaFaker.option({
   refDepthMax: 3,
 });
 
+/** Keywords whose values are data, not subschemas: never rewritten. */
+const DATA_KEYWORDS = new Set(['const', 'enum', 'default', 'examples', 'example']);
+
+/**
+ * A copy of `schema` with draft-6+ numeric `exclusiveMinimum`/`exclusiveMaximum` rewritten to the
+ * draft-4 form (`minimum` + `exclusiveMinimum: true`) that json-schema-faker 0.5 understands; the
+ * original schema is still what the generated value is validated against.
+ */
+export function forFaker(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(forFaker);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(schema)) out[k] = DATA_KEYWORDS.has(k) ? v : forFaker(v);
+  for (const [exclusive, bound, tighter] of [
+    ['exclusiveMinimum', 'minimum', Math.max],
+    ['exclusiveMaximum', 'maximum', Math.min],
+  ] as const) {
+    const x = out[exclusive];
+    if (typeof x !== 'number') continue;
+    const current = out[bound];
+    if (typeof current === 'number' && tighter(current, x) === current && current !== x) {
+      // The inclusive bound is already the tighter one.
+      delete out[exclusive];
+    } else {
+      out[bound] = x;
+      out[exclusive] = true;
+    }
+  }
+  return out;
+}
+
 /**
  * An input generated from `inputSchema` with json-schema-faker (examples and defaults preferred,
  * optional properties filled, arrays ≤ 5 items, strings ≤ 100 characters), checked against the schema;
@@ -89,9 +120,10 @@ JSONSchemaFaker.option({
  */
 export function generateInput(inputSchema: object, validate: ValidateFunction, attempts = 5): { ok: true; value: unknown } | { ok: false; error: string } {
   let last = '';
+  const faker = forFaker(inputSchema);
   for (let i = 0; i < attempts; i++) {
     try {
-      const value = JSONSchemaFaker.generate(inputSchema as Parameters<typeof JSONSchemaFaker.generate>[0]);
+      const value = JSONSchemaFaker.generate(faker as Parameters<typeof JSONSchemaFaker.generate>[0]);
       if (validate(value)) return { ok: true, value };
       last = validationErrors(validate);
     } catch (err) {
