@@ -1,6 +1,7 @@
 // The agent demo: against the stack started by `npm start`, an agent wallet reads the free endpoints,
 // then pays for every Data API endpoint with a signed SPL transferChecked on the local ledger and
-// prints each answer with its transaction signature; finally it shows a replay and a devnet payment.
+// prints each answer with its transaction signature; it shows a replay and a devnet payment; finally,
+// when an LLM is configured, it pays for a prove/debate and follows the job to its verdict.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Keypair } from '@solana/web3.js';
@@ -14,22 +15,34 @@ const LEDGER_URL = env.LEDGER_URL ?? 'http://127.0.0.1:8899';
 function show(title: string, status: number, body: unknown, signature?: string): void {
   const text = JSON.stringify(body, null, 2);
   const lines = text.split('\n');
-  const clipped = lines.length > 24 ? [...lines.slice(0, 24), `  ... (${lines.length - 24} more lines)`] : lines;
-  process.stdout.write(`\n\x1b[1m${title}\x1b[0m -> HTTP ${status}${signature ? `\n  paid with transaction ${signature}` : ''}\n${clipped.join('\n')}\n`);
+  const clipped =
+    lines.length > 24 ? [...lines.slice(0, 24), `  ... (${lines.length - 24} more lines)`] : lines;
+  process.stdout.write(
+    `\n\x1b[1m${title}\x1b[0m -> HTTP ${status}${signature ? `\n  paid with transaction ${signature}` : ''}\n${clipped.join('\n')}\n`,
+  );
 }
 
 async function main(): Promise<void> {
   try {
     await fetch(`${BASE}/livez`);
   } catch {
-    throw new Error(`market-intel is not reachable at ${BASE}: start the stack first with \`npm start\` (or \`pnpm start\`)`);
+    throw new Error(
+      `market-intel is not reachable at ${BASE}: start the stack first with \`npm start\` (or \`pnpm start\`)`,
+    );
   }
   const info = await getLocalnetInfo(rpcUrlFor(LEDGER_URL, 'solana')).catch(() => {
-    throw new Error(`the local ledger is not reachable at ${LEDGER_URL}: start the stack first with \`npm start\``);
+    throw new Error(
+      `the local ledger is not reachable at ${LEDGER_URL}: start the stack first with \`npm start\``,
+    );
   });
   const keypairPath = env.AGENT_KEYPAIR ?? info.agentKeypairPath;
-  const keypair = Keypair.fromSecretKey(Uint8Array.from(JSON.parse(readFileSync(path.resolve(keypairPath), 'utf8')) as number[]));
-  const rpcUrls = { solana: rpcUrlFor(LEDGER_URL, 'solana'), 'solana-devnet': rpcUrlFor(LEDGER_URL, 'solana-devnet') };
+  const keypair = Keypair.fromSecretKey(
+    Uint8Array.from(JSON.parse(readFileSync(path.resolve(keypairPath), 'utf8')) as number[]),
+  );
+  const rpcUrls = {
+    solana: rpcUrlFor(LEDGER_URL, 'solana'),
+    'solana-devnet': rpcUrlFor(LEDGER_URL, 'solana-devnet'),
+  };
   process.stdout.write(`agent wallet ${keypair.publicKey.toBase58()} (keypair ${keypairPath})\n`);
 
   const health = await fetch(`${BASE}/api/v1/health`);
@@ -57,18 +70,87 @@ async function main(): Promise<void> {
   }
 
   if (last) {
-    const replay = await fetch(BASE + last.path, { headers: { 'X-PAYMENT': encodePaymentHeader('solana', last.signature) } });
+    const replay = await fetch(BASE + last.path, {
+      headers: { 'X-PAYMENT': encodePaymentHeader('solana', last.signature) },
+    });
     const replayBody: unknown = await replay.json();
     process.stdout.write(
       `\n\x1b[1mReplay\x1b[0m of ${last.signature} on the same endpoint -> HTTP ${replay.status}, ` +
         `${JSON.stringify(replayBody) === JSON.stringify(last.body) ? 'identical body, no second charge' : 'DIFFERENT body'}\n`,
     );
-    const reuse = await fetch(`${BASE}/api/v1/scout/gaps`, { headers: { 'X-PAYMENT': encodePaymentHeader('solana', last.signature) } });
+    const reuse = await fetch(`${BASE}/api/v1/scout/gaps`, {
+      headers: { 'X-PAYMENT': encodePaymentHeader('solana', last.signature) },
+    });
     show('The same signature on another endpoint', reuse.status, await reuse.json());
   }
 
-  const devnet = await fetchWithPayment(`${BASE}/api/v1/scout/keywords?network=devnet&limit=3`, { keypair, rpcUrls });
-  show('GET /api/v1/scout/keywords?network=devnet (paid on the devnet ledger)', devnet.response.status, devnet.body, devnet.payment?.signature);
+  const devnet = await fetchWithPayment(`${BASE}/api/v1/scout/keywords?network=devnet&limit=3`, {
+    keypair,
+    rpcUrls,
+  });
+  show(
+    'GET /api/v1/scout/keywords?network=devnet (paid on the devnet ledger)',
+    devnet.response.status,
+    devnet.body,
+    devnet.payment?.signature,
+  );
+
+  await debate(keypair, rpcUrls);
+}
+
+/** Pays for a prove/debate (25 USDC) and polls the job to its verdict with a progress bar. */
+async function debate(keypair: Keypair, rpcUrls: Record<'solana' | 'solana-devnet', string>): Promise<void> {
+  const body = JSON.stringify({
+    idea:
+      env.DEMO_IDEA ??
+      'A reconciliation copilot that matches instant payments to invoices for mid-size fintechs, sold per seat.',
+    session_config: {
+      profile: 'Small Team (2-3)',
+      budget: '$25K',
+      timeline: '8-12 weeks',
+      revenue_threshold: '$100K/year',
+    },
+  });
+  const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body };
+  const {
+    response,
+    body: answer,
+    payment,
+  } = await fetchWithPayment(`${BASE}/api/v1/prove/debate`, { keypair, rpcUrls, init });
+  show('POST /api/v1/prove/debate (25 USDC)', response.status, answer, payment?.signature);
+  if (response.status === 503) {
+    process.stdout.write(
+      '\nCompute is unavailable (no payment was asked). Configure an LLM for the runner (README, "LLM") and run the demo again.\n',
+    );
+    return;
+  }
+  if (response.status !== 202) return;
+  const { jobId, statusUrl } = answer as { jobId: string; statusUrl: string };
+  const started = Date.now();
+  let job: {
+    status: string;
+    progressPct: number;
+    result: { verdict?: string; report?: { summary?: unknown; pivot_report?: unknown } } | null;
+    error: string | null;
+  };
+  for (;;) {
+    job = (await (await fetch(BASE + statusUrl)).json()) as typeof job;
+    const width = 30;
+    const filled = Math.round((job.progressPct / 100) * width);
+    process.stdout.write(
+      `\r  ${jobId} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${String(job.progressPct).padStart(3)}% ${job.status.padEnd(9)} ${Math.round((Date.now() - started) / 1000)} s`,
+    );
+    if (job.status === 'completed' || job.status === 'failed') break;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  process.stdout.write('\n');
+  if (job.status === 'failed') show('Debate failed', 200, { error: job.error });
+  else
+    show(
+      `Verdict: ${job.result?.verdict ?? '?'}`,
+      200,
+      job.result?.report?.summary ?? job.result?.report?.pivot_report ?? job.result,
+    );
 }
 
 main().catch((err: unknown) => {

@@ -1,17 +1,26 @@
-// Starts the development stack: the local Solana ledger (state in .data/ledger) and market-intel,
-// each in its own process, on PostgreSQL, with the database migrated and the sample report
-// imported when the database has none. Ctrl-C stops everything.
+// Starts the development stack: the local Solana ledger (state in .data/ledger), market-intel and the
+// pipeline-runner, each in its own process, on PostgreSQL and RabbitMQ, with the database migrated
+// and the sample report imported when the database has none. Ctrl-C stops everything.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { applyMigrations, ensureDatabase } from '@repo/db-migrate';
-import { formatLocalnetAddresses, getLocalnetInfo, rpcUrlFor, spawnLocalnet, type Localnet } from '@repo/solana-localnet';
+import {
+  formatLocalnetAddresses,
+  getLocalnetInfo,
+  rpcUrlFor,
+  spawnLocalnet,
+  type Localnet,
+} from '@repo/solana-localnet';
 
 const ROOT = path.resolve(__dirname, '..');
 const env = process.env;
 const LEDGER_URL = env.LEDGER_URL ?? `http://127.0.0.1:${env.LEDGER_PORT ?? '8899'}`;
 const LEDGER_DATA_DIR = path.resolve(ROOT, env.LEDGER_DATA_DIR ?? '.data/ledger');
-const MARKET_INTEL_DATABASE_URL = env.MARKET_INTEL_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/market_intel';
+const MARKET_INTEL_DATABASE_URL =
+  env.MARKET_INTEL_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/market_intel';
 const MARKET_INTEL_PORT = env.MARKET_INTEL_PORT ?? '3001';
+const RUNNER_PORT = env.PIPELINE_RUNNER_PORT ?? '3004';
+const AMQP_URL = env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 
 const children: ChildProcess[] = [];
 let ledger: Localnet | undefined;
@@ -33,7 +42,9 @@ async function ledgerIsUp(url: string): Promise<boolean> {
 function run(cmd: string, args: string[], extraEnv: NodeJS.ProcessEnv, cwd = ROOT): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { cwd, env: { ...env, ...extraEnv }, stdio: 'inherit' });
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}`))));
+    child.on('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}`)),
+    );
   });
 }
 
@@ -56,10 +67,17 @@ async function main(): Promise<void> {
       log(`using the ledger already running at ${LEDGER_URL}`);
     } else {
       const port = Number(new URL(LEDGER_URL).port || 8899);
-      ledger = await spawnLocalnet({ port, dataDir: LEDGER_DATA_DIR, onLog: (line) => process.stderr.write(`${line}\n`) });
+      ledger = await spawnLocalnet({
+        port,
+        dataDir: LEDGER_DATA_DIR,
+        onLog: (line) => process.stderr.write(`${line}\n`),
+      });
       process.stdout.write(`${formatLocalnetAddresses(ledger)}\n`);
     }
-    return Promise.all([getLocalnetInfo(rpcUrlFor(LEDGER_URL, 'solana')), getLocalnetInfo(rpcUrlFor(LEDGER_URL, 'solana-devnet'))]);
+    return Promise.all([
+      getLocalnetInfo(rpcUrlFor(LEDGER_URL, 'solana')),
+      getLocalnetInfo(rpcUrlFor(LEDGER_URL, 'solana-devnet')),
+    ]);
   })();
 
   log(`migrating ${MARKET_INTEL_DATABASE_URL}`);
@@ -78,41 +96,54 @@ async function main(): Promise<void> {
     path.join(ROOT, 'services/market-intel'),
   );
 
-  const marketIntel = spawn('pnpm', [...tsx, 'src/main.ts'], {
-    cwd: path.join(ROOT, 'services/market-intel'),
-    stdio: 'inherit',
-    env: {
-      ...env,
-      PORT: MARKET_INTEL_PORT,
-      DATABASE_URL: MARKET_INTEL_DATABASE_URL,
-      SOLANA_RPC_URL: mainnet.rpcUrl,
-      USDC_MINT: mainnet.mint,
-      MERCHANT_TOKEN_ACCOUNT: mainnet.merchantTokenAccount,
-      SOLANA_DEVNET_RPC_URL: devnet.rpcUrl,
-      USDC_MINT_DEVNET: devnet.mint,
-      MERCHANT_TOKEN_ACCOUNT_DEVNET: devnet.merchantTokenAccount,
-    },
+  startService('market-intel', 'services/market-intel', MARKET_INTEL_PORT, {
+    DATABASE_URL: MARKET_INTEL_DATABASE_URL,
+    AMQP_URL,
+    SOLANA_RPC_URL: mainnet.rpcUrl,
+    USDC_MINT: mainnet.mint,
+    MERCHANT_TOKEN_ACCOUNT: mainnet.merchantTokenAccount,
+    SOLANA_DEVNET_RPC_URL: devnet.rpcUrl,
+    USDC_MINT_DEVNET: devnet.mint,
+    MERCHANT_TOKEN_ACCOUNT_DEVNET: devnet.merchantTokenAccount,
   });
-  children.push(marketIntel);
-  marketIntel.on('exit', (code) => {
-    log(`market-intel exited with ${code}`);
-    void stop(code ?? 1);
-  });
-  await waitFor(`http://127.0.0.1:${MARKET_INTEL_PORT}/livez`, 60_000);
+  // The runner reads LLM_BASE_URL, LLM_API_KEY, LLM_MODEL and SEARCH_* from this environment.
+  startService('pipeline-runner', 'services/pipeline-runner', RUNNER_PORT, { AMQP_URL });
+  await Promise.all([
+    waitFor(`http://127.0.0.1:${MARKET_INTEL_PORT}/livez`, 60_000),
+    waitFor(`http://127.0.0.1:${RUNNER_PORT}/livez`, 60_000),
+  ]);
+  const llm = env.LLM_BASE_URL
+    ? `${env.LLM_MODEL ?? '?'} at ${env.LLM_BASE_URL}`
+    : 'none: compute endpoints answer 503 config (see README, "LLM")';
 
   process.stdout.write(
     [
       '',
       'Stack is up:',
-      `  market-intel   http://127.0.0.1:${MARKET_INTEL_PORT}/api/v1  (sectors: /api/v1/sectors)`,
+      `  market-intel   http://127.0.0.1:${MARKET_INTEL_PORT}/api/v1  (sectors: /api/v1/sectors, docs: /docs)`,
+      `  runner         http://127.0.0.1:${RUNNER_PORT}/metrics  (LLM: ${llm})`,
       `  solana ledger  ${mainnet.rpcUrl}  (devnet: ${devnet.rpcUrl})`,
       `  agent wallet   ${mainnet.agent}  keypair ${mainnet.agentKeypairPath}`,
       '',
-      'In another terminal: pnpm demo   (an agent pays for every Data API endpoint)',
+      'In another terminal: pnpm demo   (an agent pays for the Data API, then for a debate when an LLM is configured)',
       'Ctrl-C stops everything.',
       '',
     ].join('\n'),
   );
+}
+
+/** Starts one service from its sources (`tsx`), on `port`, with `extraEnv` over this environment. */
+function startService(name: string, dir: string, port: string, extraEnv: NodeJS.ProcessEnv): void {
+  const child = spawn('pnpm', ['exec', 'tsx', '--conditions=@repo/source', 'src/main.ts'], {
+    cwd: path.join(ROOT, dir),
+    stdio: 'inherit',
+    env: { ...env, ...extraEnv, PORT: port },
+  });
+  children.push(child);
+  child.on('exit', (code) => {
+    log(`${name} exited with ${code}`);
+    void stop(code ?? 1);
+  });
 }
 
 let stopping = false;

@@ -8,10 +8,11 @@ import { z } from 'zod';
  * returns.
  *
  * ```
- * market-intel --step.<kind>--> [compute (topic)] --> compute.steps (quorum) --> pipeline-runner
+ * market-intel --start.<kind>--> [compute (topic)] --> compute.starts (quorum) --> pipeline-runner   (step 0)
+ * market-intel --step.<kind>---> [compute (topic)] --> compute.steps (quorum) --> pipeline-runner    (later steps)
  * pipeline-runner --job.<event>--> [compute.events (topic)] --> market-intel.job-events (quorum) --> market-intel
  * pipeline-runner --runner.heartbeat--> [compute.heartbeat (fanout)] --> one exclusive queue per market-intel replica
- * compute.steps / market-intel.job-events --dead letter--> [compute.dlx (fanout)] --> compute.dead-letter (kept for operators)
+ * compute.starts / compute.steps / market-intel.job-events --dead letter--> [compute.dlx (fanout)] --> compute.dead-letter (kept for operators)
  *                                                                           \--> market-intel.dead-letters (fails the job)
  * ```
  */
@@ -23,6 +24,7 @@ export const COMPUTE_TOPOLOGY = {
     deadLetter: 'compute.dlx',
   },
   queues: {
+    starts: 'compute.starts',
     steps: 'compute.steps',
     jobEvents: 'market-intel.job-events',
     deadLetter: 'compute.dead-letter',
@@ -39,9 +41,13 @@ export const COMPUTE_DELIVERY_LIMIT = 5;
  */
 export const EVENT_DELIVERY_LIMIT = 20;
 
-/** Routing key of a step command for a pipeline kind. */
-export function stepRoutingKey(kind: PipelineKind): string {
-  return `step.${kind}`;
+/**
+ * Routing key of a step command: `start.<kind>` for step 0, `step.<kind>` after. First steps have
+ * their own queue so that a new job starts at once instead of waiting behind the steps of every job
+ * already running (the spec's "pending ... usually under 5 seconds").
+ */
+export function stepRoutingKey(kind: PipelineKind, stepIndex: number): string {
+  return stepIndex === 0 ? `start.${kind}` : `step.${kind}`;
 }
 
 /**
@@ -59,6 +65,8 @@ export async function declareComputeTopology(channel: Channel): Promise<void> {
     deadLetterExchange: exchanges.deadLetter,
     arguments: { 'x-queue-type': 'quorum', 'x-delivery-limit': deliveryLimit },
   });
+  await channel.assertQueue(queues.starts, workQueue(COMPUTE_DELIVERY_LIMIT));
+  await channel.bindQueue(queues.starts, exchanges.steps, 'start.*');
   await channel.assertQueue(queues.steps, workQueue(COMPUTE_DELIVERY_LIMIT));
   await channel.bindQueue(queues.steps, exchanges.steps, 'step.*');
   await channel.assertQueue(queues.jobEvents, workQueue(EVENT_DELIVERY_LIMIT));

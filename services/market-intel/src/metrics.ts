@@ -86,6 +86,7 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
         async collect() {
           if (!sources.broker.isConnected()) return;
           const names = [
+            COMPUTE_TOPOLOGY.queues.starts,
             COMPUTE_TOPOLOGY.queues.steps,
             COMPUTE_TOPOLOGY.queues.jobEvents,
             COMPUTE_TOPOLOGY.queues.deadLetter,

@@ -64,7 +64,9 @@ beforeAll(async () => {
   await h.reports.importReport(buildReport(), 'import');
   runner = await Broker.connect({ url: h.amqpUrl, connectionName: 'test runner', logger: silent });
   await runner.waitForConnection();
-  await runner.consume(COMPUTE_TOPOLOGY.queues.steps, async (d) => (steps.push(d), 'ack'), { prefetch: 50 });
+  for (const queue of [COMPUTE_TOPOLOGY.queues.starts, COMPUTE_TOPOLOGY.queues.steps]) {
+    await runner.consume(queue, async (d) => (steps.push(d), 'ack'), { prefetch: 50 });
+  }
 }, 120_000);
 afterAll(async () => {
   await runner?.close(1000);
@@ -410,7 +412,7 @@ describe('Paid jobs', () => {
     await h.db.outboxMessage.create({
       data: {
         exchange: COMPUTE_TOPOLOGY.exchanges.steps,
-        routingKey: 'step.prove',
+        routingKey: 'step.prove', // a later step, as a crash would leave it
         messageId: 'job_left_behind_by_a_crash_0:3',
         type: 'step',
         body: { ...command, input: {}, state: { round: 1 } },

@@ -291,7 +291,7 @@ export class JobRepository {
     const row = await tx.outboxMessage.create({
       data: {
         exchange: COMPUTE_TOPOLOGY.exchanges.steps,
-        routingKey: stepRoutingKey(command.kind),
+        routingKey: stepRoutingKey(command.kind, command.stepIndex),
         messageId: `${command.jobId}:${command.stepIndex}`,
         type: 'step',
         body: json(command),

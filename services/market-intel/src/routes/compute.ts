@@ -156,15 +156,13 @@ function sendUnhealthy(
 ): void {
   res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS[errorClass]));
   res.setHeader('cache-control', 'no-store');
-  res
-    .status(503)
-    .json({
-      error: message,
-      code: 'service_unavailable',
-      errorClass,
-      ...(details ? { details } : {}),
-      requestId: requestIdOf(req),
-    });
+  res.status(503).json({
+    error: message,
+    code: 'service_unavailable',
+    errorClass,
+    ...(details ? { details } : {}),
+    requestId: requestIdOf(req),
+  });
 }
 
 async function createJob(

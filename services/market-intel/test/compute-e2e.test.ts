@@ -1,0 +1,351 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { ForgeResult, ProveResult, type AgentJob } from '@repo/schemas';
+import {
+  startFakeSearxng,
+  startScriptedLlm,
+  type FakeSearxng,
+  type ScriptedLlm,
+  type ScriptedRequest,
+} from '@repo/llm/testing';
+import { scriptedPipelineResponder } from '@repo/pipeline-runner/testing';
+import { Broker, COMPUTE_TOPOLOGY } from '@repo/queue';
+import { queueDepth, restartBroker, waitFor } from '@repo/queue/testing';
+import { buildReport, startHarness, type Harness } from './support/harness';
+import { spawnRunner, type RunnerProcess } from './support/runner';
+
+// Paid compute jobs end to end: market-intel (this process) -> RabbitMQ -> the real pipeline-runner
+// (a child process) -> a scripted OpenAI-compatible server and a fake SearXNG -> back to the job.
+jest.setTimeout(120_000);
+const SECRET = 'e2e-webhook-secret-0123456789';
+const SCENARIOS = ['approved', 'conditional', 'rejected', 'pivot_out', 'poison'] as const;
+type Scenario = (typeof SCENARIOS)[number];
+
+let h: Harness;
+let llm: ScriptedLlm;
+let search: FakeSearxng;
+let runner: RunnerProcess;
+let receiver: Server;
+let receiverUrl: string;
+const hooks: { body: string; signature: string | undefined }[] = [];
+/** Calls the scripted LLM should hold (to kill the runner while a step is in flight). */
+let holdCalls: ((req: ScriptedRequest) => boolean) | null = null;
+let releaseHeld: (() => void) | null = null;
+
+function scenarioOf(req: ScriptedRequest): Scenario | 'forge' {
+  const text = req.messages.map((m) => m.content).join('\n');
+  return (
+    SCENARIOS.find((s) => text.includes(`[scenario:${s}]`)) ??
+    (req.task.startsWith('forge') ? 'forge' : 'approved')
+  );
+}
+
+/** Answers every pipeline task; a prove job's scenario comes from the `[scenario:...]` marker in its idea. */
+const respondToPipelines = scriptedPipelineResponder();
+
+function startRunner(): RunnerProcess {
+  return spawnRunner({
+    AMQP_URL: h.amqpUrl,
+    LLM_BASE_URL: llm.baseUrl,
+    LLM_MODEL: 'scripted-model',
+    LLM_API_KEY: 'test-key',
+    SEARCH_PROVIDER: 'searxng',
+    SEARXNG_URL: search.baseUrl,
+    RUNNER_ID: `e2e-${Date.now()}`,
+  });
+}
+
+async function json<T = Record<string, unknown>>(res: Response): Promise<T> {
+  return (await res.json()) as T;
+}
+
+async function getJob(jobId: string): Promise<AgentJob> {
+  return json<AgentJob>(await fetch(`${h.baseUrl}/api/v1/jobs/${jobId}`));
+}
+
+/** Polls the job until it is terminal, recording every progress value seen. */
+async function settle(
+  jobId: string,
+  timeoutMs = 90_000,
+): Promise<{ job: AgentJob; progress: number[]; statuses: string[] }> {
+  const progress: number[] = [];
+  const statuses: string[] = [];
+  const job = await waitFor(
+    `job ${jobId} to finish`,
+    async () => {
+      const j = await getJob(jobId);
+      progress.push(j.progressPct);
+      statuses.push(j.status);
+      return j.status === 'completed' || j.status === 'failed' ? j : undefined;
+    },
+    timeoutMs,
+    20,
+  ).catch((err: unknown) => {
+    throw new Error(
+      `${String(err)} (last status ${statuses.at(-1)} at ${progress.at(-1)}%)\nrunner output:\n${runner.output().slice(-4000)}`,
+    );
+  });
+  return { job, progress, statuses };
+}
+
+async function submitProve(
+  scenario: Scenario,
+  extra: Record<string, unknown> = {},
+): Promise<{ jobId: string; signature: string }> {
+  const signature = await h.transfer({ amountAtomic: 25_000_000n });
+  const idea = `[scenario:${scenario}] A reconciliation copilot that matches instant payments to invoices for mid-size fintechs.`;
+  const res = await h.postWithProof('/api/v1/prove/debate', { idea, ...extra }, signature);
+  if (res.status !== 202) throw new Error(`expected 202, got ${res.status}: ${await res.text()}`);
+  const body = await json<{ jobId: string }>(res);
+  return { jobId: body.jobId, signature };
+}
+
+function assertMonotonic(values: number[]): void {
+  for (let i = 1; i < values.length; i++) expect(values[i]).toBeGreaterThanOrEqual(values[i - 1] ?? 0);
+}
+
+beforeAll(async () => {
+  h = await startHarness('market_intel_compute_e2e_test', {
+    env: {
+      WEBHOOK_SECRET: SECRET,
+      SSRF_ALLOWLIST: '127.0.0.1',
+      WEBHOOK_RETRY_BASE_MS: '50',
+      RUNNER_STALE_AFTER_MS: '3000',
+    },
+  });
+  await h.reports.importReport(buildReport(), 'import');
+  llm = await startScriptedLlm({
+    respond: async (req) => {
+      if (holdCalls?.(req)) await new Promise<void>((resolve) => (releaseHeld = resolve));
+      if (scenarioOf(req) === 'poison') return '{ this is not json';
+      return respondToPipelines(req);
+    },
+  });
+  search = await startFakeSearxng({
+    results: [
+      {
+        title: 'Instant payments reconciliation market',
+        url: 'https://example.com/recon',
+        content: 'Mid-size fintechs reconcile by hand.',
+      },
+    ],
+  });
+  receiver = createServer((req: IncomingMessage, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      hooks.push({ body, signature: req.headers['x-service-signature'] as string | undefined });
+      res.statusCode = hooks.length === 1 ? 500 : 204; // the first delivery fails: retried
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const address = receiver.address();
+  receiverUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/hooks/jobs`;
+  runner = startRunner();
+  await waitFor(
+    'the runner to report healthy',
+    async () => (await fetch(`${h.baseUrl}/api/v1/health`)).status === 200,
+    60_000,
+  ).catch((err: unknown) => {
+    throw new Error(`${String(err)}\nrunner output:\n${runner.output()}`);
+  });
+}, 180_000);
+
+afterAll(async () => {
+  releaseHeld?.();
+  await runner?.stop();
+  await h?.close();
+  await llm?.close();
+  await search?.close();
+  await new Promise<void>((resolve) => (receiver ? receiver.close(() => resolve()) : resolve()));
+});
+
+describe('Compute jobs end to end', () => {
+  it('When a prove debate is paid, then it runs to APPROVED with rising progress, the six votes, a roadmap and a Lean Canvas, and a signed webhook that is retried until accepted', async () => {
+    const { jobId, signature } = await submitProve('approved', {
+      webhook_url: receiverUrl,
+      session_config: { budget: '$25K' },
+    });
+    const { job, progress, statuses } = await settle(jobId);
+    expect(job).toMatchObject({
+      jobId,
+      status: 'completed',
+      progressPct: 100,
+      error: null,
+      txHash: signature,
+      endpoint: 'POST /api/v1/prove/debate',
+    });
+    expect(job.completedAt).not.toBeNull();
+    assertMonotonic(progress);
+    expect(statuses).not.toContain('failed');
+    const result = ProveResult.parse(job.result);
+    expect(result.verdict).toBe('APPROVED');
+    if (result.verdict !== 'PIVOT_OUT') {
+      expect(result.votes).toHaveLength(6);
+      expect(result.report.output).toBeTruthy();
+      expect(result.report.summary).toBeTruthy();
+    }
+    expect(result.report.pivot_report).toBeNull();
+    expect(result.session_config.budget).toBe('$25K');
+    expect(result.rounds.length).toBeGreaterThanOrEqual(1);
+
+    const steps = await h.service.jobs.appliedSteps(jobId);
+    expect(steps.map((s) => s.stepIndex)).toEqual(steps.map((_, i) => i));
+    assertMonotonic(steps.map((s) => s.progressPct));
+
+    // Webhook: first attempt answered 500, retried, then accepted; the signature verifies with the secret.
+    await waitFor('webhook accepted', () => hooks.length >= 2);
+    for (const hook of hooks) {
+      const expected = createHmac('sha256', SECRET).update(hook.body).digest('hex');
+      expect(hook.signature).toMatch(/^[0-9a-f]{64}$/);
+      expect(timingSafeEqual(Buffer.from(hook.signature ?? ''), Buffer.from(expected))).toBe(true);
+      expect(JSON.parse(hook.body)).toMatchObject({
+        jobId,
+        status: 'completed',
+        result: { verdict: 'APPROVED' },
+      });
+    }
+    const delivery = await h.db.webhookDelivery.findUnique({ where: { jobId } });
+    expect(delivery).toMatchObject({ status: 'delivered', attempts: 2, lastStatus: 204 });
+  });
+
+  it.each([
+    ['conditional', 'CONDITIONAL_APPROVED'],
+    ['rejected', 'REJECTED'],
+    ['pivot_out', 'PIVOT_OUT'],
+  ] as const)(
+    "When the panel plays the %s script, then the verdict is %s with the report the spec's table asks for",
+    async (scenario, verdict) => {
+      const { jobId } = await submitProve(scenario);
+      const { job } = await settle(jobId);
+      expect(job.status).toBe('completed');
+      const result = ProveResult.parse(job.result);
+      expect(result.verdict).toBe(verdict);
+      if (result.verdict === 'PIVOT_OUT') {
+        expect(result.votes).toEqual([]);
+        expect(result.vote_counts).toEqual({ approve: 0, conditional: 0, reject: 0 });
+        expect(result.report).toMatchObject({
+          output: null,
+          summary: null,
+          pivot_report: expect.any(Object),
+        });
+      } else if (result.verdict === 'REJECTED') {
+        expect(result.report.output.top_reasons).toHaveLength(3);
+        expect(result.votes).toHaveLength(6);
+      } else {
+        expect(result.report.output).toBeTruthy();
+        expect(result.vote_counts.approve + result.vote_counts.conditional + result.vote_counts.reject).toBe(
+          6,
+        );
+      }
+    },
+  );
+
+  it('When a forge ideation is paid, then it completes with ranked ideas carrying every field and lean_feasibility, and the five rounds', async () => {
+    const signature = await h.transfer({ amountAtomic: 15_000_000n });
+    const res = await h.postWithProof(
+      '/api/v1/forge/ideate',
+      { sectors: ['fintech'], context: 'B2B only', product_modes: ['saas'] },
+      signature,
+    );
+    expect(res.status).toBe(202);
+    const { jobId } = await json<{ jobId: string }>(res);
+    const { job, progress } = await settle(jobId);
+    expect(job.status).toBe('completed');
+    assertMonotonic(progress);
+    const result = ForgeResult.parse(job.result);
+    expect(result.rounds).toHaveLength(5);
+    expect(result.ideas.length).toBeGreaterThan(0);
+    expect(result.ideas.map((i) => i.rank)).toEqual(result.ideas.map((_, i) => i + 1));
+    for (const idea of result.ideas)
+      expect(['LEAN_FIT', 'STRETCH', 'NOT_LEAN']).toContain(idea.lean_feasibility);
+  });
+
+  it('When the runner is killed (SIGKILL) in the middle of a step, then after a restart the job completes and every step was applied exactly once', async () => {
+    let seen = 0;
+    holdCalls = (req) => scenarioOf(req) === 'rejected' && ++seen === 8; // the 8th LLM call of this job hangs
+    const { jobId } = await submitProve('rejected');
+    await waitFor('the held LLM call', () => releaseHeld !== null, 30_000);
+    const before = await getJob(jobId);
+    expect(before.status).toBe('running');
+    const callsBefore = llm.calls.length;
+    expect(await runner.stop('SIGKILL')).toBe('SIGKILL');
+    holdCalls = null;
+    releaseHeld?.();
+    releaseHeld = null;
+    runner = startRunner();
+    const { job, progress } = await settle(jobId);
+    expect(job.status).toBe('completed');
+    assertMonotonic(progress);
+    expect(ProveResult.parse(job.result).verdict).toBe('REJECTED');
+    const steps = await h.service.jobs.appliedSteps(jobId);
+    expect(steps.map((s) => s.stepIndex)).toEqual(steps.map((_, i) => i));
+    // The interrupted step ran again on the new runner (more LLM calls than a clean run would need).
+    expect(llm.calls.length).toBeGreaterThan(callsBefore);
+  });
+
+  it('When every attempt of a step fails, then the step is dead-lettered after the delivery limit, kept for operators, and the job fails with the reason and a webhook', async () => {
+    hooks.length = 0;
+    const dlqBefore = await queueDepth(h.vhost, COMPUTE_TOPOLOGY.queues.deadLetter);
+    const { jobId } = await submitProve('poison', { webhook_url: receiverUrl });
+    const { job } = await settle(jobId);
+    expect(job.status).toBe('failed');
+    expect(job.error).toMatch(/delivery limit/);
+    expect(job.error).toMatch(/last error/);
+    expect(job.result).toBeNull();
+    expect(await queueDepth(h.vhost, COMPUTE_TOPOLOGY.queues.deadLetter)).toBe(dlqBefore + 1);
+    await waitFor('failure webhook', () =>
+      hooks.some((hk) => JSON.parse(hk.body).jobId === jobId && hooks.length >= 1),
+    );
+    const hook = hooks.find((hk) => JSON.parse(hk.body).jobId === jobId);
+    expect(JSON.parse(hook?.body ?? '{}')).toMatchObject({
+      jobId,
+      status: 'failed',
+      error: expect.stringContaining('delivery limit'),
+    });
+  });
+
+  it('When a malformed step message reaches the runner, then it goes straight to the dead-letter queue', async () => {
+    const dlqBefore = await queueDepth(h.vhost, COMPUTE_TOPOLOGY.queues.deadLetter);
+    const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
+    const publisher = await Broker.connect({
+      url: h.amqpUrl,
+      connectionName: 'poison publisher',
+      logger: silent,
+    });
+    try {
+      await publisher.publish(COMPUTE_TOPOLOGY.exchanges.steps, 'step.prove', { hello: 'not a step' });
+    } finally {
+      await publisher.close(100);
+    }
+    await waitFor(
+      'dead letter',
+      async () => (await queueDepth(h.vhost, COMPUTE_TOPOLOGY.queues.deadLetter)) === dlqBefore + 1,
+    );
+  });
+
+  it('When RabbitMQ restarts while jobs are running, then both services reconnect and every job completes', async () => {
+    const jobs = await Promise.all(
+      ['approved', 'rejected', 'conditional', 'approved', 'pivot_out', 'rejected'].map((s) =>
+        submitProve(s as Scenario),
+      ),
+    );
+    await waitFor('jobs under way', async () =>
+      (await Promise.all(jobs.map((j) => getJob(j.jobId)))).some((j) => j.progressPct > 0),
+    );
+    await restartBroker();
+    await waitFor(
+      'market-intel ready again',
+      async () => (await fetch(`${h.baseUrl}/readyz`)).status === 200,
+      60_000,
+    );
+    const settled = await Promise.all(jobs.map((j) => settle(j.jobId, 120_000)));
+    for (const { job } of settled) expect(job.status).toBe('completed');
+    for (const j of jobs) {
+      const steps = await h.service.jobs.appliedSteps(j.jobId);
+      expect(steps.map((s) => s.stepIndex)).toEqual(steps.map((_, i) => i));
+    }
+    expect(await h.service.outbox.pending()).toBe(0);
+  });
+});

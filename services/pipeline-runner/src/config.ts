@@ -1,0 +1,62 @@
+import { z } from 'zod';
+import { BaseHttpEnv, intVar, parseConfig } from '@repo/service-kit';
+
+const optionalUrl = z.url().optional();
+
+/**
+ * The pipeline-runner's environment (README, "Configuration"). Parsed once at boot; every bad
+ * variable is named; blank strings count as unset; no default for any secret.
+ */
+export const RunnerEnv = z.object({
+  ...BaseHttpEnv,
+  /** Port of the runner's own probes and `/metrics` (it serves no API). */
+  PORT: intVar(3004, 0, 65535),
+  AMQP_URL: z
+    .string()
+    .regex(/^amqps?:\/\//, 'must be an amqp:// or amqps:// URL')
+    .default('amqp://guest:guest@127.0.0.1:5672'),
+  /** OpenAI-compatible base URL including `/v1` (OpenAI, Ollama, vLLM, llama.cpp, OpenRouter); unset: no LLM, health reports `config`. */
+  LLM_BASE_URL: optionalUrl,
+  LLM_API_KEY: z.string().optional(),
+  LLM_MODEL: z.string().min(1).optional(),
+  /** Timeout of one LLM request in milliseconds. */
+  LLM_TIMEOUT_MS: intVar(120_000, 1000, 900_000),
+  /** `searxng`, `tavily` or `none` (the prove debate then runs without search). */
+  SEARCH_PROVIDER: z.enum(['searxng', 'tavily', 'none']).default('none'),
+  SEARXNG_URL: optionalUrl,
+  TAVILY_API_KEY: z.string().optional(),
+  /** Step messages processed at once by this runner (AMQP prefetch). */
+  RUNNER_PREFETCH: intVar(8, 1, 512),
+  /** Heartbeat period in milliseconds. */
+  HEARTBEAT_INTERVAL_MS: intVar(5000, 100, 60_000),
+  /** How often the LLM and search provider are probed, in milliseconds. */
+  PROBE_INTERVAL_MS: intVar(30_000, 500, 600_000),
+  /** Backoff before a failed step is requeued, in milliseconds (doubles per attempt, capped at 30 s). */
+  STEP_RETRY_BASE_MS: intVar(1000, 0, 60_000),
+  /** Identifies this runner in heartbeats and events; default host name + pid. */
+  RUNNER_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,100}$/)
+    .optional(),
+});
+
+/** The parsed configuration. */
+export type RunnerConfig = z.infer<typeof RunnerEnv>;
+
+/**
+ * Reads the configuration.
+ * @throws ConfigError naming every invalid or missing variable (LLM_BASE_URL without LLM_MODEL, a
+ *   search provider without its URL or key)
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
+  const config = parseConfig(RunnerEnv, env);
+  const problems: string[] = [];
+  if (config.LLM_BASE_URL && !config.LLM_MODEL)
+    problems.push('LLM_MODEL is required when LLM_BASE_URL is set');
+  if (config.SEARCH_PROVIDER === 'searxng' && !config.SEARXNG_URL)
+    problems.push('SEARXNG_URL is required with SEARCH_PROVIDER=searxng');
+  if (config.SEARCH_PROVIDER === 'tavily' && !config.TAVILY_API_KEY)
+    problems.push('TAVILY_API_KEY is required with SEARCH_PROVIDER=tavily');
+  if (problems.length > 0) throw new Error(`Invalid configuration:\n  ${problems.join('\n  ')}`);
+  return config;
+}

@@ -1,0 +1,137 @@
+import { createServer } from 'node:http';
+import { hostname } from 'node:os';
+import { Counter, Gauge, Histogram } from 'prom-client';
+import { createLlmClient, createSearxngProvider, createTavilyProvider, type SearchProvider } from '@repo/llm';
+import { Broker, declareComputeTopology } from '@repo/queue';
+import { closeServer, createBaseApp, createLogger, createMetrics, onShutdown } from '@repo/service-kit';
+import { errorHandler, notFoundHandler } from '@repo/errors';
+import { loadConfig, type RunnerConfig } from './config';
+import { HeartbeatPublisher } from './messaging/heartbeat';
+import { StepWorker } from './messaging/step-worker';
+import { pipelines } from './pipelines';
+
+function searchProvider(config: RunnerConfig): SearchProvider | null {
+  if (config.SEARCH_PROVIDER === 'searxng' && config.SEARXNG_URL)
+    return createSearxngProvider({ baseUrl: config.SEARXNG_URL, timeoutMs: 15_000 });
+  if (config.SEARCH_PROVIDER === 'tavily' && config.TAVILY_API_KEY)
+    return createTavilyProvider({ apiKey: config.TAVILY_API_KEY, timeoutMs: 15_000 });
+  return null;
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger({ name: 'pipeline-runner', level: config.LOG_LEVEL });
+  const runnerId = config.RUNNER_ID ?? `${hostname()}-${process.pid}`;
+  const llm =
+    config.LLM_BASE_URL && config.LLM_MODEL
+      ? createLlmClient({
+          baseUrl: config.LLM_BASE_URL,
+          model: config.LLM_MODEL,
+          timeoutMs: config.LLM_TIMEOUT_MS,
+          ...(config.LLM_API_KEY ? { apiKey: config.LLM_API_KEY } : {}),
+        })
+      : null;
+  const search = searchProvider(config);
+
+  const metrics = createMetrics('pipeline-runner');
+  const steps = new Counter({
+    name: 'runner_steps_total',
+    help: 'Pipeline steps executed, by pipeline and outcome (completed, retry, poison)',
+    labelNames: ['kind', 'outcome'] as const,
+    registers: [metrics.registry],
+  });
+  const stepSeconds = new Histogram({
+    name: 'runner_step_duration_seconds',
+    help: 'Duration of one pipeline step (LLM and search calls included), in seconds',
+    labelNames: ['kind'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 30, 60, 120, 300],
+    registers: [metrics.registry],
+  });
+  const upstream = new Gauge({
+    name: 'runner_upstream_up',
+    help: '1 when the upstream answered the last probe',
+    labelNames: ['upstream'] as const,
+    registers: [metrics.registry],
+  });
+
+  const broker = await Broker.connect({
+    url: config.AMQP_URL,
+    connectionName: `pipeline-runner ${runnerId}`,
+    logger,
+    topology: declareComputeTopology,
+  });
+  // Without an LLM the runner consumes nothing: step messages wait in the queue for a configured runner.
+  const worker = llm
+    ? new StepWorker({
+        broker,
+        pipelines,
+        pipelineDeps: { llm, search, logger, now: () => new Date() },
+        runnerId,
+        logger,
+        retryBaseMs: config.STEP_RETRY_BASE_MS,
+        onStep: (kind, outcome, seconds) => {
+          steps.inc({ kind, outcome });
+          if (outcome === 'completed') stepSeconds.observe({ kind }, seconds);
+        },
+      })
+    : null;
+  const heartbeat = new HeartbeatPublisher({
+    broker,
+    runnerId,
+    llm,
+    search,
+    intervalMs: config.HEARTBEAT_INTERVAL_MS,
+    probeIntervalMs: config.PROBE_INTERVAL_MS,
+    inFlightSteps: () => worker?.inFlightSteps() ?? 0,
+    logger,
+    onProbe: (l, s) => {
+      upstream.set({ upstream: 'llm' }, l.ok ? 1 : 0);
+      if (s) upstream.set({ upstream: 'search' }, s.ok ? 1 : 0);
+    },
+  });
+  await broker.waitForConnection(60_000);
+  await heartbeat.start();
+  if (worker) await worker.start(config.RUNNER_PREFETCH);
+  else
+    logger.warn(
+      'no LLM configured (LLM_BASE_URL, LLM_MODEL): not consuming steps; market-intel reports errorClass "config"',
+    );
+
+  let shuttingDown = false;
+  const app = createBaseApp({ logger, metrics, isReady: () => !shuttingDown && broker.isConnected() });
+  app.use(notFoundHandler);
+  app.use(errorHandler(logger));
+  const server = createServer(app);
+  await new Promise<void>((resolve) => server.listen(config.PORT, config.HOST, resolve));
+  const address = server.address();
+  logger.info(
+    {
+      runnerId,
+      port: typeof address === 'object' && address ? address.port : config.PORT,
+      llm: llm ? { model: llm.model } : null,
+      search: search?.name ?? null,
+      prefetch: config.RUNNER_PREFETCH,
+    },
+    'pipeline-runner started',
+  );
+
+  onShutdown(
+    logger,
+    [
+      { name: 'mark not ready', run: () => (shuttingDown = true) },
+      { name: 'stop heartbeats', run: () => heartbeat.stop() },
+      // In-flight steps get the shutdown budget to finish; unfinished ones return to the queue.
+      {
+        name: 'drain steps and close RabbitMQ',
+        run: () => broker.close(Math.max(1000, config.SHUTDOWN_TIMEOUT_MS - 2000)),
+      },
+      { name: 'close http', run: () => closeServer(server) },
+    ],
+    config.SHUTDOWN_TIMEOUT_MS,
+  );
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});
