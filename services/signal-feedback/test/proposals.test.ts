@@ -110,6 +110,17 @@ describe('Analysis into proposals', () => {
     expect((await h.db.proposal.findUniqueOrThrow({ where: { id: res.body.proposals[0].id } })).source).toBe('evidence');
   });
 
+  test('When the LLM answers HTTP 500, then the proposal is written from the evidence and the analysis goes on', async () => {
+    llm.reset([{ status: 500 }]);
+    const s = await setup();
+    await sendBurst(s);
+    const res = await run(s.user);
+    expect(res.status).toBe(200);
+    expect(res.body.proposals_created).toBe(1);
+    expect(llm.requests.length).toBeGreaterThanOrEqual(1);
+    expect((await h.db.proposal.findUniqueOrThrow({ where: { id: res.body.proposals[0].id } })).source).toBe('evidence');
+  });
+
   test('When the trend worsens against the previous window, then the evidence says so and the score is higher', async () => {
     const calm = await setup();
     const worse = await setup();
