@@ -97,9 +97,9 @@ export async function runSignalFeedbackDemo(options: SignalFeedbackDemoOptions):
 
   // Checkout: card declines dominate the failures, mostly on the payment step with 3-D Secure.
   const checkoutSignals = Array.from({ length: 60 }, (_, i) => {
-    if (i % 3 === 0) return { type: 'checkout_completed', context_id: checkout.id, payload: { step: 'confirm', total_cents: 2000 + i * 37 } };
+    if (i % 3 === 0) return { type: 'checkout_completed', context_id: checkout.id, payload: { step: 'confirm', provider: 'stripe', total_cents: 2000 + i * 37 } };
     if (i % 5 === 1) return { type: 'checkout_abandoned', context_id: checkout.id, payload: { step: 'shipping' } };
-    return { type: 'payment_failed', context_id: checkout.id, payload: { step: 'payment', error_code: pick(['card_declined', 'card_declined', '3ds_timeout'], i), provider: 'stripe' } };
+    return { type: 'payment_failed', context_id: checkout.id, payload: { step: 'payment', error_code: pick(['card_declined', 'card_declined', 'card_declined', '3ds_timeout'], i), provider: 'stripe' } };
   });
   let sent = 0;
   for (let i = 0; i < checkoutSignals.length; i += 25) {
@@ -112,8 +112,8 @@ export async function runSignalFeedbackDemo(options: SignalFeedbackDemoOptions):
   // Onboarding events from an automation tool: key in the query, event/data and event_type/properties.
   const onboardingEvents = Array.from({ length: 20 }, (_, i) =>
     i % 4 === 0
-      ? { event: 'onboarding_completed', data: { plan: 'trial' }, context_id: onboarding.id }
-      : { event_type: 'verification_failed', properties: { reason: pick(['link_expired', 'link_expired', 'spam_folder'], i), mail_provider: pick(['gmail', 'outlook'], i) }, context_id: onboarding.id },
+      ? { event: 'onboarding_completed', data: { plan: 'trial', mail_provider: 'gmail' }, context_id: onboarding.id }
+      : { event_type: 'verification_failed', properties: { reason: pick(['link_expired', 'link_expired', 'spam_folder'], i), mail_provider: pick(['outlook', 'outlook', 'outlook', 'gmail', 'gmail'], i) }, context_id: onboarding.id },
   );
   for (const event of onboardingEvents) {
     const r = await s.call<{ received: number }>('POST', `/api/ingest?key=${encodeURIComponent(product.api_key)}`, event);

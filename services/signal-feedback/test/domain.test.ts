@@ -84,15 +84,26 @@ describe('Evidence', () => {
   });
 
   test('When the picture is the same with a few more signals, then the hash is the same; when the failing type changes, then it differs', () => {
-    const a = buildEvidence(stats(6, 4), stats(0, 0), [{ key: 'code', value: 'declined', count: 5 }]);
-    const b = buildEvidence(stats(7, 5), stats(0, 0), [{ key: 'code', value: 'declined', count: 6 }]);
-    const c = buildEvidence(stats(7, 5, 0, 'timeout'), stats(0, 0), [{ key: 'code', value: 'declined', count: 6 }]);
+    const a = buildEvidence(stats(6, 4), stats(0, 0), [{ key: 'code', value: 'declined', negative: 5, other: 0 }]);
+    const b = buildEvidence(stats(7, 5), stats(0, 0), [{ key: 'code', value: 'declined', negative: 6, other: 0 }]);
+    const c = buildEvidence(stats(7, 5, 0, 'timeout'), stats(0, 0), [{ key: 'code', value: 'declined', negative: 6, other: 0 }]);
     expect(evidenceHash(a)).toBe(evidenceHash(b));
     expect(evidenceHash(a)).not.toBe(evidenceHash(c));
   });
 
+  test('When a value is as common in successes as in failures, then it does not mark the failures', () => {
+    const e = buildEvidence(stats(8, 8), stats(0, 0), [
+      { key: 'provider', value: 'stripe', negative: 8, other: 8 },
+      { key: 'error_code', value: 'card_declined', negative: 6, other: 0 },
+      { key: 'error_code', value: 'timeout', negative: 2, other: 0 },
+      { key: 'device', value: 'ios', negative: 5, other: 1 },
+    ]);
+    expect(e.recurring_values.map((v) => `${v.key}=${v.value}`)).toEqual(['error_code=card_declined', 'device=ios', 'error_code=timeout']);
+    expect(e.recurring_values[0]).toEqual({ key: 'error_code', value: 'card_declined', count: 6, share: 0.75, share_elsewhere: 0 });
+  });
+
   test('When the text is written from the evidence, then it names the failing type and recurring values', () => {
-    const e = buildEvidence(stats(6, 4), stats(0, 0), [{ key: 'error_code', value: 'card_declined', count: 5 }]);
+    const e = buildEvidence(stats(6, 4), stats(0, 0), [{ key: 'error_code', value: 'card_declined', negative: 5, other: 0 }]);
     const t = textFromEvidence({ name: 'Checkout', content: 'Pay' }, e);
     expect(t.diagnosis).toContain('payment_failed');
     expect(t.proposed_change).toContain('error_code is card_declined');

@@ -57,7 +57,7 @@ describe('Analysis into proposals', () => {
     });
     expect(p.evidence_summary).toContain('8 negative (67%)');
     expect(p.evidence_summary).toContain('payment_failed (8)');
-    expect(p.evidence_summary).toContain('error_code=card_declined (6×)');
+    expect(p.evidence_summary).toContain('error_code=card_declined (6×, 75% of failures vs 0% of other signals)');
     expect(p.priority_score).toBeGreaterThan(40);
     const row = await h.db.proposal.findUniqueOrThrow({ where: { id: p.id } });
     expect(row.source).toBe('llm');

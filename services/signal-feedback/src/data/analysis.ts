@@ -23,11 +23,14 @@ export interface WindowStats {
   byType: { type: string; sentiment: 'positive' | 'negative' | 'neutral'; count: number }[];
 }
 
-/** A top-level payload key/value pair and how many signals carried it. */
+/** A top-level payload key/value pair and how many negative and other signals carried it. */
 export interface RecurringValue {
   key: string;
   value: string;
-  count: number;
+  /** Negative signals carrying it. */
+  negative: number;
+  /** Positive and neutral signals carrying it. */
+  other: number;
 }
 
 /** Queries of the analysis: due contexts, leases across replicas, window aggregates. */
@@ -105,26 +108,27 @@ export class AnalysisRepository {
   }
 
   /**
-   * Top-level scalar payload values carried by at least two signals of the window (of the negative
-   * signals when `negativeOnly`), most frequent first; reads at most the latest 5,000 signals.
+   * Top-level scalar payload values of the window's signals, counted separately in the negative signals
+   * and in the others, for values carried by at least two signals; reads at most the latest 5,000
+   * signals of the window.
    */
-  async recurringValues(contextId: string, from: Date, to: Date, negativeOnly: boolean, limit = 10): Promise<RecurringValue[]> {
+  async payloadValues(contextId: string, from: Date, to: Date, limit = 50): Promise<RecurringValue[]> {
     return this.db.$queryRawUnsafe<RecurringValue[]>(
-      `SELECT e.key, e.value #>> '{}' AS value, count(*)::int AS count
-         FROM (SELECT payload FROM signals
-                WHERE context_id = $1::uuid AND created_at >= $2 AND created_at < $3
-                  AND ($4::boolean = false OR sentiment = 'negative') AND jsonb_typeof(payload) = 'object'
+      `SELECT e.key, e.value #>> '{}' AS value,
+              count(*) FILTER (WHERE s.sentiment = 'negative')::int AS negative,
+              count(*) FILTER (WHERE s.sentiment <> 'negative')::int AS other
+         FROM (SELECT payload, sentiment FROM signals
+                WHERE context_id = $1::uuid AND created_at >= $2 AND created_at < $3 AND jsonb_typeof(payload) = 'object'
                 ORDER BY created_at DESC LIMIT 5000) s,
               jsonb_each(s.payload) e
         WHERE jsonb_typeof(e.value) IN ('string', 'number', 'boolean') AND length(e.value #>> '{}') <= 200
         GROUP BY e.key, e.value #>> '{}'
        HAVING count(*) >= 2
         ORDER BY count(*) DESC, e.key, 2
-        LIMIT $5`,
+        LIMIT $4`,
       contextId,
       from,
       to,
-      negativeOnly,
       limit,
     );
   }

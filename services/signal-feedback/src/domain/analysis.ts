@@ -88,7 +88,7 @@ export class AnalysisService {
       this.deps.analysis.windowStats(c.contextId, new Date(from.getTime() - WINDOW_MS), from),
     ]);
     if (current.total < this.deps.minSignals) return undefined;
-    const recurring = await this.deps.analysis.recurringValues(c.contextId, from, new Date(now.getTime() + 1), current.negative > 0);
+    const recurring = await this.deps.analysis.payloadValues(c.contextId, from, new Date(now.getTime() + 1));
     const evidence = buildEvidence(current, previous, recurring);
     const hash = evidenceHash(evidence);
     if (await this.deps.proposals.exists(c.contextId, hash)) return undefined;

@@ -19,8 +19,12 @@ export interface Evidence {
   positive_rate: number;
   /** Negative signal types, most frequent first (at most 5). */
   top_failing_types: { type: string; count: number }[];
-  /** Payload values recurring in the negative signals (or in all, when none is negative). */
-  recurring_values: { key: string; value: string; count: number; share: number }[];
+  /**
+   * Payload values that mark the failures: carried by at least two negative signals and by a larger share
+   * of the negative signals (`share`) than of the others (`share_elsewhere`), ranked by count × the
+   * difference. With no negative signal: the most frequent values of all signals.
+   */
+  recurring_values: { key: string; value: string; count: number; share: number; share_elsewhere: number }[];
   previous: { signal_count: number; negative_rate: number | null };
   /** Change of the negative rate against the previous window (null without previous signals). */
   negative_rate_delta: number | null;
@@ -30,17 +34,40 @@ export interface Evidence {
 const round = (x: number, digits = 3) => Math.round(x * 10 ** digits) / 10 ** digits;
 
 /**
- * Builds the evidence of a context from its current and previous window (issue 4, "Analysis into
- * proposals"): rates, top failing types, recurring payload values and the trend.
- * @param recurring values recurring in the window (from negative signals when there are any)
+ * The payload values that distinguish the failures (see {@link Evidence.recurring_values}), at most 5.
+ * @param values the window's values with their negative and other counts
  */
-export function buildEvidence(current: WindowStats, previous: WindowStats, recurring: RecurringValue[]): Evidence {
+export function markingValues(current: WindowStats, values: RecurringValue[]): Evidence['recurring_values'] {
+  const others = current.total - current.negative;
+  if (current.negative === 0) {
+    return [...values]
+      .sort((a, b) => b.other - a.other)
+      .slice(0, 5)
+      .map((v) => ({ key: v.key, value: v.value, count: v.other, share: round(v.other / Math.max(1, current.total)), share_elsewhere: 0 }));
+  }
+  return values
+    .map((v) => {
+      const share = v.negative / current.negative;
+      const elsewhere = others > 0 ? v.other / others : 0;
+      return { key: v.key, value: v.value, count: v.negative, share: round(share), share_elsewhere: round(elsewhere), weight: v.negative * (share - elsewhere) };
+    })
+    .filter((v) => v.count >= 2 && v.weight > 0)
+    .sort((a, b) => b.weight - a.weight || b.count - a.count || a.key.localeCompare(b.key))
+    .slice(0, 5)
+    .map(({ weight: _weight, ...v }) => v);
+}
+
+/**
+ * Builds the evidence of a context from its current and previous window (issue 4, "Analysis into
+ * proposals"): rates, top failing types, payload values marking the failures and the trend.
+ * @param values the window's payload values with their negative and other counts
+ */
+export function buildEvidence(current: WindowStats, previous: WindowStats, values: RecurringValue[]): Evidence {
   const n = current.total;
   const negativeRate = n > 0 ? current.negative / n : 0;
   const prevRate = previous.total > 0 ? previous.negative / previous.total : null;
   const delta = prevRate === null ? null : negativeRate - prevRate;
   const trend: Trend = delta === null ? 'new' : delta > 0.05 ? 'worsening' : delta < -0.05 ? 'improving' : 'stable';
-  const base = current.negative > 0 ? current.negative : n;
   return {
     window_hours: WINDOW_MS / 3_600_000,
     signal_count: n,
@@ -53,7 +80,7 @@ export function buildEvidence(current: WindowStats, previous: WindowStats, recur
       .filter((t) => t.sentiment === 'negative')
       .slice(0, 5)
       .map((t) => ({ type: t.type, count: t.count })),
-    recurring_values: recurring.slice(0, 5).map((r) => ({ key: r.key, value: r.value, count: r.count, share: round(r.count / Math.max(1, base)) })),
+    recurring_values: markingValues(current, values),
     previous: { signal_count: previous.total, negative_rate: prevRate === null ? null : round(prevRate) },
     negative_rate_delta: delta === null ? null : round(delta),
     trend,
@@ -97,7 +124,14 @@ export function summarizeEvidence(e: Evidence): string {
     `${e.signal_count} signals in the last ${e.window_hours} h: ${e.negative} negative (${pct(e.negative_rate)}), ${e.positive} positive (${pct(e.positive_rate)}), ${e.neutral} neutral.`,
   ];
   if (e.top_failing_types.length > 0) parts.push(`Top failing types: ${e.top_failing_types.map((t) => `${t.type} (${t.count})`).join(', ')}.`);
-  if (e.recurring_values.length > 0) parts.push(`Recurring values: ${e.recurring_values.map((r) => `${r.key}=${r.value} (${r.count}×)`).join(', ')}.`);
+  if (e.recurring_values.length > 0) {
+    const what = e.negative > 0 ? 'Values marking the failures' : 'Recurring values';
+    parts.push(
+      `${what}: ${e.recurring_values
+        .map((r) => `${r.key}=${r.value} (${r.count}×${e.negative > 0 ? `, ${pct(r.share)} of failures vs ${pct(r.share_elsewhere)} of other signals` : ''})`)
+        .join(', ')}.`,
+    );
+  }
   if (e.trend === 'new') parts.push('No signals in the previous 24 h to compare with.');
   else parts.push(`Negative rate ${e.trend} against the previous 24 h (${pct(e.previous.negative_rate ?? 0)} -> ${pct(e.negative_rate)}, ${e.previous.signal_count} signals then).`);
   return parts.join(' ');
@@ -124,7 +158,7 @@ export function textFromEvidence(context: { name: string; content: string }, e: 
     `Context: ${context.content}`,
     `Signals (last ${e.window_hours} h): ${e.signal_count} total, ${e.negative} negative, ${e.positive} positive, ${e.neutral} neutral.`,
     ...(e.top_failing_types.length ? [`Failing types: ${e.top_failing_types.map((t) => `${t.type} ×${t.count}`).join(', ')}.`] : []),
-    ...(e.recurring_values.length ? [`Recurring payload values: ${e.recurring_values.map((r) => `${r.key}=${r.value} ×${r.count}`).join(', ')}.`] : []),
+    ...(e.recurring_values.length ? [`${e.negative > 0 ? 'Payload values marking the failures' : 'Recurring payload values'}: ${e.recurring_values.map((r) => `${r.key}=${r.value} ×${r.count}`).join(', ')}.`] : []),
     `Trend: ${e.trend}${e.negative_rate_delta !== null ? ` (${e.negative_rate_delta >= 0 ? '+' : ''}${Math.round(e.negative_rate_delta * 100)} points)` : ''}.`,
   ].join('\n');
   const where = e.recurring_values.slice(0, 2).map((r) => `${r.key} is ${r.value}`);
