@@ -1,6 +1,7 @@
 // Compute-job benchmarks (issue targets in docs/benchmarks.md):
-//  1. time from the 202 to `running` (agent_jobs.started_at - created_at), p50/p99 over every job
-//     (target p99 <= 100 ms; the spec promises pending under 5 s);
+//  1. time from the 202 to `running` (agent_jobs.started_at - created_at), p50/p99: for SOLO jobs
+//     submitted one at a time, and for every job of the burst below (target p99 <= 100 ms; the spec
+//     promises pending under 5 s);
 //  2. JOBS paid prove/debate and forge/ideate jobs submitted at once against a scripted LLM: all reach a
 //     terminal state, none lost, and the runners' throughput in applied steps per second.
 // The ledger and each pipeline-runner run in their own processes; market-intel and the scripted
@@ -22,6 +23,7 @@ import { createMarketIntelService } from '../services/market-intel/src/service';
 
 const ROOT = path.resolve(__dirname, '..');
 const JOBS = Number(process.env.BENCH_JOBS ?? 200);
+const SOLO = Number(process.env.BENCH_SOLO_JOBS ?? 30);
 const RUNNERS = Number(process.env.BENCH_RUNNERS ?? 1);
 const PREFETCH = Number(process.env.BENCH_RUNNER_PREFETCH ?? 32);
 const DATABASE_URL =
@@ -107,18 +109,59 @@ async function main(): Promise<void> {
 
   log('paying for the jobs on the ledger');
   const signatures: string[] = [];
-  for (let i = 0; i < JOBS; i++) {
+  for (let i = 0; i < JOBS + SOLO; i++) {
     signatures.push(
       await sendUsdcTransfer({
         rpcUrl: ledger.networks.solana.rpcUrl,
         payer: agent,
         mint: ledger.networks.solana.mint,
         destinationTokenAccount: ledger.networks.solana.merchantTokenAccount,
-        amountAtomic: i % 2 === 0 ? 25_000_000n : 15_000_000n,
+        amountAtomic: i % 2 === 0 || i >= JOBS ? 25_000_000n : 15_000_000n,
         computeUnitPriceMicroLamports: i + 1,
       }),
     );
   }
+
+  // Jobs one at a time on an idle system: the next is submitted once the previous one is running.
+  log(`submitting ${SOLO} jobs one at a time`);
+  const soloIds: string[] = [];
+  for (const signature of signatures.splice(JOBS)) {
+    const res = await fetch(`${base}/api/v1/prove/debate`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'X-PAYMENT': encodePaymentHeader('solana', signature) },
+      body: JSON.stringify({ idea: 'A solo benchmark idea: a reconciliation copilot.' }),
+    });
+    if (res.status !== 202) throw new Error(`solo job: HTTP ${res.status} ${await res.text()}`);
+    const { jobId } = (await res.json()) as { jobId: string };
+    soloIds.push(jobId);
+    await waitFor(
+      'solo job running',
+      async () => (await service.jobs.get(jobId))?.status !== 'pending',
+      30_000,
+      2,
+    );
+  }
+  const solo = (
+    await service.db.$queryRawUnsafe<{ ms: number }[]>(
+      'SELECT EXTRACT(EPOCH FROM (started_at - created_at)) * 1000 AS ms FROM agent_jobs WHERE id = ANY($1::text[])',
+      soloIds,
+    )
+  )
+    .map((r) => Number(r.ms))
+    .sort((a, b) => a - b);
+  await waitFor(
+    'solo jobs done',
+    async () => {
+      const rows = await service.db.$queryRawUnsafe<{ n: bigint }[]>(
+        "SELECT count(*) AS n FROM agent_jobs WHERE status NOT IN ('completed', 'failed')",
+      );
+      return Number(rows[0]?.n ?? 1) === 0;
+    },
+    120_000,
+    100,
+  );
+  await service.db.$executeRawUnsafe('DELETE FROM job_steps');
+  await service.db.$executeRawUnsafe('DELETE FROM agent_jobs');
 
   log(`submitting ${JOBS} jobs at once`);
   const submitted = Date.now();
@@ -179,7 +222,13 @@ async function main(): Promise<void> {
     lost: JOBS - Object.values(terminal).reduce((a, b) => a + b, 0),
     acceptMs: accepted - submitted,
     wallSeconds: (finished - submitted) / 1000,
-    toRunningMs: {
+    soloToRunningMs: {
+      jobs: solo.length,
+      p50: percentile(solo, 50),
+      p99: percentile(solo, 99),
+      max: solo[solo.length - 1],
+    },
+    burstToRunningMs: {
       p50: percentile(toRunning, 50),
       p99: percentile(toRunning, 99),
       max: toRunning[toRunning.length - 1],

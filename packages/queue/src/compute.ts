@@ -10,9 +10,10 @@ import { z } from 'zod';
  * ```
  * market-intel --start.<kind>--> [compute (topic)] --> compute.starts (quorum) --> pipeline-runner   (step 0)
  * market-intel --step.<kind>---> [compute (topic)] --> compute.steps (quorum) --> pipeline-runner    (later steps)
- * pipeline-runner --job.<event>--> [compute.events (topic)] --> market-intel.job-events (quorum) --> market-intel
+ * pipeline-runner --job.step-completed|failed--> [compute.events (topic)] --> market-intel.job-events (quorum) --> market-intel
+ * pipeline-runner --job.step-started--> [compute.events (topic)] --> market-intel.job-starts (quorum) --> market-intel
  * pipeline-runner --runner.heartbeat--> [compute.heartbeat (fanout)] --> one exclusive queue per market-intel replica
- * compute.starts / compute.steps / market-intel.job-events --dead letter--> [compute.dlx (fanout)] --> compute.dead-letter (kept for operators)
+ * compute.starts / compute.steps / market-intel.job-events / market-intel.job-starts --dead letter--> [compute.dlx (fanout)] --> compute.dead-letter (kept for operators)
  *                                                                           \--> market-intel.dead-letters (fails the job)
  * ```
  */
@@ -27,6 +28,7 @@ export const COMPUTE_TOPOLOGY = {
     starts: 'compute.starts',
     steps: 'compute.steps',
     jobEvents: 'market-intel.job-events',
+    jobStarts: 'market-intel.job-starts',
     deadLetter: 'compute.dead-letter',
     deadLetterEvents: 'market-intel.dead-letters',
   },
@@ -70,7 +72,13 @@ export async function declareComputeTopology(channel: Channel): Promise<void> {
   await channel.assertQueue(queues.steps, workQueue(COMPUTE_DELIVERY_LIMIT));
   await channel.bindQueue(queues.steps, exchanges.steps, 'step.*');
   await channel.assertQueue(queues.jobEvents, workQueue(EVENT_DELIVERY_LIMIT));
-  await channel.bindQueue(queues.jobEvents, exchanges.events, 'job.#');
+  // Starts have their own queue so that "running" is not delayed behind step outcomes; the catch-all
+  // binding of earlier versions is removed (unbinding a missing binding is a no-op).
+  await channel.unbindQueue(queues.jobEvents, exchanges.events, 'job.#');
+  await channel.bindQueue(queues.jobEvents, exchanges.events, 'job.step-completed');
+  await channel.bindQueue(queues.jobEvents, exchanges.events, 'job.step-failed');
+  await channel.assertQueue(queues.jobStarts, workQueue(EVENT_DELIVERY_LIMIT));
+  await channel.bindQueue(queues.jobStarts, exchanges.events, 'job.step-started');
   await channel.assertQueue(queues.deadLetter, {
     durable: true,
     arguments: { 'x-queue-type': 'classic', 'x-max-length': 100_000 },

@@ -42,6 +42,8 @@ export function httpLogger(logger: Logger): HttpLogger {
       return id;
     },
     customLogLevel(_req, res, err) {
+      // A 503 is a deliberate answer (an upstream is unhealthy, the service is draining), not a fault.
+      if (res.statusCode === 503) return 'warn';
       if (err || res.statusCode >= 500) return 'error';
       return 'info';
     },

@@ -89,6 +89,7 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
             COMPUTE_TOPOLOGY.queues.starts,
             COMPUTE_TOPOLOGY.queues.steps,
             COMPUTE_TOPOLOGY.queues.jobEvents,
+            COMPUTE_TOPOLOGY.queues.jobStarts,
             COMPUTE_TOPOLOGY.queues.deadLetter,
           ];
           await sources.broker

@@ -53,7 +53,7 @@ export function heartbeatTopology(instanceId: string): TopologySetup {
 
 /**
  * Starts market-intel's consumers (ARCHITECTURE.md, "Compute jobs"):
- * - job events from the runners, applied to the job rows once each (duplicates dropped by step
+ * - job events from the runners (starts and step outcomes on separate queues), applied to the job rows once each (duplicates dropped by step
  *   index); the next step command is published from the outbox right after the commit. A database
  *   error requeues the event after a backoff; an unparseable event is dead-lettered.
  * - dead letters: a step command dead-lettered after its delivery limit (or rejected as poison)
@@ -68,32 +68,31 @@ export async function startComputeConsumers(deps: ComputeConsumerDeps, instanceI
     if (result.webhookQueued) deps.onWebhookQueued?.();
   };
 
-  await broker.consume(
-    COMPUTE_TOPOLOGY.queues.jobEvents,
-    async (delivery): Promise<Settlement> => {
-      const parsed = JobEvent.safeParse(delivery.body);
-      if (!parsed.success) {
-        logger.error(
-          { messageId: delivery.messageId, issues: parsed.error.issues.slice(0, 5) },
-          'unparseable job event dead-lettered',
-        );
-        return 'reject';
-      }
-      try {
-        await after(parsed.data.type, await jobs.applyEvent(parsed.data));
-        return 'ack';
-      } catch (err) {
-        // Usually the database is away: back off before the requeue so the delivery limit spans minutes.
-        logger.warn(
-          { err: String(err), jobId: parsed.data.jobId, attempt: delivery.deliveryCount + 1 },
-          'job event not applied; requeued',
-        );
-        await delay(Math.min(30_000, 250 * 2 ** delivery.deliveryCount));
-        return 'requeue';
-      }
-    },
-    { prefetch: deps.prefetch ?? 32 },
-  );
+  const applyJobEvent = async (delivery: Delivery): Promise<Settlement> => {
+    const parsed = JobEvent.safeParse(delivery.body);
+    if (!parsed.success) {
+      logger.error(
+        { messageId: delivery.messageId, issues: parsed.error.issues.slice(0, 5) },
+        'unparseable job event dead-lettered',
+      );
+      return 'reject';
+    }
+    try {
+      await after(parsed.data.type, await jobs.applyEvent(parsed.data));
+      return 'ack';
+    } catch (err) {
+      // Usually the database is away: back off before the requeue so the delivery limit spans minutes.
+      logger.warn(
+        { err: String(err), jobId: parsed.data.jobId, attempt: delivery.deliveryCount + 1 },
+        'job event not applied; requeued',
+      );
+      await delay(Math.min(30_000, 250 * 2 ** delivery.deliveryCount));
+      return 'requeue';
+    }
+  };
+  await broker.consume(COMPUTE_TOPOLOGY.queues.jobEvents, applyJobEvent, { prefetch: deps.prefetch ?? 32 });
+  // Starts on their own queue: a job turns "running" without waiting behind other jobs' step outcomes.
+  await broker.consume(COMPUTE_TOPOLOGY.queues.jobStarts, applyJobEvent, { prefetch: deps.prefetch ?? 32 });
 
   await broker.consume(
     COMPUTE_TOPOLOGY.queues.deadLetterEvents,
