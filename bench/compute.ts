@@ -74,7 +74,7 @@ async function main(): Promise<void> {
   });
   const service = await createMarketIntelService(
     config,
-    createLogger({ name: 'market-intel-bench', level: 'warn' }),
+    createLogger({ name: 'market-intel-bench', level: 'error' }),
   );
   await service.start();
   const server = createServer(service.app);
