@@ -21,7 +21,8 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 8);
 const BATCH = 100;
 const PORT = Number(process.env.BENCH_SIGNAL_FEEDBACK_PORT ?? 13002);
-const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/signal_feedback_bench';
+const DATABASE_URL =
+  process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/signal_feedback_bench';
 const SKIP_BUILD = process.env.BENCH_SKIP_BUILD === '1';
 /** Extra node flags for the service, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile a run. */
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
@@ -50,18 +51,24 @@ async function json<T>(res: Response): Promise<T> {
 }
 
 /** A realistic batch: checkout events with small payloads, routed to two contexts. */
-function batchFor(contexts: [string, string]): { type: string; payload: Record<string, unknown>; context_id: string }[] {
+function batchFor(
+  contexts: [string, string],
+): { type: string; payload: Record<string, unknown>; context_id: string }[] {
   return Array.from({ length: BATCH }, (_, i) => {
     const failed = i % 3 === 0;
     return {
       type: failed ? 'payment_failed' : i % 3 === 1 ? 'checkout_completed' : 'page_view',
-      payload: failed ? { step: 'payment', error_code: i % 2 ? 'card_declined' : '3ds_timeout', attempt: i } : { step: 'confirm', total_cents: 1000 + i },
+      payload: failed
+        ? { step: 'payment', error_code: i % 2 ? 'card_declined' : '3ds_timeout', attempt: i }
+        : { step: 'confirm', total_cents: 1000 + i },
       context_id: contexts[i % 2]!,
     };
   });
 }
 
-async function setupProducts(pool: Pool): Promise<{ key: string; productId: string; contexts: [string, string] }[]> {
+async function setupProducts(
+  pool: Pool,
+): Promise<{ key: string; productId: string; contexts: [string, string] }[]> {
   const out = [];
   for (let i = 0; i < PRODUCTS; i++) {
     const signup = await fetch(`${BASE}/api/auth/signup`, {
@@ -73,26 +80,63 @@ async function setupProducts(pool: Pool): Promise<{ key: string; productId: stri
     const cookie = (signup.headers.getSetCookie()[0] ?? '').split(';')[0] ?? '';
     await pool.query(`UPDATE users SET plan = 'scale' WHERE id = $1`, [me.user.id]);
     const headers = { 'content-type': 'application/json', cookie, 'x-csrf-token': me.csrf_token };
-    const product = await json<{ id: string; api_key: string }>(await fetch(`${BASE}/api/products`, { method: 'POST', headers, body: JSON.stringify({ name: `bench ${i}` }) }));
+    const product = await json<{ id: string; api_key: string }>(
+      await fetch(`${BASE}/api/products`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ name: `bench ${i}` }),
+      }),
+    );
     const ctx = async (name: string, pos: string, neg: string) =>
-      (await json<{ id: string }>(
-        await fetch(`${BASE}/api/context`, { method: 'POST', headers, body: JSON.stringify({ product_id: product.id, name, content: name, positive_signals: [pos], negative_signals: [neg] }) }),
-      )).id;
-    out.push({ key: product.api_key, productId: product.id, contexts: [await ctx('Checkout', 'checkout_completed', 'payment_failed'), await ctx('Browse', 'page_view', 'search_empty')] as [string, string] });
+      (
+        await json<{ id: string }>(
+          await fetch(`${BASE}/api/context`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify({
+              product_id: product.id,
+              name,
+              content: name,
+              positive_signals: [pos],
+              negative_signals: [neg],
+            }),
+          }),
+        )
+      ).id;
+    out.push({
+      key: product.api_key,
+      productId: product.id,
+      contexts: [
+        await ctx('Checkout', 'checkout_completed', 'payment_failed'),
+        await ctx('Browse', 'page_view', 'search_empty'),
+      ] as [string, string],
+    });
   }
   return out;
 }
 
 /** The baseline: the same rows as multi-row INSERTs straight into `signals`, CONNECTIONS at a time. */
-async function rawInsert(pool: Pool, products: { productId: string; contexts: [string, string] }[]): Promise<{ signals: number; seconds: number }> {
+async function rawInsert(
+  pool: Pool,
+  products: { productId: string; contexts: [string, string] }[],
+): Promise<{ signals: number; seconds: number }> {
   const rowsFor = products.map((p) => {
     const values: unknown[] = [];
     const tuples = batchFor(p.contexts).map((s, j) => {
-      values.push(p.productId, s.context_id, s.type, JSON.stringify(s.payload), s.type === 'payment_failed' ? 'negative' : 'positive');
+      values.push(
+        p.productId,
+        s.context_id,
+        s.type,
+        JSON.stringify(s.payload),
+        s.type === 'payment_failed' ? 'negative' : 'positive',
+      );
       const b = j * 5;
       return `($${b + 1}::uuid, $${b + 2}::uuid, $${b + 3}, $${b + 4}::jsonb, $${b + 5}::"Sentiment")`;
     });
-    return { text: `INSERT INTO signals (product_id, context_id, type, payload, sentiment) VALUES ${tuples.join(', ')}`, values };
+    return {
+      text: `INSERT INTO signals (product_id, context_id, type, payload, sentiment) VALUES ${tuples.join(', ')}`,
+      values,
+    };
   });
   let inserted = 0;
   const started = Date.now();
@@ -111,20 +155,41 @@ async function rawInsert(pool: Pool, products: { productId: string; contexts: [s
 }
 
 async function main(): Promise<void> {
-  log(`machine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}`);
+  log(
+    `machine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}`,
+  );
   if (!SKIP_BUILD) {
     log('building signal-feedback');
-    const build = spawnSync('pnpm', ['exec', 'turbo', 'run', 'build', '--filter=@repo/signal-feedback...', '--output-logs=errors-only'], { cwd: ROOT, stdio: 'inherit' });
+    const build = spawnSync(
+      'pnpm',
+      ['exec', 'turbo', 'run', 'build', '--filter=@repo/signal-feedback...', '--output-logs=errors-only'],
+      { cwd: ROOT, stdio: 'inherit' },
+    );
     if (build.status !== 0) throw new Error('build failed');
   }
   await ensureDatabase(DATABASE_URL);
-  await applyMigrations({ databaseUrl: DATABASE_URL, migrationsDir: path.join(SERVICE_DIR, 'prisma/migrations'), log: { info: () => undefined, warn: log } });
+  await applyMigrations({
+    databaseUrl: DATABASE_URL,
+    migrationsDir: path.join(SERVICE_DIR, 'prisma/migrations'),
+    log: { info: () => undefined, warn: log },
+  });
   const pool = new Pool({ connectionString: DATABASE_URL, max: CONNECTIONS });
-  await pool.query('TRUNCATE signals, proposals, usage_counters, sessions, contexts, products, users, rate_limits, analysis_runs CASCADE');
+  await pool.query(
+    'TRUNCATE signals, proposals, usage_counters, sessions, contexts, products, users, rate_limits, analysis_runs CASCADE',
+  );
 
   const service = spawn('node', [...NODE_ARGS, 'dist/main.js'], {
     cwd: SERVICE_DIR,
-    env: { ...process.env, NODE_ENV: 'production', PORT: String(PORT), HOST: '127.0.0.1', DATABASE_URL, LOG_LEVEL: 'info', ANALYSIS_INTERVAL_MS: '0', DATABASE_POOL_SIZE: String(CONNECTIONS) },
+    env: {
+      ...process.env,
+      NODE_ENV: 'production',
+      PORT: String(PORT),
+      HOST: '127.0.0.1',
+      DATABASE_URL,
+      LOG_LEVEL: 'info',
+      ANALYSIS_INTERVAL_MS: '0',
+      DATABASE_POOL_SIZE: String(CONNECTIONS),
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   children.push(service);
@@ -142,17 +207,28 @@ async function main(): Promise<void> {
       return { ...req, headers: { 'content-type': 'application/json', 'x-api-key': b.key }, body: b.body };
     },
   };
-  await new Promise<void>((resolve, reject) => autocannon({ url: BASE, connections: CONNECTIONS, duration: 3, requests: [request] }, (e) => (e ? reject(e) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    autocannon({ url: BASE, connections: CONNECTIONS, duration: 3, requests: [request] }, (e) =>
+      e ? reject(e) : resolve(),
+    ),
+  );
 
   log(`POST /api/signals, batches of ${BATCH}, ${CONNECTIONS} connections, ${DURATION_S} s`);
-  const before = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM signals')).rows[0]?.n ?? 0);
-  const result = await new Promise<autocannon.Result>((resolve, reject) =>
-    autocannon({ url: BASE, connections: CONNECTIONS, duration: DURATION_S, requests: [request] }, (e, r) => (e ? reject(e) : resolve(r))),
+  const before = Number(
+    (await pool.query<{ n: string }>('SELECT count(*) AS n FROM signals')).rows[0]?.n ?? 0,
   );
-  const after = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM signals')).rows[0]?.n ?? 0);
+  const result = await new Promise<autocannon.Result>((resolve, reject) =>
+    autocannon({ url: BASE, connections: CONNECTIONS, duration: DURATION_S, requests: [request] }, (e, r) =>
+      e ? reject(e) : resolve(r),
+    ),
+  );
+  const after = Number(
+    (await pool.query<{ n: string }>('SELECT count(*) AS n FROM signals')).rows[0]?.n ?? 0,
+  );
   const mem = memory(service.pid!);
   const serviceRate = (result['2xx'] * BATCH) / DURATION_S;
-  if (result.non2xx > 0 || result.errors > 0) log(`WARNING: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
+  if (result.non2xx > 0 || result.errors > 0)
+    log(`WARNING: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
   // Requests still in flight when autocannon stops are stored without being counted: at most one per connection.
   const acknowledged = result['2xx'] * BATCH;
   if (after - before < acknowledged || after - before > acknowledged + CONNECTIONS * BATCH) {

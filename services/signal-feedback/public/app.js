@@ -22,7 +22,12 @@ async function api(method, path, body) {
   const headers = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET' && state.me) headers['x-csrf-token'] = state.me.csrf_token;
-  const res = await fetch(path, { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(path, {
+    method,
+    headers,
+    credentials: 'same-origin',
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const data = res.status === 204 ? null : await res.json().catch(() => null);
   if (!res.ok) {
     const err = new Error((data && data.error) || `HTTP ${res.status}`);
@@ -68,7 +73,11 @@ async function showApp(me) {
 }
 
 async function refreshAll() {
-  const [me, products, contexts] = await Promise.all([api('GET', '/api/auth/me'), api('GET', '/api/products'), api('GET', '/api/context')]);
+  const [me, products, contexts] = await Promise.all([
+    api('GET', '/api/auth/me'),
+    api('GET', '/api/products'),
+    api('GET', '/api/context'),
+  ]);
   state.me = me;
   state.products = products;
   state.contexts = contexts;
@@ -86,7 +95,11 @@ function meter(label, used, limit) {
     'div',
     { class: 'meter', dataset: { meter: label.toLowerCase() } },
     el('div', { class: 'label' }, label),
-    el('div', { class: 'value' }, `${used.toLocaleString()} / ${limit === null ? 'unlimited' : limit.toLocaleString()}`),
+    el(
+      'div',
+      { class: 'value' },
+      `${used.toLocaleString()} / ${limit === null ? 'unlimited' : limit.toLocaleString()}`,
+    ),
     el('div', { class: 'bar' }, fill),
   );
 }
@@ -109,8 +122,18 @@ function renderProducts() {
         el(
           'li',
           { dataset: { productId: p.id } },
-          el('span', {}, el('strong', {}, p.name), ' ', el('span', { class: 'meta' }, `key ${p.api_key_prefix}… · ${p.context_count} context(s)`)),
-          el('button', { type: 'button', class: 'secondary small', onclick: () => guarded(() => rotateKey(p)) }, 'Rotate key'),
+          el(
+            'span',
+            {},
+            el('strong', {}, p.name),
+            ' ',
+            el('span', { class: 'meta' }, `key ${p.api_key_prefix}… · ${p.context_count} context(s)`),
+          ),
+          el(
+            'button',
+            { type: 'button', class: 'secondary small', onclick: () => guarded(() => rotateKey(p)) },
+            'Rotate key',
+          ),
         ),
       ),
     );
@@ -133,7 +156,14 @@ async function rotateKey(p) {
   await refreshAll();
 }
 
-const splitTypes = (text) => [...new Set(text.split(',').map((s) => s.trim()).filter(Boolean))];
+const splitTypes = (text) => [
+  ...new Set(
+    text
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  ),
+];
 
 function renderContexts() {
   const list = $('contexts');
@@ -150,13 +180,21 @@ function renderContexts() {
             {},
             el('strong', {}, c.name),
             ' ',
-            el('span', { class: 'meta' }, `${productName(c.product_id)} · + ${c.positive_signals.join(', ') || '—'} · − ${c.negative_signals.join(', ') || '—'}`),
+            el(
+              'span',
+              { class: 'meta' },
+              `${productName(c.product_id)} · + ${c.positive_signals.join(', ') || '—'} · − ${c.negative_signals.join(', ') || '—'}`,
+            ),
           ),
           el(
             'span',
             { class: 'row' },
             el('button', { type: 'button', class: 'secondary small', onclick: () => editContext(c) }, 'Edit'),
-            el('button', { type: 'button', class: 'danger small', onclick: () => guarded(() => deleteContext(c)) }, 'Delete'),
+            el(
+              'button',
+              { type: 'button', class: 'danger small', onclick: () => guarded(() => deleteContext(c)) },
+              'Delete',
+            ),
           ),
         ),
       ),
@@ -195,7 +233,12 @@ async function refreshProposals() {
   renderProposals();
 }
 
-const NEXT = { pending: ['approved', 'rejected', 'deferred'], deferred: ['pending', 'approved', 'rejected'], approved: [], rejected: [] };
+const NEXT = {
+  pending: ['approved', 'rejected', 'deferred'],
+  deferred: ['pending', 'approved', 'rejected'],
+  approved: [],
+  rejected: [],
+};
 const VERB = { approved: 'Approve', rejected: 'Reject', deferred: 'Defer', pending: 'Back to pending' };
 
 function renderProposals() {
@@ -213,7 +256,18 @@ function renderProposals() {
         el(
           'header',
           {},
-          el('span', {}, el('span', { class: 'score' }, p.priority_score.toFixed(1)), ' · ', el('strong', {}, contextName(p.context_id)), el('span', { class: 'meta' }, ` · ${p.signal_count} signals · ${new Date(p.created_at).toLocaleString()}`)),
+          el(
+            'span',
+            {},
+            el('span', { class: 'score' }, p.priority_score.toFixed(1)),
+            ' · ',
+            el('strong', {}, contextName(p.context_id)),
+            el(
+              'span',
+              { class: 'meta' },
+              ` · ${p.signal_count} signals · ${new Date(p.created_at).toLocaleString()}`,
+            ),
+          ),
           el('span', { class: 'status ' + p.status }, p.status),
         ),
         el(
@@ -234,7 +288,16 @@ function renderProposals() {
           'div',
           { class: 'row' },
           ...NEXT[p.status].map((to) =>
-            el('button', { type: 'button', class: to === 'rejected' ? 'danger small' : to === 'approved' ? 'small' : 'secondary small', dataset: { action: to }, onclick: () => guarded(() => changeStatus(p, to)) }, VERB[to]),
+            el(
+              'button',
+              {
+                type: 'button',
+                class: to === 'rejected' ? 'danger small' : to === 'approved' ? 'small' : 'secondary small',
+                dataset: { action: to },
+                onclick: () => guarded(() => changeStatus(p, to)),
+              },
+              VERB[to],
+            ),
           ),
         ),
       ),
@@ -257,7 +320,9 @@ document.addEventListener('DOMContentLoaded', () => {
     e.preventDefault();
     guarded(async () => showApp(await api('POST', '/api/auth/login', credentials())));
   });
-  $('signup').addEventListener('click', () => guarded(async () => showApp(await api('POST', '/api/auth/signup', credentials()))));
+  $('signup').addEventListener('click', () =>
+    guarded(async () => showApp(await api('POST', '/api/auth/signup', credentials()))),
+  );
   $('logout').addEventListener('click', () =>
     guarded(async () => {
       await api('POST', '/api/auth/logout');

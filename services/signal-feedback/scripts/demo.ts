@@ -38,7 +38,12 @@ class Session {
   csrf = '';
   constructor(private readonly baseUrl: string) {}
 
-  async call<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+  async call<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<T> {
     const res = await fetch(this.baseUrl + path, {
       method,
       headers: {
@@ -65,7 +70,9 @@ const pick = <T>(items: readonly T[], i: number): T => items[i % items.length] a
  * @returns the account, product, number of signals sent and the proposals made from them
  * @throws Error when the service is unreachable or any step answers an error
  */
-export async function runSignalFeedbackDemo(options: SignalFeedbackDemoOptions): Promise<SignalFeedbackDemoResult> {
+export async function runSignalFeedbackDemo(
+  options: SignalFeedbackDemoOptions,
+): Promise<SignalFeedbackDemoResult> {
   const base = options.baseUrl.replace(/\/+$/, '');
   const log = options.log;
   await fetch(`${base}/livez`).catch(() => {
@@ -73,12 +80,19 @@ export async function runSignalFeedbackDemo(options: SignalFeedbackDemoOptions):
   });
   const s = new Session(base);
   const email = `demo-${Date.now()}@example.com`;
-  const me = await s.call<{ csrf_token: string; user: { plan: string } }>('POST', '/api/auth/signup', { email, password: 'demo password 123' });
+  const me = await s.call<{ csrf_token: string; user: { plan: string } }>('POST', '/api/auth/signup', {
+    email,
+    password: 'demo password 123',
+  });
   s.csrf = me.csrf_token;
   log(`signed up ${email} (plan ${me.user.plan}); session cookie and CSRF token kept`);
 
-  const product = await s.call<{ id: string; name: string; api_key: string }>('POST', '/api/products', { name: 'Acme Shop' });
-  log(`created product "${product.name}" ${product.id}; API key ${product.api_key.slice(0, 12)}… (shown once)`);
+  const product = await s.call<{ id: string; name: string; api_key: string }>('POST', '/api/products', {
+    name: 'Acme Shop',
+  });
+  log(
+    `created product "${product.name}" ${product.id}; API key ${product.api_key.slice(0, 12)}… (shown once)`,
+  );
   const checkout = await s.call<{ id: string }>('POST', '/api/context', {
     product_id: product.id,
     name: 'Checkout',
@@ -97,14 +111,30 @@ export async function runSignalFeedbackDemo(options: SignalFeedbackDemoOptions):
 
   // Checkout: card declines dominate the failures, mostly on the payment step with 3-D Secure.
   const checkoutSignals = Array.from({ length: 60 }, (_, i) => {
-    if (i % 3 === 0) return { type: 'checkout_completed', context_id: checkout.id, payload: { step: 'confirm', provider: 'stripe', total_cents: 2000 + i * 37 } };
-    if (i % 5 === 1) return { type: 'checkout_abandoned', context_id: checkout.id, payload: { step: 'shipping' } };
-    return { type: 'payment_failed', context_id: checkout.id, payload: { step: 'payment', error_code: pick(['card_declined', 'card_declined', 'card_declined', '3ds_timeout'], i), provider: 'stripe' } };
+    if (i % 3 === 0)
+      return {
+        type: 'checkout_completed',
+        context_id: checkout.id,
+        payload: { step: 'confirm', provider: 'stripe', total_cents: 2000 + i * 37 },
+      };
+    if (i % 5 === 1)
+      return { type: 'checkout_abandoned', context_id: checkout.id, payload: { step: 'shipping' } };
+    return {
+      type: 'payment_failed',
+      context_id: checkout.id,
+      payload: {
+        step: 'payment',
+        error_code: pick(['card_declined', 'card_declined', 'card_declined', '3ds_timeout'], i),
+        provider: 'stripe',
+      },
+    };
   });
   let sent = 0;
   for (let i = 0; i < checkoutSignals.length; i += 25) {
     const batch = checkoutSignals.slice(i, i + 25);
-    const r = await s.call<{ received: number }>('POST', '/api/signals', batch, { 'x-api-key': product.api_key });
+    const r = await s.call<{ received: number }>('POST', '/api/signals', batch, {
+      'x-api-key': product.api_key,
+    });
     sent += r.received;
     log(`POST /api/signals batch of ${batch.length} -> received ${r.received}`);
   }
@@ -112,19 +142,39 @@ export async function runSignalFeedbackDemo(options: SignalFeedbackDemoOptions):
   // Onboarding events from an automation tool: key in the query, event/data and event_type/properties.
   const onboardingEvents = Array.from({ length: 20 }, (_, i) =>
     i % 4 === 0
-      ? { event: 'onboarding_completed', data: { plan: 'trial', mail_provider: 'gmail' }, context_id: onboarding.id }
-      : { event_type: 'verification_failed', properties: { reason: pick(['link_expired', 'link_expired', 'spam_folder'], i), mail_provider: pick(['outlook', 'outlook', 'outlook', 'gmail', 'gmail'], i) }, context_id: onboarding.id },
+      ? {
+          event: 'onboarding_completed',
+          data: { plan: 'trial', mail_provider: 'gmail' },
+          context_id: onboarding.id,
+        }
+      : {
+          event_type: 'verification_failed',
+          properties: {
+            reason: pick(['link_expired', 'link_expired', 'spam_folder'], i),
+            mail_provider: pick(['outlook', 'outlook', 'outlook', 'gmail', 'gmail'], i),
+          },
+          context_id: onboarding.id,
+        },
   );
   for (const event of onboardingEvents) {
-    const r = await s.call<{ received: number }>('POST', `/api/ingest?key=${encodeURIComponent(product.api_key)}`, event);
+    const r = await s.call<{ received: number }>(
+      'POST',
+      `/api/ingest?key=${encodeURIComponent(product.api_key)}`,
+      event,
+    );
     sent += r.received;
   }
   log(`POST /api/ingest ×${onboardingEvents.length} (single events, key in ?key=) -> all received`);
 
-  const run = await s.call<{ contexts_analyzed: number; proposals_created: number }>('POST', '/api/analysis/run');
+  const run = await s.call<{ contexts_analyzed: number; proposals_created: number }>(
+    'POST',
+    '/api/analysis/run',
+  );
   log(`analysis: ${run.contexts_analyzed} context(s) analysed, ${run.proposals_created} proposal(s) created`);
 
-  const proposals = await s.call<DemoProposal[]>('GET', '/api/proposals?status=pending', undefined, { 'x-api-key': product.api_key });
+  const proposals = await s.call<DemoProposal[]>('GET', '/api/proposals?status=pending', undefined, {
+    'x-api-key': product.api_key,
+  });
   for (const p of proposals) {
     log('');
     log(`proposal ${p.id}  priority ${p.priority_score}  (${p.signal_count} signals, ${p.status})`);
@@ -137,7 +187,10 @@ export async function runSignalFeedbackDemo(options: SignalFeedbackDemoOptions):
 }
 
 if (require.main === module) {
-  runSignalFeedbackDemo({ baseUrl: process.env.SIGNAL_FEEDBACK_URL ?? 'http://127.0.0.1:3002', log: (l) => process.stdout.write(l + '\n') }).catch((err: unknown) => {
+  runSignalFeedbackDemo({
+    baseUrl: process.env.SIGNAL_FEEDBACK_URL ?? 'http://127.0.0.1:3002',
+    log: (l) => process.stdout.write(l + '\n'),
+  }).catch((err: unknown) => {
     console.error(err instanceof Error ? err.message : err);
     process.exit(1);
   });

@@ -70,10 +70,23 @@ export function createApp(deps: AppDeps): Application {
   const allowedOrigins = new Set(deps.corsOrigins ?? []);
   app.use(openApiRouter(deps.maxBatch));
   app.use(express.static(PUBLIC_DIR, { index: 'index.html', maxAge: '5m' }));
-  app.use('/api', signalsRouter({ signals: deps.signals, keys: deps.keys, maxBatch: deps.maxBatch, now, events: deps.events }));
+  app.use(
+    '/api',
+    signalsRouter({
+      signals: deps.signals,
+      keys: deps.keys,
+      maxBatch: deps.maxBatch,
+      now,
+      events: deps.events,
+    }),
+  );
 
   // Everything below may be cookie-authenticated: load the session, then CSRF-check writes.
-  const session = [cookieParser(), loadSession(deps.accounts, deps.secureCookies, now), requireCsrf(allowedOrigins)];
+  const session = [
+    cookieParser(),
+    loadSession(deps.accounts, deps.secureCookies, now),
+    requireCsrf(allowedOrigins),
+  ];
   app.use('/api', session);
   app.use(
     '/api/auth',
@@ -87,7 +100,10 @@ export function createApp(deps: AppDeps): Application {
       now,
     }),
   );
-  app.use('/api', productsRouter({ products: deps.products, onContextsChanged: (id) => deps.keys.invalidateProduct(id) }));
+  app.use(
+    '/api',
+    productsRouter({ products: deps.products, onContextsChanged: (id) => deps.keys.invalidateProduct(id) }),
+  );
   app.use('/api', proposalsRouter({ proposals: deps.proposals, keys: deps.keys, analysis: deps.analysis }));
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));

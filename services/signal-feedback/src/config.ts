@@ -61,7 +61,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SignalFeedback
   const config = parseConfig(SignalFeedbackEnv, env);
   const llm = [config.LLM_BASE_URL, config.LLM_MODEL].filter(Boolean).length;
   if (llm === 1) {
-    throw new Error('Invalid configuration:\n  LLM_BASE_URL and LLM_MODEL must be set together (LLM_API_KEY too, unless the endpoint needs none)');
+    throw new Error(
+      'Invalid configuration:\n  LLM_BASE_URL and LLM_MODEL must be set together (LLM_API_KEY too, unless the endpoint needs none)',
+    );
   }
   return config;
 }
@@ -69,7 +71,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SignalFeedback
 /** The LLM settings of a configuration, or undefined when no LLM is configured. */
 export function llmSettings(config: SignalFeedbackConfig): LlmSettings | undefined {
   if (!config.LLM_BASE_URL || !config.LLM_MODEL) return undefined;
-  return { baseUrl: config.LLM_BASE_URL, apiKey: config.LLM_API_KEY ?? 'none', model: config.LLM_MODEL, timeoutMs: config.LLM_TIMEOUT_MS };
+  return {
+    baseUrl: config.LLM_BASE_URL,
+    apiKey: config.LLM_API_KEY ?? 'none',
+    model: config.LLM_MODEL,
+    timeoutMs: config.LLM_TIMEOUT_MS,
+  };
 }
 
 /** Whether cookies carry `Secure`: COOKIE_SECURE when set, else NODE_ENV=production. */

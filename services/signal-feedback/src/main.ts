@@ -15,7 +15,12 @@ async function main(): Promise<void> {
   await wiring.db.$queryRawUnsafe('SELECT 1');
   const app = createApp({
     ...wiring.deps,
-    isReady: async () => !shuttingDown && (await wiring.db.$queryRawUnsafe('SELECT 1').then(() => true, () => false)),
+    isReady: async () =>
+      !shuttingDown &&
+      (await wiring.db.$queryRawUnsafe('SELECT 1').then(
+        () => true,
+        () => false,
+      )),
   });
 
   const server = createServer(app);
@@ -27,12 +32,19 @@ async function main(): Promise<void> {
   // Expired sessions and rate-limit counters are removed hourly (any replica may do it; deletes are idempotent).
   const accounts = new AccountRepository(wiring.db);
   const sweeper = setInterval(() => {
-    accounts.deleteExpiredSessions(new Date()).catch((err: unknown) => logger.warn({ err }, 'session sweep failed'));
+    accounts
+      .deleteExpiredSessions(new Date())
+      .catch((err: unknown) => logger.warn({ err }, 'session sweep failed'));
     wiring.deps.limiter.sweep().catch((err: unknown) => logger.warn({ err }, 'rate-limit sweep failed'));
   }, 3_600_000);
   sweeper.unref();
   logger.info(
-    { port, analysisIntervalMs: config.ANALYSIS_INTERVAL_MS, llm: llmSettings(config) ? config.LLM_MODEL : 'none (proposals from evidence)', maxBatch: config.MAX_BATCH_SIZE },
+    {
+      port,
+      analysisIntervalMs: config.ANALYSIS_INTERVAL_MS,
+      llm: llmSettings(config) ? config.LLM_MODEL : 'none (proposals from evidence)',
+      maxBatch: config.MAX_BATCH_SIZE,
+    },
     `signal-feedback listening on http://${config.HOST}:${port}`,
   );
 
@@ -40,7 +52,13 @@ async function main(): Promise<void> {
     logger,
     [
       { name: 'mark not ready', run: () => (shuttingDown = true) },
-      { name: 'stop analysis schedule', run: () => { clearInterval(sweeper); return wiring.analysis.stop(); } },
+      {
+        name: 'stop analysis schedule',
+        run: () => {
+          clearInterval(sweeper);
+          return wiring.analysis.stop();
+        },
+      },
       { name: 'drain http', run: () => closeServer(server) },
       { name: 'close database pools', run: () => wiring.close() },
       { name: 'flush logs', run: () => logger.flush() },

@@ -19,9 +19,23 @@ export interface SignalFeedbackMetrics extends ServiceMetrics {
 /** Creates the registry (`service="signal-feedback"`) with `signals_accepted_total`, `signals_refused_total{reason}` and `proposals_created_total{source}`. */
 export function createSignalFeedbackMetrics(): SignalFeedbackMetrics {
   const base = createMetrics('signal-feedback');
-  const accepted = new Counter({ name: 'signals_accepted_total', help: 'Signals stored', registers: [base.registry] });
-  const refused = new Counter({ name: 'signals_refused_total', help: 'Signals refused, by reason', labelNames: ['reason'] as const, registers: [base.registry] });
-  const proposals = new Counter({ name: 'proposals_created_total', help: 'Proposals created, by the source of their prose', labelNames: ['source'] as const, registers: [base.registry] });
+  const accepted = new Counter({
+    name: 'signals_accepted_total',
+    help: 'Signals stored',
+    registers: [base.registry],
+  });
+  const refused = new Counter({
+    name: 'signals_refused_total',
+    help: 'Signals refused, by reason',
+    labelNames: ['reason'] as const,
+    registers: [base.registry],
+  });
+  const proposals = new Counter({
+    name: 'proposals_created_total',
+    help: 'Proposals created, by the source of their prose',
+    labelNames: ['source'] as const,
+    registers: [base.registry],
+  });
   return {
     ...base,
     events: {

@@ -5,7 +5,9 @@ import { z } from 'zod';
 const UNSTORABLE_TEXT = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** A string PostgreSQL can store (no NUL, no unpaired surrogate). */
-export const StorableString = z.string().refine((v) => !UNSTORABLE_TEXT.test(v), 'must not contain NUL or unpaired surrogates');
+export const StorableString = z
+  .string()
+  .refine((v) => !UNSTORABLE_TEXT.test(v), 'must not contain NUL or unpaired surrogates');
 
 /** Proposal states (spec, "Proposal"). */
 export const ProposalStatus = z.enum(['pending', 'approved', 'rejected', 'deferred']);
@@ -44,7 +46,11 @@ export const IngestSignalInput = z
   .transform((v, ctx): SignalInput => {
     const type = v.type ?? v.event ?? v.event_type;
     if (type === undefined) {
-      ctx.addIssue({ code: 'custom', message: 'one of type, event or event_type is required', path: ['type'] });
+      ctx.addIssue({
+        code: 'custom',
+        message: 'one of type, event or event_type is required',
+        path: ['type'],
+      });
       return z.NEVER;
     }
     const payload = v.payload ?? v.data ?? v.properties;
@@ -76,7 +82,7 @@ export type Proposal = z.infer<typeof Proposal>;
 export const ProposalsQuery = z.object({
   status: ProposalStatus.optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
-  product_id: z.uuid().optional().describe('session only: one of the user\'s products'),
+  product_id: z.uuid().optional().describe("session only: one of the user's products"),
 });
 
 /** PATCH /api/proposals/{id} body. */
@@ -86,7 +92,11 @@ export const ProposalStatusChange = z.object({ status: ProposalStatus });
 export const CreateProductBody = z.object({ name: StorableString.trim().min(1).max(100) });
 
 /** 200 answer of POST /api/products: the key is shown this once. */
-export const CreatedProduct = z.object({ id: z.uuid(), name: z.string(), api_key: z.string().startsWith('spk_') });
+export const CreatedProduct = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  api_key: z.string().startsWith('spk_'),
+});
 
 /** A product as listed by GET /api/products (without its key). */
 export const ProductSummary = z.object({
@@ -117,9 +127,16 @@ export const UpdateContextBody = z
     positive_signals: SignalTypeList.optional(),
     negative_signals: SignalTypeList.optional(),
   })
-  .refine((v) => v.name !== undefined || v.content !== undefined || v.positive_signals !== undefined || v.negative_signals !== undefined, {
-    message: 'give at least one of name, content, positive_signals, negative_signals',
-  });
+  .refine(
+    (v) =>
+      v.name !== undefined ||
+      v.content !== undefined ||
+      v.positive_signals !== undefined ||
+      v.negative_signals !== undefined,
+    {
+      message: 'give at least one of name, content, positive_signals, negative_signals',
+    },
+  );
 
 /** DELETE /api/context query. */
 export const ContextIdQuery = z.object({ id: z.uuid() });
@@ -140,19 +157,39 @@ export type Context = z.infer<typeof Context>;
 
 /** Sign-up and log-in body. */
 export const Credentials = z.object({
-  email: z.email().max(254).transform((e) => e.toLowerCase()),
+  email: z
+    .email()
+    .max(254)
+    .transform((e) => e.toLowerCase()),
   password: z.string().min(1).max(1024),
 });
 
 /** Sign-up body: passwords of 10 to 1024 characters. */
-export const SignupBody = Credentials.extend({ password: z.string().min(10, 'at least 10 characters').max(1024) });
+export const SignupBody = Credentials.extend({
+  password: z.string().min(10, 'at least 10 characters').max(1024),
+});
 
 /** The signed-in user with plan, limits, usage and the CSRF token for writes. */
 export const Me = z.object({
-  user: z.object({ id: z.uuid(), email: z.string(), plan: z.enum(['free', 'builder', 'growth', 'scale']), created_at: z.iso.datetime() }),
+  user: z.object({
+    id: z.uuid(),
+    email: z.string(),
+    plan: z.enum(['free', 'builder', 'growth', 'scale']),
+    created_at: z.iso.datetime(),
+  }),
   csrf_token: z.string().describe('send it as x-csrf-token on every cookie-authenticated write'),
-  limits: z.object({ signals_per_month: z.int(), proposals_per_month: z.int().nullable(), products: z.int().nullable() }),
-  usage: z.object({ month: z.string(), signals: z.int(), proposals: z.int(), products: z.int(), resets_at: z.iso.datetime() }),
+  limits: z.object({
+    signals_per_month: z.int(),
+    proposals_per_month: z.int().nullable(),
+    products: z.int().nullable(),
+  }),
+  usage: z.object({
+    month: z.string(),
+    signals: z.int(),
+    proposals: z.int(),
+    products: z.int(),
+    resets_at: z.iso.datetime(),
+  }),
 });
 /** A {@link Me}. */
 export type Me = z.infer<typeof Me>;

@@ -29,7 +29,11 @@ export interface Wiring {
  * Builds the repositories, the analysis (with the LLM writer when configured) and the app's
  * dependencies, as `main.ts`, the CLI and the tests use them.
  */
-export function buildWiring(config: SignalFeedbackConfig, logger: Logger, extra: Partial<AppDeps> = {}): Wiring {
+export function buildWiring(
+  config: SignalFeedbackConfig,
+  logger: Logger,
+  extra: Partial<AppDeps> = {},
+): Wiring {
   const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
   const pool = new Pool({ connectionString: config.DATABASE_URL, max: 3 });
   const llm = llmSettings(config);
@@ -64,7 +68,9 @@ export function buildWiring(config: SignalFeedbackConfig, logger: Logger, extra:
     secureCookies: cookieSecure(config),
     trustProxy: config.TRUST_PROXY,
     bodyLimit: config.BODY_LIMIT,
-    corsOrigins: config.CORS_ORIGINS?.split(',').map((o) => o.trim()).filter(Boolean),
+    corsOrigins: config.CORS_ORIGINS?.split(',')
+      .map((o) => o.trim())
+      .filter(Boolean),
     ...extra,
   };
   return {

@@ -3,16 +3,24 @@ import { signUp, startHarness, type Harness } from './support/harness';
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness('signal_feedback_accounts_test', { env: { LOGIN_MAX_ATTEMPTS_PER_EMAIL: '3', SIGNUP_MAX_PER_IP_PER_HOUR: '1000' } });
+  h = await startHarness('signal_feedback_accounts_test', {
+    env: { LOGIN_MAX_ATTEMPTS_PER_EMAIL: '3', SIGNUP_MAX_PER_IP_PER_HOUR: '1000' },
+  });
 });
 afterAll(async () => h.close());
 
 describe('Accounts and sessions', () => {
   test('When a user signs up, then an argon2id hash and a hashed server-side session are stored and the cookie is httpOnly and SameSite', async () => {
     const agent = h.agent();
-    const res = await agent.post('/api/auth/signup').send({ email: 'Ada@Example.com', password: 'correct horse battery' });
+    const res = await agent
+      .post('/api/auth/signup')
+      .send({ email: 'Ada@Example.com', password: 'correct horse battery' });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ user: { email: 'ada@example.com', plan: 'free' }, limits: { signals_per_month: 500, proposals_per_month: 3, products: 1 }, usage: { signals: 0 } });
+    expect(res.body).toMatchObject({
+      user: { email: 'ada@example.com', plan: 'free' },
+      limits: { signals_per_month: 500, proposals_per_month: 3, products: 1 },
+      usage: { signals: 0 },
+    });
     const cookie = String(res.headers['set-cookie']);
     expect(cookie).toMatch(/^sf_session=[A-Za-z0-9_-]{43};/);
     expect(cookie).toMatch(/HttpOnly/);
@@ -32,17 +40,35 @@ describe('Accounts and sessions', () => {
 
   test('When the e-mail is taken, then 409; when the password is short or the e-mail invalid, then 400', async () => {
     const u = await signUp(h);
-    expect((await h.agent().post('/api/auth/signup').send({ email: u.email.toUpperCase(), password: 'another long password' })).status).toBe(409);
-    expect((await h.agent().post('/api/auth/signup').send({ email: 'b@example.com', password: 'short' })).status).toBe(400);
-    expect((await h.agent().post('/api/auth/signup').send({ email: 'nope', password: 'long enough password' })).body.code).toBe('invalid_request');
+    expect(
+      (
+        await h
+          .agent()
+          .post('/api/auth/signup')
+          .send({ email: u.email.toUpperCase(), password: 'another long password' })
+      ).status,
+    ).toBe(409);
+    expect(
+      (await h.agent().post('/api/auth/signup').send({ email: 'b@example.com', password: 'short' })).status,
+    ).toBe(400);
+    expect(
+      (await h.agent().post('/api/auth/signup').send({ email: 'nope', password: 'long enough password' }))
+        .body.code,
+    ).toBe('invalid_request');
   });
 
   test('When logging in with the right password, then a session works; with a wrong one, then 401 without a cookie', async () => {
     const u = await signUp(h, { password: 'the right password' });
-    const bad = await h.agent().post('/api/auth/login').send({ email: u.email, password: 'the wrong password' });
+    const bad = await h
+      .agent()
+      .post('/api/auth/login')
+      .send({ email: u.email, password: 'the wrong password' });
     expect(bad.status).toBe(401);
     expect(bad.headers['set-cookie']).toBeUndefined();
-    const unknown = await h.agent().post('/api/auth/login').send({ email: 'nobody@example.com', password: 'whatever it is' });
+    const unknown = await h
+      .agent()
+      .post('/api/auth/login')
+      .send({ email: 'nobody@example.com', password: 'whatever it is' });
     expect(unknown.status).toBe(401);
     const agent = h.agent();
     const ok = await agent.post('/api/auth/login').send({ email: u.email, password: 'the right password' });
@@ -66,25 +92,44 @@ describe('Accounts and sessions', () => {
 
   test('When a session has expired, then it is refused', async () => {
     const u = await signUp(h);
-    await h.db.session.updateMany({ where: { userId: u.userId }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    await h.db.session.updateMany({
+      where: { userId: u.userId },
+      data: { expiresAt: new Date(Date.now() - 1000) },
+    });
     expect((await u.agent.get('/api/auth/me')).status).toBe(401);
   });
 
   test('When a cookie-authenticated write lacks or forges the CSRF token or comes from another origin, then 403 and nothing changes', async () => {
     const u = await signUp(h);
     expect((await u.agent.post('/api/products').send({ name: 'x' })).body.code).toBe('csrf_failed');
-    expect((await u.agent.post('/api/products').set('x-csrf-token', 'forged').send({ name: 'x' })).status).toBe(403);
-    const cross = await u.agent.post('/api/products').set('x-csrf-token', u.csrf).set('origin', 'https://evil.example').send({ name: 'x' });
+    expect(
+      (await u.agent.post('/api/products').set('x-csrf-token', 'forged').send({ name: 'x' })).status,
+    ).toBe(403);
+    const cross = await u.agent
+      .post('/api/products')
+      .set('x-csrf-token', u.csrf)
+      .set('origin', 'https://evil.example')
+      .send({ name: 'x' });
     expect(cross.status).toBe(403);
     expect(await h.db.product.count({ where: { userId: u.userId } })).toBe(0);
-    const same = await u.agent.post('/api/products').set('x-csrf-token', u.csrf).set('origin', h.baseUrl).send({ name: 'x' });
+    const same = await u.agent
+      .post('/api/products')
+      .set('x-csrf-token', u.csrf)
+      .set('origin', h.baseUrl)
+      .send({ name: 'x' });
     expect(same.status).toBe(200);
   });
 
   test('When log-in fails more often than allowed for an address, then 429 with Retry-After, even with the right password', async () => {
     const u = await signUp(h, { password: 'the right password' });
-    for (let i = 0; i < 3; i++) expect((await h.agent().post('/api/auth/login').send({ email: u.email, password: 'wrong password' })).status).toBe(401);
-    const limited = await h.agent().post('/api/auth/login').send({ email: u.email, password: 'the right password' });
+    for (let i = 0; i < 3; i++)
+      expect(
+        (await h.agent().post('/api/auth/login').send({ email: u.email, password: 'wrong password' })).status,
+      ).toBe(401);
+    const limited = await h
+      .agent()
+      .post('/api/auth/login')
+      .send({ email: u.email, password: 'the right password' });
     expect(limited.status).toBe(429);
     expect(limited.body.code).toBe('rate_limited');
     expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
@@ -93,36 +138,73 @@ describe('Accounts and sessions', () => {
   });
 
   test('When rate-limit counters have expired, then the sweep deletes them and keeps live ones', async () => {
-    await h.agent().post('/api/auth/login').send({ email: 'sweep-old@example.com', password: 'x' }).expect(401);
-    await h.agent().post('/api/auth/login').send({ email: 'sweep-live@example.com', password: 'x' }).expect(401);
-    await h.db.rateLimit.update({ where: { key: 'login_email:sweep-old@example.com' }, data: { expire: BigInt(Date.now() - 1000) } });
+    await h
+      .agent()
+      .post('/api/auth/login')
+      .send({ email: 'sweep-old@example.com', password: 'x' })
+      .expect(401);
+    await h
+      .agent()
+      .post('/api/auth/login')
+      .send({ email: 'sweep-live@example.com', password: 'x' })
+      .expect(401);
+    await h.db.rateLimit.update({
+      where: { key: 'login_email:sweep-old@example.com' },
+      data: { expire: BigInt(Date.now() - 1000) },
+    });
     expect(await h.wiring.deps.limiter.sweep()).toBeGreaterThanOrEqual(1);
     expect(await h.db.rateLimit.count({ where: { key: 'login_email:sweep-old@example.com' } })).toBe(0);
     expect(await h.db.rateLimit.count({ where: { key: 'login_email:sweep-live@example.com' } })).toBe(1);
   });
 
   test('When the limiter is shared by a second replica, then the attempts count across both', async () => {
-    const other = await startHarness('unused', { reuseDatabaseUrl: h.databaseUrl, env: { LOGIN_MAX_ATTEMPTS_PER_EMAIL: '3' } });
+    const other = await startHarness('unused', {
+      reuseDatabaseUrl: h.databaseUrl,
+      env: { LOGIN_MAX_ATTEMPTS_PER_EMAIL: '3' },
+    });
     try {
       const u = await signUp(h, { password: 'the right password' });
       await h.agent().post('/api/auth/login').send({ email: u.email, password: 'wrong 1' }).expect(401);
-      await request(other.baseUrl).post('/api/auth/login').send({ email: u.email, password: 'wrong 2' }).expect(401);
+      await request(other.baseUrl)
+        .post('/api/auth/login')
+        .send({ email: u.email, password: 'wrong 2' })
+        .expect(401);
       await h.agent().post('/api/auth/login').send({ email: u.email, password: 'wrong 3' }).expect(401);
-      expect((await request(other.baseUrl).post('/api/auth/login').send({ email: u.email, password: 'wrong 4' })).status).toBe(429);
+      expect(
+        (await request(other.baseUrl).post('/api/auth/login').send({ email: u.email, password: 'wrong 4' }))
+          .status,
+      ).toBe(429);
     } finally {
       await other.close();
     }
   });
 
   test('When one address signs up more often than allowed per hour, then 429 and no account is created', async () => {
-    const limited = await startHarness('unused', { reuseDatabaseUrl: h.databaseUrl, env: { SIGNUP_MAX_PER_IP_PER_HOUR: '2' } });
+    const limited = await startHarness('unused', {
+      reuseDatabaseUrl: h.databaseUrl,
+      env: { SIGNUP_MAX_PER_IP_PER_HOUR: '2' },
+    });
     try {
       await h.db.rateLimit.deleteMany({ where: { key: { startsWith: 'signup_ip:' } } });
       const stamp = Date.now();
       const email = (i: number) => `burst${stamp}-${i}@example.com`;
-      expect((await request(limited.baseUrl).post('/api/auth/signup').send({ email: email(1), password: 'correct horse battery' })).status).toBe(201);
-      expect((await request(limited.baseUrl).post('/api/auth/signup').send({ email: email(2), password: 'correct horse battery' })).status).toBe(201);
-      const third = await request(limited.baseUrl).post('/api/auth/signup').send({ email: email(3), password: 'correct horse battery' });
+      expect(
+        (
+          await request(limited.baseUrl)
+            .post('/api/auth/signup')
+            .send({ email: email(1), password: 'correct horse battery' })
+        ).status,
+      ).toBe(201);
+      expect(
+        (
+          await request(limited.baseUrl)
+            .post('/api/auth/signup')
+            .send({ email: email(2), password: 'correct horse battery' })
+        ).status,
+      ).toBe(201);
+      const third = await request(limited.baseUrl)
+        .post('/api/auth/signup')
+        .send({ email: email(3), password: 'correct horse battery' });
       expect(third.status).toBe(429);
       expect(await h.db.user.count({ where: { email: email(3) } })).toBe(0);
     } finally {
@@ -150,9 +232,14 @@ describe('Accounts and sessions', () => {
   });
 
   test('When production cookies are configured, then the cookie is __Host- prefixed and Secure', async () => {
-    const prod = await startHarness('unused', { reuseDatabaseUrl: h.databaseUrl, env: { COOKIE_SECURE: 'true' } });
+    const prod = await startHarness('unused', {
+      reuseDatabaseUrl: h.databaseUrl,
+      env: { COOKIE_SECURE: 'true' },
+    });
     try {
-      const res = await request(prod.baseUrl).post('/api/auth/signup').send({ email: `secure${Date.now()}@example.com`, password: 'correct horse battery' });
+      const res = await request(prod.baseUrl)
+        .post('/api/auth/signup')
+        .send({ email: `secure${Date.now()}@example.com`, password: 'correct horse battery' });
       expect(String(res.headers['set-cookie'])).toMatch(/^__Host-sf_session=.*; Secure/);
     } finally {
       await prod.close();

@@ -11,7 +11,10 @@ const problems: string[] = [];
 
 beforeAll(async () => {
   h = await startHarness('signal_feedback_dashboard_test');
-  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    args: ['--no-sandbox'],
+  });
   const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: h.baseUrl });
   page = await context.newPage();
@@ -30,10 +33,22 @@ afterAll(async () => {
 
 async function sendSignals(apiKey: string, contextId: string, failing: string, code: string): Promise<void> {
   const signals = [
-    ...Array.from({ length: 7 }, (_, i) => ({ type: failing, payload: { error_code: code, step: 'payment', attempt: i }, context_id: contextId })),
-    ...Array.from({ length: 5 }, () => ({ type: 'checkout_completed', payload: { step: 'confirm' }, context_id: contextId })),
+    ...Array.from({ length: 7 }, (_, i) => ({
+      type: failing,
+      payload: { error_code: code, step: 'payment', attempt: i },
+      context_id: contextId,
+    })),
+    ...Array.from({ length: 5 }, () => ({
+      type: 'checkout_completed',
+      payload: { step: 'confirm' },
+      context_id: contextId,
+    })),
   ];
-  const res = await fetch(`${h.baseUrl}/api/signals`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': apiKey }, body: JSON.stringify(signals) });
+  const res = await fetch(`${h.baseUrl}/api/signals`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+    body: JSON.stringify(signals),
+  });
   expect(res.status).toBe(200);
 }
 
@@ -79,7 +94,10 @@ test('When a user clicks through the dashboard, then every step reaches the API 
   await page.fill('#context-negative', 'signup_error, captcha_failed');
   await page.click('#context-submit');
   await page.locator('#contexts li', { hasText: 'captcha_failed' }).waitFor();
-  const contexts = await h.db.context.findMany({ where: { productId: product.id }, orderBy: { createdAt: 'asc' } });
+  const contexts = await h.db.context.findMany({
+    where: { productId: product.id },
+    orderBy: { createdAt: 'asc' },
+  });
   expect(contexts.map((c) => c.name)).toEqual(['Checkout', 'Signup']);
   expect(contexts[1]!.negativeSignals).toEqual(['signup_error', 'captcha_failed']);
 
@@ -93,7 +111,10 @@ test('When a user clicks through the dashboard, then every step reaches the API 
   expect(await page.textContent('[data-meter=proposals] .value')).toBe('2 / 3');
 
   // Approve one, defer the other.
-  const [first, second] = await h.db.proposal.findMany({ where: { productId: product.id }, orderBy: { createdAt: 'asc' } });
+  const [first, second] = await h.db.proposal.findMany({
+    where: { productId: product.id },
+    orderBy: { createdAt: 'asc' },
+  });
   await page.locator(`[data-proposal-id="${first!.id}"] [data-action=approved]`).click();
   await page.locator(`[data-proposal-id="${first!.id}"][data-status=approved]`).waitFor();
   await page.locator(`[data-proposal-id="${second!.id}"] [data-action=deferred]`).click();
@@ -117,11 +138,18 @@ test('When a user clicks through the dashboard, then every step reaches the API 
   expect(await h.db.context.count({ where: { productId: product.id } })).toBe(1);
 
   // Rotate the key: a new one is shown, the old one stops working.
-  await page.locator('#products li', { hasText: 'Acme Checkout' }).getByRole('button', { name: 'Rotate key' }).click();
+  await page
+    .locator('#products li', { hasText: 'Acme Checkout' })
+    .getByRole('button', { name: 'Rotate key' })
+    .click();
   await page.locator('#new-key-value').filter({ hasNotText: apiKey }).waitFor();
   const rotated = (await page.textContent('#new-key-value')) ?? '';
   expect(rotated).toMatch(/^spk_/);
-  const withOld = await fetch(`${h.baseUrl}/api/signals`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': apiKey }, body: '{"type":"x"}' });
+  const withOld = await fetch(`${h.baseUrl}/api/signals`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+    body: '{"type":"x"}',
+  });
   expect(withOld.status).toBe(401);
 
   // Sign out, then sign in again.

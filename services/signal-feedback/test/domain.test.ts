@@ -1,5 +1,11 @@
 import { generateApiKey, hashApiKey, hashesEqual, looksLikeApiKey } from '../src/domain/api-keys';
-import { buildEvidence, evidenceHash, priorityScore, summarizeEvidence, textFromEvidence } from '../src/domain/evidence';
+import {
+  buildEvidence,
+  evidenceHash,
+  priorityScore,
+  summarizeEvidence,
+  textFromEvidence,
+} from '../src/domain/evidence';
 import { monthKey, nextMonthStart, PLAN_LIMITS } from '../src/domain/plans';
 import { ALLOWED_TRANSITIONS, canTransition } from '../src/domain/proposal-status';
 import { classify, routeSignals } from '../src/domain/signals';
@@ -36,8 +42,16 @@ describe('Plans', () => {
   test('When the spec table is read, then the limits match it', () => {
     expect(PLAN_LIMITS.free).toMatchObject({ signalsPerMonth: 500, proposalsPerMonth: 3, products: 1 });
     expect(PLAN_LIMITS.builder).toMatchObject({ signalsPerMonth: 5000, proposalsPerMonth: 10, products: 1 });
-    expect(PLAN_LIMITS.growth).toMatchObject({ signalsPerMonth: 50000, proposalsPerMonth: null, products: 5 });
-    expect(PLAN_LIMITS.scale).toMatchObject({ signalsPerMonth: 500000, proposalsPerMonth: null, products: null });
+    expect(PLAN_LIMITS.growth).toMatchObject({
+      signalsPerMonth: 50000,
+      proposalsPerMonth: null,
+      products: 5,
+    });
+    expect(PLAN_LIMITS.scale).toMatchObject({
+      signalsPerMonth: 500000,
+      proposalsPerMonth: null,
+      products: null,
+    });
   });
 
   test('When a month key is computed at a month boundary, then it is the UTC month', () => {
@@ -48,7 +62,11 @@ describe('Plans', () => {
 });
 
 describe('Classification and routing', () => {
-  const ctx = { id: '11111111-1111-4111-8111-111111111111', positiveSignals: ['ok'], negativeSignals: ['fail'] };
+  const ctx = {
+    id: '11111111-1111-4111-8111-111111111111',
+    positiveSignals: ['ok'],
+    negativeSignals: ['fail'],
+  };
   test('When a type is in a list, then it is classed accordingly; otherwise neutral', () => {
     expect(classify('ok', ctx)).toBe('positive');
     expect(classify('fail', ctx)).toBe('negative');
@@ -56,11 +74,19 @@ describe('Classification and routing', () => {
     expect(classify('fail', undefined)).toBe('neutral');
   });
 
-  test('When a context_id is not the product\'s, then routing throws invalid_request naming the signal', () => {
-    expect(() => routeSignals([{ type: 'x' }, { type: 'y', context_id: '22222222-2222-4222-8222-222222222222' }], [ctx])).toThrow(
-      expect.objectContaining({ code: 'invalid_request', details: [{ path: 'body.1.context_id', message: expect.any(String) }] }),
+  test("When a context_id is not the product's, then routing throws invalid_request naming the signal", () => {
+    expect(() =>
+      routeSignals([{ type: 'x' }, { type: 'y', context_id: '22222222-2222-4222-8222-222222222222' }], [ctx]),
+    ).toThrow(
+      expect.objectContaining({
+        code: 'invalid_request',
+        details: [{ path: 'body.1.context_id', message: expect.any(String) }],
+      }),
     );
-    expect(routeSignals([{ type: 'fail', context_id: ctx.id.toUpperCase() }], [ctx])[0]).toMatchObject({ contextId: ctx.id, sentiment: 'negative' });
+    expect(routeSignals([{ type: 'fail', context_id: ctx.id.toUpperCase() }], [ctx])[0]).toMatchObject({
+      contextId: ctx.id,
+      sentiment: 'negative',
+    });
   });
 });
 
@@ -80,13 +106,21 @@ describe('Evidence', () => {
     const all = buildEvidence(stats(10_000, 0), stats(0, 10_000), []);
     expect(priorityScore(all)).toBeLessThanOrEqual(100);
     expect(priorityScore(buildEvidence(stats(0, 5), stats(0, 0), []))).toBeGreaterThanOrEqual(0);
-    expect(priorityScore(buildEvidence(stats(6, 4), stats(0, 0), []))).toBeGreaterThan(priorityScore(buildEvidence(stats(3, 7), stats(0, 0), [])));
+    expect(priorityScore(buildEvidence(stats(6, 4), stats(0, 0), []))).toBeGreaterThan(
+      priorityScore(buildEvidence(stats(3, 7), stats(0, 0), [])),
+    );
   });
 
   test('When the picture is the same with a few more signals, then the hash is the same; when the failing type changes, then it differs', () => {
-    const a = buildEvidence(stats(6, 4), stats(0, 0), [{ key: 'code', value: 'declined', negative: 5, other: 0 }]);
-    const b = buildEvidence(stats(7, 5), stats(0, 0), [{ key: 'code', value: 'declined', negative: 6, other: 0 }]);
-    const c = buildEvidence(stats(7, 5, 0, 'timeout'), stats(0, 0), [{ key: 'code', value: 'declined', negative: 6, other: 0 }]);
+    const a = buildEvidence(stats(6, 4), stats(0, 0), [
+      { key: 'code', value: 'declined', negative: 5, other: 0 },
+    ]);
+    const b = buildEvidence(stats(7, 5), stats(0, 0), [
+      { key: 'code', value: 'declined', negative: 6, other: 0 },
+    ]);
+    const c = buildEvidence(stats(7, 5, 0, 'timeout'), stats(0, 0), [
+      { key: 'code', value: 'declined', negative: 6, other: 0 },
+    ]);
     expect(evidenceHash(a)).toBe(evidenceHash(b));
     expect(evidenceHash(a)).not.toBe(evidenceHash(c));
   });
@@ -98,17 +132,32 @@ describe('Evidence', () => {
       { key: 'error_code', value: 'timeout', negative: 2, other: 0 },
       { key: 'device', value: 'ios', negative: 5, other: 1 },
     ]);
-    expect(e.recurring_values.map((v) => `${v.key}=${v.value}`)).toEqual(['error_code=card_declined', 'device=ios', 'error_code=timeout']);
-    expect(e.recurring_values[0]).toEqual({ key: 'error_code', value: 'card_declined', count: 6, share: 0.75, share_elsewhere: 0 });
+    expect(e.recurring_values.map((v) => `${v.key}=${v.value}`)).toEqual([
+      'error_code=card_declined',
+      'device=ios',
+      'error_code=timeout',
+    ]);
+    expect(e.recurring_values[0]).toEqual({
+      key: 'error_code',
+      value: 'card_declined',
+      count: 6,
+      share: 0.75,
+      share_elsewhere: 0,
+    });
   });
 
   test('When the text is written from the evidence, then it names the failing type and recurring values', () => {
-    const e = buildEvidence(stats(6, 4), stats(0, 0), [{ key: 'error_code', value: 'card_declined', negative: 5, other: 0 }]);
+    const e = buildEvidence(stats(6, 4), stats(0, 0), [
+      { key: 'error_code', value: 'card_declined', negative: 5, other: 0 },
+    ]);
     const t = textFromEvidence({ name: 'Checkout', content: 'Pay' }, e);
     expect(t.diagnosis).toContain('payment_failed');
     expect(t.proposed_change).toContain('error_code is card_declined');
     expect(summarizeEvidence(e)).toContain('6 negative (60%)');
-    const calm = textFromEvidence({ name: 'Checkout', content: 'Pay' }, buildEvidence(stats(0, 6), stats(0, 0), []));
+    const calm = textFromEvidence(
+      { name: 'Checkout', content: 'Pay' },
+      buildEvidence(stats(0, 6), stats(0, 0), []),
+    );
     expect(calm.diagnosis).toContain('no failure signals');
   });
 });

@@ -1,12 +1,28 @@
 import request from 'supertest';
-import { freshDatabase, createContext, createProduct, signUp, startHarness, waitFor, type Harness, type SignedIn } from './support/harness';
+import {
+  freshDatabase,
+  createContext,
+  createProduct,
+  signUp,
+  startHarness,
+  waitFor,
+  type Harness,
+  type SignedIn,
+} from './support/harness';
 import { llmAnswer, startFakeLlm, type FakeLlm } from './support/fake-llm';
 
 let h: Harness;
 let llm: FakeLlm;
 beforeAll(async () => {
   llm = await startFakeLlm([llmAnswer()]);
-  h = await startHarness('signal_feedback_proposals_test', { env: { LLM_BASE_URL: llm.baseUrl, LLM_API_KEY: 'test-key', LLM_MODEL: 'fake-model', LLM_TIMEOUT_MS: '5000' } });
+  h = await startHarness('signal_feedback_proposals_test', {
+    env: {
+      LLM_BASE_URL: llm.baseUrl,
+      LLM_API_KEY: 'test-key',
+      LLM_MODEL: 'fake-model',
+      LLM_TIMEOUT_MS: '5000',
+    },
+  });
 });
 afterAll(async () => {
   await h.close();
@@ -30,8 +46,14 @@ async function setup(): Promise<Setup> {
 /** A checkout burst: 6 card declines, 2 timeouts, 4 completions. */
 async function sendBurst(s: Setup, base = h.baseUrl): Promise<void> {
   const signals = [
-    ...Array.from({ length: 6 }, (_, i) => ({ type: 'payment_failed', payload: { error_code: 'card_declined', step: 'payment', attempt: i } })),
-    ...Array.from({ length: 2 }, () => ({ type: 'payment_failed', payload: { error_code: 'timeout', step: 'payment' } })),
+    ...Array.from({ length: 6 }, (_, i) => ({
+      type: 'payment_failed',
+      payload: { error_code: 'card_declined', step: 'payment', attempt: i },
+    })),
+    ...Array.from({ length: 2 }, () => ({
+      type: 'payment_failed',
+      payload: { error_code: 'timeout', step: 'payment' },
+    })),
     ...Array.from({ length: 4 }, () => ({ type: 'checkout_completed', payload: { step: 'confirm' } })),
   ];
   await request(base).post('/api/signals').set('x-api-key', s.product.apiKey).send(signals).expect(200);
@@ -57,11 +79,18 @@ describe('Analysis into proposals', () => {
     });
     expect(p.evidence_summary).toContain('8 negative (67%)');
     expect(p.evidence_summary).toContain('payment_failed (8)');
-    expect(p.evidence_summary).toContain('error_code=card_declined (6×, 75% of failures vs 0% of other signals)');
+    expect(p.evidence_summary).toContain(
+      'error_code=card_declined (6×, 75% of failures vs 0% of other signals)',
+    );
     expect(p.priority_score).toBeGreaterThan(40);
     const row = await h.db.proposal.findUniqueOrThrow({ where: { id: p.id } });
     expect(row.source).toBe('llm');
-    expect(row.evidence).toMatchObject({ negative: 8, positive: 4, trend: 'new', top_failing_types: [{ type: 'payment_failed', count: 8 }] });
+    expect(row.evidence).toMatchObject({
+      negative: 8,
+      positive: 4,
+      trend: 'new',
+      top_failing_types: [{ type: 'payment_failed', count: 8 }],
+    });
     expect(llm.requests).toHaveLength(1);
     expect(llm.requests[0]!.model).toBe('fake-model');
     expect(llm.requests[0]!.messages[1]!.content).toContain('card_declined');
@@ -82,8 +111,16 @@ describe('Analysis into proposals', () => {
 
   test('When fewer than 5 signals arrived in the last 24 hours, then no proposal', async () => {
     const s = await setup();
-    await request(h.baseUrl).post('/api/signals').set('x-api-key', s.product.apiKey).send([{ type: 'payment_failed' }, { type: 'payment_failed' }]).expect(200);
-    await h.db.$executeRawUnsafe(`INSERT INTO signals (product_id, context_id, type, sentiment, created_at) SELECT $1::uuid, $2::uuid, 'payment_failed', 'negative', now() - interval '30 hours' FROM generate_series(1, 10)`, s.product.id, s.context.id);
+    await request(h.baseUrl)
+      .post('/api/signals')
+      .set('x-api-key', s.product.apiKey)
+      .send([{ type: 'payment_failed' }, { type: 'payment_failed' }])
+      .expect(200);
+    await h.db.$executeRawUnsafe(
+      `INSERT INTO signals (product_id, context_id, type, sentiment, created_at) SELECT $1::uuid, $2::uuid, 'payment_failed', 'negative', now() - interval '30 hours' FROM generate_series(1, 10)`,
+      s.product.id,
+      s.context.id,
+    );
     const res = await run(s.user);
     expect(res.body.proposals_created).toBe(0);
     expect(await h.db.proposal.count({ where: { contextId: s.context.id } })).toBe(0);
@@ -107,7 +144,9 @@ describe('Analysis into proposals', () => {
     expect(res.body.proposals_created).toBe(1);
     expect(res.body.proposals[0].diagnosis).toContain('payment_failed');
     expect(llm.requests).toHaveLength(2);
-    expect((await h.db.proposal.findUniqueOrThrow({ where: { id: res.body.proposals[0].id } })).source).toBe('evidence');
+    expect((await h.db.proposal.findUniqueOrThrow({ where: { id: res.body.proposals[0].id } })).source).toBe(
+      'evidence',
+    );
   });
 
   test('When the LLM answers HTTP 500, then the proposal is written from the evidence and the analysis goes on', async () => {
@@ -118,14 +157,19 @@ describe('Analysis into proposals', () => {
     expect(res.status).toBe(200);
     expect(res.body.proposals_created).toBe(1);
     expect(llm.requests.length).toBeGreaterThanOrEqual(1);
-    expect((await h.db.proposal.findUniqueOrThrow({ where: { id: res.body.proposals[0].id } })).source).toBe('evidence');
+    expect((await h.db.proposal.findUniqueOrThrow({ where: { id: res.body.proposals[0].id } })).source).toBe(
+      'evidence',
+    );
   });
 
   test('When the trend worsens against the previous window, then the evidence says so and the score is higher', async () => {
     const calm = await setup();
     const worse = await setup();
     // Previous window: calm already failed 8 of 12 (as now); worse failed none of 10.
-    for (const [s, n] of [[calm, 4], [worse, 10]] as const) {
+    for (const [s, n] of [
+      [calm, 4],
+      [worse, 10],
+    ] as const) {
       await h.db.$executeRawUnsafe(
         `INSERT INTO signals (product_id, context_id, type, sentiment, created_at) SELECT $1::uuid, $2::uuid, 'checkout_completed', 'positive', now() - interval '30 hours' FROM generate_series(1, $3::int)`,
         s.product.id,
@@ -142,7 +186,8 @@ describe('Analysis into proposals', () => {
     await sendBurst(worse);
     const a = (await run(calm.user)).body.proposals[0];
     const b = (await run(worse.user)).body.proposals[0];
-    const ev = (id: string) => h.db.proposal.findUniqueOrThrow({ where: { id } }).then((p) => p.evidence as { trend: string });
+    const ev = (id: string) =>
+      h.db.proposal.findUniqueOrThrow({ where: { id } }).then((p) => p.evidence as { trend: string });
     expect((await ev(a.id)).trend).toBe('stable');
     expect((await ev(b.id)).trend).toBe('worsening');
     expect(b.priority_score).toBeGreaterThan(a.priority_score);
@@ -164,10 +209,19 @@ describe('Analysis into proposals', () => {
   test('When two replicas analyse the same data at once, then exactly one proposal is made', async () => {
     const s = await setup();
     await sendBurst(s);
-    const other = await startHarness('unused', { reuseDatabaseUrl: h.databaseUrl, env: { LLM_BASE_URL: llm.baseUrl, LLM_MODEL: 'fake-model' } });
+    const other = await startHarness('unused', {
+      reuseDatabaseUrl: h.databaseUrl,
+      env: { LLM_BASE_URL: llm.baseUrl, LLM_MODEL: 'fake-model' },
+    });
     try {
-      const results = await Promise.all([h.wiring.analysis.runOnce('schedule'), other.wiring.analysis.runOnce('schedule'), h.wiring.analysis.runOnce('schedule')]);
-      expect(results.reduce((n, r) => n + r.proposals.filter((p) => p.context_id === s.context.id).length, 0)).toBe(1);
+      const results = await Promise.all([
+        h.wiring.analysis.runOnce('schedule'),
+        other.wiring.analysis.runOnce('schedule'),
+        h.wiring.analysis.runOnce('schedule'),
+      ]);
+      expect(
+        results.reduce((n, r) => n + r.proposals.filter((p) => p.context_id === s.context.id).length, 0),
+      ).toBe(1);
       expect(await h.db.proposal.count({ where: { contextId: s.context.id } })).toBe(1);
       expect(await h.db.analysisRun.count({ where: { trigger: 'schedule' } })).toBeGreaterThanOrEqual(3);
     } finally {
@@ -179,18 +233,26 @@ describe('Analysis into proposals', () => {
 describe('Scheduled analysis without an LLM', () => {
   test('When the schedule runs, then proposals appear written from the evidence', async () => {
     const url = await freshDatabase('signal_feedback_schedule_test');
-    const sched = await startHarness('unused', { reuseDatabaseUrl: url, env: { ANALYSIS_INTERVAL_MS: '100' } });
+    const sched = await startHarness('unused', {
+      reuseDatabaseUrl: url,
+      env: { ANALYSIS_INTERVAL_MS: '100' },
+    });
     try {
       const user = await signUp(sched);
       const product = await createProduct(user);
       const context = await createContext(user, product.id);
       await sendBurst({ user, product, context }, sched.baseUrl);
       sched.wiring.analysis.start(100);
-      await waitFor(async () => (await sched.db.proposal.count({ where: { contextId: context.id } })) === 1, 'a scheduled proposal');
+      await waitFor(
+        async () => (await sched.db.proposal.count({ where: { contextId: context.id } })) === 1,
+        'a scheduled proposal',
+      );
       const [p] = (await user.agent.get('/api/proposals')).body;
       expect(p.diagnosis).toContain('payment_failed');
       expect(p.proposed_change).toContain('error_code');
-      expect((await sched.db.proposal.findFirstOrThrow({ where: { contextId: context.id } })).source).toBe('evidence');
+      expect((await sched.db.proposal.findFirstOrThrow({ where: { contextId: context.id } })).source).toBe(
+        'evidence',
+      );
     } finally {
       await sched.close();
     }
@@ -207,21 +269,35 @@ describe('GET /api/proposals and status changes', () => {
 
   test('When listing with a status filter and a limit, then only matching proposals come back; without auth, 401', async () => {
     const s = await withProposal();
-    expect((await request(h.baseUrl).get('/api/proposals?status=pending').set('x-api-key', s.product.apiKey)).body).toHaveLength(1);
-    expect((await request(h.baseUrl).get('/api/proposals?status=approved').set('x-api-key', s.product.apiKey)).body).toHaveLength(0);
-    expect((await request(h.baseUrl).get('/api/proposals?limit=0').set('x-api-key', s.product.apiKey)).status).toBe(400);
-    expect((await request(h.baseUrl).get('/api/proposals?status=done').set('x-api-key', s.product.apiKey)).status).toBe(400);
+    expect(
+      (await request(h.baseUrl).get('/api/proposals?status=pending').set('x-api-key', s.product.apiKey)).body,
+    ).toHaveLength(1);
+    expect(
+      (await request(h.baseUrl).get('/api/proposals?status=approved').set('x-api-key', s.product.apiKey))
+        .body,
+    ).toHaveLength(0);
+    expect(
+      (await request(h.baseUrl).get('/api/proposals?limit=0').set('x-api-key', s.product.apiKey)).status,
+    ).toBe(400);
+    expect(
+      (await request(h.baseUrl).get('/api/proposals?status=done').set('x-api-key', s.product.apiKey)).status,
+    ).toBe(400);
     expect((await request(h.baseUrl).get('/api/proposals')).status).toBe(401);
     expect((await request(h.baseUrl).get('/api/proposals').set('x-api-key', 'spk_bad')).status).toBe(401);
     const other = await setup();
-    expect((await request(h.baseUrl).get('/api/proposals').set('x-api-key', other.product.apiKey)).body).toEqual([]);
+    expect(
+      (await request(h.baseUrl).get('/api/proposals').set('x-api-key', other.product.apiKey)).body,
+    ).toEqual([]);
     expect((await other.user.agent.get('/api/proposals')).body).toEqual([]);
-    expect((await s.user.agent.get('/api/proposals')).body.map((p: { id: string }) => p.id)).toEqual([s.proposalId]);
+    expect((await s.user.agent.get('/api/proposals')).body.map((p: { id: string }) => p.id)).toEqual([
+      s.proposalId,
+    ]);
   });
 
   test('When a pending proposal is deferred, then pending again, then approved, then each change is stored; anything after approval is 409', async () => {
     const s = await withProposal();
-    const change = (status: string) => s.user.agent.patch(`/api/proposals/${s.proposalId}`).set('x-csrf-token', s.user.csrf).send({ status });
+    const change = (status: string) =>
+      s.user.agent.patch(`/api/proposals/${s.proposalId}`).set('x-csrf-token', s.user.csrf).send({ status });
     expect((await change('deferred')).body.status).toBe('deferred');
     expect((await change('pending')).body.status).toBe('pending');
     expect((await change('approved')).body.status).toBe('approved');
@@ -235,27 +311,66 @@ describe('GET /api/proposals and status changes', () => {
 
   test('When a proposal is rejected with the API key, then it is final; pending to pending is 409', async () => {
     const s = await withProposal();
-    const change = (status: string) => request(h.baseUrl).patch(`/api/proposals/${s.proposalId}`).set('x-api-key', s.product.apiKey).send({ status });
+    const change = (status: string) =>
+      request(h.baseUrl)
+        .patch(`/api/proposals/${s.proposalId}`)
+        .set('x-api-key', s.product.apiKey)
+        .send({ status });
     expect((await change('pending')).status).toBe(409);
     expect((await change('rejected')).body.status).toBe('rejected');
     expect((await change('approved')).status).toBe(409);
   });
 
-  test("When another user or key changes a proposal, or the status is invalid, then 404/400/403 and it stays pending", async () => {
+  test('When another user or key changes a proposal, or the status is invalid, then 404/400/403 and it stays pending', async () => {
     const s = await withProposal();
     const other = await setup();
-    expect((await other.user.agent.patch(`/api/proposals/${s.proposalId}`).set('x-csrf-token', other.user.csrf).send({ status: 'approved' })).status).toBe(404);
-    expect((await request(h.baseUrl).patch(`/api/proposals/${s.proposalId}`).set('x-api-key', other.product.apiKey).send({ status: 'approved' })).status).toBe(404);
-    expect((await s.user.agent.patch(`/api/proposals/${s.proposalId}`).set('x-csrf-token', s.user.csrf).send({ status: 'done' })).status).toBe(400);
-    expect((await s.user.agent.patch(`/api/proposals/${s.proposalId}`).send({ status: 'approved' })).status).toBe(403);
-    expect((await s.user.agent.patch('/api/proposals/not-a-uuid').set('x-csrf-token', s.user.csrf).send({ status: 'approved' })).status).toBe(400);
+    expect(
+      (
+        await other.user.agent
+          .patch(`/api/proposals/${s.proposalId}`)
+          .set('x-csrf-token', other.user.csrf)
+          .send({ status: 'approved' })
+      ).status,
+    ).toBe(404);
+    expect(
+      (
+        await request(h.baseUrl)
+          .patch(`/api/proposals/${s.proposalId}`)
+          .set('x-api-key', other.product.apiKey)
+          .send({ status: 'approved' })
+      ).status,
+    ).toBe(404);
+    expect(
+      (
+        await s.user.agent
+          .patch(`/api/proposals/${s.proposalId}`)
+          .set('x-csrf-token', s.user.csrf)
+          .send({ status: 'done' })
+      ).status,
+    ).toBe(400);
+    expect(
+      (await s.user.agent.patch(`/api/proposals/${s.proposalId}`).send({ status: 'approved' })).status,
+    ).toBe(403);
+    expect(
+      (
+        await s.user.agent
+          .patch('/api/proposals/not-a-uuid')
+          .set('x-csrf-token', s.user.csrf)
+          .send({ status: 'approved' })
+      ).status,
+    ).toBe(400);
     expect((await h.db.proposal.findUniqueOrThrow({ where: { id: s.proposalId } })).status).toBe('pending');
   });
 
   test('When two status changes race from pending, then exactly one applies', async () => {
     const s = await withProposal();
     const results = await Promise.all(
-      ['approved', 'rejected'].map((status) => request(h.baseUrl).patch(`/api/proposals/${s.proposalId}`).set('x-api-key', s.product.apiKey).send({ status })),
+      ['approved', 'rejected'].map((status) =>
+        request(h.baseUrl)
+          .patch(`/api/proposals/${s.proposalId}`)
+          .set('x-api-key', s.product.apiKey)
+          .send({ status }),
+      ),
     );
     expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
   });

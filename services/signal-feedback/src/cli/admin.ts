@@ -15,14 +15,21 @@ const USAGE = `usage:
  * @param argv the arguments after the command name
  * @returns the process exit code (0 ok, 1 failure, 2 usage)
  */
-export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv = process.env, out: (line: string) => void = console.log): Promise<number> {
+export async function runAdmin(
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  out: (line: string) => void = console.log,
+): Promise<number> {
   const [command, ...args] = argv;
   if (command !== 'set-plan' && command !== 'analyze-now') {
     out(USAGE);
     return 2;
   }
   const config = loadConfig(env);
-  const logger = createLogger({ name: 'signal-feedback-admin', level: config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL });
+  const logger = createLogger({
+    name: 'signal-feedback-admin',
+    level: config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL,
+  });
   const wiring = buildWiring(config, logger);
   try {
     if (command === 'set-plan') {

@@ -50,7 +50,9 @@ export class AccountRepository {
   /** A user and their password hash by (lower-cased) e-mail. */
   async findByEmail(email: string): Promise<(UserRecord & { passwordHash: string }) | undefined> {
     const u = await this.db.user.findUnique({ where: { email } });
-    return u ? { id: u.id, email: u.email, plan: u.plan, createdAt: u.createdAt, passwordHash: u.passwordHash } : undefined;
+    return u
+      ? { id: u.id, email: u.email, plan: u.plan, createdAt: u.createdAt, passwordHash: u.passwordHash }
+      : undefined;
   }
 
   /**
@@ -63,7 +65,12 @@ export class AccountRepository {
   }
 
   /** Stores a session (the token's hash only). */
-  async createSession(args: { tokenHash: string; userId: string; csrfToken: string; expiresAt: Date }): Promise<void> {
+  async createSession(args: {
+    tokenHash: string;
+    userId: string;
+    csrfToken: string;
+    expiresAt: Date;
+  }): Promise<void> {
     await this.db.session.create({ data: args });
   }
 
@@ -96,7 +103,9 @@ export class AccountRepository {
   /** Signals and proposals counted this month and products owned. */
   async usage(userId: string, month: string): Promise<UsageRecord> {
     const [counter, products] = await Promise.all([
-      this.db.usageCounter.findUnique({ where: { userId_month: { userId, month: new Date(`${month}T00:00:00Z`) } } }),
+      this.db.usageCounter.findUnique({
+        where: { userId_month: { userId, month: new Date(`${month}T00:00:00Z`) } },
+      }),
       this.db.product.count({ where: { userId } }),
     ]);
     return { signals: counter?.signals ?? 0, proposals: counter?.proposals ?? 0, products };

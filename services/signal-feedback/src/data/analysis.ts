@@ -43,7 +43,16 @@ export class AnalysisRepository {
    */
   async candidates(since: Date, minSignals: number, userId?: string): Promise<AnalysisCandidate[]> {
     const rows = await this.db.$queryRawUnsafe<
-      { context_id: string; product_id: string; user_id: string; plan: PlanName; name: string; content: string; positive_signals: string[]; negative_signals: string[] }[]
+      {
+        context_id: string;
+        product_id: string;
+        user_id: string;
+        plan: PlanName;
+        name: string;
+        content: string;
+        positive_signals: string[];
+        negative_signals: string[];
+      }[]
     >(
       `SELECT c.id AS context_id, c.product_id, p.user_id, u.plan::text AS plan, c.name, c.content, c.positive_signals, c.negative_signals
          FROM contexts c JOIN products p ON p.id = c.product_id JOIN users u ON u.id = p.user_id
@@ -95,7 +104,9 @@ export class AnalysisRepository {
 
   /** Counts of a context's signals in `[from, to)`, by sentiment and by type. */
   async windowStats(contextId: string, from: Date, to: Date): Promise<WindowStats> {
-    const rows = await this.db.$queryRawUnsafe<{ type: string; sentiment: 'positive' | 'negative' | 'neutral'; count: number }[]>(
+    const rows = await this.db.$queryRawUnsafe<
+      { type: string; sentiment: 'positive' | 'negative' | 'neutral'; count: number }[]
+    >(
       `SELECT type, sentiment::text AS sentiment, count(*)::int AS count FROM signals
         WHERE context_id = $1::uuid AND created_at >= $2 AND created_at < $3
         GROUP BY type, sentiment ORDER BY count(*) DESC, type`,
@@ -104,7 +115,13 @@ export class AnalysisRepository {
       to,
     );
     const sum = (s: string) => rows.filter((r) => r.sentiment === s).reduce((a, r) => a + r.count, 0);
-    return { total: rows.reduce((a, r) => a + r.count, 0), positive: sum('positive'), negative: sum('negative'), neutral: sum('neutral'), byType: rows };
+    return {
+      total: rows.reduce((a, r) => a + r.count, 0),
+      positive: sum('positive'),
+      negative: sum('negative'),
+      neutral: sum('neutral'),
+      byType: rows,
+    };
   }
 
   /**
@@ -139,7 +156,10 @@ export class AnalysisRepository {
   }
 
   /** Finishes an analysis run record. */
-  async finishRun(id: string, result: { contextsAnalyzed: number; proposalsCreated: number; error?: string }): Promise<void> {
+  async finishRun(
+    id: string,
+    result: { contextsAnalyzed: number; proposalsCreated: number; error?: string },
+  ): Promise<void> {
     await this.db.analysisRun.update({ where: { id }, data: { finishedAt: new Date(), ...result } });
   }
 }

@@ -55,9 +55,21 @@ export class ProductRepository {
         if (owned >= args.maxProducts) return 'limit_reached' as const;
       }
       const p = await tx.product.create({
-        data: { userId: args.userId, name: args.name, apiKeyHash: args.apiKeyHash, apiKeyPrefix: args.apiKeyPrefix },
+        data: {
+          userId: args.userId,
+          name: args.name,
+          apiKeyHash: args.apiKeyHash,
+          apiKeyPrefix: args.apiKeyPrefix,
+        },
       });
-      return { id: p.id, userId: p.userId, name: p.name, apiKeyPrefix: p.apiKeyPrefix, contextCount: 0, createdAt: p.createdAt };
+      return {
+        id: p.id,
+        userId: p.userId,
+        name: p.name,
+        apiKeyPrefix: p.apiKeyPrefix,
+        contextCount: 0,
+        createdAt: p.createdAt,
+      };
     });
   }
 
@@ -65,8 +77,16 @@ export class ProductRepository {
    * Replaces a product's key (the old one stops working).
    * @returns false when the user has no such product
    */
-  async rotateKey(userId: string, productId: string, apiKeyHash: string, apiKeyPrefix: string): Promise<boolean> {
-    const r = await this.db.product.updateMany({ where: { id: productId, userId }, data: { apiKeyHash, apiKeyPrefix } });
+  async rotateKey(
+    userId: string,
+    productId: string,
+    apiKeyHash: string,
+    apiKeyPrefix: string,
+  ): Promise<boolean> {
+    const r = await this.db.product.updateMany({
+      where: { id: productId, userId },
+      data: { apiKeyHash, apiKeyPrefix },
+    });
     return r.count === 1;
   }
 
@@ -77,7 +97,14 @@ export class ProductRepository {
       orderBy: { createdAt: 'asc' },
       include: { _count: { select: { contexts: true } } },
     });
-    return rows.map((p) => ({ id: p.id, userId: p.userId, name: p.name, apiKeyPrefix: p.apiKeyPrefix, contextCount: p._count.contexts, createdAt: p.createdAt }));
+    return rows.map((p) => ({
+      id: p.id,
+      userId: p.userId,
+      name: p.name,
+      apiKeyPrefix: p.apiKeyPrefix,
+      contextCount: p._count.contexts,
+      createdAt: p.createdAt,
+    }));
   }
 
   /** Whether the user owns the product. */
@@ -86,25 +113,42 @@ export class ProductRepository {
   }
 
   /** Creates a context in a product (ownership checked by the caller). */
-  async createContext(args: { productId: string; name: string; content: string; positiveSignals: string[]; negativeSignals: string[] }): Promise<ContextRecord> {
+  async createContext(args: {
+    productId: string;
+    name: string;
+    content: string;
+    positiveSignals: string[];
+    negativeSignals: string[];
+  }): Promise<ContextRecord> {
     return this.db.context.create({ data: args, select: CONTEXT_FIELDS });
   }
 
   /** Every context of every product of the user, oldest first. */
   async listContexts(userId: string): Promise<ContextRecord[]> {
-    return this.db.context.findMany({ where: { product: { userId } }, orderBy: { createdAt: 'asc' }, select: CONTEXT_FIELDS });
+    return this.db.context.findMany({
+      where: { product: { userId } },
+      orderBy: { createdAt: 'asc' },
+      select: CONTEXT_FIELDS,
+    });
   }
 
   /** One of the user's contexts. */
   async findContext(userId: string, id: string): Promise<ContextRecord | undefined> {
-    return (await this.db.context.findFirst({ where: { id, product: { userId } }, select: CONTEXT_FIELDS })) ?? undefined;
+    return (
+      (await this.db.context.findFirst({ where: { id, product: { userId } }, select: CONTEXT_FIELDS })) ??
+      undefined
+    );
   }
 
   /**
    * Changes one of the user's contexts.
    * @returns the updated context, or undefined when the user has no such context
    */
-  async updateContext(userId: string, id: string, changes: ContextChanges): Promise<ContextRecord | undefined> {
+  async updateContext(
+    userId: string,
+    id: string,
+    changes: ContextChanges,
+  ): Promise<ContextRecord | undefined> {
     const r = await this.db.context.updateMany({ where: { id, product: { userId } }, data: changes });
     return r.count === 1 ? this.findContext(userId, id) : undefined;
   }

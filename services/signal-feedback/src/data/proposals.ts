@@ -68,12 +68,21 @@ export class ProposalRepository {
    * Proposals visible to a product key or a user, highest priority first, then newest.
    * @param scope `productId` (API key) or `userId` (session, optionally one of the user's products)
    */
-  async list(scope: { productId: string } | { userId: string; productId?: string }, filter: { status?: ProposalStatus; limit: number }): Promise<Proposal[]> {
+  async list(
+    scope: { productId: string } | { userId: string; productId?: string },
+    filter: { status?: ProposalStatus; limit: number },
+  ): Promise<Proposal[]> {
     const where: Prisma.ProposalWhereInput = {
-      ...('userId' in scope ? { product: { userId: scope.userId }, ...(scope.productId ? { productId: scope.productId } : {}) } : { productId: scope.productId }),
+      ...('userId' in scope
+        ? { product: { userId: scope.userId }, ...(scope.productId ? { productId: scope.productId } : {}) }
+        : { productId: scope.productId }),
       ...(filter.status ? { status: filter.status } : {}),
     };
-    const rows = await this.db.proposal.findMany({ where, orderBy: [{ priorityScore: 'desc' }, { createdAt: 'desc' }], take: filter.limit });
+    const rows = await this.db.proposal.findMany({
+      where,
+      orderBy: [{ priorityScore: 'desc' }, { createdAt: 'desc' }],
+      take: filter.limit,
+    });
     return rows.map(toWire);
   }
 
@@ -82,9 +91,17 @@ export class ProposalRepository {
    * concurrent changes cannot both apply).
    * @param scope the product (API key) or user (session) the proposal must belong to
    */
-  async changeStatus(id: string, scope: { productId: string } | { userId: string }, to: ProposalStatus): Promise<StatusChangeOutcome> {
-    const owned: Prisma.ProposalWhereInput = 'userId' in scope ? { product: { userId: scope.userId } } : { productId: scope.productId };
-    const r = await this.db.proposal.updateMany({ where: { id, ...owned, status: { in: statesLeadingTo(to) } }, data: { status: to } });
+  async changeStatus(
+    id: string,
+    scope: { productId: string } | { userId: string },
+    to: ProposalStatus,
+  ): Promise<StatusChangeOutcome> {
+    const owned: Prisma.ProposalWhereInput =
+      'userId' in scope ? { product: { userId: scope.userId } } : { productId: scope.productId };
+    const r = await this.db.proposal.updateMany({
+      where: { id, ...owned, status: { in: statesLeadingTo(to) } },
+      data: { status: to },
+    });
     const current = await this.db.proposal.findFirst({ where: { id, ...owned } });
     if (!current) return { notFound: true };
     if (r.count === 1) return { updated: toWire(current) };
@@ -97,7 +114,10 @@ export class ProposalRepository {
    * @param month first day of the UTC month, `YYYY-MM-01`
    * @param limit the plan's monthly proposal limit; null: unlimited
    */
-  async insertWithinQuota(p: NewProposal, owner: { userId: string; month: string; limit: number | null }): Promise<ProposalInsertOutcome> {
+  async insertWithinQuota(
+    p: NewProposal,
+    owner: { userId: string; month: string; limit: number | null },
+  ): Promise<ProposalInsertOutcome> {
     return this.db
       .$transaction(async (tx) => {
         const inserted = await tx.$queryRaw<{ id: string }[]>`
@@ -133,7 +153,9 @@ export class ProposalRepository {
 
   /** Proposals counted this month for the user. */
   async monthlyProposals(userId: string, month: string): Promise<number> {
-    const c = await this.db.usageCounter.findUnique({ where: { userId_month: { userId, month: new Date(`${month}T00:00:00Z`) } } });
+    const c = await this.db.usageCounter.findUnique({
+      where: { userId_month: { userId, month: new Date(`${month}T00:00:00Z`) } },
+    });
     return c?.proposals ?? 0;
   }
 }

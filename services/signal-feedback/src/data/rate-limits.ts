@@ -30,10 +30,31 @@ export class AuthRateLimiter {
     private readonly pool: Pool,
     limits: AuthRateLimits,
   ) {
-    const common = { storeClient: pool, storeType: 'pool', tableName: 'rate_limits', tableCreated: true, clearExpiredByTimeout: false };
-    this.loginEmail = new RateLimiterPostgres({ ...common, keyPrefix: 'login_email', points: limits.loginPerEmail, duration: limits.windowSeconds });
-    this.loginIp = new RateLimiterPostgres({ ...common, keyPrefix: 'login_ip', points: limits.loginPerIp, duration: limits.windowSeconds });
-    this.signupIp = new RateLimiterPostgres({ ...common, keyPrefix: 'signup_ip', points: limits.signupPerIpPerHour, duration: 3600 });
+    const common = {
+      storeClient: pool,
+      storeType: 'pool',
+      tableName: 'rate_limits',
+      tableCreated: true,
+      clearExpiredByTimeout: false,
+    };
+    this.loginEmail = new RateLimiterPostgres({
+      ...common,
+      keyPrefix: 'login_email',
+      points: limits.loginPerEmail,
+      duration: limits.windowSeconds,
+    });
+    this.loginIp = new RateLimiterPostgres({
+      ...common,
+      keyPrefix: 'login_ip',
+      points: limits.loginPerIp,
+      duration: limits.windowSeconds,
+    });
+    this.signupIp = new RateLimiterPostgres({
+      ...common,
+      keyPrefix: 'signup_ip',
+      points: limits.signupPerIpPerHour,
+      duration: 3600,
+    });
   }
 
   /** Counts one log-in attempt for the address and the IP. */
@@ -66,7 +87,8 @@ async function consume(limiter: RateLimiterPostgres, key: string): Promise<RateD
     await limiter.consume(key);
     return { allowed: true };
   } catch (rejection) {
-    if (rejection instanceof RateLimiterRes) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)) };
+    if (rejection instanceof RateLimiterRes)
+      return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)) };
     throw rejection;
   }
 }

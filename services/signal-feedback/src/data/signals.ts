@@ -44,7 +44,13 @@ export class SignalRepository {
   /** The product whose key hashes to `apiKeyHash`, with its plan and contexts; undefined when none. */
   async findKeyOwner(apiKeyHash: string): Promise<KeyOwner | undefined> {
     const rows = await this.db.$queryRawUnsafe<
-      { product_id: string; user_id: string; plan: PlanName; api_key_hash: string; contexts: { id: string; p: string[]; n: string[] }[] }[]
+      {
+        product_id: string;
+        user_id: string;
+        plan: PlanName;
+        api_key_hash: string;
+        contexts: { id: string; p: string[]; n: string[] }[];
+      }[]
     >(
       `SELECT p.id AS product_id, p.user_id, u.plan::text AS plan, p.api_key_hash,
               COALESCE((SELECT json_agg(json_build_object('id', c.id, 'p', c.positive_signals, 'n', c.negative_signals))
@@ -74,9 +80,17 @@ export class SignalRepository {
    * @returns the rows inserted and the month's usage, or `ok: false` with the current usage
    * @throws the database's foreign-key error (code 23503) when a context was deleted meanwhile
    */
-  async insertWithinQuota(args: { userId: string; productId: string; month: string; limit: number; rows: SignalRow[] }): Promise<InsertOutcome> {
+  async insertWithinQuota(args: {
+    userId: string;
+    productId: string;
+    month: string;
+    limit: number;
+    rows: SignalRow[];
+  }): Promise<InsertOutcome> {
     const n = args.rows.length;
-    const json = JSON.stringify(args.rows.map((r) => ({ c: r.contextId, t: r.type, p: r.payload, s: r.sentiment })));
+    const json = JSON.stringify(
+      args.rows.map((r) => ({ c: r.contextId, t: r.type, p: r.payload, s: r.sentiment })),
+    );
     if (UNSTORABLE.test(json)) throw new UnstorableTextError();
     const result = await this.db.$queryRawUnsafe<{ used: number | null; inserted: number }[]>(
       `WITH quota AS (
@@ -121,7 +135,12 @@ export class SignalRepository {
  * driver adapter reports it: a context deleted between routing and insert.
  */
 export function isContextForeignKeyViolation(err: unknown): boolean {
-  const cause = (err as { meta?: { driverAdapterError?: { cause?: { originalCode?: unknown; constraint?: { index?: unknown } } } } } | null)?.meta
-    ?.driverAdapterError?.cause;
+  const cause = (
+    err as {
+      meta?: {
+        driverAdapterError?: { cause?: { originalCode?: unknown; constraint?: { index?: unknown } } };
+      };
+    } | null
+  )?.meta?.driverAdapterError?.cause;
   return cause?.originalCode === '23503' && cause.constraint?.index === 'signals_context_id_fkey';
 }

@@ -2,7 +2,15 @@ import type { Logger } from '@repo/service-kit';
 import type { AnalysisCandidate, AnalysisRepository } from '../data/analysis';
 import type { ProposalRepository } from '../data/proposals';
 import type { Proposal } from '../schemas';
-import { buildEvidence, evidenceHash, priorityScore, summarizeEvidence, textFromEvidence, WINDOW_MS, type ProposalText } from './evidence';
+import {
+  buildEvidence,
+  evidenceHash,
+  priorityScore,
+  summarizeEvidence,
+  textFromEvidence,
+  WINDOW_MS,
+  type ProposalText,
+} from './evidence';
 import type { ProposalWriter } from './llm';
 import { monthKey, PLAN_LIMITS } from './plans';
 
@@ -52,7 +60,11 @@ export class AnalysisService {
     const runId = await this.deps.analysis.startRun(trigger);
     const result: AnalysisResult = { contextsAnalyzed: 0, proposalsCreated: 0, proposals: [] };
     try {
-      const candidates = await this.deps.analysis.candidates(new Date(now.getTime() - WINDOW_MS), this.deps.minSignals, userId);
+      const candidates = await this.deps.analysis.candidates(
+        new Date(now.getTime() - WINDOW_MS),
+        this.deps.minSignals,
+        userId,
+      );
       for (const c of candidates) {
         const leaseUntil = new Date(now.getTime() + (this.deps.leaseMs ?? 5 * 60_000));
         if (!(await this.deps.analysis.claim(c.contextId, now, leaseUntil))) continue;
@@ -71,7 +83,10 @@ export class AnalysisService {
           await this.deps.analysis.release(c.contextId, analyzed ? now : null);
         }
       }
-      await this.deps.analysis.finishRun(runId, { contextsAnalyzed: result.contextsAnalyzed, proposalsCreated: result.proposalsCreated });
+      await this.deps.analysis.finishRun(runId, {
+        contextsAnalyzed: result.contextsAnalyzed,
+        proposalsCreated: result.proposalsCreated,
+      });
     } catch (err) {
       await this.deps.analysis
         .finishRun(runId, { ...result, error: err instanceof Error ? err.message : String(err) })
@@ -95,7 +110,8 @@ export class AnalysisService {
     const month = monthKey(now);
     const limit = PLAN_LIMITS[c.plan].proposalsPerMonth;
     // Checked before asking the LLM (the insert re-checks atomically).
-    if (limit !== null && (await this.deps.proposals.monthlyProposals(c.userId, month)) >= limit) return undefined;
+    if (limit !== null && (await this.deps.proposals.monthlyProposals(c.userId, month)) >= limit)
+      return undefined;
 
     let text: ProposalText;
     let source: 'llm' | 'evidence' = 'evidence';
@@ -104,7 +120,10 @@ export class AnalysisService {
         text = await this.deps.writer.write(c, evidence);
         source = 'llm';
       } catch (err) {
-        this.deps.logger.warn({ err, contextId: c.contextId }, 'LLM proposal failed; writing it from the evidence');
+        this.deps.logger.warn(
+          { err, contextId: c.contextId },
+          'LLM proposal failed; writing it from the evidence',
+        );
         text = textFromEvidence(c, evidence);
       }
     } else text = textFromEvidence(c, evidence);

@@ -43,13 +43,26 @@ export function markingValues(current: WindowStats, values: RecurringValue[]): E
     return [...values]
       .sort((a, b) => b.other - a.other)
       .slice(0, 5)
-      .map((v) => ({ key: v.key, value: v.value, count: v.other, share: round(v.other / Math.max(1, current.total)), share_elsewhere: 0 }));
+      .map((v) => ({
+        key: v.key,
+        value: v.value,
+        count: v.other,
+        share: round(v.other / Math.max(1, current.total)),
+        share_elsewhere: 0,
+      }));
   }
   return values
     .map((v) => {
       const share = v.negative / current.negative;
       const elsewhere = others > 0 ? v.other / others : 0;
-      return { key: v.key, value: v.value, count: v.negative, share: round(share), share_elsewhere: round(elsewhere), weight: v.negative * (share - elsewhere) };
+      return {
+        key: v.key,
+        value: v.value,
+        count: v.negative,
+        share: round(share),
+        share_elsewhere: round(elsewhere),
+        weight: v.negative * (share - elsewhere),
+      };
     })
     .filter((v) => v.count >= 2 && v.weight > 0)
     .sort((a, b) => b.weight - a.weight || b.count - a.count || a.key.localeCompare(b.key))
@@ -62,12 +75,17 @@ export function markingValues(current: WindowStats, values: RecurringValue[]): E
  * proposals"): rates, top failing types, payload values marking the failures and the trend.
  * @param values the window's payload values with their negative and other counts
  */
-export function buildEvidence(current: WindowStats, previous: WindowStats, values: RecurringValue[]): Evidence {
+export function buildEvidence(
+  current: WindowStats,
+  previous: WindowStats,
+  values: RecurringValue[],
+): Evidence {
   const n = current.total;
   const negativeRate = n > 0 ? current.negative / n : 0;
   const prevRate = previous.total > 0 ? previous.negative / previous.total : null;
   const delta = prevRate === null ? null : negativeRate - prevRate;
-  const trend: Trend = delta === null ? 'new' : delta > 0.05 ? 'worsening' : delta < -0.05 ? 'improving' : 'stable';
+  const trend: Trend =
+    delta === null ? 'new' : delta > 0.05 ? 'worsening' : delta < -0.05 ? 'improving' : 'stable';
   return {
     window_hours: WINDOW_MS / 3_600_000,
     signal_count: n,
@@ -123,17 +141,24 @@ export function summarizeEvidence(e: Evidence): string {
   const parts = [
     `${e.signal_count} signals in the last ${e.window_hours} h: ${e.negative} negative (${pct(e.negative_rate)}), ${e.positive} positive (${pct(e.positive_rate)}), ${e.neutral} neutral.`,
   ];
-  if (e.top_failing_types.length > 0) parts.push(`Top failing types: ${e.top_failing_types.map((t) => `${t.type} (${t.count})`).join(', ')}.`);
+  if (e.top_failing_types.length > 0)
+    parts.push(`Top failing types: ${e.top_failing_types.map((t) => `${t.type} (${t.count})`).join(', ')}.`);
   if (e.recurring_values.length > 0) {
     const what = e.negative > 0 ? 'Values marking the failures' : 'Recurring values';
     parts.push(
       `${what}: ${e.recurring_values
-        .map((r) => `${r.key}=${r.value} (${r.count}×${e.negative > 0 ? `, ${pct(r.share)} of failures vs ${pct(r.share_elsewhere)} of other signals` : ''})`)
+        .map(
+          (r) =>
+            `${r.key}=${r.value} (${r.count}×${e.negative > 0 ? `, ${pct(r.share)} of failures vs ${pct(r.share_elsewhere)} of other signals` : ''})`,
+        )
         .join(', ')}.`,
     );
   }
   if (e.trend === 'new') parts.push('No signals in the previous 24 h to compare with.');
-  else parts.push(`Negative rate ${e.trend} against the previous 24 h (${pct(e.previous.negative_rate ?? 0)} -> ${pct(e.negative_rate)}, ${e.previous.signal_count} signals then).`);
+  else
+    parts.push(
+      `Negative rate ${e.trend} against the previous 24 h (${pct(e.previous.negative_rate ?? 0)} -> ${pct(e.negative_rate)}, ${e.previous.signal_count} signals then).`,
+    );
   return parts.join(' ');
 }
 
@@ -157,8 +182,14 @@ export function textFromEvidence(context: { name: string; content: string }, e: 
   const current_state = [
     `Context: ${context.content}`,
     `Signals (last ${e.window_hours} h): ${e.signal_count} total, ${e.negative} negative, ${e.positive} positive, ${e.neutral} neutral.`,
-    ...(e.top_failing_types.length ? [`Failing types: ${e.top_failing_types.map((t) => `${t.type} ×${t.count}`).join(', ')}.`] : []),
-    ...(e.recurring_values.length ? [`${e.negative > 0 ? 'Payload values marking the failures' : 'Recurring payload values'}: ${e.recurring_values.map((r) => `${r.key}=${r.value} ×${r.count}`).join(', ')}.`] : []),
+    ...(e.top_failing_types.length
+      ? [`Failing types: ${e.top_failing_types.map((t) => `${t.type} ×${t.count}`).join(', ')}.`]
+      : []),
+    ...(e.recurring_values.length
+      ? [
+          `${e.negative > 0 ? 'Payload values marking the failures' : 'Recurring payload values'}: ${e.recurring_values.map((r) => `${r.key}=${r.value} ×${r.count}`).join(', ')}.`,
+        ]
+      : []),
     `Trend: ${e.trend}${e.negative_rate_delta !== null ? ` (${e.negative_rate_delta >= 0 ? '+' : ''}${Math.round(e.negative_rate_delta * 100)} points)` : ''}.`,
   ].join('\n');
   const where = e.recurring_values.slice(0, 2).map((r) => `${r.key} is ${r.value}`);

@@ -15,15 +15,26 @@ import type { SignalInput } from '../schemas';
  * @throws AppError `payload_too_large` (413) for a longer array; `invalid_request` (400) for a missing
  *   body, a non-object element or a missing/invalid type, listing every bad signal by index
  */
-export function parseSignalBatch(body: unknown, schema: z.ZodType<SignalInput, unknown>, maxBatch: number): SignalInput[] {
+export function parseSignalBatch(
+  body: unknown,
+  schema: z.ZodType<SignalInput, unknown>,
+  maxBatch: number,
+): SignalInput[] {
   if (body === undefined || body === null || (typeof body !== 'object' && !Array.isArray(body))) {
-    throw new AppError('invalid_request', 'Body must be a signal object or an array of signal objects (Content-Type: application/json)');
+    throw new AppError(
+      'invalid_request',
+      'Body must be a signal object or an array of signal objects (Content-Type: application/json)',
+    );
   }
   const items: unknown[] = Array.isArray(body) ? body : [body];
   if (items.length > maxBatch) {
-    throw new AppError('payload_too_large', `A batch holds at most ${maxBatch} signals; this one has ${items.length}`, {
-      details: { max_batch_size: maxBatch, received: items.length },
-    });
+    throw new AppError(
+      'payload_too_large',
+      `A batch holds at most ${maxBatch} signals; this one has ${items.length}`,
+      {
+        details: { max_batch_size: maxBatch, received: items.length },
+      },
+    );
   }
   const problems: FieldError[] = [];
   const parsed: SignalInput[] = [];
@@ -33,7 +44,14 @@ export function parseSignalBatch(body: unknown, schema: z.ZodType<SignalInput, u
     else problems.push(...fieldErrors(r.error, Array.isArray(body) ? `body.${i}` : 'body'));
   });
   if (problems.length > 0) {
-    throw new AppError('invalid_request', `Invalid signal(s): ${problems.slice(0, 5).map((p) => `${p.path}: ${p.message}`).join('; ')}`, { details: problems });
+    throw new AppError(
+      'invalid_request',
+      `Invalid signal(s): ${problems
+        .slice(0, 5)
+        .map((p) => `${p.path}: ${p.message}`)
+        .join('; ')}`,
+      { details: problems },
+    );
   }
   return parsed;
 }
@@ -47,7 +65,13 @@ export function parseSignalBatch(body: unknown, schema: z.ZodType<SignalInput, u
  * @throws AppError `invalid_request` (400) for a context_id of another product (or one deleted meanwhile);
  *   `quota_exceeded` (429, Retry-After until the month resets) when the batch would cross the limit
  */
-export async function acceptSignals(repo: SignalRepository, keys: KeyOwnerCache, cached: KeyOwner, signals: SignalInput[], now: Date): Promise<number> {
+export async function acceptSignals(
+  repo: SignalRepository,
+  keys: KeyOwnerCache,
+  cached: KeyOwner,
+  signals: SignalInput[],
+  now: Date,
+): Promise<number> {
   if (signals.length === 0) return 0;
   let owner = cached;
   // A context created since the owner was cached: read it again before refusing.
@@ -60,25 +84,48 @@ export async function acceptSignals(repo: SignalRepository, keys: KeyOwnerCache,
   for (let attempt = 0; ; attempt++) {
     const rows = routeSignals(signals, owner.contexts);
     try {
-      outcome = await repo.insertWithinQuota({ userId: owner.userId, productId: owner.productId, month, limit: PLAN_LIMITS[owner.plan].signalsPerMonth, rows });
+      outcome = await repo.insertWithinQuota({
+        userId: owner.userId,
+        productId: owner.productId,
+        month,
+        limit: PLAN_LIMITS[owner.plan].signalsPerMonth,
+        rows,
+      });
       break;
     } catch (err) {
       if (err instanceof UnstorableTextError) {
-        throw new AppError('invalid_request', 'A signal type or payload contains a NUL character or an unpaired surrogate, which cannot be stored', { cause: err });
+        throw new AppError(
+          'invalid_request',
+          'A signal type or payload contains a NUL character or an unpaired surrogate, which cannot be stored',
+          { cause: err },
+        );
       }
       if (!isContextForeignKeyViolation(err)) throw err;
       // A context deleted since the owner was cached (or meanwhile): route again with fresh contexts.
-      if (attempt > 0) throw new AppError('invalid_request', 'context_id does not belong to this product', { cause: err });
+      if (attempt > 0)
+        throw new AppError('invalid_request', 'context_id does not belong to this product', { cause: err });
       owner = (await keys.refresh(owner.apiKeyHash)) ?? owner;
     }
   }
   const limit = PLAN_LIMITS[owner.plan].signalsPerMonth;
   if (!outcome.ok) {
     const resetsAt = nextMonthStart(now);
-    throw new AppError('quota_exceeded', `Monthly signal limit of the ${owner.plan} plan reached: ${outcome.used} of ${limit} used, this batch has ${signals.length}`, {
-      details: { plan: owner.plan, limit, used: outcome.used, requested: signals.length, resets_at: resetsAt.toISOString() },
-      headers: { 'Retry-After': String(Math.max(1, Math.ceil((resetsAt.getTime() - now.getTime()) / 1000))) },
-    });
+    throw new AppError(
+      'quota_exceeded',
+      `Monthly signal limit of the ${owner.plan} plan reached: ${outcome.used} of ${limit} used, this batch has ${signals.length}`,
+      {
+        details: {
+          plan: owner.plan,
+          limit,
+          used: outcome.used,
+          requested: signals.length,
+          resets_at: resetsAt.toISOString(),
+        },
+        headers: {
+          'Retry-After': String(Math.max(1, Math.ceil((resetsAt.getTime() - now.getTime()) / 1000))),
+        },
+      },
+    );
   }
   return outcome.inserted;
 }

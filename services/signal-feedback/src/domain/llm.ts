@@ -38,13 +38,21 @@ export class OpenAiProposalWriter implements ProposalWriter {
 
   /** @param settings base URL, key, model and per-request timeout (ms) */
   constructor(private readonly settings: LlmSettings) {
-    this.client = new OpenAI({ baseURL: settings.baseUrl, apiKey: settings.apiKey, timeout: settings.timeoutMs, maxRetries: 1 });
+    this.client = new OpenAI({
+      baseURL: settings.baseUrl,
+      apiKey: settings.apiKey,
+      timeout: settings.timeoutMs,
+      maxRetries: 1,
+    });
   }
 
   async write(context: { name: string; content: string }, evidence: Evidence): Promise<ProposalText> {
     const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [
       { role: 'system', content: SYSTEM },
-      { role: 'user', content: JSON.stringify({ context: { name: context.name, description: context.content }, evidence }) },
+      {
+        role: 'user',
+        content: JSON.stringify({ context: { name: context.name, description: context.content }, evidence }),
+      },
     ];
     let lastError = '';
     for (let attempt = 0; attempt < 2; attempt++) {
@@ -58,10 +66,16 @@ export class OpenAiProposalWriter implements ProposalWriter {
       const parsed = parseJson(content);
       const result = LlmProposal.safeParse(parsed);
       if (result.success) return result.data;
-      lastError = parsed === undefined ? 'not valid JSON' : result.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+      lastError =
+        parsed === undefined
+          ? 'not valid JSON'
+          : result.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
       messages.push(
         { role: 'assistant', content },
-        { role: 'user', content: `That answer is invalid (${lastError}). Reply with only the JSON object with the four string fields.` },
+        {
+          role: 'user',
+          content: `That answer is invalid (${lastError}). Reply with only the JSON object with the four string fields.`,
+        },
       );
     }
     throw new Error(`LLM answer invalid after one repair: ${lastError}`);

@@ -18,7 +18,12 @@ export class PasswordHasher {
 
   /** The argon2id PHC string of `password` (random 16-byte salt). */
   hash(password: string): Promise<string> {
-    return argon2.hash(password, { type: argon2.argon2id, memoryCost: this.cost.memoryKib, timeCost: this.cost.timeCost, parallelism: 1 });
+    return argon2.hash(password, {
+      type: argon2.argon2id,
+      memoryCost: this.cost.memoryKib,
+      timeCost: this.cost.timeCost,
+      parallelism: 1,
+    });
   }
 
   /**

@@ -13,7 +13,9 @@ export const ALLOWED_TRANSITIONS: Readonly<Record<ProposalStatus, readonly Propo
 
 /** The states from which `to` may be reached. */
 export function statesLeadingTo(to: ProposalStatus): ProposalStatus[] {
-  return (Object.keys(ALLOWED_TRANSITIONS) as ProposalStatus[]).filter((from) => ALLOWED_TRANSITIONS[from].includes(to));
+  return (Object.keys(ALLOWED_TRANSITIONS) as ProposalStatus[]).filter((from) =>
+    ALLOWED_TRANSITIONS[from].includes(to),
+  );
 }
 
 /** Whether `from -> to` is allowed. */

@@ -46,10 +46,19 @@ export function routeSignals(signals: SignalInput[], contexts: ClassifyingContex
       context = byId.get(s.context_id.toLowerCase());
       if (!context) problems.push({ path: `body.${i}.context_id`, message: 'not a context of this product' });
     } else context = only;
-    return { type: s.type, ...(s.payload ? { payload: s.payload } : {}), contextId: context?.id ?? null, sentiment: classify(s.type, context) };
+    return {
+      type: s.type,
+      ...(s.payload ? { payload: s.payload } : {}),
+      contextId: context?.id ?? null,
+      sentiment: classify(s.type, context),
+    };
   });
   if (problems.length > 0) {
-    throw new AppError('invalid_request', `context_id does not belong to this product (${problems.length} signal(s))`, { details: problems });
+    throw new AppError(
+      'invalid_request',
+      `context_id does not belong to this product (${problems.length} signal(s))`,
+      { details: problems },
+    );
   }
   return routed;
 }

@@ -107,7 +107,12 @@ export function checkOrigin(req: Request, allowedOrigins: ReadonlySet<string>): 
 export function requireCsrf(allowedOrigins: ReadonlySet<string>): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     // Sign-up and log-in check the origin themselves: a stale session must not block a new log-in.
-    if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS' || SESSIONLESS_WRITES.has(req.path)) {
+    if (
+      req.method === 'GET' ||
+      req.method === 'HEAD' ||
+      req.method === 'OPTIONS' ||
+      SESSIONLESS_WRITES.has(req.path)
+    ) {
       next();
       return;
     }
@@ -121,7 +126,12 @@ export function requireCsrf(allowedOrigins: ReadonlySet<string>): RequestHandler
     checkOrigin(req, allowedOrigins);
     const header = req.get(CSRF_HEADER);
     if (!header || !safeEqual(header, session.csrfToken)) {
-      next(new AppError('csrf_failed', `Missing or wrong ${CSRF_HEADER} header (GET /api/auth/me returns the token)`));
+      next(
+        new AppError(
+          'csrf_failed',
+          `Missing or wrong ${CSRF_HEADER} header (GET /api/auth/me returns the token)`,
+        ),
+      );
       return;
     }
     next();
@@ -135,13 +145,17 @@ export function requireCsrf(allowedOrigins: ReadonlySet<string>): RequestHandler
  *   was presented and is invalid: always 401)
  * @throws AppError `unauthorized` (401)
  */
-export function apiKeyAuth(keys: KeyOwnerCache, options: { allowQuery?: boolean; required: boolean }): RequestHandler {
+export function apiKeyAuth(
+  keys: KeyOwnerCache,
+  options: { allowQuery?: boolean; required: boolean },
+): RequestHandler {
   return async (req, res, next) => {
     const fromQuery = options.allowQuery ? queryKeys.get(req) : undefined;
     const header = req.get('x-api-key');
     const key = fromQuery ?? header;
     if (key === undefined || key === '') {
-      if (options.required) next(new AppError('unauthorized', 'API key missing: send it in the x-api-key header'));
+      if (options.required)
+        next(new AppError('unauthorized', 'API key missing: send it in the x-api-key header'));
       else next();
       return;
     }

@@ -40,7 +40,12 @@ function refuse(decision: RateDecision, what: string): void {
 export function authRouter(deps: AuthDeps): Router {
   const router = Router();
   const cookieName = sessionCookieName(deps.secureCookies);
-  const cookieOptions: CookieOptions = { httpOnly: true, sameSite: 'lax', secure: deps.secureCookies, path: '/' };
+  const cookieOptions: CookieOptions = {
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: deps.secureCookies,
+    path: '/',
+  };
 
   async function me(user: UserRecord, csrfToken: string): Promise<Me> {
     const now = deps.now();
@@ -50,15 +55,30 @@ export function authRouter(deps: AuthDeps): Router {
     return {
       user: { id: user.id, email: user.email, plan: user.plan, created_at: user.createdAt.toISOString() },
       csrf_token: csrfToken,
-      limits: { signals_per_month: limits.signalsPerMonth, proposals_per_month: limits.proposalsPerMonth, products: limits.products },
-      usage: { month, signals: usage.signals, proposals: usage.proposals, products: usage.products, resets_at: nextMonthStart(now).toISOString() },
+      limits: {
+        signals_per_month: limits.signalsPerMonth,
+        proposals_per_month: limits.proposalsPerMonth,
+        products: limits.products,
+      },
+      usage: {
+        month,
+        signals: usage.signals,
+        proposals: usage.proposals,
+        products: usage.products,
+        resets_at: nextMonthStart(now).toISOString(),
+      },
     };
   }
 
   async function startSession(res: Response, user: UserRecord): Promise<string> {
     const tokens = newSessionTokens();
     const expiresAt = new Date(deps.now().getTime() + deps.sessionTtlMs);
-    await deps.accounts.createSession({ tokenHash: tokens.tokenHash, userId: user.id, csrfToken: tokens.csrfToken, expiresAt });
+    await deps.accounts.createSession({
+      tokenHash: tokens.tokenHash,
+      userId: user.id,
+      csrfToken: tokens.csrfToken,
+      expiresAt,
+    });
     res.cookie(cookieName, tokens.token, { ...cookieOptions, expires: expiresAt });
     res.setHeader('cache-control', 'no-store');
     return tokens.csrfToken;

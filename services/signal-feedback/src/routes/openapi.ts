@@ -1,7 +1,12 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { ErrorEnvelope } from '@repo/errors';
-import { buildOpenApiDocument, renderReferencePage, type JsonSchema, type OpenApiOperation } from '@repo/schemas';
+import {
+  buildOpenApiDocument,
+  renderReferencePage,
+  type JsonSchema,
+  type OpenApiOperation,
+} from '@repo/schemas';
 import {
   AnalysisRunResult,
   Context,
@@ -23,7 +28,13 @@ import {
 const err = (description: string) => ({ description, body: 'ErrorEnvelope' });
 const KEY = [{ apiKey: [] }];
 const SESSION = [{ session: [] }];
-const csrfHeader = { name: 'x-csrf-token', in: 'header' as const, required: true, description: 'the csrf_token of GET /api/auth/me (session writes only)', schema: { type: 'string' } };
+const csrfHeader = {
+  name: 'x-csrf-token',
+  in: 'header' as const,
+  required: true,
+  description: 'the csrf_token of GET /api/auth/me (session writes only)',
+  schema: { type: 'string' },
+};
 
 /**
  * The OpenAPI 3.1 document of signal-feedback (spec "Product-Signal Feedback Service", version 1.0.0),
@@ -38,7 +49,9 @@ export function signalFeedbackOpenApi(maxBatch = 1000): JsonSchema {
     '401': err('API key missing or invalid'),
     '413': err(`more than ${maxBatch} signals in one batch (details.max_batch_size)`),
     '415': err('body not sent as application/json'),
-    '429': err('the batch would cross the monthly signal limit of the plan; nothing stored (Retry-After: seconds to the month reset)'),
+    '429': err(
+      'the batch would cross the monthly signal limit of the plan; nothing stored (Retry-After: seconds to the month reset)',
+    ),
   };
   const operations: OpenApiOperation[] = [
     {
@@ -49,37 +62,59 @@ export function signalFeedbackOpenApi(maxBatch = 1000): JsonSchema {
       tags: ['Signals'],
       security: KEY,
       requestBody: { body: batch, required: true },
-      responses: { '200': { description: 'number of signals accepted', body: 'ReceivedResponse' }, ...ingestErrors },
+      responses: {
+        '200': { description: 'number of signals accepted', body: 'ReceivedResponse' },
+        ...ingestErrors,
+      },
     },
     {
       method: 'post',
       path: '/api/ingest',
       operationId: 'ingest',
-      summary: 'Automation-friendly ingest: key in ?key= or x-api-key; type/event/event_type and payload/data/properties',
+      summary:
+        'Automation-friendly ingest: key in ?key= or x-api-key; type/event/event_type and payload/data/properties',
       tags: ['Signals'],
       security: [{ apiKeyQuery: [] }, { apiKey: [] }],
       requestBody: { body: ingestBatch, required: true },
-      responses: { '200': { description: 'number of signals accepted', body: 'ReceivedResponse' }, ...ingestErrors },
+      responses: {
+        '200': { description: 'number of signals accepted', body: 'ReceivedResponse' },
+        ...ingestErrors,
+      },
     },
     {
       method: 'get',
       path: '/api/proposals',
       operationId: 'listProposals',
-      summary: 'Proposals, highest priority first (API key: the key\'s product; session: all the user\'s products)',
+      summary:
+        "Proposals, highest priority first (API key: the key's product; session: all the user's products)",
       tags: ['Proposals'],
       security: [...KEY, ...SESSION],
       parameters: [
-        { name: 'status', in: 'query', schema: { type: 'string', enum: ['pending', 'approved', 'rejected', 'deferred'] } },
+        {
+          name: 'status',
+          in: 'query',
+          schema: { type: 'string', enum: ['pending', 'approved', 'rejected', 'deferred'] },
+        },
         { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
-        { name: 'product_id', in: 'query', description: 'session: only this product', schema: { type: 'string', format: 'uuid' } },
+        {
+          name: 'product_id',
+          in: 'query',
+          description: 'session: only this product',
+          schema: { type: 'string', format: 'uuid' },
+        },
       ],
-      responses: { '200': { description: 'the proposals', body: z.array(Proposal) }, '400': err('invalid query'), '401': err('no key and no session') },
+      responses: {
+        '200': { description: 'the proposals', body: z.array(Proposal) },
+        '400': err('invalid query'),
+        '401': err('no key and no session'),
+      },
     },
     {
       method: 'patch',
       path: '/api/proposals/{id}',
       operationId: 'changeProposalStatus',
-      summary: 'Change a proposal\'s status: pending -> approved|rejected|deferred, deferred -> pending|approved|rejected',
+      summary:
+        "Change a proposal's status: pending -> approved|rejected|deferred, deferred -> pending|approved|rejected",
       tags: ['Proposals'],
       security: [...KEY, ...SESSION],
       parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }],
@@ -97,11 +132,15 @@ export function signalFeedbackOpenApi(maxBatch = 1000): JsonSchema {
       method: 'post',
       path: '/api/analysis/run',
       operationId: 'runAnalysis',
-      summary: 'Analyse the signed-in user\'s contexts now (the schedule does it periodically)',
+      summary: "Analyse the signed-in user's contexts now (the schedule does it periodically)",
       tags: ['Proposals'],
       security: SESSION,
       parameters: [csrfHeader],
-      responses: { '200': { description: 'what the pass did', body: 'AnalysisRunResult' }, '401': err('not signed in'), '403': err('CSRF check failed') },
+      responses: {
+        '200': { description: 'what the pass did', body: 'AnalysisRunResult' },
+        '401': err('not signed in'),
+        '403': err('CSRF check failed'),
+      },
     },
     {
       method: 'post',
@@ -116,44 +155,65 @@ export function signalFeedbackOpenApi(maxBatch = 1000): JsonSchema {
         '200': { description: 'the product with its key', body: 'CreatedProduct' },
         '400': err('invalid name'),
         '401': err('not signed in'),
-        '403': err('product limit of the plan reached (code product_limit_reached) or CSRF check failed (csrf_failed)'),
+        '403': err(
+          'product limit of the plan reached (code product_limit_reached) or CSRF check failed (csrf_failed)',
+        ),
       },
     },
     {
       method: 'post',
       path: '/api/products/{id}/rotate-key',
       operationId: 'rotateProductKey',
-      summary: 'Replace a product\'s spk_ key: the new key is returned this once and the old one stops working',
+      summary:
+        "Replace a product's spk_ key: the new key is returned this once and the old one stops working",
       tags: ['Products'],
       security: SESSION,
-      parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }, csrfHeader],
-      responses: { '200': { description: 'the product with its new key', body: 'CreatedProduct' }, '400': err('invalid id'), '401': err('not signed in'), '403': err('CSRF check failed'), '404': err('no such product of the user') },
+      parameters: [
+        { name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } },
+        csrfHeader,
+      ],
+      responses: {
+        '200': { description: 'the product with its new key', body: 'CreatedProduct' },
+        '400': err('invalid id'),
+        '401': err('not signed in'),
+        '403': err('CSRF check failed'),
+        '404': err('no such product of the user'),
+      },
     },
     {
       method: 'get',
       path: '/api/products',
       operationId: 'listProducts',
-      summary: 'The user\'s products (key prefix only)',
+      summary: "The user's products (key prefix only)",
       tags: ['Products'],
       security: SESSION,
-      responses: { '200': { description: 'products', body: z.array(ProductSummary) }, '401': err('not signed in') },
+      responses: {
+        '200': { description: 'products', body: z.array(ProductSummary) },
+        '401': err('not signed in'),
+      },
     },
     {
       method: 'post',
       path: '/api/context',
       operationId: 'createContext',
-      summary: 'Create a context in one of the user\'s products',
+      summary: "Create a context in one of the user's products",
       tags: ['Contexts'],
       security: SESSION,
       parameters: [csrfHeader],
       requestBody: { body: CreateContextBody, required: true },
-      responses: { '201': { description: 'the created context', body: 'Context' }, '400': err('invalid body'), '401': err('not signed in'), '403': err('CSRF check failed'), '404': err('no such product of the user') },
+      responses: {
+        '201': { description: 'the created context', body: 'Context' },
+        '400': err('invalid body'),
+        '401': err('not signed in'),
+        '403': err('CSRF check failed'),
+        '404': err('no such product of the user'),
+      },
     },
     {
       method: 'get',
       path: '/api/context',
       operationId: 'listContexts',
-      summary: 'All contexts of the user\'s products',
+      summary: "All contexts of the user's products",
       tags: ['Contexts'],
       security: SESSION,
       responses: { '200': { description: 'contexts', body: z.array(Context) }, '401': err('not signed in') },
@@ -162,21 +222,30 @@ export function signalFeedbackOpenApi(maxBatch = 1000): JsonSchema {
       method: 'patch',
       path: '/api/context',
       operationId: 'updateContext',
-      summary: 'Change fields of one of the user\'s contexts',
+      summary: "Change fields of one of the user's contexts",
       tags: ['Contexts'],
       security: SESSION,
       parameters: [csrfHeader],
       requestBody: { body: UpdateContextBody, required: true },
-      responses: { '200': { description: 'the updated context', body: 'Context' }, '400': err('invalid body'), '401': err('not signed in'), '403': err('CSRF check failed'), '404': err('no such context of the user') },
+      responses: {
+        '200': { description: 'the updated context', body: 'Context' },
+        '400': err('invalid body'),
+        '401': err('not signed in'),
+        '403': err('CSRF check failed'),
+        '404': err('no such context of the user'),
+      },
     },
     {
       method: 'delete',
       path: '/api/context',
       operationId: 'deleteContext',
-      summary: 'Delete one of the user\'s contexts with its proposals (its signals stay, unrouted)',
+      summary: "Delete one of the user's contexts with its proposals (its signals stay, unrouted)",
       tags: ['Contexts'],
       security: SESSION,
-      parameters: [{ name: 'id', in: 'query', required: true, schema: { type: 'string', format: 'uuid' } }, csrfHeader],
+      parameters: [
+        { name: 'id', in: 'query', required: true, schema: { type: 'string', format: 'uuid' } },
+        csrfHeader,
+      ],
       responses: {
         '200': { description: 'deleted', body: z.object({ id: z.uuid(), deleted: z.literal(true) }) },
         '400': err('invalid id'),
@@ -192,7 +261,13 @@ export function signalFeedbackOpenApi(maxBatch = 1000): JsonSchema {
       summary: 'Create an account (Free plan) and sign in: sets the session cookie',
       tags: ['Accounts'],
       requestBody: { body: SignupBody, required: true },
-      responses: { '201': { description: 'signed in', body: 'Me' }, '400': err('invalid e-mail or password under 10 characters'), '403': err('cross-origin request'), '409': err('e-mail taken'), '429': err('too many sign-ups from this address') },
+      responses: {
+        '201': { description: 'signed in', body: 'Me' },
+        '400': err('invalid e-mail or password under 10 characters'),
+        '403': err('cross-origin request'),
+        '409': err('e-mail taken'),
+        '429': err('too many sign-ups from this address'),
+      },
     },
     {
       method: 'post',
@@ -201,7 +276,13 @@ export function signalFeedbackOpenApi(maxBatch = 1000): JsonSchema {
       summary: 'Sign in: sets the session cookie',
       tags: ['Accounts'],
       requestBody: { body: Credentials, required: true },
-      responses: { '200': { description: 'signed in', body: 'Me' }, '400': err('invalid body'), '401': err('wrong e-mail or password'), '403': err('cross-origin request'), '429': err('too many attempts (Retry-After)') },
+      responses: {
+        '200': { description: 'signed in', body: 'Me' },
+        '400': err('invalid body'),
+        '401': err('wrong e-mail or password'),
+        '403': err('cross-origin request'),
+        '429': err('too many attempts (Retry-After)'),
+      },
     },
     {
       method: 'post',
@@ -217,7 +298,7 @@ export function signalFeedbackOpenApi(maxBatch = 1000): JsonSchema {
       method: 'get',
       path: '/api/auth/me',
       operationId: 'me',
-      summary: 'The signed-in user, plan limits, this month\'s usage and the CSRF token',
+      summary: "The signed-in user, plan limits, this month's usage and the CSRF token",
       tags: ['Accounts'],
       security: SESSION,
       responses: { '200': { description: 'the user', body: 'Me' }, '401': err('not signed in') },
@@ -235,7 +316,12 @@ export function signalFeedbackOpenApi(maxBatch = 1000): JsonSchema {
     securitySchemes: {
       apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'product key, spk_...' },
       apiKeyQuery: { type: 'apiKey', in: 'query', name: 'key', description: 'product key for /api/ingest' },
-      session: { type: 'apiKey', in: 'cookie', name: 'sf_session', description: '__Host-sf_session when cookies are Secure; writes also need x-csrf-token' },
+      session: {
+        type: 'apiKey',
+        in: 'cookie',
+        name: 'sf_session',
+        description: '__Host-sf_session when cookies are Secure; writes also need x-csrf-token',
+      },
     },
     operations,
   });

@@ -5,7 +5,13 @@ import { z } from 'zod';
 import type { ContextRecord, ProductRepository } from '../data/products';
 import { generateApiKey } from '../domain/api-keys';
 import { PLAN_LIMITS } from '../domain/plans';
-import { ContextIdQuery, CreateContextBody, CreateProductBody, UpdateContextBody, type Context } from '../schemas';
+import {
+  ContextIdQuery,
+  CreateContextBody,
+  CreateProductBody,
+  UpdateContextBody,
+  type Context,
+} from '../schemas';
 import { requireSession } from './auth-middleware';
 import type { SessionRecord } from '../data/accounts';
 
@@ -26,9 +32,16 @@ function contextToWire(c: ContextRecord): Context {
 function checkLists(positive: string[] | undefined, negative: string[] | undefined): void {
   const both = (positive ?? []).filter((t) => (negative ?? []).includes(t));
   if (both.length > 0) {
-    throw new AppError('invalid_request', `Signal types listed as both positive and negative: ${both.join(', ')}`, {
-      details: both.map((t) => ({ path: 'body.negative_signals', message: `${t} is also in positive_signals` })),
-    });
+    throw new AppError(
+      'invalid_request',
+      `Signal types listed as both positive and negative: ${both.join(', ')}`,
+      {
+        details: both.map((t) => ({
+          path: 'body.negative_signals',
+          message: `${t} is also in positive_signals`,
+        })),
+      },
+    );
   }
 }
 
@@ -55,9 +68,17 @@ export function productsRouter(deps: {
     const u = user(res.locals);
     const key = generateApiKey();
     const maxProducts = PLAN_LIMITS[u.plan].products;
-    const created = await deps.products.createWithinLimit({ userId: u.id, name: body.name, apiKeyHash: key.hash, apiKeyPrefix: key.displayPrefix, maxProducts });
+    const created = await deps.products.createWithinLimit({
+      userId: u.id,
+      name: body.name,
+      apiKeyHash: key.hash,
+      apiKeyPrefix: key.displayPrefix,
+      maxProducts,
+    });
     if (created === 'limit_reached') {
-      throw new AppError('product_limit_reached', `The ${u.plan} plan allows ${maxProducts} product(s)`, { details: { plan: u.plan, limit: maxProducts } });
+      throw new AppError('product_limit_reached', `The ${u.plan} plan allows ${maxProducts} product(s)`, {
+        details: { plan: u.plan, limit: maxProducts },
+      });
     }
     res.setHeader('cache-control', 'no-store');
     res.json({ id: created.id, name: created.name, api_key: key.key });
@@ -69,7 +90,8 @@ export function productsRouter(deps: {
     const u = user(res.locals);
     const products = await deps.products.listForUser(u.id);
     const product = products.find((p) => p.id === params.id);
-    if (!product || !(await deps.products.rotateKey(u.id, params.id, key.hash, key.displayPrefix))) throw notFound('product');
+    if (!product || !(await deps.products.rotateKey(u.id, params.id, key.hash, key.displayPrefix)))
+      throw notFound('product');
     deps.onContextsChanged?.(params.id);
     res.setHeader('cache-control', 'no-store');
     res.json({ id: product.id, name: product.name, api_key: key.key });
@@ -78,7 +100,13 @@ export function productsRouter(deps: {
   router.get('/products', async (_req, res) => {
     const list = await deps.products.listForUser(user(res.locals).id);
     res.json(
-      list.map((p) => ({ id: p.id, name: p.name, api_key_prefix: p.apiKeyPrefix, context_count: p.contextCount, created_at: p.createdAt.toISOString() })),
+      list.map((p) => ({
+        id: p.id,
+        name: p.name,
+        api_key_prefix: p.apiKeyPrefix,
+        context_count: p.contextCount,
+        created_at: p.createdAt.toISOString(),
+      })),
     );
   });
 
@@ -107,7 +135,10 @@ export function productsRouter(deps: {
     const u = user(res.locals);
     const existing = await deps.products.findContext(u.id, body.id);
     if (!existing) throw notFound('context');
-    checkLists(body.positive_signals ?? existing.positiveSignals, body.negative_signals ?? existing.negativeSignals);
+    checkLists(
+      body.positive_signals ?? existing.positiveSignals,
+      body.negative_signals ?? existing.negativeSignals,
+    );
     const updated = await deps.products.updateContext(u.id, body.id, {
       ...(body.name !== undefined ? { name: body.name } : {}),
       ...(body.content !== undefined ? { content: body.content } : {}),
@@ -122,11 +153,11 @@ export function productsRouter(deps: {
   router.delete('/context', validate({ query: ContextIdQuery }), async (_req, res) => {
     const { query } = validated<z.infer<typeof ContextIdQuery>>(res.locals);
     const existing = await deps.products.findContext(user(res.locals).id, query.id);
-    if (!existing || !(await deps.products.deleteContext(user(res.locals).id, query.id))) throw notFound('context');
+    if (!existing || !(await deps.products.deleteContext(user(res.locals).id, query.id)))
+      throw notFound('context');
     deps.onContextsChanged?.(existing.productId);
     res.json({ id: query.id, deleted: true });
   });
 
   return router;
 }
-

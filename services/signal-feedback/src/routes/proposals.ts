@@ -16,13 +16,18 @@ const IdParams = z.object({ id: z.uuid() });
  * auth; 409 for a change the state machine refuses) and POST /api/analysis/run (session: analyse the
  * user's contexts now).
  */
-export function proposalsRouter(deps: { proposals: ProposalRepository; keys: KeyOwnerCache; analysis: AnalysisService }): Router {
+export function proposalsRouter(deps: {
+  proposals: ProposalRepository;
+  keys: KeyOwnerCache;
+  analysis: AnalysisService;
+}): Router {
   const router = Router();
   const optionalKey = apiKeyAuth(deps.keys, { required: false });
   const keyOrSession: RequestHandler = (req, res, next) => {
     const done = (err?: unknown) => {
       if (err) next(err);
-      else if (!keyOwnerOf(res) && !sessionOf(res)) next(new AppError('unauthorized', 'Send a product API key in x-api-key or sign in'));
+      else if (!keyOwnerOf(res) && !sessionOf(res))
+        next(new AppError('unauthorized', 'Send a product API key in x-api-key or sign in'));
       else next();
     };
     Promise.resolve(optionalKey(req, res, done)).catch(next);
@@ -31,28 +36,52 @@ export function proposalsRouter(deps: { proposals: ProposalRepository; keys: Key
   router.get('/proposals', keyOrSession, validate({ query: ProposalsQuery }), async (_req, res) => {
     const { query } = validated<z.infer<typeof ProposalsQuery>>(res.locals);
     const owner = keyOwnerOf(res);
-    if (owner && query.product_id && query.product_id !== owner.productId) throw new AppError('invalid_request', 'product_id must be the key\'s product');
-    const scope = owner ? { productId: owner.productId } : { userId: sessionOf(res)!.user.id, ...(query.product_id ? { productId: query.product_id } : {}) };
+    if (owner && query.product_id && query.product_id !== owner.productId)
+      throw new AppError('invalid_request', "product_id must be the key's product");
+    const scope = owner
+      ? { productId: owner.productId }
+      : { userId: sessionOf(res)!.user.id, ...(query.product_id ? { productId: query.product_id } : {}) };
     res.json(await deps.proposals.list(scope, { status: query.status, limit: query.limit }));
   });
 
-  router.patch('/proposals/:id', keyOrSession, validate({ params: IdParams, body: ProposalStatusChange }), async (_req, res) => {
-    const { params, body } = validated<unknown, z.infer<typeof IdParams>, z.infer<typeof ProposalStatusChange>>(res.locals);
-    const owner = keyOwnerOf(res);
-    const scope = owner ? { productId: owner.productId } : { userId: sessionOf(res)!.user.id };
-    const outcome = await deps.proposals.changeStatus(params.id, scope, body.status);
-    if ('notFound' in outcome) throw notFound('proposal');
-    if ('conflict' in outcome) {
-      throw new AppError('invalid_transition', `A ${outcome.conflict} proposal cannot become ${body.status}`, {
-        details: { from: outcome.conflict, to: body.status, allowed: ALLOWED_TRANSITIONS[outcome.conflict] },
-      });
-    }
-    res.json(outcome.updated);
-  });
+  router.patch(
+    '/proposals/:id',
+    keyOrSession,
+    validate({ params: IdParams, body: ProposalStatusChange }),
+    async (_req, res) => {
+      const { params, body } = validated<
+        unknown,
+        z.infer<typeof IdParams>,
+        z.infer<typeof ProposalStatusChange>
+      >(res.locals);
+      const owner = keyOwnerOf(res);
+      const scope = owner ? { productId: owner.productId } : { userId: sessionOf(res)!.user.id };
+      const outcome = await deps.proposals.changeStatus(params.id, scope, body.status);
+      if ('notFound' in outcome) throw notFound('proposal');
+      if ('conflict' in outcome) {
+        throw new AppError(
+          'invalid_transition',
+          `A ${outcome.conflict} proposal cannot become ${body.status}`,
+          {
+            details: {
+              from: outcome.conflict,
+              to: body.status,
+              allowed: ALLOWED_TRANSITIONS[outcome.conflict],
+            },
+          },
+        );
+      }
+      res.json(outcome.updated);
+    },
+  );
 
   router.post('/analysis/run', requireSession, async (_req, res) => {
     const r = await deps.analysis.runOnce('user', sessionOf(res)!.user.id);
-    res.json({ contexts_analyzed: r.contextsAnalyzed, proposals_created: r.proposalsCreated, proposals: r.proposals });
+    res.json({
+      contexts_analyzed: r.contextsAnalyzed,
+      proposals_created: r.proposalsCreated,
+      proposals: r.proposals,
+    });
   });
 
   return router;

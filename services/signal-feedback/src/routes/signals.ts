@@ -10,7 +10,9 @@ import { apiKeyAuth, keyOwnerOf } from './auth-middleware';
 
 /** A body was sent but not as JSON: 415 rather than a confusing "missing type". */
 function requireJsonBody(req: Request): void {
-  const hasBody = (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0') || req.headers['transfer-encoding'] !== undefined;
+  const hasBody =
+    (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0') ||
+    req.headers['transfer-encoding'] !== undefined;
   if (req.body === undefined && hasBody && !req.is('application/json')) {
     throw new AppError('unsupported_media_type', 'Send signals as JSON with Content-Type: application/json');
   }
@@ -28,10 +30,17 @@ const REFUSAL_REASONS: Partial<Record<string, string>> = {
  * POST /api/signals and POST /api/ingest (spec, "Endpoints"): one signal or an array of up to
  * `maxBatch`, authenticated by the product API key; 200 `{ received }`.
  */
-export function signalsRouter(deps: { signals: SignalRepository; keys: KeyOwnerCache; maxBatch: number; now: () => Date; events?: SignalFeedbackEvents }): Router {
+export function signalsRouter(deps: {
+  signals: SignalRepository;
+  keys: KeyOwnerCache;
+  maxBatch: number;
+  now: () => Date;
+  events?: SignalFeedbackEvents;
+}): Router {
   const router = Router();
 
-  const handler = (schema: z.ZodType<SignalInput, unknown>): RequestHandler =>
+  const handler =
+    (schema: z.ZodType<SignalInput, unknown>): RequestHandler =>
     async (req, res) => {
       const count = Array.isArray(req.body) ? req.body.length : 1;
       try {
@@ -48,6 +57,10 @@ export function signalsRouter(deps: { signals: SignalRepository; keys: KeyOwnerC
     };
 
   router.post('/signals', apiKeyAuth(deps.keys, { required: true }), handler(SignalInput));
-  router.post('/ingest', apiKeyAuth(deps.keys, { required: true, allowQuery: true }), handler(IngestSignalInput));
+  router.post(
+    '/ingest',
+    apiKeyAuth(deps.keys, { required: true, allowQuery: true }),
+    handler(IngestSignalInput),
+  );
   return router;
 }

@@ -30,14 +30,18 @@ export async function startFakeLlm(script: FakeLlm['script'] = []): Promise<Fake
     req.on('data', (c: Buffer) => (raw += c.toString()));
     req.on('end', () => {
       if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
-        res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'not found' } }));
+        res
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { message: 'not found' } }));
         return;
       }
       const body = JSON.parse(raw) as FakeLlm['requests'][number];
       fake.requests.push(body);
       const step = fake.script[Math.min(served++, fake.script.length - 1)] ?? { status: 500 };
       if ('status' in step) {
-        res.writeHead(step.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'scripted failure', type: 'server_error' } }));
+        res
+          .writeHead(step.status, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { message: 'scripted failure', type: 'server_error' } }));
         return;
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end(
@@ -46,7 +50,9 @@ export async function startFakeLlm(script: FakeLlm['script'] = []): Promise<Fake
           object: 'chat.completion',
           created: Math.floor(Date.now() / 1000),
           model: body.model,
-          choices: [{ index: 0, message: { role: 'assistant', content: step.content }, finish_reason: 'stop' }],
+          choices: [
+            { index: 0, message: { role: 'assistant', content: step.content }, finish_reason: 'stop' },
+          ],
           usage: { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 },
         }),
       );

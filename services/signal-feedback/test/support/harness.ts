@@ -26,7 +26,11 @@ export interface Harness {
 export async function freshDatabase(dbName: string): Promise<string> {
   const databaseUrl = `${PG_BASE}/${dbName}`;
   await resetDatabase(databaseUrl);
-  await applyMigrations({ databaseUrl, migrationsDir: path.join(__dirname, '../../prisma/migrations'), log: { info: () => undefined, warn: () => undefined } });
+  await applyMigrations({
+    databaseUrl,
+    migrationsDir: path.join(__dirname, '../../prisma/migrations'),
+    log: { info: () => undefined, warn: () => undefined },
+  });
   return databaseUrl;
 }
 
@@ -36,9 +40,20 @@ export async function freshDatabase(dbName: string): Promise<string> {
  * database named `dbName`).
  * @param env extra environment variables (e.g. LLM_BASE_URL, MAX_BATCH_SIZE)
  */
-export async function startHarness(dbName: string, options: { env?: Record<string, string>; reuseDatabaseUrl?: string; deps?: Partial<AppDeps> } = {}): Promise<Harness> {
+export async function startHarness(
+  dbName: string,
+  options: { env?: Record<string, string>; reuseDatabaseUrl?: string; deps?: Partial<AppDeps> } = {},
+): Promise<Harness> {
   const databaseUrl = options.reuseDatabaseUrl ?? (await freshDatabase(dbName));
-  const config = loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', ARGON2_MEMORY_KIB: '4096', ANALYSIS_INTERVAL_MS: '0', DATABASE_POOL_SIZE: '20', SIGNUP_MAX_PER_IP_PER_HOUR: '100000', ...options.env });
+  const config = loadConfig({
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL: 'silent',
+    ARGON2_MEMORY_KIB: '4096',
+    ANALYSIS_INTERVAL_MS: '0',
+    DATABASE_POOL_SIZE: '20',
+    SIGNUP_MAX_PER_IP_PER_HOUR: '100000',
+    ...options.env,
+  });
   const logger = createLogger({ name: 'signal-feedback-test', level: 'silent' });
   const wiring = buildWiring(config, logger, options.deps);
   const app = createApp(wiring.deps);
@@ -72,16 +87,24 @@ export interface SignedIn {
 let counter = 0;
 
 /** Signs up a new user (unique e-mail) and returns the signed-in agent. */
-export async function signUp(h: Harness, overrides: { email?: string; password?: string } = {}): Promise<SignedIn> {
+export async function signUp(
+  h: Harness,
+  overrides: { email?: string; password?: string } = {},
+): Promise<SignedIn> {
   const agent = h.agent();
   const email = overrides.email ?? `user${Date.now()}-${++counter}@example.com`;
-  const res = await agent.post('/api/auth/signup').send({ email, password: overrides.password ?? 'correct horse battery' });
+  const res = await agent
+    .post('/api/auth/signup')
+    .send({ email, password: overrides.password ?? 'correct horse battery' });
   if (res.status !== 201) throw new Error(`signup failed: ${res.status} ${JSON.stringify(res.body)}`);
   return { agent, csrf: res.body.csrf_token as string, userId: res.body.user.id as string, email };
 }
 
 /** Creates a product for a signed-in user; returns its id and key. */
-export async function createProduct(user: SignedIn, name = 'Checkout app'): Promise<{ id: string; apiKey: string }> {
+export async function createProduct(
+  user: SignedIn,
+  name = 'Checkout app',
+): Promise<{ id: string; apiKey: string }> {
   const res = await user.agent.post('/api/products').set('x-csrf-token', user.csrf).send({ name });
   if (res.status !== 200) throw new Error(`create product failed: ${res.status} ${JSON.stringify(res.body)}`);
   return { id: res.body.id as string, apiKey: res.body.api_key as string };
@@ -91,7 +114,12 @@ export async function createProduct(user: SignedIn, name = 'Checkout app'): Prom
 export async function createContext(
   user: SignedIn,
   productId: string,
-  overrides: { name?: string; content?: string; positive_signals?: string[]; negative_signals?: string[] } = {},
+  overrides: {
+    name?: string;
+    content?: string;
+    positive_signals?: string[];
+    negative_signals?: string[];
+  } = {},
 ): Promise<{ id: string }> {
   const res = await user.agent
     .post('/api/context')
@@ -108,7 +136,11 @@ export async function createContext(
 }
 
 /** Polls `check` until it returns true or the deadline passes. */
-export async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+export async function waitFor(
+  check: () => Promise<boolean>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
