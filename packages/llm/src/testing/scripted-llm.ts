@@ -65,6 +65,8 @@ export interface ScriptedLlmOptions {
   apiKey?: string;
   /** Model ids listed by `GET /v1/models` (default `['scripted-model']`). */
   models?: string[];
+  /** TCP port on 127.0.0.1 (default 0: a free port). */
+  port?: number;
 }
 
 /** A running scripted OpenAI-compatible server. */
@@ -249,7 +251,7 @@ export async function startScriptedLlm(options: ScriptedLlmOptions = {}): Promis
       else res.destroy();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
