@@ -4,6 +4,7 @@ import {
   COMPUTE_TOPOLOGY,
   StepCommand,
   type Delivery,
+  type JobEvent,
   type RunnerHeartbeat,
   type UpstreamHealth,
 } from '@repo/queue';
@@ -427,6 +428,131 @@ describe('Paid jobs', () => {
     expect(
       steps.filter((d) => (d.body as StepCommand).jobId === command.jobId).map((d) => d.messageId),
     ).toEqual(['job_left_behind_by_a_crash_0:3']);
+  });
+});
+
+describe('Job state machine (runner events over RabbitMQ)', () => {
+  const at = () => new Date().toISOString();
+  async function paidJob(): Promise<string> {
+    await beat(HEALTHY, null);
+    await waitFor('healthy', async () => (await healthStatus()) === 200);
+    const signature = await h.transfer({ amountAtomic: 25_000_000n });
+    const res = await h.postWithProof('/api/v1/prove/debate', { idea: IDEA }, signature);
+    expect(res.status).toBe(202);
+    return String((await json(res)).jobId);
+  }
+  async function emit(event: JobEvent): Promise<void> {
+    await runner.publish(COMPUTE_TOPOLOGY.exchanges.events, event.type, event, { type: event.type });
+  }
+  async function job(jobId: string): Promise<Record<string, unknown>> {
+    return json(await fetch(`${h.baseUrl}/api/v1/jobs/${jobId}`));
+  }
+  const base = (jobId: string, stepIndex: number) => ({
+    jobId,
+    stepIndex,
+    runnerId: 'test-runner',
+    at: at(),
+  });
+  /** Runner events market-intel consumed so far, applied or not (its own counter on /metrics). */
+  async function eventsConsumed(): Promise<number> {
+    const text = await h.service.metrics.registry.metrics();
+    return text
+      .split('\n')
+      .filter((line) => line.startsWith('compute_job_events_total{'))
+      .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+  }
+
+  it('When step outcomes arrive twice, out of order or after the end, then each step is applied once, progress never drops and the terminal state stays final', async () => {
+    const jobId = await paidJob();
+    await emit({ type: 'job.step-started', ...base(jobId, 0) });
+    await waitFor('running', async () => (await job(jobId)).status === 'running');
+    const step0 = {
+      type: 'job.step-completed' as const,
+      ...base(jobId, 0),
+      outcome: { kind: 'continue' as const, state: { n: 1 }, progressPct: 40, label: 'round 1' },
+    };
+    await emit(step0);
+    await emit(step0); // a redelivery after a runner crash
+    await waitFor('step 0 applied', async () => (await job(jobId)).progressPct === 40);
+    // A lower progress figure for the next step is never shown.
+    await emit({
+      type: 'job.step-completed',
+      ...base(jobId, 1),
+      outcome: { kind: 'continue', state: { n: 2 }, progressPct: 30, label: 'round 2' },
+    });
+    await waitFor('step 1 applied', async () => (await h.service.jobs.appliedSteps(jobId)).length === 2);
+    expect((await job(jobId)).progressPct).toBe(40);
+    // An outcome for a step that is not the current one (stale or from the future) changes nothing.
+    await emit({
+      type: 'job.step-completed',
+      ...base(jobId, 7),
+      outcome: { kind: 'done', result: { verdict: 'APPROVED' }, label: 'bogus' },
+    });
+    await emit({
+      type: 'job.step-completed',
+      ...base(jobId, 2),
+      outcome: { kind: 'done', result: { verdict: 'REJECTED' }, label: 'report' },
+    });
+    await waitFor('completed', async () => (await job(jobId)).status === 'completed');
+    // Late events after the terminal state: a failure, a duplicate outcome, a start.
+    const seen = await eventsConsumed();
+    await emit({
+      type: 'job.step-failed',
+      ...base(jobId, 2),
+      attempt: 2,
+      retryable: false,
+      error: 'too late',
+    });
+    await emit({
+      type: 'job.step-completed',
+      ...base(jobId, 2),
+      outcome: { kind: 'done', result: { verdict: 'APPROVED' }, label: 'again' },
+    });
+    await emit({ type: 'job.step-started', ...base(jobId, 0) });
+    await waitFor('the late events consumed', async () => (await eventsConsumed()) >= seen + 3);
+    expect(await job(jobId)).toMatchObject({
+      status: 'completed',
+      progressPct: 100,
+      result: { verdict: 'REJECTED' },
+      error: null,
+    });
+    expect(await h.service.jobs.appliedSteps(jobId)).toEqual([
+      { stepIndex: 0, label: 'round 1', progressPct: 40 },
+      { stepIndex: 1, label: 'round 2', progressPct: 40 },
+      { stepIndex: 2, label: 'report', progressPct: 100 },
+    ]);
+  });
+
+  it('When a step fails with a retryable error, then the job keeps running with the last error; a non-retryable failure fails it with the reason', async () => {
+    const jobId = await paidJob();
+    await emit({
+      type: 'job.step-failed',
+      ...base(jobId, 0),
+      attempt: 1,
+      retryable: true,
+      error: 'LLM timed out',
+    });
+    await waitFor(
+      'last error kept',
+      async () =>
+        (await h.db.agentJob.findUnique({ where: { id: jobId } }))?.lastError === 'attempt 1: LLM timed out',
+    );
+    expect((await job(jobId)).status).toBe('pending');
+    await emit({
+      type: 'job.step-failed',
+      ...base(jobId, 0),
+      attempt: 2,
+      retryable: false,
+      error: 'invalid prove job input',
+    });
+    await waitFor('failed', async () => (await job(jobId)).status === 'failed');
+    const failed = await job(jobId);
+    expect(failed).toMatchObject({
+      status: 'failed',
+      result: null,
+      error: expect.stringContaining('invalid prove job input'),
+    });
+    expect(failed.completedAt).not.toBeNull();
   });
 });
 
