@@ -1,9 +1,9 @@
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import type { Logger } from '@repo/service-kit';
 import { cookieSecure, llmSettings, type SignalFeedbackConfig } from './config';
 import { AccountRepository } from './data/accounts';
 import { AnalysisRepository } from './data/analysis';
-import { createDb, type Db } from './data/prisma';
+import { createDbWithPool, type Db } from './data/prisma';
 import { ProductRepository } from './data/products';
 import { ProposalRepository } from './data/proposals';
 import { AuthRateLimiter } from './data/rate-limits';
@@ -17,7 +17,7 @@ import type { AppDeps } from './app';
 /** The service's long-lived resources, built from the configuration. */
 export interface Wiring {
   db: Db;
-  /** `pg` pool of the rate limiter. */
+  /** The `pg` pool under Prisma, the ingestion queries and the rate limiter. */
   pool: Pool;
   analysis: AnalysisService;
   deps: AppDeps;
@@ -34,11 +34,10 @@ export function buildWiring(
   logger: Logger,
   extra: Partial<AppDeps> = {},
 ): Wiring {
-  const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
-  const pool = new Pool({ connectionString: config.DATABASE_URL, max: 3 });
+  const { db, pool } = createDbWithPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
   const llm = llmSettings(config);
   const proposals = new ProposalRepository(db);
-  const signals = new SignalRepository(db);
+  const signals = new SignalRepository(pool);
   const analysis = new AnalysisService({
     analysis: new AnalysisRepository(db),
     proposals,
@@ -79,8 +78,8 @@ export function buildWiring(
     analysis,
     deps,
     async close() {
-      await pool.end();
       await db.$disconnect();
+      if (!pool.ended) await pool.end();
     },
   };
 }

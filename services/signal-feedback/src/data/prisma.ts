@@ -1,4 +1,5 @@
 import { PrismaPg } from '@prisma/adapter-pg';
+import { Pool } from 'pg';
 import { PrismaClient } from '../generated/prisma/client';
 
 /** The generated Prisma client of signal-feedback's database. */
@@ -11,4 +12,14 @@ export type Db = PrismaClient;
  */
 export function createDb(databaseUrl: string, poolSize = 10): Db {
   return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl, max: poolSize }) });
+}
+
+/**
+ * The service's `pg` pool and a Prisma client over it, so raw hot-path queries, the rate limiter and
+ * Prisma share one set of connections.
+ * @param poolSize maximum connections in the pool
+ */
+export function createDbWithPool(databaseUrl: string, poolSize = 10): { db: Db; pool: Pool } {
+  const pool = new Pool({ connectionString: databaseUrl, max: poolSize });
+  return { db: new PrismaClient({ adapter: new PrismaPg(pool) }), pool };
 }

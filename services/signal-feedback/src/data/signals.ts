@@ -1,4 +1,4 @@
-import type { Db } from './prisma';
+import type { Pool } from 'pg';
 import type { PlanName } from '../domain/plans';
 import type { Sentiment } from '../domain/signals';
 
@@ -36,14 +36,21 @@ export class UnstorableTextError extends Error {
   }
 }
 
-/** Signals and the monthly signal counters: the ingestion hot path, in raw SQL. */
+/**
+ * Signals and the monthly signal counters: the ingestion hot path, in raw SQL straight on the `pg` pool
+ * that Prisma's adapter also uses (no query-engine layer per request).
+ */
 export class SignalRepository {
-  /** @param db the Prisma client */
-  constructor(private readonly db: Db) {}
+  /** @param pool the service's `pg` pool (shared with the Prisma client) */
+  constructor(private readonly pool: Pool) {}
+
+  private async query<T extends unknown[]>(text: string, ...values: unknown[]): Promise<T> {
+    return (await this.pool.query(text, values)).rows as T;
+  }
 
   /** The product whose key hashes to `apiKeyHash`, with its plan and contexts; undefined when none. */
   async findKeyOwner(apiKeyHash: string): Promise<KeyOwner | undefined> {
-    const rows = await this.db.$queryRawUnsafe<
+    const rows = await this.query<
       {
         product_id: string;
         user_id: string;
@@ -92,7 +99,7 @@ export class SignalRepository {
       args.rows.map((r) => ({ c: r.contextId, t: r.type, p: r.payload, s: r.sentiment })),
     );
     if (UNSTORABLE.test(json)) throw new UnstorableTextError();
-    const result = await this.db.$queryRawUnsafe<{ used: number | null; inserted: number }[]>(
+    const result = await this.query<{ used: number | null; inserted: number }[]>(
       `WITH quota AS (
          INSERT INTO usage_counters AS u (user_id, month, signals, proposals)
          SELECT $1::uuid, $2::date, $3::int, 0 WHERE $3::int <= $4::int
@@ -121,7 +128,7 @@ export class SignalRepository {
 
   /** Signals counted this month for the user. */
   async monthlySignals(userId: string, month: string): Promise<number> {
-    const rows = await this.db.$queryRawUnsafe<{ signals: number }[]>(
+    const rows = await this.query<{ signals: number }[]>(
       'SELECT signals FROM usage_counters WHERE user_id = $1::uuid AND month = $2::date',
       userId,
       month,
@@ -131,16 +138,16 @@ export class SignalRepository {
 }
 
 /**
- * Whether an error is PostgreSQL's foreign-key violation (23503) of `signals.context_id`, as Prisma's
- * driver adapter reports it: a context deleted between routing and insert.
+ * Whether an error is PostgreSQL's foreign-key violation (23503) of `signals.context_id` (a context
+ * deleted between routing and insert), as `pg` or Prisma's driver adapter reports it.
  */
 export function isContextForeignKeyViolation(err: unknown): boolean {
-  const cause = (
-    err as {
-      meta?: {
-        driverAdapterError?: { cause?: { originalCode?: unknown; constraint?: { index?: unknown } } };
-      };
-    } | null
-  )?.meta?.driverAdapterError?.cause;
+  const e = err as {
+    code?: unknown;
+    constraint?: unknown;
+    meta?: { driverAdapterError?: { cause?: { originalCode?: unknown; constraint?: { index?: unknown } } } };
+  } | null;
+  if (e?.code === '23503') return e.constraint === 'signals_context_id_fkey';
+  const cause = e?.meta?.driverAdapterError?.cause;
   return cause?.originalCode === '23503' && cause.constraint?.index === 'signals_context_id_fkey';
 }
