@@ -163,7 +163,7 @@ async function main(): Promise<void> {
     const build = spawnSync(
       'pnpm',
       ['exec', 'turbo', 'run', 'build', '--filter=@repo/signal-feedback...', '--output-logs=errors-only'],
-      { cwd: ROOT, stdio: 'inherit' },
+      { cwd: ROOT, stdio: ['ignore', 2, 2] },
     );
     if (build.status !== 0) throw new Error('build failed');
   }
