@@ -1,4 +1,5 @@
-import argon2 from 'argon2';
+// @node-rs/argon2 ships prebuilt N-API binaries per platform and hashes argon2id by default.
+import { hash, verify } from '@node-rs/argon2';
 
 /** argon2id cost parameters. */
 export interface PasswordCost {
@@ -18,8 +19,7 @@ export class PasswordHasher {
 
   /** The argon2id PHC string of `password` (random 16-byte salt). */
   hash(password: string): Promise<string> {
-    return argon2.hash(password, {
-      type: argon2.argon2id,
+    return hash(password, {
       memoryCost: this.cost.memoryKib,
       timeCost: this.cost.timeCost,
       parallelism: 1,
@@ -33,9 +33,9 @@ export class PasswordHasher {
   async verify(stored: string | undefined, password: string): Promise<boolean> {
     if (!stored) {
       this.dummy ??= this.hash(`dummy-${Math.random()}`);
-      await argon2.verify(await this.dummy, password).catch(() => false);
+      await verify(await this.dummy, password).catch(() => false);
       return false;
     }
-    return argon2.verify(stored, password).catch(() => false);
+    return verify(stored, password).catch(() => false);
   }
 }
