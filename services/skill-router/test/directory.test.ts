@@ -193,9 +193,9 @@ describe('GET /api/discover/skills', () => {
       if (k !== 'pending') await activate(s.skill_id);
     }
     // popularity: summary > bridge > swap; creation order: swap, bridge, summary
-    await h.sql('UPDATE skills SET popularity = 0.9 WHERE skill_id = $1', ids.summary);
-    await h.sql('UPDATE skills SET popularity = 0.5 WHERE skill_id = $1', ids.bridge);
-    await h.sql('UPDATE skills SET popularity = 0.1 WHERE skill_id = $1', ids.swap);
+    await h.sql('UPDATE skill_stats SET popularity = 0.9 WHERE skill_id = $1', ids.summary);
+    await h.sql('UPDATE skill_stats SET popularity = 0.5 WHERE skill_id = $1', ids.bridge);
+    await h.sql('UPDATE skill_stats SET popularity = 0.1 WHERE skill_id = $1', ids.swap);
     await h.sql(`UPDATE skills SET created_at = now() - interval '3 hours' WHERE skill_id = $1`, ids.swap);
     await h.sql(`UPDATE skills SET created_at = now() - interval '2 hours' WHERE skill_id = $1`, ids.bridge);
     await h.sql(`UPDATE skills SET created_at = now() - interval '1 hours' WHERE skill_id = $1`, ids.summary);

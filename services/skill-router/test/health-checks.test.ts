@@ -47,7 +47,7 @@ describe('Periodic health checks', () => {
     const detail = await h.call('GET', `/api/discover/skills/${skill.skill_id}`);
     expect(detail.body.status).toBe('suspended');
     expect(detail.body.metrics.success_rate_24h).toBeLessThan(1);
-    const [stored] = await h.sql<{ success_rate_24h: number }>('SELECT success_rate_24h FROM skills WHERE skill_id = $1', skill.skill_id);
+    const [stored] = await h.sql<{ success_rate_24h: number }>('SELECT success_rate_24h FROM skill_stats WHERE skill_id = $1', skill.skill_id);
     expect(stored?.success_rate_24h).toBeLessThan(1);
     const routed = await h.call('POST', '/api/discover/route', { task: 'yak herding manuals' }, { 'x-api-key': key });
     expect(routed.body.total_matches).toBe(0);

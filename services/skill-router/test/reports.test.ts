@@ -28,7 +28,7 @@ describe('POST /api/discover/report', () => {
     const [row] = await h.sql<Record<string, unknown>>('SELECT caller, call_result, latency_ms, satisfaction, notes, api_key_id FROM call_reports WHERE skill_id = $1', id);
     const [k] = await h.sql<{ id: string }>('SELECT id FROM api_keys WHERE name = $1', 'reporter');
     expect(row).toEqual({ caller: 'agent-7', call_result: 'success', latency_ms: 240, satisfaction: 5, notes: 'fast', api_key_id: k?.id });
-    const [skill] = await h.sql<Record<string, number>>('SELECT calls_30d, rating_sum, rating_count, avg_latency_ms, success_rate_24h, popularity FROM skills WHERE skill_id = $1', id);
+    const [skill] = await h.sql<Record<string, number>>('SELECT calls_30d, rating_sum, rating_count, avg_latency_ms, success_rate_24h, popularity FROM skill_stats WHERE skill_id = $1', id);
     expect(skill).toMatchObject({ calls_30d: 1, rating_sum: 5, rating_count: 1, avg_latency_ms: 240, success_rate_24h: 1 });
     expect(skill?.popularity).toBeCloseTo(0.5 * (Math.log10(2) / Math.log10(10_001)) + 0.5 * (((5 + 15) / 6 - 1) / 4), 9);
     const detail = await h.call('GET', `/api/discover/skills/${id}`);
@@ -39,7 +39,7 @@ describe('POST /api/discover/report', () => {
     const id = await activeSkill();
     await report({ skill_id: id, caller: 'a', call_result: 'success' });
     await report({ skill_id: id, caller: 'a', call_result: result });
-    const [skill] = await h.sql<{ success_rate_24h: number; calls_30d: number }>('SELECT success_rate_24h, calls_30d FROM skills WHERE skill_id = $1', id);
+    const [skill] = await h.sql<{ success_rate_24h: number; calls_30d: number }>('SELECT success_rate_24h, calls_30d FROM skill_stats WHERE skill_id = $1', id);
     expect(skill).toEqual({ success_rate_24h: 0.5, calls_30d: 2 });
   });
 
@@ -98,7 +98,7 @@ describe('POST /api/discover/report: flood limit per key and skill', () => {
     expect(retryAfter).toBeGreaterThan(0);
     expect(retryAfter).toBeLessThanOrEqual(600);
     expect(await h.sql('SELECT count(*)::int AS n FROM call_reports WHERE skill_id = $1', id)).toEqual([{ n: 5 }]);
-    expect(await h.sql('SELECT calls_30d FROM skills WHERE skill_id = $1', id)).toEqual([{ calls_30d: 5 }]);
+    expect(await h.sql('SELECT calls_30d FROM skill_stats WHERE skill_id = $1', id)).toEqual([{ calls_30d: 5 }]);
 
     expect((await report({ skill_id: other, caller: 'flood', call_result: 'success' })).status).toBe(200);
     const secondKey = await h.createKey('another-reporter');

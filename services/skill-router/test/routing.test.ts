@@ -24,11 +24,11 @@ interface Metrics {
 async function seed(skill: Partial<RegisterSkillRequest> & { skill_id: string }, m: Metrics = {}): Promise<void> {
   const res = await h.register(key, buildSkill({ name: skill.skill_id, chains: [], pricing: { model: 'per_call', price_usd: 0 }, ...skill }));
   expect(res.status).toBe(201);
+  await h.sql(`UPDATE skills SET status = $2 WHERE skill_id = $1`, skill.skill_id, m.status ?? 'active');
   await h.sql(
-    `UPDATE skills SET status = $2, success_rate_24h = $3, avg_latency_ms = $4, calls_30d = $5, rating_sum = $6, rating_count = $7
+    `UPDATE skill_stats SET success_rate_24h = $2, avg_latency_ms = $3, calls_30d = $4, rating_sum = $5, rating_count = $6
       WHERE skill_id = $1`,
     skill.skill_id,
-    m.status ?? 'active',
     m.success_rate_24h ?? 1,
     m.avg_latency_ms === undefined ? 100 : m.avg_latency_ms,
     m.calls_30d ?? 0,

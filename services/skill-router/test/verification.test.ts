@@ -69,7 +69,7 @@ describe('Verification worker: every step passing', () => {
     expect(d.metrics.success_rate_24h).toBe(1);
     expect(d.health.checks_24h).toBe(2);
     const [row] = await h.sql<{ next_health_check_at: Date | null; avg_latency_ms: number | null }>(
-      'SELECT next_health_check_at, avg_latency_ms FROM skills WHERE skill_id = $1',
+      'SELECT next_health_check_at, avg_latency_ms FROM skill_stats WHERE skill_id = $1',
       skill.skill_id,
     );
     expect(row?.next_health_check_at).not.toBeNull();

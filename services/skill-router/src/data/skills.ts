@@ -1,5 +1,5 @@
 import type { RegisterSkillRequest, SkillStatus, VerificationStepResult } from '../schemas';
-import { popularity } from '../domain/scoring';
+import { popularity, type ScoringSkill } from '../domain/scoring';
 import type { PrismaDb } from './prisma';
 
 /** A skill as the directory and the router read it (plain object, times as Dates). */
@@ -24,10 +24,26 @@ export interface SkillRecord {
   updatedAt: Date;
 }
 
-/** A routing candidate: a {@link SkillRecord} with its capability terms. */
-export interface CandidateRecord extends SkillRecord {
-  /** Stemmed lexemes of capabilities and description. */
-  matchTerms: string[];
+/** A routing candidate: what scoring needs plus the fields of a route match. */
+export interface CandidateRecord extends ScoringSkill {
+  name: string;
+  endpoint: string;
+}
+
+interface CandidateRow {
+  skill_id: string;
+  name: string;
+  endpoint: string;
+  chains: string[] | null;
+  price_usd: number;
+  match_terms: string[] | null;
+  success_rate_24h: number;
+  avg_latency_ms: number | null;
+  calls_30d: number;
+  rating_sum: number;
+  rating_count: number;
+  task_terms: string[] | null;
+  total: bigint;
 }
 
 /** Everything GET /api/discover/skills/:id shows. */
@@ -92,8 +108,11 @@ export interface MetricWindow {
   ratingCount: number;
 }
 
-const SKILL_COLUMNS = `skill_id, name, provider, description, capabilities, chains, pricing_model, price_usd, endpoint,
-  status, success_rate_24h, avg_latency_ms, calls_30d, rating_sum, rating_count, popularity, created_at, updated_at`;
+/** Columns of a {@link SkillRecord}: `s` is `skills`, `st` its `skill_stats` row (always present). */
+const SKILL_COLUMNS = `s.skill_id, s.name, s.provider, s.description, s.capabilities, s.chains, s.pricing_model, s.price_usd,
+  s.endpoint, s.status, st.success_rate_24h, st.avg_latency_ms, st.calls_30d, st.rating_sum, st.rating_count, st.popularity,
+  s.created_at, s.updated_at`;
+const FROM_SKILLS = 'skills s JOIN skill_stats st ON st.skill_id = s.skill_id';
 
 interface SkillRow {
   skill_id: string;
@@ -157,7 +176,8 @@ export class SkillRepository {
    */
   async upsert(input: RegisterSkillRequest, ownerKeyId: string): Promise<UpsertOutcome> {
     const rows = await this.prisma.$queryRawUnsafe<{ revision: number; inserted: boolean }[]>(
-      `INSERT INTO skills (skill_id, name, provider, description, capabilities, chains, pricing_model, price_usd,
+      `WITH up AS (
+       INSERT INTO skills (skill_id, name, provider, description, capabilities, chains, pricing_model, price_usd,
          endpoint, input_schema, output_schema, owner_key_id, status, revision, search_vector, route_vector, match_terms,
          created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5::text[], $6::text[], $7, $8, $9, $10::jsonb, $11::jsonb, $12::uuid, 'pending_verification', 1,
@@ -174,10 +194,14 @@ export class SkillRepository {
          output_schema = EXCLUDED.output_schema, search_vector = EXCLUDED.search_vector,
          route_vector = EXCLUDED.route_vector, match_terms = EXCLUDED.match_terms,
          status = 'pending_verification', revision = skills.revision + 1, verification = NULL,
-         verification_reason = NULL, verification_lease_until = NULL, next_health_check_at = NULL,
-         consecutive_failures = 0, consecutive_successes = 0, updated_at = now()
+         verification_reason = NULL, verification_lease_until = NULL, updated_at = now()
        WHERE skills.owner_key_id = EXCLUDED.owner_key_id
-       RETURNING revision, (xmax = 0) AS inserted`,
+       RETURNING skill_id, revision, (xmax = 0) AS inserted),
+     stats AS (
+       -- No periodic health checks until the new revision is verified.
+       INSERT INTO skill_stats (skill_id) SELECT skill_id FROM up
+       ON CONFLICT (skill_id) DO UPDATE SET next_health_check_at = NULL, consecutive_failures = 0, consecutive_successes = 0)
+     SELECT revision, inserted FROM up`,
       input.skill_id,
       input.name,
       input.provider,
@@ -201,31 +225,31 @@ export class SkillRepository {
    * `search` is PostgreSQL web-search syntax over name and description (all words must match).
    */
   async list(filter: ListFilter): Promise<{ items: SkillRecord[]; total: number }> {
-    const where = [`status = 'active'`];
+    const where = [`s.status = 'active'`];
     const args: unknown[] = [];
     if (filter.category) {
       args.push([filter.category]);
-      where.push(`capabilities @> $${args.length}::text[]`);
+      where.push(`s.capabilities @> $${args.length}::text[]`);
     }
     if (filter.chain) {
       args.push([filter.chain]);
-      where.push(`chains @> $${args.length}::text[]`);
+      where.push(`s.chains @> $${args.length}::text[]`);
     }
     if (filter.search) {
       args.push(filter.search);
-      where.push(`search_vector @@ websearch_to_tsquery('english', $${args.length})`);
+      where.push(`s.search_vector @@ websearch_to_tsquery('english', $${args.length})`);
     }
-    const order = filter.sort === 'newest' ? 'created_at DESC, skill_id' : 'popularity DESC, skill_id';
+    const order = filter.sort === 'newest' ? 's.created_at DESC, s.skill_id' : 'st.popularity DESC, s.skill_id';
     const whereSql = where.join(' AND ');
     const [items, count] = await Promise.all([
       this.prisma.$queryRawUnsafe<SkillRow[]>(
-        `SELECT ${SKILL_COLUMNS} FROM skills WHERE ${whereSql} ORDER BY ${order}
+        `SELECT ${SKILL_COLUMNS} FROM ${FROM_SKILLS} WHERE ${whereSql} ORDER BY ${order}
          LIMIT $${args.length + 1} OFFSET $${args.length + 2}`,
         ...args,
         filter.limit,
         filter.offset,
       ),
-      this.prisma.$queryRawUnsafe<{ total: bigint }[]>(`SELECT count(*) AS total FROM skills WHERE ${whereSql}`, ...args),
+      this.prisma.$queryRawUnsafe<{ total: bigint }[]>(`SELECT count(*) AS total FROM skills s WHERE ${whereSql}`, ...args),
     ]);
     return { items: items.map(toRecord), total: Number(count[0]?.total ?? 0) };
   }
@@ -243,9 +267,9 @@ export class SkillRepository {
         consecutive_failures: number;
       })[]
     >(
-      `SELECT ${SKILL_COLUMNS}, input_schema, output_schema, verification, verification_reason, verified_at,
-              last_health_check_at, consecutive_failures
-         FROM skills WHERE skill_id = $1`,
+      `SELECT ${SKILL_COLUMNS}, s.input_schema, s.output_schema, s.verification, s.verification_reason, s.verified_at,
+              st.last_health_check_at, st.consecutive_failures
+         FROM ${FROM_SKILLS} WHERE s.skill_id = $1`,
       skillId,
     );
     const r = rows[0];
@@ -276,27 +300,37 @@ export class SkillRepository {
    * @returns the task's distinct lexemes, the candidates, and how many skills matched before the cut
    */
   async routeCandidates(task: string, chains: string[] | undefined, limit: number): Promise<{ taskTerms: string[]; candidates: CandidateRecord[]; total: number }> {
-    const terms = await this.prisma.$queryRawUnsafe<{ terms: string[] | null }[]>(
-      `SELECT tsvector_to_array(to_tsvector('english', $1)) AS terms`,
-      task,
-    );
-    const taskTerms = terms[0]?.terms ?? [];
-    if (taskTerms.length === 0) return { taskTerms, candidates: [], total: 0 };
     const chainFilter = chains && chains.length > 0;
-    const rows = await this.prisma.$queryRawUnsafe<(SkillRow & { match_terms: string[] | null; total: bigint })[]>(
-      `WITH q AS (SELECT replace(plainto_tsquery('english', $1)::text, ' & ', ' | ')::tsquery AS tsq)
-       SELECT ${SKILL_COLUMNS}, match_terms, count(*) OVER () AS total
-         FROM skills, q
-        WHERE status = 'active' AND route_vector @@ q.tsq ${chainFilter ? 'AND chains && $3::text[]' : ''}
-        ORDER BY ts_rank(route_vector, q.tsq) DESC, skill_id
+    // One round trip: the task's lexemes ride along on every row (a few short strings).
+    const rows = await this.prisma.$queryRawUnsafe<CandidateRow[]>(
+      `WITH q AS (SELECT replace(plainto_tsquery('english', $1)::text, ' & ', ' | ')::tsquery AS tsq,
+                         tsvector_to_array(to_tsvector('english', $1)) AS terms)
+       SELECT s.skill_id, s.name, s.endpoint, s.chains, s.price_usd, s.match_terms, st.success_rate_24h,
+              st.avg_latency_ms, st.calls_30d, st.rating_sum, st.rating_count, q.terms AS task_terms,
+              count(*) OVER () AS total
+         FROM q, skills s JOIN skill_stats st ON st.skill_id = s.skill_id
+        WHERE s.status = 'active' AND s.route_vector @@ q.tsq ${chainFilter ? 'AND s.chains && $3::text[]' : ''}
+        ORDER BY ts_rank(s.route_vector, q.tsq) DESC, s.skill_id
         LIMIT $2`,
       task,
       limit,
       ...(chainFilter ? [chains] : []),
     );
     return {
-      taskTerms,
-      candidates: rows.map((r) => ({ ...toRecord(r), matchTerms: r.match_terms ?? [] })),
+      taskTerms: rows[0]?.task_terms ?? [],
+      candidates: rows.map((r) => ({
+        skillId: r.skill_id,
+        name: r.name,
+        endpoint: r.endpoint,
+        chains: r.chains ?? [],
+        priceUsd: Number(r.price_usd),
+        matchTerms: r.match_terms ?? [],
+        successRate24h: Number(r.success_rate_24h),
+        avgLatencyMs: r.avg_latency_ms === null ? null : Number(r.avg_latency_ms),
+        calls30d: Number(r.calls_30d),
+        ratingSum: Number(r.rating_sum),
+        ratingCount: Number(r.rating_count),
+      })),
       total: Number(rows[0]?.total ?? 0),
     };
   }
@@ -347,18 +381,23 @@ export class SkillRepository {
            status = CASE WHEN $3 THEN 'active' ELSE 'verification_failed' END,
            verification = $4::jsonb, verification_reason = $5,
            verified_at = CASE WHEN $3 THEN now() ELSE verified_at END,
-           verification_lease_until = NULL,
-           next_health_check_at = CASE WHEN $3 THEN now() + ${ms(6)} ELSE NULL END,
-           consecutive_failures = 0, consecutive_successes = 0
+           verification_lease_until = NULL
          WHERE skill_id = $1 AND revision = $2 AND status = 'pending_verification'`,
         job.skillId,
         job.revision,
         result.passed,
         JSON.stringify(result.steps),
         result.reason,
-        healthIntervalMs,
       );
       if (n !== 1) return false;
+      await tx.$executeRawUnsafe(
+        `INSERT INTO skill_stats (skill_id, next_health_check_at) VALUES ($1, CASE WHEN $2 THEN now() + ${ms(3)} END)
+         ON CONFLICT (skill_id) DO UPDATE SET next_health_check_at = EXCLUDED.next_health_check_at,
+           consecutive_failures = 0, consecutive_successes = 0`,
+        job.skillId,
+        result.passed,
+        healthIntervalMs,
+      );
       if (result.probes.length > 0) {
         await tx.healthCheck.createMany({
           data: result.probes.map((p) => ({ skillId: job.skillId, kind: 'verification', ...p })),
@@ -376,14 +415,16 @@ export class SkillRepository {
    */
   async claimDueHealthChecks(batch: number, intervalMs: number): Promise<HealthJob[]> {
     const rows = await this.prisma.$queryRawUnsafe<{ skill_id: string; revision: number; endpoint: string; status: string }[]>(
-      `UPDATE skills SET next_health_check_at = now() + ${ms(2)}
-        WHERE skill_id IN (
-          SELECT skill_id FROM skills
-           WHERE status IN ('active', 'suspended') AND next_health_check_at <= now()
-           ORDER BY next_health_check_at, skill_id
-           LIMIT $1
-           FOR UPDATE SKIP LOCKED)
-        RETURNING skill_id, revision, endpoint, status`,
+      `UPDATE skill_stats st SET next_health_check_at = now() + ${ms(2)}
+         FROM skills s
+        WHERE s.skill_id = st.skill_id
+          AND st.skill_id IN (
+            SELECT d.skill_id FROM skill_stats d JOIN skills k ON k.skill_id = d.skill_id
+             WHERE d.next_health_check_at <= now() AND k.status IN ('active', 'suspended')
+             ORDER BY d.next_health_check_at, d.skill_id
+             LIMIT $1
+             FOR UPDATE OF d SKIP LOCKED)
+        RETURNING s.skill_id, s.revision, s.endpoint, s.status`,
       batch,
       intervalMs,
     );
@@ -393,7 +434,7 @@ export class SkillRepository {
   /**
    * Records a periodic health check: counts consecutive failures/successes, suspends an active skill
    * after `failuresToSuspend` failures in a row and resumes a suspended one after `successesToResume`
-   * successes in a row, then refreshes the metrics.
+   * successes in a row, then refreshes the metrics. Only the status change touches `skills`.
    * @returns the status after the check, or `null` when the skill changed meanwhile
    */
   async recordHealthCheck(
@@ -402,27 +443,33 @@ export class SkillRepository {
     thresholds: { failuresToSuspend: number; successesToResume: number },
   ): Promise<SkillStatus | null> {
     const status = await this.prisma.$transaction(async (tx) => {
-      const rows = await tx.$queryRawUnsafe<{ status: string }[]>(
-        `UPDATE skills SET
-           last_health_check_at = now(),
-           consecutive_failures = CASE WHEN $3 THEN 0 ELSE consecutive_failures + 1 END,
-           consecutive_successes = CASE WHEN $3 THEN consecutive_successes + 1 ELSE 0 END,
-           status = CASE
-             WHEN status = 'active' AND NOT $3 AND consecutive_failures + 1 >= $4 THEN 'suspended'
-             WHEN status = 'suspended' AND $3 AND consecutive_successes + 1 >= $5 THEN 'active'
-             ELSE status END
-         WHERE skill_id = $1 AND revision = $2 AND status IN ('active', 'suspended')
-         RETURNING status`,
+      // Locks the skill row first, so an update (new revision) cannot interleave.
+      const current = await tx.$queryRawUnsafe<{ status: string }[]>(
+        `SELECT status FROM skills WHERE skill_id = $1 AND revision = $2 AND status IN ('active', 'suspended') FOR UPDATE`,
         job.skillId,
         job.revision,
-        probe.ok,
-        thresholds.failuresToSuspend,
-        thresholds.successesToResume,
       );
-      const row = rows[0];
-      if (!row) return null;
+      const before = current[0]?.status as SkillStatus | undefined;
+      if (!before) return null;
+      const counters = await tx.$queryRawUnsafe<{ consecutive_failures: number; consecutive_successes: number }[]>(
+        `UPDATE skill_stats SET
+           last_health_check_at = now(),
+           consecutive_failures = CASE WHEN $2 THEN 0 ELSE consecutive_failures + 1 END,
+           consecutive_successes = CASE WHEN $2 THEN consecutive_successes + 1 ELSE 0 END
+         WHERE skill_id = $1
+         RETURNING consecutive_failures, consecutive_successes`,
+        job.skillId,
+        probe.ok,
+      );
+      const c = counters[0];
+      let after: SkillStatus = before;
+      if (c && before === 'active' && !probe.ok && c.consecutive_failures >= thresholds.failuresToSuspend) after = 'suspended';
+      if (c && before === 'suspended' && probe.ok && c.consecutive_successes >= thresholds.successesToResume) after = 'active';
+      if (after !== before) {
+        await tx.$executeRawUnsafe(`UPDATE skills SET status = $2 WHERE skill_id = $1`, job.skillId, after);
+      }
       await tx.healthCheck.create({ data: { skillId: job.skillId, kind: 'periodic', ...probe } });
-      return row.status as SkillStatus;
+      return after;
     });
     if (status) await this.refreshMetrics(job.skillId);
     return status;
@@ -500,7 +547,7 @@ export class SkillRepository {
     const w = await this.metricWindow(skillId);
     const pop = popularity(w.calls30d, w.ratingSum, w.ratingCount).value;
     await this.prisma.$executeRawUnsafe(
-      `UPDATE skills SET
+      `UPDATE skill_stats SET
          success_rate_24h = CASE WHEN $2 > 0 THEN $3::double precision / $2 ELSE success_rate_24h END,
          avg_latency_ms = COALESCE($4, avg_latency_ms),
          calls_30d = $5, rating_sum = $6, rating_count = $7, popularity = $8

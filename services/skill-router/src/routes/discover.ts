@@ -39,7 +39,7 @@ export interface DiscoverDeps {
 
 const round = (x: number, digits: number) => Math.round(x * 10 ** digits) / 10 ** digits;
 
-function metricsOf(s: SkillRecord) {
+function metricsOf(s: Pick<SkillRecord, 'successRate24h' | 'avgLatencyMs' | 'calls30d'>) {
   return {
     success_rate_24h: round(s.successRate24h, 4),
     avg_latency_ms: s.avgLatencyMs === null ? 0 : round(s.avgLatencyMs, 1),
