@@ -136,3 +136,16 @@ describe('scoreSkill and rankSkills', () => {
     expect(ranked.map((r) => r.skill.skillId)).toEqual(['a', 'b', 'c']);
   });
 });
+
+describe('rankSkills with a limit', () => {
+  it('When a limit is given, then only the best that many are returned, each with its reasons', () => {
+    const ranked = rankSkills(
+      [skill({ skillId: 'x', successRate24h: 0.2 }), skill({ skillId: 'y', successRate24h: 0.9 }), skill({ skillId: 'z', successRate24h: 0.5 })],
+      { taskTerms: ['text'] },
+      2,
+    );
+    expect(ranked.map((r) => r.skill.skillId)).toEqual(['y', 'z']);
+    expect(ranked[0]!.reasons.length).toBe(6);
+    expect(ranked[0]!.score).toBe(scoreSkill(ranked[0]!.skill, { taskTerms: ['text'] })!.score);
+  });
+});

@@ -30,11 +30,10 @@ export interface RouteOutcome {
  */
 export async function routeTask(source: CandidateSource, input: RouteInput, candidateLimit: number): Promise<RouteOutcome> {
   const { taskTerms, candidates, total } = await source.routeCandidates(input.task, input.chains, candidateLimit);
-  const ranked = rankSkills(candidates, {
-    taskTerms,
-    chains: input.chains,
-    maxPriceUsd: input.maxPriceUsd,
-    maxLatencyMs: input.maxLatencyMs,
-  });
-  return { matches: ranked.slice(0, input.limit), totalMatches: total };
+  const matches = rankSkills(
+    candidates,
+    { taskTerms, chains: input.chains, maxPriceUsd: input.maxPriceUsd, maxLatencyMs: input.maxLatencyMs },
+    input.limit,
+  );
+  return { matches, totalMatches: total };
 }

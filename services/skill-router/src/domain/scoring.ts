@@ -86,18 +86,19 @@ const usd = (x: number) => `$${x.toFixed(x < 0.01 ? 4 : 3)}`;
  * `capability_match`: the share of the task's terms found among the skill's capability and
  * description terms, |task ∩ skill| / |task|. No task terms: 0.
  */
-export function capabilityMatch(taskTerms: string[], skillTerms: string[]): FactorResult & { matched: string[] } {
-  const task = [...new Set(taskTerms)];
-  if (task.length === 0) return { value: 0, matched: [] };
-  const skill = new Set(skillTerms);
-  const matched = task.filter((t) => skill.has(t)).sort();
-  const value = matched.length / task.length;
+export function capabilityMatch(taskTerms: string[], skillTerms: string[], explain = true): FactorResult & { matched: string[] } {
+  const task = new Set(taskTerms);
+  if (task.size === 0) return { value: 0, matched: [] };
+  const matched = [...new Set(skillTerms)].filter((t) => task.has(t));
+  const value = matched.length / task.size;
+  if (!explain) return { value, matched };
+  matched.sort();
   return {
     value,
     matched,
     reason:
       matched.length > 0
-        ? `capability_match ${value.toFixed(2)}: task terms ${matched.map((m) => `"${m}"`).join(', ')} found in capabilities or description (${matched.length} of ${task.length})`
+        ? `capability_match ${value.toFixed(2)}: task terms ${matched.map((m) => `"${m}"`).join(', ')} found in capabilities or description (${matched.length} of ${task.size})`
         : undefined,
   };
 }
@@ -106,13 +107,13 @@ export function capabilityMatch(taskTerms: string[], skillTerms: string[]): Fact
  * `chain_match`: with no requested chains, 1 for every skill; otherwise the share of requested chains
  * the skill supports, and `null` (excluded, the spec's hard filter) when it supports none of them.
  */
-export function chainMatch(requested: string[] | undefined, supported: string[]): FactorResult | null {
+export function chainMatch(requested: string[] | undefined, supported: string[], explain = true): FactorResult | null {
   const wanted = [...new Set(requested ?? [])];
-  if (wanted.length === 0) return { value: 1, reason: 'chain_match 1.00: no chain requirement' };
-  const have = new Set(supported);
-  const hits = wanted.filter((c) => have.has(c));
+  if (wanted.length === 0) return { value: 1, reason: explain ? 'chain_match 1.00: no chain requirement' : undefined };
+  const hits = wanted.filter((c) => supported.includes(c));
   if (hits.length === 0) return null;
   const value = hits.length / wanted.length;
+  if (!explain) return { value };
   return { value, reason: `chain_match ${value.toFixed(2)}: supports ${hits.join(', ')} (${hits.length} of ${wanted.length} requested)` };
 }
 
@@ -122,21 +123,23 @@ export function chainMatch(requested: string[] | undefined, supported: string[])
  * @param priceUsd price per call in USD
  * @param budgetUsd `max_price_usd`, if given
  */
-export function priceFit(priceUsd: number, budgetUsd?: number): FactorResult {
-  if (priceUsd <= 0) return { value: 1, reason: 'price_fit 1.00: free' };
+export function priceFit(priceUsd: number, budgetUsd?: number, explain = true): FactorResult {
+  if (priceUsd <= 0) return { value: 1, reason: explain ? 'price_fit 1.00: free' : undefined };
   if (budgetUsd !== undefined) {
     if (priceUsd > budgetUsd) return { value: 0 };
     const value = clamp01(1 - priceUsd / (2 * budgetUsd));
+    if (!explain) return { value };
     return { value, reason: `price_fit ${value.toFixed(2)}: ${usd(priceUsd)} per call within the ${usd(budgetUsd)} budget` };
   }
   const value = clamp01(1 / (1 + priceUsd / PRICE_REFERENCE_USD));
+  if (!explain) return { value };
   return { value, reason: `price_fit ${value.toFixed(2)}: ${usd(priceUsd)} per call` };
 }
 
 /** `reliability`: the 24-hour success rate itself. */
-export function reliability(successRate24h: number): FactorResult {
+export function reliability(successRate24h: number, explain = true): FactorResult {
   const value = clamp01(successRate24h);
-  return value > 0 ? { value, reason: `reliability ${value.toFixed(2)}: ${pct(value)} of checks and calls succeeded in the last 24 h` } : { value };
+  return value > 0 && explain ? { value, reason: `reliability ${value.toFixed(2)}: ${pct(value)} of checks and calls succeeded in the last 24 h` } : { value };
 }
 
 /**
@@ -145,15 +148,17 @@ export function reliability(successRate24h: number): FactorResult {
  * @param avgLatencyMs average latency in ms, or `null`
  * @param maxLatencyMs `max_latency_ms`, if given
  */
-export function latencyFit(avgLatencyMs: number | null, maxLatencyMs?: number): FactorResult {
-  if (avgLatencyMs === null) return { value: 0.5, reason: 'latency_fit 0.50: no latency measured yet' };
+export function latencyFit(avgLatencyMs: number | null, maxLatencyMs?: number, explain = true): FactorResult {
+  if (avgLatencyMs === null) return { value: 0.5, reason: explain ? 'latency_fit 0.50: no latency measured yet' : undefined };
   const ms = Math.round(avgLatencyMs);
   if (maxLatencyMs !== undefined) {
     if (avgLatencyMs > maxLatencyMs) return { value: 0 };
     const value = clamp01(1 - avgLatencyMs / (2 * maxLatencyMs));
+    if (!explain) return { value };
     return { value, reason: `latency_fit ${value.toFixed(2)}: average ${ms} ms within the ${maxLatencyMs} ms limit` };
   }
   const value = clamp01(1 / (1 + avgLatencyMs / LATENCY_REFERENCE_MS));
+  if (!explain) return { value };
   return { value, reason: `latency_fit ${value.toFixed(2)}: average ${ms} ms` };
 }
 
@@ -162,29 +167,31 @@ export function latencyFit(avgLatencyMs: number | null, maxLatencyMs?: number): 
  * {@link POPULARITY_CALLS_SATURATION}), capped at 1. Rating = the Bayesian average of satisfaction
  * ((sum + 3·5) / (count + 5), 1–5) mapped to 0..1, so a few ratings move it little.
  */
-export function popularity(calls30d: number, ratingSum: number, ratingCount: number): FactorResult {
+export function popularity(calls30d: number, ratingSum: number, ratingCount: number, explain = true): FactorResult {
   const volume = clamp01(Math.log10(1 + Math.max(0, calls30d)) / Math.log10(1 + POPULARITY_CALLS_SATURATION));
   const bayes = (ratingSum + RATING_PRIOR * RATING_PRIOR_WEIGHT) / (ratingCount + RATING_PRIOR_WEIGHT);
   const rating = clamp01((bayes - 1) / 4);
   const value = clamp01(0.5 * volume + 0.5 * rating);
+  if (!explain) return { value };
   const rated = ratingCount > 0 ? `rated ${(ratingSum / ratingCount).toFixed(1)}/5 by ${ratingCount}` : 'not rated yet';
   return { value, reason: `popularity ${value.toFixed(2)}: ${calls30d} calls in 30 days, ${rated}` };
 }
 
 /**
  * Scores one skill for a route query.
+ * @param explain build `reasons` (false: values only, for ranking many candidates quickly)
  * @returns the score, or `null` when the chain hard filter excludes the skill
  */
-export function scoreSkill<S extends ScoringSkill>(skill: S, query: RouteQuery): ScoredSkill<S> | null {
-  const chain = chainMatch(query.chains, skill.chains);
+export function scoreSkill<S extends ScoringSkill>(skill: S, query: RouteQuery, explain = true): ScoredSkill<S> | null {
+  const chain = chainMatch(query.chains, skill.chains, explain);
   if (!chain) return null;
   const results: Record<Factor, FactorResult> = {
-    capability_match: capabilityMatch(query.taskTerms, skill.matchTerms),
+    capability_match: capabilityMatch(query.taskTerms, skill.matchTerms, explain),
     chain_match: chain,
-    price_fit: priceFit(skill.priceUsd, query.maxPriceUsd),
-    reliability: reliability(skill.successRate24h),
-    latency_fit: latencyFit(skill.avgLatencyMs, query.maxLatencyMs),
-    popularity: popularity(skill.calls30d, skill.ratingSum, skill.ratingCount),
+    price_fit: priceFit(skill.priceUsd, query.maxPriceUsd, explain),
+    reliability: reliability(skill.successRate24h, explain),
+    latency_fit: latencyFit(skill.avgLatencyMs, query.maxLatencyMs, explain),
+    popularity: popularity(skill.calls30d, skill.ratingSum, skill.ratingCount, explain),
   };
   let sum = 0;
   const factors = {} as Record<Factor, number>;
@@ -201,12 +208,14 @@ export function scoreSkill<S extends ScoringSkill>(skill: S, query: RouteQuery):
 /**
  * Scores and orders skills: highest score first, ties by `skill_id` ascending (code-unit order).
  * Skills the chain filter excludes are dropped.
+ * @param limit how many of the best to return (reasons are built for these only); default all
  */
-export function rankSkills<S extends ScoringSkill>(skills: S[], query: RouteQuery): ScoredSkill<S>[] {
+export function rankSkills<S extends ScoringSkill>(skills: S[], query: RouteQuery, limit = Infinity): ScoredSkill<S>[] {
   const scored: ScoredSkill<S>[] = [];
   for (const s of skills) {
-    const r = scoreSkill(s, query);
+    const r = scoreSkill(s, query, false);
     if (r) scored.push(r);
   }
-  return scored.sort((a, b) => b.score - a.score || (a.skill.skillId < b.skill.skillId ? -1 : a.skill.skillId > b.skill.skillId ? 1 : 0));
+  scored.sort((a, b) => b.score - a.score || (a.skill.skillId < b.skill.skillId ? -1 : a.skill.skillId > b.skill.skillId ? 1 : 0));
+  return scored.slice(0, limit).map((r) => scoreSkill(r.skill, query, true) ?? r);
 }
