@@ -200,3 +200,29 @@ describe('POST /api/discover/route: the score and the answer', () => {
     expect(res.body.details.map((d: { path: string }) => d.path)).toContain(field);
   });
 });
+
+describe('POST /api/discover/route: the candidate cut', () => {
+  let small: Harness;
+  let smallKey: string;
+  beforeAll(async () => {
+    small = await startHarness('skill_router_routing_cut_test', { ROUTE_CANDIDATE_LIMIT: '10' });
+    smallKey = await small.createKey();
+  });
+  afterAll(() => small.close());
+
+  it('When more skills match than ROUTE_CANDIDATE_LIMIT, then the best by text rank are scored and total_matches counts all', async () => {
+    for (let i = 0; i < 12; i++) {
+      const s = buildSkill({ skill_id: `cut-${String(i).padStart(2, '0')}`, name: `Tool ${i}`, description: 'Renders charts for dashboards quickly.', capabilities: ['charts'], chains: [] });
+      expect((await small.register(smallKey, s)).status).toBe(201);
+    }
+    // The strongest text match: the task's terms in its name, capabilities and description.
+    const best = buildSkill({ skill_id: 'cut-zz', name: 'Iguana dashboards', description: 'Iguana dashboards and iguana reports for iguana data.', capabilities: ['iguana', 'dashboards'], chains: [] });
+    await small.register(smallKey, best);
+    await small.sql(`UPDATE skills SET status = 'active'`);
+    const res = await small.call('POST', '/api/discover/route', { task: 'iguana dashboards', limit: 100 }, { 'x-api-key': smallKey });
+    expect(res.status).toBe(200);
+    expect(res.body.total_matches).toBe(13);
+    expect(res.body.matches).toHaveLength(10);
+    expect(res.body.matches[0].skill_id).toBe('cut-zz');
+  });
+});

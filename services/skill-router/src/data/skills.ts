@@ -295,27 +295,35 @@ export class SkillRepository {
    * Routing candidates from the GIN-indexed full-text vector: active skills whose name, capabilities
    * or description share at least one lexeme with the task (the task's `plainto_tsquery` with its
    * ANDs turned into ORs), restricted to skills supporting at least one of `chains` when given.
-   * Ordered by `ts_rank` (best first) and cut at `limit`.
+   * When more than `limit` skills match, the best `limit` by `ts_rank` are kept. A candidate's
+   * `matchTerms` holds only those of its capability and description lexemes that occur in the task
+   * (the intersection is all capability_match needs, and it keeps the rows small).
    * @param task the natural-language task
    * @returns the task's distinct lexemes, the candidates, and how many skills matched before the cut
    */
   async routeCandidates(task: string, chains: string[] | undefined, limit: number): Promise<{ taskTerms: string[]; candidates: CandidateRecord[]; total: number }> {
     const chainFilter = chains && chains.length > 0;
-    // One round trip: the task's lexemes ride along on every row (a few short strings).
-    const rows = await this.prisma.$queryRawUnsafe<CandidateRow[]>(
-      `WITH q AS (SELECT replace(plainto_tsquery('english', $1)::text, ' & ', ' | ')::tsquery AS tsq,
-                         tsvector_to_array(to_tsvector('english', $1)) AS terms)
-       SELECT s.skill_id, s.name, s.endpoint, s.chains, s.price_usd, s.match_terms, st.success_rate_24h,
-              st.avg_latency_ms, st.calls_30d, st.rating_sum, st.rating_count, q.terms AS task_terms,
-              count(*) OVER () AS total
-         FROM q, skills s JOIN skill_stats st ON st.skill_id = s.skill_id
-        WHERE s.status = 'active' AND s.route_vector @@ q.tsq ${chainFilter ? 'AND s.chains && $3::text[]' : ''}
-        ORDER BY ts_rank(s.route_vector, q.tsq) DESC, s.skill_id
-        LIMIT $2`,
-      task,
-      limit,
-      ...(chainFilter ? [chains] : []),
-    );
+    // One round trip: the task's lexemes ride along on every row (a few short strings), and of the
+    // skill's lexemes only those in the task are sent (all capability_match needs). Ranking by
+    // ts_rank is only paid for when more than `limit` skills match.
+    const query = (ranked: boolean) =>
+      this.prisma.$queryRawUnsafe<CandidateRow[]>(
+        `WITH q AS (SELECT replace(plainto_tsquery('english', $1)::text, ' & ', ' | ')::tsquery AS tsq,
+                           tsvector_to_array(to_tsvector('english', $1)) AS terms)
+         SELECT s.skill_id, s.name, s.endpoint, s.chains, s.price_usd,
+                ARRAY(SELECT t FROM unnest(s.match_terms) t WHERE t = ANY (q.terms)) AS match_terms,
+                st.success_rate_24h, st.avg_latency_ms, st.calls_30d, st.rating_sum, st.rating_count,
+                q.terms AS task_terms, count(*) OVER () AS total
+           FROM q, skills s JOIN skill_stats st ON st.skill_id = s.skill_id
+          WHERE s.status = 'active' AND s.route_vector @@ q.tsq ${chainFilter ? 'AND s.chains && $3::text[]' : ''}
+          ${ranked ? 'ORDER BY ts_rank(s.route_vector, q.tsq) DESC, s.skill_id' : ''}
+          LIMIT $2`,
+        task,
+        ranked ? limit : limit + 1,
+        ...(chainFilter ? [chains] : []),
+      );
+    let rows = await query(false);
+    if (rows.length > limit) rows = await query(true);
     return {
       taskTerms: rows[0]?.task_terms ?? [],
       candidates: rows.map((r) => ({
