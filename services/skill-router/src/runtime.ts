@@ -36,7 +36,7 @@ export interface Runtime {
  */
 export function createRuntime(config: SkillRouterConfig, logger: Logger, metrics?: SkillRouterMetrics): Runtime {
   const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
-  const skills = new SkillRepository(db.prisma);
+  const skills = new SkillRepository(db.prisma, db.pool);
   const keys = new ApiKeyRepository(db.prisma);
   const policy = { allowlist: parseAllowlist(config.SSRF_ALLOWLIST) };
   const http = createSkillHttp({ policy, timeoutMs: config.VERIFY_TIMEOUT_MS, maxResponseBytes: config.MAX_RESPONSE_BYTES });
