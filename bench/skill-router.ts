@@ -1,0 +1,255 @@
+// skill-router benchmarks (issue 5 targets, docs/benchmarks.md):
+//  1. POST /api/discover/route latency p50/p99 with 10,000 active skills in the directory at 16
+//     concurrent clients (autocannon; target p99 <= 30 ms). The skills are seeded straight into
+//     PostgreSQL through the service's own repository (same full-text vectors as a registration),
+//     then marked active with varied metrics.
+//  2. Time to register and verify 1,000 skills: 1,000 POST /api/discover/register at 16 concurrent
+//     clients against local skill endpoints, until the verification worker (default settings) has
+//     run the health check, schema validation and test call of every one.
+// skill-router runs from its build (node dist/main.js) in its own process; autocannon, the seeding
+// and the local skill endpoints run here.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { applyMigrations, ensureDatabase } from '@repo/db-migrate';
+import { startLocalSkills } from '../services/skill-router/scripts/local-skills';
+import { ApiKeyRepository } from '../services/skill-router/src/data/api-keys';
+import { createDb } from '../services/skill-router/src/data/prisma';
+import { SkillRepository } from '../services/skill-router/src/data/skills';
+import { generateApiKey } from '../services/skill-router/src/domain/api-keys';
+import type { RegisterSkillRequest } from '../services/skill-router/src/schemas';
+
+const ROOT = path.resolve(__dirname, '..');
+const SERVICE_DIR = path.join(ROOT, 'services/skill-router');
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 20);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+const SKILLS = Number(process.env.BENCH_SKILLS ?? 10_000);
+const REGISTER = Number(process.env.BENCH_REGISTER ?? 1000);
+const PORT = Number(process.env.BENCH_SKILL_ROUTER_PORT ?? 13003);
+const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/skill_router_bench';
+const SKIP_BUILD = process.env.BENCH_SKIP_BUILD === '1';
+const BASE = `http://127.0.0.1:${PORT}`;
+
+const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
+const children: ChildProcess[] = [];
+
+/** Deterministic PRNG (mulberry32), so every run seeds the same directory. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const rand = prng(42);
+const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
+
+// A vocabulary of 1,500 pronounceable words and 200 capability tags.
+const SYLLABLES = ['ka', 'lo', 'mi', 'ren', 'to', 'sa', 'vel', 'di', 'nor', 'pa', 'qui', 'ber', 'zu', 'fen', 'ga', 'hol', 'ti', 'mar', 'se', 'dol'];
+const VOCAB = [...new Set(Array.from({ length: 4000 }, () => Array.from({ length: 2 + Math.floor(rand() * 2) }, () => pick(SYLLABLES)).join('')))].slice(0, 1500);
+const TAGS = VOCAB.slice(0, 200);
+const CHAINS = ['solana', 'ethereum', 'base', 'arbitrum', 'polygon', 'bitcoin'];
+const words = (n: number) => Array.from({ length: n }, () => pick(VOCAB)).join(' ');
+
+const INPUT_SCHEMA = { type: 'object', properties: { text: { type: 'string', minLength: 1 } }, required: ['text'] };
+const OUTPUT_SCHEMA = { type: 'object', properties: { result: { type: 'string' } }, required: ['result'] };
+
+function seedSkill(i: number, endpoint: string): RegisterSkillRequest {
+  return {
+    skill_id: `bench-${i}`,
+    name: `${words(2)} agent`,
+    provider: `provider-${i % 300}`,
+    description: `${words(12)}.`,
+    capabilities: [...new Set([pick(TAGS), pick(TAGS), pick(TAGS)])],
+    chains: [...new Set(Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(CHAINS)))],
+    pricing: { model: 'per_call', price_usd: rand() < 0.1 ? 0 : Math.round(rand() * 200) / 10_000 },
+    endpoint,
+    input_schema: INPUT_SCHEMA,
+    output_schema: OUTPUT_SCHEMA,
+  };
+}
+
+function start(cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): ChildProcess {
+  const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  children.push(child);
+  return child;
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 60_000, everyMs = 200): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+function startService(env: Record<string, string>): ChildProcess {
+  return start('node', ['dist/main.js'], { DATABASE_URL, PORT: String(PORT), HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, SERVICE_DIR);
+}
+
+function run(opts: autocannon.Options): Promise<autocannon.Result> {
+  return new Promise((resolve, reject) => {
+    autocannon(opts, (err, result) => (err ? reject(err) : resolve(result)));
+  });
+}
+
+async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < items.length) await fn(items[next++] as T);
+    }),
+  );
+}
+
+const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+
+async function main(): Promise<void> {
+  log(`machine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}, load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  if (!SKIP_BUILD) {
+    log('building skill-router');
+    const build = spawnSync('pnpm', ['exec', 'turbo', 'run', 'build', '--filter=@repo/skill-router...', '--output-logs=errors-only'], { cwd: ROOT, stdio: 'inherit' });
+    if (build.status !== 0) throw new Error('build failed');
+  }
+
+  await ensureDatabase(DATABASE_URL);
+  await applyMigrations({ databaseUrl: DATABASE_URL, migrationsDir: path.join(SERVICE_DIR, 'prisma/migrations'), log: { info: () => undefined, warn: log } });
+  const db = createDb(DATABASE_URL, 20);
+  await db.pool.query('TRUNCATE call_reports, health_checks, skill_stats, skills, api_keys, rate_limits');
+  const skills = new SkillRepository(db.prisma, db.pool);
+  const owner = await new ApiKeyRepository(db.prisma).create({ name: 'bench-seed', ...(({ prefix, keyHash }) => ({ prefix, keyHash }))(generateApiKey()) });
+
+  // 1. route latency over SKILLS active skills
+  log(`seeding ${SKILLS} skills through the repository`);
+  const t0 = performance.now();
+  await pool(Array.from({ length: SKILLS }, (_, i) => i), 16, async (i) => {
+    await skills.upsert(seedSkill(i, `http://127.0.0.1:9/skill/${i}`), owner.id);
+  });
+  await db.pool.query(`UPDATE skills SET status = 'active'`);
+  await db.pool.query(
+    `UPDATE skill_stats SET success_rate_24h = 0.7 + random() * 0.3, avg_latency_ms = 20 + random() * 900,
+       calls_30d = floor(random() * 5000), rating_count = floor(random() * 50), popularity = random()`,
+  );
+  await db.pool.query(`UPDATE skill_stats SET rating_sum = rating_count * (3 + floor(random() * 3))`);
+  // What autovacuum does in steady state: dead row versions gone, the GIN pending lists merged.
+  await db.pool.query('VACUUM ANALYZE skills');
+  await db.pool.query('VACUUM ANALYZE skill_stats');
+  log(`seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+
+  let service = startService({ WORKERS_ENABLED: 'true' });
+  await waitFor(async () => (await fetch(`${BASE}/readyz`)).ok, 'skill-router');
+  const keyRes = await fetch(`${BASE}/api/auth/key`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench' }) });
+  const apiKey = ((await keyRes.json()) as { api_key: string }).api_key;
+
+  const tasks = Array.from({ length: 200 }, (_, i) => {
+    const requirements =
+      i % 3 === 0 ? { chains: [pick(CHAINS)] } : i % 3 === 1 ? { max_price_usd: 0.01, max_latency_ms: 500 } : undefined;
+    return { task: `please find a skill that can ${words(3)} the ${words(3)} for me`, ...(requirements ? { requirements } : {}) };
+  });
+  // How many candidates the tasks match (the work per request).
+  const counts: number[] = [];
+  for (const t of tasks.slice(0, 50)) {
+    const r = await fetch(`${BASE}/api/discover/route`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': apiKey }, body: JSON.stringify(t) });
+    counts.push(((await r.json()) as { total_matches: number }).total_matches);
+  }
+  counts.sort((a, b) => a - b);
+  log(`candidates per task: median ${quantile(counts, 0.5)}, max ${counts[counts.length - 1]}`);
+  const requests = tasks.map((t) => ({ method: 'POST' as const, path: '/api/discover/route', headers: { 'content-type': 'application/json', 'x-api-key': apiKey }, body: JSON.stringify(t) }));
+  log('warm-up 5 s');
+  await run({ url: BASE, connections: CONNECTIONS, duration: 5, requests });
+  log(`route: ${CONNECTIONS} connections for ${DURATION_S} s`);
+  const routeRun = await run({ url: BASE, connections: CONNECTIONS, duration: DURATION_S, requests });
+  const non2xx = routeRun.non2xx + routeRun.errors;
+  const routeResult = {
+    skills: SKILLS,
+    connections: CONNECTIONS,
+    requests: routeRun.requests.total,
+    rps: Math.round(routeRun.requests.average),
+    p50_ms: routeRun.latency.p50,
+    p90_ms: routeRun.latency.p90,
+    p99_ms: routeRun.latency.p99,
+    max_ms: routeRun.latency.max,
+    errors: non2xx,
+    candidates_median: quantile(counts, 0.5),
+  };
+  log(`route: ${JSON.stringify(routeResult)}`);
+
+  // 2. register + verify REGISTER skills against local endpoints
+  await stop(service);
+  const endpoints = await startLocalSkills();
+  endpoints.set('bench', { kind: 'healthy', respond: (input) => ({ result: `done: ${String((input as { text?: string }).text ?? '').slice(0, 20)}` }) });
+  service = startService({ WORKERS_ENABLED: 'true', SSRF_ALLOWLIST: '127.0.0.1' });
+  await waitFor(async () => (await fetch(`${BASE}/readyz`)).ok, 'skill-router');
+  const regKeyRes = await fetch(`${BASE}/api/auth/key`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench-provider' }) });
+  const regKey = ((await regKeyRes.json()) as { api_key: string }).api_key;
+  const toRegister = Array.from({ length: REGISTER }, (_, i) => ({ ...seedSkill(SKILLS + i, endpoints.url('bench')), skill_id: `reg-${i}` }));
+  log(`registering ${REGISTER} skills at ${CONNECTIONS} concurrent clients`);
+  const r0 = performance.now();
+  let failures = 0;
+  await pool(toRegister, CONNECTIONS, async (s) => {
+    const res = await fetch(`${BASE}/api/discover/register`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': regKey }, body: JSON.stringify(s) });
+    if (res.status !== 201) failures++;
+    await res.arrayBuffer();
+  });
+  const registeredMs = performance.now() - r0;
+  await waitFor(
+    async () => {
+      const { rows } = await db.pool.query<{ n: string }>(`SELECT count(*) AS n FROM skills WHERE skill_id LIKE 'reg-%' AND status = 'pending_verification'`);
+      return Number(rows[0]?.n) === 0;
+    },
+    'verification of every registered skill',
+    600_000,
+    50,
+  );
+  const verifiedMs = performance.now() - r0;
+  const { rows: outcome } = await db.pool.query<{ status: string; n: string; p50: number; p99: number }>(
+    `SELECT status, count(*) AS n,
+            percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM verified_at - updated_at) * 1000) AS p50,
+            percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM verified_at - updated_at) * 1000) AS p99
+       FROM skills WHERE skill_id LIKE 'reg-%' GROUP BY status`,
+  );
+  const registerResult = {
+    skills: REGISTER,
+    connections: CONNECTIONS,
+    register_failures: failures,
+    all_registered_s: Number((registeredMs / 1000).toFixed(2)),
+    all_verified_s: Number((verifiedMs / 1000).toFixed(2)),
+    skills_per_s: Math.round(REGISTER / (verifiedMs / 1000)),
+    outcome: Object.fromEntries(outcome.map((o) => [o.status, Number(o.n)])),
+    register_to_verified_p50_ms: Math.round(outcome.find((o) => o.status === 'active')?.p50 ?? NaN),
+    register_to_verified_p99_ms: Math.round(outcome.find((o) => o.status === 'active')?.p99 ?? NaN),
+    endpoint_requests: endpoints.hits('bench'),
+  };
+  log(`register+verify: ${JSON.stringify(registerResult)}`);
+  await stop(service);
+  await endpoints.close();
+  await db.close();
+
+  process.stdout.write(
+    JSON.stringify(
+      { machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version, loadavg: os.loadavg() }, route: routeResult, register_verify: registerResult },
+      null,
+      2,
+    ) + '\n',
+  );
+}
+
+main()
+  .catch((err: unknown) => {
+    console.error(err instanceof Error ? err.stack : err);
+    process.exitCode = 1;
+  })
+  .finally(() => {
+    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+  });
