@@ -184,6 +184,10 @@ async function main(): Promise<void> {
     candidates_median: quantile(counts, 0.5),
   };
   log(`route: ${JSON.stringify(routeResult)}`);
+  // The same requests one at a time: the latency of a request that does not queue behind others.
+  const single = await run({ url: BASE, connections: 1, duration: Math.max(5, Math.round(DURATION_S / 2)), requests });
+  const singleResult = { connections: 1, rps: Math.round(single.requests.average), p50_ms: single.latency.p50, p99_ms: single.latency.p99, errors: single.non2xx + single.errors };
+  log(`route, 1 connection: ${JSON.stringify(singleResult)}`);
 
   // 2. register + verify REGISTER skills against local endpoints
   await stop(service);
@@ -238,7 +242,7 @@ async function main(): Promise<void> {
 
   process.stdout.write(
     JSON.stringify(
-      { machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version, loadavg: os.loadavg() }, route: routeResult, register_verify: registerResult },
+      { machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version, loadavg: os.loadavg() }, route: routeResult, route_single_connection: singleResult, register_verify: registerResult },
       null,
       2,
     ) + '\n',
