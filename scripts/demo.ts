@@ -1,16 +1,22 @@
 // The agent demo: against the stack started by `npm start`, an agent wallet reads the free endpoints,
 // then pays for every Data API endpoint with a signed SPL transferChecked on the local ledger and
 // prints each answer with its transaction signature; it shows a replay and a devnet payment; finally,
-// when an LLM is configured, it pays for a prove/debate and follows the job to its verdict.
+// when an LLM is configured, it pays for a prove/debate and follows the job to its verdict. Then the
+// signal-feedback demo (signals in, proposals out) and the skill-router demo (register, verify, route,
+// report). `pnpm demo market-intel|signal-feedback|skill-router` runs one part.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Keypair } from '@solana/web3.js';
 import { getLocalnetInfo, rpcUrlFor } from '@repo/solana-localnet';
 import { encodePaymentHeader, fetchWithPayment } from '@repo/x402';
+import { runSignalFeedbackDemo } from '../services/signal-feedback/scripts/demo';
+import { runSkillRouterDemo } from '../services/skill-router/scripts/demo';
 
 const env = process.env;
 const BASE = (env.MARKET_INTEL_URL ?? 'http://127.0.0.1:3001').replace(/\/+$/, '');
 const LEDGER_URL = env.LEDGER_URL ?? 'http://127.0.0.1:8899';
+const SIGNAL_FEEDBACK_URL = (env.SIGNAL_FEEDBACK_URL ?? 'http://127.0.0.1:3002').replace(/\/+$/, '');
+const SKILL_ROUTER_URL = (env.SKILL_ROUTER_URL ?? 'http://127.0.0.1:3003').replace(/\/+$/, '');
 
 function show(title: string, status: number, body: unknown, signature?: string): void {
   const text = JSON.stringify(body, null, 2);
@@ -22,7 +28,41 @@ function show(title: string, status: number, body: unknown, signature?: string):
   );
 }
 
+function section(title: string): void {
+  process.stdout.write(`\n\x1b[1;35m=== ${title} ===\x1b[0m\n`);
+}
+
+async function reachable(url: string, start: string): Promise<void> {
+  try {
+    await fetch(`${url}/livez`);
+  } catch {
+    throw new Error(`${url} is not reachable: start the stack first with \`${start}\``);
+  }
+}
+
 async function main(): Promise<void> {
+  const only = process.argv[2];
+  if (only !== undefined && !['market-intel', 'signal-feedback', 'skill-router'].includes(only)) {
+    throw new Error(`unknown part "${only}": market-intel, signal-feedback or skill-router`);
+  }
+  const log = (line: string) => process.stdout.write(`${line}\n`);
+  if (!only || only === 'market-intel') {
+    section('market-intel: an agent pays in USDC for data and for a debate');
+    await marketIntel();
+  }
+  if (!only || only === 'signal-feedback') {
+    section('signal-feedback: a product sends signals, analysis proposes changes');
+    await reachable(SIGNAL_FEEDBACK_URL, 'npm start');
+    await runSignalFeedbackDemo({ baseUrl: SIGNAL_FEEDBACK_URL, log });
+  }
+  if (!only || only === 'skill-router') {
+    section('skill-router: skills registered, verified, routed and rated');
+    await reachable(SKILL_ROUTER_URL, 'npm start');
+    await runSkillRouterDemo({ baseUrl: SKILL_ROUTER_URL, log });
+  }
+}
+
+async function marketIntel(): Promise<void> {
   try {
     await fetch(`${BASE}/livez`);
   } catch {

@@ -1,6 +1,7 @@
-// Starts the development stack: the local Solana ledger (state in .data/ledger), market-intel and the
-// pipeline-runner, each in its own process, on PostgreSQL and RabbitMQ, with the database migrated
-// and the sample report imported when the database has none. Ctrl-C stops everything.
+// Starts the development stack: the local Solana ledger (state in .data/ledger), market-intel, the
+// pipeline-runner, signal-feedback and skill-router, each in its own process, on PostgreSQL and
+// RabbitMQ, with every database migrated and the sample report imported when market-intel's database
+// has none. Ctrl-C stops everything.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { applyMigrations, ensureDatabase } from '@repo/db-migrate';
@@ -20,6 +21,12 @@ const MARKET_INTEL_DATABASE_URL =
   env.MARKET_INTEL_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/market_intel';
 const MARKET_INTEL_PORT = env.MARKET_INTEL_PORT ?? '3001';
 const RUNNER_PORT = env.PIPELINE_RUNNER_PORT ?? '3004';
+const SIGNAL_FEEDBACK_DATABASE_URL =
+  env.SIGNAL_FEEDBACK_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/signal_feedback';
+const SIGNAL_FEEDBACK_PORT = env.SIGNAL_FEEDBACK_PORT ?? '3002';
+const SKILL_ROUTER_DATABASE_URL =
+  env.SKILL_ROUTER_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/skill_router';
+const SKILL_ROUTER_PORT = env.SKILL_ROUTER_PORT ?? '3003';
 const AMQP_URL = env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 
 const children: ChildProcess[] = [];
@@ -80,13 +87,19 @@ async function main(): Promise<void> {
     ]);
   })();
 
-  log(`migrating ${MARKET_INTEL_DATABASE_URL}`);
-  await ensureDatabase(MARKET_INTEL_DATABASE_URL);
-  await applyMigrations({
-    databaseUrl: MARKET_INTEL_DATABASE_URL,
-    migrationsDir: path.join(ROOT, 'services/market-intel/prisma/migrations'),
-    log: { info: (m) => log(m), warn: (m) => log(`warning: ${m}`) },
-  });
+  for (const [databaseUrl, service] of [
+    [MARKET_INTEL_DATABASE_URL, 'market-intel'],
+    [SIGNAL_FEEDBACK_DATABASE_URL, 'signal-feedback'],
+    [SKILL_ROUTER_DATABASE_URL, 'skill-router'],
+  ] as const) {
+    log(`migrating ${databaseUrl}`);
+    await ensureDatabase(databaseUrl);
+    await applyMigrations({
+      databaseUrl,
+      migrationsDir: path.join(ROOT, `services/${service}/prisma/migrations`),
+      log: { info: (m) => log(m), warn: (m) => log(`warning: ${m}`) },
+    });
+  }
 
   const tsx = ['exec', 'tsx', '--conditions=@repo/source'];
   await run(
@@ -122,10 +135,12 @@ async function main(): Promise<void> {
       'Stack is up:',
       `  market-intel   http://127.0.0.1:${MARKET_INTEL_PORT}/api/v1  (sectors: /api/v1/sectors, docs: /docs)`,
       `  runner         http://127.0.0.1:${RUNNER_PORT}/metrics  (LLM: ${llm})`,
+      `  signal-feedback http://127.0.0.1:${SIGNAL_FEEDBACK_PORT}/  (dashboard; API /api, docs /docs)`,
+      `  skill-router   http://127.0.0.1:${SKILL_ROUTER_PORT}/api/health  (docs /docs; local skill endpoints allowed for the demo)`,
       `  solana ledger  ${mainnet.rpcUrl}  (devnet: ${devnet.rpcUrl})`,
       `  agent wallet   ${mainnet.agent}  keypair ${mainnet.agentKeypairPath}`,
       '',
-      'In another terminal: pnpm demo   (an agent pays for the Data API, then for a debate when an LLM is configured)',
+      'In another terminal: pnpm demo   (market-intel: paid data and a debate; signal-feedback: signals to proposals; skill-router: register, verify, route)',
       'Ctrl-C stops everything.',
       '',
     ].join('\n'),
