@@ -121,10 +121,20 @@ async function main(): Promise<void> {
   });
   // The runner reads LLM_BASE_URL, LLM_API_KEY, LLM_MODEL and SEARCH_* from this environment.
   startService('pipeline-runner', 'services/pipeline-runner', RUNNER_PORT, { AMQP_URL });
-  await Promise.all([
-    waitFor(`http://127.0.0.1:${MARKET_INTEL_PORT}/livez`, 60_000),
-    waitFor(`http://127.0.0.1:${RUNNER_PORT}/livez`, 60_000),
-  ]);
+  startService('signal-feedback', 'services/signal-feedback', SIGNAL_FEEDBACK_PORT, {
+    DATABASE_URL: SIGNAL_FEEDBACK_DATABASE_URL,
+  });
+  // Development only: the demo registers skills served on this machine, which production refuses (SSRF).
+  startService('skill-router', 'services/skill-router', SKILL_ROUTER_PORT, {
+    DATABASE_URL: SKILL_ROUTER_DATABASE_URL,
+    SSRF_ALLOWLIST: env.SSRF_ALLOWLIST ?? '127.0.0.1,localhost',
+    VERIFY_INTERVAL_MS: env.VERIFY_INTERVAL_MS ?? '500',
+  });
+  await Promise.all(
+    [MARKET_INTEL_PORT, RUNNER_PORT, SIGNAL_FEEDBACK_PORT, SKILL_ROUTER_PORT].map((port) =>
+      waitFor(`http://127.0.0.1:${port}/livez`, 90_000),
+    ),
+  );
   const llm = env.LLM_BASE_URL
     ? `${env.LLM_MODEL ?? '?'} at ${env.LLM_BASE_URL}`
     : 'none: compute endpoints answer 503 config (see README, "LLM")';
