@@ -1,5 +1,11 @@
 import { SearchConfigError, SearchUnavailableError } from '../errors';
-import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, MAX_SNIPPET_CHARS, type SearchResult } from './types';
+import {
+  DEFAULT_SEARCH_LIMIT,
+  MAX_SEARCH_LIMIT,
+  MAX_SNIPPET_CHARS,
+  type SearchProbeResult,
+  type SearchResult,
+} from './types';
 
 /** Largest response body read from a search provider, in bytes (2 MiB). */
 export const MAX_RESPONSE_BYTES = 2 * 1024 * 1024;
@@ -141,4 +147,22 @@ export function normaliseResults(raw: unknown, snippetKey: string, limit: number
     });
   }
   return out;
+}
+
+/**
+ * A provider's health from its probe answer: healthy when `healthy`, else the status error, classed
+ * `config` for 401/403 (credentials) and `upstream` otherwise.
+ */
+export function probeResult(
+  provider: string,
+  response: BoundedResponse,
+  healthy: boolean,
+  configHint: string,
+): SearchProbeResult {
+  if (healthy) return { ok: true, error: null, errorClass: null };
+  return {
+    ok: false,
+    error: statusError(provider, response, configHint).message,
+    errorClass: response.status === 401 || response.status === 403 ? 'config' : 'upstream',
+  };
 }

@@ -1,5 +1,5 @@
 import { SearchUnavailableError } from '../errors';
-import { boundedFetch, clampLimit, normaliseResults, parseJsonBody, statusError } from './http';
+import { boundedFetch, clampLimit, normaliseResults, parseJsonBody, probeResult, statusError } from './http';
 import type { SearchOptions, SearchProbeResult, SearchProvider, SearchResult } from './types';
 
 /** Options of {@link createSearxngProvider}. */
@@ -61,14 +61,12 @@ export function createSearxngProvider(options: SearxngOptions): SearchProvider {
     async probe(): Promise<SearchProbeResult> {
       try {
         const response = await boundedFetch('searxng', endpoint(options.baseUrl, ''), { headers }, timeoutMs);
-        if (response.status === 400 || (response.status >= 200 && response.status < 300))
-          return { ok: true, error: null, errorClass: null };
-        const error = statusError('searxng', response, CONFIG_HINT);
-        return {
-          ok: false,
-          error: error.message,
-          errorClass: response.status === 401 || response.status === 403 ? 'config' : 'upstream',
-        };
+        return probeResult(
+          'searxng',
+          response,
+          response.status === 400 || (response.status >= 200 && response.status < 300),
+          CONFIG_HINT,
+        );
       } catch (error) {
         return { ok: false, error: (error as Error).message, errorClass: 'upstream' };
       }

@@ -1,5 +1,5 @@
 import { SearchConfigError, SearchUnavailableError } from '../errors';
-import { boundedFetch, clampLimit, normaliseResults, parseJsonBody, statusError } from './http';
+import { boundedFetch, clampLimit, normaliseResults, parseJsonBody, probeResult, statusError } from './http';
 import type { SearchOptions, SearchProbeResult, SearchProvider, SearchResult } from './types';
 
 /** Options of {@link createTavilyProvider}. */
@@ -61,14 +61,7 @@ export function createTavilyProvider(options: TavilyOptions): SearchProvider {
     async probe(): Promise<SearchProbeResult> {
       try {
         const response = await boundedFetch('tavily', `${baseUrl}/usage`, { headers }, timeoutMs);
-        if (response.status >= 200 && response.status < 300)
-          return { ok: true, error: null, errorClass: null };
-        const error = statusError('tavily', response, CONFIG_HINT);
-        return {
-          ok: false,
-          error: error.message,
-          errorClass: response.status === 401 || response.status === 403 ? 'config' : 'upstream',
-        };
+        return probeResult('tavily', response, response.status >= 200 && response.status < 300, CONFIG_HINT);
       } catch (error) {
         return { ok: false, error: (error as Error).message, errorClass: 'upstream' };
       }

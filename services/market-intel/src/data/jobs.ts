@@ -183,12 +183,7 @@ export class JobRepository {
     return this.db.$transaction(async (tx) => {
       const job = await lockJob(tx, event.jobId);
       if (!job || TERMINAL.has(job.status) || job.step_index !== event.stepIndex) {
-        return {
-          applied: false,
-          outboxIds: [],
-          status: (job?.status as JobStatus | undefined) ?? null,
-          webhookQueued: false,
-        };
+        return unchanged(job);
       }
       const { outcome } = event;
       const progress = outcome.kind === 'done' ? 100 : Math.max(job.progress_pct, outcome.progressPct);
@@ -250,12 +245,7 @@ export class JobRepository {
     return this.db.$transaction(async (tx) => {
       const job = await lockJob(tx, jobId);
       if (!job || TERMINAL.has(job.status) || (stepIndex !== undefined && job.step_index !== stepIndex)) {
-        return {
-          applied: false,
-          outboxIds: [],
-          status: (job?.status as JobStatus | undefined) ?? null,
-          webhookQueued: false,
-        };
+        return unchanged(job);
       }
       const error = (job.last_error ? `${reason}; last error: ${job.last_error}` : reason).slice(0, 2000);
       await tx.agentJob.update({
@@ -312,6 +302,16 @@ interface LockedJob {
   webhook_url: string | null;
   started_at: Date | null;
   last_error: string | null;
+}
+
+/** The result of an event that changed nothing (unknown job, terminal job, other step). */
+function unchanged(job: LockedJob | undefined): ApplyResult {
+  return {
+    applied: false,
+    outboxIds: [],
+    status: (job?.status as JobStatus | undefined) ?? null,
+    webhookQueued: false,
+  };
 }
 
 async function lockJob(tx: Tx, jobId: string): Promise<LockedJob | undefined> {
