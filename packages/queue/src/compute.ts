@@ -92,7 +92,7 @@ export async function declareComputeTopology(channel: Channel): Promise<void> {
 }
 
 /** The pipelines the runner executes. */
-export const PipelineKind = z.enum(['forge', 'prove']);
+export const PipelineKind = z.enum(['forge', 'prove', 'scout']);
 /** Inferred type of {@link PipelineKind}. */
 export type PipelineKind = z.infer<typeof PipelineKind>;
 

@@ -43,6 +43,16 @@ export const MarketIntelEnv = z.object({
   WEBHOOK_RETRY_BASE_MS: intVar(5000, 10, 3_600_000),
   /** Comma-separated hosts, IPs or CIDRs webhooks may reach although private (development only). */
   SSRF_ALLOWLIST: z.string().optional(),
+  /** The scout sources file (JSON: sectors, feeds, discussion searches); unset: no scheduled scans. */
+  SCOUT_SOURCES_FILE: z.string().optional(),
+  /** Minutes between scheduled scans of a sector (default daily); 0: only scans started by the admin command. */
+  SCOUT_SCAN_INTERVAL_MINUTES: intVar(1440, 0, 525_600),
+  /** How often each replica checks which sectors are due, in milliseconds. */
+  SCOUT_SCHEDULER_TICK_MS: intVar(60_000, 100, 3_600_000),
+  /** Days of stored items a scan analyses (and keeps in its report). */
+  SCOUT_WINDOW_DAYS: intVar(7, 1, 30),
+  /** A scan without progress for this many minutes is failed, so its sector can be scanned again. */
+  SCOUT_SCAN_STALE_MINUTES: intVar(120, 1, 10_080),
   /** Identifies this replica in RabbitMQ (its heartbeat queue); default host name + pid. */
   INSTANCE_ID: z
     .string()

@@ -6,12 +6,16 @@ import { parseAllowlist } from '@repo/ssrf-guard';
 import type { PaymentEventListener } from '@repo/x402';
 import { createApp } from './app';
 import type { MarketIntelConfig } from './config';
-import { JobRepository } from './data/jobs';
+import type { PipelineKind } from '@repo/queue';
+import { JobRepository, type JobKindHooks } from './data/jobs';
 import { createDb, type Db } from './data/prisma';
 import { ReportRepository } from './data/reports';
+import { ScanRepository } from './data/scans';
+import { loadSourcesFile } from './domain/scout-sources';
 import { RunnerHealthMonitor } from './domain/health';
 import { heartbeatTopology, startComputeConsumers } from './messaging/compute-events';
 import { OutboxRelay } from './messaging/outbox';
+import { ScanScheduler } from './messaging/scan-scheduler';
 import { createMarketIntelMetrics, type MarketIntelMetrics } from './metrics';
 import { createPaymentGateway, paymentGate } from './payments';
 import { WebhookDispatcher } from './webhooks';
@@ -23,11 +27,14 @@ export interface MarketIntelService {
   broker: Broker;
   jobs: JobRepository;
   reports: ReportRepository;
+  scans: ScanRepository;
+  /** Starts scheduled scans; null without a sources file or with a 0 interval. */
+  scheduler: ScanScheduler | null;
   outbox: OutboxRelay;
   health: RunnerHealthMonitor;
   webhooks: WebhookDispatcher | null;
   metrics: MarketIntelMetrics;
-  /** Starts the consumers, the outbox sweep and the webhook dispatcher. */
+  /** Starts the consumers, the outbox sweep, the webhook dispatcher and the scan scheduler. */
   start(): Promise<void>;
   /** Marks the service not ready (readiness turns false before the HTTP server drains). */
   markShuttingDown(): void;
@@ -61,7 +68,12 @@ export async function createMarketIntelService(
       : metrics.onPaymentEvent,
   };
   const reports = new ReportRepository(db);
-  const jobs = new JobRepository(db);
+  const hooks: Partial<Record<PipelineKind, JobKindHooks>> = {};
+  const jobs = new JobRepository(db, hooks);
+  const scans = new ScanRepository(db, jobs, reports);
+  hooks.scout = scans.hooks();
+  // Read at boot so that a bad sources file stops the service with every problem named.
+  const sectors = config.SCOUT_SOURCES_FILE ? loadSourcesFile(config.SCOUT_SOURCES_FILE).sectors : [];
   const heartbeats = heartbeatTopology(instanceId);
   const broker = await Broker.connect({
     url: config.AMQP_URL,
@@ -96,6 +108,22 @@ export async function createMarketIntelService(
         logger,
       )
     : null;
+  const scheduler =
+    sectors.length > 0 && config.SCOUT_SCAN_INTERVAL_MINUTES > 0
+      ? new ScanScheduler(
+          scans,
+          jobs,
+          outbox,
+          sectors,
+          {
+            intervalMs: config.SCOUT_SCAN_INTERVAL_MINUTES * 60_000,
+            tickMs: config.SCOUT_SCHEDULER_TICK_MS,
+            windowDays: config.SCOUT_WINDOW_DAYS,
+            staleMs: config.SCOUT_SCAN_STALE_MINUTES * 60_000,
+          },
+          logger,
+        )
+      : null;
   metrics.observeCompute({
     countByStatus: () => jobs.countByStatus(),
     outboxPending: () => outbox.pending(),
@@ -139,6 +167,8 @@ export async function createMarketIntelService(
     broker,
     jobs,
     reports,
+    scans,
+    scheduler,
     outbox,
     health,
     webhooks,
@@ -158,11 +188,13 @@ export async function createMarketIntelService(
       );
       outbox.start();
       webhooks?.start();
+      scheduler?.start();
     },
     markShuttingDown() {
       shuttingDown = true;
     },
     async stop() {
+      await scheduler?.stop();
       await outbox.stop();
       await webhooks?.stop();
       await broker.close(10_000);

@@ -52,7 +52,41 @@ export interface ApplyResult {
   webhookQueued: boolean;
 }
 
-type Tx = Prisma.TransactionClient;
+/** A transaction client (what kind hooks write with, inside the event's transaction). */
+export type Tx = Prisma.TransactionClient;
+
+/** The job a kind hook is called for. */
+export interface HookedJob {
+  id: string;
+  kind: string;
+  input: unknown;
+}
+
+/**
+ * What a job kind adds to the generic step chain, inside the transaction that applies an event (so the
+ * effect and the job's new state commit together, or neither does). Scout scans use them to store
+ * fetched items and the finished report; paid jobs have none.
+ */
+export interface JobKindHooks {
+  /**
+   * Rewrites the state a step produced before it is stored and sent to the next step.
+   * @param stepIndex the step that produced `state`
+   */
+  beforeNextStep?(tx: Tx, job: HookedJob, stepIndex: number, state: unknown): Promise<unknown>;
+  /** The job completed with `result`. */
+  onCompleted?(tx: Tx, job: HookedJob, result: unknown): Promise<void>;
+  /** The job failed with `error`. */
+  onFailed?(tx: Tx, job: HookedJob, error: string): Promise<void>;
+}
+
+/** A new unpaid job that market-intel starts itself (a scout scan). */
+export interface NewInternalJob {
+  id: string;
+  kind: PipelineKind;
+  /** A label in place of the paid endpoint, e.g. `scan fintech`. */
+  endpoint: string;
+  input: unknown;
+}
 
 const json = (value: unknown): Prisma.InputJsonValue => value as Prisma.InputJsonValue;
 const TERMINAL = new Set<string>(['completed', 'failed']);
@@ -82,7 +116,27 @@ function stepCommand(
  * final; `progressPct` never decreases.
  */
 export class JobRepository {
-  constructor(private readonly db: Db) {}
+  /**
+   * @param db the database
+   * @param hooks per job kind, what applying its events also does (see {@link JobKindHooks})
+   */
+  constructor(
+    private readonly db: Db,
+    private readonly hooks: Partial<Record<PipelineKind, JobKindHooks>> = {},
+  ) {}
+
+  /**
+   * Creates an unpaid job (pending) and the outbox row of its first step inside the caller's
+   * transaction, so the caller commits it together with whatever claimed it.
+   * @returns the outbox id to publish after the commit
+   */
+  async createInternalJob(tx: Tx, job: NewInternalJob): Promise<bigint> {
+    await tx.agentJob.create({
+      data: { id: job.id, kind: job.kind, endpoint: job.endpoint, status: 'pending', input: json(job.input) },
+      select: { id: true },
+    });
+    return this.enqueueStep(tx, stepCommand(job, 0, null));
+  }
 
   /**
    * Creates a paid job: in one transaction, the job row (pending), the outbox row of step 0 and the
@@ -119,7 +173,10 @@ export class JobRepository {
     });
   }
 
-  /** The job as GET /api/v1/jobs/{jobId} returns it (market-intel spec, "AgentJob"), or null. */
+  /**
+   * The job as GET /api/v1/jobs/{jobId} returns it (market-intel spec, "AgentJob"), or null; unpaid
+   * internal jobs (scans) are not served there and give null too.
+   */
   async get(jobId: string): Promise<AgentJob | null> {
     const row = await this.db.agentJob.findUnique({
       where: { id: jobId },
@@ -135,7 +192,7 @@ export class JobRepository {
         txSignature: true,
       },
     });
-    if (!row) return null;
+    if (!row || row.txSignature === null) return null;
     return {
       jobId: row.id,
       endpoint: row.endpoint,
@@ -196,20 +253,24 @@ export class JobRepository {
           runnerId: event.runnerId,
         },
       });
+      const hooks = this.hooks[job.kind as PipelineKind];
       if (outcome.kind === 'continue') {
+        const state = hooks?.beforeNextStep
+          ? await hooks.beforeNextStep(tx, job, event.stepIndex, outcome.state)
+          : outcome.state;
         await tx.agentJob.update({
           where: { id: job.id },
           data: {
             status: 'running',
             startedAt: job.started_at ?? new Date(event.at),
-            state: json(outcome.state),
+            state: json(state),
             stepIndex: event.stepIndex + 1,
             stepLabel: outcome.label,
             progressPct: progress,
             lastError: null,
           },
         });
-        const outboxId = await this.enqueueStep(tx, stepCommand(job, event.stepIndex + 1, outcome.state));
+        const outboxId = await this.enqueueStep(tx, stepCommand(job, event.stepIndex + 1, state));
         return { applied: true, outboxIds: [outboxId], status: 'running' as const, webhookQueued: false };
       }
       const completedAt = new Date();
@@ -226,6 +287,7 @@ export class JobRepository {
           completedAt,
         },
       });
+      await hooks?.onCompleted?.(tx, job, outcome.result);
       const webhookQueued = await queueWebhook(tx, job.id, job.webhook_url, {
         jobId: job.id,
         status: 'completed',
@@ -252,6 +314,7 @@ export class JobRepository {
         where: { id: jobId },
         data: { status: 'failed', error, completedAt: new Date() },
       });
+      await this.hooks[job.kind as PipelineKind]?.onFailed?.(tx, job, error);
       const webhookQueued = await queueWebhook(tx, jobId, job.webhook_url, {
         jobId,
         status: 'failed',

@@ -3,6 +3,8 @@ import type { GapItem, KeywordItem, PainCluster, ReportTrendItem, ScanReport } f
 import { Prisma } from '../generated/prisma/client';
 import type { Db } from './prisma';
 
+type Client = Db | Prisma.TransactionClient;
+
 /** Reports are parsed from JSON, so every value in them is a JSON value. */
 function asJson(value: unknown): Prisma.InputJsonValue {
   return value as Prisma.InputJsonValue;
@@ -78,15 +80,16 @@ export class ReportRepository {
    * again stores nothing and returns the existing id.
    * @param report a report already validated with the `ScanReport` schema
    * @param origin `"import"` or `"scan"`
+   * @param client a transaction to store it in (a finished scan stores its report with the job's completion)
    */
-  async importReport(report: ScanReport, origin: 'import' | 'scan'): Promise<ImportResult> {
+  async importReport(report: ScanReport, origin: 'import' | 'scan', client: Client = this.db): Promise<ImportResult> {
     const contentHash = createHash('sha256').update(JSON.stringify(report)).digest('hex');
     const sectors = report.sectors.map((s) => s.sector);
     const generatedAt = new Date(report.generatedAt);
-    const existing = await this.db.scanReport.findUnique({ where: { contentHash }, select: { id: true } });
+    const existing = await client.scanReport.findUnique({ where: { contentHash }, select: { id: true } });
     if (existing) return { id: existing.id, created: false, sectors };
     try {
-      const created = await this.db.scanReport.create({
+      const created = await client.scanReport.create({
         data: {
           generatedAt,
           origin,
@@ -109,7 +112,7 @@ export class ReportRepository {
       return { id: created.id, created: true, sectors };
     } catch (err) {
       // A concurrent import of the same content won the unique content hash.
-      const again = await this.db.scanReport.findUnique({ where: { contentHash }, select: { id: true } });
+      const again = await client.scanReport.findUnique({ where: { contentHash }, select: { id: true } });
       if (again) return { id: again.id, created: false, sectors };
       throw err;
     }

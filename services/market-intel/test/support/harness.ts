@@ -29,6 +29,8 @@ export interface Harness {
   /** The wired service (jobs, outbox, broker, health monitor...). */
   service: MarketIntelService;
   config: MarketIntelConfig;
+  /** The environment `config` was loaded from (to start a variant of the service). */
+  env: Record<string, string>;
   /** AMQP URL of this suite's own RabbitMQ vhost. */
   amqpUrl: string;
   vhost: string;
@@ -81,7 +83,7 @@ export async function startHarness(
     log: { info: () => undefined, warn: () => undefined },
   });
   const ledger = await spawnLocalnet();
-  const config = loadConfig({
+  const env: Record<string, string> = {
     DATABASE_URL: databaseUrl,
     SOLANA_RPC_URL: ledger.networks.solana.rpcUrl,
     USDC_MINT: ledger.networks.solana.mint,
@@ -96,7 +98,8 @@ export async function startHarness(
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     INSTANCE_ID: `test-${process.pid}`,
     ...options.env,
-  });
+  };
+  const config = loadConfig(env);
   const logger = createLogger({ name: 'market-intel-test', level: config.LOG_LEVEL });
   const events: PaymentEvent[] = [];
   const service = await createMarketIntelService(config, logger, { onPaymentEvent: (e) => events.push(e) });
@@ -118,6 +121,7 @@ export async function startHarness(
     baseUrl,
     service,
     config,
+    env,
     amqpUrl,
     vhost,
     db,

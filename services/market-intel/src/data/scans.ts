@@ -1,0 +1,302 @@
+import {
+  SCOUT_WINDOW_MAX_ITEMS,
+  ScoutItem,
+  ScoutResult,
+  type ScoutJobInput,
+  type ScoutSource,
+  type SourceReport,
+} from '@repo/schemas';
+import { z } from 'zod';
+import { newJobId, type HookedJob, type JobKindHooks, type JobRepository, type Tx } from './jobs';
+import type { Db } from './prisma';
+import type { ReportRepository } from './reports';
+
+/** What the fetch step (step 0) hands over; the rest of the runner's state is kept as it is. */
+const FetchedState = z.looseObject({
+  items: z.array(ScoutItem),
+  sources: z.array(z.looseObject({ id: z.string() })).optional(),
+});
+
+/** A scan's sector, sources and analysis window, as the scheduler or the admin command asks for it. */
+export interface ScanRequest {
+  sector: string;
+  sources: ScoutSource[];
+  /** Days of stored items the scan analyses (the Data API's trends carry their dates). */
+  windowDays: number;
+}
+
+/** Outcome of {@link ScanRepository.start}. */
+export type ScanStart =
+  | { started: true; jobId: string; outboxId: bigint }
+  /** Another scan of the sector is in progress (`jobId`), or the sector is not due yet (`jobId` null). */
+  | { started: false; jobId: string | null };
+
+/** One sector's schedule row, for the admin command's listing. */
+export interface ScanScheduleRow {
+  sector: string;
+  activeJobId: string | null;
+  lastStartedAt: Date | null;
+  lastFinishedAt: Date | null;
+  lastJobId: string | null;
+  lastStatus: string | null;
+}
+
+/** A scan job as the admin command follows it. */
+export interface ScanProgress {
+  jobId: string;
+  status: string;
+  progressPct: number;
+  stepLabel: string | null;
+  lastError: string | null;
+  error: string | null;
+  result: ScoutResult | null;
+}
+
+/**
+ * Scout scans on top of the job step chain (ARCHITECTURE.md, "Scout scans"): a scan is an unpaid job of
+ * kind `scout`. This repository claims a sector (at most one scan per sector at a time, across replicas:
+ * a conditional update of `scout_schedules.active_job_id`), creates the job with its first step in the
+ * same transaction, and provides the job hooks that store what the runner produced:
+ * - after step 0 (fetch), the fetched items go into `scout_items` (a story already stored for the sector,
+ *   by content hash, is not stored again), the sources' HTTP validators into `scout_source_states`, and
+ *   the state's `items` become the sector's stored window (published within `windowDays`, newest first,
+ *   at most `SCOUT_WINDOW_MAX_ITEMS`), with `newItems` = how many were new;
+ * - on completion, the report is stored (origin `scan`) unless it analysed no item, and the claim is
+ *   released; on failure the claim is released.
+ */
+export class ScanRepository {
+  /**
+   * @param db the database
+   * @param jobs the job repository (creates the job and its first step command)
+   * @param reports the report store (the finished report, and peer sectors' latest figures)
+   */
+  constructor(
+    private readonly db: Db,
+    private readonly jobs: JobRepository,
+    private readonly reports: ReportRepository,
+  ) {}
+
+  /**
+   * Starts a scan of `request.sector` unless one is in progress, or (without `force`) unless the last
+   * one started less than `intervalMs` ago.
+   * @param intervalMs minimum time between scheduled scans of a sector, in milliseconds
+   * @param force start now whatever the last start (the admin command)
+   * @returns the new job and its outbox row to publish, or the scan in progress
+   */
+  async start(request: ScanRequest, options: { intervalMs: number; force: boolean }): Promise<ScanStart> {
+    const jobId = newJobId();
+    return this.db.$transaction(async (tx) => {
+      await tx.$executeRawUnsafe(
+        'INSERT INTO scout_schedules (sector) VALUES ($1) ON CONFLICT (sector) DO NOTHING',
+        request.sector,
+      );
+      const claimed = await tx.$executeRawUnsafe(
+        `UPDATE scout_schedules SET active_job_id = $2, last_started_at = now(), last_job_id = $2
+          WHERE sector = $1 AND active_job_id IS NULL
+            AND ($3::boolean OR last_started_at IS NULL OR last_started_at <= now() - $4::int * interval '1 millisecond')`,
+        request.sector,
+        jobId,
+        options.force,
+        Math.min(options.intervalMs, 2_000_000_000),
+      );
+      if (claimed === 0) {
+        const row = await tx.scoutSchedule.findUnique({
+          where: { sector: request.sector },
+          select: { activeJobId: true },
+        });
+        return { started: false as const, jobId: row?.activeJobId ?? null };
+      }
+      const input: ScoutJobInput = {
+        sector: request.sector,
+        sources: request.sources,
+        validators: await validatorsFor(tx, request.sector, request.sources),
+        windowDays: request.windowDays,
+        peers: await this.peers(request.sector),
+      };
+      const outboxId = await this.jobs.createInternalJob(tx, {
+        id: jobId,
+        kind: 'scout',
+        endpoint: `scan ${request.sector}`,
+        input,
+      });
+      return { started: true as const, jobId, outboxId };
+    });
+  }
+
+  /** The hooks the job repository runs for `scout` jobs. */
+  hooks(): JobKindHooks {
+    return {
+      beforeNextStep: (tx, job, stepIndex, state) =>
+        stepIndex === 0 ? this.storeFetched(tx, job, state) : Promise.resolve(state),
+      onCompleted: async (tx, job, result) => {
+        const parsed = ScoutResult.safeParse(result);
+        const status = parsed.success ? 'completed' : 'failed';
+        if (parsed.success && parsed.data.stats.analysed > 0) {
+          await this.reports.importReport(parsed.data.report, 'scan', tx);
+        }
+        await release(tx, job.id, status);
+      },
+      onFailed: async (tx, job) => release(tx, job.id, 'failed'),
+    };
+  }
+
+  /** Fails scans that made no progress for `staleMs` milliseconds (a scan whose runner never came back). */
+  async staleScans(staleMs: number): Promise<string[]> {
+    const rows = await this.db.$queryRawUnsafe<{ id: string }[]>(
+      `SELECT j.id FROM scout_schedules s JOIN agent_jobs j ON j.id = s.active_job_id
+        WHERE j.status IN ('pending', 'running') AND j.updated_at < now() - $1::int * interval '1 millisecond'`,
+      Math.min(staleMs, 2_000_000_000),
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /** Every sector's schedule row, by sector. */
+  async schedules(): Promise<ScanScheduleRow[]> {
+    return this.db.scoutSchedule.findMany({ orderBy: { sector: 'asc' } });
+  }
+
+  /** A scan job's progress, or null when `jobId` is not a scan. */
+  async progress(jobId: string): Promise<ScanProgress | null> {
+    const row = await this.db.agentJob.findUnique({
+      where: { id: jobId },
+      select: {
+        id: true,
+        kind: true,
+        status: true,
+        progressPct: true,
+        stepLabel: true,
+        lastError: true,
+        error: true,
+        result: true,
+      },
+    });
+    if (!row || row.kind !== 'scout') return null;
+    const result = ScoutResult.safeParse(row.result);
+    return {
+      jobId: row.id,
+      status: row.status,
+      progressPct: row.progressPct,
+      stepLabel: row.stepLabel,
+      lastError: row.lastError,
+      error: row.error,
+      result: result.success ? result.data : null,
+    };
+  }
+
+  /** Number of stored items of a sector (tests and the admin command). */
+  async itemCount(sector: string): Promise<number> {
+    return this.db.scoutItem.count({ where: { sector } });
+  }
+
+  private async storeFetched(tx: Tx, job: HookedJob, state: unknown): Promise<unknown> {
+    const input = job.input as ScoutJobInput;
+    const fetched = FetchedState.parse(state);
+    let newItems = 0;
+    for (const item of fetched.items) {
+      newItems += await tx.$executeRawUnsafe(
+        `INSERT INTO scout_items (sector, hash, kind, url, title, summary, source, source_name, published_at, lang, points, comments, first_job_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::timestamptz, $10, $11, $12, $13)
+         ON CONFLICT (sector, hash) DO NOTHING`,
+        input.sector,
+        item.hash,
+        item.kind,
+        item.url,
+        item.title,
+        item.summary,
+        item.source,
+        item.sourceName,
+        item.publishedAt,
+        item.lang,
+        item.points ?? null,
+        item.comments ?? null,
+        job.id,
+      );
+    }
+    for (const report of (fetched.sources ?? []) as SourceReport[]) {
+      const source = input.sources.find((s) => s.id === report.id);
+      if (source) await saveSourceState(tx, input.sector, sourceUrl(source), report);
+    }
+    const window = await tx.scoutItem.findMany({
+      where: {
+        sector: input.sector,
+        publishedAt: { gte: new Date(Date.now() - input.windowDays * 86_400_000) },
+      },
+      orderBy: [{ publishedAt: 'desc' }, { hash: 'asc' }],
+      take: SCOUT_WINDOW_MAX_ITEMS,
+    });
+    const items: ScoutItem[] = window.map((row) => ({
+      hash: row.hash,
+      kind: row.kind as ScoutItem['kind'],
+      url: row.url,
+      title: row.title,
+      summary: row.summary,
+      source: row.source,
+      sourceName: row.sourceName,
+      publishedAt: row.publishedAt.toISOString(),
+      lang: row.lang,
+      ...(row.points === null ? {} : { points: row.points }),
+      ...(row.comments === null ? {} : { comments: row.comments }),
+    }));
+    return { ...fetched, items, newItems };
+  }
+
+  /** The other sectors' latest figures, for the brief's sector heatmap. */
+  private async peers(sector: string): Promise<ScoutJobInput['peers']> {
+    const snapshots = await this.reports.latestSnapshots([], 1000);
+    return snapshots
+      .filter((s) => s.sector !== sector)
+      .map((s) => ({
+        sector: s.sector,
+        gaps_count: s.gaps.length,
+        pain_mentions: s.painClusters.reduce((n, c) => n + c.mentions, 0),
+        top_keywords: s.keywords.slice(0, 5).map((k) => k.keyword),
+      }));
+  }
+}
+
+async function validatorsFor(
+  tx: Tx,
+  sector: string,
+  sources: ScoutSource[],
+): Promise<ScoutJobInput['validators']> {
+  const rows = await tx.scoutSourceState.findMany({ where: { sector } });
+  const validators: ScoutJobInput['validators'] = {};
+  for (const source of sources) {
+    const row = rows.find((r) => r.sourceId === source.id);
+    // Validators belong to one URL: a source whose URL changed starts afresh.
+    if (!row || row.url !== sourceUrl(source)) continue;
+    validators[source.id] = {
+      ...(row.etag ? { etag: row.etag } : {}),
+      ...(row.lastModified ? { lastModified: row.lastModified } : {}),
+    };
+  }
+  return validators;
+}
+
+/** The URL validators are kept for: the feed URL, or the search API's base URL with the query. */
+function sourceUrl(source: ScoutSource): string {
+  return source.type === 'feed' ? source.url : `${source.baseUrl}#${source.query}`;
+}
+
+async function saveSourceState(tx: Tx, sector: string, url: string, report: SourceReport): Promise<void> {
+  const data = {
+    url,
+    etag: report.validators.etag ?? null,
+    lastModified: report.validators.lastModified ?? null,
+    lastStatus: report.status,
+    lastError: report.error,
+    lastFetchedAt: new Date(),
+  };
+  await tx.scoutSourceState.upsert({
+    where: { sector_sourceId: { sector, sourceId: report.id } },
+    create: { sector, sourceId: report.id, ...data },
+    update: data,
+  });
+}
+
+async function release(tx: Tx, jobId: string, status: 'completed' | 'failed'): Promise<void> {
+  await tx.scoutSchedule.updateMany({
+    where: { activeJobId: jobId },
+    data: { activeJobId: null, lastFinishedAt: new Date(), lastStatus: status },
+  });
+}

@@ -1,0 +1,89 @@
+import type { ScoutSectorSources } from '@repo/schemas';
+import type { QueueLogger } from '@repo/queue';
+import type { JobRepository } from '../data/jobs';
+import type { ScanRepository } from '../data/scans';
+import type { OutboxRelay } from './outbox';
+
+/** Options of {@link ScanScheduler}; times in milliseconds. */
+export interface ScanSchedulerOptions {
+  /** Minimum time between two scheduled scans of one sector (default daily). */
+  intervalMs: number;
+  /** How often each replica checks which sectors are due. */
+  tickMs: number;
+  /** Days of stored items a scan analyses. */
+  windowDays: number;
+  /** A scan without progress for this long is failed, so its sector can be scanned again. */
+  staleMs: number;
+}
+
+/**
+ * Starts scout scans on schedule (ARCHITECTURE.md, "Scout scans"). Every replica ticks; the claim in
+ * {@link ScanRepository.start} lets one scan per sector run at a time whichever replica starts it, and
+ * only when the sector's last scan started at least `intervalMs` ago. Scans stuck for `staleMs` (no
+ * runner took them) are failed, which releases their sector.
+ */
+export class ScanScheduler {
+  private timer: NodeJS.Timeout | null = null;
+  private ticking: Promise<unknown> | null = null;
+  private stopped = false;
+
+  /**
+   * @param sectors the configured sectors and their sources
+   * @param onStarted called with each scan started (metrics)
+   */
+  constructor(
+    private readonly scans: ScanRepository,
+    private readonly jobs: JobRepository,
+    private readonly outbox: OutboxRelay,
+    private readonly sectors: readonly ScoutSectorSources[],
+    private readonly options: ScanSchedulerOptions,
+    private readonly logger: QueueLogger,
+    private readonly onStarted?: (sector: string) => void,
+  ) {}
+
+  /** Starts ticking (the first tick at once). */
+  start(): void {
+    this.stopped = false;
+    const tick = (): void => {
+      this.ticking = this.tick()
+        .catch((err: unknown) => this.logger.warn({ err: String(err) }, 'scan scheduler tick failed'))
+        .finally(() => {
+          this.ticking = null;
+          if (!this.stopped) this.timer = setTimeout(tick, this.options.tickMs);
+        });
+    };
+    this.timer = setTimeout(tick, 0);
+  }
+
+  /** Stops ticking and waits for a tick in progress. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.ticking;
+  }
+
+  /**
+   * Fails stale scans, then starts a scan of every due sector.
+   * @returns the ids of the scan jobs this tick started
+   */
+  async tick(): Promise<string[]> {
+    for (const jobId of await this.scans.staleScans(this.options.staleMs)) {
+      const minutes = Math.round(this.options.staleMs / 60_000);
+      await this.jobs.fail(jobId, `scan made no progress for ${minutes} minutes`);
+      this.logger.warn({ jobId }, 'stale scan failed');
+    }
+    const started: string[] = [];
+    for (const { sector, sources } of this.sectors) {
+      const result = await this.scans.start(
+        { sector, sources, windowDays: this.options.windowDays },
+        { intervalMs: this.options.intervalMs, force: false },
+      );
+      if (!result.started) continue;
+      started.push(result.jobId);
+      this.onStarted?.(sector);
+      this.logger.info({ sector, jobId: result.jobId }, 'scheduled scan started');
+      await this.outbox.publishNow([result.outboxId]).catch(() => undefined);
+    }
+    return started;
+  }
+}
