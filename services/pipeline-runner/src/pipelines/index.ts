@@ -1,6 +1,15 @@
-import type { ForgeJobInput, ForgeResult, ProveJobInput, ProveResult } from '@repo/schemas';
+import type {
+  ForgeJobInput,
+  ForgeResult,
+  ProveJobInput,
+  ProveResult,
+  ScoutJobInput,
+  ScoutResult,
+} from '@repo/schemas';
 import { forgePipeline, type ForgeState } from './forge';
 import { provePipeline, type ProveState } from './prove';
+export { scoutPipeline, ScoutState } from './scout';
+import { scoutPipeline, type ScoutState } from './scout';
 import type { Pipeline } from './types';
 
 export type { Pipeline, PipelineDeps, StepOutcome } from './types';
@@ -29,4 +38,5 @@ export {
 export const pipelines: {
   forge: Pipeline<ForgeJobInput, ForgeState, ForgeResult>;
   prove: Pipeline<ProveJobInput, ProveState, ProveResult>;
-} = { forge: forgePipeline, prove: provePipeline };
+  scout: Pipeline<ScoutJobInput, ScoutState, ScoutResult>;
+} = { forge: forgePipeline, prove: provePipeline, scout: scoutPipeline };

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { LlmClient, SearchProvider } from '@repo/llm';
 import type { Logger } from '@repo/service-kit';
+import type { ScoutFetchSettings } from '../scout/settings';
 
 /** What a pipeline step may use: the LLM, the search port (or `null` when none is configured), a logger and the clock. */
 export interface PipelineDeps {
@@ -9,6 +10,8 @@ export interface PipelineDeps {
   logger: Logger;
   /** The current time (prompts mention today's date). */
   now(): Date;
+  /** Fetch settings of the scout pipeline (unset fields take `DEFAULT_SCOUT_FETCH_SETTINGS`); tests shorten delays and limits. */
+  scout?: Partial<ScoutFetchSettings>;
 }
 
 /**
@@ -32,7 +35,7 @@ export type StepOutcome<S, R> =
  * debate turn are logged and the turn goes on without sources.
  */
 export interface Pipeline<I, S, R> {
-  readonly kind: 'forge' | 'prove';
+  readonly kind: 'forge' | 'prove' | 'scout';
   /** Validates the job input carried in step messages. */
   readonly input: z.ZodType<I>;
   /** Validates the state carried in step messages. */
