@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ScanReport, SectorTag } from './market-intel';
 
 /**
- * Scout scans (market-intel README, "Scout scans"): the contract between market-intel, which schedules
+ * Scout scans (README, "Scout scans"): the contract between market-intel, which schedules
  * a scan of one sector and stores what it produced, and the pipeline-runner, which fetches the
  * sector's sources and runs the analysis steps. A scan is a job of kind `scout` on the compute step
  * chain; these are its input, the items and source reports of its fetch step, and its result.

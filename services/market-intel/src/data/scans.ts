@@ -53,7 +53,7 @@ export interface ScanProgress {
 }
 
 /**
- * Scout scans on top of the job step chain (ARCHITECTURE.md, "Scout scans"): a scan is an unpaid job of
+ * Scout scans on top of the job step chain (ARCHITECTURE.md "Scout scans" bullet; README "Scout scans"): a scan is an unpaid job of
  * kind `scout`. This repository claims a sector (at most one scan per sector at a time, across replicas:
  * a conditional update of `scout_schedules.active_job_id`), creates the job with its first step in the
  * same transaction, and provides the job hooks that store what the runner produced:

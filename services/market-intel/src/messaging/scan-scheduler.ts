@@ -17,7 +17,7 @@ export interface ScanSchedulerOptions {
 }
 
 /**
- * Starts scout scans on schedule (ARCHITECTURE.md, "Scout scans"). Every replica ticks; the claim in
+ * Starts scout scans on schedule (ARCHITECTURE.md "Scout scans" bullet; README "Scout scans"). Every replica ticks; the claim in
  * {@link ScanRepository.start} lets one scan per sector run at a time whichever replica starts it, and
  * only when the sector's last scan started at least `intervalMs` ago. Scans stuck for `staleMs` (no
  * runner took them) are failed, which releases their sector.
