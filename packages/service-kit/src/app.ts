@@ -15,6 +15,11 @@ export interface BaseAppOptions {
   corsOrigins?: string[];
   /** Reports readiness for `/readyz` (PostgreSQL reachable, not shutting down). */
   isReady?: () => boolean | Promise<boolean>;
+  /**
+   * How long `/readyz` waits for `isReady`, in milliseconds (default 2000); slower counts as not
+   * ready, so a dependency that hangs (black-holed connection) cannot hang the probe.
+   */
+  readyTimeoutMs?: number;
   /** When given, every request is timed and `GET /metrics` serves the registry. */
   metrics?: ServiceMetrics;
 }
@@ -58,9 +63,24 @@ export function createBaseApp(options: BaseAppOptions): Application {
   app.get('/livez', (_req, res) => {
     res.json({ ok: true });
   });
+  const readyTimeoutMs = options.readyTimeoutMs ?? 2000;
   app.get('/readyz', async (_req, res) => {
-    const ready = options.isReady ? await Promise.resolve(options.isReady()).catch(() => false) : true;
+    const ready = options.isReady ? await withTimeout(options.isReady, readyTimeoutMs) : true;
     res.status(ready ? 200 : 503).json({ ok: ready });
   });
   return app;
+}
+
+/** Runs a readiness check; a throw, a falsy answer or no answer within `timeoutMs` is `false`. */
+async function withTimeout(check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([Promise.resolve().then(check).then(Boolean, () => false), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -54,4 +54,9 @@ export const BaseHttpEnv = {
   BODY_LIMIT: z.string().default('100kb'),
   CORS_ORIGINS: z.string().optional(),
   SHUTDOWN_TIMEOUT_MS: intVar(10_000, 100),
+  /**
+   * Milliseconds between readiness turning false and the HTTP port closing on shutdown, so load
+   * balancers (Kubernetes endpoints) stop sending new connections first; 0 closes at once.
+   */
+  SHUTDOWN_DRAIN_DELAY_MS: intVar(0, 0, 60_000),
 };

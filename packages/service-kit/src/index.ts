@@ -7,5 +7,5 @@ export { createBaseApp } from './app';
 export type { BaseAppOptions } from './app';
 export { closeServer, onShutdown } from './shutdown';
 export type { ShutdownStep } from './shutdown';
-export { createMetrics } from './metrics';
+export { cachedFor, createMetrics } from './metrics';
 export type { ServiceMetrics } from './metrics';

@@ -43,3 +43,24 @@ export function createMetrics(service: string): ServiceMetrics {
   };
   return { registry, httpDuration, httpMiddleware, metricsHandler };
 }
+
+/**
+ * Shares one result of a scrape-time lookup (a queue depth, a count query) between the scrapes of
+ * `ttlMs` milliseconds, and one call in flight between concurrent scrapes, so frequent scrapes by
+ * several Prometheus servers cost one lookup. A failed lookup is not kept.
+ * @param ttlMs how long a result is reused, in milliseconds
+ */
+export function cachedFor<T>(ttlMs: number, load: () => Promise<T>): () => Promise<T> {
+  let entry: { at: number; value: Promise<T> } | undefined;
+  return () => {
+    const now = Date.now();
+    if (entry && now - entry.at < ttlMs) return entry.value;
+    const value = load();
+    const current = { at: now, value };
+    entry = current;
+    value.catch(() => {
+      if (entry === current) entry = undefined;
+    });
+    return value;
+  };
+}

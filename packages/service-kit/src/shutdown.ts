@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 
 /** One step of a graceful shutdown, run in order. */
@@ -8,13 +8,26 @@ export interface ShutdownStep {
 }
 
 /**
- * Closes an HTTP server: stops accepting, lets in-flight requests finish, closes idle keep-alive
- * connections.
+ * Closes an HTTP server: stops accepting, lets in-flight requests finish, and closes keep-alive
+ * connections as soon as they are idle (responses finished while closing carry `connection: close`,
+ * and idle connections are swept every 100 ms, so a busy keep-alive client cannot hold the close
+ * open until its keep-alive timeout).
  * @param server the server to close
  */
 export function closeServer(server: Server): Promise<void> {
   return new Promise((resolve, reject) => {
-    server.close((err) => (err ? reject(err) : resolve()));
+    const lastResponse = (_req: IncomingMessage, res: ServerResponse): void => {
+      if (!res.headersSent) res.setHeader('connection', 'close');
+    };
+    server.prependListener('request', lastResponse);
+    const sweep = setInterval(() => server.closeIdleConnections(), 100);
+    sweep.unref();
+    server.close((err) => {
+      clearInterval(sweep);
+      server.off('request', lastResponse);
+      if (err) reject(err);
+      else resolve();
+    });
     server.closeIdleConnections();
   });
 }
@@ -36,10 +49,12 @@ export function onShutdown(logger: Logger, steps: ShutdownStep[], timeoutMs: num
     timer.unref();
     started = (async () => {
       for (const step of steps) {
+        const stepStarted = Date.now();
         try {
           await step.run();
+          logger.info({ step: step.name, ms: Date.now() - stepStarted }, 'shutdown step done');
         } catch (err) {
-          logger.error({ err, step: step.name }, 'shutdown step failed');
+          logger.error({ err, step: step.name, ms: Date.now() - stepStarted }, 'shutdown step failed');
         }
       }
       clearTimeout(timer);

@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 import { closeServer, createLogger, onShutdown } from '@repo/service-kit';
 import { loadConfig } from './config';
 import { createMarketIntelService } from './service';
@@ -29,6 +30,8 @@ async function main(): Promise<void> {
     logger,
     [
       { name: 'mark not ready', run: () => service.markShuttingDown() },
+      // Load balancers see /readyz fail and stop sending new connections before the port closes.
+      { name: 'wait for load balancers', run: () => delay(config.SHUTDOWN_DRAIN_DELAY_MS) },
       { name: 'drain http', run: () => closeServer(server) },
       {
         name: 'stop background work, drain consumers, close RabbitMQ, RPC pools and database',

@@ -1,7 +1,23 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { COMPUTE_TOPOLOGY, type Broker } from '@repo/queue';
-import { createMetrics, type ServiceMetrics } from '@repo/service-kit';
-import type { PaymentEventListener } from '@repo/x402';
+import { cachedFor, createMetrics, type ServiceMetrics } from '@repo/service-kit';
+import { PAYMENT_VERIFICATION_REASONS, type PaymentEventListener } from '@repo/x402';
+
+/**
+ * Every value the `reason` label of `x402_payments_total` can take: the verification reasons, the
+ * refusals before verification, and `other` for anything unforeseen (so the label set stays bounded).
+ */
+export const PAYMENT_REJECTION_REASONS: ReadonlySet<string> = new Set([
+  ...PAYMENT_VERIFICATION_REASONS,
+  'invalid_payment_header',
+  'payment_reused',
+  'payment_conflict',
+  'busy',
+  'other',
+]);
+
+/** How long scrape-time lookups (job counts, queue depths) are reused between scrapes, in milliseconds. */
+const SCRAPE_CACHE_MS = 1000;
 
 /** market-intel's metrics: the shared HTTP ones plus x402 payment outcomes and RPC time. */
 export interface MarketIntelMetrics extends ServiceMetrics {
@@ -13,7 +29,8 @@ export interface MarketIntelMetrics extends ServiceMetrics {
   onJobEvent(type: string, applied: boolean): void;
   /**
    * Adds the scrape-time gauges `compute_jobs` (by status), `compute_outbox_pending` and
-   * `rabbitmq_queue_messages` (ready messages per compute queue).
+   * `rabbitmq_queue_messages` (ready messages per compute queue, by `checkQueue`); job counts and
+   * queue depths are reused for 1 s between scrapes.
    */
   observeCompute(sources: {
     countByStatus(): Promise<Record<string, number>>;
@@ -59,13 +76,30 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
       events.inc({ type, applied: String(applied) });
     },
     observeCompute(sources) {
+      const countByStatus = cachedFor(SCRAPE_CACHE_MS, () => sources.countByStatus());
+      const queueNames = [
+        COMPUTE_TOPOLOGY.queues.starts,
+        COMPUTE_TOPOLOGY.queues.steps,
+        COMPUTE_TOPOLOGY.queues.jobEvents,
+        COMPUTE_TOPOLOGY.queues.jobStarts,
+        COMPUTE_TOPOLOGY.queues.deadLetter,
+      ];
+      const queueDepths = cachedFor(SCRAPE_CACHE_MS, () =>
+        sources.broker.withChannel(async (channel) => {
+          const depths: Record<string, number> = {};
+          for (const queue of queueNames) depths[queue] = (await channel.checkQueue(queue)).messageCount;
+          return depths;
+        }),
+      );
       new Gauge({
         name: 'compute_jobs',
         help: 'Compute jobs by status',
         labelNames: ['status'] as const,
         registers: [base.registry],
         async collect() {
-          const counts = await sources.countByStatus().catch(() => ({}) as Record<string, number>);
+          // Without the database the last counts stay (a dropped series would read as zero jobs).
+          const counts = await countByStatus().catch(() => undefined);
+          if (!counts) return;
           for (const status of ['pending', 'running', 'completed', 'failed'])
             this.set({ status }, counts[status] ?? 0);
         },
@@ -85,25 +119,16 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
         registers: [base.registry],
         async collect() {
           if (!sources.broker.isConnected()) return;
-          const names = [
-            COMPUTE_TOPOLOGY.queues.starts,
-            COMPUTE_TOPOLOGY.queues.steps,
-            COMPUTE_TOPOLOGY.queues.jobEvents,
-            COMPUTE_TOPOLOGY.queues.jobStarts,
-            COMPUTE_TOPOLOGY.queues.deadLetter,
-          ];
-          await sources.broker
-            .withChannel(async (channel) => {
-              for (const queue of names) this.set({ queue }, (await channel.checkQueue(queue)).messageCount);
-            })
-            .catch(() => undefined);
+          const depths = await queueDepths().catch(() => undefined);
+          if (!depths) return;
+          for (const [queue, count] of Object.entries(depths)) this.set({ queue }, count);
         },
       });
     },
     onPaymentEvent(event) {
       payments.inc({
         type: event.type,
-        reason: event.reason ?? '',
+        reason: event.reason === undefined ? '' : PAYMENT_REJECTION_REASONS.has(event.reason) ? event.reason : 'other',
         network: event.network,
         endpoint: event.endpoint,
       });

@@ -1,0 +1,8 @@
+export { TcpProxy } from './tcp-proxy';
+export type { ProxyMode } from './tcp-proxy';
+export { freePort, readyStatus, spawnService, waitUntil } from './process';
+export type { ServiceProcess, SpawnServiceOptions } from './process';
+export { judgeShutdown, startLoad } from './load';
+export type { Load, LoadRequest, LoadResult, ShutdownVerdict } from './load';
+export { metricValue, parseMetrics, scrape } from './scrape';
+export type { Sample } from './scrape';
