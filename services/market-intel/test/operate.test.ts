@@ -117,6 +117,7 @@ describe('Graceful shutdown', () => {
     const verdict = judgeShutdown(results, signalAt, unreadyAt);
     // Readiness failed after the signal and before the port closed (the drain delay).
     expect(unreadyAt).toBeGreaterThanOrEqual(signalAt);
+    expect(fast.unreadyHow()).toBe(503);
 
     if (exit.code !== 0) console.error(mi.service.output().split('\n').slice(-40).join('\n'));
     expect(exit).toEqual({ code: 0, signal: null });

@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 import { closeServer, createLogger, onShutdown } from '@repo/service-kit';
 import { createApp } from './app';
 import { llmSettings, loadConfig } from './config';
@@ -52,6 +53,8 @@ async function main(): Promise<void> {
     logger,
     [
       { name: 'mark not ready', run: () => (shuttingDown = true) },
+      // Load balancers see /readyz fail and stop sending new connections before the port closes.
+      { name: 'wait for load balancers', run: () => delay(config.SHUTDOWN_DRAIN_DELAY_MS) },
       {
         name: 'stop analysis schedule',
         run: () => {

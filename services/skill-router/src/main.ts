@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 import { closeServer, createLogger, onShutdown } from '@repo/service-kit';
 import { loadConfig } from './config';
 import { createSkillRouterMetrics } from './metrics';
@@ -26,6 +27,8 @@ async function main(): Promise<void> {
     logger,
     [
       { name: 'mark not ready', run: () => runtime.markShuttingDown() },
+      // Load balancers see /readyz fail and stop sending new connections before the port closes.
+      { name: 'wait for load balancers', run: () => delay(config.SHUTDOWN_DRAIN_DELAY_MS) },
       { name: 'drain http', run: () => closeServer(server) },
       { name: 'stop workers, close connections and database', run: () => runtime.close() },
       { name: 'flush logs', run: () => logger.flush() },

@@ -26,8 +26,13 @@ export interface LoadRequest {
 /** A running load: `stop()` ends the loops and resolves with every result. */
 export interface Load {
   results: LoadResult[];
-  /** When `/readyz` was first seen failing (epoch ms), as a load balancer polling it every 20 ms would. */
+  /**
+   * When `/readyz` was first seen failing (epoch ms, the end of that probe), as a load balancer
+   * polling it every 20 ms would.
+   */
   unreadyAt(): number | undefined;
+  /** How that probe failed: a 503 (readiness turned false while still serving) or an error code (port already closed). */
+  unreadyHow(): number | string | undefined;
   stop(): Promise<LoadResult[]>;
 }
 
@@ -95,17 +100,20 @@ export function startLoad(baseUrl: string, concurrency: number, next: (i: number
     while (!stopped) results.push(await one(next(counter++)));
   });
   let unreadyAt: number | undefined;
+  let unreadyHow: number | string | undefined;
   const watcher = (async () => {
     while (!stopped && unreadyAt === undefined) {
-      const checkedAt = Date.now();
       const probe = await one({ method: 'GET', path: '/readyz' });
-      if (probe.status !== 200) unreadyAt = checkedAt;
-      else await new Promise((resolve) => setTimeout(resolve, 20));
+      if (probe.status !== 200) {
+        unreadyAt = probe.endedAt;
+        unreadyHow = probe.status ?? probe.error;
+      } else await new Promise((resolve) => setTimeout(resolve, 20));
     }
   })();
   return {
     results,
     unreadyAt: () => unreadyAt,
+    unreadyHow: () => unreadyHow,
     async stop() {
       stopped = true;
       await Promise.all([...loops, watcher]);
