@@ -4,6 +4,7 @@ import { createBaseApp, type Logger, type ServiceMetrics } from '@repo/service-k
 import type { ApiKeyRepository } from './data/api-keys';
 import type { RateLimit } from './data/rate-limits';
 import type { SkillRepository } from './data/skills';
+import type { RouteOutcome } from './metrics';
 import { discoverRouter } from './routes/discover';
 import { openApiRouter } from './routes/openapi';
 import { publicRouter } from './routes/public';
@@ -33,6 +34,7 @@ export interface AppDeps {
   metrics?: ServiceMetrics & {
     onRegistered?: (outcome: 'created' | 'updated') => void;
     onRouted?: (matches: number) => void;
+    onRouteServed?: (outcome: RouteOutcome) => void;
   };
 }
 
@@ -64,6 +66,7 @@ export function createApp(deps: AppDeps): Application {
       now,
       onRegistered: deps.metrics?.onRegistered,
       onRouted: deps.metrics?.onRouted,
+      onRouteServed: deps.metrics?.onRouteServed,
     }),
   );
   app.use(notFoundHandler);

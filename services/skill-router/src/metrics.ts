@@ -1,13 +1,21 @@
 import { Counter, Histogram } from 'prom-client';
 import { createMetrics, type ServiceMetrics } from '@repo/service-kit';
 
-/** skill-router's metrics: the shared HTTP ones plus registrations, verifications, health checks and routing. */
+/** skill-router's metrics: the shared HTTP ones plus registrations, verifications, health checks and routes served. */
 export interface SkillRouterMetrics extends ServiceMetrics {
   onRegistered(outcome: 'created' | 'updated'): void;
   onVerified(passed: boolean): void;
   onHealthChecked(ok: boolean, status: string): void;
   onRouted(matches: number): void;
+  /** Counts a finished `POST /api/discover/route` (`skill_routes_served_total{outcome}`). */
+  onRouteServed(outcome: RouteOutcome): void;
 }
+
+/**
+ * How a route request ended: `matched` (200 with at least one match), `no_match` (200, empty),
+ * `rejected` (4xx: bad key, invalid body, rate limit) or `failed` (5xx).
+ */
+export type RouteOutcome = 'matched' | 'no_match' | 'rejected' | 'failed';
 
 /** Creates skill-router's registry (`service="skill-router"`). */
 export function createSkillRouterMetrics(): SkillRouterMetrics {
@@ -36,11 +44,19 @@ export function createSkillRouterMetrics(): SkillRouterMetrics {
     buckets: [0, 1, 2, 5, 10, 20, 50, 100],
     registers: [base.registry],
   });
+  const routesServed = new Counter({
+    name: 'skill_routes_served_total',
+    help: 'Route requests answered, by outcome (matched, no_match, rejected, failed)',
+    labelNames: ['outcome'] as const,
+    registers: [base.registry],
+  });
+  for (const outcome of ['matched', 'no_match', 'rejected', 'failed'] as const) routesServed.inc({ outcome }, 0);
   return {
     ...base,
     onRegistered: (outcome) => registrations.inc({ outcome }),
     onVerified: (passed) => verifications.inc({ result: passed ? 'passed' : 'failed' }),
     onHealthChecked: (ok, status) => healthChecks.inc({ result: ok ? 'ok' : 'failed', status }),
     onRouted: (matches) => routeMatches.observe(matches),
+    onRouteServed: (outcome) => routesServed.inc({ outcome }),
   };
 }

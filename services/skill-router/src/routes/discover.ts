@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import { Router, type RequestHandler } from 'express';
 import { AppError, notFound } from '@repo/errors';
 import { validate, validated } from '@repo/service-kit';
 import { z } from 'zod';
@@ -6,6 +6,7 @@ import type { ApiKeyRepository } from '../data/api-keys';
 import type { RateLimit } from '../data/rate-limits';
 import type { SkillDetailRecord, SkillRecord, SkillRepository } from '../data/skills';
 import { routeTask } from '../domain/routing';
+import type { RouteOutcome } from '../metrics';
 import {
   ListSkillsQuery,
   RegisterSkillRequest,
@@ -35,6 +36,8 @@ export interface DiscoverDeps {
   onRegistered?: (outcome: 'created' | 'updated') => void;
   /** Called after a route request with the number of matches (metrics). */
   onRouted?: (matches: number) => void;
+  /** Called when a route request's answer is sent, whatever it was (metrics). */
+  onRouteServed?: (outcome: RouteOutcome) => void;
 }
 
 const round = (x: number, digits: number) => Math.round(x * 10 ** digits) / 10 ** digits;
@@ -77,7 +80,27 @@ export function discoverRouter(deps: DiscoverDeps): Router {
   const router = Router();
   const auth = requireApiKey(deps.keys);
 
-  router.post('/route', auth, validate({ body: RouteRequest }), async (_req, res) => {
+  // Counts every answer to /route, refusals included, so the outcome mix is visible.
+  const countRoute: RequestHandler = (_req, res, next) => {
+    if (deps.onRouteServed) {
+      const served = deps.onRouteServed;
+      res.once('finish', () => {
+        const matches = res.locals.routeMatches as number | undefined;
+        served(
+          res.statusCode >= 500
+            ? 'failed'
+            : res.statusCode >= 400
+              ? 'rejected'
+              : matches !== undefined && matches > 0
+                ? 'matched'
+                : 'no_match',
+        );
+      });
+    }
+    next();
+  };
+
+  router.post('/route', countRoute, auth, validate({ body: RouteRequest }), async (_req, res) => {
     const { body } = validated<unknown, unknown, RouteRequest>(res.locals);
     const outcome = await routeTask(
       deps.skills,
@@ -91,6 +114,7 @@ export function discoverRouter(deps: DiscoverDeps): Router {
       deps.routeCandidateLimit,
     );
     deps.onRouted?.(outcome.matches.length);
+    res.locals.routeMatches = outcome.matches.length;
     const answer: z.infer<typeof RouteResponse> = {
       matches: outcome.matches.map((m) => ({
         skill_id: m.skill.skillId,

@@ -1,0 +1,139 @@
+import path from 'node:path';
+import { Client } from 'pg';
+import { applyMigrations, resetDatabase } from '@repo/db-migrate';
+import {
+  judgeShutdown,
+  metricValue,
+  readyStatus,
+  scrape,
+  spawnService,
+  startLoad,
+  TcpProxy,
+  waitUntil,
+  type ServiceProcess,
+} from '@repo/service-kit/testing';
+import { buildSkill } from './support/factories';
+
+// One real skill-router process (src/main.ts) whose PostgreSQL goes through a cuttable proxy.
+jest.setTimeout(90_000);
+
+const PG_BASE = process.env.TEST_DATABASE_BASE_URL ?? 'postgresql://postgres@127.0.0.1:5432';
+const databaseUrl = `${PG_BASE}/skill_router_operate_test`;
+let pg: { proxy: TcpProxy; url: string };
+let svc: ServiceProcess;
+let key: string;
+
+async function post(pathname: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(svc.baseUrl + pathname, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+beforeAll(async () => {
+  await resetDatabase(databaseUrl);
+  await applyMigrations({
+    databaseUrl,
+    migrationsDir: path.join(__dirname, '../prisma/migrations'),
+    log: { info: () => undefined, warn: () => undefined },
+  });
+  pg = await TcpProxy.forUrl(databaseUrl, 5432);
+  svc = await spawnService({
+    cwd: path.join(__dirname, '..'),
+    env: {
+      DATABASE_URL: pg.url,
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
+      WORKERS_ENABLED: 'false',
+      SSRF_ALLOWLIST: '127.0.0.1,localhost',
+      KEY_CREATION_LIMIT_PER_MINUTE: '1000',
+      SHUTDOWN_TIMEOUT_MS: '15000',
+      SHUTDOWN_DRAIN_DELAY_MS: '300',
+    },
+  });
+  const created = await post('/api/auth/key', { name: 'ops-test' });
+  expect(created.status).toBe(201);
+  key = ((await created.json()) as { api_key: string }).api_key;
+  // One active translator, as verification would leave it.
+  const skill = buildSkill({ skill_id: 'ops-translator', chains: [], pricing: { model: 'per_call', price_usd: 0 } });
+  expect((await post('/api/discover/register', skill, { 'x-api-key': key })).status).toBe(201);
+  const client = new Client({ connectionString: databaseUrl });
+  await client.connect();
+  await client.query(`UPDATE skills SET status = 'active' WHERE skill_id = $1`, [skill.skill_id]);
+  await client.end();
+});
+afterAll(async () => {
+  await svc?.stop();
+  await pg?.proxy.close();
+});
+
+describe('/metrics', () => {
+  it('When route requests match, match nothing or are refused, then skill_routes_served_total counts each outcome and the latency histogram has the route', async () => {
+    const before = await scrape(svc.baseUrl);
+    expect((await post('/api/discover/route', { task: 'translate this text to french' }, { 'x-api-key': key })).status).toBe(200);
+    const none = await post('/api/discover/route', { task: 'translate text', requirements: { chains: ['ethereum'] } }, { 'x-api-key': key });
+    expect(((await none.json()) as { matches: unknown[] }).matches).toEqual([]);
+    expect((await post('/api/discover/route', { task: 'translate' })).status).toBe(401);
+    expect((await post('/api/discover/route', { nope: true }, { 'x-api-key': key })).status).toBe(400);
+    const after = await scrape(svc.baseUrl);
+    const moved = (name: string, labels: Record<string, string>) =>
+      (metricValue(after, name, labels) ?? 0) - (metricValue(before, name, labels) ?? 0);
+    expect(moved('skill_routes_served_total', { outcome: 'matched' })).toBe(1);
+    expect(moved('skill_routes_served_total', { outcome: 'no_match' })).toBe(1);
+    expect(moved('skill_routes_served_total', { outcome: 'rejected' })).toBe(2);
+    expect(metricValue(after, 'skill_routes_served_total', { outcome: 'failed' })).toBe(0);
+    expect(moved('skill_route_matches_count', {})).toBe(2);
+    expect(moved('http_request_duration_seconds_count', { route: '/api/discover/route', status: '200' })).toBe(2);
+  });
+});
+
+describe('/readyz on dependency loss', () => {
+  it('When PostgreSQL becomes unreachable, then /readyz answers 503; once it is back, 200 and routing works', async () => {
+    await pg.proxy.cut();
+    await waitUntil('503 without PostgreSQL', async () => (await readyStatus(svc.baseUrl)) === 503, 10_000);
+    expect((await fetch(`${svc.baseUrl}/livez`)).status).toBe(200);
+    await pg.proxy.restore();
+    await waitUntil('200 with PostgreSQL back', async () => (await readyStatus(svc.baseUrl)) === 200, 15_000);
+    expect((await post('/api/discover/route', { task: 'translate text' }, { 'x-api-key': key })).status).toBe(200);
+  });
+
+  it('When PostgreSQL hangs (connections accepted, never answered), then /readyz answers 503 within its 2 s timeout', async () => {
+    await pg.proxy.blackhole();
+    try {
+      const started = Date.now();
+      await waitUntil('503 with a hanging PostgreSQL', async () => (await readyStatus(svc.baseUrl)) === 503, 15_000);
+      expect(Date.now() - started).toBeLessThan(5000);
+    } finally {
+      await pg.proxy.restore();
+    }
+    await waitUntil('200 after the hang', async () => (await readyStatus(svc.baseUrl)) === 200, 20_000);
+  });
+});
+
+describe('Graceful shutdown', () => {
+  it('When SIGTERM arrives under routing load, then every request sent while ready is answered and the process exits 0', async () => {
+    const load = startLoad(svc.baseUrl, 8, () => ({
+      method: 'POST',
+      path: '/api/discover/route',
+      headers: { 'x-api-key': key },
+      body: { task: 'translate this text to german' },
+    }));
+    await waitUntil('load running', () => load.results.filter((r) => r.status === 200).length >= 40);
+    const signalAt = Date.now();
+    svc.kill('SIGTERM');
+    const exit = await svc.exited;
+    const exitedAfterMs = Date.now() - signalAt;
+    const results = await load.stop();
+    const verdict = judgeShutdown(results, signalAt, load.unreadyAt());
+
+    if (exit.code !== 0) console.error(svc.output().split('\n').slice(-30).join('\n'));
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(load.unreadyHow()).toBe(503);
+    expect(verdict.failures).toEqual([]);
+    expect(verdict.inFlightCompleted).toBeGreaterThan(0);
+    expect(results.filter((r) => r.status !== undefined && r.status !== 200 && r.status !== 429)).toEqual([]);
+    console.info(
+      `skill-router shutdown: ${results.length} requests, ${verdict.completed} answered (${verdict.inFlightCompleted} in flight at SIGTERM), ${verdict.refusedAfterUnready} refused after readiness failed, exit after ${exitedAfterMs} ms`,
+    );
+  });
+});
