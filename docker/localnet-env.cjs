@@ -28,7 +28,9 @@ async function main() {
     const info = await localnetInfo(rpcUrl);
     process.env[mintVar] = info.mint;
     process.env[accountVar] = info.merchantTokenAccount;
-    process.stderr.write(`localnet-env: ${mintVar}=${info.mint} ${accountVar}=${info.merchantTokenAccount}\n`);
+    process.stderr.write(
+      `localnet-env: ${mintVar}=${info.mint} ${accountVar}=${info.merchantTokenAccount}\n`,
+    );
   }
   require(require('node:path').resolve('dist/main.js'));
 }
