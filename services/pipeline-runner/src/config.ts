@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { BaseHttpEnv, intVar, parseConfig } from '@repo/service-kit';
+import { DEFAULT_SCOUT_FETCH_SETTINGS as SCOUT, type ScoutFetchSettings } from './scout/settings';
 
 const optionalUrl = z.url().optional();
 
@@ -33,6 +34,29 @@ export const RunnerEnv = z.object({
   PROBE_INTERVAL_MS: intVar(30_000, 500, 600_000),
   /** Backoff before a failed step is requeued, in milliseconds (doubles per attempt, capped at 30 s). */
   STEP_RETRY_BASE_MS: intVar(1000, 0, 60_000),
+  /** Scout scans: deadline of one source request (connect, headers, body), in milliseconds. */
+  SCOUT_FETCH_TIMEOUT_MS: intVar(SCOUT.timeoutMs, 100, 120_000),
+  /** Scout scans: largest source response accepted, in bytes (default 2 MiB). */
+  SCOUT_MAX_RESPONSE_BYTES: intVar(SCOUT.maxResponseBytes, 1024, 100 * 1024 * 1024),
+  /** Scout scans: minimum gap between two requests to one host, in milliseconds. */
+  SCOUT_HOST_DELAY_MS: intVar(SCOUT.hostDelayMs, 0, 60_000),
+  /** Scout scans: items kept per source at most. */
+  SCOUT_MAX_ITEMS_PER_SOURCE: intVar(SCOUT.maxItemsPerSource, 1, 1000),
+  /** Scout scans: comma-separated ISO 639-1 codes of the languages kept (default `en`). */
+  SCOUT_LANGUAGES: z
+    .string()
+    .default(SCOUT.languages.join(','))
+    .transform((v) =>
+      v
+        .split(',')
+        .map((l) => l.trim().toLowerCase())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.string().regex(/^[a-z]{2,3}$/, 'must be ISO 639-1 codes such as en,de')).min(1)),
+  /** Scout scans: titles shorter than this many characters drop their item. */
+  SCOUT_MIN_TITLE_CHARS: intVar(SCOUT.minTitleChars, 1, 200),
+  /** Scout scans: the `User-Agent` of source requests. */
+  SCOUT_USER_AGENT: z.string().min(1).max(300).default(SCOUT.userAgent),
   /** Identifies this runner in heartbeats and events; default host name + pid. */
   RUNNER_ID: z
     .string()
@@ -59,4 +83,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
     problems.push('TAVILY_API_KEY is required with SEARCH_PROVIDER=tavily');
   if (problems.length > 0) throw new Error(`Invalid configuration:\n  ${problems.join('\n  ')}`);
   return config;
+}
+
+/**
+ * The scout pipeline's fetch settings from the configuration (`PipelineDeps.scout`); the settings
+ * without a variable keep their defaults.
+ * @param config the parsed configuration
+ */
+export function scoutFetchSettings(config: RunnerConfig): Partial<ScoutFetchSettings> {
+  return {
+    timeoutMs: config.SCOUT_FETCH_TIMEOUT_MS,
+    maxResponseBytes: config.SCOUT_MAX_RESPONSE_BYTES,
+    hostDelayMs: config.SCOUT_HOST_DELAY_MS,
+    maxItemsPerSource: config.SCOUT_MAX_ITEMS_PER_SOURCE,
+    languages: config.SCOUT_LANGUAGES,
+    minTitleChars: config.SCOUT_MIN_TITLE_CHARS,
+    userAgent: config.SCOUT_USER_AGENT,
+  };
 }

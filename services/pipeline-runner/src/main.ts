@@ -5,7 +5,7 @@ import { createLlmClient, createSearxngProvider, createTavilyProvider, type Sear
 import { Broker, declareComputeTopology } from '@repo/queue';
 import { closeServer, createBaseApp, createLogger, createMetrics, onShutdown } from '@repo/service-kit';
 import { errorHandler, notFoundHandler } from '@repo/errors';
-import { loadConfig, type RunnerConfig } from './config';
+import { loadConfig, scoutFetchSettings, type RunnerConfig } from './config';
 import { HeartbeatPublisher } from './messaging/heartbeat';
 import { StepWorker } from './messaging/step-worker';
 import { pipelines } from './pipelines';
@@ -65,7 +65,7 @@ async function main(): Promise<void> {
     ? new StepWorker({
         broker,
         pipelines,
-        pipelineDeps: { llm, search, logger, now: () => new Date() },
+        pipelineDeps: { llm, search, logger, now: () => new Date(), scout: scoutFetchSettings(config) },
         runnerId,
         logger,
         retryBaseMs: config.STEP_RETRY_BASE_MS,

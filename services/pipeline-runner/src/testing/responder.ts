@@ -1,4 +1,5 @@
 import type { ScriptedRequest, ScriptedRespond } from '@repo/llm/testing';
+import { scoutAnswer } from './scout-responder';
 
 /** The scenarios {@link scriptedPipelineResponder} can play. */
 export type PipelineScenario = 'approved' | 'conditional' | 'rejected' | 'pivot_out' | 'forge';
@@ -276,7 +277,8 @@ function forgeAnswer(request: ScriptedRequest): unknown {
  * - `forge`: 8 ideas (two per agent), fatal critiques for I6/I7 so I1–I5 are shortlisted with
  *   LEAN_FIT, STRETCH, NOT_LEAN and LEAN_FIT+LOW_ROI estimates; the chair ranks all but the last idea.
  *
- * Forge tasks are always answered as in `forge`. With `forge` (the default), a prove job plays the
+ * Forge tasks are always answered as in `forge`, scout tasks (`scout_*`) by {@link scoutAnswer} (the
+ * fixture feeds' figures, `FIXTURE_SCAN`). With `forge` (the default), a prove job plays the
  * scenario named by a marker in its idea ({@link scenarioMarker}, e.g. `[scenario:rejected]`), else
  * `approved`: one scripted server can then serve many concurrent jobs of different outcomes. Answers
  * depend only on the request (round, persona, agent, ids in the prompt), never on call order. The
@@ -286,6 +288,7 @@ function forgeAnswer(request: ScriptedRequest): unknown {
 export function scriptedPipelineResponder(scenario: PipelineScenario = 'forge'): ScriptedRespond {
   return (request) => {
     if (request.task.startsWith('forge_')) return forgeAnswer(request);
+    if (request.task.startsWith('scout_')) return scoutAnswer(request);
     if (scenario !== 'forge') return proveAnswer(scenario, request);
     const marked = /\[scenario:(approved|conditional|rejected|pivot_out)\]/.exec(lastUser(request))?.[1];
     return proveAnswer((marked ?? 'approved') as Exclude<PipelineScenario, 'forge'>, request);

@@ -17,6 +17,9 @@ export interface PipelineRun<S, R> {
  * @param input the job input (validated with `pipeline.input` first)
  * @param deps LLM, search, logger, clock
  * @param maxSteps guard against a pipeline that never ends (default 100)
+ * @param afterStep what happens to the state between steps outside the runner (for scout: market-intel
+ *   replacing the items by the stored window after step 0, see `scoutWindow`); gets the state and the
+ *   index of the step that produced it
  * @throws whatever a step throws; `Error` when the pipeline does not finish within `maxSteps`
  */
 export async function runToCompletion<I, S, R>(
@@ -24,6 +27,7 @@ export async function runToCompletion<I, S, R>(
   input: I,
   deps: PipelineDeps,
   maxSteps = 100,
+  afterStep?: (state: S, stepIndex: number) => S,
 ): Promise<PipelineRun<S, R>> {
   const parsedInput = pipeline.input.parse(JSON.parse(JSON.stringify(input)));
   let state = pipeline.init(parsedInput);
@@ -38,6 +42,7 @@ export async function runToCompletion<I, S, R>(
       };
     steps.push(outcome);
     state = pipeline.state.parse(JSON.parse(JSON.stringify(outcome.state)));
+    if (afterStep) state = pipeline.state.parse(JSON.parse(JSON.stringify(afterStep(state, i))));
   }
   throw new Error(`${pipeline.kind} did not finish within ${maxSteps} steps`);
 }
