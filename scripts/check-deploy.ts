@@ -3,6 +3,7 @@
 // (non-root images, probes, restricted security contexts, migrations first) and with the README.
 // Run by scripts/check-deploy.sh after the schema and lint checks; exits 1 listing every problem.
 //   tsx scripts/check-deploy.ts [--rendered <dir with dev.yaml, prod.yaml, base.yaml>]
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { validate as lintDockerfile, ValidationSeverity } from 'dockerfile-utils';
@@ -284,6 +285,70 @@ async function validateSchemas(where: string, resources: Obj[]): Promise<void> {
   }
 }
 
+/**
+ * Unknown fields (a misspelt `readinesProbe`, a patch that added `minReplica`): the bundled schemas allow
+ * extra properties, so every resource is also written as an object literal that must satisfy its
+ * kubernetes-models interface, where TypeScript rejects excess properties. One tsc run for all.
+ */
+function checkUnknownFields(groups: { where: string; resources: Obj[] }[]): void {
+  const dir = path.join(ROOT, 'node_modules', '.cache', 'check-deploy');
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, 'manifests.mts');
+  const imports = new Map<string, string>();
+  const lines: string[] = [];
+  const owners: { line: number; label: string }[] = [];
+  let n = 0;
+  for (const { where, resources } of groups) {
+    for (const resource of resources) {
+      const apiVersion = String(resource.apiVersion ?? '');
+      const kind = String(resource.kind ?? '');
+      let alias = imports.get(apiVersion);
+      if (alias === undefined) {
+        alias = `m${imports.size}`;
+        imports.set(apiVersion, alias);
+      }
+      owners.push({
+        line: lines.length + 1,
+        label: `${where}: ${kind} ${String(at(resource, 'metadata', 'name'))}`,
+      });
+      lines.push(
+        ...`export const r${n} = ${JSON.stringify(resource, null, 2)} satisfies ${alias}.I${kind};`.split(
+          '\n',
+        ),
+      );
+      n += 1;
+    }
+  }
+  const header = [...imports].map(
+    ([apiVersion, alias]) => `import type * as ${alias} from 'kubernetes-models/${apiVersion}';`,
+  );
+  fs.writeFileSync(file, [...header, ...lines].join('\n'));
+  const tsc = spawnSync(
+    path.join(ROOT, 'node_modules', '.bin', 'tsc'),
+    [
+      '--noEmit',
+      '--strict',
+      '--skipLibCheck',
+      '--module',
+      'nodenext',
+      '--moduleResolution',
+      'nodenext',
+      '--target',
+      'es2022',
+      file,
+    ],
+    { encoding: 'utf8' },
+  );
+  if (tsc.status === 0) return;
+  for (const match of tsc.stdout.matchAll(/manifests\.mts\((\d+),\d+\): error TS\d+: ([^\n]+)/g)) {
+    const line = Number(match[1]) - header.length;
+    const owner = owners.filter((o) => o.line <= line).at(-1);
+    const message = (match[2] ?? '').replace(/ in type '[^']*'/, '');
+    problem(owner?.label ?? 'infra', `unknown or mistyped field: ${message}`);
+  }
+  if (!/manifests\.mts\(/.test(tsc.stdout)) problem('infra', `tsc failed: ${tsc.stdout}${tsc.stderr}`);
+}
+
 function byKind(resources: Obj[], kind: string): Map<string, Obj> {
   const map = new Map<string, Obj>();
   for (const r of resources) if (r.kind === kind) map.set(String(at(r, 'metadata', 'name')), r);
@@ -421,6 +486,7 @@ function checkSecretTemplate(): Obj[] {
 async function checkKubernetes(renderedDir: string | undefined): Promise<void> {
   const secrets = checkSecretTemplate();
   await validateSchemas('infra/base/secret.example.yaml', secrets);
+  const groups = [{ where: 'infra/base/secret.example.yaml', resources: secrets }];
   if (renderedDir) {
     for (const overlay of ['base', 'dev', 'prod']) {
       const file = path.join(renderedDir, `${overlay}.yaml`);
@@ -428,6 +494,7 @@ async function checkKubernetes(renderedDir: string | undefined): Promise<void> {
       const where = overlay === 'base' ? 'infra/base' : `infra/overlays/${overlay}`;
       await validateSchemas(where, resources);
       checkManifests(where, resources);
+      groups.push({ where, resources });
       if (overlay === 'prod') {
         for (const d of byKind(resources, 'Deployment').values()) {
           const image = String(at(d, 'spec', 'template', 'spec', 'containers', 0, 'image'));
@@ -449,7 +516,9 @@ async function checkKubernetes(renderedDir: string | undefined): Promise<void> {
     const resources = files.flatMap((f) => resourcesOf(`infra/base/${f}.yaml`, read(`infra/base/${f}.yaml`)));
     await validateSchemas('infra/base', resources);
     checkManifests('infra/base', resources);
+    groups.push({ where: 'infra/base', resources });
   }
+  checkUnknownFields(groups);
 }
 
 // ---------------------------------------------------------------- workflows and README
