@@ -6,17 +6,21 @@
  *   LLM_BASE_URL=http://127.0.0.1:11434/v1 LLM_MODEL=llama3.1:8b \
  *     pnpm --filter @repo/pipeline-runner run-pipeline prove "An AI receptionist for dental clinics"
  *   pnpm --filter @repo/pipeline-runner run-pipeline forge fintech dev-tools
+ *   pnpm --filter @repo/pipeline-runner run-pipeline scout ../market-intel/config/scout-sources.json fintech
  *
  * Reads the runner's configuration (LLM_*, SEARCH_PROVIDER, SEARXNG_URL, TAVILY_API_KEY). The
  * session_config is the spec's default unless SESSION_CONFIG holds its string form
  * ("Profile: Solo\nBudget: $5K"). Forge runs without scout data (market-intel sends it in production).
+ * Scout fetches the sector's sources from a sources file (SCOUT_* settings) and analyses every item
+ * it kept (market-intel would analyse its stored window of WINDOW_DAYS, default 7).
  * Exit code 0 on a result, 1 on a failure, 2 on bad arguments.
  */
 import { randomUUID } from 'node:crypto';
 import { createLlmClient, createSearxngProvider, createTavilyProvider } from '@repo/llm';
-import { SessionConfigInput } from '@repo/schemas';
+import { readFileSync } from 'node:fs';
+import { ScoutSourcesFile, SessionConfigInput, type ScoutJobInput } from '@repo/schemas';
 import { createLogger } from '@repo/service-kit';
-import { loadConfig } from '../config';
+import { loadConfig, scoutFetchSettings } from '../config';
 import { pipelines, type Pipeline, type PipelineDeps } from '../pipelines';
 
 async function run<I, S, R>(pipeline: Pipeline<I, S, R>, rawInput: unknown, deps: PipelineDeps): Promise<R> {
@@ -39,11 +43,34 @@ async function run<I, S, R>(pipeline: Pipeline<I, S, R>, rawInput: unknown, deps
 
 async function main(): Promise<number> {
   const [kind, ...rest] = process.argv.slice(2);
-  if ((kind !== 'prove' && kind !== 'forge') || (kind === 'prove' && rest.join(' ').trim().length < 10)) {
+  if (
+    (kind !== 'prove' && kind !== 'forge' && kind !== 'scout') ||
+    (kind === 'prove' && rest.join(' ').trim().length < 10) ||
+    (kind === 'scout' && rest.length !== 2)
+  ) {
     process.stderr.write(
-      'usage: run-pipeline prove "<idea, at least 10 characters>" | run-pipeline forge [sector ...]\n',
+      'usage: run-pipeline prove "<idea, at least 10 characters>" | run-pipeline forge [sector ...] | run-pipeline scout <sources.json> <sector>\n',
     );
     return 2;
+  }
+  let scoutInput: ScoutJobInput | null = null;
+  if (kind === 'scout') {
+    const [file, sector] = rest as [string, string];
+    const parsed = ScoutSourcesFile.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+    if (!parsed.success) {
+      process.stderr.write(
+        `${file}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}\n`,
+      );
+      return 2;
+    }
+    const entry = parsed.data.sectors.find((s) => s.sector === sector);
+    if (!entry) {
+      process.stderr.write(
+        `${file} has no sector "${sector}" (${parsed.data.sectors.map((s) => s.sector).join(', ')})\n`,
+      );
+      return 2;
+    }
+    scoutInput = { sector, sources: entry.sources, validators: {}, windowDays: 7, peers: [] };
   }
   const config = loadConfig();
   if (!config.LLM_BASE_URL || !config.LLM_MODEL) {
@@ -77,9 +104,11 @@ async function main(): Promise<number> {
     search,
     logger: createLogger({ name: 'run-pipeline', level: config.LOG_LEVEL }),
     now: () => new Date(),
+    scout: scoutFetchSettings(config),
   };
-  const result =
-    kind === 'prove'
+  const result = scoutInput
+    ? await run(pipelines.scout, scoutInput, deps)
+    : kind === 'prove'
       ? await run(
           pipelines.prove,
           { idea: rest.join(' '), session_config: sessionConfig.data, proveSessionId: randomUUID() },

@@ -57,7 +57,7 @@ function describe(error: unknown, settings: ScoutFetchSettings, timedOut: boolea
   if (error instanceof errors.HeadersTimeoutError || error instanceof errors.BodyTimeoutError)
     return `no complete answer within ${settings.timeoutMs} ms`;
   const message = error instanceof Error ? error.message : String(error);
-  if (/max redirects|redirections/i.test(message)) return `more than ${settings.maxRedirects} redirects`;
+  if (/redirect loop/i.test(message)) return 'redirect loop';
   const code =
     (error as { code?: string }).code ?? (error as { cause?: { code?: string } }).cause?.code ?? undefined;
   if (code && NETWORK_CODES[code]) return NETWORK_CODES[code];
@@ -113,6 +113,9 @@ export function createScoutHttp(settings: ScoutFetchSettings): ScoutHttp {
     }
     if (status >= 300) {
       await response.body.dump().catch(() => undefined);
+      // The redirect interceptor hands back the last redirect once maxRedirects are used up.
+      if (status < 400 && header('location'))
+        throw new SourceFetchError(`more than ${settings.maxRedirects} redirects`, status);
       throw new SourceFetchError(status >= 400 ? `HTTP ${status}` : `unexpected HTTP ${status}`, status);
     }
     try {

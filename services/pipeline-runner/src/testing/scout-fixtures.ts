@@ -237,7 +237,8 @@ async function freePort(): Promise<number> {
  * Starts a local HTTP server (127.0.0.1) with the fixture sector's sources, for tests and the demo
  * (no internet needed): `/feeds/rss.xml` (RSS 2.0), `/feeds/atom.xml` (Atom), `/hn/search_by_date`
  * (Algolia's Hacker News search API), `/feeds/broken.xml` (malformed XML), `/feeds/huge.xml` (an
- * oversized RSS feed, streamed without Content-Length), `/feeds/error.xml` (HTTP 500), `/feeds/slow.xml`
+ * oversized RSS feed, streamed without Content-Length), `/feeds/error.xml` (HTTP 500), `/feeds/moved.xml` (301 to the RSS feed), `/feeds/loop.xml`
+ * (redirects on and on), `/feeds/slow.xml`
  * (never answers; status 0 in `requests`). The feeds and
  * the search send an ETag and Last-Modified and answer 304 to a matching conditional request. Item
  * dates are relative to `options.now`; the figures a scan of them yields are {@link FIXTURE_SCAN}.
@@ -294,6 +295,14 @@ export async function startFixtureFeeds(options: FixtureFeedsOptions = {}): Prom
         }
         res.end('</channel></rss>');
         return 200;
+      }
+      case '/feeds/moved.xml':
+        res.writeHead(301, { location: '/feeds/rss.xml' }).end();
+        return 301;
+      case '/feeds/loop.xml': {
+        const hop = Number(url.searchParams.get('hop') ?? 0) + 1;
+        res.writeHead(302, { location: `/feeds/loop.xml?hop=${hop}` }).end();
+        return 302;
       }
       case '/feeds/slow.xml':
         // Never answers: the client's deadline must end the request (the server closes it on close()).

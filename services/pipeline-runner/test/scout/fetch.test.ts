@@ -153,4 +153,17 @@ describe('scout fetch', () => {
       items: 0,
     });
   });
+
+  it('When a feed has moved, then the redirect is followed; a redirect loop fails after the limit', async () => {
+    const scan = await fetchSources(
+      fixtureScoutInput([feed('moved', '/feeds/moved.xml'), feed('loop', '/feeds/loop.xml')]),
+      { ...settings, maxRedirects: 3 },
+      feeds.now,
+    );
+    expect(scan.sources.map((s) => [s.id, s.status, s.items, s.error])).toEqual([
+      ['moved', 'ok', 7, null],
+      ['loop', 'failed', 0, 'more than 3 redirects'],
+    ]);
+    expect(feeds.requests.filter((r) => r.path === '/feeds/loop.xml')).toHaveLength(4);
+  });
 });
