@@ -208,7 +208,8 @@ export class Broker extends EventEmitter {
     const deadline = Date.now() + (this.options.publishTimeoutMs ?? 10_000);
     let lastError: unknown;
     while (Date.now() < deadline) {
-      if (this.closing) throw new PublishError('broker is closing');
+      // While closing, handlers still draining may publish their outcome until the connection goes.
+      if (this.closing && !this.connected) throw new PublishError('broker is closing');
       await this.waitForConnection(Math.max(1, deadline - Date.now()));
       const channel = this.publishChannel;
       if (!channel) continue;
@@ -259,8 +260,8 @@ export class Broker extends EventEmitter {
 
   /**
    * Stops consuming (cancels every consumer), waits up to `drainMs` milliseconds for handlers in
-   * progress to settle their deliveries, then closes the channels and the connection. Deliveries
-   * not settled by then return to their queue.
+   * progress to settle their deliveries (they may still publish meanwhile), then closes the channels
+   * and the connection. Deliveries not settled by then return to their queue.
    */
   async close(drainMs = 10_000): Promise<void> {
     if (this.closing) return;
@@ -271,6 +272,10 @@ export class Broker extends EventEmitter {
     }
     const drained = Promise.allSettled([...this.inFlight]);
     await Promise.race([drained, new Promise((resolve) => setTimeout(resolve, drainMs).unref())]);
+    // Closing each channel first (it waits for CloseOk) makes RabbitMQ take the acks already sent on
+    // it; a connection close alone can overtake acks still buffered for other channels.
+    for (const consumer of this.consumers) await consumer.channel?.close().catch(() => undefined);
+    await this.publishChannel?.close().catch(() => undefined);
     this.connected = false;
     await this.connection?.close().catch(() => undefined);
     this.connection = null;

@@ -1,12 +1,12 @@
 import { createServer } from 'node:http';
 import { hostname } from 'node:os';
-import { Counter, Gauge, Histogram } from 'prom-client';
 import { createLlmClient, createSearxngProvider, createTavilyProvider, type SearchProvider } from '@repo/llm';
 import { Broker, declareComputeTopology } from '@repo/queue';
-import { closeServer, createBaseApp, createLogger, createMetrics, onShutdown } from '@repo/service-kit';
+import { closeServer, createBaseApp, createLogger, onShutdown } from '@repo/service-kit';
 import { errorHandler, notFoundHandler } from '@repo/errors';
 import { loadConfig, scoutFetchSettings, type RunnerConfig } from './config';
 import { HeartbeatPublisher } from './messaging/heartbeat';
+import { createRunnerMetrics } from './metrics';
 import { StepWorker } from './messaging/step-worker';
 import { pipelines } from './pipelines';
 
@@ -33,26 +33,7 @@ async function main(): Promise<void> {
       : null;
   const search = searchProvider(config);
 
-  const metrics = createMetrics('pipeline-runner');
-  const steps = new Counter({
-    name: 'runner_steps_total',
-    help: 'Pipeline steps executed, by pipeline and outcome (completed, retry, poison)',
-    labelNames: ['kind', 'outcome'] as const,
-    registers: [metrics.registry],
-  });
-  const stepSeconds = new Histogram({
-    name: 'runner_step_duration_seconds',
-    help: 'Duration of one pipeline step (LLM and search calls included), in seconds',
-    labelNames: ['kind'] as const,
-    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 30, 60, 120, 300],
-    registers: [metrics.registry],
-  });
-  const upstream = new Gauge({
-    name: 'runner_upstream_up',
-    help: '1 when the upstream answered the last probe',
-    labelNames: ['upstream'] as const,
-    registers: [metrics.registry],
-  });
+  const metrics = createRunnerMetrics();
 
   const broker = await Broker.connect({
     url: config.AMQP_URL,
@@ -69,10 +50,7 @@ async function main(): Promise<void> {
         runnerId,
         logger,
         retryBaseMs: config.STEP_RETRY_BASE_MS,
-        onStep: (kind, outcome, seconds) => {
-          steps.inc({ kind, outcome });
-          if (outcome === 'completed') stepSeconds.observe({ kind }, seconds);
-        },
+        onStep: (kind, outcome, seconds) => metrics.onStep(kind, outcome, seconds),
       })
     : null;
   const heartbeat = new HeartbeatPublisher({
@@ -85,10 +63,11 @@ async function main(): Promise<void> {
     inFlightSteps: () => worker?.inFlightSteps() ?? 0,
     logger,
     onProbe: (l, s) => {
-      upstream.set({ upstream: 'llm' }, l.ok ? 1 : 0);
-      if (s) upstream.set({ upstream: 'search' }, s.ok ? 1 : 0);
+      metrics.onProbe('llm', l.ok);
+      if (s) metrics.onProbe('search', s.ok);
     },
   });
+  metrics.observe({ inFlightSteps: () => worker?.inFlightSteps() ?? 0, broker });
   await broker.waitForConnection(60_000);
   await heartbeat.start();
   if (worker) await worker.start(config.RUNNER_PREFETCH);
