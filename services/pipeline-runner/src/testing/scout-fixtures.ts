@@ -72,7 +72,7 @@ const RSS_ENTRIES: FixtureEntry[] = [
     title: 'Open source maintainers struggle with AI generated pull requests',
     url: 'https://news.fixture.test/2026/maintainers-ai-pull-requests',
     summary: 'Maintainers close low quality pull requests opened by AI coding agents.',
-    age: 20 * HOUR,
+    age: 30 * HOUR,
   },
   {
     title: 'Les banques européennes adoptent enfin les paiements instantanés',
@@ -381,31 +381,40 @@ export const FIXTURE_PEER: PeerSector = {
 /**
  * The figures a scan of {@link startFixtureFeeds}' sources yields with the scripted responder
  * (`scriptedPipelineResponder`), counted by hand from the fixture text above (not computed by the
- * code under test). `analysed` and everything after it hold for the stored window of
- * `windowDays` (7): the 40-day-old RSS entry is fetched and stored but not analysed.
+ * code under test). `inWindow` and everything after it hold for the stored window of `windowDays`
+ * (7): the 40-day-old RSS entry is fetched and stored but not analysed.
  */
 export const FIXTURE_SCAN = {
   sector: 'fixture-tech',
   windowDays: 7,
+  /**
+   * Runner settings for end-to-end tests and the demo (environment variables of the runner process):
+   * short politeness gaps and a 1 MiB size limit, which the 3 MiB oversized feed exceeds.
+   */
+  runnerEnv: {
+    SCOUT_HOST_DELAY_MS: '50',
+    SCOUT_FETCH_TIMEOUT_MS: '5000',
+    SCOUT_MAX_RESPONSE_BYTES: String(1024 * 1024),
+  } as Record<string, string>,
   /** All six sources; three fail: dead (connection refused), malformed, oversized. */
   sources: 6,
-  sourcesFailed: 3,
+  failedSources: ['fixture-dead', 'fixture-malformed', 'fixture-oversized'],
   /** `SourceReport.error` of each failing source contains this text. */
   errors: {
     'fixture-dead': 'connection refused',
     'fixture-malformed': 'malformed feed',
     'fixture-oversized': 'response larger than',
-  },
+  } as Record<string, string>,
   /** Entries parsed per working source. */
-  parsed: { 'fixture-rss': 7, 'fixture-atom': 5, 'fixture-hn': 5 },
+  parsed: { 'fixture-rss': 7, 'fixture-atom': 5, 'fixture-hn': 5 } as Record<string, number>,
   /** Items kept per working source after normalisation. */
-  kept: { 'fixture-rss': 5, 'fixture-atom': 3, 'fixture-hn': 5 },
-  /** Items kept by the fetch (13 = 17 parsed - 4 dropped). */
-  itemsFetched: 13,
+  keptBySource: { 'fixture-rss': 5, 'fixture-atom': 3, 'fixture-hn': 5 } as Record<string, number>,
+  /** Items kept by the fetch (`ScoutStats.itemsFetched`; 13 = 17 parsed - 4 dropped) and stored. */
+  kept: 13,
   /** The French entry; the 2-character title; the Atom copies of two RSS stories (same URL after canonicalisation; same title). */
   dropped: { duplicate: 2, language: 1, length: 1 },
-  /** Items in a 7-day window. */
-  analysed: 12,
+  /** Items in a 7-day window (`ScoutStats.analysed`). */
+  inWindow: 12,
   articles: 7,
   discussions: 5,
   /** Exact counts of some keywords over the window's titles and summaries. */
@@ -419,8 +428,12 @@ export const FIXTURE_SCAN = {
     'code review': 3,
     'pull requests': 3,
   } as Record<string, number>,
-  /** Trends: title → velocity, cited items. */
-  trends: [
+  /** Number of trends. */
+  trends: 3,
+  /** Trends whose newest item is at most a day old (`/scout/trends?days=1`). */
+  trendsWithinOneDay: 2,
+  /** The trends in order: title, velocity, cited items, source, score. */
+  trendDetails: [
     {
       title: 'AI coding agents go mainstream',
       velocity: 'steady',
@@ -430,27 +443,31 @@ export const FIXTURE_SCAN = {
     },
     {
       title: 'Invoice and payment automation',
-      velocity: 'rising',
-      items: 3,
+      velocity: 'new',
+      items: 2,
       source: 'Fixture Tech Daily',
-      score: 3,
+      score: 2,
     },
     {
       title: 'Open source under AI pressure',
-      velocity: 'new',
+      velocity: 'rising',
       items: 1,
       source: 'Fixture Tech Daily',
       score: 1,
     },
   ],
   pains: 4,
-  /** Pain clusters: theme → mentions (distinct items behind the cluster's pains) and intensity. */
+  /** Pain clusters as `[theme, mentions]` (mentions: distinct items behind the cluster's pains). */
   painClusters: [
-    { theme: 'Getting paid and reconciling', mentions: 3, intensity: 'high' },
-    { theme: 'Review and CI overload from AI agents', mentions: 5, intensity: 'critical' },
-  ],
-  /** Gaps: title → the cluster themes it addresses. */
-  gaps: [
+    ['Getting paid and reconciling', 3],
+    ['Review and CI overload from AI agents', 5],
+  ] as [string, number][],
+  /** Intensity of each cluster, in order. */
+  clusterIntensities: ['high', 'critical'],
+  /** Number of gaps. */
+  gaps: 2,
+  /** The gaps in order: title, trend, the cluster themes it addresses. */
+  gapDetails: [
     {
       title: 'Reconciliation autopilot for small businesses',
       trend: 'Invoice and payment automation',
@@ -465,7 +482,7 @@ export const FIXTURE_SCAN = {
   /** With {@link FIXTURE_PEER} as the only peer: the cross signal and the heat of the fixture sector (8 of 10 mentions). */
   crossSignals: [{ keyword: 'invoices', count: 4, sectors: ['fixture-fin'] }],
   heat: 0.8,
-} as const;
+};
 
 /**
  * A scout job input for the fixture sector.

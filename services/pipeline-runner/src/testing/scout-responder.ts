@@ -47,7 +47,7 @@ const TREND_THEMES = [
   },
   {
     title: 'Invoice and payment automation',
-    pattern: /invoice|payment|bookkeeping/i,
+    pattern: /invoice|bookkeeping/i,
     description: 'Money flowing into automating invoices, bookkeeping and reconciliation.',
     insight: 'Small businesses will pay to stop chasing and matching payments by hand.',
   },

@@ -42,7 +42,7 @@ describe('scout fetch', () => {
     ]);
     for (const [id, parsed] of Object.entries(FIXTURE_SCAN.parsed)) {
       expect(byId(scan.sources, id).items).toBe(parsed);
-      expect(byId(scan.sources, id).kept).toBe(FIXTURE_SCAN.kept[id as keyof typeof FIXTURE_SCAN.kept]);
+      expect(byId(scan.sources, id).kept).toBe(FIXTURE_SCAN.keptBySource[id]);
       expect(byId(scan.sources, id).httpStatus).toBe(200);
       expect(byId(scan.sources, id).error).toBeNull();
     }
@@ -53,7 +53,7 @@ describe('scout fetch', () => {
     expect(byId(scan.sources, 'fixture-dead').httpStatus).toBeNull();
     expect(byId(scan.sources, 'fixture-malformed').httpStatus).toBe(200);
     expect(byId(scan.sources, 'fixture-oversized').error).toBe(`response larger than ${LIMIT} bytes`);
-    expect(scan.items).toHaveLength(FIXTURE_SCAN.itemsFetched);
+    expect(scan.items).toHaveLength(FIXTURE_SCAN.kept);
     expect(scan.dropped).toEqual(FIXTURE_SCAN.dropped);
     expect(byId(scan.sources, 'fixture-rss').validators).toEqual({
       etag: '"rss-v1"',

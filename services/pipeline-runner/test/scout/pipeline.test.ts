@@ -52,15 +52,15 @@ describe('scout pipeline', () => {
     expect(result.report.generatedAt).toBe(feeds.now.toISOString());
     expect(result.stats).toEqual({
       sources: FIXTURE_SCAN.sources,
-      sourcesFailed: FIXTURE_SCAN.sourcesFailed,
-      itemsFetched: FIXTURE_SCAN.itemsFetched,
-      newItems: FIXTURE_SCAN.itemsFetched,
-      analysed: FIXTURE_SCAN.analysed,
+      sourcesFailed: FIXTURE_SCAN.failedSources.length,
+      itemsFetched: FIXTURE_SCAN.kept,
+      newItems: FIXTURE_SCAN.kept,
+      analysed: FIXTURE_SCAN.inWindow,
       dropped: FIXTURE_SCAN.dropped,
-      trends: FIXTURE_SCAN.trends.length,
+      trends: FIXTURE_SCAN.trends,
       pains: FIXTURE_SCAN.pains,
       painClusters: FIXTURE_SCAN.painClusters.length,
-      gaps: FIXTURE_SCAN.gaps.length,
+      gaps: FIXTURE_SCAN.gaps,
       keywords: result.report.sectors[0]!.keywords.length,
     });
     expect(result.sources.map((s) => [s.id, s.status])).toEqual([
@@ -76,21 +76,28 @@ describe('scout pipeline', () => {
     const sector = result.report.sectors[0]!;
     expect(sector.sector).toBe(FIXTURE_SCAN.sector);
     expect(sector.trends.map((t) => [t.title, t.velocity, t.source])).toEqual(
-      FIXTURE_SCAN.trends.map((t) => [t.title, t.velocity, t.source]),
+      FIXTURE_SCAN.trendDetails.map((t) => [t.title, t.velocity, t.source]),
     );
     // A trend's date is its newest item's: the undated bookkeeping story got the scan's time.
     expect(sector.trends[1]!.date).toBe(feeds.now.toISOString());
+    expect(sector.trends.filter((t) => Date.parse(t.date) >= feeds.now.getTime() - 86_400_000)).toHaveLength(
+      FIXTURE_SCAN.trendsWithinOneDay,
+    );
     expect(sector.painClusters.map((c) => [c.theme, c.mentions, c.intensity])).toEqual(
-      FIXTURE_SCAN.painClusters.map((c) => [c.theme, c.mentions, c.intensity]),
+      FIXTURE_SCAN.painClusters.map(([theme, mentions], i) => [
+        theme,
+        mentions,
+        FIXTURE_SCAN.clusterIntensities[i],
+      ]),
     );
     expect(sector.gaps.map((g) => [g.title, g.pain_signals.map((p) => p.theme)])).toEqual(
-      FIXTURE_SCAN.gaps.map((g) => [g.title, g.clusters]),
+      FIXTURE_SCAN.gapDetails.map((g) => [g.title, g.clusters]),
     );
     const reconciliation = sector.gaps[0]!;
     expect(reconciliation.trend_signal).toEqual({
       article: 'Small businesses adopt AI bookkeeping assistants',
       source: 'Fixture Tech Daily',
-      score: 3,
+      score: 2,
       insight: expect.any(String),
     });
     expect(reconciliation.pain_signals[0]).toMatchObject({ severity: 'high', signal_count: 3 });
@@ -101,10 +108,10 @@ describe('scout pipeline', () => {
     const brief = ScanBrief.parse(result.report.brief);
     expect(brief.date).toBe(feeds.now.toISOString().slice(0, 10));
     expect(brief.stats).toMatchObject({
-      items_analysed: FIXTURE_SCAN.analysed,
+      items_analysed: FIXTURE_SCAN.inWindow,
       articles: FIXTURE_SCAN.articles,
       discussions: FIXTURE_SCAN.discussions,
-      sources_failed: FIXTURE_SCAN.sourcesFailed,
+      sources_failed: FIXTURE_SCAN.failedSources.length,
     });
     expect(brief.cross_signals).toEqual(FIXTURE_SCAN.crossSignals);
     expect(brief.sector_heatmap).toMatchObject({
@@ -147,7 +154,9 @@ describe('scout pipeline', () => {
       const items = new Set(cluster.painIndexes.flatMap((p) => state.pains[p]!.itemIndexes));
       expect(cluster.mentions).toBe(items.size);
     }
-    expect(state.clusters.map((c) => c.mentions)).toEqual(FIXTURE_SCAN.painClusters.map((c) => c.mentions));
+    expect(state.clusters.map((c) => c.mentions)).toEqual(
+      FIXTURE_SCAN.painClusters.map(([, mentions]) => mentions),
+    );
   });
 
   it('When a step is run again from the same state (a redelivery), then its outcome is the same', async () => {
