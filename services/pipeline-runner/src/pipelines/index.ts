@@ -8,7 +8,7 @@ import type {
 } from '@repo/schemas';
 import { forgePipeline, type ForgeState } from './forge';
 import { provePipeline, type ProveState } from './prove';
-export { scoutPipeline, ScoutState } from './scout';
+export { scoutPipeline, ScoutState, SCOUT_TASKS } from './scout';
 import { scoutPipeline, type ScoutState } from './scout';
 import type { Pipeline } from './types';
 

@@ -206,7 +206,8 @@ function scanTime(state: ScoutState, deps: PipelineDeps): Date {
 function renderItem(item: ScoutItem, index: number): string {
   const discussion =
     item.kind === 'discussion' ? `, ${item.points ?? 0} points, ${item.comments ?? 0} comments` : '';
-  const summary = item.summary ? ` — ${clip(item.summary, 280)}` : '';
+  // Short summaries keep a full window (150 items) within small models' context.
+  const summary = item.summary ? ` — ${clip(item.summary, 160)}` : '';
   return `[${index}] (${item.kind}) ${clip(item.title, 200)}${summary} | ${item.sourceName}, ${item.publishedAt.slice(0, 10)}${discussion}`;
 }
 

@@ -224,4 +224,37 @@ describe('scout pipeline', () => {
     );
     expect(result.stats).toMatchObject({ itemsFetched: 13, newItems: 0, analysed: 12 });
   });
+
+  it('When the items match none of the fixture themes (real feeds with the offline stand-in), then the scripted answers still make a complete report', async () => {
+    const other = (i: number, kind: 'article' | 'discussion') => ({
+      hash: String(i).padStart(64, '0'),
+      kind,
+      url: `https://example.com/${i}`,
+      title: `Quarterly results of regional logistics company number ${i}`,
+      summary: 'Freight volumes grew in the quarter.',
+      source: 'other',
+      sourceName: 'Other Source',
+      publishedAt: new Date(feeds.now.getTime() - i * 3_600_000).toISOString(),
+      lang: 'en',
+      ...(kind === 'discussion' ? { points: 10 * i, comments: i } : {}),
+    });
+    const items = [other(1, 'article'), other(2, 'article'), other(3, 'discussion'), other(4, 'discussion')];
+    const { result } = await runToCompletion(
+      scoutPipeline,
+      fixtureScoutInput(feeds.sources({ failing: false })),
+      deps,
+      20,
+      (state, i) => (i === 0 ? { ...state, items, newItems: 0 } : state),
+    );
+    const sector = result.report.sectors[0]!;
+    expect([sector.trends.length, sector.painClusters.length, sector.gaps.length]).toEqual([1, 1, 1]);
+    expect(result.stats.pains).toBe(2);
+    // The two most discussed items are the pains; the cluster counts both.
+    expect(sector.painClusters[0]!.mentions).toBe(2);
+    expect(sector.gaps[0]!.pain_signals[0]!.signal_count).toBe(2);
+    expect(sector.keywords.find((k) => k.keyword === 'regional logistics')).toEqual({
+      keyword: 'regional logistics',
+      count: 4,
+    });
+  });
 });
