@@ -89,7 +89,12 @@ export function createScoutHttp(settings: ScoutFetchSettings): ScoutHttp {
     accept: string,
   ): Promise<FetchedBody> {
     const signal = AbortSignal.timeout(settings.timeoutMs);
-    const headers: Record<string, string> = { 'user-agent': settings.userAgent, accept };
+    // identity: the size limit then counts what is parsed, and no decoder is needed.
+    const headers: Record<string, string> = {
+      'user-agent': settings.userAgent,
+      accept,
+      'accept-encoding': 'identity',
+    };
     if (validators?.etag) headers['if-none-match'] = validators.etag;
     if (validators?.lastModified) headers['if-modified-since'] = validators.lastModified;
     let response: Dispatcher.ResponseData;
