@@ -501,13 +501,16 @@ function finish(
             mentions: c.mentions,
             intensity: c.intensity,
           })),
-          trends: state.trends.map((t) => ({
-            title: t.title,
-            description: t.description,
-            velocity: t.velocity,
-            source: t.source,
-            date: t.date,
-          })),
+          // Newest first, as the Data API serves them (stable: ties keep the extraction order).
+          trends: [...state.trends]
+            .sort((a, b) => Date.parse(b.date) - Date.parse(a.date))
+            .map((t) => ({
+              title: t.title,
+              description: t.description,
+              velocity: t.velocity,
+              source: t.source,
+              date: t.date,
+            })),
           keywords,
         },
       ],

@@ -432,21 +432,21 @@ export const FIXTURE_SCAN = {
   trends: 3,
   /** Trends whose newest item is at most a day old (`/scout/trends?days=1`). */
   trendsWithinOneDay: 2,
-  /** The trends in order: title, velocity, cited items, source, score. */
+  /** The report's trends, newest first: title, velocity, cited items, source, score. */
   trendDetails: [
-    {
-      title: 'AI coding agents go mainstream',
-      velocity: 'steady',
-      items: 3,
-      source: 'Fixture Tech Daily',
-      score: 3,
-    },
     {
       title: 'Invoice and payment automation',
       velocity: 'new',
       items: 2,
       source: 'Fixture Tech Daily',
       score: 2,
+    },
+    {
+      title: 'AI coding agents go mainstream',
+      velocity: 'steady',
+      items: 3,
+      source: 'Fixture Tech Daily',
+      score: 3,
     },
     {
       title: 'Open source under AI pressure',

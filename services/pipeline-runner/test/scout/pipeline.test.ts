@@ -79,7 +79,7 @@ describe('scout pipeline', () => {
       FIXTURE_SCAN.trendDetails.map((t) => [t.title, t.velocity, t.source]),
     );
     // A trend's date is its newest item's: the undated bookkeeping story got the scan's time.
-    expect(sector.trends[1]!.date).toBe(feeds.now.toISOString());
+    expect(sector.trends[0]!.date).toBe(feeds.now.toISOString());
     expect(sector.trends.filter((t) => Date.parse(t.date) >= feeds.now.getTime() - 86_400_000)).toHaveLength(
       FIXTURE_SCAN.trendsWithinOneDay,
     );
