@@ -37,7 +37,9 @@ RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store \
     && cp -a packages /out/packages && cp docker/migrate.sh /out/migrate.sh
 
 FROM base AS runtime
-ENV NODE_ENV=production HOME=/tmp CHECKPOINT_DISABLE=1 PRISMA_HIDE_UPDATE_MESSAGE=1
+# The config loader (jiti) would otherwise try to cache compiled prisma.config.ts files on the
+# read-only root filesystem.
+ENV NODE_ENV=production HOME=/tmp CHECKPOINT_DISABLE=1 PRISMA_HIDE_UPDATE_MESSAGE=1 JITI_FS_CACHE=false
 WORKDIR /app
 COPY --from=install --chown=1000:1000 /out /app
 USER 1000:1000
