@@ -3,14 +3,19 @@
 // prints each answer with its transaction signature; it shows a replay and a devnet payment; finally,
 // when an LLM is configured, it pays for a prove/debate and follows the job to its verdict. Then the
 // signal-feedback demo (signals in, proposals out) and the skill-router demo (register, verify, route,
-// report). `pnpm demo market-intel|signal-feedback|skill-router` runs one part.
-import { readFileSync } from 'node:fs';
+// report). `pnpm demo scan` runs a scout scan over local fixture feeds (no internet needed) with the
+// scan admin command and buys the gaps it produced. `pnpm demo market-intel|signal-feedback|skill-router|scan`
+// runs one part.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Keypair } from '@solana/web3.js';
 import { getLocalnetInfo, rpcUrlFor } from '@repo/solana-localnet';
 import { encodePaymentHeader, fetchWithPayment } from '@repo/x402';
 import { runSignalFeedbackDemo } from '../services/signal-feedback/scripts/demo';
 import { runSkillRouterDemo } from '../services/skill-router/scripts/demo';
+import { FIXTURE_SCAN, startFixtureFeeds } from '@repo/pipeline-runner/testing';
 
 const env = process.env;
 const BASE = (env.MARKET_INTEL_URL ?? 'http://127.0.0.1:3001').replace(/\/+$/, '');
@@ -42,13 +47,17 @@ async function reachable(url: string, start: string): Promise<void> {
 
 async function main(): Promise<void> {
   const only = process.argv[2];
-  if (only !== undefined && !['market-intel', 'signal-feedback', 'skill-router'].includes(only)) {
-    throw new Error(`unknown part "${only}": market-intel, signal-feedback or skill-router`);
+  if (only !== undefined && !['market-intel', 'signal-feedback', 'skill-router', 'scan'].includes(only)) {
+    throw new Error(`unknown part "${only}": market-intel, signal-feedback, skill-router or scan`);
   }
   const log = (line: string) => process.stdout.write(`${line}\n`);
   if (!only || only === 'market-intel') {
     section('market-intel: an agent pays in USDC for data and for a debate');
     await marketIntel();
+  }
+  if (!only || only === 'scan') {
+    section('market-intel: a scout scan over local fixture feeds, then an agent buys its gaps');
+    await scan();
   }
   if (!only || only === 'signal-feedback') {
     section('signal-feedback: a product sends signals, analysis proposes changes');
@@ -62,14 +71,12 @@ async function main(): Promise<void> {
   }
 }
 
-async function marketIntel(): Promise<void> {
-  try {
-    await fetch(`${BASE}/livez`);
-  } catch {
-    throw new Error(
-      `market-intel is not reachable at ${BASE}: start the stack first with \`npm start\` (or \`pnpm start\`)`,
-    );
-  }
+/** The agent wallet and the ledger's RPC URLs (the stack must be running). */
+async function agentWallet(): Promise<{
+  keypair: Keypair;
+  keypairPath: string;
+  rpcUrls: Record<'solana' | 'solana-devnet', string>;
+}> {
   const info = await getLocalnetInfo(rpcUrlFor(LEDGER_URL, 'solana')).catch(() => {
     throw new Error(
       `the local ledger is not reachable at ${LEDGER_URL}: start the stack first with \`npm start\``,
@@ -83,6 +90,62 @@ async function marketIntel(): Promise<void> {
     solana: rpcUrlFor(LEDGER_URL, 'solana'),
     'solana-devnet': rpcUrlFor(LEDGER_URL, 'solana-devnet'),
   };
+  return { keypair, keypairPath, rpcUrls };
+}
+
+/**
+ * Serves the fixture feeds on a local port, runs `pnpm --filter @repo/market-intel scan` over them (it
+ * follows the scan's progress) and buys the new report's gaps.
+ */
+async function scan(): Promise<void> {
+  await reachable(BASE, 'npm start');
+  const health = await fetch(`${BASE}/api/v1/health`);
+  if (health.status !== 200) {
+    show('GET /api/v1/health (free)', health.status, await health.json());
+    process.stdout.write(
+      '\nA scan needs a pipeline-runner with an LLM. Without a model: `pnpm scripted-llm` in one terminal, then\n' +
+        '`LLM_BASE_URL=http://127.0.0.1:11435/v1 LLM_MODEL=scripted-model pnpm start`, and run `pnpm demo scan` again.\n',
+    );
+    return;
+  }
+  const feeds = await startFixtureFeeds();
+  try {
+    const dir = mkdtempSync(path.join(tmpdir(), 'scan-demo-'));
+    const file = path.join(dir, 'sources.json');
+    writeFileSync(file, JSON.stringify({ sectors: [{ sector: FIXTURE_SCAN.sector, sources: feeds.sources() }] }, null, 2));
+    process.stdout.write(`fixture feeds on ${feeds.baseUrl}; sources file ${file}\n\n`);
+    const code = await new Promise<number | null>((resolve) => {
+      const child = spawn('pnpm', ['--silent', '--filter', '@repo/market-intel', 'scan', FIXTURE_SCAN.sector, '--sources-file', file], {
+        stdio: 'inherit',
+        env: {
+          ...env,
+          DATABASE_URL: env.MARKET_INTEL_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/market_intel',
+        },
+      });
+      child.once('exit', resolve);
+    });
+    if (code !== 0) throw new Error(`the scan command exited with ${code}`);
+  } finally {
+    await feeds.close();
+  }
+  const { keypair, rpcUrls } = await agentWallet();
+  const sectors = await fetch(`${BASE}/api/v1/sectors`);
+  const list = (await sectors.json()) as { sectors: { sector: string }[] };
+  show('GET /api/v1/sectors (free)', sectors.status, list.sectors.find((s) => s.sector === FIXTURE_SCAN.sector));
+  const p = `/api/v1/scout/gaps?sector=${FIXTURE_SCAN.sector}&limit=3`;
+  const { response, body, payment } = await fetchWithPayment(BASE + p, { keypair, rpcUrls });
+  show(`GET ${p} (paid)`, response.status, body, payment?.signature);
+}
+
+async function marketIntel(): Promise<void> {
+  try {
+    await fetch(`${BASE}/livez`);
+  } catch {
+    throw new Error(
+      `market-intel is not reachable at ${BASE}: start the stack first with \`npm start\` (or \`pnpm start\`)`,
+    );
+  }
+  const { keypair, keypairPath, rpcUrls } = await agentWallet();
   process.stdout.write(`agent wallet ${keypair.publicKey.toBase58()} (keypair ${keypairPath})\n`);
 
   const health = await fetch(`${BASE}/api/v1/health`);

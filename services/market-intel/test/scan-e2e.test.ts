@@ -1,0 +1,324 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import {
+  BriefResponse,
+  GapsResponse,
+  KeywordsResponse,
+  PainClustersResponse,
+  ScanBrief,
+  ScoutResult,
+  SectorList,
+  TrendsResponse,
+} from '@repo/schemas';
+import { startScriptedLlm, type ScriptedLlm, type ScriptedRequest } from '@repo/llm/testing';
+import {
+  FIXTURE_PEER,
+  FIXTURE_SCAN,
+  scriptedPipelineResponder,
+  startFixtureFeeds,
+  type FixtureFeeds,
+} from '@repo/pipeline-runner/testing';
+import { waitFor } from '@repo/queue/testing';
+import { startHarness, type Harness } from './support/harness';
+import { spawnRunner, type RunnerProcess } from './support/runner';
+
+// Scout scans end to end: the admin command (a child process) -> market-intel (this process) ->
+// RabbitMQ -> the real pipeline-runner (a child process) fetching fixture feeds from a local HTTP
+// server and asking the scripted LLM -> the stored report -> the paid Data API.
+jest.setTimeout(180_000);
+
+let h: Harness;
+let llm: ScriptedLlm;
+let feeds: FixtureFeeds;
+let runner: RunnerProcess;
+let sourcesFile: string;
+const SECTOR = FIXTURE_SCAN.sector;
+/** An LLM call to hold (to kill the runner while a scan step is in flight). */
+let holdCalls: ((req: ScriptedRequest) => boolean) | null = null;
+let releaseHeld: (() => void) | null = null;
+const respond = scriptedPipelineResponder();
+
+function startRunner(): RunnerProcess {
+  return spawnRunner({
+    AMQP_URL: h.amqpUrl,
+    LLM_BASE_URL: llm.baseUrl,
+    LLM_MODEL: 'scripted-model',
+    LLM_API_KEY: 'test-key',
+    RUNNER_ID: `scan-e2e-${Date.now()}`,
+    ...FIXTURE_SCAN.runnerEnv,
+  });
+}
+
+/** Runs `pnpm scan` as an operator would, with market-intel's environment. */
+function runScanCommand(args: string[]): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    let output = '';
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', '--conditions=@repo/source', 'src/cli/scan.ts', ...args],
+      { cwd: path.join(__dirname, '..'), env: { PATH: process.env.PATH ?? '', ...h.env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    child.once('exit', (code) => resolve({ code, output }));
+  });
+}
+
+/** Starts a scan through the repository (as the scheduler does) and waits for its end. */
+async function scanNow(): Promise<{ jobId: string; result: ScoutResult }> {
+  const start = await h.service.scans.start(
+    { sector: SECTOR, sources: feeds.sources(), windowDays: FIXTURE_SCAN.windowDays },
+    { intervalMs: 0, force: true },
+  );
+  if (!start.started) throw new Error(`scan not started: ${start.jobId} running`);
+  await h.service.outbox.publishNow([start.outboxId]);
+  const progress = await waitFor(
+    `scan ${start.jobId} to finish`,
+    async () => {
+      const p = await h.service.scans.progress(start.jobId);
+      return p && (p.status === 'completed' || p.status === 'failed') ? p : undefined;
+    },
+    120_000,
+    50,
+  ).catch((err: unknown) => {
+    throw new Error(`${String(err)}\nrunner output:\n${runner.output().slice(-4000)}`);
+  });
+  if (progress.status !== 'completed' || !progress.result) {
+    throw new Error(`scan ${start.jobId} ${progress.status}: ${progress.error ?? 'no result'}`);
+  }
+  return { jobId: start.jobId, result: progress.result };
+}
+
+async function paid<T>(pathAndQuery: string, schema: { parse(v: unknown): T }): Promise<T> {
+  const { response, body, payment } = await h.pay(pathAndQuery);
+  expect(response.status).toBe(200);
+  expect(payment?.signature).toBeDefined();
+  return schema.parse(body);
+}
+
+beforeAll(async () => {
+  feeds = await startFixtureFeeds();
+  const dir = mkdtempSync(path.join(tmpdir(), 'scan-e2e-'));
+  sourcesFile = path.join(dir, 'sources.json');
+  writeFileSync(sourcesFile, JSON.stringify({ sectors: [{ sector: SECTOR, sources: feeds.sources() }] }));
+  h = await startHarness('market_intel_scan_e2e_test', {
+    env: { SCOUT_SOURCES_FILE: sourcesFile, SCOUT_SCAN_INTERVAL_MINUTES: '0', RUNNER_STALE_AFTER_MS: '3000' },
+  });
+  // Another sector's latest report: the scan's brief sets the fixture sector against it.
+  await h.reports.importReport(
+    {
+      generatedAt: new Date(Date.now() - 3_600_000).toISOString(),
+      sectors: [
+        {
+          sector: FIXTURE_PEER.sector,
+          gaps: [
+            {
+              title: 'Peer gap',
+              trend_signal: { article: 'Peer article', source: 'Peer news', score: 1, insight: 'Peer insight' },
+              pain_signals: [{ theme: 'Peer pain', severity: 'high', signal_count: FIXTURE_PEER.pain_mentions, description: 'Peer' }],
+            },
+          ],
+          painClusters: [{ theme: 'Peer pain', description: 'Peer', mentions: FIXTURE_PEER.pain_mentions, intensity: 'high' }],
+          trends: [],
+          keywords: FIXTURE_PEER.top_keywords.map((keyword, i) => ({ keyword, count: 10 - i })),
+        },
+      ],
+    },
+    'import',
+  );
+  llm = await startScriptedLlm({
+    respond: async (req) => {
+      if (holdCalls?.(req)) await new Promise<void>((resolve) => (releaseHeld = resolve));
+      return respond(req);
+    },
+  });
+  runner = startRunner();
+  await waitFor('the runner to report healthy', async () => (await fetch(`${h.baseUrl}/api/v1/health`)).status === 200, 60_000).catch(
+    (err: unknown) => {
+      throw new Error(`${String(err)}\nrunner output:\n${runner.output()}`);
+    },
+  );
+}, 180_000);
+
+afterAll(async () => {
+  releaseHeld?.();
+  await runner?.stop();
+  await h?.close();
+  await llm?.close();
+  await feeds?.close();
+});
+
+describe('Scout scans end to end', () => {
+  let firstJobId: string;
+  let firstResult: ScoutResult;
+
+  it('When an operator runs the scan command over the fixture feeds, then it follows the scan to the end and every Data API resource serves the report through paid requests', async () => {
+    const { code, output } = await runScanCommand([SECTOR, '--sources-file', sourcesFile, '--window-days', String(FIXTURE_SCAN.windowDays)]);
+    expect({ code, output }).toMatchObject({ code: 0 });
+    expect(output).toMatch(new RegExp(`Scan of ${SECTOR} started: (\\S+)`));
+    expect(output).toMatch(/\[\s*\d+%\] running/);
+    expect(output).toMatch(/completed/);
+    firstJobId = /started: (\S+)/.exec(output)?.[1] ?? '';
+    const progress = await h.service.scans.progress(firstJobId);
+    if (!progress?.result) throw new Error('no result stored');
+    firstResult = progress.result;
+    const { stats, report } = firstResult;
+
+    // What was fetched and kept matches the fixtures; every item is stored once with its source.
+    expect(stats.itemsFetched).toBe(FIXTURE_SCAN.kept);
+    expect(stats.newItems).toBe(FIXTURE_SCAN.kept);
+    expect(stats.dropped).toEqual(FIXTURE_SCAN.dropped);
+    expect(stats.analysed).toBe(FIXTURE_SCAN.inWindow);
+    const items = await h.db.scoutItem.findMany({ where: { sector: SECTOR } });
+    expect(items).toHaveLength(FIXTURE_SCAN.kept);
+    for (const [source, kept] of Object.entries(FIXTURE_SCAN.keptBySource)) {
+      expect([source, items.filter((i) => i.source === source).length]).toEqual([source, kept]);
+    }
+    const sourceIds = new Set(feeds.sources().map((s) => s.id));
+    expect(items.every((i) => sourceIds.has(i.source) && i.firstJobId === firstJobId)).toBe(true);
+    expect(items.filter((i) => i.kind === 'discussion')).toHaveLength(FIXTURE_SCAN.discussions);
+
+    // The report the Data API serves is the scan's: generatedFrom = when the scan fetched.
+    const generatedAt = report.generatedAt;
+    const sector = report.sectors[0];
+    if (!sector) throw new Error('no sector in the report');
+    const sectors = SectorList.parse(await (await fetch(`${h.baseUrl}/api/v1/sectors`)).json());
+    expect(sectors.sectors.find((s) => s.sector === SECTOR)).toEqual({
+      sector: SECTOR,
+      report_count: 1,
+      latest_report: new Date(generatedAt).toISOString(),
+      gaps_count: FIXTURE_SCAN.gaps,
+    });
+
+    const gaps = await paid(`/api/v1/scout/gaps?sector=${SECTOR}&limit=100`, GapsResponse);
+    expect(gaps).toMatchObject({ count: FIXTURE_SCAN.gaps, sector: SECTOR });
+    expect(gaps.gaps.map((g) => [g.title, g.pain_signals.map((p) => p.theme)])).toEqual(
+      FIXTURE_SCAN.gapDetails.map((g) => [g.title, g.clusters]),
+    );
+    expect(new Date(gaps.generatedFrom ?? 0).getTime()).toBe(new Date(generatedAt).getTime());
+    expect(gaps.gaps).toEqual(sector.gaps);
+
+    const clusters = await paid(`/api/v1/scout/pain-clusters?sector=${SECTOR}&limit=100`, PainClustersResponse);
+    expect(clusters.painClusters).toEqual(
+      FIXTURE_SCAN.painClusters.map(([theme, mentions], i) =>
+        expect.objectContaining({ theme, mentions, intensity: FIXTURE_SCAN.clusterIntensities[i] }),
+      ),
+    );
+    // A gap's pain signal counts the items behind its cluster.
+    for (const gap of gaps.gaps) {
+      for (const signal of gap.pain_signals) {
+        expect(signal.signal_count).toBe(clusters.painClusters.find((c) => c.theme === signal.theme)?.mentions);
+      }
+    }
+
+    const keywords = await paid(`/api/v1/scout/keywords?sector=${SECTOR}&limit=200`, KeywordsResponse);
+    for (const [keyword, count] of Object.entries(FIXTURE_SCAN.keywords)) {
+      expect(keywords.keywords.find((k) => k.keyword === keyword)?.count).toBe(count);
+    }
+
+    // `days` filters trends by their items' dates.
+    const recent = await paid(`/api/v1/scout/trends?sector=${SECTOR}&days=1&limit=100`, TrendsResponse);
+    const week = await paid(`/api/v1/scout/trends?sector=${SECTOR}&days=30&limit=100`, TrendsResponse);
+    // Served newest first (the Data API's order), so compared as sets.
+    const byTitle = (a: string[], b: string[]) => (a[0] ?? '').localeCompare(b[0] ?? '');
+    expect(week.trends.map((t) => [t.title, t.velocity, t.source]).sort(byTitle)).toEqual(
+      FIXTURE_SCAN.trendDetails.map((t) => [t.title, t.velocity, t.source]).sort(byTitle),
+    );
+    const dayAgo = Date.now() - 86_400_000;
+    const expectedRecent = sector.trends.filter((t) => Date.parse(t.date) >= dayAgo).map((t) => t.title);
+    expect(recent.trends.map((t) => t.title)).toEqual(expectedRecent);
+    expect(recent.count).toBe(FIXTURE_SCAN.trendsWithinOneDay);
+    expect(recent.count).toBeLessThan(week.count);
+
+    const brief = await paid('/api/v1/scout/brief', BriefResponse);
+    const scanBrief = ScanBrief.parse(brief.brief);
+    expect(scanBrief.stats).toEqual({
+      sources: FIXTURE_SCAN.sources,
+      sources_failed: FIXTURE_SCAN.failedSources.length,
+      items_analysed: FIXTURE_SCAN.inWindow,
+      new_items: FIXTURE_SCAN.kept,
+      articles: FIXTURE_SCAN.articles,
+      discussions: FIXTURE_SCAN.discussions,
+      trends: FIXTURE_SCAN.trends,
+      pain_clusters: FIXTURE_SCAN.painClusters.length,
+      gaps: FIXTURE_SCAN.gaps,
+    });
+    // The peer sector imported before the scan reaches the heatmap and the cross signals.
+    expect(scanBrief.cross_signals).toEqual(FIXTURE_SCAN.crossSignals);
+    expect(scanBrief.sector_heatmap[SECTOR]?.heat).toBeCloseTo(FIXTURE_SCAN.heat);
+    expect(scanBrief.sector_heatmap[FIXTURE_PEER.sector]?.heat).toBe(1);
+    expect(brief.sectors).toContain(SECTOR);
+  });
+
+  it('When sources are dead, malformed or oversized, then the scan reports each with its reason and still completes', async () => {
+    const failed = firstResult.sources.filter((s) => s.status === 'failed');
+    expect(Object.fromEntries(failed.map((s) => [s.id, s.error]))).toEqual(
+      Object.fromEntries(Object.entries(FIXTURE_SCAN.errors).map(([id, text]) => [id, expect.stringContaining(text)])),
+    );
+    const states = await h.db.scoutSourceState.findMany({ where: { sector: SECTOR, lastStatus: 'failed' } });
+    expect(states.map((st) => st.sourceId).sort()).toEqual(Object.keys(FIXTURE_SCAN.errors).sort());
+    expect(states.every((st) => (st.lastError ?? '').length > 0)).toBe(true);
+    const ok = firstResult.sources.filter((s) => s.status === 'ok');
+    expect(ok).toHaveLength(FIXTURE_SCAN.sources - FIXTURE_SCAN.failedSources.length);
+  });
+
+  it('When the sector is scanned again over the same items, then nothing is stored twice, the feeds answer 304 to conditional requests, and a new report is served', async () => {
+    const before = await h.service.scans.itemCount(SECTOR);
+    const conditionalBefore = feeds.requests.filter((r) => r.conditional).length;
+    const { result } = await scanNow();
+
+    expect(await h.service.scans.itemCount(SECTOR)).toBe(before);
+    expect(result.stats.newItems).toBe(0);
+    const states = await h.db.scoutSourceState.findMany({ where: { sector: SECTOR } });
+    const withValidators = states.filter((s) => s.etag !== null || s.lastModified !== null).map((s) => s.sourceId);
+    expect(withValidators.length).toBeGreaterThan(0);
+    for (const id of withValidators) {
+      expect(result.sources.find((s) => s.id === id)?.status).toBe('not_modified');
+    }
+    const conditional = feeds.requests.filter((r) => r.conditional).slice(conditionalBefore);
+    expect(conditional.length).toBe(withValidators.length);
+    expect(conditional.every((r) => r.status === 304)).toBe(true);
+    // The analysis ran on the stored window again: a second report for the sector.
+    const sectors = SectorList.parse(await (await fetch(`${h.baseUrl}/api/v1/sectors`)).json());
+    expect(sectors.sectors.find((s) => s.sector === SECTOR)?.report_count).toBe(2);
+    expect(result.stats.analysed).toBe(FIXTURE_SCAN.inWindow);
+  });
+
+  it('When the runner is killed (SIGKILL) in the middle of a scan, then after a restart the scan completes and every step was applied exactly once', async () => {
+    let seen = 0;
+    holdCalls = (req) => req.task.startsWith('scout') && ++seen === 2; // the second LLM step hangs
+    const start = await h.service.scans.start(
+      { sector: SECTOR, sources: feeds.sources(), windowDays: FIXTURE_SCAN.windowDays },
+      { intervalMs: 0, force: true },
+    );
+    if (!start.started) throw new Error('scan not started');
+    await h.service.outbox.publishNow([start.outboxId]);
+    await waitFor('the held LLM call', () => releaseHeld !== null, 60_000);
+    expect((await h.service.scans.progress(start.jobId))?.status).toBe('running');
+    const callsBefore = llm.calls.length;
+    expect(await runner.stop('SIGKILL')).toBe('SIGKILL');
+    holdCalls = null;
+    releaseHeld?.();
+    releaseHeld = null;
+    runner = startRunner();
+
+    const done = await waitFor(
+      'the interrupted scan to finish',
+      async () => {
+        const p = await h.service.scans.progress(start.jobId);
+        return p && (p.status === 'completed' || p.status === 'failed') ? p : undefined;
+      },
+      120_000,
+      50,
+    );
+    expect(done.status).toBe('completed');
+    const steps = await h.service.jobs.appliedSteps(start.jobId);
+    expect(steps.map((s) => s.stepIndex)).toEqual(steps.map((_, i) => i));
+    expect(llm.calls.length).toBeGreaterThan(callsBefore);
+    // The sector is free again and the report was stored once more.
+    const schedule = (await h.service.scans.schedules()).find((s) => s.sector === SECTOR);
+    expect(schedule).toMatchObject({ activeJobId: null, lastJobId: start.jobId, lastStatus: 'completed' });
+  });
+});
