@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # market-intel: x402-paid Data and Compute API (port 3001). Runs compiled JavaScript (dist).
 # Build from the repository root: docker build -f docker/market-intel.Dockerfile -t market-intel .
-ARG NODE_IMAGE=node:20.19-bookworm-slim
+ARG NODE_IMAGE=node:20-bookworm-slim
 
 FROM ${NODE_IMAGE} AS base
 ENV PNPM_HOME=/pnpm PATH=/pnpm:$PATH CI=true TURBO_TELEMETRY_DISABLED=1

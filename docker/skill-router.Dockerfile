@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # skill-router: agent-skill directory and task routing (port 3003). Runs compiled JavaScript (dist).
 # Build from the repository root: docker build -f docker/skill-router.Dockerfile -t skill-router .
-ARG NODE_IMAGE=node:20.19-bookworm-slim
+ARG NODE_IMAGE=node:20-bookworm-slim
 
 FROM ${NODE_IMAGE} AS base
 ENV PNPM_HOME=/pnpm PATH=/pnpm:$PATH CI=true TURBO_TELEMETRY_DISABLED=1
