@@ -239,7 +239,12 @@ async function fetchStep(input: ScoutJobInput, state: ScoutState, deps: Pipeline
   const failed = scan.sources.filter((s) => s.status === 'failed');
   for (const s of failed)
     deps.logger.warn({ source: s.id, url: s.url, error: s.error }, 'scout source failed');
-  const label = `fetched ${scan.sources.length - failed.length} of ${scan.sources.length} sources, ${scan.items.length} items${failed.length ? ` (${failed.length} failed)` : ''}`;
+  const notModified = scan.sources.filter((s) => s.status === 'not_modified').length;
+  const notes = [
+    ...(notModified ? [`${notModified} not modified`] : []),
+    ...(failed.length ? [`${failed.length} failed`] : []),
+  ];
+  const label = `fetched ${scan.sources.length - failed.length} of ${scan.sources.length} sources, ${scan.items.length} items${notes.length ? ` (${notes.join(', ')})` : ''}`;
   return advance(
     state,
     {
