@@ -1,6 +1,9 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '../generated/prisma/client';
 
+// A connection attempt to an unreachable PostgreSQL fails after 5 s instead of hanging requests and shutdown.
+const CONNECT_TIMEOUT_MS = 5000;
+
 /** The generated Prisma client of market-intel's database. */
 export type Db = PrismaClient;
 
@@ -10,5 +13,5 @@ export type Db = PrismaClient;
  * @param poolSize maximum connections in the pool
  */
 export function createDb(databaseUrl: string, poolSize = 10): Db {
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl, max: poolSize }) });
+  return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS }) });
 }

@@ -2,6 +2,9 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { Pool } from 'pg';
 import { PrismaClient } from '../generated/prisma/client';
 
+// A connection attempt to an unreachable PostgreSQL fails after 5 s instead of hanging requests and shutdown.
+const CONNECT_TIMEOUT_MS = 5000;
+
 /** The generated Prisma client of skill-router's database. */
 export type PrismaDb = PrismaClient;
 
@@ -19,7 +22,7 @@ export interface Db {
  * @param poolSize maximum connections in the pool
  */
 export function createDb(databaseUrl: string, poolSize = 10): Db {
-  const pool = new Pool({ connectionString: databaseUrl, max: poolSize });
+  const pool = new Pool({ connectionString: databaseUrl, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   // An idle client that loses its connection must not crash the process.
   pool.on('error', () => undefined);
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
