@@ -69,10 +69,57 @@ function fromBodyParser(err: Error & BodyParserError): AppError | undefined {
   }
 }
 
+/** Driver adapter error kinds (Prisma 7) that mean the database cannot be used right now. */
+const UNAVAILABLE_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
+/**
+ * Error codes that mean a backing service is unreachable: Prisma's P1001 (cannot reach), P1002 (timed
+ * out), P1017 (server closed the connection), P2024 (no pool connection in time); PostgreSQL's 57P01
+ * (admin shutdown) and 57P03 (cannot connect now); socket errors.
+ */
+const UNAVAILABLE_CODES = new Set([
+  'P1001',
+  'P1002',
+  'P1017',
+  'P2024',
+  '57P01',
+  '57P03',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+]);
+/** Messages of node-postgres errors that carry no code. */
+const UNAVAILABLE_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|Can't reach database server/;
+
+/**
+ * Whether `err` (or one of its causes) says a backing service (PostgreSQL, usually) is unreachable,
+ * rather than that the request or our code is wrong: such failures are answered 503 with `Retry-After`.
+ * @param err anything caught
+ */
+export function isDependencyUnavailable(err: unknown): boolean {
+  let current: unknown = err;
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
+    const e = current as { code?: unknown; message?: unknown; meta?: { driverAdapterError?: { cause?: { kind?: unknown } } }; cause?: unknown };
+    if (typeof e.code === 'string' && UNAVAILABLE_CODES.has(e.code)) return true;
+    const kind = e.meta?.driverAdapterError?.cause?.kind;
+    if (typeof kind === 'string' && UNAVAILABLE_KINDS.has(kind)) return true;
+    if (typeof e.message === 'string' && UNAVAILABLE_MESSAGE.test(e.message)) return true;
+    current = e.cause;
+  }
+  return false;
+}
+
+/** Seconds a client is asked to wait when a backing service is unavailable. */
+const UNAVAILABLE_RETRY_AFTER_SECONDS = '5';
+
 /**
  * The last middleware of every app: turns any error into the envelope. AppErrors keep their status
- * and message; body-parser errors map to 400/413/415; anything else is logged and answered
- * `500 internal_error` with a generic message.
+ * and message; body-parser errors map to 400/413/415; a backing service that cannot be reached
+ * ({@link isDependencyUnavailable}) is answered `503 service_unavailable` with `Retry-After: 5`
+ * (seconds), logged as a warning; anything else is logged and answered `500 internal_error` with a
+ * generic message.
  * @param logger where unexpected errors are logged
  */
 export function errorHandler(logger: ErrorLogger): ErrorRequestHandler {
@@ -84,7 +131,18 @@ export function errorHandler(logger: ErrorLogger): ErrorRequestHandler {
     let appError: AppError;
     if (isAppError(err)) appError = err;
     else if (isBodyParserError(err)) appError = fromBodyParser(err) ?? internal(err);
-    else appError = internal(err);
+    else if (isDependencyUnavailable(err)) {
+      logger.warn({ err, requestId: requestIdOf(req) }, 'backing service unavailable');
+      sendAppError(
+        req,
+        res,
+        new AppError('service_unavailable', 'A backing service is unavailable; retry later', {
+          cause: err,
+          headers: { 'Retry-After': UNAVAILABLE_RETRY_AFTER_SECONDS },
+        }),
+      );
+      return;
+    } else appError = internal(err);
     if (appError.status >= 500) logger.error({ err: appError.cause ?? appError, requestId: requestIdOf(req) }, appError.message);
     sendAppError(req, res, appError);
   };

@@ -13,6 +13,17 @@ function buildApp() {
   app.get('/boom', () => {
     throw new Error('secret database detail');
   });
+  // Shapes of what Prisma 7 (driver adapter) and node-postgres throw when PostgreSQL is unreachable.
+  app.get('/db-down/prisma', () => {
+    throw Object.assign(new Error("Can't reach database server at 127.0.0.1:5432"), {
+      name: 'PrismaClientKnownRequestError',
+      code: 'P2010',
+      meta: { driverAdapterError: { name: 'DriverAdapterError', cause: { kind: 'DatabaseNotReachable' } } },
+    });
+  });
+  app.get('/db-down/pg', () => {
+    throw new Error('query failed', { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }) });
+  });
   app.post('/echo', (req, res) => {
     res.json(req.body);
   });
@@ -35,6 +46,14 @@ describe('error middleware', () => {
     expect(res.body.code).toBe('internal_error');
     expect(res.body.error).toBe('Internal server error');
     expect(typeof res.body.requestId).toBe('string');
+  });
+
+  it('When PostgreSQL cannot be reached, then 503 service_unavailable with Retry-After, not a 500', async () => {
+    for (const path of ['/db-down/prisma', '/db-down/pg']) {
+      const res = await request(buildApp()).get(path);
+      expect([path, res.status, res.headers['retry-after'], res.body.code]).toEqual([path, 503, '5', 'service_unavailable']);
+      expect(res.body.error).not.toMatch(/5432/);
+    }
   });
 
   it('When the route is unknown, then 404 not_found', async () => {

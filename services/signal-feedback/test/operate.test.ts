@@ -76,14 +76,14 @@ const postSignals = (body: unknown) =>
   });
 
 describe('/readyz on dependency loss', () => {
-  it('When PostgreSQL becomes unreachable, then /readyz answers 503 and signals are refused with a 5xx envelope; once it is back, 200 and signals are stored again', async () => {
+  it('When PostgreSQL becomes unreachable, then /readyz answers 503 and signals are refused with 503 and Retry-After; once it is back, 200 and signals are stored again', async () => {
     expect(await readyStatus(svc.baseUrl)).toBe(200);
     await pg.proxy.cut();
     await waitUntil('503 without PostgreSQL', async () => (await readyStatus(svc.baseUrl)) === 503, 10_000);
     expect((await fetch(`${svc.baseUrl}/livez`)).status).toBe(200);
     const refused = await postSignals({ type: 'checkout_completed' });
-    expect(refused.status).toBeGreaterThanOrEqual(500);
-    expect(await refused.json()).toMatchObject({ code: expect.any(String), error: expect.any(String), requestId: expect.any(String) });
+    expect([refused.status, refused.headers.get('retry-after')]).toEqual([503, '5']);
+    expect(await refused.json()).toMatchObject({ code: 'service_unavailable', error: expect.any(String), requestId: expect.any(String) });
     await pg.proxy.restore();
     await waitUntil('200 with PostgreSQL back', async () => (await readyStatus(svc.baseUrl)) === 200, 15_000);
     const res = await postSignals({ type: 'checkout_completed' });
