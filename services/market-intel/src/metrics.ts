@@ -2,6 +2,7 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 import { COMPUTE_TOPOLOGY, type Broker } from '@repo/queue';
 import { cachedFor, createMetrics, type ServiceMetrics } from '@repo/service-kit';
 import { PAYMENT_VERIFICATION_REASONS, type PaymentEventListener } from '@repo/x402';
+import type { ScanObserver } from './data/scans';
 
 /**
  * Every value the `reason` label of `x402_payments_total` can take: the verification reasons, the
@@ -25,6 +26,12 @@ export interface MarketIntelMetrics extends ServiceMetrics {
   onPaymentEvent: PaymentEventListener;
   /** Counts a created compute job (`compute_jobs_created_total`). */
   onJobCreated(kind: 'forge' | 'prove'): void;
+  /**
+   * Scout scan counters: `scout_scans_started_total{sector}`, `scout_scans_finished_total{sector,status,reported}`,
+   * `scout_items_stored_total{sector}` (new items) and `scout_source_fetches_total{sector,status}`
+   * (ok, not_modified, failed). Sectors come from the sources file, so the label set is bounded.
+   */
+  scans: ScanObserver;
   /** Counts an applied runner event (`compute_job_events_total`). */
   onJobEvent(type: string, applied: boolean): void;
   /**
@@ -67,8 +74,44 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
     labelNames: ['type', 'applied'] as const,
     registers: [base.registry],
   });
+  const scansStarted = new Counter({
+    name: 'scout_scans_started_total',
+    help: 'Scout scans started, by sector',
+    labelNames: ['sector'] as const,
+    registers: [base.registry],
+  });
+  const scansFinished = new Counter({
+    name: 'scout_scans_finished_total',
+    help: 'Scout scans ended, by sector, status and whether a report was stored',
+    labelNames: ['sector', 'status', 'reported'] as const,
+    registers: [base.registry],
+  });
+  const itemsStored = new Counter({
+    name: 'scout_items_stored_total',
+    help: 'New items stored by scout scans (items seen before are not counted), by sector',
+    labelNames: ['sector'] as const,
+    registers: [base.registry],
+  });
+  const sourceFetches = new Counter({
+    name: 'scout_source_fetches_total',
+    help: 'Source fetches of scout scans, by sector and outcome (ok, not_modified, failed)',
+    labelNames: ['sector', 'status'] as const,
+    registers: [base.registry],
+  });
   return {
     ...base,
+    scans: {
+      onStarted(sector) {
+        scansStarted.inc({ sector });
+      },
+      onFetched(sector, newItems, sources) {
+        itemsStored.inc({ sector }, newItems);
+        for (const source of sources) sourceFetches.inc({ sector, status: source.status });
+      },
+      onFinished(sector, status, reported) {
+        scansFinished.inc({ sector, status, reported: String(reported) });
+      },
+    },
     onJobCreated(kind) {
       created.inc({ kind });
     },

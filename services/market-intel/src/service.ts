@@ -70,7 +70,7 @@ export async function createMarketIntelService(
   const reports = new ReportRepository(db);
   const hooks: Partial<Record<PipelineKind, JobKindHooks>> = {};
   const jobs = new JobRepository(db, hooks);
-  const scans = new ScanRepository(db, jobs, reports);
+  const scans = new ScanRepository(db, jobs, reports, metrics.scans);
   hooks.scout = scans.hooks();
   // Read at boot so that a bad sources file stops the service with every problem named.
   const sectors = config.SCOUT_SOURCES_FILE ? loadSourcesFile(config.SCOUT_SOURCES_FILE).sectors : [];

@@ -21,6 +21,7 @@ import {
   type FixtureFeeds,
 } from '@repo/pipeline-runner/testing';
 import { waitFor } from '@repo/queue/testing';
+import { metricValue, scrape } from '@repo/service-kit/testing';
 import { startHarness, type Harness } from './support/harness';
 import { spawnRunner, type RunnerProcess } from './support/runner';
 
@@ -250,6 +251,15 @@ describe('Scout scans end to end', () => {
     expect(scanBrief.sector_heatmap[SECTOR]?.heat).toBeCloseTo(FIXTURE_SCAN.heat);
     expect(scanBrief.sector_heatmap[FIXTURE_PEER.sector]?.heat).toBe(1);
     expect(brief.sectors).toContain(SECTOR);
+
+    // The scheduler and the command share the repository: its observer fed /metrics (this process
+    // applied the events; the command's own start was counted in the command's process).
+    const metrics = await scrape(h.baseUrl);
+    expect(metricValue(metrics, 'scout_scans_finished_total', { sector: SECTOR, status: 'completed', reported: 'true' })).toBe(1);
+    expect(metricValue(metrics, 'scout_items_stored_total', { sector: SECTOR })).toBe(FIXTURE_SCAN.kept);
+    expect(metricValue(metrics, 'scout_source_fetches_total', { sector: SECTOR, status: 'failed' })).toBe(
+      FIXTURE_SCAN.failedSources.length,
+    );
   });
 
   it('When sources are dead, malformed or oversized, then the scan reports each with its reason and still completes', async () => {
@@ -284,6 +294,11 @@ describe('Scout scans end to end', () => {
     const sectors = SectorList.parse(await (await fetch(`${h.baseUrl}/api/v1/sectors`)).json());
     expect(sectors.sectors.find((s) => s.sector === SECTOR)?.report_count).toBe(2);
     expect(result.stats.analysed).toBe(FIXTURE_SCAN.inWindow);
+    const metrics = await scrape(h.baseUrl);
+    expect(metricValue(metrics, 'scout_scans_started_total', { sector: SECTOR })).toBe(1);
+    expect(metricValue(metrics, 'scout_source_fetches_total', { sector: SECTOR, status: 'not_modified' })).toBe(
+      withValidators.length,
+    );
   });
 
   it('When the runner is killed (SIGKILL) in the middle of a scan, then after a restart the scan completes and every step was applied exactly once', async () => {

@@ -25,6 +25,19 @@ export interface ScanRequest {
   windowDays: number;
 }
 
+/**
+ * What a scan's life reports as it goes (metrics). `onFetched` and `onFinished` run inside the
+ * transaction that applies the runner's event, so a transaction retried after a failure reports twice.
+ */
+export interface ScanObserver {
+  /** A scan of `sector` was claimed and created. */
+  onStarted(sector: string): void;
+  /** Step 0's outcome was stored: `newItems` items were new; `sources` each source's fetch. */
+  onFetched(sector: string, newItems: number, sources: readonly SourceReport[]): void;
+  /** The scan ended; `reported` when its report was stored (an empty window stores none). */
+  onFinished(sector: string, status: 'completed' | 'failed', reported: boolean): void;
+}
+
 /** Outcome of {@link ScanRepository.start}. */
 export type ScanStart =
   | { started: true; jobId: string; outboxId: bigint }
@@ -69,11 +82,13 @@ export class ScanRepository {
    * @param db the database
    * @param jobs the job repository (creates the job and its first step command)
    * @param reports the report store (the finished report, and peer sectors' latest figures)
+   * @param observer told of starts, fetches and ends (metrics)
    */
   constructor(
     private readonly db: Db,
     private readonly jobs: JobRepository,
     private readonly reports: ReportRepository,
+    private readonly observer?: ScanObserver,
   ) {}
 
   /**
@@ -85,7 +100,7 @@ export class ScanRepository {
    */
   async start(request: ScanRequest, options: { intervalMs: number; force: boolean }): Promise<ScanStart> {
     const jobId = newJobId();
-    return this.db.$transaction(async (tx) => {
+    const result = await this.db.$transaction(async (tx): Promise<ScanStart> => {
       await tx.$executeRawUnsafe(
         'INSERT INTO scout_schedules (sector) VALUES ($1) ON CONFLICT (sector) DO NOTHING',
         request.sector,
@@ -121,6 +136,8 @@ export class ScanRepository {
       });
       return { started: true as const, jobId, outboxId };
     });
+    if (result.started) this.observer?.onStarted(request.sector);
+    return result;
   }
 
   /** The hooks the job repository runs for `scout` jobs. */
@@ -131,12 +148,17 @@ export class ScanRepository {
       onCompleted: async (tx, job, result) => {
         const parsed = ScoutResult.safeParse(result);
         const status = parsed.success ? 'completed' : 'failed';
-        if (parsed.success && parsed.data.stats.analysed > 0) {
+        const reported = parsed.success && parsed.data.stats.analysed > 0;
+        if (parsed.success && reported) {
           await this.reports.importReport(parsed.data.report, 'scan', tx);
         }
         await release(tx, job.id, status);
+        this.observer?.onFinished((job.input as ScoutJobInput).sector, status, reported);
       },
-      onFailed: async (tx, job) => release(tx, job.id, 'failed'),
+      onFailed: async (tx, job) => {
+        await release(tx, job.id, 'failed');
+        this.observer?.onFinished((job.input as ScoutJobInput).sector, 'failed', false);
+      },
     };
   }
 
@@ -212,10 +234,12 @@ export class ScanRepository {
         job.id,
       );
     }
-    for (const report of (fetched.sources ?? []) as SourceReport[]) {
+    const reports = (fetched.sources ?? []) as SourceReport[];
+    for (const report of reports) {
       const source = input.sources.find((s) => s.id === report.id);
       if (source) await saveSourceState(tx, input.sector, sourceUrl(source), report);
     }
+    this.observer?.onFetched(input.sector, newItems, reports);
     const window = await tx.scoutItem.findMany({
       where: {
         sector: input.sector,
