@@ -11,10 +11,16 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/no-explicit-any': 'error',
-      '@typescript-eslint/ban-ts-comment': ['error', { 'ts-ignore': true, 'ts-expect-error': 'allow-with-description' }],
+      '@typescript-eslint/ban-ts-comment': [
+        'error',
+        { 'ts-ignore': true, 'ts-expect-error': 'allow-with-description' },
+      ],
       'no-restricted-syntax': [
         'error',
-        { selector: 'ExportAllDeclaration[source.value=/^@repo\\//]', message: 'Export an explicit named API.' },
+        {
+          selector: 'ExportAllDeclaration[source.value=/^@repo\\//]',
+          message: 'Export an explicit named API.',
+        },
       ],
     },
   },

@@ -19,8 +19,9 @@ import { encodePaymentHeader } from '@repo/x402';
 import { Client } from 'pg';
 
 // spl-token ships a CommonJS build with ESM-only typings (see packages/solana-localnet/src/deps.ts).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { createTransferCheckedInstruction, getAssociatedTokenAddressSync } = require('@solana/spl-token') as typeof SplToken;
+const { createTransferCheckedInstruction, getAssociatedTokenAddressSync } =
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  require('@solana/spl-token') as typeof SplToken;
 
 const ROOT = path.resolve(__dirname, '..');
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
@@ -29,7 +30,8 @@ const PAID_REQUESTS = Number(process.env.BENCH_PAID_REQUESTS ?? 3000);
 const LEDGER_PORT = Number(process.env.BENCH_LEDGER_PORT ?? 18899);
 const MI_PORT = Number(process.env.BENCH_MARKET_INTEL_PORT ?? 13001);
 const BARE_PORT = Number(process.env.BENCH_BARE_PORT ?? 13099);
-const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/market_intel_bench';
+const DATABASE_URL =
+  process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/market_intel_bench';
 const GAPS = '/api/v1/scout/gaps?sector=fintech&limit=5';
 /** Extra node flags for market-intel, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile a run. */
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
@@ -42,7 +44,11 @@ const children: ChildProcess[] = [];
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
 
 function start(cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): ChildProcess {
-  const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(cmd, args, {
+    cwd,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   children.push(child);
   return child;
 }
@@ -70,12 +76,20 @@ function rssMb(pid: number): { rss: number; peak: number } {
 async function scrapeRpc(): Promise<{ sum: number; count: number; buckets: [number, number][] }> {
   const text = await (await fetch(`http://127.0.0.1:${MI_PORT}/metrics`)).text();
   const line = (re: RegExp) => text.split('\n').filter((l) => re.test(l));
-  const sum = line(/^x402_verification_rpc_seconds_sum\{.*network="solana"/).reduce((n, l) => n + Number(l.split(' ').pop()), 0);
-  const count = line(/^x402_verification_rpc_seconds_count\{.*network="solana"/).reduce((n, l) => n + Number(l.split(' ').pop()), 0);
-  const buckets = line(/^x402_verification_rpc_seconds_bucket\{.*network="solana"/).map((l): [number, number] => {
-    const le = /le="([^"]+)"/.exec(l)?.[1] ?? '+Inf';
-    return [le === '+Inf' ? Infinity : Number(le), Number(l.split(' ').pop())];
-  });
+  const sum = line(/^x402_verification_rpc_seconds_sum\{.*network="solana"/).reduce(
+    (n, l) => n + Number(l.split(' ').pop()),
+    0,
+  );
+  const count = line(/^x402_verification_rpc_seconds_count\{.*network="solana"/).reduce(
+    (n, l) => n + Number(l.split(' ').pop()),
+    0,
+  );
+  const buckets = line(/^x402_verification_rpc_seconds_bucket\{.*network="solana"/).map(
+    (l): [number, number] => {
+      const le = /le="([^"]+)"/.exec(l)?.[1] ?? '+Inf';
+      return [le === '+Inf' ? Infinity : Number(le), Number(l.split(' ').pop())];
+    },
+  );
   return { sum, count, buckets };
 }
 
@@ -88,7 +102,14 @@ function quantileFromBuckets(before: [number, number][], after: [number, number]
 }
 
 /** Signs and sends `count` distinct USDC payments of `amount` to `payTo`, returns their signatures. */
-async function preparePayments(rpcUrl: string, payer: Keypair, mint: string, payTo: string, amount: bigint, count: number): Promise<string[]> {
+async function preparePayments(
+  rpcUrl: string,
+  payer: Keypair,
+  mint: string,
+  payTo: string,
+  amount: bigint,
+  count: number,
+): Promise<string[]> {
   const connection = new Connection(rpcUrl, 'confirmed');
   const mintKey = new PublicKey(mint);
   const source = getAssociatedTokenAddressSync(mintKey, payer.publicKey);
@@ -111,45 +132,91 @@ async function preparePayments(rpcUrl: string, payer: Keypair, mint: string, pay
 }
 
 async function main(): Promise<void> {
-  log(`machine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}`);
+  log(
+    `machine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}`,
+  );
   log('building market-intel');
-  const build = SKIP_BUILD ? { status: 0 } : spawnSync('pnpm', ['exec', 'turbo', 'run', 'build', '--filter=@repo/market-intel...', '--output-logs=errors-only'], { cwd: ROOT, stdio: 'inherit' });
+  const build = SKIP_BUILD
+    ? { status: 0 }
+    : spawnSync(
+        'pnpm',
+        ['exec', 'turbo', 'run', 'build', '--filter=@repo/market-intel...', '--output-logs=errors-only'],
+        { cwd: ROOT, stdio: 'inherit' },
+      );
   if (build.status !== 0) throw new Error('build failed');
 
   log('starting the ledger, the database and the servers');
   // BENCH_LEDGER_URL reuses a ledger started elsewhere (e.g. under a profiler).
   const ledgerUrl = process.env.BENCH_LEDGER_URL ?? `http://127.0.0.1:${LEDGER_PORT}`;
   if (!process.env.BENCH_LEDGER_URL) {
-    start('pnpm', ['exec', 'tsx', '--conditions=@repo/source', 'packages/solana-localnet/src/cli.ts', 'start', '--memory', '--port', String(LEDGER_PORT)], {});
+    start(
+      'pnpm',
+      [
+        'exec',
+        'tsx',
+        '--conditions=@repo/source',
+        'packages/solana-localnet/src/cli.ts',
+        'start',
+        '--memory',
+        '--port',
+        String(LEDGER_PORT),
+      ],
+      {},
+    );
   }
   await waitFor(async () => Boolean(await getLocalnetInfo(ledgerUrl)), 'the ledger');
   const info = await getLocalnetInfo(rpcUrlFor(ledgerUrl, 'solana'));
 
   await ensureDatabase(DATABASE_URL);
-  await applyMigrations({ databaseUrl: DATABASE_URL, migrationsDir: path.join(ROOT, 'services/market-intel/prisma/migrations'), log: { info: () => undefined, warn: log } });
+  await applyMigrations({
+    databaseUrl: DATABASE_URL,
+    migrationsDir: path.join(ROOT, 'services/market-intel/prisma/migrations'),
+    log: { info: () => undefined, warn: log },
+  });
   const pg = new Client({ connectionString: DATABASE_URL });
   await pg.connect();
   await pg.query('TRUNCATE x402_payments');
   await pg.end();
-  spawnSync('pnpm', ['exec', 'tsx', '--conditions=@repo/source', 'src/cli/import-report.ts', 'fixtures/sample-report.json', '--shift-to-now', '--if-empty'], {
-    cwd: path.join(ROOT, 'services/market-intel'),
-    env: { ...process.env, DATABASE_URL },
-    stdio: 'ignore',
-  });
+  spawnSync(
+    'pnpm',
+    [
+      'exec',
+      'tsx',
+      '--conditions=@repo/source',
+      'src/cli/import-report.ts',
+      'fixtures/sample-report.json',
+      '--shift-to-now',
+      '--if-empty',
+    ],
+    {
+      cwd: path.join(ROOT, 'services/market-intel'),
+      env: { ...process.env, DATABASE_URL },
+      stdio: 'ignore',
+    },
+  );
 
   // Exactly as the package's start script runs it (its V8 memory flags included).
-  const [startCmd = 'node', ...startArgs] = (JSON.parse(readFileSync(path.join(ROOT, 'services/market-intel/package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.split(' ');
-  const mi = start(startCmd, [...NODE_ARGS, ...startArgs], {
-    PORT: String(MI_PORT),
-    HOST: '127.0.0.1',
-    DATABASE_URL,
-    DATABASE_POOL_SIZE: '20',
-    SOLANA_RPC_URL: info.rpcUrl,
-    USDC_MINT: info.mint,
-    MERCHANT_TOKEN_ACCOUNT: info.merchantTokenAccount,
-    LOG_LEVEL: 'info',
-    NODE_ENV: 'production',
-  }, path.join(ROOT, 'services/market-intel'));
+  const [startCmd = 'node', ...startArgs] = (
+    JSON.parse(readFileSync(path.join(ROOT, 'services/market-intel/package.json'), 'utf8')) as {
+      scripts: { start: string };
+    }
+  ).scripts.start.split(' ');
+  const mi = start(
+    startCmd,
+    [...NODE_ARGS, ...startArgs],
+    {
+      PORT: String(MI_PORT),
+      HOST: '127.0.0.1',
+      DATABASE_URL,
+      DATABASE_POOL_SIZE: '20',
+      SOLANA_RPC_URL: info.rpcUrl,
+      USDC_MINT: info.mint,
+      MERCHANT_TOKEN_ACCOUNT: info.merchantTokenAccount,
+      LOG_LEVEL: 'info',
+      NODE_ENV: 'production',
+    },
+    path.join(ROOT, 'services/market-intel'),
+  );
   start('pnpm', ['exec', 'tsx', 'bench/bare-server.ts'], { PORT: String(BARE_PORT) });
   await waitFor(async () => (await fetch(`http://127.0.0.1:${MI_PORT}/livez`)).ok, 'market-intel');
   await waitFor(async () => (await fetch(`http://127.0.0.1:${BARE_PORT}/bare`)).ok, 'the bare server');
@@ -163,12 +230,26 @@ async function main(): Promise<void> {
 
   log('1/3 bare route vs 402 challenge');
   const bare = await bench(`http://127.0.0.1:${BARE_PORT}/bare`);
-  const challenge = await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, { duration: ONLY_PAID ? 1 : DURATION_S });
+  const challenge = await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, {
+    duration: ONLY_PAID ? 1 : DURATION_S,
+  });
 
   log(`2/3 preparing ${PAID_REQUESTS} fresh payments`);
   const payer = Keypair.generate();
-  await fundWallet({ rpcUrl: info.rpcUrl, owner: payer.publicKey.toBase58(), usdcAtomic: BigInt(PAID_REQUESTS + 10) * 100_000n, lamports: 100e9 });
-  const signatures = await preparePayments(info.rpcUrl, payer, info.mint, info.merchantTokenAccount, 100_000n, PAID_REQUESTS);
+  await fundWallet({
+    rpcUrl: info.rpcUrl,
+    owner: payer.publicKey.toBase58(),
+    usdcAtomic: BigInt(PAID_REQUESTS + 10) * 100_000n,
+    lamports: 100e9,
+  });
+  const signatures = await preparePayments(
+    info.rpcUrl,
+    payer,
+    info.mint,
+    info.merchantTokenAccount,
+    100_000n,
+    PAID_REQUESTS,
+  );
   const rpcBefore = await scrapeRpc();
   let next = 0;
   log(`2/3 paying with fresh signatures at ${CONNECTIONS} connections`);
@@ -180,7 +261,13 @@ async function main(): Promise<void> {
       {
         method: 'GET',
         path: GAPS,
-        setupRequest: (req) => ({ ...req, headers: { ...req.headers, 'x-payment': encodePaymentHeader('solana', signatures[next++ % signatures.length] ?? '') } }),
+        setupRequest: (req) => ({
+          ...req,
+          headers: {
+            ...req.headers,
+            'x-payment': encodePaymentHeader('solana', signatures[next++ % signatures.length] ?? ''),
+          },
+        }),
       },
     ],
   });
@@ -189,7 +276,10 @@ async function main(): Promise<void> {
   const rpcMean = rpcCount ? ((rpcAfter.sum - rpcBefore.sum) / rpcCount) * 1000 : NaN;
 
   log('3/3 replays of one used signature');
-  const replay = await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, { duration: ONLY_PAID ? 1 : DURATION_S, headers: { 'x-payment': encodePaymentHeader('solana', signatures[0] ?? '') } });
+  const replay = await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, {
+    duration: ONLY_PAID ? 1 : DURATION_S,
+    headers: { 'x-payment': encodePaymentHeader('solana', signatures[0] ?? '') },
+  });
 
   const mem = rssMb(mi.pid ?? 0);
   const r = (x: number) => Math.round(x * 100) / 100;

@@ -27,7 +27,8 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const SKILLS = Number(process.env.BENCH_SKILLS ?? 10_000);
 const REGISTER = Number(process.env.BENCH_REGISTER ?? 1000);
 const PORT = Number(process.env.BENCH_SKILL_ROUTER_PORT ?? 13003);
-const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/skill_router_bench';
+const DATABASE_URL =
+  process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/skill_router_bench';
 const SKIP_BUILD = process.env.BENCH_SKIP_BUILD === '1';
 const BASE = `http://127.0.0.1:${PORT}`;
 
@@ -49,13 +50,44 @@ const rand = prng(42);
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
 
 // A vocabulary of 1,500 pronounceable words and 200 capability tags.
-const SYLLABLES = ['ka', 'lo', 'mi', 'ren', 'to', 'sa', 'vel', 'di', 'nor', 'pa', 'qui', 'ber', 'zu', 'fen', 'ga', 'hol', 'ti', 'mar', 'se', 'dol'];
-const VOCAB = [...new Set(Array.from({ length: 4000 }, () => Array.from({ length: 2 + Math.floor(rand() * 2) }, () => pick(SYLLABLES)).join('')))].slice(0, 1500);
+const SYLLABLES = [
+  'ka',
+  'lo',
+  'mi',
+  'ren',
+  'to',
+  'sa',
+  'vel',
+  'di',
+  'nor',
+  'pa',
+  'qui',
+  'ber',
+  'zu',
+  'fen',
+  'ga',
+  'hol',
+  'ti',
+  'mar',
+  'se',
+  'dol',
+];
+const VOCAB = [
+  ...new Set(
+    Array.from({ length: 4000 }, () =>
+      Array.from({ length: 2 + Math.floor(rand() * 2) }, () => pick(SYLLABLES)).join(''),
+    ),
+  ),
+].slice(0, 1500);
 const TAGS = VOCAB.slice(0, 200);
 const CHAINS = ['solana', 'ethereum', 'base', 'arbitrum', 'polygon', 'bitcoin'];
 const words = (n: number) => Array.from({ length: n }, () => pick(VOCAB)).join(' ');
 
-const INPUT_SCHEMA = { type: 'object', properties: { text: { type: 'string', minLength: 1 } }, required: ['text'] };
+const INPUT_SCHEMA = {
+  type: 'object',
+  properties: { text: { type: 'string', minLength: 1 } },
+  required: ['text'],
+};
 const OUTPUT_SCHEMA = { type: 'object', properties: { result: { type: 'string' } }, required: ['result'] };
 
 function seedSkill(i: number, endpoint: string): RegisterSkillRequest {
@@ -74,7 +106,11 @@ function seedSkill(i: number, endpoint: string): RegisterSkillRequest {
 }
 
 function start(cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): ChildProcess {
-  const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(cmd, args, {
+    cwd,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   children.push(child);
   return child;
 }
@@ -86,7 +122,12 @@ async function stop(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 60_000, everyMs = 200): Promise<void> {
+async function waitFor(
+  check: () => Promise<boolean>,
+  what: string,
+  timeoutMs = 60_000,
+  everyMs = 200,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check().catch(() => false))) {
     if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs} ms`);
@@ -95,7 +136,12 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
 }
 
 function startService(env: Record<string, string>): ChildProcess {
-  return start('node', ['dist/main.js'], { DATABASE_URL, PORT: String(PORT), HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, SERVICE_DIR);
+  return start(
+    'node',
+    ['dist/main.js'],
+    { DATABASE_URL, PORT: String(PORT), HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    SERVICE_DIR,
+  );
 }
 
 function run(opts: autocannon.Options): Promise<autocannon.Result> {
@@ -113,29 +159,50 @@ async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise
   );
 }
 
-const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 
 async function main(): Promise<void> {
-  log(`machine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}, load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  log(
+    `machine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}, load ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
   if (!SKIP_BUILD) {
     log('building skill-router');
-    const build = spawnSync('pnpm', ['exec', 'turbo', 'run', 'build', '--filter=@repo/skill-router...', '--output-logs=errors-only'], { cwd: ROOT, stdio: 'inherit' });
+    const build = spawnSync(
+      'pnpm',
+      ['exec', 'turbo', 'run', 'build', '--filter=@repo/skill-router...', '--output-logs=errors-only'],
+      { cwd: ROOT, stdio: 'inherit' },
+    );
     if (build.status !== 0) throw new Error('build failed');
   }
 
   await ensureDatabase(DATABASE_URL);
-  await applyMigrations({ databaseUrl: DATABASE_URL, migrationsDir: path.join(SERVICE_DIR, 'prisma/migrations'), log: { info: () => undefined, warn: log } });
+  await applyMigrations({
+    databaseUrl: DATABASE_URL,
+    migrationsDir: path.join(SERVICE_DIR, 'prisma/migrations'),
+    log: { info: () => undefined, warn: log },
+  });
   const db = createDb(DATABASE_URL, 20);
   await db.pool.query('TRUNCATE call_reports, health_checks, skill_stats, skills, api_keys, rate_limits');
   const skills = new SkillRepository(db.prisma, db.pool);
-  const owner = await new ApiKeyRepository(db.prisma).create({ name: 'bench-seed', ...(({ prefix, keyHash }) => ({ prefix, keyHash }))(generateApiKey()) });
+  const owner = await new ApiKeyRepository(db.prisma).create({
+    name: 'bench-seed',
+    ...(({ prefix, keyHash }) => ({ prefix, keyHash }))(generateApiKey()),
+  });
 
   // 1. route latency over SKILLS active skills
   log(`seeding ${SKILLS} skills through the repository`);
   const t0 = performance.now();
-  await pool(Array.from({ length: SKILLS }, (_, i) => i), 16, async (i) => {
-    await skills.upsert(seedSkill(i, `http://127.0.0.1:9/skill/${i}`), owner.id);
-  });
+  await pool(
+    Array.from({ length: SKILLS }, (_, i) => i),
+    16,
+    async (i) => {
+      await skills.upsert(seedSkill(i, `http://127.0.0.1:9/skill/${i}`), owner.id);
+    },
+  );
   await db.pool.query(`UPDATE skills SET status = 'active'`);
   await db.pool.query(
     `UPDATE skill_stats SET success_rate_24h = 0.7 + random() * 0.3, avg_latency_ms = 20 + random() * 900,
@@ -149,23 +216,43 @@ async function main(): Promise<void> {
 
   let service = startService({ WORKERS_ENABLED: 'true' });
   await waitFor(async () => (await fetch(`${BASE}/readyz`)).ok, 'skill-router');
-  const keyRes = await fetch(`${BASE}/api/auth/key`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench' }) });
+  const keyRes = await fetch(`${BASE}/api/auth/key`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'bench' }),
+  });
   const apiKey = ((await keyRes.json()) as { api_key: string }).api_key;
 
   const tasks = Array.from({ length: 200 }, (_, i) => {
     const requirements =
-      i % 3 === 0 ? { chains: [pick(CHAINS)] } : i % 3 === 1 ? { max_price_usd: 0.01, max_latency_ms: 500 } : undefined;
-    return { task: `please find a skill that can ${words(3)} the ${words(3)} for me`, ...(requirements ? { requirements } : {}) };
+      i % 3 === 0
+        ? { chains: [pick(CHAINS)] }
+        : i % 3 === 1
+          ? { max_price_usd: 0.01, max_latency_ms: 500 }
+          : undefined;
+    return {
+      task: `please find a skill that can ${words(3)} the ${words(3)} for me`,
+      ...(requirements ? { requirements } : {}),
+    };
   });
   // How many candidates the tasks match (the work per request).
   const counts: number[] = [];
   for (const t of tasks.slice(0, 50)) {
-    const r = await fetch(`${BASE}/api/discover/route`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': apiKey }, body: JSON.stringify(t) });
+    const r = await fetch(`${BASE}/api/discover/route`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+      body: JSON.stringify(t),
+    });
     counts.push(((await r.json()) as { total_matches: number }).total_matches);
   }
   counts.sort((a, b) => a - b);
   log(`candidates per task: median ${quantile(counts, 0.5)}, max ${counts[counts.length - 1]}`);
-  const requests = tasks.map((t) => ({ method: 'POST' as const, path: '/api/discover/route', headers: { 'content-type': 'application/json', 'x-api-key': apiKey }, body: JSON.stringify(t) }));
+  const requests = tasks.map((t) => ({
+    method: 'POST' as const,
+    path: '/api/discover/route',
+    headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+    body: JSON.stringify(t),
+  }));
   log('warm-up 5 s');
   await run({ url: BASE, connections: CONNECTIONS, duration: 5, requests });
   log(`route: ${CONNECTIONS} connections for ${DURATION_S} s`);
@@ -185,31 +272,58 @@ async function main(): Promise<void> {
   };
   log(`route: ${JSON.stringify(routeResult)}`);
   // The same requests one at a time: the latency of a request that does not queue behind others.
-  const single = await run({ url: BASE, connections: 1, duration: Math.max(5, Math.round(DURATION_S / 2)), requests });
-  const singleResult = { connections: 1, rps: Math.round(single.requests.average), p50_ms: single.latency.p50, p99_ms: single.latency.p99, errors: single.non2xx + single.errors };
+  const single = await run({
+    url: BASE,
+    connections: 1,
+    duration: Math.max(5, Math.round(DURATION_S / 2)),
+    requests,
+  });
+  const singleResult = {
+    connections: 1,
+    rps: Math.round(single.requests.average),
+    p50_ms: single.latency.p50,
+    p99_ms: single.latency.p99,
+    errors: single.non2xx + single.errors,
+  };
   log(`route, 1 connection: ${JSON.stringify(singleResult)}`);
 
   // 2. register + verify REGISTER skills against local endpoints
   await stop(service);
   const endpoints = await startLocalSkills();
-  endpoints.set('bench', { kind: 'healthy', respond: (input) => ({ result: `done: ${String((input as { text?: string }).text ?? '').slice(0, 20)}` }) });
+  endpoints.set('bench', {
+    kind: 'healthy',
+    respond: (input) => ({ result: `done: ${String((input as { text?: string }).text ?? '').slice(0, 20)}` }),
+  });
   service = startService({ WORKERS_ENABLED: 'true', SSRF_ALLOWLIST: '127.0.0.1' });
   await waitFor(async () => (await fetch(`${BASE}/readyz`)).ok, 'skill-router');
-  const regKeyRes = await fetch(`${BASE}/api/auth/key`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench-provider' }) });
+  const regKeyRes = await fetch(`${BASE}/api/auth/key`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'bench-provider' }),
+  });
   const regKey = ((await regKeyRes.json()) as { api_key: string }).api_key;
-  const toRegister = Array.from({ length: REGISTER }, (_, i) => ({ ...seedSkill(SKILLS + i, endpoints.url('bench')), skill_id: `reg-${i}` }));
+  const toRegister = Array.from({ length: REGISTER }, (_, i) => ({
+    ...seedSkill(SKILLS + i, endpoints.url('bench')),
+    skill_id: `reg-${i}`,
+  }));
   log(`registering ${REGISTER} skills at ${CONNECTIONS} concurrent clients`);
   const r0 = performance.now();
   let failures = 0;
   await pool(toRegister, CONNECTIONS, async (s) => {
-    const res = await fetch(`${BASE}/api/discover/register`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': regKey }, body: JSON.stringify(s) });
+    const res = await fetch(`${BASE}/api/discover/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': regKey },
+      body: JSON.stringify(s),
+    });
     if (res.status !== 201) failures++;
     await res.arrayBuffer();
   });
   const registeredMs = performance.now() - r0;
   await waitFor(
     async () => {
-      const { rows } = await db.pool.query<{ n: string }>(`SELECT count(*) AS n FROM skills WHERE skill_id LIKE 'reg-%' AND status = 'pending_verification'`);
+      const { rows } = await db.pool.query<{ n: string }>(
+        `SELECT count(*) AS n FROM skills WHERE skill_id LIKE 'reg-%' AND status = 'pending_verification'`,
+      );
       return Number(rows[0]?.n) === 0;
     },
     'verification of every registered skill',
@@ -242,7 +356,17 @@ async function main(): Promise<void> {
 
   process.stdout.write(
     JSON.stringify(
-      { machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version, loadavg: os.loadavg() }, route: routeResult, route_single_connection: singleResult, register_verify: registerResult },
+      {
+        machine: {
+          cpus: os.cpus().length,
+          model: os.cpus()[0]?.model,
+          node: process.version,
+          loadavg: os.loadavg(),
+        },
+        route: routeResult,
+        route_single_connection: singleResult,
+        register_verify: registerResult,
+      },
       null,
       2,
     ) + '\n',

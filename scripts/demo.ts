@@ -112,16 +112,24 @@ async function scan(): Promise<void> {
   try {
     const dir = mkdtempSync(path.join(tmpdir(), 'scan-demo-'));
     const file = path.join(dir, 'sources.json');
-    writeFileSync(file, JSON.stringify({ sectors: [{ sector: FIXTURE_SCAN.sector, sources: feeds.sources() }] }, null, 2));
+    writeFileSync(
+      file,
+      JSON.stringify({ sectors: [{ sector: FIXTURE_SCAN.sector, sources: feeds.sources() }] }, null, 2),
+    );
     process.stdout.write(`fixture feeds on ${feeds.baseUrl}; sources file ${file}\n\n`);
     const code = await new Promise<number | null>((resolve) => {
-      const child = spawn('pnpm', ['--silent', '--filter', '@repo/market-intel', 'scan', FIXTURE_SCAN.sector, '--sources-file', file], {
-        stdio: 'inherit',
-        env: {
-          ...env,
-          DATABASE_URL: env.MARKET_INTEL_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/market_intel',
+      const child = spawn(
+        'pnpm',
+        ['--silent', '--filter', '@repo/market-intel', 'scan', FIXTURE_SCAN.sector, '--sources-file', file],
+        {
+          stdio: 'inherit',
+          env: {
+            ...env,
+            DATABASE_URL:
+              env.MARKET_INTEL_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/market_intel',
+          },
         },
-      });
+      );
       child.once('exit', resolve);
     });
     if (code !== 0) throw new Error(`the scan command exited with ${code}`);
@@ -131,7 +139,11 @@ async function scan(): Promise<void> {
   const { keypair, rpcUrls } = await agentWallet();
   const sectors = await fetch(`${BASE}/api/v1/sectors`);
   const list = (await sectors.json()) as { sectors: { sector: string }[] };
-  show('GET /api/v1/sectors (free)', sectors.status, list.sectors.find((s) => s.sector === FIXTURE_SCAN.sector));
+  show(
+    'GET /api/v1/sectors (free)',
+    sectors.status,
+    list.sectors.find((s) => s.sector === FIXTURE_SCAN.sector),
+  );
   const p = `/api/v1/scout/gaps?sector=${FIXTURE_SCAN.sector}&limit=3`;
   const { response, body, payment } = await fetchWithPayment(BASE + p, { keypair, rpcUrls });
   show(`GET ${p} (paid)`, response.status, body, payment?.signature);

@@ -12,5 +12,9 @@ if (!env.PRISMA_SCHEMA_ENGINE_BINARY) {
   if (!fs.existsSync(placeholder)) fs.writeFileSync(placeholder, '');
   env.PRISMA_SCHEMA_ENGINE_BINARY = placeholder;
 }
-const result = spawnSync('prisma', ['generate'], { stdio: 'inherit', env, shell: process.platform === 'win32' });
+const result = spawnSync('prisma', ['generate'], {
+  stdio: 'inherit',
+  env,
+  shell: process.platform === 'win32',
+});
 process.exit(result.status ?? 1);

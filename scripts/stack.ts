@@ -119,7 +119,8 @@ async function main(): Promise<void> {
     USDC_MINT_DEVNET: devnet.mint,
     MERCHANT_TOKEN_ACCOUNT_DEVNET: devnet.merchantTokenAccount,
     // Scheduled scout scans of the shipped sectors (daily unless SCOUT_SCAN_INTERVAL_MINUTES says otherwise).
-    SCOUT_SOURCES_FILE: env.SCOUT_SOURCES_FILE ?? path.join(ROOT, 'services/market-intel/config/scout-sources.json'),
+    SCOUT_SOURCES_FILE:
+      env.SCOUT_SOURCES_FILE ?? path.join(ROOT, 'services/market-intel/config/scout-sources.json'),
   });
   // The runner reads LLM_BASE_URL, LLM_API_KEY, LLM_MODEL and SEARCH_* from this environment.
   startService('pipeline-runner', 'services/pipeline-runner', RUNNER_PORT, { AMQP_URL });

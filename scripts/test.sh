@@ -13,6 +13,7 @@ log "typecheck and lint"
 pnpm exec turbo run typecheck lint --output-logs=errors-only
 pnpm exec tsc -p scripts/tsconfig.json
 pnpm exec eslint scripts bench
+pnpm exec prettier --check . --log-level warn
 bash scripts/check-deploy.sh
 log "tests"
 pnpm exec turbo run test --concurrency=1 --output-logs=full

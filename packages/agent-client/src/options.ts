@@ -64,7 +64,11 @@ export class UsageError extends Error {
  * @returns the options, or `"help"` for `--help`
  * @throws UsageError for missing or invalid arguments
  */
-export function parseAgentPayArgs(argv: string[], env: NodeJS.ProcessEnv, cwd: string): AgentPayOptions | 'help' {
+export function parseAgentPayArgs(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): AgentPayOptions | 'help' {
   let parsed;
   try {
     parsed = parseArgs({
@@ -95,7 +99,8 @@ export function parseAgentPayArgs(argv: string[], env: NodeJS.ProcessEnv, cwd: s
     throw new UsageError(`not a URL: ${url}`);
   }
   const method = (values.method ?? (values.data === undefined ? 'GET' : 'POST')).toUpperCase();
-  if (method !== 'GET' && method !== 'POST') throw new UsageError(`--method must be GET or POST, got ${values.method}`);
+  if (method !== 'GET' && method !== 'POST')
+    throw new UsageError(`--method must be GET or POST, got ${values.method}`);
   if (values.data !== undefined) {
     try {
       JSON.parse(values.data);
@@ -105,12 +110,17 @@ export function parseAgentPayArgs(argv: string[], env: NodeJS.ProcessEnv, cwd: s
   }
   let maxAmountAtomic: bigint | undefined;
   if (values['max-amount'] !== undefined) {
-    if (!/^[0-9]+$/.test(values['max-amount'])) throw new UsageError('--max-amount must be a whole number of atomic units');
+    if (!/^[0-9]+$/.test(values['max-amount']))
+      throw new UsageError('--max-amount must be a whole number of atomic units');
     maxAmountAtomic = BigInt(values['max-amount']);
   }
   return {
     url,
-    keypairPath: values.keypair ?? nonBlank(env.AGENT_KEYPAIR) ?? findUpwards(cwd, LOCAL_AGENT_KEYPAIR) ?? resolve(cwd, LOCAL_AGENT_KEYPAIR),
+    keypairPath:
+      values.keypair ??
+      nonBlank(env.AGENT_KEYPAIR) ??
+      findUpwards(cwd, LOCAL_AGENT_KEYPAIR) ??
+      resolve(cwd, LOCAL_AGENT_KEYPAIR),
     rpcUrls: {
       solana: values.rpc ?? nonBlank(env.SOLANA_RPC_URL) ?? DEFAULT_RPC_URL,
       'solana-devnet': values['devnet-rpc'] ?? nonBlank(env.SOLANA_DEVNET_RPC_URL) ?? DEFAULT_DEVNET_RPC_URL,
@@ -127,14 +137,19 @@ export function parseAgentPayArgs(argv: string[], env: NodeJS.ProcessEnv, cwd: s
  * @throws UsageError when the file is missing or malformed
  */
 export function loadKeypair(path: string): Keypair {
-  if (!existsSync(path)) throw new UsageError(`keypair file not found: ${path} (pass --keypair or set AGENT_KEYPAIR)`);
+  if (!existsSync(path))
+    throw new UsageError(`keypair file not found: ${path} (pass --keypair or set AGENT_KEYPAIR)`);
   let bytes: unknown;
   try {
     bytes = JSON.parse(readFileSync(path, 'utf8'));
   } catch {
     throw new UsageError(`keypair file is not JSON: ${path}`);
   }
-  if (!Array.isArray(bytes) || bytes.length !== 64 || !bytes.every((b) => Number.isInteger(b) && b >= 0 && b <= 255)) {
+  if (
+    !Array.isArray(bytes) ||
+    bytes.length !== 64 ||
+    !bytes.every((b) => Number.isInteger(b) && b >= 0 && b <= 255)
+  ) {
     throw new UsageError(`keypair file must hold a JSON array of 64 bytes: ${path}`);
   }
   return Keypair.fromSecretKey(Uint8Array.from(bytes as number[]));

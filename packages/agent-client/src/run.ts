@@ -70,7 +70,8 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
 
   const init: RequestInit = { method: options.method, headers: { accept: 'application/json' } };
   if (options.data !== undefined) init.body = options.data;
-  if (options.data !== undefined) init.headers = { accept: 'application/json', 'content-type': 'application/json' };
+  if (options.data !== undefined)
+    init.headers = { accept: 'application/json', 'content-type': 'application/json' };
 
   let result;
   try {
@@ -82,9 +83,14 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
       ...(options.maxAmountAtomic === undefined ? {} : { maxAmountAtomic: options.maxAmountAtomic }),
     });
   } catch (error) {
-    if (error instanceof InsufficientFundsError) return fail(EXIT.insufficientFunds, `insufficient funds: ${error.message}`);
+    if (error instanceof InsufficientFundsError)
+      return fail(EXIT.insufficientFunds, `insufficient funds: ${error.message}`);
     if (error instanceof RpcUnreachableError) return fail(EXIT.rpcUnreachable, error.message);
-    if (error instanceof PaymentConfirmationError || error instanceof PaymentRefusedError || error instanceof X402ClientError) {
+    if (
+      error instanceof PaymentConfirmationError ||
+      error instanceof PaymentRefusedError ||
+      error instanceof X402ClientError
+    ) {
       return fail(EXIT.paymentFailed, `payment not completed: ${error.message}`);
     }
     const cause = error instanceof Error ? ((error as Error & { cause?: unknown }).cause ?? error) : error;
@@ -116,13 +122,18 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
     io.stdout(`HTTP ${response.status} ${response.statusText}\n`);
     io.stdout(`${typeof body === 'string' ? body : JSON.stringify(body, null, 2)}\n`);
     if (payment) {
-      io.stdout(`paid ${payment.requirements.maxAmountRequired} atomic units on ${payment.requirements.network}\n`);
+      io.stdout(
+        `paid ${payment.requirements.maxAmountRequired} atomic units on ${payment.requirements.network}\n`,
+      );
       io.stdout(`transaction ${payment.signature}\n`);
       io.stdout(`payer ${payment.paymentResponse?.payer ?? keypair.publicKey.toBase58()}\n`);
     }
   }
   if (!ok) {
-    const detail = body && typeof body === 'object' && 'error' in body ? `: ${String((body as { error: unknown }).error)}` : '';
+    const detail =
+      body && typeof body === 'object' && 'error' in body
+        ? `: ${String((body as { error: unknown }).error)}`
+        : '';
     io.stderr(`agent-pay: ${options.url} answered HTTP ${response.status}${detail}\n`);
     return EXIT.httpError;
   }

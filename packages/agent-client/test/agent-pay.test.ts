@@ -28,20 +28,38 @@ beforeAll(async () => {
   localnet = await spawnLocalnet({ port: 0 });
   pool = new Pool({ connectionString: AGENT_CLIENT_TEST_DATABASE_URL, max: 5 });
   const db: SqlClient = {
-    $queryRawUnsafe: async <T = unknown>(sql: string, ...values: unknown[]) => (await pool.query(sql, values)).rows as T,
-    $executeRawUnsafe: async (sql: string, ...values: unknown[]) => (await pool.query(sql, values)).rowCount ?? 0,
+    $queryRawUnsafe: async <T = unknown>(sql: string, ...values: unknown[]) =>
+      (await pool.query(sql, values)).rows as T,
+    $executeRawUnsafe: async (sql: string, ...values: unknown[]) =>
+      (await pool.query(sql, values)).rowCount ?? 0,
   };
   const verifier = (network: 'solana' | 'solana-devnet') =>
-    new SolanaPaymentVerifier({ network, rpcUrl: localnet.networks[network].rpcUrl, asset: localnet.networks[network].mint, payTo: localnet.networks[network].merchantTokenAccount });
-  const gateway = { ledger: new PrismaPaymentLedger(db), verifiers: { solana: verifier('solana'), 'solana-devnet': verifier('solana-devnet') } };
+    new SolanaPaymentVerifier({
+      network,
+      rpcUrl: localnet.networks[network].rpcUrl,
+      asset: localnet.networks[network].mint,
+      payTo: localnet.networks[network].merchantTokenAccount,
+    });
+  const gateway = {
+    ledger: new PrismaPaymentLedger(db),
+    verifiers: { solana: verifier('solana'), 'solana-devnet': verifier('solana-devnet') },
+  };
   const app = express();
   app.use(express.json());
-  app.get('/api/v1/scout/keywords', requirePayment({ ...gateway, amountAtomic: 50_000n, description: 'Keywords' }), (_req, res) => {
-    res.json({ keywords: [{ keyword: 'x402', count: 3 }] });
-  });
-  app.post('/api/v1/echo', requirePayment({ ...gateway, amountAtomic: 10_000n, description: 'Echo' }), (req, res) => {
-    res.json({ received: req.body as unknown });
-  });
+  app.get(
+    '/api/v1/scout/keywords',
+    requirePayment({ ...gateway, amountAtomic: 50_000n, description: 'Keywords' }),
+    (_req, res) => {
+      res.json({ keywords: [{ keyword: 'x402', count: 3 }] });
+    },
+  );
+  app.post(
+    '/api/v1/echo',
+    requirePayment({ ...gateway, amountAtomic: 10_000n, description: 'Echo' }),
+    (req, res) => {
+      res.json({ received: req.body as unknown });
+    },
+  );
   app.use(notFoundHandler);
   app.use(errorHandler({ error: () => undefined, warn: () => undefined }));
   server = await new Promise((resolve) => {
@@ -60,17 +78,32 @@ afterAll(async () => {
 async function run(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
-  const code = await runAgentPay(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), env: {}, cwd: dir });
+  const code = await runAgentPay(argv, {
+    stdout: (t) => (stdout += t),
+    stderr: (t) => (stderr += t),
+    env: {},
+    cwd: dir,
+  });
   return { code, stdout, stderr };
 }
 
 function rpcFlags(): string[] {
-  return ['--rpc', localnet.networks.solana.rpcUrl, '--devnet-rpc', localnet.networks['solana-devnet'].rpcUrl];
+  return [
+    '--rpc',
+    localnet.networks.solana.rpcUrl,
+    '--devnet-rpc',
+    localnet.networks['solana-devnet'].rpcUrl,
+  ];
 }
 
 describe('agent-pay', () => {
   it('When the URL answers 402, then it pays, prints status, body, transaction and payer, and exits 0', async () => {
-    const { code, stdout, stderr } = await run([`${baseUrl}/api/v1/scout/keywords`, '--keypair', localnet.agent.keypairPath, ...rpcFlags()]);
+    const { code, stdout, stderr } = await run([
+      `${baseUrl}/api/v1/scout/keywords`,
+      '--keypair',
+      localnet.agent.keypairPath,
+      ...rpcFlags(),
+    ]);
     expect(stderr).toBe('');
     expect(code).toBe(EXIT.ok);
     expect(stdout).toContain('HTTP 200');
@@ -80,28 +113,62 @@ describe('agent-pay', () => {
   });
 
   it('When --json and --data are given on devnet, then it POSTs, pays on devnet and prints one JSON object', async () => {
-    const { code, stdout } = await run([`${baseUrl}/api/v1/echo?network=devnet`, '--keypair', localnet.agent.keypairPath, ...rpcFlags(), '--data', '{"idea":"receipts"}', '--json']);
+    const { code, stdout } = await run([
+      `${baseUrl}/api/v1/echo?network=devnet`,
+      '--keypair',
+      localnet.agent.keypairPath,
+      ...rpcFlags(),
+      '--data',
+      '{"idea":"receipts"}',
+      '--json',
+    ]);
     expect(code).toBe(EXIT.ok);
-    const out = JSON.parse(stdout) as { ok: boolean; status: number; body: unknown; payment: { network: string; payer: string; amountAtomic: string } };
-    expect(out).toMatchObject({ ok: true, status: 200, body: { received: { idea: 'receipts' } }, payment: { network: 'solana-devnet', payer: localnet.agent.publicKey, amountAtomic: '10000' } });
+    const out = JSON.parse(stdout) as {
+      ok: boolean;
+      status: number;
+      body: unknown;
+      payment: { network: string; payer: string; amountAtomic: string };
+    };
+    expect(out).toMatchObject({
+      ok: true,
+      status: 200,
+      body: { received: { idea: 'receipts' } },
+      payment: { network: 'solana-devnet', payer: localnet.agent.publicKey, amountAtomic: '10000' },
+    });
   });
 
   it('When the wallet has no USDC, then exit 3 with one line naming insufficient funds', async () => {
-    const { code, stderr } = await run([`${baseUrl}/api/v1/scout/keywords`, '--keypair', writeKeypair('empty.json', Keypair.generate()), ...rpcFlags()]);
+    const { code, stderr } = await run([
+      `${baseUrl}/api/v1/scout/keywords`,
+      '--keypair',
+      writeKeypair('empty.json', Keypair.generate()),
+      ...rpcFlags(),
+    ]);
     expect(code).toBe(EXIT.insufficientFunds);
     expect(stderr.trim().split('\n')).toHaveLength(1);
     expect(stderr).toMatch(/^agent-pay: insufficient funds: /);
   });
 
   it('When the RPC is unreachable, then exit 4 with one line naming the RPC URL', async () => {
-    const { code, stderr } = await run([`${baseUrl}/api/v1/scout/keywords`, '--keypair', localnet.agent.keypairPath, '--rpc', 'http://127.0.0.1:1']);
+    const { code, stderr } = await run([
+      `${baseUrl}/api/v1/scout/keywords`,
+      '--keypair',
+      localnet.agent.keypairPath,
+      '--rpc',
+      'http://127.0.0.1:1',
+    ]);
     expect(code).toBe(EXIT.rpcUnreachable);
     expect(stderr.trim().split('\n')).toHaveLength(1);
     expect(stderr).toContain('http://127.0.0.1:1');
   });
 
   it('When the answer is not 2xx, then exit 1 with the status on stderr', async () => {
-    const { code, stdout, stderr } = await run([`${baseUrl}/nope`, '--keypair', localnet.agent.keypairPath, ...rpcFlags()]);
+    const { code, stdout, stderr } = await run([
+      `${baseUrl}/nope`,
+      '--keypair',
+      localnet.agent.keypairPath,
+      ...rpcFlags(),
+    ]);
     expect(code).toBe(EXIT.httpError);
     expect(stdout).toContain('HTTP 404');
     expect(stderr).toMatch(/answered HTTP 404: No route/);
@@ -111,8 +178,11 @@ describe('agent-pay', () => {
     const cli = join(__dirname, '..', 'src', 'cli.ts');
     const exec = (args: string[]) =>
       new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-        execFile(process.execPath, ['--require', require.resolve('tsx/cjs'), '--conditions=@repo/source', cli, ...args], { cwd: dir, env: { ...process.env, AGENT_KEYPAIR: localnet.agent.keypairPath } }, (error, stdout, stderr) =>
-          resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+        execFile(
+          process.execPath,
+          ['--require', require.resolve('tsx/cjs'), '--conditions=@repo/source', cli, ...args],
+          { cwd: dir, env: { ...process.env, AGENT_KEYPAIR: localnet.agent.keypairPath } },
+          (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
         );
       });
     const help = await exec(['--help']);

@@ -9,7 +9,9 @@ export const AGENT_CLIENT_TEST_DATABASE_URL =
 export default async function globalSetup(): Promise<void> {
   const url = new URL(AGENT_CLIENT_TEST_DATABASE_URL);
   const name = url.pathname.slice(1);
-  const admin = new Client({ connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString() });
+  const admin = new Client({
+    connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString(),
+  });
   await admin.connect();
   try {
     const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
@@ -21,7 +23,9 @@ export default async function globalSetup(): Promise<void> {
   await db.connect();
   try {
     await db.query('DROP TABLE IF EXISTS x402_payments');
-    await db.query(readFileSync(join(__dirname, '..', '..', 'x402', 'test', 'fixtures', 'x402_payments.sql'), 'utf8'));
+    await db.query(
+      readFileSync(join(__dirname, '..', '..', 'x402', 'test', 'fixtures', 'x402_payments.sql'), 'utf8'),
+    );
   } finally {
     await db.end();
   }

@@ -2,7 +2,14 @@ import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Keypair } from '@solana/web3.js';
-import { DEFAULT_DEVNET_RPC_URL, DEFAULT_RPC_URL, loadKeypair, parseAgentPayArgs, UsageError, type AgentPayOptions } from '../src/index';
+import {
+  DEFAULT_DEVNET_RPC_URL,
+  DEFAULT_RPC_URL,
+  loadKeypair,
+  parseAgentPayArgs,
+  UsageError,
+  type AgentPayOptions,
+} from '../src/index';
 
 const cwd = mkdtempSync(join(tmpdir(), 'agent-pay-'));
 
@@ -26,10 +33,40 @@ describe('agent-pay arguments', () => {
   });
 
   it('When flags and environment are given, then flags win over the environment', () => {
-    const env = { AGENT_KEYPAIR: '/env/key.json', SOLANA_RPC_URL: 'http://env-rpc', SOLANA_DEVNET_RPC_URL: '' };
-    expect(parse(['http://x/y'], env)).toMatchObject({ keypairPath: '/env/key.json', rpcUrls: { solana: 'http://env-rpc', 'solana-devnet': DEFAULT_DEVNET_RPC_URL } });
-    const options = parse(['http://x/y', '--keypair', '/k.json', '--rpc', 'http://a', '--devnet-rpc', 'http://b', '--data', '{"idea":"x"}', '--json', '--max-amount', '500'], env);
-    expect(options).toMatchObject({ keypairPath: '/k.json', rpcUrls: { solana: 'http://a', 'solana-devnet': 'http://b' }, method: 'POST', data: '{"idea":"x"}', json: true, maxAmountAtomic: 500n });
+    const env = {
+      AGENT_KEYPAIR: '/env/key.json',
+      SOLANA_RPC_URL: 'http://env-rpc',
+      SOLANA_DEVNET_RPC_URL: '',
+    };
+    expect(parse(['http://x/y'], env)).toMatchObject({
+      keypairPath: '/env/key.json',
+      rpcUrls: { solana: 'http://env-rpc', 'solana-devnet': DEFAULT_DEVNET_RPC_URL },
+    });
+    const options = parse(
+      [
+        'http://x/y',
+        '--keypair',
+        '/k.json',
+        '--rpc',
+        'http://a',
+        '--devnet-rpc',
+        'http://b',
+        '--data',
+        '{"idea":"x"}',
+        '--json',
+        '--max-amount',
+        '500',
+      ],
+      env,
+    );
+    expect(options).toMatchObject({
+      keypairPath: '/k.json',
+      rpcUrls: { solana: 'http://a', 'solana-devnet': 'http://b' },
+      method: 'POST',
+      data: '{"idea":"x"}',
+      json: true,
+      maxAmountAtomic: 500n,
+    });
   });
 
   it('When no keypair is configured, then the local ledger agent keypair is found from the working directory upwards', () => {
@@ -37,7 +74,9 @@ describe('agent-pay arguments', () => {
     mkdirSync(join(root, '.data', 'ledger', 'keys'), { recursive: true });
     writeFileSync(join(root, '.data', 'ledger', 'keys', 'agent.json'), '[]');
     mkdirSync(join(root, 'services', 'x'), { recursive: true });
-    expect(parse(['http://x/y'], {}, join(root, 'services', 'x')).keypairPath).toBe(join(root, '.data', 'ledger', 'keys', 'agent.json'));
+    expect(parse(['http://x/y'], {}, join(root, 'services', 'x')).keypairPath).toBe(
+      join(root, '.data', 'ledger', 'keys', 'agent.json'),
+    );
   });
 
   it('When the arguments are wrong, then UsageError', () => {

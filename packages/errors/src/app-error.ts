@@ -50,7 +50,9 @@ export class AppError extends Error {
  * @param value anything caught
  */
 export function isAppError(value: unknown): value is AppError {
-  return value instanceof AppError || (value instanceof Error && value.name === 'AppError' && 'code' in value);
+  return (
+    value instanceof AppError || (value instanceof Error && value.name === 'AppError' && 'code' in value)
+  );
 }
 
 /**

@@ -28,7 +28,9 @@ export function errorEnvelope(
   requestId: string,
   details?: unknown,
 ): ErrorEnvelope {
-  return details === undefined ? { error: message, code, requestId } : { error: message, code, details, requestId };
+  return details === undefined
+    ? { error: message, code, requestId }
+    : { error: message, code, details, requestId };
 }
 
 /** Field errors as sent in `details` for a failed validation: one entry per issue. */

@@ -4,5 +4,11 @@ export { AppError, isAppError, notFound } from './app-error';
 export type { AppErrorOptions } from './app-error';
 export { ErrorEnvelope, errorEnvelope, fieldErrors, ERROR_CODE_LIST } from './envelope';
 export type { FieldError } from './envelope';
-export { errorHandler, isDependencyUnavailable, notFoundHandler, requestIdOf, sendAppError } from './middleware';
+export {
+  errorHandler,
+  isDependencyUnavailable,
+  notFoundHandler,
+  requestIdOf,
+  sendAppError,
+} from './middleware';
 export type { ErrorLogger } from './middleware';

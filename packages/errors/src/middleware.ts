@@ -70,7 +70,12 @@ function fromBodyParser(err: Error & BodyParserError): AppError | undefined {
 }
 
 /** Driver adapter error kinds (Prisma 7) that mean the database cannot be used right now. */
-const UNAVAILABLE_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
+const UNAVAILABLE_KINDS = new Set([
+  'DatabaseNotReachable',
+  'ConnectionClosed',
+  'SocketTimeout',
+  'TooManyConnections',
+]);
 /**
  * Error codes that mean a backing service is unreachable: Prisma's P1001 (cannot reach), P1002 (timed
  * out), P1017 (server closed the connection), P2024 (no pool connection in time); PostgreSQL's 57P01
@@ -91,7 +96,8 @@ const UNAVAILABLE_CODES = new Set([
   'EPIPE',
 ]);
 /** Messages of node-postgres errors that carry no code. */
-const UNAVAILABLE_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|Can't reach database server/;
+const UNAVAILABLE_MESSAGE =
+  /Connection terminated|timeout exceeded when trying to connect|Can't reach database server/;
 
 /**
  * Whether `err` (or one of its causes) says a backing service (PostgreSQL, usually) is unreachable,
@@ -101,7 +107,12 @@ const UNAVAILABLE_MESSAGE = /Connection terminated|timeout exceeded when trying 
 export function isDependencyUnavailable(err: unknown): boolean {
   let current: unknown = err;
   for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
-    const e = current as { code?: unknown; message?: unknown; meta?: { driverAdapterError?: { cause?: { kind?: unknown } } }; cause?: unknown };
+    const e = current as {
+      code?: unknown;
+      message?: unknown;
+      meta?: { driverAdapterError?: { cause?: { kind?: unknown } } };
+      cause?: unknown;
+    };
     if (typeof e.code === 'string' && UNAVAILABLE_CODES.has(e.code)) return true;
     const kind = e.meta?.driverAdapterError?.cause?.kind;
     if (typeof kind === 'string' && UNAVAILABLE_KINDS.has(kind)) return true;
@@ -143,7 +154,8 @@ export function errorHandler(logger: ErrorLogger): ErrorRequestHandler {
       );
       return;
     } else appError = internal(err);
-    if (appError.status >= 500) logger.error({ err: appError.cause ?? appError, requestId: requestIdOf(req) }, appError.message);
+    if (appError.status >= 500)
+      logger.error({ err: appError.cause ?? appError, requestId: requestIdOf(req) }, appError.message);
     sendAppError(req, res, appError);
   };
 }

@@ -8,7 +8,10 @@ function buildApp() {
   const app = express();
   app.use(express.json({ limit: '1kb' }));
   app.get('/teapot', () => {
-    throw new AppError('conflict', 'already there', { details: { jobId: 'j1' }, headers: { 'Retry-After': '5' } });
+    throw new AppError('conflict', 'already there', {
+      details: { jobId: 'j1' },
+      headers: { 'Retry-After': '5' },
+    });
   });
   app.get('/boom', () => {
     throw new Error('secret database detail');
@@ -22,7 +25,9 @@ function buildApp() {
     });
   });
   app.get('/db-down/pg', () => {
-    throw new Error('query failed', { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }) });
+    throw new Error('query failed', {
+      cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+    });
   });
   app.post('/echo', (req, res) => {
     res.json(req.body);
@@ -37,7 +42,12 @@ describe('error middleware', () => {
     const res = await request(buildApp()).get('/teapot').set('x-request-id', 'req-1');
     expect(res.status).toBe(409);
     expect(res.headers['retry-after']).toBe('5');
-    expect(res.body).toEqual({ error: 'already there', code: 'conflict', details: { jobId: 'j1' }, requestId: 'req-1' });
+    expect(res.body).toEqual({
+      error: 'already there',
+      code: 'conflict',
+      details: { jobId: 'j1' },
+      requestId: 'req-1',
+    });
   });
 
   it('When an unexpected error is thrown, then a generic 500 hides its message', async () => {
@@ -51,7 +61,12 @@ describe('error middleware', () => {
   it('When PostgreSQL cannot be reached, then 503 service_unavailable with Retry-After, not a 500', async () => {
     for (const path of ['/db-down/prisma', '/db-down/pg']) {
       const res = await request(buildApp()).get(path);
-      expect([path, res.status, res.headers['retry-after'], res.body.code]).toEqual([path, 503, '5', 'service_unavailable']);
+      expect([path, res.status, res.headers['retry-after'], res.body.code]).toEqual([
+        path,
+        503,
+        '5',
+        'service_unavailable',
+      ]);
       expect(res.body.error).not.toMatch(/5432/);
     }
   });

@@ -1,4 +1,12 @@
-export { AtomicAmount, Base58, Error402, PaymentPayload, PaymentRequirements, PaymentResponse, X402Network } from './x402';
+export {
+  AtomicAmount,
+  Base58,
+  Error402,
+  PaymentPayload,
+  PaymentRequirements,
+  PaymentResponse,
+  X402Network,
+} from './x402';
 export {
   AgentJob,
   BriefResponse,
@@ -39,7 +47,13 @@ export {
 } from './session-config';
 export type { SessionConfig } from './session-config';
 export { buildOpenApiDocument, renderReferencePage, toJsonSchema } from './openapi';
-export type { JsonSchema, OpenApiInput, OpenApiOperation, OpenApiParameter, OpenApiResponse } from './openapi';
+export type {
+  JsonSchema,
+  OpenApiInput,
+  OpenApiOperation,
+  OpenApiParameter,
+  OpenApiResponse,
+} from './openapi';
 export {
   DebateRound,
   DebateSource,

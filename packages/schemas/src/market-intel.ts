@@ -13,7 +13,10 @@ export const SectorTag = z
   .string()
   .trim()
   .toLowerCase()
-  .regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'must be a sector tag: lowercase letters, digits and dashes, at most 64');
+  .regex(
+    /^[a-z0-9][a-z0-9-]{0,63}$/,
+    'must be a sector tag: lowercase letters, digits and dashes, at most 64',
+  );
 
 /** GapItem.trend_signal (market-intel spec): the article behind a trend, its source, score and insight. */
 export const TrendSignal = z.object({
@@ -247,7 +250,12 @@ export const ScanReport = z
   .superRefine((report, ctx) => {
     const seen = new Set<string>();
     report.sectors.forEach((s, i) => {
-      if (seen.has(s.sector)) ctx.addIssue({ code: 'custom', message: `sector "${s.sector}" appears twice`, path: ['sectors', i, 'sector'] });
+      if (seen.has(s.sector))
+        ctx.addIssue({
+          code: 'custom',
+          message: `sector "${s.sector}" appears twice`,
+          path: ['sectors', i, 'sector'],
+        });
       seen.add(s.sector);
     });
   });

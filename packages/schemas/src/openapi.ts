@@ -120,15 +120,33 @@ const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt
  */
 export function renderReferencePage(doc: JsonSchema, specUrl = '/openapi.json'): string {
   const info = doc.info as { title: string; version: string; description?: string };
-  const paths = doc.paths as Record<string, Record<string, { summary: string; description?: string; parameters?: OpenApiParameter[]; requestBody?: unknown; responses: Record<string, { description: string; content?: unknown }> }>>;
+  const paths = doc.paths as Record<
+    string,
+    Record<
+      string,
+      {
+        summary: string;
+        description?: string;
+        parameters?: OpenApiParameter[];
+        requestBody?: unknown;
+        responses: Record<string, { description: string; content?: unknown }>;
+      }
+    >
+  >;
   const sections: string[] = [];
   for (const [path, methods] of Object.entries(paths)) {
     for (const [method, op] of Object.entries(methods)) {
       const params = (op.parameters ?? [])
-        .map((p) => `<tr><td><code>${escapeHtml(p.name)}</code></td><td>${p.in}${p.required ? ', required' : ''}</td><td><code>${escapeHtml(JSON.stringify(p.schema))}</code></td><td>${escapeHtml(p.description ?? '')}</td></tr>`)
+        .map(
+          (p) =>
+            `<tr><td><code>${escapeHtml(p.name)}</code></td><td>${p.in}${p.required ? ', required' : ''}</td><td><code>${escapeHtml(JSON.stringify(p.schema))}</code></td><td>${escapeHtml(p.description ?? '')}</td></tr>`,
+        )
         .join('');
       const responses = Object.entries(op.responses)
-        .map(([status, r]) => `<tr><td>${status}</td><td>${escapeHtml(r.description)}</td><td>${r.content ? `<pre>${escapeHtml(JSON.stringify(r.content, null, 2))}</pre>` : ''}</td></tr>`)
+        .map(
+          ([status, r]) =>
+            `<tr><td>${status}</td><td>${escapeHtml(r.description)}</td><td>${r.content ? `<pre>${escapeHtml(JSON.stringify(r.content, null, 2))}</pre>` : ''}</td></tr>`,
+        )
         .join('');
       sections.push(`<section><h2><span class="m">${method.toUpperCase()}</span> <code>${escapeHtml(path)}</code></h2>
 <p>${escapeHtml(op.summary)}</p>${op.description ? `<p>${escapeHtml(op.description)}</p>` : ''}

@@ -22,7 +22,9 @@ export const SCOUT_WINDOW_MAX_ITEMS = 150;
 export const HN_SEARCH_BASE_URL = 'https://hn.algolia.com/api/v1';
 
 /** A source id: lowercase letters, digits and dashes, unique within its sector. */
-const SourceId = z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'must be lowercase letters, digits and dashes');
+const SourceId = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'must be lowercase letters, digits and dashes');
 const HttpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 
 /** A news feed (RSS 2.0 or Atom, told apart by its content): trend material. */
@@ -60,7 +62,12 @@ export const ScoutSectorSources = z
   .superRefine((s, ctx) => {
     const seen = new Set<string>();
     s.sources.forEach((source, i) => {
-      if (seen.has(source.id)) ctx.addIssue({ code: 'custom', message: `source id "${source.id}" appears twice`, path: ['sources', i, 'id'] });
+      if (seen.has(source.id))
+        ctx.addIssue({
+          code: 'custom',
+          message: `source id "${source.id}" appears twice`,
+          path: ['sources', i, 'id'],
+        });
       seen.add(source.id);
     });
   });
@@ -73,7 +80,12 @@ export const ScoutSourcesFile = z
   .superRefine((file, ctx) => {
     const seen = new Set<string>();
     file.sectors.forEach((s, i) => {
-      if (seen.has(s.sector)) ctx.addIssue({ code: 'custom', message: `sector "${s.sector}" appears twice`, path: ['sectors', i, 'sector'] });
+      if (seen.has(s.sector))
+        ctx.addIssue({
+          code: 'custom',
+          message: `sector "${s.sector}" appears twice`,
+          path: ['sectors', i, 'sector'],
+        });
       seen.add(s.sector);
     });
   });

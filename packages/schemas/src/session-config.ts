@@ -1,7 +1,13 @@
 import { z } from 'zod';
 
 /** Founder profiles (market-intel spec, "session_config"). */
-export const Profile = z.enum(['Solo', 'Small Team (2-3)', 'Small Team (4-5)', 'Funded Team (6-15)', 'Enterprise']);
+export const Profile = z.enum([
+  'Solo',
+  'Small Team (2-3)',
+  'Small Team (4-5)',
+  'Funded Team (6-15)',
+  'Enterprise',
+]);
 /** Budgets. */
 export const Budget = z.enum(['$1K', '$5K', '$10K', '$25K', '$50K', '$100K+']);
 /** Timelines. */
@@ -82,7 +88,8 @@ function parseSessionConfigString(text: string, ctx: z.RefinementCtx): SessionCo
   });
   const parsed = SessionConfigObject.safeParse(out);
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+    for (const issue of parsed.error.issues)
+      ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
     return {};
   }
   return parsed.data;

@@ -50,7 +50,10 @@ export function createBaseApp(options: BaseAppOptions): Application {
         res.setHeader('access-control-allow-origin', origin);
         res.setHeader('vary', 'Origin');
         res.setHeader('access-control-allow-headers', 'content-type, x-payment, x-api-key, x-request-id');
-        res.setHeader('access-control-expose-headers', 'x-payment-response, x402-version, x-request-id, retry-after');
+        res.setHeader(
+          'access-control-expose-headers',
+          'x-payment-response, x402-version, x-request-id, retry-after',
+        );
         if (req.method === 'OPTIONS') {
           res.status(204).end();
           return;
@@ -79,7 +82,12 @@ async function withTimeout(check: () => boolean | Promise<boolean>, timeoutMs: n
     timer.unref();
   });
   try {
-    return await Promise.race([Promise.resolve().then(check).then(Boolean, () => false), late]);
+    return await Promise.race([
+      Promise.resolve()
+        .then(check)
+        .then(Boolean, () => false),
+      late,
+    ]);
   } finally {
     clearTimeout(timer);
   }

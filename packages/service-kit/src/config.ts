@@ -20,7 +20,10 @@ export class ConfigError extends Error {
  * @returns the parsed, typed configuration
  * @throws ConfigError naming every invalid variable
  */
-export function parseConfig<T extends z.ZodObject>(schema: T, env: NodeJS.ProcessEnv = process.env): z.infer<T> {
+export function parseConfig<T extends z.ZodObject>(
+  schema: T,
+  env: NodeJS.ProcessEnv = process.env,
+): z.infer<T> {
   const cleaned: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) {
     if (value !== undefined && value.trim() !== '') cleaned[key] = value;

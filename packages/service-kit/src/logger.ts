@@ -23,8 +23,14 @@ export const REDACT_PATHS = [
  * @param options `name` of the service, `level` (pino level, `silent` in tests), `buffered`
  */
 export function createLogger(options: { name: string; level?: string; buffered?: boolean }): Logger {
-  const settings = { name: options.name, level: options.level ?? 'info', redact: { paths: REDACT_PATHS, censor: '[redacted]' } };
-  return options.buffered ? pino(settings, pino.destination({ dest: 1, sync: false, minLength: 4096 })) : pino(settings);
+  const settings = {
+    name: options.name,
+    level: options.level ?? 'info',
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+  };
+  return options.buffered
+    ? pino(settings, pino.destination({ dest: 1, sync: false, minLength: 4096 }))
+    : pino(settings);
 }
 
 /**
@@ -37,7 +43,8 @@ export function httpLogger(logger: Logger): HttpLogger {
     logger,
     genReqId(req: IncomingMessage, res: ServerResponse) {
       const header = req.headers['x-request-id'];
-      const id = typeof header === 'string' && header.length > 0 && header.length <= 200 ? header : randomUUID();
+      const id =
+        typeof header === 'string' && header.length > 0 && header.length <= 200 ? header : randomUUID();
       res.setHeader('x-request-id', id);
       return id;
     },

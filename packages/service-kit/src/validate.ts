@@ -47,7 +47,11 @@ export function validate(schemas: RequestSchemas, options: ValidateOptions = {})
     }
     if (problems.length > 0) {
       const code = bodyFailed && options.bodyCode ? options.bodyCode : 'invalid_request';
-      next(new AppError(code, `Invalid request: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`, { details: problems }));
+      next(
+        new AppError(code, `Invalid request: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`, {
+          details: problems,
+        }),
+      );
       return;
     }
     res.locals.valid = valid;
@@ -60,6 +64,8 @@ export function validate(schemas: RequestSchemas, options: ValidateOptions = {})
  * The values parsed by {@link validate}, typed by the caller.
  * @param locals `res.locals`
  */
-export function validated<Q = unknown, P = unknown, B = unknown>(locals: Record<string, unknown>): Validated<Q, P, B> {
+export function validated<Q = unknown, P = unknown, B = unknown>(
+  locals: Record<string, unknown>,
+): Validated<Q, P, B> {
   return locals.valid as Validated<Q, P, B>;
 }

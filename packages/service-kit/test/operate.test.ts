@@ -8,7 +8,11 @@ const logger = createLogger({ name: 'test', level: 'silent' });
 
 describe('/readyz timeout', () => {
   it('When the readiness check hangs, then /readyz answers 503 once its timeout passed', async () => {
-    const app = createBaseApp({ logger, isReady: () => new Promise<boolean>(() => undefined), readyTimeoutMs: 200 });
+    const app = createBaseApp({
+      logger,
+      isReady: () => new Promise<boolean>(() => undefined),
+      readyTimeoutMs: 200,
+    });
     const started = Date.now();
     const res = await request(app).get('/readyz');
     expect(res.status).toBe(503);
@@ -45,8 +49,9 @@ describe('closeServer', () => {
       req.on('error', reject);
       req.end();
     });
-    await waitUntil('connection open', () =>
-      new Promise<boolean>((resolve) => server.getConnections((_e, n) => resolve(n === 1))),
+    await waitUntil(
+      'connection open',
+      () => new Promise<boolean>((resolve) => server.getConnections((_e, n) => resolve(n === 1))),
     );
     const started = Date.now();
     const closing = closeServer(server);

@@ -1,7 +1,15 @@
 import request from 'supertest';
 import { z } from 'zod';
 import { errorHandler, notFoundHandler } from '@repo/errors';
-import { ConfigError, createBaseApp, createLogger, intVar, parseConfig, validate, validated } from '../src/index';
+import {
+  ConfigError,
+  createBaseApp,
+  createLogger,
+  intVar,
+  parseConfig,
+  validate,
+  validated,
+} from '../src/index';
 
 const logger = createLogger({ name: 'test', level: 'silent' });
 
@@ -14,9 +22,13 @@ function buildApp(ready = true) {
       res.json({ limit: validated<{ limit: number }>(res.locals).query.limit });
     },
   );
-  app.post('/compute', validate({ body: z.object({ idea: z.string().min(10) }) }, { bodyCode: 'validation_failed' }), (req, res) => {
-    res.json(req.body);
-  });
+  app.post(
+    '/compute',
+    validate({ body: z.object({ idea: z.string().min(10) }) }, { bodyCode: 'validation_failed' }),
+    (req, res) => {
+      res.json(req.body);
+    },
+  );
   app.use(notFoundHandler);
   app.use(errorHandler(logger));
   return app;
@@ -55,7 +67,10 @@ describe('service kit', () => {
 
   it('When variables are bad, then parseConfig names each one; blank strings count as unset', () => {
     const schema = z.object({ PORT: intVar(3001, 1, 65535), SECRET: z.string().min(8) });
-    expect(parseConfig(schema, { PORT: '', SECRET: 'longenough' })).toEqual({ PORT: 3001, SECRET: 'longenough' });
+    expect(parseConfig(schema, { PORT: '', SECRET: 'longenough' })).toEqual({
+      PORT: 3001,
+      SECRET: 'longenough',
+    });
     try {
       parseConfig(schema, { PORT: '70000', SECRET: ' ' });
       throw new Error('expected a ConfigError');

@@ -35,7 +35,17 @@ async function main(): Promise<void> {
   const cli = path.join(__dirname, '..', 'src', 'cli.ts');
   const child = spawn(
     process.execPath,
-    [...NODE_ARGS, '--require', require.resolve('tsx/cjs'), '--conditions=@repo/source', cli, 'start', '--memory', '--port', '0'],
+    [
+      ...NODE_ARGS,
+      '--require',
+      require.resolve('tsx/cjs'),
+      '--conditions=@repo/source',
+      cli,
+      'start',
+      '--memory',
+      '--port',
+      '0',
+    ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   const url = await new Promise<string>((resolve) => {
@@ -48,7 +58,9 @@ async function main(): Promise<void> {
   });
   child.stdout.resume();
   const info = await getLocalnetInfo(url);
-  const payer = Keypair.fromSecretKey(Uint8Array.from(JSON.parse(fs.readFileSync(info.agentKeypairPath, 'utf8')) as number[]));
+  const payer = Keypair.fromSecretKey(
+    Uint8Array.from(JSON.parse(fs.readFileSync(info.agentKeypairPath, 'utf8')) as number[]),
+  );
 
   // Pre-send N distinct transfers (a distinct compute-unit price makes each signature unique).
   const connection = new Connection(url, 'confirmed');
@@ -63,7 +75,14 @@ async function main(): Promise<void> {
     const batch = Array.from({ length: Math.min(8, N - i) }, (_, j) => {
       const tx = new Transaction({ feePayer: payer.publicKey, recentBlockhash: blockhash }).add(
         ComputeBudgetProgram.setComputeUnitPrice({ microLamports: i + j + 1 }),
-        createTransferCheckedInstruction(source, mint, new PublicKey(info.merchantTokenAccount), payer.publicKey, 1000n, 6),
+        createTransferCheckedInstruction(
+          source,
+          mint,
+          new PublicKey(info.merchantTokenAccount),
+          payer.publicKey,
+          1000n,
+          6,
+        ),
       );
       tx.sign(payer);
       return connection.sendRawTransaction(tx.serialize(), { skipPreflight: false });
@@ -72,7 +91,9 @@ async function main(): Promise<void> {
   }
   const sendMs = Date.now() - t0;
   const sendCpu = cpuMs(child.pid ?? 0) - cpuSend0;
-  console.log(`sent ${N} transfers in ${sendMs} ms (${((N * 1000) / sendMs).toFixed(0)}/s), ledger CPU ${(sendCpu / N).toFixed(3)} ms per send (incl. blockhash calls)`);
+  console.log(
+    `sent ${N} transfers in ${sendMs} ms (${((N * 1000) / sendMs).toFixed(0)}/s), ledger CPU ${(sendCpu / N).toFixed(3)} ms per send (incl. blockhash calls)`,
+  );
 
   const idle0 = cpuMs(child.pid ?? 0);
   await new Promise((r) => setTimeout(r, 2000));
@@ -92,7 +113,14 @@ async function main(): Promise<void> {
       });
       const start = process.hrtime.bigint();
       const req = http.request(
-        { host: target.hostname, port: target.port, path: '/', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+        {
+          host: target.hostname,
+          port: target.port,
+          path: '/',
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        },
         (res) => {
           let len = 0;
           res.on('data', (c: Buffer) => (len += c.length));
@@ -112,7 +140,12 @@ async function main(): Promise<void> {
       req.end(body);
     });
   // CLIENT=fetch: what the x402 verifier does (web3.js over the platform fetch, i.e. undici's pool).
-  const web3 = new Connection(url, CLIENT === 'fetch' ? { commitment: 'confirmed', fetch: (input, init) => fetch(input, init) } : 'confirmed');
+  const web3 = new Connection(
+    url,
+    CLIENT === 'fetch'
+      ? { commitment: 'confirmed', fetch: (input, init) => fetch(input, init) }
+      : 'confirmed',
+  );
   const callWeb3 = async (sig: string): Promise<number> => {
     const start = process.hrtime.bigint();
     const tx = await web3.getTransaction(sig, { commitment: 'confirmed', maxSupportedTransactionVersion: 0 });

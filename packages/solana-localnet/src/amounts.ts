@@ -4,7 +4,8 @@
  */
 export function parseUsdcAmount(text: string): bigint {
   const match = /^(\d+)(?:\.(\d{1,6}))?$/.exec(text.trim());
-  if (match === null) throw new Error(`invalid USDC amount "${text}": use a decimal like 25 or 0.5 (at most 6 decimals)`);
+  if (match === null)
+    throw new Error(`invalid USDC amount "${text}": use a decimal like 25 or 0.5 (at most 6 decimals)`);
   const whole = match[1] ?? '0';
   const fraction = (match[2] ?? '').padEnd(6, '0');
   return BigInt(whole) * 1_000_000n + BigInt(fraction);

@@ -146,7 +146,10 @@ async function info(args: ParsedArgs, io: CliIo): Promise<number> {
     }
   }
   const [main] = infos;
-  const networks = Object.fromEntries(infos.map((i) => [i.network, i])) as Record<LocalnetNetwork, LocalnetRpcInfo>;
+  const networks = Object.fromEntries(infos.map((i) => [i.network, i])) as Record<
+    LocalnetNetwork,
+    LocalnetRpcInfo
+  >;
   io.out(
     formatLocalnetAddresses({
       url: rpc.replace(/\/+$/, ''),

@@ -51,7 +51,10 @@ export async function callRpc<T>(rpcUrl: string, method: string, params: unknown
     throw new Error(`cannot reach the Solana RPC at ${rpcUrl}`, { cause: error });
   }
   if (!response.ok) throw new Error(`${rpcUrl} answered HTTP ${response.status} to ${method}`);
-  const body = (await response.json()) as { result?: T; error?: { code: number; message: string; data?: unknown } };
+  const body = (await response.json()) as {
+    result?: T;
+    error?: { code: number; message: string; data?: unknown };
+  };
   if (body.error !== undefined) throw new RpcError(body.error.code, body.error.message, body.error.data);
   return body.result as T;
 }
@@ -95,7 +98,8 @@ export async function waitForSignature(
     const { value } = await connection.getSignatureStatuses([signature]);
     const status = value[0];
     if (status !== null && status !== undefined) return status;
-    if (Date.now() > deadline) throw new Error(`transaction ${signature} did not land within ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`transaction ${signature} did not land within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -109,7 +113,9 @@ async function sendInstructions(
   const [feePayer] = signers;
   if (feePayer === undefined) throw new Error('at least one signer (the fee payer) is required');
   const { blockhash, lastValidBlockHeight } = await connection.getLatestBlockhash();
-  const tx = new Transaction({ feePayer: feePayer.publicKey, blockhash, lastValidBlockHeight }).add(...instructions);
+  const tx = new Transaction({ feePayer: feePayer.publicKey, blockhash, lastValidBlockHeight }).add(
+    ...instructions,
+  );
   tx.sign(...signers);
   return connection.sendRawTransaction(tx.serialize(), { skipPreflight });
 }
@@ -174,7 +180,12 @@ export async function sendUsdcTransfer(args: UsdcTransferArgs): Promise<string> 
     args.amountAtomic,
     args.decimals ?? 6,
   );
-  const signature = await sendInstructions(connection, [...budget, instruction], [args.payer], args.skipPreflight ?? false);
+  const signature = await sendInstructions(
+    connection,
+    [...budget, instruction],
+    [args.payer],
+    args.skipPreflight ?? false,
+  );
   if (args.waitForLanding ?? true) await waitForSignature(connection, signature);
   return signature;
 }
@@ -193,7 +204,10 @@ export async function createTestMint(args: {
   const connection = new Connection(args.rpcUrl, 'confirmed');
   const mintAuthority = Keypair.generate();
   const mint = Keypair.generate();
-  await waitForSignature(connection, await connection.requestAirdrop(mintAuthority.publicKey, LAMPORTS_PER_SOL));
+  await waitForSignature(
+    connection,
+    await connection.requestAirdrop(mintAuthority.publicKey, LAMPORTS_PER_SOL),
+  );
   const rent = await connection.getMinimumBalanceForRentExemption(MINT_SIZE);
   const signature = await sendInstructions(
     connection,

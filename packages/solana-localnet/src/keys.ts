@@ -17,7 +17,11 @@ export function writeKeypairFile(file: string, keypair: Keypair): void {
  */
 export function readKeypairFile(file: string): Keypair {
   const parsed: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
-  if (!Array.isArray(parsed) || parsed.length !== 64 || !parsed.every((b) => Number.isInteger(b) && b >= 0 && b < 256)) {
+  if (
+    !Array.isArray(parsed) ||
+    parsed.length !== 64 ||
+    !parsed.every((b) => Number.isInteger(b) && b >= 0 && b < 256)
+  ) {
     throw new Error(`${file} is not a Solana keypair file (expected a JSON array of 64 bytes)`);
   }
   return Keypair.fromSecretKey(Uint8Array.from(parsed as number[]));

@@ -194,7 +194,8 @@ export function feeForMessage(message: VersionedMessage): number {
   }
   const base = message.header.numRequiredSignatures * LAMPORTS_PER_SIGNATURE;
   if (price === 0n) return base;
-  const units = limit ?? Math.min(MAX_CU, others * DEFAULT_CU_PER_INSTRUCTION + builtins * DEFAULT_CU_PER_BUILTIN);
+  const units =
+    limit ?? Math.min(MAX_CU, others * DEFAULT_CU_PER_INSTRUCTION + builtins * DEFAULT_CU_PER_BUILTIN);
   return base + Number((price * BigInt(units) + 999_999n) / 1_000_000n);
 }
 
@@ -322,7 +323,10 @@ export class NetworkLedger {
         this.blockhashes.delete(hash);
       }
     }
-    return { blockhash: this.latest.blockhash, lastValidBlockHeight: this.latest.height + BLOCKHASH_VALIDITY_BLOCKS };
+    return {
+      blockhash: this.latest.blockhash,
+      lastValidBlockHeight: this.latest.height + BLOCKHASH_VALIDITY_BLOCKS,
+    };
   }
 
   /** Whether `blockhash` was issued by this ledger and is still within its validity window. */
@@ -388,23 +392,35 @@ export class NetworkLedger {
       );
     }
     const first = tx.signatures[0];
-    if (first === undefined) throw new RpcError(RpcErrorCode.invalidParams, 'invalid transaction: no signatures');
+    if (first === undefined)
+      throw new RpcError(RpcErrorCode.invalidParams, 'invalid transaction: no signatures');
     const signature = bs58.encode(first);
-    const reject = (err: RpcTransactionError, message: string, logs: string[] = [], unitsConsumed = 0): string => {
+    const reject = (
+      err: RpcTransactionError,
+      message: string,
+      logs: string[] = [],
+      unitsConsumed = 0,
+    ): string => {
       if (skipPreflight) return signature;
-      throw new RpcError(RpcErrorCode.sendTransactionPreflightFailure, `Transaction simulation failed: ${message}`, {
-        accounts: null,
-        err,
-        innerInstructions: null,
-        logs,
-        replacementBlockhash: null,
-        returnData: null,
-        unitsConsumed,
-      });
+      throw new RpcError(
+        RpcErrorCode.sendTransactionPreflightFailure,
+        `Transaction simulation failed: ${message}`,
+        {
+          accounts: null,
+          err,
+          innerInstructions: null,
+          logs,
+          replacementBlockhash: null,
+          returnData: null,
+          unitsConsumed,
+        },
+      );
     };
 
-    if (this.records.has(signature)) return reject('AlreadyProcessed', 'This transaction has already been processed');
-    if (!this.isBlockhashValid(tx.message.recentBlockhash)) return reject('BlockhashNotFound', 'Blockhash not found');
+    if (this.records.has(signature))
+      return reject('AlreadyProcessed', 'This transaction has already been processed');
+    if (!this.isBlockhashValid(tx.message.recentBlockhash))
+      return reject('BlockhashNotFound', 'Blockhash not found');
     const resolved = this.resolveKeys(tx.message);
     if (resolved === null) {
       throw new RpcError(
@@ -487,12 +503,19 @@ export class NetworkLedger {
    * @returns `err` (RPC JSON or null), logs and compute units consumed
    * @throws RpcError -32602 for bytes that are not a transaction
    */
-  simulateTransaction(wire: Uint8Array): { err: RpcTransactionError | null; logs: string[]; unitsConsumed: number } {
+  simulateTransaction(wire: Uint8Array): {
+    err: RpcTransactionError | null;
+    logs: string[];
+    unitsConsumed: number;
+  } {
     let tx: VersionedTransaction;
     try {
       tx = VersionedTransaction.deserialize(wire);
     } catch (error) {
-      throw new RpcError(RpcErrorCode.invalidParams, `failed to deserialize transaction: ${(error as Error).message}`);
+      throw new RpcError(
+        RpcErrorCode.invalidParams,
+        `failed to deserialize transaction: ${(error as Error).message}`,
+      );
     }
     const result = this.svm.simulateTransaction(tx);
     if (result instanceof FailedTransactionMetadata) {
@@ -532,10 +555,15 @@ export class NetworkLedger {
     const tokenAccount = getAssociatedTokenAddressSync(this.mint, owner, true);
     const instructions: TransactionInstruction[] = [];
     const signers = [this.keys.faucet];
-    if (lamports > 0) instructions.push(SystemProgram.transfer({ fromPubkey: faucet, toPubkey: owner, lamports }));
-    instructions.push(createAssociatedTokenAccountIdempotentInstruction(faucet, tokenAccount, owner, this.mint));
+    if (lamports > 0)
+      instructions.push(SystemProgram.transfer({ fromPubkey: faucet, toPubkey: owner, lamports }));
+    instructions.push(
+      createAssociatedTokenAccountIdempotentInstruction(faucet, tokenAccount, owner, this.mint),
+    );
     if (usdcAtomic > 0n) {
-      instructions.push(createMintToInstruction(this.mint, tokenAccount, this.keys.mintAuthority.publicKey, usdcAtomic));
+      instructions.push(
+        createMintToInstruction(this.mint, tokenAccount, this.keys.mintAuthority.publicKey, usdcAtomic),
+      );
       signers.push(this.keys.mintAuthority);
     }
     const signature = this.runInternal(instructions, signers);
@@ -622,7 +650,13 @@ export class NetworkLedger {
   /** Makes an existing account empty (what a closed account looks like); absent ones stay absent. */
   private clearAccount(key: PublicKey): void {
     if (this.svm.getAccount(key) === null) return;
-    this.svm.setAccount(key, { lamports: 0, data: new Uint8Array(0), owner: SystemProgram.programId, executable: false, rentEpoch: 0 });
+    this.svm.setAccount(key, {
+      lamports: 0,
+      data: new Uint8Array(0),
+      owner: SystemProgram.programId,
+      executable: false,
+      rentEpoch: 0,
+    });
   }
 
   private tokenBalances(accounts: (LedgerAccount | null)[]): RpcTokenBalance[] {

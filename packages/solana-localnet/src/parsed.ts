@@ -1,7 +1,13 @@
 import { PublicKey, VersionedTransaction } from '@solana/web3.js';
 import { bs58 } from './deps';
 import type { RpcCompiledInstruction, TxRecord } from './ledger';
-import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM, decodeMint, decodeTokenAccount, uiTokenAmount } from './token-accounts';
+import {
+  TOKEN_2022_PROGRAM,
+  TOKEN_PROGRAM,
+  decodeMint,
+  decodeTokenAccount,
+  uiTokenAmount,
+} from './token-accounts';
 
 const SYSTEM_PROGRAM = '11111111111111111111111111111111';
 const ATA_PROGRAM = 'ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL';
@@ -23,7 +29,10 @@ function parseToken(data: Uint8Array, accounts: string[]): Parsed | null {
     case 3: {
       const amount = u64(data, 1);
       if (amount === null) return null;
-      return { type: 'transfer', info: { source: a0, destination: a1, authority: a2, amount: amount.toString() } };
+      return {
+        type: 'transfer',
+        info: { source: a0, destination: a1, authority: a2, amount: amount.toString() },
+      };
     }
     case 12: {
       const amount = u64(data, 1);
@@ -31,13 +40,22 @@ function parseToken(data: Uint8Array, accounts: string[]): Parsed | null {
       if (amount === null || decimals === undefined) return null;
       return {
         type: 'transferChecked',
-        info: { source: a0, mint: a1, destination: a2, authority: a3, tokenAmount: uiTokenAmount(amount, decimals) },
+        info: {
+          source: a0,
+          mint: a1,
+          destination: a2,
+          authority: a3,
+          tokenAmount: uiTokenAmount(amount, decimals),
+        },
       };
     }
     case 7: {
       const amount = u64(data, 1);
       if (amount === null) return null;
-      return { type: 'mintTo', info: { mint: a0, account: a1, mintAuthority: a2, amount: amount.toString() } };
+      return {
+        type: 'mintTo',
+        info: { mint: a0, account: a1, mintAuthority: a2, amount: amount.toString() },
+      };
     }
     case 14: {
       const amount = u64(data, 1);
@@ -72,7 +90,13 @@ function parseSystem(data: Uint8Array, accounts: string[]): Parsed | null {
       if (lamports === null || space === null) return null;
       return {
         type: 'createAccount',
-        info: { source: a0, newAccount: a1, lamports: Number(lamports), space: Number(space), owner: key(data, 20) },
+        info: {
+          source: a0,
+          newAccount: a1,
+          lamports: Number(lamports),
+          space: Number(space),
+          owner: key(data, 20),
+        },
       };
     }
     case 1:
@@ -100,7 +124,13 @@ function parseAta(data: Uint8Array, accounts: string[]): Parsed | null {
   return null;
 }
 
-function parseInstruction(keys: string[], programIdIndex: number, accountIndexes: number[], data: Uint8Array, stackHeight: number | null): unknown {
+function parseInstruction(
+  keys: string[],
+  programIdIndex: number,
+  accountIndexes: number[],
+  data: Uint8Array,
+  stackHeight: number | null,
+): unknown {
   const programId = keys[programIdIndex] ?? '';
   const accounts = accountIndexes.map((i) => keys[i] ?? '');
   let program: string | null = null;
@@ -120,7 +150,9 @@ function parseInstruction(keys: string[], programIdIndex: number, accountIndexes
 }
 
 /** `addressTableLookups` of a v0 message in the RPC shape (legacy messages have none). */
-export function addressTableLookupsJson(message: VersionedTransaction['message']): { addressTableLookups?: unknown[] } {
+export function addressTableLookupsJson(message: VersionedTransaction['message']): {
+  addressTableLookups?: unknown[];
+} {
   if (message.version !== 0) return {};
   return {
     addressTableLookups: message.addressTableLookups.map((l) => ({
@@ -180,7 +212,8 @@ export function parsedAccountData(
   data: Uint8Array,
   mintDecimals: (mint: string) => number | null,
 ): unknown {
-  const program = owner === TOKEN_PROGRAM ? 'spl-token' : owner === TOKEN_2022_PROGRAM ? 'spl-token-2022' : null;
+  const program =
+    owner === TOKEN_PROGRAM ? 'spl-token' : owner === TOKEN_2022_PROGRAM ? 'spl-token-2022' : null;
   if (program === null) return null;
   const account = decodeTokenAccount(owner, data);
   if (account !== null) {
@@ -197,7 +230,10 @@ export function parsedAccountData(
           state: account.state === 2 ? 'frozen' : 'initialized',
           tokenAmount: uiTokenAmount(account.amount, decimals),
           ...(account.delegate !== null
-            ? { delegate: account.delegate, delegatedAmount: uiTokenAmount(account.delegatedAmount, decimals) }
+            ? {
+                delegate: account.delegate,
+                delegatedAmount: uiTokenAmount(account.delegatedAmount, decimals),
+              }
             : {}),
           ...(account.closeAuthority !== null ? { closeAuthority: account.closeAuthority } : {}),
         },

@@ -54,7 +54,8 @@ function pubkeyParam(value: unknown): PublicKey {
 
 function configParam(value: unknown): Record<string, unknown> {
   if (value === undefined || value === null) return {};
-  if (typeof value !== 'object' || Array.isArray(value)) throw invalid('Invalid params: expected a configuration object');
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw invalid('Invalid params: expected a configuration object');
   return value as Record<string, unknown>;
 }
 
@@ -83,7 +84,9 @@ function decodeWire(value: unknown, encoding: unknown): Uint8Array {
     if (!/^[A-Za-z0-9+/]*={0,2}$/.test(value)) throw invalid('invalid base64 encoding');
     return Buffer.from(value, 'base64');
   }
-  throw invalid(`Invalid params: unsupported encoding: ${String(encoding)}. Supported encodings: base58, base64`);
+  throw invalid(
+    `Invalid params: unsupported encoding: ${String(encoding)}. Supported encodings: base58, base64`,
+  );
 }
 
 function context(ctx: RpcContext): { slot: number; apiVersion: string } {
@@ -123,7 +126,12 @@ function accountResponse(ctx: RpcContext, account: LedgerAccount | null, encodin
   };
 }
 
-const TRANSACTION_ENCODINGS: ReadonlySet<unknown> = new Set<TransactionEncoding>(['json', 'jsonParsed', 'base64', 'base58']);
+const TRANSACTION_ENCODINGS: ReadonlySet<unknown> = new Set<TransactionEncoding>([
+  'json',
+  'jsonParsed',
+  'base64',
+  'base58',
+]);
 
 function transactionResponse(record: TxRecord, encoding: unknown, maxVersion: unknown): RawJson {
   if (maxVersion !== undefined && maxVersion !== null && maxVersion !== 0) {
@@ -137,7 +145,8 @@ function transactionResponse(record: TxRecord, encoding: unknown, maxVersion: un
     );
   }
   const resolved = encoding ?? 'json';
-  if (!TRANSACTION_ENCODINGS.has(resolved)) throw invalid(`Invalid params: unsupported encoding: ${String(encoding)}`);
+  if (!TRANSACTION_ENCODINGS.has(resolved))
+    throw invalid(`Invalid params: unsupported encoding: ${String(encoding)}`);
   return transactionResultJson(record, resolved as TransactionEncoding, versioned);
 }
 
@@ -233,7 +242,10 @@ const handlers: Record<string, Handler> = {
   getAccountInfo: (ctx, params) => {
     const key = pubkeyParam(params[0]);
     const config = configParam(params[1]);
-    return { context: context(ctx), value: accountResponse(ctx, ctx.ledger.getAccount(key), config.encoding) };
+    return {
+      context: context(ctx),
+      value: accountResponse(ctx, ctx.ledger.getAccount(key), config.encoding),
+    };
   },
   getMultipleAccounts: (ctx, params) => {
     const keys = params[0];
@@ -241,7 +253,9 @@ const handlers: Record<string, Handler> = {
       throw invalid(`Invalid params: expected an array of at most ${MAX_MULTIPLE_ACCOUNTS} public keys`);
     }
     const config = configParam(params[1]);
-    const value = keys.map((k) => accountResponse(ctx, ctx.ledger.getAccount(pubkeyParam(k)), config.encoding));
+    const value = keys.map((k) =>
+      accountResponse(ctx, ctx.ledger.getAccount(pubkeyParam(k)), config.encoding),
+    );
     return { context: context(ctx), value };
   },
   getTokenAccountBalance: (ctx, params) => {
@@ -269,7 +283,13 @@ const handlers: Record<string, Handler> = {
     const result = ctx.ledger.simulateTransaction(decodeWire(params[0], config.encoding));
     return {
       context: context(ctx),
-      value: { ...result, accounts: null, returnData: null, innerInstructions: null, replacementBlockhash: null },
+      value: {
+        ...result,
+        accounts: null,
+        returnData: null,
+        innerInstructions: null,
+        replacementBlockhash: null,
+      },
     };
   },
   getSignatureStatuses: (ctx, params) => {
@@ -307,7 +327,11 @@ const handlers: Record<string, Handler> = {
   localnet_fund: (ctx, params) => {
     const owner = pubkeyParam(params[0]);
     const options = configParam(params[1]);
-    return ctx.ledger.fund(owner, parseUsdcAtomic(options.usdc), lamportsParam(options.lamports, DEFAULT_FUND_LAMPORTS));
+    return ctx.ledger.fund(
+      owner,
+      parseUsdcAtomic(options.usdc),
+      lamportsParam(options.lamports, DEFAULT_FUND_LAMPORTS),
+    );
   },
   localnet_info: (ctx) => ({
     network: ctx.ledger.network,

@@ -60,7 +60,10 @@ export interface Localnet {
    * (default `'all'`).
    * @throws Error when `owner` is not a base58 public key; RpcError when the funding transaction fails
    */
-  fund(owner: string, opts?: { network?: LocalnetNetwork | 'all'; usdcAtomic?: bigint; lamports?: number }): Promise<void>;
+  fund(
+    owner: string,
+    opts?: { network?: LocalnetNetwork | 'all'; usdcAtomic?: bigint; lamports?: number },
+  ): Promise<void>;
   /** Stops the server (dropping open connections) and flushes and closes the journals. */
   close(): Promise<void>;
 }
@@ -94,7 +97,12 @@ export function formatLocalnetAddresses(localnet: {
       `    merchant token (payTo) ${info.merchantTokenAccount}`,
     );
   }
-  lines.push('', '  agent', `    public key             ${localnet.agent.publicKey}`, `    keypair file           ${localnet.agent.keypairPath}`);
+  lines.push(
+    '',
+    '  agent',
+    `    public key             ${localnet.agent.publicKey}`,
+    `    keypair file           ${localnet.agent.keypairPath}`,
+  );
   return lines.join('\n');
 }
 
@@ -122,7 +130,11 @@ function errorResponse(id: unknown, error: RpcError): JsonRpcError {
   return {
     jsonrpc: '2.0',
     id,
-    error: { code: error.code, message: error.message, ...(error.data !== undefined ? { data: error.data } : {}) },
+    error: {
+      code: error.code,
+      message: error.message,
+      ...(error.data !== undefined ? { data: error.data } : {}),
+    },
   };
 }
 
@@ -137,7 +149,9 @@ function answerOne(ctx: RpcContext, request: unknown, log: (line: string) => voi
   }
   const { jsonrpc, method, params, id } = request as Record<string, unknown>;
   if (jsonrpc !== '2.0' || typeof method !== 'string') {
-    return JSON.stringify(errorResponse(id ?? null, new RpcError(RpcErrorCode.invalidRequest, 'Invalid request')));
+    return JSON.stringify(
+      errorResponse(id ?? null, new RpcError(RpcErrorCode.invalidRequest, 'Invalid request')),
+    );
   }
   try {
     const result = callMethod(ctx, method, params);
@@ -148,7 +162,9 @@ function answerOne(ctx: RpcContext, request: unknown, log: (line: string) => voi
   } catch (error) {
     if (error instanceof RpcError) return JSON.stringify(errorResponse(id ?? null, error));
     log(`internal error in ${method}: ${(error as Error).stack ?? String(error)}`);
-    return JSON.stringify(errorResponse(id ?? null, new RpcError(RpcErrorCode.internalError, 'Internal error')));
+    return JSON.stringify(
+      errorResponse(id ?? null, new RpcError(RpcErrorCode.internalError, 'Internal error')),
+    );
   }
 }
 
@@ -228,7 +244,11 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
       let body: unknown;
       let payload: string | undefined;
       try {
-        body = JSON.parse(chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+        body = JSON.parse(
+          chunks.length === 1
+            ? (chunks[0] as Buffer).toString('utf8')
+            : Buffer.concat(chunks).toString('utf8'),
+        );
       } catch {
         payload = JSON.stringify(errorResponse(null, new RpcError(RpcErrorCode.parseError, 'Parse error')));
       }
@@ -236,7 +256,9 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
         if (Array.isArray(body)) {
           payload =
             body.length === 0
-              ? JSON.stringify(errorResponse(null, new RpcError(RpcErrorCode.invalidRequest, 'Invalid request')))
+              ? JSON.stringify(
+                  errorResponse(null, new RpcError(RpcErrorCode.invalidRequest, 'Invalid request')),
+                )
               : `[${body.map((request) => answerOne(ctx, request, log)).join(',')}]`;
         } else {
           payload = answerOne(ctx, body, log);
@@ -296,9 +318,14 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
     agent: { publicKey: agent.publicKey.toBase58(), keypairPath, keypair: agent },
     async fund(owner, opts = {}) {
       const key = new PublicKey(owner);
-      const targets = opts.network === undefined || opts.network === 'all' ? LOCALNET_NETWORKS : [opts.network];
+      const targets =
+        opts.network === undefined || opts.network === 'all' ? LOCALNET_NETWORKS : [opts.network];
       for (const network of targets) {
-        ledgers[network].fund(key, opts.usdcAtomic ?? DEFAULT_FUND_USDC_ATOMIC, opts.lamports ?? DEFAULT_FUND_LAMPORTS);
+        ledgers[network].fund(
+          key,
+          opts.usdcAtomic ?? DEFAULT_FUND_USDC_ATOMIC,
+          opts.lamports ?? DEFAULT_FUND_LAMPORTS,
+        );
       }
     },
     async close() {

@@ -97,7 +97,12 @@ export async function spawnLocalnet(options: SpawnLocalnetOptions = {}): Promise
     async fund(owner, opts = {}) {
       const targets = !opts.network || opts.network === 'all' ? LOCALNET_NETWORKS : [opts.network];
       for (const network of targets) {
-        await fundWallet({ rpcUrl: rpcUrlFor(url, network), owner, usdcAtomic: opts.usdcAtomic, lamports: opts.lamports });
+        await fundWallet({
+          rpcUrl: rpcUrlFor(url, network),
+          owner,
+          usdcAtomic: opts.usdcAtomic,
+          lamports: opts.lamports,
+        });
       }
     },
     async close() {

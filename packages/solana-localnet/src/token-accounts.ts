@@ -58,7 +58,8 @@ function readU64(data: Uint8Array, offset: number): bigint {
 export function decodeTokenAccount(owner: string, data: Uint8Array): TokenAccountState | null {
   if (!isTokenProgram(owner)) return null;
   const isAccount =
-    data.length === ACCOUNT_LEN || (data.length > ACCOUNT_LEN && data[ACCOUNT_TYPE_OFFSET] === ACCOUNT_TYPE_ACCOUNT);
+    data.length === ACCOUNT_LEN ||
+    (data.length > ACCOUNT_LEN && data[ACCOUNT_TYPE_OFFSET] === ACCOUNT_TYPE_ACCOUNT);
   if (!isAccount) return null;
   const state = data[108] ?? 0;
   if (state === 0) return null;
@@ -78,7 +79,8 @@ export function decodeTokenAccount(owner: string, data: Uint8Array): TokenAccoun
 export function decodeMint(owner: string, data: Uint8Array): MintState | null {
   if (!isTokenProgram(owner)) return null;
   const isMint =
-    data.length === MINT_LEN || (data.length > ACCOUNT_LEN && data[ACCOUNT_TYPE_OFFSET] === ACCOUNT_TYPE_MINT);
+    data.length === MINT_LEN ||
+    (data.length > ACCOUNT_LEN && data[ACCOUNT_TYPE_OFFSET] === ACCOUNT_TYPE_MINT);
   if (!isMint || (data[45] ?? 0) !== 1) return null;
   return {
     mintAuthority: optionalKey(data, 0),

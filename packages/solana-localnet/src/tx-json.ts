@@ -46,7 +46,9 @@ function buildBody(record: TxRecord, encoding: TransactionEncoding, decoded?: Ve
   let meta: unknown = record.meta;
   switch (encoding) {
     case 'json':
-      transaction = messageJson(decoded ?? VersionedTransaction.deserialize(Buffer.from(record.raw, 'base64')));
+      transaction = messageJson(
+        decoded ?? VersionedTransaction.deserialize(Buffer.from(record.raw, 'base64')),
+      );
       break;
     case 'base64':
       transaction = [record.raw, 'base64'];
@@ -93,7 +95,11 @@ export function primeTransactionJson(record: TxRecord, decoded: VersionedTransac
  * encoding, then cached). `versioned` is whether the client sent `maxSupportedTransactionVersion: 0`,
  * which adds the `version` field.
  */
-export function transactionResultJson(record: TxRecord, encoding: TransactionEncoding, versioned: boolean): RawJson {
+export function transactionResultJson(
+  record: TxRecord,
+  encoding: TransactionEncoding,
+  versioned: boolean,
+): RawJson {
   const body = cachedBody(record, encoding);
   return new RawJson(versioned ? `${body},"version":${JSON.stringify(record.version)}}` : `${body}}`);
 }

@@ -44,7 +44,9 @@ describe('cli', () => {
 
   it('When the ledger is unreachable, then fund fails with a clear message and exit code 1', async () => {
     const { io, err } = captureIo();
-    expect(await runCli(['fund', Keypair.generate().publicKey.toBase58(), '--rpc', 'http://127.0.0.1:1'], io)).toBe(1);
+    expect(
+      await runCli(['fund', Keypair.generate().publicKey.toBase58(), '--rpc', 'http://127.0.0.1:1'], io),
+    ).toBe(1);
     expect(err.join('\n')).toContain('cannot reach the ledger at http://127.0.0.1:1');
   });
 

@@ -70,7 +70,10 @@ describe('solana-localnet', () => {
   it('When the agent pays the merchant, then getTransaction shows a successful tx with the token balance delta, a fresh blockTime and its own slot', async () => {
     const first = await payment(10_000n);
     const second = await payment(250_000n);
-    const tx = await connection.getTransaction(second, { commitment: 'confirmed', maxSupportedTransactionVersion: 0 });
+    const tx = await connection.getTransaction(second, {
+      commitment: 'confirmed',
+      maxSupportedTransactionVersion: 0,
+    });
     expect(tx).not.toBeNull();
     expect(tx?.meta?.err).toBeNull();
     expect(tx?.version).toBe('legacy');
@@ -82,14 +85,19 @@ describe('solana-localnet', () => {
     expect(post?.mint).toBe(ledger.networks.solana.mint);
     expect(post?.owner).toBe(ledger.networks.solana.merchantOwner);
     expect(post?.programId).toBe('TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA');
-    expect(BigInt(post?.uiTokenAmount.amount ?? '0') - BigInt(pre?.uiTokenAmount.amount ?? '0')).toBe(250_000n);
+    expect(BigInt(post?.uiTokenAmount.amount ?? '0') - BigInt(pre?.uiTokenAmount.amount ?? '0')).toBe(
+      250_000n,
+    );
     expect(post?.uiTokenAmount.decimals).toBe(6);
     expect(Math.abs((tx?.blockTime ?? 0) - Date.now() / 1000)).toBeLessThan(5);
     expect(tx?.meta?.fee).toBe(5000);
     expect(tx?.meta?.logMessages).toContain('Program TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA success');
     expect(tx?.meta?.computeUnitsConsumed).toBeGreaterThan(0);
 
-    const earlier = await connection.getTransaction(first, { commitment: 'confirmed', maxSupportedTransactionVersion: 0 });
+    const earlier = await connection.getTransaction(first, {
+      commitment: 'confirmed',
+      maxSupportedTransactionVersion: 0,
+    });
     expect(earlier?.slot).toBeLessThan(tx?.slot ?? 0);
     const statuses = await connection.getSignatureStatuses([first, second]);
     expect(statuses.value.map((s) => s?.confirmationStatus)).toEqual(['finalized', 'finalized']);
@@ -97,10 +105,11 @@ describe('solana-localnet', () => {
 
   it('When a transaction is fetched as base64 or jsonParsed, then both encodings are answered', async () => {
     const signature = await payment(1n);
-    const raw = await callRpc<{ transaction: [string, string] }>(ledger.networks.solana.rpcUrl, 'getTransaction', [
-      signature,
-      { encoding: 'base64', maxSupportedTransactionVersion: 0 },
-    ]);
+    const raw = await callRpc<{ transaction: [string, string] }>(
+      ledger.networks.solana.rpcUrl,
+      'getTransaction',
+      [signature, { encoding: 'base64', maxSupportedTransactionVersion: 0 }],
+    );
     expect(raw.transaction[1]).toBe('base64');
     const parsed = await connection.getParsedTransaction(signature, { maxSupportedTransactionVersion: 0 });
     const ix = parsed?.transaction.message.instructions[0];
@@ -114,7 +123,11 @@ describe('solana-localnet', () => {
     const inner = tx?.meta?.innerInstructions ?? [];
     expect(inner.length).toBeGreaterThan(0);
     expect(inner[0]?.instructions[0]).toEqual(
-      expect.objectContaining({ programIdIndex: expect.any(Number), accounts: expect.any(Array), data: expect.any(String) }),
+      expect.objectContaining({
+        programIdIndex: expect.any(Number),
+        accounts: expect.any(Array),
+        data: expect.any(String),
+      }),
     );
   });
 
@@ -160,12 +173,17 @@ describe('solana-localnet', () => {
     });
     const status = await waitForSignature(connection, signature);
     expect(status.err).toEqual({ InstructionError: [0, { Custom: 1 }] });
-    const tx = await connection.getTransaction(signature, { commitment: 'confirmed', maxSupportedTransactionVersion: 0 });
+    const tx = await connection.getTransaction(signature, {
+      commitment: 'confirmed',
+      maxSupportedTransactionVersion: 0,
+    });
     expect(tx?.meta?.err).toEqual({ InstructionError: [0, { Custom: 1 }] });
     expect(tx?.meta?.postBalances[0]).toBe(10 * LAMPORTS_PER_SOL - 5000);
-    expect(await connection.getTokenAccountBalance(getAssociatedTokenAddressSync(new PublicKey(ledger.networks.solana.mint), payer.publicKey))).toEqual(
-      expect.objectContaining({ value: expect.objectContaining({ amount: '1000' }) }),
-    );
+    expect(
+      await connection.getTokenAccountBalance(
+        getAssociatedTokenAddressSync(new PublicKey(ledger.networks.solana.mint), payer.publicKey),
+      ),
+    ).toEqual(expect.objectContaining({ value: expect.objectContaining({ amount: '1000' }) }));
   });
 
   it('When the same signed transaction is sent twice, then the second is rejected as already processed and runs once', async () => {
@@ -215,16 +233,21 @@ describe('solana-localnet', () => {
 
   it('When localnet_fund is called for a fresh address, then it gets SOL, an associated token account and test USDC', async () => {
     const owner = Keypair.generate().publicKey;
-    const result = await callRpc<{ owner: string; tokenAccount: string; mint: string; usdcAtomic: string; lamports: number }>(
-      ledger.networks.solana.rpcUrl,
-      'localnet_fund',
-      [owner.toBase58(), { usdc: '2500000' }],
-    );
+    const result = await callRpc<{
+      owner: string;
+      tokenAccount: string;
+      mint: string;
+      usdcAtomic: string;
+      lamports: number;
+    }>(ledger.networks.solana.rpcUrl, 'localnet_fund', [owner.toBase58(), { usdc: '2500000' }]);
     expect(result).toEqual(
       expect.objectContaining({
         owner: owner.toBase58(),
         mint: ledger.networks.solana.mint,
-        tokenAccount: getAssociatedTokenAddressSync(new PublicKey(ledger.networks.solana.mint), owner).toBase58(),
+        tokenAccount: getAssociatedTokenAddressSync(
+          new PublicKey(ledger.networks.solana.mint),
+          owner,
+        ).toBase58(),
         usdcAtomic: '2500000',
         lamports: 10 * LAMPORTS_PER_SOL,
       }),
@@ -249,7 +272,9 @@ describe('solana-localnet', () => {
     });
     const supply = await connection.getTokenSupply(new PublicKey(mint));
     expect(supply.value.decimals).toBe(6);
-    expect((await connection.getTokenAccountBalance(new PublicKey(tokenAccount))).value.amount).toBe('7000000');
+    expect((await connection.getTokenAccountBalance(new PublicKey(tokenAccount))).value.amount).toBe(
+      '7000000',
+    );
     // Paying the merchant's USDC account with the wrong mint fails in the token program.
     await expect(payment(1n, { payer, mint })).rejects.toThrow(SendTransactionError);
   });
@@ -273,7 +298,9 @@ describe('solana-localnet', () => {
   it('When requests are malformed, then JSON-RPC errors come back with the standard codes', async () => {
     const url = ledger.networks.solana.rpcUrl;
     await expect(callRpc(url, 'noSuchMethod')).rejects.toEqual(expect.objectContaining({ code: -32601 }));
-    await expect(callRpc(url, 'getBalance', ['not-a-key'])).rejects.toEqual(expect.objectContaining({ code: -32602 }));
+    await expect(callRpc(url, 'getBalance', ['not-a-key'])).rejects.toEqual(
+      expect.objectContaining({ code: -32602 }),
+    );
     const batch = await fetch(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -284,7 +311,9 @@ describe('solana-localnet', () => {
     }).then((r) => r.json() as Promise<{ id: number; result: unknown }[]>);
     expect(batch.map((r) => r.id)).toEqual([1, 2]);
     expect(batch[0]?.result).toBe('ok');
-    const parseError = await fetch(url, { method: 'POST', body: '{' }).then((r) => r.json() as Promise<{ error: { code: number } }>);
+    const parseError = await fetch(url, { method: 'POST', body: '{' }).then(
+      (r) => r.json() as Promise<{ error: { code: number } }>,
+    );
     expect(parseError.error.code).toBe(-32700);
   });
 });

@@ -37,8 +37,13 @@ describe('persistence', () => {
       agent: { publicKey: string; keypairPath: string };
     };
     expect(addresses.networks.solana?.mint).toBe(first.networks.solana.mint);
-    expect(addresses.networks['solana-devnet']?.merchantTokenAccount).toBe(first.networks['solana-devnet'].merchantTokenAccount);
-    expect(addresses.agent).toEqual({ publicKey: first.agent.publicKey, keypairPath: first.agent.keypairPath });
+    expect(addresses.networks['solana-devnet']?.merchantTokenAccount).toBe(
+      first.networks['solana-devnet'].merchantTokenAccount,
+    );
+    expect(addresses.agent).toEqual({
+      publicKey: first.agent.publicKey,
+      keypairPath: first.agent.keypairPath,
+    });
 
     const second = await startLocalnet({ port: 0, dataDir, agentUsdcAtomic: 50_000_000n });
     try {
@@ -50,7 +55,10 @@ describe('persistence', () => {
       expect(second.agent.publicKey).toBe(first.agent.publicKey);
       const after = new Connection(second.networks.solana.rpcUrl, 'confirmed');
       expect((await after.getTokenAccountBalance(merchant)).value.amount).toBe('1250000');
-      const tx = await after.getTransaction(signature, { commitment: 'confirmed', maxSupportedTransactionVersion: 0 });
+      const tx = await after.getTransaction(signature, {
+        commitment: 'confirmed',
+        maxSupportedTransactionVersion: 0,
+      });
       expect(tx?.meta?.err).toBeNull();
       const status = await after.getSignatureStatuses([signature]);
       expect(status.value[0]?.confirmationStatus).toBe('finalized');

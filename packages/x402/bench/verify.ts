@@ -27,7 +27,12 @@ async function main(): Promise<void> {
   try {
     const { rpcUrl, mint, merchantTokenAccount } = localnet.networks.solana;
     const payer = Keypair.generate();
-    await fundWallet({ rpcUrl, owner: payer.publicKey.toBase58(), usdcAtomic: PRICE * BigInt(N) * 2n, lamports: 100_000_000_000 });
+    await fundWallet({
+      rpcUrl,
+      owner: payer.publicKey.toBase58(),
+      usdcAtomic: PRICE * BigInt(N) * 2n,
+      lamports: 100_000_000_000,
+    });
 
     const t0 = performance.now();
     const signatures: string[] = [];

@@ -29,7 +29,8 @@ function invalid(message: string, details?: unknown): AppError {
 export function parsePaymentHeader(value: string, expectedNetwork?: X402Network): PaymentPayload {
   const trimmed = value.trim();
   if (trimmed === '') throw invalid('the value is empty');
-  if (trimmed.length > MAX_HEADER_LENGTH) throw invalid(`the value is longer than ${MAX_HEADER_LENGTH} characters`);
+  if (trimmed.length > MAX_HEADER_LENGTH)
+    throw invalid(`the value is longer than ${MAX_HEADER_LENGTH} characters`);
   let json: string;
   if (trimmed.startsWith('{')) {
     json = trimmed;

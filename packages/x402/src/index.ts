@@ -82,4 +82,8 @@ export {
   PaymentConfirmationError,
   PaymentRefusedError,
 } from './client/index';
-export type { PayForRequirementsInput, FetchWithPaymentOptions, FetchWithPaymentResult } from './client/index';
+export type {
+  PayForRequirementsInput,
+  FetchWithPaymentOptions,
+  FetchWithPaymentResult,
+} from './client/index';

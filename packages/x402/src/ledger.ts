@@ -474,7 +474,11 @@ export class PrismaPaymentLedger implements PaymentLedger {
 
   /** Keeps a completed payment for later replays, evicting the least recently used beyond the bound. */
   private remember(record: PaymentRecord): void {
-    if (this.settledCacheSize <= 0 || (record.response && record.response.body.length > SETTLED_CACHE_MAX_BODY)) return;
+    if (
+      this.settledCacheSize <= 0 ||
+      (record.response && record.response.body.length > SETTLED_CACHE_MAX_BODY)
+    )
+      return;
     this.settled.set(record.signature, record);
     if (this.settled.size > this.settledCacheSize) {
       const oldest = this.settled.keys().next().value;
@@ -513,7 +517,9 @@ function toRecord(row: PaymentRow): PaymentRecord {
     row.response_status !== null && row.response_body !== null
       ? {
           status: Number(row.response_status),
-          headers: row.response_headers ? (JSON.parse(row.response_headers) as Record<string, string | string[]>) : {},
+          headers: row.response_headers
+            ? (JSON.parse(row.response_headers) as Record<string, string | string[]>)
+            : {},
           body: row.response_body,
         }
       : null;

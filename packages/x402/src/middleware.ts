@@ -5,7 +5,14 @@ import { emitPaymentEvent, type PaymentEventListener } from './events';
 import { encodePaymentResponse, PAYMENT_HEADER, PAYMENT_RESPONSE_HEADER, parsePaymentHeader } from './header';
 import type { PaymentClaim, PaymentKind, PaymentLedger, StoredResponse } from './ledger';
 import { processPayment } from './process';
-import { buildPaymentRequirements, networkOfRequest, resourceUrlOf, sendPaymentRequired, X402_VERSION, X402_VERSION_HEADER } from './requirements';
+import {
+  buildPaymentRequirements,
+  networkOfRequest,
+  resourceUrlOf,
+  sendPaymentRequired,
+  X402_VERSION,
+  X402_VERSION_HEADER,
+} from './requirements';
 import type { PaymentVerifier, VerifiedPayment } from './verifier';
 
 /** What every paid route of a service shares: the ledger, one verifier per offered network, hooks. */
@@ -68,11 +75,18 @@ export function endpointOf(req: Request): string {
  *
  * @throws AppError `invalid_request` (400) for an unknown `network` value or a network not offered
  */
-export function requirementsForRequest(req: Request, gateway: PaymentGateway, route: PaidRoute): { network: X402Network; verifier: PaymentVerifier; requirements: PaymentRequirements } {
+export function requirementsForRequest(
+  req: Request,
+  gateway: PaymentGateway,
+  route: PaidRoute,
+): { network: X402Network; verifier: PaymentVerifier; requirements: PaymentRequirements } {
   const network = networkOfRequest(req);
   const verifier = gateway.verifiers[network];
   if (!verifier) throw new AppError('invalid_request', `Payments on ${network} are not offered here`);
-  const requirements = { ...requirementsTemplate(verifier, route), resource: resourceUrlOf(req, gateway.publicBaseUrl) };
+  const requirements = {
+    ...requirementsTemplate(verifier, route),
+    resource: resourceUrlOf(req, gateway.publicBaseUrl),
+  };
   return { network, verifier, requirements };
 }
 
@@ -105,11 +119,19 @@ function requirementsTemplate(verifier: PaymentVerifier, route: PaidRoute): Paym
  *
  * @returns `false` when `error` is not an AppError (pass it to `next`)
  */
-export function sendPaymentError(req: Request, res: Response, error: unknown, accepts: PaymentRequirements[]): boolean {
+export function sendPaymentError(
+  req: Request,
+  res: Response,
+  error: unknown,
+  accepts: PaymentRequirements[],
+): boolean {
   if (!isAppError(error)) return false;
   res.setHeader(X402_VERSION_HEADER, String(X402_VERSION));
   if (error.code === 'payment_required') {
-    const details = error.details !== null && typeof error.details === 'object' ? (error.details as Record<string, unknown>) : undefined;
+    const details =
+      error.details !== null && typeof error.details === 'object'
+        ? (error.details as Record<string, unknown>)
+        : undefined;
     sendPaymentRequired(req, res, accepts, error.message, details);
   } else {
     sendAppError(req, res, error);
@@ -134,7 +156,11 @@ export function sendStoredResponse(res: Response, stored: StoredResponse): void 
  *
  * @throws whatever is not an AppError (database failures...), for the error middleware
  */
-export async function acceptPayment(req: Request, res: Response, options: AcceptPaymentOptions): Promise<AcceptedPayment | undefined> {
+export async function acceptPayment(
+  req: Request,
+  res: Response,
+  options: AcceptPaymentOptions,
+): Promise<AcceptedPayment | undefined> {
   let accepts: PaymentRequirements[] = [];
   try {
     const { network, verifier, requirements } = requirementsForRequest(req, options, options);
@@ -150,7 +176,12 @@ export async function acceptPayment(req: Request, res: Response, options: Accept
     try {
       payload = parsePaymentHeader(header, network);
     } catch (error) {
-      emitPaymentEvent(options.onPaymentEvent, { type: 'rejected', reason: 'invalid_payment_header', network, endpoint });
+      emitPaymentEvent(options.onPaymentEvent, {
+        type: 'rejected',
+        reason: 'invalid_payment_header',
+        network,
+        endpoint,
+      });
       throw error;
     }
     const result = await processPayment({
@@ -169,7 +200,12 @@ export async function acceptPayment(req: Request, res: Response, options: Accept
     res.setHeader(X402_VERSION_HEADER, String(X402_VERSION));
     res.setHeader(
       PAYMENT_RESPONSE_HEADER,
-      encodePaymentResponse({ success: true, transaction: result.payment.signature, network, payer: result.payment.payer }),
+      encodePaymentResponse({
+        success: true,
+        transaction: result.payment.signature,
+        network,
+        payer: result.payment.payer,
+      }),
     );
     return { payment: result.payment, claim: result.claim, requirements };
   } catch (error) {
@@ -179,7 +215,14 @@ export async function acceptPayment(req: Request, res: Response, options: Accept
 }
 
 /** Headers that belong to one connection or one request and are not stored for replay. */
-const UNSTORED_HEADERS = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding', 'x-request-id', 'set-cookie']);
+const UNSTORED_HEADERS = new Set([
+  'date',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'x-request-id',
+  'set-cookie',
+]);
 
 /** The request object carries the accepted payment for the route handler. */
 export interface PaidRequestLocals {
@@ -255,7 +298,11 @@ function captureAnswer(res: Response, ledger: PaymentLedger, claim: PaymentClaim
     const store =
       status >= 500
         ? ledger.releaseLease(claim)
-        : ledger.complete(claim, { status, headers: storedHeaders(res), body: Buffer.concat(chunks).toString('utf8') });
+        : ledger.complete(claim, {
+            status,
+            headers: storedHeaders(res),
+            body: Buffer.concat(chunks).toString('utf8'),
+          });
     store
       .catch(() => {
         // The answer still goes out; the row stays `verified` and a retry re-runs the handler after the lease.

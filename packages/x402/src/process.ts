@@ -2,7 +2,12 @@ import { AppError } from '@repo/errors';
 import type { PaymentPayload } from '@repo/schemas';
 import { emitPaymentEvent, type PaymentEventListener } from './events';
 import type { PaymentClaim, PaymentKind, PaymentLedger, PaymentRecord, StoredResponse } from './ledger';
-import { isPaymentVerificationError, type PaymentVerificationError, type PaymentVerifier, type VerifiedPayment } from './verifier';
+import {
+  isPaymentVerificationError,
+  type PaymentVerificationError,
+  type PaymentVerifier,
+  type VerifiedPayment,
+} from './verifier';
 
 /** Seconds a client is told to wait (`Retry-After`) when the RPC or a concurrent holder is in the way. */
 export const RETRY_AFTER_SECONDS = 5;
@@ -56,7 +61,13 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
     throw new Error(`verifier for ${verifier.network} used for a ${network} payment`);
   }
   const reject = (reason: string, error: AppError, rpcMs?: number): never => {
-    emitPaymentEvent(onPaymentEvent, { type: 'rejected', reason, network, endpoint, ...(rpcMs === undefined ? {} : { rpcMs }) });
+    emitPaymentEvent(onPaymentEvent, {
+      type: 'rejected',
+      reason,
+      network,
+      endpoint,
+      ...(rpcMs === undefined ? {} : { rpcMs }),
+    });
     throw error;
   };
 
@@ -82,9 +93,13 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
     case 'busy':
       return reject(
         'busy',
-        new AppError('service_unavailable', 'This payment is still being processed by another request; retry shortly', {
-          headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
-        }),
+        new AppError(
+          'service_unavailable',
+          'This payment is still being processed by another request; retry shortly',
+          {
+            headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
+          },
+        ),
       );
     case 'claimed':
       break;
@@ -98,16 +113,21 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
     verified = await verifier.verify(signature, amountAtomic);
   } catch (error) {
     await ledger.release(claim);
-    if (isPaymentVerificationError(error)) return reject(error.reason, verificationErrorToAppError(error), error.rpcMs);
+    if (isPaymentVerificationError(error))
+      return reject(error.reason, verificationErrorToAppError(error), error.rpcMs);
     throw error;
   }
   const marked = await ledger.markVerified(claim, verified);
   if (!marked) {
     return reject(
       'busy',
-      new AppError('service_unavailable', 'This payment is being processed by another request; retry shortly', {
-        headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
-      }),
+      new AppError(
+        'service_unavailable',
+        'This payment is being processed by another request; retry shortly',
+        {
+          headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
+        },
+      ),
     );
   }
   emitPaymentEvent(onPaymentEvent, { type: 'verified', network, endpoint, rpcMs: verified.rpcMs });
@@ -128,11 +148,15 @@ export function verificationErrorToAppError(error: PaymentVerificationError): Ap
     case 'mint_mismatch':
       return new AppError('mint_mismatch', error.message, { details, cause: error });
     case 'rpc_unavailable':
-      return new AppError('service_unavailable', `Payment verification is unavailable: the ${error.network} RPC endpoint cannot be reached; retry later`, {
-        details: { reason: error.reason },
-        headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
-        cause: error,
-      });
+      return new AppError(
+        'service_unavailable',
+        `Payment verification is unavailable: the ${error.network} RPC endpoint cannot be reached; retry later`,
+        {
+          details: { reason: error.reason },
+          headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
+          cause: error,
+        },
+      );
     case 'not_found':
     case 'transaction_failed':
     case 'wrong_recipient':

@@ -114,9 +114,13 @@ export function networkOfRequest(req: Request): X402Network {
   const value = values[0] ?? '';
   if (value === '' || value === 'solana' || value === 'mainnet') return 'solana';
   if (value === 'devnet' || value === 'solana-devnet') return 'solana-devnet';
-  throw new AppError('invalid_request', `query parameter network must be "devnet" or absent, got "${value.slice(0, 40)}"`, {
-    details: [{ path: 'query.network', message: 'must be "devnet" or absent' }],
-  });
+  throw new AppError(
+    'invalid_request',
+    `query parameter network must be "devnet" or absent, got "${value.slice(0, 40)}"`,
+    {
+      details: [{ path: 'query.network', message: 'must be "devnet" or absent' }],
+    },
+  );
 }
 
 /**
@@ -128,6 +132,8 @@ export function networkOfRequest(req: Request): X402Network {
  * @param publicBaseUrl optional origin such as `https://api.example.com`
  */
 export function resourceUrlOf(req: Request, publicBaseUrl?: string): string {
-  const base = publicBaseUrl ? publicBaseUrl.replace(/\/+$/, '') : `${req.protocol}://${req.get('host') ?? 'localhost'}`;
+  const base = publicBaseUrl
+    ? publicBaseUrl.replace(/\/+$/, '')
+    : `${req.protocol}://${req.get('host') ?? 'localhost'}`;
   return `${base}${req.originalUrl || req.url}`;
 }

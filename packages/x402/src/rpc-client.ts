@@ -128,7 +128,8 @@ export class SolanaRpcClient {
    */
   constructor(url: string, options: SolanaRpcClientOptions = {}) {
     const parsed = new URL(url);
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new TypeError(`not an http(s) RPC URL: ${url}`);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+      throw new TypeError(`not an http(s) RPC URL: ${url}`);
     this.url = url;
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.path = `${parsed.pathname}${parsed.search}`;
@@ -171,7 +172,10 @@ export class SolanaRpcClient {
    * @throws RpcResponseError on an HTTP error status, a JSON-RPC error or a malformed answer
    */
   async getAccountInfo(address: string): Promise<{ owner: string; data: Buffer } | null> {
-    const result = await this.call('getAccountInfo', [address, { encoding: 'base64', commitment: 'confirmed' }]);
+    const result = await this.call('getAccountInfo', [
+      address,
+      { encoding: 'base64', commitment: 'confirmed' },
+    ]);
     const { value } = this.validate(accountInfoSchema, result, 'getAccountInfo');
     return value === null ? null : { owner: value.owner, data: Buffer.from(value.data[0], 'base64') };
   }
@@ -204,13 +208,24 @@ export class SolanaRpcClient {
       throw new RpcTransportError(this.url, error);
     }
     if (status < 200 || status > 299) {
-      throw new RpcResponseError(this.url, 'http', `${this.url} answered HTTP ${status} to ${method}`, status);
+      throw new RpcResponseError(
+        this.url,
+        'http',
+        `${this.url} answered HTTP ${status} to ${method}`,
+        status,
+      );
     }
     let body: unknown;
     try {
       body = JSON.parse(text);
     } catch (error) {
-      throw new RpcResponseError(this.url, 'malformed', `${method}: the answer is not JSON`, undefined, error);
+      throw new RpcResponseError(
+        this.url,
+        'malformed',
+        `${method}: the answer is not JSON`,
+        undefined,
+        error,
+      );
     }
     if (typeof body !== 'object' || body === null) {
       throw new RpcResponseError(this.url, 'malformed', `${method}: the answer is not a JSON-RPC object`);
@@ -225,7 +240,8 @@ export class SolanaRpcClient {
         typeof code === 'number' ? code : undefined,
       );
     }
-    if (result === undefined) throw new RpcResponseError(this.url, 'malformed', `${method}: the answer has no result`);
+    if (result === undefined)
+      throw new RpcResponseError(this.url, 'malformed', `${method}: the answer has no result`);
     return result;
   }
 
@@ -234,7 +250,13 @@ export class SolanaRpcClient {
     if (parsed.success) return parsed.data;
     const issue = parsed.error.issues[0];
     const where = issue ? `${issue.path.join('.')}: ${issue.message}` : 'invalid';
-    throw new RpcResponseError(this.url, 'malformed', `${method}: unexpected answer (${where})`, undefined, parsed.error);
+    throw new RpcResponseError(
+      this.url,
+      'malformed',
+      `${method}: unexpected answer (${where})`,
+      undefined,
+      parsed.error,
+    );
   }
 }
 

@@ -33,7 +33,10 @@ export function rpcFetch(timeoutMs: number): typeof fetch {
     try {
       return await fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) });
     } catch (error) {
-      throw new RpcTransportError(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url, error);
+      throw new RpcTransportError(
+        typeof input === 'string' ? input : input instanceof URL ? input.href : input.url,
+        error,
+      );
     }
   };
 }

@@ -59,7 +59,12 @@ export function decodeTransferChecked(
   const { data } = instruction;
   if (data.length !== 10 || data[0] !== TRANSFER_CHECKED) return undefined;
   const [sourceIndex, mintIndex, destinationIndex, authorityIndex] = instruction.accountIndexes;
-  if (sourceIndex === undefined || mintIndex === undefined || destinationIndex === undefined || authorityIndex === undefined) {
+  if (
+    sourceIndex === undefined ||
+    mintIndex === undefined ||
+    destinationIndex === undefined ||
+    authorityIndex === undefined
+  ) {
     return undefined;
   }
   const source = accountKeys[sourceIndex];

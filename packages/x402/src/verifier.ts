@@ -1,5 +1,11 @@
 import type { X402Network } from '@repo/schemas';
-import { SolanaRpcClient, tokenAccountOwner, type RpcInstruction, type RpcTokenBalance, type RpcTransaction } from './rpc-client';
+import {
+  SolanaRpcClient,
+  tokenAccountOwner,
+  type RpcInstruction,
+  type RpcTokenBalance,
+  type RpcTransaction,
+} from './rpc-client';
 import {
   decodeBase58Data,
   decodeTransferChecked,
@@ -62,7 +68,13 @@ export class PaymentVerificationError extends Error {
   constructor(
     reason: PaymentVerificationReason,
     message: string,
-    context: { signature: string; network: X402Network; rpcMs: number; details?: Record<string, unknown>; cause?: unknown },
+    context: {
+      signature: string;
+      network: X402Network;
+      rpcMs: number;
+      details?: Record<string, unknown>;
+      cause?: unknown;
+    },
   ) {
     super(message, context.cause === undefined ? undefined : { cause: context.cause });
     this.name = 'PaymentVerificationError';
@@ -155,7 +167,13 @@ export interface SolanaPaymentVerifierOptions {
   now?: () => Date;
 }
 
-const DEFAULTS = { freshnessWindowSeconds: 300, fetchAttempts: 4, fetchDelayMs: 400, rpcTimeoutMs: 10_000, rpcMaxConnections: 32 };
+const DEFAULTS = {
+  freshnessWindowSeconds: 300,
+  fetchAttempts: 4,
+  fetchDelayMs: 400,
+  rpcTimeoutMs: 10_000,
+  rpcMaxConnections: 32,
+};
 
 /**
  * Verifies x402 payments on one Solana network by their effect (ARCHITECTURE.md, "Payments: x402 on
@@ -234,8 +252,17 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
     const fetched = await this.fetchTransaction(signature);
     const tx = fetched.tx;
     let rpcMs = fetched.rpcMs;
-    const fail = (reason: PaymentVerificationReason, message: string, details?: Record<string, unknown>): never => {
-      throw new PaymentVerificationError(reason, message, { signature, network: this.network, rpcMs, details });
+    const fail = (
+      reason: PaymentVerificationReason,
+      message: string,
+      details?: Record<string, unknown>,
+    ): never => {
+      throw new PaymentVerificationError(reason, message, {
+        signature,
+        network: this.network,
+        rpcMs,
+        details,
+      });
     };
     const meta = tx.meta;
     if (!meta) return fail('not_found', 'The transaction has no status metadata yet; retry shortly');
@@ -251,35 +278,54 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
       const otherMint = await this.transferToMerchantOwner(tx, accountKeys, transfers);
       rpcMs += otherMint.rpcMs;
       if (otherMint.transfer) {
-        return fail('mint_mismatch', `The transfer to the merchant moves mint ${otherMint.transfer.mint}, expected ${this.asset}`, {
-          expected: this.asset,
-          actual: otherMint.transfer.mint,
-        });
+        return fail(
+          'mint_mismatch',
+          `The transfer to the merchant moves mint ${otherMint.transfer.mint}, expected ${this.asset}`,
+          {
+            expected: this.asset,
+            actual: otherMint.transfer.mint,
+          },
+        );
       }
-      return fail('wrong_recipient', `The transaction does not transferChecked any tokens into ${this.payTo}`);
+      return fail(
+        'wrong_recipient',
+        `The transaction does not transferChecked any tokens into ${this.payTo}`,
+      );
     }
     const ofAsset = toMerchant.filter((t) => t.mint === this.asset);
     if (ofAsset.length === 0) {
-      return fail('mint_mismatch', `The transfer to ${this.payTo} moves mint ${toMerchant[0]?.mint}, expected ${this.asset}`, {
-        expected: this.asset,
-        actual: toMerchant[0]?.mint,
-      });
+      return fail(
+        'mint_mismatch',
+        `The transfer to ${this.payTo} moves mint ${toMerchant[0]?.mint}, expected ${this.asset}`,
+        {
+          expected: this.asset,
+          actual: toMerchant[0]?.mint,
+        },
+      );
     }
     const exact = ofAsset.find((t) => t.amountAtomic === amountAtomic);
     if (!exact) {
       const paid = ofAsset.reduce((sum, t) => sum + t.amountAtomic, 0n);
-      return fail('amount_mismatch', `The transfer moves ${paid} atomic units, the price is ${amountAtomic}`, {
-        expected: amountAtomic.toString(),
-        actual: paid.toString(),
-      });
+      return fail(
+        'amount_mismatch',
+        `The transfer moves ${paid} atomic units, the price is ${amountAtomic}`,
+        {
+          expected: amountAtomic.toString(),
+          actual: paid.toString(),
+        },
+      );
     }
 
     const delta = balanceDelta(tx, accountKeys, this.payTo, this.asset);
     if (delta !== amountAtomic) {
-      return fail('amount_mismatch', `The balance of ${this.payTo} changed by ${delta} atomic units, the price is ${amountAtomic}`, {
-        expected: amountAtomic.toString(),
-        actual: delta.toString(),
-      });
+      return fail(
+        'amount_mismatch',
+        `The balance of ${this.payTo} changed by ${delta} atomic units, the price is ${amountAtomic}`,
+        {
+          expected: amountAtomic.toString(),
+          actual: delta.toString(),
+        },
+      );
     }
 
     if (tx.blockTime === null || tx.blockTime === undefined) {
@@ -287,10 +333,14 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
     }
     const ageSeconds = this.options.now().getTime() / 1000 - tx.blockTime;
     if (Math.abs(ageSeconds) > this.options.freshnessWindowSeconds) {
-      return fail('stale', `The transaction is ${Math.round(ageSeconds)} s old; payments must be at most ${this.options.freshnessWindowSeconds} s old`, {
-        blockTime: new Date(tx.blockTime * 1000).toISOString(),
-        freshnessWindowSeconds: this.options.freshnessWindowSeconds,
-      });
+      return fail(
+        'stale',
+        `The transaction is ${Math.round(ageSeconds)} s old; payments must be at most ${this.options.freshnessWindowSeconds} s old`,
+        {
+          blockTime: new Date(tx.blockTime * 1000).toISOString(),
+          freshnessWindowSeconds: this.options.freshnessWindowSeconds,
+        },
+      );
     }
 
     return {
@@ -359,10 +409,14 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
     }
     const context = { signature, network: this.network, rpcMs: Math.round(rpcMs * 100) / 100 };
     if (lastError !== undefined) {
-      throw new PaymentVerificationError('rpc_unavailable', `The ${this.network} RPC endpoint is unavailable`, {
-        ...context,
-        cause: lastError,
-      });
+      throw new PaymentVerificationError(
+        'rpc_unavailable',
+        `The ${this.network} RPC endpoint is unavailable`,
+        {
+          ...context,
+          cause: lastError,
+        },
+      );
     }
     throw new PaymentVerificationError(
       'not_found',
@@ -416,7 +470,11 @@ export function findTransfersChecked(tx: RpcTransaction, accountKeys: readonly s
 }
 
 /** Decodes a JSON-encoded instruction as a `transferChecked`; only token-program data is decoded. */
-function decodeJsonInstruction(ix: RpcInstruction, accountKeys: readonly string[], location: TransferChecked['location']): TransferChecked | undefined {
+function decodeJsonInstruction(
+  ix: RpcInstruction,
+  accountKeys: readonly string[],
+  location: TransferChecked['location'],
+): TransferChecked | undefined {
   const programId = accountKeys[ix.programIdIndex];
   if (programId !== TOKEN_PROGRAM_ADDRESS && programId !== TOKEN_2022_PROGRAM_ADDRESS) return undefined;
   let data: Uint8Array;
@@ -425,7 +483,11 @@ function decodeJsonInstruction(ix: RpcInstruction, accountKeys: readonly string[
   } catch {
     return undefined;
   }
-  return decodeTransferChecked({ programIdIndex: ix.programIdIndex, accountIndexes: ix.accounts, data }, accountKeys, location);
+  return decodeTransferChecked(
+    { programIdIndex: ix.programIdIndex, accountIndexes: ix.accounts, data },
+    accountKeys,
+    location,
+  );
 }
 
 /**
@@ -438,7 +500,12 @@ function decodeJsonInstruction(ix: RpcInstruction, accountKeys: readonly string[
  * @param account the token account (base58)
  * @param mint the mint (base58)
  */
-export function balanceDelta(tx: RpcTransaction, accountKeys: readonly string[], account: string, mint: string): bigint {
+export function balanceDelta(
+  tx: RpcTransaction,
+  accountKeys: readonly string[],
+  account: string,
+  mint: string,
+): bigint {
   const indexes = new Set<number>();
   accountKeys.forEach((key, index) => {
     if (key === account) indexes.add(index);
@@ -446,7 +513,8 @@ export function balanceDelta(tx: RpcTransaction, accountKeys: readonly string[],
   const sum = (balances: readonly RpcTokenBalance[] | null | undefined): bigint => {
     let total = 0n;
     for (const balance of balances ?? []) {
-      if (indexes.has(balance.accountIndex) && balance.mint === mint) total += BigInt(balance.uiTokenAmount.amount);
+      if (indexes.has(balance.accountIndex) && balance.mint === mint)
+        total += BigInt(balance.uiTokenAmount.amount);
     }
     return total;
   };

@@ -10,7 +10,9 @@ export default async function globalSetup(): Promise<void> {
   const url = process.env.X402_TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/x402_test';
   const target = new URL(url);
   const databaseName = target.pathname.slice(1);
-  const admin = new Client({ connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString() });
+  const admin = new Client({
+    connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString(),
+  });
   await admin.connect();
   try {
     const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [databaseName]);

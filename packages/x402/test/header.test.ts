@@ -1,12 +1,23 @@
 import { Keypair } from '@solana/web3.js';
 import { isAppError, type AppError } from '@repo/errors';
-import { decodePaymentResponse, encodePaymentHeader, encodePaymentResponse, parsePaymentHeader } from '../src/index';
+import {
+  decodePaymentResponse,
+  encodePaymentHeader,
+  encodePaymentResponse,
+  parsePaymentHeader,
+} from '../src/index';
 import { bs58 } from '../src/deps';
 
 const signature = bs58.encode(new Uint8Array(64).fill(7));
 
 function payload(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return { x402Version: 1, scheme: 'exact', network: 'solana', payload: { txSignature: signature }, ...overrides };
+  return {
+    x402Version: 1,
+    scheme: 'exact',
+    network: 'solana',
+    payload: { txSignature: signature },
+    ...overrides,
+  };
 }
 
 function base64(value: unknown): string {
@@ -29,15 +40,26 @@ describe('parsePaymentHeader', () => {
   });
 
   it('When the header is raw JSON, then the payload is decoded', () => {
-    expect(parsePaymentHeader(` ${JSON.stringify(payload({ network: 'solana-devnet' }))} `, 'solana-devnet').network).toBe('solana-devnet');
+    expect(
+      parsePaymentHeader(` ${JSON.stringify(payload({ network: 'solana-devnet' }))} `, 'solana-devnet')
+        .network,
+    ).toBe('solana-devnet');
   });
 
   it('When the header was made by encodePaymentHeader, then it parses back', () => {
-    expect(parsePaymentHeader(encodePaymentHeader('solana-devnet', signature)).payload.txSignature).toBe(signature);
+    expect(parsePaymentHeader(encodePaymentHeader('solana-devnet', signature)).payload.txSignature).toBe(
+      signature,
+    );
   });
 
   it('When the header is garbage, then 400 invalid_payment_header', () => {
-    for (const value of ['not base64 at all!', base64('a string').slice(0, 5), '{"x402Version":', '', '   ']) {
+    for (const value of [
+      'not base64 at all!',
+      base64('a string').slice(0, 5),
+      '{"x402Version":',
+      '',
+      '   ',
+    ]) {
       const error = parseError(value);
       expect(error.code).toBe('invalid_payment_header');
       expect(error.status).toBe(400);
@@ -57,7 +79,12 @@ describe('parsePaymentHeader', () => {
   });
 
   it('When the signature does not decode to 64 bytes, then 400', () => {
-    for (const txSignature of [bs58.encode(new Uint8Array(32).fill(9)), bs58.encode(new Uint8Array(65).fill(9)), 'abc0OIl', '']) {
+    for (const txSignature of [
+      bs58.encode(new Uint8Array(32).fill(9)),
+      bs58.encode(new Uint8Array(65).fill(9)),
+      'abc0OIl',
+      '',
+    ]) {
       const error = parseError(base64(payload({ payload: { txSignature } })));
       expect(error.code).toBe('invalid_payment_header');
     }
@@ -73,7 +100,12 @@ describe('parsePaymentHeader', () => {
 
 describe('X-PAYMENT-RESPONSE', () => {
   it('When a payment response is encoded, then it decodes to the same object', () => {
-    const response = { success: true, transaction: signature, network: 'solana' as const, payer: Keypair.generate().publicKey.toBase58() };
+    const response = {
+      success: true,
+      transaction: signature,
+      network: 'solana' as const,
+      payer: Keypair.generate().publicKey.toBase58(),
+    };
     expect(decodePaymentResponse(encodePaymentResponse(response))).toEqual(response);
   });
 });

@@ -1,7 +1,12 @@
 import { isAppError, type AppError } from '@repo/errors';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PrismaPaymentLedger, X402_PAYMENT_PRISMA_MODEL, type ClaimOutcome, type PaymentClaim } from '../src/index';
+import {
+  PrismaPaymentLedger,
+  X402_PAYMENT_PRISMA_MODEL,
+  type ClaimOutcome,
+  type PaymentClaim,
+} from '../src/index';
 import { PgSqlClient } from './support/db';
 import { buildClaimRequest, buildStoredResponse, buildVerifiedPayment } from './support/factories';
 
@@ -35,7 +40,7 @@ describe('PrismaPaymentLedger', () => {
   it('When a completed payment is presented again, then later replays are answered from memory without a query', async () => {
     let queries = 0;
     const counting = {
-      $queryRawUnsafe: <T,>(sql: string, ...values: unknown[]) => {
+      $queryRawUnsafe: <T>(sql: string, ...values: unknown[]) => {
         queries++;
         return db.$queryRawUnsafe<T>(sql, ...values);
       },
@@ -71,7 +76,10 @@ describe('PrismaPaymentLedger', () => {
     const ledger = new PrismaPaymentLedger(db);
     const request = buildClaimRequest();
     const claim = claimedOf(await ledger.claim(request));
-    const payment = buildVerifiedPayment({ signature: request.signature, amountAtomic: 12345678901234567890n });
+    const payment = buildVerifiedPayment({
+      signature: request.signature,
+      amountAtomic: 12345678901234567890n,
+    });
     expect(await ledger.markVerified(claim, payment)).toBe(true);
     const stored = buildStoredResponse({ gaps: [{ title: 'ü' }], count: 1 });
     expect(await ledger.complete(claim, stored)).toBe(true);
@@ -87,14 +95,20 @@ describe('PrismaPaymentLedger', () => {
       slot: 42,
       blockTime: payment.blockTime,
     });
-    expect(await rowOf(request.signature)).toMatchObject({ status: 'completed', claim_token: null, response_status: 200 });
+    expect(await rowOf(request.signature)).toMatchObject({
+      status: 'completed',
+      claim_token: null,
+      response_status: 200,
+    });
   });
 
   it('When the signature was used on another endpoint or network, then other_endpoint', async () => {
     const ledger = new PrismaPaymentLedger(db);
     const request = buildClaimRequest();
     const claim = claimedOf(await ledger.claim(request));
-    expect((await ledger.claim({ ...request, endpoint: 'GET /api/v1/scout/trends' })).outcome).toBe('other_endpoint');
+    expect((await ledger.claim({ ...request, endpoint: 'GET /api/v1/scout/trends' })).outcome).toBe(
+      'other_endpoint',
+    );
     expect((await ledger.claim({ ...request, network: 'solana-devnet' })).outcome).toBe('other_endpoint');
     await ledger.release(claim);
   });
@@ -125,7 +139,11 @@ describe('PrismaPaymentLedger', () => {
       }),
     ).rejects.toThrow('job insert failed');
     await ledger.releaseLease(claim);
-    expect(await rowOf(request.signature)).toMatchObject({ status: 'verified', job_id: null, claim_token: null });
+    expect(await rowOf(request.signature)).toMatchObject({
+      status: 'verified',
+      job_id: null,
+      claim_token: null,
+    });
 
     const retry = claimedOf(await ledger.claim(request));
     expect(retry.takenOver).toBe(true);
@@ -186,7 +204,9 @@ describe('PrismaPaymentLedger', () => {
     expect(second.verified).toBeUndefined();
     expect(second.token).not.toBe(first.token);
     // The crashed holder can no longer write.
-    expect(await crashed.markVerified(first, buildVerifiedPayment({ signature: request.signature }))).toBe(false);
+    expect(await crashed.markVerified(first, buildVerifiedPayment({ signature: request.signature }))).toBe(
+      false,
+    );
     await replica.release(second);
   });
 
@@ -217,7 +237,9 @@ describe('the Prisma model', () => {
     expect(readFileSync(join(__dirname, '..', 'README.md'), 'utf8')).toContain(X402_PAYMENT_PRISMA_MODEL);
     const fixture = readFileSync(join(__dirname, 'fixtures', 'x402_payments.sql'), 'utf8');
     const mapped = [...X402_PAYMENT_PRISMA_MODEL.matchAll(/@map\("([a-z_]+)"\)/g)].map((m) => m[1]);
-    const plain = [...X402_PAYMENT_PRISMA_MODEL.matchAll(/^ {2}([a-z]+) +\S+(?:(?!@map).)*$/gm)].map((m) => m[1]);
+    const plain = [...X402_PAYMENT_PRISMA_MODEL.matchAll(/^ {2}([a-z]+) +\S+(?:(?!@map).)*$/gm)].map(
+      (m) => m[1],
+    );
     for (const column of [...mapped, ...plain]) expect(fixture).toContain(`"${column}"`);
     expect(fixture).toContain('CREATE TABLE "x402_payments"');
   });

@@ -22,7 +22,12 @@ const flaky = { failing: false };
 function gatewayFor(rpcUrls?: { solana?: string }): PaymentGateway {
   const verifier = (network: 'solana' | 'solana-devnet', rpcUrl = localnet.networks[network].rpcUrl) =>
     new SolanaPaymentVerifier(
-      { network, rpcUrl, asset: localnet.networks[network].mint, payTo: localnet.networks[network].merchantTokenAccount },
+      {
+        network,
+        rpcUrl,
+        asset: localnet.networks[network].mint,
+        payTo: localnet.networks[network].merchantTokenAccount,
+      },
       { fetchAttempts: 2, fetchDelayMs: 50, rpcTimeoutMs: 2_000 },
     );
   return {
@@ -54,7 +59,10 @@ function get(path: string, header?: string): Promise<Response> {
 }
 
 async function rowsOf(signature: string): Promise<Record<string, unknown>[]> {
-  return db.$queryRawUnsafe('SELECT status, endpoint, payer, amount_atomic::text AS amount FROM x402_payments WHERE signature = $1', signature);
+  return db.$queryRawUnsafe(
+    'SELECT status, endpoint, payer, amount_atomic::text AS amount FROM x402_payments WHERE signature = $1',
+    signature,
+  );
 }
 
 describe('requirePayment', () => {
@@ -63,7 +71,11 @@ describe('requirePayment', () => {
     expect(res.status).toBe(402);
     expect(res.headers.get('x402-version')).toBe('1');
     const body = Error402.parse(await res.json());
-    expect(body).toMatchObject({ x402Version: 1, code: 'payment_required', error: 'X-PAYMENT header is required' });
+    expect(body).toMatchObject({
+      x402Version: 1,
+      code: 'payment_required',
+      error: 'X-PAYMENT header is required',
+    });
     expect(body.accepts).toEqual([
       {
         scheme: 'exact',
@@ -106,8 +118,15 @@ describe('requirePayment', () => {
     const first = await get('/api/v1/scout/gaps', header);
     expect(first.status).toBe(200);
     expect(first.headers.get('x402-version')).toBe('1');
-    const paymentResponse = PaymentResponse.parse(decodePaymentResponse(first.headers.get('x-payment-response') ?? ''));
-    expect(paymentResponse).toEqual({ success: true, transaction: signature, network: 'solana', payer: localnet.agent.publicKey });
+    const paymentResponse = PaymentResponse.parse(
+      decodePaymentResponse(first.headers.get('x-payment-response') ?? ''),
+    );
+    expect(paymentResponse).toEqual({
+      success: true,
+      transaction: signature,
+      network: 'solana',
+      payer: localnet.agent.publicKey,
+    });
     const firstBody = await first.text();
     expect(JSON.parse(firstBody).payer).toBe(localnet.agent.publicKey);
 
@@ -120,7 +139,14 @@ describe('requirePayment', () => {
     expect(runs.gaps - before).toBe(1);
     expect(events.map((e) => e.type)).toEqual(['verified', 'replayed']);
     expect(events[0]?.rpcMs).toBeGreaterThan(0);
-    expect(await rowsOf(signature)).toEqual([{ status: 'completed', endpoint: 'GET /api/v1/scout/gaps', payer: localnet.agent.publicKey, amount: '100000' }]);
+    expect(await rowsOf(signature)).toEqual([
+      {
+        status: 'completed',
+        endpoint: 'GET /api/v1/scout/gaps',
+        payer: localnet.agent.publicKey,
+        amount: '100000',
+      },
+    ]);
   });
 
   it('When a used signature is presented on another endpoint, then 400 payment_reused', async () => {
@@ -129,7 +155,10 @@ describe('requirePayment', () => {
     expect((await get('/api/v1/scout/gaps', header)).status).toBe(200);
     const res = await get('/api/v1/scout/flaky', header);
     expect(res.status).toBe(400);
-    expect(await res.json()).toMatchObject({ code: 'payment_reused', details: { endpoint: 'GET /api/v1/scout/gaps' } });
+    expect(await res.json()).toMatchObject({
+      code: 'payment_reused',
+      details: { endpoint: 'GET /api/v1/scout/gaps' },
+    });
   });
 
   it('When the amount is wrong, then 400 amount_mismatch and the signature is not consumed', async () => {
@@ -137,7 +166,10 @@ describe('requirePayment', () => {
     const header = encodePaymentHeader('solana', signature);
     const res = await get('/api/v1/scout/gaps', header);
     expect(res.status).toBe(400);
-    expect(await res.json()).toMatchObject({ code: 'amount_mismatch', details: { reason: 'amount_mismatch', expected: '100000', actual: '50000' } });
+    expect(await res.json()).toMatchObject({
+      code: 'amount_mismatch',
+      details: { reason: 'amount_mismatch', expected: '100000', actual: '50000' },
+    });
     expect(await rowsOf(signature)).toEqual([]);
     // The same 0.05 USDC pays the 0.05 USDC endpoint.
     expect((await get('/api/v1/scout/keywords', header)).status).toBe(200);
@@ -159,7 +191,10 @@ describe('requirePayment', () => {
 
   it('When a mainnet signature is presented for devnet, then 402 not_found; a header for the wrong network is 400', async () => {
     const signature = await payUsdc(localnet, 'solana', 100_000n);
-    const onDevnet = await get('/api/v1/scout/gaps?network=devnet', encodePaymentHeader('solana-devnet', signature));
+    const onDevnet = await get(
+      '/api/v1/scout/gaps?network=devnet',
+      encodePaymentHeader('solana-devnet', signature),
+    );
     expect(onDevnet.status).toBe(402);
     expect(Error402.parse(await onDevnet.json()).details).toMatchObject({ reason: 'not_found' });
     const mismatch = await get('/api/v1/scout/gaps?network=devnet', encodePaymentHeader('solana', signature));
@@ -169,7 +204,10 @@ describe('requirePayment', () => {
 
   it('When a devnet payment is presented with ?network=devnet, then it is accepted', async () => {
     const signature = await payUsdc(localnet, 'solana-devnet', 100_000n);
-    const res = await get('/api/v1/scout/gaps?network=devnet', encodePaymentHeader('solana-devnet', signature));
+    const res = await get(
+      '/api/v1/scout/gaps?network=devnet',
+      encodePaymentHeader('solana-devnet', signature),
+    );
     expect(res.status).toBe(200);
     expect(decodePaymentResponse(res.headers.get('x-payment-response') ?? '').network).toBe('solana-devnet');
   });
@@ -178,7 +216,14 @@ describe('requirePayment', () => {
     const res = await get('/api/v1/scout/gaps', 'bm90IGpzb24=');
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ code: 'invalid_payment_header' });
-    expect(events).toEqual([{ type: 'rejected', reason: 'invalid_payment_header', network: 'solana', endpoint: 'GET /api/v1/scout/gaps' }]);
+    expect(events).toEqual([
+      {
+        type: 'rejected',
+        reason: 'invalid_payment_header',
+        network: 'solana',
+        endpoint: 'GET /api/v1/scout/gaps',
+      },
+    ]);
   });
 
   it('When the handler fails with a 5xx, then the payment stays verified and a retry re-runs the handler without verifying again', async () => {
@@ -213,13 +258,20 @@ describe('requirePayment', () => {
   });
 
   it('When the RPC endpoint is unreachable, then 503 service_unavailable with Retry-After and nothing is consumed', async () => {
-    const down = await listen(buildPaidApp(gatewayFor({ solana: 'http://127.0.0.1:1' }), { gaps: 0, keywords: 0, flaky: 0 }));
+    const down = await listen(
+      buildPaidApp(gatewayFor({ solana: 'http://127.0.0.1:1' }), { gaps: 0, keywords: 0, flaky: 0 }),
+    );
     try {
       const signature = buildSignature();
-      const res = await fetch(`${down.url}/api/v1/scout/gaps`, { headers: { 'X-PAYMENT': encodePaymentHeader('solana', signature) } });
+      const res = await fetch(`${down.url}/api/v1/scout/gaps`, {
+        headers: { 'X-PAYMENT': encodePaymentHeader('solana', signature) },
+      });
       expect(res.status).toBe(503);
       expect(res.headers.get('retry-after')).toBe('5');
-      expect(await res.json()).toMatchObject({ code: 'service_unavailable', details: { reason: 'rpc_unavailable' } });
+      expect(await res.json()).toMatchObject({
+        code: 'service_unavailable',
+        details: { reason: 'rpc_unavailable' },
+      });
       expect(await rowsOf(signature)).toEqual([]);
     } finally {
       await down.close();

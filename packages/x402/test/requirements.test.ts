@@ -2,7 +2,13 @@ import express from 'express';
 import request from 'supertest';
 import { errorHandler } from '@repo/errors';
 import { Error402, PaymentRequirements } from '@repo/schemas';
-import { buildPaymentRequirements, networkOfRequest, paymentRequiredBody, resourceUrlOf, sendPaymentRequired } from '../src/index';
+import {
+  buildPaymentRequirements,
+  networkOfRequest,
+  paymentRequiredBody,
+  resourceUrlOf,
+  sendPaymentRequired,
+} from '../src/index';
 
 const mint = 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v';
 const payTo = '9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM';
@@ -38,7 +44,11 @@ describe('buildPaymentRequirements', () => {
   });
 
   it('When a large price and a timeout are given, then they are kept exactly', () => {
-    const requirements = build({ amountAtomic: 25_000_000n, maxTimeoutSeconds: 120, network: 'solana-devnet' });
+    const requirements = build({
+      amountAtomic: 25_000_000n,
+      maxTimeoutSeconds: 120,
+      network: 'solana-devnet',
+    });
     expect(requirements.maxAmountRequired).toBe('25000000');
     expect(requirements.maxTimeoutSeconds).toBe(120);
     expect(requirements.network).toBe('solana-devnet');
@@ -53,13 +63,23 @@ describe('buildPaymentRequirements', () => {
 describe('the 402 challenge', () => {
   it('When the body is built, then it is an Error402 with code payment_required and the request id', () => {
     const body = paymentRequiredBody([build()], 'X-PAYMENT header is required', 'req-1');
-    expect(body).toEqual({ x402Version: 1, accepts: [build()], error: 'X-PAYMENT header is required', code: 'payment_required', requestId: 'req-1' });
+    expect(body).toEqual({
+      x402Version: 1,
+      accepts: [build()],
+      error: 'X-PAYMENT header is required',
+      code: 'payment_required',
+      requestId: 'req-1',
+    });
     expect(Error402.parse(body)).toEqual(body);
   });
 
   it('When it is sent, then the status is 402 with header x402-version: 1', async () => {
     const app = express();
-    app.get('/paid', (req, res) => sendPaymentRequired(req, res, [build({ resource: resourceUrlOf(req) })], 'pay first', { reason: 'missing' }));
+    app.get('/paid', (req, res) =>
+      sendPaymentRequired(req, res, [build({ resource: resourceUrlOf(req) })], 'pay first', {
+        reason: 'missing',
+      }),
+    );
     const res = await request(app).get('/paid?x=1').set('x-request-id', 'r-9');
     expect(res.status).toBe(402);
     expect(res.headers['x402-version']).toBe('1');

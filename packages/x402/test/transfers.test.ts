@@ -5,7 +5,13 @@ import {
   TransactionInstruction,
   TransactionMessage,
 } from '@solana/web3.js';
-import { balanceDelta, findTransfersChecked, resolveAccountKeys, TOKEN_2022_PROGRAM_ADDRESS, TOKEN_PROGRAM_ADDRESS } from '../src/index';
+import {
+  balanceDelta,
+  findTransfersChecked,
+  resolveAccountKeys,
+  TOKEN_2022_PROGRAM_ADDRESS,
+  TOKEN_PROGRAM_ADDRESS,
+} from '../src/index';
 import { bs58 } from '../src/deps';
 import { createTransferCheckedInstruction } from '../src/deps';
 import { rpcTransactionOf } from './support/rpc-json';
@@ -24,7 +30,13 @@ describe('finding transferChecked instructions', () => {
     const mint = key();
     const table = new AddressLookupTableAccount({
       key: key(),
-      state: { deactivationSlot: BigInt('18446744073709551615'), lastExtendedSlot: 0, lastExtendedSlotStartIndex: 0, authority: undefined, addresses: [mint, payTo] },
+      state: {
+        deactivationSlot: BigInt('18446744073709551615'),
+        lastExtendedSlot: 0,
+        lastExtendedSlotStartIndex: 0,
+        authority: undefined,
+        addresses: [mint, payTo],
+      },
     });
     const message = new TransactionMessage({
       payerKey: payer,
@@ -33,7 +45,11 @@ describe('finding transferChecked instructions', () => {
     }).compileToV0Message([table]);
     const lookups = message.getAccountKeys({ addressLookupTableAccounts: [table] }).accountKeysFromLookups;
     expect(lookups?.writable.map(String)).toEqual([payTo.toBase58()]);
-    const keys = [...message.staticAccountKeys, ...(lookups?.writable ?? []), ...(lookups?.readonly ?? [])].map(String);
+    const keys = [
+      ...message.staticAccountKeys,
+      ...(lookups?.writable ?? []),
+      ...(lookups?.readonly ?? []),
+    ].map(String);
     const payToIndex = keys.indexOf(payTo.toBase58());
     const tx = rpcTransactionOf(
       message,
@@ -73,8 +89,21 @@ describe('finding transferChecked instructions', () => {
     const payTo = key();
     const mint = key();
     const token2022 = new PublicKey(TOKEN_2022_PROGRAM_ADDRESS);
-    const outer = new TransactionInstruction({ programId: router, keys: [{ pubkey: source, isSigner: false, isWritable: true }, { pubkey: payTo, isSigner: false, isWritable: true }, { pubkey: mint, isSigner: false, isWritable: false }, { pubkey: token2022, isSigner: false, isWritable: false }], data: Buffer.from([1, 2, 3]) });
-    const message = new TransactionMessage({ payerKey: payer, recentBlockhash: bs58.encode(new Uint8Array(32).fill(1)), instructions: [outer] }).compileToV0Message();
+    const outer = new TransactionInstruction({
+      programId: router,
+      keys: [
+        { pubkey: source, isSigner: false, isWritable: true },
+        { pubkey: payTo, isSigner: false, isWritable: true },
+        { pubkey: mint, isSigner: false, isWritable: false },
+        { pubkey: token2022, isSigner: false, isWritable: false },
+      ],
+      data: Buffer.from([1, 2, 3]),
+    });
+    const message = new TransactionMessage({
+      payerKey: payer,
+      recentBlockhash: bs58.encode(new Uint8Array(32).fill(1)),
+      instructions: [outer],
+    }).compileToV0Message();
     const keys = message.staticAccountKeys.map(String);
     const index = (k: PublicKey) => keys.indexOf(k.toBase58());
     const inner = createTransferCheckedInstruction(source, mint, payTo, payer, 2_500_000n, 6, [], token2022);
@@ -86,8 +115,16 @@ describe('finding transferChecked instructions', () => {
           {
             index: 0,
             instructions: [
-              { programIdIndex: index(token2022), accounts: [index(source), index(payTo), index(payer)], data: bs58.encode(notATransfer) },
-              { programIdIndex: index(token2022), accounts: [index(source), index(mint), index(payTo), index(payer)], data: bs58.encode(inner.data) },
+              {
+                programIdIndex: index(token2022),
+                accounts: [index(source), index(payTo), index(payer)],
+                data: bs58.encode(notATransfer),
+              },
+              {
+                programIdIndex: index(token2022),
+                accounts: [index(source), index(mint), index(payTo), index(payer)],
+                data: bs58.encode(inner.data),
+              },
             ],
           },
         ],
@@ -97,7 +134,12 @@ describe('finding transferChecked instructions', () => {
     );
     const transfers = findTransfersChecked(tx, resolveAccountKeys(tx));
     expect(transfers).toHaveLength(1);
-    expect(transfers[0]).toMatchObject({ programId: TOKEN_2022_PROGRAM_ADDRESS, amountAtomic: 2_500_000n, location: 'inner', authority: payer.toBase58() });
+    expect(transfers[0]).toMatchObject({
+      programId: TOKEN_2022_PROGRAM_ADDRESS,
+      amountAtomic: 2_500_000n,
+      location: 'inner',
+      authority: payer.toBase58(),
+    });
     // An account created by the transaction has no pre balance: the delta is the whole post balance.
     expect(balanceDelta(tx, resolveAccountKeys(tx), payTo.toBase58(), mint.toBase58())).toBe(2_500_000n);
     expect(balanceDelta(tx, resolveAccountKeys(tx), payTo.toBase58(), key().toBase58())).toBe(0n);

@@ -1,7 +1,12 @@
 import { Keypair, PublicKey } from '@solana/web3.js';
 import { createTestMint, mintTestTokens } from '@repo/solana-localnet';
 import type { X402Network } from '@repo/schemas';
-import { PaymentVerificationError, SolanaPaymentVerifier, type PaymentVerificationReason, type SolanaPaymentVerifierOptions } from '../src/index';
+import {
+  PaymentVerificationError,
+  SolanaPaymentVerifier,
+  type PaymentVerificationReason,
+  type SolanaPaymentVerifierOptions,
+} from '../src/index';
 import { getAssociatedTokenAddressSync } from '../src/deps';
 import { buildSignature } from './support/factories';
 import { payUsdc, signedPayment, startTestLocalnet, type Localnet } from './support/solana';
@@ -17,10 +22,19 @@ afterAll(async () => {
   await localnet?.close();
 });
 
-function verifierFor(network: X402Network, options: SolanaPaymentVerifierOptions = {}, overrides: { asset?: string; payTo?: string; rpcUrl?: string } = {}) {
+function verifierFor(
+  network: X402Network,
+  options: SolanaPaymentVerifierOptions = {},
+  overrides: { asset?: string; payTo?: string; rpcUrl?: string } = {},
+) {
   const info = localnet.networks[network];
   return new SolanaPaymentVerifier(
-    { network, rpcUrl: overrides.rpcUrl ?? info.rpcUrl, asset: overrides.asset ?? info.mint, payTo: overrides.payTo ?? info.merchantTokenAccount },
+    {
+      network,
+      rpcUrl: overrides.rpcUrl ?? info.rpcUrl,
+      asset: overrides.asset ?? info.mint,
+      payTo: overrides.payTo ?? info.merchantTokenAccount,
+    },
     { fetchAttempts: 2, fetchDelayMs: 50, ...options },
   );
 }
@@ -54,36 +68,75 @@ describe('SolanaPaymentVerifier against the local ledger', () => {
 
   it('When the transfer is of another amount, then amount_mismatch', async () => {
     const signature = await payUsdc(localnet, 'solana', 50_000n);
-    const error = await verifierFor('solana').verify(signature, PRICE).catch((e: unknown) => e);
+    const error = await verifierFor('solana')
+      .verify(signature, PRICE)
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PaymentVerificationError);
     expect((error as PaymentVerificationError).reason).toBe('amount_mismatch');
-    expect((error as PaymentVerificationError).details).toMatchObject({ expected: '100000', actual: '50000' });
+    expect((error as PaymentVerificationError).details).toMatchObject({
+      expected: '100000',
+      actual: '50000',
+    });
   });
 
   it('When payTo received another 6-decimal mint than the advertised one, then mint_mismatch', async () => {
-    const { mint: otherMint } = await createTestMint({ rpcUrl: localnet.networks.solana.rpcUrl, decimals: 6 });
+    const { mint: otherMint } = await createTestMint({
+      rpcUrl: localnet.networks.solana.rpcUrl,
+      decimals: 6,
+    });
     // The verifier advertises the other mint; the agent pays USDC into payTo.
     const signature = await payUsdc(localnet, 'solana', PRICE);
-    expect(await reasonOf(verifierFor('solana', {}, { asset: otherMint }).verify(signature, PRICE))).toBe('mint_mismatch');
+    expect(await reasonOf(verifierFor('solana', {}, { asset: otherMint }).verify(signature, PRICE))).toBe(
+      'mint_mismatch',
+    );
   });
 
   it('When another 6-decimal mint is sent to the merchant (its token account for that mint), then mint_mismatch', async () => {
     const { rpcUrl, merchantOwner } = localnet.networks.solana;
     const { mint, mintAuthority } = await createTestMint({ rpcUrl, decimals: 6 });
-    await mintTestTokens({ rpcUrl, mint, mintAuthority, owner: localnet.agent.publicKey, amountAtomic: 1_000_000n });
-    const merchantAccount = await mintTestTokens({ rpcUrl, mint, mintAuthority, owner: merchantOwner, amountAtomic: 0n });
-    const signature = await payUsdc(localnet, 'solana', PRICE, { mint, destination: merchantAccount.tokenAccount });
-    const error = await verifierFor('solana').verify(signature, PRICE).catch((e: unknown) => e);
-    expect(error).toMatchObject({ reason: 'mint_mismatch', details: { expected: localnet.networks.solana.mint, actual: mint } });
+    await mintTestTokens({
+      rpcUrl,
+      mint,
+      mintAuthority,
+      owner: localnet.agent.publicKey,
+      amountAtomic: 1_000_000n,
+    });
+    const merchantAccount = await mintTestTokens({
+      rpcUrl,
+      mint,
+      mintAuthority,
+      owner: merchantOwner,
+      amountAtomic: 0n,
+    });
+    const signature = await payUsdc(localnet, 'solana', PRICE, {
+      mint,
+      destination: merchantAccount.tokenAccount,
+    });
+    const error = await verifierFor('solana')
+      .verify(signature, PRICE)
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({
+      reason: 'mint_mismatch',
+      details: { expected: localnet.networks.solana.mint, actual: mint },
+    });
     // With the owner configured, no lookup is needed and the verdict is the same.
-    const configured = new SolanaPaymentVerifier({ network: 'solana', rpcUrl, asset: localnet.networks.solana.mint, payTo: localnet.networks.solana.merchantTokenAccount, payToOwner: merchantOwner });
+    const configured = new SolanaPaymentVerifier({
+      network: 'solana',
+      rpcUrl,
+      asset: localnet.networks.solana.mint,
+      payTo: localnet.networks.solana.merchantTokenAccount,
+      payToOwner: merchantOwner,
+    });
     expect(await reasonOf(configured.verify(signature, PRICE))).toBe('mint_mismatch');
   });
 
   it('When the transfer goes to another token account, then wrong_recipient', async () => {
     const stranger = Keypair.generate();
     await localnet.fund(stranger.publicKey.toBase58(), { network: 'solana', usdcAtomic: 1n });
-    const strangerAccount = getAssociatedTokenAddressSync(new PublicKey(localnet.networks.solana.mint), stranger.publicKey);
+    const strangerAccount = getAssociatedTokenAddressSync(
+      new PublicKey(localnet.networks.solana.mint),
+      stranger.publicKey,
+    );
     const signature = await payUsdc(localnet, 'solana', PRICE, { destination: strangerAccount.toBase58() });
     expect(await reasonOf(verifierFor('solana').verify(signature, PRICE))).toBe('wrong_recipient');
   });
@@ -105,15 +158,23 @@ describe('SolanaPaymentVerifier against the local ledger', () => {
     const pending = await signedPayment(localnet, 'solana', PRICE);
     expect(await reasonOf(verifierFor('solana').verify(pending.signature, PRICE))).toBe('not_found');
     await pending.send();
-    await expect(verifierFor('solana').verify(pending.signature, PRICE)).resolves.toMatchObject({ signature: pending.signature });
+    await expect(verifierFor('solana').verify(pending.signature, PRICE)).resolves.toMatchObject({
+      signature: pending.signature,
+    });
   });
 
   it('When the block time is older than the freshness window, then stale', async () => {
     const signature = await payUsdc(localnet, 'solana', PRICE);
     const inAnHour = () => new Date(Date.now() + 3_600_000);
     expect(await reasonOf(verifierFor('solana', { now: inAnHour }).verify(signature, PRICE))).toBe('stale');
-    expect(await reasonOf(verifierFor('solana', { now: inAnHour, freshnessWindowSeconds: 60 }).verify(signature, PRICE))).toBe('stale');
-    await expect(verifierFor('solana', { now: inAnHour, freshnessWindowSeconds: 7200 }).verify(signature, PRICE)).resolves.toBeDefined();
+    expect(
+      await reasonOf(
+        verifierFor('solana', { now: inAnHour, freshnessWindowSeconds: 60 }).verify(signature, PRICE),
+      ),
+    ).toBe('stale');
+    await expect(
+      verifierFor('solana', { now: inAnHour, freshnessWindowSeconds: 7200 }).verify(signature, PRICE),
+    ).resolves.toBeDefined();
   });
 
   it('When a devnet payment is checked against the devnet requirements, then it verifies; a mainnet signature is not found on devnet', async () => {

@@ -171,7 +171,12 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
     onPaymentEvent(event) {
       payments.inc({
         type: event.type,
-        reason: event.reason === undefined ? '' : PAYMENT_REJECTION_REASONS.has(event.reason) ? event.reason : 'other',
+        reason:
+          event.reason === undefined
+            ? ''
+            : PAYMENT_REJECTION_REASONS.has(event.reason)
+              ? event.reason
+              : 'other',
         network: event.network,
         endpoint: event.endpoint,
       });

@@ -15,7 +15,10 @@ jest.setTimeout(90_000);
 
 let mi: ProxiedMarketIntel;
 beforeAll(async () => {
-  mi = await spawnProxiedMarketIntel('market_intel_operate_test', { SHUTDOWN_TIMEOUT_MS: '15000', SHUTDOWN_DRAIN_DELAY_MS: '300' });
+  mi = await spawnProxiedMarketIntel('market_intel_operate_test', {
+    SHUTDOWN_TIMEOUT_MS: '15000',
+    SHUTDOWN_DRAIN_DELAY_MS: '300',
+  });
   await waitUntil('ready', async () => (await readyStatus(mi.service.baseUrl)) === 200, 30_000);
 });
 afterAll(async () => mi?.close());
@@ -36,9 +39,15 @@ describe('/metrics', () => {
     const endpoint = 'GET /api/v1/scout/gaps';
     expect(metricValue(text, 'x402_payments_total', { type: 'challenged', endpoint })).toBe(1);
     expect(
-      metricValue(text, 'x402_payments_total', { type: 'rejected', reason: 'invalid_payment_header', endpoint }),
+      metricValue(text, 'x402_payments_total', {
+        type: 'rejected',
+        reason: 'invalid_payment_header',
+        endpoint,
+      }),
     ).toBe(1);
-    expect(metricValue(text, 'x402_payments_total', { type: 'rejected', reason: 'not_found', endpoint })).toBe(1);
+    expect(
+      metricValue(text, 'x402_payments_total', { type: 'rejected', reason: 'not_found', endpoint }),
+    ).toBe(1);
     expect(metricValue(text, 'x402_verification_rpc_seconds_count', { network: 'solana' })).toBe(1);
     // Every reason label is one of the bounded set.
     const reasons = new Set(
@@ -49,12 +58,26 @@ describe('/metrics', () => {
     );
     for (const reason of reasons) expect(['', 'invalid_payment_header', 'not_found']).toContain(reason);
 
-    expect(metricValue(text, 'http_request_duration_seconds_count', { route: '/api/v1/scout/gaps', status: '402' })).toBe(2);
-    expect(metricValue(text, 'http_request_duration_seconds_count', { route: '/api/v1/scout/gaps', status: '400' })).toBe(1);
+    expect(
+      metricValue(text, 'http_request_duration_seconds_count', {
+        route: '/api/v1/scout/gaps',
+        status: '402',
+      }),
+    ).toBe(2);
+    expect(
+      metricValue(text, 'http_request_duration_seconds_count', {
+        route: '/api/v1/scout/gaps',
+        status: '400',
+      }),
+    ).toBe(1);
     for (const status of ['pending', 'running', 'completed', 'failed'])
       expect(metricValue(text, 'compute_jobs', { status })).toBe(0);
     expect(metricValue(text, 'compute_outbox_pending')).toBe(0);
-    for (const queue of [COMPUTE_TOPOLOGY.queues.starts, COMPUTE_TOPOLOGY.queues.steps, COMPUTE_TOPOLOGY.queues.deadLetter])
+    for (const queue of [
+      COMPUTE_TOPOLOGY.queues.starts,
+      COMPUTE_TOPOLOGY.queues.steps,
+      COMPUTE_TOPOLOGY.queues.deadLetter,
+    ])
       expect(metricValue(text, 'rabbitmq_queue_messages', { queue })).toBe(0);
   });
 });
@@ -76,10 +99,14 @@ describe('/readyz on dependency loss', () => {
     await mi.pg.blackhole();
     try {
       const started = Date.now();
-      const status = await waitUntil('503 with a hanging PostgreSQL', async () => {
-        const s = await readyStatus(base);
-        return s === 503 ? s : undefined;
-      }, 15_000);
+      const status = await waitUntil(
+        '503 with a hanging PostgreSQL',
+        async () => {
+          const s = await readyStatus(base);
+          return s === 503 ? s : undefined;
+        },
+        15_000,
+      );
       expect(status).toBe(503);
       expect(Date.now() - started).toBeLessThan(5000);
     } finally {
@@ -95,8 +122,12 @@ describe('/readyz on dependency loss', () => {
     await mi.amqp.restore();
     await waitUntil('200 with RabbitMQ back', async () => (await readyStatus(base)) === 200, 20_000);
     // The consumers and the publish channel are back: queue depths are read again.
-    await waitUntil('queue depth after reconnect', async () =>
-      metricValue(await scrape(base), 'rabbitmq_queue_messages', { queue: COMPUTE_TOPOLOGY.queues.steps }) === 0,
+    await waitUntil(
+      'queue depth after reconnect',
+      async () =>
+        metricValue(await scrape(base), 'rabbitmq_queue_messages', {
+          queue: COMPUTE_TOPOLOGY.queues.steps,
+        }) === 0,
     );
   });
 });
@@ -106,8 +137,15 @@ describe('Graceful shutdown', () => {
     const base = mi.service.baseUrl;
     // Fast free requests, plus slow paid ones (about 1 s of RPC retries each) that are surely in flight at the signal.
     const fast = startLoad(base, 6, () => ({ method: 'GET', path: '/api/v1/sectors' }));
-    const slow = startLoad(base, 3, () => ({ method: 'GET', path: GAPS, headers: proof(unknownSignature()) }));
-    await waitUntil('load running', () => fast.results.filter((r) => r.status === 200).length >= 50 && slow.results.length >= 3);
+    const slow = startLoad(base, 3, () => ({
+      method: 'GET',
+      path: GAPS,
+      headers: proof(unknownSignature()),
+    }));
+    await waitUntil(
+      'load running',
+      () => fast.results.filter((r) => r.status === 200).length >= 50 && slow.results.length >= 3,
+    );
     const signalAt = Date.now();
     mi.service.kill('SIGTERM');
     const exit = await mi.service.exited;
@@ -122,7 +160,14 @@ describe('Graceful shutdown', () => {
     if (exit.code !== 0) console.error(mi.service.output().split('\n').slice(-40).join('\n'));
     expect(exit).toEqual({ code: 0, signal: null });
     expect(exitedAfterMs).toBeLessThan(15_000);
-    expect(verdict.failures.map((f) => ({ ...f, startedAt: f.startedAt - signalAt, endedAt: f.endedAt - signalAt, body: undefined }))).toEqual([]);
+    expect(
+      verdict.failures.map((f) => ({
+        ...f,
+        startedAt: f.startedAt - signalAt,
+        endedAt: f.endedAt - signalAt,
+        body: undefined,
+      })),
+    ).toEqual([]);
     const slowInFlight = (await slow.stop()).filter((r) => r.startedAt < signalAt && r.endedAt >= signalAt);
     expect(slowInFlight.length).toBeGreaterThan(0);
     for (const r of slowInFlight) expect(r.status).toBe(402);

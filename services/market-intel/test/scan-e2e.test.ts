@@ -59,7 +59,11 @@ function runScanCommand(args: string[]): Promise<{ code: number | null; output: 
     const child = spawn(
       process.execPath,
       ['--import', 'tsx', '--conditions=@repo/source', 'src/cli/scan.ts', ...args],
-      { cwd: path.join(__dirname, '..'), env: { PATH: process.env.PATH ?? '', ...h.env }, stdio: ['ignore', 'pipe', 'pipe'] },
+      {
+        cwd: path.join(__dirname, '..'),
+        env: { PATH: process.env.PATH ?? '', ...h.env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
     );
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -117,11 +121,30 @@ beforeAll(async () => {
           gaps: [
             {
               title: 'Peer gap',
-              trend_signal: { article: 'Peer article', source: 'Peer news', score: 1, insight: 'Peer insight' },
-              pain_signals: [{ theme: 'Peer pain', severity: 'high', signal_count: FIXTURE_PEER.pain_mentions, description: 'Peer' }],
+              trend_signal: {
+                article: 'Peer article',
+                source: 'Peer news',
+                score: 1,
+                insight: 'Peer insight',
+              },
+              pain_signals: [
+                {
+                  theme: 'Peer pain',
+                  severity: 'high',
+                  signal_count: FIXTURE_PEER.pain_mentions,
+                  description: 'Peer',
+                },
+              ],
             },
           ],
-          painClusters: [{ theme: 'Peer pain', description: 'Peer', mentions: FIXTURE_PEER.pain_mentions, intensity: 'high' }],
+          painClusters: [
+            {
+              theme: 'Peer pain',
+              description: 'Peer',
+              mentions: FIXTURE_PEER.pain_mentions,
+              intensity: 'high',
+            },
+          ],
           trends: [],
           keywords: FIXTURE_PEER.top_keywords.map((keyword, i) => ({ keyword, count: 10 - i })),
         },
@@ -136,11 +159,13 @@ beforeAll(async () => {
     },
   });
   runner = startRunner();
-  await waitFor('the runner to report healthy', async () => (await fetch(`${h.baseUrl}/api/v1/health`)).status === 200, 60_000).catch(
-    (err: unknown) => {
-      throw new Error(`${String(err)}\nrunner output:\n${runner.output()}`);
-    },
-  );
+  await waitFor(
+    'the runner to report healthy',
+    async () => (await fetch(`${h.baseUrl}/api/v1/health`)).status === 200,
+    60_000,
+  ).catch((err: unknown) => {
+    throw new Error(`${String(err)}\nrunner output:\n${runner.output()}`);
+  });
 }, 180_000);
 
 afterAll(async () => {
@@ -156,7 +181,13 @@ describe('Scout scans end to end', () => {
   let firstResult: ScoutResult;
 
   it('When an operator runs the scan command over the fixture feeds, then it follows the scan to the end and every Data API resource serves the report through paid requests', async () => {
-    const { code, output } = await runScanCommand([SECTOR, '--sources-file', sourcesFile, '--window-days', String(FIXTURE_SCAN.windowDays)]);
+    const { code, output } = await runScanCommand([
+      SECTOR,
+      '--sources-file',
+      sourcesFile,
+      '--window-days',
+      String(FIXTURE_SCAN.windowDays),
+    ]);
     expect({ code, output }).toMatchObject({ code: 0 });
     expect(output).toMatch(new RegExp(`Scan of ${SECTOR} started: (\\S+)`));
     expect(output).toMatch(/\[\s*\d+%\] running/);
@@ -201,7 +232,10 @@ describe('Scout scans end to end', () => {
     expect(new Date(gaps.generatedFrom ?? 0).getTime()).toBe(new Date(generatedAt).getTime());
     expect(gaps.gaps).toEqual(sector.gaps);
 
-    const clusters = await paid(`/api/v1/scout/pain-clusters?sector=${SECTOR}&limit=100`, PainClustersResponse);
+    const clusters = await paid(
+      `/api/v1/scout/pain-clusters?sector=${SECTOR}&limit=100`,
+      PainClustersResponse,
+    );
     expect(clusters.painClusters).toEqual(
       FIXTURE_SCAN.painClusters.map(([theme, mentions], i) =>
         expect.objectContaining({ theme, mentions, intensity: FIXTURE_SCAN.clusterIntensities[i] }),
@@ -210,7 +244,9 @@ describe('Scout scans end to end', () => {
     // A gap's pain signal counts the items behind its cluster.
     for (const gap of gaps.gaps) {
       for (const signal of gap.pain_signals) {
-        expect(signal.signal_count).toBe(clusters.painClusters.find((c) => c.theme === signal.theme)?.mentions);
+        expect(signal.signal_count).toBe(
+          clusters.painClusters.find((c) => c.theme === signal.theme)?.mentions,
+        );
       }
     }
 
@@ -255,7 +291,13 @@ describe('Scout scans end to end', () => {
     // The scheduler and the command share the repository: its observer fed /metrics (this process
     // applied the events; the command's own start was counted in the command's process).
     const metrics = await scrape(h.baseUrl);
-    expect(metricValue(metrics, 'scout_scans_finished_total', { sector: SECTOR, status: 'completed', reported: 'true' })).toBe(1);
+    expect(
+      metricValue(metrics, 'scout_scans_finished_total', {
+        sector: SECTOR,
+        status: 'completed',
+        reported: 'true',
+      }),
+    ).toBe(1);
     expect(metricValue(metrics, 'scout_items_stored_total', { sector: SECTOR })).toBe(FIXTURE_SCAN.kept);
     expect(metricValue(metrics, 'scout_source_fetches_total', { sector: SECTOR, status: 'failed' })).toBe(
       FIXTURE_SCAN.failedSources.length,
@@ -265,7 +307,9 @@ describe('Scout scans end to end', () => {
   it('When sources are dead, malformed or oversized, then the scan reports each with its reason and still completes', async () => {
     const failed = firstResult.sources.filter((s) => s.status === 'failed');
     expect(Object.fromEntries(failed.map((s) => [s.id, s.error]))).toEqual(
-      Object.fromEntries(Object.entries(FIXTURE_SCAN.errors).map(([id, text]) => [id, expect.stringContaining(text)])),
+      Object.fromEntries(
+        Object.entries(FIXTURE_SCAN.errors).map(([id, text]) => [id, expect.stringContaining(text)]),
+      ),
     );
     const states = await h.db.scoutSourceState.findMany({ where: { sector: SECTOR, lastStatus: 'failed' } });
     expect(states.map((st) => st.sourceId).sort()).toEqual(Object.keys(FIXTURE_SCAN.errors).sort());
@@ -282,7 +326,9 @@ describe('Scout scans end to end', () => {
     expect(await h.service.scans.itemCount(SECTOR)).toBe(before);
     expect(result.stats.newItems).toBe(0);
     const states = await h.db.scoutSourceState.findMany({ where: { sector: SECTOR } });
-    const withValidators = states.filter((s) => s.etag !== null || s.lastModified !== null).map((s) => s.sourceId);
+    const withValidators = states
+      .filter((s) => s.etag !== null || s.lastModified !== null)
+      .map((s) => s.sourceId);
     expect(withValidators.length).toBeGreaterThan(0);
     for (const id of withValidators) {
       expect(result.sources.find((s) => s.id === id)?.status).toBe('not_modified');
@@ -296,9 +342,9 @@ describe('Scout scans end to end', () => {
     expect(result.stats.analysed).toBe(FIXTURE_SCAN.inWindow);
     const metrics = await scrape(h.baseUrl);
     expect(metricValue(metrics, 'scout_scans_started_total', { sector: SECTOR })).toBe(1);
-    expect(metricValue(metrics, 'scout_source_fetches_total', { sector: SECTOR, status: 'not_modified' })).toBe(
-      withValidators.length,
-    );
+    expect(
+      metricValue(metrics, 'scout_source_fetches_total', { sector: SECTOR, status: 'not_modified' }),
+    ).toBe(withValidators.length);
   });
 
   it('When the runner is killed (SIGKILL) in the middle of a scan, then after a restart the scan completes and every step was applied exactly once', async () => {

@@ -115,12 +115,17 @@ describe('Scan scheduling', () => {
 
   it('When a scan made no progress for the stale time, then the scheduler fails it and starts the sector again', async () => {
     expect(await scheduler(0, 3_600_000).tick()).toHaveLength(2);
-    await h.db.$executeRawUnsafe("UPDATE agent_jobs SET updated_at = now() - interval '2 hours' WHERE kind = 'scout'");
+    await h.db.$executeRawUnsafe(
+      "UPDATE agent_jobs SET updated_at = now() - interval '2 hours' WHERE kind = 'scout'",
+    );
     const restarted = await scheduler(0, 3_600_000).tick();
     expect(restarted).toHaveLength(2);
     const jobs = await scanJobs();
     expect(jobs.map((j) => j.status).sort()).toEqual(['failed', 'failed', 'pending', 'pending']);
-    const failed = await h.db.agentJob.findMany({ where: { kind: 'scout', status: 'failed' }, select: { error: true } });
+    const failed = await h.db.agentJob.findMany({
+      where: { kind: 'scout', status: 'failed' },
+      select: { error: true },
+    });
     expect(failed.every((f) => f.error?.includes('no progress for 60 minutes'))).toBe(true);
   });
 

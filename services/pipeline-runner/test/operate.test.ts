@@ -1,7 +1,14 @@
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { startScriptedLlm, type ScriptedLlm } from '@repo/llm/testing';
-import { Broker, COMPUTE_TOPOLOGY, declareComputeTopology, JobEvent, stepRoutingKey, type StepCommand } from '@repo/queue';
+import {
+  Broker,
+  COMPUTE_TOPOLOGY,
+  declareComputeTopology,
+  JobEvent,
+  stepRoutingKey,
+  type StepCommand,
+} from '@repo/queue';
 import { resetVhost } from '@repo/queue/testing';
 import {
   metricValue,
@@ -60,7 +67,14 @@ function spawnRunner(env: Record<string, string> = {}): Promise<ServiceProcess> 
 /** Publishes step 0 of a new forge job; returns the job id. */
 async function startJob(): Promise<string> {
   const jobId = `job_${randomBytes(12).toString('hex')}`;
-  const command: StepCommand = { v: 1, jobId, kind: 'forge', stepIndex: 0, input: forgeJobInput(), state: null };
+  const command: StepCommand = {
+    v: 1,
+    jobId,
+    kind: 'forge',
+    stepIndex: 0,
+    input: forgeJobInput(),
+    state: null,
+  };
   await broker.publish(COMPUTE_TOPOLOGY.exchanges.steps, stepRoutingKey('forge', 0), command, {
     messageId: `${jobId}:0`,
     type: 'step',
@@ -82,7 +96,9 @@ async function drainEvents(): Promise<JobEvent[]> {
   return seen;
 }
 const completed = async (jobId: string) =>
-  (await drainEvents()).filter((e) => e.jobId === jobId && e.type === 'job.step-completed' && e.stepIndex === 0);
+  (await drainEvents()).filter(
+    (e) => e.jobId === jobId && e.type === 'job.step-completed' && e.stepIndex === 0,
+  );
 
 /** Ready and unacknowledged messages of a queue. */
 async function depth(queue: string): Promise<number> {
@@ -100,7 +116,12 @@ beforeAll(async () => {
       return script(request);
     },
   });
-  broker = await Broker.connect({ url: amqpUrl, connectionName: 'operate-test', logger: quiet, topology: declareComputeTopology });
+  broker = await Broker.connect({
+    url: amqpUrl,
+    connectionName: 'operate-test',
+    logger: quiet,
+    topology: declareComputeTopology,
+  });
   await broker.waitForConnection(30_000);
 });
 afterAll(async () => {
@@ -120,16 +141,26 @@ describe('a runner with RabbitMQ through a proxy', () => {
 
   it('When a step runs, then /metrics counts it by outcome and shows queue depths and steps in flight', async () => {
     const jobId = await startJob();
-    await waitUntil('step 0 completed', async () => (await completed(jobId)).length === 1 || undefined, 30_000);
+    await waitUntil(
+      'step 0 completed',
+      async () => (await completed(jobId)).length === 1 || undefined,
+      30_000,
+    );
     const text = await waitUntil('the step counted', async () => {
       const t = await scrape(runner.baseUrl);
-      return metricValue(t, 'runner_steps_total', { kind: 'forge', outcome: 'completed' }) === 1 ? t : undefined;
+      return metricValue(t, 'runner_steps_total', { kind: 'forge', outcome: 'completed' }) === 1
+        ? t
+        : undefined;
     });
     expect(metricValue(text, 'runner_step_duration_seconds_count', { kind: 'forge' })).toBe(1);
     expect(metricValue(text, 'runner_steps_in_flight')).toBe(0);
     expect(metricValue(text, 'rabbitmq_queue_messages', { queue: COMPUTE_TOPOLOGY.queues.starts })).toBe(0);
-    expect(metricValue(text, 'rabbitmq_queue_messages', { queue: COMPUTE_TOPOLOGY.queues.deadLetter })).toBe(0);
-    expect(metricValue(text, 'http_request_duration_seconds_count', { route: '/livez', status: '200' })).toBeGreaterThanOrEqual(1);
+    expect(metricValue(text, 'rabbitmq_queue_messages', { queue: COMPUTE_TOPOLOGY.queues.deadLetter })).toBe(
+      0,
+    );
+    expect(
+      metricValue(text, 'http_request_duration_seconds_count', { route: '/livez', status: '200' }),
+    ).toBeGreaterThanOrEqual(1);
   });
 
   it('When RabbitMQ becomes unreachable, then /readyz answers 503; when it returns, 200 and steps are consumed again', async () => {
@@ -138,8 +169,16 @@ describe('a runner with RabbitMQ through a proxy', () => {
     expect((await fetch(`${runner.baseUrl}/livez`)).status).toBe(200);
     const jobId = await startJob(); // waits in the queue meanwhile
     await amqp.proxy.restore();
-    await waitUntil('200 with RabbitMQ back', async () => (await readyStatus(runner.baseUrl)) === 200, 20_000);
-    await waitUntil('the queued step consumed after reconnecting', async () => (await completed(jobId)).length === 1 || undefined, 30_000);
+    await waitUntil(
+      '200 with RabbitMQ back',
+      async () => (await readyStatus(runner.baseUrl)) === 200,
+      20_000,
+    );
+    await waitUntil(
+      'the queued step consumed after reconnecting',
+      async () => (await completed(jobId)).length === 1 || undefined,
+      30_000,
+    );
   });
 
   it('When SIGTERM arrives while a step is running, then the step finishes during the drain, its outcome is published and acked, and the process exits 0', async () => {
@@ -159,7 +198,9 @@ describe('a runner with RabbitMQ through a proxy', () => {
     expect(exitedAfterMs).toBeLessThan(20_000);
     expect(await completed(jobId)).toHaveLength(1);
     expect(await depth(COMPUTE_TOPOLOGY.queues.starts)).toBe(0); // acked, not back in the queue
-    console.info(`runner shutdown with a step in flight: finished and published, exit after ${exitedAfterMs} ms`);
+    console.info(
+      `runner shutdown with a step in flight: finished and published, exit after ${exitedAfterMs} ms`,
+    );
   });
 });
 
@@ -182,10 +223,16 @@ describe('a runner whose drain budget is shorter than the step', () => {
     expect(await depth(COMPUTE_TOPOLOGY.queues.starts)).toBe(1); // redelivered, not lost
     releaseAnswers();
     const second = await spawnRunner({ SHUTDOWN_TIMEOUT_MS: '5000' });
-    await waitUntil('the second runner completed the step', async () => (await completed(jobId)).length === 1 || undefined, 30_000);
+    await waitUntil(
+      'the second runner completed the step',
+      async () => (await completed(jobId)).length === 1 || undefined,
+      30_000,
+    );
     expect(await depth(COMPUTE_TOPOLOGY.queues.starts)).toBe(0);
     second.kill('SIGTERM');
     expect(await second.exited).toEqual({ code: 0, signal: null });
-    console.info(`runner shutdown with a step longer than the drain: requeued, exit after ${exitedAfterMs} ms`);
+    console.info(
+      `runner shutdown with a step longer than the drain: requeued, exit after ${exitedAfterMs} ms`,
+    );
   });
 });

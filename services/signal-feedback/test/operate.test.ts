@@ -53,7 +53,10 @@ beforeAll(async () => {
     body: JSON.stringify({ email: `ops${Date.now()}@example.com`, password: 'correct horse battery' }),
   });
   expect(signup.status).toBe(201);
-  const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const cookie = signup.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
   const { csrf_token: csrf } = (await signup.json()) as { csrf_token: string };
   const product = await fetch(`${svc.baseUrl}/api/products`, {
     method: 'POST',
@@ -83,7 +86,11 @@ describe('/readyz on dependency loss', () => {
     expect((await fetch(`${svc.baseUrl}/livez`)).status).toBe(200);
     const refused = await postSignals({ type: 'checkout_completed' });
     expect([refused.status, refused.headers.get('retry-after')]).toEqual([503, '5']);
-    expect(await refused.json()).toMatchObject({ code: 'service_unavailable', error: expect.any(String), requestId: expect.any(String) });
+    expect(await refused.json()).toMatchObject({
+      code: 'service_unavailable',
+      error: expect.any(String),
+      requestId: expect.any(String),
+    });
     await pg.proxy.restore();
     await waitUntil('200 with PostgreSQL back', async () => (await readyStatus(svc.baseUrl)) === 200, 15_000);
     const res = await postSignals({ type: 'checkout_completed' });
@@ -95,7 +102,11 @@ describe('/readyz on dependency loss', () => {
     await pg.proxy.blackhole();
     try {
       const started = Date.now();
-      await waitUntil('503 with a hanging PostgreSQL', async () => (await readyStatus(svc.baseUrl)) === 503, 15_000);
+      await waitUntil(
+        '503 with a hanging PostgreSQL',
+        async () => (await readyStatus(svc.baseUrl)) === 503,
+        15_000,
+      );
       expect(Date.now() - started).toBeLessThan(5000);
     } finally {
       await pg.proxy.restore();

@@ -27,7 +27,14 @@ export interface SkillRouterDemoResult {
 }
 
 interface RouteAnswer {
-  matches: { skill_id: string; name: string; match_score: number; match_reasons: string[]; endpoint: string; pricing: { per_call_usd: number } }[];
+  matches: {
+    skill_id: string;
+    name: string;
+    match_score: number;
+    match_reasons: string[];
+    endpoint: string;
+    pricing: { per_call_usd: number };
+  }[];
   total_matches: number;
 }
 
@@ -43,7 +50,10 @@ export async function runSkillRouterDemo(options: SkillRouterDemoOptions): Promi
   const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
     const res = await fetch(base + path, {
       method,
-      headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(apiKey ? { 'x-api-key': apiKey } : {}) },
+      headers: {
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(apiKey ? { 'x-api-key': apiKey } : {}),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
@@ -59,35 +69,150 @@ export async function runSkillRouterDemo(options: SkillRouterDemoOptions): Promi
   const health = await call<{ status: string; version: string }>('GET', '/api/health');
   log(`GET /api/health -> ${health.status} (version ${health.version})`);
 
-  const key = await call<{ api_key: string; prefix: string; message: string }>('POST', '/api/auth/key', { name: 'demo-provider' });
+  const key = await call<{ api_key: string; prefix: string; message: string }>('POST', '/api/auth/key', {
+    name: 'demo-provider',
+  });
   apiKey = key.api_key;
   log(`POST /api/auth/key -> key ${key.prefix}… (${key.message})`);
 
   const endpoints = await startLocalSkills();
   try {
     const run = randomBytes(3).toString('hex');
-    const textIn = { type: 'object', properties: { text: { type: 'string', minLength: 1 }, target_language: { type: 'string', enum: ['es', 'fr', 'de'] } }, required: ['text', 'target_language'] };
-    const textOut = { type: 'object', properties: { translation: { type: 'string' } }, required: ['translation'] };
-    const summaryIn = { type: 'object', properties: { text: { type: 'string', minLength: 1 }, max_words: { type: 'integer', minimum: 5, maximum: 200 } }, required: ['text'] };
+    const textIn = {
+      type: 'object',
+      properties: {
+        text: { type: 'string', minLength: 1 },
+        target_language: { type: 'string', enum: ['es', 'fr', 'de'] },
+      },
+      required: ['text', 'target_language'],
+    };
+    const textOut = {
+      type: 'object',
+      properties: { translation: { type: 'string' } },
+      required: ['translation'],
+    };
+    const summaryIn = {
+      type: 'object',
+      properties: {
+        text: { type: 'string', minLength: 1 },
+        max_words: { type: 'integer', minimum: 5, maximum: 200 },
+      },
+      required: ['text'],
+    };
     const summaryOut = { type: 'object', properties: { summary: { type: 'string' } }, required: ['summary'] };
-    const quoteIn = { type: 'object', properties: { from: { type: 'string', enum: ['SOL', 'USDC'] }, to: { type: 'string', enum: ['SOL', 'USDC'] }, amount: { type: 'number', exclusiveMinimum: 0, maximum: 1000 } }, required: ['from', 'to', 'amount'] };
-    const quoteOut = { type: 'object', properties: { out_amount: { type: 'number' }, route: { type: 'string' } }, required: ['out_amount', 'route'] };
+    const quoteIn = {
+      type: 'object',
+      properties: {
+        from: { type: 'string', enum: ['SOL', 'USDC'] },
+        to: { type: 'string', enum: ['SOL', 'USDC'] },
+        amount: { type: 'number', exclusiveMinimum: 0, maximum: 1000 },
+      },
+      required: ['from', 'to', 'amount'],
+    };
+    const quoteOut = {
+      type: 'object',
+      properties: { out_amount: { type: 'number' }, route: { type: 'string' } },
+      required: ['out_amount', 'route'],
+    };
 
-    endpoints.set('translate', { kind: 'healthy', respond: (i) => ({ translation: `[${(i as { target_language: string }).target_language}] ${(i as { text: string }).text}` }) });
-    endpoints.set('translate-pro', { kind: 'healthy', delayMs: 60, respond: (i) => ({ translation: `(pro) ${(i as { text: string }).text}` }) });
-    endpoints.set('summarize', { kind: 'healthy', respond: (i) => ({ summary: String((i as { text: string }).text).split(' ').slice(0, 8).join(' ') }) });
-    endpoints.set('swap-quote', { kind: 'healthy', respond: (i) => ({ out_amount: Number((i as { amount: number }).amount) * 150, route: 'demo-amm' }) });
+    endpoints.set('translate', {
+      kind: 'healthy',
+      respond: (i) => ({
+        translation: `[${(i as { target_language: string }).target_language}] ${(i as { text: string }).text}`,
+      }),
+    });
+    endpoints.set('translate-pro', {
+      kind: 'healthy',
+      delayMs: 60,
+      respond: (i) => ({ translation: `(pro) ${(i as { text: string }).text}` }),
+    });
+    endpoints.set('summarize', {
+      kind: 'healthy',
+      respond: (i) => ({
+        summary: String((i as { text: string }).text)
+          .split(' ')
+          .slice(0, 8)
+          .join(' '),
+      }),
+    });
+    endpoints.set('swap-quote', {
+      kind: 'healthy',
+      respond: (i) => ({ out_amount: Number((i as { amount: number }).amount) * 150, route: 'demo-amm' }),
+    });
     endpoints.set('broken-ocr', { kind: 'healthy', respond: () => ({ text: 42 }) });
 
     const skills = [
-      { skill_id: `demo-translator-${run}`, name: 'Quick translator', provider: 'Demo Labs', description: 'Translates short texts between English, Spanish, French and German.', capabilities: ['translation', 'text'], chains: ['solana'], pricing: { model: 'per_call', price_usd: 0.002 }, endpoint: endpoints.url('translate'), input_schema: textIn, output_schema: textOut },
-      { skill_id: `demo-translator-pro-${run}`, name: 'Pro translator', provider: 'Lingua Agents', description: 'Human-quality translation of product texts and documentation.', capabilities: ['translation', 'localization'], chains: ['solana', 'base'], pricing: { model: 'per_call', price_usd: 0.009 }, endpoint: endpoints.url('translate-pro'), input_schema: textIn, output_schema: textOut },
-      { skill_id: `demo-summarizer-${run}`, name: 'Summarizer', provider: 'Demo Labs', description: 'Summarizes long articles and reports into a few sentences.', capabilities: ['summarization', 'text'], chains: [], pricing: { model: 'free', price_usd: 0 }, endpoint: endpoints.url('summarize'), input_schema: summaryIn, output_schema: summaryOut },
-      { skill_id: `demo-swap-quote-${run}`, name: 'Swap quoter', provider: 'DeFi Tools', description: 'Quotes token swaps between SOL and USDC on Solana.', capabilities: ['defi', 'swap', 'quote'], chains: ['solana'], pricing: { model: 'per_call', price_usd: 0.001 }, endpoint: endpoints.url('swap-quote'), input_schema: quoteIn, output_schema: quoteOut },
-      { skill_id: `demo-broken-ocr-${run}`, name: 'Receipt OCR', provider: 'Scan Co', description: 'Reads receipts and returns their text (answers the wrong shape).', capabilities: ['ocr', 'text'], chains: ['solana'], pricing: { model: 'per_call', price_usd: 0.003 }, endpoint: endpoints.url('broken-ocr'), input_schema: { type: 'object', properties: { image_url: { type: 'string', format: 'uri' } }, required: ['image_url'] }, output_schema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } },
+      {
+        skill_id: `demo-translator-${run}`,
+        name: 'Quick translator',
+        provider: 'Demo Labs',
+        description: 'Translates short texts between English, Spanish, French and German.',
+        capabilities: ['translation', 'text'],
+        chains: ['solana'],
+        pricing: { model: 'per_call', price_usd: 0.002 },
+        endpoint: endpoints.url('translate'),
+        input_schema: textIn,
+        output_schema: textOut,
+      },
+      {
+        skill_id: `demo-translator-pro-${run}`,
+        name: 'Pro translator',
+        provider: 'Lingua Agents',
+        description: 'Human-quality translation of product texts and documentation.',
+        capabilities: ['translation', 'localization'],
+        chains: ['solana', 'base'],
+        pricing: { model: 'per_call', price_usd: 0.009 },
+        endpoint: endpoints.url('translate-pro'),
+        input_schema: textIn,
+        output_schema: textOut,
+      },
+      {
+        skill_id: `demo-summarizer-${run}`,
+        name: 'Summarizer',
+        provider: 'Demo Labs',
+        description: 'Summarizes long articles and reports into a few sentences.',
+        capabilities: ['summarization', 'text'],
+        chains: [],
+        pricing: { model: 'free', price_usd: 0 },
+        endpoint: endpoints.url('summarize'),
+        input_schema: summaryIn,
+        output_schema: summaryOut,
+      },
+      {
+        skill_id: `demo-swap-quote-${run}`,
+        name: 'Swap quoter',
+        provider: 'DeFi Tools',
+        description: 'Quotes token swaps between SOL and USDC on Solana.',
+        capabilities: ['defi', 'swap', 'quote'],
+        chains: ['solana'],
+        pricing: { model: 'per_call', price_usd: 0.001 },
+        endpoint: endpoints.url('swap-quote'),
+        input_schema: quoteIn,
+        output_schema: quoteOut,
+      },
+      {
+        skill_id: `demo-broken-ocr-${run}`,
+        name: 'Receipt OCR',
+        provider: 'Scan Co',
+        description: 'Reads receipts and returns their text (answers the wrong shape).',
+        capabilities: ['ocr', 'text'],
+        chains: ['solana'],
+        pricing: { model: 'per_call', price_usd: 0.003 },
+        endpoint: endpoints.url('broken-ocr'),
+        input_schema: {
+          type: 'object',
+          properties: { image_url: { type: 'string', format: 'uri' } },
+          required: ['image_url'],
+        },
+        output_schema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+      },
     ];
     for (const s of skills) {
-      const r = await call<{ status: string; verification_steps: string[] }>('POST', '/api/discover/register', s);
+      const r = await call<{ status: string; verification_steps: string[] }>(
+        'POST',
+        '/api/discover/register',
+        s,
+      );
       log(`POST /api/discover/register ${s.skill_id} -> ${r.status} (${r.verification_steps.join(', ')})`);
     }
 
@@ -96,7 +221,10 @@ export async function runSkillRouterDemo(options: SkillRouterDemoOptions): Promi
     const statuses: Record<string, string> = {};
     for (const s of skills) {
       for (;;) {
-        const d = await call<{ status: string; verification: { steps: { step: string; status: string; detail: string }[]; reason: string | null } }>('GET', `/api/discover/skills/${s.skill_id}`);
+        const d = await call<{
+          status: string;
+          verification: { steps: { step: string; status: string; detail: string }[]; reason: string | null };
+        }>('GET', `/api/discover/skills/${s.skill_id}`);
         if (d.status !== 'pending_verification') {
           statuses[s.skill_id] = d.status;
           log(`  ${s.skill_id}: ${d.status}${d.verification.reason ? ` — ${d.verification.reason}` : ''}`);
@@ -109,42 +237,79 @@ export async function runSkillRouterDemo(options: SkillRouterDemoOptions): Promi
     }
 
     const tasks = [
-      { task: 'Translate this product description into Spanish', requirements: { chains: ['solana'], max_price_usd: 0.01, max_latency_ms: 500 } },
+      {
+        task: 'Translate this product description into Spanish',
+        requirements: { chains: ['solana'], max_price_usd: 0.01, max_latency_ms: 500 },
+      },
       { task: 'Summarize a long market report', requirements: {} },
       { task: 'Get a quote to swap 2 SOL to USDC', requirements: { chains: ['solana'] } },
     ];
     const inputs: Record<string, unknown> = {
       [`demo-translator-${run}`]: { text: 'A fast and friendly agent', target_language: 'es' },
       [`demo-translator-pro-${run}`]: { text: 'A fast and friendly agent', target_language: 'es' },
-      [`demo-summarizer-${run}`]: { text: 'Markets moved sideways today while stablecoin volume rose sharply across exchanges and chains.' },
+      [`demo-summarizer-${run}`]: {
+        text: 'Markets moved sideways today while stablecoin volume rose sharply across exchanges and chains.',
+      },
       [`demo-swap-quote-${run}`]: { from: 'SOL', to: 'USDC', amount: 2 },
     };
     const routes: SkillRouterDemoResult['routes'] = [];
     for (const t of tasks) {
-      const r = await call<RouteAnswer>('POST', '/api/discover/route', { ...t, context: { caller_agent: 'demo-agent', urgency: 'normal' } });
+      const r = await call<RouteAnswer>('POST', '/api/discover/route', {
+        ...t,
+        context: { caller_agent: 'demo-agent', urgency: 'normal' },
+      });
       const ours = r.matches.filter((m) => m.skill_id.endsWith(run));
       log('');
-      log(`POST /api/discover/route "${t.task}" ${JSON.stringify(t.requirements)} -> ${r.total_matches} match(es)`);
+      log(
+        `POST /api/discover/route "${t.task}" ${JSON.stringify(t.requirements)} -> ${r.total_matches} match(es)`,
+      );
       for (const m of ours) {
         log(`  ${m.match_score.toFixed(4)}  ${m.skill_id}  $${m.pricing.per_call_usd}/call`);
         for (const reason of m.match_reasons) log(`           ${reason}`);
       }
-      routes.push({ task: t.task, ranked: ours.map((m) => m.skill_id), topScore: ours[0]?.match_score ?? null });
+      routes.push({
+        task: t.task,
+        ranked: ours.map((m) => m.skill_id),
+        topScore: ours[0]?.match_score ?? null,
+      });
       const best = ours[0];
       if (!best) continue;
       const t0 = performance.now();
-      const res = await fetch(best.endpoint, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(inputs[best.skill_id] ?? {}) });
+      const res = await fetch(best.endpoint, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(inputs[best.skill_id] ?? {}),
+      });
       const output = await res.text();
       const latency = Math.round(performance.now() - t0);
       log(`  called ${best.skill_id} -> HTTP ${res.status} in ${latency} ms: ${output}`);
-      await call('POST', '/api/discover/report', { skill_id: best.skill_id, caller: 'demo-agent', call_result: res.ok ? 'success' : 'failure', latency_ms: latency, satisfaction: res.ok ? 5 : 1, notes: 'demo call' });
-      const after = await call<{ metrics: { success_rate_24h: number; avg_latency_ms: number; calls_30d: number; rating: number | null } }>('GET', `/api/discover/skills/${best.skill_id}`);
+      await call('POST', '/api/discover/report', {
+        skill_id: best.skill_id,
+        caller: 'demo-agent',
+        call_result: res.ok ? 'success' : 'failure',
+        latency_ms: latency,
+        satisfaction: res.ok ? 5 : 1,
+        notes: 'demo call',
+      });
+      const after = await call<{
+        metrics: {
+          success_rate_24h: number;
+          avg_latency_ms: number;
+          calls_30d: number;
+          rating: number | null;
+        };
+      }>('GET', `/api/discover/skills/${best.skill_id}`);
       log(`  POST /api/discover/report -> ok; metrics now ${JSON.stringify(after.metrics)}`);
     }
 
-    const list = await call<{ total: number; skills: { skill_id: string }[] }>('GET', '/api/discover/skills?category=translation&sort=popularity&limit=5');
+    const list = await call<{ total: number; skills: { skill_id: string }[] }>(
+      'GET',
+      '/api/discover/skills?category=translation&sort=popularity&limit=5',
+    );
     log('');
-    log(`GET /api/discover/skills?category=translation -> ${list.total} active skill(s): ${list.skills.map((s) => s.skill_id).join(', ')}`);
+    log(
+      `GET /api/discover/skills?category=translation -> ${list.total} active skill(s): ${list.skills.map((s) => s.skill_id).join(', ')}`,
+    );
     return { keyPrefix: key.prefix, skills: statuses, routes };
   } finally {
     await endpoints.close();
@@ -152,7 +317,10 @@ export async function runSkillRouterDemo(options: SkillRouterDemoOptions): Promi
 }
 
 if (require.main === module) {
-  runSkillRouterDemo({ baseUrl: process.env.SKILL_ROUTER_URL ?? 'http://127.0.0.1:3003', log: (l) => process.stdout.write(l + '\n') }).catch((err: unknown) => {
+  runSkillRouterDemo({
+    baseUrl: process.env.SKILL_ROUTER_URL ?? 'http://127.0.0.1:3003',
+    log: (l) => process.stdout.write(l + '\n'),
+  }).catch((err: unknown) => {
     console.error(err instanceof Error ? err.message : err);
     process.exit(1);
   });

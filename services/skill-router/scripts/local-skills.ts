@@ -56,7 +56,8 @@ export async function startLocalSkills(): Promise<LocalSkills> {
       };
       if (!b) return send(404, { error: 'no such skill' });
       if (b.kind === 'status') return send(b.status, { error: `configured ${b.status}` });
-      if ((b.kind === 'slow' || b.kind === 'healthy') && b.delayMs) await new Promise((r) => setTimeout(r, b.delayMs));
+      if ((b.kind === 'slow' || b.kind === 'healthy') && b.delayMs)
+        await new Promise((r) => setTimeout(r, b.delayMs));
       if (method === 'GET') return send(200, { ok: true });
       let input: unknown;
       try {

@@ -53,7 +53,10 @@ export function createApp(deps: AppDeps): Application {
     metrics: deps.metrics,
   });
   app.use(openApiRouter());
-  app.use('/api', publicRouter({ keys: deps.keys, keyCreationLimit: deps.keyCreationLimit, dbReady: deps.dbReady, now }));
+  app.use(
+    '/api',
+    publicRouter({ keys: deps.keys, keyCreationLimit: deps.keyCreationLimit, dbReady: deps.dbReady, now }),
+  );
   app.use(
     '/api/discover',
     discoverRouter({

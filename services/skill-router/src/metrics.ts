@@ -50,7 +50,8 @@ export function createSkillRouterMetrics(): SkillRouterMetrics {
     labelNames: ['outcome'] as const,
     registers: [base.registry],
   });
-  for (const outcome of ['matched', 'no_match', 'rejected', 'failed'] as const) routesServed.inc({ outcome }, 0);
+  for (const outcome of ['matched', 'no_match', 'rejected', 'failed'] as const)
+    routesServed.inc({ outcome }, 0);
   return {
     ...base,
     onRegistered: (outcome) => registrations.inc({ outcome }),

@@ -34,24 +34,44 @@ export interface Runtime {
  * Builds the whole service from its configuration exactly as production runs it; `main.ts` and the
  * test harness both use it. Workers are not started here (see {@link Runtime.startWorkers}).
  */
-export function createRuntime(config: SkillRouterConfig, logger: Logger, metrics?: SkillRouterMetrics): Runtime {
+export function createRuntime(
+  config: SkillRouterConfig,
+  logger: Logger,
+  metrics?: SkillRouterMetrics,
+): Runtime {
   const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
   const skills = new SkillRepository(db.prisma, db.pool);
   const keys = new ApiKeyRepository(db.prisma);
   const policy = { allowlist: parseAllowlist(config.SSRF_ALLOWLIST) };
-  const http = createSkillHttp({ policy, timeoutMs: config.VERIFY_TIMEOUT_MS, maxResponseBytes: config.MAX_RESPONSE_BYTES });
+  const http = createSkillHttp({
+    policy,
+    timeoutMs: config.VERIFY_TIMEOUT_MS,
+    maxResponseBytes: config.MAX_RESPONSE_BYTES,
+  });
   const healthHttp =
     config.HEALTH_CHECK_TIMEOUT_MS === config.VERIFY_TIMEOUT_MS
       ? http
-      : createSkillHttp({ policy, timeoutMs: config.HEALTH_CHECK_TIMEOUT_MS, maxResponseBytes: config.MAX_RESPONSE_BYTES });
+      : createSkillHttp({
+          policy,
+          timeoutMs: config.HEALTH_CHECK_TIMEOUT_MS,
+          maxResponseBytes: config.MAX_RESPONSE_BYTES,
+        });
   let shuttingDown = false;
-  const dbReady = () => db.prisma.$queryRawUnsafe('SELECT 1').then(() => true, () => false);
+  const dbReady = () =>
+    db.prisma.$queryRawUnsafe('SELECT 1').then(
+      () => true,
+      () => false,
+    );
 
   const app = createApp({
     logger,
     keys,
     skills,
-    keyCreationLimit: createRateLimit(db.pool, { keyPrefix: 'auth_key_ip', points: config.KEY_CREATION_LIMIT_PER_MINUTE, durationSeconds: 60 }),
+    keyCreationLimit: createRateLimit(db.pool, {
+      keyPrefix: 'auth_key_ip',
+      points: config.KEY_CREATION_LIMIT_PER_MINUTE,
+      durationSeconds: 60,
+    }),
     reportLimit: createRateLimit(db.pool, {
       keyPrefix: 'report_key_skill',
       points: config.REPORT_LIMIT_PER_KEY_SKILL,
@@ -64,7 +84,9 @@ export function createRuntime(config: SkillRouterConfig, logger: Logger, metrics
     routeDefaultMatches: config.ROUTE_DEFAULT_MATCHES,
     trustProxy: config.TRUST_PROXY,
     bodyLimit: config.BODY_LIMIT,
-    corsOrigins: config.CORS_ORIGINS?.split(',').map((o) => o.trim()).filter(Boolean),
+    corsOrigins: config.CORS_ORIGINS?.split(',')
+      .map((o) => o.trim())
+      .filter(Boolean),
     metrics,
   });
 
@@ -105,7 +127,8 @@ export function createRuntime(config: SkillRouterConfig, logger: Logger, metrics
     },
     async close() {
       shuttingDown = true;
-      if (runtime.workers) await Promise.all([runtime.workers.verification.stop(), runtime.workers.health.stop()]);
+      if (runtime.workers)
+        await Promise.all([runtime.workers.verification.stop(), runtime.workers.health.stop()]);
       await http.close();
       if (healthHttp !== http) await healthHttp.close();
       await db.close();

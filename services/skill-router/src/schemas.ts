@@ -23,7 +23,10 @@ export type CallResult = z.infer<typeof CallResult>;
 /** An id usable in a URL path: letters, digits, `.`, `_`, `:`, `-`; 1–128 characters. */
 export const SkillId = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, 'must be 1-128 characters: letters, digits, ".", "_", ":", "-", starting with a letter or digit');
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/,
+    'must be 1-128 characters: letters, digits, ".", "_", ":", "-", starting with a letter or digit',
+  );
 
 const tag = (what: string) =>
   z
@@ -61,9 +64,7 @@ export const RegisterSkillRequest = z.object({
     model: z.string().trim().min(1).max(50),
     price_usd: z.number().min(0).max(1_000_000),
   }),
-  endpoint: z
-    .url({ protocol: /^https?$/, error: 'must be an http or https URL' })
-    .max(2048),
+  endpoint: z.url({ protocol: /^https?$/, error: 'must be an http or https URL' }).max(2048),
   input_schema: JsonSchemaObject,
   output_schema: JsonSchemaObject,
 });
@@ -88,7 +89,9 @@ export const RouteRequest = z.object({
       max_latency_ms: z.number().int().min(1).optional(),
     })
     .optional(),
-  context: z.object({ caller_agent: z.string().max(200).optional(), urgency: z.string().max(50).optional() }).optional(),
+  context: z
+    .object({ caller_agent: z.string().max(200).optional(), urgency: z.string().max(50).optional() })
+    .optional(),
   /** Extension: how many matches to return (default ROUTE_DEFAULT_MATCHES, at most 100). */
   limit: z.number().int().min(1).max(100).optional(),
 });

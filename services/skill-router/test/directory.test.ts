@@ -18,7 +18,12 @@ describe('GET /api/health and the platform endpoints', () => {
   it('When health is asked, then 200 with status, service, version 0.1.0 and an ISO timestamp', async () => {
     const res = await h.call('GET', '/api/health');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 'ok', service: 'skill-router', version: '0.1.0', timestamp: expect.any(String) });
+    expect(res.body).toEqual({
+      status: 'ok',
+      service: 'skill-router',
+      version: '0.1.0',
+      timestamp: expect.any(String),
+    });
     expect(Number.isNaN(Date.parse(res.body.timestamp))).toBe(false);
   });
 
@@ -27,7 +32,15 @@ describe('GET /api/health and the platform endpoints', () => {
     expect(doc.status).toBe(200);
     expect(doc.body.openapi).toBe('3.1.0');
     expect(Object.keys(doc.body.paths)).toEqual(
-      expect.arrayContaining(['/api/health', '/api/auth/key', '/api/discover/route', '/api/discover/skills', '/api/discover/skills/{id}', '/api/discover/register', '/api/discover/report']),
+      expect.arrayContaining([
+        '/api/health',
+        '/api/auth/key',
+        '/api/discover/route',
+        '/api/discover/skills',
+        '/api/discover/skills/{id}',
+        '/api/discover/register',
+        '/api/discover/report',
+      ]),
     );
     expect((await fetch(`${h.baseUrl}/docs`)).headers.get('content-type')).toMatch(/text\/html/);
     expect((await h.call('GET', '/livez')).status).toBe(200);
@@ -52,13 +65,20 @@ describe('Protected endpoints without a valid key', () => {
     expect(res.status).toBe(401);
     expect(res.body).toMatchObject({ code: 'unauthorized', requestId: expect.any(String) });
   });
-  it.each(cases)('When %s %s has an unknown or malformed key, then 401 unauthorized', async (method, path, body) => {
-    for (const bad of ['sk_router_' + '1'.repeat(44), 'not-a-key', key.slice(0, -1) + (key.endsWith('z') ? 'y' : 'z')]) {
-      const res = await h.call(method as 'POST', path, body, { 'x-api-key': bad });
-      expect(res.status).toBe(401);
-      expect(res.body.code).toBe('unauthorized');
-    }
-  });
+  it.each(cases)(
+    'When %s %s has an unknown or malformed key, then 401 unauthorized',
+    async (method, path, body) => {
+      for (const bad of [
+        'sk_router_' + '1'.repeat(44),
+        'not-a-key',
+        key.slice(0, -1) + (key.endsWith('z') ? 'y' : 'z'),
+      ]) {
+        const res = await h.call(method as 'POST', path, body, { 'x-api-key': bad });
+        expect(res.status).toBe(401);
+        expect(res.body.code).toBe('unauthorized');
+      }
+    },
+  );
   it('When a protected call fails auth, then nothing is written', async () => {
     const skill = buildSkill();
     await h.call('POST', '/api/discover/register', skill, { 'x-api-key': 'sk_router_nope' });
@@ -82,7 +102,15 @@ describe('POST /api/discover/register', () => {
          FROM skills WHERE skill_id = $1`,
       skill.skill_id,
     );
-    expect(row).toMatchObject({ status: 'pending_verification', capabilities: ['translation', 'text'], chains: ['solana', 'base'], revision: 1, price_usd: 0.002, sv: true, rv: true });
+    expect(row).toMatchObject({
+      status: 'pending_verification',
+      capabilities: ['translation', 'text'],
+      chains: ['solana', 'base'],
+      revision: 1,
+      price_usd: 0.002,
+      sv: true,
+      rv: true,
+    });
     expect(row?.match_terms).toEqual(expect.arrayContaining(['translat', 'text', 'human', 'languag']));
   });
 
@@ -93,9 +121,9 @@ describe('POST /api/discover/register', () => {
     const res = await h.register(key, { ...skill, name: 'Renamed translator' });
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('pending_verification');
-    expect(await h.sql('SELECT name, status, revision FROM skills WHERE skill_id = $1', skill.skill_id)).toEqual([
-      { name: 'Renamed translator', status: 'pending_verification', revision: 2 },
-    ]);
+    expect(
+      await h.sql('SELECT name, status, revision FROM skills WHERE skill_id = $1', skill.skill_id),
+    ).toEqual([{ name: 'Renamed translator', status: 'pending_verification', revision: 2 }]);
   });
 
   it('When another key registers an existing skill_id, then 403 forbidden and the skill is unchanged', async () => {
@@ -104,7 +132,9 @@ describe('POST /api/discover/register', () => {
     const res = await h.register(otherKey, { ...skill, name: 'Hijacked' });
     expect(res.status).toBe(403);
     expect(res.body).toMatchObject({ code: 'forbidden' });
-    expect(await h.sql('SELECT name, revision FROM skills WHERE skill_id = $1', skill.skill_id)).toEqual([{ name: skill.name, revision: 1 }]);
+    expect(await h.sql('SELECT name, revision FROM skills WHERE skill_id = $1', skill.skill_id)).toEqual([
+      { name: skill.name, revision: 1 },
+    ]);
   });
 
   it.each([
@@ -114,7 +144,11 @@ describe('POST /api/discover/register', () => {
     ['a non-URL endpoint', 'body.endpoint', { endpoint: 'not a url' }],
     ['an ftp endpoint', 'body.endpoint', { endpoint: 'ftp://example.com/x' }],
     ['a skill_id with a slash', 'body.skill_id', { skill_id: 'a/b' }],
-    ['input_schema not an object', 'body.input_schema', { input_schema: 'string' as unknown as Record<string, unknown> }],
+    [
+      'input_schema not an object',
+      'body.input_schema',
+      { input_schema: 'string' as unknown as Record<string, unknown> },
+    ],
     ['chains not an array', 'body.chains', { chains: 'solana' as unknown as string[] }],
   ])('When the body has %s, then 400 invalid_request naming %s', async (_what, field, override) => {
     const skill = buildSkill(override);
@@ -129,7 +163,17 @@ describe('POST /api/discover/register', () => {
     const res = await h.register(key, { skill_id: 'only-id' } as never);
     expect(res.status).toBe(400);
     const paths = res.body.details.map((d: { path: string }) => d.path);
-    for (const f of ['name', 'provider', 'description', 'capabilities', 'chains', 'pricing', 'endpoint', 'input_schema', 'output_schema']) {
+    for (const f of [
+      'name',
+      'provider',
+      'description',
+      'capabilities',
+      'chains',
+      'pricing',
+      'endpoint',
+      'input_schema',
+      'output_schema',
+    ]) {
       expect(paths).toContain(`body.${f}`);
     }
   });
@@ -160,14 +204,17 @@ describe('POST /api/discover/register: SSRF', () => {
     ['metadata host name', 'http://metadata.google.internal/computeMetadata/v1'],
     ['IPv6 loopback', 'http://[::1]:8080/skill'],
     ['credentials in the URL', 'http://user:pw@example.com/skill'],
-  ])('When the endpoint is %s and no allowlist permits it, then 400 invalid_request on body.endpoint and nothing is stored', async (_what, endpoint) => {
-    const skill = buildSkill({ endpoint });
-    const res = await strict.register(strictKey, skill);
-    expect(res.status).toBe(400);
-    expect(res.body.code).toBe('invalid_request');
-    expect(res.body.details).toEqual([{ path: 'body.endpoint', message: expect.any(String) }]);
-    expect(await strict.sql('SELECT 1 FROM skills WHERE skill_id = $1', skill.skill_id)).toEqual([]);
-  });
+  ])(
+    'When the endpoint is %s and no allowlist permits it, then 400 invalid_request on body.endpoint and nothing is stored',
+    async (_what, endpoint) => {
+      const skill = buildSkill({ endpoint });
+      const res = await strict.register(strictKey, skill);
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe('invalid_request');
+      expect(res.body.details).toEqual([{ path: 'body.endpoint', message: expect.any(String) }]);
+      expect(await strict.sql('SELECT 1 FROM skills WHERE skill_id = $1', skill.skill_id)).toEqual([]);
+    },
+  );
 
   it('When the allowlist permits 127.0.0.1, then a loopback endpoint is accepted', async () => {
     const res = await h.register(key, buildSkill({ endpoint: 'http://127.0.0.1:8080/skill' }));
@@ -181,10 +228,30 @@ describe('GET /api/discover/skills', () => {
     const lister = await h.createKey('lister');
     await h.sql(`UPDATE skills SET status = 'verification_failed'`); // only this block's skills are active
     const specs = {
-      swap: buildSkill({ name: 'Token swapper', description: 'Swaps tokens on decentralized exchanges at the best rate.', capabilities: ['defi', 'swap'], chains: ['solana', 'ethereum'] }),
-      bridge: buildSkill({ name: 'Bridge helper', description: 'Moves assets between blockchains with low fees.', capabilities: ['defi', 'bridge'], chains: ['ethereum', 'base'] }),
-      summary: buildSkill({ name: 'Summarizer', description: 'Summarizes long documents into short briefs.', capabilities: ['text', 'nlp'], chains: [] }),
-      pending: buildSkill({ name: 'Pending swapper', description: 'Swaps tokens but is not verified yet.', capabilities: ['defi'], chains: ['solana'] }),
+      swap: buildSkill({
+        name: 'Token swapper',
+        description: 'Swaps tokens on decentralized exchanges at the best rate.',
+        capabilities: ['defi', 'swap'],
+        chains: ['solana', 'ethereum'],
+      }),
+      bridge: buildSkill({
+        name: 'Bridge helper',
+        description: 'Moves assets between blockchains with low fees.',
+        capabilities: ['defi', 'bridge'],
+        chains: ['ethereum', 'base'],
+      }),
+      summary: buildSkill({
+        name: 'Summarizer',
+        description: 'Summarizes long documents into short briefs.',
+        capabilities: ['text', 'nlp'],
+        chains: [],
+      }),
+      pending: buildSkill({
+        name: 'Pending swapper',
+        description: 'Swaps tokens but is not verified yet.',
+        capabilities: ['defi'],
+        chains: ['solana'],
+      }),
     };
     ids = {};
     for (const [k, s] of Object.entries(specs)) {
@@ -211,13 +278,25 @@ describe('GET /api/discover/skills', () => {
     const body = await list('');
     expect(body.skills.map((s) => s.skill_id)).toEqual([ids.summary, ids.bridge, ids.swap]);
     expect(body).toMatchObject({ total: 3, limit: 20, offset: 0 });
-    expect(body.skills[0]).toMatchObject({ status: 'active', pricing: { model: 'per_call', price_usd: 0.002 }, metrics: expect.objectContaining({ success_rate_24h: 1, calls_30d: 0 }) });
+    expect(body.skills[0]).toMatchObject({
+      status: 'active',
+      pricing: { model: 'per_call', price_usd: 0.002 },
+      metrics: expect.objectContaining({ success_rate_24h: 1, calls_30d: 0 }),
+    });
   });
 
   it('When sort=newest, then the most recently created first', async () => {
-    expect((await list('?sort=newest')).skills.map((s) => s.skill_id)).toEqual([ids.summary, ids.bridge, ids.swap]);
+    expect((await list('?sort=newest')).skills.map((s) => s.skill_id)).toEqual([
+      ids.summary,
+      ids.bridge,
+      ids.swap,
+    ]);
     await h.sql(`UPDATE skills SET created_at = now() WHERE skill_id = $1`, ids.swap);
-    expect((await list('?sort=newest')).skills.map((s) => s.skill_id)).toEqual([ids.swap, ids.summary, ids.bridge]);
+    expect((await list('?sort=newest')).skills.map((s) => s.skill_id)).toEqual([
+      ids.swap,
+      ids.summary,
+      ids.bridge,
+    ]);
   });
 
   it('When filtered by category or chain (any case), then only skills with that capability or chain', async () => {

@@ -23,15 +23,25 @@ afterAll(async () => {
   await skills.close();
 });
 
-const status = async (id: string) => (await h.sql<{ status: string }>('SELECT status FROM skills WHERE skill_id = $1', id))[0]?.status;
+const status = async (id: string) =>
+  (await h.sql<{ status: string }>('SELECT status FROM skills WHERE skill_id = $1', id))[0]?.status;
 
 describe('Periodic health checks', () => {
   it('When an active skill keeps failing its health checks, then it is suspended after 3 failures in a row, its success rate drops, and it is no longer routed; when it recovers it is active again', async () => {
     skills.set('flaky', { kind: 'healthy', respond: translate });
-    const skill = buildSkill({ endpoint: skills.url('flaky'), name: 'Flaky yak translator', description: 'Translates yak herding manuals.' });
+    const skill = buildSkill({
+      endpoint: skills.url('flaky'),
+      name: 'Flaky yak translator',
+      description: 'Translates yak herding manuals.',
+    });
     await h.register(key, skill);
     await waitFor('active', async () => (await status(skill.skill_id)) === 'active');
-    await waitFor('a periodic check', async () => (await h.sql(`SELECT 1 FROM health_checks WHERE skill_id = $1 AND kind = 'periodic'`, skill.skill_id)).length > 0);
+    await waitFor(
+      'a periodic check',
+      async () =>
+        (await h.sql(`SELECT 1 FROM health_checks WHERE skill_id = $1 AND kind = 'periodic'`, skill.skill_id))
+          .length > 0,
+    );
 
     skills.set('flaky', { kind: 'status', status: 503 });
     await waitFor('suspended', async () => (await status(skill.skill_id)) === 'suspended');
@@ -47,14 +57,27 @@ describe('Periodic health checks', () => {
     const detail = await h.call('GET', `/api/discover/skills/${skill.skill_id}`);
     expect(detail.body.status).toBe('suspended');
     expect(detail.body.metrics.success_rate_24h).toBeLessThan(1);
-    const [stored] = await h.sql<{ success_rate_24h: number }>('SELECT success_rate_24h FROM skill_stats WHERE skill_id = $1', skill.skill_id);
+    const [stored] = await h.sql<{ success_rate_24h: number }>(
+      'SELECT success_rate_24h FROM skill_stats WHERE skill_id = $1',
+      skill.skill_id,
+    );
     expect(stored?.success_rate_24h).toBeLessThan(1);
-    const routed = await h.call('POST', '/api/discover/route', { task: 'yak herding manuals' }, { 'x-api-key': key });
+    const routed = await h.call(
+      'POST',
+      '/api/discover/route',
+      { task: 'yak herding manuals' },
+      { 'x-api-key': key },
+    );
     expect(routed.body.total_matches).toBe(0);
 
     skills.set('flaky', { kind: 'healthy', respond: translate });
     await waitFor('active again', async () => (await status(skill.skill_id)) === 'active');
-    const again = await h.call('POST', '/api/discover/route', { task: 'yak herding manuals' }, { 'x-api-key': key });
+    const again = await h.call(
+      'POST',
+      '/api/discover/route',
+      { task: 'yak herding manuals' },
+      { 'x-api-key': key },
+    );
     expect(again.body.matches.map((m: { skill_id: string }) => m.skill_id)).toEqual([skill.skill_id]);
   });
 
@@ -63,7 +86,12 @@ describe('Periodic health checks', () => {
     const skill = buildSkill({ endpoint: skills.url('laggy') });
     await h.register(key, skill);
     await waitFor('active', async () => (await status(skill.skill_id)) === 'active', 15_000);
-    await waitFor('two periodic checks', async () => (await h.sql(`SELECT 1 FROM health_checks WHERE skill_id = $1 AND kind = 'periodic'`, skill.skill_id)).length >= 2);
+    await waitFor(
+      'two periodic checks',
+      async () =>
+        (await h.sql(`SELECT 1 FROM health_checks WHERE skill_id = $1 AND kind = 'periodic'`, skill.skill_id))
+          .length >= 2,
+    );
     const detail = await h.call('GET', `/api/discover/skills/${skill.skill_id}`);
     expect(detail.body.metrics.avg_latency_ms).toBeGreaterThanOrEqual(120);
     expect(detail.body.metrics.success_rate_24h).toBe(1);

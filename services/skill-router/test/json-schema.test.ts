@@ -33,7 +33,11 @@ describe('generateInput', () => {
   it('When the schema has required fields, enums and formats, then the generated input is valid', () => {
     const schema = {
       type: 'object',
-      properties: { when: { type: 'string', format: 'date-time' }, n: { type: 'integer', minimum: 3, maximum: 3 }, kind: { enum: ['a', 'b'] } },
+      properties: {
+        when: { type: 'string', format: 'date-time' },
+        n: { type: 'integer', minimum: 3, maximum: 3 },
+        kind: { enum: ['a', 'b'] },
+      },
       required: ['when', 'n', 'kind'],
       additionalProperties: false,
     };
@@ -57,7 +61,10 @@ describe('forFaker', () => {
   it('When a schema uses numeric exclusive bounds (draft 6+), then generated inputs respect them', () => {
     const schema = {
       type: 'object',
-      properties: { amount: { type: 'number', exclusiveMinimum: 0, maximum: 10 }, n: { type: 'integer', minimum: 5, exclusiveMinimum: 1, exclusiveMaximum: 7 } },
+      properties: {
+        amount: { type: 'number', exclusiveMinimum: 0, maximum: 10 },
+        n: { type: 'integer', minimum: 5, exclusiveMinimum: 1, exclusiveMaximum: 7 },
+      },
       required: ['amount', 'n'],
     };
     const check = checkJsonSchema(schema);

@@ -12,15 +12,29 @@ describe('POST /api/auth/key', () => {
   afterAll(() => h.close());
 
   it('When a key is created, then it is sk_router_ + base58 of 32 bytes, shown once, and only its SHA-256 hash is stored', async () => {
-    const res = await h.call('POST', '/api/auth/key', { name: 'agent-one' }, { 'x-forwarded-for': '203.0.113.1' });
+    const res = await h.call(
+      'POST',
+      '/api/auth/key',
+      { name: 'agent-one' },
+      { 'x-forwarded-for': '203.0.113.1' },
+    );
     expect(res.status).toBe(201);
     expect(res.headers.get('cache-control')).toBe('no-store');
-    expect(res.body).toEqual({ ok: true, api_key: expect.stringMatching(/^sk_router_[1-9A-HJ-NP-Za-km-z]{43,44}$/), prefix: expect.any(String), message: expect.any(String) });
+    expect(res.body).toEqual({
+      ok: true,
+      api_key: expect.stringMatching(/^sk_router_[1-9A-HJ-NP-Za-km-z]{43,44}$/),
+      prefix: expect.any(String),
+      message: expect.any(String),
+    });
     const { api_key: key, prefix } = res.body as { api_key: string; prefix: string };
     expect(key.startsWith(prefix)).toBe(true);
     expect(prefix.length).toBeLessThan(key.length - 30);
-    const rows = await h.sql<{ name: string; prefix: string; key_hash: string }>('SELECT name, prefix, key_hash FROM api_keys');
-    expect(rows).toEqual([{ name: 'agent-one', prefix, key_hash: createHash('sha256').update(key).digest('hex') }]);
+    const rows = await h.sql<{ name: string; prefix: string; key_hash: string }>(
+      'SELECT name, prefix, key_hash FROM api_keys',
+    );
+    expect(rows).toEqual([
+      { name: 'agent-one', prefix, key_hash: createHash('sha256').update(key).digest('hex') },
+    ]);
     const stored = JSON.stringify(await h.sql('SELECT * FROM api_keys'));
     expect(stored).not.toContain(key);
   });
@@ -36,7 +50,11 @@ describe('POST /api/auth/key', () => {
     for (const body of [{}, { name: '' }, { name: 'x'.repeat(101) }, { name: 42 }]) {
       const res = await h.call('POST', '/api/auth/key', body, { 'x-forwarded-for': '203.0.113.3' });
       expect(res.status).toBe(400);
-      expect(res.body).toMatchObject({ code: 'invalid_request', error: expect.any(String), requestId: expect.any(String) });
+      expect(res.body).toMatchObject({
+        code: 'invalid_request',
+        error: expect.any(String),
+        requestId: expect.any(String),
+      });
       expect(res.body.details).toEqual([expect.objectContaining({ path: 'body.name' })]);
     }
     const after = await h.sql<{ n: bigint }>('SELECT count(*) AS n FROM api_keys');
@@ -62,17 +80,32 @@ describe('POST /api/auth/key', () => {
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(60);
     expect(await h.sql('SELECT 1 FROM api_keys WHERE name = $1', 'k6')).toEqual([]);
-    const other = await h.call('POST', '/api/auth/key', { name: 'other' }, { 'x-forwarded-for': '198.51.100.8' });
+    const other = await h.call(
+      'POST',
+      '/api/auth/key',
+      { name: 'other' },
+      { 'x-forwarded-for': '198.51.100.8' },
+    );
     expect(other.status).toBe(201);
   });
 
   it('When the client IP is taken behind one proxy, then the proxy-appended address counts, not one the client forged', async () => {
     // With one trusted hop the client address is the last X-Forwarded-For entry (what the proxy saw).
     for (let i = 0; i < 5; i++) {
-      const ok = await h.call('POST', '/api/auth/key', { name: `f${i}` }, { 'x-forwarded-for': `10.9.9.${i}, 192.0.2.50` });
+      const ok = await h.call(
+        'POST',
+        '/api/auth/key',
+        { name: `f${i}` },
+        { 'x-forwarded-for': `10.9.9.${i}, 192.0.2.50` },
+      );
       expect(ok.status).toBe(201);
     }
-    const refused = await h.call('POST', '/api/auth/key', { name: 'f6' }, { 'x-forwarded-for': '10.9.9.99, 192.0.2.50' });
+    const refused = await h.call(
+      'POST',
+      '/api/auth/key',
+      { name: 'f6' },
+      { 'x-forwarded-for': '10.9.9.99, 192.0.2.50' },
+    );
     expect(refused.status).toBe(429);
   });
 });
@@ -86,10 +119,20 @@ describe('POST /api/auth/key without a trusted proxy', () => {
 
   it('When no proxy is trusted, then a forged X-Forwarded-For does not escape the limit', async () => {
     for (let i = 0; i < 5; i++) {
-      const ok = await h.call('POST', '/api/auth/key', { name: `n${i}` }, { 'x-forwarded-for': `203.0.113.${i}` });
+      const ok = await h.call(
+        'POST',
+        '/api/auth/key',
+        { name: `n${i}` },
+        { 'x-forwarded-for': `203.0.113.${i}` },
+      );
       expect(ok.status).toBe(201);
     }
-    const refused = await h.call('POST', '/api/auth/key', { name: 'n6' }, { 'x-forwarded-for': '203.0.113.200' });
+    const refused = await h.call(
+      'POST',
+      '/api/auth/key',
+      { name: 'n6' },
+      { 'x-forwarded-for': '203.0.113.200' },
+    );
     expect(refused.status).toBe(429);
     expect(refused.headers.get('retry-after')).toMatch(/^[0-9]+$/);
   });
@@ -100,7 +143,11 @@ describe('POST /api/auth/key across replicas', () => {
   let b: Harness;
   beforeAll(async () => {
     a = await startHarness('skill_router_keys_replicas_test', { ...DEFAULT_LIMIT, TRUST_PROXY: '1' });
-    b = await startHarness('skill_router_keys_replicas_test', { ...DEFAULT_LIMIT, TRUST_PROXY: '1' }, { resetDb: false });
+    b = await startHarness(
+      'skill_router_keys_replicas_test',
+      { ...DEFAULT_LIMIT, TRUST_PROXY: '1' },
+      { resetDb: false },
+    );
   });
   afterAll(async () => {
     await b.close();

@@ -15,12 +15,16 @@ describe('migrations', () => {
     const first = mkdtempSync(path.join(os.tmpdir(), 'sr-mig-'));
     try {
       cpSync(path.join(DIR, 'migration_lock.toml'), path.join(first, 'migration_lock.toml'));
-      cpSync(path.join(DIR, '20261122043000_init'), path.join(first, '20261122043000_init'), { recursive: true });
+      cpSync(path.join(DIR, '20261122043000_init'), path.join(first, '20261122043000_init'), {
+        recursive: true,
+      });
       await applyMigrations({ databaseUrl, migrationsDir: first, log: quiet });
       const pg = new Client({ connectionString: databaseUrl });
       await pg.connect();
       try {
-        await pg.query(`INSERT INTO api_keys (id, name, prefix, key_hash) VALUES ('00000000-0000-0000-0000-000000000001', 'k', 'sk_router_x', 'h')`);
+        await pg.query(
+          `INSERT INTO api_keys (id, name, prefix, key_hash) VALUES ('00000000-0000-0000-0000-000000000001', 'k', 'sk_router_x', 'h')`,
+        );
         await pg.query(
           `INSERT INTO skills (skill_id, name, provider, description, capabilities, chains, pricing_model, price_usd, endpoint,
              input_schema, output_schema, owner_key_id, status, success_rate_24h, avg_latency_ms, calls_30d, rating_sum, rating_count,
@@ -30,9 +34,24 @@ describe('migrations', () => {
         );
         const result = await applyMigrations({ databaseUrl, migrationsDir: DIR, log: quiet });
         expect(result.applied.length).toBe(3);
-        const { rows } = await pg.query('SELECT skill_id, success_rate_24h, avg_latency_ms, calls_30d, rating_sum, rating_count, popularity, consecutive_failures FROM skill_stats');
-        expect(rows).toEqual([{ skill_id: 'old', success_rate_24h: 0.75, avg_latency_ms: 123, calls_30d: 40, rating_sum: 20, rating_count: 5, popularity: 0.6, consecutive_failures: 2 }]);
-        const cols = await pg.query(`SELECT column_name FROM information_schema.columns WHERE table_name = 'skills' AND column_name = 'success_rate_24h'`);
+        const { rows } = await pg.query(
+          'SELECT skill_id, success_rate_24h, avg_latency_ms, calls_30d, rating_sum, rating_count, popularity, consecutive_failures FROM skill_stats',
+        );
+        expect(rows).toEqual([
+          {
+            skill_id: 'old',
+            success_rate_24h: 0.75,
+            avg_latency_ms: 123,
+            calls_30d: 40,
+            rating_sum: 20,
+            rating_count: 5,
+            popularity: 0.6,
+            consecutive_failures: 2,
+          },
+        ]);
+        const cols = await pg.query(
+          `SELECT column_name FROM information_schema.columns WHERE table_name = 'skills' AND column_name = 'success_rate_24h'`,
+        );
         expect(cols.rows).toEqual([]);
       } finally {
         await pg.end();

@@ -23,7 +23,11 @@ let pg: { proxy: TcpProxy; url: string };
 let svc: ServiceProcess;
 let key: string;
 
-async function post(pathname: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+async function post(
+  pathname: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   return fetch(svc.baseUrl + pathname, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
@@ -55,7 +59,11 @@ beforeAll(async () => {
   expect(created.status).toBe(201);
   key = ((await created.json()) as { api_key: string }).api_key;
   // One active translator, as verification would leave it.
-  const skill = buildSkill({ skill_id: 'ops-translator', chains: [], pricing: { model: 'per_call', price_usd: 0 } });
+  const skill = buildSkill({
+    skill_id: 'ops-translator',
+    chains: [],
+    pricing: { model: 'per_call', price_usd: 0 },
+  });
   expect((await post('/api/discover/register', skill, { 'x-api-key': key })).status).toBe(201);
   const client = new Client({ connectionString: databaseUrl });
   await client.connect();
@@ -70,8 +78,15 @@ afterAll(async () => {
 describe('/metrics', () => {
   it('When route requests match, match nothing or are refused, then skill_routes_served_total counts each outcome and the latency histogram has the route', async () => {
     const before = await scrape(svc.baseUrl);
-    expect((await post('/api/discover/route', { task: 'translate this text to french' }, { 'x-api-key': key })).status).toBe(200);
-    const none = await post('/api/discover/route', { task: 'translate text', requirements: { chains: ['ethereum'] } }, { 'x-api-key': key });
+    expect(
+      (await post('/api/discover/route', { task: 'translate this text to french' }, { 'x-api-key': key }))
+        .status,
+    ).toBe(200);
+    const none = await post(
+      '/api/discover/route',
+      { task: 'translate text', requirements: { chains: ['ethereum'] } },
+      { 'x-api-key': key },
+    );
     expect(((await none.json()) as { matches: unknown[] }).matches).toEqual([]);
     expect((await post('/api/discover/route', { task: 'translate' })).status).toBe(401);
     expect((await post('/api/discover/route', { nope: true }, { 'x-api-key': key })).status).toBe(400);
@@ -83,7 +98,9 @@ describe('/metrics', () => {
     expect(moved('skill_routes_served_total', { outcome: 'rejected' })).toBe(2);
     expect(metricValue(after, 'skill_routes_served_total', { outcome: 'failed' })).toBe(0);
     expect(moved('skill_route_matches_count', {})).toBe(2);
-    expect(moved('http_request_duration_seconds_count', { route: '/api/discover/route', status: '200' })).toBe(2);
+    expect(
+      moved('http_request_duration_seconds_count', { route: '/api/discover/route', status: '200' }),
+    ).toBe(2);
   });
 });
 
@@ -94,14 +111,20 @@ describe('/readyz on dependency loss', () => {
     expect((await fetch(`${svc.baseUrl}/livez`)).status).toBe(200);
     await pg.proxy.restore();
     await waitUntil('200 with PostgreSQL back', async () => (await readyStatus(svc.baseUrl)) === 200, 15_000);
-    expect((await post('/api/discover/route', { task: 'translate text' }, { 'x-api-key': key })).status).toBe(200);
+    expect((await post('/api/discover/route', { task: 'translate text' }, { 'x-api-key': key })).status).toBe(
+      200,
+    );
   });
 
   it('When PostgreSQL hangs (connections accepted, never answered), then /readyz answers 503 within its 2 s timeout', async () => {
     await pg.proxy.blackhole();
     try {
       const started = Date.now();
-      await waitUntil('503 with a hanging PostgreSQL', async () => (await readyStatus(svc.baseUrl)) === 503, 15_000);
+      await waitUntil(
+        '503 with a hanging PostgreSQL',
+        async () => (await readyStatus(svc.baseUrl)) === 503,
+        15_000,
+      );
       expect(Date.now() - started).toBeLessThan(5000);
     } finally {
       await pg.proxy.restore();

@@ -21,8 +21,14 @@ interface Metrics {
 }
 
 /** Registers a skill through the API, then sets its status and metrics as verification and checks would. */
-async function seed(skill: Partial<RegisterSkillRequest> & { skill_id: string }, m: Metrics = {}): Promise<void> {
-  const res = await h.register(key, buildSkill({ name: skill.skill_id, chains: [], pricing: { model: 'per_call', price_usd: 0 }, ...skill }));
+async function seed(
+  skill: Partial<RegisterSkillRequest> & { skill_id: string },
+  m: Metrics = {},
+): Promise<void> {
+  const res = await h.register(
+    key,
+    buildSkill({ name: skill.skill_id, chains: [], pricing: { model: 'per_call', price_usd: 0 }, ...skill }),
+  );
   expect(res.status).toBe(201);
   await h.sql(`UPDATE skills SET status = $2 WHERE skill_id = $1`, skill.skill_id, m.status ?? 'active');
   await h.sql(
@@ -54,14 +60,23 @@ async function route(body: unknown): Promise<{ matches: Match[]; total_matches: 
 }
 
 const ids = (r: { matches: Match[] }) => r.matches.map((m) => m.skill_id);
-const reason = (m: Match | undefined, factor: string) => m?.match_reasons.find((r) => r.startsWith(`${factor} `));
+const reason = (m: Match | undefined, factor: string) =>
+  m?.match_reasons.find((r) => r.startsWith(`${factor} `));
 
 describe('POST /api/discover/route: each factor moves the order', () => {
   // Every pair is identical except for one factor; "-a" wins the skill_id tie-break, so "-b" ranks
   // first only because of that factor.
   it('When skill b covers more of the task terms (capability_match), then b ranks first', async () => {
-    await seed({ skill_id: 'cap-a', description: 'Reads quokka invoices and little else.', capabilities: ['quokka'] });
-    await seed({ skill_id: 'cap-b', description: 'Reads quokka invoices and exports spreadsheet rows.', capabilities: ['quokka', 'spreadsheet'] });
+    await seed({
+      skill_id: 'cap-a',
+      description: 'Reads quokka invoices and little else.',
+      capabilities: ['quokka'],
+    });
+    await seed({
+      skill_id: 'cap-b',
+      description: 'Reads quokka invoices and exports spreadsheet rows.',
+      capabilities: ['quokka', 'spreadsheet'],
+    });
     const r = await route({ task: 'export quokka invoices to a spreadsheet' });
     expect(ids(r)).toEqual(['cap-b', 'cap-a']);
     // task lexemes: export, quokka, invoic, spreadsheet -> b matches 4/4, a matches 2/4
@@ -72,9 +87,24 @@ describe('POST /api/discover/route: each factor moves the order', () => {
   });
 
   it('When skill b supports more of the requested chains (chain_match), then b ranks first and a skill on none of them is filtered out', async () => {
-    await seed({ skill_id: 'chain-a', description: 'Narwhal token swaps on one chain.', capabilities: ['narwhal'], chains: ['solana'] });
-    await seed({ skill_id: 'chain-b', description: 'Narwhal token swaps on two chains.', capabilities: ['narwhal'], chains: ['solana', 'base'] });
-    await seed({ skill_id: 'chain-c', description: 'Narwhal token swaps elsewhere.', capabilities: ['narwhal'], chains: ['ethereum'] });
+    await seed({
+      skill_id: 'chain-a',
+      description: 'Narwhal token swaps on one chain.',
+      capabilities: ['narwhal'],
+      chains: ['solana'],
+    });
+    await seed({
+      skill_id: 'chain-b',
+      description: 'Narwhal token swaps on two chains.',
+      capabilities: ['narwhal'],
+      chains: ['solana', 'base'],
+    });
+    await seed({
+      skill_id: 'chain-c',
+      description: 'Narwhal token swaps elsewhere.',
+      capabilities: ['narwhal'],
+      chains: ['ethereum'],
+    });
     const r = await route({ task: 'narwhal', requirements: { chains: ['Solana', 'base'] } });
     expect(ids(r)).toEqual(['chain-b', 'chain-a']);
     expect(r.total_matches).toBe(2);
@@ -86,21 +116,45 @@ describe('POST /api/discover/route: each factor moves the order', () => {
   });
 
   it('When skill b is cheaper within the budget (price_fit), then b ranks first; free scores 1', async () => {
-    await seed({ skill_id: 'price-a', description: 'Axolotl image labelling service.', capabilities: ['axolotl'], pricing: { model: 'per_call', price_usd: 0.009 } });
-    await seed({ skill_id: 'price-b', description: 'Axolotl image labelling service.', capabilities: ['axolotl'], pricing: { model: 'per_call', price_usd: 0.001 } });
+    await seed({
+      skill_id: 'price-a',
+      description: 'Axolotl image labelling service.',
+      capabilities: ['axolotl'],
+      pricing: { model: 'per_call', price_usd: 0.009 },
+    });
+    await seed({
+      skill_id: 'price-b',
+      description: 'Axolotl image labelling service.',
+      capabilities: ['axolotl'],
+      pricing: { model: 'per_call', price_usd: 0.001 },
+    });
     const r = await route({ task: 'axolotl', requirements: { max_price_usd: 0.01 } });
     expect(ids(r)).toEqual(['price-b', 'price-a']);
-    expect(r.matches[0]!.match_score - r.matches[1]!.match_score).toBeCloseTo(0.15 * ((1 - 0.001 / 0.02) - (1 - 0.009 / 0.02)), 6);
+    expect(r.matches[0]!.match_score - r.matches[1]!.match_score).toBeCloseTo(
+      0.15 * (1 - 0.001 / 0.02 - (1 - 0.009 / 0.02)),
+      6,
+    );
     expect(r.matches[0]!.pricing).toEqual({ per_call_usd: 0.001 });
-    await seed({ skill_id: 'price-c', description: 'Axolotl image labelling service.', capabilities: ['axolotl'], pricing: { model: 'free', price_usd: 0 } });
+    await seed({
+      skill_id: 'price-c',
+      description: 'Axolotl image labelling service.',
+      capabilities: ['axolotl'],
+      pricing: { model: 'free', price_usd: 0 },
+    });
     const withFree = await route({ task: 'axolotl', requirements: { max_price_usd: 0.01 } });
     expect(ids(withFree)[0]).toBe('price-c');
     expect(reason(withFree.matches[0], 'price_fit')).toBe('price_fit 1.00: free');
   });
 
   it('When skill b has the higher success rate (reliability), then b ranks first', async () => {
-    await seed({ skill_id: 'rel-a', description: 'Pangolin weather forecasts.', capabilities: ['pangolin'] }, { success_rate_24h: 0.5 });
-    await seed({ skill_id: 'rel-b', description: 'Pangolin weather forecasts.', capabilities: ['pangolin'] }, { success_rate_24h: 0.99 });
+    await seed(
+      { skill_id: 'rel-a', description: 'Pangolin weather forecasts.', capabilities: ['pangolin'] },
+      { success_rate_24h: 0.5 },
+    );
+    await seed(
+      { skill_id: 'rel-b', description: 'Pangolin weather forecasts.', capabilities: ['pangolin'] },
+      { success_rate_24h: 0.99 },
+    );
     const r = await route({ task: 'pangolin' });
     expect(ids(r)).toEqual(['rel-b', 'rel-a']);
     expect(r.matches[0]!.match_score - r.matches[1]!.match_score).toBeCloseTo(0.15 * (0.99 - 0.5), 6);
@@ -108,18 +162,33 @@ describe('POST /api/discover/route: each factor moves the order', () => {
   });
 
   it('When skill b is faster within the latency limit (latency_fit), then b ranks first; above the limit scores 0', async () => {
-    await seed({ skill_id: 'lat-a', description: 'Okapi address geocoding.', capabilities: ['okapi'] }, { avg_latency_ms: 400 });
-    await seed({ skill_id: 'lat-b', description: 'Okapi address geocoding.', capabilities: ['okapi'] }, { avg_latency_ms: 50 });
-    await seed({ skill_id: 'lat-c', description: 'Okapi address geocoding.', capabilities: ['okapi'] }, { avg_latency_ms: 900 });
+    await seed(
+      { skill_id: 'lat-a', description: 'Okapi address geocoding.', capabilities: ['okapi'] },
+      { avg_latency_ms: 400 },
+    );
+    await seed(
+      { skill_id: 'lat-b', description: 'Okapi address geocoding.', capabilities: ['okapi'] },
+      { avg_latency_ms: 50 },
+    );
+    await seed(
+      { skill_id: 'lat-c', description: 'Okapi address geocoding.', capabilities: ['okapi'] },
+      { avg_latency_ms: 900 },
+    );
     const r = await route({ task: 'okapi', requirements: { max_latency_ms: 500 } });
     expect(ids(r)).toEqual(['lat-b', 'lat-a', 'lat-c']);
-    expect(r.matches[0]!.match_score - r.matches[1]!.match_score).toBeCloseTo(0.1 * ((1 - 50 / 1000) - (1 - 400 / 1000)), 6);
+    expect(r.matches[0]!.match_score - r.matches[1]!.match_score).toBeCloseTo(
+      0.1 * (1 - 50 / 1000 - (1 - 400 / 1000)),
+      6,
+    );
     expect(reason(r.matches[2], 'latency_fit')).toBeUndefined();
   });
 
   it('When skill b has more calls and better ratings (popularity), then b ranks first', async () => {
     await seed({ skill_id: 'pop-a', description: 'Tapir sentiment analysis.', capabilities: ['tapir'] });
-    await seed({ skill_id: 'pop-b', description: 'Tapir sentiment analysis.', capabilities: ['tapir'] }, { calls_30d: 1000, rating_sum: 450, rating_count: 100 });
+    await seed(
+      { skill_id: 'pop-b', description: 'Tapir sentiment analysis.', capabilities: ['tapir'] },
+      { calls_30d: 1000, rating_sum: 450, rating_count: 100 },
+    );
     const r = await route({ task: 'tapir' });
     expect(ids(r)).toEqual(['pop-b', 'pop-a']);
     expect(reason(r.matches[0], 'popularity')).toMatch(/1000 calls in 30 days, rated 4\.5\/5 by 100/);
@@ -137,21 +206,46 @@ describe('POST /api/discover/route: each factor moves the order', () => {
 describe('POST /api/discover/route: the score and the answer', () => {
   it('When a task is routed, then match_score is the spec’s weighted sum and the answer has every field', async () => {
     await seed(
-      { skill_id: 'full-1', name: 'Ibex translator', description: 'Translates ibex manuals into Spanish.', capabilities: ['ibex', 'translation'], chains: ['solana'], pricing: { model: 'per_call', price_usd: 0.004 }, endpoint: 'http://127.0.0.1:9/ibex' },
+      {
+        skill_id: 'full-1',
+        name: 'Ibex translator',
+        description: 'Translates ibex manuals into Spanish.',
+        capabilities: ['ibex', 'translation'],
+        chains: ['solana'],
+        pricing: { model: 'per_call', price_usd: 0.004 },
+        endpoint: 'http://127.0.0.1:9/ibex',
+      },
       { success_rate_24h: 0.9, avg_latency_ms: 250, calls_30d: 9, rating_sum: 12, rating_count: 3 },
     );
-    const r = await route({ task: 'translate ibex manuals to French', requirements: { chains: ['solana'], max_price_usd: 0.01, max_latency_ms: 1000 }, context: { caller_agent: 'tester', urgency: 'low' } });
+    const r = await route({
+      task: 'translate ibex manuals to French',
+      requirements: { chains: ['solana'], max_price_usd: 0.01, max_latency_ms: 1000 },
+      context: { caller_agent: 'tester', urgency: 'low' },
+    });
     expect(r.total_matches).toBe(1);
     expect(Number.isNaN(Date.parse(r.routed_at))).toBe(false);
     // task lexemes: translat, ibex, manual, french -> 3 of 4 in capabilities+description
     const popularity = 0.5 * (Math.log10(10) / Math.log10(10_001)) + 0.5 * (((12 + 15) / (3 + 5) - 1) / 4);
-    const expected = 0.35 * (3 / 4) + 0.2 * 1 + 0.15 * (1 - 0.004 / 0.02) + 0.15 * 0.9 + 0.1 * (1 - 250 / 2000) + 0.05 * popularity;
+    const expected =
+      0.35 * (3 / 4) +
+      0.2 * 1 +
+      0.15 * (1 - 0.004 / 0.02) +
+      0.15 * 0.9 +
+      0.1 * (1 - 250 / 2000) +
+      0.05 * popularity;
     expect(r.matches).toEqual([
       {
         skill_id: 'full-1',
         name: 'Ibex translator',
         match_score: Math.round(expected * 1e6) / 1e6,
-        match_reasons: [expect.stringMatching(/^capability_match 0\.75/), expect.stringMatching(/^chain_match 1\.00/), expect.stringMatching(/^price_fit 0\.80/), expect.stringMatching(/^reliability 0\.90/), expect.stringMatching(/^latency_fit 0\.88/), expect.stringMatching(/^popularity /)],
+        match_reasons: [
+          expect.stringMatching(/^capability_match 0\.75/),
+          expect.stringMatching(/^chain_match 1\.00/),
+          expect.stringMatching(/^price_fit 0\.80/),
+          expect.stringMatching(/^reliability 0\.90/),
+          expect.stringMatching(/^latency_fit 0\.88/),
+          expect.stringMatching(/^popularity /),
+        ],
         pricing: { per_call_usd: 0.004 },
         metrics: { success_rate_24h: 0.9, avg_latency_ms: 250, calls_30d: 9 },
         endpoint: 'http://127.0.0.1:9/ibex',
@@ -161,16 +255,26 @@ describe('POST /api/discover/route: the score and the answer', () => {
 
   it('When a skill is not active (pending, failed or suspended), then it is never routed', async () => {
     await seed({ skill_id: 'state-active', description: 'Gecko dataset cleaning.', capabilities: ['gecko'] });
-    await seed({ skill_id: 'state-pending', description: 'Gecko dataset cleaning.', capabilities: ['gecko'] }, { status: 'pending_verification' });
-    await seed({ skill_id: 'state-failed', description: 'Gecko dataset cleaning.', capabilities: ['gecko'] }, { status: 'verification_failed' });
-    await seed({ skill_id: 'state-suspended', description: 'Gecko dataset cleaning.', capabilities: ['gecko'] }, { status: 'suspended' });
+    await seed(
+      { skill_id: 'state-pending', description: 'Gecko dataset cleaning.', capabilities: ['gecko'] },
+      { status: 'pending_verification' },
+    );
+    await seed(
+      { skill_id: 'state-failed', description: 'Gecko dataset cleaning.', capabilities: ['gecko'] },
+      { status: 'verification_failed' },
+    );
+    await seed(
+      { skill_id: 'state-suspended', description: 'Gecko dataset cleaning.', capabilities: ['gecko'] },
+      { status: 'suspended' },
+    );
     const r = await route({ task: 'gecko' });
     expect(ids(r)).toEqual(['state-active']);
     expect(r.total_matches).toBe(1);
   });
 
   it('When more skills match than the limit, then limit matches and the full total', async () => {
-    for (let i = 0; i < 4; i++) await seed({ skill_id: `many-${i}`, description: 'Lemur chart rendering.', capabilities: ['lemur'] });
+    for (let i = 0; i < 4; i++)
+      await seed({ skill_id: `many-${i}`, description: 'Lemur chart rendering.', capabilities: ['lemur'] });
     const r = await route({ task: 'lemur', limit: 2 });
     expect(ids(r)).toEqual(['many-0', 'many-1']);
     expect(r.total_matches).toBe(4);
@@ -190,8 +294,16 @@ describe('POST /api/discover/route: the score and the answer', () => {
     ['no task', 'body.task', {}],
     ['an empty task', 'body.task', { task: '  ' }],
     ['chains not an array', 'body.requirements.chains', { task: 'x', requirements: { chains: 'solana' } }],
-    ['a negative budget', 'body.requirements.max_price_usd', { task: 'x', requirements: { max_price_usd: -1 } }],
-    ['a fractional latency', 'body.requirements.max_latency_ms', { task: 'x', requirements: { max_latency_ms: 1.5 } }],
+    [
+      'a negative budget',
+      'body.requirements.max_price_usd',
+      { task: 'x', requirements: { max_price_usd: -1 } },
+    ],
+    [
+      'a fractional latency',
+      'body.requirements.max_latency_ms',
+      { task: 'x', requirements: { max_latency_ms: 1.5 } },
+    ],
     ['a limit over 100', 'body.limit', { task: 'x', limit: 101 }],
   ])('When the body has %s, then 400 invalid_request naming %s', async (_what, field, body) => {
     const res = await h.call('POST', '/api/discover/route', body, { 'x-api-key': key });
@@ -212,14 +324,31 @@ describe('POST /api/discover/route: the candidate cut', () => {
 
   it('When more skills match than ROUTE_CANDIDATE_LIMIT, then the best by text rank are scored and total_matches counts all', async () => {
     for (let i = 0; i < 12; i++) {
-      const s = buildSkill({ skill_id: `cut-${String(i).padStart(2, '0')}`, name: `Tool ${i}`, description: 'Renders charts for dashboards quickly.', capabilities: ['charts'], chains: [] });
+      const s = buildSkill({
+        skill_id: `cut-${String(i).padStart(2, '0')}`,
+        name: `Tool ${i}`,
+        description: 'Renders charts for dashboards quickly.',
+        capabilities: ['charts'],
+        chains: [],
+      });
       expect((await small.register(smallKey, s)).status).toBe(201);
     }
     // The strongest text match: the task's terms in its name, capabilities and description.
-    const best = buildSkill({ skill_id: 'cut-zz', name: 'Iguana dashboards', description: 'Iguana dashboards and iguana reports for iguana data.', capabilities: ['iguana', 'dashboards'], chains: [] });
+    const best = buildSkill({
+      skill_id: 'cut-zz',
+      name: 'Iguana dashboards',
+      description: 'Iguana dashboards and iguana reports for iguana data.',
+      capabilities: ['iguana', 'dashboards'],
+      chains: [],
+    });
     await small.register(smallKey, best);
     await small.sql(`UPDATE skills SET status = 'active'`);
-    const res = await small.call('POST', '/api/discover/route', { task: 'iguana dashboards', limit: 100 }, { 'x-api-key': smallKey });
+    const res = await small.call(
+      'POST',
+      '/api/discover/route',
+      { task: 'iguana dashboards', limit: 100 },
+      { 'x-api-key': smallKey },
+    );
     expect(res.status).toBe(200);
     expect(res.body.total_matches).toBe(13);
     expect(res.body.matches).toHaveLength(10);

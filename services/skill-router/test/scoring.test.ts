@@ -27,7 +27,14 @@ const skill = (overrides: Partial<ScoringSkill> = {}): ScoringSkill => ({
 
 describe('weights', () => {
   it('When the weights are summed, then they are the spec’s six and total 1', () => {
-    expect(WEIGHTS).toEqual({ capability_match: 0.35, chain_match: 0.2, price_fit: 0.15, reliability: 0.15, latency_fit: 0.1, popularity: 0.05 });
+    expect(WEIGHTS).toEqual({
+      capability_match: 0.35,
+      chain_match: 0.2,
+      price_fit: 0.15,
+      reliability: 0.15,
+      latency_fit: 0.1,
+      popularity: 0.05,
+    });
     expect(FACTORS.reduce((s, f) => s + WEIGHTS[f], 0)).toBeCloseTo(1, 12);
   });
 });
@@ -115,13 +122,39 @@ describe('popularity', () => {
 
 describe('scoreSkill and rankSkills', () => {
   it('When scored, then the score is exactly the weighted sum of the six factors, with a reason for each factor above 0', () => {
-    const s = skill({ priceUsd: 0.005, successRate24h: 0.8, avgLatencyMs: 200, calls30d: 99, ratingSum: 8, ratingCount: 2 });
-    const r = scoreSkill(s, { taskTerms: ['translat', 'spanish'], chains: ['solana'], maxPriceUsd: 0.01, maxLatencyMs: 400 })!;
+    const s = skill({
+      priceUsd: 0.005,
+      successRate24h: 0.8,
+      avgLatencyMs: 200,
+      calls30d: 99,
+      ratingSum: 8,
+      ratingCount: 2,
+    });
+    const r = scoreSkill(s, {
+      taskTerms: ['translat', 'spanish'],
+      chains: ['solana'],
+      maxPriceUsd: 0.01,
+      maxLatencyMs: 400,
+    })!;
     const expected =
       0.35 * 0.5 + 0.2 * 1 + 0.15 * 0.75 + 0.15 * 0.8 + 0.1 * 0.75 + 0.05 * popularity(99, 8, 2).value;
     expect(r.score).toBeCloseTo(expected, 6);
-    expect(r.factors).toEqual({ capability_match: 0.5, chain_match: 1, price_fit: 0.75, reliability: 0.8, latency_fit: 0.75, popularity: popularity(99, 8, 2).value });
-    expect(r.reasons.map((x) => x.split(' ')[0])).toEqual(['capability_match', 'chain_match', 'price_fit', 'reliability', 'latency_fit', 'popularity']);
+    expect(r.factors).toEqual({
+      capability_match: 0.5,
+      chain_match: 1,
+      price_fit: 0.75,
+      reliability: 0.8,
+      latency_fit: 0.75,
+      popularity: popularity(99, 8, 2).value,
+    });
+    expect(r.reasons.map((x) => x.split(' ')[0])).toEqual([
+      'capability_match',
+      'chain_match',
+      'price_fit',
+      'reliability',
+      'latency_fit',
+      'popularity',
+    ]);
   });
   it('When a factor is 0, then it has no reason', () => {
     const r = scoreSkill(skill({ priceUsd: 1 }), { taskTerms: ['swap'], maxPriceUsd: 0.1 })!;
@@ -129,10 +162,14 @@ describe('scoreSkill and rankSkills', () => {
     expect(r.reasons.some((x) => x.startsWith('price_fit'))).toBe(false);
   });
   it('When the chain filter excludes a skill, then it is not ranked', () => {
-    expect(rankSkills([skill({ chains: ['base'] })], { taskTerms: ['text'], chains: ['solana'] })).toEqual([]);
+    expect(rankSkills([skill({ chains: ['base'] })], { taskTerms: ['text'], chains: ['solana'] })).toEqual(
+      [],
+    );
   });
   it('When scores tie, then skill_id ascending breaks the tie', () => {
-    const ranked = rankSkills([skill({ skillId: 'c' }), skill({ skillId: 'a' }), skill({ skillId: 'b' })], { taskTerms: ['text'] });
+    const ranked = rankSkills([skill({ skillId: 'c' }), skill({ skillId: 'a' }), skill({ skillId: 'b' })], {
+      taskTerms: ['text'],
+    });
     expect(ranked.map((r) => r.skill.skillId)).toEqual(['a', 'b', 'c']);
   });
 });
@@ -140,7 +177,11 @@ describe('scoreSkill and rankSkills', () => {
 describe('rankSkills with a limit', () => {
   it('When a limit is given, then only the best that many are returned, each with its reasons', () => {
     const ranked = rankSkills(
-      [skill({ skillId: 'x', successRate24h: 0.2 }), skill({ skillId: 'y', successRate24h: 0.9 }), skill({ skillId: 'z', successRate24h: 0.5 })],
+      [
+        skill({ skillId: 'x', successRate24h: 0.2 }),
+        skill({ skillId: 'y', successRate24h: 0.9 }),
+        skill({ skillId: 'z', successRate24h: 0.5 }),
+      ],
       { taskTerms: ['text'] },
       2,
     );

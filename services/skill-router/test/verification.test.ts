@@ -7,7 +7,12 @@ let h: Harness;
 let key: string;
 let skills: LocalSkills;
 
-const WORKERS = { WORKERS_ENABLED: 'true', VERIFY_TIMEOUT_MS: '1500', HEALTH_CHECK_TIMEOUT_MS: '1500', HEALTH_CHECK_INTERVAL_MS: '60000' };
+const WORKERS = {
+  WORKERS_ENABLED: 'true',
+  VERIFY_TIMEOUT_MS: '1500',
+  HEALTH_CHECK_TIMEOUT_MS: '1500',
+  HEALTH_CHECK_INTERVAL_MS: '60000',
+};
 
 beforeAll(async () => {
   skills = await startLocalSkills();
@@ -21,7 +26,11 @@ afterAll(async () => {
 
 interface Detail {
   status: string;
-  verification: { steps: { step: string; status: string; detail: string; duration_ms: number }[]; reason: string | null; verified_at: string | null };
+  verification: {
+    steps: { step: string; status: string; detail: string; duration_ms: number }[];
+    reason: string | null;
+    verified_at: string | null;
+  };
   metrics: { success_rate_24h: number; avg_latency_ms: number };
   health: { checks_24h: number };
 }
@@ -33,7 +42,11 @@ async function detail(id: string, on: Harness = h): Promise<Detail> {
 }
 
 /** Registers a skill and waits until the worker has moved it out of pending_verification. */
-async function registerAndSettle(skill: RegisterSkillRequest, on: Harness = h, apiKey = key): Promise<Detail> {
+async function registerAndSettle(
+  skill: RegisterSkillRequest,
+  on: Harness = h,
+  apiKey = key,
+): Promise<Detail> {
   const res = await on.register(apiKey, skill);
   expect([200, 201]).toContain(res.status);
   return waitFor(`verification of ${skill.skill_id}`, async () => {
@@ -50,7 +63,11 @@ describe('Verification worker: every step passing', () => {
     const skill = buildSkill({ endpoint: skills.url('good') });
     const d = await registerAndSettle(skill);
     expect(d.status).toBe('active');
-    expect(stepStatuses(d)).toEqual(['endpoint_health_check:passed', 'schema_validation:passed', 'test_call:passed']);
+    expect(stepStatuses(d)).toEqual([
+      'endpoint_health_check:passed',
+      'schema_validation:passed',
+      'test_call:passed',
+    ]);
     expect(d.verification.reason).toBeNull();
     expect(d.verification.verified_at).not.toBeNull();
     expect(skills.hits('good')).toEqual({ GET: 1, POST: 1 });
@@ -75,7 +92,12 @@ describe('Verification worker: every step passing', () => {
     expect(row?.next_health_check_at).not.toBeNull();
     expect(row?.avg_latency_ms).not.toBeNull();
     // and it is routed now
-    const routed = await h.call('POST', '/api/discover/route', { task: 'translate text' }, { 'x-api-key': key });
+    const routed = await h.call(
+      'POST',
+      '/api/discover/route',
+      { task: 'translate text' },
+      { 'x-api-key': key },
+    );
     expect(routed.body.matches.map((m: { skill_id: string }) => m.skill_id)).toContain(skill.skill_id);
   });
 
@@ -84,11 +106,25 @@ describe('Verification worker: every step passing', () => {
     const d = await registerAndSettle(
       buildSkill({
         endpoint: skills.url('modern'),
-        input_schema: { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { q: { type: 'string', format: 'email' } }, required: ['q'] },
-        output_schema: { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { ok: { const: true }, items: { type: 'array', prefixItems: [{ type: 'integer' }] } }, required: ['ok'] },
+        input_schema: {
+          $schema: 'https://json-schema.org/draft/2020-12/schema',
+          type: 'object',
+          properties: { q: { type: 'string', format: 'email' } },
+          required: ['q'],
+        },
+        output_schema: {
+          $schema: 'https://json-schema.org/draft/2020-12/schema',
+          type: 'object',
+          properties: { ok: { const: true }, items: { type: 'array', prefixItems: [{ type: 'integer' }] } },
+          required: ['ok'],
+        },
       }),
     );
-    expect(stepStatuses(d)).toEqual(['endpoint_health_check:passed', 'schema_validation:passed', 'test_call:passed']);
+    expect(stepStatuses(d)).toEqual([
+      'endpoint_health_check:passed',
+      'schema_validation:passed',
+      'test_call:passed',
+    ]);
     expect((skills.lastInput('modern') as { q: string }).q).toMatch(/@/);
   });
 });
@@ -98,7 +134,11 @@ describe('Verification worker: each step failing', () => {
     skills.set('err500', { kind: 'status', status: 500 });
     const d = await registerAndSettle(buildSkill({ endpoint: skills.url('err500') }));
     expect(d.status).toBe('verification_failed');
-    expect(stepStatuses(d)).toEqual(['endpoint_health_check:failed', 'schema_validation:passed', 'test_call:skipped']);
+    expect(stepStatuses(d)).toEqual([
+      'endpoint_health_check:failed',
+      'schema_validation:passed',
+      'test_call:skipped',
+    ]);
     expect(d.verification.reason).toMatch(/^endpoint_health_check: HTTP 500/);
     expect(skills.hits('err500').POST).toBe(0);
   });
@@ -120,19 +160,35 @@ describe('Verification worker: each step failing', () => {
 
   it('When input_schema is not valid JSON Schema (schema_validation), then verification_failed naming it, and test_call is skipped', async () => {
     skills.set('badschema', { kind: 'healthy', respond: translate });
-    const d = await registerAndSettle(buildSkill({ endpoint: skills.url('badschema'), input_schema: { type: 'strin' } }));
+    const d = await registerAndSettle(
+      buildSkill({ endpoint: skills.url('badschema'), input_schema: { type: 'strin' } }),
+    );
     expect(d.status).toBe('verification_failed');
-    expect(stepStatuses(d)).toEqual(['endpoint_health_check:passed', 'schema_validation:failed', 'test_call:skipped']);
+    expect(stepStatuses(d)).toEqual([
+      'endpoint_health_check:passed',
+      'schema_validation:failed',
+      'test_call:skipped',
+    ]);
     expect(d.verification.reason).toMatch(/^schema_validation: input_schema not a valid JSON Schema/);
     expect(skills.hits('badschema').POST).toBe(0);
   });
 
   it('When output_schema has an unresolvable $ref or an unknown $schema (schema_validation), then verification_failed naming output_schema', async () => {
     skills.set('badref', { kind: 'healthy', respond: translate });
-    const d = await registerAndSettle(buildSkill({ endpoint: skills.url('badref'), output_schema: { $ref: 'http://169.254.169.254/schema.json' } }));
+    const d = await registerAndSettle(
+      buildSkill({
+        endpoint: skills.url('badref'),
+        output_schema: { $ref: 'http://169.254.169.254/schema.json' },
+      }),
+    );
     expect(d.verification.reason).toMatch(/^schema_validation: output_schema cannot be compiled/);
     skills.set('baddraft', { kind: 'healthy', respond: translate });
-    const d2 = await registerAndSettle(buildSkill({ endpoint: skills.url('baddraft'), output_schema: { $schema: 'http://example.com/my-draft', type: 'object' } }));
+    const d2 = await registerAndSettle(
+      buildSkill({
+        endpoint: skills.url('baddraft'),
+        output_schema: { $schema: 'http://example.com/my-draft', type: 'object' },
+      }),
+    );
     expect(d2.verification.reason).toMatch(/^schema_validation: output_schema unsupported \$schema/);
   });
 
@@ -140,8 +196,14 @@ describe('Verification worker: each step failing', () => {
     skills.set('wrong', { kind: 'healthy', respond: () => ({ translation: 42 }) });
     const d = await registerAndSettle(buildSkill({ endpoint: skills.url('wrong') }));
     expect(d.status).toBe('verification_failed');
-    expect(stepStatuses(d)).toEqual(['endpoint_health_check:passed', 'schema_validation:passed', 'test_call:failed']);
-    expect(d.verification.reason).toMatch(/^test_call: the response does not match output_schema: .*(translation|language)/);
+    expect(stepStatuses(d)).toEqual([
+      'endpoint_health_check:passed',
+      'schema_validation:passed',
+      'test_call:failed',
+    ]);
+    expect(d.verification.reason).toMatch(
+      /^test_call: the response does not match output_schema: .*(translation|language)/,
+    );
   });
 
   it('When the answer is not JSON (test_call), then verification_failed', async () => {
@@ -151,10 +213,18 @@ describe('Verification worker: each step failing', () => {
   });
 
   it('When POST fails with 500 while GET is fine (test_call), then verification_failed with the status', async () => {
-    skills.set('postfail', { kind: 'healthy', respond: () => { throw new Error('boom'); } });
+    skills.set('postfail', {
+      kind: 'healthy',
+      respond: () => {
+        throw new Error('boom');
+      },
+    });
     const d = await registerAndSettle(buildSkill({ endpoint: skills.url('postfail') }));
     expect(d.verification.reason).toMatch(/^test_call: HTTP 500 from POST/);
-    const probes = await h.sql<{ ok: boolean }>(`SELECT ok FROM health_checks h JOIN skills s USING (skill_id) WHERE s.endpoint = $1 ORDER BY h.id`, skills.url('postfail'));
+    const probes = await h.sql<{ ok: boolean }>(
+      `SELECT ok FROM health_checks h JOIN skills s USING (skill_id) WHERE s.endpoint = $1 ORDER BY h.id`,
+      skills.url('postfail'),
+    );
     expect(probes).toEqual([{ ok: true }, { ok: false }]);
   });
 });
@@ -168,7 +238,9 @@ describe('Verification: updates and revisions', () => {
     const d = await registerAndSettle({ ...skill, endpoint: skills.url('v2') });
     expect(d.status).toBe('verification_failed');
     expect(skills.hits('v2').POST).toBe(1);
-    expect(await h.sql('SELECT revision FROM skills WHERE skill_id = $1', skill.skill_id)).toEqual([{ revision: 2 }]);
+    expect(await h.sql('SELECT revision FROM skills WHERE skill_id = $1', skill.skill_id)).toEqual([
+      { revision: 2 },
+    ]);
   });
 
   it('When a skill is updated while its verification runs, then the stale result is discarded and the new revision is verified', async () => {
@@ -178,22 +250,36 @@ describe('Verification: updates and revisions', () => {
       skills.set('race', { kind: 'healthy', respond: translate });
       const skill = buildSkill({ endpoint: skills.url('race') });
       await h.register(key, skill);
-      const [job] = (await repo.claimPendingVerification(100, 60_000)).filter((j) => j.skillId === skill.skill_id);
+      const [job] = (await repo.claimPendingVerification(100, 60_000)).filter(
+        (j) => j.skillId === skill.skill_id,
+      );
       expect(job).toBeDefined();
       // claimed: a second claim (another replica) does not get it
-      expect((await repo.claimPendingVerification(100, 60_000)).map((j) => j.skillId)).not.toContain(skill.skill_id);
+      expect((await repo.claimPendingVerification(100, 60_000)).map((j) => j.skillId)).not.toContain(
+        skill.skill_id,
+      );
       await h.register(key, { ...skill, description: 'An updated description of the translator.' });
-      const applied = await repo.completeVerification(job!, { passed: true, steps: [], reason: null, probes: [] }, 60_000);
+      const applied = await repo.completeVerification(
+        job!,
+        { passed: true, steps: [], reason: null, probes: [] },
+        60_000,
+      );
       expect(applied).toBe(false);
-      expect(await h.sql('SELECT status, revision, verification_lease_until FROM skills WHERE skill_id = $1', skill.skill_id)).toEqual([
-        { status: 'pending_verification', revision: 2, verification_lease_until: null },
-      ]);
+      expect(
+        await h.sql(
+          'SELECT status, revision, verification_lease_until FROM skills WHERE skill_id = $1',
+          skill.skill_id,
+        ),
+      ).toEqual([{ status: 'pending_verification', revision: 2, verification_lease_until: null }]);
     } finally {
       h.runtime.workers = undefined;
       h.runtime.startWorkers();
     }
     await waitFor('revision 2 verified', async () => {
-      const rows = await h.sql<{ status: string }>(`SELECT status FROM skills WHERE endpoint = $1 AND revision = 2`, skills.url('race'));
+      const rows = await h.sql<{ status: string }>(
+        `SELECT status FROM skills WHERE endpoint = $1 AND revision = 2`,
+        skills.url('race'),
+      );
       return rows[0]?.status === 'active';
     });
   });
@@ -203,7 +289,11 @@ describe('Verification: SSRF at check time', () => {
   let strict: Harness;
   beforeAll(async () => {
     // Same database, but a replica whose policy has no allowlist.
-    strict = await startHarness('skill_router_verification_test', { ...WORKERS, SSRF_ALLOWLIST: '' }, { resetDb: false });
+    strict = await startHarness(
+      'skill_router_verification_test',
+      { ...WORKERS, SSRF_ALLOWLIST: '' },
+      { resetDb: false },
+    );
   });
   afterAll(() => strict.close());
 
@@ -219,7 +309,9 @@ describe('Verification: SSRF at check time', () => {
         return x.status !== 'pending_verification' ? x : undefined;
       });
       expect(d.status).toBe('verification_failed');
-      expect(d.verification.reason).toMatch(/^endpoint_health_check: endpoint refused: .*127\.0\.0\.1.*loopback/);
+      expect(d.verification.reason).toMatch(
+        /^endpoint_health_check: endpoint refused: .*127\.0\.0\.1.*loopback/,
+      );
       expect(skills.hits('ssrf')).toEqual({ GET: 0, POST: 0 });
     } finally {
       await strict.runtime.workers?.verification.stop();
@@ -233,7 +325,11 @@ describe('Verification: SSRF at check time', () => {
 describe('Verification across replicas', () => {
   let replica: Harness;
   beforeAll(async () => {
-    replica = await startHarness('skill_router_verification_test', { ...WORKERS, VERIFY_BATCH_SIZE: '3' }, { resetDb: false });
+    replica = await startHarness(
+      'skill_router_verification_test',
+      { ...WORKERS, VERIFY_BATCH_SIZE: '3' },
+      { resetDb: false },
+    );
   });
   afterAll(() => replica.close());
 
@@ -252,7 +348,10 @@ describe('Verification across replicas', () => {
     });
     expect(settled.filter((r) => r.status !== 'active')).toEqual([]);
     for (let i = 0; i < 20; i++) expect(skills.hits(`rep${i}`)).toEqual({ GET: 1, POST: 1 });
-    const probes = await h.sql<{ n: bigint }>(`SELECT count(*) AS n FROM health_checks WHERE skill_id = ANY($1::text[]) AND kind = 'verification'`, batch.map((s) => s.skill_id));
+    const probes = await h.sql<{ n: bigint }>(
+      `SELECT count(*) AS n FROM health_checks WHERE skill_id = ANY($1::text[]) AND kind = 'verification'`,
+      batch.map((s) => s.skill_id),
+    );
     expect(Number(probes[0]?.n)).toBe(40);
   });
 });

@@ -68,7 +68,9 @@ export function startLoad(baseUrl: string, concurrency: number, next: (i: number
           agent: false,
           headers: {
             connection: 'close',
-            ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}),
+            ...(payload
+              ? { 'content-type': 'application/json', 'content-length': String(payload.length) }
+              : {}),
             ...spec.headers,
           },
         },
@@ -140,8 +142,17 @@ export interface ShutdownVerdict {
  * response; later ones may be refused (the port closed, or the connection closed before the server
  * read the request) but never cut once an answer began.
  */
-export function judgeShutdown(results: LoadResult[], signalAt: number, unreadyAt: number | undefined): ShutdownVerdict {
-  const verdict: ShutdownVerdict = { completed: 0, inFlightCompleted: 0, refusedAfterUnready: 0, failures: [] };
+export function judgeShutdown(
+  results: LoadResult[],
+  signalAt: number,
+  unreadyAt: number | undefined,
+): ShutdownVerdict {
+  const verdict: ShutdownVerdict = {
+    completed: 0,
+    inFlightCompleted: 0,
+    refusedAfterUnready: 0,
+    failures: [],
+  };
   for (const r of results) {
     if (r.status !== undefined) {
       verdict.completed++;

@@ -24,7 +24,11 @@ export function parseMetrics(text: string): Sample[] {
  * Sum of the samples named `name` whose labels include `labels`, or `undefined` when there is none
  * (a series that does not exist is told apart from one at 0).
  */
-export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+export function metricValue(
+  text: string,
+  name: string,
+  labels: Record<string, string> = {},
+): number | undefined {
   const matching = parseMetrics(text).filter(
     (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
   );

@@ -35,7 +35,11 @@ export class InsufficientFundsError extends X402ClientError {
    * @param message one-line explanation
    * @param amounts required and available amounts, when known
    */
-  constructor(kind: InsufficientFundsKind, message: string, amounts: { required?: bigint; available?: bigint; cause?: unknown } = {}) {
+  constructor(
+    kind: InsufficientFundsKind,
+    message: string,
+    amounts: { required?: bigint; available?: bigint; cause?: unknown } = {},
+  ) {
     super('insufficient_funds', message, amounts.cause);
     this.name = 'InsufficientFundsError';
     this.kind = kind;
@@ -54,7 +58,8 @@ export class RpcUnreachableError extends X402ClientError {
    * @param cause the underlying error
    */
   constructor(url: string, cause?: unknown) {
-    const message = typeof cause === 'object' && cause !== null ? (cause as { message?: unknown }).message : undefined;
+    const message =
+      typeof cause === 'object' && cause !== null ? (cause as { message?: unknown }).message : undefined;
     const reason = typeof message === 'string' && message !== '' ? `: ${message.split('\n')[0]}` : '';
     super('rpc_unreachable', `Solana RPC ${url} is unreachable${reason}`, cause);
     this.name = 'RpcUnreachableError';

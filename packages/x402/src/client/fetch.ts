@@ -47,21 +47,27 @@ export interface FetchWithPaymentResult {
  *   configured RPC URL, or asks more than `maxAmountAtomic`
  * @throws InsufficientFundsError, RpcUnreachableError, PaymentConfirmationError from the payment
  */
-export async function fetchWithPayment(url: string, options: FetchWithPaymentOptions): Promise<FetchWithPaymentResult> {
+export async function fetchWithPayment(
+  url: string,
+  options: FetchWithPaymentOptions,
+): Promise<FetchWithPaymentResult> {
   const doFetch = options.fetch ?? fetch;
   const first = await doFetch(url, options.init);
   if (first.status !== 402) return { response: first, body: await readBody(first) };
 
   const challengeBody = await readBody(first);
   const challenge = Error402.safeParse(challengeBody);
-  if (!challenge.success) throw new PaymentRefusedError(`${url} answered 402 without a valid x402 body`, challenge.error);
+  if (!challenge.success)
+    throw new PaymentRefusedError(`${url} answered 402 without a valid x402 body`, challenge.error);
   const requirements = challenge.data.accepts[0];
   if (!requirements) throw new PaymentRefusedError(`${url} answered 402 but offers no way to pay`);
   const rpcUrl = options.rpcUrls[requirements.network];
   if (!rpcUrl) throw new PaymentRefusedError(`No RPC URL configured for network ${requirements.network}`);
   const amount = BigInt(requirements.maxAmountRequired);
   if (options.maxAmountAtomic !== undefined && amount > options.maxAmountAtomic) {
-    throw new PaymentRefusedError(`${url} asks ${amount} atomic units, above the limit of ${options.maxAmountAtomic}`);
+    throw new PaymentRefusedError(
+      `${url} asks ${amount} atomic units, above the limit of ${options.maxAmountAtomic}`,
+    );
   }
 
   const signature = await payForRequirements({
@@ -84,7 +90,11 @@ export async function fetchWithPayment(url: string, options: FetchWithPaymentOpt
       paymentResponse = undefined;
     }
   }
-  return { response, body, payment: { signature, requirements, ...(paymentResponse ? { paymentResponse } : {}) } };
+  return {
+    response,
+    body,
+    payment: { signature, requirements, ...(paymentResponse ? { paymentResponse } : {}) },
+  };
 }
 
 async function readBody(response: Response): Promise<unknown> {

@@ -1,8 +1,20 @@
 import { randomInt } from 'node:crypto';
-import { ComputeBudgetProgram, Connection, type Keypair, PublicKey, SendTransactionError, Transaction } from '@solana/web3.js';
+import {
+  ComputeBudgetProgram,
+  Connection,
+  type Keypair,
+  PublicKey,
+  SendTransactionError,
+  Transaction,
+} from '@solana/web3.js';
 import type { PaymentRequirements } from '@repo/schemas';
 import { rpcFetch } from '../rpc-fetch';
-import { InsufficientFundsError, PaymentConfirmationError, RpcUnreachableError, X402ClientError } from './errors';
+import {
+  InsufficientFundsError,
+  PaymentConfirmationError,
+  RpcUnreachableError,
+  X402ClientError,
+} from './errors';
 import {
   createTransferCheckedInstruction,
   getAssociatedTokenAddressSync,
@@ -52,9 +64,10 @@ export async function payForRequirements(input: PayForRequirementsInput): Promis
   const { requirements, keypair } = input;
   const connection = input.connection ?? connectionFor(requiredUrl(input), input.rpcTimeoutMs ?? 10_000);
   const url = connection.rpcEndpoint;
-  const call = <T>(run: () => Promise<T>): Promise<T> => run().catch((error: unknown) => {
-    throw isUnreachable(error) ? new RpcUnreachableError(url, error) : error;
-  });
+  const call = <T>(run: () => Promise<T>): Promise<T> =>
+    run().catch((error: unknown) => {
+      throw isUnreachable(error) ? new RpcUnreachableError(url, error) : error;
+    });
 
   const owner = keypair.publicKey;
   const mint = new PublicKey(requirements.asset);
@@ -71,10 +84,14 @@ export async function payForRequirements(input: PayForRequirementsInput): Promis
     call(() => connection.getBalance(owner, 'confirmed')),
   ]);
   if (!sourceInfo) {
-    throw new InsufficientFundsError('no_token_account', `Wallet ${owner.toBase58()} has no token account for mint ${mint.toBase58()}`, {
-      required: amount,
-      available: 0n,
-    });
+    throw new InsufficientFundsError(
+      'no_token_account',
+      `Wallet ${owner.toBase58()} has no token account for mint ${mint.toBase58()}`,
+      {
+        required: amount,
+        available: 0n,
+      },
+    );
   }
   const balance = unpackAccount(source, sourceInfo, programId).amount;
   if (balance < amount) {
@@ -85,10 +102,14 @@ export async function payForRequirements(input: PayForRequirementsInput): Promis
     );
   }
   if (BigInt(lamports) < LAMPORTS_PER_SIGNATURE) {
-    throw new InsufficientFundsError('sol_for_fees', `Wallet ${owner.toBase58()} has ${lamports} lamports, not enough SOL for the fee`, {
-      required: LAMPORTS_PER_SIGNATURE,
-      available: BigInt(lamports),
-    });
+    throw new InsufficientFundsError(
+      'sol_for_fees',
+      `Wallet ${owner.toBase58()} has ${lamports} lamports, not enough SOL for the fee`,
+      {
+        required: LAMPORTS_PER_SIGNATURE,
+        available: BigInt(lamports),
+      },
+    );
   }
 
   const { blockhash, lastValidBlockHeight } = await call(() => connection.getLatestBlockhash('confirmed'));
@@ -101,11 +122,19 @@ export async function payForRequirements(input: PayForRequirementsInput): Promis
   tx.sign(keypair);
   let signature: string;
   try {
-    signature = await call(() => connection.sendRawTransaction(tx.serialize(), { preflightCommitment: 'confirmed' }));
+    signature = await call(() =>
+      connection.sendRawTransaction(tx.serialize(), { preflightCommitment: 'confirmed' }),
+    );
   } catch (error) {
     throw classifySendError(error, owner.toBase58());
   }
-  await waitForConfirmation(connection, signature, input.confirmTimeoutMs ?? 30_000, input.pollIntervalMs ?? 250, call);
+  await waitForConfirmation(
+    connection,
+    signature,
+    input.confirmTimeoutMs ?? 30_000,
+    input.pollIntervalMs ?? 250,
+    call,
+  );
   return signature;
 }
 
@@ -131,9 +160,14 @@ async function waitForConfirmation(
     const { value } = await call(() => connection.getSignatureStatuses([signature]));
     const status = value[0];
     if (status?.err) {
-      throw new PaymentConfirmationError('transaction_failed', signature, `Payment transaction ${signature} failed: ${JSON.stringify(status.err)}`);
+      throw new PaymentConfirmationError(
+        'transaction_failed',
+        signature,
+        `Payment transaction ${signature} failed: ${JSON.stringify(status.err)}`,
+      );
     }
-    if (status && (status.confirmationStatus === 'confirmed' || status.confirmationStatus === 'finalized')) return;
+    if (status && (status.confirmationStatus === 'confirmed' || status.confirmationStatus === 'finalized'))
+      return;
     if (Date.now() >= deadline) {
       throw new PaymentConfirmationError(
         'confirmation_timeout',
@@ -167,26 +201,62 @@ export function isUnreachable(error: unknown): boolean {
   let current: unknown = error;
   for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
     const { name, message, code } = current as { name?: unknown; message?: unknown; code?: unknown };
-    if (name === 'RpcTransportError' || name === 'RpcUnreachableError' || name === 'TimeoutError' || name === 'AbortError') return true;
+    if (
+      name === 'RpcTransportError' ||
+      name === 'RpcUnreachableError' ||
+      name === 'TimeoutError' ||
+      name === 'AbortError'
+    )
+      return true;
     if (typeof code === 'string' && NETWORK_ERROR_CODES.has(code)) return true;
     // web3.js re-wraps some failures as `new Error("failed to get info about account …: " + error)`.
-    if (typeof message === 'string' && (/\bfetch failed\b|RpcTransportError/.test(message) || /(?:^|Error: )[45]\d\d \w/.test(message))) return true;
+    if (
+      typeof message === 'string' &&
+      (/\bfetch failed\b|RpcTransportError/.test(message) || /(?:^|Error: )[45]\d\d \w/.test(message))
+    )
+      return true;
     current = (current as { cause?: unknown }).cause;
   }
   return false;
 }
 
-const NETWORK_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET']);
+const NETWORK_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_SOCKET',
+]);
 
 function classifySendError(error: unknown, owner: string): unknown {
   if (!(error instanceof Error) || error instanceof RpcUnreachableError) return error;
   const logs = error instanceof SendTransactionError ? (error.logs ?? []).join('\n') : '';
   const text = `${error.message}\n${logs}`;
-  if (/no record of a prior credit|insufficient funds for fee|InsufficientFundsForFee|AccountNotFound/i.test(text)) {
-    return new InsufficientFundsError('sol_for_fees', `Wallet ${owner} has not enough SOL to pay the transaction fee`, { cause: error });
+  if (
+    /no record of a prior credit|insufficient funds for fee|InsufficientFundsForFee|AccountNotFound/i.test(
+      text,
+    )
+  ) {
+    return new InsufficientFundsError(
+      'sol_for_fees',
+      `Wallet ${owner} has not enough SOL to pay the transaction fee`,
+      { cause: error },
+    );
   }
   if (/insufficient funds|custom program error: 0x1\b/i.test(text)) {
-    return new InsufficientFundsError('token_balance', `Wallet ${owner} has not enough tokens for this payment`, { cause: error });
+    return new InsufficientFundsError(
+      'token_balance',
+      `Wallet ${owner} has not enough tokens for this payment`,
+      { cause: error },
+    );
   }
-  return new X402ClientError('send_failed', `The RPC refused the payment transaction: ${error.message.split('\n')[0]}`, error);
+  return new X402ClientError(
+    'send_failed',
+    `The RPC refused the payment transaction: ${error.message.split('\n')[0]}`,
+    error,
+  );
 }

@@ -17,7 +17,11 @@ export interface HandlerRuns {
  * - GET /api/v1/scout/keywords (0.05 USDC);
  * - GET /api/v1/scout/flaky (0.10 USDC): 500 while `flaky.failing`, then 200.
  */
-export function buildPaidApp(gateway: PaymentGateway, runs: HandlerRuns, flaky = { failing: false }): Express {
+export function buildPaidApp(
+  gateway: PaymentGateway,
+  runs: HandlerRuns,
+  flaky = { failing: false },
+): Express {
   const app = express();
   app.get(
     '/api/v1/scout/gaps',
@@ -32,18 +36,31 @@ export function buildPaidApp(gateway: PaymentGateway, runs: HandlerRuns, flaky =
     requirePayment({ ...gateway, amountAtomic: 100_000n, description: 'Market gaps' }),
     (_req, res) => {
       runs.gaps += 1;
-      res.json({ gaps: [{ title: 'Agents need receipts', score: 0.93 }], count: 1, nonce: Math.random(), payer: res.locals.x402Payment?.payer });
+      res.json({
+        gaps: [{ title: 'Agents need receipts', score: 0.93 }],
+        count: 1,
+        nonce: Math.random(),
+        payer: res.locals.x402Payment?.payer,
+      });
     },
   );
-  app.get('/api/v1/scout/keywords', requirePayment({ ...gateway, amountAtomic: 50_000n, description: 'Keywords' }), (_req, res) => {
-    runs.keywords += 1;
-    res.json([{ keyword: 'x402', count: 3 }]);
-  });
-  app.get('/api/v1/scout/flaky', requirePayment({ ...gateway, amountAtomic: 100_000n, description: 'Flaky' }), (_req, res) => {
-    runs.flaky += 1;
-    if (flaky.failing) throw new Error('database down');
-    res.json({ ok: true, run: runs.flaky });
-  });
+  app.get(
+    '/api/v1/scout/keywords',
+    requirePayment({ ...gateway, amountAtomic: 50_000n, description: 'Keywords' }),
+    (_req, res) => {
+      runs.keywords += 1;
+      res.json([{ keyword: 'x402', count: 3 }]);
+    },
+  );
+  app.get(
+    '/api/v1/scout/flaky',
+    requirePayment({ ...gateway, amountAtomic: 100_000n, description: 'Flaky' }),
+    (_req, res) => {
+      runs.flaky += 1;
+      if (flaky.failing) throw new Error('database down');
+      res.json({ ok: true, run: runs.flaky });
+    },
+  );
   app.use(notFoundHandler);
   app.use(errorHandler({ error: () => undefined, warn: () => undefined }));
   return app;

@@ -2,7 +2,8 @@ import { Pool, type PoolConfig } from 'pg';
 import type { SqlClient } from '../../src/index';
 
 /** The test database (created by global-setup.ts). */
-export const TEST_DATABASE_URL = process.env.X402_TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/x402_test';
+export const TEST_DATABASE_URL =
+  process.env.X402_TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/x402_test';
 
 /** A {@link SqlClient} over a `pg` pool — the same surface a Prisma client offers. */
 export class PgSqlClient implements SqlClient {
@@ -26,8 +27,10 @@ export class PgSqlClient implements SqlClient {
   async transaction<T>(work: (tx: SqlClient) => Promise<T>): Promise<T> {
     const connection = await this.pool.connect();
     const tx: SqlClient = {
-      $queryRawUnsafe: async <R = unknown>(sql: string, ...values: unknown[]) => (await connection.query(sql, values)).rows as R,
-      $executeRawUnsafe: async (sql: string, ...values: unknown[]) => (await connection.query(sql, values)).rowCount ?? 0,
+      $queryRawUnsafe: async <R = unknown>(sql: string, ...values: unknown[]) =>
+        (await connection.query(sql, values)).rows as R,
+      $executeRawUnsafe: async (sql: string, ...values: unknown[]) =>
+        (await connection.query(sql, values)).rowCount ?? 0,
     };
     try {
       await connection.query('BEGIN');

@@ -10,7 +10,13 @@ export function buildSignature(): string {
 
 /** A claim request for a fresh signature. */
 export function buildClaimRequest(overrides: Partial<ClaimRequest> = {}): ClaimRequest {
-  return { signature: buildSignature(), network: 'solana', endpoint: 'GET /api/v1/scout/gaps', kind: 'sync', ...overrides };
+  return {
+    signature: buildSignature(),
+    network: 'solana',
+    endpoint: 'GET /api/v1/scout/gaps',
+    kind: 'sync',
+    ...overrides,
+  };
 }
 
 /** A verified payment as the verifier returns it. */
@@ -32,5 +38,12 @@ export function buildVerifiedPayment(overrides: Partial<VerifiedPayment> = {}): 
 /** A stored JSON answer. */
 export function buildStoredResponse(body: unknown = { gaps: [], count: 0 }): StoredResponse {
   const text = JSON.stringify(body);
-  return { status: 200, headers: { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)) }, body: text };
+  return {
+    status: 200,
+    headers: {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': String(Buffer.byteLength(text)),
+    },
+    body: text,
+  };
 }

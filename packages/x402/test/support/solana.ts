@@ -47,7 +47,14 @@ export async function signedPayment(
   const { blockhash, lastValidBlockHeight } = await connection.getLatestBlockhash();
   const tx = new Transaction({ feePayer: payer.publicKey, blockhash, lastValidBlockHeight }).add(
     ComputeBudgetProgram.setComputeUnitLimit({ units: computeUnitLimit() }),
-    createTransferCheckedInstruction(getAssociatedTokenAddressSync(mint, payer.publicKey), mint, destination, payer.publicKey, amountAtomic, 6),
+    createTransferCheckedInstruction(
+      getAssociatedTokenAddressSync(mint, payer.publicKey),
+      mint,
+      destination,
+      payer.publicKey,
+      amountAtomic,
+      6,
+    ),
   );
   tx.sign(payer);
   if (!tx.signature) throw new Error('unsigned');

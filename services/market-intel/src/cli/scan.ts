@@ -64,7 +64,9 @@ async function main(): Promise<number> {
     const config = loadSourcesFile(file);
     const entry = config.sectors.find((s) => s.sector === sector);
     if (!entry) {
-      console.error(`scan: ${file} has no sector "${sector}" (it has ${config.sectors.map((s) => s.sector).join(', ')})`);
+      console.error(
+        `scan: ${file} has no sector "${sector}" (it has ${config.sectors.map((s) => s.sector).join(', ')})`,
+      );
       return 2;
     }
     const start = await scans.start(
@@ -107,7 +109,9 @@ async function follow(scans: ScanRepository, jobId: string): Promise<ScanProgres
     }
     if (!warned && progress.status === 'pending' && Date.now() - startedAt > 30_000) {
       warned = true;
-      console.log('  still pending after 30 s: is market-intel (it publishes the scan) and a pipeline-runner running?');
+      console.log(
+        '  still pending after 30 s: is market-intel (it publishes the scan) and a pipeline-runner running?',
+      );
     }
     await delay(500);
   }

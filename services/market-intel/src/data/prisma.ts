@@ -13,5 +13,11 @@ export type Db = PrismaClient;
  * @param poolSize maximum connections in the pool
  */
 export function createDb(databaseUrl: string, poolSize = 10): Db {
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS }) });
+  return new PrismaClient({
+    adapter: new PrismaPg({
+      connectionString: databaseUrl,
+      max: poolSize,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    }),
+  });
 }

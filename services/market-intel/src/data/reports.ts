@@ -82,7 +82,11 @@ export class ReportRepository {
    * @param origin `"import"` or `"scan"`
    * @param client a transaction to store it in (a finished scan stores its report with the job's completion)
    */
-  async importReport(report: ScanReport, origin: 'import' | 'scan', client: Client = this.db): Promise<ImportResult> {
+  async importReport(
+    report: ScanReport,
+    origin: 'import' | 'scan',
+    client: Client = this.db,
+  ): Promise<ImportResult> {
     const contentHash = createHash('sha256').update(JSON.stringify(report)).digest('hex');
     const sectors = report.sectors.map((s) => s.sector);
     const generatedAt = new Date(report.generatedAt);

@@ -36,6 +36,8 @@ export function loadSourcesFile(file: string): ScoutSourcesFile {
   if (parsed.success) return parsed.data;
   throw new SourcesFileError(
     file,
-    parsed.error.issues.map((i) => `${i.path.length ? i.path.map(String).join('.') : '(root)'}: ${i.message}`),
+    parsed.error.issues.map(
+      (i) => `${i.path.length ? i.path.map(String).join('.') : '(root)'}: ${i.message}`,
+    ),
   );
 }

@@ -14,7 +14,13 @@ export type Db = PrismaClient;
  * @param poolSize maximum connections in the pool
  */
 export function createDb(databaseUrl: string, poolSize = 10): Db {
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS }) });
+  return new PrismaClient({
+    adapter: new PrismaPg({
+      connectionString: databaseUrl,
+      max: poolSize,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    }),
+  });
 }
 
 /**
@@ -23,6 +29,10 @@ export function createDb(databaseUrl: string, poolSize = 10): Db {
  * @param poolSize maximum connections in the pool
  */
 export function createDbWithPool(databaseUrl: string, poolSize = 10): { db: Db; pool: Pool } {
-  const pool = new Pool({ connectionString: databaseUrl, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  const pool = new Pool({
+    connectionString: databaseUrl,
+    max: poolSize,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+  });
   return { db: new PrismaClient({ adapter: new PrismaPg(pool) }), pool };
 }

@@ -17,11 +17,17 @@ export class ApiKeyRepository {
    * @returns the stored row (without any secret)
    */
   async create(input: { name: string; prefix: string; keyHash: string }): Promise<StoredApiKey> {
-    return this.prisma.apiKey.create({ data: input, select: { id: true, name: true, prefix: true, keyHash: true } });
+    return this.prisma.apiKey.create({
+      data: input,
+      select: { id: true, name: true, prefix: true, keyHash: true },
+    });
   }
 
   /** The key with this SHA-256 hash, or `null`. */
   async findByHash(keyHash: string): Promise<StoredApiKey | null> {
-    return this.prisma.apiKey.findUnique({ where: { keyHash }, select: { id: true, name: true, prefix: true, keyHash: true } });
+    return this.prisma.apiKey.findUnique({
+      where: { keyHash },
+      select: { id: true, name: true, prefix: true, keyHash: true },
+    });
   }
 }

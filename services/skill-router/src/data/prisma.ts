@@ -22,7 +22,11 @@ export interface Db {
  * @param poolSize maximum connections in the pool
  */
 export function createDb(databaseUrl: string, poolSize = 10): Db {
-  const pool = new Pool({ connectionString: databaseUrl, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  const pool = new Pool({
+    connectionString: databaseUrl,
+    max: poolSize,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+  });
   // An idle client that loses its connection must not crash the process.
   pool.on('error', () => undefined);
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });

@@ -71,9 +71,7 @@ export interface ListFilter {
 }
 
 /** Outcome of {@link SkillRepository.upsert}. */
-export type UpsertOutcome =
-  | { outcome: 'created' | 'updated'; revision: number }
-  | { outcome: 'forbidden' };
+export type UpsertOutcome = { outcome: 'created' | 'updated'; revision: number } | { outcome: 'forbidden' };
 
 /** A pending skill claimed by a verification worker. */
 export interface VerificationJob {
@@ -250,7 +248,8 @@ export class SkillRepository {
       args.push(filter.search);
       where.push(`s.search_vector @@ websearch_to_tsquery('english', $${args.length})`);
     }
-    const order = filter.sort === 'newest' ? 's.created_at DESC, s.skill_id' : 'st.popularity DESC, s.skill_id';
+    const order =
+      filter.sort === 'newest' ? 's.created_at DESC, s.skill_id' : 'st.popularity DESC, s.skill_id';
     const whereSql = where.join(' AND ');
     const [items, count] = await Promise.all([
       this.prisma.$queryRawUnsafe<SkillRow[]>(
@@ -260,7 +259,10 @@ export class SkillRepository {
         filter.limit,
         filter.offset,
       ),
-      this.prisma.$queryRawUnsafe<{ total: bigint }[]>(`SELECT count(*) AS total FROM skills s WHERE ${whereSql}`, ...args),
+      this.prisma.$queryRawUnsafe<{ total: bigint }[]>(
+        `SELECT count(*) AS total FROM skills s WHERE ${whereSql}`,
+        ...args,
+      ),
     ]);
     return { items: items.map(toRecord), total: Number(count[0]?.total ?? 0) };
   }
@@ -312,7 +314,11 @@ export class SkillRepository {
    * @param task the natural-language task
    * @returns the task's distinct lexemes, the candidates, and how many skills matched before the cut
    */
-  async routeCandidates(task: string, chains: string[] | undefined, limit: number): Promise<{ taskTerms: string[]; candidates: CandidateRecord[]; total: number }> {
+  async routeCandidates(
+    task: string,
+    chains: string[] | undefined,
+    limit: number,
+  ): Promise<{ taskTerms: string[]; candidates: CandidateRecord[]; total: number }> {
     const chainFilter = chains && chains.length > 0;
     // One round trip: the task's lexemes ride along on every row (a few short strings), and of the
     // skill's lexemes only those in the task are sent (all capability_match needs). Ranking by
@@ -360,7 +366,13 @@ export class SkillRepository {
    */
   async claimPendingVerification(batch: number, leaseMs: number): Promise<VerificationJob[]> {
     const rows = await this.prisma.$queryRawUnsafe<
-      { skill_id: string; revision: number; endpoint: string; input_schema: unknown; output_schema: unknown }[]
+      {
+        skill_id: string;
+        revision: number;
+        endpoint: string;
+        input_schema: unknown;
+        output_schema: unknown;
+      }[]
     >(
       `UPDATE skills SET verification_lease_until = now() + ${ms(2)}
         WHERE skill_id IN (
@@ -391,7 +403,12 @@ export class SkillRepository {
    */
   async completeVerification(
     job: { skillId: string; revision: number },
-    result: { passed: boolean; steps: VerificationStepResult[]; reason: string | null; probes: ProbeRecord[] },
+    result: {
+      passed: boolean;
+      steps: VerificationStepResult[];
+      reason: string | null;
+      probes: ProbeRecord[];
+    },
     healthIntervalMs: number,
   ): Promise<boolean> {
     const applied = await this.prisma.$transaction(async (tx) => {
@@ -433,7 +450,9 @@ export class SkillRepository {
    * check `intervalMs` ahead in the same statement (`FOR UPDATE SKIP LOCKED`: one replica each).
    */
   async claimDueHealthChecks(batch: number, intervalMs: number): Promise<HealthJob[]> {
-    const rows = await this.prisma.$queryRawUnsafe<{ skill_id: string; revision: number; endpoint: string; status: string }[]>(
+    const rows = await this.prisma.$queryRawUnsafe<
+      { skill_id: string; revision: number; endpoint: string; status: string }[]
+    >(
       `UPDATE skill_stats st SET next_health_check_at = now() + ${ms(2)}
          FROM skills s
         WHERE s.skill_id = st.skill_id
@@ -447,7 +466,12 @@ export class SkillRepository {
       batch,
       intervalMs,
     );
-    return rows.map((r) => ({ skillId: r.skill_id, revision: Number(r.revision), endpoint: r.endpoint, status: r.status as SkillStatus }));
+    return rows.map((r) => ({
+      skillId: r.skill_id,
+      revision: Number(r.revision),
+      endpoint: r.endpoint,
+      status: r.status as SkillStatus,
+    }));
   }
 
   /**
@@ -470,7 +494,9 @@ export class SkillRepository {
       );
       const before = current[0]?.status as SkillStatus | undefined;
       if (!before) return null;
-      const counters = await tx.$queryRawUnsafe<{ consecutive_failures: number; consecutive_successes: number }[]>(
+      const counters = await tx.$queryRawUnsafe<
+        { consecutive_failures: number; consecutive_successes: number }[]
+      >(
         `UPDATE skill_stats SET
            last_health_check_at = now(),
            consecutive_failures = CASE WHEN $2 THEN 0 ELSE consecutive_failures + 1 END,
@@ -482,8 +508,10 @@ export class SkillRepository {
       );
       const c = counters[0];
       let after: SkillStatus = before;
-      if (c && before === 'active' && !probe.ok && c.consecutive_failures >= thresholds.failuresToSuspend) after = 'suspended';
-      if (c && before === 'suspended' && probe.ok && c.consecutive_successes >= thresholds.successesToResume) after = 'active';
+      if (c && before === 'active' && !probe.ok && c.consecutive_failures >= thresholds.failuresToSuspend)
+        after = 'suspended';
+      if (c && before === 'suspended' && probe.ok && c.consecutive_successes >= thresholds.successesToResume)
+        after = 'active';
       if (after !== before) {
         await tx.$executeRawUnsafe(`UPDATE skills SET status = $2 WHERE skill_id = $1`, job.skillId, after);
       }
@@ -528,7 +556,15 @@ export class SkillRepository {
    */
   async metricWindow(skillId: string): Promise<MetricWindow> {
     const rows = await this.prisma.$queryRawUnsafe<
-      { n: bigint; s: bigint; lat: number | null; checks: bigint; calls: bigint; rsum: bigint; rcount: bigint }[]
+      {
+        n: bigint;
+        s: bigint;
+        lat: number | null;
+        checks: bigint;
+        calls: bigint;
+        rsum: bigint;
+        rcount: bigint;
+      }[]
     >(
       `WITH obs AS (
          SELECT ok, latency_ms, true AS is_check FROM health_checks

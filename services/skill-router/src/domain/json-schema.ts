@@ -42,11 +42,20 @@ export function checkJsonSchema(schema: unknown): SchemaCheck {
     return { ok: false, error: 'must be a JSON object' };
   }
   const declared = (schema as { $schema?: unknown }).$schema;
-  const key = typeof declared === 'string' ? declared.replace(/#$/, '') : 'http://json-schema.org/draft-07/schema';
+  const key =
+    typeof declared === 'string' ? declared.replace(/#$/, '') : 'http://json-schema.org/draft-07/schema';
   const ajv = ajvFor(key);
-  if (!ajv) return { ok: false, error: `unsupported $schema "${String(declared)}" (draft-07, 2019-09 and 2020-12 are supported)` };
+  if (!ajv)
+    return {
+      ok: false,
+      error: `unsupported $schema "${String(declared)}" (draft-07, 2019-09 and 2020-12 are supported)`,
+    };
   const valid = ajv.validateSchema(schema as AnySchema);
-  if (!valid) return { ok: false, error: `not a valid JSON Schema: ${ajv.errorsText(ajv.errors, { dataVar: 'schema' })}` };
+  if (!valid)
+    return {
+      ok: false,
+      error: `not a valid JSON Schema: ${ajv.errorsText(ajv.errors, { dataVar: 'schema' })}`,
+    };
   try {
     return { ok: true, validate: ajv.compile(schema as AnySchema) };
   } catch (err) {
@@ -118,7 +127,11 @@ export function forFaker(schema: unknown): unknown {
  * up to `attempts` tries.
  * @returns the generated value, or an error when no valid value was produced
  */
-export function generateInput(inputSchema: object, validate: ValidateFunction, attempts = 5): { ok: true; value: unknown } | { ok: false; error: string } {
+export function generateInput(
+  inputSchema: object,
+  validate: ValidateFunction,
+  attempts = 5,
+): { ok: true; value: unknown } | { ok: false; error: string } {
   let last = '';
   const faker = forFaker(inputSchema);
   for (let i = 0; i < attempts; i++) {

@@ -3,7 +3,11 @@ import { rankSkills, type ScoredSkill } from './scoring';
 
 /** Where routing gets its candidates (data/skills.ts). */
 export interface CandidateSource {
-  routeCandidates(task: string, chains: string[] | undefined, limit: number): Promise<{ taskTerms: string[]; candidates: CandidateRecord[]; total: number }>;
+  routeCandidates(
+    task: string,
+    chains: string[] | undefined,
+    limit: number,
+  ): Promise<{ taskTerms: string[]; candidates: CandidateRecord[]; total: number }>;
 }
 
 /** A route request as the domain sees it. */
@@ -28,8 +32,16 @@ export interface RouteOutcome {
  * (at most `candidateLimit`, best text rank first), each scored with the six weighted factors,
  * ordered by score then `skill_id`.
  */
-export async function routeTask(source: CandidateSource, input: RouteInput, candidateLimit: number): Promise<RouteOutcome> {
-  const { taskTerms, candidates, total } = await source.routeCandidates(input.task, input.chains, candidateLimit);
+export async function routeTask(
+  source: CandidateSource,
+  input: RouteInput,
+  candidateLimit: number,
+): Promise<RouteOutcome> {
+  const { taskTerms, candidates, total } = await source.routeCandidates(
+    input.task,
+    input.chains,
+    candidateLimit,
+  );
   const matches = rankSkills(
     candidates,
     { taskTerms, chains: input.chains, maxPriceUsd: input.maxPriceUsd, maxLatencyMs: input.maxLatencyMs },

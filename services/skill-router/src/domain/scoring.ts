@@ -86,7 +86,11 @@ const usd = (x: number) => `$${x.toFixed(x < 0.01 ? 4 : 3)}`;
  * `capability_match`: the share of the task's terms found among the skill's capability and
  * description terms, |task ∩ skill| / |task|. No task terms: 0.
  */
-export function capabilityMatch(taskTerms: string[], skillTerms: string[], explain = true): FactorResult & { matched: string[] } {
+export function capabilityMatch(
+  taskTerms: string[],
+  skillTerms: string[],
+  explain = true,
+): FactorResult & { matched: string[] } {
   const task = new Set(taskTerms);
   if (task.size === 0) return { value: 0, matched: [] };
   const matched = [...new Set(skillTerms)].filter((t) => task.has(t));
@@ -107,14 +111,22 @@ export function capabilityMatch(taskTerms: string[], skillTerms: string[], expla
  * `chain_match`: with no requested chains, 1 for every skill; otherwise the share of requested chains
  * the skill supports, and `null` (excluded, the spec's hard filter) when it supports none of them.
  */
-export function chainMatch(requested: string[] | undefined, supported: string[], explain = true): FactorResult | null {
+export function chainMatch(
+  requested: string[] | undefined,
+  supported: string[],
+  explain = true,
+): FactorResult | null {
   const wanted = [...new Set(requested ?? [])];
-  if (wanted.length === 0) return { value: 1, reason: explain ? 'chain_match 1.00: no chain requirement' : undefined };
+  if (wanted.length === 0)
+    return { value: 1, reason: explain ? 'chain_match 1.00: no chain requirement' : undefined };
   const hits = wanted.filter((c) => supported.includes(c));
   if (hits.length === 0) return null;
   const value = hits.length / wanted.length;
   if (!explain) return { value };
-  return { value, reason: `chain_match ${value.toFixed(2)}: supports ${hits.join(', ')} (${hits.length} of ${wanted.length} requested)` };
+  return {
+    value,
+    reason: `chain_match ${value.toFixed(2)}: supports ${hits.join(', ')} (${hits.length} of ${wanted.length} requested)`,
+  };
 }
 
 /**
@@ -129,7 +141,10 @@ export function priceFit(priceUsd: number, budgetUsd?: number, explain = true): 
     if (priceUsd > budgetUsd) return { value: 0 };
     const value = clamp01(1 - priceUsd / (2 * budgetUsd));
     if (!explain) return { value };
-    return { value, reason: `price_fit ${value.toFixed(2)}: ${usd(priceUsd)} per call within the ${usd(budgetUsd)} budget` };
+    return {
+      value,
+      reason: `price_fit ${value.toFixed(2)}: ${usd(priceUsd)} per call within the ${usd(budgetUsd)} budget`,
+    };
   }
   const value = clamp01(1 / (1 + priceUsd / PRICE_REFERENCE_USD));
   if (!explain) return { value };
@@ -139,7 +154,12 @@ export function priceFit(priceUsd: number, budgetUsd?: number, explain = true): 
 /** `reliability`: the 24-hour success rate itself. */
 export function reliability(successRate24h: number, explain = true): FactorResult {
   const value = clamp01(successRate24h);
-  return value > 0 && explain ? { value, reason: `reliability ${value.toFixed(2)}: ${pct(value)} of checks and calls succeeded in the last 24 h` } : { value };
+  return value > 0 && explain
+    ? {
+        value,
+        reason: `reliability ${value.toFixed(2)}: ${pct(value)} of checks and calls succeeded in the last 24 h`,
+      }
+    : { value };
 }
 
 /**
@@ -149,13 +169,17 @@ export function reliability(successRate24h: number, explain = true): FactorResul
  * @param maxLatencyMs `max_latency_ms`, if given
  */
 export function latencyFit(avgLatencyMs: number | null, maxLatencyMs?: number, explain = true): FactorResult {
-  if (avgLatencyMs === null) return { value: 0.5, reason: explain ? 'latency_fit 0.50: no latency measured yet' : undefined };
+  if (avgLatencyMs === null)
+    return { value: 0.5, reason: explain ? 'latency_fit 0.50: no latency measured yet' : undefined };
   const ms = Math.round(avgLatencyMs);
   if (maxLatencyMs !== undefined) {
     if (avgLatencyMs > maxLatencyMs) return { value: 0 };
     const value = clamp01(1 - avgLatencyMs / (2 * maxLatencyMs));
     if (!explain) return { value };
-    return { value, reason: `latency_fit ${value.toFixed(2)}: average ${ms} ms within the ${maxLatencyMs} ms limit` };
+    return {
+      value,
+      reason: `latency_fit ${value.toFixed(2)}: average ${ms} ms within the ${maxLatencyMs} ms limit`,
+    };
   }
   const value = clamp01(1 / (1 + avgLatencyMs / LATENCY_REFERENCE_MS));
   if (!explain) return { value };
@@ -167,13 +191,19 @@ export function latencyFit(avgLatencyMs: number | null, maxLatencyMs?: number, e
  * {@link POPULARITY_CALLS_SATURATION}), capped at 1. Rating = the Bayesian average of satisfaction
  * ((sum + 3·5) / (count + 5), 1–5) mapped to 0..1, so a few ratings move it little.
  */
-export function popularity(calls30d: number, ratingSum: number, ratingCount: number, explain = true): FactorResult {
+export function popularity(
+  calls30d: number,
+  ratingSum: number,
+  ratingCount: number,
+  explain = true,
+): FactorResult {
   const volume = clamp01(Math.log10(1 + Math.max(0, calls30d)) / Math.log10(1 + POPULARITY_CALLS_SATURATION));
   const bayes = (ratingSum + RATING_PRIOR * RATING_PRIOR_WEIGHT) / (ratingCount + RATING_PRIOR_WEIGHT);
   const rating = clamp01((bayes - 1) / 4);
   const value = clamp01(0.5 * volume + 0.5 * rating);
   if (!explain) return { value };
-  const rated = ratingCount > 0 ? `rated ${(ratingSum / ratingCount).toFixed(1)}/5 by ${ratingCount}` : 'not rated yet';
+  const rated =
+    ratingCount > 0 ? `rated ${(ratingSum / ratingCount).toFixed(1)}/5 by ${ratingCount}` : 'not rated yet';
   return { value, reason: `popularity ${value.toFixed(2)}: ${calls30d} calls in 30 days, ${rated}` };
 }
 
@@ -182,7 +212,11 @@ export function popularity(calls30d: number, ratingSum: number, ratingCount: num
  * @param explain build `reasons` (false: values only, for ranking many candidates quickly)
  * @returns the score, or `null` when the chain hard filter excludes the skill
  */
-export function scoreSkill<S extends ScoringSkill>(skill: S, query: RouteQuery, explain = true): ScoredSkill<S> | null {
+export function scoreSkill<S extends ScoringSkill>(
+  skill: S,
+  query: RouteQuery,
+  explain = true,
+): ScoredSkill<S> | null {
   const chain = chainMatch(query.chains, skill.chains, explain);
   if (!chain) return null;
   const results: Record<Factor, FactorResult> = {
@@ -210,12 +244,20 @@ export function scoreSkill<S extends ScoringSkill>(skill: S, query: RouteQuery, 
  * Skills the chain filter excludes are dropped.
  * @param limit how many of the best to return (reasons are built for these only); default all
  */
-export function rankSkills<S extends ScoringSkill>(skills: S[], query: RouteQuery, limit = Infinity): ScoredSkill<S>[] {
+export function rankSkills<S extends ScoringSkill>(
+  skills: S[],
+  query: RouteQuery,
+  limit = Infinity,
+): ScoredSkill<S>[] {
   const scored: ScoredSkill<S>[] = [];
   for (const s of skills) {
     const r = scoreSkill(s, query, false);
     if (r) scored.push(r);
   }
-  scored.sort((a, b) => b.score - a.score || (a.skill.skillId < b.skill.skillId ? -1 : a.skill.skillId > b.skill.skillId ? 1 : 0));
+  scored.sort(
+    (a, b) =>
+      b.score - a.score ||
+      (a.skill.skillId < b.skill.skillId ? -1 : a.skill.skillId > b.skill.skillId ? 1 : 0),
+  );
   return scored.slice(0, limit).map((r) => scoreSkill(r.skill, query, true) ?? r);
 }

@@ -38,9 +38,18 @@ export interface VerificationResult {
  */
 export async function probeHealth(http: SkillHttp, endpoint: string): Promise<Probe & { detail: string }> {
   const res = await http.get(endpoint);
-  if (!res.ok) return { ok: false, latencyMs: res.kind === 'timeout' ? null : res.latencyMs, statusCode: null, error: res.error, detail: res.error };
+  if (!res.ok)
+    return {
+      ok: false,
+      latencyMs: res.kind === 'timeout' ? null : res.latencyMs,
+      statusCode: null,
+      error: res.error,
+      detail: res.error,
+    };
   const ok = res.status < 500;
-  const detail = ok ? `reachable: HTTP ${res.status} in ${res.latencyMs} ms` : `HTTP ${res.status} from GET ${endpoint}`;
+  const detail = ok
+    ? `reachable: HTTP ${res.status} in ${res.latencyMs} ms`
+    : `HTTP ${res.status} from GET ${endpoint}`;
   return { ok, latencyMs: res.latencyMs, statusCode: res.status, error: ok ? null : detail, detail };
 }
 
@@ -68,16 +77,29 @@ export async function verifySkill(
 
   // 1. endpoint_health_check
   if (refusal) {
-    steps.push({ step: 'endpoint_health_check', status: 'failed', detail: `endpoint refused: ${refusal}`, duration_ms: 0 });
+    steps.push({
+      step: 'endpoint_health_check',
+      status: 'failed',
+      detail: `endpoint refused: ${refusal}`,
+      duration_ms: 0,
+    });
   } else {
     const [probe, duration] = await timed(() => probeHealth(http, skill.endpoint));
     const { detail, ...stored } = probe;
     probes.push(stored);
-    steps.push({ step: 'endpoint_health_check', status: probe.ok ? 'passed' : 'failed', detail, duration_ms: duration });
+    steps.push({
+      step: 'endpoint_health_check',
+      status: probe.ok ? 'passed' : 'failed',
+      detail,
+      duration_ms: duration,
+    });
   }
 
   // 2. schema_validation
-  const [schemas, schemaMs] = await timed(() => ({ input: checkJsonSchema(skill.inputSchema), output: checkJsonSchema(skill.outputSchema) }));
+  const [schemas, schemaMs] = await timed(() => ({
+    input: checkJsonSchema(skill.inputSchema),
+    output: checkJsonSchema(skill.outputSchema),
+  }));
   const schemaProblems = [
     ...(schemas.input.ok ? [] : [`input_schema ${schemas.input.error}`]),
     ...(schemas.output.ok ? [] : [`output_schema ${schemas.output.error}`]),
@@ -85,41 +107,71 @@ export async function verifySkill(
   steps.push({
     step: 'schema_validation',
     status: schemaProblems.length === 0 ? 'passed' : 'failed',
-    detail: schemaProblems.length === 0 ? 'input_schema and output_schema are valid JSON Schema' : schemaProblems.join('; '),
+    detail:
+      schemaProblems.length === 0
+        ? 'input_schema and output_schema are valid JSON Schema'
+        : schemaProblems.join('; '),
     duration_ms: schemaMs,
   });
 
   // 3. test_call
   const failedBefore = steps.find((s) => s.status === 'failed');
   if (failedBefore || !schemas.input.ok || !schemas.output.ok) {
-    steps.push({ step: 'test_call', status: 'skipped', detail: `skipped: ${failedBefore?.step ?? 'schema_validation'} failed`, duration_ms: 0 });
+    steps.push({
+      step: 'test_call',
+      status: 'skipped',
+      detail: `skipped: ${failedBefore?.step ?? 'schema_validation'} failed`,
+      duration_ms: 0,
+    });
   } else {
     const inputCheck = schemas.input;
     const outputCheck = schemas.output;
-    const [outcome, duration] = await timed(async (): Promise<{ ok: boolean; detail: string; probe?: Probe }> => {
-      const input = generateInput(skill.inputSchema as object, inputCheck.validate);
-      if (!input.ok) return { ok: false, detail: input.error };
-      const res = await http.postJson(skill.endpoint, input.value);
-      if (!res.ok) {
-        return { ok: false, detail: res.error, probe: { ok: false, latencyMs: res.kind === 'timeout' ? null : res.latencyMs, statusCode: null, error: res.error } };
-      }
-      const fail = (detail: string) => ({ ok: false, detail, probe: { ok: false, latencyMs: res.latencyMs, statusCode: res.status, error: detail } });
-      if (res.status < 200 || res.status > 299) return fail(`HTTP ${res.status} from POST ${skill.endpoint}`);
-      let body: unknown;
-      try {
-        body = JSON.parse(res.body);
-      } catch {
-        return fail('the response is not JSON');
-      }
-      if (!outputCheck.validate(body)) return fail(`the response does not match output_schema: ${validationErrors(outputCheck.validate)}`);
-      return {
-        ok: true,
-        detail: `HTTP ${res.status} in ${res.latencyMs} ms, response valid against output_schema`,
-        probe: { ok: true, latencyMs: res.latencyMs, statusCode: res.status, error: null },
-      };
-    });
+    const [outcome, duration] = await timed(
+      async (): Promise<{ ok: boolean; detail: string; probe?: Probe }> => {
+        const input = generateInput(skill.inputSchema as object, inputCheck.validate);
+        if (!input.ok) return { ok: false, detail: input.error };
+        const res = await http.postJson(skill.endpoint, input.value);
+        if (!res.ok) {
+          return {
+            ok: false,
+            detail: res.error,
+            probe: {
+              ok: false,
+              latencyMs: res.kind === 'timeout' ? null : res.latencyMs,
+              statusCode: null,
+              error: res.error,
+            },
+          };
+        }
+        const fail = (detail: string) => ({
+          ok: false,
+          detail,
+          probe: { ok: false, latencyMs: res.latencyMs, statusCode: res.status, error: detail },
+        });
+        if (res.status < 200 || res.status > 299)
+          return fail(`HTTP ${res.status} from POST ${skill.endpoint}`);
+        let body: unknown;
+        try {
+          body = JSON.parse(res.body);
+        } catch {
+          return fail('the response is not JSON');
+        }
+        if (!outputCheck.validate(body))
+          return fail(`the response does not match output_schema: ${validationErrors(outputCheck.validate)}`);
+        return {
+          ok: true,
+          detail: `HTTP ${res.status} in ${res.latencyMs} ms, response valid against output_schema`,
+          probe: { ok: true, latencyMs: res.latencyMs, statusCode: res.status, error: null },
+        };
+      },
+    );
     if (outcome.probe) probes.push(outcome.probe);
-    steps.push({ step: 'test_call', status: outcome.ok ? 'passed' : 'failed', detail: outcome.detail, duration_ms: duration });
+    steps.push({
+      step: 'test_call',
+      status: outcome.ok ? 'passed' : 'failed',
+      detail: outcome.detail,
+      duration_ms: duration,
+    });
   }
 
   const firstFailure = steps.find((s) => s.status === 'failed');

@@ -38,7 +38,11 @@ export function requireApiKey(keys: ApiKeyRepository, cacheTtlMs = 60_000): Requ
     const header = req.headers['x-api-key'];
     const presented = typeof header === 'string' ? header.trim() : '';
     if (!presented) {
-      next(new AppError('unauthorized', 'Missing x-api-key header', { headers: { 'WWW-Authenticate': 'ApiKey header="x-api-key"' } }));
+      next(
+        new AppError('unauthorized', 'Missing x-api-key header', {
+          headers: { 'WWW-Authenticate': 'ApiKey header="x-api-key"' },
+        }),
+      );
       return;
     }
     const key = looksLikeApiKey(presented) ? await lookup(hashApiKey(presented)) : null;
@@ -47,7 +51,11 @@ export function requireApiKey(keys: ApiKeyRepository, cacheTtlMs = 60_000): Requ
       next();
       return;
     }
-    next(new AppError('unauthorized', 'Invalid API key', { headers: { 'WWW-Authenticate': 'ApiKey header="x-api-key"' } }));
+    next(
+      new AppError('unauthorized', 'Invalid API key', {
+        headers: { 'WWW-Authenticate': 'ApiKey header="x-api-key"' },
+      }),
+    );
   };
 }
 

@@ -151,7 +151,8 @@ export function discoverRouter(deps: DiscoverDeps): Router {
     // Live values over the windows; with no observation in 24 h the last known values stay.
     const current: SkillDetailRecord = {
       ...skill,
-      successRate24h: live.observations24h > 0 ? live.successes24h / live.observations24h : skill.successRate24h,
+      successRate24h:
+        live.observations24h > 0 ? live.successes24h / live.observations24h : skill.successRate24h,
       avgLatencyMs: live.avgLatencyMs ?? skill.avgLatencyMs,
       calls30d: live.calls30d,
       ratingSum: live.ratingSum,
@@ -187,7 +188,10 @@ export function discoverRouter(deps: DiscoverDeps): Router {
     const key = authenticatedKey(res.locals);
     const result = await deps.skills.upsert(body, key.id);
     if (result.outcome === 'forbidden') {
-      throw new AppError('forbidden', `Skill ${body.skill_id} was registered with another API key; only that key may update it`);
+      throw new AppError(
+        'forbidden',
+        `Skill ${body.skill_id} was registered with another API key; only that key may update it`,
+      );
     }
     deps.onRegistered?.(result.outcome);
     res.status(result.outcome === 'created' ? 201 : 200).json({
@@ -204,10 +208,14 @@ export function discoverRouter(deps: DiscoverDeps): Router {
     if (!(await deps.skills.exists(body.skill_id))) throw notFound(`Skill ${body.skill_id}`);
     const decision = await deps.reportLimit.consume(`${key.id}:${body.skill_id}`);
     if (!decision.allowed) {
-      throw new AppError('rate_limited', `Too many reports for skill ${body.skill_id} from this API key; retry in ${decision.retryAfterSeconds} s`, {
-        headers: { 'Retry-After': String(decision.retryAfterSeconds) },
-        details: { retry_after_seconds: decision.retryAfterSeconds },
-      });
+      throw new AppError(
+        'rate_limited',
+        `Too many reports for skill ${body.skill_id} from this API key; retry in ${decision.retryAfterSeconds} s`,
+        {
+          headers: { 'Retry-After': String(decision.retryAfterSeconds) },
+          details: { retry_after_seconds: decision.retryAfterSeconds },
+        },
+      );
     }
     await deps.skills.addReport({
       skillId: body.skill_id,

@@ -1,6 +1,11 @@
 import { Router } from 'express';
 import { ErrorEnvelope } from '@repo/errors';
-import { buildOpenApiDocument, renderReferencePage, type JsonSchema, type OpenApiParameter } from '@repo/schemas';
+import {
+  buildOpenApiDocument,
+  renderReferencePage,
+  type JsonSchema,
+  type OpenApiParameter,
+} from '@repo/schemas';
 import {
   CreateKeyRequest,
   CreateKeyResponse,
@@ -16,11 +21,20 @@ import {
 } from '../schemas';
 import { SERVICE_VERSION } from './public';
 
-const q = (name: string, description: string, schema: JsonSchema): OpenApiParameter => ({ name, in: 'query', description, schema });
-const RETRY_AFTER = { 'Retry-After': { description: 'seconds until the limit resets', schema: { type: 'integer' } } };
+const q = (name: string, description: string, schema: JsonSchema): OpenApiParameter => ({
+  name,
+  in: 'query',
+  description,
+  schema,
+});
+const RETRY_AFTER = {
+  'Retry-After': { description: 'seconds until the limit resets', schema: { type: 'integer' } },
+};
 const err = (description: string) => ({ description, body: 'ErrorEnvelope' });
 const AUTH_ERRORS = {
-  '400': err('invalid JSON (`invalid_json`) or a field failed validation (`invalid_request`, `details` lists the fields)'),
+  '400': err(
+    'invalid JSON (`invalid_json`) or a field failed validation (`invalid_request`, `details` lists the fields)',
+  ),
   '401': err('missing or unknown x-api-key (`unauthorized`)'),
 };
 
@@ -44,7 +58,14 @@ export function skillRouterOpenApi(): JsonSchema {
       RegisterSkillResponse,
       ReportResponse,
     },
-    securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'an sk_router_ key from POST /api/auth/key' } },
+    securitySchemes: {
+      apiKey: {
+        type: 'apiKey',
+        in: 'header',
+        name: 'x-api-key',
+        description: 'an sk_router_ key from POST /api/auth/key',
+      },
+    },
     operations: [
       {
         method: 'get',
@@ -52,7 +73,10 @@ export function skillRouterOpenApi(): JsonSchema {
         operationId: 'getHealth',
         summary: 'Service health (PostgreSQL reachable)',
         tags: ['Public'],
-        responses: { '200': { description: 'up', body: 'HealthResponse' }, '503': { description: 'the database is unreachable', body: 'HealthResponse' } },
+        responses: {
+          '200': { description: 'up', body: 'HealthResponse' },
+          '503': { description: 'the database is unreachable', body: 'HealthResponse' },
+        },
       },
       {
         method: 'post',
@@ -62,9 +86,16 @@ export function skillRouterOpenApi(): JsonSchema {
         tags: ['Public'],
         requestBody: { body: CreateKeyRequest },
         responses: {
-          '201': { description: 'the new key; store it, it cannot be retrieved later', body: 'CreateKeyResponse' },
+          '201': {
+            description: 'the new key; store it, it cannot be retrieved later',
+            body: 'CreateKeyResponse',
+          },
           '400': err('invalid body'),
-          '429': { description: 'more than 5 keys per minute from this IP (`rate_limited`)', body: 'ErrorEnvelope', headers: RETRY_AFTER },
+          '429': {
+            description: 'more than 5 keys per minute from this IP (`rate_limited`)',
+            body: 'ErrorEnvelope',
+            headers: RETRY_AFTER,
+          },
         },
       },
       {
@@ -75,7 +106,10 @@ export function skillRouterOpenApi(): JsonSchema {
         tags: ['Discover'],
         security: [{ apiKey: [] }],
         requestBody: { body: RouteRequest },
-        responses: { '200': { description: 'matches, best first (ties by skill_id)', body: 'RouteResponse' }, ...AUTH_ERRORS },
+        responses: {
+          '200': { description: 'matches, best first (ties by skill_id)', body: 'RouteResponse' },
+          ...AUTH_ERRORS,
+        },
       },
       {
         method: 'get',
@@ -86,12 +120,23 @@ export function skillRouterOpenApi(): JsonSchema {
         parameters: [
           q('category', 'capability tag (case-insensitive)', { type: 'string' }),
           q('chain', 'chain name (case-insensitive)', { type: 'string' }),
-          q('search', 'full-text search in name and description (web-search syntax: all words, "phrases", -excluded)', { type: 'string' }),
-          q('sort', 'popularity (default) or newest', { type: 'string', enum: ['popularity', 'newest'], default: 'popularity' }),
+          q(
+            'search',
+            'full-text search in name and description (web-search syntax: all words, "phrases", -excluded)',
+            { type: 'string' },
+          ),
+          q('sort', 'popularity (default) or newest', {
+            type: 'string',
+            enum: ['popularity', 'newest'],
+            default: 'popularity',
+          }),
           q('limit', 'page size', { type: 'integer', minimum: 1, maximum: 100, default: 20 }),
           q('offset', 'skills to skip', { type: 'integer', minimum: 0, default: 0 }),
         ],
-        responses: { '200': { description: 'one page', body: 'SkillList' }, '400': err('a query parameter is invalid (`invalid_request`)') },
+        responses: {
+          '200': { description: 'one page', body: 'SkillList' },
+          '400': err('a query parameter is invalid (`invalid_request`)'),
+        },
       },
       {
         method: 'get',
@@ -100,13 +145,18 @@ export function skillRouterOpenApi(): JsonSchema {
         summary: 'A skill in any status, with verification results and live metrics',
         tags: ['Discover'],
         parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
-        responses: { '200': { description: 'the skill', body: 'SkillDetail' }, '400': err('invalid id'), '404': err('no such skill (`not_found`)') },
+        responses: {
+          '200': { description: 'the skill', body: 'SkillDetail' },
+          '400': err('invalid id'),
+          '404': err('no such skill (`not_found`)'),
+        },
       },
       {
         method: 'post',
         path: '/api/discover/register',
         operationId: 'registerSkill',
-        summary: 'Register a skill, or update one registered with the same key; it is verified before it is routed',
+        summary:
+          'Register a skill, or update one registered with the same key; it is verified before it is routed',
         tags: ['Discover'],
         security: [{ apiKey: [] }],
         requestBody: { body: RegisterSkillRequest },
@@ -129,7 +179,11 @@ export function skillRouterOpenApi(): JsonSchema {
           '200': { description: 'recorded', body: 'ReportResponse' },
           ...AUTH_ERRORS,
           '404': err('no such skill (`not_found`)'),
-          '429': { description: 'too many reports for this skill from this key (`rate_limited`)', body: 'ErrorEnvelope', headers: RETRY_AFTER },
+          '429': {
+            description: 'too many reports for this skill from this key (`rate_limited`)',
+            body: 'ErrorEnvelope',
+            headers: RETRY_AFTER,
+          },
         },
       },
     ],

@@ -42,10 +42,14 @@ export function publicRouter(deps: {
       const decision = await deps.keyCreationLimit.consume(req.ip ?? 'unknown');
       if (decision.allowed) return next();
       next(
-        new AppError('rate_limited', `Too many keys created from this address; retry in ${decision.retryAfterSeconds} s`, {
-          headers: { 'Retry-After': String(decision.retryAfterSeconds) },
-          details: { retry_after_seconds: decision.retryAfterSeconds },
-        }),
+        new AppError(
+          'rate_limited',
+          `Too many keys created from this address; retry in ${decision.retryAfterSeconds} s`,
+          {
+            headers: { 'Retry-After': String(decision.retryAfterSeconds) },
+            details: { retry_after_seconds: decision.retryAfterSeconds },
+          },
+        ),
       );
     },
     validate({ body: CreateKeyRequest }),

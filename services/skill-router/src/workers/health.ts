@@ -20,7 +20,10 @@ export interface HealthWorkerOptions {
  * each), probes them through the SSRF guard, records the result (which feeds success_rate_24h and
  * avg_latency_ms) and suspends or resumes skills after sustained failure or recovery.
  */
-export function startHealthWorker(deps: { skills: SkillRepository; http: GuardedSkillHttp; logger: Logger }, options: HealthWorkerOptions): Loop {
+export function startHealthWorker(
+  deps: { skills: SkillRepository; http: GuardedSkillHttp; logger: Logger },
+  options: HealthWorkerOptions,
+): Loop {
   return startLoop(
     'health',
     options.pollIntervalMs,
@@ -36,7 +39,11 @@ export function startHealthWorker(deps: { skills: SkillRepository; http: Guarded
             const status = await deps.skills.recordHealthCheck(job, probe, options);
             if (status) {
               options.onChecked?.(probe.ok, status);
-              if (status !== job.status) deps.logger.warn({ skillId: job.skillId, from: job.status, to: status, error: probe.error }, 'skill status changed by health checks');
+              if (status !== job.status)
+                deps.logger.warn(
+                  { skillId: job.skillId, from: job.status, to: status, error: probe.error },
+                  'skill status changed by health checks',
+                );
             }
           } catch (err) {
             deps.logger.error({ err, skillId: job.skillId }, 'health check failed unexpectedly');

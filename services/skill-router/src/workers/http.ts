@@ -31,7 +31,11 @@ export interface GuardedSkillHttp extends SkillHttp {
 export function createSkillHttp(options: SkillHttpOptions): GuardedSkillHttp {
   const dispatcher: Dispatcher = createGuardedDispatcher(options.policy, {
     connectTimeoutMs: options.timeoutMs,
-    agentOptions: { headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs, keepAliveTimeout: 4000 },
+    agentOptions: {
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+      keepAliveTimeout: 4000,
+    },
   });
 
   async function send(url: string, init: { method: 'GET' | 'POST'; body?: string }): Promise<HttpOutcome> {
@@ -57,7 +61,12 @@ export function createSkillHttp(options: SkillHttpOptions): GuardedSkillHttp {
         size += buf.length;
         if (size > options.maxResponseBytes) {
           res.body.destroy();
-          return { ok: false, latencyMs: elapsed(), error: `response larger than ${options.maxResponseBytes} bytes`, kind: 'too_large' };
+          return {
+            ok: false,
+            latencyMs: elapsed(),
+            error: `response larger than ${options.maxResponseBytes} bytes`,
+            kind: 'too_large',
+          };
         }
         chunks.push(buf);
       }
@@ -71,13 +80,29 @@ export function createSkillHttp(options: SkillHttpOptions): GuardedSkillHttp {
       };
     } catch (err) {
       const blocked = findSsrfBlockedError(err);
-      if (blocked) return { ok: false, latencyMs: elapsed(), error: `endpoint refused: ${blocked.message}`, kind: 'refused' };
+      if (blocked)
+        return {
+          ok: false,
+          latencyMs: elapsed(),
+          error: `endpoint refused: ${blocked.message}`,
+          kind: 'refused',
+        };
       if (signal.aborted || isTimeout(err)) {
-        return { ok: false, latencyMs: elapsed(), error: `no answer within ${options.timeoutMs} ms`, kind: 'timeout' };
+        return {
+          ok: false,
+          latencyMs: elapsed(),
+          error: `no answer within ${options.timeoutMs} ms`,
+          kind: 'timeout',
+        };
       }
       const code = (err as { code?: unknown }).code;
       const message = err instanceof Error ? err.message : String(err);
-      return { ok: false, latencyMs: elapsed(), error: `unreachable: ${typeof code === 'string' ? `${code} ` : ''}${message}`.trim(), kind: 'network' };
+      return {
+        ok: false,
+        latencyMs: elapsed(),
+        error: `unreachable: ${typeof code === 'string' ? `${code} ` : ''}${message}`.trim(),
+        kind: 'network',
+      };
     }
   }
 

@@ -13,7 +13,12 @@ export interface Loop {
  * one starts at once, so a backlog drains without waiting. Errors are logged, never thrown.
  * @param round one unit of work; resolves `true` when more work is likely waiting
  */
-export function startLoop(name: string, intervalMs: number, round: () => Promise<boolean>, logger: Logger): Loop {
+export function startLoop(
+  name: string,
+  intervalMs: number,
+  round: () => Promise<boolean>,
+  logger: Logger,
+): Loop {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let current: Promise<void> | undefined;

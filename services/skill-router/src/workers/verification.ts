@@ -19,7 +19,12 @@ export interface VerificationWorkerOptions {
  * Verifies one claimed skill and applies the result to the revision that was claimed.
  * @returns whether the skill passed; `null` when it changed meanwhile and the result was discarded
  */
-export async function verifyJob(skills: SkillRepository, http: GuardedSkillHttp, job: VerificationJob, healthIntervalMs: number): Promise<boolean | null> {
+export async function verifyJob(
+  skills: SkillRepository,
+  http: GuardedSkillHttp,
+  job: VerificationJob,
+  healthIntervalMs: number,
+): Promise<boolean | null> {
   const refusal = await http.refusal(job.endpoint);
   const result = await verifySkill(http, job, refusal ?? undefined);
   const applied = await skills.completeVerification(job, result, healthIntervalMs);
@@ -31,7 +36,10 @@ export async function verifyJob(skills: SkillRepository, http: GuardedSkillHttp,
  * replicas), runs the three steps for each claimed skill concurrently and marks it `active` or
  * `verification_failed`.
  */
-export function startVerificationWorker(deps: { skills: SkillRepository; http: GuardedSkillHttp; logger: Logger }, options: VerificationWorkerOptions): Loop {
+export function startVerificationWorker(
+  deps: { skills: SkillRepository; http: GuardedSkillHttp; logger: Logger },
+  options: VerificationWorkerOptions,
+): Loop {
   return startLoop(
     'verification',
     options.intervalMs,

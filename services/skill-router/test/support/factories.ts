@@ -5,7 +5,10 @@ let seq = 0;
 /** Input and output schemas of the echo-style test skills. */
 export const TEXT_INPUT_SCHEMA = {
   type: 'object',
-  properties: { text: { type: 'string', minLength: 1 }, target_language: { type: 'string', enum: ['es', 'fr', 'de'] } },
+  properties: {
+    text: { type: 'string', minLength: 1 },
+    target_language: { type: 'string', enum: ['es', 'fr', 'de'] },
+  },
   required: ['text', 'target_language'],
   additionalProperties: false,
 };

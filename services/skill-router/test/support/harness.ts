@@ -18,7 +18,12 @@ export interface Harness {
   /** POST /api/auth/key; returns the new key. */
   createKey(name?: string, headers?: Record<string, string>): Promise<string>;
   /** JSON request helper: returns status, headers and parsed body. */
-  call(method: 'GET' | 'POST', pathAndQuery: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; body: any }>; // eslint-disable-line @typescript-eslint/no-explicit-any -- test bodies are checked field by field
+  call(
+    method: 'GET' | 'POST',
+    pathAndQuery: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; headers: Headers; body: any }>; // eslint-disable-line @typescript-eslint/no-explicit-any -- test bodies are checked field by field
   /** POST /api/discover/register with a key. */
   register(apiKey: string, skill: RegisterSkillRequest): Promise<{ status: number; body: any }>; // eslint-disable-line @typescript-eslint/no-explicit-any -- as above
   /** Runs raw SQL on the suite's database. */
@@ -44,7 +49,11 @@ const TEST_ENV: Record<string, string> = {
  * rate limiters, the SSRF-guarded HTTP client, createApp, an HTTP listener) against a dropped and
  * migrated database named `dbName`. Workers start only when `env.WORKERS_ENABLED` is `true`.
  */
-export async function startHarness(dbName: string, env: Record<string, string> = {}, options: { resetDb?: boolean } = {}): Promise<Harness> {
+export async function startHarness(
+  dbName: string,
+  env: Record<string, string> = {},
+  options: { resetDb?: boolean } = {},
+): Promise<Harness> {
   const databaseUrl = `${PG_BASE}/${dbName}`;
   if (options.resetDb !== false) {
     await resetDatabase(databaseUrl);
@@ -88,7 +97,8 @@ export async function startHarness(dbName: string, env: Record<string, string> =
     call,
     async createKey(name = 'test-agent', headers = {}) {
       const res = await call('POST', '/api/auth/key', { name }, headers);
-      if (res.status !== 201) throw new Error(`key creation failed: ${res.status} ${JSON.stringify(res.body)}`);
+      if (res.status !== 201)
+        throw new Error(`key creation failed: ${res.status} ${JSON.stringify(res.body)}`);
       return (res.body as { api_key: string }).api_key;
     },
     register: (apiKey, skill) => call('POST', '/api/discover/register', skill, { 'x-api-key': apiKey }),
@@ -105,7 +115,11 @@ export async function startHarness(dbName: string, env: Record<string, string> =
  * @returns the truthy value
  * @throws Error naming `what` at the deadline
  */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined | null | false>,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
