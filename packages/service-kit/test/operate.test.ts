@@ -2,7 +2,7 @@ import { createServer as createHttpServer, request as httpRequest, Agent } from 
 import { createServer as createTcpServer, connect, type Socket } from 'node:net';
 import request from 'supertest';
 import { cachedFor, closeServer, createBaseApp, createLogger } from '../src/index';
-import { metricValue, TcpProxy, waitUntil } from '../src/testing';
+import { metricValue, TcpProxy, waitFor } from '../src/testing';
 
 const logger = createLogger({ name: 'test', level: 'silent' });
 
@@ -49,7 +49,7 @@ describe('closeServer', () => {
       req.on('error', reject);
       req.end();
     });
-    await waitUntil(
+    await waitFor(
       'connection open',
       () => new Promise<boolean>((resolve) => server.getConnections((_e, n) => resolve(n === 1))),
     );

@@ -12,7 +12,7 @@ import { scriptedPipelineResponder } from '@repo/pipeline-runner/testing';
 import { Broker, COMPUTE_TOPOLOGY } from '@repo/queue';
 import { queueDepth, restartBroker, waitFor } from '@repo/queue/testing';
 import { buildReport, startHarness, type Harness } from './support/harness';
-import { spawnRunner, type RunnerProcess } from './support/runner';
+import { LlmCallHold, spawnRunner, waitForHealthyRunner, type RunnerProcess } from './support/runner';
 
 // Paid compute jobs end to end: market-intel (this process) -> RabbitMQ -> the real pipeline-runner
 // (a child process) -> a scripted OpenAI-compatible server and a fake SearXNG -> back to the job.
@@ -28,9 +28,8 @@ let runner: RunnerProcess;
 let receiver: Server;
 let receiverUrl: string;
 const hooks: { body: string; signature: string | undefined }[] = [];
-/** Calls the scripted LLM should hold (to kill the runner while a step is in flight). */
-let holdCalls: ((req: ScriptedRequest) => boolean) | null = null;
-let releaseHeld: (() => void) | null = null;
+/** Holds a chosen LLM call (to kill the runner while a step is in flight). */
+const hold = new LlmCallHold();
 
 function scenarioOf(req: ScriptedRequest): Scenario | 'forge' {
   const text = req.messages.map((m) => m.content).join('\n');
@@ -115,11 +114,9 @@ beforeAll(async () => {
   });
   await h.reports.importReport(buildReport(), 'import');
   llm = await startScriptedLlm({
-    respond: async (req) => {
-      if (holdCalls?.(req)) await new Promise<void>((resolve) => (releaseHeld = resolve));
-      if (scenarioOf(req) === 'poison') return '{ this is not json';
-      return respondToPipelines(req);
-    },
+    respond: hold.wrap((req) =>
+      scenarioOf(req) === 'poison' ? '{ this is not json' : respondToPipelines(req),
+    ),
   });
   search = await startFakeSearxng({
     results: [
@@ -143,17 +140,11 @@ beforeAll(async () => {
   const address = receiver.address();
   receiverUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/hooks/jobs`;
   runner = startRunner();
-  await waitFor(
-    'the runner to report healthy',
-    async () => (await fetch(`${h.baseUrl}/api/v1/health`)).status === 200,
-    60_000,
-  ).catch((err: unknown) => {
-    throw new Error(`${String(err)}\nrunner output:\n${runner.output()}`);
-  });
+  await waitForHealthyRunner(h.baseUrl, runner);
 }, 180_000);
 
 afterAll(async () => {
-  releaseHeld?.();
+  hold.release();
   await runner?.stop();
   await h?.close();
   await llm?.close();
@@ -264,16 +255,14 @@ describe('Compute jobs end to end', () => {
 
   it('When the runner is killed (SIGKILL) in the middle of a step, then after a restart the job completes and every step was applied exactly once', async () => {
     let seen = 0;
-    holdCalls = (req) => scenarioOf(req) === 'rejected' && ++seen === 8; // the 8th LLM call of this job hangs
+    hold.hold((req) => scenarioOf(req) === 'rejected' && ++seen === 8); // the 8th LLM call of this job hangs
     const { jobId } = await submitProve('rejected');
-    await waitFor('the held LLM call', () => releaseHeld !== null, 30_000);
+    await hold.held(30_000);
     const before = await getJob(jobId);
     expect(before.status).toBe('running');
     const callsBefore = llm.calls.length;
     expect(await runner.stop('SIGKILL')).toBe('SIGKILL');
-    holdCalls = null;
-    releaseHeld?.();
-    releaseHeld = null;
+    hold.release();
     runner = startRunner();
     const { job, progress } = await settle(jobId);
     expect(job.status).toBe('completed');

@@ -12,7 +12,7 @@ import {
   SectorList,
   TrendsResponse,
 } from '@repo/schemas';
-import { startScriptedLlm, type ScriptedLlm, type ScriptedRequest } from '@repo/llm/testing';
+import { startScriptedLlm, type ScriptedLlm } from '@repo/llm/testing';
 import {
   FIXTURE_PEER,
   FIXTURE_SCAN,
@@ -22,8 +22,9 @@ import {
 } from '@repo/pipeline-runner/testing';
 import { waitFor } from '@repo/queue/testing';
 import { metricValue, scrape } from '@repo/service-kit/testing';
+import type { ScanProgress } from '../src/data/scans';
 import { startHarness, type Harness } from './support/harness';
-import { spawnRunner, type RunnerProcess } from './support/runner';
+import { LlmCallHold, spawnRunner, waitForHealthyRunner, type RunnerProcess } from './support/runner';
 
 // Scout scans end to end: the admin command (a child process) -> market-intel (this process) ->
 // RabbitMQ -> the real pipeline-runner (a child process) fetching fixture feeds from a local HTTP
@@ -36,9 +37,8 @@ let feeds: FixtureFeeds;
 let runner: RunnerProcess;
 let sourcesFile: string;
 const SECTOR = FIXTURE_SCAN.sector;
-/** An LLM call to hold (to kill the runner while a scan step is in flight). */
-let holdCalls: ((req: ScriptedRequest) => boolean) | null = null;
-let releaseHeld: (() => void) | null = null;
+/** Holds a chosen LLM call (to kill the runner while a scan step is in flight). */
+const hold = new LlmCallHold();
 const respond = scriptedPipelineResponder();
 
 function startRunner(): RunnerProcess {
@@ -71,18 +71,23 @@ function runScanCommand(args: string[]): Promise<{ code: number | null; output: 
   });
 }
 
-/** Starts a scan through the repository (as the scheduler does) and waits for its end. */
-async function scanNow(): Promise<{ jobId: string; result: ScoutResult }> {
+/** Starts a scan through the repository (as the scheduler does) and publishes its first step. */
+async function startScan(): Promise<string> {
   const start = await h.service.scans.start(
     { sector: SECTOR, sources: feeds.sources(), windowDays: FIXTURE_SCAN.windowDays },
     { intervalMs: 0, force: true },
   );
   if (!start.started) throw new Error(`scan not started: ${start.jobId} running`);
   await h.service.outbox.publishNow([start.outboxId]);
-  const progress = await waitFor(
-    `scan ${start.jobId} to finish`,
+  return start.jobId;
+}
+
+/** Waits until scan `jobId` is completed or failed (with the runner's output on timeout). */
+async function scanEnd(jobId: string): Promise<ScanProgress> {
+  return waitFor(
+    `scan ${jobId} to finish`,
     async () => {
-      const p = await h.service.scans.progress(start.jobId);
+      const p = await h.service.scans.progress(jobId);
       return p && (p.status === 'completed' || p.status === 'failed') ? p : undefined;
     },
     120_000,
@@ -90,10 +95,16 @@ async function scanNow(): Promise<{ jobId: string; result: ScoutResult }> {
   ).catch((err: unknown) => {
     throw new Error(`${String(err)}\nrunner output:\n${runner.output().slice(-4000)}`);
   });
+}
+
+/** Runs a scan to its end and returns its result. */
+async function scanNow(): Promise<{ jobId: string; result: ScoutResult }> {
+  const jobId = await startScan();
+  const progress = await scanEnd(jobId);
   if (progress.status !== 'completed' || !progress.result) {
-    throw new Error(`scan ${start.jobId} ${progress.status}: ${progress.error ?? 'no result'}`);
+    throw new Error(`scan ${jobId} ${progress.status}: ${progress.error ?? 'no result'}`);
   }
-  return { jobId: start.jobId, result: progress.result };
+  return { jobId, result: progress.result };
 }
 
 async function paid<T>(pathAndQuery: string, schema: { parse(v: unknown): T }): Promise<T> {
@@ -152,24 +163,13 @@ beforeAll(async () => {
     },
     'import',
   );
-  llm = await startScriptedLlm({
-    respond: async (req) => {
-      if (holdCalls?.(req)) await new Promise<void>((resolve) => (releaseHeld = resolve));
-      return respond(req);
-    },
-  });
+  llm = await startScriptedLlm({ respond: hold.wrap(respond) });
   runner = startRunner();
-  await waitFor(
-    'the runner to report healthy',
-    async () => (await fetch(`${h.baseUrl}/api/v1/health`)).status === 200,
-    60_000,
-  ).catch((err: unknown) => {
-    throw new Error(`${String(err)}\nrunner output:\n${runner.output()}`);
-  });
+  await waitForHealthyRunner(h.baseUrl, runner);
 }, 180_000);
 
 afterAll(async () => {
-  releaseHeld?.();
+  hold.release();
   await runner?.stop();
   await h?.close();
   await llm?.close();
@@ -349,37 +349,22 @@ describe('Scout scans end to end', () => {
 
   it('When the runner is killed (SIGKILL) in the middle of a scan, then after a restart the scan completes and every step was applied exactly once', async () => {
     let seen = 0;
-    holdCalls = (req) => req.task.startsWith('scout') && ++seen === 2; // the second LLM step hangs
-    const start = await h.service.scans.start(
-      { sector: SECTOR, sources: feeds.sources(), windowDays: FIXTURE_SCAN.windowDays },
-      { intervalMs: 0, force: true },
-    );
-    if (!start.started) throw new Error('scan not started');
-    await h.service.outbox.publishNow([start.outboxId]);
-    await waitFor('the held LLM call', () => releaseHeld !== null, 60_000);
-    expect((await h.service.scans.progress(start.jobId))?.status).toBe('running');
+    hold.hold((req) => req.task.startsWith('scout') && ++seen === 2); // the second LLM step hangs
+    const jobId = await startScan();
+    await hold.held(60_000);
+    expect((await h.service.scans.progress(jobId))?.status).toBe('running');
     const callsBefore = llm.calls.length;
     expect(await runner.stop('SIGKILL')).toBe('SIGKILL');
-    holdCalls = null;
-    releaseHeld?.();
-    releaseHeld = null;
+    hold.release();
     runner = startRunner();
 
-    const done = await waitFor(
-      'the interrupted scan to finish',
-      async () => {
-        const p = await h.service.scans.progress(start.jobId);
-        return p && (p.status === 'completed' || p.status === 'failed') ? p : undefined;
-      },
-      120_000,
-      50,
-    );
+    const done = await scanEnd(jobId);
     expect(done.status).toBe('completed');
-    const steps = await h.service.jobs.appliedSteps(start.jobId);
+    const steps = await h.service.jobs.appliedSteps(jobId);
     expect(steps.map((s) => s.stepIndex)).toEqual(steps.map((_, i) => i));
     expect(llm.calls.length).toBeGreaterThan(callsBefore);
     // The sector is free again and the report was stored once more.
     const schedule = (await h.service.scans.schedules()).find((s) => s.sector === SECTOR);
-    expect(schedule).toMatchObject({ activeJobId: null, lastJobId: start.jobId, lastStatus: 'completed' });
+    expect(schedule).toMatchObject({ activeJobId: null, lastJobId: jobId, lastStatus: 'completed' });
   });
 });

@@ -16,7 +16,7 @@ import {
   scrape,
   spawnService,
   TcpProxy,
-  waitUntil,
+  waitFor,
   type ServiceProcess,
 } from '@repo/service-kit/testing';
 import { forgeJobInput, scriptedPipelineResponder } from '../src/testing';
@@ -105,6 +105,26 @@ async function depth(queue: string): Promise<number> {
   return broker.withChannel(async (channel) => (await channel.checkQueue(queue)).messageCount);
 }
 
+/** Holds the LLM's answers, starts a job, waits until its step asks the LLM, then sends SIGTERM. */
+async function sigtermWithStepHeld(runner: ServiceProcess): Promise<{ jobId: string; signalAt: number }> {
+  const before = arrived;
+  holdAnswers();
+  const jobId = await startJob();
+  await waitFor('the step waiting for the LLM', () => arrived > before || undefined, 10_000);
+  const signalAt = Date.now();
+  runner.kill('SIGTERM');
+  return { jobId, signalAt };
+}
+
+/** Expects `runner` to exit 0 (printing its last output otherwise); returns milliseconds since `signalAt`. */
+async function expectCleanExit(runner: ServiceProcess, signalAt: number): Promise<number> {
+  const exit = await runner.exited;
+  const exitedAfterMs = Date.now() - signalAt;
+  if (exit.code !== 0) console.error(runner.output().split('\n').slice(-30).join('\n'));
+  expect(exit).toEqual({ code: 0, signal: null });
+  return exitedAfterMs;
+}
+
 beforeAll(async () => {
   amqpUrl = await resetVhost(VHOST);
   amqp = await TcpProxy.forUrl(amqpUrl, 5672);
@@ -136,17 +156,13 @@ describe('a runner with RabbitMQ through a proxy', () => {
   let runner: ServiceProcess;
   beforeAll(async () => {
     runner = await spawnRunner({ SHUTDOWN_TIMEOUT_MS: '20000' });
-    await waitUntil('ready', async () => (await readyStatus(runner.baseUrl)) === 200, 30_000);
+    await waitFor('ready', async () => (await readyStatus(runner.baseUrl)) === 200, 30_000);
   });
 
   it('When a step runs, then /metrics counts it by outcome and shows queue depths and steps in flight', async () => {
     const jobId = await startJob();
-    await waitUntil(
-      'step 0 completed',
-      async () => (await completed(jobId)).length === 1 || undefined,
-      30_000,
-    );
-    const text = await waitUntil('the step counted', async () => {
+    await waitFor('step 0 completed', async () => (await completed(jobId)).length === 1 || undefined, 30_000);
+    const text = await waitFor('the step counted', async () => {
       const t = await scrape(runner.baseUrl);
       return metricValue(t, 'runner_steps_total', { kind: 'forge', outcome: 'completed' }) === 1
         ? t
@@ -165,16 +181,12 @@ describe('a runner with RabbitMQ through a proxy', () => {
 
   it('When RabbitMQ becomes unreachable, then /readyz answers 503; when it returns, 200 and steps are consumed again', async () => {
     await amqp.proxy.cut();
-    await waitUntil('503 without RabbitMQ', async () => (await readyStatus(runner.baseUrl)) === 503, 10_000);
+    await waitFor('503 without RabbitMQ', async () => (await readyStatus(runner.baseUrl)) === 503, 10_000);
     expect((await fetch(`${runner.baseUrl}/livez`)).status).toBe(200);
     const jobId = await startJob(); // waits in the queue meanwhile
     await amqp.proxy.restore();
-    await waitUntil(
-      '200 with RabbitMQ back',
-      async () => (await readyStatus(runner.baseUrl)) === 200,
-      20_000,
-    );
-    await waitUntil(
+    await waitFor('200 with RabbitMQ back', async () => (await readyStatus(runner.baseUrl)) === 200, 20_000);
+    await waitFor(
       'the queued step consumed after reconnecting',
       async () => (await completed(jobId)).length === 1 || undefined,
       30_000,
@@ -182,19 +194,11 @@ describe('a runner with RabbitMQ through a proxy', () => {
   });
 
   it('When SIGTERM arrives while a step is running, then the step finishes during the drain, its outcome is published and acked, and the process exits 0', async () => {
-    const before = arrived;
-    holdAnswers();
-    const jobId = await startJob();
-    await waitUntil('the step waiting for the LLM', () => arrived > before || undefined, 10_000);
-    const signalAt = Date.now();
-    runner.kill('SIGTERM');
+    const { jobId, signalAt } = await sigtermWithStepHeld(runner);
     // The step finishes only once shutdown is under way (readiness already false).
-    await waitUntil('not ready', async () => (await readyStatus(runner.baseUrl)) !== 200, 5000);
+    await waitFor('not ready', async () => (await readyStatus(runner.baseUrl)) !== 200, 5000);
     releaseAnswers();
-    const exit = await runner.exited;
-    const exitedAfterMs = Date.now() - signalAt;
-    if (exit.code !== 0) console.error(runner.output().split('\n').slice(-30).join('\n'));
-    expect(exit).toEqual({ code: 0, signal: null });
+    const exitedAfterMs = await expectCleanExit(runner, signalAt);
     expect(exitedAfterMs).toBeLessThan(20_000);
     expect(await completed(jobId)).toHaveLength(1);
     expect(await depth(COMPUTE_TOPOLOGY.queues.starts)).toBe(0); // acked, not back in the queue
@@ -207,23 +211,15 @@ describe('a runner with RabbitMQ through a proxy', () => {
 describe('a runner whose drain budget is shorter than the step', () => {
   it('When SIGTERM arrives and the step cannot finish in time, then the command returns to the queue and a second runner completes it', async () => {
     const runner = await spawnRunner({ SHUTDOWN_TIMEOUT_MS: '3000' }); // drains for 1 s
-    await waitUntil('ready', async () => (await readyStatus(runner.baseUrl)) === 200, 30_000);
-    const before = arrived;
-    holdAnswers();
-    const jobId = await startJob();
-    await waitUntil('the step waiting for the LLM', () => arrived > before || undefined, 10_000);
-    const signalAt = Date.now();
-    runner.kill('SIGTERM');
-    const exit = await runner.exited;
-    const exitedAfterMs = Date.now() - signalAt;
-    if (exit.code !== 0) console.error(runner.output().split('\n').slice(-30).join('\n'));
-    expect(exit).toEqual({ code: 0, signal: null });
+    await waitFor('ready', async () => (await readyStatus(runner.baseUrl)) === 200, 30_000);
+    const { jobId, signalAt } = await sigtermWithStepHeld(runner);
+    const exitedAfterMs = await expectCleanExit(runner, signalAt);
     expect(exitedAfterMs).toBeLessThan(3000);
     expect(await completed(jobId)).toHaveLength(0);
     expect(await depth(COMPUTE_TOPOLOGY.queues.starts)).toBe(1); // redelivered, not lost
     releaseAnswers();
     const second = await spawnRunner({ SHUTDOWN_TIMEOUT_MS: '5000' });
-    await waitUntil(
+    await waitFor(
       'the second runner completed the step',
       async () => (await completed(jobId)).length === 1 || undefined,
       30_000,

@@ -54,29 +54,5 @@ export async function queueDepth(vhost: string, queue: string): Promise<number> 
   return 0;
 }
 
-/**
- * Polls `check` until it returns a value other than `undefined`/`false`, every `intervalMs`.
- * @throws Error naming `what` after `timeoutMs` milliseconds
- */
-export async function waitFor<T>(
-  what: string,
-  check: () => Promise<T | undefined | false> | T | undefined | false,
-  timeoutMs = 15_000,
-  intervalMs = 25,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`,
-      );
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}
+/** Polls a condition with a deadline (the one implementation, in `@repo/service-kit/testing`). */
+export { waitFor } from '@repo/service-kit/testing';

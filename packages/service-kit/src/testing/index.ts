@@ -1,6 +1,6 @@
 export { TcpProxy } from './tcp-proxy';
 export type { ProxyMode } from './tcp-proxy';
-export { freePort, readyStatus, spawnService, waitUntil } from './process';
+export { freePort, readinessWhileHung, readyStatus, spawnService, waitFor } from './process';
 export type { ServiceProcess, SpawnServiceOptions } from './process';
 export { judgeShutdown, startLoad } from './load';
 export type { Load, LoadRequest, LoadResult, ShutdownVerdict } from './load';

@@ -109,7 +109,7 @@ export async function spawnService(options: SpawnServiceOptions): Promise<Servic
  * (a thrown error counts as not yet).
  * @throws Error naming `what` (and the last error) after `timeoutMs` milliseconds
  */
-export async function waitUntil<T>(
+export async function waitFor<T>(
   what: string,
   check: () => Promise<T | undefined | false> | T | undefined | false,
   timeoutMs = 15_000,
@@ -130,6 +130,29 @@ export async function waitUntil<T>(
       );
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
+}
+
+/**
+ * Black-holes `proxy` (connections accepted, never answered), waits until `/readyz` at `baseUrl`
+ * answers 503, then restores the proxy and waits until it answers 200 again.
+ * @returns milliseconds from the black-hole to the first 503 (the probe's own timeout bounds it)
+ * @throws Error when either state is not reached within 15 s / 20 s
+ */
+export async function readinessWhileHung(
+  baseUrl: string,
+  proxy: { blackhole(): Promise<void>; restore(): Promise<void> },
+): Promise<number> {
+  await proxy.blackhole();
+  let elapsedMs: number;
+  try {
+    const started = Date.now();
+    await waitFor('503 with a hanging dependency', async () => (await readyStatus(baseUrl)) === 503, 15_000);
+    elapsedMs = Date.now() - started;
+  } finally {
+    await proxy.restore();
+  }
+  await waitFor('200 after the hang', async () => (await readyStatus(baseUrl)) === 200, 20_000);
+  return elapsedMs;
 }
 
 /** `GET /readyz` status, or 0 when the connection failed. */

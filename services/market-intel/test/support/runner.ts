@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import type { ScriptedRequest, ScriptedRespond } from '@repo/llm/testing';
+import { waitFor } from '@repo/queue/testing';
 
 const RUNNER_DIR = path.join(__dirname, '../../../pipeline-runner');
 
@@ -49,4 +51,48 @@ export function spawnRunner(env: Record<string, string>): RunnerProcess {
       return exited;
     },
   };
+}
+
+/**
+ * Waits until market-intel at `baseUrl` reports healthy (it has seen the runner's heartbeats).
+ * @throws Error with the runner's output after 60 s
+ */
+export async function waitForHealthyRunner(baseUrl: string, runner: RunnerProcess): Promise<void> {
+  await waitFor(
+    'the runner to report healthy',
+    async () => (await fetch(`${baseUrl}/api/v1/health`)).status === 200,
+    60_000,
+  ).catch((err: unknown) => {
+    throw new Error(`${String(err)}\nrunner output:\n${runner.output()}`);
+  });
+}
+
+/** Holds the scripted LLM's answers to chosen calls until released, so a test can kill the runner mid-step. */
+export class LlmCallHold {
+  private matches: ((req: ScriptedRequest) => boolean) | null = null;
+  private readonly waiting: (() => void)[] = [];
+
+  /** `respond`, except that calls selected by {@link hold} wait for {@link release}. */
+  wrap(respond: ScriptedRespond): ScriptedRespond {
+    return async (req) => {
+      if (this.matches?.(req)) await new Promise<void>((resolve) => this.waiting.push(resolve));
+      return respond(req);
+    };
+  }
+
+  /** From now on, holds the calls `matches` selects. */
+  hold(matches: (req: ScriptedRequest) => boolean): void {
+    this.matches = matches;
+  }
+
+  /** Resolves once a call is held (throws after `timeoutMs` milliseconds). */
+  async held(timeoutMs: number): Promise<void> {
+    await waitFor('a held LLM call', () => this.waiting.length > 0, timeoutMs);
+  }
+
+  /** Stops holding and lets every held call answer. */
+  release(): void {
+    this.matches = null;
+    for (const resolve of this.waiting.splice(0)) resolve();
+  }
 }
