@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { addDuplicateIssues } from './unique';
 
 /** Severity of a pain signal (market-intel spec, GapItem.pain_signals[].severity). */
 export const Severity = z.enum(['critical', 'high', 'medium', 'low']);
@@ -247,17 +248,6 @@ export const ScanReport = z
     sectors: z.array(SectorScan).min(1),
     brief: DailyBrief.nullable().optional(),
   })
-  .superRefine((report, ctx) => {
-    const seen = new Set<string>();
-    report.sectors.forEach((s, i) => {
-      if (seen.has(s.sector))
-        ctx.addIssue({
-          code: 'custom',
-          message: `sector "${s.sector}" appears twice`,
-          path: ['sectors', i, 'sector'],
-        });
-      seen.add(s.sector);
-    });
-  });
+  .superRefine((report, ctx) => addDuplicateIssues(report.sectors, 'sector', 'sector', 'sectors', ctx));
 /** Inferred type of {@link ScanReport}. */
 export type ScanReport = z.infer<typeof ScanReport>;

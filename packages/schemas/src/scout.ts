@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { addDuplicateIssues } from './unique';
 import { ScanReport, SectorTag } from './market-intel';
 
 /**
@@ -59,36 +60,14 @@ export type ScoutSource = z.infer<typeof ScoutSource>;
 /** A sector and its sources (source ids unique within the sector). */
 export const ScoutSectorSources = z
   .strictObject({ sector: SectorTag, sources: z.array(ScoutSource).min(1).max(50) })
-  .superRefine((s, ctx) => {
-    const seen = new Set<string>();
-    s.sources.forEach((source, i) => {
-      if (seen.has(source.id))
-        ctx.addIssue({
-          code: 'custom',
-          message: `source id "${source.id}" appears twice`,
-          path: ['sources', i, 'id'],
-        });
-      seen.add(source.id);
-    });
-  });
+  .superRefine((s, ctx) => addDuplicateIssues(s.sources, 'id', 'source id', 'sources', ctx));
 /** Inferred type of {@link ScoutSectorSources}. */
 export type ScoutSectorSources = z.infer<typeof ScoutSectorSources>;
 
 /** The sources file (`SCOUT_SOURCES_FILE`): every scanned sector, each at most once. */
 export const ScoutSourcesFile = z
   .strictObject({ sectors: z.array(ScoutSectorSources).min(1) })
-  .superRefine((file, ctx) => {
-    const seen = new Set<string>();
-    file.sectors.forEach((s, i) => {
-      if (seen.has(s.sector))
-        ctx.addIssue({
-          code: 'custom',
-          message: `sector "${s.sector}" appears twice`,
-          path: ['sectors', i, 'sector'],
-        });
-      seen.add(s.sector);
-    });
-  });
+  .superRefine((file, ctx) => addDuplicateIssues(file.sectors, 'sector', 'sector', 'sectors', ctx));
 /** Inferred type of {@link ScoutSourcesFile}. */
 export type ScoutSourcesFile = z.infer<typeof ScoutSourcesFile>;
 
