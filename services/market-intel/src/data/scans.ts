@@ -213,27 +213,29 @@ export class ScanRepository {
   private async storeFetched(tx: Tx, job: HookedJob, state: unknown): Promise<unknown> {
     const input = job.input as ScoutJobInput;
     const fetched = FetchedState.parse(state);
-    let newItems = 0;
-    for (const item of fetched.items) {
-      newItems += await tx.$executeRawUnsafe(
-        `INSERT INTO scout_items (sector, hash, kind, url, title, summary, source, source_name, published_at, lang, points, comments, first_job_id)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::timestamptz, $10, $11, $12, $13)
-         ON CONFLICT (sector, hash) DO NOTHING`,
-        input.sector,
-        item.hash,
-        item.kind,
-        item.url,
-        item.title,
-        item.summary,
-        item.source,
-        item.sourceName,
-        item.publishedAt,
-        item.lang,
-        item.points ?? null,
-        item.comments ?? null,
-        job.id,
-      );
-    }
+    const fetchedItems = fetched.items;
+    // One statement for the whole batch; an item the sector already has (same hash) is skipped.
+    const newItems = await tx.$executeRawUnsafe(
+      `INSERT INTO scout_items (sector, hash, kind, url, title, summary, source, source_name, published_at, lang, points, comments, first_job_id)
+       SELECT $1, t.hash, t.kind, t.url, t.title, t.summary, t.source, t.source_name, t.published_at, t.lang, t.points, t.comments, $2
+         FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+                     $10::timestamptz[], $11::text[], $12::int[], $13::int[])
+           AS t(hash, kind, url, title, summary, source, source_name, published_at, lang, points, comments)
+       ON CONFLICT (sector, hash) DO NOTHING`,
+      input.sector,
+      job.id,
+      fetchedItems.map((i) => i.hash),
+      fetchedItems.map((i) => i.kind),
+      fetchedItems.map((i) => i.url),
+      fetchedItems.map((i) => i.title),
+      fetchedItems.map((i) => i.summary),
+      fetchedItems.map((i) => i.source),
+      fetchedItems.map((i) => i.sourceName),
+      fetchedItems.map((i) => i.publishedAt),
+      fetchedItems.map((i) => i.lang),
+      fetchedItems.map((i) => i.points ?? null),
+      fetchedItems.map((i) => i.comments ?? null),
+    );
     const reports = (fetched.sources ?? []) as SourceReport[];
     for (const report of reports) {
       const source = input.sources.find((s) => s.id === report.id);

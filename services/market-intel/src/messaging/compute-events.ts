@@ -64,7 +64,7 @@ export async function startComputeConsumers(deps: ComputeConsumerDeps, instanceI
   const { broker, jobs, outbox, logger } = deps;
   const after = async (type: JobEvent['type'] | 'dead-letter', result: ApplyResult): Promise<void> => {
     deps.onApplied?.(type, result);
-    if (result.outboxIds.length > 0) await outbox.publishNow(result.outboxIds).catch(() => undefined);
+    if (result.outboxIds.length > 0) await outbox.publishNow(result.outboxIds);
     if (result.webhookQueued) deps.onWebhookQueued?.();
   };
 

@@ -40,11 +40,18 @@ export class OutboxRelay {
     private readonly options: OutboxRelayOptions = { sweepIntervalMs: 2000, leaseMs: 30_000, batchSize: 100 },
   ) {}
 
-  /** Publishes the given rows now (after their transaction committed); failures are left to the sweep. */
+  /**
+   * Publishes the given rows now (after their transaction committed). Never rejects: a failure is
+   * logged and the rows are left to the sweep.
+   */
   async publishNow(ids: readonly bigint[]): Promise<void> {
     if (ids.length === 0) return;
-    const rows = await this.claim('id = ANY($2::bigint[])', [ids.map(String)]);
-    await this.publishRows(rows);
+    try {
+      const rows = await this.claim('id = ANY($2::bigint[])', [ids.map(String)]);
+      await this.publishRows(rows);
+    } catch (err) {
+      this.logger.warn({ err: String(err) }, 'outbox publish failed; the sweep will retry');
+    }
   }
 
   /** Starts the periodic sweep. */

@@ -82,7 +82,7 @@ export class ScanScheduler {
       started.push(result.jobId);
       this.onStarted?.(sector);
       this.logger.info({ sector, jobId: result.jobId }, 'scheduled scan started');
-      await this.outbox.publishNow([result.outboxId]).catch(() => undefined);
+      await this.outbox.publishNow([result.outboxId]);
     }
     return started;
   }

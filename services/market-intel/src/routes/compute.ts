@@ -21,7 +21,7 @@ export interface ComputeDeps {
   gateway: PaymentGateway;
   /** Advertised `maxTimeoutSeconds`. */
   maxTimeoutSeconds: number;
-  /** Publishes the job's first step right after the commit (the outbox sweep covers failures). */
+  /** Publishes the job's first step right after the commit; never rejects (the outbox sweep covers failures). */
   publishNow(outboxIds: readonly bigint[]): Promise<void>;
   /** Webhook settings; `null` when no signing secret is configured (a `webhook_url` is then refused). */
   webhooks: { policy: SsrfPolicy } | null;
@@ -212,7 +212,7 @@ async function createJob(
   }
   deps.onJobCreated?.(kind);
   // Not awaited: the answer does not wait for RabbitMQ; a failed publish is left to the outbox sweep.
-  void deps.publishNow([outboxId]).catch(() => undefined);
+  void deps.publishNow([outboxId]);
   const statusUrl = `/api/v1/jobs/${jobId}`;
   res.setHeader('Location', statusUrl);
   res.status(202).json({
