@@ -6,7 +6,8 @@ import type { AddressClass } from './classify';
  * - `scheme`: not `http:` or `https:`;
  * - `credentials`: carries `user:password@` userinfo;
  * - `address`: the host is, or resolves to, a non-public address or a metadata host name;
- * - `dns`: the host name could not be resolved, so its addresses could not be checked.
+ * - `dns`: the host name could not be resolved (or not within the timeout), so its addresses could
+ *   not be checked.
  */
 export type SsrfBlockReason = 'scheme' | 'credentials' | 'address' | 'dns' | 'invalid_url';
 

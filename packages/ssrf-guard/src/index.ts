@@ -6,5 +6,7 @@ export { SsrfBlockedError, isSsrfBlockedError, findSsrfBlockedError } from './er
 export type { SsrfBlockReason, SsrfBlockedErrorOptions } from './errors';
 export { checkUrl, assertSafeUrl } from './check';
 export type { CheckUrlOptions, CheckUrlResult, LookupFunction } from './check';
+export { DEFAULT_DNS_TIMEOUT_MS, resolveHostAddresses } from './resolve';
+export type { DnsResolverOptions, HostResolution } from './resolve';
 export { createGuardedDispatcher } from './dispatcher';
 export type { GuardedDispatcherOptions } from './dispatcher';

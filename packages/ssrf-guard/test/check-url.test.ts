@@ -111,7 +111,7 @@ describe('checkUrl URL forms', () => {
   it('When the host name does not resolve, then it is refused for dns with the resolver error as cause', async () => {
     const error = await refusal('https://no-such-host.example/');
     expect(error.reason).toBe('dns');
-    expect(error.message).toContain('ENOTFOUND');
+    expect(error.message).toBe('URL host no-such-host.example does not resolve (ENOTFOUND)');
     expect(error.cause).toBeInstanceOf(Error);
   });
 
@@ -120,10 +120,37 @@ describe('checkUrl URL forms', () => {
     expect(error.reason).toBe('dns');
   });
 
-  it('When no resolver is injected, then the system resolver is used for localhost', async () => {
+  it('When no resolver is injected, then localhost is refused as loopback without asking DNS', async () => {
     const result = await checkUrl('http://localhost:1/');
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.error).toMatchObject({ reason: 'address', addressClass: 'loopback' });
+  });
+
+  it('When a resolver is injected, then localhost names are still loopback and the resolver is not asked', async () => {
+    const before = lookup.calls.length;
+    expect(await refusal('http://app.localhost/')).toMatchObject({ reason: 'address', address: '127.0.0.1' });
+    expect(lookup.calls.length).toBe(before);
+  });
+
+  it('When an injected resolver never answers, then the URL is refused for dns within dns.timeoutMs', async () => {
+    const started = performance.now();
+    const error = await refusal('https://hang.example/', {
+      lookup: () => undefined,
+      dns: { timeoutMs: 100 },
+      label: 'webhook_url',
+    });
+    expect(error.reason).toBe('dns');
+    expect(error.message).toBe('webhook_url host hang.example did not resolve within 100 ms');
+    expect(performance.now() - started).toBeLessThan(100 + 1500);
+  });
+
+  it('When an injected resolver fails with something other than not-found, then the message names its code', async () => {
+    const eai = Object.assign(new Error('getaddrinfo EAI_AGAIN flaky.example'), { code: 'EAI_AGAIN' });
+    const error = await refusal('https://flaky.example/', { lookup: (_h, _o, cb) => cb(eai, []) });
+    expect(error).toMatchObject({
+      reason: 'dns',
+      message: 'URL host flaky.example could not be resolved (EAI_AGAIN)',
+    });
   });
 });
 

@@ -103,7 +103,11 @@ export function computeRouter(deps: ComputeDeps | undefined): Router {
   return router;
 }
 
-/** Webhook address check (422) and health preflight (503), both before any payment is asked. */
+/**
+ * Webhook address check (422) and health preflight (503), both before any payment is asked. The
+ * check resolves the caller's host through c-ares within 2 s (never `dns.lookup`, whose thread pool
+ * the database also needs), so an unpaid request cannot hold the pool with slow names.
+ */
 function preflight(
   deps: ComputeDeps | undefined,
   webhookOf: (req: Request) => string | undefined,
