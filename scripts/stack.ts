@@ -123,7 +123,11 @@ async function main(): Promise<void> {
       env.SCOUT_SOURCES_FILE ?? path.join(ROOT, 'services/market-intel/config/scout-sources.json'),
   });
   // The runner reads LLM_BASE_URL, LLM_API_KEY, LLM_MODEL and SEARCH_* from this environment.
-  startService('pipeline-runner', 'services/pipeline-runner', RUNNER_PORT, { AMQP_URL });
+  // Development only: `pnpm demo scan` serves fixture feeds on 127.0.0.1, which production refuses (SSRF).
+  startService('pipeline-runner', 'services/pipeline-runner', RUNNER_PORT, {
+    AMQP_URL,
+    SSRF_ALLOWLIST: env.SSRF_ALLOWLIST ?? '127.0.0.1',
+  });
   startService('signal-feedback', 'services/signal-feedback', SIGNAL_FEEDBACK_PORT, {
     DATABASE_URL: SIGNAL_FEEDBACK_DATABASE_URL,
   });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { BaseHttpEnv, intVar, parseConfig } from '@repo/service-kit';
+import { parseAllowlist } from '@repo/ssrf-guard';
 import { DEFAULT_SCOUT_FETCH_SETTINGS as SCOUT, type ScoutFetchSettings } from './scout/settings';
 
 const optionalUrl = z.url().optional();
@@ -57,6 +58,22 @@ export const RunnerEnv = z.object({
   SCOUT_MIN_TITLE_CHARS: intVar(SCOUT.minTitleChars, 1, 200),
   /** Scout scans: the `User-Agent` of source requests. */
   SCOUT_USER_AGENT: z.string().min(1).max(300).default(SCOUT.userAgent),
+  /**
+   * Hosts, IP addresses and CIDR blocks that scout sources and their redirects may reach although they
+   * are loopback, private, link-local or metadata addresses (development and tests only, e.g.
+   * `127.0.0.1` for the fixture feeds), comma-separated. Empty by default: public addresses only.
+   */
+  SSRF_ALLOWLIST: z
+    .string()
+    .default('')
+    .transform((value, ctx) => {
+      try {
+        return parseAllowlist(value);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: error instanceof Error ? error.message : String(error) });
+        return z.NEVER;
+      }
+    }),
   /** Identifies this runner in heartbeats and events; default host name + pid. */
   RUNNER_ID: z
     .string()
@@ -99,5 +116,6 @@ export function scoutFetchSettings(config: RunnerConfig): Partial<ScoutFetchSett
     languages: config.SCOUT_LANGUAGES,
     minTitleChars: config.SCOUT_MIN_TITLE_CHARS,
     userAgent: config.SCOUT_USER_AGENT,
+    ssrfAllowlist: config.SSRF_ALLOWLIST,
   };
 }

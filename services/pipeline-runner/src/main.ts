@@ -90,6 +90,7 @@ async function main(): Promise<void> {
       llm: llm ? { model: llm.model } : null,
       search: search?.name ?? null,
       prefetch: config.RUNNER_PREFETCH,
+      ssrfAllowlist: config.SSRF_ALLOWLIST.length > 0 ? config.SSRF_ALLOWLIST : null,
     },
     'pipeline-runner started',
   );

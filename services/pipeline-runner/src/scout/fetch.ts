@@ -1,5 +1,5 @@
 import type { ScoutItem, ScoutJobInput, ScoutSource, SourceReport } from '@repo/schemas';
-import { createScoutHttp, SourceFetchError, type ScoutHttp } from './http';
+import { createScoutHttp, SourceFetchError, type ScoutHttp, type ScoutHttpOptions } from './http';
 import { normaliseItems, type SourceEntries } from './normalise';
 import { hnSearchUrl, MalformedSourceError, parseFeedItems, parseHnItems, type RawItem } from './parse';
 import type { ScoutFetchSettings } from './settings';
@@ -74,18 +74,22 @@ async function fetchOne(
  * Fetches every source of a scan and normalises what they hold (README, "Scout pipeline"). Sources on
  * one host name are fetched one after the other, at least `hostDelayMs` apart; different hosts in
  * parallel, at most `hostConcurrency` at a time. A source that fails (network, timeout, HTTP >= 400,
- * too large, malformed) is reported `failed` with the reason and its previous validators; a 304 is
+ * too large, malformed, or refused by the SSRF guard: it or a redirect hop is a non-public address
+ * not on `ssrfAllowlist`) is reported `failed` with the reason and its previous validators; a 304 is
  * `not_modified` with no items. Never throws for a source's failure.
  * @param input the job input (sources, validators by source id)
  * @param settings the fetch settings
  * @param fetchedAt the scan's time (the date of undated items)
+ * @param options resolver override (tests)
+ * @throws TypeError when `settings.ssrfAllowlist` holds an invalid entry
  */
 export async function fetchSources(
   input: ScoutJobInput,
   settings: ScoutFetchSettings,
   fetchedAt: Date,
+  options: ScoutHttpOptions = {},
 ): Promise<ScanFetch> {
-  const http = createScoutHttp(settings);
+  const http = createScoutHttp(settings, options);
   const results = new Map<string, { report: SourceReport; entries: RawItem[] }>();
   const byHost = new Map<string, ScoutSource[]>();
   for (const source of input.sources) {

@@ -1,6 +1,12 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { Agent, errors, interceptors, request, type Dispatcher } from 'undici';
+import { errors, interceptors, request, type Dispatcher } from 'undici';
 import type { SourceValidators } from '@repo/schemas';
+import {
+  createGuardedDispatcher,
+  findSsrfBlockedError,
+  type LookupFunction,
+  type SsrfBlockedError,
+} from '@repo/ssrf-guard';
 import type { ScoutFetchSettings } from './settings';
 
 /** A fetched response body with the validators to send next time. */
@@ -30,9 +36,11 @@ export class SourceFetchError extends Error {
 export interface ScoutHttp {
   /**
    * GETs `url`, conditionally when `validators` hold an ETag or Last-Modified. Requests to one host
-   * name wait for each other and start at least `hostDelayMs` apart.
+   * name wait for each other and start at least `hostDelayMs` apart. Every connection, the first and
+   * each redirect hop's, goes through the SSRF guard.
    * @throws {SourceFetchError} connection failure, timeout, HTTP status >= 400, a body larger than
-   *   `maxResponseBytes`, too many redirects
+   *   `maxResponseBytes`, too many redirects, or an address the SSRF policy refuses (`refused: …`,
+   *   `httpStatus` null: nothing was sent to it)
    */
   get(url: string, validators: SourceValidators | undefined, accept: string): Promise<FetchedBody>;
   /** Closes the connections. */
@@ -48,7 +56,50 @@ const NETWORK_CODES: Record<string, string> = {
   ENETUNREACH: 'network unreachable',
 };
 
-function describe(error: unknown, settings: ScoutFetchSettings, timedOut: boolean): string {
+/** Options of {@link createScoutHttp} that are not settings. */
+export interface ScoutHttpOptions {
+  /**
+   * Resolver used instead of `dns.lookup`, both for the SSRF check and for the connection (tests
+   * stand in for DNS with it).
+   */
+  lookup?: LookupFunction;
+}
+
+/** `[::1]` -> `::1`. */
+function bare(hostname: string): string {
+  return hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
+}
+
+/**
+ * The source report's reason for an SSRF refusal, e.g. `refused: redirect to 169.254.169.254
+ * (metadata) is not allowed`. Built from the refusal's fields, so nothing of any answer is quoted.
+ */
+function describeRefusal(blocked: SsrfBlockedError, requested: string): string {
+  let hop: URL | null = null;
+  try {
+    hop = new URL(blocked.url);
+  } catch {
+    // At connect time `url` is the origin; anything else is reported without it.
+  }
+  const host = hop ? bare(hop.hostname) : 'the source';
+  // The guard names the origin it refused to connect to: another origin than the source's is a redirect.
+  const target = hop && hop.origin !== new URL(requested).origin ? `redirect to ${host}` : host;
+  if (blocked.reason === 'address' && blocked.address !== undefined) {
+    const where =
+      blocked.address === host
+        ? `(${blocked.addressClass ?? 'not public'})`
+        : `(${blocked.address}, ${blocked.addressClass ?? 'not public'})`;
+    return `refused: ${target} ${where} is not allowed`;
+  }
+  // The guard refuses with `dns` when a name resolves to nothing it can classify.
+  return blocked.reason === 'dns'
+    ? `refused: ${target} has no address that can be checked`
+    : `refused: ${target} (${blocked.reason})`;
+}
+
+function describe(error: unknown, settings: ScoutFetchSettings, timedOut: boolean, url: string): string {
+  const blocked = findSsrfBlockedError(error);
+  if (blocked) return describeRefusal(blocked, url);
   if (timedOut) return `no complete answer within ${settings.timeoutMs} ms`;
   if (error instanceof errors.ResponseExceededMaxSizeError)
     return `response larger than ${settings.maxResponseBytes} bytes`;
@@ -65,18 +116,30 @@ function describe(error: unknown, settings: ScoutFetchSettings, timedOut: boolea
 }
 
 /**
- * Creates the HTTP client of one fetch step (undici): one `Agent` with connect, headers and body
- * timeouts and `maxResponseSize`, redirects followed up to `maxRedirects`, and an overall deadline of
- * `timeoutMs` per request (redirects included).
+ * Creates the HTTP client of one fetch step (undici): `@repo/ssrf-guard`'s guarded `Agent` (every
+ * connection's addresses checked against `settings.ssrfAllowlist` before connecting, so a source or
+ * a redirect to a loopback, private, link-local or metadata address, or to a host name resolving to
+ * one, is refused) with connect, headers and body timeouts and `maxResponseSize`; under undici's
+ * redirect interceptor, so each hop opens its connection through the guard; redirects followed up to
+ * `maxRedirects`, and an overall deadline of `timeoutMs` per request (redirects included).
  * @param settings the fetch settings
+ * @param options resolver override (tests)
+ * @throws TypeError when `settings.ssrfAllowlist` holds an invalid entry (the config validates it first)
  */
-export function createScoutHttp(settings: ScoutFetchSettings): ScoutHttp {
-  const agent = new Agent({
-    connectTimeout: settings.timeoutMs,
-    headersTimeout: settings.timeoutMs,
-    bodyTimeout: settings.timeoutMs,
-    maxResponseSize: settings.maxResponseBytes,
-  });
+export function createScoutHttp(settings: ScoutFetchSettings, options: ScoutHttpOptions = {}): ScoutHttp {
+  const agent = createGuardedDispatcher(
+    { allowlist: settings.ssrfAllowlist },
+    {
+      connectTimeoutMs: settings.timeoutMs,
+      ...(options.lookup ? { lookup: options.lookup } : {}),
+      agentOptions: {
+        headersTimeout: settings.timeoutMs,
+        bodyTimeout: settings.timeoutMs,
+        maxResponseSize: settings.maxResponseBytes,
+      },
+    },
+  );
+  // The redirect interceptor dispatches each hop through the guarded agent, which checks it at connect time.
   const dispatcher: Dispatcher = agent.compose(
     interceptors.redirect({ maxRedirections: settings.maxRedirects }),
   );
@@ -101,7 +164,7 @@ export function createScoutHttp(settings: ScoutFetchSettings): ScoutHttp {
     try {
       response = await request(url, { method: 'GET', headers, dispatcher, signal });
     } catch (error) {
-      throw new SourceFetchError(describe(error, settings, signal.aborted), null);
+      throw new SourceFetchError(describe(error, settings, signal.aborted, url), null);
     }
     const status = response.statusCode;
     const header = (name: string): string | undefined => {
@@ -126,7 +189,7 @@ export function createScoutHttp(settings: ScoutFetchSettings): ScoutHttp {
     try {
       return { status, body: await response.body.text(), validators: next };
     } catch (error) {
-      throw new SourceFetchError(describe(error, settings, signal.aborted), status);
+      throw new SourceFetchError(describe(error, settings, signal.aborted, url), status);
     }
   }
 

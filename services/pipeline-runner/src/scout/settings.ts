@@ -23,9 +23,15 @@ export interface ScoutFetchSettings {
   maxSummaryChars: number;
   /** `User-Agent` header of every request. */
   userAgent: string;
+  /**
+   * Hosts, IP addresses and CIDR blocks that sources and their redirects may reach although they are
+   * loopback, private, link-local or metadata addresses (`@repo/ssrf-guard` allowlist entries; from
+   * `SSRF_ALLOWLIST`). Empty: public addresses only. Development and tests only.
+   */
+  ssrfAllowlist: readonly string[];
 }
 
-/** The defaults (10 s per request, 2 MiB, 1 s between requests to one host, English only). */
+/** The defaults (10 s per request, 2 MiB, 1 s between requests to one host, English only, public addresses only). */
 export const DEFAULT_SCOUT_FETCH_SETTINGS: ScoutFetchSettings = {
   timeoutMs: 10_000,
   maxResponseBytes: 2 * 1024 * 1024,
@@ -37,6 +43,7 @@ export const DEFAULT_SCOUT_FETCH_SETTINGS: ScoutFetchSettings = {
   minTitleChars: 12,
   maxSummaryChars: 1000,
   userAgent: 'market-intel-scout/1.0',
+  ssrfAllowlist: [],
 };
 
 /**

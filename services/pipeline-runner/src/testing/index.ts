@@ -4,6 +4,12 @@ export { forgeJobInput, proveJobInput, sampleScout } from './fixtures';
 export { runToCompletion } from './run';
 export type { PipelineRun } from './run';
 export { scoutAnswer } from './scout-responder';
-export { FIXTURE_PEER, FIXTURE_SCAN, fixtureScoutInput, startFixtureFeeds } from './scout-fixtures';
+export {
+  FIXTURE_METADATA_URL,
+  FIXTURE_PEER,
+  FIXTURE_SCAN,
+  fixtureScoutInput,
+  startFixtureFeeds,
+} from './scout-fixtures';
 export type { FixtureFeeds, FixtureFeedsOptions, FixtureRequest } from './scout-fixtures';
 export { scoutWindow } from './scout-window';

@@ -13,7 +13,12 @@ export interface FixtureFeedsOptions {
   oversizedBytes?: number;
   /** Port on 127.0.0.1 (default 0: a free port). */
   port?: number;
+  /** Extra paths that answer `302` with the given `Location` (absolute URLs reach other servers). */
+  redirects?: Record<string, string>;
 }
+
+/** Where `/feeds/metadata.xml` redirects: the cloud instance-metadata endpoint the SSRF guard must refuse. */
+export const FIXTURE_METADATA_URL = 'http://169.254.169.254/latest/meta-data/';
 
 /** One request the fixture server received. */
 export interface FixtureRequest {
@@ -238,11 +243,13 @@ async function freePort(): Promise<number> {
  * (no internet needed): `/feeds/rss.xml` (RSS 2.0), `/feeds/atom.xml` (Atom), `/hn/search_by_date`
  * (Algolia's Hacker News search API), `/feeds/broken.xml` (malformed XML), `/feeds/huge.xml` (an
  * oversized RSS feed, streamed without Content-Length), `/feeds/error.xml` (HTTP 500), `/feeds/moved.xml` (301 to the RSS feed), `/feeds/loop.xml`
- * (redirects on and on), `/feeds/slow.xml`
- * (never answers; status 0 in `requests`). The feeds and
+ * (redirects on and on), `/feeds/metadata.xml` (302 to {@link FIXTURE_METADATA_URL}), `/feeds/slow.xml`
+ * (never answers; status 0 in `requests`) and the paths of `options.redirects` (302). The feeds and
  * the search send an ETag and Last-Modified and answer 304 to a matching conditional request. Item
  * dates are relative to `options.now`; the figures a scan of them yields are {@link FIXTURE_SCAN}.
- * @param options the reference time, the oversized feed's size and the port
+ * The server listens on 127.0.0.1, which the runner's SSRF guard refuses unless allowlisted: scan it
+ * with `ssrfAllowlist: FIXTURE_SCAN.ssrfAllowlist` (a runner process: `FIXTURE_SCAN.runnerEnv`).
+ * @param options the reference time, the oversized feed's size, the port and extra redirects
  */
 export async function startFixtureFeeds(options: FixtureFeedsOptions = {}): Promise<FixtureFeeds> {
   const now = options.now ?? new Date();
@@ -304,15 +311,24 @@ export async function startFixtureFeeds(options: FixtureFeedsOptions = {}): Prom
         res.writeHead(302, { location: `/feeds/loop.xml?hop=${hop}` }).end();
         return 302;
       }
+      case '/feeds/metadata.xml':
+        res.writeHead(302, { location: FIXTURE_METADATA_URL }).end();
+        return 302;
       case '/feeds/slow.xml':
         // Never answers: the client's deadline must end the request (the server closes it on close()).
         return 0;
       case '/feeds/error.xml':
         res.writeHead(500, { 'content-type': 'text/plain' }).end('internal error');
         return 500;
-      default:
+      default: {
+        const location = options.redirects?.[path];
+        if (location !== undefined) {
+          res.writeHead(302, { location }).end();
+          return 302;
+        }
         res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
         return 404;
+      }
     }
   };
 
@@ -389,13 +405,17 @@ export const FIXTURE_SCAN = {
   windowDays: 7,
   /**
    * Runner settings for end-to-end tests and the demo (environment variables of the runner process):
-   * short politeness gaps and a 1 MiB size limit, which the 3 MiB oversized feed exceeds.
+   * short politeness gaps, a 1 MiB size limit, which the 3 MiB oversized feed exceeds, and the
+   * fixture server's host (and nothing else) on the SSRF allowlist.
    */
   runnerEnv: {
     SCOUT_HOST_DELAY_MS: '50',
     SCOUT_FETCH_TIMEOUT_MS: '5000',
     SCOUT_MAX_RESPONSE_BYTES: String(1024 * 1024),
+    SSRF_ALLOWLIST: '127.0.0.1',
   } as Record<string, string>,
+  /** `ScoutFetchSettings.ssrfAllowlist` for scanning the fixture server in-process: its host only. */
+  ssrfAllowlist: ['127.0.0.1'] as readonly string[],
   /** All six sources; three fail: dead (connection refused), malformed, oversized. */
   sources: 6,
   failedSources: ['fixture-dead', 'fixture-malformed', 'fixture-oversized'],

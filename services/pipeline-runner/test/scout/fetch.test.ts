@@ -9,6 +9,8 @@ const settings: ScoutFetchSettings = {
   hostDelayMs: 20,
   timeoutMs: 2000,
   maxResponseBytes: LIMIT,
+  // The fixture server listens on 127.0.0.1, which the SSRF guard refuses unless allowlisted.
+  ssrfAllowlist: FIXTURE_SCAN.ssrfAllowlist,
 };
 
 let feeds: FixtureFeeds;

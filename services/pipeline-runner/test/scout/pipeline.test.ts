@@ -28,6 +28,7 @@ beforeEach(async () => {
       hostDelayMs: 10,
       timeoutMs: 2000,
       maxResponseBytes: 256 * 1024,
+      ssrfAllowlist: FIXTURE_SCAN.ssrfAllowlist,
     },
   };
 });
