@@ -30,6 +30,14 @@ export const SkillRouterEnv = z.object({
   VERIFY_TIMEOUT_MS: intVar(5000, 50, 120_000),
   /** A claimed verification not finished within this lease is claimed again by any replica. */
   VERIFY_LEASE_MS: intVar(60_000, 1000, 3_600_000),
+  /** Claims of one revision that may end without a result before the skill is failed instead. */
+  VERIFY_MAX_ATTEMPTS: intVar(3, 1, 100),
+  /** Worker threads of the schema sandbox (registrants' schema checks, input generation, reply checks). */
+  SANDBOX_THREADS: intVar(2, 1, 64),
+  /** Heap limit of each sandbox thread, in MB; a check that reaches it is stopped and fails. */
+  SANDBOX_MEMORY_MB: intVar(64, 16, 4096),
+  /** Deadline of one sandbox check, counted from when a thread takes it; a check past it fails. */
+  SANDBOX_TASK_TIMEOUT_MS: intVar(2000, 50, 120_000),
   /** Interval between two periodic health checks of one active (or suspended) skill. */
   HEALTH_CHECK_INTERVAL_MS: intVar(60_000, 10, 86_400_000),
   /** How often the health worker looks for due skills. */

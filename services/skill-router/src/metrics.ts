@@ -1,5 +1,7 @@
 import { Counter, Histogram } from 'prom-client';
 import { createMetrics, type ServiceMetrics } from '@repo/service-kit';
+import type { SandboxOutcome } from './sandbox/schema-sandbox';
+import type { SandboxTaskKind } from './sandbox/tasks';
 
 /** skill-router's metrics: the shared HTTP ones plus registrations, verifications, health checks and routes served. */
 export interface SkillRouterMetrics extends ServiceMetrics {
@@ -9,6 +11,8 @@ export interface SkillRouterMetrics extends ServiceMetrics {
   onRouted(matches: number): void;
   /** Counts a finished `POST /api/discover/route` (`skill_routes_served_total{outcome}`). */
   onRouteServed(outcome: RouteOutcome): void;
+  /** Counts a finished schema sandbox task (`skill_sandbox_tasks_total{task, outcome}`). */
+  onSandboxTask(task: SandboxTaskKind, outcome: SandboxOutcome): void;
 }
 
 /**
@@ -52,6 +56,12 @@ export function createSkillRouterMetrics(): SkillRouterMetrics {
   });
   for (const outcome of ['matched', 'no_match', 'rejected', 'failed'] as const)
     routesServed.inc({ outcome }, 0);
+  const sandboxTasks = new Counter({
+    name: 'skill_sandbox_tasks_total',
+    help: 'Schema sandbox tasks by kind and outcome (ok, refused, timeout, out_of_memory, crashed)',
+    labelNames: ['task', 'outcome'] as const,
+    registers: [base.registry],
+  });
   return {
     ...base,
     onRegistered: (outcome) => registrations.inc({ outcome }),
@@ -59,5 +69,6 @@ export function createSkillRouterMetrics(): SkillRouterMetrics {
     onHealthChecked: (ok, status) => healthChecks.inc({ result: ok ? 'ok' : 'failed', status }),
     onRouted: (matches) => routeMatches.observe(matches),
     onRouteServed: (outcome) => routesServed.inc({ outcome }),
+    onSandboxTask: (task, outcome) => sandboxTasks.inc({ task, outcome }),
   };
 }

@@ -8,6 +8,7 @@ import { createDb, type Db } from './data/prisma';
 import { createRateLimit } from './data/rate-limits';
 import { SkillRepository } from './data/skills';
 import type { SkillRouterMetrics } from './metrics';
+import { SchemaSandbox } from './sandbox/schema-sandbox';
 import { startHealthWorker } from './workers/health';
 import { createSkillHttp, type GuardedSkillHttp } from './workers/http';
 import type { Loop } from './workers/loop';
@@ -20,6 +21,8 @@ export interface Runtime {
   skills: SkillRepository;
   keys: ApiKeyRepository;
   http: GuardedSkillHttp;
+  /** The schema sandbox the verification worker uses (created with the workers). */
+  sandbox?: SchemaSandbox;
   /** Starts the verification and health workers (no-op when already started). */
   startWorkers(): { verification: Loop; health: Loop };
   /** The running workers, if started. */
@@ -97,14 +100,24 @@ export function createRuntime(
     keys,
     http,
     startWorkers() {
-      runtime.workers ??= {
+      if (runtime.workers) return runtime.workers;
+      const sandbox = new SchemaSandbox({
+        threads: config.SANDBOX_THREADS,
+        memoryMb: config.SANDBOX_MEMORY_MB,
+        taskTimeoutMs: config.SANDBOX_TASK_TIMEOUT_MS,
+        logger,
+        onTask: metrics?.onSandboxTask,
+      });
+      runtime.sandbox = sandbox;
+      runtime.workers = {
         verification: startVerificationWorker(
-          { skills, http, logger },
+          { skills, http, schemas: sandbox, logger },
           {
             intervalMs: config.VERIFY_INTERVAL_MS,
             batchSize: config.VERIFY_BATCH_SIZE,
             leaseMs: config.VERIFY_LEASE_MS,
             healthIntervalMs: config.HEALTH_CHECK_INTERVAL_MS,
+            maxAttempts: config.VERIFY_MAX_ATTEMPTS,
             onVerified: metrics?.onVerified,
           },
         ),
@@ -129,6 +142,7 @@ export function createRuntime(
       shuttingDown = true;
       if (runtime.workers)
         await Promise.all([runtime.workers.verification.stop(), runtime.workers.health.stop()]);
+      await runtime.sandbox?.close();
       await http.close();
       if (healthHttp !== http) await healthHttp.close();
       await db.close();

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { schemaLimitProblem } from './domain/schema-limits';
 
 /**
  * Wire schemas of the skill-router API (skill-router spec, "Resources and their fields"), used to
@@ -49,8 +50,14 @@ export const CreateKeyResponse = z.object({
   message: z.string(),
 });
 
-/** A JSON Schema document (checked by the schema_validation step, not here). */
-const JsonSchemaObject = z.record(z.string(), z.unknown());
+/**
+ * A JSON Schema document: an object within the size and depth limits (README, "Security"); whether
+ * it is a valid schema is the schema_validation step's job, in the sandbox.
+ */
+const JsonSchemaObject = z.record(z.string(), z.unknown()).superRefine((schema, ctx) => {
+  const problem = schemaLimitProblem(schema);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
 
 /** Body of POST /api/discover/register (spec, "Skill (register input)"). */
 export const RegisterSkillRequest = z.object({

@@ -183,7 +183,46 @@ describe('POST /api/discover/register', () => {
     expect(res.status).toBe(400);
     expect(res.body.code).toBe('invalid_json');
   });
+
+  it.each([
+    [
+      'input_schema',
+      'larger than 32 KiB',
+      { type: 'string', description: 'x'.repeat(33_000) },
+      /^is larger than 32768 bytes/,
+    ],
+    ['output_schema', 'nested 33 levels deep', nest(33), /^nests deeper than 32 levels$/],
+    ['input_schema', 'nested 40,000 levels deep', 'DEEP', /^nests deeper than 32 levels$/],
+  ])(
+    'When %s is %s, then 400 invalid_request names the limit and nothing is stored',
+    async (field, _what, schema, message) => {
+      const skill = buildSkill({ [field]: schema });
+      // Too deep for JSON.stringify here too: spliced into the body as text.
+      const deep = `{"a":${'['.repeat(40_000)}${']'.repeat(40_000)}}`;
+      const res = await h.call(
+        'POST',
+        '/api/discover/register',
+        JSON.stringify(skill).replace('"DEEP"', deep),
+        {
+          'x-api-key': key,
+        },
+      );
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe('invalid_request');
+      expect(res.body.details).toContainEqual(
+        expect.objectContaining({ path: `body.${field}`, message: expect.stringMatching(message) }),
+      );
+      expect(await h.sql('SELECT 1 FROM skills WHERE skill_id = $1', skill.skill_id)).toEqual([]);
+    },
+  );
 });
+
+/** An object schema nesting `levels` levels deep (counting the outermost object as 1). */
+function nest(levels: number): Record<string, unknown> {
+  let schema: Record<string, unknown> = {};
+  for (let i = 1; i < levels; i++) schema = { not: schema };
+  return schema;
+}
 
 describe('POST /api/discover/register: SSRF', () => {
   let strict: Harness;

@@ -33,7 +33,12 @@ describe('migrations', () => {
              '00000000-0000-0000-0000-000000000001', 'active', 0.75, 123, 40, 20, 5, 0.6, 2)`,
         );
         const result = await applyMigrations({ databaseUrl, migrationsDir: DIR, log: quiet });
-        expect(result.applied.length).toBe(3);
+        expect(result.applied).toEqual([
+          '20261122050000_skill_stats_table',
+          '20261122050100_skill_stats_backfill',
+          '20261122050200_drop_skill_metric_columns',
+          '20261123220000_verification_attempts',
+        ]);
         const { rows } = await pg.query(
           'SELECT skill_id, success_rate_24h, avg_latency_ms, calls_30d, rating_sum, rating_count, popularity, consecutive_failures FROM skill_stats',
         );
@@ -53,6 +58,8 @@ describe('migrations', () => {
           `SELECT column_name FROM information_schema.columns WHERE table_name = 'skills' AND column_name = 'success_rate_24h'`,
         );
         expect(cols.rows).toEqual([]);
+        const attempts = await pg.query('SELECT verification_attempts FROM skills');
+        expect(attempts.rows).toEqual([{ verification_attempts: 0 }]);
       } finally {
         await pg.end();
       }

@@ -80,6 +80,8 @@ export interface VerificationJob {
   endpoint: string;
   inputSchema: unknown;
   outputSchema: unknown;
+  /** Claims of this revision so far, this one included (1 on the first claim). */
+  attempts: number;
 }
 
 /** A skill due for a periodic health check. */
@@ -203,7 +205,7 @@ export class SkillRepository {
          output_schema = EXCLUDED.output_schema, search_vector = EXCLUDED.search_vector,
          route_vector = EXCLUDED.route_vector, match_terms = EXCLUDED.match_terms,
          status = 'pending_verification', revision = skills.revision + 1, verification = NULL,
-         verification_reason = NULL, verification_lease_until = NULL, updated_at = now()
+         verification_reason = NULL, verification_lease_until = NULL, verification_attempts = 0, updated_at = now()
        WHERE skills.owner_key_id = EXCLUDED.owner_key_id
        RETURNING skill_id, revision, (xmax = 0) AS inserted),
      stats AS (
@@ -362,7 +364,8 @@ export class SkillRepository {
 
   /**
    * Claims up to `batch` pending skills for verification (`FOR UPDATE SKIP LOCKED`, so replicas never
-   * claim the same one) by setting a lease; a lease that expires (crashed worker) is claimed again.
+   * claim the same one) by setting a lease and counting the attempt; a lease that expires (crashed
+   * worker) is claimed again, and the returned `attempts` tells the caller how often that happened.
    */
   async claimPendingVerification(batch: number, leaseMs: number): Promise<VerificationJob[]> {
     const rows = await this.prisma.$queryRawUnsafe<
@@ -372,9 +375,11 @@ export class SkillRepository {
         endpoint: string;
         input_schema: unknown;
         output_schema: unknown;
+        verification_attempts: number;
       }[]
     >(
-      `UPDATE skills SET verification_lease_until = now() + ${ms(2)}
+      `UPDATE skills SET verification_lease_until = now() + ${ms(2)},
+              verification_attempts = verification_attempts + 1
         WHERE skill_id IN (
           SELECT skill_id FROM skills
            WHERE status = 'pending_verification'
@@ -382,7 +387,7 @@ export class SkillRepository {
            ORDER BY updated_at, skill_id
            LIMIT $1
            FOR UPDATE SKIP LOCKED)
-        RETURNING skill_id, revision, endpoint, input_schema, output_schema`,
+        RETURNING skill_id, revision, endpoint, input_schema, output_schema, verification_attempts`,
       batch,
       leaseMs,
     );
@@ -392,7 +397,30 @@ export class SkillRepository {
       endpoint: r.endpoint,
       inputSchema: r.input_schema,
       outputSchema: r.output_schema,
+      attempts: Number(r.verification_attempts),
     }));
+  }
+
+  /**
+   * Extends the leases of verifications still in progress on this replica, so that only a replica
+   * that died or stalled loses its claims (and has them counted as unfinished attempts).
+   * @param jobs the claimed revisions still being verified
+   * @param leaseMs the new lease, from now, in milliseconds
+   */
+  async renewVerificationLeases(
+    jobs: readonly { skillId: string; revision: number }[],
+    leaseMs: number,
+  ): Promise<void> {
+    if (jobs.length === 0) return;
+    await this.prisma.$executeRawUnsafe(
+      `UPDATE skills SET verification_lease_until = now() + ${ms(3)}
+        FROM unnest($1::text[], $2::int[]) AS j(skill_id, revision)
+       WHERE skills.skill_id = j.skill_id AND skills.revision = j.revision
+         AND skills.status = 'pending_verification'`,
+      jobs.map((j) => j.skillId),
+      jobs.map((j) => j.revision),
+      leaseMs,
+    );
   }
 
   /**

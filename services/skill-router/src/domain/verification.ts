@@ -1,5 +1,4 @@
 import { VERIFICATION_STEPS, type VerificationStepResult } from '../schemas';
-import { checkJsonSchema, generateInput, validationErrors } from './json-schema';
 
 /** The answer of one outbound HTTP request to a skill endpoint. */
 export type HttpOutcome =
@@ -12,6 +11,26 @@ export interface SkillHttp {
   get(url: string): Promise<HttpOutcome>;
   /** `POST url` with a JSON body: the test call. */
   postJson(url: string, body: unknown): Promise<HttpOutcome>;
+}
+
+/** A check's verdict: passed, or the reason it did not. */
+export type Verdict = { ok: true } | { ok: false; error: string };
+
+/** A generated test input, or why none could be made. */
+export type Generated = { ok: true; value: unknown } | { ok: false; error: string };
+
+/**
+ * The checks that run registrants' schemas (implemented by the schema sandbox: worker threads with
+ * memory limits and deadlines; README, "Security"). A check stopped at a limit answers
+ * `{ ok: false, error }` naming the limit, like any other failed check.
+ */
+export interface SchemaChecks {
+  /** `schema` is a JSON Schema (draft-07, 2019-09, 2020-12) within the size and depth limits that compiles. */
+  checkSchema(schema: unknown): Promise<Verdict>;
+  /** A test input generated from `inputSchema` and valid against it. */
+  generateInput(inputSchema: unknown): Promise<Generated>;
+  /** The reply `body` (text) is JSON valid against `outputSchema`. */
+  checkReply(outputSchema: unknown, body: string): Promise<Verdict>;
 }
 
 /** A probe as stored in `health_checks`. */
@@ -59,11 +78,14 @@ export async function probeHealth(http: SkillHttp, endpoint: string): Promise<Pr
  * 2. `schema_validation`: input_schema and output_schema are valid JSON Schema (ajv);
  * 3. `test_call`: POST an input generated from input_schema; the answer must be 2xx JSON valid against
  *    output_schema. Skipped when a step before it failed.
+ * Every computation on the schemas and the reply goes through `schemas` (the sandbox).
  * @param refusal when set, the endpoint was refused by the SSRF policy: step 1 fails with it and no
  *   request is sent
+ * @throws only what `schemas` throws when it is shut down (the verification is then retried later)
  */
 export async function verifySkill(
   http: SkillHttp,
+  schemas: SchemaChecks,
   skill: { endpoint: string; inputSchema: unknown; outputSchema: unknown },
   refusal?: string,
 ): Promise<VerificationResult> {
@@ -96,13 +118,12 @@ export async function verifySkill(
   }
 
   // 2. schema_validation
-  const [schemas, schemaMs] = await timed(() => ({
-    input: checkJsonSchema(skill.inputSchema),
-    output: checkJsonSchema(skill.outputSchema),
-  }));
+  const [[inputCheck, outputCheck], schemaMs] = await timed(() =>
+    Promise.all([schemas.checkSchema(skill.inputSchema), schemas.checkSchema(skill.outputSchema)]),
+  );
   const schemaProblems = [
-    ...(schemas.input.ok ? [] : [`input_schema ${schemas.input.error}`]),
-    ...(schemas.output.ok ? [] : [`output_schema ${schemas.output.error}`]),
+    ...(inputCheck.ok ? [] : [`input_schema ${inputCheck.error}`]),
+    ...(outputCheck.ok ? [] : [`output_schema ${outputCheck.error}`]),
   ];
   steps.push({
     step: 'schema_validation',
@@ -116,7 +137,7 @@ export async function verifySkill(
 
   // 3. test_call
   const failedBefore = steps.find((s) => s.status === 'failed');
-  if (failedBefore || !schemas.input.ok || !schemas.output.ok) {
+  if (failedBefore || schemaProblems.length > 0) {
     steps.push({
       step: 'test_call',
       status: 'skipped',
@@ -124,11 +145,9 @@ export async function verifySkill(
       duration_ms: 0,
     });
   } else {
-    const inputCheck = schemas.input;
-    const outputCheck = schemas.output;
     const [outcome, duration] = await timed(
       async (): Promise<{ ok: boolean; detail: string; probe?: Probe }> => {
-        const input = generateInput(skill.inputSchema as object, inputCheck.validate);
+        const input = await schemas.generateInput(skill.inputSchema);
         if (!input.ok) return { ok: false, detail: input.error };
         const res = await http.postJson(skill.endpoint, input.value);
         if (!res.ok) {
@@ -150,14 +169,8 @@ export async function verifySkill(
         });
         if (res.status < 200 || res.status > 299)
           return fail(`HTTP ${res.status} from POST ${skill.endpoint}`);
-        let body: unknown;
-        try {
-          body = JSON.parse(res.body);
-        } catch {
-          return fail('the response is not JSON');
-        }
-        if (!outputCheck.validate(body))
-          return fail(`the response does not match output_schema: ${validationErrors(outputCheck.validate)}`);
+        const reply = await schemas.checkReply(skill.outputSchema, res.body);
+        if (!reply.ok) return fail(reply.error);
         return {
           ok: true,
           detail: `HTTP ${res.status} in ${res.latencyMs} ms, response valid against output_schema`,

@@ -1,6 +1,7 @@
 import type { Logger } from '@repo/service-kit';
 import type { SkillRepository, VerificationJob } from '../data/skills';
-import { verifySkill } from '../domain/verification';
+import { VERIFICATION_STEPS } from '../schemas';
+import { verifySkill, type SchemaChecks, type VerificationResult } from '../domain/verification';
 import type { GuardedSkillHttp } from './http';
 import { startLoop, type Loop } from './loop';
 
@@ -11,33 +12,60 @@ export interface VerificationWorkerOptions {
   leaseMs: number;
   /** The first periodic health check of a newly active skill is due this long after activation. */
   healthIntervalMs: number;
+  /**
+   * Claims of one revision that may end without a result (the verifying process crashed or stalled);
+   * the next claim fails the skill instead of verifying it again.
+   */
+  maxAttempts: number;
   /** Called after each applied verification (metrics). */
   onVerified?: (passed: boolean) => void;
 }
 
 /**
- * Verifies one claimed skill and applies the result to the revision that was claimed.
+ * The result recorded for a revision whose verification was claimed `attempts - 1` times without
+ * finishing: every step skipped, and a reason saying so.
+ */
+export function abandonedVerification(unfinished: number): VerificationResult {
+  const detail = `not run: verification did not finish in ${unfinished} attempts`;
+  return {
+    passed: false,
+    steps: VERIFICATION_STEPS.map((step) => ({ step, status: 'skipped', detail, duration_ms: 0 })),
+    reason: `verification did not finish in ${unfinished} attempts (the verifying process crashed or stalled each time)`,
+    probes: [],
+  };
+}
+
+/**
+ * Verifies one claimed skill and applies the result to the revision that was claimed; a revision
+ * already claimed `maxAttempts` times without a result is failed without running anything.
  * @returns whether the skill passed; `null` when it changed meanwhile and the result was discarded
+ * @throws SandboxClosedError when the service shuts down mid-verification (the lease then expires
+ *   and another replica verifies it)
  */
 export async function verifyJob(
-  skills: SkillRepository,
-  http: GuardedSkillHttp,
+  deps: { skills: SkillRepository; http: GuardedSkillHttp; schemas: SchemaChecks },
   job: VerificationJob,
-  healthIntervalMs: number,
+  options: { healthIntervalMs: number; maxAttempts: number },
 ): Promise<boolean | null> {
-  const refusal = await http.refusal(job.endpoint);
-  const result = await verifySkill(http, job, refusal ?? undefined);
-  const applied = await skills.completeVerification(job, result, healthIntervalMs);
+  let result: VerificationResult;
+  if (job.attempts > options.maxAttempts) {
+    result = abandonedVerification(job.attempts - 1);
+  } else {
+    const refusal = await deps.http.refusal(job.endpoint);
+    result = await verifySkill(deps.http, deps.schemas, job, refusal ?? undefined);
+  }
+  const applied = await deps.skills.completeVerification(job, result, options.healthIntervalMs);
   return applied ? result.passed : null;
 }
 
 /**
  * The verification worker: claims pending skills (`FOR UPDATE SKIP LOCKED` with a lease, safe across
- * replicas), runs the three steps for each claimed skill concurrently and marks it `active` or
+ * replicas), runs the three steps for each claimed skill concurrently (schema work in the sandbox),
+ * renews the leases every third of `leaseMs` while it works, and marks each skill `active` or
  * `verification_failed`.
  */
 export function startVerificationWorker(
-  deps: { skills: SkillRepository; http: GuardedSkillHttp; logger: Logger },
+  deps: { skills: SkillRepository; http: GuardedSkillHttp; schemas: SchemaChecks; logger: Logger },
   options: VerificationWorkerOptions,
 ): Loop {
   return startLoop(
@@ -45,20 +73,38 @@ export function startVerificationWorker(
     options.intervalMs,
     async () => {
       const jobs = await deps.skills.claimPendingVerification(options.batchSize, options.leaseMs);
-      await Promise.all(
-        jobs.map(async (job) => {
-          try {
-            const passed = await verifyJob(deps.skills, deps.http, job, options.healthIntervalMs);
-            if (passed !== null) {
-              options.onVerified?.(passed);
-              deps.logger.info({ skillId: job.skillId, revision: job.revision, passed }, 'skill verified');
-            }
-          } catch (err) {
-            // The lease expires and another round retries it.
-            deps.logger.error({ err, skillId: job.skillId }, 'verification failed unexpectedly');
-          }
-        }),
+      if (jobs.length === 0) return false;
+      const inProgress = new Set(jobs);
+      // A busy sandbox can make a round outlast the lease: renew it while this replica is alive.
+      const renewal = setInterval(
+        () => {
+          deps.skills.renewVerificationLeases([...inProgress], options.leaseMs).catch((err: unknown) => {
+            deps.logger.warn({ err }, 'could not renew verification leases');
+          });
+        },
+        Math.max(250, Math.floor(options.leaseMs / 3)),
       );
+      renewal.unref();
+      try {
+        await Promise.all(
+          jobs.map(async (job) => {
+            try {
+              const passed = await verifyJob(deps, job, options);
+              if (passed !== null) {
+                options.onVerified?.(passed);
+                deps.logger.info({ skillId: job.skillId, revision: job.revision, passed }, 'skill verified');
+              }
+            } catch (err) {
+              // The lease expires and another round retries it.
+              deps.logger.error({ err, skillId: job.skillId }, 'verification failed unexpectedly');
+            } finally {
+              inProgress.delete(job);
+            }
+          }),
+        );
+      } finally {
+        clearInterval(renewal);
+      }
       return jobs.length === options.batchSize;
     },
     deps.logger,

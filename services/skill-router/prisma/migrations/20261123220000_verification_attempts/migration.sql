@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "skills" ADD COLUMN     "verification_attempts" INTEGER NOT NULL DEFAULT 0;
+
