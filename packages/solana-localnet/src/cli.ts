@@ -155,6 +155,9 @@ async function info(args: ParsedArgs, io: CliIo): Promise<number> {
       url: rpc.replace(/\/+$/, ''),
       networks,
       agent: { publicKey: main?.agent ?? '', keypairPath: main?.agentKeypairPath ?? '' },
+      ...(main?.feePayer !== undefined
+        ? { feePayer: { publicKey: main.feePayer, keypairPath: main.feePayerKeypairPath } }
+        : {}),
     }),
   );
   return 0;

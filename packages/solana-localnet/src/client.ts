@@ -24,6 +24,8 @@ import { RpcError } from './rpc-error';
 /** `localnet_info` answer of one network path. All addresses base58. */
 export interface LocalnetRpcInfo {
   network: LocalnetNetwork;
+  /** The x402 v2 network id (CAIP-2) the official x402 packages use for this network. */
+  caip2Network: string;
   rpcUrl: string;
   mint: string;
   merchantOwner: string;
@@ -31,6 +33,10 @@ export interface LocalnetRpcInfo {
   agent: string;
   /** Path of the agent's Solana CLI keypair file on the ledger's machine. */
   agentKeypairPath: string;
+  /** The x402 fee payer (`extra.feePayer`): SOL only, never a token account; the same on both networks. */
+  feePayer: string;
+  /** Path of the fee payer's Solana CLI keypair file on the ledger's machine (`X402_FEE_PAYER_KEYPAIR`). */
+  feePayerKeypairPath: string;
   genesisHash: string;
 }
 

@@ -10,6 +10,8 @@ export {
   LAMPORTS_PER_SIGNATURE,
   BLOCK_INTERVAL_MS,
   BLOCKHASH_VALIDITY_BLOCKS,
+  CAIP2_NETWORK,
+  FEE_PAYER_LAMPORTS,
 } from './ledger';
 export type { LocalnetNetwork, FundResult, RpcTransactionMeta, RpcTokenBalance } from './ledger';
 export {

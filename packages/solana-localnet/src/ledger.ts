@@ -1,6 +1,12 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes, verify as verifyEd25519 } from 'node:crypto';
 import v8 from 'node:v8';
-import { FailedTransactionMetadata, LiteSVM, type AccountInfoBytes, type TransactionMetadata } from 'litesvm';
+import {
+  FailedTransactionMetadata,
+  LiteSVM,
+  type Account,
+  type AccountInfoBytes,
+  type TransactionMetadata,
+} from 'litesvm';
 import {
   AddressLookupTableAccount,
   Keypair,
@@ -22,6 +28,7 @@ import {
 } from './deps';
 import { bs58 } from './deps';
 import { Journal } from './journal';
+import { parsedInnerInstructions } from './parsed';
 import { RpcError, RpcErrorCode, convertTransactionError, type RpcTransactionError } from './rpc-error';
 import { decodeMint, decodeTokenAccount, uiTokenAmount, type UiTokenAmount } from './token-accounts';
 import { primeTransactionJson } from './tx-json';
@@ -50,6 +57,13 @@ export const LAMPORTS_PER_SIGNATURE = 5000;
 export const BLOCK_INTERVAL_MS = 400;
 /** A blockhash is accepted for this many block heights after it is issued (about 60 s), like a cluster. */
 export const BLOCKHASH_VALIDITY_BLOCKS = 150;
+/**
+ * SOL (lamports) the x402 fee payer holds after start: 100 SOL, about 10 000 settlements at the
+ * official client's fee (two signatures and a 1 micro-lamport compute unit price: 10 001 lamports).
+ */
+export const FEE_PAYER_LAMPORTS = 100 * LAMPORTS_PER_SOL;
+/** At start the fee payer is topped up to {@link FEE_PAYER_LAMPORTS} when it holds less than this (10 SOL). */
+export const FEE_PAYER_REFILL_BELOW_LAMPORTS = 10 * LAMPORTS_PER_SOL;
 
 // Kept below 2^53 so LiteSVM's Number-based account wrapper stays exact.
 const FAUCET_LAMPORTS = 1_000_000_000_000_000;
@@ -76,6 +90,15 @@ const BUILTIN_PROGRAMS = new Set([
 const GENESIS_HASH: Record<LocalnetNetwork, string> = {
   solana: '5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d',
   'solana-devnet': 'EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG',
+};
+
+/**
+ * The x402 v2 (CAIP-2) network id of each network: `solana:` and the first 32 characters of the
+ * genesis hash. The official x402 packages accept only these ids (and testnet's) for Solana.
+ */
+export const CAIP2_NETWORK: Readonly<Record<LocalnetNetwork, string>> = {
+  solana: `solana:${GENESIS_HASH.solana.slice(0, 32)}`,
+  'solana-devnet': `solana:${GENESIS_HASH['solana-devnet'].slice(0, 32)}`,
 };
 
 /** A token balance entry of `meta.preTokenBalances` / `meta.postTokenBalances`. */
@@ -146,6 +169,37 @@ export interface FundResult {
 /** The account state in RPC terms; `null` is an account that does not exist (or has 0 lamports). */
 export type LedgerAccount = AccountInfoBytes;
 
+/** The `simulateTransaction` config flags the ledger honours, as the RPC names them. */
+export interface SimulateOptions {
+  /** Verify every signature first (a cluster's default is false). Conflicts with `replaceRecentBlockhash`. */
+  sigVerify?: boolean;
+  /** Simulate on the latest blockhash instead of the transaction's own (reported as `replacementBlockhash`). */
+  replaceRecentBlockhash?: boolean;
+  /** Record inner instructions (CPIs), returned parsed where a parser exists. */
+  innerInstructions?: boolean;
+  /** Accounts whose post-simulation state to return (`accounts.addresses`). */
+  accounts?: readonly PublicKey[] | null;
+}
+
+/** `value` of a `simulateTransaction` answer, before account encoding. Units: compute units, bytes. */
+export interface SimulationResult {
+  err: RpcTransactionError | null;
+  logs: string[];
+  /** One entry per requested address (null: absent, or the simulation failed); null when none were requested. */
+  accounts: (LedgerAccount | null)[] | null;
+  unitsConsumed: number;
+  /** Bytes of account data the transaction loaded (its accounts and the loaders of its programs). */
+  loadedAccountsDataSize: number;
+  returnData: { programId: string; data: [string, 'base64'] } | null;
+  /** Parsed inner instructions when requested and the transaction executed; otherwise null. */
+  innerInstructions: { index: number; instructions: unknown[] }[] | null;
+  /** The blockhash simulated on and its last valid block height, when `replaceRecentBlockhash` was set. */
+  replacementBlockhash: { blockhash: string; lastValidBlockHeight: number } | null;
+}
+
+/** A `getProgramAccounts` filter, as the RPC names it. `memcmp.bytes` is already decoded. */
+export type ProgramAccountsFilter = { dataSize: number } | { memcmp: { offset: number; bytes: Uint8Array } };
+
 type JournalAccount = [string, number, string, 0 | 1, string] | [string, null];
 type JournalEntry = { t: 'tx'; r: TxRecord; a: JournalAccount[] } | { t: 'acct'; a: JournalAccount[] };
 
@@ -171,6 +225,70 @@ function readU32(data: Uint8Array, offset: number): number {
 
 function readU64(data: Uint8Array, offset: number): bigint {
   return Buffer.from(data.buffer, data.byteOffset, data.byteLength).readBigUInt64LE(offset);
+}
+
+// DER SubjectPublicKeyInfo header of a raw 32-byte Ed25519 public key.
+const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+const SANITIZE_FAILURE = 'invalid transaction: Transaction failed to sanitize accounts offsets correctly';
+const MISSING_LOOKUP_TABLE =
+  "invalid transaction: Transaction loads an address table account that doesn't exist";
+const NATIVE_LOADER = 'NativeLoader1111111111111111111111111111111';
+
+function invalidParams(message: string): RpcError {
+  return new RpcError(RpcErrorCode.invalidParams, message);
+}
+
+/** Deserialises wire bytes as a validator's RPC does. @throws RpcError -32602 when they are no transaction */
+function decodeTransaction(wire: Uint8Array): VersionedTransaction {
+  try {
+    return VersionedTransaction.deserialize(wire);
+  } catch (error) {
+    throw invalidParams(
+      `failed to deserialize solana_sdk::transaction::versioned::VersionedTransaction: ${(error as Error).message}`,
+    );
+  }
+}
+
+/** The message bytes of a wire transaction exactly as signed (what follows the signatures). */
+function wireMessage(wire: Uint8Array, signatureCount: number): Uint8Array {
+  const lengthPrefix = signatureCount < 0x80 ? 1 : signatureCount < 0x4000 ? 2 : 3;
+  return wire.subarray(lengthPrefix + 64 * signatureCount);
+}
+
+/**
+ * The key of a message in the status cache. A validator refuses a message it has processed whatever
+ * its signatures (a co-signed copy of a landed payment is AlreadyProcessed, not a new transaction).
+ */
+function messageKey(message: Uint8Array): string {
+  return createHash('sha256').update(message).digest('base64');
+}
+
+/**
+ * Whether every signature of the wire transaction is a valid Ed25519 signature of its message by the
+ * matching signer key (an empty, all-zero signature is not). The message bytes are taken from the wire
+ * as signed, not re-serialised.
+ */
+function signaturesVerify(wire: Uint8Array, tx: VersionedTransaction): boolean {
+  const message = wireMessage(wire, tx.signatures.length);
+  const keys = tx.message.staticAccountKeys;
+  return tx.signatures.every((signature, i) => {
+    const key = keys[i];
+    if (key === undefined) return false;
+    const spki = Buffer.concat([ED25519_SPKI_PREFIX, key.toBuffer()]);
+    return verifyEd25519(null, message, { key: spki, format: 'der', type: 'spki' }, signature);
+  });
+}
+
+function fromSvmAccount(account: Account): LedgerAccount | null {
+  const lamports = Number(account.lamports());
+  if (lamports === 0) return null;
+  return {
+    lamports,
+    data: account.data(),
+    owner: new PublicKey(account.owner()),
+    executable: account.executable(),
+    rentEpoch: Number(account.rentEpoch()),
+  };
 }
 
 /**
@@ -211,6 +329,8 @@ export function feeForMessage(message: VersionedMessage): number {
 export class NetworkLedger {
   private readonly svm: LiteSVM;
   private readonly records = new Map<string, TxRecord>();
+  // Status cache by message: keys of the messages of landed transactions (see messageKey).
+  private readonly processedMessages = new Set<string>();
   private readonly blockhashes = new Map<string, number>();
   private readonly decimals = new Map<string, number>();
   private readonly startedAt = Date.now();
@@ -218,6 +338,10 @@ export class NetworkLedger {
   private slot = 0;
   private latest: { blockhash: string; height: number } | null = null;
   private journal: Journal | null = null;
+  private feePayer: PublicKey | null = null;
+  // Every address a transaction or the ledger ever wrote: what getProgramAccounts scans (LiteSVM
+  // cannot enumerate its accounts).
+  private readonly known = new Set<string>();
   /** The network's test USDC mint. */
   readonly mint: PublicKey;
   /** The merchant's associated token account for {@link mint} (the x402 `payTo`). */
@@ -260,10 +384,15 @@ export class NetworkLedger {
 
   /**
    * Creates what is missing of: the faucet balance, the mint (6 decimals, authority kept by the
-   * ledger), the merchant's token account, and the agent's SOL and token account with
-   * `agentUsdcAtomic` test USDC. Idempotent: after a replayed journal it creates nothing.
+   * ledger), the merchant's token account, the agent's SOL and token account with `agentUsdcAtomic`
+   * test USDC, and the x402 fee payer's SOL ({@link FEE_PAYER_LAMPORTS}, topped up when below
+   * {@link FEE_PAYER_REFILL_BELOW_LAMPORTS}; never a token account). Idempotent: after a replayed
+   * journal it creates nothing and only tops the fee payer up.
+   * @throws RpcError when a setup transaction fails
    */
-  setup(agent: PublicKey, agentUsdcAtomic: bigint): void {
+  setup(options: { agent: PublicKey; agentUsdcAtomic: bigint; feePayer: PublicKey }): void {
+    const { agent, agentUsdcAtomic, feePayer } = options;
+    this.feePayer = feePayer;
     this.ensureFaucet();
     const faucet = this.keys.faucet.publicKey;
     if (this.getAccount(this.mint) === null) {
@@ -297,6 +426,10 @@ export class NetworkLedger {
     }
     if (this.getAccount(getAssociatedTokenAddressSync(this.mint, agent, true)) === null) {
       this.fund(agent, agentUsdcAtomic, DEFAULT_FUND_LAMPORTS);
+    }
+    const feePayerLamports = this.getAccount(feePayer)?.lamports ?? 0;
+    if (feePayerLamports < FEE_PAYER_REFILL_BELOW_LAMPORTS) {
+      this.airdrop(feePayer, FEE_PAYER_LAMPORTS - feePayerLamports);
     }
   }
 
@@ -372,34 +505,31 @@ export class NetworkLedger {
   /**
    * Executes a signed wire transaction the way a validator's `sendTransaction` does.
    *
-   * With preflight (the default), a transaction that would fail is not committed and a
-   * {@link RpcError} -32002 is thrown with the simulation's `err` and `logs` (also for
-   * AlreadyProcessed and BlockhashNotFound); a bad signature throws -32003. With `skipPreflight`
-   * an execution failure lands (fee charged, `meta.err` set) while load failures (unknown blockhash,
-   * duplicate, fee payer without funds) are dropped silently: the signature is returned and never
-   * appears, as on a cluster.
+   * With preflight (the default) the signatures are verified first (a bad or missing one throws
+   * -32003), then a transaction that would fail is not committed and a {@link RpcError} -32002 is
+   * thrown with the simulation's `err` and `logs` (also for BlockhashNotFound and AlreadyProcessed,
+   * checked in that order). With `skipPreflight` an execution failure lands (fee charged, `meta.err`
+   * set) while load failures (bad signature, unknown blockhash, duplicate, fee payer without funds)
+   * are dropped silently: the signature is returned and never appears, as on a cluster.
    * @returns the transaction's first signature, base58
-   * @throws RpcError -32602 for bytes that are not a transaction, -32002 / -32003 as above
+   * @throws RpcError -32602 for bytes that are not a (sane) transaction, -32002 / -32003 as above
    */
   sendTransaction(wire: Uint8Array, skipPreflight: boolean): string {
-    let tx: VersionedTransaction;
-    try {
-      tx = VersionedTransaction.deserialize(wire);
-    } catch (error) {
+    const tx = decodeTransaction(wire);
+    const resolved = this.sanitize(tx);
+    const signature = bs58.encode(tx.signatures[0] ?? new Uint8Array(64));
+    if (!skipPreflight && !signaturesVerify(wire, tx)) {
       throw new RpcError(
-        RpcErrorCode.invalidParams,
-        `failed to deserialize solana_sdk::transaction::versioned::VersionedTransaction: ${(error as Error).message}`,
+        RpcErrorCode.transactionSignatureVerificationFailure,
+        'Transaction signature verification failure',
       );
     }
-    const first = tx.signatures[0];
-    if (first === undefined)
-      throw new RpcError(RpcErrorCode.invalidParams, 'invalid transaction: no signatures');
-    const signature = bs58.encode(first);
     const reject = (
       err: RpcTransactionError,
       message: string,
       logs: string[] = [],
       unitsConsumed = 0,
+      loadedAccountsDataSize = 0,
     ): string => {
       if (skipPreflight) return signature;
       throw new RpcError(
@@ -409,6 +539,7 @@ export class NetworkLedger {
           accounts: null,
           err,
           innerInstructions: null,
+          loadedAccountsDataSize,
           logs,
           replacementBlockhash: null,
           returnData: null,
@@ -417,27 +548,19 @@ export class NetworkLedger {
       );
     };
 
-    if (this.records.has(signature))
-      return reject('AlreadyProcessed', 'This transaction has already been processed');
+    // A validator checks the blockhash's age before its status cache.
     if (!this.isBlockhashValid(tx.message.recentBlockhash))
       return reject('BlockhashNotFound', 'Blockhash not found');
-    const resolved = this.resolveKeys(tx.message);
-    if (resolved === null) {
-      throw new RpcError(
-        RpcErrorCode.invalidParams,
-        "invalid transaction: Transaction loads an address table account that doesn't exist",
-      );
-    }
+    const message = messageKey(wireMessage(wire, tx.signatures.length));
+    if (this.records.has(signature) || this.processedMessages.has(message))
+      return reject('AlreadyProcessed', 'This transaction has already been processed');
     const { keys } = resolved;
     const writable = keys.map((_, i) => tx.message.isAccountWritable(i));
     const pre = keys.map((key) => this.getAccount(key));
 
     const slot = Math.max(this.slot + 1, this.blockHeight());
     const blockTime = Math.floor(Date.now() / 1000);
-    const clock = this.svm.getClock();
-    clock.slot = BigInt(slot);
-    clock.unixTimestamp = BigInt(blockTime);
-    this.svm.setClock(clock);
+    this.setClock(slot, blockTime);
 
     const result = this.svm.sendTransaction(tx);
     let meta: TransactionMetadata;
@@ -447,13 +570,13 @@ export class NetworkLedger {
       meta = result.meta();
       if (!skipPreflight || !converted.landed) {
         this.restore(keys, pre, writable);
-        if (converted.json === 'SignatureFailure' && !skipPreflight) {
-          throw new RpcError(
-            RpcErrorCode.transactionSignatureVerificationFailure,
-            'Transaction signature verification failure',
-          );
-        }
-        return reject(converted.json, converted.message, meta.logs(), Number(meta.computeUnitsConsumed()));
+        return reject(
+          converted.json,
+          converted.message,
+          meta.logs(),
+          Number(meta.computeUnitsConsumed()),
+          converted.landed ? this.loadedDataSize(tx, keys) : 0,
+        );
       }
       err = converted.json;
     } else {
@@ -485,6 +608,8 @@ export class NetworkLedger {
     };
     this.slot = slot;
     this.records.set(signature, record);
+    this.processedMessages.add(message);
+    for (const key of keys) this.known.add(key.toBase58());
     // Serialise the getTransaction answer now, while the transaction is decoded: verifiers ask for
     // it right after landing, and that request then costs a lookup instead of a decode and encode.
     primeTransactionJson(record, tx);
@@ -499,35 +624,108 @@ export class NetworkLedger {
   }
 
   /**
-   * Simulates a signed wire transaction without committing anything.
-   * @returns `err` (RPC JSON or null), logs and compute units consumed
-   * @throws RpcError -32602 for bytes that are not a transaction
+   * Simulates a wire transaction the way a validator's `simulateTransaction` does, committing
+   * nothing (accounts, slots, status cache and the Clock sysvar are as before).
+   *
+   * Signatures are verified only with `sigVerify` (so a transaction whose fee payer has not signed
+   * yet simulates); `replaceRecentBlockhash` simulates on the latest blockhash instead of the
+   * transaction's own. Failures of the transaction itself are answered in `err` (BlockhashNotFound
+   * for an unknown or expired blockhash, AlreadyProcessed for a landed signature, InsufficientFundsForFee,
+   * InstructionError...), never thrown.
+   * @throws RpcError -32602 for bytes that are not a (sane) transaction, for `sigVerify` together with
+   * `replaceRecentBlockhash` and for more `accounts` than the transaction has; -32003 when `sigVerify`
+   * is set and a signature is missing or invalid (Agave 2.x; Agave 3.1 and later answer
+   * `err: "SignatureFailure"` instead)
    */
-  simulateTransaction(wire: Uint8Array): {
-    err: RpcTransactionError | null;
-    logs: string[];
-    unitsConsumed: number;
-  } {
-    let tx: VersionedTransaction;
-    try {
-      tx = VersionedTransaction.deserialize(wire);
-    } catch (error) {
+  simulateTransaction(wire: Uint8Array, options: SimulateOptions = {}): SimulationResult {
+    const tx = decodeTransaction(wire);
+    let replacementBlockhash: SimulationResult['replacementBlockhash'] = null;
+    if (options.replaceRecentBlockhash === true) {
+      if (options.sigVerify === true)
+        throw invalidParams('sigVerify may not be used with replaceRecentBlockhash');
+      replacementBlockhash = this.latestBlockhash();
+      tx.message.recentBlockhash = replacementBlockhash.blockhash;
+    }
+    const { keys } = this.sanitize(tx);
+    if (options.sigVerify === true && !signaturesVerify(wire, tx)) {
       throw new RpcError(
-        RpcErrorCode.invalidParams,
-        `failed to deserialize transaction: ${(error as Error).message}`,
+        RpcErrorCode.transactionSignatureVerificationFailure,
+        'Transaction signature verification failure',
       );
     }
-    const result = this.svm.simulateTransaction(tx);
-    if (result instanceof FailedTransactionMetadata) {
-      const meta = result.meta();
-      return {
-        err: convertTransactionError(result).json,
-        logs: meta.logs(),
-        unitsConsumed: Number(meta.computeUnitsConsumed()),
-      };
+    const requested = options.accounts ?? null;
+    if (requested !== null && requested.length > keys.length) {
+      throw invalidParams(`Too many accounts provided; max ${keys.length}`);
     }
+    const failed = (err: RpcTransactionError): SimulationResult => ({
+      err,
+      logs: [],
+      accounts: requested?.map(() => null) ?? null,
+      unitsConsumed: 0,
+      loadedAccountsDataSize: 0,
+      returnData: null,
+      innerInstructions: null,
+      replacementBlockhash,
+    });
+    if (!this.isBlockhashValid(tx.message.recentBlockhash)) return failed('BlockhashNotFound');
+    const message =
+      replacementBlockhash === null ? wireMessage(wire, tx.signatures.length) : tx.message.serialize();
+    if (
+      this.records.has(bs58.encode(tx.signatures[0] ?? new Uint8Array(64))) ||
+      this.processedMessages.has(messageKey(message))
+    ) {
+      return failed('AlreadyProcessed');
+    }
+
+    // The bank a validator simulates on is at the current slot and time; the clock is put back after.
+    const savedClock = this.svm.getClock();
+    this.setClock(this.currentSlot(), Math.floor(Date.now() / 1000));
+    this.svm.withSigverify(false);
+    let result: ReturnType<LiteSVM['simulateTransaction']>;
+    try {
+      result = this.svm.simulateTransaction(tx);
+    } finally {
+      this.svm.withSigverify(true);
+      this.svm.setClock(savedClock);
+    }
+
+    let executed = true;
+    let err: RpcTransactionError | null = null;
+    let post: Map<string, LedgerAccount | null> | null = null;
     const meta = result.meta();
-    return { err: null, logs: meta.logs(), unitsConsumed: Number(meta.computeUnitsConsumed()) };
+    if (result instanceof FailedTransactionMetadata) {
+      const converted = convertTransactionError(result);
+      if (converted.json === 'SanitizeFailure') throw invalidParams(SANITIZE_FAILURE);
+      executed = converted.landed;
+      err = converted.json;
+    } else {
+      post = new Map(
+        result.postAccounts().map(([key, account]) => [key.toBase58(), fromSvmAccount(account)]),
+      );
+    }
+    if (!executed) return { ...failed(err ?? 'UnknownError'), logs: meta.logs() };
+    const returnData = returnDataOf(meta).returnData ?? null;
+    return {
+      err,
+      logs: meta.logs(),
+      accounts:
+        requested?.map((key) => {
+          if (post === null) return null;
+          const after = post.get(key.toBase58());
+          return after === undefined ? this.getAccount(key) : after;
+        }) ?? null,
+      unitsConsumed: Number(meta.computeUnitsConsumed()),
+      loadedAccountsDataSize: this.loadedDataSize(tx, keys),
+      returnData,
+      innerInstructions:
+        options.innerInstructions === true
+          ? parsedInnerInstructions(
+              keys.map((k) => k.toBase58()),
+              convertInnerInstructions(meta),
+            )
+          : null,
+      replacementBlockhash,
+    };
   }
 
   /**
@@ -547,9 +745,15 @@ export class NetworkLedger {
    * In one recorded transaction: airdrops `lamports` to `owner` (skipped when 0), creates the owner's
    * associated token account for the test mint if missing, and mints `usdcAtomic` atomic units to it
    * (skipped when 0).
-   * @throws RpcError when the transaction fails (e.g. lamports below the rent-exempt minimum for a new wallet)
+   * @throws RpcError -32602 for the fee payer (it must not own a token account); RpcError when the
+   * transaction fails (e.g. lamports below the rent-exempt minimum for a new wallet)
    */
   fund(owner: PublicKey, usdcAtomic: bigint, lamports: number): FundResult {
+    if (this.feePayer !== null && owner.equals(this.feePayer)) {
+      throw invalidParams(
+        'Invalid params: the x402 fee payer holds SOL only and never a token account; use requestAirdrop',
+      );
+    }
     this.ensureFaucet();
     const faucet = this.keys.faucet.publicKey;
     const tokenAccount = getAssociatedTokenAddressSync(this.mint, owner, true);
@@ -577,6 +781,30 @@ export class NetworkLedger {
     };
   }
 
+  /**
+   * `getProgramAccounts`: every account owned by `owner` that passes all `filters` (data size, byte
+   * comparison at an offset), among the accounts this ledger ever wrote, in address order.
+   */
+  programAccounts(
+    owner: PublicKey,
+    filters: readonly ProgramAccountsFilter[],
+  ): { pubkey: string; account: LedgerAccount }[] {
+    const out: { pubkey: string; account: LedgerAccount }[] = [];
+    for (const address of [...this.known].sort()) {
+      const account = this.getAccount(new PublicKey(address));
+      if (account === null || !account.owner.equals(owner)) continue;
+      const data = account.data;
+      const pass = filters.every((filter) => {
+        if ('dataSize' in filter) return data.length === filter.dataSize;
+        const { offset, bytes } = filter.memcmp;
+        if (offset + bytes.length > data.length) return false;
+        return Buffer.from(bytes).equals(Buffer.from(data.subarray(offset, offset + bytes.length)));
+      });
+      if (pass) out.push({ pubkey: address, account });
+    }
+    return out;
+  }
+
   /** Closes the journal (fsync). */
   close(): void {
     this.journal?.close();
@@ -591,8 +819,53 @@ export class NetworkLedger {
     return this.sendTransaction(tx.serialize(), false);
   }
 
+  private setClock(slot: number, unixTimestamp: number): void {
+    const clock = this.svm.getClock();
+    clock.slot = BigInt(slot);
+    clock.unixTimestamp = BigInt(unixTimestamp);
+    this.svm.setClock(clock);
+  }
+
+  /**
+   * The sanitisation a validator does before anything else (in part): one signature per required
+   * signer, a writable fee payer, address lookup tables that exist. @returns the account keys, lookups resolved
+   * @throws RpcError -32602 "invalid transaction: ..." otherwise
+   */
+  private sanitize(tx: VersionedTransaction): ResolvedKeys {
+    const { numRequiredSignatures, numReadonlySignedAccounts } = tx.message.header;
+    // One signature per signer, and a writable signer first to pay the fee.
+    if (
+      tx.signatures.length !== numRequiredSignatures ||
+      numReadonlySignedAccounts >= numRequiredSignatures
+    ) {
+      throw invalidParams(SANITIZE_FAILURE);
+    }
+    const resolved = this.resolveKeys(tx.message);
+    if (resolved === null) throw invalidParams(MISSING_LOOKUP_TABLE);
+    return resolved;
+  }
+
+  /**
+   * Bytes of account data a transaction loads, counted as Agave 2.x does before SIMD-0186: every
+   * account it names, plus once each the loader owning a program it invokes (builtins excepted).
+   */
+  private loadedDataSize(tx: VersionedTransaction, keys: PublicKey[]): number {
+    let size = 0;
+    for (const key of keys) size += this.getAccount(key)?.data.length ?? 0;
+    const loaders = new Set<string>();
+    for (const ix of tx.message.compiledInstructions) {
+      const program = keys[ix.programIdIndex];
+      const owner = program === undefined ? undefined : this.getAccount(program)?.owner.toBase58();
+      if (owner === undefined || owner === NATIVE_LOADER || loaders.has(owner)) continue;
+      loaders.add(owner);
+      size += this.getAccount(new PublicKey(owner))?.data.length ?? 0;
+    }
+    return size;
+  }
+
   private ensureFaucet(): void {
     const faucet = this.keys.faucet.publicKey;
+    this.known.add(faucet.toBase58());
     if (Number(this.svm.getBalance(faucet) ?? 0n) >= FAUCET_REFILL_BELOW) return;
     const account: LedgerAccount = {
       lamports: FAUCET_LAMPORTS,
@@ -681,6 +954,7 @@ export class NetworkLedger {
 
   private applyJournalEntry(entry: JournalEntry): void {
     for (const account of entry.a) {
+      this.known.add(account[0]);
       const key = new PublicKey(account[0]);
       if (account[1] === null) {
         this.clearAccount(key);
@@ -697,6 +971,9 @@ export class NetworkLedger {
     }
     if (entry.t === 'tx') {
       this.records.set(entry.r.signature, entry.r);
+      const wire = Buffer.from(entry.r.raw, 'base64');
+      // The signature count's shortvec is one byte: a 1232-byte packet holds fewer than 128 signatures.
+      this.processedMessages.add(messageKey(wireMessage(wire, wire[0] ?? 0)));
       this.slot = Math.max(this.slot, entry.r.slot);
     }
   }

@@ -11,6 +11,13 @@ import {
 
 const SYSTEM_PROGRAM = '11111111111111111111111111111111';
 const ATA_PROGRAM = 'ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL';
+const ADDRESS_LOOKUP_TABLE_PROGRAM = 'AddressLookupTab1e1111111111111111111111111';
+// SPL Memo v2 (what x402 clients use) and v1: a validator parses both as program "spl-memo".
+const MEMO_PROGRAMS: ReadonlySet<string> = new Set([
+  'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr',
+  'Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo',
+]);
+const LOOKUP_TABLE_META_SIZE = 56;
 
 type Parsed = { type: string; info: Record<string, unknown> };
 
@@ -124,6 +131,8 @@ function parseAta(data: Uint8Array, accounts: string[]): Parsed | null {
   return null;
 }
 
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
 function parseInstruction(
   keys: string[],
   programIdIndex: number,
@@ -134,8 +143,16 @@ function parseInstruction(
   const programId = keys[programIdIndex] ?? '';
   const accounts = accountIndexes.map((i) => keys[i] ?? '');
   let program: string | null = null;
-  let parsed: Parsed | null = null;
-  if (programId === TOKEN_PROGRAM || programId === TOKEN_2022_PROGRAM) {
+  let parsed: Parsed | string | null = null;
+  if (MEMO_PROGRAMS.has(programId)) {
+    // A memo parses as its text; bytes that are not UTF-8 leave it partially decoded, as on a validator.
+    try {
+      program = 'spl-memo';
+      parsed = utf8.decode(data);
+    } catch {
+      parsed = null;
+    }
+  } else if (programId === TOKEN_PROGRAM || programId === TOKEN_2022_PROGRAM) {
     program = programId === TOKEN_PROGRAM ? 'spl-token' : 'spl-token-2022';
     parsed = parseToken(data, accounts);
   } else if (programId === SYSTEM_PROGRAM) {
@@ -183,12 +200,8 @@ export function parsedTransaction(record: TxRecord): { transaction: unknown; met
   const instructions = message.compiledInstructions.map((ix) =>
     parseInstruction(keys, ix.programIdIndex, ix.accountKeyIndexes, ix.data, null),
   );
-  const innerInstructions = record.meta.innerInstructions.map((group) => ({
-    index: group.index,
-    instructions: group.instructions.map((ix: RpcCompiledInstruction) =>
-      parseInstruction(keys, ix.programIdIndex, ix.accounts, bs58.decode(ix.data), ix.stackHeight),
-    ),
-  }));
+  // jsonParsed leaves loadedAddresses out of meta: accountKeys carry them (source "lookupTable").
+  const { loadedAddresses: _loaded, ...meta } = record.meta;
   return {
     transaction: {
       signatures: tx.signatures.map((s) => bs58.encode(s)),
@@ -199,7 +212,54 @@ export function parsedTransaction(record: TxRecord): { transaction: unknown; met
         ...addressTableLookupsJson(message),
       },
     },
-    meta: { ...record.meta, innerInstructions },
+    meta: { ...meta, innerInstructions: parsedInnerInstructions(keys, record.meta.innerInstructions) },
+  };
+}
+
+/**
+ * Inner instructions in the form a validator gives them in `jsonParsed` answers and in
+ * `simulateTransaction` with `innerInstructions: true`: parsed where the program has a parser (System,
+ * SPL Token, Associated Token Account, Memo), otherwise `{ programId, accounts, data, stackHeight }`
+ * with account addresses and base58 data. `keys` are the message's account keys, lookups resolved.
+ */
+export function parsedInnerInstructions(
+  keys: string[],
+  groups: readonly { index: number; instructions: readonly RpcCompiledInstruction[] }[],
+): { index: number; instructions: unknown[] }[] {
+  return groups.map((group) => ({
+    index: group.index,
+    instructions: group.instructions.map((ix) =>
+      parseInstruction(keys, ix.programIdIndex, ix.accounts, bs58.decode(ix.data), ix.stackHeight),
+    ),
+  }));
+}
+
+/** The `jsonParsed` data of an address lookup table account, or null when `data` is not one. */
+function parsedLookupTable(data: Uint8Array): unknown {
+  if (data.length < LOOKUP_TABLE_META_SIZE || (data.length - LOOKUP_TABLE_META_SIZE) % 32 !== 0) return null;
+  const view = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  const discriminator = view.readUInt32LE(0);
+  if (discriminator === 0)
+    return { program: 'address-lookup-table', parsed: { type: 'uninitialized' }, space: data.length };
+  if (discriminator !== 1) return null;
+  const addresses: string[] = [];
+  for (let offset = LOOKUP_TABLE_META_SIZE; offset < data.length; offset += 32) {
+    addresses.push(bs58.encode(data.subarray(offset, offset + 32)));
+  }
+  return {
+    program: 'address-lookup-table',
+    parsed: {
+      type: 'lookupTable',
+      info: {
+        // u64::MAX when the table was never deactivated; strings, as a validator writes slots here.
+        deactivationSlot: view.readBigUInt64LE(4).toString(),
+        lastExtendedSlot: view.readBigUInt64LE(12).toString(),
+        lastExtendedSlotStartIndex: data[20] ?? 0,
+        ...(data[21] === 1 ? { authority: key(data, 22) } : {}),
+        addresses,
+      },
+    },
+    space: data.length,
   };
 }
 
@@ -212,6 +272,7 @@ export function parsedAccountData(
   data: Uint8Array,
   mintDecimals: (mint: string) => number | null,
 ): unknown {
+  if (owner === ADDRESS_LOOKUP_TABLE_PROGRAM) return parsedLookupTable(data);
   const program =
     owner === TOKEN_PROGRAM ? 'spl-token' : owner === TOKEN_2022_PROGRAM ? 'spl-token-2022' : null;
   if (program === null) return null;

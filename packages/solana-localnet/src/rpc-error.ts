@@ -20,6 +20,8 @@ export const RpcErrorCode = {
   transactionSignatureVerificationFailure: -32003,
   /** getTransaction of a versioned transaction without `maxSupportedTransactionVersion`. */
   unsupportedTransactionVersion: -32015,
+  /** `minContextSlot` is ahead of the node's slot; `data.contextSlot` is the node's. */
+  minContextSlotNotReached: -32016,
 } as const;
 
 /**

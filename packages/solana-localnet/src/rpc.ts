@@ -1,26 +1,38 @@
 import { PublicKey, VersionedMessage } from '@solana/web3.js';
 import { bs58 } from './deps';
 import {
+  CAIP2_NETWORK,
   DEFAULT_FUND_LAMPORTS,
   DEFAULT_FUND_USDC_ATOMIC,
   LAMPORTS_PER_SIGNATURE,
   feeForMessage,
   type LedgerAccount,
   type NetworkLedger,
+  type ProgramAccountsFilter,
   type TxRecord,
 } from './ledger';
 import { parsedAccountData } from './parsed';
 import { RpcError, RpcErrorCode } from './rpc-error';
 import { decodeMint, decodeTokenAccount, uiTokenAmount } from './token-accounts';
-import { transactionResultJson, type RawJson, type TransactionEncoding } from './tx-json';
+import { RawJson, transactionResultJson, type TransactionEncoding } from './tx-json';
 
 /** Version reported by getVersion and in every response context. */
 export const SOLANA_CORE_VERSION = '2.2.0';
 const FEATURE_SET = 3294202862;
 const MAX_SIGNATURE_STATUSES = 256;
 const MAX_MULTIPLE_ACCOUNTS = 100;
-// u64::MAX (what a cluster reports as rentEpoch for rent-exempt accounts) as a JSON client reads it.
-const RENT_EPOCH_EXEMPT = 2 ** 64;
+const MAX_PROGRAM_ACCOUNT_FILTERS = 4;
+// A validator's limits on an encoded transaction (PACKET_DATA_SIZE and its encodings).
+const PACKET_DATA_SIZE = 1232;
+const MAX_BASE58_SIZE = 1683;
+const MAX_BASE64_SIZE = 1644;
+const MAX_BASE58_ACCOUNT_BYTES = 128;
+const TX_TYPE = 'solana_sdk::transaction::versioned::VersionedTransaction';
+const COMMITMENTS: ReadonlySet<unknown> = new Set(['processed', 'confirmed', 'finalized']);
+// rentEpoch of every account is u64::MAX (18446744073709551615), which JSON.stringify cannot write
+// exactly: handlers that return accounts put this marker there and serialise with withExactU64.
+const RENT_EPOCH_MARKER = '__u64_max__';
+const RENT_EPOCH_JSON = `"rentEpoch":"${RENT_EPOCH_MARKER}"`;
 
 /** What one network path needs to answer requests. */
 export interface RpcContext {
@@ -29,6 +41,10 @@ export interface RpcContext {
   agent: PublicKey;
   /** Path of the agent's Solana CLI keypair file, reported by `localnet_info`. */
   agentKeypairPath: string;
+  /** The x402 fee payer (SOL only), reported by `localnet_info`. */
+  feePayer: PublicKey;
+  /** Path of the fee payer's Solana CLI keypair file, reported by `localnet_info`. */
+  feePayerKeypairPath: string;
   /** The URL this network is served at. */
   rpcUrl: string;
 }
@@ -59,6 +75,68 @@ function configParam(value: unknown): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
+function describe(value: unknown): string {
+  if (typeof value === 'string') return `string ${JSON.stringify(value)}`;
+  if (Array.isArray(value)) return 'sequence';
+  if (typeof value === 'object') return 'map';
+  return `${typeof value} \`${String(value)}\``;
+}
+
+function boolParam(config: Record<string, unknown>, name: string): boolean {
+  const value = config[name];
+  if (value === undefined || value === null) return false;
+  if (typeof value !== 'boolean')
+    throw invalid(`Invalid params: invalid type: ${describe(value)}, expected a boolean.`);
+  return value;
+}
+
+function u64Param(value: unknown, name: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw invalid(`Invalid params: invalid type: ${describe(value)}, expected u64 (${name}).`);
+  }
+  return value;
+}
+
+function commitmentParam(value: unknown): void {
+  if (value === undefined || value === null || COMMITMENTS.has(value)) return;
+  throw invalid(
+    `Invalid params: unknown variant \`${String(value)}\`, expected one of \`processed\`, \`confirmed\`, \`finalized\`.`,
+  );
+}
+
+/**
+ * The configuration object of a method that reads a bank: checks `commitment` (`commitmentField` for
+ * sendTransaction's `preflightCommitment`) and `minContextSlot` as a validator does.
+ * @throws RpcError -32602 for bad values, -32016 when `minContextSlot` is ahead of the ledger
+ */
+function bankConfig(
+  ctx: RpcContext,
+  value: unknown,
+  options: { commitmentField?: string; confirmedOrFinalized?: boolean } = {},
+): Record<string, unknown> {
+  const config = configParam(value);
+  const commitment = config[options.commitmentField ?? 'commitment'];
+  commitmentParam(commitment);
+  if (options.confirmedOrFinalized === true && commitment === 'processed') {
+    throw invalid('Method does not support commitment below `confirmed`');
+  }
+  if (config.minContextSlot !== undefined && config.minContextSlot !== null) {
+    const minContextSlot = u64Param(config.minContextSlot, 'minContextSlot');
+    const slot = ctx.ledger.currentSlot();
+    if (minContextSlot > slot) {
+      throw new RpcError(RpcErrorCode.minContextSlotNotReached, 'Minimum context slot has not been reached', {
+        contextSlot: slot,
+      });
+    }
+  }
+  return config;
+}
+
+/** Serialises a result holding accounts, writing their rentEpoch (u64::MAX) exactly. */
+function withExactU64(value: unknown): RawJson {
+  return new RawJson(JSON.stringify(value).replaceAll(RENT_EPOCH_JSON, '"rentEpoch":18446744073709551615'));
+}
+
 function signatureParam(value: unknown): string {
   if (typeof value !== 'string') throw invalid('Invalid params: expected a base58 signature string');
   let bytes: Uint8Array;
@@ -73,57 +151,134 @@ function signatureParam(value: unknown): string {
 
 function decodeWire(value: unknown, encoding: unknown): Uint8Array {
   if (typeof value !== 'string') throw invalid('Invalid params: expected an encoded transaction string');
-  if (encoding === undefined || encoding === 'base58') {
+  let bytes: Uint8Array;
+  if (encoding === undefined || encoding === null || encoding === 'base58') {
+    if (value.length > MAX_BASE58_SIZE) {
+      throw invalid(
+        `base58 encoded ${TX_TYPE} too large: ${value.length} bytes (max: encoded/raw ${MAX_BASE58_SIZE}/${PACKET_DATA_SIZE})`,
+      );
+    }
     try {
-      return bs58.decode(value);
+      bytes = bs58.decode(value);
     } catch (error) {
       throw invalid(`invalid base58 encoding: ${(error as Error).message}`);
     }
-  }
-  if (encoding === 'base64') {
+  } else if (encoding === 'base64') {
+    if (value.length > MAX_BASE64_SIZE) {
+      throw invalid(
+        `base64 encoded ${TX_TYPE} too large: ${value.length} bytes (max: encoded/raw ${MAX_BASE64_SIZE}/${PACKET_DATA_SIZE})`,
+      );
+    }
     if (!/^[A-Za-z0-9+/]*={0,2}$/.test(value)) throw invalid('invalid base64 encoding');
-    return Buffer.from(value, 'base64');
+    bytes = Buffer.from(value, 'base64');
+  } else {
+    throw invalid(
+      `Invalid params: unsupported encoding: ${String(encoding)}. Supported encodings: base58, base64`,
+    );
   }
-  throw invalid(
-    `Invalid params: unsupported encoding: ${String(encoding)}. Supported encodings: base58, base64`,
-  );
+  if (bytes.length > PACKET_DATA_SIZE) {
+    throw invalid(`decoded ${TX_TYPE} too large: ${bytes.length} bytes (max: ${PACKET_DATA_SIZE} bytes)`);
+  }
+  return bytes;
 }
 
 function context(ctx: RpcContext): { slot: number; apiVersion: string } {
   return { slot: ctx.ledger.currentSlot(), apiVersion: SOLANA_CORE_VERSION };
 }
 
-function accountResponse(ctx: RpcContext, account: LedgerAccount | null, encoding: unknown): unknown {
+/** How an account method was asked to encode data: `encoding` and `dataSlice` of its config. */
+interface AccountEncoding {
+  encoding: unknown;
+  slice: { offset: number; length: number } | null;
+}
+
+const ACCOUNT_ENCODINGS: ReadonlySet<unknown> = new Set(['base64', 'base58', 'binary', 'jsonParsed']);
+
+/** Reads and checks `encoding` and `dataSlice` (`defaultEncoding` when absent). @throws RpcError -32602 / -32600 */
+function accountEncodingParam(config: Record<string, unknown>, defaultEncoding: string): AccountEncoding {
+  const encoding = config.encoding ?? defaultEncoding;
+  if (!ACCOUNT_ENCODINGS.has(encoding)) {
+    throw invalid(`Invalid params: unsupported encoding: ${String(encoding)}`);
+  }
+  let slice: AccountEncoding['slice'] = null;
+  if (config.dataSlice !== undefined && config.dataSlice !== null) {
+    const dataSlice = configParam(config.dataSlice);
+    slice = {
+      offset: u64Param(dataSlice.offset, 'offset'),
+      length: u64Param(dataSlice.length, 'length'),
+    };
+    if (encoding === 'jsonParsed') {
+      throw new RpcError(
+        RpcErrorCode.invalidRequest,
+        'Sliced account data can only be encoded using binary (base 58) or base64 encoding.',
+      );
+    }
+  }
+  return { encoding, slice };
+}
+
+function accountResponse(ctx: RpcContext, account: LedgerAccount | null, how: AccountEncoding): unknown {
   if (account === null) return null;
   const owner = account.owner.toBase58();
+  const bytes =
+    how.slice === null
+      ? account.data
+      : account.data.subarray(how.slice.offset, how.slice.offset + how.slice.length);
   let data: unknown;
-  switch (encoding ?? 'binary') {
-    case 'base64':
-      data = [Buffer.from(account.data).toString('base64'), 'base64'];
-      break;
+  const base64 = (): [string, 'base64'] => [Buffer.from(bytes).toString('base64'), 'base64'];
+  switch (how.encoding) {
     case 'base58':
-      data = [bs58.encode(account.data), 'base58'];
-      break;
     case 'binary':
-      data = bs58.encode(account.data);
+      if (bytes.length > MAX_BASE58_ACCOUNT_BYTES) {
+        throw new RpcError(
+          RpcErrorCode.invalidRequest,
+          'Encoded binary (base 58) data should be less than 128 bytes, please use Base64 encoding.',
+        );
+      }
+      data = how.encoding === 'binary' ? bs58.encode(bytes) : [bs58.encode(bytes), 'base58'];
       break;
     case 'jsonParsed':
-      data = parsedAccountData(owner, account.data, (mint) => ctx.ledger.mintDecimals(mint)) ?? [
-        Buffer.from(account.data).toString('base64'),
-        'base64',
-      ];
+      data = parsedAccountData(owner, account.data, (mint) => ctx.ledger.mintDecimals(mint)) ?? base64();
       break;
     default:
-      throw invalid(`Invalid params: unsupported encoding: ${String(encoding)}`);
+      data = base64();
   }
   return {
     data,
     executable: account.executable,
     lamports: account.lamports,
     owner,
-    rentEpoch: RENT_EPOCH_EXEMPT,
+    rentEpoch: RENT_EPOCH_MARKER,
     space: account.data.length,
   };
+}
+
+function programAccountsFilters(value: unknown): ProgramAccountsFilter[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw invalid('Invalid params: filters must be an array');
+  if (value.length > MAX_PROGRAM_ACCOUNT_FILTERS) {
+    throw invalid(`Too many filters provided; max ${MAX_PROGRAM_ACCOUNT_FILTERS}`);
+  }
+  return value.map((raw): ProgramAccountsFilter => {
+    const filter = configParam(raw);
+    if (filter.dataSize !== undefined) return { dataSize: u64Param(filter.dataSize, 'dataSize') };
+    const memcmp = configParam(filter.memcmp);
+    const offset = u64Param(memcmp.offset, 'offset');
+    if (typeof memcmp.bytes !== 'string') throw invalid('Invalid params: memcmp.bytes must be a string');
+    let bytes: Uint8Array;
+    if (memcmp.encoding === 'base64') {
+      bytes = Buffer.from(memcmp.bytes, 'base64');
+    } else if (memcmp.encoding === undefined || memcmp.encoding === null || memcmp.encoding === 'base58') {
+      try {
+        bytes = bs58.decode(memcmp.bytes);
+      } catch {
+        throw invalid('Invalid param: Invalid');
+      }
+    } else {
+      throw invalid(`Invalid params: unsupported memcmp encoding: ${String(memcmp.encoding)}`);
+    }
+    return { memcmp: { offset, bytes } };
+  });
 }
 
 const TRANSACTION_ENCODINGS: ReadonlySet<unknown> = new Set<TransactionEncoding>([
@@ -180,8 +335,14 @@ function lamportsParam(value: unknown, fallback: number | null): number {
 const handlers: Record<string, Handler> = {
   getHealth: () => 'ok',
   getVersion: () => ({ 'solana-core': SOLANA_CORE_VERSION, 'feature-set': FEATURE_SET }),
-  getSlot: (ctx) => ctx.ledger.currentSlot(),
-  getBlockHeight: (ctx) => ctx.ledger.blockHeight(),
+  getSlot: (ctx, params) => {
+    bankConfig(ctx, params[0]);
+    return ctx.ledger.currentSlot();
+  },
+  getBlockHeight: (ctx, params) => {
+    bankConfig(ctx, params[0]);
+    return ctx.ledger.blockHeight();
+  },
   getGenesisHash: (ctx) => ctx.ledger.genesisHash,
   getTransactionCount: (ctx) => ctx.ledger.transactionCount,
   getFirstAvailableBlock: () => 0,
@@ -198,7 +359,8 @@ const handlers: Record<string, Handler> = {
     };
   },
   getLatestBlockhash: (ctx, params) => {
-    configParam(params[0]);
+    // Every landed transaction is final here, so all commitments see the same latest blockhash.
+    bankConfig(ctx, params[0]);
     return { context: context(ctx), value: ctx.ledger.latestBlockhash() };
   },
   isBlockhashValid: (ctx, params) => {
@@ -236,29 +398,39 @@ const handlers: Record<string, Handler> = {
     return ctx.ledger.minimumBalanceForRentExemption(length);
   },
   getBalance: (ctx, params) => {
-    const account = ctx.ledger.getAccount(pubkeyParam(params[0]));
-    return { context: context(ctx), value: account?.lamports ?? 0 };
+    const key = pubkeyParam(params[0]);
+    bankConfig(ctx, params[1]);
+    return { context: context(ctx), value: ctx.ledger.getAccount(key)?.lamports ?? 0 };
   },
   getAccountInfo: (ctx, params) => {
     const key = pubkeyParam(params[0]);
-    const config = configParam(params[1]);
-    return {
+    const how = accountEncodingParam(bankConfig(ctx, params[1]), 'binary');
+    return withExactU64({
       context: context(ctx),
-      value: accountResponse(ctx, ctx.ledger.getAccount(key), config.encoding),
-    };
+      value: accountResponse(ctx, ctx.ledger.getAccount(key), how),
+    });
   },
   getMultipleAccounts: (ctx, params) => {
     const keys = params[0];
     if (!Array.isArray(keys) || keys.length > MAX_MULTIPLE_ACCOUNTS) {
       throw invalid(`Invalid params: expected an array of at most ${MAX_MULTIPLE_ACCOUNTS} public keys`);
     }
-    const config = configParam(params[1]);
-    const value = keys.map((k) =>
-      accountResponse(ctx, ctx.ledger.getAccount(pubkeyParam(k)), config.encoding),
-    );
-    return { context: context(ctx), value };
+    const how = accountEncodingParam(bankConfig(ctx, params[1]), 'base64');
+    const value = keys.map((k) => accountResponse(ctx, ctx.ledger.getAccount(pubkeyParam(k)), how));
+    return withExactU64({ context: context(ctx), value });
+  },
+  getProgramAccounts: (ctx, params) => {
+    const program = pubkeyParam(params[0]);
+    const config = bankConfig(ctx, params[1]);
+    const how = accountEncodingParam(config, 'binary');
+    const filters = programAccountsFilters(config.filters);
+    const value = ctx.ledger
+      .programAccounts(program, filters)
+      .map(({ pubkey, account }) => ({ account: accountResponse(ctx, account, how), pubkey }));
+    return withExactU64(boolParam(config, 'withContext') ? { context: context(ctx), value } : value);
   },
   getTokenAccountBalance: (ctx, params) => {
+    bankConfig(ctx, params[1]);
     const account = ctx.ledger.getAccount(pubkeyParam(params[0]));
     if (account === null) throw invalid('Invalid param: could not find account');
     const state = decodeTokenAccount(account.owner.toBase58(), account.data);
@@ -276,28 +448,54 @@ const handlers: Record<string, Handler> = {
   sendTransaction: (ctx, params) => {
     const config = configParam(params[1]);
     const wire = decodeWire(params[0], config.encoding);
-    return ctx.ledger.sendTransaction(wire, config.skipPreflight === true);
+    bankConfig(ctx, config, { commitmentField: 'preflightCommitment' });
+    if (config.maxRetries !== undefined && config.maxRetries !== null)
+      u64Param(config.maxRetries, 'maxRetries');
+    return ctx.ledger.sendTransaction(wire, boolParam(config, 'skipPreflight'));
   },
   simulateTransaction: (ctx, params) => {
     const config = configParam(params[1]);
-    const result = ctx.ledger.simulateTransaction(decodeWire(params[0], config.encoding));
-    return {
+    const wire = decodeWire(params[0], config.encoding);
+    bankConfig(ctx, config);
+    let addresses: PublicKey[] | null = null;
+    let accountsEncoding: unknown = 'base64';
+    if (config.accounts !== undefined && config.accounts !== null) {
+      const accounts = configParam(config.accounts);
+      if (!Array.isArray(accounts.addresses)) throw invalid('Invalid params: missing field `addresses`.');
+      addresses = accounts.addresses.map(pubkeyParam);
+      accountsEncoding = accounts.encoding ?? 'base64';
+    }
+    const result = ctx.ledger.simulateTransaction(wire, {
+      sigVerify: boolParam(config, 'sigVerify'),
+      replaceRecentBlockhash: boolParam(config, 'replaceRecentBlockhash'),
+      innerInstructions: boolParam(config, 'innerInstructions'),
+      accounts: addresses,
+    });
+    // Like a validator, the accounts' encoding is checked once the simulation has run.
+    if (accountsEncoding === 'binary' || accountsEncoding === 'base58') {
+      throw invalid('base58 encoding not supported');
+    }
+    const how = accountEncodingParam({ encoding: accountsEncoding }, 'base64');
+    return withExactU64({
       context: context(ctx),
       value: {
-        ...result,
-        accounts: null,
-        returnData: null,
-        innerInstructions: null,
-        replacementBlockhash: null,
+        err: result.err,
+        logs: result.logs,
+        accounts: result.accounts?.map((account) => accountResponse(ctx, account, how)) ?? null,
+        unitsConsumed: result.unitsConsumed,
+        loadedAccountsDataSize: result.loadedAccountsDataSize,
+        returnData: result.returnData,
+        innerInstructions: result.innerInstructions,
+        replacementBlockhash: result.replacementBlockhash,
       },
-    };
+    });
   },
   getSignatureStatuses: (ctx, params) => {
     const signatures = params[0];
     if (!Array.isArray(signatures) || signatures.length > MAX_SIGNATURE_STATUSES) {
       throw invalid(`Invalid params: expected an array of at most ${MAX_SIGNATURE_STATUSES} signatures`);
     }
-    configParam(params[1]);
+    boolParam(configParam(params[1]), 'searchTransactionHistory');
     const value = signatures.map((s) => {
       const record = knownRecord(ctx, s);
       if (record === null) return null;
@@ -314,7 +512,10 @@ const handlers: Record<string, Handler> = {
   },
   getTransaction: (ctx, params) => {
     const record = knownRecord(ctx, params[0]);
-    const config = typeof params[1] === 'string' ? { encoding: params[1] } : configParam(params[1]);
+    const config =
+      typeof params[1] === 'string'
+        ? { encoding: params[1] }
+        : bankConfig(ctx, params[1], { confirmedOrFinalized: true });
     if (record === null) return null;
     return transactionResponse(record, config.encoding, config.maxSupportedTransactionVersion);
   },
@@ -341,7 +542,10 @@ const handlers: Record<string, Handler> = {
     merchantTokenAccount: ctx.ledger.merchantTokenAccount.toBase58(),
     agent: ctx.agent.toBase58(),
     agentKeypairPath: ctx.agentKeypairPath,
+    feePayer: ctx.feePayer.toBase58(),
+    feePayerKeypairPath: ctx.feePayerKeypairPath,
     genesisHash: ctx.ledger.genesisHash,
+    caip2Network: CAIP2_NETWORK[ctx.ledger.network],
   }),
   localnet_expireBlockhashes: (ctx) => {
     ctx.ledger.expireBlockhashes();

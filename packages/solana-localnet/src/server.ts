@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { Keypair, PublicKey } from '@solana/web3.js';
 import { loadOrCreateKeypair, writeKeypairFile } from './keys';
 import {
+  CAIP2_NETWORK,
   DEFAULT_FUND_LAMPORTS,
   DEFAULT_FUND_USDC_ATOMIC,
   LOCALNET_NETWORKS,
@@ -25,7 +26,7 @@ export interface LocalnetOptions {
   port?: number;
   /**
    * Directory for keypairs, journals and `addresses.json`; state survives restarts. Omitted: state is
-   * in memory and the agent keypair file goes to a fresh temp directory.
+   * in memory and the agent and fee payer keypair files go to a fresh temp directory.
    */
   dataDir?: string;
   /** Test USDC (atomic units, 6 decimals) given to the agent on each network at first start. Default 1000 USDC. */
@@ -37,6 +38,8 @@ export interface LocalnetOptions {
 /** Where one network is served and its well-known accounts (base58 addresses). */
 export interface LocalnetNetworkInfo {
   network: LocalnetNetwork;
+  /** The x402 v2 network id (CAIP-2), e.g. `solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1` for `solana-devnet`. */
+  caip2Network: string;
   /** JSON-RPC endpoint of this network: `url` for `solana`, `url + '/devnet'` for `solana-devnet`. */
   rpcUrl: string;
   /** The 6-decimal test USDC mint. */
@@ -54,6 +57,12 @@ export interface Localnet {
   networks: Record<LocalnetNetwork, LocalnetNetworkInfo>;
   /** The demo agent wallet, funded with SOL and test USDC on both networks; `keypairPath` is a Solana CLI keypair file. */
   agent: { publicKey: string; keypairPath: string; keypair: Keypair };
+  /**
+   * The x402 fee payer (`extra.feePayer`; its keypair file is what `X402_FEE_PAYER_KEYPAIR` names): one
+   * keypair for both networks, holding SOL only (100 SOL at start on each network), never a token
+   * account. `keypairPath` is a Solana CLI keypair file.
+   */
+  feePayer: { publicKey: string; keypairPath: string; keypair: Keypair };
   /**
    * Airdrops `lamports` (default 10 SOL) to `owner`, creates its associated token account for the test
    * mint if missing and mints `usdcAtomic` (atomic units, default 1000 USDC) to it, on `network`
@@ -79,30 +88,43 @@ export function rpcUrlFor(baseUrl: string, network: LocalnetNetwork): string {
   return `${baseUrl.replace(/\/+$/, '')}${NETWORK_PATH[network]}`;
 }
 
-/** The readable block of addresses the CLI prints at start. */
+/**
+ * The readable block of addresses the CLI prints at start and for `info`. The CAIP-2 id and the fee
+ * payer are printed when given (a ledger older than them reports neither).
+ */
 export function formatLocalnetAddresses(localnet: {
   url: string;
-  networks: Record<LocalnetNetwork, LocalnetNetworkInfo>;
+  networks: Record<LocalnetNetwork, Omit<LocalnetNetworkInfo, 'caip2Network'> & { caip2Network?: string }>;
   agent: { publicKey: string; keypairPath: string };
+  feePayer?: { publicKey: string; keypairPath: string };
 }): string {
+  const row = (label: string, value: string): string => `    ${label.padEnd(26)} ${value}`;
   const lines = [`Solana localnet (LiteSVM) listening on ${localnet.url}`];
   for (const network of LOCALNET_NETWORKS) {
     const info = localnet.networks[network];
+    lines.push('', `  ${network}`);
+    if (info.caip2Network !== undefined) lines.push(row('x402 v2 network (CAIP-2)', info.caip2Network));
     lines.push(
-      '',
-      `  ${network}`,
-      `    rpcUrl                 ${info.rpcUrl}`,
-      `    usdc mint              ${info.mint}`,
-      `    merchant owner         ${info.merchantOwner}`,
-      `    merchant token (payTo) ${info.merchantTokenAccount}`,
+      row('rpcUrl', info.rpcUrl),
+      row('usdc mint', info.mint),
+      row('merchant owner (v2 payTo)', info.merchantOwner),
+      row('merchant token (v1 payTo)', info.merchantTokenAccount),
     );
   }
   lines.push(
     '',
     '  agent',
-    `    public key             ${localnet.agent.publicKey}`,
-    `    keypair file           ${localnet.agent.keypairPath}`,
+    row('public key', localnet.agent.publicKey),
+    row('keypair file', localnet.agent.keypairPath),
   );
+  if (localnet.feePayer !== undefined) {
+    lines.push(
+      '',
+      '  x402 fee payer (SOL only, both networks; X402_FEE_PAYER_KEYPAIR)',
+      row('public key', localnet.feePayer.publicKey),
+      row('keypair file', localnet.feePayer.keypairPath),
+    );
+  }
   return lines.join('\n');
 }
 
@@ -179,7 +201,8 @@ function routeNetwork(pathname: string): { network: LocalnetNetwork; health: boo
 
 /**
  * Starts the ledger: one LiteSVM chain per network (`solana` at `/`, `solana-devnet` at `/devnet`),
- * each with a 6-decimal test USDC mint, the merchant's token account and the funded agent wallet,
+ * each with a 6-decimal test USDC mint, the merchant's token account, the funded agent wallet and the
+ * x402 fee payer (SOL only),
  * served as Solana JSON-RPC 2.0 over HTTP POST (batches supported; `GET /health` answers `ok`).
  * With `dataDir`, replays the journals first so addresses, balances and transactions survive restarts,
  * and writes `<dataDir>/addresses.json`.
@@ -194,21 +217,29 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
 
   let agent: Keypair;
   let keypairPath: string;
+  let feePayer: Keypair;
+  let feePayerKeypairPath: string;
   if (dataDir === undefined) {
+    const keysDir = fs.mkdtempSync(path.join(os.tmpdir(), 'solana-localnet-'));
     agent = Keypair.generate();
-    keypairPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'solana-localnet-')), 'agent.json');
+    keypairPath = path.join(keysDir, 'agent.json');
     writeKeypairFile(keypairPath, agent);
+    feePayer = Keypair.generate();
+    feePayerKeypairPath = path.join(keysDir, 'fee-payer.json');
+    writeKeypairFile(feePayerKeypairPath, feePayer);
   } else {
     fs.mkdirSync(dataDir, { recursive: true });
     keypairPath = path.join(dataDir, 'keys', 'agent.json');
     agent = loadOrCreateKeypair(keypairPath);
+    feePayerKeypairPath = path.join(dataDir, 'keys', 'fee-payer.json');
+    feePayer = loadOrCreateKeypair(feePayerKeypairPath);
   }
 
   const ledgers = {} as Record<LocalnetNetwork, NetworkLedger>;
   for (const network of LOCALNET_NETWORKS) {
     const journal = dataDir === undefined ? undefined : path.join(dataDir, network, 'journal.jsonl');
     const ledger = new NetworkLedger(network, networkKeys(dataDir, network), journal);
-    ledger.setup(agent.publicKey, agentUsdcAtomic);
+    ledger.setup({ agent: agent.publicKey, agentUsdcAtomic, feePayer: feePayer.publicKey });
     ledgers[network] = ledger;
   }
 
@@ -286,9 +317,17 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
   for (const network of LOCALNET_NETWORKS) {
     const ledger = ledgers[network];
     const rpcUrl = rpcUrlFor(url, network);
-    contexts[network] = { ledger, agent: agent.publicKey, agentKeypairPath: keypairPath, rpcUrl };
+    contexts[network] = {
+      ledger,
+      agent: agent.publicKey,
+      agentKeypairPath: keypairPath,
+      feePayer: feePayer.publicKey,
+      feePayerKeypairPath,
+      rpcUrl,
+    };
     networks[network] = {
       network,
+      caip2Network: CAIP2_NETWORK[network],
       rpcUrl,
       mint: ledger.mint.toBase58(),
       merchantOwner: ledger.merchantOwner.toBase58(),
@@ -301,11 +340,12 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
       rpcUrl: url,
       networks: Object.fromEntries(
         LOCALNET_NETWORKS.map((n) => {
-          const { rpcUrl, mint, merchantOwner, merchantTokenAccount } = networks[n];
-          return [n, { rpcUrl, mint, merchantOwner, merchantTokenAccount }];
+          const { caip2Network, rpcUrl, mint, merchantOwner, merchantTokenAccount } = networks[n];
+          return [n, { caip2Network, rpcUrl, mint, merchantOwner, merchantTokenAccount }];
         }),
       ),
       agent: { publicKey: agent.publicKey.toBase58(), keypairPath },
+      feePayer: { publicKey: feePayer.publicKey.toBase58(), keypairPath: feePayerKeypairPath },
     };
     fs.writeFileSync(path.join(dataDir, 'addresses.json'), `${JSON.stringify(addresses, null, 2)}\n`);
   }
@@ -316,6 +356,11 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
     url,
     networks,
     agent: { publicKey: agent.publicKey.toBase58(), keypairPath, keypair: agent },
+    feePayer: {
+      publicKey: feePayer.publicKey.toBase58(),
+      keypairPath: feePayerKeypairPath,
+      keypair: feePayer,
+    },
     async fund(owner, opts = {}) {
       const key = new PublicKey(owner);
       const targets =

@@ -78,6 +78,7 @@ export async function spawnLocalnet(options: SpawnLocalnetOptions = {}): Promise
   for (const info of infos) {
     networks[info.network] = {
       network: info.network,
+      caip2Network: info.caip2Network,
       rpcUrl: info.rpcUrl,
       mint: info.mint,
       merchantOwner: info.merchantOwner,
@@ -86,14 +87,22 @@ export async function spawnLocalnet(options: SpawnLocalnetOptions = {}): Promise
   }
   const first = infos[0];
   if (!first) throw new Error('solana-localnet reported no network');
-  const keypair = Keypair.fromSecretKey(
-    Uint8Array.from(JSON.parse(fs.readFileSync(first.agentKeypairPath, 'utf8')) as number[]),
-  );
+  const readKeypair = (file: string): Keypair =>
+    Keypair.fromSecretKey(Uint8Array.from(JSON.parse(fs.readFileSync(file, 'utf8')) as number[]));
 
   return {
     url,
     networks,
-    agent: { publicKey: first.agent, keypairPath: first.agentKeypairPath, keypair },
+    agent: {
+      publicKey: first.agent,
+      keypairPath: first.agentKeypairPath,
+      keypair: readKeypair(first.agentKeypairPath),
+    },
+    feePayer: {
+      publicKey: first.feePayer,
+      keypairPath: first.feePayerKeypairPath,
+      keypair: readKeypair(first.feePayerKeypairPath),
+    },
     async fund(owner, opts = {}) {
       const targets = !opts.network || opts.network === 'all' ? LOCALNET_NETWORKS : [opts.network];
       for (const network of targets) {

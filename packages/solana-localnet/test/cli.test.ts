@@ -33,13 +33,16 @@ describe('cli', () => {
     }
   });
 
-  it('When info is run, then it prints the addresses of both networks', async () => {
+  it('When info is run, then it prints the addresses of both networks, the agent and the x402 fee payer', async () => {
     const { io, out } = captureIo();
     expect(await runCli(['info', '--rpc', ledger.url], io)).toBe(0);
     const text = out.join('\n');
     expect(text).toContain(ledger.networks.solana.merchantTokenAccount);
     expect(text).toContain(ledger.networks['solana-devnet'].mint);
     expect(text).toContain(ledger.agent.publicKey);
+    expect(text).toContain(ledger.feePayer.publicKey);
+    expect(text).toContain(ledger.feePayer.keypairPath);
+    expect(text).toContain('solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1');
   });
 
   it('When the ledger is unreachable, then fund fails with a clear message and exit code 1', async () => {

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import {
   Connection,
   Keypair,
@@ -12,6 +13,7 @@ import {
   callRpc,
   createTestMint,
   fundWallet,
+  getLocalnetInfo,
   mintTestTokens,
   sendUsdcTransfer,
   startLocalnet,
@@ -293,6 +295,43 @@ describe('solana-localnet', () => {
     expect(await connection.getFeeForMessage(message)).toEqual(expect.objectContaining({ value: 5000 }));
     const airdrop = await connection.requestAirdrop(Keypair.generate().publicKey, LAMPORTS_PER_SOL);
     expect((await waitForSignature(connection, airdrop)).err).toBeNull();
+  });
+
+  it('When the ledger starts, then the x402 fee payer holds 100 SOL on both networks, owns no token account and is reported with its keypair file', async () => {
+    const feePayer = ledger.feePayer.keypair.publicKey;
+    const file: unknown = JSON.parse(fs.readFileSync(ledger.feePayer.keypairPath, 'utf8'));
+    expect(Keypair.fromSecretKey(Uint8Array.from(file as number[])).publicKey.toBase58()).toBe(
+      ledger.feePayer.publicKey,
+    );
+    for (const network of ['solana', 'solana-devnet'] as const) {
+      const rpcUrl = ledger.networks[network].rpcUrl;
+      const on = new Connection(rpcUrl, 'confirmed');
+      expect(await on.getBalance(feePayer)).toBe(100 * LAMPORTS_PER_SOL);
+      const ata = getAssociatedTokenAddressSync(new PublicKey(ledger.networks[network].mint), feePayer);
+      expect(await on.getAccountInfo(ata)).toBeNull();
+      expect(await getLocalnetInfo(rpcUrl)).toEqual(
+        expect.objectContaining({
+          feePayer: ledger.feePayer.publicKey,
+          feePayerKeypairPath: ledger.feePayer.keypairPath,
+        }),
+      );
+    }
+    expect(ledger.feePayer.publicKey).not.toBe(ledger.agent.publicKey);
+  });
+
+  it('When localnet_fund is asked to give the fee payer test USDC, then it refuses and the fee payer still has no token account', async () => {
+    const feePayer = ledger.feePayer.keypair.publicKey;
+    const before = await connection.getBalance(feePayer);
+    await expect(
+      callRpc(ledger.networks.solana.rpcUrl, 'localnet_fund', [
+        ledger.feePayer.publicKey,
+        { usdc: '1000000' },
+      ]),
+    ).rejects.toEqual(expect.objectContaining({ code: -32602 }));
+    await expect(ledger.fund(ledger.feePayer.publicKey)).rejects.toThrow('never a token account');
+    expect(await connection.getBalance(feePayer)).toBe(before);
+    const ata = getAssociatedTokenAddressSync(new PublicKey(ledger.networks.solana.mint), feePayer);
+    expect(await connection.getAccountInfo(ata)).toBeNull();
   });
 
   it('When requests are malformed, then JSON-RPC errors come back with the standard codes', async () => {

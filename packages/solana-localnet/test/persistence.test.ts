@@ -1,8 +1,15 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Connection, PublicKey } from '@solana/web3.js';
-import { sendUsdcTransfer, startLocalnet } from '../src/index';
+import {
+  Connection,
+  Keypair,
+  LAMPORTS_PER_SOL,
+  PublicKey,
+  SystemProgram,
+  Transaction,
+} from '@solana/web3.js';
+import { sendUsdcTransfer, startLocalnet, waitForSignature } from '../src/index';
 
 describe('persistence', () => {
   let dataDir: string;
@@ -75,6 +82,46 @@ describe('persistence', () => {
       const agentPre = againTx?.meta?.preTokenBalances?.find((b) => b.owner === second.agent.publicKey);
       expect(agentPre?.uiTokenAmount.amount).toBe('48750000');
       expect(againTx?.slot).toBeGreaterThan(tx?.slot ?? 0);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('When the fee payer has spent below 10 SOL and the ledger restarts, then it is the same keypair, topped up to 100 SOL on that network only', async () => {
+    const first = await startLocalnet({ port: 0, dataDir });
+    const feePayer = first.feePayer.keypair;
+    expect(first.feePayer.keypairPath).toBe(path.join(dataDir, 'keys', 'fee-payer.json'));
+    const connection = new Connection(first.networks.solana.rpcUrl, 'confirmed');
+    const { blockhash } = await connection.getLatestBlockhash();
+    const spend = new Transaction({ feePayer: feePayer.publicKey, blockhash, lastValidBlockHeight: 0 }).add(
+      SystemProgram.transfer({
+        fromPubkey: feePayer.publicKey,
+        toPubkey: Keypair.generate().publicKey,
+        lamports: 95 * LAMPORTS_PER_SOL,
+      }),
+    );
+    spend.sign(feePayer);
+    await waitForSignature(connection, await connection.sendRawTransaction(spend.serialize()));
+    expect(await connection.getBalance(feePayer.publicKey)).toBe(5 * LAMPORTS_PER_SOL - 5000);
+    const devnetCount = await new Connection(first.networks['solana-devnet'].rpcUrl).getTransactionCount();
+    await first.close();
+    const addresses = JSON.parse(fs.readFileSync(path.join(dataDir, 'addresses.json'), 'utf8')) as {
+      feePayer: { publicKey: string; keypairPath: string };
+    };
+    expect(addresses.feePayer).toEqual({
+      publicKey: first.feePayer.publicKey,
+      keypairPath: first.feePayer.keypairPath,
+    });
+
+    const second = await startLocalnet({ port: 0, dataDir });
+    try {
+      expect(second.feePayer.publicKey).toBe(first.feePayer.publicKey);
+      const after = new Connection(second.networks.solana.rpcUrl, 'confirmed');
+      expect(await after.getBalance(feePayer.publicKey)).toBe(100 * LAMPORTS_PER_SOL);
+      const devnet = new Connection(second.networks['solana-devnet'].rpcUrl, 'confirmed');
+      expect(await devnet.getBalance(feePayer.publicKey)).toBe(100 * LAMPORTS_PER_SOL);
+      // Devnet's fee payer still had 100 SOL: no refill transaction there.
+      expect(await devnet.getTransactionCount()).toBe(devnetCount);
     } finally {
       await second.close();
     }
