@@ -2,6 +2,8 @@
 // merchant token account on first start, so their addresses are not known in advance: this asks the
 // ledger (`localnet_info`, on each network's RPC path) and sets USDC_MINT, MERCHANT_TOKEN_ACCOUNT and the
 // devnet pair when they are unset, then runs the compiled service. Production sets them explicitly.
+// It also draws a random WEBHOOK_SECRET when none is given (the image runs with NODE_ENV=production,
+// which refuses short or placeholder secrets, and a fixed one in this file would be public).
 'use strict';
 
 const networks = [
@@ -22,6 +24,12 @@ async function localnetInfo(rpcUrl) {
 }
 
 async function main() {
+  if (!process.env.WEBHOOK_SECRET?.trim()) {
+    process.env.WEBHOOK_SECRET = require('node:crypto').randomBytes(32).toString('base64url');
+    process.stderr.write(
+      'localnet-env: generated a random WEBHOOK_SECRET (set WEBHOOK_SECRET to choose one)\n',
+    );
+  }
   for (const [urlVar, mintVar, accountVar] of networks) {
     const rpcUrl = process.env[urlVar];
     if (!rpcUrl || (process.env[mintVar] && process.env[accountVar])) continue;

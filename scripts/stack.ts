@@ -3,6 +3,7 @@
 // RabbitMQ, with every database migrated and the sample report imported when market-intel's database
 // has none. Ctrl-C stops everything.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { applyMigrations, ensureDatabase } from '@repo/db-migrate';
 import {
@@ -109,6 +110,15 @@ async function main(): Promise<void> {
     path.join(ROOT, 'services/market-intel'),
   );
 
+  // Webhooks need a signing secret (else webhook_url is refused with 422): a random one per run unless
+  // WEBHOOK_SECRET is given; only the fact is printed, never the value.
+  let webhookSecret = env.WEBHOOK_SECRET;
+  if (!webhookSecret?.trim()) {
+    webhookSecret = randomBytes(32).toString('base64url');
+    log(
+      'market-intel: generated a random WEBHOOK_SECRET (set WEBHOOK_SECRET to choose one and verify signatures)',
+    );
+  }
   startService('market-intel', 'services/market-intel', MARKET_INTEL_PORT, {
     DATABASE_URL: MARKET_INTEL_DATABASE_URL,
     AMQP_URL,
@@ -118,6 +128,7 @@ async function main(): Promise<void> {
     SOLANA_DEVNET_RPC_URL: devnet.rpcUrl,
     USDC_MINT_DEVNET: devnet.mint,
     MERCHANT_TOKEN_ACCOUNT_DEVNET: devnet.merchantTokenAccount,
+    WEBHOOK_SECRET: webhookSecret,
     // Scheduled scout scans of the shipped sectors (daily unless SCOUT_SCAN_INTERVAL_MINUTES says otherwise).
     SCOUT_SOURCES_FILE:
       env.SCOUT_SOURCES_FILE ?? path.join(ROOT, 'services/market-intel/config/scout-sources.json'),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseHttpEnv, intVar, parseConfig } from '@repo/service-kit';
+import { BaseHttpEnv, ConfigError, intVar, parseConfig } from '@repo/service-kit';
 
 const base58 = z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/, 'must be a base58 Solana address');
 
@@ -33,8 +33,17 @@ export const MarketIntelEnv = z.object({
   RUNNER_STALE_AFTER_MS: intVar(20_000, 1000, 600_000),
   /** How often the outbox is swept for messages a crash left unpublished, in milliseconds. */
   OUTBOX_SWEEP_INTERVAL_MS: intVar(2000, 50, 60_000),
-  /** Secret for `x-service-signature` on completion webhooks; unset: `webhook_url` is refused (422). */
-  WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  /**
+   * Signing secret of completion webhooks (README, "Webhooks (market-intel)"): the HMAC key of
+   * `x-service-signature` and the Standard Webhooks key, as its bytes. Printable ASCII so that both
+   * readings of it agree; at least 32 bytes and no `CHANGE_ME` in production (see `loadConfig`).
+   * Unset: `webhook_url` is refused (422).
+   */
+  WEBHOOK_SECRET: z
+    .string()
+    .min(16, 'must be at least 16 characters')
+    .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces')
+    .optional(),
   /** Per-attempt webhook deadline in milliseconds. */
   WEBHOOK_TIMEOUT_MS: intVar(10_000, 100, 120_000),
   /** Webhook attempts before giving up. */
@@ -65,14 +74,31 @@ export type MarketIntelConfig = z.infer<typeof MarketIntelEnv>;
 
 /**
  * Reads the configuration from the environment.
- * @throws ConfigError naming every invalid or missing variable
+ * @throws ConfigError naming every invalid or missing variable, and with `NODE_ENV=production` a
+ *   `WEBHOOK_SECRET` shorter than 32 bytes or still holding the template's `CHANGE_ME`
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): MarketIntelConfig {
   const config = parseConfig(MarketIntelEnv, env);
+  const webhookProblems = webhookSecretProblems(config);
+  if (webhookProblems.length > 0) throw new ConfigError(webhookProblems);
   if (Boolean(config.USDC_MINT_DEVNET) !== Boolean(config.MERCHANT_TOKEN_ACCOUNT_DEVNET)) {
     throw new Error(
       'Invalid configuration:\n  USDC_MINT_DEVNET and MERCHANT_TOKEN_ACCOUNT_DEVNET must be set together',
     );
   }
   return config;
+}
+
+/** Production refuses a webhook secret a receiver could not rely on; the secret itself is never echoed. */
+function webhookSecretProblems(config: MarketIntelConfig): string[] {
+  const secret = config.WEBHOOK_SECRET;
+  if (config.NODE_ENV !== 'production' || secret === undefined) return [];
+  const problems: string[] = [];
+  if (Buffer.byteLength(secret, 'utf8') < 32)
+    problems.push('WEBHOOK_SECRET: must be at least 32 bytes in production (e.g. openssl rand -base64 32)');
+  if (/CHANGE_ME/i.test(secret))
+    problems.push(
+      'WEBHOOK_SECRET: still the CHANGE_ME placeholder of the secret template; set a random value',
+    );
+  return problems;
 }

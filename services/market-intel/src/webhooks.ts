@@ -1,21 +1,100 @@
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { createGuardedDispatcher, findSsrfBlockedError, type SsrfPolicy } from '@repo/ssrf-guard';
 import type { QueueLogger } from '@repo/queue';
+import { Webhook } from 'standardwebhooks';
 import { request, type Dispatcher } from 'undici';
 import type { Db } from './data/prisma';
 
 /**
  * The `x-service-signature` of a webhook body (market-intel spec, "Events"): lowercase hex of
- * HMAC-SHA256 over the exact bytes sent, keyed with the shared secret.
- * @param secret the signing secret (`WEBHOOK_SECRET`)
+ * HMAC-SHA256 over the exact bytes sent, keyed with the shared secret (README, "Webhooks
+ * (market-intel)").
+ * @param secret the signing secret (`WEBHOOK_SECRET`); the HMAC key is its UTF-8 bytes
  * @param rawBody the request body as sent
+ * @returns 64 lowercase hex characters
  */
 export function signWebhookBody(secret: string, rawBody: string | Buffer): string {
   return createHmac('sha256', secret).update(rawBody).digest('hex');
 }
 
+/**
+ * The `webhook-id` of a delivery (README, "Webhooks (market-intel)"): `msg_` + 32 base64url
+ * characters of SHA-256 over `<jobId>:<status>`. The same for every attempt of one job's terminal
+ * state, so a receiver can deduplicate retries; hashed so that the job id, a capability token, does
+ * not travel in a header that proxies and access logs record.
+ * @param jobId the job the delivery reports on
+ * @param status the terminal state it reports (`completed` or `failed`)
+ */
+export function webhookMessageId(jobId: string, status: string): string {
+  const digest = createHash('sha256').update(`${jobId}:${status}`).digest('base64url');
+  return `msg_${digest.slice(0, 32)}`;
+}
+
+/**
+ * The signature headers of one delivery attempt (README, "Webhooks (market-intel)"): the spec's
+ * `x-service-signature` and the Standard Webhooks trio.
+ */
+export interface WebhookSignatureHeaders {
+  /** Lowercase hex HMAC-SHA256 of the body (market-intel spec, "Events"). */
+  'x-service-signature': string;
+  /** Stable per job and terminal state across retries ({@link webhookMessageId}). */
+  'webhook-id': string;
+  /** When this attempt was signed, in Unix seconds (decimal). */
+  'webhook-timestamp': string;
+  /** `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`. */
+  'webhook-signature': string;
+}
+
+/**
+ * Signs deliveries with the one configured secret, both ways (README, "Webhooks (market-intel)"). The
+ * Standard Webhooks key is the secret's bytes, which for the printable-ASCII secrets the config
+ * accepts equals `new Webhook(secret, { format: 'raw' })` and
+ * `new Webhook('whsec_' + base64(secret))` on the receiving side.
+ */
+export class WebhookSigner {
+  private readonly standard: Webhook;
+
+  /** @param secret `WEBHOOK_SECRET` (printable ASCII, see `config.ts`) */
+  constructor(private readonly secret: string) {
+    this.standard = new Webhook(Buffer.from(secret, 'utf8'), { format: 'raw' });
+  }
+
+  /**
+   * The headers of one attempt.
+   * @param id the delivery's `webhook-id`
+   * @param body the exact body sent
+   * @param timestampSeconds when the attempt is made, in Unix seconds (an integer)
+   */
+  sign(id: string, body: string, timestampSeconds: number): WebhookSignatureHeaders {
+    return {
+      'x-service-signature': signWebhookBody(this.secret, body),
+      'webhook-id': id,
+      'webhook-timestamp': String(timestampSeconds),
+      'webhook-signature': this.standard.sign(id, new Date(timestampSeconds * 1000), body),
+    };
+  }
+}
+
+/** The terminal state a stored body reports; every body is written by `JobRepository`, so this only guards. */
+function statusOf(body: string): string {
+  try {
+    const parsed: unknown = JSON.parse(body);
+    if (
+      typeof parsed === 'object' &&
+      parsed !== null &&
+      'status' in parsed &&
+      typeof parsed.status === 'string'
+    )
+      return parsed.status;
+  } catch {
+    // not JSON: still deliverable, under an id that stays stable
+  }
+  return 'unknown';
+}
+
 /** Options of {@link WebhookDispatcher}. */
 export interface WebhookOptions {
+  /** `WEBHOOK_SECRET`: keys both signatures ({@link WebhookSigner}). */
   secret: string;
   /** Outbound address policy: loopback, private, link-local and metadata addresses are refused unless allowlisted. */
   policy: SsrfPolicy;
@@ -40,13 +119,16 @@ interface DeliveryRow {
 const MAX_DELAY_MS = 3_600_000;
 
 /**
- * Delivers completion webhooks (table `webhook_deliveries`): a signed POST of `{ jobId, status,
- * result }` (+ `error` for failed jobs) with `x-service-signature`, retried with exponential backoff
- * on any non-2xx answer or network error; addresses are checked against SSRF at connect time (DNS
- * rebinding included). Deliveries are claimed with `FOR UPDATE SKIP LOCKED`, so replicas share them.
+ * Delivers completion webhooks (table `webhook_deliveries`; README, "Webhooks (market-intel)"): a
+ * signed POST of `{ jobId, status, result }` (+ `error` for failed jobs) with `x-service-signature`
+ * and the Standard Webhooks headers (`webhook-id` stable across retries, `webhook-timestamp` and
+ * `webhook-signature` new per attempt), retried with exponential backoff on any non-2xx answer or
+ * network error; addresses are checked against SSRF at connect time (DNS rebinding included).
+ * Deliveries are claimed with `FOR UPDATE SKIP LOCKED`, so replicas share them.
  */
 export class WebhookDispatcher {
   private readonly dispatcher: Dispatcher;
+  private readonly signer: WebhookSigner;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private stopped = true;
@@ -58,6 +140,7 @@ export class WebhookDispatcher {
     private readonly logger: QueueLogger,
   ) {
     this.dispatcher = createGuardedDispatcher(options.policy, { connectTimeoutMs: options.timeoutMs });
+    this.signer = new WebhookSigner(options.secret);
   }
 
   /** Starts polling for due deliveries. */
@@ -118,6 +201,12 @@ export class WebhookDispatcher {
     let status: number | null = null;
     let error: string | null = null;
     let permanent = false;
+    // Signed per attempt: a receiver's freshness window applies to each retry, not to the first attempt.
+    const signature = this.signer.sign(
+      webhookMessageId(row.job_id, statusOf(row.body)),
+      row.body,
+      Math.floor(Date.now() / 1000),
+    );
     try {
       const response = await request(row.url, {
         method: 'POST',
@@ -125,7 +214,7 @@ export class WebhookDispatcher {
         headers: {
           'content-type': 'application/json',
           'user-agent': 'market-intel-webhooks/1',
-          'x-service-signature': signWebhookBody(this.options.secret, row.body),
+          ...signature,
           'x-webhook-attempt': String(row.attempts),
         },
         dispatcher: this.dispatcher,

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
 import { ForgeResult, ProveResult, type AgentJob } from '@repo/schemas';
 import {
   startFakeSearxng,
@@ -11,6 +11,7 @@ import {
 import { scriptedPipelineResponder } from '@repo/pipeline-runner/testing';
 import { Broker, COMPUTE_TOPOLOGY } from '@repo/queue';
 import { queueDepth, restartBroker, waitFor } from '@repo/queue/testing';
+import { Webhook } from 'standardwebhooks';
 import { buildReport, startHarness, type Harness } from './support/harness';
 import { LlmCallHold, spawnRunner, waitForHealthyRunner, type RunnerProcess } from './support/runner';
 
@@ -27,7 +28,35 @@ let search: FakeSearxng;
 let runner: RunnerProcess;
 let receiver: Server;
 let receiverUrl: string;
-const hooks: { body: string; signature: string | undefined }[] = [];
+/** Every webhook request the receiver got: the raw body, its headers and when it arrived (ms). */
+const hooks: { body: string; headers: IncomingHttpHeaders; receivedAtMs: number }[] = [];
+/**
+ * The receiver's Standard Webhooks verifier, keyed as the README tells a receiver to: `whsec_` +
+ * base64 of the bytes of WEBHOOK_SECRET.
+ */
+const receiverWebhook = new Webhook(`whsec_${Buffer.from(SECRET, 'utf8').toString('base64')}`);
+
+function header(headers: IncomingHttpHeaders, name: string): string {
+  const value = headers[name];
+  if (typeof value !== 'string') throw new Error(`webhook without a single ${name} header`);
+  return value;
+}
+
+/** What a receiver does with the Standard Webhooks headers: `Webhook.verify`, which checks the 5-minute window. */
+function verifyStandard(hook: { body: string; headers: IncomingHttpHeaders }): unknown {
+  return receiverWebhook.verify(hook.body, {
+    'webhook-id': header(hook.headers, 'webhook-id'),
+    'webhook-timestamp': header(hook.headers, 'webhook-timestamp'),
+    'webhook-signature': header(hook.headers, 'webhook-signature'),
+  });
+}
+
+/** What a receiver does with `x-service-signature`: recompute the hex HMAC, compare in constant time. */
+function verifyHex(hook: { body: string; headers: IncomingHttpHeaders }): boolean {
+  const received = Buffer.from(header(hook.headers, 'x-service-signature'));
+  const expected = Buffer.from(createHmac('sha256', SECRET).update(hook.body).digest('hex'));
+  return received.length === expected.length && timingSafeEqual(received, expected);
+}
 /** Holds a chosen LLM call (to kill the runner while a step is in flight). */
 const hold = new LlmCallHold();
 
@@ -99,6 +128,14 @@ async function submitProve(
   return { jobId: body.jobId, signature };
 }
 
+/** Runs a paid debate with a webhook and returns its first delivery (for a test run on its own). */
+async function captureDelivery(): Promise<(typeof hooks)[number]> {
+  const before = hooks.length;
+  const { jobId } = await submitProve('approved', { webhook_url: receiverUrl });
+  await settle(jobId);
+  return waitFor('webhook', () => hooks.slice(before).find((hk) => hk.body.includes(jobId)));
+}
+
 function assertMonotonic(values: number[]): void {
   for (let i = 1; i < values.length; i++) expect(values[i]).toBeGreaterThanOrEqual(values[i - 1] ?? 0);
 }
@@ -108,7 +145,8 @@ beforeAll(async () => {
     env: {
       WEBHOOK_SECRET: SECRET,
       SSRF_ALLOWLIST: '127.0.0.1',
-      WEBHOOK_RETRY_BASE_MS: '50',
+      // Over a second, so that a retry is necessarily signed with a later webhook-timestamp (seconds).
+      WEBHOOK_RETRY_BASE_MS: '1000',
       RUNNER_STALE_AFTER_MS: '3000',
     },
   });
@@ -131,7 +169,7 @@ beforeAll(async () => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
-      hooks.push({ body, signature: req.headers['x-service-signature'] as string | undefined });
+      hooks.push({ body, headers: req.headers, receivedAtMs: Date.now() });
       res.statusCode = hooks.length === 1 ? 500 : 204; // the first delivery fails: retried
       res.end();
     });
@@ -153,7 +191,7 @@ afterAll(async () => {
 });
 
 describe('Compute jobs end to end', () => {
-  it('When a prove debate is paid, then it runs to APPROVED with rising progress, the six votes, a roadmap and a Lean Canvas, and a signed webhook that is retried until accepted', async () => {
+  it('When a prove debate is paid, then it runs to APPROVED with rising progress, the six votes, a roadmap and a Lean Canvas, and a webhook signed both ways that is retried under the same webhook-id until accepted', async () => {
     const { jobId, signature } = await submitProve('approved', {
       webhook_url: receiverUrl,
       session_config: { budget: '$25K' },
@@ -185,20 +223,60 @@ describe('Compute jobs end to end', () => {
     expect(steps.map((s) => s.stepIndex)).toEqual(steps.map((_, i) => i));
     assertMonotonic(steps.map((s) => s.progressPct));
 
-    // Webhook: first attempt answered 500, retried, then accepted; the signature verifies with the secret.
+    // Webhook: first attempt answered 500, retried, then accepted. Each attempt verifies with both the
+    // hex HMAC and Webhook.verify; the retry keeps the webhook-id and is signed anew, a second or more later.
     await waitFor('webhook accepted', () => hooks.length >= 2);
+    expect(hooks).toHaveLength(2);
     for (const hook of hooks) {
-      const expected = createHmac('sha256', SECRET).update(hook.body).digest('hex');
-      expect(hook.signature).toMatch(/^[0-9a-f]{64}$/);
-      expect(timingSafeEqual(Buffer.from(hook.signature ?? ''), Buffer.from(expected))).toBe(true);
-      expect(JSON.parse(hook.body)).toMatchObject({
+      expect(header(hook.headers, 'x-service-signature')).toMatch(/^[0-9a-f]{64}$/);
+      expect(verifyHex(hook)).toBe(true);
+      expect(verifyStandard(hook)).toMatchObject({
         jobId,
         status: 'completed',
         result: { verdict: 'APPROVED' },
       });
+      expect(header(hook.headers, 'webhook-signature')).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
+      // Signed when sent: within a second of arrival.
+      const timestampMs = Number(header(hook.headers, 'webhook-timestamp')) * 1000;
+      expect(Math.abs(hook.receivedAtMs - timestampMs)).toBeLessThan(2000);
     }
+    const [first, retry] = hooks as [(typeof hooks)[number], (typeof hooks)[number]];
+    expect(retry.body).toBe(first.body);
+    expect(header(first.headers, 'webhook-id')).toMatch(/^msg_[A-Za-z0-9_-]{32}$/);
+    expect(header(retry.headers, 'webhook-id')).toBe(header(first.headers, 'webhook-id'));
+    expect(header(first.headers, 'webhook-id')).not.toContain(jobId);
+    expect(Number(header(retry.headers, 'webhook-timestamp'))).toBeGreaterThan(
+      Number(header(first.headers, 'webhook-timestamp')),
+    );
+    expect(header(retry.headers, 'webhook-signature')).not.toBe(header(first.headers, 'webhook-signature'));
+    expect([first, retry].map((hk) => hk.headers['x-webhook-attempt'])).toEqual(['1', '2']);
     const delivery = await h.db.webhookDelivery.findUnique({ where: { jobId } });
     expect(delivery).toMatchObject({ status: 'delivered', attempts: 2, lastStatus: 204 });
+  });
+
+  it('When a captured webhook delivery is replayed after the 5-minute window or with a fresh timestamp, then Webhook.verify refuses it (the body-only hex HMAC would not)', async () => {
+    const captured = hooks[0] ?? (await captureDelivery());
+    expect(verifyStandard(captured)).toBeTruthy();
+
+    // Replayed 6 minutes after it was signed: the receiver's clock is past the window.
+    const signedAtMs = Number(header(captured.headers, 'webhook-timestamp')) * 1000;
+    const clock = jest.spyOn(Date, 'now').mockReturnValue(signedAtMs + 6 * 60_000);
+    try {
+      expect(() => verifyStandard(captured)).toThrow('Message timestamp too old');
+      expect(verifyHex(captured)).toBe(true); // why the Standard Webhooks headers exist
+    } finally {
+      clock.mockRestore();
+    }
+
+    // Replayed with the timestamp header refreshed: the signature covers the timestamp.
+    const refreshed = { ...captured.headers, 'webhook-timestamp': String(Math.floor(Date.now() / 1000) + 1) };
+    expect(() => verifyStandard({ body: captured.body, headers: refreshed })).toThrow(
+      'No matching signature found',
+    );
+    // Or with a changed body: neither signature holds.
+    const tampered = { body: captured.body.replace('APPROVED', 'REJECTED'), headers: captured.headers };
+    expect(() => verifyStandard(tampered)).toThrow('No matching signature found');
+    expect(verifyHex(tampered)).toBe(false);
   });
 
   it.each([
@@ -288,7 +366,9 @@ describe('Compute jobs end to end', () => {
       hooks.some((hk) => JSON.parse(hk.body).jobId === jobId && hooks.length >= 1),
     );
     const hook = hooks.find((hk) => JSON.parse(hk.body).jobId === jobId);
-    expect(JSON.parse(hook?.body ?? '{}')).toMatchObject({
+    if (!hook) throw new Error('no failure webhook');
+    expect(verifyHex(hook)).toBe(true);
+    expect(verifyStandard(hook)).toMatchObject({
       jobId,
       status: 'failed',
       error: expect.stringContaining('delivery limit'),

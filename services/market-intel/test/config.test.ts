@@ -1,0 +1,80 @@
+import { randomBytes } from 'node:crypto';
+import { ConfigError } from '@repo/service-kit';
+import { loadConfig } from '../src/config';
+
+// The webhook secret rules of the configuration (README, "Webhooks (market-intel)"): production refuses
+// a secret a receiver could not rely on; development keeps accepting what it accepted before.
+function buildEnv(overrides: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  return {
+    DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/market_intel',
+    USDC_MINT: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v',
+    MERCHANT_TOKEN_ACCOUNT: '9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM',
+    ...overrides,
+  };
+}
+
+/** The ConfigError loadConfig throws for `env`. */
+function refusal(env: NodeJS.ProcessEnv): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err;
+    throw err;
+  }
+  throw new Error('expected loadConfig to refuse the configuration');
+}
+
+describe('WEBHOOK_SECRET in production', () => {
+  it('When the secret is shorter than 32 bytes, then the service refuses to boot with an error naming WEBHOOK_SECRET and not echoing it', () => {
+    const secret = 'a-31-byte-webhook-secret-xxxxxx';
+    expect(Buffer.byteLength(secret)).toBe(31);
+    const error = refusal(buildEnv({ NODE_ENV: 'production', WEBHOOK_SECRET: secret }));
+    expect(error.problems).toEqual([expect.stringMatching(/^WEBHOOK_SECRET: must be at least 32 bytes/)]);
+    expect(error.message).not.toContain(secret);
+  });
+
+  it('When the secret still holds the template placeholder, then the service refuses to boot although it is long enough', () => {
+    const secret = 'CHANGE_ME_32_or_more_random_bytes_printable_ASCII_e.g._openssl_rand_-base64_32';
+    const error = refusal(buildEnv({ NODE_ENV: 'production', WEBHOOK_SECRET: secret }));
+    expect(error.problems).toEqual([expect.stringMatching(/^WEBHOOK_SECRET: .*CHANGE_ME placeholder/)]);
+    expect(error.message).not.toContain(secret);
+  });
+
+  it('When the secret is short and a placeholder, then both problems are named at once', () => {
+    const error = refusal(buildEnv({ NODE_ENV: 'production', WEBHOOK_SECRET: 'CHANGE_ME_webhook_secret' }));
+    expect(error.problems).toHaveLength(2);
+    for (const problem of error.problems) expect(problem).toMatch(/^WEBHOOK_SECRET: /);
+  });
+
+  it('When the secret is 32 random bytes (base64), then production boots with it', () => {
+    const secret = randomBytes(32).toString('base64');
+    const config = loadConfig(buildEnv({ NODE_ENV: 'production', WEBHOOK_SECRET: secret }));
+    expect(config.WEBHOOK_SECRET).toBe(secret);
+  });
+
+  it('When production has no secret, then it boots with webhooks off', () => {
+    expect(loadConfig(buildEnv({ NODE_ENV: 'production' })).WEBHOOK_SECRET).toBeUndefined();
+  });
+});
+
+describe('WEBHOOK_SECRET in development', () => {
+  it('When no secret is set, then the service boots with webhooks off, as before', () => {
+    expect(loadConfig(buildEnv()).WEBHOOK_SECRET).toBeUndefined();
+    expect(loadConfig(buildEnv({ WEBHOOK_SECRET: '  ' })).WEBHOOK_SECRET).toBeUndefined();
+  });
+
+  it('When a 16-character secret is set, then development accepts it, as before', () => {
+    expect(loadConfig(buildEnv({ WEBHOOK_SECRET: 'dev-secret-16chr' })).WEBHOOK_SECRET).toBe(
+      'dev-secret-16chr',
+    );
+  });
+
+  it('When the secret is shorter than 16 characters or not printable ASCII, then every environment refuses it', () => {
+    expect(refusal(buildEnv({ WEBHOOK_SECRET: 'too-short' })).problems).toEqual([
+      'WEBHOOK_SECRET: must be at least 16 characters',
+    ]);
+    expect(refusal(buildEnv({ WEBHOOK_SECRET: 'secret with spaces in it' })).problems).toEqual([
+      'WEBHOOK_SECRET: must be printable ASCII without spaces',
+    ]);
+  });
+});
