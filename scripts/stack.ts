@@ -128,6 +128,10 @@ async function main(): Promise<void> {
     SOLANA_DEVNET_RPC_URL: devnet.rpcUrl,
     USDC_MINT_DEVNET: devnet.mint,
     MERCHANT_TOKEN_ACCOUNT_DEVNET: devnet.merchantTokenAccount,
+    // Every 402 also offers the official x402 exact scheme, settled by the ledger's fee payer.
+    X402_FEE_PAYER_KEYPAIR: mainnet.feePayerKeypairPath,
+    MERCHANT_WALLET: mainnet.merchantOwner,
+    MERCHANT_WALLET_DEVNET: devnet.merchantOwner,
     WEBHOOK_SECRET: webhookSecret,
     // Scheduled scout scans of the shipped sectors (daily unless SCOUT_SCAN_INTERVAL_MINUTES says otherwise).
     SCOUT_SOURCES_FILE:

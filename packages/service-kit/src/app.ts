@@ -49,10 +49,13 @@ export function createBaseApp(options: BaseAppOptions): Application {
       if (origin && origins.has(origin)) {
         res.setHeader('access-control-allow-origin', origin);
         res.setHeader('vary', 'Origin');
-        res.setHeader('access-control-allow-headers', 'content-type, x-payment, x-api-key, x-request-id');
+        res.setHeader(
+          'access-control-allow-headers',
+          'content-type, x-payment, payment-signature, x-api-key, x-request-id',
+        );
         res.setHeader(
           'access-control-expose-headers',
-          'x-payment-response, x402-version, x-request-id, retry-after',
+          'x-payment-response, payment-required, payment-response, x402-version, x-request-id, retry-after',
         );
         if (req.method === 'OPTIONS') {
           res.status(204).end();

@@ -6,11 +6,13 @@ import pinoHttp, { type HttpLogger } from 'pino-http';
 /** Paths redacted from every log line: payment proofs, API keys, authorization and cookies. */
 export const REDACT_PATHS = [
   'req.headers["x-payment"]',
+  'req.headers["payment-signature"]',
   'req.headers["x-api-key"]',
   'req.headers.authorization',
   'req.headers.cookie',
   'res.headers["set-cookie"]',
   'headers["x-payment"]',
+  'headers["payment-signature"]',
   'headers["x-api-key"]',
   'headers.authorization',
   'headers.cookie',

@@ -82,3 +82,25 @@ describe('service kit', () => {
     }
   });
 });
+
+describe('CORS', () => {
+  const app = createBaseApp({ logger, corsOrigins: ['https://agent.example'] });
+  app.get('/paid', (_req, res) => res.status(402).setHeader('payment-required', 'e30=').json({}));
+
+  it('When a configured origin preflights a paid call, then both payment request headers are allowed and the x402 answer headers exposed', async () => {
+    const res = await request(app).options('/paid').set('origin', 'https://agent.example');
+    expect(res.status).toBe(204);
+    expect(res.headers['access-control-allow-origin']).toBe('https://agent.example');
+    expect(res.headers['access-control-allow-headers']?.split(', ')).toEqual(
+      expect.arrayContaining(['x-payment', 'payment-signature']),
+    );
+    expect(res.headers['access-control-expose-headers']?.split(', ')).toEqual(
+      expect.arrayContaining(['payment-required', 'payment-response', 'x-payment-response', 'x402-version']),
+    );
+  });
+
+  it('When another origin calls, then no CORS header is set', async () => {
+    const res = await request(app).get('/paid').set('origin', 'https://evil.example');
+    expect(res.headers['access-control-allow-origin']).toBeUndefined();
+  });
+});

@@ -1,6 +1,7 @@
 import { bs58 } from './deps';
 import { AppError } from '@repo/errors';
 import { PaymentPayload, PaymentResponse, type X402Network } from '@repo/schemas';
+import type { z } from 'zod';
 
 /** Name of the request header carrying the payment proof. */
 export const PAYMENT_HEADER = 'x-payment';
@@ -10,8 +11,53 @@ export const PAYMENT_RESPONSE_HEADER = 'x-payment-response';
 /** Largest accepted X-PAYMENT value, in characters (a valid one is about 200). */
 const MAX_HEADER_LENGTH = 4096;
 
-function invalid(message: string, details?: unknown): AppError {
-  return new AppError('invalid_payment_header', `Invalid X-PAYMENT header: ${message}`, { details });
+function invalid(message: string, details?: unknown, header = 'X-PAYMENT'): AppError {
+  return new AppError('invalid_payment_header', `Invalid ${header} header: ${message}`, { details });
+}
+
+/**
+ * Decodes a payment header's JSON: base64 of a JSON value, or the raw JSON (detected by a leading `{`).
+ * @param value the header value
+ * @param maxLength longest accepted value, in characters
+ * @param header the header's name, for messages
+ * @throws AppError `invalid_payment_header` (400): empty, too long, not base64, not JSON
+ */
+export function decodeHeaderJson(value: string, maxLength: number, header = 'X-PAYMENT'): unknown {
+  const trimmed = value.trim();
+  if (trimmed === '') throw invalid('the value is empty', undefined, header);
+  if (trimmed.length > maxLength)
+    throw invalid(`the value is longer than ${maxLength} characters`, undefined, header);
+  let json: string;
+  if (trimmed.startsWith('{')) {
+    json = trimmed;
+  } else {
+    if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(trimmed))
+      throw invalid('expected base64-encoded JSON or raw JSON', undefined, header);
+    json = Buffer.from(trimmed, 'base64').toString('utf8');
+  }
+  try {
+    return JSON.parse(json) as unknown;
+  } catch {
+    throw invalid('the decoded value is not JSON', undefined, header);
+  }
+}
+
+/**
+ * The AppError for a payment header that decoded but did not match `schema`: the first issue in the
+ * message, all of them in `details`.
+ */
+export function schemaMismatch(issues: readonly z.core.$ZodIssue[], header = 'X-PAYMENT'): AppError {
+  const listed = issues.map((issue) => ({
+    path: issue.path.map(String).join('.') || '(root)',
+    message: issue.message,
+  }));
+  const first = listed[0];
+  return invalid(first ? `${first.path}: ${first.message}` : 'schema mismatch', listed, header);
+}
+
+/** `invalid_payment_header` (400) with `message` about the `header` header. */
+export function invalidPaymentHeader(message: string, details?: unknown, header = 'X-PAYMENT'): AppError {
+  return invalid(message, details, header);
 }
 
 /**
@@ -27,32 +73,9 @@ function invalid(message: string, details?: unknown): AppError {
  *   schema violation, signature not 64 bytes, or network different from `expectedNetwork`
  */
 export function parsePaymentHeader(value: string, expectedNetwork?: X402Network): PaymentPayload {
-  const trimmed = value.trim();
-  if (trimmed === '') throw invalid('the value is empty');
-  if (trimmed.length > MAX_HEADER_LENGTH)
-    throw invalid(`the value is longer than ${MAX_HEADER_LENGTH} characters`);
-  let json: string;
-  if (trimmed.startsWith('{')) {
-    json = trimmed;
-  } else {
-    if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(trimmed)) throw invalid('expected base64-encoded JSON or raw JSON');
-    json = Buffer.from(trimmed, 'base64').toString('utf8');
-  }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(json);
-  } catch {
-    throw invalid('the decoded value is not JSON');
-  }
+  const raw = decodeHeaderJson(value, MAX_HEADER_LENGTH);
   const parsed = PaymentPayload.safeParse(raw);
-  if (!parsed.success) {
-    const issues = parsed.error.issues.map((issue) => ({
-      path: issue.path.map(String).join('.') || '(root)',
-      message: issue.message,
-    }));
-    const first = issues[0];
-    throw invalid(first ? `${first.path}: ${first.message}` : 'schema mismatch', issues);
-  }
+  if (!parsed.success) throw schemaMismatch(parsed.error.issues);
   const payload = parsed.data;
   const signature = payload.payload.txSignature;
   if (signature.length > 90 || bs58.decode(signature).length !== 64) {

@@ -53,6 +53,26 @@ export type {
   PaymentLedger,
   PaymentLedgerOptions,
 } from './ledger';
+export { parsePaymentProof } from './proof';
+export type { PaymentProof } from './proof';
+export {
+  PAYMENT_REQUIRED_HEADER,
+  PAYMENT_SIGNATURE_HEADER,
+  PAYMENT_V2_RESPONSE_HEADER,
+  CAIP2_NETWORKS,
+  networkOfCaip2,
+  encodeBase64Json,
+  PaymentRequirementsV2,
+  PaymentPayloadV2,
+} from './v2';
+export type { PaymentRequiredV2, ResourceInfoV2, SettleResponseV2 } from './v2';
+export {
+  ExactSvmSettler,
+  SettlementRefusedError,
+  parseKeypairJson,
+  associatedTokenAccountOf,
+} from './exact-svm';
+export type { ExactSvmSettlerConfig, SettlementOutcome } from './exact-svm';
 export { processPayment, verificationErrorToAppError, RETRY_AFTER_SECONDS } from './process';
 export type { ProcessPaymentInput, ProcessPaymentResult } from './process';
 export {
@@ -62,6 +82,7 @@ export {
   endpointOf,
   sendPaymentError,
   sendStoredResponse,
+  paymentRequiredHeader,
 } from './middleware';
 export type {
   PaymentGateway,
@@ -70,6 +91,7 @@ export type {
   AcceptPaymentOptions,
   AcceptedPayment,
   PaidRequestLocals,
+  OfferV2,
 } from './middleware';
 export { emitPaymentEvent } from './events';
 export type { PaymentEvent, PaymentEventListener } from './events';

@@ -2,17 +2,29 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError, isAppError, sendAppError } from '@repo/errors';
 import type { PaymentRequirements, X402Network } from '@repo/schemas';
 import { emitPaymentEvent, type PaymentEventListener } from './events';
-import { encodePaymentResponse, PAYMENT_HEADER, PAYMENT_RESPONSE_HEADER, parsePaymentHeader } from './header';
+import { ExactSvmSettler, SettlementRefusedError } from './exact-svm';
+import { encodePaymentResponse, PAYMENT_HEADER, PAYMENT_RESPONSE_HEADER } from './header';
 import type { PaymentClaim, PaymentKind, PaymentLedger, StoredResponse } from './ledger';
 import { processPayment } from './process';
+import { parsePaymentProof, type PaymentProof } from './proof';
 import {
   buildPaymentRequirements,
+  DEFAULT_MAX_TIMEOUT_SECONDS,
   networkOfRequest,
   resourceUrlOf,
   sendPaymentRequired,
   X402_VERSION,
   X402_VERSION_HEADER,
 } from './requirements';
+import {
+  CAIP2_NETWORKS,
+  encodeBase64Json,
+  PAYMENT_REQUIRED_HEADER,
+  PAYMENT_SIGNATURE_HEADER,
+  PAYMENT_V2_RESPONSE_HEADER,
+  type PaymentRequiredV2,
+  type PaymentRequirementsV2,
+} from './v2';
 import type { PaymentVerifier, VerifiedPayment } from './verifier';
 
 /** What every paid route of a service shares: the ledger, one verifier per offered network, hooks. */
@@ -21,6 +33,11 @@ export interface PaymentGateway {
   ledger: PaymentLedger;
   /** The verifier of each offered network; its `asset` and `payTo` are advertised in the 402. */
   verifiers: Partial<Record<X402Network, PaymentVerifier>>;
+  /**
+   * The official exact SVM scheme per network (fee payer configured): offered in `PAYMENT-REQUIRED`
+   * and settling `payload.transaction` payments. A network without one offers push mode only.
+   */
+  settlers?: Partial<Record<X402Network, ExactSvmSettler>>;
   /** Optional metrics hook. */
   onPaymentEvent?: PaymentEventListener;
   /** Public origin for `resource` URLs, e.g. `https://api.example.com`; default: from the request. */
@@ -69,9 +86,18 @@ export function endpointOf(req: Request): string {
   return `${req.method} ${path}`;
 }
 
+/** The v2 offer of a request, when its network has an {@link ExactSvmSettler}. */
+export interface OfferV2 {
+  settler: ExactSvmSettler;
+  requirements: PaymentRequirementsV2;
+  /** What is paid for (`resource` of the `PAYMENT-REQUIRED` header). */
+  resource: { url: string; description: string; mimeType: string };
+}
+
 /**
  * The requirements of a paid route for this request: the network from `?network=`, its verifier's
- * mint and merchant account, the price, and `resource` = the absolute request URL.
+ * mint and merchant account, the price, and `resource` = the absolute request URL; plus the v2 offer
+ * of the official exact scheme when the network has a settler.
  *
  * @throws AppError `invalid_request` (400) for an unknown `network` value or a network not offered
  */
@@ -79,15 +105,52 @@ export function requirementsForRequest(
   req: Request,
   gateway: PaymentGateway,
   route: PaidRoute,
-): { network: X402Network; verifier: PaymentVerifier; requirements: PaymentRequirements } {
+): {
+  network: X402Network;
+  verifier: PaymentVerifier;
+  requirements: PaymentRequirements;
+  offer: OfferV2 | undefined;
+} {
   const network = networkOfRequest(req);
   const verifier = gateway.verifiers[network];
   if (!verifier) throw new AppError('invalid_request', `Payments on ${network} are not offered here`);
-  const requirements = {
-    ...requirementsTemplate(verifier, route),
-    resource: resourceUrlOf(req, gateway.publicBaseUrl),
+  const template = requirementsTemplate(verifier, route);
+  const requirements = { ...template, resource: resourceUrlOf(req, gateway.publicBaseUrl) };
+  const settler = gateway.settlers?.[network];
+  const offer = settler && {
+    settler,
+    requirements: offerTemplate(settler, route),
+    resource: { url: requirements.resource, description: template.description, mimeType: template.mimeType },
   };
-  return { network, verifier, requirements };
+  return { network, verifier, requirements, offer };
+}
+
+const offers = new WeakMap<ExactSvmSettler, WeakMap<PaidRoute, PaymentRequirementsV2>>();
+
+function offerTemplate(settler: ExactSvmSettler, route: PaidRoute): PaymentRequirementsV2 {
+  let byRoute = offers.get(settler);
+  if (!byRoute) offers.set(settler, (byRoute = new WeakMap()));
+  let offer = byRoute.get(route);
+  if (!offer) {
+    offer = settler.requirements(route.amountAtomic, route.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS);
+    byRoute.set(route, offer);
+  }
+  return offer;
+}
+
+/**
+ * The `PAYMENT-REQUIRED` header value of a 402: base64 JSON of a v2 `PaymentRequired` with the one
+ * official-scheme offer (market-intel README, "Paying with an official x402 client").
+ */
+export function paymentRequiredHeader(offer: OfferV2, error: string): string {
+  const body: PaymentRequiredV2 = {
+    x402Version: 2,
+    error,
+    resource: offer.resource,
+    accepts: [offer.requirements],
+    extensions: {},
+  };
+  return encodeBase64Json(body);
 }
 
 /** Validated requirements per verifier and route, all but `resource` (built once: this is every 402's hot path). */
@@ -115,7 +178,8 @@ function requirementsTemplate(verifier: PaymentVerifier, route: PaidRoute): Paym
 
 /**
  * Answers an error raised while taking a payment: AppError `payment_required` → 402 Error402 with the
- * requirements (`x402-version: 1`, `details.reason`); other AppErrors → the error envelope.
+ * requirements (`x402-version: 1`, `details.reason`, and `PAYMENT-REQUIRED` when `offer` is given);
+ * other AppErrors → the error envelope.
  *
  * @returns `false` when `error` is not an AppError (pass it to `next`)
  */
@@ -124,6 +188,7 @@ export function sendPaymentError(
   res: Response,
   error: unknown,
   accepts: PaymentRequirements[],
+  offer?: OfferV2,
 ): boolean {
   if (!isAppError(error)) return false;
   res.setHeader(X402_VERSION_HEADER, String(X402_VERSION));
@@ -132,6 +197,7 @@ export function sendPaymentError(
       error.details !== null && typeof error.details === 'object'
         ? (error.details as Record<string, unknown>)
         : undefined;
+    if (offer) res.setHeader(PAYMENT_REQUIRED_HEADER, paymentRequiredHeader(offer, error.message));
     sendPaymentRequired(req, res, accepts, error.message, details);
   } else {
     sendAppError(req, res, error);
@@ -148,11 +214,14 @@ export function sendStoredResponse(res: Response, stored: StoredResponse): void 
 
 /**
  * Takes the payment of one request, for endpoints that finish it themselves (the asynchronous compute
- * endpoints): resolves the network, answers 402 when X-PAYMENT is missing, parses it, and runs
- * {@link processPayment}. When it returns `undefined` the answer was already sent (402, 4xx, 503, or a
- * replay of a synchronous endpoint). Otherwise the caller owns the claim: create the job and call
- * `ledger.completeWithJob(claim, jobId, tx)` in the job's transaction, or `ledger.releaseLease(claim)`
- * on failure. Sets `X-PAYMENT-RESPONSE` and `x402-version: 1` on the response.
+ * endpoints): resolves the network, answers 402 (the v1 body, plus `PAYMENT-REQUIRED` when the network
+ * offers the official scheme) when neither `PAYMENT-SIGNATURE` nor `X-PAYMENT` is present, parses the
+ * payment ({@link parsePaymentProof}), and runs {@link processPayment} — for a `payload.transaction`
+ * payment with the claim key computed up front and the settlement after the claim. When it returns
+ * `undefined` the answer was already sent (402, 4xx, 503, or a replay of a synchronous endpoint).
+ * Otherwise the caller owns the claim: create the job and call `ledger.completeWithJob(claim, jobId,
+ * tx)` in the job's transaction, or `ledger.releaseLease(claim)` on failure. Sets `X-PAYMENT-RESPONSE`
+ * (v1 network name), `PAYMENT-RESPONSE` (CAIP-2 network) and `x402-version: 1` on the response.
  *
  * @throws whatever is not an AppError (database failures...), for the error middleware
  */
@@ -162,32 +231,49 @@ export async function acceptPayment(
   options: AcceptPaymentOptions,
 ): Promise<AcceptedPayment | undefined> {
   let accepts: PaymentRequirements[] = [];
+  let offer: OfferV2 | undefined;
   try {
-    const { network, verifier, requirements } = requirementsForRequest(req, options, options);
+    const request = requirementsForRequest(req, options, options);
+    const { network, verifier, requirements } = request;
     accepts = [requirements];
+    offer = request.offer;
     const endpoint = options.endpoint ?? endpointOf(req);
-    const header = req.get(PAYMENT_HEADER);
+    const v2Header = req.get(PAYMENT_SIGNATURE_HEADER);
+    const header = v2Header ?? req.get(PAYMENT_HEADER);
     if (header === undefined || header.trim() === '') {
       emitPaymentEvent(options.onPaymentEvent, { type: 'challenged', network, endpoint });
-      sendPaymentRequired(req, res, accepts, 'X-PAYMENT header is required');
+      const error = 'X-PAYMENT header is required';
+      if (offer) res.setHeader(PAYMENT_REQUIRED_HEADER, paymentRequiredHeader(offer, error));
+      sendPaymentRequired(req, res, accepts, error);
       return undefined;
     }
-    let payload;
+    let proof: PaymentProof;
+    let signature: string;
     try {
-      payload = parsePaymentHeader(header, network);
+      proof = parsePaymentProof(header, network, v2Header === undefined ? 'X-PAYMENT' : 'PAYMENT-SIGNATURE');
+      signature = proof.kind === 'signature' ? proof.txSignature : await signatureToClaim(proof, offer);
     } catch (error) {
       emitPaymentEvent(options.onPaymentEvent, {
         type: 'rejected',
-        reason: 'invalid_payment_header',
+        reason:
+          isAppError(error) && error.code === 'payment_required'
+            ? 'scheme_refused'
+            : 'invalid_payment_header',
         network,
         endpoint,
       });
       throw error;
     }
+    const settling =
+      proof.kind === 'transaction' && offer ? { ...offer, transaction: proof.transaction } : undefined;
     const result = await processPayment({
       ledger: options.ledger,
       verifier,
-      payment: payload,
+      signature,
+      network,
+      ...(settling
+        ? { settle: () => settling.settler.settle(settling.transaction, settling.requirements) }
+        : {}),
       amountAtomic: options.amountAtomic,
       endpoint,
       kind: options.kind,
@@ -197,21 +283,62 @@ export async function acceptPayment(
       sendStoredResponse(res, result.response);
       return undefined;
     }
+    const settlement = { success: true, transaction: result.payment.signature, payer: result.payment.payer };
     res.setHeader(X402_VERSION_HEADER, String(X402_VERSION));
+    res.setHeader(PAYMENT_RESPONSE_HEADER, encodePaymentResponse({ ...settlement, network }));
     res.setHeader(
-      PAYMENT_RESPONSE_HEADER,
-      encodePaymentResponse({
-        success: true,
-        transaction: result.payment.signature,
-        network,
-        payer: result.payment.payer,
-      }),
+      PAYMENT_V2_RESPONSE_HEADER,
+      encodeBase64Json({ ...settlement, network: CAIP2_NETWORKS[network] }),
     );
     return { payment: result.payment, claim: result.claim, requirements };
   } catch (error) {
-    if (sendPaymentError(req, res, error, accepts)) return undefined;
+    if (sendPaymentError(req, res, error, accepts, offer)) return undefined;
     throw error;
   }
+}
+
+/**
+ * The ledger key of an official-scheme payment: the signature its transaction will have once this
+ * server co-signs it, after checking that the network offers the scheme and that a v2 payment
+ * accepted exactly this offer.
+ * @throws AppError `payment_required` (402) when the scheme is not offered on the network, the
+ *   accepted offer differs, or the transaction is not one this server can co-sign
+ */
+async function signatureToClaim(
+  proof: PaymentProof & { kind: 'transaction' },
+  offer: OfferV2 | undefined,
+): Promise<string> {
+  const refuse = (reason: string, message: string): never => {
+    throw new AppError('payment_required', message, { details: { reason } });
+  };
+  if (!offer)
+    return refuse(
+      'scheme_not_offered',
+      `payload.transaction payments are not accepted on ${proof.network} here; pay in push mode (payload.txSignature)`,
+    );
+  if (proof.accepted && !sameOffer(proof.accepted, offer.requirements))
+    return refuse(
+      'offer_mismatch',
+      'The payment accepted an offer this server did not make; use the PAYMENT-REQUIRED offer',
+    );
+  try {
+    return await offer.settler.signatureOf(proof.transaction);
+  } catch (error) {
+    if (error instanceof SettlementRefusedError) return refuse(error.reason, error.message);
+    throw error;
+  }
+}
+
+/** Whether a client's `accepted` is the offer (scheme, network, amount, asset, payTo, fee payer). */
+function sameOffer(accepted: PaymentRequirementsV2, offered: PaymentRequirementsV2): boolean {
+  return (
+    accepted.scheme === offered.scheme &&
+    accepted.network === offered.network &&
+    accepted.amount === offered.amount &&
+    accepted.asset === offered.asset &&
+    accepted.payTo === offered.payTo &&
+    accepted.extra?.feePayer === offered.extra?.feePayer
+  );
 }
 
 /** Headers that belong to one connection or one request and are not stored for replay. */

@@ -1,6 +1,7 @@
 import { AppError } from '@repo/errors';
-import type { PaymentPayload } from '@repo/schemas';
+import type { X402Network } from '@repo/schemas';
 import { emitPaymentEvent, type PaymentEventListener } from './events';
+import type { SettlementOutcome } from './exact-svm';
 import type { PaymentClaim, PaymentKind, PaymentLedger, PaymentRecord, StoredResponse } from './ledger';
 import {
   isPaymentVerificationError,
@@ -18,8 +19,18 @@ export interface ProcessPaymentInput {
   ledger: PaymentLedger;
   /** The verifier of the request's network. */
   verifier: PaymentVerifier;
-  /** The parsed X-PAYMENT header (already checked against the request's network). */
-  payment: PaymentPayload;
+  /**
+   * The payment's key in the ledger (base58): a push payment's signature, or the signature an
+   * official-scheme transaction will have once co-signed (`ExactSvmSettler.signatureOf`).
+   */
+  signature: string;
+  /** The request's network (the payment was checked to be for it). */
+  network: X402Network;
+  /**
+   * Official-scheme payments only: verifies, co-signs, sends and confirms the transaction. Called once
+   * the claim is held, so concurrent copies of one payload settle once.
+   */
+  settle?: () => Promise<SettlementOutcome>;
   /** The price in atomic USDC units. */
   amountAtomic: bigint;
   /** Endpoint identity, e.g. `"GET /api/v1/scout/gaps"` or `"POST /api/v1/forge/ideate"`. */
@@ -42,11 +53,13 @@ export type ProcessPaymentResult =
   | { outcome: 'replay'; response: StoredResponse; record: PaymentRecord };
 
 /**
- * Claim → verify → mark verified (ARCHITECTURE.md, "Payments: x402 on Solana", steps 2–5). The claim
- * comes before any network call; a failed verification releases it so nothing is consumed.
+ * Claim → (settle) → verify → mark verified (ARCHITECTURE.md, "Payments: x402 on Solana", steps 2–5).
+ * The claim comes before any network call; an official-scheme transaction is sent only by the request
+ * holding the claim; a failed settlement or verification releases it so nothing is consumed.
  *
  * @throws AppError
- * - `payment_required` (402, `details.reason`) for not_found / transaction_failed / wrong_recipient / stale;
+ * - `payment_required` (402, `details.reason`) for not_found / transaction_failed / wrong_recipient / stale,
+ *   and for an official-scheme transaction the facilitator refused (its reason);
  * - `amount_mismatch`, `mint_mismatch` (400);
  * - `payment_reused` (400) when the signature was used on another endpoint or network (spec rule 4);
  * - `payment_conflict` (409, `details.jobId`) when it was used on this asynchronous endpoint (rule 3);
@@ -54,9 +67,7 @@ export type ProcessPaymentResult =
  *   holds the signature after the ledger's wait timeout.
  */
 export async function processPayment(input: ProcessPaymentInput): Promise<ProcessPaymentResult> {
-  const { ledger, verifier, payment, amountAtomic, endpoint, kind, onPaymentEvent } = input;
-  const signature = payment.payload.txSignature;
-  const network = payment.network;
+  const { ledger, verifier, signature, network, amountAtomic, endpoint, kind, onPaymentEvent } = input;
   if (verifier.network !== network) {
     throw new Error(`verifier for ${verifier.network} used for a ${network} payment`);
   }
@@ -108,11 +119,22 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
   const { claim } = claimed;
   if (claim.verified) return { outcome: 'accepted', payment: claim.verified, claim };
 
+  let refused: (SettlementOutcome & { ok: false }) | undefined;
   let verified: VerifiedPayment;
   try {
-    verified = await verifier.verify(signature, amountAtomic);
+    if (input.settle) {
+      const settled = await input.settle();
+      if (!settled.ok) refused = settled;
+    }
+    // After a refused settlement, one look: an earlier attempt that died unrecorded may have landed it.
+    verified = await verifier.verify(signature, amountAtomic, refused ? { attempts: 1 } : {});
   } catch (error) {
     await ledger.release(claim);
+    if (refused && isPaymentVerificationError(error) && error.reason === 'not_found')
+      return reject(
+        refused.reason,
+        new AppError('payment_required', refused.message, { details: { reason: refused.reason } }),
+      );
     if (isPaymentVerificationError(error))
       return reject(error.reason, verificationErrorToAppError(error), error.rpcMs);
     throw error;

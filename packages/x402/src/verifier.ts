@@ -126,9 +126,10 @@ export interface PaymentVerifier {
   readonly payTo: string;
   /**
    * Proves that `signature` pays exactly `amountAtomic` of `asset` into `payTo`.
+   * @param options.attempts `getTransaction` attempts while not found (default: the verifier's own)
    * @throws PaymentVerificationError when it does not
    */
-  verify(signature: string, amountAtomic: bigint): Promise<VerifiedPayment>;
+  verify(signature: string, amountAtomic: bigint, options?: { attempts?: number }): Promise<VerifiedPayment>;
 }
 
 /** Where and what a {@link SolanaPaymentVerifier} checks, per network. */
@@ -245,11 +246,19 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
    * Proves that `signature` pays exactly `amountAtomic` (atomic USDC units) of the configured mint
    * into the configured merchant account, within the freshness window.
    *
+   * @param options.attempts `getTransaction` attempts while not found (default `fetchAttempts`)
    * @returns the verified payment, with `rpcMs` = milliseconds spent in RPC calls
    * @throws PaymentVerificationError with the reason of the first failed check (see the class doc)
    */
-  async verify(signature: string, amountAtomic: bigint): Promise<VerifiedPayment> {
-    const fetched = await this.fetchTransaction(signature);
+  async verify(
+    signature: string,
+    amountAtomic: bigint,
+    options: { attempts?: number } = {},
+  ): Promise<VerifiedPayment> {
+    const fetched = await this.fetchTransaction(
+      signature,
+      Math.max(1, options.attempts ?? this.options.fetchAttempts),
+    );
     const tx = fetched.tx;
     let rpcMs = fetched.rpcMs;
     const fail = (
@@ -391,10 +400,13 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
   }
 
   /** Fetches the transaction with bounded retries; measures the time spent in RPC calls. */
-  private async fetchTransaction(signature: string): Promise<{ tx: RpcTransaction; rpcMs: number }> {
+  private async fetchTransaction(
+    signature: string,
+    attempts: number,
+  ): Promise<{ tx: RpcTransaction; rpcMs: number }> {
     let rpcMs = 0;
     let lastError: unknown;
-    for (let attempt = 1; attempt <= this.options.fetchAttempts; attempt++) {
+    for (let attempt = 1; attempt <= attempts; attempt++) {
       if (attempt > 1) await delay(this.options.fetchDelayMs);
       const started = performance.now();
       try {

@@ -24,6 +24,18 @@ export const MarketIntelEnv = z.object({
   PAYMENT_FRESHNESS_SECONDS: intVar(600, 10, 86_400),
   /** maxTimeoutSeconds advertised in PaymentRequirements (the spec's example: 60). */
   PAYMENT_MAX_TIMEOUT_SECONDS: intVar(60, 1, 3600),
+  /**
+   * Path of the fee payer's keypair file (a JSON array of 64 bytes, SOL only): set, every 402 also
+   * offers the official x402 exact SVM scheme (`PAYMENT-REQUIRED`) on the networks whose merchant
+   * wallet is set, and this key co-signs and pays the fees of those payments.
+   */
+  X402_FEE_PAYER_KEYPAIR: z.string().optional(),
+  /** The merchant wallet owning MERCHANT_TOKEN_ACCOUNT (its associated token account for USDC_MINT). */
+  MERCHANT_WALLET: base58.optional(),
+  /** The merchant wallet owning MERCHANT_TOKEN_ACCOUNT_DEVNET. */
+  MERCHANT_WALLET_DEVNET: base58.optional(),
+  /** Highest compute unit price an official-scheme payer may make the fee payer pay, in micro-lamports. */
+  X402_MAX_PRIORITY_FEE_MICROLAMPORTS: intVar(50_000, 0, 10_000_000),
   /** RabbitMQ, where compute jobs go to the pipeline-runner. */
   AMQP_URL: z
     .string()

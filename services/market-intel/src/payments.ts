@@ -1,26 +1,100 @@
+import { readFileSync } from 'node:fs';
 import type { X402Network } from '@repo/schemas';
-import { PrismaPaymentLedger, requirePayment, SolanaPaymentVerifier, type PaymentGateway } from '@repo/x402';
+import {
+  associatedTokenAccountOf,
+  ExactSvmSettler,
+  parseKeypairJson,
+  PrismaPaymentLedger,
+  requirePayment,
+  SolanaPaymentVerifier,
+  type PaymentGateway,
+} from '@repo/x402';
 import type { MarketIntelConfig } from './config';
 import type { Db } from './data/prisma';
 import type { PaymentGate } from './routes/data-api';
 
+/** The configuration {@link createPaymentGateway} reads. */
+export type PaymentConfig = Pick<
+  MarketIntelConfig,
+  | 'SOLANA_RPC_URL'
+  | 'USDC_MINT'
+  | 'MERCHANT_TOKEN_ACCOUNT'
+  | 'SOLANA_DEVNET_RPC_URL'
+  | 'USDC_MINT_DEVNET'
+  | 'MERCHANT_TOKEN_ACCOUNT_DEVNET'
+  | 'PAYMENT_FRESHNESS_SECONDS'
+  | 'PUBLIC_BASE_URL'
+  | 'X402_FEE_PAYER_KEYPAIR'
+  | 'MERCHANT_WALLET'
+  | 'MERCHANT_WALLET_DEVNET'
+  | 'X402_MAX_PRIORITY_FEE_MICROLAMPORTS'
+>;
+
+/**
+ * The official exact SVM scheme per network (README, "Paying with an official x402 client"): built
+ * when `X402_FEE_PAYER_KEYPAIR` is set, for each network whose merchant wallet is set.
+ * @throws Error naming the variables when the keypair file cannot be read, or when a merchant
+ *   wallet's associated token account is not the configured merchant token account (the official
+ *   scheme pays into that associated account)
+ */
+export function createSettlers(config: PaymentConfig): Partial<Record<X402Network, ExactSvmSettler>> {
+  if (!config.X402_FEE_PAYER_KEYPAIR) return {};
+  let feePayerSecretKey: Uint8Array;
+  try {
+    feePayerSecretKey = parseKeypairJson(readFileSync(config.X402_FEE_PAYER_KEYPAIR, 'utf8'));
+  } catch (error) {
+    throw new Error(
+      `Invalid configuration:\n  X402_FEE_PAYER_KEYPAIR: ${(error as { message?: unknown }).message ?? String(error)}`,
+      { cause: error },
+    );
+  }
+  const networks = [
+    [
+      'solana',
+      config.SOLANA_RPC_URL,
+      config.USDC_MINT,
+      config.MERCHANT_TOKEN_ACCOUNT,
+      config.MERCHANT_WALLET,
+      '',
+    ],
+    [
+      'solana-devnet',
+      config.SOLANA_DEVNET_RPC_URL,
+      config.USDC_MINT_DEVNET,
+      config.MERCHANT_TOKEN_ACCOUNT_DEVNET,
+      config.MERCHANT_WALLET_DEVNET,
+      '_DEVNET',
+    ],
+  ] as const;
+  const settlers: Partial<Record<X402Network, ExactSvmSettler>> = {};
+  for (const [network, rpcUrl, asset, tokenAccount, wallet, suffix] of networks) {
+    if (!wallet || !asset || !tokenAccount) continue;
+    if (associatedTokenAccountOf(wallet, asset) !== tokenAccount) {
+      throw new Error(
+        `Invalid configuration:\n  MERCHANT_WALLET${suffix}: its associated token account for USDC_MINT${suffix} is ${associatedTokenAccountOf(wallet, asset)}, not MERCHANT_TOKEN_ACCOUNT${suffix} (${tokenAccount})`,
+      );
+    }
+    settlers[network] = new ExactSvmSettler({
+      network,
+      rpcUrl,
+      asset,
+      payTo: wallet,
+      feePayerSecretKey,
+      maxPriorityFeeMicroLamports: config.X402_MAX_PRIORITY_FEE_MICROLAMPORTS,
+    });
+  }
+  return settlers;
+}
+
 /**
  * Builds the x402 payment gateway from the configuration: one verifier per configured network
- * (`solana` always, `solana-devnet` when its mint and merchant account are set) and the Postgres
- * payment ledger (table `x402_payments`); `close()` releases the RPC connection pools.
+ * (`solana` always, `solana-devnet` when its mint and merchant account are set), the official-scheme
+ * settlers ({@link createSettlers}) and the Postgres payment ledger (table `x402_payments`);
+ * `close()` releases the RPC connection pools.
+ * @throws Error when the official-scheme configuration is invalid (see {@link createSettlers})
  */
 export function createPaymentGateway(
-  config: Pick<
-    MarketIntelConfig,
-    | 'SOLANA_RPC_URL'
-    | 'USDC_MINT'
-    | 'MERCHANT_TOKEN_ACCOUNT'
-    | 'SOLANA_DEVNET_RPC_URL'
-    | 'USDC_MINT_DEVNET'
-    | 'MERCHANT_TOKEN_ACCOUNT_DEVNET'
-    | 'PAYMENT_FRESHNESS_SECONDS'
-    | 'PUBLIC_BASE_URL'
-  >,
+  config: PaymentConfig,
   db: Db,
 ): PaymentGateway & { close(): Promise<void> } {
   const options = { freshnessWindowSeconds: config.PAYMENT_FRESHNESS_SECONDS };
@@ -49,6 +123,7 @@ export function createPaymentGateway(
   return {
     ledger: new PrismaPaymentLedger(db),
     verifiers,
+    settlers: createSettlers(config),
     publicBaseUrl: config.PUBLIC_BASE_URL,
     /** Closes the verifiers' RPC connection pools. */
     async close() {

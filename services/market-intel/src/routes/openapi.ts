@@ -40,11 +40,20 @@ const int = (name: string, min: number, max: number, def: number): OpenApiParame
 
 const X402_HEADERS = {
   'x402-version': { description: 'x402 protocol version', schema: { type: 'string', const: '1' } },
+  'PAYMENT-REQUIRED': {
+    description:
+      'x402 v2 offer (when a fee payer is configured): base64 JSON PaymentRequired { x402Version: 2, error, resource, accepts: [{ scheme: "exact", network (CAIP-2), amount, asset, payTo (merchant wallet), maxTimeoutSeconds, extra: { feePayer } }], extensions }',
+    schema: { type: 'string' },
+  },
 };
 const PAID_HEADERS = {
-  ...X402_HEADERS,
+  'x402-version': X402_HEADERS['x402-version'],
   'X-PAYMENT-RESPONSE': {
     description: 'base64 JSON { success, transaction, network, payer }',
+    schema: { type: 'string' },
+  },
+  'PAYMENT-RESPONSE': {
+    description: 'base64 JSON { success, transaction, network (CAIP-2), payer } (x402 v2)',
     schema: { type: 'string' },
   },
 };
@@ -65,7 +74,7 @@ function paid(
     summary: `${route.description} (paid: ${usdc} USDC, ${route.amountAtomic} atomic units)`,
     tags: ['Data API'],
     parameters: [...parameters, network],
-    security: [{ x402: [] }],
+    security: [{ x402: [] }, { x402v2: [] }],
     extensions: { 'x-price-usdc': usdc, 'x-max-amount-required': route.amountAtomic.toString() },
     responses: {
       '200': {
@@ -104,7 +113,7 @@ function compute(
     tags: ['Compute API'],
     parameters: [network],
     requestBody: { body, required: true },
-    security: [{ x402: [] }],
+    security: [{ x402: [] }, { x402v2: [] }],
     extensions: { 'x-price-usdc': usdc, 'x-max-amount-required': route.amountAtomic.toString() },
     responses: {
       '202': {
@@ -144,7 +153,8 @@ export function marketIntelOpenApi(): JsonSchema {
       version: '1.0.0',
       description:
         'Pay-per-call market intelligence for software agents, paid in USDC on Solana with x402: ' +
-        'request, receive 402 with PaymentRequirements, pay with an SPL transferChecked, retry with X-PAYMENT.',
+        'request, receive 402 with PaymentRequirements, pay with an SPL transferChecked, retry with X-PAYMENT; ' +
+        'or pay the PAYMENT-REQUIRED offer with any official x402 v2 client (PAYMENT-SIGNATURE).',
     },
     components: {
       Error402,
@@ -165,7 +175,14 @@ export function marketIntelOpenApi(): JsonSchema {
         in: 'header',
         name: 'X-PAYMENT',
         description:
-          'base64 (or raw) JSON { x402Version: 1, scheme: "exact", network, payload: { txSignature } }',
+          'base64 (or raw) JSON { x402Version: 1, scheme: "exact", network, payload: { txSignature } } (push mode), or { ..., payload: { transaction } } (official exact scheme)',
+      },
+      x402v2: {
+        type: 'apiKey',
+        in: 'header',
+        name: 'PAYMENT-SIGNATURE',
+        description:
+          'x402 v2: base64 JSON PaymentPayload { x402Version: 2, accepted (the PAYMENT-REQUIRED offer), payload: { transaction } }',
       },
     },
     operations: [

@@ -91,6 +91,11 @@ export async function startHarness(
     SOLANA_DEVNET_RPC_URL: ledger.networks['solana-devnet'].rpcUrl,
     USDC_MINT_DEVNET: ledger.networks['solana-devnet'].mint,
     MERCHANT_TOKEN_ACCOUNT_DEVNET: ledger.networks['solana-devnet'].merchantTokenAccount,
+    // Both offers in every 402, as the dev stack runs: the official exact scheme is settled by the
+    // ledger's fee payer.
+    X402_FEE_PAYER_KEYPAIR: ledger.feePayer.keypairPath,
+    MERCHANT_WALLET: ledger.networks.solana.merchantOwner,
+    MERCHANT_WALLET_DEVNET: ledger.networks['solana-devnet'].merchantOwner,
     PAYMENT_FRESHNESS_SECONDS: String(options.freshnessSeconds ?? 600),
     DATABASE_POOL_SIZE: '20',
     AMQP_URL: amqpUrl,

@@ -1,0 +1,114 @@
+import { z } from 'zod';
+import { X402Network } from '@repo/schemas';
+import { decodeHeaderJson, invalidPaymentHeader, parsePaymentHeader, schemaMismatch } from './header';
+import { networkOfCaip2, PaymentPayloadV2, type PaymentRequirementsV2 } from './v2';
+
+/**
+ * A payment as a request presents it (ARCHITECTURE.md, "Payments", step 1):
+ * - `signature`: push mode (the spec's v1): the payer sent the transfer; `txSignature` is base58;
+ * - `transaction`: the official exact SVM scheme (v1 or v2 envelope): a partially signed transaction
+ *   (base64 wire format) the server co-signs as fee payer and sends; `accepted` is the offer a v2
+ *   client says it accepted.
+ */
+export type PaymentProof =
+  | { kind: 'signature'; x402Version: 1; network: X402Network; txSignature: string }
+  | {
+      kind: 'transaction';
+      x402Version: 1 | 2;
+      network: X402Network;
+      transaction: string;
+      accepted?: PaymentRequirementsV2;
+    };
+
+/** Longest accepted header value, in characters (a v2 payload with its transaction is about 2,000). */
+const MAX_PROOF_LENGTH = 8192;
+/** Longest base64 transaction: Solana's packet limit of 1232 bytes, in base64. */
+const MAX_TRANSACTION_BASE64 = 1644;
+
+const Transaction = z
+  .string()
+  .max(MAX_TRANSACTION_BASE64, 'must be at most one Solana packet (1232 bytes)')
+  .regex(/^[A-Za-z0-9+/]+={0,2}$/, 'must be a base64 transaction');
+
+const V1Transaction = z.object({
+  x402Version: z.literal(1),
+  scheme: z.literal('exact'),
+  network: X402Network,
+  payload: z.object({ transaction: Transaction }).passthrough(),
+});
+
+const V2Payload = PaymentPayloadV2.extend({
+  payload: z.object({ transaction: Transaction }).passthrough(),
+});
+
+/**
+ * Parses a payment header (`PAYMENT-SIGNATURE` or `X-PAYMENT`; base64 JSON or raw JSON): a v1 push
+ * payment (`payload.txSignature`, see {@link parsePaymentHeader}), a v1 official-scheme payment
+ * (`payload.transaction`), or a v2 payment (`x402Version: 2`, `accepted` with a CAIP-2 network,
+ * `payload.transaction`), scheme `exact` in every case.
+ *
+ * @param value the header value
+ * @param expectedNetwork when given, the network the request is for (from `?network=`)
+ * @param header the header's name, for messages (default `X-PAYMENT`)
+ * @returns the payment, with its network as this project names it
+ * @throws AppError `invalid_payment_header` (400) naming the problem: not base64/JSON, schema
+ *   violation, unknown scheme or network, or a network other than `expectedNetwork`
+ */
+export function parsePaymentProof(
+  value: string,
+  expectedNetwork?: X402Network,
+  header = 'X-PAYMENT',
+): PaymentProof {
+  const raw = decodeHeaderJson(value, MAX_PROOF_LENGTH, header);
+  const version = (raw as { x402Version?: unknown } | null)?.x402Version;
+  let proof: PaymentProof;
+  if (version === 2) {
+    const parsed = V2Payload.safeParse(raw);
+    if (!parsed.success) throw schemaMismatch(parsed.error.issues, header);
+    const { accepted } = parsed.data;
+    if (accepted.scheme !== 'exact')
+      throw invalidPaymentHeader(
+        `accepted.scheme "${accepted.scheme}" is not offered (exact is)`,
+        undefined,
+        header,
+      );
+    const network = networkOfCaip2(accepted.network);
+    if (!network)
+      throw invalidPaymentHeader(`accepted.network "${accepted.network}" is not offered`, undefined, header);
+    proof = {
+      kind: 'transaction',
+      x402Version: 2,
+      network,
+      transaction: parsed.data.payload.transaction,
+      accepted,
+    };
+  } else if (
+    version === 1 &&
+    typeof (raw as { payload?: { transaction?: unknown } }).payload?.transaction === 'string'
+  ) {
+    const parsed = V1Transaction.safeParse(raw);
+    if (!parsed.success) throw schemaMismatch(parsed.error.issues, header);
+    proof = {
+      kind: 'transaction',
+      x402Version: 1,
+      network: parsed.data.network,
+      transaction: parsed.data.payload.transaction,
+    };
+  } else {
+    const push = parsePaymentHeader(value, undefined);
+    proof = {
+      kind: 'signature',
+      x402Version: 1,
+      network: push.network,
+      txSignature: push.payload.txSignature,
+    };
+  }
+  if (expectedNetwork !== undefined && proof.network !== expectedNetwork) {
+    throw invalidPaymentHeader(
+      `network is "${proof.network}" but this request is for "${expectedNetwork}"`,
+      { expected: expectedNetwork, got: proof.network },
+      header,
+    );
+  }
+  return proof;
+}

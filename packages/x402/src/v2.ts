@@ -1,0 +1,91 @@
+import { z } from 'zod';
+import type { X402Network } from '@repo/schemas';
+
+/**
+ * x402 version 2 on the wire (the official `@x402/core` types; market-intel README, "Paying with an
+ * official x402 client"): CAIP-2 network ids, the `PAYMENT-REQUIRED`, `PAYMENT-SIGNATURE` and
+ * `PAYMENT-RESPONSE` headers, and the shapes they carry. Nothing here knows Solana.
+ */
+
+/** Response header of a 402 carrying base64 JSON of a {@link PaymentRequiredV2}. */
+export const PAYMENT_REQUIRED_HEADER = 'payment-required';
+/** Request header carrying base64 JSON of a {@link PaymentPayloadV2} (the v2 name of `X-PAYMENT`). */
+export const PAYMENT_SIGNATURE_HEADER = 'payment-signature';
+/** Response header of a paid answer carrying base64 JSON of a {@link SettleResponseV2}. */
+export const PAYMENT_V2_RESPONSE_HEADER = 'payment-response';
+
+/** The CAIP-2 id of each network (genesis hash prefix), as the official clients name them. */
+export const CAIP2_NETWORKS: Readonly<Record<X402Network, string>> = {
+  solana: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp',
+  'solana-devnet': 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1',
+};
+
+/**
+ * The network of a CAIP-2 id, or of a v1 name.
+ * @returns `undefined` for any network this project does not settle on
+ */
+export function networkOfCaip2(id: string): X402Network | undefined {
+  for (const [network, caip2] of Object.entries(CAIP2_NETWORKS) as [X402Network, string][])
+    if (caip2 === id || network === id) return network;
+  return undefined;
+}
+
+const NonEmpty = z.string().min(1);
+
+/**
+ * One v2 way to pay (`accepts[i]` of a {@link PaymentRequiredV2}, and `accepted` of a payload):
+ * `amount` is atomic units as a decimal string, `payTo` the recipient wallet (its associated token
+ * account receives the transfer), `maxTimeoutSeconds` in seconds, `extra.feePayer` the wallet that
+ * pays the network fee for the exact SVM scheme.
+ */
+export const PaymentRequirementsV2 = z.object({
+  scheme: NonEmpty,
+  network: NonEmpty,
+  amount: z.string().regex(/^(0|[1-9][0-9]*)$/, 'must be a non-negative integer string'),
+  asset: NonEmpty,
+  payTo: NonEmpty,
+  maxTimeoutSeconds: z.number().positive(),
+  extra: z.record(z.string(), z.unknown()).optional(),
+});
+/** Inferred type of {@link PaymentRequirementsV2}. */
+export type PaymentRequirementsV2 = z.infer<typeof PaymentRequirementsV2>;
+
+/** What a v2 payment pays for: the resource URL, its description and MIME type. */
+export interface ResourceInfoV2 {
+  url: string;
+  description?: string;
+  mimeType?: string;
+}
+
+/** The decoded `PAYMENT-REQUIRED` header of a 402. */
+export interface PaymentRequiredV2 {
+  x402Version: 2;
+  error?: string;
+  resource: ResourceInfoV2;
+  accepts: PaymentRequirementsV2[];
+  extensions?: Record<string, unknown>;
+}
+
+/** The decoded `PAYMENT-SIGNATURE` (or `X-PAYMENT`) header of a v2 payment. */
+export const PaymentPayloadV2 = z.object({
+  x402Version: z.literal(2),
+  resource: z.object({ url: z.string() }).passthrough().nullish(),
+  accepted: PaymentRequirementsV2,
+  payload: z.record(z.string(), z.unknown()),
+  extensions: z.record(z.string(), z.unknown()).nullish(),
+});
+/** Inferred type of {@link PaymentPayloadV2}. */
+export type PaymentPayloadV2 = z.infer<typeof PaymentPayloadV2>;
+
+/** The decoded `PAYMENT-RESPONSE` header: the settlement, with the CAIP-2 `network`. */
+export interface SettleResponseV2 {
+  success: boolean;
+  transaction: string;
+  network: string;
+  payer: string;
+}
+
+/** Base64 of the JSON of `value` (every x402 header's encoding). */
+export function encodeBase64Json(value: unknown): string {
+  return Buffer.from(JSON.stringify(value), 'utf8').toString('base64');
+}

@@ -1,0 +1,151 @@
+import { Connection, PublicKey, type Keypair } from '@solana/web3.js';
+import { createKeyPairSignerFromBytes } from '@solana/kit';
+import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from '@x402/fetch';
+import { ExactSvmScheme } from '@x402/svm/exact/client';
+import { ForgeResult, type AgentJob, type X402Network } from '@repo/schemas';
+import { startFakeSearxng, startScriptedLlm, type FakeSearxng, type ScriptedLlm } from '@repo/llm/testing';
+import { scriptedPipelineResponder } from '@repo/pipeline-runner/testing';
+import { waitFor } from '@repo/queue/testing';
+import { CAIP2_NETWORKS, associatedTokenAccountOf } from '@repo/x402';
+import { buildReport, startHarness, type Harness } from './support/harness';
+import { spawnRunner, waitForHealthyRunner, type RunnerProcess } from './support/runner';
+
+// An agent paying with nothing but the official x402 v2 client (@x402/fetch + @x402/svm), as its
+// documentation shows, against market-intel wired as production wires it, on the local ledger.
+jest.setTimeout(120_000);
+
+let h: Harness;
+let llm: ScriptedLlm;
+let search: FakeSearxng;
+let runner: RunnerProcess;
+
+type Caip2 = `${string}:${string}`;
+
+/** `fetch` that pays 402s with the official client, for the agent wallet, up to 30 USDC a payment. */
+async function officialFetch(payer: Keypair): Promise<typeof fetch> {
+  const signer = await createKeyPairSignerFromBytes(payer.secretKey);
+  const client = new x402Client();
+  for (const network of ['solana', 'solana-devnet'] as const) {
+    const caip2 = CAIP2_NETWORKS[network] as Caip2;
+    client.register(caip2, new ExactSvmScheme(signer, { rpcUrl: h.rpcUrls[network] }));
+  }
+  // The test mint is not one of the client's default assets; compute jobs cost 15 and 25 USDC, over
+  // the client's default $1 per payment.
+  client.setSpendControls({
+    allowedAssets: (['solana', 'solana-devnet'] as const).map((network) => ({
+      network: CAIP2_NETWORKS[network] as Caip2,
+      asset: h.ledger.networks[network].mint,
+      maxAmountPerPayment: '30000000',
+    })),
+  });
+  return wrapFetchWithPayment(fetch, client);
+}
+
+/** USDC (atomic) of the agent and the merchant, and SOL (lamports) of the agent and the fee payer. */
+async function balances(network: X402Network) {
+  const info = h.ledger.networks[network];
+  const connection = new Connection(info.rpcUrl, 'confirmed');
+  const usdc = async (owner: string) =>
+    BigInt(
+      (await connection.getTokenAccountBalance(new PublicKey(associatedTokenAccountOf(owner, info.mint))))
+        .value.amount,
+    );
+  return {
+    agentUsdc: await usdc(h.agent.publicKey.toBase58()),
+    merchantUsdc: await usdc(info.merchantOwner),
+    agentSol: await connection.getBalance(h.agent.publicKey),
+    feePayerSol: await connection.getBalance(new PublicKey(h.ledger.feePayer.publicKey)),
+  };
+}
+
+/** What every official payment must do to the balances. */
+function expectPaid(
+  before: Awaited<ReturnType<typeof balances>>,
+  after: Awaited<ReturnType<typeof balances>>,
+  priceAtomic: bigint,
+): void {
+  expect(after.agentUsdc).toBe(before.agentUsdc - priceAtomic);
+  expect(after.merchantUsdc).toBe(before.merchantUsdc + priceAtomic);
+  expect(after.agentSol).toBe(before.agentSol);
+  // Two signatures at 5,000 lamports, plus at most a few lamports of priority fee.
+  expect(before.feePayerSol - after.feePayerSol).toBeGreaterThanOrEqual(10_000);
+  expect(before.feePayerSol - after.feePayerSol).toBeLessThan(10_100);
+}
+
+beforeAll(async () => {
+  h = await startHarness('market_intel_official_client_test');
+  await h.reports.importReport(buildReport(), 'import');
+  llm = await startScriptedLlm({ respond: scriptedPipelineResponder() });
+  search = await startFakeSearxng({ results: [] });
+  runner = spawnRunner({
+    AMQP_URL: h.amqpUrl,
+    LLM_BASE_URL: llm.baseUrl,
+    LLM_MODEL: 'scripted-model',
+    LLM_API_KEY: 'test-key',
+    SEARCH_PROVIDER: 'searxng',
+    SEARXNG_URL: search.baseUrl,
+    RUNNER_ID: `official-${Date.now()}`,
+  });
+  await waitForHealthyRunner(h.baseUrl, runner);
+}, 180_000);
+
+afterAll(async () => {
+  await runner?.stop();
+  await h?.close();
+  await llm?.close();
+  await search?.close();
+});
+
+describe('Paying market-intel with the official x402 client', () => {
+  it.each<[string, X402Network, bigint]>([
+    ['/api/v1/scout/gaps', 'solana', 100_000n],
+    ['/api/v1/scout/pain-clusters', 'solana', 100_000n],
+    ['/api/v1/scout/trends', 'solana', 100_000n],
+    ['/api/v1/scout/brief', 'solana', 200_000n],
+    ['/api/v1/scout/keywords?network=devnet', 'solana-devnet', 50_000n],
+  ])(
+    'When the official client GETs %s, then 200, PAYMENT-RESPONSE names the settlement and the agent pays the price but no fee',
+    async (pathAndQuery, network, price) => {
+      const before = await balances(network);
+      const res = await (await officialFetch(h.agent))(h.baseUrl + pathAndQuery);
+      expect(res.status).toBe(200);
+      await res.json();
+      const settlement = decodePaymentResponseHeader(res.headers.get('payment-response') ?? '');
+      expect(settlement).toMatchObject({
+        success: true,
+        network: CAIP2_NETWORKS[network],
+        payer: h.agent.publicKey.toBase58(),
+      });
+      expect(await h.paymentRows(settlement.transaction)).toEqual([
+        { status: 'completed', endpoint: `GET ${pathAndQuery.split('?')[0]}` },
+      ]);
+      expectPaid(before, await balances(network), price);
+    },
+  );
+
+  it('When the official client pays a forge ideation (15 USDC), then 202, the payment settles once and the job completes', async () => {
+    const before = await balances('solana');
+    const res = await (
+      await officialFetch(h.agent)
+    )(`${h.baseUrl}/api/v1/forge/ideate`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sectors: ['fintech'], context: 'B2B only', product_modes: ['saas'] }),
+    });
+    expect(res.status).toBe(202);
+    const { jobId } = (await res.json()) as { jobId: string };
+    const settlement = decodePaymentResponseHeader(res.headers.get('payment-response') ?? '');
+    expect(settlement).toMatchObject({ success: true, payer: h.agent.publicKey.toBase58() });
+    expectPaid(before, await balances('solana'), 15_000_000n);
+    const job = await waitFor(
+      `job ${jobId} to finish`,
+      async () => {
+        const j = (await (await fetch(`${h.baseUrl}/api/v1/jobs/${jobId}`)).json()) as AgentJob;
+        return j.status === 'completed' || j.status === 'failed' ? j : undefined;
+      },
+      90_000,
+    );
+    expect(job.status).toBe('completed');
+    expect(ForgeResult.parse(job.result).rounds).toHaveLength(5);
+  });
+});
