@@ -1,6 +1,7 @@
 // The agent demo: against the stack started by `npm start`, an agent wallet reads the free endpoints,
 // then pays for every Data API endpoint with a signed SPL transferChecked on the local ledger and
-// prints each answer with its transaction signature; it shows a replay and a devnet payment; finally,
+// prints each answer with its transaction signature; it pays once more with the official x402 client
+// (@x402/fetch); it shows a replay and a devnet payment; finally,
 // when an LLM is configured, it pays for a prove/debate and follows the job to its verdict. Then the
 // signal-feedback demo (signals in, proposals out) and the skill-router demo (register, verify, route,
 // report). `pnpm demo scan` runs a scout scan over local fixture feeds (no internet needed) with the
@@ -11,8 +12,11 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Keypair } from '@solana/web3.js';
+import { createKeyPairSignerFromBytes } from '@solana/kit';
+import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from '@x402/fetch';
+import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { getLocalnetInfo, rpcUrlFor } from '@repo/solana-localnet';
-import { encodePaymentHeader, fetchWithPayment } from '@repo/x402';
+import { CAIP2_NETWORKS, encodePaymentHeader, fetchWithPayment } from '@repo/x402';
 import { runSignalFeedbackDemo } from '../services/signal-feedback/scripts/demo';
 import { runSkillRouterDemo } from '../services/skill-router/scripts/demo';
 import { FIXTURE_SCAN, startFixtureFeeds } from '@repo/pipeline-runner/testing';
@@ -91,6 +95,44 @@ async function agentWallet(): Promise<{
     'solana-devnet': rpcUrlFor(LEDGER_URL, 'solana-devnet'),
   };
   return { keypair, keypairPath, rpcUrls };
+}
+
+/**
+ * Pays one Data API call with the official x402 v2 client (`@x402/fetch` + `@x402/svm`, README "Paying
+ * with an official x402 client"): it answers the `PAYMENT-REQUIRED` offer with a transaction market-intel
+ * co-signs as fee payer, so the agent pays the price and no SOL.
+ */
+async function payWithOfficialClient(
+  keypair: Keypair,
+  rpcUrls: Record<'solana' | 'solana-devnet', string>,
+  pathAndQuery: string,
+): Promise<void> {
+  const unpaid = await fetch(BASE + pathAndQuery);
+  if (!unpaid.headers.get('payment-required')) {
+    process.stdout.write(
+      '\n(market-intel offers no official-scheme payment: X402_FEE_PAYER_KEYPAIR is not set)\n',
+    );
+    return;
+  }
+  const signer = await createKeyPairSignerFromBytes(keypair.secretKey);
+  const client = new x402Client();
+  const allowedAssets = [];
+  for (const network of ['solana', 'solana-devnet'] as const) {
+    const caip2 = CAIP2_NETWORKS[network] as `${string}:${string}`;
+    client.register(caip2, new ExactSvmScheme(signer, { rpcUrl: rpcUrls[network] }));
+    // The ledger's test mint is not one of the client's known assets: allow it, with a cap.
+    const { mint } = await getLocalnetInfo(rpcUrls[network]);
+    allowedAssets.push({ network: caip2, asset: mint, maxAmountPerPayment: '30000000' });
+  }
+  client.setSpendControls({ allowedAssets });
+  const response = await wrapFetchWithPayment(fetch, client)(BASE + pathAndQuery);
+  const settlement = decodePaymentResponseHeader(response.headers.get('payment-response') ?? '');
+  show(
+    `GET ${pathAndQuery} (paid with the official @x402/fetch client; market-intel paid the network fee)`,
+    response.status,
+    await response.json(),
+    settlement.transaction,
+  );
 }
 
 /**
@@ -183,6 +225,8 @@ async function marketIntel(): Promise<void> {
     show(`GET ${p} (asked ${price} atomic USDC)`, response.status, body, payment?.signature);
     if (payment) last = { path: p, signature: payment.signature, body };
   }
+
+  await payWithOfficialClient(keypair, rpcUrls, `/api/v1/scout/gaps?sector=${sector}&limit=1`);
 
   if (last) {
     const replay = await fetch(BASE + last.path, {

@@ -6,6 +6,8 @@ import { ForgeResult, type AgentJob, type X402Network } from '@repo/schemas';
 import { startFakeSearxng, startScriptedLlm, type FakeSearxng, type ScriptedLlm } from '@repo/llm/testing';
 import { scriptedPipelineResponder } from '@repo/pipeline-runner/testing';
 import { waitFor } from '@repo/queue/testing';
+import { spawnService } from '@repo/service-kit/testing';
+import path from 'node:path';
 import { CAIP2_NETWORKS, associatedTokenAccountOf } from '@repo/x402';
 import { buildReport, startHarness, type Harness } from './support/harness';
 import { spawnRunner, waitForHealthyRunner, type RunnerProcess } from './support/runner';
@@ -147,5 +149,26 @@ describe('Paying market-intel with the official x402 client', () => {
     );
     expect(job.status).toBe('completed');
     expect(ForgeResult.parse(job.result).rounds).toHaveLength(5);
+  });
+
+  it('When market-intel runs as its own process (not inside the test runner), then the official client pays it too', async () => {
+    // Jest gives each suite its own globals: only a real process shows how the facilitator's RPC client
+    // (@solana/kit over the global fetch) gets along with the undici the service loads.
+    const service = await spawnService({
+      cwd: path.join(__dirname, '..'),
+      env: { ...h.env, LOG_LEVEL: 'warn', INSTANCE_ID: `official-process-${process.pid}` },
+    });
+    try {
+      const before = await balances('solana');
+      const res = await (await officialFetch(h.agent))(`${service.baseUrl}/api/v1/scout/keywords`);
+      expect(res.status).toBe(200);
+      expect(decodePaymentResponseHeader(res.headers.get('payment-response') ?? '')).toMatchObject({
+        success: true,
+        payer: h.agent.publicKey.toBase58(),
+      });
+      expectPaid(before, await balances('solana'), 50_000n);
+    } finally {
+      await service.stop();
+    }
   });
 });
