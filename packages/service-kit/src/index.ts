@@ -9,3 +9,5 @@ export { closeServer, onShutdown } from './shutdown';
 export type { ShutdownStep } from './shutdown';
 export { cachedFor, createMetrics } from './metrics';
 export type { ServiceMetrics } from './metrics';
+export { clientIpKey, createRateLimit } from './rate-limit';
+export type { RateDecision, RateLimit } from './rate-limit';

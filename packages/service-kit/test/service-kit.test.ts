@@ -2,6 +2,7 @@ import request from 'supertest';
 import { z } from 'zod';
 import { errorHandler, notFoundHandler } from '@repo/errors';
 import {
+  clientIpKey,
   ConfigError,
   createBaseApp,
   createLogger,
@@ -102,5 +103,24 @@ describe('CORS', () => {
   it('When another origin calls, then no CORS header is set', async () => {
     const res = await request(app).get('/paid').set('origin', 'https://evil.example');
     expect(res.headers['access-control-allow-origin']).toBeUndefined();
+  });
+});
+
+describe('clientIpKey', () => {
+  it.each([
+    ['203.0.113.7', '203.0.113.7'],
+    ['::ffff:203.0.113.7', '203.0.113.7'],
+    ['2001:db8:1:2:aaaa:bbbb:cccc:dddd', '2001:db8:1:2::/64'],
+    ['2001:db8:1:2::1', '2001:db8:1:2::/64'],
+    ['::1', '::/64'],
+    [undefined, 'unknown'],
+    ['not an address', 'unknown'],
+  ])('When the client address is %s, then its rate-limit key is %s', (ip, key) => {
+    expect(clientIpKey(ip)).toBe(key);
+  });
+
+  it('When two addresses share a /64, then they share a key, and a neighbouring /64 does not', () => {
+    expect(clientIpKey('2001:db8:0:5::1')).toBe(clientIpKey('2001:db8:0:5:ffff:ffff:ffff:ffff'));
+    expect(clientIpKey('2001:db8:0:6::1')).not.toBe(clientIpKey('2001:db8:0:5::1'));
   });
 });

@@ -1,4 +1,5 @@
 import {
+  address,
   createKeyPairSignerFromBytes,
   createSolanaRpc,
   getBase58Decoder,
@@ -81,6 +82,7 @@ export class ExactSvmSettler {
   readonly feePayer: string;
   private readonly signer: Promise<KeyPairSigner>;
   private readonly facilitator: Promise<ExactSvmScheme>;
+  private readonly rpc: ReturnType<typeof createSolanaRpc>;
 
   /**
    * @param config network, RPC URL, mint, merchant wallet, fee payer key and fee caps
@@ -93,18 +95,23 @@ export class ExactSvmSettler {
     this.payTo = config.payTo;
     this.feePayer = Keypair.fromSecretKey(config.feePayerSecretKey).publicKey.toBase58();
     this.signer = createKeyPairSignerFromBytes(config.feePayerSecretKey);
+    this.rpc = createSolanaRpc(config.rpcUrl);
     this.facilitator = this.signer.then(
       (signer) =>
-        new ExactSvmScheme(
-          toFacilitatorSvmSigner(signer, { [this.caip2]: createSolanaRpc(config.rpcUrl) }),
-          undefined,
-          {
-            maxPriorityFeeMicroLamports: config.maxPriorityFeeMicroLamports ?? 50_000,
-            maxComputeUnits: config.maxComputeUnits ?? 200_000,
-            maxRequiredSignatures: 2,
-          },
-        ),
+        new ExactSvmScheme(toFacilitatorSvmSigner(signer, { [this.caip2]: this.rpc }), undefined, {
+          maxPriorityFeeMicroLamports: config.maxPriorityFeeMicroLamports ?? 50_000,
+          maxComputeUnits: config.maxComputeUnits ?? 200_000,
+          maxRequiredSignatures: 2,
+        }),
     );
+  }
+
+  /**
+   * The fee payer's SOL balance, in lamports (for the low-balance metric and warning).
+   * @throws whatever the RPC call throws
+   */
+  async feePayerLamports(): Promise<bigint> {
+    return (await this.rpc.getBalance(address(this.feePayer)).send()).value;
   }
 
   /**
@@ -125,13 +132,14 @@ export class ExactSvmSettler {
   }
 
   /**
-   * The signature `transaction` will have once this server co-signs it: its first signer must be the
-   * fee payer, and Ed25519 signatures are deterministic. No network call.
+   * The signature `transaction` will have once this server co-signs it (its first signer must be the
+   * fee payer, and Ed25519 signatures are deterministic), and the wallet paying with it (the first
+   * other signer). No network call.
    * @param transaction base64 wire transaction
-   * @returns base58 signature
+   * @returns base58 signature, and the payer's address (undefined when the fee payer signs alone)
    * @throws SettlementRefusedError when it does not decode or another wallet pays its fee
    */
-  async signatureOf(transaction: string): Promise<string> {
+  async signatureOf(transaction: string): Promise<{ signature: string; payer: string | undefined }> {
     let decoded;
     try {
       decoded = transactions.decode(base64.encode(transaction));
@@ -149,7 +157,10 @@ export class ExactSvmSettler {
       );
     }
     const signer = await this.signer;
-    return base58.decode(await signBytes(signer.keyPair.privateKey, decoded.messageBytes));
+    return {
+      signature: base58.decode(await signBytes(signer.keyPair.privateKey, decoded.messageBytes)),
+      payer: Object.keys(decoded.signatures).find((address) => address !== this.feePayer),
+    };
   }
 
   /**

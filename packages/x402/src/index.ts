@@ -92,6 +92,7 @@ export type {
   AcceptedPayment,
   PaidRequestLocals,
   OfferV2,
+  SettlementGuard,
 } from './middleware';
 export { emitPaymentEvent } from './events';
 export type { PaymentEvent, PaymentEventListener } from './events';
@@ -103,9 +104,13 @@ export {
   RpcUnreachableError,
   PaymentConfirmationError,
   PaymentRefusedError,
+  SpendCapExceededError,
+  DEFAULT_MAX_AMOUNT_ATOMIC,
 } from './client/index';
 export type {
   PayForRequirementsInput,
   FetchWithPaymentOptions,
   FetchWithPaymentResult,
+  PaymentMade,
+  PaymentMode,
 } from './client/index';

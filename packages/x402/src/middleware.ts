@@ -38,11 +38,27 @@ export interface PaymentGateway {
    * and settling `payload.transaction` payments. A network without one offers push mode only.
    */
   settlers?: Partial<Record<X402Network, ExactSvmSettler>>;
+  /**
+   * Asked before each official-scheme settlement (a refused transaction still costs the fee payer
+   * its fee): rate limits per payer wallet and per client, shared by replicas. Absent: no limit.
+   */
+  settlementGuard?: SettlementGuard;
   /** Optional metrics hook. */
   onPaymentEvent?: PaymentEventListener;
   /** Public origin for `resource` URLs, e.g. `https://api.example.com`; default: from the request. */
   publicBaseUrl?: string;
 }
+
+/**
+ * Decides whether an official-scheme settlement may go ahead: `ip` is the client address (`req.ip`),
+ * `payer` the wallet that signed the payment. Refused: the answer is `429 rate_limited` with
+ * `Retry-After` (seconds) and `details.limit`; nothing is claimed or sent.
+ */
+export type SettlementGuard = (settlement: {
+  ip: string | undefined;
+  payer: string | undefined;
+  network: X402Network;
+}) => Promise<{ allowed: true } | { allowed: false; retryAfterSeconds: number; limit: 'payer' | 'client' }>;
 
 /** The price and description of one paid route. */
 export interface PaidRoute {
@@ -249,9 +265,11 @@ export async function acceptPayment(
     }
     let proof: PaymentProof;
     let signature: string;
+    let payer: string | undefined;
     try {
       proof = parsePaymentProof(header, network, v2Header === undefined ? 'X-PAYMENT' : 'PAYMENT-SIGNATURE');
-      signature = proof.kind === 'signature' ? proof.txSignature : await signatureToClaim(proof, offer);
+      if (proof.kind === 'signature') signature = proof.txSignature;
+      else ({ signature, payer } = await signatureToClaim(proof, offer));
     } catch (error) {
       emitPaymentEvent(options.onPaymentEvent, {
         type: 'rejected',
@@ -266,14 +284,35 @@ export async function acceptPayment(
     }
     const settling =
       proof.kind === 'transaction' && offer ? { ...offer, transaction: proof.transaction } : undefined;
+    const guard = options.settlementGuard;
+    const settle = settling
+      ? async () => {
+          const decision = await guard?.({ ip: req.ip, payer, network });
+          if (decision && !decision.allowed) {
+            emitPaymentEvent(options.onPaymentEvent, {
+              type: 'rejected',
+              reason: 'rate_limited',
+              network,
+              endpoint,
+            });
+            throw new AppError(
+              'rate_limited',
+              `Too many payment settlements ${decision.limit === 'payer' ? 'for this payer wallet' : 'from this client'}; retry in ${decision.retryAfterSeconds} s`,
+              {
+                details: { limit: decision.limit },
+                headers: { 'Retry-After': String(decision.retryAfterSeconds) },
+              },
+            );
+          }
+          return settling.settler.settle(settling.transaction, settling.requirements);
+        }
+      : undefined;
     const result = await processPayment({
       ledger: options.ledger,
       verifier,
       signature,
       network,
-      ...(settling
-        ? { settle: () => settling.settler.settle(settling.transaction, settling.requirements) }
-        : {}),
+      ...(settle ? { settle } : {}),
       amountAtomic: options.amountAtomic,
       endpoint,
       kind: options.kind,
@@ -298,8 +337,8 @@ export async function acceptPayment(
 }
 
 /**
- * The ledger key of an official-scheme payment: the signature its transaction will have once this
- * server co-signs it, after checking that the network offers the scheme and that a v2 payment
+ * The ledger key of an official-scheme payment (the signature its transaction will have once this
+ * server co-signs it) and its payer wallet, after checking that the network offers the scheme and that a v2 payment
  * accepted exactly this offer.
  * @throws AppError `payment_required` (402) when the scheme is not offered on the network, the
  *   accepted offer differs, or the transaction is not one this server can co-sign
@@ -307,7 +346,7 @@ export async function acceptPayment(
 async function signatureToClaim(
   proof: PaymentProof & { kind: 'transaction' },
   offer: OfferV2 | undefined,
-): Promise<string> {
+): Promise<{ signature: string; payer: string | undefined }> {
   const refuse = (reason: string, message: string): never => {
     throw new AppError('payment_required', message, { details: { reason } });
   };

@@ -340,7 +340,10 @@ describe('Official-scheme payments the server refuses', () => {
         payTo: devnet().merchantOwner,
         feePayerSecretKey: feePayer.secretKey,
       });
-      const claimKey = await settler.signatureOf(transaction).catch(() => null);
+      const claimKey = await settler
+        .signatureOf(transaction)
+        .then((claim) => claim.signature)
+        .catch(() => null);
       if (claimKey !== null)
         expect(
           await db.$queryRawUnsafe('SELECT status FROM x402_payments WHERE signature = $1', claimKey),

@@ -36,6 +36,12 @@ export const MarketIntelEnv = z.object({
   MERCHANT_WALLET_DEVNET: base58.optional(),
   /** Highest compute unit price an official-scheme payer may make the fee payer pay, in micro-lamports. */
   X402_MAX_PRIORITY_FEE_MICROLAMPORTS: intVar(50_000, 0, 10_000_000),
+  /** Official-scheme settlements per payer wallet and minute, across replicas (each may cost a fee). */
+  X402_SETTLEMENTS_PER_MINUTE_PER_PAYER: intVar(60, 1, 1_000_000),
+  /** Official-scheme settlements per client (IPv4 address, IPv6 /64) and minute, across replicas. */
+  X402_SETTLEMENTS_PER_MINUTE_PER_CLIENT: intVar(120, 1, 1_000_000),
+  /** Below this fee payer balance (lamports) a warning is logged and the gauge shows it; default 0.05 SOL. */
+  X402_FEE_PAYER_MIN_LAMPORTS: intVar(50_000_000, 0, Number.MAX_SAFE_INTEGER),
   /** RabbitMQ, where compute jobs go to the pipeline-runner. */
   AMQP_URL: z
     .string()

@@ -14,6 +14,9 @@ export const PAYMENT_REJECTION_REASONS: ReadonlySet<string> = new Set([
   'payment_reused',
   'payment_conflict',
   'busy',
+  'rate_limited',
+  'scheme_refused',
+  'settlement_refused',
   'other',
 ]);
 
@@ -44,6 +47,8 @@ export interface MarketIntelMetrics extends ServiceMetrics {
     outboxPending(): Promise<number>;
     broker: Broker;
   }): void;
+  /** Sets `x402_fee_payer_lamports{network}`, the fee payer's last read SOL balance. */
+  onFeePayerBalance(network: string, lamports: bigint): void;
 }
 
 /** Creates market-intel's registry (`service="market-intel"`). */
@@ -60,6 +65,12 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
     help: 'Time spent in Solana RPC calls while verifying one payment, in seconds',
     labelNames: ['network'] as const,
     buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [base.registry],
+  });
+  const feePayer = new Gauge({
+    name: 'x402_fee_payer_lamports',
+    help: 'SOL balance of the official-scheme fee payer, in lamports, by network (read every minute)',
+    labelNames: ['network'] as const,
     registers: [base.registry],
   });
   const created = new Counter({
@@ -168,6 +179,9 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
         },
       });
     },
+    onFeePayerBalance(network, lamports) {
+      feePayer.set({ network }, Number(lamports));
+    },
     onPaymentEvent(event) {
       payments.inc({
         type: event.type,
@@ -176,7 +190,9 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
             ? ''
             : PAYMENT_REJECTION_REASONS.has(event.reason)
               ? event.reason
-              : 'other',
+              : /^(invalid_exact_svm|settlement|transaction_failed|duplicate_settlement)/.test(event.reason)
+                ? 'settlement_refused'
+                : 'other',
         network: event.network,
         endpoint: event.endpoint,
       });

@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { Pool } from 'pg';
+import { clientIpKey, createRateLimit } from '@repo/service-kit';
 import type { X402Network } from '@repo/schemas';
 import {
   associatedTokenAccountOf,
@@ -8,6 +10,7 @@ import {
   requirePayment,
   SolanaPaymentVerifier,
   type PaymentGateway,
+  type SettlementGuard,
 } from '@repo/x402';
 import type { MarketIntelConfig } from './config';
 import type { Db } from './data/prisma';
@@ -28,6 +31,9 @@ export type PaymentConfig = Pick<
   | 'MERCHANT_WALLET'
   | 'MERCHANT_WALLET_DEVNET'
   | 'X402_MAX_PRIORITY_FEE_MICROLAMPORTS'
+  | 'X402_SETTLEMENTS_PER_MINUTE_PER_PAYER'
+  | 'X402_SETTLEMENTS_PER_MINUTE_PER_CLIENT'
+  | 'DATABASE_URL'
 >;
 
 /**
@@ -87,6 +93,34 @@ export function createSettlers(config: PaymentConfig): Partial<Record<X402Networ
 }
 
 /**
+ * The settlement rate limits (README, "Paying with an official x402 client"): per client (IPv4
+ * address or IPv6 /64) and per payer wallet, each per network and minute, in the `rate_limits`
+ * table so that they hold across replicas.
+ * @param pool a small pool of its own (Prisma's is not reachable for raw `pg` clients)
+ */
+export function createSettlementGuard(config: PaymentConfig, pool: Pool): SettlementGuard {
+  const perClient = createRateLimit(pool, {
+    keyPrefix: 'x402_settle_client',
+    points: config.X402_SETTLEMENTS_PER_MINUTE_PER_CLIENT,
+    durationSeconds: 60,
+  });
+  const perPayer = createRateLimit(pool, {
+    keyPrefix: 'x402_settle_payer',
+    points: config.X402_SETTLEMENTS_PER_MINUTE_PER_PAYER,
+    durationSeconds: 60,
+  });
+  return async ({ ip, payer, network }) => {
+    const client = await perClient.consume(`${network}:${clientIpKey(ip)}`);
+    if (!client.allowed)
+      return { allowed: false, retryAfterSeconds: client.retryAfterSeconds, limit: 'client' };
+    const byPayer = await perPayer.consume(`${network}:${payer ?? 'unknown'}`);
+    if (!byPayer.allowed)
+      return { allowed: false, retryAfterSeconds: byPayer.retryAfterSeconds, limit: 'payer' };
+    return { allowed: true };
+  };
+}
+
+/**
  * Builds the x402 payment gateway from the configuration: one verifier per configured network
  * (`solana` always, `solana-devnet` when its mint and merchant account are set), the official-scheme
  * settlers ({@link createSettlers}) and the Postgres payment ledger (table `x402_payments`);
@@ -120,14 +154,21 @@ export function createPaymentGateway(
       options,
     );
   }
+  const settlers = createSettlers(config);
+  const limitsPool =
+    Object.keys(settlers).length > 0
+      ? new Pool({ connectionString: config.DATABASE_URL, max: 2, connectionTimeoutMillis: 5000 })
+      : undefined;
   return {
     ledger: new PrismaPaymentLedger(db),
     verifiers,
-    settlers: createSettlers(config),
+    settlers,
+    ...(limitsPool ? { settlementGuard: createSettlementGuard(config, limitsPool) } : {}),
     publicBaseUrl: config.PUBLIC_BASE_URL,
-    /** Closes the verifiers' RPC connection pools. */
+    /** Closes the verifiers' RPC connection pools and the rate limits' pool. */
     async close() {
       await Promise.all(Object.values(verifiers).map((v) => v.close()));
+      await limitsPool?.end();
     },
   };
 }

@@ -17,6 +17,7 @@ import { heartbeatTopology, startComputeConsumers } from './messaging/compute-ev
 import { OutboxRelay } from './messaging/outbox';
 import { ScanScheduler } from './messaging/scan-scheduler';
 import { createMarketIntelMetrics, type MarketIntelMetrics } from './metrics';
+import { FeePayerMonitor } from './fee-payer-monitor';
 import { createPaymentGateway, paymentGate } from './payments';
 import { WebhookDispatcher } from './webhooks';
 
@@ -67,6 +68,11 @@ export async function createMarketIntelService(
         }
       : metrics.onPaymentEvent,
   };
+  const feePayers = new FeePayerMonitor(payments.settlers ?? {}, {
+    minLamports: BigInt(config.X402_FEE_PAYER_MIN_LAMPORTS),
+    logger,
+    onBalance: (network, lamports) => metrics.onFeePayerBalance(network, lamports),
+  });
   const reports = new ReportRepository(db);
   const hooks: Partial<Record<PipelineKind, JobKindHooks>> = {};
   const jobs = new JobRepository(db, hooks);
@@ -189,11 +195,13 @@ export async function createMarketIntelService(
       outbox.start();
       webhooks?.start();
       scheduler?.start();
+      feePayers.start();
     },
     markShuttingDown() {
       shuttingDown = true;
     },
     async stop() {
+      await feePayers.stop();
       await scheduler?.stop();
       await outbox.stop();
       await webhooks?.stop();

@@ -1,15 +1,13 @@
-import { Connection, PublicKey, type Keypair } from '@solana/web3.js';
-import { createKeyPairSignerFromBytes } from '@solana/kit';
-import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from '@x402/fetch';
-import { ExactSvmScheme } from '@x402/svm/exact/client';
+import { decodePaymentResponseHeader } from '@x402/fetch';
 import { ForgeResult, type AgentJob, type X402Network } from '@repo/schemas';
 import { startFakeSearxng, startScriptedLlm, type FakeSearxng, type ScriptedLlm } from '@repo/llm/testing';
 import { scriptedPipelineResponder } from '@repo/pipeline-runner/testing';
 import { waitFor } from '@repo/queue/testing';
 import { spawnService } from '@repo/service-kit/testing';
 import path from 'node:path';
-import { CAIP2_NETWORKS, associatedTokenAccountOf } from '@repo/x402';
+import { CAIP2_NETWORKS } from '@repo/x402';
 import { buildReport, startHarness, type Harness } from './support/harness';
+import { balances, officialFetch, type Balances } from './support/official-client';
 import { spawnRunner, waitForHealthyRunner, type RunnerProcess } from './support/runner';
 
 // An agent paying with nothing but the official x402 v2 client (@x402/fetch + @x402/svm), as its
@@ -21,54 +19,11 @@ let llm: ScriptedLlm;
 let search: FakeSearxng;
 let runner: RunnerProcess;
 
-type Caip2 = `${string}:${string}`;
-
-/** `fetch` that pays 402s with the official client, for the agent wallet, up to 30 USDC a payment. */
-async function officialFetch(payer: Keypair): Promise<typeof fetch> {
-  const signer = await createKeyPairSignerFromBytes(payer.secretKey);
-  const client = new x402Client();
-  for (const network of ['solana', 'solana-devnet'] as const) {
-    const caip2 = CAIP2_NETWORKS[network] as Caip2;
-    client.register(caip2, new ExactSvmScheme(signer, { rpcUrl: h.rpcUrls[network] }));
-  }
-  // The test mint is not one of the client's default assets; compute jobs cost 15 and 25 USDC, over
-  // the client's default $1 per payment.
-  client.setSpendControls({
-    allowedAssets: (['solana', 'solana-devnet'] as const).map((network) => ({
-      network: CAIP2_NETWORKS[network] as Caip2,
-      asset: h.ledger.networks[network].mint,
-      maxAmountPerPayment: '30000000',
-    })),
-  });
-  return wrapFetchWithPayment(fetch, client);
-}
-
-/** USDC (atomic) of the agent and the merchant, and SOL (lamports) of the agent and the fee payer. */
-async function balances(network: X402Network) {
-  const info = h.ledger.networks[network];
-  const connection = new Connection(info.rpcUrl, 'confirmed');
-  const usdc = async (owner: string) =>
-    BigInt(
-      (await connection.getTokenAccountBalance(new PublicKey(associatedTokenAccountOf(owner, info.mint))))
-        .value.amount,
-    );
-  return {
-    agentUsdc: await usdc(h.agent.publicKey.toBase58()),
-    merchantUsdc: await usdc(info.merchantOwner),
-    agentSol: await connection.getBalance(h.agent.publicKey),
-    feePayerSol: await connection.getBalance(new PublicKey(h.ledger.feePayer.publicKey)),
-  };
-}
-
 /** What every official payment must do to the balances. */
-function expectPaid(
-  before: Awaited<ReturnType<typeof balances>>,
-  after: Awaited<ReturnType<typeof balances>>,
-  priceAtomic: bigint,
-): void {
-  expect(after.agentUsdc).toBe(before.agentUsdc - priceAtomic);
+function expectPaid(before: Balances, after: Balances, priceAtomic: bigint): void {
+  expect(after.payerUsdc).toBe(before.payerUsdc - priceAtomic);
   expect(after.merchantUsdc).toBe(before.merchantUsdc + priceAtomic);
-  expect(after.agentSol).toBe(before.agentSol);
+  expect(after.payerSol).toBe(before.payerSol);
   // Two signatures at 5,000 lamports, plus at most a few lamports of priority fee.
   expect(before.feePayerSol - after.feePayerSol).toBeGreaterThanOrEqual(10_000);
   expect(before.feePayerSol - after.feePayerSol).toBeLessThan(10_100);
@@ -108,8 +63,8 @@ describe('Paying market-intel with the official x402 client', () => {
   ])(
     'When the official client GETs %s, then 200, PAYMENT-RESPONSE names the settlement and the agent pays the price but no fee',
     async (pathAndQuery, network, price) => {
-      const before = await balances(network);
-      const res = await (await officialFetch(h.agent))(h.baseUrl + pathAndQuery);
+      const before = await balances(h, network);
+      const res = await (await officialFetch(h, h.agent))(h.baseUrl + pathAndQuery);
       expect(res.status).toBe(200);
       await res.json();
       const settlement = decodePaymentResponseHeader(res.headers.get('payment-response') ?? '');
@@ -121,14 +76,14 @@ describe('Paying market-intel with the official x402 client', () => {
       expect(await h.paymentRows(settlement.transaction)).toEqual([
         { status: 'completed', endpoint: `GET ${pathAndQuery.split('?')[0]}` },
       ]);
-      expectPaid(before, await balances(network), price);
+      expectPaid(before, await balances(h, network), price);
     },
   );
 
   it('When the official client pays a forge ideation (15 USDC), then 202, the payment settles once and the job completes', async () => {
-    const before = await balances('solana');
+    const before = await balances(h, 'solana');
     const res = await (
-      await officialFetch(h.agent)
+      await officialFetch(h, h.agent)
     )(`${h.baseUrl}/api/v1/forge/ideate`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -138,7 +93,7 @@ describe('Paying market-intel with the official x402 client', () => {
     const { jobId } = (await res.json()) as { jobId: string };
     const settlement = decodePaymentResponseHeader(res.headers.get('payment-response') ?? '');
     expect(settlement).toMatchObject({ success: true, payer: h.agent.publicKey.toBase58() });
-    expectPaid(before, await balances('solana'), 15_000_000n);
+    expectPaid(before, await balances(h, 'solana'), 15_000_000n);
     const job = await waitFor(
       `job ${jobId} to finish`,
       async () => {
@@ -159,14 +114,14 @@ describe('Paying market-intel with the official x402 client', () => {
       env: { ...h.env, LOG_LEVEL: 'warn', INSTANCE_ID: `official-process-${process.pid}` },
     });
     try {
-      const before = await balances('solana');
-      const res = await (await officialFetch(h.agent))(`${service.baseUrl}/api/v1/scout/keywords`);
+      const before = await balances(h, 'solana');
+      const res = await (await officialFetch(h, h.agent))(`${service.baseUrl}/api/v1/scout/keywords`);
       expect(res.status).toBe(200);
       expect(decodePaymentResponseHeader(res.headers.get('payment-response') ?? '')).toMatchObject({
         success: true,
         payer: h.agent.publicKey.toBase58(),
       });
-      expectPaid(before, await balances('solana'), 50_000n);
+      expectPaid(before, await balances(h, 'solana'), 50_000n);
     } finally {
       await service.stop();
     }

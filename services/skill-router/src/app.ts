@@ -2,7 +2,7 @@ import type { Application } from 'express';
 import { errorHandler, notFoundHandler } from '@repo/errors';
 import { createBaseApp, type Logger, type ServiceMetrics } from '@repo/service-kit';
 import type { ApiKeyRepository } from './data/api-keys';
-import type { RateLimit } from './data/rate-limits';
+import type { RateLimit } from '@repo/service-kit';
 import type { SkillRepository } from './data/skills';
 import type { RouteOutcome } from './metrics';
 import { discoverRouter } from './routes/discover';

@@ -1,11 +1,11 @@
 import type { Application } from 'express';
 import { parseAllowlist } from '@repo/ssrf-guard';
-import type { Logger } from '@repo/service-kit';
+import { createRateLimit, type Logger } from '@repo/service-kit';
 import { createApp } from './app';
 import type { SkillRouterConfig } from './config';
 import { ApiKeyRepository } from './data/api-keys';
 import { createDb, type Db } from './data/prisma';
-import { createRateLimit } from './data/rate-limits';
+
 import { SkillRepository } from './data/skills';
 import type { SkillRouterMetrics } from './metrics';
 import { SchemaSandbox } from './sandbox/schema-sandbox';

@@ -3,7 +3,7 @@ import { AppError, notFound } from '@repo/errors';
 import { validate, validated } from '@repo/service-kit';
 import { z } from 'zod';
 import type { ApiKeyRepository } from '../data/api-keys';
-import type { RateLimit } from '../data/rate-limits';
+import type { RateLimit } from '@repo/service-kit';
 import type { SkillDetailRecord, SkillRecord, SkillRepository } from '../data/skills';
 import { routeTask } from '../domain/routing';
 import type { RouteOutcome } from '../metrics';

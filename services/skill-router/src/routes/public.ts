@@ -1,8 +1,7 @@
 import { Router } from 'express';
 import { AppError } from '@repo/errors';
-import { validate, validated } from '@repo/service-kit';
+import { clientIpKey, validate, validated, type RateLimit } from '@repo/service-kit';
 import type { ApiKeyRepository } from '../data/api-keys';
-import type { RateLimit } from '../data/rate-limits';
 import { generateApiKey } from '../domain/api-keys';
 import { CreateKeyRequest, type HealthResponse } from '../schemas';
 import type { z } from 'zod';
@@ -12,7 +11,8 @@ export const SERVICE_VERSION = '0.1.0';
 
 /**
  * GET /api/health and POST /api/auth/key (skill-router spec, "Endpoints"). Key creation is limited per
- * client IP (`req.ip`, derived from X-Forwarded-For only through the configured number of proxies)
+ * client (`req.ip`, derived from X-Forwarded-For only through the configured number of proxies; IPv6
+ * clients by their /64)
  * with a store shared by all replicas; beyond the limit it answers 429 `rate_limited` with Retry-After.
  */
 export function publicRouter(deps: {
@@ -39,7 +39,7 @@ export function publicRouter(deps: {
     '/auth/key',
     async (req, _res, next) => {
       // Counted before validation, so malformed requests cannot probe without limit.
-      const decision = await deps.keyCreationLimit.consume(req.ip ?? 'unknown');
+      const decision = await deps.keyCreationLimit.consume(clientIpKey(req.ip));
       if (decision.allowed) return next();
       next(
         new AppError(

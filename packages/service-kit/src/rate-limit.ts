@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import type { Pool } from 'pg';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 
@@ -9,15 +10,17 @@ export interface RateLimit {
   /**
    * Counts one event for `key`.
    * @returns allowed, or refused with the seconds until the window resets (at least 1)
+   * @throws whatever the database throws (the caller decides whether to fail open or closed)
    */
   consume(key: string): Promise<RateDecision>;
 }
 
 /**
  * A limit of `points` events per `durationSeconds` per key, stored in PostgreSQL so that it holds
- * across replicas. The table comes from the Prisma migration (`tableCreated: true`); every limiter
- * shares it, separated by `keyPrefix`. Rows expired for an hour are deleted about once every 1000
- * calls (the library's own 5-minute timer is off: it would keep a stopping process alive).
+ * across replicas. The `rate_limits` table comes from the service's Prisma migration (`tableCreated:
+ * true`; columns `key varchar(255) primary key, points int, expire bigint`); every limiter shares it,
+ * separated by `keyPrefix`. Rows expired for an hour are deleted about once every 1000 calls (the
+ * library's own 5-minute timer is off: it would keep a stopping process alive).
  * @param pool the service's `pg` pool
  */
 export function createRateLimit(
@@ -51,4 +54,19 @@ export function createRateLimit(
       }
     },
   };
+}
+
+/**
+ * The rate-limit key of a client address (ARCHITECTURE.md, "Untrusted input"): an IPv4 address as
+ * is (an IPv4-mapped IPv6 address as its IPv4 form), an IPv6 address as its /64 network
+ * (`2001:db8:1:2::/64`), since one subscriber gets a whole /64 and could otherwise use 2^64 fresh
+ * identities.
+ * @param ip `req.ip` (undefined or unparsable: `unknown`)
+ */
+export function clientIpKey(ip: string | undefined): string {
+  if (!ip || !ipaddr.isValid(ip)) return 'unknown';
+  const parsed = ipaddr.process(ip);
+  if (parsed.kind() === 'ipv4') return parsed.toString();
+  const parts = (parsed as ipaddr.IPv6).parts.slice(0, 4);
+  return `${ipaddr.IPv6.parse(`${parts.map((p) => p.toString(16)).join(':')}::`).toString()}/64`;
 }
