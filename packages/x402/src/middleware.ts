@@ -271,15 +271,26 @@ export async function acceptPayment(
       if (proof.kind === 'signature') signature = proof.txSignature;
       else ({ signature, payer } = await signatureToClaim(proof, offer));
     } catch (error) {
+      const malformed = isAppError(error) && error.code === 'invalid_payment_header';
       emitPaymentEvent(options.onPaymentEvent, {
         type: 'rejected',
-        reason:
-          isAppError(error) && error.code === 'payment_required'
-            ? 'scheme_refused'
-            : 'invalid_payment_header',
+        reason: malformed ? 'invalid_payment_header' : 'scheme_refused',
         network,
         endpoint,
       });
+      // The spec: a payment "missing or not acceptable" is a 402 with the Error402 body.
+      if (malformed)
+        throw new AppError('payment_required', error.message, {
+          details: {
+            reason: 'invalid_payment_header',
+            ...(Array.isArray(error.details)
+              ? { issues: error.details }
+              : typeof error.details === 'object' && error.details !== null
+                ? error.details
+                : {}),
+          },
+          cause: error,
+        });
       throw error;
     }
     const settling =

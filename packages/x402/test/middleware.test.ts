@@ -189,7 +189,7 @@ describe('requirePayment', () => {
     expect((await get('/api/v1/scout/gaps', header)).status).toBe(200);
   });
 
-  it('When a mainnet signature is presented for devnet, then 402 not_found; a header for the wrong network is 400', async () => {
+  it('When a mainnet signature is presented for devnet, then 402 not_found; a header for the wrong network is a 402 naming both networks', async () => {
     const signature = await payUsdc(localnet, 'solana', 100_000n);
     const onDevnet = await get(
       '/api/v1/scout/gaps?network=devnet',
@@ -198,8 +198,13 @@ describe('requirePayment', () => {
     expect(onDevnet.status).toBe(402);
     expect(Error402.parse(await onDevnet.json()).details).toMatchObject({ reason: 'not_found' });
     const mismatch = await get('/api/v1/scout/gaps?network=devnet', encodePaymentHeader('solana', signature));
-    expect(mismatch.status).toBe(400);
-    expect(await mismatch.json()).toMatchObject({ code: 'invalid_payment_header' });
+    expect(mismatch.status).toBe(402);
+    expect(mismatch.headers.get('x402-version')).toBe('1');
+    expect(Error402.parse(await mismatch.json())).toMatchObject({
+      code: 'payment_required',
+      error: expect.stringContaining('solana-devnet'),
+      details: { reason: 'invalid_payment_header', expected: 'solana-devnet', got: 'solana' },
+    });
   });
 
   it('When a devnet payment is presented with ?network=devnet, then it is accepted', async () => {
@@ -212,10 +217,17 @@ describe('requirePayment', () => {
     expect(decodePaymentResponse(res.headers.get('x-payment-response') ?? '').network).toBe('solana-devnet');
   });
 
-  it('When the header is malformed, then 400 invalid_payment_header', async () => {
+  it('When the header is malformed, then 402 with the Error402 body, the requirements and the problem (the spec: payment not acceptable)', async () => {
     const res = await get('/api/v1/scout/gaps', 'bm90IGpzb24=');
-    expect(res.status).toBe(400);
-    expect(await res.json()).toMatchObject({ code: 'invalid_payment_header' });
+    expect(res.status).toBe(402);
+    expect(res.headers.get('x402-version')).toBe('1');
+    const body = Error402.parse(await res.json());
+    expect(body).toMatchObject({
+      x402Version: 1,
+      error: 'Invalid X-PAYMENT header: the decoded value is not JSON',
+      details: { reason: 'invalid_payment_header' },
+    });
+    expect(body.accepts[0]).toMatchObject({ maxAmountRequired: '100000' });
     expect(events).toEqual([
       {
         type: 'rejected',

@@ -31,7 +31,7 @@ describe('/metrics', () => {
   it('When payments are challenged and refused, then x402_payments_total counts them by reason, and jobs by state, queue depths and HTTP latency are exposed', async () => {
     const base = mi.service.baseUrl;
     expect((await fetch(base + GAPS)).status).toBe(402);
-    expect((await fetch(base + GAPS, { headers: { 'X-PAYMENT': 'not base64 json' } })).status).toBe(400);
+    expect((await fetch(base + GAPS, { headers: { 'X-PAYMENT': 'not base64 json' } })).status).toBe(402);
     const unknown = await fetch(base + GAPS, { headers: proof(unknownSignature()) });
     expect(unknown.status).toBe(402);
     expect(((await unknown.json()) as { details?: { reason?: string } }).details?.reason).toBe('not_found');
@@ -64,13 +64,14 @@ describe('/metrics', () => {
         route: '/api/v1/scout/gaps',
         status: '402',
       }),
-    ).toBe(2);
+    ).toBe(3);
+    // A malformed payment header is a 402 like any unacceptable payment, not a 400.
     expect(
       metricValue(text, 'http_request_duration_seconds_count', {
         route: '/api/v1/scout/gaps',
         status: '400',
       }),
-    ).toBe(1);
+    ).toBeUndefined();
     for (const status of ['pending', 'running', 'completed', 'failed'])
       expect(metricValue(text, 'compute_jobs', { status })).toBe(0);
     expect(metricValue(text, 'compute_outbox_pending')).toBe(0);

@@ -1,5 +1,6 @@
 import { Keypair } from '@solana/web3.js';
 import { createTestMint, fundWallet, mintTestTokens } from '@repo/solana-localnet';
+import { Error402 } from '@repo/schemas';
 import { buildReport, startHarness, type Harness } from './support/harness';
 
 // The spec's "Authentication" rules, each paid with a real signed transferChecked on the local ledger.
@@ -154,15 +155,21 @@ describe('x402 payment rules', () => {
         }),
       ).toString('base64'),
     ],
-  ])('When X-PAYMENT is %s, then 400 invalid_payment_header in the envelope', async (_name, header) => {
-    const res = await fetch(h.baseUrl + GAPS, { headers: { 'X-PAYMENT': header } });
-    expect(res.status).toBe(400);
-    expect(await json(res)).toMatchObject({
-      code: 'invalid_payment_header',
-      error: expect.any(String),
-      requestId: expect.any(String),
-    });
-  });
+  ])(
+    'When X-PAYMENT is %s, then 402 with the Error402 body naming the problem (spec: payment not acceptable)',
+    async (_name, header) => {
+      const res = await fetch(h.baseUrl + GAPS, { headers: { 'X-PAYMENT': header } });
+      expect(res.status).toBe(402);
+      expect(res.headers.get('x402-version')).toBe('1');
+      expect(Error402.parse(await json(res))).toMatchObject({
+        x402Version: 1,
+        accepts: [expect.objectContaining({ maxAmountRequired: '100000' })],
+        error: expect.stringMatching(/^Invalid X-PAYMENT header: /),
+        details: { reason: 'invalid_payment_header' },
+        requestId: expect.any(String),
+      });
+    },
+  );
 
   it('Rule 7: When network=devnet, then a devnet payment is accepted and a main-network proof is refused', async () => {
     const devnetSig = await h.transfer({ amountAtomic: 100_000n, network: 'solana-devnet' });
@@ -172,7 +179,8 @@ describe('x402 payment rules', () => {
     const refused = await h.getWithProof(`${GAPS}&network=devnet`, mainSig, 'solana-devnet');
     expect(refused.status).toBe(402);
     const mismatched = await h.getWithProof(`${GAPS}&network=devnet`, mainSig, 'solana');
-    expect(mismatched.status).toBe(400);
+    expect(mismatched.status).toBe(402);
+    expect(await json(mismatched)).toMatchObject({ details: { reason: 'invalid_payment_header' } });
   }, 60_000);
 
   it('Race: When 50 requests carry one new signature at once, then one is processed, 49 replay it, and one row exists', async () => {

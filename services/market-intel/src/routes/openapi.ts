@@ -84,10 +84,15 @@ function paid(
       },
       '400': {
         description:
-          'invalid query (no payment asked), malformed X-PAYMENT, payment reused on another endpoint, amount or mint mismatch',
+          'invalid query (no payment asked), payment reused on another endpoint, amount or mint mismatch',
         body: 'ErrorEnvelope',
       },
-      '402': { description: 'payment missing or not acceptable', body: 'Error402', headers: X402_HEADERS },
+      '402': {
+        description:
+          'payment missing or not acceptable (malformed or wrong-network header, unknown, failed, stale or misdirected transaction; details.reason)',
+        body: 'Error402',
+        headers: X402_HEADERS,
+      },
       ...extra,
       '503': { description: 'the Solana RPC is unreachable; retry later', body: 'ErrorEnvelope' },
     },
@@ -122,11 +127,15 @@ function compute(
         headers: PAID_HEADERS,
       },
       '400': {
-        description:
-          'malformed JSON or X-PAYMENT, payment reused on another endpoint, amount or mint mismatch',
+        description: 'malformed JSON, payment reused on another endpoint, amount or mint mismatch',
         body: 'ErrorEnvelope',
       },
-      '402': { description: 'payment missing or not acceptable', body: 'Error402', headers: X402_HEADERS },
+      '402': {
+        description:
+          'payment missing or not acceptable (malformed or wrong-network header, unknown, failed, stale or misdirected transaction; details.reason)',
+        body: 'Error402',
+        headers: X402_HEADERS,
+      },
       '409': { description: 'this payment already started a job: details.jobId', body: 'ErrorEnvelope' },
       '422': {
         description: 'the body failed validation (field errors in details); no payment consumed',
