@@ -136,6 +136,13 @@ export interface PaymentLedger {
   completeWithJob(claim: PaymentClaim, jobId: string, tx?: SqlClient): Promise<void>;
   /** Ends the claim after a handler failure without consuming the payment: the row stays `verified` and the next request re-runs the handler. */
   releaseLease(claim: PaymentClaim): Promise<void>;
+  /**
+   * Extends the lease of a claim still being served (a long handler must not be taken over).
+   * @returns `false` when the lease was already lost to a takeover
+   */
+  renewLease(claim: PaymentClaim): Promise<boolean>;
+  /** A claim not finished after this many milliseconds may be taken over. */
+  readonly leaseMs: number;
   /** Deletes an unverified claim (verification failed): nothing is consumed, the signature stays usable. */
   release(claim: PaymentClaim): Promise<void>;
   /** Reads a row. */
@@ -263,6 +270,8 @@ async function waitAtMost(promise: Promise<void>, ms: number): Promise<void> {
  */
 export class PrismaPaymentLedger implements PaymentLedger {
   private readonly leaseSeconds: number;
+  /** {@inheritDoc PaymentLedger.leaseMs} */
+  readonly leaseMs: number;
   private readonly waitTimeoutMs: number;
   private readonly pollIntervalMs: number;
   private readonly gates = new Map<string, Gate>();
@@ -278,7 +287,8 @@ export class PrismaPaymentLedger implements PaymentLedger {
     private readonly db: SqlClient,
     options: PaymentLedgerOptions = {},
   ) {
-    this.leaseSeconds = (options.leaseMs ?? 30_000) / 1000;
+    this.leaseMs = options.leaseMs ?? 30_000;
+    this.leaseSeconds = this.leaseMs / 1000;
     this.waitTimeoutMs = options.waitTimeoutMs ?? 20_000;
     this.pollIntervalMs = options.pollIntervalMs ?? 50;
     this.settledCacheSize = options.settledCacheSize ?? 10_000;
@@ -433,6 +443,16 @@ export class PrismaPaymentLedger implements PaymentLedger {
     } finally {
       this.openGateOf(claim);
     }
+  }
+
+  /** {@inheritDoc PaymentLedger.renewLease} */
+  async renewLease(claim: PaymentClaim): Promise<boolean> {
+    const count = await this.db.$executeRawUnsafe(
+      `UPDATE ${X402_PAYMENTS_TABLE} SET claimed_at = now() WHERE signature = $1 AND claim_token = $2`,
+      claim.signature,
+      claim.token,
+    );
+    return count > 0;
   }
 
   /** {@inheritDoc PaymentLedger.releaseLease} */

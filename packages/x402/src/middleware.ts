@@ -1,5 +1,5 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { AppError, isAppError, sendAppError } from '@repo/errors';
+import { AppError, isAppError, requestIdOf, sendAppError } from '@repo/errors';
 import type { PaymentRequirements, X402Network } from '@repo/schemas';
 import { emitPaymentEvent, type PaymentEventListener } from './events';
 import { ExactSvmSettler, SettlementRefusedError } from './exact-svm';
@@ -430,7 +430,7 @@ export function requirePayment(options: RequirePaymentOptions): RequestHandler {
         // never a 304 computed from this request's conditional headers.
         delete req.headers['if-none-match'];
         delete req.headers['if-modified-since'];
-        captureAnswer(res, options.ledger, accepted.claim);
+        captureAnswer(req, res, options.ledger, accepted.claim);
         next();
       },
       (error: unknown) => next(error),
@@ -448,16 +448,36 @@ function toBuffer(chunk: unknown, encoding: unknown): Buffer | undefined {
   return Buffer.from(String(chunk), typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
 }
 
+/** Headers of the answer that must not survive when it is replaced by a 503. */
+const ANSWER_HEADERS = [
+  'content-type',
+  'content-length',
+  'etag',
+  'last-modified',
+  'cache-control',
+  PAYMENT_RESPONSE_HEADER,
+  PAYMENT_V2_RESPONSE_HEADER,
+];
+
 /**
- * Wraps `res.write`/`res.end` so the final answer is stored in the ledger before it is sent; a
- * response closed without `end` releases the lease.
+ * Wraps `res.write`/`res.end` so that the final answer is sent only once it is stored in the ledger
+ * (one payment, one answer): while the handler runs the claim's lease is renewed every third of the
+ * lease; when storing fails or the claim was taken over, the answer is replaced by a `503
+ * service_unavailable` with `Retry-After: 1` (a retry replays the stored answer or, if none was
+ * stored, runs the handler once more). A handler that already streamed part of its answer is cut off
+ * instead. A response closed without `end` releases the lease.
  */
-function captureAnswer(res: Response, ledger: PaymentLedger, claim: PaymentClaim): void {
+function captureAnswer(req: Request, res: Response, ledger: PaymentLedger, claim: PaymentClaim): void {
   const chunks: Buffer[] = [];
   const target = res as unknown as { write: WriteFn; end: EndFn };
   const originalWrite = target.write;
   const originalEnd = target.end;
   let finished = false;
+  const renewal = setInterval(
+    () => void ledger.renewLease(claim).catch(() => undefined),
+    Math.max(100, Math.floor(ledger.leaseMs / 3)),
+  );
+  renewal.unref();
 
   target.write = function write(chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
     const buffer = toBuffer(chunk, encoding);
@@ -467,27 +487,52 @@ function captureAnswer(res: Response, ledger: PaymentLedger, claim: PaymentClaim
   target.end = function end(chunk?: unknown, encoding?: unknown, callback?: unknown): Response {
     if (finished) return originalEnd.call(res, chunk, encoding, callback);
     finished = true;
+    clearInterval(renewal);
     target.write = originalWrite;
     target.end = originalEnd;
     const buffer = toBuffer(chunk, encoding);
     if (buffer) chunks.push(buffer);
     const status = res.statusCode;
-    const store =
+    const store: Promise<boolean> =
       status >= 500
-        ? ledger.releaseLease(claim)
+        ? ledger.releaseLease(claim).then(
+            () => true,
+            () => true, // the lease expires on its own; a 5xx is no answer to keep
+          )
         : ledger.complete(claim, {
             status,
             headers: storedHeaders(res),
             body: Buffer.concat(chunks).toString('utf8'),
           });
     store
-      .catch(() => {
-        // The answer still goes out; the row stays `verified` and a retry re-runs the handler after the lease.
-      })
-      .finally(() => originalEnd.call(res, chunk, encoding, callback));
+      .catch(() => false)
+      .then((stored) => {
+        if (stored) {
+          originalEnd.call(res, chunk, encoding, callback);
+          return;
+        }
+        if (res.headersSent) {
+          res.destroy();
+          return;
+        }
+        for (const name of ANSWER_HEADERS) res.removeHeader(name);
+        res.statusCode = 503;
+        res.setHeader('content-type', 'application/json; charset=utf-8');
+        res.setHeader('retry-after', '1');
+        originalEnd.call(
+          res,
+          JSON.stringify({
+            error:
+              'The paid answer could not be recorded; retry with the same payment (it is not charged twice)',
+            code: 'service_unavailable',
+            requestId: requestIdOf(req),
+          }),
+        );
+      });
     return res;
   };
   res.on('close', () => {
+    clearInterval(renewal);
     if (!finished) {
       finished = true;
       ledger.releaseLease(claim).catch(() => undefined);
