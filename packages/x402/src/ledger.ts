@@ -61,6 +61,8 @@ export interface PaymentRecord {
   response: StoredResponse | null;
   /** The job created by an asynchronous endpoint. */
   jobId: string | null;
+  /** Hex SHA-256 of the body of the request that paid an asynchronous endpoint. */
+  requestHash: string | null;
   /** When the current (or last) claim was taken. */
   claimedAt: Date;
   /** When verification succeeded. */
@@ -81,6 +83,11 @@ export interface ClaimRequest {
   endpoint: string;
   /** Endpoint kind. */
   kind: PaymentKind;
+  /**
+   * Asynchronous endpoints: hex SHA-256 of the request body. A later request with the same payment
+   * learns the job id only when its body hashes the same (a genuine retry after a lost 202).
+   */
+  requestHash?: string;
 }
 
 /** The right to process a signature, held until `complete`, `completeWithJob`, `release` or `releaseLease`. */
@@ -97,16 +104,18 @@ export interface PaymentClaim extends ClaimRequest {
  * Outcome of {@link PaymentLedger.claim}:
  * - `claimed`: this caller owns the signature and must verify (unless `claim.verified`) and finish it;
  * - `replay`: same synchronous endpoint, completed: answer `response` again;
- * - `conflict`: same asynchronous endpoint, job already created (409 `payment_conflict` with `jobId`);
- * - `other_endpoint`: the signature belongs to another endpoint or network (400 `payment_reused`);
- * - `busy`: still in flight elsewhere after waiting `waitTimeoutMs` (503, retry later).
+ * - `conflict`: same asynchronous endpoint, job already created (409 `payment_conflict`; `jobId` only
+ *   for a request whose body hashes like the paying one's, else `null`);
+ * - `other_endpoint`: the signature was verified for another endpoint or network (400 `payment_reused`);
+ * - `busy`: still in flight elsewhere after waiting `waitTimeoutMs`, or an unverified claim for another
+ *   endpoint (`retryAfterSeconds: 1`) (503, retry later).
  */
 export type ClaimOutcome =
   | { outcome: 'claimed'; claim: PaymentClaim }
   | { outcome: 'replay'; record: PaymentRecord; response: StoredResponse }
   | { outcome: 'conflict'; record: PaymentRecord; jobId: string | null }
   | { outcome: 'other_endpoint'; record: PaymentRecord }
-  | { outcome: 'busy'; record: PaymentRecord };
+  | { outcome: 'busy'; record: PaymentRecord; retryAfterSeconds?: number };
 
 /**
  * The payment ledger port (ARCHITECTURE.md, "Payments", step 2): one row per transaction signature,
@@ -192,6 +201,8 @@ model X402Payment {
   responseHeaders Json?     @map("response_headers")
   responseBody    String?   @map("response_body")
   jobId           String?   @map("job_id")
+  /// Hex SHA-256 of the request body that paid an asynchronous endpoint (a 409 names the job only to it).
+  requestHash     String?   @map("request_hash")
   claimedAt       DateTime  @default(now()) @map("claimed_at") @db.Timestamptz(3)
   verifiedAt      DateTime? @map("verified_at") @db.Timestamptz(3)
   completedAt     DateTime? @map("completed_at") @db.Timestamptz(3)
@@ -220,6 +231,7 @@ interface PaymentRow {
   response_headers: string | null;
   response_body: string | null;
   job_id: string | null;
+  request_hash: string | null;
   claimed_at: Date | string;
   verified_at: Date | string | null;
   completed_at: Date | string | null;
@@ -229,7 +241,7 @@ interface PaymentRow {
 
 const SELECT_ROW = `SELECT signature, network, endpoint, kind, status, claim_token, payer,
   amount_atomic::text AS amount_atomic, asset, pay_to, slot::text AS slot, block_time,
-  response_status, response_headers::text AS response_headers, response_body, job_id,
+  response_status, response_headers::text AS response_headers, response_body, job_id, request_hash,
   claimed_at, verified_at, completed_at, created_at,
   (claim_token IS NULL OR claimed_at < now() - make_interval(secs => $2::double precision)) AS lease_free
 FROM ${X402_PAYMENTS_TABLE} WHERE signature = $1`;
@@ -338,8 +350,8 @@ export class PrismaPaymentLedger implements PaymentLedger {
     for (;;) {
       const token = randomUUID();
       const inserted = await this.db.$queryRawUnsafe<{ signature: string }[]>(
-        `INSERT INTO ${X402_PAYMENTS_TABLE} (signature, network, endpoint, kind, status, claim_token, claimed_at, created_at)
-         VALUES ($1, $2, $3, $4, 'processing', $5, now(), now())
+        `INSERT INTO ${X402_PAYMENTS_TABLE} (signature, network, endpoint, kind, status, claim_token, request_hash, claimed_at, created_at)
+         VALUES ($1, $2, $3, $4, 'processing', $5, $6, now(), now())
          ON CONFLICT (signature) DO NOTHING
          RETURNING signature`,
         request.signature,
@@ -347,6 +359,7 @@ export class PrismaPaymentLedger implements PaymentLedger {
         request.endpoint,
         request.kind,
         token,
+        request.requestHash ?? null,
       );
       if (inserted.length > 0) return { outcome: 'claimed', claim: { ...request, token, takenOver: false } };
 
@@ -358,7 +371,26 @@ export class PrismaPaymentLedger implements PaymentLedger {
         return settledOutcome(record, request);
       }
       if (record.endpoint !== request.endpoint || record.network !== request.network) {
-        return { outcome: 'other_endpoint', record };
+        if (record.status !== 'processing') return { outcome: 'other_endpoint', record };
+        // Unverified, the signature binds nothing yet: never answer a final-looking refusal.
+        if (!row.lease_free) return { outcome: 'busy', record, retryAfterSeconds: 1 };
+        // An abandoned unverified claim is taken over for this request's endpoint.
+        const moved = await this.db.$queryRawUnsafe<{ signature: string }[]>(
+          `UPDATE ${X402_PAYMENTS_TABLE}
+              SET claim_token = $2, claimed_at = now(), network = $3, endpoint = $4, kind = $5, request_hash = $6
+            WHERE signature = $1 AND status = 'processing'
+              AND (claim_token IS NULL OR claimed_at < now() - make_interval(secs => $7::double precision))
+            RETURNING signature`,
+          request.signature,
+          token,
+          request.network,
+          request.endpoint,
+          request.kind,
+          request.requestHash ?? null,
+          this.leaseSeconds,
+        );
+        if (moved.length > 0) return { outcome: 'claimed', claim: { ...request, token, takenOver: true } };
+        continue;
       }
       if (row.lease_free) {
         const taken = await this.db.$queryRawUnsafe<{ signature: string }[]>(
@@ -523,7 +555,9 @@ function settledOutcome(record: PaymentRecord, request: ClaimRequest): ClaimOutc
     return { outcome: 'other_endpoint', record };
   }
   if (record.kind === 'async' || record.jobId !== null || !record.response) {
-    return { outcome: 'conflict', record, jobId: record.jobId };
+    // Only the request that paid (same body) learns its job id: the id is all GET /jobs/{id} asks for.
+    const same = record.requestHash !== null && record.requestHash === request.requestHash;
+    return { outcome: 'conflict', record, jobId: same ? record.jobId : null };
   }
   return { outcome: 'replay', record, response: record.response };
 }
@@ -557,6 +591,7 @@ function toRecord(row: PaymentRow): PaymentRecord {
     blockTime: row.block_time === null ? null : toDate(row.block_time),
     response,
     jobId: row.job_id,
+    requestHash: row.request_hash,
     claimedAt: toDate(row.claimed_at),
     verifiedAt: row.verified_at === null ? null : toDate(row.verified_at),
     completedAt: row.completed_at === null ? null : toDate(row.completed_at),

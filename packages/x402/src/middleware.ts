@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError, isAppError, requestIdOf, sendAppError } from '@repo/errors';
 import type { PaymentRequirements, X402Network } from '@repo/schemas';
@@ -327,6 +328,7 @@ export async function acceptPayment(
       amountAtomic: options.amountAtomic,
       endpoint,
       kind: options.kind,
+      ...(options.kind === 'async' ? { requestHash: bodyHash(req) } : {}),
       ...(options.onPaymentEvent ? { onPaymentEvent: options.onPaymentEvent } : {}),
     });
     if (result.outcome === 'replay') {
@@ -377,6 +379,13 @@ async function signatureToClaim(
     if (error instanceof SettlementRefusedError) return refuse(error.reason, error.message);
     throw error;
   }
+}
+
+/** Hex SHA-256 of the parsed request body (as JSON): a genuine retry sends the same body. */
+function bodyHash(req: Request): string {
+  return createHash('sha256')
+    .update(JSON.stringify(req.body ?? null))
+    .digest('hex');
 }
 
 /** Whether a client's `accepted` is the offer (scheme, network, amount, asset, payTo, fee payer). */

@@ -37,6 +37,8 @@ export interface ProcessPaymentInput {
   endpoint: string;
   /** `sync` (response stored and replayed) or `async` (a job is created; reuse is a 409). */
   kind: PaymentKind;
+  /** Asynchronous endpoints: hex SHA-256 of the request body (see `ClaimRequest.requestHash`). */
+  requestHash?: string;
   /** Optional metrics hook. */
   onPaymentEvent?: PaymentEventListener;
 }
@@ -61,10 +63,13 @@ export type ProcessPaymentResult =
  * - `payment_required` (402, `details.reason`) for not_found / transaction_failed / wrong_recipient / stale,
  *   and for an official-scheme transaction the facilitator refused (its reason);
  * - `amount_mismatch`, `mint_mismatch` (400);
- * - `payment_reused` (400) when the signature was used on another endpoint or network (spec rule 4);
- * - `payment_conflict` (409, `details.jobId`) when it was used on this asynchronous endpoint (rule 3);
- * - `service_unavailable` (503, `Retry-After`) when the RPC is unreachable or another request still
- *   holds the signature after the ledger's wait timeout.
+ * - `payment_reused` (400, no details) when the signature was verified for another endpoint or network
+ *   (spec rule 4);
+ * - `payment_conflict` (409) when it was used on this asynchronous endpoint (rule 3), with
+ *   `details.jobId` only for a request with the paying request's body;
+ * - `service_unavailable` (503, `Retry-After`) when the RPC is unreachable, another request still
+ *   holds the signature after the ledger's wait timeout, or an unverified claim for another endpoint
+ *   holds it (`Retry-After: 1`).
  */
 export async function processPayment(input: ProcessPaymentInput): Promise<ProcessPaymentResult> {
   const { ledger, verifier, signature, network, amountAtomic, endpoint, kind, onPaymentEvent } = input;
@@ -82,7 +87,13 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
     throw error;
   };
 
-  const claimed = await ledger.claim({ signature, network, endpoint, kind });
+  const claimed = await ledger.claim({
+    signature,
+    network,
+    endpoint,
+    kind,
+    ...(input.requestHash === undefined ? {} : { requestHash: input.requestHash }),
+  });
   switch (claimed.outcome) {
     case 'replay':
       emitPaymentEvent(onPaymentEvent, { type: 'replayed', network, endpoint });
@@ -90,16 +101,17 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
     case 'conflict':
       return reject(
         'payment_conflict',
-        new AppError('payment_conflict', 'This payment was already used to start a job on this endpoint', {
-          details: { jobId: claimed.jobId },
-        }),
+        new AppError(
+          'payment_conflict',
+          'This payment was already used to start a job on this endpoint',
+          claimed.jobId === null ? {} : { details: { jobId: claimed.jobId } },
+        ),
       );
     case 'other_endpoint':
+      // Which endpoint it paid is the payer's business, not the presenter's.
       return reject(
         'payment_reused',
-        new AppError('payment_reused', 'This payment was already used for another endpoint', {
-          details: { endpoint: claimed.record.endpoint, network: claimed.record.network },
-        }),
+        new AppError('payment_reused', 'This payment was already used for another endpoint'),
       );
     case 'busy':
       return reject(
@@ -108,7 +120,7 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
           'service_unavailable',
           'This payment is still being processed by another request; retry shortly',
           {
-            headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
+            headers: { 'Retry-After': String(claimed.retryAfterSeconds ?? RETRY_AFTER_SECONDS) },
           },
         ),
       );

@@ -36,6 +36,50 @@ async function rowOf(signature: string): Promise<Record<string, unknown> | undef
   return rows[0];
 }
 
+describe('PrismaPaymentLedger: claims for another endpoint while unverified', () => {
+  it('When another endpoint holds an unverified claim, then the answer is busy (retry in 1 s), not a final refusal', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const request = buildClaimRequest();
+    const claim = claimedOf(await ledger.claim(request));
+    const other = await new PrismaPaymentLedger(replicaDb).claim({ ...request, endpoint: 'GET /elsewhere' });
+    expect(other).toMatchObject({ outcome: 'busy', retryAfterSeconds: 1 });
+    await ledger.release(claim);
+  });
+
+  it('When an unverified claim for another endpoint was abandoned, then it is taken over for this endpoint (nothing was consumed)', async () => {
+    const ledger = new PrismaPaymentLedger(db, { leaseMs: 1 });
+    const request = buildClaimRequest();
+    claimedOf(await ledger.claim(request));
+    const moved = claimedOf(
+      await new PrismaPaymentLedger(replicaDb, { leaseMs: 1 }).claim({
+        ...request,
+        endpoint: 'GET /elsewhere',
+      }),
+    );
+    expect(moved).toMatchObject({ endpoint: 'GET /elsewhere', takenOver: true });
+    const rows = await db.$queryRawUnsafe<{ endpoint: string; claim_token: string }[]>(
+      'SELECT endpoint, claim_token FROM x402_payments WHERE signature = $1',
+      request.signature,
+    );
+    expect(rows).toEqual([{ endpoint: 'GET /elsewhere', claim_token: moved.token }]);
+  });
+
+  it('When an asynchronous payment is presented again, then only a request with the paying body learns the job id', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const request = { ...buildClaimRequest(), kind: 'async' as const, requestHash: 'a'.repeat(64) };
+    const claim = claimedOf(await ledger.claim(request));
+    await ledger.markVerified(claim, buildVerifiedPayment({ signature: request.signature }));
+    await ledger.completeWithJob(claim, 'job_paid');
+    expect(await ledger.claim(request)).toMatchObject({ outcome: 'conflict', jobId: 'job_paid' });
+    expect(await ledger.claim({ ...request, requestHash: 'b'.repeat(64) })).toMatchObject({
+      outcome: 'conflict',
+      jobId: null,
+    });
+    const { requestHash: _none, ...withoutHash } = request;
+    expect(await ledger.claim(withoutHash)).toMatchObject({ outcome: 'conflict', jobId: null });
+  });
+});
+
 describe('PrismaPaymentLedger', () => {
   it('When a completed payment is presented again, then later replays are answered from memory without a query', async () => {
     let queries = 0;
@@ -102,20 +146,25 @@ describe('PrismaPaymentLedger', () => {
     });
   });
 
-  it('When the signature was used on another endpoint or network, then other_endpoint', async () => {
+  it('When the signature was verified for another endpoint or network, then other_endpoint', async () => {
     const ledger = new PrismaPaymentLedger(db);
     const request = buildClaimRequest();
     const claim = claimedOf(await ledger.claim(request));
+    await ledger.markVerified(claim, buildVerifiedPayment({ signature: request.signature }));
     expect((await ledger.claim({ ...request, endpoint: 'GET /api/v1/scout/trends' })).outcome).toBe(
       'other_endpoint',
     );
     expect((await ledger.claim({ ...request, network: 'solana-devnet' })).outcome).toBe('other_endpoint');
-    await ledger.release(claim);
+    await ledger.releaseLease(claim);
   });
 
-  it('When an asynchronous payment created a job, then the same endpoint gets conflict with the job id', async () => {
+  it('When an asynchronous payment created a job, then the same endpoint and body get conflict with the job id', async () => {
     const ledger = new PrismaPaymentLedger(db);
-    const request = buildClaimRequest({ endpoint: 'POST /api/v1/forge/ideate', kind: 'async' });
+    const request = buildClaimRequest({
+      endpoint: 'POST /api/v1/forge/ideate',
+      kind: 'async',
+      requestHash: 'c'.repeat(64),
+    });
     const claim = claimedOf(await ledger.claim(request));
     await ledger.markVerified(claim, buildVerifiedPayment({ signature: request.signature }));
     await db.transaction(async (tx) => {

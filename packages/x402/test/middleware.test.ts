@@ -155,10 +155,9 @@ describe('requirePayment', () => {
     expect((await get('/api/v1/scout/gaps', header)).status).toBe(200);
     const res = await get('/api/v1/scout/flaky', header);
     expect(res.status).toBe(400);
-    expect(await res.json()).toMatchObject({
-      code: 'payment_reused',
-      details: { endpoint: 'GET /api/v1/scout/gaps' },
-    });
+    const body = (await res.json()) as Record<string, unknown>;
+    expect(body).toMatchObject({ code: 'payment_reused' });
+    expect(body).not.toHaveProperty('details');
   });
 
   it('When the amount is wrong, then 400 amount_mismatch and the signature is not consumed', async () => {

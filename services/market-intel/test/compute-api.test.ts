@@ -380,7 +380,29 @@ describe('Paid jobs', () => {
     expect(await json(again)).toMatchObject({ code: 'payment_conflict', details: { jobId: first.jobId } });
     const other = await h.postWithProof('/api/v1/forge/ideate', {}, signature);
     expect(other.status).toBe(400);
-    expect(await json(other)).toMatchObject({ code: 'payment_reused' });
+    const reused = await json(other);
+    expect(reused).toMatchObject({ code: 'payment_reused' });
+    // Where the payment went is not the presenter's business.
+    expect(reused).not.toHaveProperty('details');
+    expect(JSON.stringify(reused)).not.toContain('prove/debate');
+    expect(await jobRows()).toBe(before);
+  });
+
+  it("When a watcher of the chain presents the payer's signature with its own body, then 409 without the jobId (which is all GET /jobs/{id} asks), and no job", async () => {
+    const signature = await h.transfer({ amountAtomic: 25_000_000n });
+    const paid = await json(await h.postWithProof('/api/v1/prove/debate', { idea: IDEA }, signature));
+    expect(paid.jobId).toEqual(expect.any(String));
+    const before = await jobRows();
+    const stolen = await h.postWithProof(
+      '/api/v1/prove/debate',
+      { idea: 'A different idea from someone who saw the transfer land on the merchant account.' },
+      signature,
+    );
+    expect(stolen.status).toBe(409);
+    const body = await json(stolen);
+    expect(body).toMatchObject({ code: 'payment_conflict' });
+    expect(body).not.toHaveProperty('details');
+    expect(JSON.stringify(body)).not.toContain(String(paid.jobId));
     expect(await jobRows()).toBe(before);
   });
 
