@@ -221,7 +221,8 @@ async function marketIntel(): Promise<void> {
     const unpaid = await fetch(BASE + p);
     const challenge = (await unpaid.json()) as { accepts?: { maxAmountRequired: string }[] };
     const price = challenge.accepts?.[0]?.maxAmountRequired;
-    const { response, body, payment } = await fetchWithPayment(BASE + p, { keypair, rpcUrls });
+    // Push mode here: the agent sends the transferChecked itself (the official scheme follows below).
+    const { response, body, payment } = await fetchWithPayment(BASE + p, { keypair, rpcUrls, mode: 'push' });
     show(`GET ${p} (asked ${price} atomic USDC)`, response.status, body, payment?.signature);
     if (payment) last = { path: p, signature: payment.signature, body };
   }
@@ -275,7 +276,12 @@ async function debate(keypair: Keypair, rpcUrls: Record<'solana' | 'solana-devne
     response,
     body: answer,
     payment,
-  } = await fetchWithPayment(`${BASE}/api/v1/prove/debate`, { keypair, rpcUrls, init });
+  } = await fetchWithPayment(`${BASE}/api/v1/prove/debate`, {
+    keypair,
+    rpcUrls,
+    init,
+    maxAmountAtomic: 25_000_000n, // the debate costs 25 USDC, over the client's 1 USDC default cap
+  });
   show('POST /api/v1/prove/debate (25 USDC)', response.status, answer, payment?.signature);
   if (response.status === 503) {
     process.stdout.write(

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Keypair } from '@solana/web3.js';
+import { DEFAULT_MAX_AMOUNT_ATOMIC, formatAtomic, parseUsdc } from '@repo/x402/client';
 
 /** Default JSON-RPC URL of the main network (the local ledger). */
 export const DEFAULT_RPC_URL = 'http://127.0.0.1:8899';
@@ -13,7 +14,10 @@ export const LOCAL_AGENT_KEYPAIR = join('.data', 'ledger', 'keys', 'agent.json')
 /** Usage text of `agent-pay`. */
 export const USAGE = `Usage: agent-pay <url> [options]
 
-Calls an x402-paid URL: on 402 pays the advertised USDC amount on Solana, then retries with X-PAYMENT.
+Calls an x402-paid URL. On 402 it pays the advertised USDC amount on Solana and retries: with the
+official x402 exact scheme when the server offers it (PAYMENT-REQUIRED; the server pays the network
+fee, the wallet needs no SOL), else in push mode (the wallet sends the transfer and pays the fee, then
+retries with X-PAYMENT).
 
 Options:
   --keypair <path>      Solana CLI keypair file (JSON array of 64 bytes). Default: $AGENT_KEYPAIR,
@@ -22,12 +26,15 @@ Options:
   --devnet-rpc <url>    RPC of network "solana-devnet". Default: $SOLANA_DEVNET_RPC_URL or ${DEFAULT_DEVNET_RPC_URL}
   --method <GET|POST>   HTTP method. Default: GET, or POST when --data is given
   --data <json>         JSON request body (sent with content-type application/json)
-  --max-amount <units>  Refuse to pay more than this many atomic USDC units
+  --max-amount <usdc>   Per-payment spend cap in USDC (decimal, e.g. 0.5 or 25); a higher price is
+                        refused before anything is signed. Default: ${formatAtomic(DEFAULT_MAX_AMOUNT_ATOMIC)} USDC.
+                        The compute endpoints (forge/ideate 15 USDC, prove/debate 25 USDC) need --max-amount 25
+  --push                Pay in push mode even when the server offers the official scheme
   --json                Print one JSON object instead of text
   -h, --help            Show this help
 
 Exit codes: 0 2xx answer; 1 non-2xx answer; 2 usage error; 3 insufficient funds; 4 RPC unreachable;
-5 payment not completed (refused, failed, not confirmed); 6 the URL cannot be reached.`;
+5 payment not completed (price above --max-amount, refused, failed, not confirmed); 6 the URL cannot be reached.`;
 
 /** Parsed command line of `agent-pay`. */
 export interface AgentPayOptions {
@@ -41,8 +48,10 @@ export interface AgentPayOptions {
   method: 'GET' | 'POST';
   /** JSON body text, when given. */
   data: string | undefined;
-  /** Payment limit in atomic units, when given. */
-  maxAmountAtomic: bigint | undefined;
+  /** Per-payment spend cap in atomic USDC units (`--max-amount` × 10^6; default 1 USDC = 1,000,000). */
+  maxAmountAtomic: bigint;
+  /** `push` with `--push`, else `auto` (the official scheme when offered). */
+  mode: 'auto' | 'push';
   /** Machine-readable output. */
   json: boolean;
 }
@@ -81,6 +90,7 @@ export function parseAgentPayArgs(
         method: { type: 'string' },
         data: { type: 'string' },
         'max-amount': { type: 'string' },
+        push: { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -108,11 +118,15 @@ export function parseAgentPayArgs(
       throw new UsageError('--data must be JSON');
     }
   }
-  let maxAmountAtomic: bigint | undefined;
+  let maxAmountAtomic = DEFAULT_MAX_AMOUNT_ATOMIC;
   if (values['max-amount'] !== undefined) {
-    if (!/^[0-9]+$/.test(values['max-amount']))
-      throw new UsageError('--max-amount must be a whole number of atomic units');
-    maxAmountAtomic = BigInt(values['max-amount']);
+    try {
+      maxAmountAtomic = parseUsdc(values['max-amount']);
+    } catch {
+      throw new UsageError(
+        `--max-amount must be an amount of USDC with at most 6 decimals (e.g. 25 or 0.5), got ${values['max-amount']}`,
+      );
+    }
   }
   return {
     url,
@@ -128,6 +142,7 @@ export function parseAgentPayArgs(
     method,
     data: values.data,
     maxAmountAtomic,
+    mode: values.push ? 'push' : 'auto',
     json: values.json ?? false,
   };
 }

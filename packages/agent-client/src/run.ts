@@ -1,10 +1,13 @@
 import {
   fetchWithPayment,
+  formatAtomic,
   InsufficientFundsError,
   PaymentConfirmationError,
   PaymentRefusedError,
   RpcUnreachableError,
+  SpendCapExceededError,
   X402ClientError,
+  type PaymentMade,
 } from '@repo/x402/client';
 import { loadKeypair, parseAgentPayArgs, USAGE, UsageError } from './options';
 
@@ -34,8 +37,10 @@ export interface AgentPayIo {
 }
 
 /**
- * Runs `agent-pay` (see {@link USAGE}): calls the URL, pays a 402 with `fetchWithPayment`, prints the
- * status, the body (pretty JSON), the transaction signature and the payer.
+ * Runs `agent-pay` (see {@link USAGE}; README "Paying for data (x402)"): calls the URL, pays a 402 with
+ * `fetchWithPayment` — the official x402 scheme when the server offers it, push mode with `--push` or
+ * when it does not — refusing a price above `--max-amount` (default 1 USDC), and prints the status,
+ * the body (pretty JSON), the amount, the mode, the transaction signature and the payer.
  *
  * @param argv arguments after the program name
  * @returns the exit code ({@link EXIT}); failures print one clear line on stderr
@@ -80,9 +85,17 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
       rpcUrls: options.rpcUrls,
       init,
       ...(io.fetch ? { fetch: io.fetch } : {}),
-      ...(options.maxAmountAtomic === undefined ? {} : { maxAmountAtomic: options.maxAmountAtomic }),
+      maxAmountAtomic: options.maxAmountAtomic,
+      mode: options.mode,
     });
   } catch (error) {
+    if (error instanceof SpendCapExceededError) {
+      return fail(
+        EXIT.paymentFailed,
+        `payment not completed: ${options.url} asks ${formatAtomic(error.priceAtomic)} USDC, above --max-amount ` +
+          `${formatAtomic(error.capAtomic)} USDC; pass --max-amount ${formatAtomic(error.priceAtomic)} to pay it (nothing was paid)`,
+      );
+    }
     if (error instanceof InsufficientFundsError)
       return fail(EXIT.insufficientFunds, `insufficient funds: ${error.message}`);
     if (error instanceof RpcUnreachableError) return fail(EXIT.rpcUnreachable, error.message);
@@ -108,12 +121,14 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
         body,
         payment: payment
           ? {
+              mode: payment.mode,
               signature: payment.signature,
-              network: payment.requirements.network,
-              amountAtomic: payment.requirements.maxAmountRequired,
-              asset: payment.requirements.asset,
+              network: payment.network,
+              amountAtomic: payment.amountAtomic.toString(),
+              asset: payment.asset,
               payTo: payment.requirements.payTo,
-              payer: payment.paymentResponse?.payer ?? keypair.publicKey.toBase58(),
+              payer: payment.payer,
+              feePayer: payment.feePayer,
             }
           : null,
       })}\n`,
@@ -123,10 +138,10 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
     io.stdout(`${typeof body === 'string' ? body : JSON.stringify(body, null, 2)}\n`);
     if (payment) {
       io.stdout(
-        `paid ${payment.requirements.maxAmountRequired} atomic units on ${payment.requirements.network}\n`,
+        `paid ${formatAtomic(payment.amountAtomic)} USDC (${payment.amountAtomic} atomic units) on ${payment.network}, ${describeMode(payment)}\n`,
       );
       io.stdout(`transaction ${payment.signature}\n`);
-      io.stdout(`payer ${payment.paymentResponse?.payer ?? keypair.publicKey.toBase58()}\n`);
+      io.stdout(`payer ${payment.payer}\n`);
     }
   }
   if (!ok) {
@@ -138,4 +153,10 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
     return EXIT.httpError;
   }
   return EXIT.ok;
+}
+
+function describeMode(payment: PaymentMade): string {
+  return payment.mode === 'official'
+    ? `official x402 scheme (network fee paid by the server's fee payer ${payment.feePayer})`
+    : 'push mode (network fee paid by this wallet)';
 }

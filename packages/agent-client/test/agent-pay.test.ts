@@ -5,10 +5,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import express from 'express';
 import { Pool } from 'pg';
-import { Keypair } from '@solana/web3.js';
+import { Connection, Keypair, PublicKey } from '@solana/web3.js';
 import { errorHandler, notFoundHandler } from '@repo/errors';
 import { spawnLocalnet, type Localnet } from '@repo/solana-localnet';
-import { PrismaPaymentLedger, requirePayment, SolanaPaymentVerifier, type SqlClient } from '@repo/x402';
+import {
+  associatedTokenAccountOf,
+  ExactSvmSettler,
+  PrismaPaymentLedger,
+  requirePayment,
+  SolanaPaymentVerifier,
+  type PaymentGateway,
+  type SqlClient,
+} from '@repo/x402';
 import { EXIT, runAgentPay } from '../src/index';
 import { AGENT_CLIENT_TEST_DATABASE_URL } from './global-setup';
 
@@ -16,6 +24,9 @@ let localnet: Localnet;
 let pool: Pool;
 let server: import('node:http').Server;
 let baseUrl: string;
+/** A server offering both schemes (the official one settled by the ledger's fee payer). */
+let officialServer: import('node:http').Server;
+let officialUrl: string;
 const dir = mkdtempSync(join(tmpdir(), 'agent-pay-e2e-'));
 
 function writeKeypair(name: string, keypair: Keypair): string {
@@ -66,9 +77,45 @@ beforeAll(async () => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const settler = (network: 'solana' | 'solana-devnet') =>
+    new ExactSvmSettler({
+      network,
+      rpcUrl: localnet.networks[network].rpcUrl,
+      asset: localnet.networks[network].mint,
+      payTo: localnet.networks[network].merchantOwner,
+      feePayerSecretKey: localnet.feePayer.keypair.secretKey,
+    });
+  const both: PaymentGateway = {
+    ...gateway,
+    settlers: { solana: settler('solana'), 'solana-devnet': settler('solana-devnet') },
+  };
+  const official = express();
+  official.get(
+    '/api/v1/scout/keywords',
+    requirePayment({ ...both, amountAtomic: 50_000n, description: 'Keywords' }),
+    (_req, res) => {
+      res.json({ keywords: [{ keyword: 'x402', count: 3 }] });
+    },
+  );
+  official.post(
+    '/api/v1/forge/ideate',
+    requirePayment({ ...both, amountAtomic: 15_000_000n, description: 'Ideation' }),
+    (_req, res) => {
+      res.status(202).json({ jobId: 'job-1', status: 'queued' });
+    },
+  );
+  official.use(notFoundHandler);
+  official.use(errorHandler({ error: () => undefined, warn: () => undefined }));
+  officialServer = await new Promise((resolve) => {
+    const s = official.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  officialUrl = `http://127.0.0.1:${(officialServer.address() as AddressInfo).port}`;
 });
 
 afterAll(async () => {
+  officialServer?.closeAllConnections();
+  await new Promise((resolve) => officialServer?.close(resolve));
   server?.closeAllConnections();
   await new Promise((resolve) => server?.close(resolve));
   await pool?.end();
@@ -191,5 +238,109 @@ describe('agent-pay', () => {
     const down = await exec([`${baseUrl}/api/v1/scout/keywords`, '--rpc', 'http://127.0.0.1:1']);
     expect(down.code).toBe(4);
     expect(down.stderr).toMatch(/^agent-pay: Solana RPC http:\/\/127\.0\.0\.1:1 is unreachable/);
+  });
+
+  it('When the bin shim runs unbuilt (as `pnpm agent-pay` does), then it runs the source and passes the exit code on', async () => {
+    const bin = join(__dirname, '..', 'bin', 'agent-pay.js');
+    const exec = (args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        execFile(
+          process.execPath,
+          [bin, ...args],
+          { cwd: dir, env: { ...process.env } },
+          (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+        );
+      });
+    const help = await exec(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('--max-amount <usdc>');
+    const bad = await exec([`${baseUrl}/api/v1/scout/keywords`, '--max-amount=lots']);
+    expect(bad.code).toBe(EXIT.usage);
+    expect(bad.stderr).toMatch(/^agent-pay: --max-amount must be an amount of USDC/);
+  });
+});
+
+/** The agent's USDC (atomic units) and SOL (lamports), and the fee payer's SOL, on network `solana`. */
+async function balances(): Promise<{ agentUsdc: bigint; agentSol: number; feePayerSol: number }> {
+  const info = localnet.networks.solana;
+  const connection = new Connection(info.rpcUrl, 'confirmed');
+  const account = new PublicKey(associatedTokenAccountOf(localnet.agent.publicKey, info.mint));
+  return {
+    agentUsdc: BigInt((await connection.getTokenAccountBalance(account)).value.amount),
+    agentSol: await connection.getBalance(localnet.agent.keypair.publicKey),
+    feePayerSol: await connection.getBalance(localnet.feePayer.keypair.publicKey),
+  };
+}
+
+describe('agent-pay against a server offering the official x402 scheme', () => {
+  it('When the server offers the official scheme, then agent-pay pays with it: the agent pays the price and no SOL, the output names the mode', async () => {
+    const before = await balances();
+    const { code, stdout, stderr } = await run([
+      `${officialUrl}/api/v1/scout/keywords`,
+      '--keypair',
+      localnet.agent.keypairPath,
+      ...rpcFlags(),
+    ]);
+    expect(stderr).toBe('');
+    expect(code).toBe(EXIT.ok);
+    expect(stdout).toContain('HTTP 200');
+    expect(stdout).toContain(
+      `paid 0.05 USDC (50000 atomic units) on solana, official x402 scheme (network fee paid by the server's fee payer ${localnet.feePayer.publicKey})`,
+    );
+    expect(stdout).toMatch(/^transaction [1-9A-HJ-NP-Za-km-z]{64,88}$/m);
+    expect(stdout).toContain(`payer ${localnet.agent.publicKey}`);
+    const after = await balances();
+    expect(after.agentUsdc).toBe(before.agentUsdc - 50_000n);
+    expect(after.agentSol).toBe(before.agentSol);
+    expect(after.feePayerSol).toBeLessThan(before.feePayerSol);
+  });
+
+  it('When the price is 15 USDC and --max-amount is not given, then exit 5 naming the price and the flag, and nothing is paid', async () => {
+    const before = await balances();
+    const { code, stdout, stderr } = await run([
+      `${officialUrl}/api/v1/forge/ideate`,
+      '--keypair',
+      localnet.agent.keypairPath,
+      ...rpcFlags(),
+      '--data',
+      '{"idea":"receipts"}',
+    ]);
+    expect(code).toBe(EXIT.paymentFailed);
+    expect(stdout).toBe('');
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toContain('asks 15 USDC, above --max-amount 1 USDC; pass --max-amount 15 to pay it');
+    expect(await balances()).toEqual(before);
+  });
+
+  it('When --max-amount 25 and --push are given, then the 15 USDC price is paid in push mode (the agent pays the fee)', async () => {
+    const before = await balances();
+    const { code, stdout } = await run([
+      `${officialUrl}/api/v1/forge/ideate`,
+      '--keypair',
+      localnet.agent.keypairPath,
+      ...rpcFlags(),
+      '--data',
+      '{"idea":"receipts"}',
+      '--max-amount',
+      '25',
+      '--push',
+      '--json',
+    ]);
+    expect(code).toBe(EXIT.ok);
+    expect(JSON.parse(stdout)).toMatchObject({
+      ok: true,
+      status: 202,
+      payment: {
+        mode: 'push',
+        network: 'solana',
+        amountAtomic: '15000000',
+        payer: localnet.agent.publicKey,
+        feePayer: localnet.agent.publicKey,
+      },
+    });
+    const after = await balances();
+    expect(after.agentUsdc).toBe(before.agentUsdc - 15_000_000n);
+    expect(after.agentSol).toBeLessThan(before.agentSol);
+    expect(after.feePayerSol).toBe(before.feePayerSol);
   });
 });

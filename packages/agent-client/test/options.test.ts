@@ -20,13 +20,15 @@ function parse(argv: string[], env: NodeJS.ProcessEnv = {}, dir = cwd): AgentPay
 }
 
 describe('agent-pay arguments', () => {
-  it('When only a URL is given, then GET with the local RPC defaults', () => {
+  it('When only a URL is given, then GET with the local RPC defaults, a 1 USDC spend cap and auto mode', () => {
     const options = parse(['http://127.0.0.1:3000/api/v1/scout/gaps']);
     expect(options).toMatchObject({
       url: 'http://127.0.0.1:3000/api/v1/scout/gaps',
       method: 'GET',
       rpcUrls: { solana: DEFAULT_RPC_URL, 'solana-devnet': DEFAULT_DEVNET_RPC_URL },
       json: false,
+      maxAmountAtomic: 1_000_000n,
+      mode: 'auto',
     });
     expect(DEFAULT_RPC_URL).toBe('http://127.0.0.1:8899');
     expect(DEFAULT_DEVNET_RPC_URL).toBe('http://127.0.0.1:8899/devnet');
@@ -65,8 +67,29 @@ describe('agent-pay arguments', () => {
       method: 'POST',
       data: '{"idea":"x"}',
       json: true,
-      maxAmountAtomic: 500n,
+      maxAmountAtomic: 500_000_000n,
     });
+  });
+
+  it('When --max-amount is a decimal USDC amount, then the cap is in atomic units; --push selects push mode', () => {
+    expect(parse(['http://x/y', '--max-amount', '25'])).toMatchObject({
+      maxAmountAtomic: 25_000_000n,
+      mode: 'auto',
+    });
+    expect(parse(['http://x/y', '--max-amount', '0.5', '--push'])).toMatchObject({
+      maxAmountAtomic: 500_000n,
+      mode: 'push',
+    });
+    expect(parse(['http://x/y', '--max-amount', '1.000001']).maxAmountAtomic).toBe(1_000_001n);
+    expect(parse(['http://x/y', '--max-amount', '0']).maxAmountAtomic).toBe(0n);
+  });
+
+  it('When --max-amount is not a USDC amount, then UsageError naming the flag', () => {
+    for (const bad of ['-1', 'abc', '1.0000001', '1e3', '', '25 USDC'])
+      expect(() => parse(['http://x/y', `--max-amount=${bad}`])).toThrow(
+        /--max-amount must be an amount of USDC/,
+      );
+    expect(() => parse(['http://x/y', '--push=yes'])).toThrow(UsageError);
   });
 
   it('When no keypair is configured, then the local ledger agent keypair is found from the working directory upwards', () => {

@@ -3,9 +3,11 @@ import {
   fetchWithPayment,
   InsufficientFundsError,
   payForRequirements,
+  PaymentRefusedError,
   PrismaPaymentLedger,
   RpcUnreachableError,
   SolanaPaymentVerifier,
+  SpendCapExceededError,
   buildPaymentRequirements,
 } from '../src/index';
 import { buildPaidApp, listen } from './support/app';
@@ -71,6 +73,7 @@ describe('the paying client', () => {
     expect(result.response.status).toBe(200);
     expect(result.body).toMatchObject({ count: 1, payer: localnet.agent.publicKey });
     expect(result.payment?.requirements.maxAmountRequired).toBe('100000');
+    expect(result.payment).toMatchObject({ mode: 'push', network: 'solana', amountAtomic: 100_000n });
     expect(result.payment?.paymentResponse).toEqual({
       success: true,
       transaction: result.payment?.signature,
@@ -107,14 +110,15 @@ describe('the paying client', () => {
     expect(result.payment).toBeUndefined();
   });
 
-  it('When the price is above maxAmountAtomic, then it refuses to pay', async () => {
-    await expect(
-      fetchWithPayment(`${server.url}/api/v1/scout/gaps`, {
-        keypair: localnet.agent.keypair,
-        rpcUrls: rpcUrls(),
-        maxAmountAtomic: 99_999n,
-      }),
-    ).rejects.toMatchObject({ code: 'payment_refused' });
+  it('When the price is above maxAmountAtomic, then it refuses to pay with SpendCapExceededError', async () => {
+    const error = await fetchWithPayment(`${server.url}/api/v1/scout/gaps`, {
+      keypair: localnet.agent.keypair,
+      rpcUrls: rpcUrls(),
+      maxAmountAtomic: 99_999n,
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SpendCapExceededError);
+    expect(error).toBeInstanceOf(PaymentRefusedError);
+    expect(error).toMatchObject({ code: 'spend_cap_exceeded', priceAtomic: 100_000n, capAtomic: 99_999n });
   });
 
   it('When the wallet has no token account, then InsufficientFundsError no_token_account before anything is sent', async () => {

@@ -84,14 +84,71 @@ export class PaymentConfirmationError extends X402ClientError {
   }
 }
 
-/** The client refuses to pay: a malformed 402, no RPC for the network, or a price above the limit. */
+/** What a {@link PaymentRefusedError} knows beyond its message. */
+export interface PaymentRefusalDetails {
+  /** Stable code in place of `"payment_refused"` (used by subclasses, e.g. `"spend_cap_exceeded"`). */
+  code?: string;
+  /** The server's reason (`details.reason` of its 402 body), e.g. `invalid_exact_svm_payload_amount_mismatch`. */
+  reason?: string;
+  /** HTTP status of the answer that refused the payment (402), when the server refused it. */
+  status?: number;
+  /**
+   * Push mode only: the signature of the transfer that was already sent and confirmed (the money moved;
+   * the same `X-PAYMENT` can be presented again).
+   */
+  signature?: string;
+}
+
+/**
+ * The payment did not happen or was not accepted (README "Paying for data (x402)"): the client refused
+ * before paying (a malformed 402, no RPC URL for the network, no offer in the requested mode, a price
+ * above the cap — see {@link SpendCapExceededError}), or the server answered the paid retry with 402
+ * again (`status` 402, the server's `reason`; in push mode `signature` names the transfer already made,
+ * in official mode nothing was settled).
+ */
 export class PaymentRefusedError extends X402ClientError {
+  /** The server's `details.reason`, when the server refused the payment. */
+  readonly reason: string | undefined;
+  /** HTTP status of the refusing answer, when the server refused the payment. */
+  readonly status: number | undefined;
+  /** Push mode: the signature of the transfer already made; otherwise undefined. */
+  readonly signature: string | undefined;
+
   /**
    * @param message explanation
    * @param cause underlying error
+   * @param details the server's reason, the status, the push transfer's signature, a code override
    */
-  constructor(message: string, cause?: unknown) {
-    super('payment_refused', message, cause);
+  constructor(message: string, cause?: unknown, details: PaymentRefusalDetails = {}) {
+    super(details.code ?? 'payment_refused', message, cause);
     this.name = 'PaymentRefusedError';
+    this.reason = details.reason;
+    this.status = details.status;
+    this.signature = details.signature;
+  }
+}
+
+/**
+ * The 402 asks more than the per-payment spend cap (`maxAmountAtomic`, default 1 USDC): refused before
+ * any transfer is sent or any transaction signed, so no money moves. Code `"spend_cap_exceeded"`.
+ */
+export class SpendCapExceededError extends PaymentRefusedError {
+  /** The price asked, in atomic units of `asset` (atomic USDC units: 6 decimals). */
+  readonly priceAtomic: bigint;
+  /** The cap in force, in the same unit. */
+  readonly capAtomic: bigint;
+  /** The mint the price is in (base58). */
+  readonly asset: string;
+
+  /**
+   * @param message explanation naming the price and the cap
+   * @param amounts the price, the cap (atomic units) and the asset
+   */
+  constructor(message: string, amounts: { priceAtomic: bigint; capAtomic: bigint; asset: string }) {
+    super(message, undefined, { code: 'spend_cap_exceeded' });
+    this.name = 'SpendCapExceededError';
+    this.priceAtomic = amounts.priceAtomic;
+    this.capAtomic = amounts.capAtomic;
+    this.asset = amounts.asset;
   }
 }

@@ -74,33 +74,10 @@ export async function payForRequirements(input: PayForRequirementsInput): Promis
   const payTo = new PublicKey(requirements.payTo);
   const amount = BigInt(requirements.maxAmountRequired);
 
-  const mintInfo = await call(() => connection.getAccountInfo(mint, 'confirmed'));
-  const programId = mintInfo?.owner.equals(TOKEN_2022_PROGRAM_ID) ? TOKEN_2022_PROGRAM_ID : TOKEN_PROGRAM_ID;
-  const decimals = mintInfo ? unpackMint(mint, mintInfo, programId).decimals : 6;
-
-  const source = getAssociatedTokenAddressSync(mint, owner, true, programId);
-  const [sourceInfo, lamports] = await Promise.all([
-    call(() => connection.getAccountInfo(source, 'confirmed')),
+  const [{ programId, decimals, source }, lamports] = await Promise.all([
+    checkTokenFunds({ connection, owner, mint, amountAtomic: amount, call }),
     call(() => connection.getBalance(owner, 'confirmed')),
   ]);
-  if (!sourceInfo) {
-    throw new InsufficientFundsError(
-      'no_token_account',
-      `Wallet ${owner.toBase58()} has no token account for mint ${mint.toBase58()}`,
-      {
-        required: amount,
-        available: 0n,
-      },
-    );
-  }
-  const balance = unpackAccount(source, sourceInfo, programId).amount;
-  if (balance < amount) {
-    throw new InsufficientFundsError(
-      'token_balance',
-      `Wallet ${owner.toBase58()} holds ${balance} atomic units of ${mint.toBase58()}, the price is ${amount}`,
-      { required: amount, available: balance },
-    );
-  }
   if (BigInt(lamports) < LAMPORTS_PER_SIGNATURE) {
     throw new InsufficientFundsError(
       'sol_for_fees',
@@ -136,6 +113,60 @@ export async function payForRequirements(input: PayForRequirementsInput): Promis
     call,
   );
   return signature;
+}
+
+/** Input of {@link checkTokenFunds}. */
+export interface CheckTokenFundsInput {
+  /** Connection to the network of the payment. */
+  connection: Connection;
+  /** The paying wallet (owner of the source associated token account). */
+  owner: PublicKey;
+  /** The mint of the payment. */
+  mint: PublicKey;
+  /** The price, in atomic units of `mint`. */
+  amountAtomic: bigint;
+  /** Wraps each RPC call (maps transport failures to {@link RpcUnreachableError}); default: none. */
+  call?: <T>(run: () => Promise<T>) => Promise<T>;
+}
+
+/**
+ * Checks, before anything is signed, that `owner` can pay `amountAtomic` of `mint`: its associated token
+ * account exists and holds at least the price. Reads the mint to know its token program (SPL Token or
+ * Token-2022) and decimals (6 when the mint cannot be read). Used by push mode and by the official
+ * scheme (where the server pays the SOL fee, so no SOL is needed).
+ *
+ * @returns the mint's token program, its decimals, and the payer's associated token account
+ * @throws InsufficientFundsError `no_token_account` or `token_balance`
+ * @throws whatever `call` throws (with the default, the RPC's own errors)
+ */
+export async function checkTokenFunds(input: CheckTokenFundsInput): Promise<{
+  programId: PublicKey;
+  decimals: number;
+  source: PublicKey;
+}> {
+  const { connection, owner, mint, amountAtomic: amount } = input;
+  const call = input.call ?? (<T>(run: () => Promise<T>) => run());
+  const mintInfo = await call(() => connection.getAccountInfo(mint, 'confirmed'));
+  const programId = mintInfo?.owner.equals(TOKEN_2022_PROGRAM_ID) ? TOKEN_2022_PROGRAM_ID : TOKEN_PROGRAM_ID;
+  const decimals = mintInfo ? unpackMint(mint, mintInfo, programId).decimals : 6;
+  const source = getAssociatedTokenAddressSync(mint, owner, true, programId);
+  const sourceInfo = await call(() => connection.getAccountInfo(source, 'confirmed'));
+  if (!sourceInfo) {
+    throw new InsufficientFundsError(
+      'no_token_account',
+      `Wallet ${owner.toBase58()} has no token account for mint ${mint.toBase58()}`,
+      { required: amount, available: 0n },
+    );
+  }
+  const balance = unpackAccount(source, sourceInfo, programId).amount;
+  if (balance < amount) {
+    throw new InsufficientFundsError(
+      'token_balance',
+      `Wallet ${owner.toBase58()} holds ${balance} atomic units of ${mint.toBase58()}, the price is ${amount}`,
+      { required: amount, available: balance },
+    );
+  }
+  return { programId, decimals, source };
 }
 
 /** A compute-unit limit for one `transferChecked`: 40 000 to 59 999 (it needs under 10 000). */
