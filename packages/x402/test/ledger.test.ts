@@ -47,14 +47,16 @@ describe('PrismaPaymentLedger: claims for another endpoint while unverified', ()
   });
 
   it('When an unverified claim for another endpoint was abandoned, then it is taken over for this endpoint (nothing was consumed)', async () => {
-    const ledger = new PrismaPaymentLedger(db, { leaseMs: 1 });
+    const ledger = new PrismaPaymentLedger(db);
     const request = buildClaimRequest();
     claimedOf(await ledger.claim(request));
+    // The holder died a minute ago: its 30 s lease is long over.
+    await db.$executeRawUnsafe(
+      "UPDATE x402_payments SET claimed_at = now() - interval '1 minute' WHERE signature = $1",
+      request.signature,
+    );
     const moved = claimedOf(
-      await new PrismaPaymentLedger(replicaDb, { leaseMs: 1 }).claim({
-        ...request,
-        endpoint: 'GET /elsewhere',
-      }),
+      await new PrismaPaymentLedger(replicaDb).claim({ ...request, endpoint: 'GET /elsewhere' }),
     );
     expect(moved).toMatchObject({ endpoint: 'GET /elsewhere', takenOver: true });
     const rows = await db.$queryRawUnsafe<{ endpoint: string; claim_token: string }[]>(
