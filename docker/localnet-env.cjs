@@ -2,13 +2,15 @@
 // merchant token account on first start, so their addresses are not known in advance: this asks the
 // ledger (`localnet_info`, on each network's RPC path) and sets USDC_MINT, MERCHANT_TOKEN_ACCOUNT and the
 // devnet pair when they are unset, then runs the compiled service. Production sets them explicitly.
-// It also draws a random WEBHOOK_SECRET when none is given (the image runs with NODE_ENV=production,
+// It also sets the merchant wallets (MERCHANT_WALLET*, the official scheme's payTo), keeps
+// X402_FEE_PAYER_KEYPAIR only when the ledger's key file is readable, and draws a random
+// WEBHOOK_SECRET when none is given (the image runs with NODE_ENV=production,
 // which refuses short or placeholder secrets, and a fixed one in this file would be public).
 'use strict';
 
 const networks = [
-  ['SOLANA_RPC_URL', 'USDC_MINT', 'MERCHANT_TOKEN_ACCOUNT'],
-  ['SOLANA_DEVNET_RPC_URL', 'USDC_MINT_DEVNET', 'MERCHANT_TOKEN_ACCOUNT_DEVNET'],
+  ['SOLANA_RPC_URL', 'USDC_MINT', 'MERCHANT_TOKEN_ACCOUNT', 'MERCHANT_WALLET'],
+  ['SOLANA_DEVNET_RPC_URL', 'USDC_MINT_DEVNET', 'MERCHANT_TOKEN_ACCOUNT_DEVNET', 'MERCHANT_WALLET_DEVNET'],
 ];
 
 async function localnetInfo(rpcUrl) {
@@ -30,15 +32,26 @@ async function main() {
       'localnet-env: generated a random WEBHOOK_SECRET (set WEBHOOK_SECRET to choose one)\n',
     );
   }
-  for (const [urlVar, mintVar, accountVar] of networks) {
+  for (const [urlVar, mintVar, accountVar, walletVar] of networks) {
     const rpcUrl = process.env[urlVar];
     if (!rpcUrl || (process.env[mintVar] && process.env[accountVar])) continue;
     const info = await localnetInfo(rpcUrl);
     process.env[mintVar] = info.mint;
     process.env[accountVar] = info.merchantTokenAccount;
+    process.env[walletVar] ??= info.merchantOwner;
     process.stderr.write(
-      `localnet-env: ${mintVar}=${info.mint} ${accountVar}=${info.merchantTokenAccount}\n`,
+      `localnet-env: ${mintVar}=${info.mint} ${accountVar}=${info.merchantTokenAccount} ${walletVar}=${info.merchantOwner}\n`,
     );
+  }
+  // The official x402 scheme needs the ledger's fee payer key; without it 402s offer push mode only.
+  const feePayer = process.env.X402_FEE_PAYER_KEYPAIR;
+  if (feePayer) {
+    try {
+      require('node:fs').accessSync(feePayer, require('node:fs').constants.R_OK);
+    } catch {
+      delete process.env.X402_FEE_PAYER_KEYPAIR;
+      process.stderr.write(`localnet-env: ${feePayer} is not readable: push mode only\n`);
+    }
   }
   require(require('node:path').resolve('dist/main.js'));
 }
