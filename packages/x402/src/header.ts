@@ -73,14 +73,7 @@ export function invalidPaymentHeader(message: string, details?: unknown, header 
  *   schema violation, signature not 64 bytes, or network different from `expectedNetwork`
  */
 export function parsePaymentHeader(value: string, expectedNetwork?: X402Network): PaymentPayload {
-  const raw = decodeHeaderJson(value, MAX_HEADER_LENGTH);
-  const parsed = PaymentPayload.safeParse(raw);
-  if (!parsed.success) throw schemaMismatch(parsed.error.issues);
-  const payload = parsed.data;
-  const signature = payload.payload.txSignature;
-  if (signature.length > 90 || bs58.decode(signature).length !== 64) {
-    throw invalid('payload.txSignature must be a base58 transaction signature of 64 bytes');
-  }
+  const payload = pushPaymentOf(decodeHeaderJson(value, MAX_HEADER_LENGTH));
   if (expectedNetwork !== undefined && payload.network !== expectedNetwork) {
     throw invalid(`network is "${payload.network}" but this request is for "${expectedNetwork}"`, {
       expected: expectedNetwork,
@@ -88,6 +81,26 @@ export function parsePaymentHeader(value: string, expectedNetwork?: X402Network)
     });
   }
   return payload;
+}
+
+/**
+ * A decoded payment header's JSON as a v1 push payment: `x402Version` 1, scheme `exact`, a known
+ * network and `payload.txSignature` base58 of exactly 64 bytes.
+ * @param header the header's name, for messages
+ * @throws AppError `invalid_payment_header` (400) naming the problem
+ */
+export function pushPaymentOf(raw: unknown, header = 'X-PAYMENT'): PaymentPayload {
+  const parsed = PaymentPayload.safeParse(raw);
+  if (!parsed.success) throw schemaMismatch(parsed.error.issues, header);
+  const signature = parsed.data.payload.txSignature;
+  if (signature.length > 90 || bs58.decode(signature).length !== 64) {
+    throw invalid(
+      'payload.txSignature must be a base58 transaction signature of 64 bytes',
+      undefined,
+      header,
+    );
+  }
+  return parsed.data;
 }
 
 /**

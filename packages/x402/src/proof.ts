@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { X402Network } from '@repo/schemas';
-import { decodeHeaderJson, invalidPaymentHeader, parsePaymentHeader, schemaMismatch } from './header';
+import { decodeHeaderJson, invalidPaymentHeader, pushPaymentOf, schemaMismatch } from './header';
 import { networkOfCaip2, PaymentPayloadV2, type PaymentRequirementsV2 } from './v2';
 
 /**
@@ -43,7 +43,7 @@ const V2Payload = PaymentPayloadV2.extend({
 
 /**
  * Parses a payment header (`PAYMENT-SIGNATURE` or `X-PAYMENT`; base64 JSON or raw JSON): a v1 push
- * payment (`payload.txSignature`, see {@link parsePaymentHeader}), a v1 official-scheme payment
+ * payment (`payload.txSignature`, see `parsePaymentHeader`), a v1 official-scheme payment
  * (`payload.transaction`), or a v2 payment (`x402Version: 2`, `accepted` with a CAIP-2 network,
  * `payload.transaction`), scheme `exact` in every case.
  *
@@ -95,7 +95,7 @@ export function parsePaymentProof(
       transaction: parsed.data.payload.transaction,
     };
   } else {
-    const push = parsePaymentHeader(value, undefined);
+    const push = pushPaymentOf(raw, header);
     proof = {
       kind: 'signature',
       x402Version: 1,
