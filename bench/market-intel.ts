@@ -2,21 +2,31 @@
 //  1. unpaid 402 challenge throughput, as a ratio to a bare Express JSON route (target >= 0.7);
 //  2. paid requests with fresh signatures at 32 concurrent clients on the local ledger: p50/p99 latency
 //     (target p99 <= 50 ms) and the part spent in Solana RPC (from the service's /metrics);
-//  3. replays of a used signature on a synchronous endpoint, ratio to the bare route (target >= 0.5);
-//  4. resident memory of market-intel after the run (target <= 200 MB).
+//  3. paid requests in the official x402 exact SVM scheme (`PAYMENT-SIGNATURE` with a transaction
+//     the official client signed and market-intel settles through the official facilitator), at a
+//     few concurrencies: p50/p99 and where the time goes (settlement, our verification RPC, the rest);
+//  4. replays of a used signature on a synchronous endpoint, ratio to the bare route (target >= 0.5);
+//  5. resident memory of market-intel after the run (target <= 200 MB).
 // The ledger, market-intel and the bare server each run in their own process; the load generator
-// (autocannon) runs here. market-intel runs from its build (node dist/main.js), logging at info.
+// (autocannon) runs here. market-intel runs from its build (node dist/main.js), logging at info, with
+// the ledger's fee payer and merchant wallet (so every 402 also carries PAYMENT-REQUIRED) and, unless
+// BENCH_RPC_TIMING=0, the timing preload of bench/rpc-timing.ts.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import ts from 'typescript';
+import { createKeyPairSignerFromBytes } from '@solana/kit';
+import { x402Client, x402HTTPClient } from '@x402/fetch';
+import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { ComputeBudgetProgram, Connection, Keypair, PublicKey, Transaction } from '@solana/web3.js';
 import type * as SplToken from '@solana/spl-token' with { 'resolution-mode': 'import' };
 import { applyMigrations, ensureDatabase } from '@repo/db-migrate';
 import { fundWallet, getLocalnetInfo, rpcUrlFor } from '@repo/solana-localnet';
 import { encodePaymentHeader } from '@repo/x402';
 import { Client } from 'pg';
+import type { TimingSnapshot } from './rpc-timing';
 
 // spl-token ships a CommonJS build with ESM-only typings (see packages/solana-localnet/src/deps.ts).
 const { createTransferCheckedInstruction, getAssociatedTokenAddressSync } =
@@ -39,8 +49,22 @@ const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)
 const ONLY_PAID = process.env.BENCH_ONLY_PAID === '1';
 /** Skip the build step (when dist is current). */
 const SKIP_BUILD = process.env.BENCH_SKIP_BUILD === '1';
+/**
+ * Official-scheme payments per measured concurrency; 0 starts market-intel without a fee payer (no
+ * official scheme, no `PAYMENT-REQUIRED`), as before it offered one.
+ */
+const OFFICIAL_REQUESTS = Number(process.env.BENCH_OFFICIAL_REQUESTS ?? 300);
+/** The concurrencies the official scheme is measured at. */
+const OFFICIAL_CONNECTIONS = (process.env.BENCH_OFFICIAL_CONNECTIONS ?? '8,32')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
+/** Preload bench/rpc-timing.ts into market-intel (settlement and facilitator RPC timing); `0`: off. */
+const RPC_TIMING = process.env.BENCH_RPC_TIMING !== '0';
 
 const children: ChildProcess[] = [];
+/** Scratch directory (the compiled timing preload and its snapshots), removed at the end. */
+let tmp: string | undefined;
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
 
 function start(cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): ChildProcess {
@@ -131,6 +155,181 @@ async function preparePayments(
   return signatures;
 }
 
+/** The `q` quantile (0..1, nearest rank) of `xs`, NaN when empty. */
+function quantile(xs: readonly number[], q: number): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted.length ? (sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? NaN) : NaN;
+}
+
+/** Count, mean, p50 and p99 of durations in milliseconds (rounded to 0.1 ms). */
+function summary(ms: readonly number[]): { n: number; mean: number; p50: number; p99: number } {
+  const d = (x: number) => Math.round(x * 10) / 10;
+  return {
+    n: ms.length,
+    mean: d(ms.length ? ms.reduce((a, b) => a + b, 0) / ms.length : NaN),
+    p50: d(quantile(ms, 0.5)),
+    p99: d(quantile(ms, 0.99)),
+  };
+}
+
+/**
+ * Transpiles bench/rpc-timing.ts to CommonJS in `dir` (market-intel runs on plain node) and returns
+ * the file to `--require`.
+ */
+function compileTimingPreload(dir: string): string {
+  const source = readFileSync(path.join(__dirname, 'rpc-timing.ts'), 'utf8');
+  const { outputText } = ts.transpileModule(source, {
+    compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 },
+  });
+  const file = path.join(dir, 'rpc-timing.cjs');
+  writeFileSync(file, outputText);
+  return file;
+}
+
+/**
+ * Asks the timing preload in `pid` for what it recorded since the last call (SIGUSR2) and resets it.
+ * @throws Error when it does not answer within 5 s
+ */
+async function takeTiming(pid: number, file: string): Promise<TimingSnapshot> {
+  rmSync(file, { force: true });
+  process.kill(pid, 'SIGUSR2');
+  await waitFor(async () => existsSync(file), 'the timing snapshot', 5000);
+  return JSON.parse(readFileSync(file, 'utf8')) as TimingSnapshot;
+}
+
+/**
+ * `count` distinct `PAYMENT-SIGNATURE` headers made the way an official x402 v2 client makes them
+ * (`x402Client` + `ExactSvmScheme` from `@x402/svm/exact/client`, from the `PAYMENT-REQUIRED` of a real
+ * 402 of `url`): each is a transaction partially signed by `secretKey`'s wallet, distinct thanks to the
+ * client's random memo, not sent anywhere yet.
+ * @throws Error when `url` answers no `PAYMENT-REQUIRED` (market-intel has no fee payer)
+ */
+async function prepareOfficialPayments(
+  url: string,
+  rpcUrl: string,
+  secretKey: Uint8Array,
+  mint: string,
+  count: number,
+): Promise<string[]> {
+  const res = await fetch(url);
+  const http = new x402HTTPClient(new x402Client());
+  if (res.status !== 402 || !res.headers.get('payment-required'))
+    throw new Error(`${url} answered ${res.status} without PAYMENT-REQUIRED: is the fee payer set?`);
+  const required = http.getPaymentRequiredResponse((name) => res.headers.get(name), await res.json());
+  const network = required.accepts[0]?.network;
+  if (!network) throw new Error('PAYMENT-REQUIRED offers nothing');
+  const scheme = new ExactSvmScheme(await createKeyPairSignerFromBytes(secretKey), { rpcUrl });
+  // The test mint is not one of the client's default assets: listed with a cap of 1 USDC.
+  const client = new x402Client()
+    .register(network, scheme)
+    .setSpendControls({ allowedAssets: [{ network, asset: mint, maxAmountPerPayment: '1000000' }] });
+  const payer = new x402HTTPClient(client);
+  const headers: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const header = payer.encodePaymentSignatureHeader(await client.createPaymentPayload(required));
+    headers.push(header['PAYMENT-SIGNATURE'] ?? '');
+  }
+  if (new Set(headers).size !== count) throw new Error('the official client made identical payloads');
+  return headers;
+}
+
+/** One measured concurrency of the official scheme; durations in milliseconds. */
+interface OfficialRun {
+  connections: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+  /** Answers over the run's wall time (the run is a few seconds: autocannon's per-second mean would count a partial last second). */
+  rps: number;
+  /** Client-side latency (autocannon): whole request, queueing in market-intel included. */
+  p50: number;
+  p99: number;
+  mean: number;
+  /** Wall time of the official facilitator's `settle` (verify + simulate, co-sign, send, confirm). */
+  settlements?: ReturnType<typeof summary> & { succeeded: number };
+  /** The facilitator's JSON-RPC calls by method (simulateTransaction, sendTransaction, getSignatureStatuses...). */
+  facilitatorRpc?: Record<string, ReturnType<typeof summary>>;
+  /** getSignatureStatuses calls per settlement (1: confirmed at the first poll, no 250 ms sleep). */
+  statusPollsPerSettlement?: number;
+  /** Mean settlement time outside its RPC calls (checks, signing, sleeps, event-loop waits). */
+  facilitatorOffRpcMeanMs?: number;
+  /** market-intel's own verification after settlement (`x402_verification_rpc_seconds`). */
+  verificationRpc: { n: number; meanMs: number; p50Ms: number; p99Ms: number };
+  /** Mean latency minus mean settlement minus mean verification RPC: claim, rate limits, mark verified, handler, store, HTTP, queueing. */
+  restMeanMs?: number;
+}
+
+type RpcScrape = Awaited<ReturnType<typeof scrapeRpc>>;
+
+/** Puts one official-scheme run's numbers together (see {@link OfficialRun}). */
+function officialRun(
+  connections: number,
+  result: autocannon.Result,
+  timing: TimingSnapshot | undefined,
+  before: RpcScrape,
+  after: RpcScrape,
+): OfficialRun {
+  const d = (x: number) => Math.round(x * 10) / 10;
+  const verifications = after.count - before.count;
+  const verificationRpc = {
+    n: verifications,
+    meanMs: d(verifications ? ((after.sum - before.sum) / verifications) * 1000 : NaN),
+    p50Ms: quantileFromBuckets(before.buckets, after.buckets, 0.5),
+    p99Ms: quantileFromBuckets(before.buckets, after.buckets, 0.99),
+  };
+  const run: OfficialRun = {
+    connections,
+    requests: result.requests.total,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    rps: d(result.requests.total / result.duration),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    mean: d(result.latency.mean),
+    verificationRpc,
+  };
+  if (!timing) return run;
+  const settlements = { ...summary(timing.settle.ms), succeeded: timing.settle.succeeded };
+  const facilitatorRpc = Object.fromEntries(
+    Object.entries(timing.rpc).map(([method, ms]) => [method, summary(ms)]),
+  );
+  const mean = (method: string) => facilitatorRpc[method]?.mean ?? 0;
+  const polls = settlements.n ? (facilitatorRpc.getSignatureStatuses?.n ?? 0) / settlements.n : NaN;
+  if (settlements.succeeded !== result.requests.total)
+    log(`warning: ${settlements.succeeded} settlements for ${result.requests.total} answers`);
+  return {
+    ...run,
+    settlements,
+    facilitatorRpc,
+    statusPollsPerSettlement: d(polls * 100) / 100,
+    facilitatorOffRpcMeanMs: d(
+      settlements.mean -
+        mean('simulateTransaction') -
+        mean('sendTransaction') -
+        polls * mean('getSignatureStatuses'),
+    ),
+    restMeanMs: d(result.latency.mean - settlements.mean - verificationRpc.meanMs),
+  };
+}
+
+/** The Markdown rows of one official-scheme run. */
+function officialRows(o: OfficialRun): string[] {
+  const rpc = (method: string) => {
+    const s = o.facilitatorRpc?.[method];
+    return s ? `${method} ${s.mean} ms (p99 ${s.p99})` : `${method} -`;
+  };
+  return [
+    `| paid, official scheme, ${o.connections} clients | p50 ${o.p50} ms, p99 ${o.p99} ms, mean ${o.mean} ms (${o.rps} req/s, ${o.non2xx} non-2xx, ${o.errors} errors) | |`,
+    ...(o.settlements
+      ? [
+          `| of which facilitator settlement | p50 ${o.settlements.p50} ms, p99 ${o.settlements.p99} ms, mean ${o.settlements.mean} ms: ${rpc('simulateTransaction')}, ${rpc('sendTransaction')}, ${o.statusPollsPerSettlement} × ${rpc('getSignatureStatuses')}, ${o.facilitatorOffRpcMeanMs} ms outside RPC | |`,
+        ]
+      : []),
+    `| of which our verification RPC | mean ${o.verificationRpc.meanMs} ms, p50 ≤ ${o.verificationRpc.p50Ms} ms, p99 ≤ ${o.verificationRpc.p99Ms} ms | |`,
+    ...(o.restMeanMs === undefined ? [] : [`| of which the rest (mean) | ${o.restMeanMs} ms | |`]),
+  ];
+}
+
 async function main(): Promise<void> {
   log(
     `machine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}`,
@@ -201,9 +400,13 @@ async function main(): Promise<void> {
       scripts: { start: string };
     }
   ).scripts.start.split(' ');
+  tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-market-intel-'));
+  const timingFile = path.join(tmp, 'timing.json');
+  const preload = RPC_TIMING ? ['--require', compileTimingPreload(tmp)] : [];
+  const official = OFFICIAL_REQUESTS > 0;
   const mi = start(
     startCmd,
-    [...NODE_ARGS, ...startArgs],
+    [...NODE_ARGS, ...preload, ...startArgs],
     {
       PORT: String(MI_PORT),
       HOST: '127.0.0.1',
@@ -214,6 +417,26 @@ async function main(): Promise<void> {
       MERCHANT_TOKEN_ACCOUNT: info.merchantTokenAccount,
       LOG_LEVEL: 'info',
       NODE_ENV: 'production',
+      // The official scheme, as the dev stack passes it (scripts/stack.ts). The settlement rate limits
+      // (60 per payer and 120 per client a minute by default) would refuse a benchmark's one payer and
+      // one address after the first hundred payments: raised, still checked on every settlement.
+      ...(official
+        ? {
+            X402_FEE_PAYER_KEYPAIR: info.feePayerKeypairPath,
+            MERCHANT_WALLET: info.merchantOwner,
+            X402_SETTLEMENTS_PER_MINUTE_PER_PAYER: '1000000',
+            X402_SETTLEMENTS_PER_MINUTE_PER_CLIENT: '1000000',
+          }
+        : {}),
+      ...(RPC_TIMING
+        ? {
+            BENCH_RPC_TIMING_OUT: timingFile,
+            // The file market-intel's @repo/x402 loads, so that the preload patches that very class.
+            BENCH_FACILITATOR_MODULE: require.resolve('@x402/svm/exact/facilitator', {
+              paths: [path.join(ROOT, 'packages/x402')],
+            }),
+          }
+        : {}),
     },
     path.join(ROOT, 'services/market-intel'),
   );
@@ -228,13 +451,16 @@ async function main(): Promise<void> {
   await bench(`http://127.0.0.1:${BARE_PORT}/bare`, { duration: 2 });
   if (!ONLY_PAID) await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, { duration: 2 });
 
-  log('1/3 bare route vs 402 challenge');
+  log('1/4 bare route vs 402 challenge');
+  const challengeOffersV2 = Boolean(
+    (await fetch(`http://127.0.0.1:${MI_PORT}${GAPS}`)).headers.get('payment-required'),
+  );
   const bare = await bench(`http://127.0.0.1:${BARE_PORT}/bare`);
   const challenge = await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, {
     duration: ONLY_PAID ? 1 : DURATION_S,
   });
 
-  log(`2/3 preparing ${PAID_REQUESTS} fresh payments`);
+  log(`2/4 preparing ${PAID_REQUESTS} fresh payments`);
   const payer = Keypair.generate();
   await fundWallet({
     rpcUrl: info.rpcUrl,
@@ -252,7 +478,7 @@ async function main(): Promise<void> {
   );
   const rpcBefore = await scrapeRpc();
   let next = 0;
-  log(`2/3 paying with fresh signatures at ${CONNECTIONS} connections`);
+  log(`2/4 paying with fresh signatures at ${CONNECTIONS} connections`);
   const paid = await run({
     url: `http://127.0.0.1:${MI_PORT}`,
     connections: CONNECTIONS,
@@ -275,7 +501,56 @@ async function main(): Promise<void> {
   const rpcCount = rpcAfter.count - rpcBefore.count;
   const rpcMean = rpcCount ? ((rpcAfter.sum - rpcBefore.sum) / rpcCount) * 1000 : NaN;
 
-  log('3/3 replays of one used signature');
+  const officialRuns: OfficialRun[] = [];
+  if (official) {
+    // The ledger's agent pays, as the README's official client would; the fee payer pays the fees.
+    const agentSecret = Uint8Array.from(JSON.parse(readFileSync(info.agentKeypairPath, 'utf8')) as number[]);
+    await fundWallet({
+      rpcUrl: info.rpcUrl,
+      owner: info.agent,
+      usdcAtomic: BigInt(OFFICIAL_CONNECTIONS.length * OFFICIAL_REQUESTS + 100) * 100_000n,
+    });
+    const prepare = (count: number) =>
+      prepareOfficialPayments(
+        `http://127.0.0.1:${MI_PORT}${GAPS}`,
+        info.rpcUrl,
+        agentSecret,
+        info.mint,
+        count,
+      );
+    const pay = (headers: string[], connections: number) => {
+      let i = 0;
+      return run({
+        url: `http://127.0.0.1:${MI_PORT}`,
+        connections,
+        amount: headers.length,
+        requests: [
+          {
+            method: 'GET',
+            path: GAPS,
+            setupRequest: (req) => ({
+              ...req,
+              headers: { ...req.headers, 'payment-signature': headers[i++ % headers.length] ?? '' },
+            }),
+          },
+        ],
+      });
+    };
+    log('3/4 warming up the official scheme (20 payments, 4 connections)');
+    await pay(await prepare(20), 4);
+    for (const connections of OFFICIAL_CONNECTIONS) {
+      log(`3/4 preparing ${OFFICIAL_REQUESTS} official-scheme payments with the official client`);
+      const headers = await prepare(OFFICIAL_REQUESTS);
+      const before = await scrapeRpc();
+      if (RPC_TIMING) await takeTiming(mi.pid ?? 0, timingFile);
+      log(`3/4 paying in the official scheme at ${connections} connections`);
+      const result = await pay(headers, connections);
+      const timing = RPC_TIMING ? await takeTiming(mi.pid ?? 0, timingFile) : undefined;
+      officialRuns.push(officialRun(connections, result, timing, before, await scrapeRpc()));
+    }
+  }
+
+  log('4/4 replays of one used signature');
   const replay = await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, {
     duration: ONLY_PAID ? 1 : DURATION_S,
     headers: { 'x-payment': encodePaymentHeader('solana', signatures[0] ?? '') },
@@ -285,10 +560,12 @@ async function main(): Promise<void> {
   const r = (x: number) => Math.round(x * 100) / 100;
   const results = {
     machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, ${os.type()} ${os.release()}, node ${process.version}`,
+    loadAverage: os.loadavg().map(r),
     bareRps: r(bare.requests.average),
     challengeRps: r(challenge.requests.average),
     challengeRatio: r(challenge.requests.average / bare.requests.average),
     challenge402: challenge['4xx'],
+    challengeOffersV2,
     paid: {
       requests: paid.requests.total,
       non2xx: paid.non2xx,
@@ -302,6 +579,7 @@ async function main(): Promise<void> {
       rpcP50Ms: quantileFromBuckets(rpcBefore.buckets, rpcAfter.buckets, 0.5),
       rpcP99Ms: quantileFromBuckets(rpcBefore.buckets, rpcAfter.buckets, 0.99),
     },
+    official: officialRuns,
     replayRps: r(replay.requests.average),
     replayRatio: r(replay.requests.average / bare.requests.average),
     replayNon2xx: replay.non2xx,
@@ -315,9 +593,10 @@ async function main(): Promise<void> {
       '| measure | result | target |',
       '|---|---|---|',
       `| bare Express JSON route | ${results.bareRps} req/s | |`,
-      `| unpaid 402 challenge | ${results.challengeRps} req/s, ratio ${results.challengeRatio} | ≥ 0.7 |`,
+      `| unpaid 402 challenge${challengeOffersV2 ? ' (with PAYMENT-REQUIRED)' : ''} | ${results.challengeRps} req/s, ratio ${results.challengeRatio} | ≥ 0.7 |`,
       `| paid, fresh signatures, ${CONNECTIONS} clients | p50 ${results.paid.p50} ms, p99 ${results.paid.p99} ms (${results.paid.rps} req/s, ${results.paid.non2xx} non-2xx) | p99 ≤ 50 ms |`,
       `| of which Solana RPC per verification | mean ${results.paid.rpcMeanMs} ms, p50 ≤ ${results.paid.rpcP50Ms} ms, p99 ≤ ${results.paid.rpcP99Ms} ms | |`,
+      ...officialRuns.flatMap(officialRows),
       `| replay of a used signature | ${results.replayRps} req/s, ratio ${results.replayRatio} | ≥ 0.5 |`,
       `| market-intel resident memory after the run | ${results.rssMb} MB (peak ${results.peakRssMb} MB) | ≤ 200 MB |`,
       '',
@@ -327,6 +606,7 @@ async function main(): Promise<void> {
 
 function stopAll(): void {
   for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
 }
 
 main().then(
