@@ -108,10 +108,14 @@ export class ExactSvmSettler {
 
   /**
    * The fee payer's SOL balance, in lamports (for the low-balance metric and warning).
-   * @throws whatever the RPC call throws
+   * @param timeoutMs how long to wait for the RPC, in milliseconds (default 5000)
+   * @throws whatever the RPC call throws, and an abort error after `timeoutMs`
    */
-  async feePayerLamports(): Promise<bigint> {
-    return (await this.rpc.getBalance(address(this.feePayer)).send()).value;
+  async feePayerLamports(timeoutMs = 5000): Promise<bigint> {
+    const balance = await this.rpc
+      .getBalance(address(this.feePayer))
+      .send({ abortSignal: AbortSignal.timeout(timeoutMs) });
+    return balance.value;
   }
 
   /**

@@ -14,8 +14,8 @@ export const FEE_PAYER_CHECK_INTERVAL_MS = 60_000;
  * Watches the official-scheme fee payer's SOL balance on each network (README, "Observability
  * (market-intel)"): reads it at start and every minute into `x402_fee_payer_lamports{network}`, and
  * logs a warning when it falls below `minLamports` (again only after it recovered), since an empty
- * fee payer makes every official-scheme payment fail. An unreachable RPC is logged at debug and
- * retried next time.
+ * fee payer makes every official-scheme payment fail. An unreachable or slow RPC (5 s per read) is
+ * logged at debug and retried next time, so a check never holds up shutdown for long.
  */
 export class FeePayerMonitor {
   private timer: NodeJS.Timeout | undefined;
