@@ -17,7 +17,7 @@ import { scriptedPipelineResponder } from '@repo/pipeline-runner/testing';
 import { resetVhost, waitFor } from '@repo/queue/testing';
 import { createLogger } from '@repo/service-kit';
 import { fundWallet, sendUsdcTransfer, spawnLocalnet } from '@repo/solana-localnet';
-import { encodePaymentHeader } from '@repo/x402';
+import { encodePaymentHeader } from '@repo/x402-core';
 import { loadConfig } from '../services/market-intel/src/config';
 import { createMarketIntelService } from '../services/market-intel/src/service';
 

@@ -24,7 +24,7 @@ import { ComputeBudgetProgram, Connection, Keypair, PublicKey, Transaction } fro
 import type * as SplToken from '@solana/spl-token' with { 'resolution-mode': 'import' };
 import { applyMigrations, ensureDatabase } from '@repo/db-migrate';
 import { fundWallet, getLocalnetInfo, rpcUrlFor } from '@repo/solana-localnet';
-import { encodePaymentHeader } from '@repo/x402';
+import { encodePaymentHeader } from '@repo/x402-core';
 import { Client } from 'pg';
 import type { TimingSnapshot } from './rpc-timing';
 
@@ -431,9 +431,9 @@ async function main(): Promise<void> {
       ...(RPC_TIMING
         ? {
             BENCH_RPC_TIMING_OUT: timingFile,
-            // The file market-intel's @repo/x402 loads, so that the preload patches that very class.
+            // The file market-intel's @repo/x402-solana loads, so that the preload patches that very class.
             BENCH_FACILITATOR_MODULE: require.resolve('@x402/svm/exact/facilitator', {
-              paths: [path.join(ROOT, 'packages/x402')],
+              paths: [path.join(ROOT, 'packages/x402-solana')],
             }),
           }
         : {}),

@@ -8,7 +8,7 @@
 //    `x402_verification_rpc_seconds`), wall time by method, response body included.
 // On SIGUSR2 it writes what it recorded since the last SIGUSR2 to $BENCH_RPC_TIMING_OUT (JSON,
 // {@link TimingSnapshot}) and starts over. The facilitator module is $BENCH_FACILITATOR_MODULE (the file
-// market-intel's @repo/x402 resolves, so the patched prototype is the one it uses).
+// market-intel's @repo/x402-solana resolves, so the patched prototype is the one it uses).
 import { renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';

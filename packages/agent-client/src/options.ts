@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Keypair } from '@solana/web3.js';
-import { DEFAULT_MAX_AMOUNT_ATOMIC, formatAtomic, parseUsdc } from '@repo/x402/client';
+import { DEFAULT_MAX_AMOUNT_ATOMIC, formatAtomic, parseUsdc } from '@repo/x402-solana/client';
 
 /** Default JSON-RPC URL of the main network (the local ledger). */
 export const DEFAULT_RPC_URL = 'http://127.0.0.1:8899';

@@ -8,7 +8,7 @@ import {
   SpendCapExceededError,
   X402ClientError,
   type PaymentMade,
-} from '@repo/x402/client';
+} from '@repo/x402-solana/client';
 import { loadKeypair, parseAgentPayArgs, USAGE, UsageError } from './options';
 
 /** Exit codes of `agent-pay`. */

@@ -8,17 +8,11 @@ import { Pool } from 'pg';
 import { Connection, Keypair, PublicKey } from '@solana/web3.js';
 import { errorHandler, notFoundHandler } from '@repo/errors';
 import { spawnLocalnet, type Localnet } from '@repo/solana-localnet';
-import {
-  associatedTokenAccountOf,
-  ExactSvmSettler,
-  PrismaPaymentLedger,
-  requirePayment,
-  SolanaPaymentVerifier,
-  type PaymentGateway,
-  type SqlClient,
-} from '@repo/x402';
+import { requirePayment, type PaymentGateway } from '@repo/x402-express';
+import { PrismaPaymentLedger, type SqlClient } from '@repo/x402-ledger';
+import { associatedTokenAccountOf, ExactSvmSettler, SolanaPaymentVerifier } from '@repo/x402-solana';
 import { EXIT, runAgentPay } from '../src/index';
-import { AGENT_CLIENT_TEST_DATABASE_URL } from './global-setup';
+import { TEST_DATABASE_URL } from '@repo/x402-ledger/testing';
 
 let localnet: Localnet;
 let pool: Pool;
@@ -37,7 +31,7 @@ function writeKeypair(name: string, keypair: Keypair): string {
 
 beforeAll(async () => {
   localnet = await spawnLocalnet({ port: 0 });
-  pool = new Pool({ connectionString: AGENT_CLIENT_TEST_DATABASE_URL, max: 5 });
+  pool = new Pool({ connectionString: TEST_DATABASE_URL, max: 5 });
   const db: SqlClient = {
     $queryRawUnsafe: async <T = unknown>(sql: string, ...values: unknown[]) =>
       (await pool.query(sql, values)).rows as T,

@@ -24,6 +24,10 @@ export {
   mintTestTokens,
 } from './client';
 export type { LocalnetRpcInfo, UsdcTransferArgs } from './client';
+export { signedPayment, payUsdc } from './test-payments';
+// For tests that build their own (often deliberately wrong) token transfers.
+export { bs58, createTransferCheckedInstruction, getAssociatedTokenAddressSync } from './deps';
+export type { TestPaymentOverrides } from './test-payments';
 export { RpcError, RpcErrorCode } from './rpc-error';
 export type { RpcTransactionError } from './rpc-error';
 export { RPC_METHODS } from './rpc';

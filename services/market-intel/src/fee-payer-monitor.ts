@@ -1,5 +1,5 @@
 import type { X402Network } from '@repo/schemas';
-import type { ExactSvmSettler } from '@repo/x402';
+import type { ExactSvmSettler } from '@repo/x402-solana';
 
 /** What the monitor logs through (a pino logger fits). */
 export interface MonitorLogger {

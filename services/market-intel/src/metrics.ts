@@ -1,7 +1,8 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { COMPUTE_TOPOLOGY, type Broker } from '@repo/queue';
 import { cachedFor, createMetrics, type ServiceMetrics } from '@repo/service-kit';
-import { PAYMENT_VERIFICATION_REASONS, type PaymentEventListener } from '@repo/x402';
+import { PAYMENT_VERIFICATION_REASONS } from '@repo/x402-core';
+import type { PaymentEventListener } from '@repo/x402-express';
 import type { ScanObserver } from './data/scans';
 
 /**

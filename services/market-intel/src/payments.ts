@@ -2,16 +2,14 @@ import { readFileSync } from 'node:fs';
 import { Pool } from 'pg';
 import { clientIpKey, createRateLimit } from '@repo/service-kit';
 import type { X402Network } from '@repo/schemas';
+import { requirePayment, type PaymentGateway, type SettlementGuard } from '@repo/x402-express';
+import { PrismaPaymentLedger } from '@repo/x402-ledger';
 import {
   associatedTokenAccountOf,
   ExactSvmSettler,
   parseKeypairJson,
-  PrismaPaymentLedger,
-  requirePayment,
   SolanaPaymentVerifier,
-  type PaymentGateway,
-  type SettlementGuard,
-} from '@repo/x402';
+} from '@repo/x402-solana';
 import type { MarketIntelConfig } from './config';
 import type { Db } from './data/prisma';
 import type { PaymentGate } from './routes/data-api';

@@ -3,7 +3,7 @@ import type { Application } from 'express';
 import { Broker, declareComputeTopology } from '@repo/queue';
 import type { Logger } from '@repo/service-kit';
 import { parseAllowlist } from '@repo/ssrf-guard';
-import type { PaymentEventListener } from '@repo/x402';
+import type { PaymentEventListener } from '@repo/x402-express';
 import { createApp } from './app';
 import type { MarketIntelConfig } from './config';
 import type { PipelineKind } from '@repo/queue';

@@ -1,5 +1,5 @@
 import { Error402, GapsResponse } from '@repo/schemas';
-import { decodePaymentResponse } from '@repo/x402';
+import { decodePaymentResponse } from '@repo/x402-core';
 import { buildReport, startHarness, type Harness } from './support/harness';
 
 let h: Harness;

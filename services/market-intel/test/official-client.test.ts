@@ -5,7 +5,7 @@ import { scriptedPipelineResponder } from '@repo/pipeline-runner/testing';
 import { waitFor } from '@repo/queue/testing';
 import { spawnService } from '@repo/service-kit/testing';
 import path from 'node:path';
-import { CAIP2_NETWORKS } from '@repo/x402';
+import { CAIP2_NETWORKS } from '@repo/x402-core';
 import { buildReport, startHarness, type Harness } from './support/harness';
 import { balances, officialFetch, type Balances } from './support/official-client';
 import { spawnRunner, waitForHealthyRunner, type RunnerProcess } from './support/runner';

@@ -1,4 +1,4 @@
-import { encodePaymentHeader } from '@repo/x402';
+import { encodePaymentHeader } from '@repo/x402-core';
 import { COMPUTE_TOPOLOGY } from '@repo/queue';
 import {
   judgeShutdown,

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Keypair } from '@solana/web3.js';
-import { associatedTokenAccountOf } from '@repo/x402';
+import { associatedTokenAccountOf } from '@repo/x402-solana';
 import { loadConfig } from '../src/config';
 import { createSettlers } from '../src/payments';
 

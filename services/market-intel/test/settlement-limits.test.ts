@@ -1,5 +1,5 @@
 import { Keypair } from '@solana/web3.js';
-import { ExactSvmSettler } from '@repo/x402';
+import { ExactSvmSettler } from '@repo/x402-solana';
 import { FeePayerMonitor } from '../src/fee-payer-monitor';
 import { metricValue, scrape, waitFor } from '@repo/service-kit/testing';
 import { buildReport, startHarness, type Harness } from './support/harness';

@@ -7,7 +7,7 @@ import {
   type PipelineKind,
   type StepCommand,
 } from '@repo/queue';
-import type { PaymentClaim, PaymentLedger } from '@repo/x402';
+import type { PaymentClaim, PaymentLedger } from '@repo/x402-ledger';
 import { Prisma } from '../generated/prisma/client';
 import type { Db } from './prisma';
 

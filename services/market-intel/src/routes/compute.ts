@@ -3,7 +3,7 @@ import { Router, type Request, type RequestHandler, type Response } from 'expres
 import { AppError, notFound, requestIdOf } from '@repo/errors';
 import { validate, validated } from '@repo/service-kit';
 import { checkUrl, type SsrfPolicy } from '@repo/ssrf-guard';
-import { acceptPayment, type PaymentGateway } from '@repo/x402';
+import { acceptPayment, type PaymentGateway } from '@repo/x402-express';
 import type { JobRepository } from '../data/jobs';
 import { newJobId } from '../data/jobs';
 import type { ReportRepository } from '../data/reports';

@@ -7,12 +7,9 @@ import type { X402Network } from '@repo/schemas';
 import { resetVhost } from '@repo/queue/testing';
 import { createLogger, closeServer } from '@repo/service-kit';
 import { sendUsdcTransfer, spawnLocalnet, type Localnet } from '@repo/solana-localnet';
-import {
-  encodePaymentHeader,
-  fetchWithPayment,
-  type FetchWithPaymentResult,
-  type PaymentEvent,
-} from '@repo/x402';
+import { encodePaymentHeader } from '@repo/x402-core';
+import type { PaymentEvent } from '@repo/x402-express';
+import { fetchWithPayment, type FetchWithPaymentResult } from '@repo/x402-solana/client';
 import { loadConfig, type MarketIntelConfig } from '../../src/config';
 import type { Db } from '../../src/data/prisma';
 import type { ReportRepository } from '../../src/data/reports';

@@ -3,7 +3,8 @@ import { createKeyPairSignerFromBytes } from '@solana/kit';
 import { wrapFetchWithPayment, x402Client } from '@x402/fetch';
 import { ExactSvmScheme } from '@x402/svm/exact/client';
 import type { X402Network } from '@repo/schemas';
-import { associatedTokenAccountOf, CAIP2_NETWORKS } from '@repo/x402';
+import { CAIP2_NETWORKS } from '@repo/x402-core';
+import { associatedTokenAccountOf } from '@repo/x402-solana';
 import type { Harness } from './harness';
 
 type Caip2 = `${string}:${string}`;

@@ -1,0 +1,119 @@
+import type { X402Network } from '@repo/schemas';
+
+/**
+ * Why a payment proof was refused (ARCHITECTURE.md, "Payments", steps 3–4):
+ * - `not_found`: the transaction is not (yet) visible at `confirmed` commitment; the claim is released
+ * - `transaction_failed`: it landed with `meta.err` set
+ * - `wrong_recipient`: no `transferChecked` into `payTo` (nor another mint into the merchant's accounts)
+ * - `mint_mismatch`: a transfer into `payTo`, or into another token account of the merchant, moves
+ *   another mint (400)
+ * - `amount_mismatch`: the transfer or the balance delta of `payTo` differs from the price (400)
+ * - `stale`: `blockTime` is missing or outside the freshness window
+ * - `rpc_unavailable`: the RPC endpoint could not be reached, timed out, or answered an HTTP error, a
+ *   JSON-RPC error or a malformed result (503); the `cause` is an `RpcTransportError` or an
+ *   `RpcResponseError`
+ */
+export type PaymentVerificationReason =
+  | 'not_found'
+  | 'transaction_failed'
+  | 'wrong_recipient'
+  | 'mint_mismatch'
+  | 'amount_mismatch'
+  | 'stale'
+  | 'rpc_unavailable';
+
+/** Every {@link PaymentVerificationReason}, for metrics label sets and docs. */
+export const PAYMENT_VERIFICATION_REASONS: readonly PaymentVerificationReason[] = [
+  'not_found',
+  'transaction_failed',
+  'wrong_recipient',
+  'mint_mismatch',
+  'amount_mismatch',
+  'stale',
+  'rpc_unavailable',
+];
+
+/** A payment proof that did not verify; an adapter maps it to an answer (`@repo/x402-express`'s `verificationErrorToAppError`). */
+export class PaymentVerificationError extends Error {
+  /** The machine-readable reason. */
+  readonly reason: PaymentVerificationReason;
+  /** The transaction signature that was checked. */
+  readonly signature: string;
+  /** The network it was checked on. */
+  readonly network: X402Network;
+  /** Milliseconds spent in RPC calls before the verdict. */
+  readonly rpcMs: number;
+  /** Extra detail for logs and the response (`expected`/`actual` amounts as decimal strings...). */
+  readonly details: Record<string, unknown> | undefined;
+
+  /**
+   * @param reason why the proof was refused
+   * @param message human-readable explanation (sent to the client)
+   * @param context signature, network, RPC time, optional details and cause
+   */
+  constructor(
+    reason: PaymentVerificationReason,
+    message: string,
+    context: {
+      signature: string;
+      network: X402Network;
+      rpcMs: number;
+      details?: Record<string, unknown>;
+      cause?: unknown;
+    },
+  ) {
+    super(message, context.cause === undefined ? undefined : { cause: context.cause });
+    this.name = 'PaymentVerificationError';
+    this.reason = reason;
+    this.signature = context.signature;
+    this.network = context.network;
+    this.rpcMs = context.rpcMs;
+    this.details = context.details;
+  }
+}
+
+/**
+ * Type guard for {@link PaymentVerificationError}.
+ * @param value anything caught
+ */
+export function isPaymentVerificationError(value: unknown): value is PaymentVerificationError {
+  return value instanceof PaymentVerificationError;
+}
+
+/** A payment proven on chain (ARCHITECTURE.md, "Payments", step 5). */
+export interface VerifiedPayment {
+  /** The base58 transaction signature. */
+  signature: string;
+  /** The network it landed on. */
+  network: X402Network;
+  /** The transfer authority (base58): the wallet that paid. */
+  payer: string;
+  /** The amount received by `payTo`, in atomic USDC units. */
+  amountAtomic: bigint;
+  /** The mint transferred (base58). */
+  asset: string;
+  /** The receiving token account (base58). */
+  payTo: string;
+  /** The slot the transaction landed in. */
+  slot: number;
+  /** The block time of the transaction. */
+  blockTime: Date;
+  /** Milliseconds spent in RPC calls for this verification (0 when taken from the ledger). */
+  rpcMs: number;
+}
+
+/** What the payment pipeline needs from a verifier; `@repo/x402-solana`'s `SolanaPaymentVerifier` implements it for Solana. */
+export interface PaymentVerifier {
+  /** The network this verifier checks. */
+  readonly network: X402Network;
+  /** The advertised mint (base58). */
+  readonly asset: string;
+  /** The merchant token account (base58). */
+  readonly payTo: string;
+  /**
+   * Proves that `signature` pays exactly `amountAtomic` of `asset` into `payTo`.
+   * @param options.attempts `getTransaction` attempts while not found (default: the verifier's own)
+   * @throws PaymentVerificationError when it does not
+   */
+  verify(signature: string, amountAtomic: bigint, options?: { attempts?: number }): Promise<VerifiedPayment>;
+}

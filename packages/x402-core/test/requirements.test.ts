@@ -1,0 +1,66 @@
+import { Error402, PaymentRequirements } from '@repo/schemas';
+import { buildPaymentRequirements, paymentRequiredBody } from '../src/index';
+
+const mint = 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v';
+const payTo = '9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM';
+
+function build(overrides: Partial<Parameters<typeof buildPaymentRequirements>[0]> = {}) {
+  return buildPaymentRequirements({
+    network: 'solana',
+    asset: mint,
+    payTo,
+    amountAtomic: 100000n,
+    resource: 'https://api.example.com/api/v1/scout/gaps?sector=ai',
+    description: 'Market gaps',
+    mimeType: 'application/json',
+    ...overrides,
+  });
+}
+
+describe('buildPaymentRequirements', () => {
+  it('When requirements are built, then they have the spec shape with the amount as an atomic string and 60 s', () => {
+    const requirements = build();
+    expect(requirements).toEqual({
+      scheme: 'exact',
+      network: 'solana',
+      maxAmountRequired: '100000',
+      asset: mint,
+      payTo,
+      resource: 'https://api.example.com/api/v1/scout/gaps?sector=ai',
+      description: 'Market gaps',
+      mimeType: 'application/json',
+      maxTimeoutSeconds: 60,
+    });
+    expect(PaymentRequirements.parse(requirements)).toEqual(requirements);
+  });
+
+  it('When a large price and a timeout are given, then they are kept exactly', () => {
+    const requirements = build({
+      amountAtomic: 25_000_000n,
+      maxTimeoutSeconds: 120,
+      network: 'solana-devnet',
+    });
+    expect(requirements.maxAmountRequired).toBe('25000000');
+    expect(requirements.maxTimeoutSeconds).toBe(120);
+    expect(requirements.network).toBe('solana-devnet');
+  });
+
+  it('When the amount is zero or the resource is not a URL, then it throws', () => {
+    expect(() => build({ amountAtomic: 0n })).toThrow(/positive/);
+    expect(() => build({ resource: '/relative' })).toThrow();
+  });
+});
+
+describe('the 402 challenge', () => {
+  it('When the body is built, then it is an Error402 with code payment_required and the request id', () => {
+    const body = paymentRequiredBody([build()], 'X-PAYMENT header is required', 'req-1');
+    expect(body).toEqual({
+      x402Version: 1,
+      accepts: [build()],
+      error: 'X-PAYMENT header is required',
+      code: 'payment_required',
+      requestId: 'req-1',
+    });
+    expect(Error402.parse(body)).toEqual(body);
+  });
+});

@@ -1,0 +1,27 @@
+// @repo/x402-express — the Express adapter of x402 (README "@repo/x402-express"): the middleware that
+// answers 402 with both offers, parses the payment header, claims and verifies or settles the payment
+// through the ledger, stores and replays answers, and maps verification outcomes to HTTP.
+export { sendPaymentRequired, networkOfRequest, resourceUrlOf } from './request';
+export { processPayment, verificationErrorToAppError, RETRY_AFTER_SECONDS } from './process';
+export type { ProcessPaymentInput, ProcessPaymentResult } from './process';
+export {
+  requirePayment,
+  acceptPayment,
+  requirementsForRequest,
+  endpointOf,
+  sendPaymentError,
+  sendStoredResponse,
+  paymentRequiredHeader,
+} from './middleware';
+export type {
+  PaymentGateway,
+  PaidRoute,
+  RequirePaymentOptions,
+  AcceptPaymentOptions,
+  AcceptedPayment,
+  PaidRequestLocals,
+  OfferV2,
+  SettlementGuard,
+} from './middleware';
+export { emitPaymentEvent } from './events';
+export type { PaymentEvent, PaymentEventListener } from './events';

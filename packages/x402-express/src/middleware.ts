@@ -1,0 +1,559 @@
+import { createHash } from 'node:crypto';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { AppError, isAppError, requestIdOf, sendAppError } from '@repo/errors';
+import type { PaymentRequirements, X402Network } from '@repo/schemas';
+import {
+  buildPaymentRequirements,
+  CAIP2_NETWORKS,
+  DEFAULT_MAX_TIMEOUT_SECONDS,
+  encodeBase64Json,
+  encodePaymentResponse,
+  parsePaymentProof,
+  PAYMENT_HEADER,
+  PAYMENT_REQUIRED_HEADER,
+  PAYMENT_RESPONSE_HEADER,
+  PAYMENT_SIGNATURE_HEADER,
+  PAYMENT_V2_RESPONSE_HEADER,
+  X402_VERSION,
+  X402_VERSION_HEADER,
+  type PaymentProof,
+  type PaymentRequiredV2,
+  type PaymentRequirementsV2,
+  type PaymentVerifier,
+  type VerifiedPayment,
+} from '@repo/x402-core';
+import type { PaymentClaim, PaymentKind, PaymentLedger, StoredResponse } from '@repo/x402-ledger';
+import { ExactSvmSettler, SettlementRefusedError } from '@repo/x402-solana';
+import { emitPaymentEvent, type PaymentEventListener } from './events';
+import { processPayment } from './process';
+import { networkOfRequest, resourceUrlOf, sendPaymentRequired } from './request';
+
+/** What every paid route of a service shares: the ledger, one verifier per offered network, hooks. */
+export interface PaymentGateway {
+  /** The payment ledger (usually a {@link PrismaPaymentLedger} over the service's Prisma client). */
+  ledger: PaymentLedger;
+  /** The verifier of each offered network; its `asset` and `payTo` are advertised in the 402. */
+  verifiers: Partial<Record<X402Network, PaymentVerifier>>;
+  /**
+   * The official exact SVM scheme per network (fee payer configured): offered in `PAYMENT-REQUIRED`
+   * and settling `payload.transaction` payments. A network without one offers push mode only.
+   */
+  settlers?: Partial<Record<X402Network, ExactSvmSettler>>;
+  /**
+   * Asked before each official-scheme settlement (a refused transaction still costs the fee payer
+   * its fee): rate limits per payer wallet and per client, shared by replicas. Absent: no limit.
+   */
+  settlementGuard?: SettlementGuard;
+  /** Optional metrics hook. */
+  onPaymentEvent?: PaymentEventListener;
+  /** Public origin for `resource` URLs, e.g. `https://api.example.com`; default: from the request. */
+  publicBaseUrl?: string;
+}
+
+/**
+ * Decides whether an official-scheme settlement may go ahead: `ip` is the client address (`req.ip`),
+ * `payer` the wallet that signed the payment. Refused: the answer is `429 rate_limited` with
+ * `Retry-After` (seconds) and `details.limit`; nothing is claimed or sent.
+ */
+export type SettlementGuard = (settlement: {
+  ip: string | undefined;
+  payer: string | undefined;
+  network: X402Network;
+}) => Promise<{ allowed: true } | { allowed: false; retryAfterSeconds: number; limit: 'payer' | 'client' }>;
+
+/** The price and description of one paid route. */
+export interface PaidRoute {
+  /** Price in atomic USDC units (6 decimals), e.g. `100000n` for 0.10 USDC. */
+  amountAtomic: bigint;
+  /** What is sold, advertised in the requirements. */
+  description: string;
+  /** MIME type of the paid answer; default `"application/json"`. */
+  mimeType?: string;
+  /** Advertised seconds to pay; default 60. */
+  maxTimeoutSeconds?: number;
+  /**
+   * Endpoint identity stored with the payment, e.g. `"GET /api/v1/scout/gaps"`. Default:
+   * the method and the matched route path (`req.baseUrl + req.route.path`).
+   */
+  endpoint?: string;
+}
+
+/** Options of {@link requirePayment}. */
+export type RequirePaymentOptions = PaymentGateway & PaidRoute;
+
+/** Options of {@link acceptPayment}: a gateway, a route, and the endpoint kind. */
+export type AcceptPaymentOptions = PaymentGateway & PaidRoute & { kind: PaymentKind };
+
+/** A payment accepted by {@link acceptPayment}: proven and claimed by this request. */
+export interface AcceptedPayment {
+  /** The verified payment (payer, amount, slot...). */
+  payment: VerifiedPayment;
+  /** The claim to finish with `ledger.complete`, `ledger.completeWithJob` or `ledger.releaseLease`. */
+  claim: PaymentClaim;
+  /** The requirements that were paid. */
+  requirements: PaymentRequirements;
+}
+
+/**
+ * The endpoint identity of a request: `"<METHOD> <baseUrl><route path>"`, e.g. `"GET /api/v1/scout/gaps"`.
+ */
+export function endpointOf(req: Request): string {
+  const route = (req as Request & { route?: { path?: unknown } }).route;
+  const path = typeof route?.path === 'string' ? `${req.baseUrl}${route.path}` : `${req.baseUrl}${req.path}`;
+  return `${req.method} ${path}`;
+}
+
+/** The v2 offer of a request, when its network has an {@link ExactSvmSettler}. */
+export interface OfferV2 {
+  settler: ExactSvmSettler;
+  requirements: PaymentRequirementsV2;
+  /** What is paid for (`resource` of the `PAYMENT-REQUIRED` header). */
+  resource: { url: string; description: string; mimeType: string };
+}
+
+/**
+ * The requirements of a paid route for this request: the network from `?network=`, its verifier's
+ * mint and merchant account, the price, and `resource` = the absolute request URL; plus the v2 offer
+ * of the official exact scheme when the network has a settler.
+ *
+ * @throws AppError `invalid_request` (400) for an unknown `network` value or a network not offered
+ */
+export function requirementsForRequest(
+  req: Request,
+  gateway: PaymentGateway,
+  route: PaidRoute,
+): {
+  network: X402Network;
+  verifier: PaymentVerifier;
+  requirements: PaymentRequirements;
+  offer: OfferV2 | undefined;
+} {
+  const network = networkOfRequest(req);
+  const verifier = gateway.verifiers[network];
+  if (!verifier) throw new AppError('invalid_request', `Payments on ${network} are not offered here`);
+  const template = requirementsTemplate(verifier, route);
+  const requirements = { ...template, resource: resourceUrlOf(req, gateway.publicBaseUrl) };
+  const settler = gateway.settlers?.[network];
+  const offer = settler && {
+    settler,
+    requirements: offerTemplate(settler, route),
+    resource: { url: requirements.resource, description: template.description, mimeType: template.mimeType },
+  };
+  return { network, verifier, requirements, offer };
+}
+
+const offers = new WeakMap<ExactSvmSettler, WeakMap<PaidRoute, PaymentRequirementsV2>>();
+
+function offerTemplate(settler: ExactSvmSettler, route: PaidRoute): PaymentRequirementsV2 {
+  let byRoute = offers.get(settler);
+  if (!byRoute) offers.set(settler, (byRoute = new WeakMap()));
+  let offer = byRoute.get(route);
+  if (!offer) {
+    offer = settler.requirements(route.amountAtomic, route.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS);
+    byRoute.set(route, offer);
+  }
+  return offer;
+}
+
+/**
+ * The `PAYMENT-REQUIRED` header value of a 402: base64 JSON of a v2 `PaymentRequired` with the one
+ * official-scheme offer (market-intel README, "Paying with an official x402 client").
+ */
+export function paymentRequiredHeader(offer: OfferV2, error: string): string {
+  const body: PaymentRequiredV2 = {
+    x402Version: 2,
+    error,
+    resource: offer.resource,
+    accepts: [offer.requirements],
+    extensions: {},
+  };
+  return encodeBase64Json(body);
+}
+
+/** Validated requirements per verifier and route, all but `resource` (built once: this is every 402's hot path). */
+const templates = new WeakMap<PaymentVerifier, WeakMap<PaidRoute, PaymentRequirements>>();
+
+function requirementsTemplate(verifier: PaymentVerifier, route: PaidRoute): PaymentRequirements {
+  let byRoute = templates.get(verifier);
+  if (!byRoute) templates.set(verifier, (byRoute = new WeakMap()));
+  let template = byRoute.get(route);
+  if (!template) {
+    template = buildPaymentRequirements({
+      network: verifier.network,
+      asset: verifier.asset,
+      payTo: verifier.payTo,
+      amountAtomic: route.amountAtomic,
+      resource: 'http://localhost/',
+      description: route.description,
+      mimeType: route.mimeType ?? 'application/json',
+      ...(route.maxTimeoutSeconds === undefined ? {} : { maxTimeoutSeconds: route.maxTimeoutSeconds }),
+    });
+    byRoute.set(route, template);
+  }
+  return template;
+}
+
+/**
+ * Answers an error raised while taking a payment: AppError `payment_required` → 402 Error402 with the
+ * requirements (`x402-version: 1`, `details.reason`, and `PAYMENT-REQUIRED` when `offer` is given);
+ * other AppErrors → the error envelope.
+ *
+ * @returns `false` when `error` is not an AppError (pass it to `next`)
+ */
+export function sendPaymentError(
+  req: Request,
+  res: Response,
+  error: unknown,
+  accepts: PaymentRequirements[],
+  offer?: OfferV2,
+): boolean {
+  if (!isAppError(error)) return false;
+  res.setHeader(X402_VERSION_HEADER, String(X402_VERSION));
+  if (error.code === 'payment_required') {
+    const details =
+      error.details !== null && typeof error.details === 'object'
+        ? (error.details as Record<string, unknown>)
+        : undefined;
+    if (offer) res.setHeader(PAYMENT_REQUIRED_HEADER, paymentRequiredHeader(offer, error.message));
+    sendPaymentRequired(req, res, accepts, error.message, details);
+  } else {
+    sendAppError(req, res, error);
+  }
+  return true;
+}
+
+/** Sends a stored answer again, byte for byte, with its stored headers. */
+export function sendStoredResponse(res: Response, stored: StoredResponse): void {
+  res.status(stored.status);
+  for (const [name, value] of Object.entries(stored.headers)) res.setHeader(name, value);
+  res.end(Buffer.from(stored.body, 'utf8'));
+}
+
+/**
+ * Takes the payment of one request, for endpoints that finish it themselves (the asynchronous compute
+ * endpoints): resolves the network, answers 402 (the v1 body, plus `PAYMENT-REQUIRED` when the network
+ * offers the official scheme) when neither `PAYMENT-SIGNATURE` nor `X-PAYMENT` is present, parses the
+ * payment ({@link parsePaymentProof}), and runs {@link processPayment} — for a `payload.transaction`
+ * payment with the claim key computed up front and the settlement after the claim. When it returns
+ * `undefined` the answer was already sent (402, 4xx, 503, or a replay of a synchronous endpoint).
+ * Otherwise the caller owns the claim: create the job and call `ledger.completeWithJob(claim, jobId,
+ * tx)` in the job's transaction, or `ledger.releaseLease(claim)` on failure. Sets `X-PAYMENT-RESPONSE`
+ * (v1 network name), `PAYMENT-RESPONSE` (CAIP-2 network) and `x402-version: 1` on the response.
+ *
+ * @throws whatever is not an AppError (database failures...), for the error middleware
+ */
+export async function acceptPayment(
+  req: Request,
+  res: Response,
+  options: AcceptPaymentOptions,
+): Promise<AcceptedPayment | undefined> {
+  let accepts: PaymentRequirements[] = [];
+  let offer: OfferV2 | undefined;
+  try {
+    const request = requirementsForRequest(req, options, options);
+    const { network, verifier, requirements } = request;
+    accepts = [requirements];
+    offer = request.offer;
+    const endpoint = options.endpoint ?? endpointOf(req);
+    const v2Header = req.get(PAYMENT_SIGNATURE_HEADER);
+    const header = v2Header ?? req.get(PAYMENT_HEADER);
+    if (header === undefined || header.trim() === '') {
+      emitPaymentEvent(options.onPaymentEvent, { type: 'challenged', network, endpoint });
+      const error = 'X-PAYMENT header is required';
+      if (offer) res.setHeader(PAYMENT_REQUIRED_HEADER, paymentRequiredHeader(offer, error));
+      sendPaymentRequired(req, res, accepts, error);
+      return undefined;
+    }
+    let proof: PaymentProof;
+    let signature: string;
+    let payer: string | undefined;
+    try {
+      proof = parsePaymentProof(header, network, v2Header === undefined ? 'X-PAYMENT' : 'PAYMENT-SIGNATURE');
+      if (proof.kind === 'signature') signature = proof.txSignature;
+      else ({ signature, payer } = await signatureToClaim(proof, offer));
+    } catch (error) {
+      const malformed = isAppError(error) && error.code === 'invalid_payment_header';
+      emitPaymentEvent(options.onPaymentEvent, {
+        type: 'rejected',
+        reason: malformed ? 'invalid_payment_header' : 'scheme_refused',
+        network,
+        endpoint,
+      });
+      // The spec: a payment "missing or not acceptable" is a 402 with the Error402 body.
+      if (malformed)
+        throw new AppError('payment_required', error.message, {
+          details: {
+            reason: 'invalid_payment_header',
+            ...(Array.isArray(error.details)
+              ? { issues: error.details }
+              : typeof error.details === 'object' && error.details !== null
+                ? error.details
+                : {}),
+          },
+          cause: error,
+        });
+      throw error;
+    }
+    const settling =
+      proof.kind === 'transaction' && offer ? { ...offer, transaction: proof.transaction } : undefined;
+    const guard = options.settlementGuard;
+    const settle = settling
+      ? async () => {
+          const decision = await guard?.({ ip: req.ip, payer, network });
+          if (decision && !decision.allowed) {
+            emitPaymentEvent(options.onPaymentEvent, {
+              type: 'rejected',
+              reason: 'rate_limited',
+              network,
+              endpoint,
+            });
+            throw new AppError(
+              'rate_limited',
+              `Too many payment settlements ${decision.limit === 'payer' ? 'for this payer wallet' : 'from this client'}; retry in ${decision.retryAfterSeconds} s`,
+              {
+                details: { limit: decision.limit },
+                headers: { 'Retry-After': String(decision.retryAfterSeconds) },
+              },
+            );
+          }
+          return settling.settler.settle(settling.transaction, settling.requirements);
+        }
+      : undefined;
+    const result = await processPayment({
+      ledger: options.ledger,
+      verifier,
+      signature,
+      network,
+      ...(settle ? { settle } : {}),
+      amountAtomic: options.amountAtomic,
+      endpoint,
+      kind: options.kind,
+      ...(options.kind === 'async' ? { requestHash: bodyHash(req) } : {}),
+      ...(options.onPaymentEvent ? { onPaymentEvent: options.onPaymentEvent } : {}),
+    });
+    if (result.outcome === 'replay') {
+      sendStoredResponse(res, result.response);
+      return undefined;
+    }
+    const settlement = { success: true, transaction: result.payment.signature, payer: result.payment.payer };
+    res.setHeader(X402_VERSION_HEADER, String(X402_VERSION));
+    res.setHeader(PAYMENT_RESPONSE_HEADER, encodePaymentResponse({ ...settlement, network }));
+    res.setHeader(
+      PAYMENT_V2_RESPONSE_HEADER,
+      encodeBase64Json({ ...settlement, network: CAIP2_NETWORKS[network] }),
+    );
+    return { payment: result.payment, claim: result.claim, requirements };
+  } catch (error) {
+    if (sendPaymentError(req, res, error, accepts, offer)) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * The ledger key of an official-scheme payment (the signature its transaction will have once this
+ * server co-signs it) and its payer wallet, after checking that the network offers the scheme and that a v2 payment
+ * accepted exactly this offer.
+ * @throws AppError `payment_required` (402) when the scheme is not offered on the network, the
+ *   accepted offer differs, or the transaction is not one this server can co-sign
+ */
+async function signatureToClaim(
+  proof: PaymentProof & { kind: 'transaction' },
+  offer: OfferV2 | undefined,
+): Promise<{ signature: string; payer: string | undefined }> {
+  const refuse = (reason: string, message: string): never => {
+    throw new AppError('payment_required', message, { details: { reason } });
+  };
+  if (!offer)
+    return refuse(
+      'scheme_not_offered',
+      `payload.transaction payments are not accepted on ${proof.network} here; pay in push mode (payload.txSignature)`,
+    );
+  if (proof.accepted && !sameOffer(proof.accepted, offer.requirements))
+    return refuse(
+      'offer_mismatch',
+      'The payment accepted an offer this server did not make; use the PAYMENT-REQUIRED offer',
+    );
+  try {
+    return await offer.settler.signatureOf(proof.transaction);
+  } catch (error) {
+    if (error instanceof SettlementRefusedError) return refuse(error.reason, error.message);
+    throw error;
+  }
+}
+
+/** Hex SHA-256 of the parsed request body (as JSON): a genuine retry sends the same body. */
+function bodyHash(req: Request): string {
+  return createHash('sha256')
+    .update(JSON.stringify(req.body ?? null))
+    .digest('hex');
+}
+
+/** Whether a client's `accepted` is the offer (scheme, network, amount, asset, payTo, fee payer). */
+function sameOffer(accepted: PaymentRequirementsV2, offered: PaymentRequirementsV2): boolean {
+  return (
+    accepted.scheme === offered.scheme &&
+    accepted.network === offered.network &&
+    accepted.amount === offered.amount &&
+    accepted.asset === offered.asset &&
+    accepted.payTo === offered.payTo &&
+    accepted.extra?.feePayer === offered.extra?.feePayer
+  );
+}
+
+/** Headers that belong to one connection or one request and are not stored for replay. */
+const UNSTORED_HEADERS = new Set([
+  'date',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'x-request-id',
+  'set-cookie',
+]);
+
+/** The request object carries the accepted payment for the route handler. */
+export interface PaidRequestLocals {
+  /** The verified payment of this request (set by {@link requirePayment}). */
+  x402Payment?: VerifiedPayment;
+}
+
+/**
+ * Express middleware for a paid synchronous endpoint (market-intel spec, "Authentication"; ARCHITECTURE.md,
+ * "Payments: x402 on Solana"). Place it AFTER the route's query validation (bad parameters are a 400
+ * without a charge) and before the handler:
+ *
+ * `router.get('/scout/gaps', validate({ query }), requirePayment({ ...gateway, amountAtomic: 100000n, description }), handler)`
+ *
+ * No X-PAYMENT → 402 Error402 + `x402-version: 1`; otherwise parse → claim → verify → mark verified →
+ * run the handler while capturing its answer → store it (status < 500: `completed`; 5xx: stays
+ * `verified`, a retry re-runs the handler without a new charge). The answer carries
+ * `X-PAYMENT-RESPONSE` and `x402-version: 1`; a repeated signature on the same endpoint gets the
+ * identical status, headers and body. The verified payment is in `res.locals.x402Payment`.
+ */
+export function requirePayment(options: RequirePaymentOptions): RequestHandler {
+  return (req: Request, res: Response, next: NextFunction) => {
+    acceptPayment(req, res, { ...options, kind: 'sync' }).then(
+      (accepted) => {
+        if (!accepted) return;
+        (res.locals as PaidRequestLocals).x402Payment = accepted.payment;
+        // The stored answer is replayed to every holder of the signature: it must be a full answer,
+        // never a 304 computed from this request's conditional headers.
+        delete req.headers['if-none-match'];
+        delete req.headers['if-modified-since'];
+        captureAnswer(req, res, options.ledger, accepted.claim);
+        next();
+      },
+      (error: unknown) => next(error),
+    );
+  };
+}
+
+type EndFn = (chunk?: unknown, encoding?: unknown, callback?: unknown) => Response;
+type WriteFn = (chunk: unknown, encoding?: unknown, callback?: unknown) => boolean;
+
+function toBuffer(chunk: unknown, encoding: unknown): Buffer | undefined {
+  if (chunk === undefined || chunk === null || typeof chunk === 'function') return undefined;
+  if (Buffer.isBuffer(chunk)) return chunk;
+  if (chunk instanceof Uint8Array) return Buffer.from(chunk);
+  return Buffer.from(String(chunk), typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
+}
+
+/** Headers of the answer that must not survive when it is replaced by a 503. */
+const ANSWER_HEADERS = [
+  'content-type',
+  'content-length',
+  'etag',
+  'last-modified',
+  'cache-control',
+  PAYMENT_RESPONSE_HEADER,
+  PAYMENT_V2_RESPONSE_HEADER,
+];
+
+/**
+ * Wraps `res.write`/`res.end` so that the final answer is sent only once it is stored in the ledger
+ * (one payment, one answer): while the handler runs the claim's lease is renewed every third of the
+ * lease; when storing fails or the claim was taken over, the answer is replaced by a `503
+ * service_unavailable` with `Retry-After: 1` (a retry replays the stored answer or, if none was
+ * stored, runs the handler once more). A handler that already streamed part of its answer is cut off
+ * instead. A response closed without `end` releases the lease.
+ */
+function captureAnswer(req: Request, res: Response, ledger: PaymentLedger, claim: PaymentClaim): void {
+  const chunks: Buffer[] = [];
+  const target = res as unknown as { write: WriteFn; end: EndFn };
+  const originalWrite = target.write;
+  const originalEnd = target.end;
+  let finished = false;
+  const renewal = setInterval(
+    () => void ledger.renewLease(claim).catch(() => undefined),
+    Math.max(100, Math.floor(ledger.leaseMs / 3)),
+  );
+  renewal.unref();
+
+  target.write = function write(chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
+    const buffer = toBuffer(chunk, encoding);
+    if (buffer) chunks.push(buffer);
+    return originalWrite.call(res, chunk, encoding, callback);
+  };
+  target.end = function end(chunk?: unknown, encoding?: unknown, callback?: unknown): Response {
+    if (finished) return originalEnd.call(res, chunk, encoding, callback);
+    finished = true;
+    clearInterval(renewal);
+    target.write = originalWrite;
+    target.end = originalEnd;
+    const buffer = toBuffer(chunk, encoding);
+    if (buffer) chunks.push(buffer);
+    const status = res.statusCode;
+    const store: Promise<boolean> =
+      status >= 500
+        ? ledger.releaseLease(claim).then(
+            () => true,
+            () => true, // the lease expires on its own; a 5xx is no answer to keep
+          )
+        : ledger.complete(claim, {
+            status,
+            headers: storedHeaders(res),
+            body: Buffer.concat(chunks).toString('utf8'),
+          });
+    store
+      .catch(() => false)
+      .then((stored) => {
+        if (stored) {
+          originalEnd.call(res, chunk, encoding, callback);
+          return;
+        }
+        if (res.headersSent) {
+          res.destroy();
+          return;
+        }
+        for (const name of ANSWER_HEADERS) res.removeHeader(name);
+        res.statusCode = 503;
+        res.setHeader('content-type', 'application/json; charset=utf-8');
+        res.setHeader('retry-after', '1');
+        originalEnd.call(
+          res,
+          JSON.stringify({
+            error:
+              'The paid answer could not be recorded; retry with the same payment (it is not charged twice)',
+            code: 'service_unavailable',
+            requestId: requestIdOf(req),
+          }),
+        );
+      });
+    return res;
+  };
+  res.on('close', () => {
+    clearInterval(renewal);
+    if (!finished) {
+      finished = true;
+      ledger.releaseLease(claim).catch(() => undefined);
+    }
+  });
+}
+
+function storedHeaders(res: Response): Record<string, string | string[]> {
+  const stored: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(res.getHeaders())) {
+    if (value === undefined || UNSTORED_HEADERS.has(name.toLowerCase())) continue;
+    stored[name.toLowerCase()] = Array.isArray(value) ? value.map(String) : String(value);
+  }
+  return stored;
+}

@@ -1,0 +1,206 @@
+import { AppError } from '@repo/errors';
+import type { X402Network } from '@repo/schemas';
+import {
+  isPaymentVerificationError,
+  type PaymentVerificationError,
+  type PaymentVerifier,
+  type VerifiedPayment,
+} from '@repo/x402-core';
+import type {
+  PaymentClaim,
+  PaymentKind,
+  PaymentLedger,
+  PaymentRecord,
+  StoredResponse,
+} from '@repo/x402-ledger';
+import type { SettlementOutcome } from '@repo/x402-solana';
+import { emitPaymentEvent, type PaymentEventListener } from './events';
+
+/** Seconds a client is told to wait (`Retry-After`) when the RPC or a concurrent holder is in the way. */
+export const RETRY_AFTER_SECONDS = 5;
+
+/** Input of {@link processPayment}. */
+export interface ProcessPaymentInput {
+  /** The payment ledger. */
+  ledger: PaymentLedger;
+  /** The verifier of the request's network. */
+  verifier: PaymentVerifier;
+  /**
+   * The payment's key in the ledger (base58): a push payment's signature, or the signature an
+   * official-scheme transaction will have once co-signed (`ExactSvmSettler.signatureOf`).
+   */
+  signature: string;
+  /** The request's network (the payment was checked to be for it). */
+  network: X402Network;
+  /**
+   * Official-scheme payments only: verifies, co-signs, sends and confirms the transaction. Called once
+   * the claim is held, so concurrent copies of one payload settle once.
+   */
+  settle?: () => Promise<SettlementOutcome>;
+  /** The price in atomic USDC units. */
+  amountAtomic: bigint;
+  /** Endpoint identity, e.g. `"GET /api/v1/scout/gaps"` or `"POST /api/v1/forge/ideate"`. */
+  endpoint: string;
+  /** `sync` (response stored and replayed) or `async` (a job is created; reuse is a 409). */
+  kind: PaymentKind;
+  /** Asynchronous endpoints: hex SHA-256 of the request body (see `ClaimRequest.requestHash`). */
+  requestHash?: string;
+  /** Optional metrics hook. */
+  onPaymentEvent?: PaymentEventListener;
+}
+
+/**
+ * Result of {@link processPayment}:
+ * - `accepted`: the payment is proven and claimed by this request; run the handler, then call
+ *   `ledger.complete` (sync), `ledger.completeWithJob` (async, inside the job's transaction) or
+ *   `ledger.releaseLease` (handler failed: a retry re-runs it without a new charge);
+ * - `replay`: the signature was already used on this synchronous endpoint; answer `response`.
+ */
+export type ProcessPaymentResult =
+  | { outcome: 'accepted'; payment: VerifiedPayment; claim: PaymentClaim }
+  | { outcome: 'replay'; response: StoredResponse; record: PaymentRecord };
+
+/**
+ * Claim → (settle) → verify → mark verified (ARCHITECTURE.md, "Payments: x402 on Solana", steps 2–5).
+ * The claim comes before any network call; an official-scheme transaction is sent only by the request
+ * holding the claim; a failed settlement or verification releases it so nothing is consumed.
+ *
+ * @throws AppError
+ * - `payment_required` (402, `details.reason`) for not_found / transaction_failed / wrong_recipient / stale,
+ *   and for an official-scheme transaction the facilitator refused (its reason);
+ * - `amount_mismatch`, `mint_mismatch` (400);
+ * - `payment_reused` (400, no details) when the signature was verified for another endpoint or network
+ *   (spec rule 4);
+ * - `payment_conflict` (409) when it was used on this asynchronous endpoint (rule 3), with
+ *   `details.jobId` only for a request with the paying request's body;
+ * - `service_unavailable` (503, `Retry-After`) when the RPC is unreachable, another request still
+ *   holds the signature after the ledger's wait timeout, or an unverified claim for another endpoint
+ *   holds it (`Retry-After: 1`).
+ */
+export async function processPayment(input: ProcessPaymentInput): Promise<ProcessPaymentResult> {
+  const { ledger, verifier, signature, network, amountAtomic, endpoint, kind, onPaymentEvent } = input;
+  if (verifier.network !== network) {
+    throw new Error(`verifier for ${verifier.network} used for a ${network} payment`);
+  }
+  const reject = (reason: string, error: AppError, rpcMs?: number): never => {
+    emitPaymentEvent(onPaymentEvent, {
+      type: 'rejected',
+      reason,
+      network,
+      endpoint,
+      ...(rpcMs === undefined ? {} : { rpcMs }),
+    });
+    throw error;
+  };
+
+  const claimed = await ledger.claim({
+    signature,
+    network,
+    endpoint,
+    kind,
+    ...(input.requestHash === undefined ? {} : { requestHash: input.requestHash }),
+  });
+  switch (claimed.outcome) {
+    case 'replay':
+      emitPaymentEvent(onPaymentEvent, { type: 'replayed', network, endpoint });
+      return { outcome: 'replay', response: claimed.response, record: claimed.record };
+    case 'conflict':
+      return reject(
+        'payment_conflict',
+        new AppError(
+          'payment_conflict',
+          'This payment was already used to start a job on this endpoint',
+          claimed.jobId === null ? {} : { details: { jobId: claimed.jobId } },
+        ),
+      );
+    case 'other_endpoint':
+      // Which endpoint it paid is the payer's business, not the presenter's.
+      return reject(
+        'payment_reused',
+        new AppError('payment_reused', 'This payment was already used for another endpoint'),
+      );
+    case 'busy':
+      return reject(
+        'busy',
+        new AppError(
+          'service_unavailable',
+          'This payment is still being processed by another request; retry shortly',
+          {
+            headers: { 'Retry-After': String(claimed.retryAfterSeconds ?? RETRY_AFTER_SECONDS) },
+          },
+        ),
+      );
+    case 'claimed':
+      break;
+  }
+
+  const { claim } = claimed;
+  if (claim.verified) return { outcome: 'accepted', payment: claim.verified, claim };
+
+  let refused: (SettlementOutcome & { ok: false }) | undefined;
+  let verified: VerifiedPayment;
+  try {
+    if (input.settle) {
+      const settled = await input.settle();
+      if (!settled.ok) refused = settled;
+    }
+    // After a refused settlement, one look: an earlier attempt that died unrecorded may have landed it.
+    verified = await verifier.verify(signature, amountAtomic, refused ? { attempts: 1 } : {});
+  } catch (error) {
+    await ledger.release(claim);
+    if (refused && isPaymentVerificationError(error) && error.reason === 'not_found')
+      return reject(
+        refused.reason,
+        new AppError('payment_required', refused.message, { details: { reason: refused.reason } }),
+      );
+    if (isPaymentVerificationError(error))
+      return reject(error.reason, verificationErrorToAppError(error), error.rpcMs);
+    throw error;
+  }
+  const marked = await ledger.markVerified(claim, verified);
+  if (!marked) {
+    return reject(
+      'busy',
+      new AppError(
+        'service_unavailable',
+        'This payment is being processed by another request; retry shortly',
+        {
+          headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
+        },
+      ),
+    );
+  }
+  emitPaymentEvent(onPaymentEvent, { type: 'verified', network, endpoint, rpcMs: verified.rpcMs });
+  return { outcome: 'accepted', payment: verified, claim };
+}
+
+/**
+ * Maps a refused proof to the answer (market-intel spec, "Errors" and "Authentication" rules 5–6):
+ * `amount_mismatch` / `mint_mismatch` → 400 with those codes; `rpc_unavailable` → 503
+ * `service_unavailable` with `Retry-After`; everything else → 402 `payment_required` with
+ * `details.reason` (sent as an Error402 body by {@link sendPaymentError}).
+ */
+export function verificationErrorToAppError(error: PaymentVerificationError): AppError {
+  const details = { reason: error.reason, signature: error.signature, ...(error.details ?? {}) };
+  switch (error.reason) {
+    case 'amount_mismatch':
+      return new AppError('amount_mismatch', error.message, { details, cause: error });
+    case 'mint_mismatch':
+      return new AppError('mint_mismatch', error.message, { details, cause: error });
+    case 'rpc_unavailable':
+      return new AppError(
+        'service_unavailable',
+        `Payment verification is unavailable: the ${error.network} RPC endpoint cannot be reached; retry later`,
+        {
+          details: { reason: error.reason },
+          headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
+          cause: error,
+        },
+      );
+    case 'not_found':
+    case 'transaction_failed':
+    case 'wrong_recipient':
+    case 'stale':
+      return new AppError('payment_required', error.message, { details, cause: error });
+  }
+}

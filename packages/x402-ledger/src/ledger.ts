@@ -1,0 +1,628 @@
+import { randomUUID } from 'node:crypto';
+import { AppError } from '@repo/errors';
+import type { X402Network } from '@repo/schemas';
+import type { VerifiedPayment } from '@repo/x402-core';
+
+/**
+ * The slice of a database client the ledger needs: raw SQL with `$1…` placeholders. A Prisma client, a
+ * Prisma interactive-transaction client, or a thin adapter over `pg` all satisfy it.
+ */
+export interface SqlClient {
+  /** Runs a query and returns its rows. */
+  $queryRawUnsafe<T = unknown>(sql: string, ...values: unknown[]): Promise<T>;
+  /** Runs a statement and returns the number of affected rows. */
+  $executeRawUnsafe(sql: string, ...values: unknown[]): Promise<number>;
+}
+
+/** `sync`: a data endpoint whose response is stored and replayed; `async`: a compute endpoint that creates a job. */
+export type PaymentKind = 'sync' | 'async';
+
+/**
+ * Row status: `processing` (claimed, being verified), `verified` (proven on chain, handler running or
+ * failed — a retry re-runs the handler without a new charge), `completed` (response stored or job created).
+ */
+export type PaymentStatus = 'processing' | 'verified' | 'completed';
+
+/** A stored HTTP answer, replayed byte for byte for the same signature on the same endpoint. */
+export interface StoredResponse {
+  /** HTTP status. */
+  status: number;
+  /** Response headers (lower-case names), without per-connection ones such as `date`. */
+  headers: Record<string, string | string[]>;
+  /** The body as sent (UTF-8 text; the data endpoints answer JSON). */
+  body: string;
+}
+
+/** One ledger row as a plain object. */
+export interface PaymentRecord {
+  /** Transaction signature (primary key). */
+  signature: string;
+  /** Network the proof was presented for. */
+  network: X402Network;
+  /** Endpoint it was claimed for, e.g. `"GET /api/v1/scout/gaps"`. */
+  endpoint: string;
+  /** Endpoint kind. */
+  kind: PaymentKind;
+  /** Row status. */
+  status: PaymentStatus;
+  /** Transfer authority, once verified. */
+  payer: string | null;
+  /** Amount received, atomic units, once verified. */
+  amountAtomic: bigint | null;
+  /** Mint, once verified. */
+  asset: string | null;
+  /** Receiving token account, once verified. */
+  payTo: string | null;
+  /** Slot of the transaction, once verified. */
+  slot: number | null;
+  /** Block time of the transaction, once verified. */
+  blockTime: Date | null;
+  /** The stored answer of a completed synchronous request. */
+  response: StoredResponse | null;
+  /** The job created by an asynchronous endpoint. */
+  jobId: string | null;
+  /** Hex SHA-256 of the body of the request that paid an asynchronous endpoint. */
+  requestHash: string | null;
+  /** When the current (or last) claim was taken. */
+  claimedAt: Date;
+  /** When verification succeeded. */
+  verifiedAt: Date | null;
+  /** When the row became `completed`. */
+  completedAt: Date | null;
+  /** When the row was first inserted. */
+  createdAt: Date;
+}
+
+/** What a request wants to use a signature for. */
+export interface ClaimRequest {
+  /** Transaction signature (base58). */
+  signature: string;
+  /** Network of the request. */
+  network: X402Network;
+  /** Endpoint identity, e.g. `"GET /api/v1/scout/gaps"`. */
+  endpoint: string;
+  /** Endpoint kind. */
+  kind: PaymentKind;
+  /**
+   * Asynchronous endpoints: hex SHA-256 of the request body. A later request with the same payment
+   * learns the job id only when its body hashes the same (a genuine retry after a lost 202).
+   */
+  requestHash?: string;
+}
+
+/** The right to process a signature, held until `complete`, `completeWithJob`, `release` or `releaseLease`. */
+export interface PaymentClaim extends ClaimRequest {
+  /** Opaque lease token; every later write is conditional on it. */
+  token: string;
+  /** `true` when an abandoned row (crashed or failed holder) was taken over. */
+  takenOver: boolean;
+  /** Present when a `verified` row was taken over: the payment is already proven, do not verify or charge again. */
+  verified?: VerifiedPayment;
+}
+
+/**
+ * Outcome of {@link PaymentLedger.claim}:
+ * - `claimed`: this caller owns the signature and must verify (unless `claim.verified`) and finish it;
+ * - `replay`: same synchronous endpoint, completed: answer `response` again;
+ * - `conflict`: same asynchronous endpoint, job already created (409 `payment_conflict`; `jobId` only
+ *   for a request whose body hashes like the paying one's, else `null`);
+ * - `other_endpoint`: the signature was verified for another endpoint or network (400 `payment_reused`);
+ * - `busy`: still in flight elsewhere after waiting `waitTimeoutMs`, or an unverified claim for another
+ *   endpoint (`retryAfterSeconds: 1`) (503, retry later).
+ */
+export type ClaimOutcome =
+  | { outcome: 'claimed'; claim: PaymentClaim }
+  | { outcome: 'replay'; record: PaymentRecord; response: StoredResponse }
+  | { outcome: 'conflict'; record: PaymentRecord; jobId: string | null }
+  | { outcome: 'other_endpoint'; record: PaymentRecord }
+  | { outcome: 'busy'; record: PaymentRecord; retryAfterSeconds?: number };
+
+/**
+ * The payment ledger port (ARCHITECTURE.md, "Payments", step 2): one row per transaction signature,
+ * claimed atomically before any network call, so a signature is used once across all replicas.
+ */
+export interface PaymentLedger {
+  /**
+   * Claims `signature` for `endpoint`, or reports what it is already used for. Waits (bounded) while
+   * another request holds it, then re-evaluates.
+   */
+  claim(request: ClaimRequest): Promise<ClaimOutcome>;
+  /**
+   * Records the verified payment (status `verified`) and renews the lease.
+   * @returns `false` when the lease was lost to a takeover
+   */
+  markVerified(claim: PaymentClaim, payment: VerifiedPayment): Promise<boolean>;
+  /**
+   * Stores the answer of a synchronous endpoint (status `completed`) and ends the claim.
+   * @returns `false` when the lease was lost to a takeover
+   */
+  complete(claim: PaymentClaim, response: StoredResponse): Promise<boolean>;
+  /**
+   * Marks an asynchronous payment `completed` with the job it created. Pass the service's transaction
+   * client so the job row and this update commit together.
+   * @throws AppError `payment_conflict` (409) when the lease was lost (the transaction must roll back)
+   */
+  completeWithJob(claim: PaymentClaim, jobId: string, tx?: SqlClient): Promise<void>;
+  /** Ends the claim after a handler failure without consuming the payment: the row stays `verified` and the next request re-runs the handler. */
+  releaseLease(claim: PaymentClaim): Promise<void>;
+  /**
+   * Extends the lease of a claim still being served (a long handler must not be taken over).
+   * @returns `false` when the lease was already lost to a takeover
+   */
+  renewLease(claim: PaymentClaim): Promise<boolean>;
+  /** A claim not finished after this many milliseconds may be taken over. */
+  readonly leaseMs: number;
+  /** Deletes an unverified claim (verification failed): nothing is consumed, the signature stays usable. */
+  release(claim: PaymentClaim): Promise<void>;
+  /** Reads a row. */
+  find(signature: string): Promise<PaymentRecord | null>;
+}
+
+/** Tuning of {@link PrismaPaymentLedger}. */
+export interface PaymentLedgerOptions {
+  /** A claim not finished after this many milliseconds may be taken over (crashed replica); default 30000. */
+  leaseMs?: number;
+  /** How long `claim` waits for an in-flight holder before answering `busy`, in milliseconds; default 20000. */
+  waitTimeoutMs?: number;
+  /** Interval of the cross-replica row poll while waiting, in milliseconds; default 50. */
+  pollIntervalMs?: number;
+  /**
+   * How many completed payments to keep in memory so replays skip the database; default 10000.
+   * Completed rows never change, so the copy is exact on every replica.
+   */
+  settledCacheSize?: number;
+}
+
+/** Completed answers larger than this (bytes of body) are not kept in memory. */
+const SETTLED_CACHE_MAX_BODY = 256 * 1024;
+
+/** Name of the ledger table. */
+export const X402_PAYMENTS_TABLE = 'x402_payments';
+
+/**
+ * The Prisma model every service that takes x402 payments pastes into its `schema.prisma`; its
+ * migration creates the `x402_payments` table {@link PrismaPaymentLedger} uses.
+ */
+export const X402_PAYMENT_PRISMA_MODEL = `/// x402 payment ledger (@repo/x402-ledger): one row per transaction signature, claimed before verification.
+model X402Payment {
+  signature       String    @id
+  network         String
+  endpoint        String
+  kind            String
+  status          String
+  claimToken      String?   @map("claim_token")
+  payer           String?
+  amountAtomic    Decimal?  @map("amount_atomic") @db.Decimal(39, 0)
+  asset           String?
+  payTo           String?   @map("pay_to")
+  slot            BigInt?
+  blockTime       DateTime? @map("block_time") @db.Timestamptz(3)
+  responseStatus  Int?      @map("response_status")
+  responseHeaders Json?     @map("response_headers")
+  responseBody    String?   @map("response_body")
+  jobId           String?   @map("job_id")
+  /// Hex SHA-256 of the request body that paid an asynchronous endpoint (a 409 names the job only to it).
+  requestHash     String?   @map("request_hash")
+  claimedAt       DateTime  @default(now()) @map("claimed_at") @db.Timestamptz(3)
+  verifiedAt      DateTime? @map("verified_at") @db.Timestamptz(3)
+  completedAt     DateTime? @map("completed_at") @db.Timestamptz(3)
+  createdAt       DateTime  @default(now()) @map("created_at") @db.Timestamptz(3)
+
+  @@index([jobId])
+  @@index([payer])
+  @@map("x402_payments")
+}
+`;
+
+interface PaymentRow {
+  signature: string;
+  network: string;
+  endpoint: string;
+  kind: string;
+  status: string;
+  claim_token: string | null;
+  payer: string | null;
+  amount_atomic: string | null;
+  asset: string | null;
+  pay_to: string | null;
+  slot: string | null;
+  block_time: Date | string | null;
+  response_status: number | null;
+  response_headers: string | null;
+  response_body: string | null;
+  job_id: string | null;
+  request_hash: string | null;
+  claimed_at: Date | string;
+  verified_at: Date | string | null;
+  completed_at: Date | string | null;
+  created_at: Date | string;
+  lease_free: boolean;
+}
+
+const SELECT_ROW = `SELECT signature, network, endpoint, kind, status, claim_token, payer,
+  amount_atomic::text AS amount_atomic, asset, pay_to, slot::text AS slot, block_time,
+  response_status, response_headers::text AS response_headers, response_body, job_id, request_hash,
+  claimed_at, verified_at, completed_at, created_at,
+  (claim_token IS NULL OR claimed_at < now() - make_interval(secs => $2::double precision)) AS lease_free
+FROM ${X402_PAYMENTS_TABLE} WHERE signature = $1`;
+
+interface Gate {
+  /** `network endpoint` of the holder: only requests for the same use queue behind it. */
+  use: string;
+  promise: Promise<void>;
+  open: () => void;
+}
+
+function gate(use: string): Gate {
+  let open: () => void = () => undefined;
+  const promise = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { use, promise, open };
+}
+
+/** Resolves when `promise` settles or after `ms`, whichever comes first, leaving no timer behind. */
+async function waitAtMost(promise: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * {@link PaymentLedger} over PostgreSQL with raw SQL (parameter placeholders only), through a Prisma
+ * client or any {@link SqlClient}. The table comes from {@link X402_PAYMENT_PRISMA_MODEL}.
+ *
+ * Claims are `INSERT … ON CONFLICT DO NOTHING RETURNING`; takeovers are compare-and-set updates on
+ * the lease token, so two replicas never both own a signature. Within one process, requests for the
+ * same signature queue behind the current holder (one shared promise per signature) instead of
+ * polling; other replicas poll the row every `pollIntervalMs` until `waitTimeoutMs`.
+ */
+export class PrismaPaymentLedger implements PaymentLedger {
+  private readonly leaseSeconds: number;
+  /** {@inheritDoc PaymentLedger.leaseMs} */
+  readonly leaseMs: number;
+  private readonly waitTimeoutMs: number;
+  private readonly pollIntervalMs: number;
+  private readonly gates = new Map<string, Gate>();
+  private readonly settledCacheSize: number;
+  /** Completed payments by signature, least recently used first. */
+  private readonly settled = new Map<string, PaymentRecord>();
+
+  /**
+   * @param db the database client (Prisma client or adapter)
+   * @param options lease, wait and poll durations in milliseconds
+   */
+  constructor(
+    private readonly db: SqlClient,
+    options: PaymentLedgerOptions = {},
+  ) {
+    this.leaseMs = options.leaseMs ?? 30_000;
+    this.leaseSeconds = this.leaseMs / 1000;
+    this.waitTimeoutMs = options.waitTimeoutMs ?? 20_000;
+    this.pollIntervalMs = options.pollIntervalMs ?? 50;
+    this.settledCacheSize = options.settledCacheSize ?? 10_000;
+  }
+
+  /** {@inheritDoc PaymentLedger.claim} */
+  async claim(request: ClaimRequest): Promise<ClaimOutcome> {
+    const known = this.settled.get(request.signature);
+    if (known) {
+      this.settled.delete(request.signature);
+      this.settled.set(request.signature, known);
+      return settledOutcome(known, request);
+    }
+    const deadline = Date.now() + this.waitTimeoutMs;
+    // Queue behind a holder in this process: one database round trip per waiter once it is done.
+    // A request for another endpoint or network goes straight to the database (→ other_endpoint).
+    const use = `${request.network} ${request.endpoint}`;
+    let own: Gate | undefined;
+    for (;;) {
+      const held = this.gates.get(request.signature);
+      if (!held) {
+        own = gate(use);
+        this.gates.set(request.signature, own);
+        break;
+      }
+      const remaining = deadline - Date.now();
+      if (held.use !== use || remaining <= 0) break;
+      await waitAtMost(held.promise, remaining);
+    }
+    let outcome: ClaimOutcome;
+    try {
+      outcome = await this.claimInDatabase(request, deadline);
+    } catch (error) {
+      if (own) this.openGate(request.signature, own);
+      throw error;
+    }
+    if (own && outcome.outcome !== 'claimed') this.openGate(request.signature, own);
+    if (own && outcome.outcome === 'claimed') {
+      // A holder that never finishes must not block this process longer than its lease.
+      const ownGate = own;
+      setTimeout(() => this.openGate(request.signature, ownGate), this.leaseSeconds * 1000).unref();
+    }
+    return outcome;
+  }
+
+  private async claimInDatabase(request: ClaimRequest, deadline: number): Promise<ClaimOutcome> {
+    for (;;) {
+      const token = randomUUID();
+      const inserted = await this.db.$queryRawUnsafe<{ signature: string }[]>(
+        `INSERT INTO ${X402_PAYMENTS_TABLE} (signature, network, endpoint, kind, status, claim_token, request_hash, claimed_at, created_at)
+         VALUES ($1, $2, $3, $4, 'processing', $5, $6, now(), now())
+         ON CONFLICT (signature) DO NOTHING
+         RETURNING signature`,
+        request.signature,
+        request.network,
+        request.endpoint,
+        request.kind,
+        token,
+        request.requestHash ?? null,
+      );
+      if (inserted.length > 0) return { outcome: 'claimed', claim: { ...request, token, takenOver: false } };
+
+      const row = await this.readRow(request.signature);
+      if (!row) continue; // released in between: try to insert again
+      const record = toRecord(row);
+      if (record.status === 'completed') {
+        this.remember(record);
+        return settledOutcome(record, request);
+      }
+      if (record.endpoint !== request.endpoint || record.network !== request.network) {
+        if (record.status !== 'processing') return { outcome: 'other_endpoint', record };
+        // Unverified, the signature binds nothing yet: never answer a final-looking refusal.
+        if (!row.lease_free) return { outcome: 'busy', record, retryAfterSeconds: 1 };
+        // An abandoned unverified claim is taken over for this request's endpoint.
+        const moved = await this.db.$queryRawUnsafe<{ signature: string }[]>(
+          `UPDATE ${X402_PAYMENTS_TABLE}
+              SET claim_token = $2, claimed_at = now(), network = $3, endpoint = $4, kind = $5, request_hash = $6
+            WHERE signature = $1 AND status = 'processing'
+              AND (claim_token IS NULL OR claimed_at < now() - make_interval(secs => $7::double precision))
+            RETURNING signature`,
+          request.signature,
+          token,
+          request.network,
+          request.endpoint,
+          request.kind,
+          request.requestHash ?? null,
+          this.leaseSeconds,
+        );
+        if (moved.length > 0) return { outcome: 'claimed', claim: { ...request, token, takenOver: true } };
+        continue;
+      }
+      if (row.lease_free) {
+        const taken = await this.db.$queryRawUnsafe<{ signature: string }[]>(
+          `UPDATE ${X402_PAYMENTS_TABLE} SET claim_token = $2, claimed_at = now()
+           WHERE signature = $1 AND status = $3 AND endpoint = $4
+             AND (claim_token IS NULL OR claimed_at < now() - make_interval(secs => $5::double precision))
+           RETURNING signature`,
+          request.signature,
+          token,
+          record.status,
+          request.endpoint,
+          this.leaseSeconds,
+        );
+        if (taken.length > 0) {
+          const claim: PaymentClaim = { ...request, token, takenOver: true };
+          const verified = record.status === 'verified' ? verifiedFromRecord(record) : undefined;
+          if (verified) claim.verified = verified;
+          return { outcome: 'claimed', claim };
+        }
+        continue; // another request took it over first: look again
+      }
+      if (Date.now() >= deadline) return { outcome: 'busy', record };
+      await delay(Math.min(this.pollIntervalMs, Math.max(0, deadline - Date.now())));
+    }
+  }
+
+  /** {@inheritDoc PaymentLedger.markVerified} */
+  async markVerified(claim: PaymentClaim, payment: VerifiedPayment): Promise<boolean> {
+    const count = await this.db.$executeRawUnsafe(
+      `UPDATE ${X402_PAYMENTS_TABLE}
+       SET status = 'verified', payer = $3, amount_atomic = $4::numeric, asset = $5, pay_to = $6,
+           slot = $7::bigint, block_time = $8::timestamptz, verified_at = now(), claimed_at = now()
+       WHERE signature = $1 AND claim_token = $2 AND status = 'processing'`,
+      claim.signature,
+      claim.token,
+      payment.payer,
+      payment.amountAtomic.toString(),
+      payment.asset,
+      payment.payTo,
+      String(payment.slot),
+      payment.blockTime.toISOString(),
+    );
+    return count > 0;
+  }
+
+  /** {@inheritDoc PaymentLedger.complete} */
+  async complete(claim: PaymentClaim, response: StoredResponse): Promise<boolean> {
+    try {
+      const count = await this.db.$executeRawUnsafe(
+        `UPDATE ${X402_PAYMENTS_TABLE}
+         SET status = 'completed', response_status = $3::integer, response_headers = $4::jsonb, response_body = $5,
+             completed_at = now(), claim_token = NULL
+         WHERE signature = $1 AND claim_token = $2 AND status = 'verified'`,
+        claim.signature,
+        claim.token,
+        response.status,
+        JSON.stringify(response.headers),
+        response.body,
+      );
+      return count > 0;
+    } finally {
+      this.openGateOf(claim);
+    }
+  }
+
+  /** {@inheritDoc PaymentLedger.completeWithJob} */
+  async completeWithJob(claim: PaymentClaim, jobId: string, tx?: SqlClient): Promise<void> {
+    try {
+      const count = await (tx ?? this.db).$executeRawUnsafe(
+        `UPDATE ${X402_PAYMENTS_TABLE}
+         SET status = 'completed', job_id = $3, completed_at = now(), claim_token = NULL
+         WHERE signature = $1 AND claim_token = $2 AND status = 'verified'`,
+        claim.signature,
+        claim.token,
+        jobId,
+      );
+      if (count === 0) {
+        throw new AppError('payment_conflict', 'This payment is being processed by another request', {
+          details: { signature: claim.signature },
+        });
+      }
+    } finally {
+      this.openGateOf(claim);
+    }
+  }
+
+  /** {@inheritDoc PaymentLedger.renewLease} */
+  async renewLease(claim: PaymentClaim): Promise<boolean> {
+    const count = await this.db.$executeRawUnsafe(
+      `UPDATE ${X402_PAYMENTS_TABLE} SET claimed_at = now() WHERE signature = $1 AND claim_token = $2`,
+      claim.signature,
+      claim.token,
+    );
+    return count > 0;
+  }
+
+  /** {@inheritDoc PaymentLedger.releaseLease} */
+  async releaseLease(claim: PaymentClaim): Promise<void> {
+    try {
+      await this.db.$executeRawUnsafe(
+        `UPDATE ${X402_PAYMENTS_TABLE} SET claim_token = NULL WHERE signature = $1 AND claim_token = $2`,
+        claim.signature,
+        claim.token,
+      );
+    } finally {
+      this.openGateOf(claim);
+    }
+  }
+
+  /** {@inheritDoc PaymentLedger.release} */
+  async release(claim: PaymentClaim): Promise<void> {
+    try {
+      await this.db.$executeRawUnsafe(
+        `DELETE FROM ${X402_PAYMENTS_TABLE} WHERE signature = $1 AND claim_token = $2 AND status = 'processing'`,
+        claim.signature,
+        claim.token,
+      );
+    } finally {
+      this.openGateOf(claim);
+    }
+  }
+
+  /** {@inheritDoc PaymentLedger.find} */
+  async find(signature: string): Promise<PaymentRecord | null> {
+    const row = await this.readRow(signature);
+    return row ? toRecord(row) : null;
+  }
+
+  private async readRow(signature: string): Promise<PaymentRow | undefined> {
+    const rows = await this.db.$queryRawUnsafe<PaymentRow[]>(SELECT_ROW, signature, this.leaseSeconds);
+    return rows[0];
+  }
+
+  /** Keeps a completed payment for later replays, evicting the least recently used beyond the bound. */
+  private remember(record: PaymentRecord): void {
+    if (
+      this.settledCacheSize <= 0 ||
+      (record.response && record.response.body.length > SETTLED_CACHE_MAX_BODY)
+    )
+      return;
+    this.settled.set(record.signature, record);
+    if (this.settled.size > this.settledCacheSize) {
+      const oldest = this.settled.keys().next().value;
+      if (oldest !== undefined) this.settled.delete(oldest);
+    }
+  }
+
+  private openGateOf(claim: PaymentClaim): void {
+    const held = this.gates.get(claim.signature);
+    if (held) this.openGate(claim.signature, held);
+  }
+
+  private openGate(signature: string, own: Gate): void {
+    if (this.gates.get(signature) === own) this.gates.delete(signature);
+    own.open();
+  }
+}
+
+/** The outcome of a claim on a completed payment: another endpoint, a job conflict, or a replay. */
+function settledOutcome(record: PaymentRecord, request: ClaimRequest): ClaimOutcome {
+  if (record.endpoint !== request.endpoint || record.network !== request.network) {
+    return { outcome: 'other_endpoint', record };
+  }
+  if (record.kind === 'async' || record.jobId !== null || !record.response) {
+    // Only the request that paid (same body) learns its job id: the id is all GET /jobs/{id} asks for.
+    const same = record.requestHash !== null && record.requestHash === request.requestHash;
+    return { outcome: 'conflict', record, jobId: same ? record.jobId : null };
+  }
+  return { outcome: 'replay', record, response: record.response };
+}
+
+function toDate(value: Date | string): Date {
+  return value instanceof Date ? value : new Date(value);
+}
+
+function toRecord(row: PaymentRow): PaymentRecord {
+  const response: StoredResponse | null =
+    row.response_status !== null && row.response_body !== null
+      ? {
+          status: Number(row.response_status),
+          headers: row.response_headers
+            ? (JSON.parse(row.response_headers) as Record<string, string | string[]>)
+            : {},
+          body: row.response_body,
+        }
+      : null;
+  return {
+    signature: row.signature,
+    network: row.network as X402Network,
+    endpoint: row.endpoint,
+    kind: row.kind as PaymentKind,
+    status: row.status as PaymentStatus,
+    payer: row.payer,
+    amountAtomic: row.amount_atomic === null ? null : BigInt(row.amount_atomic),
+    asset: row.asset,
+    payTo: row.pay_to,
+    slot: row.slot === null ? null : Number(row.slot),
+    blockTime: row.block_time === null ? null : toDate(row.block_time),
+    response,
+    jobId: row.job_id,
+    requestHash: row.request_hash,
+    claimedAt: toDate(row.claimed_at),
+    verifiedAt: row.verified_at === null ? null : toDate(row.verified_at),
+    completedAt: row.completed_at === null ? null : toDate(row.completed_at),
+    createdAt: toDate(row.created_at),
+  };
+}
+
+function verifiedFromRecord(record: PaymentRecord): VerifiedPayment | undefined {
+  if (
+    record.payer === null ||
+    record.amountAtomic === null ||
+    record.asset === null ||
+    record.payTo === null ||
+    record.slot === null ||
+    record.blockTime === null
+  ) {
+    return undefined;
+  }
+  return {
+    signature: record.signature,
+    network: record.network,
+    payer: record.payer,
+    amountAtomic: record.amountAtomic,
+    asset: record.asset,
+    payTo: record.payTo,
+    slot: record.slot,
+    blockTime: record.blockTime,
+    rpcMs: 0,
+  };
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,59 @@
+import { Pool, type PoolConfig } from 'pg';
+import type { SqlClient } from '../ledger';
+
+/**
+ * The test database: `X402_TEST_DATABASE_URL` (each package's jest configuration names its own, so
+ * suites running side by side never share a table), created by {@link prepareTestDatabase}.
+ */
+export const TEST_DATABASE_URL =
+  process.env.X402_TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/x402_test';
+
+/** A {@link SqlClient} over a `pg` pool — the same surface a Prisma client offers. */
+export class PgSqlClient implements SqlClient {
+  /** The pool the statements run on (tests may query it directly). */
+  readonly pool: Pool;
+
+  /** @param config `pg` pool settings; default {@link TEST_DATABASE_URL}, 10 connections */
+  constructor(config: PoolConfig = { connectionString: TEST_DATABASE_URL, max: 10 }) {
+    this.pool = new Pool(config);
+  }
+
+  /** Runs one statement and returns its rows. */
+  async $queryRawUnsafe<T = unknown>(sql: string, ...values: unknown[]): Promise<T> {
+    const result = await this.pool.query(sql, values);
+    return result.rows as T;
+  }
+
+  /** Runs one statement and returns the number of rows it touched. */
+  async $executeRawUnsafe(sql: string, ...values: unknown[]): Promise<number> {
+    const result = await this.pool.query(sql, values);
+    return result.rowCount ?? 0;
+  }
+
+  /** Runs `work` in one transaction on one connection, like Prisma's interactive `$transaction`. */
+  async transaction<T>(work: (tx: SqlClient) => Promise<T>): Promise<T> {
+    const connection = await this.pool.connect();
+    const tx: SqlClient = {
+      $queryRawUnsafe: async <R = unknown>(sql: string, ...values: unknown[]) =>
+        (await connection.query(sql, values)).rows as R,
+      $executeRawUnsafe: async (sql: string, ...values: unknown[]) =>
+        (await connection.query(sql, values)).rowCount ?? 0,
+    };
+    try {
+      await connection.query('BEGIN');
+      const result = await work(tx);
+      await connection.query('COMMIT');
+      return result;
+    } catch (error) {
+      await connection.query('ROLLBACK');
+      throw error;
+    } finally {
+      connection.release();
+    }
+  }
+
+  /** Ends the pool. */
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,301 @@
+import { isAppError, type AppError } from '@repo/errors';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  PrismaPaymentLedger,
+  X402_PAYMENT_PRISMA_MODEL,
+  type ClaimOutcome,
+  type PaymentClaim,
+} from '../src/index';
+import {
+  PgSqlClient,
+  buildClaimRequest,
+  buildStoredResponse,
+  buildVerifiedPayment,
+} from '@repo/x402-ledger/testing';
+
+let db: PgSqlClient;
+let replicaDb: PgSqlClient;
+
+beforeAll(() => {
+  db = new PgSqlClient();
+  replicaDb = new PgSqlClient();
+});
+
+afterAll(async () => {
+  await db.close();
+  await replicaDb.close();
+});
+
+function claimedOf(outcome: ClaimOutcome): PaymentClaim {
+  if (outcome.outcome !== 'claimed') throw new Error(`expected claimed, got ${outcome.outcome}`);
+  return outcome.claim;
+}
+
+async function rowOf(signature: string): Promise<Record<string, unknown> | undefined> {
+  const rows = await db.$queryRawUnsafe<Record<string, unknown>[]>(
+    'SELECT status, claim_token, payer, amount_atomic::text AS amount, slot::text AS slot, job_id, response_status FROM x402_payments WHERE signature = $1',
+    signature,
+  );
+  return rows[0];
+}
+
+describe('PrismaPaymentLedger: claims for another endpoint while unverified', () => {
+  it('When another endpoint holds an unverified claim, then the answer is busy (retry in 1 s), not a final refusal', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const request = buildClaimRequest();
+    const claim = claimedOf(await ledger.claim(request));
+    const other = await new PrismaPaymentLedger(replicaDb).claim({ ...request, endpoint: 'GET /elsewhere' });
+    expect(other).toMatchObject({ outcome: 'busy', retryAfterSeconds: 1 });
+    await ledger.release(claim);
+  });
+
+  it('When an unverified claim for another endpoint was abandoned, then it is taken over for this endpoint (nothing was consumed)', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const request = buildClaimRequest();
+    claimedOf(await ledger.claim(request));
+    // The holder died a minute ago: its 30 s lease is long over.
+    await db.$executeRawUnsafe(
+      "UPDATE x402_payments SET claimed_at = now() - interval '1 minute' WHERE signature = $1",
+      request.signature,
+    );
+    const moved = claimedOf(
+      await new PrismaPaymentLedger(replicaDb).claim({ ...request, endpoint: 'GET /elsewhere' }),
+    );
+    expect(moved).toMatchObject({ endpoint: 'GET /elsewhere', takenOver: true });
+    const rows = await db.$queryRawUnsafe<{ endpoint: string; claim_token: string }[]>(
+      'SELECT endpoint, claim_token FROM x402_payments WHERE signature = $1',
+      request.signature,
+    );
+    expect(rows).toEqual([{ endpoint: 'GET /elsewhere', claim_token: moved.token }]);
+  });
+
+  it('When an asynchronous payment is presented again, then only a request with the paying body learns the job id', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const request = { ...buildClaimRequest(), kind: 'async' as const, requestHash: 'a'.repeat(64) };
+    const claim = claimedOf(await ledger.claim(request));
+    await ledger.markVerified(claim, buildVerifiedPayment({ signature: request.signature }));
+    await ledger.completeWithJob(claim, 'job_paid');
+    expect(await ledger.claim(request)).toMatchObject({ outcome: 'conflict', jobId: 'job_paid' });
+    expect(await ledger.claim({ ...request, requestHash: 'b'.repeat(64) })).toMatchObject({
+      outcome: 'conflict',
+      jobId: null,
+    });
+    const { requestHash: _none, ...withoutHash } = request;
+    expect(await ledger.claim(withoutHash)).toMatchObject({ outcome: 'conflict', jobId: null });
+  });
+});
+
+describe('PrismaPaymentLedger', () => {
+  it('When a completed payment is presented again, then later replays are answered from memory without a query', async () => {
+    let queries = 0;
+    const counting = {
+      $queryRawUnsafe: <T>(sql: string, ...values: unknown[]) => {
+        queries++;
+        return db.$queryRawUnsafe<T>(sql, ...values);
+      },
+      $executeRawUnsafe: (sql: string, ...values: unknown[]) => {
+        queries++;
+        return db.$executeRawUnsafe(sql, ...values);
+      },
+    };
+    const ledger = new PrismaPaymentLedger(counting);
+    const request = buildClaimRequest();
+    const claim = claimedOf(await ledger.claim(request));
+    await ledger.markVerified(claim, buildVerifiedPayment({ signature: request.signature }));
+    const stored = buildStoredResponse({ ok: true });
+    await ledger.complete(claim, stored);
+    expect((await ledger.claim(request)).outcome).toBe('replay');
+    const afterFirstReplay = queries;
+    const replays = await Promise.all(Array.from({ length: 20 }, () => ledger.claim(request)));
+    expect(replays.every((r) => r.outcome === 'replay' && r.response.body === stored.body)).toBe(true);
+    expect((await ledger.claim({ ...request, endpoint: 'GET /other' })).outcome).toBe('other_endpoint');
+    expect(queries).toBe(afterFirstReplay);
+  });
+
+  it('When a new signature is claimed, then one processing row exists with a lease token', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const request = buildClaimRequest();
+    const claim = claimedOf(await ledger.claim(request));
+    expect(claim).toMatchObject({ ...request, takenOver: false });
+    expect(await rowOf(request.signature)).toMatchObject({ status: 'processing', claim_token: claim.token });
+    await ledger.release(claim);
+  });
+
+  it('When a synchronous payment completed, then the same endpoint replays the stored answer', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const request = buildClaimRequest();
+    const claim = claimedOf(await ledger.claim(request));
+    const payment = buildVerifiedPayment({
+      signature: request.signature,
+      amountAtomic: 12345678901234567890n,
+    });
+    expect(await ledger.markVerified(claim, payment)).toBe(true);
+    const stored = buildStoredResponse({ gaps: [{ title: 'ü' }], count: 1 });
+    expect(await ledger.complete(claim, stored)).toBe(true);
+
+    const again = await ledger.claim(request);
+    expect(again.outcome).toBe('replay');
+    if (again.outcome !== 'replay') return;
+    expect(again.response).toEqual(stored);
+    expect(again.record).toMatchObject({
+      status: 'completed',
+      payer: payment.payer,
+      amountAtomic: 12345678901234567890n,
+      slot: 42,
+      blockTime: payment.blockTime,
+    });
+    expect(await rowOf(request.signature)).toMatchObject({
+      status: 'completed',
+      claim_token: null,
+      response_status: 200,
+    });
+  });
+
+  it('When the signature was verified for another endpoint or network, then other_endpoint', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const request = buildClaimRequest();
+    const claim = claimedOf(await ledger.claim(request));
+    await ledger.markVerified(claim, buildVerifiedPayment({ signature: request.signature }));
+    expect((await ledger.claim({ ...request, endpoint: 'GET /api/v1/scout/trends' })).outcome).toBe(
+      'other_endpoint',
+    );
+    expect((await ledger.claim({ ...request, network: 'solana-devnet' })).outcome).toBe('other_endpoint');
+    await ledger.releaseLease(claim);
+  });
+
+  it('When an asynchronous payment created a job, then the same endpoint and body get conflict with the job id', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const request = buildClaimRequest({
+      endpoint: 'POST /api/v1/forge/ideate',
+      kind: 'async',
+      requestHash: 'c'.repeat(64),
+    });
+    const claim = claimedOf(await ledger.claim(request));
+    await ledger.markVerified(claim, buildVerifiedPayment({ signature: request.signature }));
+    await db.transaction(async (tx) => {
+      await ledger.completeWithJob(claim, 'job-123', tx);
+    });
+    const again = await ledger.claim(request);
+    expect(again).toMatchObject({ outcome: 'conflict', jobId: 'job-123' });
+    expect(await rowOf(request.signature)).toMatchObject({ status: 'completed', job_id: 'job-123' });
+  });
+
+  it('When the job transaction rolls back, then the payment stays verified and a retry takes it over without verifying again', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const request = buildClaimRequest({ endpoint: 'POST /api/v1/prove/debate', kind: 'async' });
+    const claim = claimedOf(await ledger.claim(request));
+    const payment = buildVerifiedPayment({ signature: request.signature });
+    await ledger.markVerified(claim, payment);
+    await expect(
+      db.transaction(async (tx) => {
+        await ledger.completeWithJob(claim, 'job-rolled-back', tx);
+        throw new Error('job insert failed');
+      }),
+    ).rejects.toThrow('job insert failed');
+    await ledger.releaseLease(claim);
+    expect(await rowOf(request.signature)).toMatchObject({
+      status: 'verified',
+      job_id: null,
+      claim_token: null,
+    });
+
+    const retry = claimedOf(await ledger.claim(request));
+    expect(retry.takenOver).toBe(true);
+    expect(retry.verified).toEqual({ ...payment, rpcMs: 0 });
+  });
+
+  it('When a claim is released after a failed verification, then the signature can be claimed again', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const request = buildClaimRequest();
+    await ledger.release(claimedOf(await ledger.claim(request)));
+    expect(await rowOf(request.signature)).toBeUndefined();
+    const again = claimedOf(await ledger.claim({ ...request, endpoint: 'GET /api/v1/scout/keywords' }));
+    expect(again.takenOver).toBe(false);
+    await ledger.release(again);
+  });
+
+  it('When a completeWithJob has lost its lease, then it throws payment_conflict', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const request = buildClaimRequest({ kind: 'async', endpoint: 'POST /api/v1/forge/ideate' });
+    const claim = claimedOf(await ledger.claim(request));
+    await ledger.markVerified(claim, buildVerifiedPayment({ signature: request.signature }));
+    let caught: AppError | undefined;
+    try {
+      await ledger.completeWithJob({ ...claim, token: 'not-the-holder' }, 'job-x');
+    } catch (error) {
+      if (isAppError(error)) caught = error;
+    }
+    expect(caught?.code).toBe('payment_conflict');
+    await ledger.releaseLease(claim);
+  });
+
+  it('When another replica holds the signature and completes, then the waiting replica replays it', async () => {
+    const replicaA = new PrismaPaymentLedger(db, { pollIntervalMs: 20 });
+    const replicaB = new PrismaPaymentLedger(replicaDb, { pollIntervalMs: 20 });
+    const request = buildClaimRequest();
+    const claim = claimedOf(await replicaA.claim(request));
+    let settled = false;
+    const waiting = replicaB.claim(request).finally(() => {
+      settled = true;
+    });
+    await replicaA.markVerified(claim, buildVerifiedPayment({ signature: request.signature }));
+    expect(settled).toBe(false);
+    const stored = buildStoredResponse({ replica: 'A' });
+    await replicaA.complete(claim, stored);
+    const outcome = await waiting;
+    expect(outcome).toMatchObject({ outcome: 'replay', response: stored });
+  });
+
+  it('When the holder crashed, then after the lease another replica takes the processing row over', async () => {
+    const crashed = new PrismaPaymentLedger(db, { leaseMs: 300 });
+    const replica = new PrismaPaymentLedger(replicaDb, { leaseMs: 300, pollIntervalMs: 20 });
+    const request = buildClaimRequest();
+    const first = claimedOf(await crashed.claim(request));
+    const started = Date.now();
+    const second = claimedOf(await replica.claim(request));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(200);
+    expect(second.takenOver).toBe(true);
+    expect(second.verified).toBeUndefined();
+    expect(second.token).not.toBe(first.token);
+    // The crashed holder can no longer write.
+    expect(await crashed.markVerified(first, buildVerifiedPayment({ signature: request.signature }))).toBe(
+      false,
+    );
+    await replica.release(second);
+  });
+
+  it('When the holder keeps the signature past the wait timeout, then busy', async () => {
+    const holder = new PrismaPaymentLedger(db);
+    const impatient = new PrismaPaymentLedger(replicaDb, { waitTimeoutMs: 150, pollIntervalMs: 20 });
+    const request = buildClaimRequest();
+    const claim = claimedOf(await holder.claim(request));
+    expect((await impatient.claim(request)).outcome).toBe('busy');
+    await holder.release(claim);
+  });
+
+  it('When 20 requests in one process claim one signature, then one claims and the others replay after it completes', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const request = buildClaimRequest();
+    const outcomes = Array.from({ length: 20 }, () => ledger.claim(request));
+    const first = claimedOf(await Promise.race(outcomes));
+    await ledger.markVerified(first, buildVerifiedPayment({ signature: request.signature }));
+    await ledger.complete(first, buildStoredResponse({ once: true }));
+    const all = await Promise.all(outcomes);
+    expect(all.filter((o) => o.outcome === 'claimed')).toHaveLength(1);
+    expect(all.filter((o) => o.outcome === 'replay')).toHaveLength(19);
+  });
+});
+
+describe('the Prisma model', () => {
+  it('When the README and the test fixture are read, then they carry the exported model and every column it maps', () => {
+    expect(readFileSync(join(__dirname, '..', 'README.md'), 'utf8')).toContain(X402_PAYMENT_PRISMA_MODEL);
+    const fixture = readFileSync(join(__dirname, '..', 'fixtures', 'x402_payments.sql'), 'utf8');
+    const mapped = [...X402_PAYMENT_PRISMA_MODEL.matchAll(/@map\("([a-z_]+)"\)/g)].map((m) => m[1]);
+    const plain = [...X402_PAYMENT_PRISMA_MODEL.matchAll(/^ {2}([a-z]+) +\S+(?:(?!@map).)*$/gm)].map(
+      (m) => m[1],
+    );
+    for (const column of [...mapped, ...plain]) expect(fixture).toContain(`"${column}"`);
+    expect(fixture).toContain('CREATE TABLE "x402_payments"');
+  });
+});

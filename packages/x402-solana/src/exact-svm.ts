@@ -1,0 +1,218 @@
+import {
+  address,
+  createKeyPairSignerFromBytes,
+  createSolanaRpc,
+  getBase58Decoder,
+  getBase64Encoder,
+  getTransactionDecoder,
+  signBytes,
+  type KeyPairSigner,
+} from '@solana/kit';
+import { toFacilitatorSvmSigner } from '@x402/svm';
+import { ExactSvmScheme } from '@x402/svm/exact/facilitator';
+import { Keypair, PublicKey } from '@solana/web3.js';
+import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
+import type { X402Network } from '@repo/schemas';
+import { getAssociatedTokenAddressSync } from './deps';
+import { CAIP2_NETWORKS, type PaymentRequirementsV2 } from '@repo/x402-core';
+
+/** Where and how an {@link ExactSvmSettler} settles, per network. */
+export interface ExactSvmSettlerConfig {
+  /** The network, as this project names it. */
+  network: X402Network;
+  /** JSON-RPC URL of that network. */
+  rpcUrl: string;
+  /** The USDC mint (base58). */
+  asset: string;
+  /** The merchant's wallet (base58): the official scheme pays into its associated token account. */
+  payTo: string;
+  /** The fee payer's 64-byte secret key (a Solana keypair file's bytes): SOL only, never USDC. */
+  feePayerSecretKey: Uint8Array;
+  /**
+   * Highest compute unit price a payer may set, in micro-lamports per compute unit (the fee payer
+   * pays it); default 50,000 (at most 0.000001 SOL for the client's 20,000 units).
+   */
+  maxPriorityFeeMicroLamports?: number;
+  /** Highest compute unit limit a payer may set; default 200,000. */
+  maxComputeUnits?: number;
+}
+
+/**
+ * How a settlement ended: sent and confirmed (`transaction` is its signature, `payer` the token
+ * authority), or refused with the official facilitator's reason (e.g. `invalid_exact_svm_payload_…`,
+ * `transaction_failed`) and nothing of ours spent but, after a send, the fee.
+ */
+export type SettlementOutcome =
+  { ok: true; transaction: string; payer: string } | { ok: false; reason: string; message: string };
+
+/** Why {@link ExactSvmSettler.signatureOf} refused a transaction before any network call. */
+export class SettlementRefusedError extends Error {
+  constructor(
+    readonly reason: 'invalid_transaction' | 'fee_payer_mismatch',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'SettlementRefusedError';
+  }
+}
+
+const base64 = getBase64Encoder();
+const base58 = getBase58Decoder();
+const transactions = getTransactionDecoder();
+
+/**
+ * The official exact SVM scheme, server side (ARCHITECTURE.md, "Payments": the `PAYMENT-REQUIRED`
+ * offer): the payer sends a transaction signed by themselves with this server's fee payer as its
+ * first signer; the official facilitator (`@x402/svm`'s `ExactSvmScheme`, with `@x402/core`'s
+ * checks) verifies it — instructions, amount, destination, compute price, fee payer safety,
+ * simulation — co-signs it as fee payer, sends it and waits for confirmation. This class adds what
+ * the ledger needs: the signature the transaction will have once co-signed, known before anything
+ * is sent, so concurrent copies of one payload are claimed once.
+ */
+export class ExactSvmSettler {
+  /** The network, as this project names it. */
+  readonly network: X402Network;
+  /** The CAIP-2 id of the network. */
+  readonly caip2: string;
+  /** The USDC mint. */
+  readonly asset: string;
+  /** The merchant wallet the offer names as `payTo`. */
+  readonly payTo: string;
+  /** The fee payer's address, advertised as `extra.feePayer`. */
+  readonly feePayer: string;
+  private readonly signer: Promise<KeyPairSigner>;
+  private readonly facilitator: Promise<ExactSvmScheme>;
+  private readonly rpc: ReturnType<typeof createSolanaRpc>;
+
+  /**
+   * @param config network, RPC URL, mint, merchant wallet, fee payer key and fee caps
+   * @throws Error when the secret key is not 64 bytes of a valid keypair
+   */
+  constructor(config: ExactSvmSettlerConfig) {
+    this.network = config.network;
+    this.caip2 = CAIP2_NETWORKS[config.network];
+    this.asset = config.asset;
+    this.payTo = config.payTo;
+    this.feePayer = Keypair.fromSecretKey(config.feePayerSecretKey).publicKey.toBase58();
+    this.signer = createKeyPairSignerFromBytes(config.feePayerSecretKey);
+    this.rpc = createSolanaRpc(config.rpcUrl);
+    this.facilitator = this.signer.then(
+      (signer) =>
+        new ExactSvmScheme(toFacilitatorSvmSigner(signer, { [this.caip2]: this.rpc }), undefined, {
+          maxPriorityFeeMicroLamports: config.maxPriorityFeeMicroLamports ?? 50_000,
+          maxComputeUnits: config.maxComputeUnits ?? 200_000,
+          maxRequiredSignatures: 2,
+        }),
+    );
+  }
+
+  /**
+   * The fee payer's SOL balance, in lamports (for the low-balance metric and warning).
+   * @param timeoutMs how long to wait for the RPC, in milliseconds (default 5000)
+   * @throws whatever the RPC call throws, and an abort error after `timeoutMs`
+   */
+  async feePayerLamports(timeoutMs = 5000): Promise<bigint> {
+    const balance = await this.rpc
+      .getBalance(address(this.feePayer))
+      .send({ abortSignal: AbortSignal.timeout(timeoutMs) });
+    return balance.value;
+  }
+
+  /**
+   * The v2 requirement of a price on this network (`extra.feePayer` set).
+   * @param amountAtomic price in atomic USDC units
+   * @param maxTimeoutSeconds seconds the payer has
+   */
+  requirements(amountAtomic: bigint, maxTimeoutSeconds: number): PaymentRequirementsV2 {
+    return {
+      scheme: 'exact',
+      network: this.caip2,
+      amount: amountAtomic.toString(),
+      asset: this.asset,
+      payTo: this.payTo,
+      maxTimeoutSeconds,
+      extra: { feePayer: this.feePayer },
+    };
+  }
+
+  /**
+   * The signature `transaction` will have once this server co-signs it (its first signer must be the
+   * fee payer, and Ed25519 signatures are deterministic), and the wallet paying with it (the first
+   * other signer). No network call.
+   * @param transaction base64 wire transaction
+   * @returns base58 signature, and the payer's address (undefined when the fee payer signs alone)
+   * @throws SettlementRefusedError when it does not decode or another wallet pays its fee
+   */
+  async signatureOf(transaction: string): Promise<{ signature: string; payer: string | undefined }> {
+    let decoded;
+    try {
+      decoded = transactions.decode(base64.encode(transaction));
+    } catch {
+      throw new SettlementRefusedError(
+        'invalid_transaction',
+        'payload.transaction is not a Solana transaction',
+      );
+    }
+    const firstSigner = Object.keys(decoded.signatures)[0];
+    if (firstSigner !== this.feePayer) {
+      throw new SettlementRefusedError(
+        'fee_payer_mismatch',
+        `The transaction's fee payer is ${firstSigner ?? 'missing'}; this server pays fees as ${this.feePayer}`,
+      );
+    }
+    const signer = await this.signer;
+    return {
+      signature: base58.decode(await signBytes(signer.keyPair.privateKey, decoded.messageBytes)),
+      payer: Object.keys(decoded.signatures).find((address) => address !== this.feePayer),
+    };
+  }
+
+  /**
+   * Verifies, co-signs, sends and confirms `transaction` with the official facilitator.
+   * @param transaction base64 wire transaction
+   * @param requirements the requirement it must pay (from {@link requirements})
+   * @returns the outcome; never throws for a bad transaction or a failed send
+   */
+  async settle(transaction: string, requirements: PaymentRequirementsV2): Promise<SettlementOutcome> {
+    const facilitator = await this.facilitator;
+    const accepted = requirements as PaymentRequirements; // CAIP-2 network, checked by the constructor
+    const payload: PaymentPayload = { x402Version: 2, accepted, payload: { transaction } };
+    let result;
+    try {
+      result = await facilitator.settle(payload, accepted);
+    } catch (error) {
+      return {
+        ok: false,
+        reason: 'settlement_error',
+        message: `Settlement failed: ${error instanceof Error ? error.message : String(error)}`,
+      };
+    }
+    if (result.success) return { ok: true, transaction: result.transaction, payer: result.payer ?? '' };
+    const reason = result.errorReason ?? 'settlement_failed';
+    return { ok: false, reason, message: `The payment transaction was refused: ${reason}` };
+  }
+}
+
+/**
+ * Reads a Solana keypair file's contents (a JSON array of 64 bytes, as `solana-keygen` writes).
+ * @throws Error when it is not such an array
+ */
+export function parseKeypairJson(json: string): Uint8Array {
+  const bytes: unknown = JSON.parse(json);
+  if (
+    !Array.isArray(bytes) ||
+    bytes.length !== 64 ||
+    !bytes.every((b) => Number.isInteger(b) && b >= 0 && b < 256)
+  )
+    throw new Error('a keypair file must hold a JSON array of 64 bytes');
+  return Uint8Array.from(bytes as number[]);
+}
+
+/**
+ * The associated token account of `wallet` for `mint` under the classic SPL Token program (where the
+ * official exact scheme sends a payment to `payTo = wallet`), base58.
+ * @throws Error when an address is not base58 of 32 bytes
+ */
+export function associatedTokenAccountOf(wallet: string, mint: string): string {
+  return getAssociatedTokenAddressSync(new PublicKey(mint), new PublicKey(wallet), true).toBase58();
+}

@@ -1,0 +1,17 @@
+// @repo/x402-solana — x402 on Solana (README "@repo/x402-solana"): the push-mode verifier and its RPC
+// client, the official exact SVM scheme's facilitator adapter (`ExactSvmSettler`), and the SPL token
+// helpers both use. The paying side is `@repo/x402-solana/client`.
+export { SolanaPaymentVerifier, resolveAccountKeys, findTransfersChecked, balanceDelta } from './verifier';
+export type { SolanaPaymentVerifierConfig, SolanaPaymentVerifierOptions } from './verifier';
+export { RpcResponseError } from './rpc-client';
+export type { RpcTransaction, RpcInstruction, RpcTokenBalance } from './rpc-client';
+export { RpcTransportError } from './rpc-fetch';
+export { TOKEN_PROGRAM_ADDRESS, TOKEN_2022_PROGRAM_ADDRESS, decodeTransferChecked } from './transfers';
+export type { TransferChecked, RawInstruction } from './transfers';
+export {
+  ExactSvmSettler,
+  SettlementRefusedError,
+  parseKeypairJson,
+  associatedTokenAccountOf,
+} from './exact-svm';
+export type { ExactSvmSettlerConfig, SettlementOutcome } from './exact-svm';

@@ -1,0 +1,426 @@
+import type { X402Network } from '@repo/schemas';
+import {
+  PaymentVerificationError,
+  type PaymentVerificationReason,
+  type PaymentVerifier,
+  type VerifiedPayment,
+} from '@repo/x402-core';
+import {
+  SolanaRpcClient,
+  tokenAccountOwner,
+  type RpcInstruction,
+  type RpcTokenBalance,
+  type RpcTransaction,
+} from './rpc-client';
+import {
+  decodeBase58Data,
+  decodeTransferChecked,
+  TOKEN_2022_PROGRAM_ADDRESS,
+  TOKEN_PROGRAM_ADDRESS,
+  type TransferChecked,
+} from './transfers';
+
+/** Where and what a {@link SolanaPaymentVerifier} checks, per network. */
+export interface SolanaPaymentVerifierConfig {
+  /** The network name used in requirements and headers. */
+  network: X402Network;
+  /** JSON-RPC URL (`http:` or `https:`) of that network. */
+  rpcUrl: string;
+  /** The USDC mint (base58). */
+  asset: string;
+  /** The merchant's USDC token account (base58). */
+  payTo: string;
+  /**
+   * The merchant wallet that owns `payTo` (base58), used to recognise a payment in another mint sent
+   * to another of its token accounts (`mint_mismatch`); read once from the chain when omitted.
+   */
+  payToOwner?: string;
+}
+
+/** Tuning of a {@link SolanaPaymentVerifier}. */
+export interface SolanaPaymentVerifierOptions {
+  /** Largest accepted `|now - blockTime|`, in seconds; default 300. */
+  freshnessWindowSeconds?: number;
+  /** `getTransaction` attempts while the transaction is not found or the RPC fails; default 4. */
+  fetchAttempts?: number;
+  /** Milliseconds between attempts; default 400. */
+  fetchDelayMs?: number;
+  /**
+   * Timeout of one RPC call in milliseconds (connecting, then the answer's headers, then any pause in
+   * its body); default 10000.
+   */
+  rpcTimeoutMs?: number;
+  /** Most keep-alive connections to the RPC endpoint; more concurrent calls queue. Default 32. */
+  rpcMaxConnections?: number;
+  /** The clock, for the freshness check; default `() => new Date()`. */
+  now?: () => Date;
+}
+
+const DEFAULTS = {
+  freshnessWindowSeconds: 300,
+  fetchAttempts: 4,
+  fetchDelayMs: 400,
+  rpcTimeoutMs: 10_000,
+  rpcMaxConnections: 32,
+};
+
+/**
+ * Verifies x402 payments on one Solana network by their effect (ARCHITECTURE.md, "Payments: x402 on
+ * Solana", steps 3–4), in this order:
+ * 1. `getTransaction(sig, { encoding: "json", commitment: "confirmed", maxSupportedTransactionVersion: 0 })`
+ *    with bounded retries (`fetchAttempts`, `fetchDelayMs` apart); not found (or no `meta` yet) →
+ *    `not_found`; unreachable, timed out, an HTTP or JSON-RPC error or a malformed answer on the last
+ *    attempt → `rpc_unavailable`;
+ * 2. `meta.err` must be null → else `transaction_failed`;
+ * 3. SPL Token / Token-2022 `transferChecked` instructions, top-level and inner, with account keys
+ *    resolved as static keys + `meta.loadedAddresses.writable` + `.readonly`: one into `payTo` of
+ *    `asset` for exactly the price; into `payTo` (or another token account of the merchant, the
+ *    owner of `payTo`) but only other mints → `mint_mismatch`; none into the merchant →
+ *    `wrong_recipient`; the right mint with another amount → `amount_mismatch`;
+ * 4. the `postTokenBalances - preTokenBalances` delta of `payTo` for `asset` equals the price → else
+ *    `amount_mismatch`;
+ * 5. `blockTime` within the freshness window → else `stale`.
+ * All amounts are `bigint` atomic units.
+ *
+ * The RPC calls go through a small JSON-RPC client of this package (one keep-alive undici `Pool` per
+ * verifier, one `JSON.parse` per answer, zod validation of only the fields read here), not web3.js:
+ * verification is on every paid request's path and must cost little CPU.
+ */
+export class SolanaPaymentVerifier implements PaymentVerifier {
+  /** The network this verifier checks. */
+  readonly network: X402Network;
+  /** The advertised mint (base58). */
+  readonly asset: string;
+  /** The merchant token account (base58). */
+  readonly payTo: string;
+  /** The RPC endpoint URL (for messages). */
+  readonly rpcUrl: string;
+  private readonly rpc: SolanaRpcClient;
+  private payToOwner: Promise<string | undefined> | undefined;
+  private readonly options: Required<Omit<SolanaPaymentVerifierOptions, 'now'>> & { now: () => Date };
+
+  /**
+   * @param config network, RPC URL, mint and merchant token account
+   * @param options freshness window, retry policy, RPC timeout and pool size, clock
+   * @throws TypeError when `rpcUrl` is missing or not an http(s) URL
+   */
+  constructor(config: SolanaPaymentVerifierConfig, options: SolanaPaymentVerifierOptions = {}) {
+    this.network = config.network;
+    this.asset = config.asset;
+    this.payTo = config.payTo;
+    if (config.payToOwner) this.payToOwner = Promise.resolve(config.payToOwner);
+    this.options = {
+      freshnessWindowSeconds: options.freshnessWindowSeconds ?? DEFAULTS.freshnessWindowSeconds,
+      fetchAttempts: Math.max(1, options.fetchAttempts ?? DEFAULTS.fetchAttempts),
+      fetchDelayMs: options.fetchDelayMs ?? DEFAULTS.fetchDelayMs,
+      rpcTimeoutMs: options.rpcTimeoutMs ?? DEFAULTS.rpcTimeoutMs,
+      rpcMaxConnections: options.rpcMaxConnections ?? DEFAULTS.rpcMaxConnections,
+      now: options.now ?? (() => new Date()),
+    };
+    if (!config.rpcUrl) throw new TypeError('SolanaPaymentVerifier needs rpcUrl');
+    this.rpc = new SolanaRpcClient(config.rpcUrl, {
+      timeoutMs: this.options.rpcTimeoutMs,
+      maxConnections: this.options.rpcMaxConnections,
+    });
+    this.rpcUrl = config.rpcUrl;
+  }
+
+  /** Closes the verifier's RPC connections (for a graceful shutdown); `verify` must not be called after. */
+  close(): Promise<void> {
+    return this.rpc.close();
+  }
+
+  /**
+   * Proves that `signature` pays exactly `amountAtomic` (atomic USDC units) of the configured mint
+   * into the configured merchant account, within the freshness window.
+   *
+   * @param options.attempts `getTransaction` attempts while not found (default `fetchAttempts`)
+   * @returns the verified payment, with `rpcMs` = milliseconds spent in RPC calls
+   * @throws PaymentVerificationError with the reason of the first failed check (see the class doc)
+   */
+  async verify(
+    signature: string,
+    amountAtomic: bigint,
+    options: { attempts?: number } = {},
+  ): Promise<VerifiedPayment> {
+    const fetched = await this.fetchTransaction(
+      signature,
+      Math.max(1, options.attempts ?? this.options.fetchAttempts),
+    );
+    const tx = fetched.tx;
+    let rpcMs = fetched.rpcMs;
+    const fail = (
+      reason: PaymentVerificationReason,
+      message: string,
+      details?: Record<string, unknown>,
+    ): never => {
+      throw new PaymentVerificationError(reason, message, {
+        signature,
+        network: this.network,
+        rpcMs,
+        details,
+      });
+    };
+    const meta = tx.meta;
+    if (!meta) return fail('not_found', 'The transaction has no status metadata yet; retry shortly');
+    if (meta.err !== null && meta.err !== undefined) {
+      return fail('transaction_failed', 'The payment transaction failed on chain', { error: meta.err });
+    }
+
+    const accountKeys = resolveAccountKeys(tx);
+    const transfers = findTransfersChecked(tx, accountKeys);
+    const toMerchant = transfers.filter((t) => t.destination === this.payTo);
+    if (toMerchant.length === 0) {
+      // Another mint can only land in another token account of the merchant: that is a mint mismatch.
+      const otherMint = await this.transferToMerchantOwner(tx, accountKeys, transfers);
+      rpcMs += otherMint.rpcMs;
+      if (otherMint.transfer) {
+        return fail(
+          'mint_mismatch',
+          `The transfer to the merchant moves mint ${otherMint.transfer.mint}, expected ${this.asset}`,
+          {
+            expected: this.asset,
+            actual: otherMint.transfer.mint,
+          },
+        );
+      }
+      return fail(
+        'wrong_recipient',
+        `The transaction does not transferChecked any tokens into ${this.payTo}`,
+      );
+    }
+    const ofAsset = toMerchant.filter((t) => t.mint === this.asset);
+    if (ofAsset.length === 0) {
+      return fail(
+        'mint_mismatch',
+        `The transfer to ${this.payTo} moves mint ${toMerchant[0]?.mint}, expected ${this.asset}`,
+        {
+          expected: this.asset,
+          actual: toMerchant[0]?.mint,
+        },
+      );
+    }
+    const exact = ofAsset.find((t) => t.amountAtomic === amountAtomic);
+    if (!exact) {
+      const paid = ofAsset.reduce((sum, t) => sum + t.amountAtomic, 0n);
+      return fail(
+        'amount_mismatch',
+        `The transfer moves ${paid} atomic units, the price is ${amountAtomic}`,
+        {
+          expected: amountAtomic.toString(),
+          actual: paid.toString(),
+        },
+      );
+    }
+
+    const delta = balanceDelta(tx, accountKeys, this.payTo, this.asset);
+    if (delta !== amountAtomic) {
+      return fail(
+        'amount_mismatch',
+        `The balance of ${this.payTo} changed by ${delta} atomic units, the price is ${amountAtomic}`,
+        {
+          expected: amountAtomic.toString(),
+          actual: delta.toString(),
+        },
+      );
+    }
+
+    if (tx.blockTime === null || tx.blockTime === undefined) {
+      return fail('stale', 'The transaction has no block time, its freshness cannot be checked');
+    }
+    const ageSeconds = this.options.now().getTime() / 1000 - tx.blockTime;
+    if (Math.abs(ageSeconds) > this.options.freshnessWindowSeconds) {
+      return fail(
+        'stale',
+        `The transaction is ${Math.round(ageSeconds)} s old; payments must be at most ${this.options.freshnessWindowSeconds} s old`,
+        {
+          blockTime: new Date(tx.blockTime * 1000).toISOString(),
+          freshnessWindowSeconds: this.options.freshnessWindowSeconds,
+        },
+      );
+    }
+
+    return {
+      signature,
+      network: this.network,
+      payer: exact.authority,
+      amountAtomic: exact.amountAtomic,
+      asset: this.asset,
+      payTo: this.payTo,
+      slot: tx.slot,
+      blockTime: new Date(tx.blockTime * 1000),
+      rpcMs,
+    };
+  }
+
+  /**
+   * A transfer of another mint into a token account owned by the merchant (the owner of `payTo`), as
+   * the owner is reported in `meta.postTokenBalances`.
+   */
+  private async transferToMerchantOwner(
+    tx: RpcTransaction,
+    accountKeys: readonly string[],
+    transfers: readonly TransferChecked[],
+  ): Promise<{ transfer: TransferChecked | undefined; rpcMs: number }> {
+    const candidates = transfers.filter((t) => t.mint !== this.asset);
+    if (candidates.length === 0) return { transfer: undefined, rpcMs: 0 };
+    const started = performance.now();
+    const owner = await this.merchantOwner();
+    const rpcMs = performance.now() - started;
+    if (!owner) return { transfer: undefined, rpcMs };
+    const ownerOf = (account: string): string | undefined => {
+      const index = accountKeys.indexOf(account);
+      return tx.meta?.postTokenBalances?.find((b) => b.accountIndex === index)?.owner;
+    };
+    return { transfer: candidates.find((t) => ownerOf(t.destination) === owner), rpcMs };
+  }
+
+  /** The wallet that owns `payTo`: from the configuration, else read once from the chain. */
+  private merchantOwner(): Promise<string | undefined> {
+    this.payToOwner ??= this.rpc
+      .getAccountInfo(this.payTo)
+      .then((info) => (info ? tokenAccountOwner(info.data) : undefined))
+      .catch(() => {
+        this.payToOwner = undefined; // try again next time
+        return undefined;
+      });
+    return this.payToOwner;
+  }
+
+  /** Fetches the transaction with bounded retries; measures the time spent in RPC calls. */
+  private async fetchTransaction(
+    signature: string,
+    attempts: number,
+  ): Promise<{ tx: RpcTransaction; rpcMs: number }> {
+    let rpcMs = 0;
+    let lastError: unknown;
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      if (attempt > 1) await delay(this.options.fetchDelayMs);
+      const started = performance.now();
+      try {
+        const tx = await this.rpc.getTransaction(signature);
+        rpcMs += performance.now() - started;
+        lastError = undefined;
+        if (tx) return { tx, rpcMs: Math.round(rpcMs * 100) / 100 };
+      } catch (error) {
+        rpcMs += performance.now() - started;
+        lastError = error;
+      }
+    }
+    const context = { signature, network: this.network, rpcMs: Math.round(rpcMs * 100) / 100 };
+    if (lastError !== undefined) {
+      throw new PaymentVerificationError(
+        'rpc_unavailable',
+        `The ${this.network} RPC endpoint is unavailable`,
+        {
+          ...context,
+          cause: lastError,
+        },
+      );
+    }
+    throw new PaymentVerificationError(
+      'not_found',
+      `Transaction ${signature} was not found on ${this.network} at confirmed commitment; wait for confirmation and retry`,
+      context,
+    );
+  }
+}
+
+/**
+ * The account keys of a transaction in index order: `transaction.message.accountKeys` (the static
+ * keys), then `meta.loadedAddresses.writable` and `.readonly` (the addresses loaded from address lookup
+ * tables of a v0 transaction). Instruction account indexes and token balance `accountIndex`es point
+ * into this list.
+ *
+ * @param tx a `getTransaction` answer (`encoding: "json"`)
+ * @returns base58 addresses
+ */
+export function resolveAccountKeys(tx: RpcTransaction): string[] {
+  const keys = tx.transaction.message.accountKeys.slice();
+  const loaded = tx.meta?.loadedAddresses;
+  if (loaded) {
+    for (const key of loaded.writable) keys.push(key);
+    for (const key of loaded.readonly) keys.push(key);
+  }
+  return keys;
+}
+
+/**
+ * Every SPL Token / Token-2022 `transferChecked` of a transaction: top-level instructions, then inner
+ * (CPI) instructions of `meta.innerInstructions`. Instructions of other programs, other token
+ * instructions and instructions whose data is not base58 are skipped.
+ *
+ * @param tx a `getTransaction` answer (`encoding: "json"`)
+ * @param accountKeys from {@link resolveAccountKeys}
+ * @returns the transfers in that order, amounts in atomic units
+ */
+export function findTransfersChecked(tx: RpcTransaction, accountKeys: readonly string[]): TransferChecked[] {
+  const found: TransferChecked[] = [];
+  for (const ix of tx.transaction.message.instructions) {
+    const transfer = decodeJsonInstruction(ix, accountKeys, 'top-level');
+    if (transfer) found.push(transfer);
+  }
+  for (const group of tx.meta?.innerInstructions ?? []) {
+    for (const ix of group.instructions) {
+      const transfer = decodeJsonInstruction(ix, accountKeys, 'inner');
+      if (transfer) found.push(transfer);
+    }
+  }
+  return found;
+}
+
+/** Decodes a JSON-encoded instruction as a `transferChecked`; only token-program data is decoded. */
+function decodeJsonInstruction(
+  ix: RpcInstruction,
+  accountKeys: readonly string[],
+  location: TransferChecked['location'],
+): TransferChecked | undefined {
+  const programId = accountKeys[ix.programIdIndex];
+  if (programId !== TOKEN_PROGRAM_ADDRESS && programId !== TOKEN_2022_PROGRAM_ADDRESS) return undefined;
+  let data: Uint8Array;
+  try {
+    data = decodeBase58Data(ix.data);
+  } catch {
+    return undefined;
+  }
+  return decodeTransferChecked(
+    { programIdIndex: ix.programIdIndex, accountIndexes: ix.accounts, data },
+    accountKeys,
+    location,
+  );
+}
+
+/**
+ * `post - pre` token balance of `account` for `mint`, in atomic units, from `meta.postTokenBalances`
+ * and `meta.preTokenBalances` (a missing entry counts as 0: e.g. an account created by the
+ * transaction).
+ *
+ * @param tx a `getTransaction` answer (`encoding: "json"`)
+ * @param accountKeys from {@link resolveAccountKeys}
+ * @param account the token account (base58)
+ * @param mint the mint (base58)
+ */
+export function balanceDelta(
+  tx: RpcTransaction,
+  accountKeys: readonly string[],
+  account: string,
+  mint: string,
+): bigint {
+  const indexes = new Set<number>();
+  accountKeys.forEach((key, index) => {
+    if (key === account) indexes.add(index);
+  });
+  const sum = (balances: readonly RpcTokenBalance[] | null | undefined): bigint => {
+    let total = 0n;
+    for (const balance of balances ?? []) {
+      if (indexes.has(balance.accountIndex) && balance.mint === mint)
+        total += BigInt(balance.uiTokenAmount.amount);
+    }
+    return total;
+  };
+  return sum(tx.meta?.postTokenBalances) - sum(tx.meta?.preTokenBalances);
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,4 +1,0 @@
-module.exports = require('../../jest.config.base.js')(__dirname, {
-  // Creates the x402_test database and the x402_payments table once per run.
-  globalSetup: '<rootDir>/test/global-setup.ts',
-});
