@@ -25,6 +25,13 @@ export const PaymentRequirements = z.object({
   description: z.string(),
   mimeType: z.string(),
   maxTimeoutSeconds: z.number().int().positive(),
+  /**
+   * x402 v1 discovery metadata (optional in the protocol, beyond the spec's table): how to call the
+   * resource (`input`: method, query parameters or body fields) and the JSON Schema of its answer.
+   */
+  outputSchema: z.record(z.string(), z.unknown()).optional(),
+  /** Scheme-specific extra fields (optional in the x402 protocol). */
+  extra: z.record(z.string(), z.unknown()).optional(),
 });
 /** Inferred type of {@link PaymentRequirements}. */
 export type PaymentRequirements = z.infer<typeof PaymentRequirements>;

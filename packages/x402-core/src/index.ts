@@ -17,6 +17,8 @@ export {
   encodePaymentResponse,
   decodePaymentResponse,
 } from './header';
+export { v1OutputSchema, discoveryFields } from './discovery';
+export type { ResourceDiscovery, JsonSchemaObject, QueryMethod, BodyMethod } from './discovery';
 export { parsePaymentProof } from './proof';
 export type { PaymentProof } from './proof';
 export {

@@ -27,11 +27,16 @@ export interface BuildPaymentRequirementsInput {
   mimeType: string;
   /** Seconds the payer has to complete the payment; default {@link DEFAULT_MAX_TIMEOUT_SECONDS}. */
   maxTimeoutSeconds?: number;
+  /** x402 v1 discovery metadata, e.g. from {@link v1OutputSchema}; omitted when absent. */
+  outputSchema?: Record<string, unknown>;
+  /** Scheme-specific extra fields; omitted when absent. */
+  extra?: Record<string, unknown>;
 }
 
 /**
  * Builds one element of `accepts` for a 402 answer (market-intel spec, "PaymentRequirements"):
- * scheme `exact`, `maxAmountRequired` as a decimal string of atomic units.
+ * scheme `exact`, `maxAmountRequired` as a decimal string of atomic units, and the protocol's optional
+ * `outputSchema` and `extra` when given.
  *
  * @returns the requirements, validated against the shared zod schema
  * @throws Error when the amount is not positive or a field does not satisfy the schema (a programming
@@ -49,6 +54,8 @@ export function buildPaymentRequirements(input: BuildPaymentRequirementsInput): 
     description: input.description,
     mimeType: input.mimeType,
     maxTimeoutSeconds: input.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS,
+    ...(input.outputSchema ? { outputSchema: input.outputSchema } : {}),
+    ...(input.extra ? { extra: input.extra } : {}),
   });
 }
 

@@ -1,5 +1,5 @@
 import { Error402, PaymentRequirements } from '@repo/schemas';
-import { buildPaymentRequirements, paymentRequiredBody } from '../src/index';
+import { buildPaymentRequirements, paymentRequiredBody, v1OutputSchema } from '../src/index';
 
 const mint = 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v';
 const payTo = '9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM';
@@ -62,5 +62,29 @@ describe('the 402 challenge', () => {
       requestId: 'req-1',
     });
     expect(Error402.parse(body)).toEqual(body);
+  });
+});
+
+describe('discovery metadata', () => {
+  it('When outputSchema and extra are given, then they are kept and the requirements still parse', () => {
+    const outputSchema = v1OutputSchema({
+      method: 'GET',
+      query: { type: 'object', properties: { sector: { type: 'string' } }, required: ['sector'] },
+      output: { type: 'object' },
+      outputExample: {},
+    });
+    const requirements = build({ outputSchema, extra: { reference: 'x' } });
+    expect(requirements.outputSchema).toEqual({
+      input: {
+        type: 'http',
+        method: 'GET',
+        discoverable: true,
+        queryParams: { sector: { type: 'string' } },
+        required: ['sector'],
+      },
+      output: { type: 'object' },
+    });
+    expect(requirements.extra).toEqual({ reference: 'x' });
+    expect(PaymentRequirements.parse(requirements)).toEqual(requirements);
   });
 });

@@ -20,10 +20,13 @@ import {
   type PaymentRequiredV2,
   type PaymentRequirementsV2,
   type PaymentVerifier,
+  type ResourceDiscovery,
   type VerifiedPayment,
+  v1OutputSchema,
 } from '@repo/x402-core';
 import type { PaymentClaim, PaymentKind, PaymentLedger, StoredResponse } from '@repo/x402-ledger';
 import { ExactSvmSettler, SettlementRefusedError } from '@repo/x402-solana';
+import { bazaarExtensions } from './discovery';
 import { emitPaymentEvent, type PaymentEventListener } from './events';
 import { processPayment } from './process';
 import { networkOfRequest, resourceUrlOf, sendPaymentRequired } from './request';
@@ -76,6 +79,11 @@ export interface PaidRoute {
    * the method and the matched route path (`req.baseUrl + req.route.path`).
    */
   endpoint?: string;
+  /**
+   * How to call the resource and what it answers, for x402 discovery: `outputSchema` in the v1
+   * requirement and the `bazaar` extension in `PAYMENT-REQUIRED` (README, "Discovery").
+   */
+  discovery?: ResourceDiscovery;
 }
 
 /** Options of {@link requirePayment}. */
@@ -109,6 +117,8 @@ export interface OfferV2 {
   requirements: PaymentRequirementsV2;
   /** What is paid for (`resource` of the `PAYMENT-REQUIRED` header). */
   resource: { url: string; description: string; mimeType: string };
+  /** `extensions` of the `PAYMENT-REQUIRED` header (the `bazaar` discovery extension, or none). */
+  extensions: Record<string, unknown>;
 }
 
 /**
@@ -138,11 +148,24 @@ export function requirementsForRequest(
     settler,
     requirements: offerTemplate(settler, route),
     resource: { url: requirements.resource, description: template.description, mimeType: template.mimeType },
+    extensions: extensionsOf(route),
   };
   return { network, verifier, requirements, offer };
 }
 
 const offers = new WeakMap<ExactSvmSettler, WeakMap<PaidRoute, PaymentRequirementsV2>>();
+// Keyed by the discovery object, which routes declare once (options objects may be per request).
+const discoveryExtensions = new WeakMap<ResourceDiscovery, Record<string, unknown>>();
+
+function extensionsOf(route: PaidRoute): Record<string, unknown> {
+  if (!route.discovery) return {};
+  let extensions = discoveryExtensions.get(route.discovery);
+  if (!extensions) {
+    extensions = bazaarExtensions(route.discovery);
+    discoveryExtensions.set(route.discovery, extensions);
+  }
+  return extensions;
+}
 
 function offerTemplate(settler: ExactSvmSettler, route: PaidRoute): PaymentRequirementsV2 {
   let byRoute = offers.get(settler);
@@ -165,7 +188,7 @@ export function paymentRequiredHeader(offer: OfferV2, error: string): string {
     error,
     resource: offer.resource,
     accepts: [offer.requirements],
-    extensions: {},
+    extensions: offer.extensions,
   };
   return encodeBase64Json(body);
 }
@@ -187,6 +210,7 @@ function requirementsTemplate(verifier: PaymentVerifier, route: PaidRoute): Paym
       description: route.description,
       mimeType: route.mimeType ?? 'application/json',
       ...(route.maxTimeoutSeconds === undefined ? {} : { maxTimeoutSeconds: route.maxTimeoutSeconds }),
+      ...(route.discovery ? { outputSchema: v1OutputSchema(route.discovery) } : {}),
     });
     byRoute.set(route, template);
   }

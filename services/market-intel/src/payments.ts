@@ -177,7 +177,7 @@ export function createPaymentGateway(
  * @param maxTimeoutSeconds advertised `maxTimeoutSeconds`
  */
 export function paymentGate(gateway: PaymentGateway, maxTimeoutSeconds: number): PaymentGate {
-  return (route) =>
+  return (route, discovery) =>
     requirePayment({
       ...gateway,
       amountAtomic: route.amountAtomic,
@@ -185,5 +185,6 @@ export function paymentGate(gateway: PaymentGateway, maxTimeoutSeconds: number):
       endpoint: route.endpoint,
       mimeType: 'application/json',
       maxTimeoutSeconds,
+      discovery,
     });
 }

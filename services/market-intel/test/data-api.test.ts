@@ -38,6 +38,10 @@ describe('Data API: the 402 challenge', () => {
           description: expect.any(String),
           mimeType: 'application/json',
           maxTimeoutSeconds: 60,
+          outputSchema: {
+            input: expect.objectContaining({ type: 'http', method: 'GET', discoverable: true }),
+            output: expect.objectContaining({ type: 'object' }),
+          },
         },
       ]);
       expect(typeof body.error).toBe('string');

@@ -10,6 +10,7 @@ import type { ReportRepository } from '../data/reports';
 import { FORGE_SCOUT_ITEMS, ForgeRequest, JobParams, ProveRequest } from '../domain/compute';
 import { RETRY_AFTER_SECONDS, type HealthProbe } from '../domain/health';
 import { COMPUTE_PRICES, ETA_MINUTES, type PaidRoute } from '../domain/prices';
+import { DISCOVERY } from './discovery';
 import { NetworkOnlyQuery } from './query';
 
 /** What the Compute API needs; without it the compute endpoints answer 503 `config`. */
@@ -187,6 +188,7 @@ async function createJob(
     mimeType: 'application/json',
     maxTimeoutSeconds: deps.maxTimeoutSeconds,
     kind: 'async',
+    discovery: DISCOVERY[kind],
   });
   if (!accepted) return;
   const jobId = newJobId();

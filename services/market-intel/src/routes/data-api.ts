@@ -1,12 +1,17 @@
 import { Router, type RequestHandler } from 'express';
 import { validate, validated } from '@repo/service-kit';
 import type { z } from 'zod';
+import type { ResourceDiscovery } from '@repo/x402-core';
 import { DATA_PRICES, type PaidRoute } from '../domain/prices';
 import type { ScoutService } from '../domain/scout';
+import { DISCOVERY } from './discovery';
 import { KeywordsQuery, NetworkOnlyQuery, SectorLimitQuery, TrendsQuery } from './query';
 
-/** Builds the x402 payment middleware of one paid route (answers 402 until paid, replays reuse). */
-export type PaymentGate = (route: PaidRoute) => RequestHandler;
+/**
+ * Builds the x402 payment middleware of one paid route (answers 402 until paid, replays reuse), with
+ * its discovery metadata (README, "Discovery").
+ */
+export type PaymentGate = (route: PaidRoute, discovery: ResourceDiscovery) => RequestHandler;
 
 /**
  * The paid Data API under `/api/v1` (market-intel spec, "Data API"). Each route validates its query
@@ -20,7 +25,7 @@ export function dataApiRouter(deps: { scout: ScoutService; pay: PaymentGate }): 
   router.get(
     '/scout/gaps',
     validate({ query: SectorLimitQuery }),
-    pay(DATA_PRICES.gaps),
+    pay(DATA_PRICES.gaps, DISCOVERY.gaps),
     async (_req, res) => {
       const { sector, limit } = validated<z.infer<typeof SectorLimitQuery>>(res.locals).query;
       res.json(await scout.gaps(sector, limit));
@@ -30,7 +35,7 @@ export function dataApiRouter(deps: { scout: ScoutService; pay: PaymentGate }): 
   router.get(
     '/scout/pain-clusters',
     validate({ query: SectorLimitQuery }),
-    pay(DATA_PRICES.painClusters),
+    pay(DATA_PRICES.painClusters, DISCOVERY.painClusters),
     async (_req, res) => {
       const { sector, limit } = validated<z.infer<typeof SectorLimitQuery>>(res.locals).query;
       res.json(await scout.painClusters(sector, limit));
@@ -40,7 +45,7 @@ export function dataApiRouter(deps: { scout: ScoutService; pay: PaymentGate }): 
   router.get(
     '/scout/trends',
     validate({ query: TrendsQuery }),
-    pay(DATA_PRICES.trends),
+    pay(DATA_PRICES.trends, DISCOVERY.trends),
     async (_req, res) => {
       const { sector, days, limit } = validated<z.infer<typeof TrendsQuery>>(res.locals).query;
       res.json(await scout.trends(sector, days, limit));
@@ -50,7 +55,7 @@ export function dataApiRouter(deps: { scout: ScoutService; pay: PaymentGate }): 
   router.get(
     '/scout/keywords',
     validate({ query: KeywordsQuery }),
-    pay(DATA_PRICES.keywords),
+    pay(DATA_PRICES.keywords, DISCOVERY.keywords),
     async (_req, res) => {
       const { sector, limit } = validated<z.infer<typeof KeywordsQuery>>(res.locals).query;
       res.json(await scout.keywords(sector, limit));
@@ -65,7 +70,7 @@ export function dataApiRouter(deps: { scout: ScoutService; pay: PaymentGate }): 
       await scout.assertBriefExists();
       next();
     },
-    pay(DATA_PRICES.brief),
+    pay(DATA_PRICES.brief, DISCOVERY.brief),
     async (_req, res) => {
       res.json(await scout.brief());
     },
