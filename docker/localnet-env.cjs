@@ -32,6 +32,10 @@ async function main() {
       'localnet-env: generated a random WEBHOOK_SECRET (set WEBHOOK_SECRET to choose one)\n',
     );
   }
+  if (!process.env.X402_REFERENCE_SECRET?.trim()) {
+    // Request-bound payment references (README, "Request-bound payments"): a random key per start.
+    process.env.X402_REFERENCE_SECRET = require('node:crypto').randomBytes(32).toString('base64url');
+  }
   for (const [urlVar, mintVar, accountVar, walletVar] of networks) {
     const rpcUrl = process.env[urlVar];
     if (!rpcUrl || (process.env[mintVar] && process.env[accountVar])) continue;

@@ -119,6 +119,9 @@ async function main(): Promise<void> {
       'market-intel: generated a random WEBHOOK_SECRET (set WEBHOOK_SECRET to choose one and verify signatures)',
     );
   }
+  // Payments are bound to the request they were offered for (Solana Pay references) with a key of
+  // the same kind, random per run unless X402_REFERENCE_SECRET is given.
+  const referenceSecret = env.X402_REFERENCE_SECRET?.trim() || randomBytes(32).toString('base64url');
   startService('market-intel', 'services/market-intel', MARKET_INTEL_PORT, {
     DATABASE_URL: MARKET_INTEL_DATABASE_URL,
     AMQP_URL,
@@ -133,6 +136,7 @@ async function main(): Promise<void> {
     MERCHANT_WALLET: mainnet.merchantOwner,
     MERCHANT_WALLET_DEVNET: devnet.merchantOwner,
     WEBHOOK_SECRET: webhookSecret,
+    X402_REFERENCE_SECRET: referenceSecret,
     // Scheduled scout scans of the shipped sectors (daily unless SCOUT_SCAN_INTERVAL_MINUTES says otherwise).
     SCOUT_SOURCES_FILE:
       env.SCOUT_SOURCES_FILE ?? path.join(ROOT, 'services/market-intel/config/scout-sources.json'),

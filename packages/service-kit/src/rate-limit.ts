@@ -13,6 +13,12 @@ export interface RateLimit {
    * @throws whatever the database throws (the caller decides whether to fail open or closed)
    */
   consume(key: string): Promise<RateDecision>;
+  /**
+   * Gives back one event counted for `key` in the current window: for limits on attempts that
+   * turn out harmless (count with {@link consume} up front, give back on success).
+   * @throws whatever the database throws
+   */
+  reward(key: string): Promise<void>;
 }
 
 /**
@@ -52,6 +58,9 @@ export function createRateLimit(
           return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(err.msBeforeNext / 1000)) };
         throw err;
       }
+    },
+    async reward(key) {
+      await limiter.reward(key, 1);
     },
   };
 }

@@ -13,6 +13,8 @@ export interface TestPaymentOverrides {
   mint?: string;
   /** Receiving token account; default the merchant's token account (the v1 `payTo`). */
   destination?: string;
+  /** Solana Pay references: added to the `transferChecked` as read-only, non-signer accounts. */
+  references?: string[];
 }
 
 /**
@@ -36,16 +38,20 @@ export async function signedPayment(
   const mint = new PublicKey(overrides.mint ?? info.mint);
   const destination = new PublicKey(overrides.destination ?? info.merchantTokenAccount);
   const { blockhash, lastValidBlockHeight } = await connection.getLatestBlockhash();
+  const transfer = createTransferCheckedInstruction(
+    getAssociatedTokenAddressSync(mint, payer.publicKey),
+    mint,
+    destination,
+    payer.publicKey,
+    amountAtomic,
+    6,
+  );
+  for (const reference of overrides.references ?? []) {
+    transfer.keys.push({ pubkey: new PublicKey(reference), isSigner: false, isWritable: false });
+  }
   const tx = new Transaction({ feePayer: payer.publicKey, blockhash, lastValidBlockHeight }).add(
     ComputeBudgetProgram.setComputeUnitLimit({ units: 40_000 + randomInt(20_000) }),
-    createTransferCheckedInstruction(
-      getAssociatedTokenAddressSync(mint, payer.publicKey),
-      mint,
-      destination,
-      payer.publicKey,
-      amountAtomic,
-      6,
-    ),
+    transfer,
   );
   tx.sign(payer);
   if (!tx.signature) throw new Error('the payment transaction was not signed');

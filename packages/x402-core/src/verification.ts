@@ -8,7 +8,11 @@ import type { X402Network } from '@repo/schemas';
  * - `mint_mismatch`: a transfer into `payTo`, or into another token account of the merchant, moves
  *   another mint (400)
  * - `amount_mismatch`: the transfer or the balance delta of `payTo` differs from the price (400)
- * - `stale`: `blockTime` is missing or outside the freshness window
+ * - `stale`: `blockTime` is missing or outside the freshness window around the service's first
+ *   sighting of the signature
+ * - `reference_mismatch`: the transfer carries Solana Pay references, none of them this request's: it
+ *   paid for another request (the claim is released, the payment stays usable on its own request)
+ * - `reference_missing`: references are required and the transfer carries none
  * - `rpc_unavailable`: the RPC endpoint could not be reached, timed out, or answered an HTTP error, a
  *   JSON-RPC error or a malformed result (503); the `cause` is an `RpcTransportError` or an
  *   `RpcResponseError`
@@ -20,6 +24,8 @@ export type PaymentVerificationReason =
   | 'mint_mismatch'
   | 'amount_mismatch'
   | 'stale'
+  | 'reference_mismatch'
+  | 'reference_missing'
   | 'rpc_unavailable';
 
 /** Every {@link PaymentVerificationReason}, for metrics label sets and docs. */
@@ -30,6 +36,8 @@ export const PAYMENT_VERIFICATION_REASONS: readonly PaymentVerificationReason[] 
   'mint_mismatch',
   'amount_mismatch',
   'stale',
+  'reference_mismatch',
+  'reference_missing',
   'rpc_unavailable',
 ];
 
@@ -102,6 +110,24 @@ export interface VerifiedPayment {
   rpcMs: number;
 }
 
+/** What one verification checks beyond the price (all optional). */
+export interface VerifyOptions {
+  /** `getTransaction` attempts while not found (default: the verifier's own). */
+  attempts?: number;
+  /**
+   * When the service first saw the signature: freshness is measured from it, so a payer answered 503
+   * who retries later is still served. Default: now.
+   */
+  firstSeenAt?: Date;
+  /**
+   * This request's Solana Pay reference (base58 address, see `requestReference`): a transfer carrying
+   * other references is refused with `reference_mismatch`. Absent: references are not checked.
+   */
+  reference?: string;
+  /** With `reference`: a transfer carrying no reference at all is refused with `reference_missing`. */
+  requireReference?: boolean;
+}
+
 /** What the payment pipeline needs from a verifier; `@repo/x402-solana`'s `SolanaPaymentVerifier` implements it for Solana. */
 export interface PaymentVerifier {
   /** The network this verifier checks. */
@@ -112,8 +138,7 @@ export interface PaymentVerifier {
   readonly payTo: string;
   /**
    * Proves that `signature` pays exactly `amountAtomic` of `asset` into `payTo`.
-   * @param options.attempts `getTransaction` attempts while not found (default: the verifier's own)
    * @throws PaymentVerificationError when it does not
    */
-  verify(signature: string, amountAtomic: bigint, options?: { attempts?: number }): Promise<VerifiedPayment>;
+  verify(signature: string, amountAtomic: bigint, options?: VerifyOptions): Promise<VerifiedPayment>;
 }

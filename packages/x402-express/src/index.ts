@@ -12,6 +12,7 @@ export {
   sendPaymentError,
   sendStoredResponse,
   paymentRequiredHeader,
+  recordPaymentSighting,
 } from './middleware';
 export type {
   PaymentGateway,
@@ -22,6 +23,8 @@ export type {
   PaidRequestLocals,
   OfferV2,
   SettlementGuard,
+  VerificationGuard,
+  VerificationAttempt,
 } from './middleware';
 export { emitPaymentEvent } from './events';
 export type { PaymentEvent, PaymentEventListener } from './events';

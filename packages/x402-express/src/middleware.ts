@@ -22,6 +22,7 @@ import {
   type PaymentVerifier,
   type ResourceDiscovery,
   type VerifiedPayment,
+  requestReference,
   v1OutputSchema,
 } from '@repo/x402-core';
 import type { PaymentClaim, PaymentKind, PaymentLedger, StoredResponse } from '@repo/x402-ledger';
@@ -51,6 +52,40 @@ export interface PaymentGateway {
   onPaymentEvent?: PaymentEventListener;
   /** Public origin for `resource` URLs, e.g. `https://api.example.com`; default: from the request. */
   publicBaseUrl?: string;
+  /**
+   * Request-bound payments (README, "Request-bound payments"): every requirement carries
+   * `extra.reference`, derived from the request with `secret`, and a push payment carrying another
+   * request's reference is refused without being consumed; with `required`, a push payment must carry
+   * one. Absent: no reference is offered or checked.
+   */
+  references?: { secret: string | Uint8Array; required?: boolean };
+  /**
+   * Bounds the RPC cost of push payments that do not verify (random or foreign signatures): e.g. a
+   * limit per client address shared by replicas. Refused: `429 rate_limited` with `Retry-After`;
+   * nothing is consumed. Absent: no limit.
+   */
+  verificationGuard?: VerificationGuard;
+}
+
+/** A client's push payment attempt: `ip` is the client address (`req.ip`). */
+export interface VerificationAttempt {
+  ip: string | undefined;
+  network: X402Network;
+}
+
+/**
+ * A limit on push payments that do not verify, per client: `check` counts an attempt before a new
+ * push payment is verified on chain (refused: `429 rate_limited` with `Retry-After` seconds, no RPC
+ * call), and `verified` gives it back once the payment verified. What stays counted are the attempts
+ * in flight and those that failed (each cost RPC calls), so a concurrent flood is bounded too.
+ */
+export interface VerificationGuard {
+  /** Counts an attempt of the client, or refuses it. */
+  check(
+    attempt: VerificationAttempt,
+  ): Promise<{ allowed: true } | { allowed: false; retryAfterSeconds: number }>;
+  /** Gives back the attempt of a payment that verified. */
+  verified(attempt: VerificationAttempt): Promise<void>;
 }
 
 /**
@@ -119,12 +154,15 @@ export interface OfferV2 {
   resource: { url: string; description: string; mimeType: string };
   /** `extensions` of the `PAYMENT-REQUIRED` header (the `bazaar` discovery extension, or none). */
   extensions: Record<string, unknown>;
+  /** This request's Solana Pay reference, advertised in the offer's `extra.reference`. */
+  reference?: string;
 }
 
 /**
  * The requirements of a paid route for this request: the network from `?network=`, its verifier's
- * mint and merchant account, the price, and `resource` = the absolute request URL; plus the v2 offer
- * of the official exact scheme when the network has a settler.
+ * mint and merchant account, the price, `resource` = the absolute request URL and, with references
+ * configured, `extra.reference` = this request's reference; plus the v2 offer of the official exact
+ * scheme when the network has a settler.
  *
  * @throws AppError `invalid_request` (400) for an unknown `network` value or a network not offered
  */
@@ -137,20 +175,38 @@ export function requirementsForRequest(
   verifier: PaymentVerifier;
   requirements: PaymentRequirements;
   offer: OfferV2 | undefined;
+  reference: string | undefined;
 } {
   const network = networkOfRequest(req);
   const verifier = gateway.verifiers[network];
   if (!verifier) throw new AppError('invalid_request', `Payments on ${network} are not offered here`);
   const template = requirementsTemplate(verifier, route);
-  const requirements = { ...template, resource: resourceUrlOf(req, gateway.publicBaseUrl) };
+  const reference = gateway.references ? referenceOf(req, gateway.references.secret) : undefined;
+  const requirements: PaymentRequirements = {
+    ...template,
+    resource: resourceUrlOf(req, gateway.publicBaseUrl),
+    ...(reference === undefined ? {} : { extra: { ...template.extra, reference } }),
+  };
   const settler = gateway.settlers?.[network];
-  const offer = settler && {
+  const offer: OfferV2 | undefined = settler && {
     settler,
     requirements: offerTemplate(settler, route),
     resource: { url: requirements.resource, description: template.description, mimeType: template.mimeType },
     extensions: extensionsOf(route),
+    ...(reference === undefined ? {} : { reference }),
   };
-  return { network, verifier, requirements, offer };
+  return { network, verifier, requirements, offer, reference };
+}
+
+/** This request's Solana Pay reference: method, path, sorted query and body hash under `secret`. */
+function referenceOf(req: Request, secret: string | Uint8Array): string {
+  const url = new URL(req.originalUrl || req.url, 'http://localhost');
+  return requestReference(secret, {
+    method: req.method,
+    path: url.pathname,
+    query: url.searchParams,
+    bodySha256: bodyHash(req),
+  });
 }
 
 const offers = new WeakMap<ExactSvmSettler, WeakMap<PaidRoute, PaymentRequirementsV2>>();
@@ -187,7 +243,11 @@ export function paymentRequiredHeader(offer: OfferV2, error: string): string {
     x402Version: 2,
     error,
     resource: offer.resource,
-    accepts: [offer.requirements],
+    accepts: [
+      offer.reference === undefined
+        ? offer.requirements
+        : { ...offer.requirements, extra: { ...offer.requirements.extra, reference: offer.reference } },
+    ],
     extensions: offer.extensions,
   };
   return encodeBase64Json(body);
@@ -343,12 +403,24 @@ export async function acceptPayment(
           return settling.settler.settle(settling.transaction, settling.requirements);
         }
       : undefined;
+    const verificationGuard = options.verificationGuard;
     const result = await processPayment({
       ledger: options.ledger,
       verifier,
       signature,
       network,
       ...(settle ? { settle } : {}),
+      ...(request.reference === undefined
+        ? {}
+        : { reference: request.reference, requireReference: options.references?.required ?? false }),
+      ...(verificationGuard
+        ? {
+            guard: {
+              check: () => verificationGuard.check({ ip: req.ip, network }),
+              verified: () => verificationGuard.verified({ ip: req.ip, network }),
+            },
+          }
+        : {}),
       amountAtomic: options.amountAtomic,
       endpoint,
       kind: options.kind,
@@ -370,6 +442,38 @@ export async function acceptPayment(
   } catch (error) {
     if (sendPaymentError(req, res, error, accepts, offer)) return undefined;
     throw error;
+  }
+}
+
+/**
+ * Records the push payment a request carries as seen, without taking it, for an answer given before
+ * the payment is looked at (a compute preflight's 503 with `Retry-After`): when the payer retries
+ * with it, its freshness counts from now (README, "Paying for data (x402)"). Best effort: no payment
+ * header, a malformed one, an official-scheme transaction (this server sends those itself), a network
+ * not offered, or a database failure record nothing and throw nothing.
+ */
+export async function recordPaymentSighting(req: Request, options: AcceptPaymentOptions): Promise<void> {
+  const v2Header = req.get(PAYMENT_SIGNATURE_HEADER);
+  const header = v2Header ?? req.get(PAYMENT_HEADER);
+  if (header === undefined || header.trim() === '') return;
+  try {
+    const network = networkOfRequest(req);
+    if (!options.verifiers[network]) return;
+    const proof = parsePaymentProof(
+      header,
+      network,
+      v2Header === undefined ? 'X-PAYMENT' : 'PAYMENT-SIGNATURE',
+    );
+    if (proof.kind !== 'signature') return;
+    await options.ledger.recordSighting({
+      signature: proof.txSignature,
+      network,
+      endpoint: options.endpoint ?? endpointOf(req),
+      kind: options.kind,
+      ...(options.kind === 'async' ? { requestHash: bodyHash(req) } : {}),
+    });
+  } catch {
+    // The answer being sent (a 503) matters more than the sighting.
   }
 }
 

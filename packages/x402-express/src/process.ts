@@ -45,6 +45,22 @@ export interface ProcessPaymentInput {
   kind: PaymentKind;
   /** Asynchronous endpoints: hex SHA-256 of the request body (see `ClaimRequest.requestHash`). */
   requestHash?: string;
+  /**
+   * This request's Solana Pay reference (push payments): a transfer carrying another request's
+   * reference is refused with `reference_mismatch` and not consumed.
+   */
+  reference?: string;
+  /** With `reference`: a push payment carrying no reference is refused (`reference_missing`). */
+  requireReference?: boolean;
+  /**
+   * Push payments only: `check` is asked once the claim is held and before the on-chain verification
+   * (its RPC calls) — refused → `429 rate_limited` with `Retry-After`, and the claim is dropped
+   * unconsumed; `verified` is told when the payment verified (the attempt is given back).
+   */
+  guard?: {
+    check(): Promise<{ allowed: true } | { allowed: false; retryAfterSeconds: number }>;
+    verified(): Promise<void>;
+  };
   /** Optional metrics hook. */
   onPaymentEvent?: PaymentEventListener;
 }
@@ -61,12 +77,15 @@ export type ProcessPaymentResult =
   | { outcome: 'replay'; response: StoredResponse; record: PaymentRecord };
 
 /**
- * Claim → (settle) → verify → mark verified (ARCHITECTURE.md, "Payments: x402 on Solana", steps 2–5).
- * The claim comes before any network call; an official-scheme transaction is sent only by the request
- * holding the claim; a failed settlement or verification releases it so nothing is consumed.
+ * Claim → (guard) → (settle) → verify → mark verified (ARCHITECTURE.md, "Payments: x402 on Solana",
+ * steps 2–5). The claim comes before any network call; an official-scheme transaction is sent only by
+ * the request holding the claim; a failed settlement or verification releases it so nothing is
+ * consumed (a transaction not found on chain is forgotten; any other refusal keeps the first
+ * sighting, from which freshness counts).
  *
  * @throws AppError
- * - `payment_required` (402, `details.reason`) for not_found / transaction_failed / wrong_recipient / stale,
+ * - `payment_required` (402, `details.reason`) for not_found / transaction_failed / wrong_recipient /
+ *   stale / reference_mismatch / reference_missing,
  *   and for an official-scheme transaction the facilitator refused (its reason);
  * - `amount_mismatch`, `mint_mismatch` (400);
  * - `payment_reused` (400, no details) when the signature was verified for another endpoint or network
@@ -75,7 +94,8 @@ export type ProcessPaymentResult =
  *   `details.jobId` only for a request with the paying request's body;
  * - `service_unavailable` (503, `Retry-After`) when the RPC is unreachable, another request still
  *   holds the signature after the ledger's wait timeout, or an unverified claim for another endpoint
- *   holds it (`Retry-After: 1`).
+ *   holds it (`Retry-After: 1`);
+ * - `rate_limited` (429, `Retry-After`) when `guard` refuses the verification.
  */
 export async function processPayment(input: ProcessPaymentInput): Promise<ProcessPaymentResult> {
   const { ledger, verifier, signature, network, amountAtomic, endpoint, kind, onPaymentEvent } = input;
@@ -137,6 +157,26 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
   const { claim } = claimed;
   if (claim.verified) return { outcome: 'accepted', payment: claim.verified, claim };
 
+  const guard = input.settle ? undefined : input.guard;
+  if (guard) {
+    const decision = await guard.check().catch(async (error: unknown) => {
+      await ledger.release(claim);
+      throw error;
+    });
+    if (!decision.allowed) {
+      // A sighting that came before stays; a claim made just now leaves no trace.
+      await (claim.takenOver ? ledger.release(claim) : ledger.forget(claim));
+      return reject(
+        'rate_limited',
+        new AppError(
+          'rate_limited',
+          `Too many payment verifications from this client; retry in ${decision.retryAfterSeconds} s`,
+          { headers: { 'Retry-After': String(decision.retryAfterSeconds) } },
+        ),
+      );
+    }
+  }
+
   let refused: (SettlementOutcome & { ok: false }) | undefined;
   let verified: VerifiedPayment;
   try {
@@ -145,9 +185,23 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
       if (!settled.ok) refused = settled;
     }
     // After a refused settlement, one look: an earlier attempt that died unrecorded may have landed it.
-    verified = await verifier.verify(signature, amountAtomic, refused ? { attempts: 1 } : {});
+    verified = await verifier.verify(signature, amountAtomic, {
+      ...(refused ? { attempts: 1 } : {}),
+      firstSeenAt: claim.firstSeenAt,
+      // This server sent an official-scheme transaction itself: nobody could take it first.
+      ...(input.reference === undefined || input.settle
+        ? {}
+        : { reference: input.reference, requireReference: input.requireReference ?? false }),
+    });
   } catch (error) {
-    await ledger.release(claim);
+    // A refusal on chain keeps the first sighting for a retry; a transaction not on chain, or a
+    // settlement stopped before anything was sent (a rate limit), leaves nothing to remember.
+    const seen = isPaymentVerificationError(error) && error.reason !== 'not_found';
+    await (seen ? ledger.release(claim) : ledger.forget(claim));
+    // An unreachable RPC is our failure, not the client's: the attempt is given back.
+    if (guard && isPaymentVerificationError(error) && error.reason === 'rpc_unavailable') {
+      await guard.verified().catch(() => undefined);
+    }
     if (refused && isPaymentVerificationError(error) && error.reason === 'not_found')
       return reject(
         refused.reason,
@@ -157,6 +211,7 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
       return reject(error.reason, verificationErrorToAppError(error), error.rpcMs);
     throw error;
   }
+  await guard?.verified().catch(() => undefined);
   const marked = await ledger.markVerified(claim, verified);
   if (!marked) {
     return reject(
@@ -201,6 +256,8 @@ export function verificationErrorToAppError(error: PaymentVerificationError): Ap
     case 'transaction_failed':
     case 'wrong_recipient':
     case 'stale':
+    case 'reference_mismatch':
+    case 'reference_missing':
       return new AppError('payment_required', error.message, { details, cause: error });
   }
 }

@@ -1,4 +1,5 @@
 import { Error402, PaymentResponse } from '@repo/schemas';
+import { waitFor } from '@repo/service-kit/testing';
 import { payUsdc, signedPayment, spawnLocalnet, type Localnet } from '@repo/solana-localnet';
 import { decodePaymentResponse, encodePaymentHeader } from '@repo/x402-core';
 import { buildSignature } from '@repo/x402-core/testing';
@@ -165,7 +166,10 @@ describe('requirePayment', () => {
       code: 'amount_mismatch',
       details: { reason: 'amount_mismatch', expected: '100000', actual: '50000' },
     });
-    expect(await rowsOf(signature)).toEqual([]);
+    // Not consumed: the row only remembers when the signature was first seen, nothing holds it.
+    expect(await rowsOf(signature)).toEqual([
+      { status: 'processing', endpoint: 'GET /api/v1/scout/gaps', payer: null, amount: null },
+    ]);
     // The same 0.05 USDC pays the 0.05 USDC endpoint.
     expect((await get('/api/v1/scout/keywords', header)).status).toBe(200);
   });
@@ -181,7 +185,15 @@ describe('requirePayment', () => {
     expect(body.accepts).toHaveLength(1);
     expect(await rowsOf(pending.signature)).toEqual([]);
     await pending.send();
-    expect((await get('/api/v1/scout/gaps', header)).status).toBe(200);
+    // A client retrying: "not found" is remembered for a few seconds, then the landed payment pays.
+    const runsBefore = runs.gaps;
+    await waitFor(
+      'the landed payment to be accepted',
+      async () => (await get('/api/v1/scout/gaps', header)).status === 200,
+      10_000,
+      250,
+    );
+    expect(runs.gaps).toBe(runsBefore + 1);
   });
 
   it('When a mainnet signature is presented for devnet, then 402 not_found; a header for the wrong network is a 402 naming both networks', async () => {
@@ -279,7 +291,10 @@ describe('requirePayment', () => {
         code: 'service_unavailable',
         details: { reason: 'rpc_unavailable' },
       });
-      expect(await rowsOf(signature)).toEqual([]);
+      // Nothing consumed; the first sighting is kept for the retry.
+      expect(await rowsOf(signature)).toEqual([
+        { status: 'processing', endpoint: 'GET /api/v1/scout/gaps', payer: null, amount: null },
+      ]);
     } finally {
       await down.close();
     }

@@ -98,6 +98,11 @@ export interface PaymentClaim extends ClaimRequest {
   takenOver: boolean;
   /** Present when a `verified` row was taken over: the payment is already proven, do not verify or charge again. */
   verified?: VerifiedPayment;
+  /**
+   * When the service first saw this signature (the row's creation: a released claim or a recorded
+   * sighting keeps it), the instant its freshness is measured from.
+   */
+  firstSeenAt: Date;
 }
 
 /**
@@ -152,8 +157,27 @@ export interface PaymentLedger {
   renewLease(claim: PaymentClaim): Promise<boolean>;
   /** A claim not finished after this many milliseconds may be taken over. */
   readonly leaseMs: number;
-  /** Deletes an unverified claim (verification failed): nothing is consumed, the signature stays usable. */
+  /**
+   * Ends an unverified claim (verification failed or could not run): nothing is consumed, the
+   * signature stays usable, and the row keeps the first sighting, so freshness still counts from it.
+   */
   release(claim: PaymentClaim): Promise<void>;
+  /**
+   * Deletes an unverified claim and its sighting (the transaction was not found on chain, or the
+   * attempt was refused before verification): nothing is consumed and nothing is kept.
+   */
+  forget(claim: PaymentClaim): Promise<void>;
+  /**
+   * Records that the service saw `request.signature` without taking it (an answer such as 503 came
+   * first), so its freshness counts from now if it is presented again. No effect when a row exists.
+   */
+  recordSighting(request: ClaimRequest): Promise<void>;
+  /**
+   * Deletes unverified rows no request holds that were first seen more than `olderThanMs`
+   * milliseconds ago (sightings of payments never completed).
+   * @returns the number of rows deleted
+   */
+  pruneSightings(olderThanMs: number): Promise<number>;
   /** Reads a row. */
   find(signature: string): Promise<PaymentRecord | null>;
 }
@@ -171,6 +195,11 @@ export interface PaymentLedgerOptions {
    * Completed rows never change, so the copy is exact on every replica.
    */
   settledCacheSize?: number;
+  /**
+   * The clock that dates a first sighting (a new row's `created_at`), for tests that move time;
+   * default the database's `now()`. Leases always use the database's clock.
+   */
+  now?: () => Date;
 }
 
 /** Completed answers larger than this (bytes of body) are not kept in memory. */
@@ -246,6 +275,11 @@ const SELECT_ROW = `SELECT signature, network, endpoint, kind, status, claim_tok
   (claim_token IS NULL OR claimed_at < now() - make_interval(secs => $2::double precision)) AS lease_free
 FROM ${X402_PAYMENTS_TABLE} WHERE signature = $1`;
 
+/** What a claim's insert or takeover returns. */
+interface Taken {
+  created_at: Date | string;
+}
+
 interface Gate {
   /** `network endpoint` of the holder: only requests for the same use queue behind it. */
   use: string;
@@ -290,6 +324,7 @@ export class PrismaPaymentLedger implements PaymentLedger {
   private readonly settledCacheSize: number;
   /** Completed payments by signature, least recently used first. */
   private readonly settled = new Map<string, PaymentRecord>();
+  private readonly now: (() => Date) | undefined;
 
   /**
    * @param db the database client (Prisma client or adapter)
@@ -304,6 +339,13 @@ export class PrismaPaymentLedger implements PaymentLedger {
     this.waitTimeoutMs = options.waitTimeoutMs ?? 20_000;
     this.pollIntervalMs = options.pollIntervalMs ?? 50;
     this.settledCacheSize = options.settledCacheSize ?? 10_000;
+    this.now = options.now;
+  }
+
+
+  /** The first-sighting time to store: the configured clock's, or null for the database's `now()`. */
+  private sightedAt(): string | null {
+    return this.now ? this.now().toISOString() : null;
   }
 
   /** {@inheritDoc PaymentLedger.claim} */
@@ -349,19 +391,26 @@ export class PrismaPaymentLedger implements PaymentLedger {
   private async claimInDatabase(request: ClaimRequest, deadline: number): Promise<ClaimOutcome> {
     for (;;) {
       const token = randomUUID();
-      const inserted = await this.db.$queryRawUnsafe<{ signature: string }[]>(
+      const inserted = await this.db.$queryRawUnsafe<Taken[]>(
         `INSERT INTO ${X402_PAYMENTS_TABLE} (signature, network, endpoint, kind, status, claim_token, request_hash, claimed_at, created_at)
-         VALUES ($1, $2, $3, $4, 'processing', $5, $6, now(), now())
+         VALUES ($1, $2, $3, $4, 'processing', $5, $6, now(), COALESCE($7::timestamptz, now()))
          ON CONFLICT (signature) DO NOTHING
-         RETURNING signature`,
+         RETURNING created_at`,
         request.signature,
         request.network,
         request.endpoint,
         request.kind,
         token,
         request.requestHash ?? null,
+        this.sightedAt(),
       );
-      if (inserted.length > 0) return { outcome: 'claimed', claim: { ...request, token, takenOver: false } };
+      const created = inserted[0];
+      if (created) {
+        return {
+          outcome: 'claimed',
+          claim: { ...request, token, takenOver: false, firstSeenAt: toDate(created.created_at) },
+        };
+      }
 
       const row = await this.readRow(request.signature);
       if (!row) continue; // released in between: try to insert again
@@ -375,12 +424,12 @@ export class PrismaPaymentLedger implements PaymentLedger {
         // Unverified, the signature binds nothing yet: never answer a final-looking refusal.
         if (!row.lease_free) return { outcome: 'busy', record, retryAfterSeconds: 1 };
         // An abandoned unverified claim is taken over for this request's endpoint.
-        const moved = await this.db.$queryRawUnsafe<{ signature: string }[]>(
+        const moved = await this.db.$queryRawUnsafe<Taken[]>(
           `UPDATE ${X402_PAYMENTS_TABLE}
               SET claim_token = $2, claimed_at = now(), network = $3, endpoint = $4, kind = $5, request_hash = $6
             WHERE signature = $1 AND status = 'processing'
               AND (claim_token IS NULL OR claimed_at < now() - make_interval(secs => $7::double precision))
-            RETURNING signature`,
+            RETURNING created_at`,
           request.signature,
           token,
           request.network,
@@ -389,23 +438,35 @@ export class PrismaPaymentLedger implements PaymentLedger {
           request.requestHash ?? null,
           this.leaseSeconds,
         );
-        if (moved.length > 0) return { outcome: 'claimed', claim: { ...request, token, takenOver: true } };
+        const movedRow = moved[0];
+        if (movedRow) {
+          return {
+            outcome: 'claimed',
+            claim: { ...request, token, takenOver: true, firstSeenAt: toDate(movedRow.created_at) },
+          };
+        }
         continue;
       }
       if (row.lease_free) {
-        const taken = await this.db.$queryRawUnsafe<{ signature: string }[]>(
+        const taken = await this.db.$queryRawUnsafe<Taken[]>(
           `UPDATE ${X402_PAYMENTS_TABLE} SET claim_token = $2, claimed_at = now()
            WHERE signature = $1 AND status = $3 AND endpoint = $4
              AND (claim_token IS NULL OR claimed_at < now() - make_interval(secs => $5::double precision))
-           RETURNING signature`,
+           RETURNING created_at`,
           request.signature,
           token,
           record.status,
           request.endpoint,
           this.leaseSeconds,
         );
-        if (taken.length > 0) {
-          const claim: PaymentClaim = { ...request, token, takenOver: true };
+        const takenRow = taken[0];
+        if (takenRow) {
+          const claim: PaymentClaim = {
+            ...request,
+            token,
+            takenOver: true,
+            firstSeenAt: toDate(takenRow.created_at),
+          };
           const verified = record.status === 'verified' ? verifiedFromRecord(record) : undefined;
           if (verified) claim.verified = verified;
           return { outcome: 'claimed', claim };
@@ -504,6 +565,20 @@ export class PrismaPaymentLedger implements PaymentLedger {
   async release(claim: PaymentClaim): Promise<void> {
     try {
       await this.db.$executeRawUnsafe(
+        `UPDATE ${X402_PAYMENTS_TABLE} SET claim_token = NULL
+         WHERE signature = $1 AND claim_token = $2 AND status = 'processing'`,
+        claim.signature,
+        claim.token,
+      );
+    } finally {
+      this.openGateOf(claim);
+    }
+  }
+
+  /** {@inheritDoc PaymentLedger.forget} */
+  async forget(claim: PaymentClaim): Promise<void> {
+    try {
+      await this.db.$executeRawUnsafe(
         `DELETE FROM ${X402_PAYMENTS_TABLE} WHERE signature = $1 AND claim_token = $2 AND status = 'processing'`,
         claim.signature,
         claim.token,
@@ -511,6 +586,33 @@ export class PrismaPaymentLedger implements PaymentLedger {
     } finally {
       this.openGateOf(claim);
     }
+  }
+
+  /** {@inheritDoc PaymentLedger.recordSighting} */
+  async recordSighting(request: ClaimRequest): Promise<void> {
+    await this.db.$executeRawUnsafe(
+      `INSERT INTO ${X402_PAYMENTS_TABLE} (signature, network, endpoint, kind, status, claim_token, request_hash, claimed_at, created_at)
+       VALUES ($1, $2, $3, $4, 'processing', NULL, $5, now(), COALESCE($6::timestamptz, now()))
+       ON CONFLICT (signature) DO NOTHING`,
+      request.signature,
+      request.network,
+      request.endpoint,
+      request.kind,
+      request.requestHash ?? null,
+      this.sightedAt(),
+    );
+  }
+
+  /** {@inheritDoc PaymentLedger.pruneSightings} */
+  async pruneSightings(olderThanMs: number): Promise<number> {
+    return this.db.$executeRawUnsafe(
+      `DELETE FROM ${X402_PAYMENTS_TABLE}
+        WHERE status = 'processing'
+          AND created_at < now() - make_interval(secs => $1::double precision)
+          AND (claim_token IS NULL OR claimed_at < now() - make_interval(secs => $2::double precision))`,
+      olderThanMs / 1000,
+      this.leaseSeconds,
+    );
   }
 
   /** {@inheritDoc PaymentLedger.find} */

@@ -205,14 +205,70 @@ describe('PrismaPaymentLedger', () => {
     expect(retry.verified).toEqual({ ...payment, rpcMs: 0 });
   });
 
-  it('When a claim is released after a failed verification, then the signature can be claimed again', async () => {
+  it('When a claim is forgotten (not found on chain), then its row is gone and the signature can be claimed again', async () => {
     const ledger = new PrismaPaymentLedger(db);
     const request = buildClaimRequest();
-    await ledger.release(claimedOf(await ledger.claim(request)));
+    await ledger.forget(claimedOf(await ledger.claim(request)));
     expect(await rowOf(request.signature)).toBeUndefined();
     const again = claimedOf(await ledger.claim({ ...request, endpoint: 'GET /api/v1/scout/keywords' }));
     expect(again.takenOver).toBe(false);
-    await ledger.release(again);
+    await ledger.forget(again);
+  });
+
+  it('When a claim is released after a failed verification, then the next claim takes it over with the first sighting kept', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const request = buildClaimRequest();
+    const first = claimedOf(await ledger.claim(request));
+    // First seen ten minutes ago, as if the payer had been answered 503 and waited.
+    await db.$executeRawUnsafe(
+      "UPDATE x402_payments SET created_at = now() - interval '10 minutes' WHERE signature = $1",
+      request.signature,
+    );
+    await ledger.release(first);
+    expect(await rowOf(request.signature)).toMatchObject({ status: 'processing', claim_token: null });
+    const again = claimedOf(await new PrismaPaymentLedger(replicaDb).claim(request));
+    expect(again.takenOver).toBe(true);
+    expect(again.verified).toBeUndefined();
+    expect(Date.now() - again.firstSeenAt.getTime()).toBeGreaterThanOrEqual(9 * 60_000);
+    await ledger.forget(again);
+  });
+
+  it('When a sighting is recorded before any claim, then the claim that follows counts from it, and a second sighting changes nothing', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const request = buildClaimRequest();
+    await ledger.recordSighting(request);
+    await db.$executeRawUnsafe(
+      "UPDATE x402_payments SET created_at = now() - interval '9 minutes' WHERE signature = $1",
+      request.signature,
+    );
+    await ledger.recordSighting(request);
+    const claim = claimedOf(await ledger.claim(request));
+    expect(Date.now() - claim.firstSeenAt.getTime()).toBeGreaterThanOrEqual(8 * 60_000);
+    await ledger.forget(claim);
+  });
+
+  it('When sightings are pruned, then only old unheld unverified rows go', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const old = buildClaimRequest();
+    const recent = buildClaimRequest();
+    const held = buildClaimRequest();
+    const verified = buildClaimRequest();
+    await ledger.recordSighting(old);
+    await ledger.recordSighting(recent);
+    const heldClaim = claimedOf(await ledger.claim(held));
+    const verifiedClaim = claimedOf(await ledger.claim(verified));
+    await ledger.markVerified(verifiedClaim, buildVerifiedPayment({ signature: verified.signature }));
+    await ledger.releaseLease(verifiedClaim);
+    await db.$executeRawUnsafe(
+      "UPDATE x402_payments SET created_at = now() - interval '2 days' WHERE signature = ANY($1)",
+      [old.signature, held.signature, verified.signature],
+    );
+    expect(await ledger.pruneSightings(24 * 3600_000)).toBeGreaterThanOrEqual(1);
+    expect(await rowOf(old.signature)).toBeUndefined();
+    expect(await rowOf(recent.signature)).toMatchObject({ status: 'processing' });
+    expect(await rowOf(held.signature)).toMatchObject({ status: 'processing', claim_token: heldClaim.token });
+    expect(await rowOf(verified.signature)).toMatchObject({ status: 'verified' });
+    await ledger.forget(heldClaim);
   });
 
   it('When a completeWithJob has lost its lease, then it throws payment_conflict', async () => {
@@ -262,7 +318,7 @@ describe('PrismaPaymentLedger', () => {
     expect(await crashed.markVerified(first, buildVerifiedPayment({ signature: request.signature }))).toBe(
       false,
     );
-    await replica.release(second);
+    await replica.forget(second);
   });
 
   it('When the holder keeps the signature past the wait timeout, then busy', async () => {

@@ -2,7 +2,9 @@
 // client, the official exact SVM scheme's facilitator adapter (`ExactSvmSettler`), and the SPL token
 // helpers both use. The paying side is `@repo/x402-solana/client`.
 export { SolanaPaymentVerifier, resolveAccountKeys, findTransfersChecked, balanceDelta } from './verifier';
-export type { SolanaPaymentVerifierConfig, SolanaPaymentVerifierOptions } from './verifier';
+export type { SolanaPaymentVerifierConfig, SolanaPaymentVerifierOptions, RpcCallEvent } from './verifier';
+export { CircuitBreaker } from './circuit-breaker';
+export type { CircuitBreakerOptions } from './circuit-breaker';
 export { RpcResponseError } from './rpc-client';
 export type { RpcTransaction, RpcInstruction, RpcTokenBalance } from './rpc-client';
 export { RpcTransportError } from './rpc-fetch';

@@ -44,6 +44,7 @@ const transactionSchema = z.object({
   transaction: z.object({
     message: z.object({
       accountKeys: z.array(z.string()),
+      header: z.object({ numRequiredSignatures: index }).optional(),
       instructions: z.array(instructionSchema),
     }),
   }),

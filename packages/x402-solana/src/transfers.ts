@@ -26,6 +26,11 @@ export interface TransferChecked {
   decimals: number;
   /** Where it was found: top level or as an inner (CPI) instruction. */
   location: 'top-level' | 'inner';
+  /**
+   * The instruction's accounts after the four it needs (base58): a multisig authority's signers, or
+   * Solana Pay references (read-only, non-signer).
+   */
+  extraAccounts: string[];
 }
 
 /** A compiled instruction with its account indexes and raw data, independent of RPC encodings. */
@@ -82,6 +87,10 @@ export function decodeTransferChecked(
     amountAtomic: view.getBigUint64(1, true),
     decimals: view.getUint8(9),
     location,
+    extraAccounts: instruction.accountIndexes
+      .slice(4)
+      .map((i) => accountKeys[i])
+      .filter((key): key is string => key !== undefined),
   };
 }
 

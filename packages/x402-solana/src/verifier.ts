@@ -4,7 +4,9 @@ import {
   type PaymentVerificationReason,
   type PaymentVerifier,
   type VerifiedPayment,
+  type VerifyOptions,
 } from '@repo/x402-core';
+import { CircuitBreaker } from './circuit-breaker';
 import {
   SolanaRpcClient,
   tokenAccountOwner,
@@ -39,7 +41,7 @@ export interface SolanaPaymentVerifierConfig {
 
 /** Tuning of a {@link SolanaPaymentVerifier}. */
 export interface SolanaPaymentVerifierOptions {
-  /** Largest accepted `|now - blockTime|`, in seconds; default 300. */
+  /** Largest accepted `|first sighting - blockTime|`, in seconds; default 300. */
   freshnessWindowSeconds?: number;
   /** `getTransaction` attempts while the transaction is not found or the RPC fails; default 4. */
   fetchAttempts?: number;
@@ -52,8 +54,33 @@ export interface SolanaPaymentVerifierOptions {
   rpcTimeoutMs?: number;
   /** Most keep-alive connections to the RPC endpoint; more concurrent calls queue. Default 32. */
   rpcMaxConnections?: number;
-  /** The clock, for the freshness check; default `() => new Date()`. */
+  /** The clock, for the freshness check of a signature with no recorded sighting; default `() => new Date()`. */
   now?: () => Date;
+  /**
+   * Milliseconds a signature the RPC did not find is answered `not_found` again without a call;
+   * default 2000 (0 disables).
+   */
+  notFoundCacheMs?: number;
+  /** Consecutive failed RPC calls that open the circuit breaker; default 5. */
+  breakerFailureThreshold?: number;
+  /** Milliseconds the open breaker fails calls fast before it lets one probe through; default 10000. */
+  breakerOpenMs?: number;
+  /** Told of every RPC call and of every call avoided, for metrics; must not throw. */
+  onRpcCall?: (call: RpcCallEvent) => void;
+}
+
+/**
+ * One RPC call of the verifier, or one it did not make: `found` / `not_found` (the transaction was or
+ * was not there), `error` (unreachable, timed out or an unusable answer), `cached_not_found` (answered
+ * from the not-found cache) and `short_circuit` (failed fast by the open circuit breaker).
+ */
+export interface RpcCallEvent {
+  /** The network of the verifier. */
+  network: X402Network;
+  /** The JSON-RPC method. */
+  method: 'getTransaction' | 'getAccountInfo';
+  /** What happened. */
+  outcome: 'found' | 'not_found' | 'error' | 'cached_not_found' | 'short_circuit';
 }
 
 const DEFAULTS = {
@@ -62,7 +89,11 @@ const DEFAULTS = {
   fetchDelayMs: 400,
   rpcTimeoutMs: 10_000,
   rpcMaxConnections: 32,
+  notFoundCacheMs: 2_000,
 };
+
+/** Most signatures the not-found cache holds (the oldest go first). */
+const NOT_FOUND_CACHE_SIZE = 10_000;
 
 /**
  * Verifies x402 payments on one Solana network by their effect (ARCHITECTURE.md, "Payments: x402 on
@@ -79,8 +110,15 @@ const DEFAULTS = {
  *    `wrong_recipient`; the right mint with another amount → `amount_mismatch`;
  * 4. the `postTokenBalances - preTokenBalances` delta of `payTo` for `asset` equals the price → else
  *    `amount_mismatch`;
- * 5. `blockTime` within the freshness window → else `stale`.
+ * 5. when the transfer carries Solana Pay references (non-signer accounts after its four) and this
+ *    request's reference is known: one of them is it → else `reference_mismatch`; none while
+ *    references are required → `reference_missing`;
+ * 6. `blockTime` within the freshness window around the first sighting (or now) → else `stale`.
  * All amounts are `bigint` atomic units.
+ *
+ * RPC cost is bounded: a signature not found is answered from a short cache for `notFoundCacheMs`,
+ * and after `breakerFailureThreshold` failed calls in a row a circuit breaker fails calls fast
+ * (`rpc_unavailable`) for `breakerOpenMs` before one probe call tries the endpoint again.
  *
  * The RPC calls go through a small JSON-RPC client of this package (one keep-alive undici `Pool` per
  * verifier, one `JSON.parse` per answer, zod validation of only the fields read here), not web3.js:
@@ -97,7 +135,13 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
   readonly rpcUrl: string;
   private readonly rpc: SolanaRpcClient;
   private payToOwner: Promise<string | undefined> | undefined;
-  private readonly options: Required<Omit<SolanaPaymentVerifierOptions, 'now'>> & { now: () => Date };
+  private readonly options: Required<
+    Omit<SolanaPaymentVerifierOptions, 'now' | 'onRpcCall' | 'breakerFailureThreshold' | 'breakerOpenMs'>
+  > & { now: () => Date };
+  private readonly breaker: CircuitBreaker;
+  private readonly onRpcCall: ((call: RpcCallEvent) => void) | undefined;
+  /** Signatures the RPC did not find, with the time (ms) until which that answer stands. */
+  private readonly notFound = new Map<string, number>();
 
   /**
    * @param config network, RPC URL, mint and merchant token account
@@ -116,7 +160,15 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
       rpcTimeoutMs: options.rpcTimeoutMs ?? DEFAULTS.rpcTimeoutMs,
       rpcMaxConnections: options.rpcMaxConnections ?? DEFAULTS.rpcMaxConnections,
       now: options.now ?? (() => new Date()),
+      notFoundCacheMs: options.notFoundCacheMs ?? DEFAULTS.notFoundCacheMs,
     };
+    this.breaker = new CircuitBreaker({
+      ...(options.breakerFailureThreshold === undefined
+        ? {}
+        : { failureThreshold: options.breakerFailureThreshold }),
+      ...(options.breakerOpenMs === undefined ? {} : { openMs: options.breakerOpenMs }),
+    });
+    this.onRpcCall = options.onRpcCall;
     if (!config.rpcUrl) throw new TypeError('SolanaPaymentVerifier needs rpcUrl');
     this.rpc = new SolanaRpcClient(config.rpcUrl, {
       timeoutMs: this.options.rpcTimeoutMs,
@@ -132,16 +184,17 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
 
   /**
    * Proves that `signature` pays exactly `amountAtomic` (atomic USDC units) of the configured mint
-   * into the configured merchant account, within the freshness window.
+   * into the configured merchant account, within the freshness window of its first sighting, and,
+   * when `options.reference` is given, for this request.
    *
-   * @param options.attempts `getTransaction` attempts while not found (default `fetchAttempts`)
+   * @param options attempts, first sighting, this request's reference and whether one is required
    * @returns the verified payment, with `rpcMs` = milliseconds spent in RPC calls
    * @throws PaymentVerificationError with the reason of the first failed check (see the class doc)
    */
   async verify(
     signature: string,
     amountAtomic: bigint,
-    options: { attempts?: number } = {},
+    options: VerifyOptions = {},
   ): Promise<VerifiedPayment> {
     const fetched = await this.fetchTransaction(
       signature,
@@ -225,16 +278,40 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
       );
     }
 
+    if (options.reference !== undefined) {
+      const signers = new Set(
+        tx.transaction.message.accountKeys.slice(
+          0,
+          tx.transaction.message.header?.numRequiredSignatures ?? 1,
+        ),
+      );
+      const references = exact.extraAccounts.filter((account) => !signers.has(account));
+      if (references.length > 0 && !references.includes(options.reference)) {
+        return fail(
+          'reference_mismatch',
+          'The payment carries the reference of another request: it pays for that request only',
+        );
+      }
+      if (references.length === 0 && options.requireReference) {
+        return fail(
+          'reference_missing',
+          "The payment carries no reference: add this request's extra.reference to the transferChecked as a read-only account",
+        );
+      }
+    }
+
     if (tx.blockTime === null || tx.blockTime === undefined) {
       return fail('stale', 'The transaction has no block time, its freshness cannot be checked');
     }
-    const ageSeconds = this.options.now().getTime() / 1000 - tx.blockTime;
+    const seenAt = options.firstSeenAt ?? this.options.now();
+    const ageSeconds = seenAt.getTime() / 1000 - tx.blockTime;
     if (Math.abs(ageSeconds) > this.options.freshnessWindowSeconds) {
       return fail(
         'stale',
-        `The transaction is ${Math.round(ageSeconds)} s old; payments must be at most ${this.options.freshnessWindowSeconds} s old`,
+        `The transaction was ${Math.round(ageSeconds)} s old when first presented; payments must be at most ${this.options.freshnessWindowSeconds} s old`,
         {
           blockTime: new Date(tx.blockTime * 1000).toISOString(),
+          firstSeenAt: seenAt.toISOString(),
           freshnessWindowSeconds: this.options.freshnessWindowSeconds,
         },
       );
@@ -279,50 +356,96 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
   private merchantOwner(): Promise<string | undefined> {
     this.payToOwner ??= this.rpc
       .getAccountInfo(this.payTo)
-      .then((info) => (info ? tokenAccountOwner(info.data) : undefined))
+      .then((info) => {
+        this.report('getAccountInfo', info ? 'found' : 'not_found');
+        return info ? tokenAccountOwner(info.data) : undefined;
+      })
       .catch(() => {
+        this.report('getAccountInfo', 'error');
         this.payToOwner = undefined; // try again next time
         return undefined;
       });
     return this.payToOwner;
   }
 
-  /** Fetches the transaction with bounded retries; measures the time spent in RPC calls. */
+  /**
+   * Fetches the transaction with bounded retries, through the not-found cache and the circuit
+   * breaker; measures the time spent in RPC calls.
+   */
   private async fetchTransaction(
     signature: string,
     attempts: number,
   ): Promise<{ tx: RpcTransaction; rpcMs: number }> {
+    const cachedUntil = this.notFound.get(signature);
+    if (cachedUntil !== undefined) {
+      if (cachedUntil > Date.now()) {
+        this.report('getTransaction', 'cached_not_found');
+        throw this.notFoundError(signature, 0);
+      }
+      this.notFound.delete(signature);
+    }
     let rpcMs = 0;
     let lastError: unknown;
     for (let attempt = 1; attempt <= attempts; attempt++) {
       if (attempt > 1) await delay(this.options.fetchDelayMs);
+      if (!this.breaker.tryAcquire()) {
+        this.report('getTransaction', 'short_circuit');
+        throw new PaymentVerificationError(
+          'rpc_unavailable',
+          `The ${this.network} RPC endpoint is unavailable (recent calls failed; retrying shortly)`,
+          { signature, network: this.network, rpcMs: round(rpcMs) },
+        );
+      }
       const started = performance.now();
       try {
         const tx = await this.rpc.getTransaction(signature);
         rpcMs += performance.now() - started;
+        this.breaker.succeeded();
+        this.report('getTransaction', tx ? 'found' : 'not_found');
         lastError = undefined;
-        if (tx) return { tx, rpcMs: Math.round(rpcMs * 100) / 100 };
+        if (tx) return { tx, rpcMs: round(rpcMs) };
       } catch (error) {
         rpcMs += performance.now() - started;
+        this.breaker.failed();
+        this.report('getTransaction', 'error');
         lastError = error;
       }
     }
-    const context = { signature, network: this.network, rpcMs: Math.round(rpcMs * 100) / 100 };
     if (lastError !== undefined) {
       throw new PaymentVerificationError(
         'rpc_unavailable',
         `The ${this.network} RPC endpoint is unavailable`,
-        {
-          ...context,
-          cause: lastError,
-        },
+        { signature, network: this.network, rpcMs: round(rpcMs), cause: lastError },
       );
     }
-    throw new PaymentVerificationError(
+    this.rememberNotFound(signature);
+    throw this.notFoundError(signature, round(rpcMs));
+  }
+
+  private notFoundError(signature: string, rpcMs: number): PaymentVerificationError {
+    return new PaymentVerificationError(
       'not_found',
       `Transaction ${signature} was not found on ${this.network} at confirmed commitment; wait for confirmation and retry`,
-      context,
+      { signature, network: this.network, rpcMs },
     );
+  }
+
+  private rememberNotFound(signature: string): void {
+    if (this.options.notFoundCacheMs <= 0) return;
+    if (this.notFound.size >= NOT_FOUND_CACHE_SIZE) {
+      const oldest = this.notFound.keys().next();
+      if (!oldest.done) this.notFound.delete(oldest.value);
+    }
+    this.notFound.set(signature, Date.now() + this.options.notFoundCacheMs);
+  }
+
+  private report(method: RpcCallEvent['method'], outcome: RpcCallEvent['outcome']): void {
+    if (!this.onRpcCall) return;
+    try {
+      this.onRpcCall({ network: this.network, method, outcome });
+    } catch {
+      // A metrics hook must never break a payment.
+    }
   }
 }
 
@@ -419,6 +542,11 @@ export function balanceDelta(
     return total;
   };
   return sum(tx.meta?.postTokenBalances) - sum(tx.meta?.preTokenBalances);
+}
+
+/** Milliseconds rounded to hundredths, as reported in `rpcMs`. */
+function round(ms: number): number {
+  return Math.round(ms * 100) / 100;
 }
 
 function delay(ms: number): Promise<void> {

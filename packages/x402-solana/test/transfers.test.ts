@@ -77,6 +77,7 @@ describe('finding transferChecked instructions', () => {
         amountAtomic: 100000n,
         decimals: 6,
         location: 'top-level',
+        extraAccounts: [],
       },
     ]);
     expect(balanceDelta(tx, accountKeys, payTo.toBase58(), mint.toBase58())).toBe(100000n);

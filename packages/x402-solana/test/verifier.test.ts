@@ -193,4 +193,70 @@ describe('SolanaPaymentVerifier against the local ledger', () => {
     const verifier = verifierFor('solana', { rpcTimeoutMs: 2_000 }, { rpcUrl: 'http://127.0.0.1:1' });
     expect(await reasonOf(verifier.verify(buildSignature(), PRICE))).toBe('rpc_unavailable');
   });
+
+  it('When a payment is verified 600 s after its block time, then it is stale by the clock but fresh from its first sighting', async () => {
+    const signature = await payUsdc(localnet, 'solana', PRICE);
+    const firstSeenAt = new Date();
+    const tenMinutesLater = () => new Date(firstSeenAt.getTime() + 600_000);
+    const verifier = verifierFor('solana', { now: tenMinutesLater });
+    expect(await reasonOf(verifier.verify(signature, PRICE))).toBe('stale');
+    await expect(verifier.verify(signature, PRICE, { firstSeenAt })).resolves.toMatchObject({ signature });
+  });
+});
+
+describe('SolanaPaymentVerifier: Solana Pay references', () => {
+  const reference = Keypair.generate().publicKey.toBase58();
+
+  it('When the transfer carries this request reference, then it verifies', async () => {
+    const signature = await payUsdc(localnet, 'solana', PRICE, { references: [reference] });
+    await expect(
+      verifierFor('solana').verify(signature, PRICE, { reference, requireReference: true }),
+    ).resolves.toMatchObject({ signature });
+  });
+
+  it('When the transfer carries the reference of another request, then reference_mismatch', async () => {
+    const signature = await payUsdc(localnet, 'solana', PRICE, { references: [reference] });
+    const other = Keypair.generate().publicKey.toBase58();
+    expect(await reasonOf(verifierFor('solana').verify(signature, PRICE, { reference: other }))).toBe(
+      'reference_mismatch',
+    );
+  });
+
+  it('When the transfer carries no reference, then it verifies unless references are required', async () => {
+    const signature = await payUsdc(localnet, 'solana', PRICE);
+    await expect(verifierFor('solana').verify(signature, PRICE, { reference })).resolves.toBeDefined();
+    expect(
+      await reasonOf(verifierFor('solana').verify(signature, PRICE, { reference, requireReference: true })),
+    ).toBe('reference_missing');
+  });
+});
+
+describe('SolanaPaymentVerifier: RPC cost', () => {
+  it('When a signature was just not found, then asking again answers not_found without an RPC call', async () => {
+    const calls: string[] = [];
+    const verifier = verifierFor('solana', { onRpcCall: (call) => calls.push(call.outcome) });
+    const signature = buildSignature();
+    expect(await reasonOf(verifier.verify(signature, PRICE))).toBe('not_found');
+    expect(calls).toEqual(['not_found', 'not_found']);
+    expect(await reasonOf(verifier.verify(signature, PRICE))).toBe('not_found');
+    expect(calls).toEqual(['not_found', 'not_found', 'cached_not_found']);
+  });
+
+  it('When RPC calls keep failing, then the circuit opens and verification fails fast without calling', async () => {
+    const calls: string[] = [];
+    const verifier = verifierFor(
+      'solana',
+      {
+        fetchAttempts: 1,
+        rpcTimeoutMs: 2_000,
+        breakerFailureThreshold: 2,
+        onRpcCall: (c) => calls.push(c.outcome),
+      },
+      { rpcUrl: 'http://127.0.0.1:1' },
+    );
+    expect(await reasonOf(verifier.verify(buildSignature(), PRICE))).toBe('rpc_unavailable');
+    expect(await reasonOf(verifier.verify(buildSignature(), PRICE))).toBe('rpc_unavailable');
+    expect(await reasonOf(verifier.verify(buildSignature(), PRICE))).toBe('rpc_unavailable');
+    expect(calls).toEqual(['error', 'error', 'short_circuit']);
+  });
 });

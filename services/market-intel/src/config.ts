@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseHttpEnv, ConfigError, intVar, parseConfig } from '@repo/service-kit';
+import { BaseHttpEnv, boolVar, ConfigError, intVar, parseConfig } from '@repo/service-kit';
 
 const base58 = z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/, 'must be a base58 Solana address');
 
@@ -42,6 +42,25 @@ export const MarketIntelEnv = z.object({
   X402_SETTLEMENTS_PER_MINUTE_PER_CLIENT: intVar(120, 1, 1_000_000),
   /** Below this fee payer balance (lamports) a warning is logged and the gauge shows it; default 0.05 SOL. */
   X402_FEE_PAYER_MIN_LAMPORTS: intVar(50_000_000, 0, Number.MAX_SAFE_INTEGER),
+  /**
+   * Key of the request-bound Solana Pay references (README, "Request-bound payments"): every 402
+   * offers `extra.reference`, an HMAC of the request under this key, and a push payment carrying
+   * another request's reference is refused. Unset: no reference is offered or checked.
+   */
+  X402_REFERENCE_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** With X402_REFERENCE_SECRET: push payments without a reference are refused too (402 reference_missing). */
+  X402_REQUIRE_REFERENCE: boolVar(false),
+  /**
+   * Push payments that fail verification (random, foreign or wrong signatures: each costs RPC calls)
+   * per client (IPv4 address, IPv6 /64), network and minute, across replicas; then 429.
+   */
+  X402_VERIFICATIONS_PER_MINUTE_PER_CLIENT: intVar(20, 1, 1_000_000),
+  /** Consecutive failed RPC calls after which verification fails fast (503) for X402_RPC_BREAKER_OPEN_MS. */
+  X402_RPC_BREAKER_FAILURES: intVar(5, 1, 1000),
+  /** Milliseconds the RPC circuit breaker stays open before one probe call tries the endpoint again. */
+  X402_RPC_BREAKER_OPEN_MS: intVar(10_000, 100, 600_000),
+  /** Hours a payment seen but never paid for is remembered (its first sighting) before it is pruned. */
+  X402_SIGHTING_RETENTION_HOURS: intVar(24, 1, 24 * 30),
   /** RabbitMQ, where compute jobs go to the pipeline-runner. */
   AMQP_URL: z
     .string()

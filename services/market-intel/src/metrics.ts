@@ -3,6 +3,7 @@ import { COMPUTE_TOPOLOGY, type Broker } from '@repo/queue';
 import { cachedFor, createMetrics, type ServiceMetrics } from '@repo/service-kit';
 import { PAYMENT_VERIFICATION_REASONS } from '@repo/x402-core';
 import type { PaymentEventListener } from '@repo/x402-express';
+import type { RpcCallEvent } from '@repo/x402-solana';
 import type { ScanObserver } from './data/scans';
 
 /**
@@ -50,6 +51,8 @@ export interface MarketIntelMetrics extends ServiceMetrics {
   }): void;
   /** Sets `x402_fee_payer_lamports{network}`, the fee payer's last read SOL balance. */
   onFeePayerBalance(network: string, lamports: bigint): void;
+  /** Counts a payment verifier's RPC call, or one it avoided (`x402_rpc_calls_total`). */
+  onRpcCall(call: RpcCallEvent): void;
 }
 
 /** Creates market-intel's registry (`service="market-intel"`). */
@@ -72,6 +75,12 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
     name: 'x402_fee_payer_lamports',
     help: 'SOL balance of the official-scheme fee payer, in lamports, by network (read every minute)',
     labelNames: ['network'] as const,
+    registers: [base.registry],
+  });
+  const rpcCalls = new Counter({
+    name: 'x402_rpc_calls_total',
+    help: 'Payment verification RPC calls by network, method and outcome (found, not_found, error), and calls avoided (cached_not_found, short_circuit)',
+    labelNames: ['network', 'method', 'outcome'] as const,
     registers: [base.registry],
   });
   const created = new Counter({
@@ -126,6 +135,9 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
     },
     onJobCreated(kind) {
       created.inc({ kind });
+    },
+    onRpcCall({ network, method, outcome }) {
+      rpcCalls.inc({ network, method, outcome });
     },
     onJobEvent(type, applied) {
       events.inc({ type, applied: String(applied) });

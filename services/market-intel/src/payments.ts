@@ -2,13 +2,21 @@ import { readFileSync } from 'node:fs';
 import { Pool } from 'pg';
 import { clientIpKey, createRateLimit } from '@repo/service-kit';
 import type { X402Network } from '@repo/schemas';
-import { requirePayment, type PaymentGateway, type SettlementGuard } from '@repo/x402-express';
+import {
+  requirePayment,
+  type PaymentGateway,
+  type SettlementGuard,
+  type VerificationAttempt,
+  type VerificationGuard,
+} from '@repo/x402-express';
 import { PrismaPaymentLedger } from '@repo/x402-ledger';
 import {
   associatedTokenAccountOf,
   ExactSvmSettler,
   parseKeypairJson,
   SolanaPaymentVerifier,
+  type RpcCallEvent,
+  type SolanaPaymentVerifierOptions,
 } from '@repo/x402-solana';
 import type { MarketIntelConfig } from './config';
 import type { Db } from './data/prisma';
@@ -31,6 +39,11 @@ export type PaymentConfig = Pick<
   | 'X402_MAX_PRIORITY_FEE_MICROLAMPORTS'
   | 'X402_SETTLEMENTS_PER_MINUTE_PER_PAYER'
   | 'X402_SETTLEMENTS_PER_MINUTE_PER_CLIENT'
+  | 'X402_REFERENCE_SECRET'
+  | 'X402_REQUIRE_REFERENCE'
+  | 'X402_VERIFICATIONS_PER_MINUTE_PER_CLIENT'
+  | 'X402_RPC_BREAKER_FAILURES'
+  | 'X402_RPC_BREAKER_OPEN_MS'
   | 'DATABASE_URL'
 >;
 
@@ -119,17 +132,46 @@ export function createSettlementGuard(config: PaymentConfig, pool: Pool): Settle
 }
 
 /**
+ * The limit on push payments that do not verify (README, "Paying for data (x402)"): each costs RPC
+ * calls, so a client (IPv4 address or IPv6 /64) gets X402_VERIFICATIONS_PER_MINUTE_PER_CLIENT
+ * attempts in flight or failed per network and minute, in the `rate_limits` table so that it holds
+ * across replicas; then `429` until the window ends. A payment that verifies gives its attempt back.
+ * @param pool a small pool of its own (Prisma's is not reachable for raw `pg` clients)
+ */
+export function createVerificationGuard(config: PaymentConfig, pool: Pool): VerificationGuard {
+  const attempts = createRateLimit(pool, {
+    keyPrefix: 'x402_verify_client',
+    points: config.X402_VERIFICATIONS_PER_MINUTE_PER_CLIENT,
+    durationSeconds: 60,
+  });
+  const keyOf = ({ ip, network }: VerificationAttempt) => `${network}:${clientIpKey(ip)}`;
+  return {
+    check: (attempt) => attempts.consume(keyOf(attempt)),
+    verified: (attempt) => attempts.reward(keyOf(attempt)),
+  };
+}
+
+/**
  * Builds the x402 payment gateway from the configuration: one verifier per configured network
- * (`solana` always, `solana-devnet` when its mint and merchant account are set), the official-scheme
- * settlers ({@link createSettlers}) and the Postgres payment ledger (table `x402_payments`);
- * `close()` releases the RPC connection pools.
+ * (`solana` always, `solana-devnet` when its mint and merchant account are set) with its not-found
+ * cache and RPC circuit breaker, the official-scheme settlers ({@link createSettlers}), the
+ * Postgres payment ledger (table `x402_payments`), the request-bound references when
+ * `X402_REFERENCE_SECRET` is set, and the verification and settlement rate limits; `close()`
+ * releases the RPC connection pools and the rate limits' pool.
+ * @param onRpcCall told of every verifier RPC call and of every call avoided (metrics)
  * @throws Error when the official-scheme configuration is invalid (see {@link createSettlers})
  */
 export function createPaymentGateway(
   config: PaymentConfig,
   db: Db,
+  onRpcCall?: (call: RpcCallEvent) => void,
 ): PaymentGateway & { close(): Promise<void> } {
-  const options = { freshnessWindowSeconds: config.PAYMENT_FRESHNESS_SECONDS };
+  const options: SolanaPaymentVerifierOptions = {
+    freshnessWindowSeconds: config.PAYMENT_FRESHNESS_SECONDS,
+    breakerFailureThreshold: config.X402_RPC_BREAKER_FAILURES,
+    breakerOpenMs: config.X402_RPC_BREAKER_OPEN_MS,
+    ...(onRpcCall ? { onRpcCall } : {}),
+  };
   const verifiers: Partial<Record<X402Network, SolanaPaymentVerifier>> = {
     solana: new SolanaPaymentVerifier(
       {
@@ -153,20 +195,30 @@ export function createPaymentGateway(
     );
   }
   const settlers = createSettlers(config);
-  const limitsPool =
-    Object.keys(settlers).length > 0
-      ? new Pool({ connectionString: config.DATABASE_URL, max: 2, connectionTimeoutMillis: 5000 })
-      : undefined;
+  const limitsPool = new Pool({
+    connectionString: config.DATABASE_URL,
+    max: 2,
+    connectionTimeoutMillis: 5000,
+  });
+  // An idle connection the database dropped is replaced on next use; without a listener the pool's
+  // 'error' event would end the process.
+  limitsPool.on('error', () => undefined);
   return {
     ledger: new PrismaPaymentLedger(db),
     verifiers,
     settlers,
-    ...(limitsPool ? { settlementGuard: createSettlementGuard(config, limitsPool) } : {}),
+    verificationGuard: createVerificationGuard(config, limitsPool),
+    ...(Object.keys(settlers).length > 0
+      ? { settlementGuard: createSettlementGuard(config, limitsPool) }
+      : {}),
+    ...(config.X402_REFERENCE_SECRET
+      ? { references: { secret: config.X402_REFERENCE_SECRET, required: config.X402_REQUIRE_REFERENCE } }
+      : {}),
     publicBaseUrl: config.PUBLIC_BASE_URL,
     /** Closes the verifiers' RPC connection pools and the rate limits' pool. */
     async close() {
       await Promise.all(Object.values(verifiers).map((v) => v.close()));
-      await limitsPool?.end();
+      await limitsPool.end();
     },
   };
 }

@@ -21,6 +21,9 @@ import { FeePayerMonitor } from './fee-payer-monitor';
 import { createPaymentGateway, paymentGate } from './payments';
 import { WebhookDispatcher } from './webhooks';
 
+/** How often old payment sightings are pruned, in milliseconds. */
+const SIGHTING_PRUNE_INTERVAL_MS = 3_600_000;
+
 /** The wired service: the app and the parts `main.ts` (and the tests) start and stop. */
 export interface MarketIntelService {
   app: Application;
@@ -58,7 +61,7 @@ export async function createMarketIntelService(
   const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
   const instanceId = config.INSTANCE_ID ?? `${hostname()}-${process.pid}`;
   const metrics = createMarketIntelMetrics();
-  const payments = createPaymentGateway(config, db);
+  const payments = createPaymentGateway(config, db, (call) => metrics.onRpcCall(call));
   const gateway = {
     ...payments,
     onPaymentEvent: extra.onPaymentEvent
@@ -137,6 +140,7 @@ export async function createMarketIntelService(
   });
 
   let shuttingDown = false;
+  let pruneSightings: NodeJS.Timeout | undefined;
   const app = createApp({
     logger,
     reports,
@@ -196,11 +200,19 @@ export async function createMarketIntelService(
       webhooks?.start();
       scheduler?.start();
       feePayers.start();
+      // Sightings of payments never completed are kept X402_SIGHTING_RETENTION_HOURS, then pruned.
+      pruneSightings = setInterval(() => {
+        payments.ledger
+          .pruneSightings(config.X402_SIGHTING_RETENTION_HOURS * 3_600_000)
+          .catch((error: unknown) => logger.warn({ err: error }, 'pruning x402 payment sightings failed'));
+      }, SIGHTING_PRUNE_INTERVAL_MS);
+      pruneSightings.unref();
     },
     markShuttingDown() {
       shuttingDown = true;
     },
     async stop() {
+      clearInterval(pruneSightings);
       await feePayers.stop();
       await scheduler?.stop();
       await outbox.stop();

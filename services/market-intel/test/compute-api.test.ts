@@ -109,7 +109,10 @@ describe('Health and the compute preflight', () => {
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).toBe('600');
     expect(await json(res)).toMatchObject({ code: 'service_unavailable', errorClass: 'config' });
-    expect(await h.paymentRows(signature)).toEqual([]);
+    // Not taken, but seen: a retry after Retry-After counts its freshness from now.
+    expect(await h.paymentRows(signature)).toEqual([
+      { status: 'processing', endpoint: 'POST /api/v1/prove/debate' },
+    ]);
   });
 
   it('When a runner reaches its LLM and its search provider, then health is 200 with llm latency, search and server_time', async () => {

@@ -13,6 +13,8 @@ beforeAll(async () => {
 afterAll(() => h.close());
 
 const GAPS = '/api/v1/scout/gaps?sector=fintech';
+/** A refused payment is not consumed: its row only remembers when it was first seen, nothing holds it. */
+const UNCONSUMED = { status: 'processing', endpoint: 'GET /api/v1/scout/gaps' };
 
 async function json(res: Response): Promise<Record<string, unknown>> {
   return (await res.json()) as Record<string, unknown>;
@@ -72,12 +74,12 @@ describe('x402 payment rules', () => {
     ]);
   });
 
-  it('Rule 5: When the amount differs from the price, then 400 amount_mismatch and no row is kept', async () => {
+  it('Rule 5: When the amount differs from the price, then 400 amount_mismatch and nothing is consumed', async () => {
     const signature = await h.transfer({ amountAtomic: 99_999n });
     const res = await h.getWithProof(GAPS, signature);
     expect(res.status).toBe(400);
     expect((await json(res)).code).toBe('amount_mismatch');
-    expect(await h.paymentRows(signature)).toEqual([]);
+    expect(await h.paymentRows(signature)).toEqual([UNCONSUMED]);
   });
 
   it('Rule 5: When the keywords price is paid to the gaps endpoint, then 400 amount_mismatch', async () => {
@@ -106,7 +108,7 @@ describe('x402 payment rules', () => {
     const res = await h.getWithProof(GAPS, signature);
     expect(res.status).toBe(400);
     expect((await json(res)).code).toBe('mint_mismatch');
-    expect(await h.paymentRows(signature)).toEqual([]);
+    expect(await h.paymentRows(signature)).toEqual([UNCONSUMED]);
   });
 
   it('When the payment went to another account, then 402 with the requirements again and nothing is consumed', async () => {
@@ -120,7 +122,7 @@ describe('x402 payment rules', () => {
       x402Version: 1,
       accepts: [expect.objectContaining({ payTo: h.ledger.networks.solana.merchantTokenAccount })],
     });
-    expect(await h.paymentRows(signature)).toEqual([]);
+    expect(await h.paymentRows(signature)).toEqual([UNCONSUMED]);
   });
 
   it('When the transaction failed on chain, then 402 and nothing is consumed', async () => {
@@ -128,7 +130,7 @@ describe('x402 payment rules', () => {
     const res = await h.getWithProof(GAPS, signature);
     expect(res.status).toBe(402);
     expect(await json(res)).toMatchObject({ x402Version: 1, error: expect.stringMatching(/fail/i) });
-    expect(await h.paymentRows(signature)).toEqual([]);
+    expect(await h.paymentRows(signature)).toEqual([UNCONSUMED]);
   });
 
   it('When the signature is unknown, then 402 and the claim is released', async () => {

@@ -49,7 +49,9 @@ export interface PayForRequirementsInput {
  * Pays x402 requirements (market-intel spec, "Authentication", step 2): one SPL `transferChecked` of
  * exactly `maxAmountRequired` atomic units of `asset` from the payer's associated token account to
  * `payTo` (decimals read from the mint account, 6 if unreadable; SPL Token or Token-2022 by the mint's
- * owner), preceded by a compute-unit limit that makes each payment a distinct transaction, signed,
+ * owner), carrying `extra.reference` when the requirements have one (a read-only, non-signer account
+ * of the instruction, as Solana Pay does: the payment then buys only the request it was offered for),
+ * preceded by a compute-unit limit that makes each payment a distinct transaction, signed,
  * sent, and confirmed by polling `getSignatureStatuses` until `confirmed` (no
  * websocket).
  *
@@ -89,12 +91,24 @@ export async function payForRequirements(input: PayForRequirementsInput): Promis
     );
   }
 
+  const transfer = createTransferCheckedInstruction(
+    source,
+    mint,
+    payTo,
+    owner,
+    amount,
+    decimals,
+    [],
+    programId,
+  );
+  const reference = referenceOf(requirements);
+  if (reference) transfer.keys.push({ pubkey: reference, isSigner: false, isWritable: false });
   const { blockhash, lastValidBlockHeight } = await call(() => connection.getLatestBlockhash('confirmed'));
   const tx = new Transaction({ feePayer: owner, blockhash, lastValidBlockHeight }).add(
     // A compute-unit limit drawn at random makes two equal payments within one blockhash window two
     // distinct transactions (an identical one would be refused as already processed).
     ComputeBudgetProgram.setComputeUnitLimit({ units: computeUnitLimit() }),
-    createTransferCheckedInstruction(source, mint, payTo, owner, amount, decimals, [], programId),
+    transfer,
   );
   tx.sign(keypair);
   let signature: string;
@@ -167,6 +181,17 @@ export async function checkTokenFunds(input: CheckTokenFundsInput): Promise<{
     );
   }
   return { programId, decimals, source };
+}
+
+/** The requirements' `extra.reference` as an address, when it is one (anything else is ignored). */
+function referenceOf(requirements: PaymentRequirements): PublicKey | undefined {
+  const value = requirements.extra?.reference;
+  if (typeof value !== 'string') return undefined;
+  try {
+    return new PublicKey(value);
+  } catch {
+    return undefined;
+  }
 }
 
 /** A compute-unit limit for one `transferChecked`: 40 000 to 59 999 (it needs under 10 000). */

@@ -3,7 +3,12 @@ import { Router, type Request, type RequestHandler, type Response } from 'expres
 import { AppError, notFound, requestIdOf } from '@repo/errors';
 import { validate, validated } from '@repo/service-kit';
 import { checkUrl, type SsrfPolicy } from '@repo/ssrf-guard';
-import { acceptPayment, type PaymentGateway } from '@repo/x402-express';
+import {
+  acceptPayment,
+  recordPaymentSighting,
+  type AcceptPaymentOptions,
+  type PaymentGateway,
+} from '@repo/x402-express';
 import type { JobRepository } from '../data/jobs';
 import { newJobId } from '../data/jobs';
 import type { ReportRepository } from '../data/reports';
@@ -44,7 +49,7 @@ export function computeRouter(deps: ComputeDeps | undefined): Router {
   router.post(
     '/forge/ideate',
     validate({ query: NetworkOnlyQuery, body: ForgeRequest }, { bodyCode: 'validation_failed' }),
-    preflight(deps, (req) => (req.body as ForgeRequest).webhook_url),
+    preflight(deps, COMPUTE_PRICES.forge, (req) => (req.body as ForgeRequest).webhook_url),
     async (req, res) => {
       if (!deps) return;
       const body = validated<unknown, unknown, ForgeRequest>(res.locals).body;
@@ -71,7 +76,7 @@ export function computeRouter(deps: ComputeDeps | undefined): Router {
   router.post(
     '/prove/debate',
     validate({ query: NetworkOnlyQuery, body: ProveRequest }, { bodyCode: 'validation_failed' }),
-    preflight(deps, (req) => (req.body as ProveRequest).webhook_url),
+    preflight(deps, COMPUTE_PRICES.prove, (req) => (req.body as ProveRequest).webhook_url),
     async (req, res) => {
       if (!deps) return;
       const body = validated<unknown, unknown, ProveRequest>(res.locals).body;
@@ -111,6 +116,7 @@ export function computeRouter(deps: ComputeDeps | undefined): Router {
  */
 function preflight(
   deps: ComputeDeps | undefined,
+  route: PaidRoute,
   webhookOf: (req: Request) => string | undefined,
 ): RequestHandler {
   return async (req, res, next) => {
@@ -138,6 +144,8 @@ function preflight(
     }
     const health = await deps.health();
     if (health.status !== 200) {
+      // A payer retrying after Retry-After must not find its payment stale: it was seen now.
+      await recordPaymentSighting(req, paymentOptions(deps, route));
       const errorClass = health.body.errorClass ?? 'upstream';
       const why = health.body.llm.ok
         ? (health.body.search?.error ?? 'search unavailable')
@@ -170,6 +178,20 @@ function sendUnhealthy(
   });
 }
 
+/** The payment options of a compute route: its price, description, endpoint and discovery metadata. */
+function paymentOptions(deps: ComputeDeps, route: PaidRoute): AcceptPaymentOptions {
+  return {
+    ...deps.gateway,
+    amountAtomic: route.amountAtomic,
+    description: route.description,
+    endpoint: route.endpoint,
+    mimeType: 'application/json',
+    maxTimeoutSeconds: deps.maxTimeoutSeconds,
+    kind: 'async',
+    discovery: route === COMPUTE_PRICES.forge ? DISCOVERY.forge : DISCOVERY.prove,
+  };
+}
+
 async function createJob(
   deps: ComputeDeps,
   req: Request,
@@ -180,16 +202,7 @@ async function createJob(
   proveSessionId: string | null,
   buildInput: () => Promise<unknown>,
 ): Promise<void> {
-  const accepted = await acceptPayment(req, res, {
-    ...deps.gateway,
-    amountAtomic: route.amountAtomic,
-    description: route.description,
-    endpoint: route.endpoint,
-    mimeType: 'application/json',
-    maxTimeoutSeconds: deps.maxTimeoutSeconds,
-    kind: 'async',
-    discovery: DISCOVERY[kind],
-  });
+  const accepted = await acceptPayment(req, res, paymentOptions(deps, route));
   if (!accepted) return;
   const jobId = newJobId();
   let outboxId: bigint;
