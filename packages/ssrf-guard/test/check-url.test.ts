@@ -56,11 +56,12 @@ describe('checkUrl URL forms', () => {
     expect(error.url).toBe('http://127.0.0.1:3000/x');
   });
 
-  it('When the URL carries user:password@, then it is refused for credentials and the password is masked', async () => {
-    const error = await refusal('https://user:s3cret@example.com/');
+  it('When the URL carries user:password@, then it is refused for credentials before any lookup and the password is masked', async () => {
+    const fresh = staticLookup({ 'example.com': ['93.184.216.34'] });
+    const error = await refusal('https://user:s3cret@example.com/', { lookup: fresh });
     expect(error.reason).toBe('credentials');
     expect(error.url).not.toContain('s3cret');
-    expect(lookup.calls).not.toContain('user');
+    expect(fresh.calls).toEqual([]);
   });
 
   it('When the URL carries only a user name, then it is refused for credentials', async () => {

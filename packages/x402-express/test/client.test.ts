@@ -1,5 +1,5 @@
-import { Keypair } from '@solana/web3.js';
-import { spawnLocalnet, type Localnet } from '@repo/solana-localnet';
+import { Keypair, PublicKey } from '@solana/web3.js';
+import { getAssociatedTokenAddressSync, spawnLocalnet, type Localnet } from '@repo/solana-localnet';
 import { buildPaymentRequirements } from '@repo/x402-core';
 import { PrismaPaymentLedger } from '@repo/x402-ledger';
 import { PgSqlClient } from '@repo/x402-ledger/testing';
@@ -101,16 +101,19 @@ describe('the paying client', () => {
     expect(result.body).toEqual([{ keyword: 'x402', count: 3 }]);
   });
 
-  it('When the endpoint is free of charge, then no payment is made', async () => {
+  it('When the endpoint is free of charge, then no payment is made and no token moves', async () => {
+    const before = await walletBalances();
     const result = await fetchWithPayment(`${server.url}/nope`, {
       keypair: localnet.agent.keypair,
       rpcUrls: rpcUrls(),
     });
     expect(result.response.status).toBe(404);
     expect(result.payment).toBeUndefined();
+    expect(await walletBalances()).toEqual(before);
   });
 
-  it('When the price is above maxAmountAtomic, then it refuses to pay with SpendCapExceededError', async () => {
+  it('When the price is above maxAmountAtomic, then it refuses to pay with SpendCapExceededError and no token moves', async () => {
+    const before = await walletBalances();
     const error = await fetchWithPayment(`${server.url}/api/v1/scout/gaps`, {
       keypair: localnet.agent.keypair,
       rpcUrls: rpcUrls(),
@@ -119,6 +122,7 @@ describe('the paying client', () => {
     expect(error).toBeInstanceOf(SpendCapExceededError);
     expect(error).toBeInstanceOf(PaymentRefusedError);
     expect(error).toMatchObject({ code: 'spend_cap_exceeded', priceAtomic: 100_000n, capAtomic: 99_999n });
+    expect(await walletBalances()).toEqual(before);
   });
 
   it('When the wallet has no token account, then InsufficientFundsError no_token_account before anything is sent', async () => {
@@ -177,6 +181,19 @@ describe('the paying client', () => {
     expect((await balanceOf(localnet.networks.solana.merchantTokenAccount)) - before).toBe(123_456n);
   });
 });
+
+/** The agent's and the merchant's test USDC on the main network (atomic units). */
+async function walletBalances(): Promise<{ agent: bigint; merchant: bigint }> {
+  const info = localnet.networks.solana;
+  const agentAccount = getAssociatedTokenAddressSync(
+    new PublicKey(info.mint),
+    localnet.agent.keypair.publicKey,
+  );
+  return {
+    agent: await balanceOf(agentAccount.toBase58()),
+    merchant: await balanceOf(info.merchantTokenAccount),
+  };
+}
 
 async function balanceOf(tokenAccount: string): Promise<bigint> {
   const res = await fetch(localnet.networks.solana.rpcUrl, {

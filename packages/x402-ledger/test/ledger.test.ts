@@ -303,14 +303,19 @@ describe('PrismaPaymentLedger', () => {
     expect(outcome).toMatchObject({ outcome: 'replay', response: stored });
   });
 
-  it('When the holder crashed, then after the lease another replica takes the processing row over', async () => {
-    const crashed = new PrismaPaymentLedger(db, { leaseMs: 300 });
-    const replica = new PrismaPaymentLedger(replicaDb, { leaseMs: 300, pollIntervalMs: 20 });
+  it('When the holder crashed, then another replica waits while its lease lasts and takes the row over once it expired', async () => {
+    const crashed = new PrismaPaymentLedger(db);
     const request = buildClaimRequest();
     const first = claimedOf(await crashed.claim(request));
-    const started = Date.now();
-    const second = claimedOf(await replica.claim(request));
-    expect(Date.now() - started).toBeGreaterThanOrEqual(200);
+    // While the lease lasts, the other replica only waits (and gives up after its wait timeout).
+    const impatient = new PrismaPaymentLedger(replicaDb, { waitTimeoutMs: 100, pollIntervalMs: 20 });
+    expect((await impatient.claim(request)).outcome).toBe('busy');
+    // The holder died a minute ago: its 30 s lease is over.
+    await db.$executeRawUnsafe(
+      "UPDATE x402_payments SET claimed_at = now() - interval '1 minute' WHERE signature = $1",
+      request.signature,
+    );
+    const second = claimedOf(await new PrismaPaymentLedger(replicaDb).claim(request));
     expect(second.takenOver).toBe(true);
     expect(second.verified).toBeUndefined();
     expect(second.token).not.toBe(first.token);
@@ -318,7 +323,7 @@ describe('PrismaPaymentLedger', () => {
     expect(await crashed.markVerified(first, buildVerifiedPayment({ signature: request.signature }))).toBe(
       false,
     );
-    await replica.forget(second);
+    await new PrismaPaymentLedger(replicaDb).forget(second);
   });
 
   it('When the holder keeps the signature past the wait timeout, then busy', async () => {

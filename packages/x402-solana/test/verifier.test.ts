@@ -1,17 +1,20 @@
-import { Keypair, PublicKey } from '@solana/web3.js';
+import { Connection, Keypair, PublicKey, Transaction } from '@solana/web3.js';
 import type { X402Network } from '@repo/schemas';
 import {
+  callRpc,
   createTestMint,
   mintTestTokens,
   payUsdc,
   signedPayment,
   spawnLocalnet,
+  waitForSignature,
   type Localnet,
 } from '@repo/solana-localnet';
 import { PaymentVerificationError, type PaymentVerificationReason } from '@repo/x402-core';
 import { buildSignature } from '@repo/x402-core/testing';
 import { SolanaPaymentVerifier, type SolanaPaymentVerifierOptions } from '../src/index';
-import { getAssociatedTokenAddressSync } from '../src/deps';
+import { createTransferCheckedInstruction, getAssociatedTokenAddressSync } from '../src/deps';
+import { json, stubRpc } from './support/stub-rpc';
 
 const PRICE = 100_000n;
 let localnet: Localnet;
@@ -258,5 +261,64 @@ describe('SolanaPaymentVerifier: RPC cost', () => {
     expect(await reasonOf(verifier.verify(buildSignature(), PRICE))).toBe('rpc_unavailable');
     expect(await reasonOf(verifier.verify(buildSignature(), PRICE))).toBe('rpc_unavailable');
     expect(calls).toEqual(['error', 'error', 'short_circuit']);
+  });
+});
+
+describe('SolanaPaymentVerifier: effects the transfers alone do not show', () => {
+  it('When an exact-price transfer comes with a second transfer into the merchant, then the balance delta refuses it with amount_mismatch', async () => {
+    const info = localnet.networks.solana;
+    const connection = new Connection(info.rpcUrl, 'confirmed');
+    const payer = localnet.agent.keypair;
+    const mint = new PublicKey(info.mint);
+    const source = getAssociatedTokenAddressSync(mint, payer.publicKey);
+    const merchant = new PublicKey(info.merchantTokenAccount);
+    const { blockhash, lastValidBlockHeight } = await connection.getLatestBlockhash();
+    const tx = new Transaction({ feePayer: payer.publicKey, blockhash, lastValidBlockHeight }).add(
+      createTransferCheckedInstruction(source, mint, merchant, payer.publicKey, PRICE, 6),
+      createTransferCheckedInstruction(source, mint, merchant, payer.publicKey, 1n, 6),
+    );
+    tx.sign(payer);
+    const signature = await connection.sendRawTransaction(tx.serialize());
+    await waitForSignature(connection, signature);
+    const error = await verifierFor('solana')
+      .verify(signature, PRICE)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PaymentVerificationError);
+    expect(error).toMatchObject({
+      reason: 'amount_mismatch',
+      details: { expected: String(PRICE), actual: String(PRICE + 1n) },
+    });
+  });
+
+  it('When the block time is in the future beyond the window, then stale', async () => {
+    const signature = await payUsdc(localnet, 'solana', PRICE);
+    const anHourAgo = () => new Date(Date.now() - 3_600_000);
+    expect(await reasonOf(verifierFor('solana', { now: anHourAgo }).verify(signature, PRICE))).toBe('stale');
+  });
+
+  it('When the node reports no block time, then stale (freshness cannot be checked)', async () => {
+    const signature = await payUsdc(localnet, 'solana', PRICE);
+    const landed = await callRpc<Record<string, unknown>>(localnet.networks.solana.rpcUrl, 'getTransaction', [
+      signature,
+      { encoding: 'json', commitment: 'confirmed', maxSupportedTransactionVersion: 0 },
+    ]);
+    const rpc = await stubRpc((request, res) =>
+      json(
+        res,
+        200,
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          result: request.method === 'getTransaction' ? { ...landed, blockTime: null } : null,
+        }),
+      ),
+    );
+    try {
+      const verifier = verifierFor('solana', {}, { rpcUrl: rpc.url });
+      expect(await reasonOf(verifier.verify(signature, PRICE))).toBe('stale');
+      await expect(verifierFor('solana').verify(signature, PRICE)).resolves.toMatchObject({ signature }); // the same transaction with its block time verifies
+    } finally {
+      await rpc.close();
+    }
   });
 });

@@ -149,7 +149,8 @@ describe('forge pipeline', () => {
     up = await startUpstreams(scriptedPipelineResponder('forge'));
     const input = forgeJobInput();
     let state: ForgeState = forgePipeline.init(input);
-    for (let i = 0; i < 19; i += 1) {
+    let done = false;
+    for (let i = 0; i < 19 && !done; i += 1) {
       const snapshot = JSON.stringify(state);
       const first = await forgePipeline.step(input, state, up.deps);
       const again = await forgePipeline.step(input, state, up.deps);
@@ -158,11 +159,13 @@ describe('forge pipeline', () => {
       expect(again.label).toBe(first.label);
       if (again.kind === 'done') {
         expect(ForgeResult.safeParse(again.result).success).toBe(true);
+        done = true;
         break;
       }
       expect(forgePipeline.state.safeParse(JSON.parse(JSON.stringify(again.state))).success).toBe(true);
       state = forgePipeline.state.parse(JSON.parse(JSON.stringify(again.state)));
     }
+    expect(done).toBe(true);
   });
 
   it('When agents propose duplicate names, then each idea enters the pool once', async () => {
