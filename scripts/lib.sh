@@ -34,45 +34,104 @@ export TURBO_TELEMETRY_DISABLED=1
 PGHOST_ADDR="${PGHOST_ADDR:-127.0.0.1}"
 PGPORT_NUM="${PGPORT_NUM:-5432}"
 
-ensure_postgres() {
-  if ! (exec 3<>"/dev/tcp/$PGHOST_ADDR/$PGPORT_NUM") 2>/dev/null; then
-    log "starting PostgreSQL"
-    if command -v pg_ctlcluster >/dev/null 2>&1 && [ -d /etc/postgresql ]; then
-      pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start
-    else
-      echo "PostgreSQL is not reachable on $PGHOST_ADDR:$PGPORT_NUM and no local cluster was found; start one (user postgres, trust auth) and retry." >&2
-      return 1
-    fi
-    wait_port "$PGHOST_ADDR" "$PGPORT_NUM" 60
+COMPOSE_HINT="On a machine that is not Debian or Ubuntu, run the stack with Docker Compose instead: docker compose -f docker/compose.yaml up --build (README, \"Without Debian or Ubuntu\")."
+
+# Runs a command as root: directly when root, else through sudo without a password prompt.
+as_root() {
+  if [ "$(id -u)" = 0 ]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    sudo -n "$@"
+  else
+    echo "cannot run '$*' as root (not root, and no password-less sudo). $COMPOSE_HINT" >&2
+    return 1
   fi
+}
+
+# Times a step: `step "what" command...` prints what it does, then how long it took.
+step() {
+  local what=$1 started=$SECONDS
+  shift
+  log "$what"
+  "$@"
+  log "$what: done in $((SECONDS - started)) s"
+}
+
+port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+APT_UPDATED=0
+# Installs Debian/Ubuntu packages that are missing (apt-get update once, only when needed).
+apt_install() {
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "$* is missing and there is no apt-get to install it. $COMPOSE_HINT" >&2
+    return 1
+  fi
+  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >/dev/null 2>&1; then
+    if [ "$APT_UPDATED" = 0 ]; then
+      as_root apt-get update >/dev/null 2>&1 || true
+      APT_UPDATED=1
+    fi
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >/dev/null
+  fi
+}
+
+# Starts a system service through the init system when there is one, else with `fallback...`.
+start_service() {
+  local name=$1
+  shift
+  if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+    as_root systemctl start "$name"
+  elif command -v service >/dev/null 2>&1 && [ -x "/etc/init.d/$name" ]; then
+    as_root service "$name" start >/dev/null
+  else
+    as_root "$@"
+  fi
+}
+
+# PostgreSQL on 127.0.0.1:5432 with the trust login for user postgres the stack and the tests use.
+ensure_postgres() {
+  port_open "$PGHOST_ADDR" "$PGPORT_NUM" && return 0
+  if ! command -v pg_ctlcluster >/dev/null 2>&1 || [ -z "$(ls /etc/postgresql 2>/dev/null)" ]; then
+    step "installing PostgreSQL (Debian package postgresql)" apt_install postgresql
+  fi
+  local version
+  version="$(ls /etc/postgresql | sort -V | tail -n1)"
+  local hba="/etc/postgresql/$version/main/pg_hba.conf"
+  if ! as_root grep -q '^host all postgres 127.0.0.1/32 trust' "$hba"; then
+    log "allowing the postgres user without a password on 127.0.0.1 only ($hba)"
+    as_root sed -i '1i host all postgres 127.0.0.1/32 trust' "$hba"
+  fi
+  step "starting PostgreSQL $version" start_service postgresql pg_ctlcluster --skip-systemctl-redirect "$version" main start
+  # A cluster that was already running needs to reread pg_hba.conf.
+  as_root pg_ctlcluster --skip-systemctl-redirect "$version" main reload >/dev/null 2>&1 || true
+  wait_port "$PGHOST_ADDR" "$PGPORT_NUM" 60
 }
 
 ensure_rabbitmq() {
-  if ! (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; then
-    log "starting RabbitMQ"
-    rabbitmq-server -detached
+  if ! port_open 127.0.0.1 5672; then
+    if ! command -v rabbitmq-server >/dev/null 2>&1 && [ ! -x /usr/sbin/rabbitmq-server ]; then
+      step "installing RabbitMQ (Debian package rabbitmq-server)" apt_install rabbitmq-server
+    fi
+    port_open 127.0.0.1 5672 || step "starting RabbitMQ" start_service rabbitmq-server rabbitmq-server -detached
     wait_port 127.0.0.1 5672 120
   fi
+  ensure_rabbitmqctl
 }
 
-ensure_redis() {
-  if ! (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null; then
-    log "starting Redis"
-    redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no
-    wait_port 127.0.0.1 6379 30
-  fi
+# The test suites create a virtual host each with rabbitmqctl, which Debian's package lets only root
+# run: for another user, a wrapper in .data/bin runs it through sudo.
+ensure_rabbitmqctl() {
+  [ "$(id -u)" = 0 ] && return 0
+  rabbitmqctl -q list_vhosts >/dev/null 2>&1 && return 0
+  mkdir -p "$ROOT/.data/bin"
+  printf '#!/bin/sh\nexec sudo -n %s "$@"\n' "$(command -v rabbitmqctl || echo /usr/sbin/rabbitmqctl)" >"$ROOT/.data/bin/rabbitmqctl"
+  chmod +x "$ROOT/.data/bin/rabbitmqctl"
+  export PATH="$ROOT/.data/bin:$PATH"
 }
 
 # Debian's Chromium for the dashboard's browser test (playwright-core drives /usr/bin/chromium).
 ensure_chromium() {
-  if [ ! -x /usr/bin/chromium ]; then
-    log "installing Chromium"
-    if [ "$(id -u)" = 0 ]; then
-      (apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 ||
-        { apt-get update >/dev/null 2>&1 && apt-get install -y --no-install-recommends chromium >/dev/null 2>&1; })
-    else
-      (sudo apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 ||
-        { sudo apt-get update >/dev/null 2>&1 && sudo apt-get install -y --no-install-recommends chromium >/dev/null 2>&1; })
-    fi || echo "could not install chromium; the browser test will fail" >&2
-  fi
+  [ -x /usr/bin/chromium ] || [ -n "${CHROMIUM_PATH:-}" ] && return 0
+  step "installing Chromium (Debian package chromium)" apt_install chromium ||
+    echo "could not install chromium; the browser test will fail" >&2
 }
