@@ -59,6 +59,13 @@ export const MarketIntelEnv = z.object({
   X402_RPC_BREAKER_FAILURES: intVar(5, 1, 1000),
   /** Milliseconds the RPC circuit breaker stays open before one probe call tries the endpoint again. */
   X402_RPC_BREAKER_OPEN_MS: intVar(10_000, 100, 600_000),
+  /**
+   * Devnet payments buy the Data API and compute jobs (README, "Devnet"); false: devnet is not
+   * offered (`?network=devnet` is a 400 and no 402 offers it).
+   */
+  X402_DEVNET_ENABLED: boolVar(true),
+  /** Compute jobs one payer wallet may start with devnet payments per 24 hours (its devnet USDC is free). */
+  X402_DEVNET_COMPUTE_PER_DAY: intVar(3, 0, 100_000),
   /** Hours a payment seen but never paid for is remembered (its first sighting) before it is pruned. */
   X402_SIGHTING_RETENTION_HOURS: intVar(24, 1, 24 * 30),
   /** RabbitMQ, where compute jobs go to the pipeline-runner. */

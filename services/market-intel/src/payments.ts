@@ -44,6 +44,7 @@ export type PaymentConfig = Pick<
   | 'X402_VERIFICATIONS_PER_MINUTE_PER_CLIENT'
   | 'X402_RPC_BREAKER_FAILURES'
   | 'X402_RPC_BREAKER_OPEN_MS'
+  | 'X402_DEVNET_ENABLED'
   | 'DATABASE_URL'
 >;
 
@@ -86,6 +87,7 @@ export function createSettlers(config: PaymentConfig): Partial<Record<X402Networ
   const settlers: Partial<Record<X402Network, ExactSvmSettler>> = {};
   for (const [network, rpcUrl, asset, tokenAccount, wallet, suffix] of networks) {
     if (!wallet || !asset || !tokenAccount) continue;
+    if (network === 'solana-devnet' && !config.X402_DEVNET_ENABLED) continue;
     if (associatedTokenAccountOf(wallet, asset) !== tokenAccount) {
       throw new Error(
         `Invalid configuration:\n  MERCHANT_WALLET${suffix}: its associated token account for USDC_MINT${suffix} is ${associatedTokenAccountOf(wallet, asset)}, not MERCHANT_TOKEN_ACCOUNT${suffix} (${tokenAccount})`,
@@ -153,7 +155,7 @@ export function createVerificationGuard(config: PaymentConfig, pool: Pool): Veri
 
 /**
  * Builds the x402 payment gateway from the configuration: one verifier per configured network
- * (`solana` always, `solana-devnet` when its mint and merchant account are set) with its not-found
+ * (`solana` always, `solana-devnet` when enabled and its mint and merchant account are set) with its not-found
  * cache and RPC circuit breaker, the official-scheme settlers ({@link createSettlers}), the
  * Postgres payment ledger (table `x402_payments`), the request-bound references when
  * `X402_REFERENCE_SECRET` is set, and the verification and settlement rate limits; `close()`
@@ -183,7 +185,7 @@ export function createPaymentGateway(
       options,
     ),
   };
-  if (config.USDC_MINT_DEVNET && config.MERCHANT_TOKEN_ACCOUNT_DEVNET) {
+  if (config.X402_DEVNET_ENABLED && config.USDC_MINT_DEVNET && config.MERCHANT_TOKEN_ACCOUNT_DEVNET) {
     verifiers['solana-devnet'] = new SolanaPaymentVerifier(
       {
         network: 'solana-devnet',

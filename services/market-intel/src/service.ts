@@ -155,6 +155,7 @@ export async function createMarketIntelService(
       publishNow: (ids) => outbox.publishNow(ids),
       webhooks: webhooks ? { policy } : null,
       onJobCreated: (kind) => metrics.onJobCreated(kind),
+      devnetJobsPerDay: config.X402_DEVNET_COMPUTE_PER_DAY,
     },
     isReady: async () =>
       !shuttingDown &&

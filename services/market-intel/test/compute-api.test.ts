@@ -60,7 +60,11 @@ const IDEA = 'A reconciliation copilot for mid-size fintechs that matches instan
 
 beforeAll(async () => {
   h = await startHarness('market_intel_compute_api_test', {
-    env: { WEBHOOK_SECRET: 'test-webhook-secret-0123456789', RUNNER_STALE_AFTER_MS: '60000' },
+    env: {
+      WEBHOOK_SECRET: 'test-webhook-secret-0123456789',
+      RUNNER_STALE_AFTER_MS: '60000',
+      X402_DEVNET_COMPUTE_PER_DAY: '2',
+    },
   });
   await h.reports.importReport(buildReport(), 'import');
   runner = await Broker.connect({ url: h.amqpUrl, connectionName: 'test runner', logger: silent });
@@ -418,6 +422,35 @@ describe('Paid jobs', () => {
     expect(await jobRows()).toBe(before);
   });
 
+  it('When a payer starts more devnet compute jobs in a day than allowed, then 429 with Retry-After, no job, and the payment is not consumed; mainnet jobs are not limited', async () => {
+    const devnetForge = '/api/v1/forge/ideate?network=devnet';
+    for (let i = 0; i < 2; i += 1) {
+      const signature = await h.transfer({ amountAtomic: 15_000_000n, network: 'solana-devnet' });
+      expect((await h.postWithProof(devnetForge, {}, signature, 'solana-devnet')).status).toBe(202);
+    }
+    const before = await jobRows();
+    const third = await h.transfer({ amountAtomic: 15_000_000n, network: 'solana-devnet' });
+    const refused = await h.postWithProof(devnetForge, {}, third, 'solana-devnet');
+    expect(refused.status).toBe(429);
+    const retryAfter = Number(refused.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThan(86_000);
+    expect(retryAfter).toBeLessThanOrEqual(86_400);
+    expect(refused.headers.get('x-payment-response')).toBeNull();
+    expect(refused.headers.get('payment-response')).toBeNull();
+    expect(await json(refused)).toMatchObject({
+      code: 'rate_limited',
+      details: { limit: 'payer_per_day', perDay: 2 },
+    });
+    expect(await jobRows()).toBe(before);
+    // Verified but not consumed: the same payment starts the job once the day has passed.
+    expect(await h.paymentRows(third)).toEqual([
+      { status: 'verified', endpoint: 'POST /api/v1/forge/ideate' },
+    ]);
+
+    const mainnet = await h.transfer({ amountAtomic: 15_000_000n });
+    expect((await h.postWithProof('/api/v1/forge/ideate', {}, mainnet)).status).toBe(202);
+  });
+
   it('When a job id is unknown, then GET /api/v1/jobs/{jobId} is 404 not_found', async () => {
     const res = await fetch(`${h.baseUrl}/api/v1/jobs/job_doesnotexist0000000000`);
     expect(res.status).toBe(404);
@@ -427,6 +460,8 @@ describe('Paid jobs', () => {
   it('When an outbox row was committed but never published (a crash between commit and publish), then the sweep publishes it once and deletes it', async () => {
     steps.length = 0;
     await h.service.outbox.stop();
+    // Jobs created just before may still be waiting for their own publish: count relative to them.
+    const pendingBefore = await h.service.outbox.pending();
     const command: StepCommand = {
       v: 1,
       jobId: 'job_left_behind_by_a_crash_0',
@@ -444,7 +479,7 @@ describe('Paid jobs', () => {
         body: { ...command, input: {}, state: { round: 1 } },
       },
     });
-    expect(await h.service.outbox.pending()).toBe(1);
+    expect(await h.service.outbox.pending()).toBe(pendingBefore + 1);
     h.service.outbox.start();
     await waitFor('sweep publishes the step', () =>
       steps.some((d) => (d.body as StepCommand).jobId === command.jobId),

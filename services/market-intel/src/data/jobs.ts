@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { AppError } from '@repo/errors';
 import type { AgentJob, JobStatus } from '@repo/schemas';
 import {
   COMPUTE_TOPOLOGY,
@@ -107,6 +108,32 @@ function stepCommand(
 }
 
 /**
+ * Refuses a job when its payer already started `perDay` jobs on its network in the last 24 hours.
+ * @throws AppError `rate_limited` with `Retry-After` = seconds until the oldest of them is a day old
+ */
+async function assertJobsLeft(tx: Tx, job: NewJob, perDay: number): Promise<void> {
+  await tx.$executeRawUnsafe(
+    'SELECT pg_advisory_xact_lock(hashtext($1))',
+    `compute-jobs:${job.network}:${job.payer}`,
+  );
+  const rows = await tx.$queryRawUnsafe<{ n: number; oldest: Date | null }[]>(
+    `SELECT count(*)::int AS n, min(created_at) AS oldest FROM agent_jobs
+      WHERE payer = $1 AND network = $2 AND created_at > now() - interval '1 day'`,
+    job.payer,
+    job.network,
+  );
+  const used = rows[0]?.n ?? 0;
+  if (used < perDay) return;
+  const oldest = rows[0]?.oldest ?? new Date();
+  const retryAfterSeconds = Math.max(1, Math.ceil((oldest.getTime() + 86_400_000 - Date.now()) / 1000));
+  throw new AppError(
+    'rate_limited',
+    `This wallet has started ${used} compute jobs on ${job.network} in the last 24 hours, the most allowed`,
+    { details: { limit: 'payer_per_day', perDay }, headers: { 'Retry-After': String(retryAfterSeconds) } },
+  );
+}
+
+/**
  * Compute jobs in PostgreSQL (table `agent_jobs`) with their applied steps (`job_steps`), the
  * transactional outbox (`outbox_messages`) and webhook deliveries (`webhook_deliveries`).
  *
@@ -141,16 +168,22 @@ export class JobRepository {
   /**
    * Creates a paid job: in one transaction, the job row (pending), the outbox row of step 0 and the
    * payment claim's completion (`x402_payments.job_id`), so a job exists exactly when its payment is
-   * consumed and its first message is due.
+   * consumed and its first message is due. With `perPayerPerDay`, the payer's jobs on the job's
+   * network in the last 24 hours are counted first, under a lock per payer so that concurrent
+   * requests cannot both take the last place.
+   * @param perPayerPerDay most jobs one payer wallet may start on this network per 24 hours
    * @returns the outbox id to publish after the commit
-   * @throws AppError `payment_conflict` when the claim was lost to another request (nothing is written)
+   * @throws AppError `payment_conflict` when the claim was lost to another request, `rate_limited`
+   *   (429, `Retry-After` in seconds) when the payer has used its jobs (nothing is written either way)
    */
   async createPaidJob(
     job: NewJob,
     ledger: PaymentLedger,
     claim: PaymentClaim,
+    perPayerPerDay?: number,
   ): Promise<{ outboxId: bigint; createdAt: Date }> {
     return this.db.$transaction(async (tx) => {
+      if (perPayerPerDay !== undefined) await assertJobsLeft(tx, job, perPayerPerDay);
       const row = await tx.agentJob.create({
         data: {
           id: job.id,

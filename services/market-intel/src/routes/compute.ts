@@ -15,6 +15,7 @@ import type { ReportRepository } from '../data/reports';
 import { FORGE_SCOUT_ITEMS, ForgeRequest, JobParams, ProveRequest } from '../domain/compute';
 import { RETRY_AFTER_SECONDS, type HealthProbe } from '../domain/health';
 import { COMPUTE_PRICES, ETA_MINUTES, type PaidRoute } from '../domain/prices';
+import { PAYMENT_RESPONSE_HEADER, PAYMENT_V2_RESPONSE_HEADER } from '@repo/x402-core';
 import { DISCOVERY } from './discovery';
 import { NetworkOnlyQuery } from './query';
 
@@ -33,6 +34,8 @@ export interface ComputeDeps {
   webhooks: { policy: SsrfPolicy } | null;
   /** Called when a job was created (metrics). */
   onJobCreated?: (kind: 'forge' | 'prove') => void;
+  /** Compute jobs one payer wallet may start with devnet payments per 24 hours; absent: no limit. */
+  devnetJobsPerDay?: number;
 }
 
 /**
@@ -223,10 +226,14 @@ async function createJob(
       },
       deps.gateway.ledger,
       accepted.claim,
+      accepted.requirements.network === 'solana-devnet' ? deps.devnetJobsPerDay : undefined,
     ));
   } catch (err) {
-    // Nothing was written: give the signature back so the agent can retry without paying again.
+    // Nothing was written (a failure, or the devnet limit): give the signature back so the agent can
+    // retry without paying again, and do not announce a settlement with the refusal.
     await deps.gateway.ledger.releaseLease(accepted.claim).catch(() => undefined);
+    res.removeHeader(PAYMENT_RESPONSE_HEADER);
+    res.removeHeader(PAYMENT_V2_RESPONSE_HEADER);
     throw err;
   }
   deps.onJobCreated?.(kind);
