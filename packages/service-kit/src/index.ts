@@ -10,4 +10,6 @@ export type { ShutdownStep } from './shutdown';
 export { cachedFor, createMetrics } from './metrics';
 export type { ServiceMetrics } from './metrics';
 export { clientIpKey, createRateLimit } from './rate-limit';
+export { assertProductionReady, productionProblems } from './production';
+export type { ProductionCheck } from './production';
 export type { RateDecision, RateLimit } from './rate-limit';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseHttpEnv, boolVar, ConfigError, intVar, parseConfig } from '@repo/service-kit';
+import { assertProductionReady, BaseHttpEnv, boolVar, intVar, parseConfig } from '@repo/service-kit';
 
 const base58 = z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/, 'must be a base58 Solana address');
 
@@ -118,31 +118,28 @@ export type MarketIntelConfig = z.infer<typeof MarketIntelEnv>;
 
 /**
  * Reads the configuration from the environment.
- * @throws ConfigError naming every invalid or missing variable, and with `NODE_ENV=production` a
- *   `WEBHOOK_SECRET` shorter than 32 bytes or still holding the template's `CHANGE_ME`
+ * @throws ConfigError naming every invalid or missing variable, and with `NODE_ENV=production` every
+ *   insecure setting (README, "Security"): RabbitMQ's default or no credentials, a loopback database,
+ *   broker or RPC host, a non-empty `SSRF_ALLOWLIST`, a `WEBHOOK_SECRET` or `X402_REFERENCE_SECRET`
+ *   shorter than 32 bytes or holding the template's `CHANGE_ME`
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): MarketIntelConfig {
   const config = parseConfig(MarketIntelEnv, env);
-  const webhookProblems = webhookSecretProblems(config);
-  if (webhookProblems.length > 0) throw new ConfigError(webhookProblems);
+  assertProductionReady(config.NODE_ENV, [
+    { kind: 'remote', name: 'DATABASE_URL', value: config.DATABASE_URL },
+    { kind: 'broker', name: 'AMQP_URL', value: config.AMQP_URL },
+    { kind: 'remote', name: 'SOLANA_RPC_URL', value: config.SOLANA_RPC_URL },
+    ...(config.X402_DEVNET_ENABLED && config.USDC_MINT_DEVNET
+      ? [{ kind: 'remote' as const, name: 'SOLANA_DEVNET_RPC_URL', value: config.SOLANA_DEVNET_RPC_URL }]
+      : []),
+    { kind: 'empty', name: 'SSRF_ALLOWLIST', value: config.SSRF_ALLOWLIST },
+    { kind: 'secret', name: 'WEBHOOK_SECRET', value: config.WEBHOOK_SECRET },
+    { kind: 'secret', name: 'X402_REFERENCE_SECRET', value: config.X402_REFERENCE_SECRET },
+  ]);
   if (Boolean(config.USDC_MINT_DEVNET) !== Boolean(config.MERCHANT_TOKEN_ACCOUNT_DEVNET)) {
     throw new Error(
       'Invalid configuration:\n  USDC_MINT_DEVNET and MERCHANT_TOKEN_ACCOUNT_DEVNET must be set together',
     );
   }
   return config;
-}
-
-/** Production refuses a webhook secret a receiver could not rely on; the secret itself is never echoed. */
-function webhookSecretProblems(config: MarketIntelConfig): string[] {
-  const secret = config.WEBHOOK_SECRET;
-  if (config.NODE_ENV !== 'production' || secret === undefined) return [];
-  const problems: string[] = [];
-  if (Buffer.byteLength(secret, 'utf8') < 32)
-    problems.push('WEBHOOK_SECRET: must be at least 32 bytes in production (e.g. openssl rand -base64 32)');
-  if (/CHANGE_ME/i.test(secret))
-    problems.push(
-      'WEBHOOK_SECRET: still the CHANGE_ME placeholder of the secret template; set a random value',
-    );
-  return problems;
 }

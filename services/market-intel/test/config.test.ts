@@ -13,6 +13,17 @@ function buildEnv(overrides: Record<string, string | undefined> = {}): NodeJS.Pr
   };
 }
 
+/** A production environment with nothing insecure but what `overrides` sets. */
+function productionEnv(overrides: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  return buildEnv({
+    NODE_ENV: 'production',
+    DATABASE_URL: 'postgresql://market_intel:pw@postgres.internal:5432/market_intel',
+    AMQP_URL: 'amqps://agents:a-broker-password@rabbitmq.internal:5671',
+    SOLANA_RPC_URL: 'https://api.mainnet-beta.solana.com',
+    ...overrides,
+  });
+}
+
 /** The ConfigError loadConfig throws for `env`. */
 function refusal(env: NodeJS.ProcessEnv): ConfigError {
   try {
@@ -28,32 +39,32 @@ describe('WEBHOOK_SECRET in production', () => {
   it('When the secret is shorter than 32 bytes, then the service refuses to boot with an error naming WEBHOOK_SECRET and not echoing it', () => {
     const secret = 'a-31-byte-webhook-secret-xxxxxx';
     expect(Buffer.byteLength(secret)).toBe(31);
-    const error = refusal(buildEnv({ NODE_ENV: 'production', WEBHOOK_SECRET: secret }));
+    const error = refusal(productionEnv({ WEBHOOK_SECRET: secret }));
     expect(error.problems).toEqual([expect.stringMatching(/^WEBHOOK_SECRET: must be at least 32 bytes/)]);
     expect(error.message).not.toContain(secret);
   });
 
   it('When the secret still holds the template placeholder, then the service refuses to boot although it is long enough', () => {
     const secret = 'CHANGE_ME_32_or_more_random_bytes_printable_ASCII_e.g._openssl_rand_-base64_32';
-    const error = refusal(buildEnv({ NODE_ENV: 'production', WEBHOOK_SECRET: secret }));
+    const error = refusal(productionEnv({ WEBHOOK_SECRET: secret }));
     expect(error.problems).toEqual([expect.stringMatching(/^WEBHOOK_SECRET: .*CHANGE_ME placeholder/)]);
     expect(error.message).not.toContain(secret);
   });
 
   it('When the secret is short and a placeholder, then both problems are named at once', () => {
-    const error = refusal(buildEnv({ NODE_ENV: 'production', WEBHOOK_SECRET: 'CHANGE_ME_webhook_secret' }));
+    const error = refusal(productionEnv({ WEBHOOK_SECRET: 'CHANGE_ME_webhook_secret' }));
     expect(error.problems).toHaveLength(2);
     for (const problem of error.problems) expect(problem).toMatch(/^WEBHOOK_SECRET: /);
   });
 
   it('When the secret is 32 random bytes (base64), then production boots with it', () => {
     const secret = randomBytes(32).toString('base64');
-    const config = loadConfig(buildEnv({ NODE_ENV: 'production', WEBHOOK_SECRET: secret }));
+    const config = loadConfig(productionEnv({ WEBHOOK_SECRET: secret }));
     expect(config.WEBHOOK_SECRET).toBe(secret);
   });
 
   it('When production has no secret, then it boots with webhooks off', () => {
-    expect(loadConfig(buildEnv({ NODE_ENV: 'production' })).WEBHOOK_SECRET).toBeUndefined();
+    expect(loadConfig(productionEnv()).WEBHOOK_SECRET).toBeUndefined();
   });
 });
 
@@ -76,5 +87,41 @@ describe('WEBHOOK_SECRET in development', () => {
     expect(refusal(buildEnv({ WEBHOOK_SECRET: 'secret with spaces in it' })).problems).toEqual([
       'WEBHOOK_SECRET: must be printable ASCII without spaces',
     ]);
+  });
+});
+
+describe('insecure settings in production', () => {
+  it('When production runs with the development defaults, then it refuses to boot naming every problem at once', () => {
+    const error = refusal(
+      buildEnv({
+        NODE_ENV: 'production',
+        SSRF_ALLOWLIST: '127.0.0.1',
+        X402_REFERENCE_SECRET: 'CHANGE_ME_reference_secret_of_some_length',
+      }),
+    );
+    expect(error.problems).toEqual([
+      'DATABASE_URL: points at 127.0.0.1, a loopback address, in production',
+      'AMQP_URL: points at 127.0.0.1, a loopback address, in production',
+      "AMQP_URL: uses RabbitMQ's default guest:guest credentials in production",
+      'SOLANA_RPC_URL: points at 127.0.0.1, a loopback address, in production',
+      'SSRF_ALLOWLIST: must be empty in production (it lets requests reach private addresses)',
+      'X402_REFERENCE_SECRET: still the CHANGE_ME placeholder of the secret template; set a random value',
+    ]);
+    expect(error.message).not.toContain('CHANGE_ME_reference');
+  });
+
+  it('When the broker URL has no credentials, then production refuses it', () => {
+    expect(refusal(productionEnv({ AMQP_URL: 'amqp://rabbitmq.internal:5672' })).problems).toEqual([
+      'AMQP_URL: has no credentials (RabbitMQ then uses its default guest account)',
+    ]);
+  });
+
+  it('When development runs with the same defaults, then it boots', () => {
+    expect(loadConfig(buildEnv({ SSRF_ALLOWLIST: '127.0.0.1' })).NODE_ENV).toBe('development');
+  });
+
+  it('When every setting is production-grade, then production boots', () => {
+    const config = loadConfig(productionEnv({ X402_REFERENCE_SECRET: randomBytes(32).toString('base64') }));
+    expect(config.NODE_ENV).toBe('production');
   });
 });

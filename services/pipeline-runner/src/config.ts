@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseHttpEnv, intVar, parseConfig } from '@repo/service-kit';
+import { assertProductionReady, BaseHttpEnv, intVar, parseConfig } from '@repo/service-kit';
 import { parseAllowlist } from '@repo/ssrf-guard';
 import { DEFAULT_SCOUT_FETCH_SETTINGS as SCOUT, type ScoutFetchSettings } from './scout/settings';
 
@@ -87,7 +87,8 @@ export type RunnerConfig = z.infer<typeof RunnerEnv>;
 /**
  * Reads the configuration.
  * @throws ConfigError naming every invalid or missing variable (LLM_BASE_URL without LLM_MODEL, a
- *   search provider without its URL or key)
+ *   search provider without its URL or key), and with `NODE_ENV=production` RabbitMQ's default or no
+ *   credentials, a loopback broker or a non-empty `SSRF_ALLOWLIST` (README, "Security")
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
   const config = parseConfig(RunnerEnv, env);
@@ -99,6 +100,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
   if (config.SEARCH_PROVIDER === 'tavily' && !config.TAVILY_API_KEY)
     problems.push('TAVILY_API_KEY is required with SEARCH_PROVIDER=tavily');
   if (problems.length > 0) throw new Error(`Invalid configuration:\n  ${problems.join('\n  ')}`);
+  assertProductionReady(config.NODE_ENV, [
+    { kind: 'broker', name: 'AMQP_URL', value: config.AMQP_URL },
+    { kind: 'empty', name: 'SSRF_ALLOWLIST', value: env.SSRF_ALLOWLIST },
+  ]);
   return config;
 }
 

@@ -22,3 +22,23 @@ describe('runner configuration', () => {
     );
   });
 });
+
+describe('runner configuration in production', () => {
+  it('When production runs with the default broker and an allowlist, then it refuses to boot naming both', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production', SSRF_ALLOWLIST: '127.0.0.1' })).toThrow(
+      new RegExp(
+        [
+          'AMQP_URL: points at 127.0.0.1, a loopback address, in production',
+          "AMQP_URL: uses RabbitMQ's default guest:guest credentials in production",
+          'SSRF_ALLOWLIST: must be empty in production',
+        ].join('[\\s\\S]*'),
+      ),
+    );
+  });
+
+  it('When production has its own broker account and no allowlist, then it boots', () => {
+    expect(
+      loadConfig({ NODE_ENV: 'production', AMQP_URL: 'amqps://runner:s3cret@mq.internal:5671' }).NODE_ENV,
+    ).toBe('production');
+  });
+});

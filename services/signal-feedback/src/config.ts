@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseHttpEnv, boolVar, intVar, parseConfig } from '@repo/service-kit';
+import { assertProductionReady, BaseHttpEnv, boolVar, intVar, parseConfig } from '@repo/service-kit';
 
 /**
  * signal-feedback's environment (README, "Configuration"). Parsed once at boot; every bad variable is
@@ -55,7 +55,7 @@ export interface LlmSettings {
 /**
  * Reads the configuration from the environment.
  * @throws ConfigError naming every invalid or missing variable, or an Error when the LLM variables are
- *   only partly set
+ *   only partly set; with `NODE_ENV=production` also a loopback `DATABASE_URL`
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): SignalFeedbackConfig {
   const config = parseConfig(SignalFeedbackEnv, env);
@@ -65,6 +65,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SignalFeedback
       'Invalid configuration:\n  LLM_BASE_URL and LLM_MODEL must be set together (LLM_API_KEY too, unless the endpoint needs none)',
     );
   }
+  // Production refuses a loopback database (README, "Security").
+  assertProductionReady(config.NODE_ENV, [
+    { kind: 'remote', name: 'DATABASE_URL', value: config.DATABASE_URL },
+  ]);
   return config;
 }
 

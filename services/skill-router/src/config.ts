@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseHttpEnv, boolVar, intVar, parseConfig } from '@repo/service-kit';
+import { assertProductionReady, BaseHttpEnv, boolVar, intVar, parseConfig } from '@repo/service-kit';
 
 /**
  * skill-router's environment (README, "Configuration"). Parsed once at boot; every bad variable is
@@ -61,8 +61,15 @@ export type SkillRouterConfig = z.infer<typeof SkillRouterEnv>;
 
 /**
  * Reads the configuration from the environment.
- * @throws ConfigError naming every invalid or missing variable
+ * @throws ConfigError naming every invalid or missing variable, and with `NODE_ENV=production` a
+ *   loopback `DATABASE_URL` or a non-empty `SSRF_ALLOWLIST`
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): SkillRouterConfig {
-  return parseConfig(SkillRouterEnv, env);
+  const config = parseConfig(SkillRouterEnv, env);
+  // Production refuses a loopback database and a development allowlist (README, "Security").
+  assertProductionReady(config.NODE_ENV, [
+    { kind: 'remote', name: 'DATABASE_URL', value: config.DATABASE_URL },
+    { kind: 'empty', name: 'SSRF_ALLOWLIST', value: config.SSRF_ALLOWLIST },
+  ]);
+  return config;
 }

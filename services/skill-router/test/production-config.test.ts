@@ -1,0 +1,42 @@
+import { ConfigError } from '@repo/service-kit';
+import { loadConfig } from '../src/config';
+
+// Production refuses insecure settings at boot, naming each (README, "Security").
+function refusal(env: NodeJS.ProcessEnv): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error('expected loadConfig to refuse the configuration');
+}
+
+describe('skill-router configuration in production', () => {
+  it('When production runs with development settings, then it refuses to boot naming each', () => {
+    const env = {
+      NODE_ENV: 'production',
+      SSRF_ALLOWLIST: '127.0.0.1',
+      DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/x',
+    };
+    expect(refusal(env).problems).toEqual([
+      'DATABASE_URL: points at 127.0.0.1, a loopback address, in production',
+      'SSRF_ALLOWLIST: must be empty in production (it lets requests reach private addresses)',
+    ]);
+  });
+
+  it('When development runs with the same settings, then it boots', () => {
+    expect(
+      loadConfig({ SSRF_ALLOWLIST: '127.0.0.1', DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/x' })
+        .NODE_ENV,
+    ).toBe('development');
+  });
+
+  it('When production has a remote database, then it boots', () => {
+    const config = loadConfig({
+      NODE_ENV: 'production',
+      DATABASE_URL: 'postgresql://svc:pw@db.internal:5432/x',
+    });
+    expect(config.NODE_ENV).toBe('production');
+  });
+});
