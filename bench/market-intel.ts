@@ -39,6 +39,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const PAID_REQUESTS = Number(process.env.BENCH_PAID_REQUESTS ?? 3000);
 const LEDGER_PORT = Number(process.env.BENCH_LEDGER_PORT ?? 18899);
 const MI_PORT = Number(process.env.BENCH_MARKET_INTEL_PORT ?? 13001);
+const MI_METRICS_PORT = Number(process.env.BENCH_MARKET_INTEL_METRICS_PORT ?? 13101);
 const BARE_PORT = Number(process.env.BENCH_BARE_PORT ?? 13099);
 const DATABASE_URL =
   process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/market_intel_bench';
@@ -98,7 +99,7 @@ function rssMb(pid: number): { rss: number; peak: number } {
 }
 
 async function scrapeRpc(): Promise<{ sum: number; count: number; buckets: [number, number][] }> {
-  const text = await (await fetch(`http://127.0.0.1:${MI_PORT}/metrics`)).text();
+  const text = await (await fetch(`http://127.0.0.1:${MI_METRICS_PORT}/metrics`)).text();
   const line = (re: RegExp) => text.split('\n').filter((l) => re.test(l));
   const sum = line(/^x402_verification_rpc_seconds_sum\{.*network="solana"/).reduce(
     (n, l) => n + Number(l.split(' ').pop()),
@@ -409,6 +410,7 @@ async function main(): Promise<void> {
     [...NODE_ARGS, ...preload, ...startArgs],
     {
       PORT: String(MI_PORT),
+      METRICS_PORT: String(MI_METRICS_PORT),
       HOST: '127.0.0.1',
       DATABASE_URL,
       DATABASE_POOL_SIZE: '20',

@@ -173,6 +173,7 @@ async function main(): Promise<void> {
       `  runner         http://127.0.0.1:${RUNNER_PORT}/metrics  (LLM: ${llm})`,
       `  signal-feedback http://127.0.0.1:${SIGNAL_FEEDBACK_PORT}/  (dashboard; API /api, docs /docs)`,
       `  skill-router   http://127.0.0.1:${SKILL_ROUTER_PORT}/api/health  (docs /docs; local skill endpoints allowed for the demo)`,
+      '  metrics        http://127.0.0.1:9101/metrics, :9102, :9103 (market-intel, signal-feedback, skill-router; METRICS_PORT)',
       `  solana ledger  ${mainnet.rpcUrl}  (devnet: ${devnet.rpcUrl})`,
       `  agent wallet   ${mainnet.agent}  keypair ${mainnet.agentKeypairPath}`,
       '',

@@ -20,15 +20,18 @@ export interface BaseAppOptions {
    * ready, so a dependency that hangs (black-holed connection) cannot hang the probe.
    */
   readyTimeoutMs?: number;
-  /** When given, every request is timed and `GET /metrics` serves the registry. */
+  /**
+   * When given, every request is timed into it; `/metrics` itself is served on the metrics port
+   * (`listenMetrics`), never on the public one.
+   */
   metrics?: ServiceMetrics;
 }
 
 /**
  * The base express app of every service: `trust proxy` from configuration, helmet, pino-http with
  * request ids, a JSON body parser with a size limit, CORS only for configured origins, and the
- * Kubernetes probes `/livez` (process up) and `/readyz` (dependencies ready; 503 otherwise), and
- * `/metrics` when a registry is given.
+ * Kubernetes probes `/livez` (process up) and `/readyz` (dependencies ready; 503 otherwise); request
+ * latencies go into the registry when one is given (served by `listenMetrics` on its own port).
  * Routes go on the returned app; finish with `notFoundHandler` and `errorHandler` from `@repo/errors`.
  */
 export function createBaseApp(options: BaseAppOptions): Application {
@@ -38,7 +41,6 @@ export function createBaseApp(options: BaseAppOptions): Application {
   app.set('etag', false);
   if (options.metrics) {
     app.use(options.metrics.httpMiddleware);
-    app.get('/metrics', options.metrics.metricsHandler);
   }
   app.use(helmet());
   app.use(httpLogger(options.logger));

@@ -7,7 +7,7 @@ export { createBaseApp } from './app';
 export type { BaseAppOptions } from './app';
 export { closeServer, onShutdown } from './shutdown';
 export type { ShutdownStep } from './shutdown';
-export { cachedFor, createMetrics } from './metrics';
+export { cachedFor, createMetrics, createMetricsApp, listenMetrics } from './metrics';
 export type { ServiceMetrics } from './metrics';
 export { clientIpKey, createRateLimit } from './rate-limit';
 export { assertProductionReady, productionProblems } from './production';

@@ -1,4 +1,6 @@
-import type { RequestHandler } from 'express';
+import { createServer, type Server } from 'node:http';
+import express, { type Application, type RequestHandler } from 'express';
+import { errorHandler, notFoundHandler } from '@repo/errors';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 
 /** A service's Prometheus registry with the HTTP latency histogram every service exposes. */
@@ -64,3 +66,41 @@ export function cachedFor<T>(ttlMs: number, load: () => Promise<T>): () => Promi
     return value;
   };
 }
+
+/**
+ * The metrics listener's app: `GET /metrics` (Prometheus text format) and a `404 not_found` envelope
+ * for anything else. It is served on its own port (`METRICS_PORT`), which the Ingress never routes
+ * and Prometheus scrapes inside the cluster (README, "Observability").
+ * @param metrics the service's registry
+ */
+export function createMetricsApp(metrics: ServiceMetrics): Application {
+  const app = express();
+  app.disable('x-powered-by');
+  app.get('/metrics', metrics.metricsHandler);
+  app.use(notFoundHandler);
+  app.use(errorHandler({ error: () => undefined, warn: () => undefined }));
+  return app;
+}
+
+/**
+ * Serves {@link createMetricsApp} on `port` (0: a free port) and `host`.
+ * @returns the HTTP server and the port it listens on
+ * @throws Error from `listen` (e.g. `EADDRINUSE`)
+ */
+export async function listenMetrics(
+  metrics: ServiceMetrics,
+  port: number,
+  host = '0.0.0.0',
+): Promise<{ server: Server; port: number }> {
+  const server = createServer(createMetricsApp(metrics));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  return { server, port: typeof address === 'object' && address ? address.port : port };
+}
+

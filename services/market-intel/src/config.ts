@@ -10,6 +10,8 @@ const base58 = z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/, 'must be a base
 export const MarketIntelEnv = z.object({
   ...BaseHttpEnv,
   PORT: intVar(3001, 0, 65535),
+  /** Port of `/metrics` (Prometheus), apart from the public one so the Ingress never serves it. */
+  METRICS_PORT: intVar(9101, 0, 65535),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL'),
   DATABASE_POOL_SIZE: intVar(10, 1, 200),
   /** Public origin used in PaymentRequirements.resource, e.g. https://api.example.com; else from the request. */

@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
-import { closeServer, createLogger, onShutdown } from '@repo/service-kit';
+import { closeServer, createLogger, listenMetrics, onShutdown } from '@repo/service-kit';
 import { loadConfig } from './config';
 import { createMarketIntelService } from './service';
 
@@ -16,9 +16,11 @@ async function main(): Promise<void> {
   await new Promise<void>((resolve) => server.listen(config.PORT, config.HOST, resolve));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
+  const metricsServer = await listenMetrics(service.metrics, config.METRICS_PORT, config.HOST);
   logger.info(
     {
       port,
+      metricsPort: metricsServer.port,
       payTo: config.MERCHANT_TOKEN_ACCOUNT,
       mint: config.USDC_MINT,
       webhooks: Boolean(service.webhooks),
@@ -33,6 +35,7 @@ async function main(): Promise<void> {
       // Load balancers see /readyz fail and stop sending new connections before the port closes.
       { name: 'wait for load balancers', run: () => delay(config.SHUTDOWN_DRAIN_DELAY_MS) },
       { name: 'drain http', run: () => closeServer(server) },
+      { name: 'close the metrics port', run: () => closeServer(metricsServer.server) },
       {
         name: 'stop background work, drain consumers, close RabbitMQ, RPC pools and database',
         run: () => service.stop(),

@@ -28,6 +28,17 @@ const GAPS = '/api/v1/scout/gaps?sector=fintech';
 const proof = (signature: string) => ({ 'X-PAYMENT': encodePaymentHeader('solana', signature) });
 
 describe('/metrics', () => {
+  it('When /metrics is asked on the public port, then 404 in the envelope; the metrics port serves it', async () => {
+    const onPublic = await fetch(`${mi.service.baseUrl}/metrics`);
+    expect(onPublic.status).toBe(404);
+    expect(await onPublic.json()).toMatchObject({ code: 'not_found', requestId: expect.any(String) });
+    const onMetrics = await fetch(`${mi.service.metricsUrl}/metrics`);
+    expect(onMetrics.status).toBe(200);
+    expect(onMetrics.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(await onMetrics.text()).toContain('http_request_duration_seconds');
+    expect((await fetch(`${mi.service.metricsUrl}/api/v1/sectors`)).status).toBe(404);
+  });
+
   it('When payments are challenged and refused, then x402_payments_total counts them by reason, and jobs by state, queue depths and HTTP latency are exposed', async () => {
     const base = mi.service.baseUrl;
     expect((await fetch(base + GAPS)).status).toBe(402);
@@ -36,7 +47,7 @@ describe('/metrics', () => {
     expect(unknown.status).toBe(402);
     expect(((await unknown.json()) as { details?: { reason?: string } }).details?.reason).toBe('not_found');
 
-    const text = await scrape(base);
+    const text = await scrape(mi.service.metricsUrl);
     const endpoint = 'GET /api/v1/scout/gaps';
     expect(metricValue(text, 'x402_payments_total', { type: 'challenged', endpoint })).toBe(1);
     expect(
@@ -110,7 +121,7 @@ describe('/readyz on dependency loss', () => {
     await waitFor(
       'queue depth after reconnect',
       async () =>
-        metricValue(await scrape(base), 'rabbitmq_queue_messages', {
+        metricValue(await scrape(mi.service.metricsUrl), 'rabbitmq_queue_messages', {
           queue: COMPUTE_TOPOLOGY.queues.steps,
         }) === 0,
     );

@@ -33,7 +33,7 @@ function present(path: string, signature: string, ip: string): Promise<Response>
 
 async function rpcCalls(outcome: string): Promise<number> {
   return (
-    metricValue(await scrape(h.baseUrl), 'x402_rpc_calls_total', {
+    metricValue(await scrape(h.metricsUrl), 'x402_rpc_calls_total', {
       network: 'solana',
       method: 'getTransaction',
       outcome,

@@ -290,7 +290,7 @@ describe('Scout scans end to end', () => {
 
     // The scheduler and the command share the repository: its observer fed /metrics (this process
     // applied the events; the command's own start was counted in the command's process).
-    const metrics = await scrape(h.baseUrl);
+    const metrics = await scrape(h.metricsUrl);
     expect(
       metricValue(metrics, 'scout_scans_finished_total', {
         sector: SECTOR,
@@ -340,7 +340,7 @@ describe('Scout scans end to end', () => {
     const sectors = SectorList.parse(await (await fetch(`${h.baseUrl}/api/v1/sectors`)).json());
     expect(sectors.sectors.find((s) => s.sector === SECTOR)?.report_count).toBe(2);
     expect(result.stats.analysed).toBe(FIXTURE_SCAN.inWindow);
-    const metrics = await scrape(h.baseUrl);
+    const metrics = await scrape(h.metricsUrl);
     expect(metricValue(metrics, 'scout_scans_started_total', { sector: SECTOR })).toBe(1);
     expect(
       metricValue(metrics, 'scout_source_fetches_total', { sector: SECTOR, status: 'not_modified' }),

@@ -52,7 +52,7 @@ describe('Settlement limits', () => {
       "SELECT count(*)::int AS n FROM x402_payments WHERE endpoint = 'GET /api/v1/scout/keywords'",
     );
     expect(rows).toEqual([{ n: 2 }]);
-    const metrics = await scrape(h.baseUrl);
+    const metrics = await scrape(h.metricsUrl);
     expect(
       metricValue(metrics, 'x402_payments_total', {
         type: 'rejected',
@@ -65,7 +65,7 @@ describe('Settlement limits', () => {
   it('When the service runs with a fee payer, then /metrics shows its SOL balance per network', async () => {
     // Read at start, in the background: wait for the first reading.
     const metrics = await waitFor('the fee payer balance gauge', async () => {
-      const text = await scrape(h.baseUrl);
+      const text = await scrape(h.metricsUrl);
       return metricValue(text, 'x402_fee_payer_lamports', { network: 'solana-devnet' }) !== undefined
         ? text
         : undefined;

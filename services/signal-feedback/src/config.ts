@@ -8,6 +8,8 @@ import { assertProductionReady, BaseHttpEnv, boolVar, intVar, parseConfig } from
 export const SignalFeedbackEnv = z.object({
   ...BaseHttpEnv,
   PORT: intVar(3002, 0, 65535),
+  /** Port of `/metrics` (Prometheus), apart from the public one so the Ingress never serves it. */
+  METRICS_PORT: intVar(9102, 0, 65535),
   /** A batch of 1,000 signals with small payloads is about 200 KB. */
   BODY_LIMIT: z.string().default('1mb'),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL'),

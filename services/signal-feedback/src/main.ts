@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
-import { closeServer, createLogger, onShutdown } from '@repo/service-kit';
+import { closeServer, createLogger, listenMetrics, onShutdown } from '@repo/service-kit';
 import { createApp } from './app';
 import { llmSettings, loadConfig } from './config';
 import { AccountRepository } from './data/accounts';
@@ -29,6 +29,7 @@ async function main(): Promise<void> {
   await new Promise<void>((resolve) => server.listen(config.PORT, config.HOST, resolve));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
+  const metricsServer = await listenMetrics(metrics, config.METRICS_PORT, config.HOST);
   wiring.analysis.start(config.ANALYSIS_INTERVAL_MS);
   // Expired sessions and rate-limit counters are removed hourly (any replica may do it; deletes are idempotent).
   const accounts = new AccountRepository(wiring.db);
@@ -42,6 +43,7 @@ async function main(): Promise<void> {
   logger.info(
     {
       port,
+      metricsPort: metricsServer.port,
       analysisIntervalMs: config.ANALYSIS_INTERVAL_MS,
       llm: llmSettings(config) ? config.LLM_MODEL : 'none (proposals from evidence)',
       maxBatch: config.MAX_BATCH_SIZE,
@@ -63,6 +65,7 @@ async function main(): Promise<void> {
         },
       },
       { name: 'drain http', run: () => closeServer(server) },
+      { name: 'close the metrics port', run: () => closeServer(metricsServer.server) },
       { name: 'close database pools', run: () => wiring.close() },
       { name: 'flush logs', run: () => logger.flush() },
     ],

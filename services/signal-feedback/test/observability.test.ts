@@ -1,11 +1,12 @@
 import request from 'supertest';
+import { createMetricsApp } from '@repo/service-kit';
 import { loadConfig } from '../src/config';
 import { createSignalFeedbackMetrics } from '../src/metrics';
 import { createContext, createProduct, signUp, startHarness, type Harness } from './support/harness';
 
 let h: Harness;
+const metrics = createSignalFeedbackMetrics();
 beforeAll(async () => {
-  const metrics = createSignalFeedbackMetrics();
   h = await startHarness('signal_feedback_observability_test', { deps: { metrics, events: metrics.events } });
 });
 afterAll(async () => h.close());
@@ -25,7 +26,8 @@ test('When signals are accepted and refused and a proposal is made, then /metric
     .send([{ type: '' }, { type: 'ok' }])
     .expect(400);
   await u.agent.post('/api/analysis/run').set('x-csrf-token', u.csrf).expect(200);
-  const text = (await request(h.baseUrl).get('/metrics')).text;
+  expect((await request(h.baseUrl).get('/metrics')).status).toBe(404); // never on the public port
+  const text = (await request(createMetricsApp(metrics)).get('/metrics')).text;
   expect(text).toMatch(/signals_accepted_total\{service="signal-feedback"\} 10/);
   expect(text).toMatch(/signals_refused_total\{reason="invalid",service="signal-feedback"\} 2/);
   expect(text).toMatch(/proposals_created_total\{source="evidence",service="signal-feedback"\} 1/);

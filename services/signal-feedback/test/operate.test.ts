@@ -106,10 +106,10 @@ describe('/readyz on dependency loss', () => {
 
 describe('/metrics', () => {
   it('When signals are accepted and refused, then signals_accepted_total and signals_refused_total{reason} move by as many', async () => {
-    const before = await scrape(svc.baseUrl);
+    const before = await scrape(svc.metricsUrl);
     expect((await postSignals([{ type: 'a' }, { type: 'b' }, { type: 'c' }])).status).toBe(200);
     expect((await postSignals([{ type: '' }, { type: 'ok' }])).status).toBe(400);
-    const after = await scrape(svc.baseUrl);
+    const after = await scrape(svc.metricsUrl);
     const moved = (name: string, labels: Record<string, string> = {}) =>
       (metricValue(after, name, labels) ?? 0) - (metricValue(before, name, labels) ?? 0);
     expect(moved('signals_accepted_total')).toBe(3);

@@ -8,6 +8,8 @@ import { assertProductionReady, BaseHttpEnv, boolVar, intVar, parseConfig } from
 export const SkillRouterEnv = z.object({
   ...BaseHttpEnv,
   PORT: intVar(3003, 0, 65535),
+  /** Port of `/metrics` (Prometheus), apart from the public one so the Ingress never serves it. */
+  METRICS_PORT: intVar(9103, 0, 65535),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL'),
   DATABASE_POOL_SIZE: intVar(10, 1, 200),
   /** POST /api/auth/key per client IP and minute (spec, "Limits": 5). */

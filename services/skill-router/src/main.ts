@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
-import { closeServer, createLogger, onShutdown } from '@repo/service-kit';
+import { closeServer, createLogger, listenMetrics, onShutdown } from '@repo/service-kit';
 import { loadConfig } from './config';
 import { createSkillRouterMetrics } from './metrics';
 import { createRuntime } from './runtime';
@@ -17,9 +17,15 @@ async function main(): Promise<void> {
   await new Promise<void>((resolve) => server.listen(config.PORT, config.HOST, resolve));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
+  const metricsServer = await listenMetrics(metrics, config.METRICS_PORT, config.HOST);
   if (config.WORKERS_ENABLED) runtime.startWorkers();
   logger.info(
-    { port, workers: config.WORKERS_ENABLED, ssrfAllowlist: config.SSRF_ALLOWLIST || null },
+    {
+      port,
+      metricsPort: metricsServer.port,
+      workers: config.WORKERS_ENABLED,
+      ssrfAllowlist: config.SSRF_ALLOWLIST || null,
+    },
     `skill-router listening on http://${config.HOST}:${port}`,
   );
 
@@ -30,6 +36,7 @@ async function main(): Promise<void> {
       // Load balancers see /readyz fail and stop sending new connections before the port closes.
       { name: 'wait for load balancers', run: () => delay(config.SHUTDOWN_DRAIN_DELAY_MS) },
       { name: 'drain http', run: () => closeServer(server) },
+      { name: 'close the metrics port', run: () => closeServer(metricsServer.server) },
       { name: 'stop workers, close connections and database', run: () => runtime.close() },
       { name: 'flush logs', run: () => logger.flush() },
     ],

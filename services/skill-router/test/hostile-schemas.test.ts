@@ -155,7 +155,7 @@ describe('Hostile schemas against two replicas', () => {
     // The thread that ran out of memory was one of the replicas' sandbox threads, not a replica.
     const oom = await Promise.all(
       replicas.map(async (r) =>
-        metricValue(await scrape(r.baseUrl), 'skill_sandbox_tasks_total', {
+        metricValue(await scrape(r.metricsUrl), 'skill_sandbox_tasks_total', {
           task: 'generate_input',
           outcome: 'out_of_memory',
         }),

@@ -78,7 +78,8 @@ afterAll(async () => {
 
 describe('/metrics', () => {
   it('When route requests match, match nothing or are refused, then skill_routes_served_total counts each outcome and the latency histogram has the route', async () => {
-    const before = await scrape(svc.baseUrl);
+    expect((await fetch(`${svc.baseUrl}/metrics`)).status).toBe(404); // only on the metrics port
+    const before = await scrape(svc.metricsUrl);
     expect(
       (await post('/api/discover/route', { task: 'translate this text to french' }, { 'x-api-key': key }))
         .status,
@@ -91,7 +92,7 @@ describe('/metrics', () => {
     expect(((await none.json()) as { matches: unknown[] }).matches).toEqual([]);
     expect((await post('/api/discover/route', { task: 'translate' })).status).toBe(401);
     expect((await post('/api/discover/route', { nope: true }, { 'x-api-key': key })).status).toBe(400);
-    const after = await scrape(svc.baseUrl);
+    const after = await scrape(svc.metricsUrl);
     const moved = (name: string, labels: Record<string, string>) =>
       (metricValue(after, name, labels) ?? 0) - (metricValue(before, name, labels) ?? 0);
     expect(moved('skill_routes_served_total', { outcome: 'matched' })).toBe(1);

@@ -9,6 +9,8 @@ export interface ServiceProcess {
   port: number;
   /** `http://127.0.0.1:<port>`. */
   baseUrl: string;
+  /** `http://127.0.0.1:<METRICS_PORT>`: where an HTTP service serves `/metrics` (its own port). */
+  metricsUrl: string;
   /** Everything written to stdout and stderr so far (pino JSON lines). */
   output(): string;
   /** Resolves with the exit code and signal once the process ended. */
@@ -49,6 +51,7 @@ export async function freePort(): Promise<number> {
  */
 export async function spawnService(options: SpawnServiceOptions): Promise<ServiceProcess> {
   const port = await freePort();
+  const metricsPort = await freePort();
   let output = '';
   const child = spawn(
     process.execPath,
@@ -61,6 +64,7 @@ export async function spawnService(options: SpawnServiceOptions): Promise<Servic
         NODE_ENV: 'test',
         HOST: '127.0.0.1',
         PORT: String(port),
+        METRICS_PORT: String(metricsPort),
         ...options.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -92,6 +96,7 @@ export async function spawnService(options: SpawnServiceOptions): Promise<Servic
     child,
     port,
     baseUrl,
+    metricsUrl: `http://127.0.0.1:${metricsPort}`,
     output: () => output,
     exited,
     kill: (signal = 'SIGTERM') => {

@@ -35,9 +35,14 @@ export function metricValue(
   return matching.length === 0 ? undefined : matching.reduce((sum, s) => sum + s.value, 0);
 }
 
-/** GETs `<baseUrl>/metrics` and returns the text. */
-export async function scrape(baseUrl: string): Promise<string> {
-  const res = await fetch(`${baseUrl}/metrics`);
+/**
+ * GETs `<metricsUrl>/metrics` and returns the text.
+ * @param metricsUrl the origin of the service's metrics listener (its `METRICS_PORT`), or of the
+ *   runner's probe port
+ * @throws Error when the answer is not 2xx
+ */
+export async function scrape(metricsUrl: string): Promise<string> {
+  const res = await fetch(`${metricsUrl}/metrics`);
   if (!res.ok) throw new Error(`/metrics answered ${res.status}`);
   return res.text();
 }

@@ -5,7 +5,7 @@ import type { Keypair } from '@solana/web3.js';
 import { applyMigrations, resetDatabase } from '@repo/db-migrate';
 import type { X402Network } from '@repo/schemas';
 import { resetVhost } from '@repo/queue/testing';
-import { createLogger, closeServer } from '@repo/service-kit';
+import { closeServer, createLogger, listenMetrics } from '@repo/service-kit';
 import { sendUsdcTransfer, spawnLocalnet, type Localnet } from '@repo/solana-localnet';
 import { encodePaymentHeader } from '@repo/x402-core';
 import type { PaymentEvent } from '@repo/x402-express';
@@ -23,6 +23,8 @@ const PG_BASE = process.env.TEST_DATABASE_BASE_URL ?? 'postgresql://postgres@127
 /** A running market-intel on a fresh database, paid through a fresh local ledger. */
 export interface Harness {
   baseUrl: string;
+  /** Origin of the metrics listener (`/metrics`), apart from the public port as in production. */
+  metricsUrl: string;
   /** The wired service (jobs, outbox, broker, health monitor...). */
   service: MarketIntelService;
   config: MarketIntelConfig;
@@ -113,6 +115,7 @@ export async function startHarness(
   const address = server.address();
   if (!address || typeof address === 'string') throw new Error('no address');
   const baseUrl = `http://127.0.0.1:${address.port}`;
+  const metricsServer = await listenMetrics(service.metrics, 0, '127.0.0.1');
   const rpcUrls = {
     solana: ledger.networks.solana.rpcUrl,
     'solana-devnet': ledger.networks['solana-devnet'].rpcUrl,
@@ -121,6 +124,7 @@ export async function startHarness(
 
   return {
     baseUrl,
+    metricsUrl: `http://127.0.0.1:${metricsServer.port}`,
     service,
     config,
     env,
@@ -159,6 +163,7 @@ export async function startHarness(
     async close() {
       service.markShuttingDown();
       await closeServer(server);
+      await closeServer(metricsServer.server);
       await service.stop();
       await ledger.close();
     },
