@@ -137,6 +137,52 @@ const EventBase = {
 };
 
 /**
+ * Why a job step failed, as a stable code (what an agent sees in the job; the upstream's own text
+ * stays in the logs): the LLM or the search provider unreachable or failing (`llm_unavailable`,
+ * `search_unavailable`), refusing our configuration (`llm_config`, `search_config`) or the request
+ * (`llm_request`), an LLM answer that stayed invalid after repair (`llm_output`), a step command that
+ * cannot be run (`invalid_step`), anything else (`internal`). market-intel adds `delivery_limit` (the
+ * step was dead-lettered) and `stalled` (the job made no progress in time).
+ */
+export const JobErrorCode = z.enum([
+  'llm_unavailable',
+  'llm_config',
+  'llm_request',
+  'llm_output',
+  'search_unavailable',
+  'search_config',
+  'invalid_step',
+  'internal',
+  'delivery_limit',
+  'stalled',
+]);
+/** Inferred type of {@link JobErrorCode}. */
+export type JobErrorCode = z.infer<typeof JobErrorCode>;
+
+/** The short message shown with each {@link JobErrorCode} (never an upstream's own text). */
+export const JOB_ERROR_MESSAGES: Readonly<Record<JobErrorCode, string>> = {
+  llm_unavailable: 'the language model was unreachable or failing',
+  llm_config: 'the language model refused our configuration',
+  llm_request: 'the language model refused a request of this job',
+  llm_output: 'the language model kept giving answers that could not be used',
+  search_unavailable: 'the search provider was unreachable or failing',
+  search_config: 'the search provider refused our configuration',
+  invalid_step: 'a step of this job could not be run',
+  internal: 'an internal error stopped this job',
+  delivery_limit: 'a step kept failing until its retries ran out',
+  stalled: 'the job made no progress in time',
+};
+
+/**
+ * The error an agent sees for a failed job: `"<code>: <message>"`, with the step when known.
+ * @param code the failure's code
+ * @param stepIndex the step that failed, when known
+ */
+export function publicJobError(code: JobErrorCode, stepIndex?: number): string {
+  return `${code}: ${JOB_ERROR_MESSAGES[code]}${stepIndex === undefined ? '' : ` (step ${stepIndex})`}`;
+}
+
+/**
  * Job events (runner -> market-intel), routing key = `type`:
  * - `job.step-started`: a runner began a step (moves a pending job to running);
  * - `job.step-completed`: the step's outcome, applied once per `stepIndex`;
@@ -151,6 +197,9 @@ export const JobEvent = z.discriminatedUnion('type', [
     ...EventBase,
     attempt: z.number().int().min(1),
     retryable: z.boolean(),
+    /** The failure's stable code (absent from older runners: `internal`). */
+    code: JobErrorCode.optional(),
+    /** The failure's full text, for logs; never shown to agents. */
     error: z.string().max(2000),
   }),
 ]);

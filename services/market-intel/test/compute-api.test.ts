@@ -94,8 +94,13 @@ describe('Health and the compute preflight', () => {
     expect(body).not.toHaveProperty('accepts');
   });
 
-  it('When the runner reports rejected LLM credentials, then health and the preflight answer 503 config with Retry-After 600, even with a payment attached', async () => {
-    await beat({ ok: false, latency_ms: 40, error: 'LLM rejected the API key (401)', errorClass: 'config' });
+  it('When the runner reports rejected LLM credentials, then health and the preflight answer 503 config with Retry-After 600 and the class of the failure, not its text, even with a payment attached', async () => {
+    await beat({
+      ok: false,
+      latency_ms: 40,
+      error: 'LLM rejected the API key sk-live-123 at https://llm.internal/v1 (401)',
+      errorClass: 'config',
+    });
     await waitFor(
       'config health',
       async () => (await fetch(`${h.baseUrl}/api/v1/health`)).headers.get('retry-after') === '600',
@@ -104,7 +109,11 @@ describe('Health and the compute preflight', () => {
     expect(health.status).toBe(503);
     expect(await json(health)).toMatchObject({
       ok: false,
-      llm: { ok: false, latency_ms: 40, error: 'LLM rejected the API key (401)' },
+      llm: {
+        ok: false,
+        latency_ms: 40,
+        error: 'the LLM refuses our configuration (credentials, model or settings)',
+      },
       search: null,
       errorClass: 'config',
     });
@@ -112,7 +121,9 @@ describe('Health and the compute preflight', () => {
     const res = await h.postWithProof('/api/v1/prove/debate', { idea: IDEA }, signature);
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).toBe('600');
-    expect(await json(res)).toMatchObject({ code: 'service_unavailable', errorClass: 'config' });
+    const refusal = await json(res);
+    expect(refusal).toMatchObject({ code: 'service_unavailable', errorClass: 'config' });
+    expect(JSON.stringify(refusal)).not.toMatch(/sk-live|llm\.internal/);
     // Not taken, but seen: a retry after Retry-After counts its freshness from now.
     expect(await h.paymentRows(signature)).toEqual([
       { status: 'processing', endpoint: 'POST /api/v1/prove/debate' },
@@ -132,14 +143,14 @@ describe('Health and the compute preflight', () => {
     expect(Math.abs(Date.parse(String(body.server_time)) - Date.now())).toBeLessThan(60_000);
   });
 
-  it('When the search provider fails while the LLM works, then 503 upstream names the search error', async () => {
+  it('When the search provider fails while the LLM works, then 503 upstream says the search provider is failing', async () => {
     await beat(HEALTHY, { ok: false, latency_ms: null, error: 'search timed out', errorClass: 'upstream' });
     await waitFor('search failure', async () => (await healthStatus()) === 503);
     const body = await json(await fetch(`${h.baseUrl}/api/v1/health`));
     expect(body).toMatchObject({
       ok: false,
       llm: { ok: true },
-      search: { ok: false, error: 'search timed out' },
+      search: { ok: false, error: 'the search provider is unreachable or failing' },
       errorClass: 'upstream',
     });
     await beat(HEALTHY, null);
@@ -583,7 +594,7 @@ describe('Job state machine (runner events over RabbitMQ)', () => {
     ]);
   });
 
-  it('When a step fails with a retryable error, then the job keeps running with the last error; a non-retryable failure fails it with the reason', async () => {
+  it('When a step fails with a retryable error, then the job keeps running with the last error; a non-retryable failure fails it with its stable code and short message, never the upstream text', async () => {
     const jobId = await paidJob();
     await emit({
       type: 'job.step-failed',
@@ -603,16 +614,19 @@ describe('Job state machine (runner events over RabbitMQ)', () => {
       ...base(jobId, 0),
       attempt: 2,
       retryable: false,
-      error: 'invalid prove job input',
+      code: 'llm_request',
+      error: 'LLM answered 400 at https://llm.internal/v1 for key sk-live-abc: context too long',
     });
     await waitFor('failed', async () => (await job(jobId)).status === 'failed');
     const failed = await job(jobId);
     expect(failed).toMatchObject({
       status: 'failed',
       result: null,
-      error: expect.stringContaining('invalid prove job input'),
+      error: 'llm_request: the language model refused a request of this job (step 0)',
     });
     expect(failed.completedAt).not.toBeNull();
+    // The upstream text stays for operators only.
+    expect((await h.db.agentJob.findUnique({ where: { id: jobId } }))?.lastError).toContain('llm.internal');
   });
 });
 

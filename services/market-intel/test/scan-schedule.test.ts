@@ -100,7 +100,7 @@ describe('Scan scheduling', () => {
     expect(await scheduler(86_400_000).tick()).toHaveLength(2);
     const [job] = await scanJobs();
     if (!job) throw new Error('no scan');
-    await h.service.jobs.fail(job.id, 'test: runner gone');
+    await h.service.jobs.fail(job.id, { code: 'stalled', detail: 'test: runner gone' });
     // Released, but within the interval: nothing new.
     expect(await scheduler(86_400_000).tick()).toHaveLength(0);
     // With an interval of 0 ms the released sector is due again; the other one is still running.
@@ -124,9 +124,10 @@ describe('Scan scheduling', () => {
     expect(jobs.map((j) => j.status).sort()).toEqual(['failed', 'failed', 'pending', 'pending']);
     const failed = await h.db.agentJob.findMany({
       where: { kind: 'scout', status: 'failed' },
-      select: { error: true },
+      select: { error: true, lastError: true },
     });
-    expect(failed.every((f) => f.error?.includes('no progress for 60 minutes'))).toBe(true);
+    expect(failed.every((f) => f.error === 'stalled: the job made no progress in time')).toBe(true);
+    expect(failed.every((f) => f.lastError?.includes('no progress for 60 minutes'))).toBe(true);
   });
 
   it('When a scan job is read through the public jobs endpoint, then it is not found (scans are not paid jobs)', async () => {

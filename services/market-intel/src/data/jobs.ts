@@ -4,6 +4,8 @@ import type { AgentJob, JobStatus } from '@repo/schemas';
 import {
   COMPUTE_TOPOLOGY,
   stepRoutingKey,
+  publicJobError,
+  type JobErrorCode,
   type JobEvent,
   type PipelineKind,
   type StepCommand,
@@ -268,7 +270,11 @@ export class JobRepository {
       return { applied: count.count > 0, outboxIds: [], status: null, webhookQueued: false };
     }
     if (event.type === 'job.step-failed') {
-      return this.fail(event.jobId, `step ${event.stepIndex} failed: ${event.error}`, event.stepIndex);
+      return this.fail(
+        event.jobId,
+        { code: event.code ?? 'internal', detail: `step ${event.stepIndex} failed: ${event.error}` },
+        event.stepIndex,
+      );
     }
     return this.db.$transaction(async (tx) => {
       const job = await lockJob(tx, event.jobId);
@@ -332,20 +338,30 @@ export class JobRepository {
 
   /**
    * Fails a job that is not terminal yet (a dead-lettered step, a non-retryable error), keeping its
-   * progress, and queues its webhook.
+   * progress, and queues its webhook. The job and its webhook show only the failure's stable code and
+   * short message (`publicJobError`); `detail` (upstream text included) goes to `last_error`, which
+   * is never served.
+   * @param failure the code, and the full text for operators
    * @param stepIndex when given, only if the job is still at that step (a late dead letter for a step
    *   that another delivery completed changes nothing)
    */
-  async fail(jobId: string, reason: string, stepIndex?: number): Promise<ApplyResult> {
+  async fail(
+    jobId: string,
+    failure: { code: JobErrorCode; detail: string },
+    stepIndex?: number,
+  ): Promise<ApplyResult> {
     return this.db.$transaction(async (tx) => {
       const job = await lockJob(tx, jobId);
       if (!job || TERMINAL.has(job.status) || (stepIndex !== undefined && job.step_index !== stepIndex)) {
         return unchanged(job);
       }
-      const error = (job.last_error ? `${reason}; last error: ${job.last_error}` : reason).slice(0, 2000);
+      const error = publicJobError(failure.code, stepIndex);
+      const detail = (
+        job.last_error ? `${failure.detail}; last error: ${job.last_error}` : failure.detail
+      ).slice(0, 2000);
       await tx.agentJob.update({
         where: { id: jobId },
-        data: { status: 'failed', error, completedAt: new Date() },
+        data: { status: 'failed', error, lastError: detail, completedAt: new Date() },
       });
       await this.hooks[job.kind as PipelineKind]?.onFailed?.(tx, job, error);
       const webhookQueued = await queueWebhook(tx, jobId, job.webhook_url, {

@@ -1,4 +1,4 @@
-import type { RunnerHeartbeat } from '@repo/queue';
+import type { RunnerHeartbeat, UpstreamHealth } from '@repo/queue';
 import type { ErrorClass, HealthResponse } from '@repo/schemas';
 
 /** Retry-After in seconds per error class (market-intel spec, "Discovery and health"). */
@@ -77,10 +77,11 @@ export class RunnerHealthMonitor {
     const chosen = healthy ?? fresh[0];
     if (!chosen) return unhealthy('upstream', 'no pipeline runner');
     const { llm, search } = chosen.heartbeat;
+    // The runner's own text (addresses, upstream answers) stays in its logs: only the class is shown.
     const body: HealthResponse = {
       ok: Boolean(healthy),
-      llm: { ok: llm.ok, latency_ms: llm.latency_ms ?? 0, error: llm.error },
-      search: search ? { ok: search.ok, error: search.error } : null,
+      llm: { ok: llm.ok, latency_ms: llm.latency_ms ?? 0, error: publicUpstreamError('LLM', llm) },
+      search: search ? { ok: search.ok, error: publicUpstreamError('search provider', search) } : null,
       server_time,
     };
     if (healthy) return { status: 200, body };
@@ -96,4 +97,16 @@ export class RunnerHealthMonitor {
       .filter((b) => b.receivedAt >= cutoff)
       .sort((a, b) => b.receivedAt - a.receivedAt);
   }
+}
+
+/**
+ * What health says about a failing upstream: its class in words, never its text.
+ * @param what `LLM` or `search provider`
+ * @param health the runner's report of it
+ */
+function publicUpstreamError(what: string, health: UpstreamHealth): string | null {
+  if (health.ok) return null;
+  return health.errorClass === 'config'
+    ? `the ${what} refuses our configuration (credentials, model or settings)`
+    : `the ${what} is unreachable or failing`;
 }

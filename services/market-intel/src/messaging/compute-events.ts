@@ -117,7 +117,7 @@ export async function startComputeConsumers(deps: ComputeConsumerDeps, instanceI
           'dead-letter',
           await jobs.fail(
             jobId,
-            `${what} could not be processed: ${reason}`,
+            { code: 'delivery_limit', detail: `${what} could not be processed: ${reason}` },
             step.success ? step.data.stepIndex : undefined,
           ),
         );

@@ -69,7 +69,10 @@ export class ScanScheduler {
   async tick(): Promise<string[]> {
     for (const jobId of await this.scans.staleScans(this.options.staleMs)) {
       const minutes = Math.round(this.options.staleMs / 60_000);
-      await this.jobs.fail(jobId, `scan made no progress for ${minutes} minutes`);
+      await this.jobs.fail(jobId, {
+        code: 'stalled',
+        detail: `scan made no progress for ${minutes} minutes`,
+      });
       this.logger.warn({ jobId }, 'stale scan failed');
     }
     const started: string[] = [];

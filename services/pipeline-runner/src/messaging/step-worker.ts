@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { errorClassOf, isTransient } from '@repo/llm';
+import { errorClassOf, isTransient, isUpstreamError } from '@repo/llm';
 import {
   COMPUTE_TOPOLOGY,
   StepCommand,
@@ -10,6 +10,7 @@ import {
   type QueueLogger,
   type Settlement,
   type StepOutcome,
+  type JobErrorCode,
 } from '@repo/queue';
 import type { Pipeline, PipelineDeps } from '../pipelines';
 
@@ -109,6 +110,7 @@ export class StepWorker {
         ...this.base(command),
         attempt,
         retryable: !poison,
+        code: failureCode(err, err instanceof PoisonStepError),
         error: message.slice(0, 2000),
       }).catch((publishErr: unknown) =>
         this.deps.logger.warn({ err: String(publishErr) }, 'could not report the step failure'),
@@ -178,5 +180,26 @@ export class StepWorker {
       type: event.type,
       messageId: messageId ?? `${event.jobId}:${event.stepIndex}:${event.type}:${Date.now()}`,
     });
+  }
+}
+
+/**
+ * The stable code of a step failure (shown to agents in the job; the text stays in the logs).
+ * @param err what the step threw
+ * @param invalidStep the step command itself could not be run (bad input or state)
+ */
+export function failureCode(err: unknown, invalidStep: boolean): JobErrorCode {
+  if (invalidStep) return 'invalid_step';
+  if (!isUpstreamError(err)) return 'internal';
+  if (err.upstream === 'search') return err.errorClass === 'config' ? 'search_config' : 'search_unavailable';
+  switch (err.errorClass) {
+    case 'config':
+      return 'llm_config';
+    case 'request':
+      return 'llm_request';
+    case 'output':
+      return 'llm_output';
+    default:
+      return 'llm_unavailable';
   }
 }
