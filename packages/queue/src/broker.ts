@@ -69,11 +69,18 @@ export interface ConsumeOptions {
 /** A handler settles each delivery by what it returns; a throw requeues. */
 export type DeliveryHandler = (delivery: Delivery) => Promise<Settlement>;
 
-/** Thrown by {@link Broker.publish} when the broker is unreachable past the timeout or refuses the message (nack). */
+/**
+ * Thrown by {@link Broker.publish} when the broker is unreachable past the timeout, refuses the
+ * message (nack), or returns a mandatory message no queue would receive (`unroutable`).
+ */
 export class PublishError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  /** `true` when the message was returned as unroutable (no queue bound for its routing key). */
+  readonly unroutable: boolean;
+  /** @param message what failed @param options the cause, and whether it was unroutable */
+  constructor(message: string, options?: { cause?: unknown; unroutable?: boolean }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'PublishError';
+    this.unroutable = options?.unroutable ?? false;
   }
 }
 
@@ -88,7 +95,16 @@ export interface PublishOptions {
   persistent?: boolean;
   /** Per-message TTL in milliseconds. */
   expirationMs?: number;
+  /**
+   * Refuse a message no queue would receive (AMQP `mandatory`): the broker returns it and
+   * {@link Broker.publish} throws instead of resolving. Default true; off for transient messages
+   * nobody may be listening to (heartbeats).
+   */
+  mandatory?: boolean;
 }
+
+/** Header carrying a per-publish id, so a returned (unroutable) message is matched to its publish. */
+const PUBLISH_ID_HEADER = 'x-publish-id';
 
 interface ConsumerRegistration {
   queue: string;
@@ -109,6 +125,8 @@ export class Broker extends EventEmitter {
   private connected = false;
   private closing = false;
   private publishChannel: ConfirmChannel | null = null;
+  /** Publish ids of mandatory messages the broker returned as unroutable, until their publish reads them. */
+  private readonly returned = new Set<string>();
   private readonly consumers: ConsumerRegistration[] = [];
   private readonly inFlight = new Set<Promise<void>>();
   private readonly waiters: Array<() => void> = [];
@@ -183,10 +201,12 @@ export class Broker extends EventEmitter {
   }
 
   /**
-   * Publishes one JSON message and resolves when the broker has confirmed it (publisher confirm).
-   * Waits for a connection when the broker is away; a channel lost before the confirm is retried on
-   * the next connection, so a message may arrive twice (consumers are idempotent by `messageId`).
-   * @throws PublishError when no connection comes within the publish timeout, or the broker nacks.
+   * Publishes one JSON message and resolves when the broker has confirmed it (publisher confirm)
+   * and, unless `mandatory: false`, routed it to at least one queue. Waits for a connection when the
+   * broker is away; a channel lost before the confirm is retried on the next connection, so a message
+   * may arrive twice (consumers are idempotent by `messageId`).
+   * @throws PublishError when no connection comes within the publish timeout, the broker nacks, or a
+   *   mandatory message could not be routed (`unroutable: true`)
    */
   async publish(
     exchange: string,
@@ -195,14 +215,16 @@ export class Broker extends EventEmitter {
     options: PublishOptions = {},
   ): Promise<void> {
     const content = Buffer.from(JSON.stringify(body));
+    const mandatory = options.mandatory ?? true;
+    const publishId = randomUUID();
     const publishOptions: Options.Publish = {
       contentType: 'application/json',
       persistent: options.persistent ?? true,
       messageId: options.messageId ?? randomUUID(),
       timestamp: Math.floor(Date.now() / 1000),
-      mandatory: false,
+      mandatory,
       ...(options.type ? { type: options.type } : {}),
-      ...(options.headers ? { headers: options.headers } : {}),
+      headers: { ...options.headers, ...(mandatory ? { [PUBLISH_ID_HEADER]: publishId } : {}) },
       ...(options.expirationMs !== undefined ? { expiration: String(options.expirationMs) } : {}),
     };
     const deadline = Date.now() + (this.options.publishTimeoutMs ?? 10_000);
@@ -219,8 +241,18 @@ export class Broker extends EventEmitter {
             err ? reject(err) : resolve(),
           );
         });
+        // The broker sends basic.return before the confirm of an unroutable mandatory message.
+        if (this.returned.delete(publishId)) {
+          throw new PublishError(
+            `no queue is bound for ${exchange}/${routingKey}: the message was returned`,
+            {
+              unroutable: true,
+            },
+          );
+        }
         return;
       } catch (err) {
+        if (err instanceof PublishError) throw err;
         lastError = err;
         // A nack is final; a closed channel is retried once the connection is back.
         if (this.connected && this.publishChannel === channel)
@@ -294,6 +326,10 @@ export class Broker extends EventEmitter {
     confirm.on('error', (err: Error) =>
       this.options.logger.warn({ err: err.message }, 'RabbitMQ publish channel error'),
     );
+    confirm.on('return', (message: { properties: { headers?: Record<string, unknown> } }) => {
+      const id = message.properties.headers?.[PUBLISH_ID_HEADER];
+      if (typeof id === 'string') this.returned.add(id);
+    });
     this.publishChannel = confirm;
     for (const registration of this.consumers) {
       if (this.closing) break;

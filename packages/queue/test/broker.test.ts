@@ -4,6 +4,7 @@ import {
   COMPUTE_DELIVERY_LIMIT,
   COMPUTE_TOPOLOGY,
   declareComputeTopology,
+  PublishError,
   StepCommand,
   type Delivery,
 } from '../src';
@@ -43,6 +44,26 @@ describe('Broker', () => {
   afterAll(async () => {
     await deleteVhost(VHOST);
   }, 30_000);
+
+  test('When a message is published to a routing key no queue is bound to, then publish throws unroutable; unless mandatory is off', async () => {
+    const broker = await open('unroutable');
+    const error = await broker
+      .publish(exchanges.steps, 'nowhere.at-all', step(randomUUID()))
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PublishError);
+    expect(error).toMatchObject({ unroutable: true });
+    await expect(
+      broker.publish(exchanges.steps, 'nowhere.at-all', step(randomUUID()), { mandatory: false }),
+    ).resolves.toBeUndefined();
+    // A routed message right after is confirmed as usual: the return was matched to its own publish.
+    const jobId = randomUUID();
+    const seen: string[] = [];
+    await broker.consume(queues.steps, async (d) => (seen.push((d.body as StepCommand).jobId), 'ack'), {
+      prefetch: 4,
+    });
+    await expect(broker.publish(exchanges.steps, 'step.prove', step(jobId))).resolves.toBeUndefined();
+    await waitFor('the routed step consumed', () => seen.includes(jobId));
+  });
 
   test('When a step is published with a confirm, then a consumer receives it once as persistent JSON with its message id', async () => {
     const broker = await open('publish-consume');

@@ -106,6 +106,12 @@ export const MarketIntelEnv = z.object({
   SCOUT_SCHEDULER_TICK_MS: intVar(60_000, 100, 3_600_000),
   /** Days of stored items a scan analyses (and keeps in its report). */
   SCOUT_WINDOW_DAYS: intVar(7, 1, 30),
+  /** A paid job no runner started within this many minutes gets its first step published again. */
+  JOB_START_REPUBLISH_MINUTES: intVar(15, 1, 10_080),
+  /** A paid job no runner started within this many minutes is failed (`stalled`). */
+  JOB_START_FAIL_MINUTES: intVar(120, 1, 10_080),
+  /** How often each replica looks for paid jobs not started, in milliseconds. */
+  JOB_WATCHDOG_TICK_MS: intVar(30_000, 100, 3_600_000),
   /** A scan without progress for this many minutes is failed, so its sector can be scanned again. */
   SCOUT_SCAN_STALE_MINUTES: intVar(120, 1, 10_080),
   /** Identifies this replica in RabbitMQ (its heartbeat queue); default host name + pid. */

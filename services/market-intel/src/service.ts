@@ -15,6 +15,7 @@ import { loadSourcesFile } from './domain/scout-sources';
 import { RunnerHealthMonitor } from './domain/health';
 import { heartbeatTopology, startComputeConsumers } from './messaging/compute-events';
 import { OutboxRelay } from './messaging/outbox';
+import { JobWatchdog } from './messaging/job-watchdog';
 import { ScanScheduler } from './messaging/scan-scheduler';
 import { createMarketIntelMetrics, type MarketIntelMetrics } from './metrics';
 import { FeePayerMonitor } from './fee-payer-monitor';
@@ -35,10 +36,12 @@ export interface MarketIntelService {
   /** Starts scheduled scans; null without a sources file or with a 0 interval. */
   scheduler: ScanScheduler | null;
   outbox: OutboxRelay;
+  /** Republishes, then fails, paid jobs no runner started. */
+  watchdog: JobWatchdog;
   health: RunnerHealthMonitor;
   webhooks: WebhookDispatcher | null;
   metrics: MarketIntelMetrics;
-  /** Starts the consumers, the outbox sweep, the webhook dispatcher and the scan scheduler. */
+  /** Starts the consumers, the outbox sweep, the webhook dispatcher, the scan scheduler and the job watchdog. */
   start(): Promise<void>;
   /** Marks the service not ready (readiness turns false before the HTTP server drains). */
   markShuttingDown(): void;
@@ -133,6 +136,20 @@ export async function createMarketIntelService(
           logger,
         )
       : null;
+  const watchdog = new JobWatchdog(
+    jobs,
+    outbox,
+    {
+      republishAfterMs: config.JOB_START_REPUBLISH_MINUTES * 60_000,
+      failAfterMs: config.JOB_START_FAIL_MINUTES * 60_000,
+      tickMs: config.JOB_WATCHDOG_TICK_MS,
+    },
+    logger,
+    (result) => {
+      metrics.onJobEvent('watchdog', result.applied);
+      if (result.webhookQueued) webhooks?.kick();
+    },
+  );
   metrics.observeCompute({
     countByStatus: () => jobs.countByStatus(),
     outboxPending: () => outbox.pending(),
@@ -181,6 +198,7 @@ export async function createMarketIntelService(
     scans,
     scheduler,
     outbox,
+    watchdog,
     health,
     webhooks,
     metrics,
@@ -200,6 +218,7 @@ export async function createMarketIntelService(
       outbox.start();
       webhooks?.start();
       scheduler?.start();
+      watchdog.start();
       feePayers.start();
       // Sightings of payments never completed are kept X402_SIGHTING_RETENTION_HOURS, then pruned.
       pruneSightings = setInterval(() => {
@@ -216,6 +235,7 @@ export async function createMarketIntelService(
       clearInterval(pruneSightings);
       await feePayers.stop();
       await scheduler?.stop();
+      await watchdog.stop();
       await outbox.stop();
       await webhooks?.stop();
       await broker.close(10_000);

@@ -64,6 +64,8 @@ beforeAll(async () => {
       WEBHOOK_SECRET: 'test-webhook-secret-0123456789',
       RUNNER_STALE_AFTER_MS: '60000',
       X402_DEVNET_COMPUTE_PER_DAY: '2',
+      // The test ticks the job watchdog itself.
+      JOB_WATCHDOG_TICK_MS: '3600000',
     },
   });
   await h.reports.importReport(buildReport(), 'import');
@@ -462,10 +464,58 @@ describe('Paid jobs', () => {
     expect((await h.postWithProof('/api/v1/forge/ideate', {}, mainnet)).status).toBe(202);
   });
 
+  it('When no runner starts a paid job, then the watchdog publishes its first step again after the republish time, once, and fails it as stalled after the fail time', async () => {
+    const signature = await h.transfer({ amountAtomic: 25_000_000n });
+    const res = await h.postWithProof('/api/v1/prove/debate', { idea: IDEA }, signature);
+    expect(res.status).toBe(202);
+    const jobId = String((await json(res)).jobId);
+    const commandsOf = () => steps.filter((d) => (d.body as StepCommand).jobId === jobId);
+    await waitFor('the first step published', () => commandsOf().length === 1);
+    expect(await h.service.watchdog.tick()).toEqual({ republished: 0, failed: 0 });
+
+    // The test runner took the command and never reported back: twenty minutes pass.
+    await h.db.$executeRawUnsafe(
+      "UPDATE agent_jobs SET created_at = now() - interval '20 minutes', updated_at = now() - interval '20 minutes' WHERE id = $1",
+      jobId,
+    );
+    expect(await h.service.watchdog.tick()).toEqual({ republished: 1, failed: 0 });
+    await waitFor('the first step published again', () => commandsOf().length === 2);
+    expect(commandsOf().map((d) => (d.body as StepCommand).stepIndex)).toEqual([0, 0]);
+    expect(await h.service.watchdog.tick()).toEqual({ republished: 0, failed: 0 });
+
+    // Three hours: failed, with the stable code.
+    await h.db.$executeRawUnsafe(
+      "UPDATE agent_jobs SET created_at = now() - interval '3 hours' WHERE id = $1",
+      jobId,
+    );
+    expect(await h.service.watchdog.tick()).toEqual({ republished: 0, failed: 1 });
+    expect(await json(await fetch(`${h.baseUrl}/api/v1/jobs/${jobId}`))).toMatchObject({
+      status: 'failed',
+      error: 'stalled: the job made no progress in time',
+    });
+  });
+
   it('When a job id is unknown, then GET /api/v1/jobs/{jobId} is 404 not_found', async () => {
     const res = await fetch(`${h.baseUrl}/api/v1/jobs/job_doesnotexist0000000000`);
     expect(res.status).toBe(404);
     expect(await json(res)).toMatchObject({ code: 'not_found', requestId: expect.any(String) });
+  });
+
+  it('When an outbox message cannot be routed to any queue, then the broker returns it and the row is kept for another attempt', async () => {
+    const row = await h.db.outboxMessage.create({
+      data: {
+        exchange: COMPUTE_TOPOLOGY.exchanges.steps,
+        routingKey: 'nowhere.bound', // no queue is bound for it: a misrouted message is not lost
+        messageId: 'job_unroutable_000000000000:0',
+        type: 'step',
+        body: { v: 1 },
+      },
+      select: { id: true },
+    });
+    await h.service.outbox.publishNow([row.id]);
+    const kept = await h.db.outboxMessage.findUnique({ where: { id: row.id }, select: { attempts: true } });
+    expect(kept?.attempts).toBe(1);
+    await h.db.outboxMessage.delete({ where: { id: row.id } });
   });
 
   it('When an outbox row was committed but never published (a crash between commit and publish), then the sweep publishes it once and deletes it', async () => {

@@ -389,6 +389,52 @@ export class JobRepository {
     return Object.fromEntries(rows.map((r) => [r.status, r._count._all]));
   }
 
+  /**
+   * Paid jobs no runner has started (README, "Failed jobs and health"): those pending longer than
+   * `failAfterMs` are failed (`stalled`); those pending longer than `republishAfterMs` whose first
+   * step command is no longer in the outbox get it queued again (once per `republishAfterMs`, marked
+   * by `updated_at`), in case the message was lost on the broker's side. Safe across replicas (rows
+   * are locked and skipped).
+   * @returns the outbox ids to publish, and the results of the failures
+   */
+  async reviveUnstarted(
+    republishAfterMs: number,
+    failAfterMs: number,
+  ): Promise<{ outboxIds: bigint[]; failed: ApplyResult[] }> {
+    const stale = await this.db.$queryRawUnsafe<{ id: string }[]>(
+      `SELECT id FROM agent_jobs WHERE status = 'pending' AND tx_signature IS NOT NULL
+         AND created_at < now() - make_interval(secs => $1::double precision)`,
+      failAfterMs / 1000,
+    );
+    const failed: ApplyResult[] = [];
+    for (const { id } of stale) {
+      failed.push(
+        await this.fail(id, {
+          code: 'stalled',
+          detail: `no runner started the job within ${Math.round(failAfterMs / 60_000)} minutes`,
+        }),
+      );
+    }
+    const outboxIds = await this.db.$transaction(async (tx) => {
+      const rows = await tx.$queryRawUnsafe<{ id: string; kind: string; input: unknown }[]>(
+        `SELECT id, kind, input FROM agent_jobs j
+          WHERE status = 'pending' AND tx_signature IS NOT NULL AND step_index = 0
+            AND updated_at < now() - make_interval(secs => $1::double precision)
+            AND NOT EXISTS (SELECT 1 FROM outbox_messages o WHERE o.message_id = j.id || ':0')
+          ORDER BY created_at LIMIT 100
+          FOR UPDATE SKIP LOCKED`,
+        republishAfterMs / 1000,
+      );
+      const ids: bigint[] = [];
+      for (const job of rows) {
+        await tx.agentJob.update({ where: { id: job.id }, data: { updatedAt: new Date() } });
+        ids.push(await this.enqueueStep(tx, stepCommand(job, 0, null)));
+      }
+      return ids;
+    });
+    return { outboxIds, failed };
+  }
+
   private async enqueueStep(tx: Tx, command: StepCommand): Promise<bigint> {
     const row = await tx.outboxMessage.create({
       data: {

@@ -86,6 +86,8 @@ export class HeartbeatPublisher {
         type: 'runner.heartbeat',
         persistent: false,
         expirationMs: this.options.intervalMs * 3,
+        // No market-intel listening yet is normal: the beat is simply not heard.
+        mandatory: false,
       });
     } catch (err) {
       this.options.logger.warn({ err: String(err) }, 'heartbeat not published');
