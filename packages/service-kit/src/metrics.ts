@@ -103,4 +103,3 @@ export async function listenMetrics(
   const address = server.address();
   return { server, port: typeof address === 'object' && address ? address.port : port };
 }
-

@@ -37,6 +37,11 @@ export {
   isPaymentVerificationError,
   PAYMENT_VERIFICATION_REASONS,
 } from './verification';
-export type { PaymentVerificationReason, VerifiedPayment, PaymentVerifier, VerifyOptions } from './verification';
+export type {
+  PaymentVerificationReason,
+  VerifiedPayment,
+  PaymentVerifier,
+  VerifyOptions,
+} from './verification';
 export { requestReference, sha256Hex } from './reference';
 export type { CanonicalRequest } from './reference';

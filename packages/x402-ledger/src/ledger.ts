@@ -342,7 +342,6 @@ export class PrismaPaymentLedger implements PaymentLedger {
     this.now = options.now;
   }
 
-
   /** The first-sighting time to store: the configured clock's, or null for the database's `now()`. */
   private sightedAt(): string | null {
     return this.now ? this.now().toISOString() : null;
