@@ -25,8 +25,13 @@ export const SignalFeedbackEnv = z.object({
   /** argon2id cost (OWASP's minimum: 19 MiB, 2 iterations, 1 lane). */
   ARGON2_MEMORY_KIB: intVar(19_456, 1024, 1_048_576),
   ARGON2_TIME_COST: intVar(2, 1, 20),
-  /** Log-in attempts allowed per e-mail address per window, and per client IP. */
-  LOGIN_MAX_ATTEMPTS_PER_EMAIL: intVar(10, 1, 10_000),
+  /**
+   * Failed log-ins of one address from one client (IPv4 address or IPv6 /64) before each further
+   * failure makes that pair wait 1 s, 2 s, 4 s … up to LOGIN_MAX_DELAY_SECONDS.
+   */
+  LOGIN_FREE_FAILURES: intVar(5, 0, 1000),
+  LOGIN_MAX_DELAY_SECONDS: intVar(900, 1, 86_400),
+  /** Log-in attempts allowed per client (IPv4 address or IPv6 /64) per window. */
   LOGIN_MAX_ATTEMPTS_PER_IP: intVar(50, 1, 100_000),
   LOGIN_WINDOW_SECONDS: intVar(900, 1, 86_400),
   /** Sign-ups allowed per client IP per hour. */

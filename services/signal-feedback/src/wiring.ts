@@ -57,7 +57,8 @@ export function buildWiring(
     analysis,
     passwords: new PasswordHasher({ memoryKib: config.ARGON2_MEMORY_KIB, timeCost: config.ARGON2_TIME_COST }),
     limiter: new AuthRateLimiter(pool, {
-      loginPerEmail: config.LOGIN_MAX_ATTEMPTS_PER_EMAIL,
+      loginFreeFailures: config.LOGIN_FREE_FAILURES,
+      maxDelaySeconds: config.LOGIN_MAX_DELAY_SECONDS,
       loginPerIp: config.LOGIN_MAX_ATTEMPTS_PER_IP,
       windowSeconds: config.LOGIN_WINDOW_SECONDS,
       signupPerIpPerHour: config.SIGNUP_MAX_PER_IP_PER_HOUR,

@@ -4,7 +4,7 @@ import { signUp, startHarness, type Harness } from './support/harness';
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness('signal_feedback_accounts_test', {
-    env: { LOGIN_MAX_ATTEMPTS_PER_EMAIL: '3', SIGNUP_MAX_PER_IP_PER_HOUR: '1000' },
+    env: { LOGIN_FREE_FAILURES: '3', SIGNUP_MAX_PER_IP_PER_HOUR: '1000', TRUST_PROXY: '1' },
   });
 });
 afterAll(async () => h.close());
@@ -120,21 +120,24 @@ describe('Accounts and sessions', () => {
     expect(same.status).toBe(200);
   });
 
-  test('When log-in fails more often than allowed for an address, then 429 with Retry-After, even with the right password', async () => {
+  test('When log-in fails past the free failures from one client, then that client waits growing delays (429 with Retry-After, even with the right password) while the same address logs in from another client', async () => {
     const u = await signUp(h, { password: 'the right password' });
-    for (let i = 0; i < 3; i++)
-      expect(
-        (await h.agent().post('/api/auth/login').send({ email: u.email, password: 'wrong password' })).status,
-      ).toBe(401);
-    const limited = await h
-      .agent()
-      .post('/api/auth/login')
-      .send({ email: u.email, password: 'the right password' });
-    expect(limited.status).toBe(429);
-    expect(limited.body.code).toBe('rate_limited');
-    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
-    const rows = await h.db.rateLimit.findMany({ where: { key: `login_email:${u.email}` } });
-    expect(rows[0]?.points).toBeGreaterThanOrEqual(4);
+    const login = (password: string, ip: string) =>
+      h.agent().post('/api/auth/login').set('x-forwarded-for', ip).send({ email: u.email, password });
+    for (let i = 0; i < 4; i++) expect((await login('wrong password', '203.0.113.5')).status).toBe(401);
+    const waiting = await login('the right password', '203.0.113.5');
+    expect(waiting.status).toBe(429);
+    expect(waiting.body.code).toBe('rate_limited');
+    expect(Number(waiting.headers['retry-after'])).toBe(1);
+    // The real user elsewhere is not locked out; and an IPv6 neighbour of the attacker's /64 waits too.
+    expect((await login('the right password', '198.51.100.9')).status).toBe(200);
+    for (let i = 0; i < 4; i++) expect((await login('wrong password', '2001:db8:7:7::1')).status).toBe(401);
+    expect((await login('the right password', '2001:db8:7:7::2')).status).toBe(429);
+    // Each further failure doubles the wait, up to the longest delay.
+    const limiter = h.wiring.deps.limiter;
+    expect(await limiter.loginFailed(u.email, '203.0.113.5')).toBe(2);
+    expect(await limiter.loginFailed(u.email, '203.0.113.5')).toBe(4);
+    expect(await limiter.loginFailed(u.email, '203.0.113.5')).toBe(8);
   });
 
   test('When rate-limit counters have expired, then the sweep deletes them and keeps live ones', async () => {
@@ -149,18 +152,22 @@ describe('Accounts and sessions', () => {
       .send({ email: 'sweep-live@example.com', password: 'x' })
       .expect(401);
     await h.db.rateLimit.update({
-      where: { key: 'login_email:sweep-old@example.com' },
+      where: { key: 'login_fail:sweep-old@example.com|127.0.0.1' },
       data: { expire: BigInt(Date.now() - 1000) },
     });
     expect(await h.wiring.deps.limiter.sweep()).toBeGreaterThanOrEqual(1);
-    expect(await h.db.rateLimit.count({ where: { key: 'login_email:sweep-old@example.com' } })).toBe(0);
-    expect(await h.db.rateLimit.count({ where: { key: 'login_email:sweep-live@example.com' } })).toBe(1);
+    expect(await h.db.rateLimit.count({ where: { key: 'login_fail:sweep-old@example.com|127.0.0.1' } })).toBe(
+      0,
+    );
+    expect(
+      await h.db.rateLimit.count({ where: { key: 'login_fail:sweep-live@example.com|127.0.0.1' } }),
+    ).toBe(1);
   });
 
   test('When the limiter is shared by a second replica, then the attempts count across both', async () => {
     const other = await startHarness('unused', {
       reuseDatabaseUrl: h.databaseUrl,
-      env: { LOGIN_MAX_ATTEMPTS_PER_EMAIL: '3' },
+      env: { LOGIN_FREE_FAILURES: '3' },
     });
     try {
       const u = await signUp(h, { password: 'the right password' });
@@ -170,8 +177,13 @@ describe('Accounts and sessions', () => {
         .send({ email: u.email, password: 'wrong 2' })
         .expect(401);
       await h.agent().post('/api/auth/login').send({ email: u.email, password: 'wrong 3' }).expect(401);
+      // The fourth failure, on the other replica, makes the pair wait; both replicas see it.
+      await request(other.baseUrl)
+        .post('/api/auth/login')
+        .send({ email: u.email, password: 'wrong 4' })
+        .expect(401);
       expect(
-        (await request(other.baseUrl).post('/api/auth/login').send({ email: u.email, password: 'wrong 4' }))
+        (await h.agent().post('/api/auth/login').send({ email: u.email, password: 'the right password' }))
           .status,
       ).toBe(429);
     } finally {

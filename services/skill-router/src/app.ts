@@ -18,6 +18,10 @@ export interface AppDeps {
   keyCreationLimit: RateLimit;
   /** POST /api/discover/report per key and skill. */
   reportLimit: RateLimit;
+  /** POST /api/discover/register per key and day. */
+  registrationLimit: RateLimit;
+  /** POST /api/discover/route per key and minute. */
+  routeLimit: RateLimit;
   /** SSRF check of a registered endpoint: `null` when allowed, else the refusal. */
   endpointRefusal: (url: string) => Promise<string | null>;
   /** GET /api/health: PostgreSQL answers. */
@@ -63,6 +67,8 @@ export function createApp(deps: AppDeps): Application {
       keys: deps.keys,
       skills: deps.skills,
       reportLimit: deps.reportLimit,
+      registrationLimit: deps.registrationLimit,
+      routeLimit: deps.routeLimit,
       endpointRefusal: deps.endpointRefusal,
       routeCandidateLimit: deps.routeCandidateLimit,
       routeDefaultMatches: deps.routeDefaultMatches,

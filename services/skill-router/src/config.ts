@@ -17,6 +17,10 @@ export const SkillRouterEnv = z.object({
   /** Call reports accepted per API key and skill within REPORT_LIMIT_WINDOW_SECONDS. */
   REPORT_LIMIT_PER_KEY_SKILL: intVar(30, 1, 1_000_000),
   REPORT_LIMIT_WINDOW_SECONDS: intVar(3600, 1, 86_400 * 30),
+  /** Skill registrations (creations and updates) one API key may make per day, across replicas. */
+  REGISTRATIONS_PER_KEY_PER_DAY: intVar(50, 1, 1_000_000),
+  /** Route requests one API key may make per minute, across replicas. */
+  ROUTES_PER_KEY_PER_MINUTE: intVar(300, 1, 1_000_000),
   /**
    * Hosts, IP addresses and CIDR ranges skill endpoints may use although they are loopback, private,
    * link-local or metadata addresses (development and tests only), comma-separated. Empty by default.

@@ -80,6 +80,16 @@ export function createRuntime(
       points: config.REPORT_LIMIT_PER_KEY_SKILL,
       durationSeconds: config.REPORT_LIMIT_WINDOW_SECONDS,
     }),
+    registrationLimit: createRateLimit(db.pool, {
+      keyPrefix: 'register_key',
+      points: config.REGISTRATIONS_PER_KEY_PER_DAY,
+      durationSeconds: 86_400,
+    }),
+    routeLimit: createRateLimit(db.pool, {
+      keyPrefix: 'route_key',
+      points: config.ROUTES_PER_KEY_PER_MINUTE,
+      durationSeconds: 60,
+    }),
     endpointRefusal: (url) => http.refusal(url),
     dbReady,
     isReady: async () => !shuttingDown && (await dbReady()),

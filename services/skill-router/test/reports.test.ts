@@ -10,6 +10,10 @@ beforeAll(async () => {
     REPORT_LIMIT_WINDOW_SECONDS: '600',
   });
   key = await h.createKey('reporter');
+  // An established key: a day old, and it has routed calls (only such keys move the metrics).
+  await h.sql(
+    "UPDATE api_keys SET created_at = now() - interval '2 days', first_routed_at = now() WHERE name = 'reporter'",
+  );
 });
 afterAll(() => h.close());
 
@@ -178,5 +182,55 @@ describe('POST /api/discover/report: flood limit per key and skill', () => {
     expect((await report({ skill_id: id, caller: 'fair', call_result: 'success' }, secondKey)).status).toBe(
       200,
     );
+  });
+});
+
+describe('reports from keys that cost nothing to make', () => {
+  async function metricsOf(id: string): Promise<Record<string, number> | undefined> {
+    const [row] = await h.sql<Record<string, number>>(
+      'SELECT calls_30d, rating_count, success_rate_24h FROM skill_stats WHERE skill_id = $1',
+      id,
+    );
+    return row;
+  }
+
+  it('When a key younger than a day reports, then the report is kept but moves no metric', async () => {
+    const id = await activeSkill();
+    const before = await metricsOf(id);
+    const fresh = await h.createKey('fresh-puppet');
+    await h.sql("UPDATE api_keys SET first_routed_at = now() WHERE name = 'fresh-puppet'");
+    const res = await report({ skill_id: id, caller: 'x', call_result: 'failure', satisfaction: 1 }, fresh);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ ok: true });
+    const [row] = await h.sql<{ counted: boolean }>(
+      'SELECT counted FROM call_reports WHERE skill_id = $1',
+      id,
+    );
+    expect(row).toEqual({ counted: false });
+    expect(await metricsOf(id)).toEqual(before);
+    const detail = await h.call('GET', `/api/discover/skills/${id}`);
+    expect(detail.body.metrics).toMatchObject({ calls_30d: 0, ratings_30d: 0 });
+  });
+
+  it('When a day-old key that never routed a call reports, then nothing moves; once it routed a call, its reports count', async () => {
+    const id = await activeSkill({
+      capabilities: ['translate text'],
+      description: 'translates text between languages',
+    });
+    const puppet = await h.createKey('old-puppet');
+    await h.sql("UPDATE api_keys SET created_at = now() - interval '2 days' WHERE name = 'old-puppet'");
+    await report({ skill_id: id, caller: 'x', call_result: 'failure', satisfaction: 1 }, puppet);
+    expect(await metricsOf(id)).toMatchObject({ calls_30d: 0, rating_count: 0 });
+
+    const routed = await h.call(
+      'POST',
+      '/api/discover/route',
+      { task: 'translate this text' },
+      { 'x-api-key': puppet },
+    );
+    expect(routed.status).toBe(200);
+    expect(routed.body.matches.length).toBeGreaterThan(0);
+    await report({ skill_id: id, caller: 'x', call_result: 'success', satisfaction: 4 }, puppet);
+    expect(await metricsOf(id)).toMatchObject({ calls_30d: 1, rating_count: 1 });
   });
 });

@@ -1,11 +1,17 @@
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Pool } from 'pg';
+import { clientIpKey } from '@repo/service-kit';
 
 /** Limits of {@link AuthRateLimiter}. */
 export interface AuthRateLimits {
-  /** Log-in attempts per e-mail address per window. */
-  loginPerEmail: number;
-  /** Log-in attempts per client IP per window. */
+  /**
+   * Failed log-ins of one address from one client (IPv4 address or IPv6 /64) before each further
+   * failure makes that pair wait: 1 s, 2 s, 4 s … up to `maxDelaySeconds`.
+   */
+  loginFreeFailures: number;
+  /** Longest wait after a failed log-in, in seconds. */
+  maxDelaySeconds: number;
+  /** Log-in attempts per client (IPv4 address or IPv6 /64) per window. */
   loginPerIp: number;
   /** Window in seconds. */
   windowSeconds: number;
@@ -18,12 +24,18 @@ export type RateDecision = { allowed: true } | { allowed: false; retryAfterSecon
 
 /**
  * Log-in and sign-up throttling in PostgreSQL (rate-limiter-flexible's Postgres store over the
- * `rate_limits` table created by the migrations), so the limits hold across replicas.
+ * `rate_limits` table created by the migrations), so the limits hold across replicas (README,
+ * "Security"). Failed log-ins slow down the pair (address, client) that made them with growing
+ * delays instead of locking the address: the real user logging in from elsewhere is not refused.
+ * Clients are keyed by IPv4 address or IPv6 /64.
  */
 export class AuthRateLimiter {
-  private readonly loginEmail: RateLimiterPostgres;
+  private readonly loginFailures: RateLimiterPostgres;
+  private readonly loginBlocked: RateLimiterPostgres;
   private readonly loginIp: RateLimiterPostgres;
   private readonly signupIp: RateLimiterPostgres;
+  private readonly freeFailures: number;
+  private readonly maxDelaySeconds: number;
 
   /** @param pool a `pg` pool on the service's database */
   constructor(
@@ -37,12 +49,21 @@ export class AuthRateLimiter {
       tableCreated: true,
       clearExpiredByTimeout: false,
     };
-    this.loginEmail = new RateLimiterPostgres({
+    // Failures are counted for a day; the wait itself is a block on a second limiter.
+    this.loginFailures = new RateLimiterPostgres({
       ...common,
-      keyPrefix: 'login_email',
-      points: limits.loginPerEmail,
-      duration: limits.windowSeconds,
+      keyPrefix: 'login_fail',
+      points: 1_000_000,
+      duration: 86_400,
     });
+    this.loginBlocked = new RateLimiterPostgres({
+      ...common,
+      keyPrefix: 'login_wait',
+      points: 1,
+      duration: 1,
+    });
+    this.freeFailures = limits.loginFreeFailures;
+    this.maxDelaySeconds = limits.maxDelaySeconds;
     this.loginIp = new RateLimiterPostgres({
       ...common,
       keyPrefix: 'login_ip',
@@ -57,15 +78,37 @@ export class AuthRateLimiter {
     });
   }
 
-  /** Counts one log-in attempt for the address and the IP. */
-  async loginAttempt(email: string, ip: string): Promise<RateDecision> {
-    const results = await Promise.all([consume(this.loginEmail, email), consume(this.loginIp, ip)]);
-    return results.find((r) => !r.allowed) ?? { allowed: true };
+  /**
+   * Counts one log-in attempt of the client, and refuses it while the (address, client) pair waits
+   * after its failures.
+   * @param ip `req.ip`
+   */
+  async loginAttempt(email: string, ip: string | undefined): Promise<RateDecision> {
+    const waiting = await this.loginBlocked.get(pairKey(email, ip));
+    if (waiting && waiting.consumedPoints > 1 && waiting.msBeforeNext > 0) {
+      return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(waiting.msBeforeNext / 1000)) };
+    }
+    return consume(this.loginIp, clientIpKey(ip));
   }
 
-  /** Forgets the address's failed attempts after a successful log-in. */
-  async loginSucceeded(email: string): Promise<void> {
-    await this.loginEmail.delete(email);
+  /**
+   * Counts a failed log-in of the pair; past the free failures the pair waits 1 s, then 2 s, 4 s …
+   * up to the longest delay before its next attempt.
+   * @returns the seconds the pair now waits (0 while failures are still free)
+   */
+  async loginFailed(email: string, ip: string | undefined): Promise<number> {
+    const key = pairKey(email, ip);
+    const failures = (await this.loginFailures.penalty(key, 1)).consumedPoints;
+    if (failures <= this.freeFailures) return 0;
+    const seconds = Math.min(this.maxDelaySeconds, 2 ** Math.min(30, failures - this.freeFailures - 1));
+    await this.loginBlocked.block(key, seconds);
+    return seconds;
+  }
+
+  /** Forgets the pair's failures after a successful log-in. */
+  async loginSucceeded(email: string, ip: string | undefined): Promise<void> {
+    const key = pairKey(email, ip);
+    await Promise.all([this.loginFailures.delete(key), this.loginBlocked.delete(key)]);
   }
 
   /**
@@ -76,10 +119,15 @@ export class AuthRateLimiter {
     return (await this.pool.query('DELETE FROM rate_limits WHERE expire < $1', [now])).rowCount ?? 0;
   }
 
-  /** Counts one sign-up for the IP. */
-  signupAttempt(ip: string): Promise<RateDecision> {
-    return consume(this.signupIp, ip);
+  /** Counts one sign-up for the client (IPv4 address or IPv6 /64). */
+  signupAttempt(ip: string | undefined): Promise<RateDecision> {
+    return consume(this.signupIp, clientIpKey(ip));
   }
+}
+
+/** The key of an (address, client) pair: the lower-cased address and the client's IPv4 or IPv6 /64. */
+function pairKey(email: string, ip: string | undefined): string {
+  return `${email.trim().toLowerCase()}|${clientIpKey(ip)}`;
 }
 
 async function consume(limiter: RateLimiterPostgres, key: string): Promise<RateDecision> {

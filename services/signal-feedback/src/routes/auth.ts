@@ -87,7 +87,7 @@ export function authRouter(deps: AuthDeps): Router {
   router.post('/signup', validate({ body: SignupBody }), async (req, res) => {
     checkOrigin(req, deps.allowedOrigins);
     const { body } = validated<unknown, unknown, CredentialsBody>(res.locals);
-    refuse(await deps.limiter.signupAttempt(req.ip ?? 'unknown'), 'sign-ups from this address');
+    refuse(await deps.limiter.signupAttempt(req.ip), 'sign-ups from this address');
     const user = await deps.accounts.createUser(body.email, await deps.passwords.hash(body.password));
     if (!user) throw new AppError('conflict', 'An account with this e-mail already exists');
     const csrf = await startSession(res, user);
@@ -97,12 +97,13 @@ export function authRouter(deps: AuthDeps): Router {
   router.post('/login', validate({ body: Credentials }), async (req, res) => {
     checkOrigin(req, deps.allowedOrigins);
     const { body } = validated<unknown, unknown, CredentialsBody>(res.locals);
-    refuse(await deps.limiter.loginAttempt(body.email, req.ip ?? 'unknown'), 'log-in attempts');
+    refuse(await deps.limiter.loginAttempt(body.email, req.ip), 'log-in attempts');
     const found = await deps.accounts.findByEmail(body.email);
     if (!(await deps.passwords.verify(found?.passwordHash, body.password)) || !found) {
+      await deps.limiter.loginFailed(body.email, req.ip);
       throw new AppError('unauthorized', 'Wrong e-mail or password');
     }
-    await deps.limiter.loginSucceeded(body.email);
+    await deps.limiter.loginSucceeded(body.email, req.ip);
     const csrf = await startSession(res, found);
     res.json(await me(found, csrf));
   });

@@ -23,6 +23,17 @@ export class ApiKeyRepository {
     });
   }
 
+  /**
+   * Records that a key got a route with matches (once: later calls change nothing). Its reports
+   * count towards skills' metrics from then on, once it is a day old (README, "Security").
+   */
+  async markRouted(keyId: string): Promise<void> {
+    await this.prisma.$executeRawUnsafe(
+      'UPDATE api_keys SET first_routed_at = now() WHERE id = $1::uuid AND first_routed_at IS NULL',
+      keyId,
+    );
+  }
+
   /** The key with this SHA-256 hash, or `null`. */
   async findByHash(keyHash: string): Promise<StoredApiKey | null> {
     return this.prisma.apiKey.findUnique({

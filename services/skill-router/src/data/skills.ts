@@ -551,7 +551,8 @@ export class SkillRepository {
   }
 
   /**
-   * Stores a call report and refreshes the skill's metrics.
+   * Stores a call report and, when it counts (its key is a day old and has routed calls), refreshes
+   * the skill's metrics; other reports are kept but move nothing (README, "Security").
    * @param report the validated report
    */
   async addReport(report: {
@@ -563,8 +564,16 @@ export class SkillRepository {
     satisfaction?: number;
     notes?: string;
   }): Promise<void> {
+    // Sock-puppet keys are free: only a key a day old that has routed calls moves the metrics.
+    const key = await this.prisma.apiKey.findUnique({
+      where: { id: report.apiKeyId },
+      select: { createdAt: true, firstRoutedAt: true },
+    });
+    const counted =
+      key !== null && key.firstRoutedAt !== null && key.createdAt.getTime() <= Date.now() - 86_400_000;
     await this.prisma.callReport.create({
       data: {
+        counted,
         skillId: report.skillId,
         apiKeyId: report.apiKeyId,
         caller: report.caller,
@@ -574,13 +583,13 @@ export class SkillRepository {
         notes: report.notes ?? null,
       },
     });
-    await this.refreshMetrics(report.skillId);
+    if (counted) await this.refreshMetrics(report.skillId);
   }
 
   /**
-   * Aggregates over the metric windows, read now: health checks (verification and periodic) and call
-   * reports of the last 24 hours give the success rate and the average latency; reports of the last
-   * 30 days give the call count and the ratings.
+   * Aggregates over the metric windows, read now: health checks (verification and periodic) and
+   * counted call reports of the last 24 hours give the success rate and the average latency; counted
+   * reports of the last 30 days give the call count and the ratings.
    */
   async metricWindow(skillId: string): Promise<MetricWindow> {
     const rows = await this.prisma.$queryRawUnsafe<
@@ -599,10 +608,10 @@ export class SkillRepository {
           WHERE skill_id = $1 AND checked_at > now() - interval '24 hours'
          UNION ALL
          SELECT call_result = 'success', latency_ms, false FROM call_reports
-          WHERE skill_id = $1 AND reported_at > now() - interval '24 hours'),
+          WHERE skill_id = $1 AND counted AND reported_at > now() - interval '24 hours'),
        r AS (
          SELECT count(*) AS calls, COALESCE(sum(satisfaction), 0) AS rsum, count(satisfaction) AS rcount
-           FROM call_reports WHERE skill_id = $1 AND reported_at > now() - interval '30 days')
+           FROM call_reports WHERE skill_id = $1 AND counted AND reported_at > now() - interval '30 days')
        SELECT (SELECT count(*) FROM obs) AS n, (SELECT count(*) FROM obs WHERE ok) AS s,
               (SELECT avg(latency_ms)::double precision FROM obs) AS lat,
               (SELECT count(*) FROM obs WHERE is_check) AS checks, r.calls, r.rsum, r.rcount

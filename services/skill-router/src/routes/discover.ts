@@ -27,6 +27,10 @@ export interface DiscoverDeps {
   skills: SkillRepository;
   /** Reports per key and skill (REPORT_LIMIT_*). */
   reportLimit: RateLimit;
+  /** Registrations per key and day (REGISTRATIONS_PER_KEY_PER_DAY). */
+  registrationLimit: RateLimit;
+  /** Route requests per key and minute (ROUTES_PER_KEY_PER_MINUTE). */
+  routeLimit: RateLimit;
   /** Refuses endpoints the SSRF policy does not allow; `null` when allowed. */
   endpointRefusal: (url: string) => Promise<string | null>;
   routeCandidateLimit: number;
@@ -38,6 +42,28 @@ export interface DiscoverDeps {
   onRouted?: (matches: number) => void;
   /** Called when a route request's answer is sent, whatever it was (metrics). */
   onRouteServed?: (outcome: RouteOutcome) => void;
+}
+
+/** Refuses the request with 429 `rate_limited` and `Retry-After` when `key` is over `limit`. */
+async function enforce(limit: RateLimit, key: string, what: string): Promise<void> {
+  const decision = await limit.consume(key);
+  if (decision.allowed) return;
+  throw new AppError(
+    'rate_limited',
+    `Too many ${what} for this API key; retry in ${decision.retryAfterSeconds} s`,
+    {
+      headers: { 'Retry-After': String(decision.retryAfterSeconds) },
+      details: { retry_after_seconds: decision.retryAfterSeconds },
+    },
+  );
+}
+
+/** Keys this replica already marked as routed (a bounded set: the write is idempotent anyway). */
+const routedKeys = new Set<string>();
+
+function remember(set: Set<string>, value: string): void {
+  if (set.size >= 100_000) set.clear();
+  set.add(value);
 }
 
 const round = (x: number, digits: number) => Math.round(x * 10 ** digits) / 10 ** digits;
@@ -102,6 +128,8 @@ export function discoverRouter(deps: DiscoverDeps): Router {
 
   router.post('/route', countRoute, auth, validate({ body: RouteRequest }), async (_req, res) => {
     const { body } = validated<unknown, unknown, RouteRequest>(res.locals);
+    const key = authenticatedKey(res.locals);
+    await enforce(deps.routeLimit, key.id, 'route requests per minute');
     const outcome = await routeTask(
       deps.skills,
       {
@@ -115,6 +143,10 @@ export function discoverRouter(deps: DiscoverDeps): Router {
     );
     deps.onRouted?.(outcome.matches.length);
     res.locals.routeMatches = outcome.matches.length;
+    if (outcome.matches.length > 0 && !routedKeys.has(key.id)) {
+      await deps.keys.markRouted(key.id);
+      remember(routedKeys, key.id);
+    }
     const answer: z.infer<typeof RouteResponse> = {
       matches: outcome.matches.map((m) => ({
         skill_id: m.skill.skillId,
@@ -186,6 +218,7 @@ export function discoverRouter(deps: DiscoverDeps): Router {
       });
     }
     const key = authenticatedKey(res.locals);
+    await enforce(deps.registrationLimit, key.id, 'registrations per day');
     const result = await deps.skills.upsert(body, key.id);
     if (result.outcome === 'forbidden') {
       throw new AppError(
@@ -206,17 +239,7 @@ export function discoverRouter(deps: DiscoverDeps): Router {
     const { body } = validated<unknown, unknown, ReportRequest>(res.locals);
     const key = authenticatedKey(res.locals);
     if (!(await deps.skills.exists(body.skill_id))) throw notFound(`Skill ${body.skill_id}`);
-    const decision = await deps.reportLimit.consume(`${key.id}:${body.skill_id}`);
-    if (!decision.allowed) {
-      throw new AppError(
-        'rate_limited',
-        `Too many reports for skill ${body.skill_id} from this API key; retry in ${decision.retryAfterSeconds} s`,
-        {
-          headers: { 'Retry-After': String(decision.retryAfterSeconds) },
-          details: { retry_after_seconds: decision.retryAfterSeconds },
-        },
-      );
-    }
+    await enforce(deps.reportLimit, `${key.id}:${body.skill_id}`, `reports for skill ${body.skill_id}`);
     await deps.skills.addReport({
       skillId: body.skill_id,
       apiKeyId: key.id,
