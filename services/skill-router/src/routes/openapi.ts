@@ -109,6 +109,12 @@ export function skillRouterOpenApi(): JsonSchema {
         responses: {
           '200': { description: 'matches, best first (ties by skill_id)', body: 'RouteResponse' },
           ...AUTH_ERRORS,
+          '429': {
+            description:
+              'more route requests this minute than ROUTES_PER_KEY_PER_MINUTE allows for the key (`rate_limited`)',
+            body: 'ErrorEnvelope',
+            headers: RETRY_AFTER,
+          },
         },
       },
       {
@@ -165,6 +171,12 @@ export function skillRouterOpenApi(): JsonSchema {
           '200': { description: 'updated, pending verification again', body: 'RegisterSkillResponse' },
           ...AUTH_ERRORS,
           '403': err('the skill_id belongs to another key (`forbidden`)'),
+          '429': {
+            description:
+              'more registrations today than REGISTRATIONS_PER_KEY_PER_DAY allows for the key (`rate_limited`)',
+            body: 'ErrorEnvelope',
+            headers: RETRY_AFTER,
+          },
         },
       },
       {
