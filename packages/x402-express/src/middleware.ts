@@ -448,9 +448,11 @@ export async function acceptPayment(
 /**
  * Records the push payment a request carries as seen, without taking it, for an answer given before
  * the payment is looked at (a compute preflight's 503 with `Retry-After`): when the payer retries
- * with it, its freshness counts from now (README, "Paying for data (x402)"). Best effort: no payment
- * header, a malformed one, an official-scheme transaction (this server sends those itself), a network
- * not offered, or a database failure record nothing and throw nothing.
+ * with it, its freshness counts from now (README, "Paying for data (x402)"). Each sighting counts as
+ * an attempt of the client against `verificationGuard` (a flood of random signatures cannot fill the
+ * ledger), and over the limit nothing is recorded. Best effort: no payment header, a malformed one, an
+ * official-scheme transaction (this server sends those itself), a network not offered, or a database
+ * failure record nothing and throw nothing.
  */
 export async function recordPaymentSighting(req: Request, options: AcceptPaymentOptions): Promise<void> {
   const v2Header = req.get(PAYMENT_SIGNATURE_HEADER);
@@ -465,6 +467,8 @@ export async function recordPaymentSighting(req: Request, options: AcceptPayment
       v2Header === undefined ? 'X-PAYMENT' : 'PAYMENT-SIGNATURE',
     );
     if (proof.kind !== 'signature') return;
+    const decision = await options.verificationGuard?.check({ ip: req.ip, network });
+    if (decision && !decision.allowed) return;
     await options.ledger.recordSighting({
       signature: proof.txSignature,
       network,

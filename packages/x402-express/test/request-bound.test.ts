@@ -255,6 +255,19 @@ describe('freshness from the first sighting', () => {
 });
 
 describe('unverified attempts', () => {
+  it('When a client over its attempt limit floods a failing preflight with signatures, then no sighting is recorded', async () => {
+    const url = await paidApp({
+      preflightDown: { down: true },
+      verificationGuard: {
+        check: async () => ({ allowed: false, retryAfterSeconds: 30 }),
+        verified: async () => undefined,
+      },
+    });
+    const signature = buildSignature();
+    expect((await paid(`${url}/ideate`, signature)).status).toBe(503);
+    expect(await rowOf(signature)).toBeUndefined();
+  });
+
   it('When the verification guard refuses, then 429 with Retry-After, no RPC call, and nothing kept', async () => {
     const rpcCalls: string[] = [];
     const url = await paidApp({

@@ -78,6 +78,8 @@ async function main(): Promise<void> {
 
   let shuttingDown = false;
   const app = createBaseApp({ logger, metrics, isReady: () => !shuttingDown && broker.isConnected() });
+  // The runner has no public HTTP: its probe port (never behind the Ingress) serves /metrics too.
+  app.get('/metrics', metrics.metricsHandler);
   app.use(notFoundHandler);
   app.use(errorHandler(logger));
   const server = createServer(app);
