@@ -459,11 +459,22 @@ function checkManifests(where: string, resources: Obj[]): void {
   if (routed.has('pipeline-runner')) problem(where, 'Ingress must not expose the pipeline-runner');
 }
 
+/** Secrets of files mounted into a service (not environment variables). */
+const FILE_SECRETS = new Set(['market-intel-keys']);
+
 function checkSecretTemplate(): Obj[] {
   const file = 'infra/base/secret.example.yaml';
   const secrets = resourcesOf(file, read(file));
   for (const secret of secrets) {
     const name = String(at(secret, 'metadata', 'name')) as ServiceName;
+    // A file Secret (keypair files mounted into a service) holds files, not variables.
+    if (secret.kind === 'Secret' && FILE_SECRETS.has(String(name))) {
+      for (const [key, value] of Object.entries(obj(secret.stringData) ?? {})) {
+        if (!String(value).includes('CHANGE_ME'))
+          problem(`${file} ${name}`, `${key} must be a CHANGE_ME placeholder`);
+      }
+      continue;
+    }
     if (secret.kind !== 'Secret' || !SERVICES.includes(name)) {
       problem(file, `unexpected ${String(secret.kind)} ${name}`);
       continue;
