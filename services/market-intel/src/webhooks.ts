@@ -1,5 +1,10 @@
 import { createHash, createHmac } from 'node:crypto';
-import { createGuardedDispatcher, findSsrfBlockedError, type SsrfPolicy } from '@repo/ssrf-guard';
+import {
+  createGuardedDispatcher,
+  findSsrfBlockedError,
+  type LookupFunction,
+  type SsrfPolicy,
+} from '@repo/ssrf-guard';
 import type { QueueLogger } from '@repo/queue';
 import { Webhook } from 'standardwebhooks';
 import { request, type Dispatcher } from 'undici';
@@ -106,6 +111,8 @@ export interface WebhookOptions {
   retryBaseMs: number;
   /** How often due deliveries are looked for, in milliseconds. */
   pollIntervalMs: number;
+  /** Resolver instead of the system's (`dns.lookup`), checked at every connection like it. */
+  lookup?: LookupFunction;
 }
 
 interface DeliveryRow {
@@ -139,7 +146,10 @@ export class WebhookDispatcher {
     private readonly options: WebhookOptions,
     private readonly logger: QueueLogger,
   ) {
-    this.dispatcher = createGuardedDispatcher(options.policy, { connectTimeoutMs: options.timeoutMs });
+    this.dispatcher = createGuardedDispatcher(options.policy, {
+      connectTimeoutMs: options.timeoutMs,
+      ...(options.lookup ? { lookup: options.lookup } : {}),
+    });
     this.signer = new WebhookSigner(options.secret);
   }
 
