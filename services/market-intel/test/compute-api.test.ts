@@ -114,7 +114,7 @@ describe('Health and the compute preflight', () => {
       llm: {
         ok: false,
         latency_ms: 40,
-        error: 'the LLM refuses our configuration (credentials, model or settings)',
+        error: 'the LLM is not configured or refuses our configuration (credentials, model or settings)',
       },
       search: null,
       errorClass: 'config',

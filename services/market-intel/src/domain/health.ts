@@ -107,6 +107,6 @@ export class RunnerHealthMonitor {
 function publicUpstreamError(what: string, health: UpstreamHealth): string | null {
   if (health.ok) return null;
   return health.errorClass === 'config'
-    ? `the ${what} refuses our configuration (credentials, model or settings)`
+    ? `the ${what} is not configured or refuses our configuration (credentials, model or settings)`
     : `the ${what} is unreachable or failing`;
 }
