@@ -103,6 +103,8 @@ export function createRuntime(
     metrics,
   });
 
+  const startedLoops: Loop[] = [];
+  const startedSandboxes: SchemaSandbox[] = [];
   const runtime: Runtime = {
     app,
     db,
@@ -119,6 +121,7 @@ export function createRuntime(
         onTask: metrics?.onSandboxTask,
       });
       runtime.sandbox = sandbox;
+      startedSandboxes.push(sandbox);
       runtime.workers = {
         verification: startVerificationWorker(
           { skills, http, schemas: sandbox, logger },
@@ -143,6 +146,7 @@ export function createRuntime(
           },
         ),
       };
+      startedLoops.push(runtime.workers.verification, runtime.workers.health);
       return runtime.workers;
     },
     markShuttingDown() {
@@ -150,9 +154,9 @@ export function createRuntime(
     },
     async close() {
       shuttingDown = true;
-      if (runtime.workers)
-        await Promise.all([runtime.workers.verification.stop(), runtime.workers.health.stop()]);
-      await runtime.sandbox?.close();
+      // Every loop and sandbox ever started, also those a caller replaced by starting new workers.
+      await Promise.all(startedLoops.map((loop) => loop.stop()));
+      await Promise.all(startedSandboxes.map((sandbox) => sandbox.close()));
       await http.close();
       if (healthHttp !== http) await healthHttp.close();
       await db.close();

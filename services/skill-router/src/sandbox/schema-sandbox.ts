@@ -115,8 +115,9 @@ export class SchemaSandbox implements SchemaChecks {
     }
   }
 
-  /** Terminates the threads; tasks still waiting or running reject with {@link SandboxClosedError}. */
+  /** Terminates the threads (once; later calls do nothing); tasks still waiting or running reject with {@link SandboxClosedError}. */
   async close(): Promise<void> {
+    if (this.closed) return;
     this.closed = true;
     for (const wake of this.waiting.splice(0)) wake();
     await this.pool.destroy();
