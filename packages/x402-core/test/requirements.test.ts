@@ -1,21 +1,6 @@
 import { Error402, PaymentRequirements } from '@repo/schemas';
-import { buildPaymentRequirements, paymentRequiredBody, v1OutputSchema } from '../src/index';
-
-const mint = 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v';
-const payTo = '9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM';
-
-function build(overrides: Partial<Parameters<typeof buildPaymentRequirements>[0]> = {}) {
-  return buildPaymentRequirements({
-    network: 'solana',
-    asset: mint,
-    payTo,
-    amountAtomic: 100000n,
-    resource: 'https://api.example.com/api/v1/scout/gaps?sector=ai',
-    description: 'Market gaps',
-    mimeType: 'application/json',
-    ...overrides,
-  });
-}
+import { paymentRequiredBody, v1OutputSchema } from '../src/index';
+import { buildRequirements as build } from '../src/testing';
 
 describe('buildPaymentRequirements', () => {
   it('When requirements are built, then they have the spec shape with the amount as an atomic string and 60 s', () => {
@@ -24,8 +9,8 @@ describe('buildPaymentRequirements', () => {
       scheme: 'exact',
       network: 'solana',
       maxAmountRequired: '100000',
-      asset: mint,
-      payTo,
+      asset: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v',
+      payTo: '9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM',
       resource: 'https://api.example.com/api/v1/scout/gaps?sector=ai',
       description: 'Market gaps',
       mimeType: 'application/json',

@@ -239,83 +239,18 @@ function offerTemplate(settler: ExactSvmSettler, route: PaidRoute): PaymentRequi
  * official-scheme offer (market-intel README, "Paying with an official x402 client").
  */
 export function paymentRequiredHeader(offer: OfferV2, error: string): string {
-  const template = headerTemplate(offer);
-  const tail =
-    (offer.reference === undefined ? '' : JSON.stringify(offer.reference) + template.afterReference) +
-    JSON.stringify(offer.resource.url) +
-    template.afterUrl +
-    JSON.stringify(error) +
-    template.end;
-  return template.head + Buffer.from(tail, 'utf8').toString('base64');
-}
-
-/**
- * A `PAYMENT-REQUIRED` value in two parts: everything up to the first per-request value, base64
- * encoded once (its JSON padded with spaces to a whole number of 3-byte groups, so the base64 of the
- * rest can simply follow), then the JSON pieces between the per-request values (the reference, the
- * resource URL and the error). This header is on every 402, and its fixed part is most of its 4 KB.
- */
-interface HeaderTemplate {
-  head: string;
-  afterReference: string;
-  afterUrl: string;
-  end: string;
-}
-
-const MARK = '\u0001x402-mark\u0001';
-const headerTemplates = new WeakMap<PaymentRequirementsV2, Map<string, HeaderTemplate>>();
-
-function headerTemplate(offer: OfferV2): HeaderTemplate {
-  let byShape = headerTemplates.get(offer.requirements);
-  if (!byShape) headerTemplates.set(offer.requirements, (byShape = new Map()));
-  const shape = `${offer.reference === undefined ? '' : 'r'}|${offer.resource.description}|${offer.resource.mimeType}`;
-  let template = byShape.get(shape);
-  if (!template) {
-    const mark = (name: string) => `${MARK}${name}${MARK}`;
-    // Key order puts the per-request values last; clients read the JSON whatever its order.
-    const value: PaymentRequiredV2 = {
-      x402Version: 2,
-      extensions: offer.extensions,
-      accepts: [
-        offer.reference === undefined
-          ? offer.requirements
-          : { ...offer.requirements, extra: { ...offer.requirements.extra, reference: mark('reference') } },
-      ],
-      resource: {
-        description: offer.resource.description,
-        mimeType: offer.resource.mimeType,
-        url: mark('url'),
-      },
-      error: mark('error'),
-    };
-    const json = JSON.stringify(value);
-    const cut = (text: string, name: string): [string, string] => {
-      const token = JSON.stringify(mark(name));
-      const at = text.indexOf(token);
-      if (at < 0) throw new Error(`PAYMENT-REQUIRED template: no ${name} slot`);
-      return [text.slice(0, at), text.slice(at + token.length)];
-    };
-    let headJson: string;
-    let rest: string;
-    let afterRef = '';
-    if (offer.reference === undefined) {
-      [headJson, rest] = cut(json, 'url');
-    } else {
-      [headJson, rest] = cut(json, 'reference');
-      [afterRef, rest] = cut(rest, 'url');
-    }
-    const [afterUrl, end] = cut(rest, 'error');
-    // JSON allows spaces after the ':' that ends the head.
-    const padding = (3 - (Buffer.byteLength(headJson, 'utf8') % 3)) % 3;
-    template = {
-      head: Buffer.from(headJson + ' '.repeat(padding), 'utf8').toString('base64'),
-      afterReference: afterRef,
-      afterUrl,
-      end,
-    };
-    byShape.set(shape, template);
-  }
-  return template;
+  const body: PaymentRequiredV2 = {
+    x402Version: 2,
+    error,
+    resource: offer.resource,
+    accepts: [
+      offer.reference === undefined
+        ? offer.requirements
+        : { ...offer.requirements, extra: { ...offer.requirements.extra, reference: offer.reference } },
+    ],
+    extensions: offer.extensions,
+  };
+  return encodeBase64Json(body);
 }
 
 /** Validated requirements per verifier and route, all but `resource` (built once: this is every 402's hot path). */

@@ -1,24 +1,8 @@
 import express from 'express';
 import request from 'supertest';
 import { errorHandler } from '@repo/errors';
-import { buildPaymentRequirements } from '@repo/x402-core';
 import { networkOfRequest, resourceUrlOf, sendPaymentRequired } from '../src/index';
-
-const mint = 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v';
-const payTo = '9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM';
-
-function build(overrides: Partial<Parameters<typeof buildPaymentRequirements>[0]> = {}) {
-  return buildPaymentRequirements({
-    network: 'solana',
-    asset: mint,
-    payTo,
-    amountAtomic: 100000n,
-    resource: 'https://api.example.com/api/v1/scout/gaps?sector=ai',
-    description: 'Market gaps',
-    mimeType: 'application/json',
-    ...overrides,
-  });
-}
+import { buildRequirements as build } from '@repo/x402-core/testing';
 
 describe('the 402 challenge', () => {
   it('When it is sent, then the status is 402 with header x402-version: 1', async () => {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ConfigError } from '@repo/service-kit';
+import { configRefusal } from '@repo/service-kit/testing';
 import { loadConfig } from '../src/config';
 
 // The webhook secret rules of the configuration (README, "Webhooks (market-intel)"): production refuses
@@ -24,16 +24,7 @@ function productionEnv(overrides: Record<string, string | undefined> = {}): Node
   });
 }
 
-/** The ConfigError loadConfig throws for `env`. */
-function refusal(env: NodeJS.ProcessEnv): ConfigError {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    if (err instanceof ConfigError) return err;
-    throw err;
-  }
-  throw new Error('expected loadConfig to refuse the configuration');
-}
+const refusal = (env: NodeJS.ProcessEnv) => configRefusal(loadConfig, env);
 
 describe('WEBHOOK_SECRET in production', () => {
   it('When the secret is shorter than 32 bytes, then the service refuses to boot with an error naming WEBHOOK_SECRET and not echoing it', () => {

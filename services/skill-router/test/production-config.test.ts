@@ -1,16 +1,8 @@
-import { ConfigError } from '@repo/service-kit';
+import { configRefusal } from '@repo/service-kit/testing';
 import { loadConfig } from '../src/config';
 
 // Production refuses insecure settings at boot, naming each (README, "Security").
-function refusal(env: NodeJS.ProcessEnv): ConfigError {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error('expected loadConfig to refuse the configuration');
-}
+const refusal = (env: NodeJS.ProcessEnv) => configRefusal(loadConfig, env);
 
 describe('skill-router configuration in production', () => {
   it('When production runs with development settings, then it refuses to boot naming each', () => {

@@ -6,3 +6,4 @@ export { judgeShutdown, startLoad } from './load';
 export type { Load, LoadRequest, LoadResult, ShutdownVerdict } from './load';
 export { metricValue, parseMetrics, scrape } from './scrape';
 export type { Sample } from './scrape';
+export { configRefusal } from './config';
