@@ -158,6 +158,9 @@ async function info(args: ParsedArgs, io: CliIo): Promise<number> {
       ...(main?.feePayer !== undefined
         ? { feePayer: { publicKey: main.feePayer, keypairPath: main.feePayerKeypairPath } }
         : {}),
+      ...(main?.refundWallet !== undefined
+        ? { refundWallet: { publicKey: main.refundWallet, keypairPath: main.refundKeypairPath } }
+        : {}),
     }),
   );
   return 0;

@@ -37,6 +37,10 @@ export interface LocalnetRpcInfo {
   feePayer: string;
   /** Path of the fee payer's Solana CLI keypair file on the ledger's machine (`X402_FEE_PAYER_KEYPAIR`). */
   feePayerKeypairPath: string;
+  /** The refund wallet (SOL and test USDC, the same on both networks): market-intel's `X402_REFUND_KEYPAIR`. */
+  refundWallet: string;
+  /** Path of the refund wallet's Solana CLI keypair file on the ledger's machine. */
+  refundKeypairPath: string;
   genesisHash: string;
 }
 

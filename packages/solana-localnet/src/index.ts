@@ -12,6 +12,8 @@ export {
   BLOCKHASH_VALIDITY_BLOCKS,
   CAIP2_NETWORK,
   FEE_PAYER_LAMPORTS,
+  REFUND_WALLET_USDC_ATOMIC,
+  REFUND_WALLET_LAMPORTS,
 } from './ledger';
 export type { LocalnetNetwork, FundResult, RpcTransactionMeta, RpcTokenBalance } from './ledger';
 export {

@@ -64,6 +64,13 @@ export const BLOCKHASH_VALIDITY_BLOCKS = 150;
 export const FEE_PAYER_LAMPORTS = 100 * LAMPORTS_PER_SOL;
 /** At start the fee payer is topped up to {@link FEE_PAYER_LAMPORTS} when it holds less than this (10 SOL). */
 export const FEE_PAYER_REFILL_BELOW_LAMPORTS = 10 * LAMPORTS_PER_SOL;
+/**
+ * Test USDC (atomic units) the refund wallet holds after start on each network: 100 000 USDC, 4 000
+ * refunds of the dearest compute job (25 USDC). Topped up at start when below a tenth of it.
+ */
+export const REFUND_WALLET_USDC_ATOMIC = 100_000_000_000n;
+/** SOL (lamports) the refund wallet gets for its fees and the payers' token accounts it may create: 10 SOL. */
+export const REFUND_WALLET_LAMPORTS = 10 * LAMPORTS_PER_SOL;
 
 // Kept below 2^53 so LiteSVM's Number-based account wrapper stays exact.
 const FAUCET_LAMPORTS = 1_000_000_000_000_000;
@@ -386,12 +393,18 @@ export class NetworkLedger {
    * Creates what is missing of: the faucet balance, the mint (6 decimals, authority kept by the
    * ledger), the merchant's token account, the agent's SOL and token account with `agentUsdcAtomic`
    * test USDC, and the x402 fee payer's SOL ({@link FEE_PAYER_LAMPORTS}, topped up when below
-   * {@link FEE_PAYER_REFILL_BELOW_LAMPORTS}; never a token account). Idempotent: after a replayed
-   * journal it creates nothing and only tops the fee payer up.
+   * {@link FEE_PAYER_REFILL_BELOW_LAMPORTS}; never a token account), and the refund wallet's SOL and
+   * test USDC ({@link REFUND_WALLET_USDC_ATOMIC}, topped up when below a tenth of it). Idempotent:
+   * after a replayed journal it creates nothing and only tops the fee payer and refund wallet up.
    * @throws RpcError when a setup transaction fails
    */
-  setup(options: { agent: PublicKey; agentUsdcAtomic: bigint; feePayer: PublicKey }): void {
-    const { agent, agentUsdcAtomic, feePayer } = options;
+  setup(options: {
+    agent: PublicKey;
+    agentUsdcAtomic: bigint;
+    feePayer: PublicKey;
+    refundWallet: PublicKey;
+  }): void {
+    const { agent, agentUsdcAtomic, feePayer, refundWallet } = options;
     this.feePayer = feePayer;
     this.ensureFaucet();
     const faucet = this.keys.faucet.publicKey;
@@ -430,6 +443,19 @@ export class NetworkLedger {
     const feePayerLamports = this.getAccount(feePayer)?.lamports ?? 0;
     if (feePayerLamports < FEE_PAYER_REFILL_BELOW_LAMPORTS) {
       this.airdrop(feePayer, FEE_PAYER_LAMPORTS - feePayerLamports);
+    }
+    const refundAccount = this.getAccount(getAssociatedTokenAddressSync(this.mint, refundWallet, true));
+    const refundUsdc =
+      refundAccount === null
+        ? 0n
+        : (decodeTokenAccount(refundAccount.owner.toBase58(), refundAccount.data)?.amount ?? 0n);
+    if (refundUsdc < REFUND_WALLET_USDC_ATOMIC / 10n) {
+      const lamports = this.getAccount(refundWallet)?.lamports ?? 0;
+      this.fund(
+        refundWallet,
+        REFUND_WALLET_USDC_ATOMIC - refundUsdc,
+        lamports < REFUND_WALLET_LAMPORTS / 10 ? REFUND_WALLET_LAMPORTS - lamports : 0,
+      );
     }
   }
 

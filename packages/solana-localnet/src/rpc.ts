@@ -45,6 +45,10 @@ export interface RpcContext {
   feePayer: PublicKey;
   /** Path of the fee payer's Solana CLI keypair file, reported by `localnet_info`. */
   feePayerKeypairPath: string;
+  /** The refund wallet (SOL and test USDC), reported by `localnet_info`. */
+  refundWallet: PublicKey;
+  /** Path of the refund wallet's Solana CLI keypair file, reported by `localnet_info`. */
+  refundKeypairPath: string;
   /** The URL this network is served at. */
   rpcUrl: string;
 }
@@ -544,6 +548,8 @@ const handlers: Record<string, Handler> = {
     agentKeypairPath: ctx.agentKeypairPath,
     feePayer: ctx.feePayer.toBase58(),
     feePayerKeypairPath: ctx.feePayerKeypairPath,
+    refundWallet: ctx.refundWallet.toBase58(),
+    refundKeypairPath: ctx.refundKeypairPath,
     genesisHash: ctx.ledger.genesisHash,
     caip2Network: CAIP2_NETWORK[ctx.ledger.network],
   }),

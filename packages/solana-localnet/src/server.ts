@@ -64,6 +64,12 @@ export interface Localnet {
    */
   feePayer: { publicKey: string; keypairPath: string; keypair: Keypair };
   /**
+   * The refund wallet (what market-intel's `X402_REFUND_KEYPAIR` names): one keypair for both
+   * networks, funded at start with 10 SOL and 100 000 test USDC on each, from which failed paid jobs
+   * are refunded. `keypairPath` is a Solana CLI keypair file.
+   */
+  refundWallet: { publicKey: string; keypairPath: string; keypair: Keypair };
+  /**
    * Airdrops `lamports` (default 10 SOL) to `owner`, creates its associated token account for the test
    * mint if missing and mints `usdcAtomic` (atomic units, default 1000 USDC) to it, on `network`
    * (default `'all'`).
@@ -97,6 +103,7 @@ export function formatLocalnetAddresses(localnet: {
   networks: Record<LocalnetNetwork, Omit<LocalnetNetworkInfo, 'caip2Network'> & { caip2Network?: string }>;
   agent: { publicKey: string; keypairPath: string };
   feePayer?: { publicKey: string; keypairPath: string };
+  refundWallet?: { publicKey: string; keypairPath: string };
 }): string {
   const row = (label: string, value: string): string => `    ${label.padEnd(26)} ${value}`;
   const lines = [`Solana localnet (LiteSVM) listening on ${localnet.url}`];
@@ -123,6 +130,14 @@ export function formatLocalnetAddresses(localnet: {
       '  x402 fee payer (SOL only, both networks; X402_FEE_PAYER_KEYPAIR)',
       row('public key', localnet.feePayer.publicKey),
       row('keypair file', localnet.feePayer.keypairPath),
+    );
+  }
+  if (localnet.refundWallet !== undefined) {
+    lines.push(
+      '',
+      '  refund wallet (SOL and test USDC, both networks; X402_REFUND_KEYPAIR)',
+      row('public key', localnet.refundWallet.publicKey),
+      row('keypair file', localnet.refundWallet.keypairPath),
     );
   }
   return lines.join('\n');
@@ -201,8 +216,8 @@ function routeNetwork(pathname: string): { network: LocalnetNetwork; health: boo
 
 /**
  * Starts the ledger: one LiteSVM chain per network (`solana` at `/`, `solana-devnet` at `/devnet`),
- * each with a 6-decimal test USDC mint, the merchant's token account, the funded agent wallet and the
- * x402 fee payer (SOL only),
+ * each with a 6-decimal test USDC mint, the merchant's token account, the funded agent wallet, the
+ * x402 fee payer (SOL only) and the refund wallet (SOL and test USDC),
  * served as Solana JSON-RPC 2.0 over HTTP POST (batches supported; `GET /health` answers `ok`).
  * With `dataDir`, replays the journals first so addresses, balances and transactions survive restarts,
  * and writes `<dataDir>/addresses.json`.
@@ -219,6 +234,8 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
   let keypairPath: string;
   let feePayer: Keypair;
   let feePayerKeypairPath: string;
+  let refundWallet: Keypair;
+  let refundKeypairPath: string;
   if (dataDir === undefined) {
     const keysDir = fs.mkdtempSync(path.join(os.tmpdir(), 'solana-localnet-'));
     agent = Keypair.generate();
@@ -227,19 +244,29 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
     feePayer = Keypair.generate();
     feePayerKeypairPath = path.join(keysDir, 'fee-payer.json');
     writeKeypairFile(feePayerKeypairPath, feePayer);
+    refundWallet = Keypair.generate();
+    refundKeypairPath = path.join(keysDir, 'refund.json');
+    writeKeypairFile(refundKeypairPath, refundWallet);
   } else {
     fs.mkdirSync(dataDir, { recursive: true });
     keypairPath = path.join(dataDir, 'keys', 'agent.json');
     agent = loadOrCreateKeypair(keypairPath);
     feePayerKeypairPath = path.join(dataDir, 'keys', 'fee-payer.json');
     feePayer = loadOrCreateKeypair(feePayerKeypairPath);
+    refundKeypairPath = path.join(dataDir, 'keys', 'refund.json');
+    refundWallet = loadOrCreateKeypair(refundKeypairPath);
   }
 
   const ledgers = {} as Record<LocalnetNetwork, NetworkLedger>;
   for (const network of LOCALNET_NETWORKS) {
     const journal = dataDir === undefined ? undefined : path.join(dataDir, network, 'journal.jsonl');
     const ledger = new NetworkLedger(network, networkKeys(dataDir, network), journal);
-    ledger.setup({ agent: agent.publicKey, agentUsdcAtomic, feePayer: feePayer.publicKey });
+    ledger.setup({
+      agent: agent.publicKey,
+      agentUsdcAtomic,
+      feePayer: feePayer.publicKey,
+      refundWallet: refundWallet.publicKey,
+    });
     ledgers[network] = ledger;
   }
 
@@ -323,6 +350,8 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
       agentKeypairPath: keypairPath,
       feePayer: feePayer.publicKey,
       feePayerKeypairPath,
+      refundWallet: refundWallet.publicKey,
+      refundKeypairPath,
       rpcUrl,
     };
     networks[network] = {
@@ -346,6 +375,7 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
       ),
       agent: { publicKey: agent.publicKey.toBase58(), keypairPath },
       feePayer: { publicKey: feePayer.publicKey.toBase58(), keypairPath: feePayerKeypairPath },
+      refundWallet: { publicKey: refundWallet.publicKey.toBase58(), keypairPath: refundKeypairPath },
     };
     fs.writeFileSync(path.join(dataDir, 'addresses.json'), `${JSON.stringify(addresses, null, 2)}\n`);
   }
@@ -360,6 +390,11 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
       publicKey: feePayer.publicKey.toBase58(),
       keypairPath: feePayerKeypairPath,
       keypair: feePayer,
+    },
+    refundWallet: {
+      publicKey: refundWallet.publicKey.toBase58(),
+      keypairPath: refundKeypairPath,
+      keypair: refundWallet,
     },
     async fund(owner, opts = {}) {
       const key = new PublicKey(owner);

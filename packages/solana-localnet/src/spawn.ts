@@ -103,6 +103,11 @@ export async function spawnLocalnet(options: SpawnLocalnetOptions = {}): Promise
       keypairPath: first.feePayerKeypairPath,
       keypair: readKeypair(first.feePayerKeypairPath),
     },
+    refundWallet: {
+      publicKey: first.refundWallet,
+      keypairPath: first.refundKeypairPath,
+      keypair: readKeypair(first.refundKeypairPath),
+    },
     async fund(owner, opts = {}) {
       const targets = !opts.network || opts.network === 'all' ? LOCALNET_NETWORKS : [opts.network];
       for (const network of targets) {

@@ -319,6 +319,28 @@ describe('solana-localnet', () => {
     expect(ledger.feePayer.publicKey).not.toBe(ledger.agent.publicKey);
   });
 
+  it('When the ledger starts, then the refund wallet holds 10 SOL and 100 000 test USDC on both networks and is reported with its keypair file', async () => {
+    const wallet = ledger.refundWallet.keypair.publicKey;
+    const file: unknown = JSON.parse(fs.readFileSync(ledger.refundWallet.keypairPath, 'utf8'));
+    expect(Keypair.fromSecretKey(Uint8Array.from(file as number[])).publicKey.equals(wallet)).toBe(true);
+    for (const network of ['solana', 'solana-devnet'] as const) {
+      const rpcUrl = ledger.networks[network].rpcUrl;
+      const on = new Connection(rpcUrl, 'confirmed');
+      expect(await on.getBalance(wallet)).toBe(10 * LAMPORTS_PER_SOL);
+      const ata = getAssociatedTokenAddressSync(new PublicKey(ledger.networks[network].mint), wallet);
+      expect((await on.getTokenAccountBalance(ata)).value.amount).toBe('100000000000');
+      expect(await getLocalnetInfo(rpcUrl)).toEqual(
+        expect.objectContaining({
+          refundWallet: ledger.refundWallet.publicKey,
+          refundKeypairPath: ledger.refundWallet.keypairPath,
+        }),
+      );
+    }
+    expect(
+      new Set([ledger.refundWallet.publicKey, ledger.feePayer.publicKey, ledger.agent.publicKey]).size,
+    ).toBe(3);
+  });
+
   it('When localnet_fund is asked to give the fee payer test USDC, then it refuses and the fee payer still has no token account', async () => {
     const feePayer = ledger.feePayer.keypair.publicKey;
     const before = await connection.getBalance(feePayer);

@@ -13,3 +13,5 @@ export type {
   PaymentLedger,
   PaymentLedgerOptions,
 } from './ledger';
+export { PrismaRefundLedger, X402_REFUNDS_TABLE, X402_REFUND_PRISMA_MODEL } from './refunds';
+export type { RefundStatus, RefundRecord, RefundClaim } from './refunds';

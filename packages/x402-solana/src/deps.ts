@@ -18,6 +18,7 @@ export const bs58 = bs58Module.default;
 export const {
   TOKEN_PROGRAM_ID,
   TOKEN_2022_PROGRAM_ID,
+  createAssociatedTokenAccountIdempotentInstruction,
   createTransferCheckedInstruction,
   getAssociatedTokenAddressSync,
   unpackAccount,

@@ -17,3 +17,5 @@ export {
   associatedTokenAccountOf,
 } from './exact-svm';
 export type { ExactSvmSettlerConfig, SettlementOutcome } from './exact-svm';
+export { RefundSender, RefundSendError } from './refund';
+export type { RefundSenderConfig, RefundOrder, SignedRefund, RefundState } from './refund';

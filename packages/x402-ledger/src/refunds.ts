@@ -1,0 +1,293 @@
+import { randomUUID } from 'node:crypto';
+import type { X402Network } from '@repo/schemas';
+import { X402_PAYMENTS_TABLE, type SqlClient } from './ledger';
+
+/** Name of the refunds table. */
+export const X402_REFUNDS_TABLE = 'x402_refunds';
+
+/**
+ * The Prisma model every service that refunds x402 payments pastes into its `schema.prisma` beside
+ * `X402_PAYMENT_PRISMA_MODEL`; its migration creates the `x402_refunds` table
+ * {@link PrismaRefundLedger} uses.
+ */
+export const X402_REFUND_PRISMA_MODEL = `/// x402 refunds (@repo/x402-ledger): at most one per payment, sent from the refund wallet until confirmed.
+model X402Refund {
+  /// The refunded payment's transaction signature (x402_payments.signature).
+  paymentSignature     String    @id @map("payment_signature")
+  network              String
+  /// The wallet that paid: the refund goes to its associated token account.
+  payer                String
+  /// Atomic units of \`asset\` returned: the whole amount paid.
+  amountAtomic         Decimal   @map("amount_atomic") @db.Decimal(39, 0)
+  asset                String
+  /// Why it is refunded, e.g. "job_failed:<code>".
+  reason               String
+  jobId                String?   @map("job_id")
+  /// pending (being sent) or confirmed (on chain).
+  status               String    @default("pending")
+  /// The refund transaction of the current attempt, stored signed before it is sent.
+  signature            String?   @unique
+  transaction          String?
+  lastValidBlockHeight BigInt?   @map("last_valid_block_height")
+  slot                 BigInt?
+  /// Refund transactions built so far (a new one only once the last failed or expired).
+  attempts             Int       @default(0)
+  lastError            String?   @map("last_error")
+  claimToken           String?   @map("claim_token")
+  nextAttemptAt        DateTime  @default(now()) @map("next_attempt_at") @db.Timestamptz(3)
+  createdAt            DateTime  @default(now()) @map("created_at") @db.Timestamptz(3)
+  confirmedAt          DateTime? @map("confirmed_at") @db.Timestamptz(3)
+
+  @@index([status, nextAttemptAt])
+  @@index([jobId])
+  @@map("x402_refunds")
+}
+`;
+
+/** `pending`: being sent (or waiting for the next attempt); `confirmed`: on chain, final. */
+export type RefundStatus = 'pending' | 'confirmed';
+
+/** One refund as a plain object. */
+export interface RefundRecord {
+  /** The refunded payment's transaction signature (primary key). */
+  paymentSignature: string;
+  /** The payment's network. */
+  network: X402Network;
+  /** The wallet refunded (the payment's transfer authority). */
+  payer: string;
+  /** Atomic units of `asset` returned. */
+  amountAtomic: bigint;
+  /** The mint. */
+  asset: string;
+  /** Why it is refunded. */
+  reason: string;
+  /** The job the payment bought, if any. */
+  jobId: string | null;
+  status: RefundStatus;
+  /** The current (or, once confirmed, the landed) refund transaction's signature. */
+  signature: string | null;
+  /** The current attempt's signed wire transaction (base64), to send again after a crash. */
+  transaction: string | null;
+  /** The last block height at which the current attempt can land. */
+  lastValidBlockHeight: number | null;
+  /** The slot it landed in, once confirmed. */
+  slot: number | null;
+  /** Refund transactions built so far. */
+  attempts: number;
+  /** The last failure, for operators (never shown to payers). */
+  lastError: string | null;
+  createdAt: Date;
+  confirmedAt: Date | null;
+}
+
+/** The right to work on one refund, held until {@link PrismaRefundLedger.release} or the lease ends. */
+export interface RefundClaim {
+  /** Opaque lease token; every write is conditional on it. */
+  token: string;
+  /** The refund as it was when claimed. */
+  refund: RefundRecord;
+}
+
+interface RefundRow {
+  payment_signature: string;
+  network: string;
+  payer: string;
+  amount_atomic: string;
+  asset: string;
+  reason: string;
+  job_id: string | null;
+  status: string;
+  signature: string | null;
+  transaction: string | null;
+  last_valid_block_height: string | null;
+  slot: string | null;
+  attempts: number;
+  last_error: string | null;
+  created_at: Date | string;
+  confirmed_at: Date | string | null;
+  claim_token: string | null;
+}
+
+const COLUMNS = `payment_signature, network, payer, amount_atomic::text AS amount_atomic, asset, reason, job_id,
+  status, signature, transaction, last_valid_block_height::text AS last_valid_block_height,
+  slot::text AS slot, attempts, last_error, created_at, confirmed_at, claim_token`;
+
+function toRecord(row: RefundRow): RefundRecord {
+  return {
+    paymentSignature: row.payment_signature,
+    network: row.network as X402Network,
+    payer: row.payer,
+    amountAtomic: BigInt(row.amount_atomic),
+    asset: row.asset,
+    reason: row.reason,
+    jobId: row.job_id,
+    status: row.status as RefundStatus,
+    signature: row.signature,
+    transaction: row.transaction,
+    lastValidBlockHeight: row.last_valid_block_height === null ? null : Number(row.last_valid_block_height),
+    slot: row.slot === null ? null : Number(row.slot),
+    attempts: row.attempts,
+    lastError: row.last_error,
+    createdAt: new Date(row.created_at),
+    confirmedAt: row.confirmed_at === null ? null : new Date(row.confirmed_at),
+  };
+}
+
+/**
+ * Refunds of x402 payments in PostgreSQL (README "@repo/x402-ledger", "Refunds"), through a Prisma
+ * client or any {@link SqlClient}: at most one row per payment (its signature is the key), claimed
+ * with a lease (`FOR UPDATE SKIP LOCKED`, then a token every write is conditional on) so one replica
+ * works on a refund at a time, and holding the signed transaction of the current attempt so that a
+ * crash between signing and sending leads to that same transaction being sent again, never to a
+ * second one. A new attempt may only be recorded once the last one was cleared (it failed on chain or
+ * expired without landing).
+ */
+export class PrismaRefundLedger {
+  /** @param db the database client (Prisma client or adapter) */
+  constructor(private readonly db: SqlClient) {}
+
+  /**
+   * Queues the refund of a verified payment: the whole amount, to its payer, in its network and mint
+   * (read from `x402_payments`). Pass the service's transaction client so that the refund commits
+   * with the state change that causes it.
+   * @param paymentSignature the payment's transaction signature
+   * @param reason why, e.g. `job_failed:llm_unavailable`
+   * @param tx the transaction to write in (default this ledger's client)
+   * @returns `true` when queued now; `false` when it was queued before or the payment is unknown or
+   *   not verified (nothing to refund)
+   */
+  async queue(
+    paymentSignature: string,
+    reason: { reason: string; jobId?: string },
+    tx: SqlClient = this.db,
+  ): Promise<boolean> {
+    const rows = await tx.$queryRawUnsafe<{ payment_signature: string }[]>(
+      `INSERT INTO ${X402_REFUNDS_TABLE} (payment_signature, network, payer, amount_atomic, asset, reason, job_id)
+       SELECT signature, network, payer, amount_atomic, asset, $2, $3 FROM ${X402_PAYMENTS_TABLE}
+        WHERE signature = $1 AND payer IS NOT NULL AND amount_atomic IS NOT NULL AND asset IS NOT NULL
+       ON CONFLICT (payment_signature) DO NOTHING
+       RETURNING payment_signature`,
+      paymentSignature,
+      reason.reason,
+      reason.jobId ?? null,
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * Claims up to `limit` pending refunds that are due (oldest first), each for `leaseMs`
+   * milliseconds; refunds another replica holds are skipped.
+   */
+  async claimDue(limit: number, leaseMs: number): Promise<RefundClaim[]> {
+    const token = randomUUID();
+    const rows = await this.db.$queryRawUnsafe<RefundRow[]>(
+      `UPDATE ${X402_REFUNDS_TABLE} SET claim_token = $1,
+              next_attempt_at = now() + ($3::int * interval '1 millisecond')
+        WHERE payment_signature IN (
+          SELECT payment_signature FROM ${X402_REFUNDS_TABLE}
+           WHERE status = 'pending' AND next_attempt_at <= now()
+           ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+        RETURNING ${COLUMNS}`,
+      token,
+      limit,
+      leaseMs,
+    );
+    return rows.map((row) => ({ token, refund: toRecord(row) }));
+  }
+
+  /**
+   * Records a signed refund transaction as the claim's current attempt, before it is sent.
+   * @returns `false` (record nothing, send nothing) when the lease was lost or an attempt is recorded
+   */
+  async recordAttempt(
+    claim: RefundClaim,
+    attempt: { signature: string; transaction: string; lastValidBlockHeight: number },
+  ): Promise<boolean> {
+    const count = await this.db.$executeRawUnsafe(
+      `UPDATE ${X402_REFUNDS_TABLE} SET signature = $3, transaction = $4, last_valid_block_height = $5,
+              attempts = attempts + 1
+        WHERE payment_signature = $1 AND claim_token = $2 AND status = 'pending' AND signature IS NULL`,
+      claim.refund.paymentSignature,
+      claim.token,
+      attempt.signature,
+      attempt.transaction,
+      attempt.lastValidBlockHeight,
+    );
+    if (count > 0) {
+      Object.assign(claim.refund, { ...attempt, attempts: claim.refund.attempts + 1 });
+    }
+    return count > 0;
+  }
+
+  /**
+   * Clears the current attempt `signature`, which failed on chain or expired without landing, so
+   * that a new one may be built.
+   * @returns `false` when the lease was lost or another attempt is current
+   */
+  async clearAttempt(claim: RefundClaim, signature: string, error: string): Promise<boolean> {
+    const count = await this.db.$executeRawUnsafe(
+      `UPDATE ${X402_REFUNDS_TABLE} SET signature = NULL, transaction = NULL, last_valid_block_height = NULL,
+              last_error = $4
+        WHERE payment_signature = $1 AND claim_token = $2 AND signature = $3 AND status = 'pending'`,
+      claim.refund.paymentSignature,
+      claim.token,
+      signature,
+      error.slice(0, 1000),
+    );
+    if (count > 0) {
+      Object.assign(claim.refund, { signature: null, transaction: null, lastValidBlockHeight: null });
+    }
+    return count > 0;
+  }
+
+  /**
+   * Marks the refund confirmed with the attempt `signature` that landed at `slot`, and ends the claim.
+   * @returns `false` when the lease was lost or another attempt is current
+   */
+  async markConfirmed(claim: RefundClaim, signature: string, slot: number): Promise<boolean> {
+    const count = await this.db.$executeRawUnsafe(
+      `UPDATE ${X402_REFUNDS_TABLE} SET status = 'confirmed', slot = $4, confirmed_at = now(),
+              claim_token = NULL, last_error = NULL, transaction = NULL
+        WHERE payment_signature = $1 AND claim_token = $2 AND signature = $3 AND status = 'pending'`,
+      claim.refund.paymentSignature,
+      claim.token,
+      signature,
+      slot,
+    );
+    return count > 0;
+  }
+
+  /**
+   * Ends the claim of a refund still pending; it is due again after `retryAfterMs` milliseconds.
+   * @param error the failure to record for operators, if any
+   */
+  async release(claim: RefundClaim, retryAfterMs: number, error?: string): Promise<void> {
+    await this.db.$executeRawUnsafe(
+      `UPDATE ${X402_REFUNDS_TABLE} SET claim_token = NULL,
+              next_attempt_at = now() + ($3::int * interval '1 millisecond'),
+              last_error = COALESCE($4, last_error)
+        WHERE payment_signature = $1 AND claim_token = $2`,
+      claim.refund.paymentSignature,
+      claim.token,
+      Math.round(retryAfterMs),
+      error === undefined ? null : error.slice(0, 1000),
+    );
+  }
+
+  /** The refund of a payment, or null. */
+  async forPayment(paymentSignature: string): Promise<RefundRecord | null> {
+    const rows = await this.db.$queryRawUnsafe<RefundRow[]>(
+      `SELECT ${COLUMNS} FROM ${X402_REFUNDS_TABLE} WHERE payment_signature = $1`,
+      paymentSignature,
+    );
+    return rows[0] ? toRecord(rows[0]) : null;
+  }
+
+  /** Number of refunds not confirmed yet, per network (for a gauge). */
+  async countPending(): Promise<Partial<Record<X402Network, number>>> {
+    const rows = await this.db.$queryRawUnsafe<{ network: string; n: number }[]>(
+      `SELECT network, count(*)::int AS n FROM ${X402_REFUNDS_TABLE} WHERE status = 'pending' GROUP BY network`,
+    );
+    return Object.fromEntries(rows.map((r) => [r.network, r.n]));
+  }
+}
