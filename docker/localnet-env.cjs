@@ -3,7 +3,7 @@
 // ledger (`localnet_info`, on each network's RPC path) and sets USDC_MINT, MERCHANT_TOKEN_ACCOUNT and the
 // devnet pair when they are unset, then runs the compiled service. Production sets them explicitly.
 // It also sets the merchant wallets (MERCHANT_WALLET*, the official scheme's payTo), keeps
-// X402_FEE_PAYER_KEYPAIR only when the ledger's key file is readable, and draws a random
+// X402_FEE_PAYER_KEYPAIR and X402_REFUND_KEYPAIR only when the ledger's key files are readable, and draws a random
 // WEBHOOK_SECRET when none is given (the image runs with NODE_ENV=production,
 // which refuses short or placeholder secrets, and a fixed one in this file would be public).
 'use strict';
@@ -47,14 +47,19 @@ async function main() {
       `localnet-env: ${mintVar}=${info.mint} ${accountVar}=${info.merchantTokenAccount} ${walletVar}=${info.merchantOwner}\n`,
     );
   }
-  // The official x402 scheme needs the ledger's fee payer key; without it 402s offer push mode only.
-  const feePayer = process.env.X402_FEE_PAYER_KEYPAIR;
-  if (feePayer) {
+  // The official x402 scheme needs the ledger's fee payer key (without it 402s offer push mode only),
+  // refunds its refund wallet's key (without it nothing is refunded).
+  for (const [name, without] of [
+    ['X402_FEE_PAYER_KEYPAIR', 'push mode only'],
+    ['X402_REFUND_KEYPAIR', 'no refunds'],
+  ]) {
+    const file = process.env[name];
+    if (!file) continue;
     try {
-      require('node:fs').accessSync(feePayer, require('node:fs').constants.R_OK);
+      require('node:fs').accessSync(file, require('node:fs').constants.R_OK);
     } catch {
-      delete process.env.X402_FEE_PAYER_KEYPAIR;
-      process.stderr.write(`localnet-env: ${feePayer} is not readable: push mode only\n`);
+      delete process.env[name];
+      process.stderr.write(`localnet-env: ${file} is not readable: ${without}\n`);
     }
   }
   require(require('node:path').resolve('dist/main.js'));

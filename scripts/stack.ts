@@ -133,6 +133,9 @@ async function main(): Promise<void> {
     MERCHANT_TOKEN_ACCOUNT_DEVNET: devnet.merchantTokenAccount,
     // Every 402 also offers the official x402 exact scheme, settled by the ledger's fee payer.
     X402_FEE_PAYER_KEYPAIR: mainnet.feePayerKeypairPath,
+    // Failed paid jobs are refunded from the ledger's refund wallet (a ledger started before refunds
+    // existed reports none).
+    ...(mainnet.refundKeypairPath ? { X402_REFUND_KEYPAIR: mainnet.refundKeypairPath } : {}),
     MERCHANT_WALLET: mainnet.merchantOwner,
     MERCHANT_WALLET_DEVNET: devnet.merchantOwner,
     WEBHOOK_SECRET: webhookSecret,

@@ -15,6 +15,7 @@ export {
   GapItem,
   GapsResponse,
   HealthResponse,
+  JobRefund,
   JobStatus,
   KeywordItem,
   KeywordsResponse,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { addDuplicateIssues } from './unique';
+import { AtomicAmount, X402Network } from './x402';
 
 /** Severity of a pain signal (market-intel spec, GapItem.pain_signals[].severity). */
 export const Severity = z.enum(['critical', 'high', 'medium', 'low']);
@@ -207,7 +208,29 @@ export const JobStatus = z.enum(['pending', 'running', 'completed', 'failed']);
 /** Inferred type of {@link JobStatus}. */
 export type JobStatus = z.infer<typeof JobStatus>;
 
-/** A compute job as returned by GET /api/v1/jobs/{jobId} (market-intel spec, "AgentJob"). */
+/**
+ * The refund of a failed paid job (README, "Refunds"): the whole price, returned on chain from the
+ * refund wallet to the payer's associated token account, once.
+ */
+export const JobRefund = z.object({
+  /** `pending`: queued or being sent (retried until confirmed); `confirmed`: on chain, final. */
+  status: z.enum(['pending', 'confirmed']),
+  /** Atomic USDC units returned (6 decimals): the price paid. */
+  amount: AtomicAmount,
+  network: X402Network,
+  /** The wallet refunded: the payment's transfer authority. */
+  to: z.string(),
+  /** The refund transaction's signature, once confirmed. */
+  transaction: z.string().nullable(),
+  confirmedAt: DateTime.nullable(),
+});
+/** Inferred type of {@link JobRefund}. */
+export type JobRefund = z.infer<typeof JobRefund>;
+
+/**
+ * A compute job as returned by GET /api/v1/jobs/{jobId} (market-intel spec, "AgentJob"), plus
+ * `refund` (null unless a failed job's payment is being or was refunded).
+ */
 export const AgentJob = z.object({
   jobId: z.string(),
   endpoint: z.string(),
@@ -218,6 +241,7 @@ export const AgentJob = z.object({
   createdAt: DateTime,
   completedAt: DateTime.nullable(),
   txHash: z.string(),
+  refund: JobRefund.nullable(),
 });
 /** Inferred type of {@link AgentJob}. */
 export type AgentJob = z.infer<typeof AgentJob>;

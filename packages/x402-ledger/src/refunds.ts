@@ -153,25 +153,25 @@ export class PrismaRefundLedger {
    * @param paymentSignature the payment's transaction signature
    * @param reason why, e.g. `job_failed:llm_unavailable`
    * @param tx the transaction to write in (default this ledger's client)
-   * @returns `true` when queued now; `false` when it was queued before or the payment is unknown or
-   *   not verified (nothing to refund)
+   * @returns the payment's network when queued now; null when it was queued before or the payment is
+   *   unknown or not verified (nothing to refund)
    */
   async queue(
     paymentSignature: string,
     reason: { reason: string; jobId?: string },
     tx: SqlClient = this.db,
-  ): Promise<boolean> {
-    const rows = await tx.$queryRawUnsafe<{ payment_signature: string }[]>(
+  ): Promise<X402Network | null> {
+    const rows = await tx.$queryRawUnsafe<{ network: X402Network }[]>(
       `INSERT INTO ${X402_REFUNDS_TABLE} (payment_signature, network, payer, amount_atomic, asset, reason, job_id)
        SELECT signature, network, payer, amount_atomic, asset, $2, $3 FROM ${X402_PAYMENTS_TABLE}
         WHERE signature = $1 AND payer IS NOT NULL AND amount_atomic IS NOT NULL AND asset IS NOT NULL
        ON CONFLICT (payment_signature) DO NOTHING
-       RETURNING payment_signature`,
+       RETURNING network`,
       paymentSignature,
       reason.reason,
       reason.jobId ?? null,
     );
-    return rows.length > 0;
+    return rows[0]?.network ?? null;
   }
 
   /**

@@ -53,8 +53,8 @@ const attempt = (n: number) => ({
 describe('PrismaRefundLedger', () => {
   it('When a verified payment is queued twice, then one refund of its whole amount to its payer exists', async () => {
     const { signature, payer } = await paidJob();
-    expect(await refunds.queue(signature, { reason: 'job_failed:stalled', jobId: 'job_1' })).toBe(true);
-    expect(await refunds.queue(signature, { reason: 'job_failed:stalled', jobId: 'job_1' })).toBe(false);
+    expect(await refunds.queue(signature, { reason: 'job_failed:stalled', jobId: 'job_1' })).toBe('solana');
+    expect(await refunds.queue(signature, { reason: 'job_failed:stalled', jobId: 'job_1' })).toBeNull();
     expect(await refunds.forPayment(signature)).toEqual(
       expect.objectContaining({
         payer,
@@ -69,10 +69,10 @@ describe('PrismaRefundLedger', () => {
   });
 
   it('When a payment is unknown or not verified, then nothing is queued', async () => {
-    expect(await refunds.queue('unknown-signature', { reason: 'x' })).toBe(false);
+    expect(await refunds.queue('unknown-signature', { reason: 'x' })).toBeNull();
     const request = buildClaimRequest();
     await payments.claim(request);
-    expect(await refunds.queue(request.signature, { reason: 'x' })).toBe(false);
+    expect(await refunds.queue(request.signature, { reason: 'x' })).toBeNull();
     expect(await refunds.forPayment(request.signature)).toBeNull();
   });
 
@@ -165,7 +165,7 @@ describe('PrismaRefundLedger', () => {
     const payment = buildVerifiedPayment({ signature: request.signature, amountAtomic: 100_000n });
     await payments.markVerified(outcome.claim, payment);
     await payments.complete(outcome.claim, buildStoredResponse());
-    expect(await refunds.queue(request.signature, { reason: 'r' })).toBe(true);
+    expect(await refunds.queue(request.signature, { reason: 'r' })).toBe('solana');
     expect((await refunds.forPayment(request.signature))?.amountAtomic).toBe(100_000n);
   });
 });

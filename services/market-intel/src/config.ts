@@ -68,6 +68,16 @@ export const MarketIntelEnv = z.object({
   X402_DEVNET_ENABLED: boolVar(true),
   /** Compute jobs one payer wallet may start with devnet payments per 24 hours (its devnet USDC is free). */
   X402_DEVNET_COMPUTE_PER_DAY: intVar(3, 0, 100_000),
+  /**
+   * Path of the refund wallet's keypair file (README, "Refunds"): set, a paid compute job that fails
+   * on our side is refunded in full from this wallet's USDC associated token account (on the job's
+   * network; the operator funds it with USDC and with SOL for the fees). Unset: no refunds.
+   */
+  X402_REFUND_KEYPAIR: z.string().optional(),
+  /** How often each replica looks for refunds to send or confirm, in milliseconds. */
+  X402_REFUND_INTERVAL_MS: intVar(5000, 50, 600_000),
+  /** How long a replica waits for a sent refund to confirm before leaving it to a later pass, in milliseconds. */
+  X402_REFUND_CONFIRM_TIMEOUT_MS: intVar(30_000, 100, 300_000),
   /** Hours a payment seen but never paid for is remembered (its first sighting) before it is pruned. */
   X402_SIGHTING_RETENTION_HOURS: intVar(24, 1, 24 * 30),
   /** RabbitMQ, where compute jobs go to the pipeline-runner. */

@@ -53,6 +53,18 @@ export interface MarketIntelMetrics extends ServiceMetrics {
   onFeePayerBalance(network: string, lamports: bigint): void;
   /** Counts a payment verifier's RPC call, or one it avoided (`x402_rpc_calls_total`). */
   onRpcCall(call: RpcCallEvent): void;
+  /**
+   * Counts a refund event (`x402_refunds_total{network,outcome}`): `queued` (a paid job failed on our
+   * side), `sent` (a refund transaction handed to the RPC), `confirmed` (on chain, final), `retried`
+   * (an attempt failed on chain or expired, a new one will be built), `send_failed` (the RPC refused
+   * or could not be reached; the same transaction is tried again).
+   */
+  onRefund(network: string, outcome: 'queued' | 'sent' | 'confirmed' | 'retried' | 'send_failed'): void;
+  /**
+   * Adds the scrape-time gauge `x402_refunds_pending{network}` (refunds not confirmed yet), reused for
+   * 1 s between scrapes.
+   */
+  observeRefunds(countPending: () => Promise<Partial<Record<string, number>>>): void;
 }
 
 /** Creates market-intel's registry (`service="market-intel"`). */
@@ -81,6 +93,12 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
     name: 'x402_rpc_calls_total',
     help: 'Payment verification RPC calls by network, method and outcome (found, not_found, error), and calls avoided (cached_not_found, short_circuit)',
     labelNames: ['network', 'method', 'outcome'] as const,
+    registers: [base.registry],
+  });
+  const refunds = new Counter({
+    name: 'x402_refunds_total',
+    help: 'Refunds of failed paid jobs, by network and outcome (queued, sent, confirmed, retried, send_failed)',
+    labelNames: ['network', 'outcome'] as const,
     registers: [base.registry],
   });
   const created = new Counter({
@@ -189,6 +207,23 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
           const depths = await queueDepths().catch(() => undefined);
           if (!depths) return;
           for (const [queue, count] of Object.entries(depths)) this.set({ queue }, count);
+        },
+      });
+    },
+    onRefund(network, outcome) {
+      refunds.inc({ network, outcome });
+    },
+    observeRefunds(countPending) {
+      const counts = cachedFor(SCRAPE_CACHE_MS, countPending);
+      new Gauge({
+        name: 'x402_refunds_pending',
+        help: 'Refunds queued and not confirmed on chain yet, by network',
+        labelNames: ['network'] as const,
+        registers: [base.registry],
+        async collect() {
+          const pending = await counts().catch(() => undefined);
+          if (!pending) return;
+          for (const network of ['solana', 'solana-devnet']) this.set({ network }, pending[network] ?? 0);
         },
       });
     },

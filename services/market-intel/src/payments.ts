@@ -14,6 +14,7 @@ import {
   associatedTokenAccountOf,
   ExactSvmSettler,
   parseKeypairJson,
+  RefundSender,
   SolanaPaymentVerifier,
   type RpcCallEvent,
   type SolanaPaymentVerifierOptions,
@@ -45,8 +46,60 @@ export type PaymentConfig = Pick<
   | 'X402_RPC_BREAKER_FAILURES'
   | 'X402_RPC_BREAKER_OPEN_MS'
   | 'X402_DEVNET_ENABLED'
+  | 'X402_REFUND_KEYPAIR'
   | 'DATABASE_URL'
 >;
+
+/** Reads a keypair file named by a variable, or stops the boot naming it. */
+function readKeypairVariable(name: string, file: string): Uint8Array {
+  try {
+    return parseKeypairJson(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new Error(
+      `Invalid configuration:\n  ${name}: ${(error as { message?: unknown }).message ?? String(error)}`,
+      { cause: error },
+    );
+  }
+}
+
+/**
+ * The refund senders (README, "Refunds"): one per network payments are taken on (`solana`, and
+ * `solana-devnet` when enabled and configured), all from the wallet of `X402_REFUND_KEYPAIR`; none
+ * when it is unset (refunds are off).
+ * @throws Error naming `X402_REFUND_KEYPAIR` when the file cannot be read as a keypair, or when it is
+ *   the fee payer's (`X402_FEE_PAYER_KEYPAIR`, which must never own a token account)
+ */
+export function createRefundSenders(config: PaymentConfig): Partial<Record<X402Network, RefundSender>> {
+  if (!config.X402_REFUND_KEYPAIR) return {};
+  const refundSecretKey = readKeypairVariable('X402_REFUND_KEYPAIR', config.X402_REFUND_KEYPAIR);
+  if (
+    config.X402_FEE_PAYER_KEYPAIR &&
+    Buffer.from(readKeypairVariable('X402_FEE_PAYER_KEYPAIR', config.X402_FEE_PAYER_KEYPAIR)).equals(
+      Buffer.from(refundSecretKey),
+    )
+  ) {
+    throw new Error(
+      'Invalid configuration:\n  X402_REFUND_KEYPAIR: the refund wallet must not be the x402 fee payer (X402_FEE_PAYER_KEYPAIR), which never holds USDC',
+    );
+  }
+  const senders: Partial<Record<X402Network, RefundSender>> = {
+    solana: new RefundSender({
+      network: 'solana',
+      rpcUrl: config.SOLANA_RPC_URL,
+      asset: config.USDC_MINT,
+      refundSecretKey,
+    }),
+  };
+  if (config.X402_DEVNET_ENABLED && config.USDC_MINT_DEVNET) {
+    senders['solana-devnet'] = new RefundSender({
+      network: 'solana-devnet',
+      rpcUrl: config.SOLANA_DEVNET_RPC_URL,
+      asset: config.USDC_MINT_DEVNET,
+      refundSecretKey,
+    });
+  }
+  return senders;
+}
 
 /**
  * The official exact SVM scheme per network (README, "Paying with an official x402 client"): built
@@ -57,15 +110,7 @@ export type PaymentConfig = Pick<
  */
 export function createSettlers(config: PaymentConfig): Partial<Record<X402Network, ExactSvmSettler>> {
   if (!config.X402_FEE_PAYER_KEYPAIR) return {};
-  let feePayerSecretKey: Uint8Array;
-  try {
-    feePayerSecretKey = parseKeypairJson(readFileSync(config.X402_FEE_PAYER_KEYPAIR, 'utf8'));
-  } catch (error) {
-    throw new Error(
-      `Invalid configuration:\n  X402_FEE_PAYER_KEYPAIR: ${(error as { message?: unknown }).message ?? String(error)}`,
-      { cause: error },
-    );
-  }
+  const feePayerSecretKey = readKeypairVariable('X402_FEE_PAYER_KEYPAIR', config.X402_FEE_PAYER_KEYPAIR);
   const networks = [
     [
       'solana',

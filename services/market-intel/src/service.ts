@@ -7,7 +7,7 @@ import type { PaymentEventListener } from '@repo/x402-express';
 import { createApp } from './app';
 import type { MarketIntelConfig } from './config';
 import type { PipelineKind } from '@repo/queue';
-import { JobRepository, type JobKindHooks } from './data/jobs';
+import { JobRepository, type ApplyResult, type JobKindHooks } from './data/jobs';
 import { createDb, type Db } from './data/prisma';
 import { ReportRepository } from './data/reports';
 import { ScanRepository } from './data/scans';
@@ -19,7 +19,11 @@ import { JobWatchdog } from './messaging/job-watchdog';
 import { ScanScheduler } from './messaging/scan-scheduler';
 import { createMarketIntelMetrics, type MarketIntelMetrics } from './metrics';
 import { FeePayerMonitor } from './fee-payer-monitor';
-import { createPaymentGateway, paymentGate } from './payments';
+import { createPaymentGateway, createRefundSenders, paymentGate } from './payments';
+import { PrismaRefundLedger, type RefundRecord } from '@repo/x402-ledger';
+import type { JobRefund } from '@repo/schemas';
+import { REFUNDED_JOB_FAILURES, refundReason } from './domain/refunds';
+import { RefundWorker } from './workers/refund-worker';
 import { WebhookDispatcher } from './webhooks';
 
 /** How often old payment sightings are pruned, in milliseconds. */
@@ -40,6 +44,10 @@ export interface MarketIntelService {
   watchdog: JobWatchdog;
   health: RunnerHealthMonitor;
   webhooks: WebhookDispatcher | null;
+  /** Sends and confirms refunds of failed paid jobs; null when no refund wallet is configured. */
+  refunds: RefundWorker | null;
+  /** The refunds table (read by GET /api/v1/jobs/{jobId}). */
+  refundLedger: PrismaRefundLedger;
   metrics: MarketIntelMetrics;
   /** Starts the consumers, the outbox sweep, the webhook dispatcher, the scan scheduler and the job watchdog. */
   start(): Promise<void>;
@@ -61,6 +69,8 @@ export async function createMarketIntelService(
   logger: Logger,
   extra: { onPaymentEvent?: PaymentEventListener } = {},
 ): Promise<MarketIntelService> {
+  // Read first: a bad refund wallet stops the boot before any connection is opened.
+  const refundSenders = createRefundSenders(config);
   const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
   const instanceId = config.INSTANCE_ID ?? `${hostname()}-${process.pid}`;
   const metrics = createMarketIntelMetrics();
@@ -81,7 +91,19 @@ export async function createMarketIntelService(
   });
   const reports = new ReportRepository(db);
   const hooks: Partial<Record<PipelineKind, JobKindHooks>> = {};
-  const jobs = new JobRepository(db, hooks);
+  const refundLedger = new PrismaRefundLedger(db);
+  const refundWallet = refundSenders.solana?.wallet;
+  const jobs = new JobRepository(db, hooks, {
+    refundOf: async (signature) => publicRefund(await refundLedger.forPayment(signature)),
+    ...(refundWallet !== undefined
+      ? {
+          onPaidJobFailed: (tx, job, code) =>
+            REFUNDED_JOB_FAILURES[code]
+              ? refundLedger.queue(job.txSignature, { reason: refundReason(code), jobId: job.id }, tx)
+              : Promise.resolve(null),
+        }
+      : {}),
+  });
   const scans = new ScanRepository(db, jobs, reports, metrics.scans);
   hooks.scout = scans.hooks();
   // Read at boot so that a bad sources file stops the service with every problem named.
@@ -136,6 +158,25 @@ export async function createMarketIntelService(
           logger,
         )
       : null;
+  const refunds =
+    refundWallet !== undefined
+      ? new RefundWorker(
+          refundLedger,
+          refundSenders,
+          {
+            intervalMs: config.X402_REFUND_INTERVAL_MS,
+            confirmTimeoutMs: config.X402_REFUND_CONFIRM_TIMEOUT_MS,
+          },
+          logger,
+          (network, outcome) => metrics.onRefund(network, outcome),
+        )
+      : null;
+  /** After a job event or a watchdog failure committed: a refund it queued is counted and sent now. */
+  const afterFailure = (result: ApplyResult): void => {
+    if (!result.refundQueued) return;
+    metrics.onRefund(result.refundQueued, 'queued');
+    refunds?.kick();
+  };
   const watchdog = new JobWatchdog(
     jobs,
     outbox,
@@ -148,6 +189,7 @@ export async function createMarketIntelService(
     (result) => {
       metrics.onJobEvent('watchdog', result.applied);
       if (result.webhookQueued) webhooks?.kick();
+      afterFailure(result);
     },
   );
   metrics.observeCompute({
@@ -155,6 +197,7 @@ export async function createMarketIntelService(
     outboxPending: () => outbox.pending(),
     broker,
   });
+  if (refunds) metrics.observeRefunds(() => refundLedger.countPending());
 
   let shuttingDown = false;
   let pruneSightings: NodeJS.Timeout | undefined;
@@ -201,6 +244,8 @@ export async function createMarketIntelService(
     watchdog,
     health,
     webhooks,
+    refunds,
+    refundLedger,
     metrics,
     async start() {
       await startComputeConsumers(
@@ -211,7 +256,10 @@ export async function createMarketIntelService(
           health,
           logger,
           onWebhookQueued: () => webhooks?.kick(),
-          onApplied: (type, result) => metrics.onJobEvent(type, result.applied),
+          onApplied: (type, result) => {
+            metrics.onJobEvent(type, result.applied);
+            afterFailure(result);
+          },
         },
         instanceId,
       );
@@ -219,6 +267,7 @@ export async function createMarketIntelService(
       webhooks?.start();
       scheduler?.start();
       watchdog.start();
+      refunds?.start();
       feePayers.start();
       // Sightings of payments never completed are kept X402_SIGHTING_RETENTION_HOURS, then pruned.
       pruneSightings = setInterval(() => {
@@ -236,11 +285,26 @@ export async function createMarketIntelService(
       await feePayers.stop();
       await scheduler?.stop();
       await watchdog.stop();
+      await refunds?.stop();
       await outbox.stop();
       await webhooks?.stop();
       await broker.close(10_000);
       await payments.close();
       await db.$disconnect();
     },
+  };
+}
+
+/** A refund as GET /api/v1/jobs/{jobId} shows it: the landed transaction only once confirmed. */
+function publicRefund(record: RefundRecord | null): JobRefund | null {
+  if (!record) return null;
+  const confirmed = record.status === 'confirmed';
+  return {
+    status: record.status,
+    amount: record.amountAtomic.toString(),
+    network: record.network,
+    to: record.payer,
+    transaction: confirmed ? record.signature : null,
+    confirmedAt: confirmed && record.confirmedAt ? record.confirmedAt.toISOString() : null,
   };
 }

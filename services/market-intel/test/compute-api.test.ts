@@ -329,6 +329,7 @@ describe('Paid jobs', () => {
       createdAt: expect.any(String),
       completedAt: null,
       txHash: signature,
+      refund: null,
     });
     await waitFor('step 0 message', () => steps.some((d) => (d.body as StepCommand).jobId === body.jobId));
     const command = StepCommand.parse(steps.find((d) => (d.body as StepCommand).jobId === body.jobId)?.body);

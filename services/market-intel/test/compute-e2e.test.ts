@@ -1,6 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
+import { Connection, PublicKey } from '@solana/web3.js';
 import { ForgeResult, ProveResult, type AgentJob } from '@repo/schemas';
+import { associatedTokenAccountOf } from '@repo/x402-solana';
 import {
   startFakeSearxng,
   startScriptedLlm,
@@ -134,6 +136,15 @@ async function captureDelivery(): Promise<(typeof hooks)[number]> {
   const { jobId } = await submitProve('approved', { webhook_url: receiverUrl });
   await settle(jobId);
   return waitFor('webhook', () => hooks.slice(before).find((hk) => hk.body.includes(jobId)));
+}
+
+/** The agent wallet's test USDC on the main network, in atomic units. */
+async function agentBalance(): Promise<bigint> {
+  const connection = new Connection(h.rpcUrls.solana, 'confirmed');
+  const account = new PublicKey(
+    associatedTokenAccountOf(h.agent.publicKey.toBase58(), h.ledger.networks.solana.mint),
+  );
+  return BigInt((await connection.getTokenAccountBalance(account)).value.amount);
 }
 
 function assertMonotonic(values: number[]): void {
@@ -352,10 +363,13 @@ describe('Compute jobs end to end', () => {
     expect(llm.calls.length).toBeGreaterThan(callsBefore);
   });
 
-  it('When every attempt of a step fails, then the step is dead-lettered after the delivery limit, kept for operators, and the job fails with the reason and a webhook', async () => {
+  it('When every attempt of a step fails, then the step is dead-lettered after the delivery limit, kept for operators, the job fails with the reason and a webhook, and the payer is refunded', async () => {
     hooks.length = 0;
     const dlqBefore = await queueDepth(h.vhost, COMPUTE_TOPOLOGY.queues.deadLetter);
+    const agentUsdc = () => agentBalance();
+    const paidBefore = await agentUsdc();
     const { jobId } = await submitProve('poison', { webhook_url: receiverUrl });
+    expect(await agentUsdc()).toBe(paidBefore - 25_000_000n);
     const { job } = await settle(jobId);
     expect(job.status).toBe('failed');
     // The stable code and short message; the runner's text (the scripted LLM's refusal) stays internal.
@@ -376,6 +390,13 @@ describe('Compute jobs end to end', () => {
       status: 'failed',
       error: expect.stringMatching(/^delivery_limit: /),
     });
+    // The failure is ours: the whole price goes back to the paying wallet from the refund wallet.
+    const refunded = await waitFor('refund confirmed', async () => {
+      const { refund } = await getJob(jobId);
+      return refund?.status === 'confirmed' ? refund : undefined;
+    });
+    expect(refunded).toMatchObject({ amount: '25000000', to: h.agent.publicKey.toBase58() });
+    expect(await agentUsdc()).toBe(paidBefore);
   });
 
   it('When a malformed step message reaches the runner, then it goes straight to the dead-letter queue', async () => {

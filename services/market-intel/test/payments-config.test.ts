@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Keypair } from '@solana/web3.js';
 import { associatedTokenAccountOf } from '@repo/x402-solana';
 import { loadConfig } from '../src/config';
-import { createSettlers } from '../src/payments';
+import { createRefundSenders, createSettlers } from '../src/payments';
 
 // The official-scheme configuration (README, "Configuration"): a fee payer file and the merchant
 // wallets, checked at boot.
@@ -70,4 +70,37 @@ describe('createSettlers', () => {
       expect(() => createSettlers(config({ X402_FEE_PAYER_KEYPAIR: file }))).toThrow(message);
     },
   );
+});
+
+describe('createRefundSenders', () => {
+  const refundPath = path.join(dir, 'refund.json');
+  const refundWallet = Keypair.generate();
+  writeFileSync(refundPath, JSON.stringify(Array.from(refundWallet.secretKey)));
+
+  it('When a refund wallet is configured, then each network payments are taken on refunds from it', () => {
+    const devnetMint = Keypair.generate().publicKey.toBase58();
+    const senders = createRefundSenders(
+      config({
+        X402_REFUND_KEYPAIR: refundPath,
+        USDC_MINT_DEVNET: devnetMint,
+        MERCHANT_TOKEN_ACCOUNT_DEVNET: associatedTokenAccountOf(merchant, devnetMint),
+      }),
+    );
+    expect(Object.keys(senders).sort()).toEqual(['solana', 'solana-devnet']);
+    expect(senders.solana?.wallet).toBe(refundWallet.publicKey.toBase58());
+  });
+
+  it('When no refund wallet is configured, then refunds are off', () => {
+    expect(createRefundSenders(config())).toEqual({});
+  });
+
+  it('When the refund wallet is the fee payer or not a keypair, then boot fails naming X402_REFUND_KEYPAIR', () => {
+    expect(() => createRefundSenders(config({ X402_REFUND_KEYPAIR: keypairPath }))).toThrow(
+      /X402_REFUND_KEYPAIR: the refund wallet must not be the x402 fee payer/,
+    );
+    writeFileSync(path.join(dir, 'short.json'), '[1,2,3]');
+    expect(() => createRefundSenders(config({ X402_REFUND_KEYPAIR: path.join(dir, 'short.json') }))).toThrow(
+      /X402_REFUND_KEYPAIR: a keypair file must hold a JSON array of 64 bytes/,
+    );
+  });
 });

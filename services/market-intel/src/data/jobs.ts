@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { AppError } from '@repo/errors';
-import type { AgentJob, JobStatus } from '@repo/schemas';
+import type { AgentJob, JobRefund, JobStatus } from '@repo/schemas';
 import {
   COMPUTE_TOPOLOGY,
   stepRoutingKey,
@@ -53,7 +53,21 @@ export interface ApplyResult {
   status: JobStatus | null;
   /** Whether a webhook delivery was queued. */
   webhookQueued: boolean;
+  /** The network of the refund this failure queued (a paid job failed; see {@link PaidJobFailureHook}). */
+  refundQueued?: string | null;
 }
+
+/**
+ * Called inside the transaction that fails a paid job, before it commits (README, "Refunds"): queues
+ * the refund of `job.txSignature` when the failure `code` is one that is refunded, so that the job's
+ * failure and its refund commit together or not at all.
+ * @returns the network of the refund queued, or null when none was
+ */
+export type PaidJobFailureHook = (
+  tx: Tx,
+  job: { id: string; txSignature: string },
+  code: JobErrorCode,
+) => Promise<string | null>;
 
 /** A transaction client (what kind hooks write with, inside the event's transaction). */
 export type Tx = Prisma.TransactionClient;
@@ -148,10 +162,17 @@ export class JobRepository {
   /**
    * @param db the database
    * @param hooks per job kind, what applying its events also does (see {@link JobKindHooks})
+   * @param options `onPaidJobFailed`: what failing a paid job also does (refunds)
+   * @param options `refundOf`: the refund of a payment, shown with a failed job (`refund` in
+   *   GET /api/v1/jobs/{jobId}); without it `refund` is always null
    */
   constructor(
     private readonly db: Db,
     private readonly hooks: Partial<Record<PipelineKind, JobKindHooks>> = {},
+    private readonly options: {
+      onPaidJobFailed?: PaidJobFailureHook;
+      refundOf?: (paymentSignature: string) => Promise<JobRefund | null>;
+    } = {},
   ) {}
 
   /**
@@ -228,6 +249,8 @@ export class JobRepository {
       },
     });
     if (!row || row.txSignature === null) return null;
+    const refund =
+      row.status === 'failed' && this.options.refundOf ? await this.options.refundOf(row.txSignature) : null;
     return {
       jobId: row.id,
       endpoint: row.endpoint,
@@ -238,6 +261,7 @@ export class JobRepository {
       createdAt: row.createdAt.toISOString(),
       completedAt: row.completedAt ? row.completedAt.toISOString() : null,
       txHash: row.txSignature,
+      refund,
     };
   }
 
@@ -364,13 +388,17 @@ export class JobRepository {
         data: { status: 'failed', error, lastError: detail, completedAt: new Date() },
       });
       await this.hooks[job.kind as PipelineKind]?.onFailed?.(tx, job, error);
+      const refundQueued =
+        job.tx_signature !== null && this.options.onPaidJobFailed
+          ? await this.options.onPaidJobFailed(tx, { id: jobId, txSignature: job.tx_signature }, failure.code)
+          : null;
       const webhookQueued = await queueWebhook(tx, jobId, job.webhook_url, {
         jobId,
         status: 'failed',
         result: null,
         error,
       });
-      return { applied: true, outboxIds: [], status: 'failed' as const, webhookQueued };
+      return { applied: true, outboxIds: [], status: 'failed' as const, webhookQueued, refundQueued };
     });
   }
 
@@ -460,6 +488,7 @@ interface LockedJob {
   webhook_url: string | null;
   started_at: Date | null;
   last_error: string | null;
+  tx_signature: string | null;
 }
 
 /** The result of an event that changed nothing (unknown job, terminal job, other step). */
@@ -474,7 +503,8 @@ function unchanged(job: LockedJob | undefined): ApplyResult {
 
 async function lockJob(tx: Tx, jobId: string): Promise<LockedJob | undefined> {
   const rows = await tx.$queryRawUnsafe<LockedJob[]>(
-    `SELECT id, kind, status, step_index, progress_pct, input, webhook_url, started_at, last_error FROM agent_jobs WHERE id = $1 FOR UPDATE`,
+    `SELECT id, kind, status, step_index, progress_pct, input, webhook_url, started_at, last_error, tx_signature
+       FROM agent_jobs WHERE id = $1 FOR UPDATE`,
     jobId,
   );
   return rows[0];

@@ -95,6 +95,8 @@ export async function startHarness(
     X402_FEE_PAYER_KEYPAIR: ledger.feePayer.keypairPath,
     MERCHANT_WALLET: ledger.networks.solana.merchantOwner,
     MERCHANT_WALLET_DEVNET: ledger.networks['solana-devnet'].merchantOwner,
+    // Failed paid jobs are refunded from the ledger's refund wallet, as the dev stack runs.
+    X402_REFUND_KEYPAIR: ledger.refundWallet.keypairPath,
     PAYMENT_FRESHNESS_SECONDS: String(options.freshnessSeconds ?? 600),
     DATABASE_POOL_SIZE: '20',
     AMQP_URL: amqpUrl,

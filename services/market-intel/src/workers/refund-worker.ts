@@ -1,0 +1,235 @@
+import type { QueueLogger } from '@repo/queue';
+import type { X402Network } from '@repo/schemas';
+import type { PrismaRefundLedger, RefundClaim } from '@repo/x402-ledger';
+import { RefundSendError, type RefundSender, type RefundState, type SignedRefund } from '@repo/x402-solana';
+
+/** Options of {@link RefundWorker}; times in milliseconds. */
+export interface RefundWorkerOptions {
+  /** How often each replica looks for due refunds. */
+  intervalMs: number;
+  /** How long a sent refund is watched for confirmation before it is left to a later pass. */
+  confirmTimeoutMs: number;
+  /** Interval between status reads while watching, default 500. */
+  pollIntervalMs?: number;
+  /** Refunds claimed per pass, default 5. */
+  batchSize?: number;
+}
+
+/** What a refund did, for metrics (`x402_refunds_total`). */
+export type RefundOutcome = 'sent' | 'confirmed' | 'retried' | 'send_failed';
+
+/** The longest wait before a refund that keeps failing is tried again: 5 minutes. */
+const MAX_RETRY_MS = 300_000;
+
+/**
+ * Sends and confirms refunds of failed paid jobs (README, "Refunds"), on every replica: each pass
+ * claims due refunds (`x402_refunds`, leased, so one replica works on a refund at a time), and for
+ * each one either
+ * - checks the stored attempt on chain: confirmed -> done; failed on chain or expired without
+ *   landing -> cleared, and a new transaction is built; still possibly landing -> sent again (the
+ *   same bytes, so it cannot land twice); or
+ * - builds and signs a new refund transaction, stores it, and only then sends it;
+ * then watches it for `confirmTimeoutMs`. A refund is retried until confirmed; while the RPC refuses
+ * it (an unfunded refund wallet) it is retried with a growing delay up to 5 minutes, and a warning
+ * names the wallet.
+ */
+export class RefundWorker {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private stopped = true;
+  private again = false;
+  private readonly pollIntervalMs: number;
+  private readonly batchSize: number;
+
+  /**
+   * @param ledger the refunds table
+   * @param senders the refund sender of each network refunds are made on
+   * @param onOutcome told of each step (metrics)
+   */
+  constructor(
+    private readonly ledger: PrismaRefundLedger,
+    private readonly senders: Partial<Record<X402Network, RefundSender>>,
+    private readonly options: RefundWorkerOptions,
+    private readonly logger: QueueLogger,
+    private readonly onOutcome: (network: X402Network, outcome: RefundOutcome) => void = () => undefined,
+  ) {
+    this.pollIntervalMs = options.pollIntervalMs ?? 500;
+    this.batchSize = options.batchSize ?? 5;
+  }
+
+  /** Starts looking for due refunds (the first pass at once). */
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  /** Runs a pass soon (a refund was just queued). */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running) this.again = true;
+    else this.schedule(0);
+  }
+
+  /** Stops looking and waits for the pass in progress. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+
+  /**
+   * One pass: claims due refunds and works on each until it is confirmed or left for later.
+   * @returns how many refunds were claimed
+   */
+  async runDue(): Promise<number> {
+    // The lease covers building, sending and watching, with a margin for slow RPC calls.
+    const claims = await this.ledger.claimDue(this.batchSize, this.options.confirmTimeoutMs + 60_000);
+    await Promise.all(claims.map((claim) => this.process(claim)));
+    return claims.length;
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.running = (async () => {
+        do {
+          this.again = false;
+          while (!this.stopped && (await this.runDue()) > 0) {
+            // keep going while refunds were due
+          }
+        } while (this.again && !this.stopped);
+      })()
+        .catch((err: unknown) => this.logger.warn({ err: String(err) }, 'refund pass failed'))
+        .finally(() => {
+          this.running = null;
+          if (!this.stopped) this.schedule(this.options.intervalMs);
+        });
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  private async process(claim: RefundClaim): Promise<void> {
+    const { refund } = claim;
+    const sender = this.senders[refund.network];
+    if (!sender) {
+      await this.ledger.release(claim, MAX_RETRY_MS, `no refund wallet is configured for ${refund.network}`);
+      return;
+    }
+    try {
+      let attempt = storedAttempt(claim);
+      if (attempt) {
+        const state = await sender.status(attempt);
+        // Confirmed, or cleared to be built again on the next pass.
+        if (await this.settle(claim, attempt, state)) return;
+      }
+      if (!attempt) {
+        const built = await sender.build({
+          paymentSignature: refund.paymentSignature,
+          payer: refund.payer,
+          amountAtomic: refund.amountAtomic,
+        });
+        // Stored before it is sent: after a crash the same transaction is found or sent again.
+        if (!(await this.ledger.recordAttempt(claim, built))) return;
+        attempt = built;
+      }
+      const sendError = await this.send(sender, claim, attempt);
+      const state = await this.watch(sender, attempt);
+      if (await this.settle(claim, attempt, state)) return;
+      if (state.state === 'pending') {
+        await this.ledger.release(claim, this.retryDelay(claim, sendError !== undefined), sendError);
+      }
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      this.logger.warn({ payment: refund.paymentSignature, err: message }, 'refund attempt failed');
+      await this.ledger.release(claim, this.retryDelay(claim, true), message);
+    }
+  }
+
+  /** Sends `attempt`; a failure is logged and returned (the attempt stays and is watched anyway). */
+  private async send(
+    sender: RefundSender,
+    claim: RefundClaim,
+    attempt: SignedRefund,
+  ): Promise<string | undefined> {
+    const { network } = claim.refund;
+    try {
+      await sender.send(attempt);
+      this.onOutcome(network, 'sent');
+      return undefined;
+    } catch (err) {
+      this.onOutcome(network, 'send_failed');
+      const message = err instanceof Error ? err.message : String(err);
+      if (err instanceof RefundSendError && err.kind === 'refused') {
+        this.logger.warn(
+          {
+            payment: claim.refund.paymentSignature,
+            network,
+            refundWallet: sender.wallet,
+            amountAtomic: claim.refund.amountAtomic.toString(),
+            err: message,
+          },
+          'the RPC refused a refund: does the refund wallet hold enough USDC and SOL?',
+        );
+      } else {
+        this.logger.warn({ payment: claim.refund.paymentSignature, err: message }, 'refund not sent');
+      }
+      return message;
+    }
+  }
+
+  /** Reads the attempt's state until it is final or `confirmTimeoutMs` passed. */
+  private async watch(sender: RefundSender, attempt: SignedRefund): Promise<RefundState> {
+    const deadline = Date.now() + this.options.confirmTimeoutMs;
+    for (;;) {
+      const state = await sender.status(attempt);
+      if (state.state !== 'pending' || Date.now() >= deadline || this.stopped) return state;
+      await new Promise((resolve) => setTimeout(resolve, this.pollIntervalMs));
+    }
+  }
+
+  /**
+   * Acts on a final state: confirmed -> recorded; failed or expired -> the attempt is cleared and the
+   * refund is due again at once.
+   * @returns whether the claim is finished with (confirmed, cleared, or lost to another replica)
+   */
+  private async settle(claim: RefundClaim, attempt: SignedRefund, state: RefundState): Promise<boolean> {
+    const { network, paymentSignature } = claim.refund;
+    if (state.state === 'confirmed') {
+      if (await this.ledger.markConfirmed(claim, attempt.signature, state.slot)) {
+        this.onOutcome(network, 'confirmed');
+        this.logger.info(
+          { payment: paymentSignature, refund: attempt.signature, network },
+          'refund confirmed on chain',
+        );
+      }
+      return true;
+    }
+    if (state.state === 'failed' || state.state === 'expired') {
+      const reason =
+        state.state === 'failed'
+          ? `refund transaction ${attempt.signature} failed on chain: ${state.error}`
+          : `refund transaction ${attempt.signature} expired without landing`;
+      if (await this.ledger.clearAttempt(claim, attempt.signature, reason)) {
+        this.onOutcome(network, 'retried');
+        this.logger.warn({ payment: paymentSignature, network, reason }, 'refund attempt replaced');
+        await this.ledger.release(claim, 0);
+      }
+      return true;
+    }
+    return false;
+  }
+
+  private retryDelay(claim: RefundClaim, failing: boolean): number {
+    if (!failing) return this.options.intervalMs;
+    return Math.min(MAX_RETRY_MS, this.options.intervalMs * 2 ** Math.min(claim.refund.attempts, 6));
+  }
+}
+
+/** The claim's stored attempt, when one is recorded. */
+function storedAttempt(claim: RefundClaim): SignedRefund | undefined {
+  const { signature, transaction, lastValidBlockHeight } = claim.refund;
+  if (signature === null || transaction === null || lastValidBlockHeight === null) return undefined;
+  return { signature, transaction, lastValidBlockHeight };
+}
