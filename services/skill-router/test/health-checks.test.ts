@@ -10,8 +10,9 @@ beforeAll(async () => {
   skills = await startLocalSkills();
   h = await startHarness('skill_router_health_test', {
     WORKERS_ENABLED: 'true',
-    HEALTH_CHECK_INTERVAL_MS: '50',
-    HEALTH_POLL_INTERVAL_MS: '20',
+    // The health loop runs once at start and then only when a test kicks it: one check per kick.
+    HEALTH_CHECK_INTERVAL_MS: '3600000',
+    HEALTH_POLL_INTERVAL_MS: '3600000',
     HEALTH_CHECK_TIMEOUT_MS: '300',
     HEALTH_FAILURES_TO_SUSPEND: '3',
     HEALTH_SUCCESSES_TO_RESUME: '2',
@@ -26,8 +27,32 @@ afterAll(async () => {
 const status = async (id: string) =>
   (await h.sql<{ status: string }>('SELECT status FROM skills WHERE skill_id = $1', id))[0]?.status;
 
+/** Makes the skill's next periodic check due now and runs exactly one pass of the health worker. */
+async function checkOnce(skillId: string): Promise<{ ok: boolean; status_code: number | null }> {
+  const before = await periodicChecks(skillId);
+  await h.sql(
+    "UPDATE skill_stats SET next_health_check_at = now() - interval '1 second' WHERE skill_id = $1",
+    skillId,
+  );
+  const worker = h.runtime.workers?.health;
+  if (!worker) throw new Error('the health worker is not running');
+  await worker.kick();
+  const after = await periodicChecks(skillId);
+  expect(after).toHaveLength(before.length + 1);
+  const latest = after[0];
+  if (!latest) throw new Error('no check recorded');
+  return latest;
+}
+
+/** The skill's periodic checks, newest first. */
+const periodicChecks = (skillId: string) =>
+  h.sql<{ ok: boolean; status_code: number | null }>(
+    `SELECT ok, status_code FROM health_checks WHERE skill_id = $1 AND kind = 'periodic' ORDER BY id DESC`,
+    skillId,
+  );
+
 describe('Periodic health checks', () => {
-  it('When an active skill keeps failing its health checks, then it is suspended after 3 failures in a row, its success rate drops, and it is no longer routed; when it recovers it is active again', async () => {
+  it('When an active skill fails its health checks, then it stays active after 2 failures in a row and is suspended after the 3rd, its success rate drops and it is no longer routed; it is active again after exactly 2 successes', async () => {
     skills.set('flaky', { kind: 'healthy', respond: translate });
     const skill = buildSkill({
       endpoint: skills.url('flaky'),
@@ -36,24 +61,14 @@ describe('Periodic health checks', () => {
     });
     await h.register(key, skill);
     await waitFor('active', async () => (await status(skill.skill_id)) === 'active');
-    await waitFor(
-      'a periodic check',
-      async () =>
-        (await h.sql(`SELECT 1 FROM health_checks WHERE skill_id = $1 AND kind = 'periodic'`, skill.skill_id))
-          .length > 0,
-    );
+    expect(await checkOnce(skill.skill_id)).toEqual({ ok: true, status_code: 200 });
 
     skills.set('flaky', { kind: 'status', status: 503 });
-    await waitFor('suspended', async () => (await status(skill.skill_id)) === 'suspended');
-    const checks = await h.sql<{ ok: boolean; status_code: number | null }>(
-      `SELECT ok, status_code FROM health_checks WHERE skill_id = $1 AND kind = 'periodic' ORDER BY id DESC LIMIT 3`,
-      skill.skill_id,
-    );
-    expect(checks).toEqual([
-      { ok: false, status_code: 503 },
-      { ok: false, status_code: 503 },
-      { ok: false, status_code: 503 },
-    ]);
+    expect(await checkOnce(skill.skill_id)).toEqual({ ok: false, status_code: 503 });
+    expect(await checkOnce(skill.skill_id)).toEqual({ ok: false, status_code: 503 });
+    expect(await status(skill.skill_id)).toBe('active');
+    expect(await checkOnce(skill.skill_id)).toEqual({ ok: false, status_code: 503 });
+    expect(await status(skill.skill_id)).toBe('suspended');
     const detail = await h.call('GET', `/api/discover/skills/${skill.skill_id}`);
     expect(detail.body.status).toBe('suspended');
     expect(detail.body.metrics.success_rate_24h).toBeLessThan(1);
@@ -71,7 +86,10 @@ describe('Periodic health checks', () => {
     expect(routed.body.total_matches).toBe(0);
 
     skills.set('flaky', { kind: 'healthy', respond: translate });
-    await waitFor('active again', async () => (await status(skill.skill_id)) === 'active');
+    expect(await checkOnce(skill.skill_id)).toEqual({ ok: true, status_code: 200 });
+    expect(await status(skill.skill_id)).toBe('suspended');
+    expect(await checkOnce(skill.skill_id)).toEqual({ ok: true, status_code: 200 });
+    expect(await status(skill.skill_id)).toBe('active');
     const again = await h.call(
       'POST',
       '/api/discover/route',
@@ -86,12 +104,8 @@ describe('Periodic health checks', () => {
     const skill = buildSkill({ endpoint: skills.url('laggy') });
     await h.register(key, skill);
     await waitFor('active', async () => (await status(skill.skill_id)) === 'active', 15_000);
-    await waitFor(
-      'two periodic checks',
-      async () =>
-        (await h.sql(`SELECT 1 FROM health_checks WHERE skill_id = $1 AND kind = 'periodic'`, skill.skill_id))
-          .length >= 2,
-    );
+    await checkOnce(skill.skill_id);
+    await checkOnce(skill.skill_id);
     const detail = await h.call('GET', `/api/discover/skills/${skill.skill_id}`);
     expect(detail.body.metrics.avg_latency_ms).toBeGreaterThanOrEqual(120);
     expect(detail.body.metrics.success_rate_24h).toBe(1);
