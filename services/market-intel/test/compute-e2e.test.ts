@@ -73,7 +73,11 @@ function scenarioOf(req: ScriptedRequest): Scenario | 'forge' {
 /** Answers every pipeline task; a prove job's scenario comes from the `[scenario:...]` marker in its idea. */
 const respondToPipelines = scriptedPipelineResponder();
 
+/** RUNNER_ID of the runner started last (recorded with each step it applies). */
+let runnerId = '';
+
 function startRunner(): RunnerProcess {
+  runnerId = `e2e-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
   return spawnRunner({
     AMQP_URL: h.amqpUrl,
     LLM_BASE_URL: llm.baseUrl,
@@ -81,7 +85,7 @@ function startRunner(): RunnerProcess {
     LLM_API_KEY: 'test-key',
     SEARCH_PROVIDER: 'searxng',
     SEARXNG_URL: search.baseUrl,
-    RUNNER_ID: `e2e-${Date.now()}`,
+    RUNNER_ID: runnerId,
   });
 }
 
@@ -349,6 +353,8 @@ describe('Compute jobs end to end', () => {
     await hold.held(30_000);
     const before = await getJob(jobId);
     expect(before.status).toBe('running');
+    const heldStep = (await h.db.agentJob.findUniqueOrThrow({ where: { id: jobId } })).stepIndex;
+    const killedRunner = runnerId;
     const callsBefore = llm.calls.length;
     expect(await runner.stop('SIGKILL')).toBe('SIGKILL');
     hold.release();
@@ -359,8 +365,12 @@ describe('Compute jobs end to end', () => {
     expect(ProveResult.parse(job.result).verdict).toBe('REJECTED');
     const steps = await h.service.jobs.appliedSteps(jobId);
     expect(steps.map((s) => s.stepIndex)).toEqual(steps.map((_, i) => i));
-    // The interrupted step ran again on the new runner (more LLM calls than a clean run would need).
-    expect(llm.calls.length).toBeGreaterThan(callsBefore);
+    // The interrupted step ran again on the new runner, which asked the held question again, and it
+    // was applied once, by the new runner.
+    expect(hold.askedAgain(llm.calls.slice(callsBefore))).toBeGreaterThanOrEqual(1);
+    const applied = await h.db.jobStep.findMany({ where: { jobId, stepIndex: heldStep } });
+    expect(applied.map((s) => s.runnerId)).toEqual([runnerId]);
+    expect(runnerId).not.toBe(killedRunner);
   });
 
   it('When every attempt of a step fails, then the step is dead-lettered after the delivery limit, kept for operators, the job fails with the reason and a webhook, and the payer is refunded', async () => {

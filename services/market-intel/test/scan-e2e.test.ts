@@ -41,13 +41,17 @@ const SECTOR = FIXTURE_SCAN.sector;
 const hold = new LlmCallHold();
 const respond = scriptedPipelineResponder();
 
+/** RUNNER_ID of the runner started last (recorded with each step it applies). */
+let runnerId = '';
+
 function startRunner(): RunnerProcess {
+  runnerId = `scan-e2e-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
   return spawnRunner({
     AMQP_URL: h.amqpUrl,
     LLM_BASE_URL: llm.baseUrl,
     LLM_MODEL: 'scripted-model',
     LLM_API_KEY: 'test-key',
-    RUNNER_ID: `scan-e2e-${Date.now()}`,
+    RUNNER_ID: runnerId,
     ...FIXTURE_SCAN.runnerEnv,
   });
 }
@@ -353,6 +357,8 @@ describe('Scout scans end to end', () => {
     const jobId = await startScan();
     await hold.held(60_000);
     expect((await h.service.scans.progress(jobId))?.status).toBe('running');
+    const heldStep = (await h.db.agentJob.findUniqueOrThrow({ where: { id: jobId } })).stepIndex;
+    const killedRunner = runnerId;
     const callsBefore = llm.calls.length;
     expect(await runner.stop('SIGKILL')).toBe('SIGKILL');
     hold.release();
@@ -362,7 +368,11 @@ describe('Scout scans end to end', () => {
     expect(done.status).toBe('completed');
     const steps = await h.service.jobs.appliedSteps(jobId);
     expect(steps.map((s) => s.stepIndex)).toEqual(steps.map((_, i) => i));
-    expect(llm.calls.length).toBeGreaterThan(callsBefore);
+    // The held question was asked again by the new runner, which applied the interrupted step once.
+    expect(hold.askedAgain(llm.calls.slice(callsBefore))).toBeGreaterThanOrEqual(1);
+    const applied = await h.db.jobStep.findMany({ where: { jobId, stepIndex: heldStep } });
+    expect(applied.map((s) => s.runnerId)).toEqual([runnerId]);
+    expect(runnerId).not.toBe(killedRunner);
     // The sector is free again and the report was stored once more.
     const schedule = (await h.service.scans.schedules()).find((s) => s.sector === SECTOR);
     expect(schedule).toMatchObject({ activeJobId: null, lastJobId: jobId, lastStatus: 'completed' });

@@ -71,13 +71,29 @@ export async function waitForHealthyRunner(baseUrl: string, runner: RunnerProces
 export class LlmCallHold {
   private matches: ((req: ScriptedRequest) => boolean) | null = null;
   private readonly waiting: (() => void)[] = [];
+  /** The last request held (what a runner killed meanwhile must ask again). */
+  lastHeld: ScriptedRequest | undefined;
 
   /** `respond`, except that calls selected by {@link hold} wait for {@link release}. */
   wrap(respond: ScriptedRespond): ScriptedRespond {
     return async (req) => {
-      if (this.matches?.(req)) await new Promise<void>((resolve) => this.waiting.push(resolve));
+      if (this.matches?.(req)) {
+        this.lastHeld = req;
+        await new Promise<void>((resolve) => this.waiting.push(resolve));
+      }
       return respond(req);
     };
+  }
+
+  /**
+   * How many of `calls` ask exactly what the last held request asked (same task, same messages): a
+   * step interrupted while that request was held has run again when this is at least 1.
+   */
+  askedAgain(calls: readonly Pick<ScriptedRequest, 'task' | 'messages'>[]): number {
+    const held = this.lastHeld;
+    if (!held) throw new Error('no LLM call was held');
+    const prompt = JSON.stringify(held.messages);
+    return calls.filter((c) => c.task === held.task && JSON.stringify(c.messages) === prompt).length;
   }
 
   /** From now on, holds the calls `matches` selects. */
