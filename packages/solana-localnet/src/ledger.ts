@@ -346,6 +346,8 @@ export class NetworkLedger {
   private latest: { blockhash: string; height: number } | null = null;
   private journal: Journal | null = null;
   private feePayer: PublicKey | null = null;
+  // Seconds added to the wall clock for the Clock sysvar and blockTime (localnet_setClockOffset).
+  private clockOffsetSeconds = 0;
   // Every address a transaction or the ledger ever wrote: what getProgramAccounts scans (LiteSVM
   // cannot enumerate its accounts).
   private readonly known = new Set<string>();
@@ -494,6 +496,20 @@ export class NetworkLedger {
     return issued !== undefined && this.blockHeight() - issued <= BLOCKHASH_VALIDITY_BLOCKS;
   }
 
+  /**
+   * Shifts the clock of transactions that land from now on (their `blockTime` and the Clock sysvar's
+   * `unixTimestamp`) by `seconds` from wall-clock time, e.g. -700 to make a payment look 700 s old.
+   * 0 restores real time. Not journalled: a restart runs on real time.
+   */
+  setClockOffset(seconds: number): void {
+    this.clockOffsetSeconds = seconds;
+  }
+
+  /** Wall-clock Unix seconds plus the clock offset. */
+  private unixNow(): number {
+    return Math.floor(Date.now() / 1000) + this.clockOffsetSeconds;
+  }
+
   /** Forgets every issued blockhash, so transactions built on them fail with BlockhashNotFound (tests). */
   expireBlockhashes(): void {
     this.blockhashes.clear();
@@ -585,7 +601,7 @@ export class NetworkLedger {
     const pre = keys.map((key) => this.getAccount(key));
 
     const slot = Math.max(this.slot + 1, this.blockHeight());
-    const blockTime = Math.floor(Date.now() / 1000);
+    const blockTime = this.unixNow();
     this.setClock(slot, blockTime);
 
     const result = this.svm.sendTransaction(tx);
@@ -705,7 +721,7 @@ export class NetworkLedger {
 
     // The bank a validator simulates on is at the current slot and time; the clock is put back after.
     const savedClock = this.svm.getClock();
-    this.setClock(this.currentSlot(), Math.floor(Date.now() / 1000));
+    this.setClock(this.currentSlot(), this.unixNow());
     this.svm.withSigverify(false);
     let result: ReturnType<LiteSVM['simulateTransaction']>;
     try {

@@ -557,6 +557,13 @@ const handlers: Record<string, Handler> = {
     ctx.ledger.expireBlockhashes();
     return null;
   },
+  localnet_setClockOffset: (ctx, params) => {
+    const seconds = params[0];
+    if (typeof seconds !== 'number' || !Number.isInteger(seconds) || Math.abs(seconds) > 315_360_000)
+      throw invalid('Invalid params: expected an integer number of seconds within ten years');
+    ctx.ledger.setClockOffset(seconds);
+    return null;
+  },
 };
 
 /** Names of every supported method, standard and `localnet_` extensions. */

@@ -341,6 +341,26 @@ describe('solana-localnet', () => {
     ).toBe(3);
   });
 
+  it('When the clock offset is set, then transactions landing afterwards carry a block time shifted by it, until it is reset', async () => {
+    const url = ledger.networks.solana.rpcUrl;
+    await callRpc(url, 'localnet_setClockOffset', [-700]);
+    let shifted: string;
+    try {
+      shifted = await payment(1n);
+    } finally {
+      await callRpc(url, 'localnet_setClockOffset', [0]);
+    }
+    const now = Math.floor(Date.now() / 1000);
+    const past = await connection.getTransaction(shifted, { maxSupportedTransactionVersion: 0 });
+    expect(now - (past?.blockTime ?? 0)).toBeGreaterThanOrEqual(699);
+    expect(now - (past?.blockTime ?? 0)).toBeLessThan(720);
+    const current = await connection.getTransaction(await payment(2n), { maxSupportedTransactionVersion: 0 });
+    expect(Math.abs(now - (current?.blockTime ?? 0))).toBeLessThan(20);
+    await expect(callRpc(url, 'localnet_setClockOffset', ['soon'])).rejects.toEqual(
+      expect.objectContaining({ code: -32602 }),
+    );
+  });
+
   it('When localnet_fund is asked to give the fee payer test USDC, then it refuses and the fee payer still has no token account', async () => {
     const feePayer = ledger.feePayer.keypair.publicKey;
     const before = await connection.getBalance(feePayer);

@@ -1,5 +1,5 @@
 import { Keypair } from '@solana/web3.js';
-import { createTestMint, fundWallet, mintTestTokens } from '@repo/solana-localnet';
+import { callRpc, createTestMint, fundWallet, mintTestTokens } from '@repo/solana-localnet';
 import { Error402 } from '@repo/schemas';
 import { buildReport, startHarness, type Harness } from './support/harness';
 
@@ -125,6 +125,30 @@ describe('x402 payment rules', () => {
       accepts: [expect.objectContaining({ payTo: h.ledger.networks.solana.merchantTokenAccount })],
     });
     expect(await h.paymentRows(signature)).toEqual([UNCONSUMED]);
+  });
+
+  it('When a payment landed longer ago than PAYMENT_FRESHNESS_SECONDS (600) before market-intel first saw it, then 402 stale and nothing is consumed; one inside the window is served', async () => {
+    expect(h.config.PAYMENT_FRESHNESS_SECONDS).toBe(600);
+    /** A gaps payment whose block time lies `offsetSeconds` from now (the ledger's clock is shifted). */
+    const paidAt = async (offsetSeconds: number): Promise<string> => {
+      await callRpc(h.rpcUrls.solana, 'localnet_setClockOffset', [offsetSeconds]);
+      try {
+        return await h.transfer({ amountAtomic: 100_000n });
+      } finally {
+        await callRpc(h.rpcUrls.solana, 'localnet_setClockOffset', [0]);
+      }
+    };
+    const old = await paidAt(-700);
+    const refused = await h.getWithProof(GAPS, old);
+    expect(refused.status).toBe(402);
+    expect(await json(refused)).toMatchObject({ x402Version: 1, details: { reason: 'stale' } });
+    expect(await h.paymentRows(old)).toEqual([UNCONSUMED]);
+
+    const recent = await paidAt(-500);
+    expect((await h.getWithProof(GAPS, recent)).status).toBe(200);
+    expect(await h.paymentRows(recent)).toEqual([
+      { status: 'completed', endpoint: 'GET /api/v1/scout/gaps' },
+    ]);
   });
 
   it('When the transaction failed on chain, then 402 and nothing is consumed', async () => {
