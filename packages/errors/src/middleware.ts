@@ -69,6 +69,24 @@ function fromBodyParser(err: Error & BodyParserError): AppError | undefined {
   }
 }
 
+/**
+ * Client errors that Express itself raises with an http-errors style `status` (no `type`): the router
+ * throws a `URIError` with status 400 when a path parameter is not valid percent-encoding (`/jobs/%`).
+ */
+function fromHttpError(err: unknown): AppError | undefined {
+  if (!(err instanceof Error)) return undefined;
+  const { status, statusCode } = err as Error & { status?: unknown; statusCode?: unknown };
+  const code = typeof status === 'number' ? status : typeof statusCode === 'number' ? statusCode : undefined;
+  if (code === 400 && err instanceof URIError)
+    return new AppError('invalid_request', 'The URL path is not valid percent-encoding', { cause: err });
+  if (code === 400) return new AppError('invalid_request', 'Invalid request', { cause: err });
+  if (code === 404) return new AppError('not_found', 'Not found', { cause: err });
+  if (code === 405) return new AppError('method_not_allowed', 'Method not allowed', { cause: err });
+  if (code === 413) return new AppError('payload_too_large', 'Request body is too large', { cause: err });
+  if (code === 415) return new AppError('unsupported_media_type', 'Unsupported media type', { cause: err });
+  return undefined;
+}
+
 /** Driver adapter error kinds (Prisma 7) that mean the database cannot be used right now. */
 const UNAVAILABLE_KINDS = new Set([
   'DatabaseNotReachable',
@@ -127,7 +145,8 @@ const UNAVAILABLE_RETRY_AFTER_SECONDS = '5';
 
 /**
  * The last middleware of every app: turns any error into the envelope. AppErrors keep their status
- * and message; body-parser errors map to 400/413/415; a backing service that cannot be reached
+ * and message; body-parser errors map to 400/413/415; Express's own client errors (a path parameter
+ * that is not valid percent-encoding: 400) keep their 4xx status; a backing service that cannot be reached
  * ({@link isDependencyUnavailable}) is answered `503 service_unavailable` with `Retry-After: 5`
  * (seconds), logged as a warning; anything else is logged and answered `500 internal_error` with a
  * generic message.
@@ -140,8 +159,12 @@ export function errorHandler(logger: ErrorLogger): ErrorRequestHandler {
       return;
     }
     let appError: AppError;
+    const clientError = isAppError(err)
+      ? undefined
+      : ((isBodyParserError(err) ? fromBodyParser(err) : undefined) ?? fromHttpError(err));
     if (isAppError(err)) appError = err;
-    else if (isBodyParserError(err)) appError = fromBodyParser(err) ?? internal(err);
+    else if (clientError) appError = clientError;
+    else if (isBodyParserError(err)) appError = internal(err);
     else if (isDependencyUnavailable(err)) {
       logger.warn({ err, requestId: requestIdOf(req) }, 'backing service unavailable');
       sendAppError(

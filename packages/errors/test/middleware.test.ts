@@ -32,6 +32,9 @@ function buildApp() {
   app.post('/echo', (req, res) => {
     res.json(req.body);
   });
+  app.get('/items/:id', (req, res) => {
+    res.json({ id: req.params.id });
+  });
   app.use(notFoundHandler);
   app.use(errorHandler(silent));
   return app;
@@ -90,5 +93,18 @@ describe('error middleware', () => {
       .send(JSON.stringify({ a: 'x'.repeat(2000) }));
     expect(res.status).toBe(413);
     expect(res.body.code).toBe('payload_too_large');
+  });
+
+  // Found by the OpenAPI fuzz suites: `GET /api/discover/skills/%` answered 500.
+  it('When a path parameter is not valid percent-encoding, then 400 invalid_request, not a 500', async () => {
+    for (const path of ['/items/%', '/items/%zz', '/items/%E0%A4%A']) {
+      const res = await request(buildApp()).get(path);
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({
+        error: 'The URL path is not valid percent-encoding',
+        code: 'invalid_request',
+        requestId: expect.any(String),
+      });
+    }
   });
 });

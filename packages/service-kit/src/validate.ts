@@ -13,6 +13,11 @@ export interface RequestSchemas {
 export interface ValidateOptions {
   /** Error code for a failed body: `invalid_request` (400, default) or `validation_failed` (422). */
   bodyCode?: 'invalid_request' | 'validation_failed';
+  /**
+   * Dotted paths of strings that may hold U+0000 because they are never stored as text (e.g.
+   * `body.password`, which is only hashed); every other string is refused with it.
+   */
+  nulAllowed?: readonly string[];
 }
 
 /** The parsed values stored on `res.locals.valid` by {@link validate}. */
@@ -23,13 +28,40 @@ export interface Validated<Q = unknown, P = unknown, B = unknown> {
 }
 
 /**
+ * The path (starting with `prefix`) of the first string, value or object key, in `value` that contains
+ * U+0000, which PostgreSQL can store neither in `text` nor in `jsonb`; string values at `allowed`
+ * paths are skipped; `undefined` when there is none. Iterative, so deep JSON cannot overflow the stack.
+ */
+function nulPath(value: unknown, prefix: string, allowed: ReadonlySet<string>): string[] | undefined {
+  const stack: { value: unknown; path: string[] }[] = [{ value, path: [prefix] }];
+  for (let item = stack.pop(); item; item = stack.pop()) {
+    const current = item.value;
+    if (typeof current === 'string') {
+      if (current.includes('\u0000') && !allowed.has(item.path.join('.'))) return item.path;
+    } else if (Array.isArray(current)) {
+      current.forEach((v, i) => stack.push({ value: v, path: [...item.path, String(i)] }));
+    } else if (typeof current === 'object' && current !== null) {
+      for (const [k, v] of Object.entries(current)) {
+        if (k.includes('\u0000')) return [...item.path, k];
+        stack.push({ value: v, path: [...item.path, k] });
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
  * Validate-at-the-edge middleware (ARCHITECTURE.md, "Validate at the edge, use what was parsed"):
  * parses query, params and body with zod and stores the parsed values in `res.locals.valid`
- * (express 5's `req.query` is a read-only getter) and `req.body`. Any failure is one AppError listing
- * every field error in `details` (`[{ path: "query.limit", message }]`).
+ * (express 5's `req.query` is a read-only getter) and `req.body`. A string that contains U+0000
+ * (NUL) anywhere in a parsed part (unless `options.nulAllowed` names it) is a field error too:
+ * PostgreSQL stores it neither in `text` nor in `jsonb`, so it would otherwise fail as a 500 deep
+ * inside a repository. Any failure is one AppError
+ * listing every field error in `details` (`[{ path: "query.limit", message }]`).
  * @throws AppError `invalid_request` (400) or `options.bodyCode` for the body
  */
 export function validate(schemas: RequestSchemas, options: ValidateOptions = {}): RequestHandler {
+  const nulAllowed = new Set(options.nulAllowed ?? []);
   return (req, res, next) => {
     const problems: FieldError[] = [];
     const valid: Validated = { query: req.query, params: req.params, body: req.body };
@@ -39,7 +71,11 @@ export function validate(schemas: RequestSchemas, options: ValidateOptions = {})
       if (!schema) continue;
       const input: unknown = part === 'body' ? req.body : part === 'query' ? req.query : req.params;
       const result = schema.safeParse(input);
-      if (result.success) valid[part] = result.data;
+      const nul = result.success ? nulPath(result.data, part, nulAllowed) : undefined;
+      if (nul) {
+        problems.push({ path: nul.join('.'), message: 'must not contain the NUL character (U+0000)' });
+        if (part === 'body') bodyFailed = true;
+      } else if (result.success) valid[part] = result.data;
       else {
         problems.push(...fieldErrors(result.error, part));
         if (part === 'body') bodyFailed = true;

@@ -24,6 +24,23 @@ function buildApp(ready = true) {
     },
   );
   app.post(
+    '/store',
+    validate({ body: z.object({ name: z.string(), payload: z.record(z.string(), z.unknown()).optional() }) }),
+    (req, res) => {
+      res.json(req.body);
+    },
+  );
+  app.post(
+    '/login',
+    validate(
+      { body: z.object({ email: z.string(), password: z.string() }) },
+      { nulAllowed: ['body.password'] },
+    ),
+    (_req, res) => {
+      res.json({ ok: true });
+    },
+  );
+  app.post(
     '/compute',
     validate({ body: z.object({ idea: z.string().min(10) }) }, { bodyCode: 'validation_failed' }),
     (req, res) => {
@@ -53,6 +70,33 @@ describe('service kit', () => {
     expect(res.status).toBe(422);
     expect(res.body.code).toBe('validation_failed');
     expect(res.body.details[0].path).toBe('body.idea');
+  });
+
+  // Found by the OpenAPI fuzz suites: a NUL in a skill's description reached PostgreSQL and answered 500.
+  it('When a string in the body holds a NUL character, at any depth or in a key, then 400 invalid_request names it', async () => {
+    for (const [body, path] of [
+      [{ name: 'a\u0000b' }, 'body.name'],
+      [{ name: 'ok', payload: { deep: [{ x: '\u0000' }] } }, 'body.payload.deep.0.x'],
+      [{ name: 'ok', payload: { 'k\u0000': 1 } }, 'body.payload.k\u0000'],
+    ] as const) {
+      const res = await request(buildApp()).post('/store').send(body);
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe('invalid_request');
+      expect(res.body.details).toEqual([{ path, message: 'must not contain the NUL character (U+0000)' }]);
+    }
+    const query = await request(buildApp()).get('/items?limit=1&x=%00');
+    expect(query.status).toBe(200);
+    const ok = await request(buildApp())
+      .post('/store')
+      .send({ name: 'fine', payload: { a: ['b'] } });
+    expect(ok.status).toBe(200);
+    // A path the route allows (a password is only hashed) keeps its NUL; the others do not.
+    expect((await request(buildApp()).post('/login').send({ email: 'a', password: 'p\u0000w' })).status).toBe(
+      200,
+    );
+    expect((await request(buildApp()).post('/login').send({ email: 'a\u0000', password: 'pw' })).status).toBe(
+      400,
+    );
   });
 
   it('When x-request-id is sent, then it is echoed in the header and the error body', async () => {

@@ -16,8 +16,35 @@ export type ProposalStatus = z.infer<typeof ProposalStatus>;
 
 /** A signal type: 1 to 100 characters (spec, "Signal (input)"). */
 export const SignalType = StorableString.min(1).max(100);
-/** A signal payload: any JSON object. */
-export const SignalPayload = z.record(z.string(), z.unknown());
+/**
+ * Deepest nesting a payload may have (objects and arrays, the payload itself being level 1). Deeper
+ * JSON could not be stored: serialising it for PostgreSQL runs out of stack (a 500, found by the
+ * OpenAPI fuzz suite with 5000 nested arrays).
+ */
+export const MAX_PAYLOAD_DEPTH = 64;
+
+/** Nesting depth of a JSON value (0 for a scalar), counted without recursion. */
+function depthOf(value: unknown): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[value, 1]];
+  for (let item = stack.pop(); item; item = stack.pop()) {
+    const [current, depth] = item;
+    if (typeof current !== 'object' || current === null) continue;
+    deepest = Math.max(deepest, depth);
+    if (deepest > MAX_PAYLOAD_DEPTH) return deepest;
+    for (const child of Object.values(current)) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
+/** A signal payload: any JSON object nested at most {@link MAX_PAYLOAD_DEPTH} levels. */
+export const SignalPayload = z
+  .record(z.string(), z.unknown())
+  .refine(
+    (v) => depthOf(v) <= MAX_PAYLOAD_DEPTH,
+    `must not be nested deeper than ${MAX_PAYLOAD_DEPTH} levels`,
+  )
+  .describe(`any JSON object, nested at most ${MAX_PAYLOAD_DEPTH} levels`);
 
 /** One signal as POST /api/signals takes it (spec, "Signal (input)"). */
 export const SignalInput = z.object({

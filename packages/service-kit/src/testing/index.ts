@@ -7,3 +7,30 @@ export type { Load, LoadRequest, LoadResult, ShutdownVerdict } from './load';
 export { metricValue, parseMetrics, scrape } from './scrape';
 export type { Sample } from './scrape';
 export { configRefusal } from './config';
+export {
+  hostileJsonArbitrary,
+  hostileStringArbitrary,
+  UnsupportedSchemaError,
+  validValueArbitrary,
+} from './json-schema-arbitrary';
+export type { HostileJson, JsonSchema, SchemaArbitraryOptions } from './json-schema-arbitrary';
+export {
+  envelopeProblems,
+  fuzzCheck,
+  fuzzCheckAll,
+  fuzzOperations,
+  OpenApiFuzzError,
+  sendFuzzRequest,
+} from './openapi-fuzz';
+export type {
+  CredentialSlot,
+  FuzzAuth,
+  FuzzCheckOptions,
+  FuzzOperation,
+  FuzzOptions,
+  FuzzRequest,
+  FuzzResponse,
+  JudgeOptions,
+  KnownGap,
+  OpenApiDocument,
+} from './openapi-fuzz';

@@ -32,6 +32,9 @@ function refuse(decision: RateDecision, what: string): void {
   }
 }
 
+/** A password is only hashed, never stored as text: it may hold NUL (every other field may not). */
+const PASSWORD_NUL = { nulAllowed: ['body.password'] };
+
 /**
  * The dashboard's account endpoints (issue 4, "Accounts and sessions"): POST /api/auth/signup, /login,
  * /logout and GET /api/auth/me. Sign-up and log-in answer with a session cookie (httpOnly, SameSite=Lax,
@@ -84,7 +87,7 @@ export function authRouter(deps: AuthDeps): Router {
     return tokens.csrfToken;
   }
 
-  router.post('/signup', validate({ body: SignupBody }), async (req, res) => {
+  router.post('/signup', validate({ body: SignupBody }, PASSWORD_NUL), async (req, res) => {
     checkOrigin(req, deps.allowedOrigins);
     const { body } = validated<unknown, unknown, CredentialsBody>(res.locals);
     refuse(await deps.limiter.signupAttempt(req.ip), 'sign-ups from this address');
@@ -94,7 +97,7 @@ export function authRouter(deps: AuthDeps): Router {
     res.status(201).json(await me(user, csrf));
   });
 
-  router.post('/login', validate({ body: Credentials }), async (req, res) => {
+  router.post('/login', validate({ body: Credentials }, PASSWORD_NUL), async (req, res) => {
     checkOrigin(req, deps.allowedOrigins);
     const { body } = validated<unknown, unknown, CredentialsBody>(res.locals);
     refuse(await deps.limiter.loginAttempt(body.email, req.ip), 'log-in attempts');

@@ -26,6 +26,11 @@ import {
 } from '../schemas';
 
 const err = (description: string) => ({ description, body: 'ErrorEnvelope' });
+/** What the JSON body parser answers for any operation with a body, before the route runs. */
+const BODY_ERRORS = {
+  '413': err('the body is larger than the configured limit (BODY_LIMIT; `payload_too_large`)'),
+  '415': err('the body is not UTF-8 JSON: another charset or content-encoding (`unsupported_media_type`)'),
+};
 const KEY = [{ apiKey: [] }];
 const SESSION = [{ session: [] }];
 const csrfHeader = {
@@ -47,8 +52,10 @@ export function signalFeedbackOpenApi(maxBatch = 1000): JsonSchema {
   const ingestErrors = {
     '400': err('invalid JSON, missing or invalid signal type, or a context_id of another product'),
     '401': err('API key missing or invalid'),
-    '413': err(`more than ${maxBatch} signals in one batch (details.max_batch_size)`),
-    '415': err('body not sent as application/json'),
+    '413': err(
+      `more than ${maxBatch} signals in one batch (details.max_batch_size), or a body larger than the configured limit`,
+    ),
+    '415': err('body not sent as application/json, or not in UTF-8'),
     '429': err(
       'the batch would cross the monthly signal limit of the plan; nothing stored (Retry-After: seconds to the month reset)',
     ),
@@ -122,6 +129,7 @@ export function signalFeedbackOpenApi(maxBatch = 1000): JsonSchema {
       responses: {
         '200': { description: 'the updated proposal', body: 'Proposal' },
         '400': err('invalid status or id'),
+        ...BODY_ERRORS,
         '401': err('no key and no session'),
         '403': err('session write without x-csrf-token'),
         '404': err('no such proposal for this key or user'),
@@ -154,6 +162,7 @@ export function signalFeedbackOpenApi(maxBatch = 1000): JsonSchema {
       responses: {
         '200': { description: 'the product with its key', body: 'CreatedProduct' },
         '400': err('invalid name'),
+        ...BODY_ERRORS,
         '401': err('not signed in'),
         '403': err(
           'product limit of the plan reached (code product_limit_reached) or CSRF check failed (csrf_failed)',
@@ -204,6 +213,7 @@ export function signalFeedbackOpenApi(maxBatch = 1000): JsonSchema {
       responses: {
         '201': { description: 'the created context', body: 'Context' },
         '400': err('invalid body'),
+        ...BODY_ERRORS,
         '401': err('not signed in'),
         '403': err('CSRF check failed'),
         '404': err('no such product of the user'),
@@ -230,6 +240,7 @@ export function signalFeedbackOpenApi(maxBatch = 1000): JsonSchema {
       responses: {
         '200': { description: 'the updated context', body: 'Context' },
         '400': err('invalid body'),
+        ...BODY_ERRORS,
         '401': err('not signed in'),
         '403': err('CSRF check failed'),
         '404': err('no such context of the user'),
@@ -264,6 +275,7 @@ export function signalFeedbackOpenApi(maxBatch = 1000): JsonSchema {
       responses: {
         '201': { description: 'signed in', body: 'Me' },
         '400': err('invalid e-mail or password under 10 characters'),
+        ...BODY_ERRORS,
         '403': err('cross-origin request'),
         '409': err('e-mail taken'),
         '429': err('too many sign-ups from this address'),
@@ -279,6 +291,7 @@ export function signalFeedbackOpenApi(maxBatch = 1000): JsonSchema {
       responses: {
         '200': { description: 'signed in', body: 'Me' },
         '400': err('invalid body'),
+        ...BODY_ERRORS,
         '401': err('wrong e-mail or password'),
         '403': err('cross-origin request'),
         '429': err('too many attempts (Retry-After)'),
@@ -288,9 +301,11 @@ export function signalFeedbackOpenApi(maxBatch = 1000): JsonSchema {
       method: 'post',
       path: '/api/auth/logout',
       operationId: 'logout',
-      summary: 'Sign out: deletes the session and clears the cookie',
+      summary:
+        'Sign out: deletes the session and clears the cookie (without a session: nothing to do, 204 all the same)',
       tags: ['Accounts'],
-      security: SESSION,
+      // The session is optional: signing out is idempotent.
+      security: [...SESSION, {}],
       parameters: [csrfHeader],
       responses: { '204': { description: 'signed out' }, '403': err('CSRF check failed') },
     },

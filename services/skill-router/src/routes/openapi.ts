@@ -3,6 +3,7 @@ import { ErrorEnvelope } from '@repo/errors';
 import {
   buildOpenApiDocument,
   renderReferencePage,
+  toJsonSchema,
   type JsonSchema,
   type OpenApiParameter,
 } from '@repo/schemas';
@@ -17,6 +18,7 @@ import {
   RouteRequest,
   RouteResponse,
   SkillDetail,
+  SkillId,
   SkillList,
 } from '../schemas';
 import { SERVICE_VERSION } from './public';
@@ -27,10 +29,17 @@ const q = (name: string, description: string, schema: JsonSchema): OpenApiParame
   description,
   schema,
 });
+/** A capability or chain filter of the skills list. */
+const TAG: JsonSchema = { type: 'string', minLength: 1, maxLength: 64, pattern: '\\S' };
 const RETRY_AFTER = {
   'Retry-After': { description: 'seconds until the limit resets', schema: { type: 'integer' } },
 };
 const err = (description: string) => ({ description, body: 'ErrorEnvelope' });
+/** What the JSON body parser answers for any operation with a body, before the route runs. */
+const BODY_ERRORS = {
+  '413': err('the body is larger than the configured limit (BODY_LIMIT; `payload_too_large`)'),
+  '415': err('the body is not UTF-8 JSON: another charset or content-encoding (`unsupported_media_type`)'),
+};
 const AUTH_ERRORS = {
   '400': err(
     'invalid JSON (`invalid_json`) or a field failed validation (`invalid_request`, `details` lists the fields)',
@@ -91,6 +100,7 @@ export function skillRouterOpenApi(): JsonSchema {
             body: 'CreateKeyResponse',
           },
           '400': err('invalid body'),
+          ...BODY_ERRORS,
           '429': {
             description: 'more than 5 keys per minute from this IP (`rate_limited`)',
             body: 'ErrorEnvelope',
@@ -109,6 +119,7 @@ export function skillRouterOpenApi(): JsonSchema {
         responses: {
           '200': { description: 'matches, best first (ties by skill_id)', body: 'RouteResponse' },
           ...AUTH_ERRORS,
+          ...BODY_ERRORS,
           '429': {
             description:
               'more route requests this minute than ROUTES_PER_KEY_PER_MINUTE allows for the key (`rate_limited`)',
@@ -124,12 +135,13 @@ export function skillRouterOpenApi(): JsonSchema {
         summary: 'Active skills, filtered and paged, with the total',
         tags: ['Discover'],
         parameters: [
-          q('category', 'capability tag (case-insensitive)', { type: 'string' }),
-          q('chain', 'chain name (case-insensitive)', { type: 'string' }),
+          // As ListSkillsQuery checks them: not blank (`\S`), trimmed length within the bounds.
+          q('category', 'capability tag (case-insensitive)', TAG),
+          q('chain', 'chain name (case-insensitive)', TAG),
           q(
             'search',
             'full-text search in name and description (web-search syntax: all words, "phrases", -excluded)',
-            { type: 'string' },
+            { type: 'string', minLength: 1, maxLength: 200, pattern: '\\S' },
           ),
           q('sort', 'popularity (default) or newest', {
             type: 'string',
@@ -137,7 +149,7 @@ export function skillRouterOpenApi(): JsonSchema {
             default: 'popularity',
           }),
           q('limit', 'page size', { type: 'integer', minimum: 1, maximum: 100, default: 20 }),
-          q('offset', 'skills to skip', { type: 'integer', minimum: 0, default: 0 }),
+          q('offset', 'skills to skip', { type: 'integer', minimum: 0, maximum: 1_000_000, default: 0 }),
         ],
         responses: {
           '200': { description: 'one page', body: 'SkillList' },
@@ -150,7 +162,7 @@ export function skillRouterOpenApi(): JsonSchema {
         operationId: 'getSkill',
         summary: 'A skill in any status, with verification results and live metrics',
         tags: ['Discover'],
-        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+        parameters: [{ name: 'id', in: 'path', required: true, schema: toJsonSchema(SkillId, 'input') }],
         responses: {
           '200': { description: 'the skill', body: 'SkillDetail' },
           '400': err('invalid id'),
@@ -170,6 +182,7 @@ export function skillRouterOpenApi(): JsonSchema {
           '201': { description: 'registered, pending verification', body: 'RegisterSkillResponse' },
           '200': { description: 'updated, pending verification again', body: 'RegisterSkillResponse' },
           ...AUTH_ERRORS,
+          ...BODY_ERRORS,
           '403': err('the skill_id belongs to another key (`forbidden`)'),
           '429': {
             description:
@@ -190,6 +203,7 @@ export function skillRouterOpenApi(): JsonSchema {
         responses: {
           '200': { description: 'recorded', body: 'ReportResponse' },
           ...AUTH_ERRORS,
+          ...BODY_ERRORS,
           '404': err('no such skill (`not_found`)'),
           '429': {
             description: 'too many reports for this skill from this key (`rate_limited`)',
