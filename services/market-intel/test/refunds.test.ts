@@ -114,6 +114,24 @@ async function refundCount(outcome: string): Promise<number> {
   return total;
 }
 
+/** A sender from the ledger's refund wallet, as a replica that crashes mid-refund would have. */
+function refundSender(): RefundSender {
+  return new RefundSender({
+    network: 'solana',
+    rpcUrl: h.rpcUrls.solana,
+    asset: h.ledger.networks.solana.mint,
+    refundSecretKey: h.ledger.refundWallet.keypair.secretKey,
+  });
+}
+
+/** Ends the lease of a claimed refund (its holder crashed), so it is due again now. */
+async function endLease(paymentSignature: string): Promise<void> {
+  await h.db.$executeRawUnsafe(
+    "UPDATE x402_refunds SET next_attempt_at = now() - interval '1 second' WHERE payment_signature = $1",
+    paymentSignature,
+  );
+}
+
 async function stopWorkers(): Promise<void> {
   await h.service.refunds?.stop();
   await replica.refunds?.stop();
@@ -230,12 +248,7 @@ describe('Refunds of failed paid jobs', () => {
       const ledger = new PrismaRefundLedger(h.db);
       const [claim] = await ledger.claimDue(10, 60_000);
       if (!claim) throw new Error('the refund was not due');
-      const sender = new RefundSender({
-        network: 'solana',
-        rpcUrl: h.rpcUrls.solana,
-        asset: h.ledger.networks.solana.mint,
-        refundSecretKey: h.ledger.refundWallet.keypair.secretKey,
-      });
+      const sender = refundSender();
       const stored = await sender.build({
         paymentSignature: signature,
         payer: payer.publicKey.toBase58(),
@@ -244,10 +257,7 @@ describe('Refunds of failed paid jobs', () => {
       expect(await ledger.recordAttempt(claim, stored)).toBe(true);
       expect(await usdcOf(payer.publicKey.toBase58())).toBe(before - PRICE);
       // Its lease ends.
-      await h.db.$executeRawUnsafe(
-        "UPDATE x402_refunds SET next_attempt_at = now() - interval '1 second' WHERE payment_signature = $1",
-        signature,
-      );
+      await endLease(signature);
 
       expect(await replica.refunds?.runDue()).toBe(1);
       expect(await h.service.refundLedger.forPayment(signature)).toEqual(
@@ -273,12 +283,7 @@ describe('Refunds of failed paid jobs', () => {
       const ledger = new PrismaRefundLedger(h.db);
       const [claim] = await ledger.claimDue(10, 60_000);
       if (!claim) throw new Error('the refund was not due');
-      const sender = new RefundSender({
-        network: 'solana',
-        rpcUrl: h.rpcUrls.solana,
-        asset: h.ledger.networks.solana.mint,
-        refundSecretKey: h.ledger.refundWallet.keypair.secretKey,
-      });
+      const sender = refundSender();
       const stale = await sender.build({
         paymentSignature: signature,
         payer: payer.publicKey.toBase58(),
@@ -291,10 +296,7 @@ describe('Refunds of failed paid jobs', () => {
       expect(
         await ledger.recordAttempt(claim, { ...stale, lastValidBlockHeight: Math.max(0, height - 1) }),
       ).toBe(true);
-      await h.db.$executeRawUnsafe(
-        "UPDATE x402_refunds SET next_attempt_at = now() - interval '1 second' WHERE payment_signature = $1",
-        signature,
-      );
+      await endLease(signature);
 
       // One pass clears the expired attempt, the next builds, sends and confirms a new one.
       expect(await replica.refunds?.runDue()).toBe(1);
