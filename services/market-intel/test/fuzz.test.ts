@@ -9,7 +9,6 @@ import {
   type FuzzOperation,
   type FuzzRequest,
   type FuzzResponse,
-  type KnownGap,
   type OpenApiDocument,
 } from '@repo/service-kit/testing';
 import { buildReport, startHarness, type Harness } from './support/harness';
@@ -44,55 +43,6 @@ const examples: Record<string, string[]> = {
   webhook_url: ['https://93.184.216.34/hooks/fuzz'],
 };
 const seen = new Map<string, Map<number, number>>();
-
-/**
- * Findings of this suite in market-intel's document (src/routes/openapi.ts), where the code is right
- * and the document incomplete. They are tolerated here, and reported for a fix of the document, while
- * the payment work in src/ is open; remove each entry with its fix.
- */
-const KNOWN_GAPS: KnownGap[] = [
-  // express.json answers before the route runs: 413 payload_too_large beyond its limit (100 kB),
-  // 415 unsupported_media_type for a charset other than UTF-8.
-  ...['forgeIdeate', 'proveDebate'].flatMap((operationId) => [
-    {
-      operationId,
-      status: 413,
-      kind: 'undocumented-status' as const,
-      reason: 'body over BODY_LIMIT: 413 is not documented',
-    },
-    {
-      operationId,
-      status: 415,
-      kind: 'undocumented-status' as const,
-      reason: 'body in another charset: 415 is not documented',
-    },
-  ]),
-  // A network other than devnet/solana-devnet/mainnet/solana is refused 400 invalid_request.
-  ...['getJob', 'listSectors', 'getHealth'].map((operationId) => ({
-    operationId,
-    status: 400,
-    kind: 'undocumented-status' as const,
-    reason: 'invalid query (network) answers 400: not documented for the free operations',
-  })),
-  // The per-client payment-verification budget (X402_VERIFICATIONS_PER_MINUTE_PER_CLIENT) answers
-  // 429 rate_limited with Retry-After (payment-abuse.test.ts).
-  ...['getGaps', 'getPainClusters', 'getTrends', 'getKeywords', 'getBrief', 'forgeIdeate', 'proveDebate'].map(
-    (operationId) => ({
-      operationId,
-      status: 429,
-      kind: 'undocumented-status' as const,
-      reason: 'payment verifications over the per-client budget answer 429: not documented',
-    }),
-  ),
-  // The preflight 503 carries errorClass (spec, "Health response"), which the documented
-  // ErrorEnvelope (additionalProperties: false) does not allow.
-  ...['forgeIdeate', 'proveDebate'].map((operationId) => ({
-    operationId,
-    status: 503,
-    kind: 'body-schema' as const,
-    reason: 'the compute 503 body has errorClass beside the envelope: not in the documented schema',
-  })),
-];
 
 function count(request: FuzzRequest, response: FuzzResponse): void {
   const statuses = seen.get(request.operationId) ?? new Map<number, number>();
@@ -231,7 +181,6 @@ const options = (extra: Partial<FuzzCheckOptions> = {}): FuzzCheckOptions => ({
   headers: { 'x-forwarded-for': FUZZ_CLIENT },
   numRuns: NUM_RUNS,
   onResponse: count,
-  knownGaps: KNOWN_GAPS,
   ...replay,
   ...extra,
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { SectorTag, SessionConfigInput } from '@repo/schemas';
+import { ErrorEnvelope } from '@repo/errors';
+import { ErrorClass, SectorTag, SessionConfigInput } from '@repo/schemas';
 
 /** A `webhook_url`: an absolute http(s) URL of at most 2048 characters. */
 export const WebhookUrl = z.url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' }).max(2048);
@@ -55,3 +56,12 @@ export const JobAccepted = z.object({
 });
 /** Inferred type of {@link JobAccepted}. */
 export type JobAccepted = z.infer<typeof JobAccepted>;
+
+/**
+ * The 503 of a compute POST whose health preflight failed (README "Failed jobs and health (market-intel)"): the error
+ * envelope (`code: service_unavailable`, `details: { llm, search }` when the upstreams were probed)
+ * plus `errorClass`, `upstream` (retry after 30 s) or `config` (an operator must fix it).
+ */
+export const ComputeUnavailable = ErrorEnvelope.extend({ errorClass: ErrorClass });
+/** Inferred type of {@link ComputeUnavailable}. */
+export type ComputeUnavailable = z.infer<typeof ComputeUnavailable>;

@@ -12,7 +12,13 @@ import {
 import type { JobRepository } from '../data/jobs';
 import { newJobId } from '../data/jobs';
 import type { ReportRepository } from '../data/reports';
-import { FORGE_SCOUT_ITEMS, ForgeRequest, JobParams, ProveRequest } from '../domain/compute';
+import {
+  FORGE_SCOUT_ITEMS,
+  ForgeRequest,
+  JobParams,
+  ProveRequest,
+  type ComputeUnavailable,
+} from '../domain/compute';
 import { RETRY_AFTER_SECONDS, type HealthProbe } from '../domain/health';
 import { COMPUTE_PRICES, ETA_MINUTES, type PaidRoute } from '../domain/prices';
 import { PAYMENT_RESPONSE_HEADER, PAYMENT_V2_RESPONSE_HEADER } from '@repo/x402-core';
@@ -172,13 +178,14 @@ function sendUnhealthy(
 ): void {
   res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS[errorClass]));
   res.setHeader('cache-control', 'no-store');
-  res.status(503).json({
+  const body: ComputeUnavailable = {
     error: message,
     code: 'service_unavailable',
     errorClass,
     ...(details ? { details } : {}),
     requestId: requestIdOf(req),
-  });
+  };
+  res.status(503).json(body);
 }
 
 /** The payment options of a compute route: its price, description, endpoint and discovery metadata. */

@@ -16,7 +16,7 @@ import {
   type OpenApiOperation,
   type OpenApiParameter,
 } from '@repo/schemas';
-import { ForgeRequest, JobAccepted, ProveRequest } from '../domain/compute';
+import { ComputeUnavailable, ForgeRequest, JobAccepted, ProveRequest } from '../domain/compute';
 import { COMPUTE_PRICES, DATA_PRICES, type PaidRoute } from '../domain/prices';
 
 const network: OpenApiParameter = {
@@ -58,6 +58,18 @@ const PAID_HEADERS = {
   },
 };
 
+const VERIFICATIONS_LIMITED = {
+  description:
+    'too many payment verifications from this client (IPv4 address or IPv6 /64) on this network this minute ' +
+    '(X402_VERIFICATIONS_PER_MINUTE_PER_CLIENT); nothing consumed; retry after Retry-After',
+  body: 'ErrorEnvelope',
+  headers: { 'Retry-After': { description: 'seconds', schema: { type: 'integer' } } },
+};
+const BAD_NETWORK = {
+  description: 'invalid query: network is not one of the accepted values',
+  body: 'ErrorEnvelope',
+};
+
 function paid(
   route: PaidRoute,
   path: string,
@@ -93,6 +105,7 @@ function paid(
         body: 'Error402',
         headers: X402_HEADERS,
       },
+      '429': VERIFICATIONS_LIMITED,
       ...extra,
       '503': { description: 'the Solana RPC is unreachable; retry later', body: 'ErrorEnvelope' },
     },
@@ -137,14 +150,22 @@ function compute(
         headers: X402_HEADERS,
       },
       '409': { description: 'this payment already started a job: details.jobId', body: 'ErrorEnvelope' },
+      '413': { description: 'body larger than BODY_LIMIT (100 kB by default)', body: 'ErrorEnvelope' },
+      '415': { description: 'body not JSON in UTF-8', body: 'ErrorEnvelope' },
       '422': {
         description: 'the body failed validation (field errors in details); no payment consumed',
         body: 'ErrorEnvelope',
       },
+      '429': {
+        ...VERIFICATIONS_LIMITED,
+        description:
+          `${VERIFICATIONS_LIMITED.description}; or, paid on devnet, the payer wallet started ` +
+          'X402_DEVNET_COMPUTE_PER_DAY jobs in 24 hours (details.limit: payer_per_day; payment verified, not consumed)',
+      },
       '503': {
         description:
           'health preflight failed: errorClass upstream (Retry-After 30) or config (Retry-After 600); no payment requested',
-        body: 'ErrorEnvelope',
+        body: 'ComputeUnavailable',
         headers: { 'Retry-After': { description: 'seconds', schema: { type: 'integer' } } },
       },
     },
@@ -177,6 +198,7 @@ export function marketIntelOpenApi(): JsonSchema {
       HealthResponse,
       JobAccepted,
       AgentJob,
+      ComputeUnavailable,
     },
     securitySchemes: {
       x402: {
@@ -240,6 +262,7 @@ export function marketIntelOpenApi(): JsonSchema {
         parameters: [{ name: 'jobId', in: 'path', required: true, schema: { type: 'string' } }, network],
         responses: {
           '200': { description: 'the job', body: 'AgentJob' },
+          '400': BAD_NETWORK,
           '404': { description: 'unknown job', body: 'ErrorEnvelope' },
         },
       },
@@ -250,7 +273,7 @@ export function marketIntelOpenApi(): JsonSchema {
         summary: 'Sectors with stored reports (free); call before paying for sector-filtered data',
         tags: ['Discovery'],
         parameters: [network],
-        responses: { '200': { description: 'the sector list', body: 'SectorList' } },
+        responses: { '200': { description: 'the sector list', body: 'SectorList' }, '400': BAD_NETWORK },
       },
       {
         method: 'get',
@@ -261,6 +284,7 @@ export function marketIntelOpenApi(): JsonSchema {
         parameters: [network],
         responses: {
           '200': { description: 'healthy', body: 'HealthResponse' },
+          '400': BAD_NETWORK,
           '503': {
             description: 'unhealthy: errorClass upstream (Retry-After 30) or config (Retry-After 600)',
             body: 'HealthResponse',
