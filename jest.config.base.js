@@ -1,5 +1,10 @@
 // Shared jest configuration: TypeScript through SWC (type checking is the typecheck task's job),
 // workspace packages resolved to their TypeScript sources through the "@repo/source" export condition.
+
+// One id per jest run, set before its workers start so they all inherit it: test databases and vhosts
+// are named `<name>_p<id>` (runScoped in @repo/service-kit/testing), so two runs never share one.
+process.env.TEST_RUN_ID ??= String(process.pid);
+
 /** @param {string} dir the package directory (pass __dirname) */
 module.exports = function jestConfig(dir, overrides = {}) {
   return {

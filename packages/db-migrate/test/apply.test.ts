@@ -1,5 +1,6 @@
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { runScoped } from '@repo/service-kit/testing';
 import {
   applyMigrations,
   isDbMigrateError,
@@ -31,7 +32,7 @@ afterAll(async () => {
 });
 
 async function freshDb(name: string, query = ''): Promise<string> {
-  const url = dbUrl(`db_migrate_${name}_test`, query);
+  const url = dbUrl(runScoped(`db_migrate_${name}_test`), query);
   await resetDatabase(url);
   return url;
 }

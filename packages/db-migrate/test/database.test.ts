@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Client } from 'pg';
+import { runScoped } from '@repo/service-kit/testing';
 import {
   ensureDatabase,
   isDbMigrateError,
@@ -25,7 +26,7 @@ async function databaseExists(name: string): Promise<boolean> {
 
 describe('ensureDatabase', () => {
   it('When called twice concurrently for a missing database, then it is created once and exactly one call reports creating it', async () => {
-    const name = 'db_migrate_ensure_test';
+    const name = runScoped('db_migrate_ensure_test');
     await dropDatabase(name);
 
     const results = await Promise.all([ensureDatabase(dbUrl(name)), ensureDatabase(dbUrl(name))]);
@@ -36,7 +37,7 @@ describe('ensureDatabase', () => {
   });
 
   it('When the database name needs quoting, then it is still created', async () => {
-    const name = 'db-migrate "quoted" test';
+    const name = runScoped('db-migrate "quoted" test');
     await dropDatabase(name.replace(/"/g, '""'));
 
     expect(await ensureDatabase(dbUrl(encodeURIComponent(name)))).toBe(true);
@@ -54,7 +55,7 @@ describe('resetDatabase', () => {
   });
 
   it('When a test database has tables and open connections, then it is dropped and recreated empty', async () => {
-    const url = dbUrl('db_migrate_reset_test');
+    const url = dbUrl(runScoped('db_migrate_reset_test'));
     await ensureDatabase(url);
     const open = new Client({ connectionString: url });
     const terminated = new Promise<Error>((resolve) => open.on('error', resolve));
@@ -95,7 +96,7 @@ describe('CLI', () => {
   }
 
   it('When deploy --create-db runs against a missing database, then it creates it, applies, and status then exits 0', async () => {
-    const name = 'db_migrate_cli_test';
+    const name = runScoped('db_migrate_cli_test');
     await dropDatabase(name);
     const dir = await writeMigrations({ [FIRST]: FIRST_SQL });
     try {
@@ -113,7 +114,7 @@ describe('CLI', () => {
   });
 
   it('When deploy targets a missing database without --create-db, or gets no URL, then it fails with a clear message', async () => {
-    const name = 'db_migrate_cli_missing_test';
+    const name = runScoped('db_migrate_cli_missing_test');
     await dropDatabase(name);
     const dir = await writeMigrations({ [FIRST]: FIRST_SQL });
     try {

@@ -8,9 +8,10 @@ import {
   StepCommand,
   type Delivery,
 } from '../src';
+import { runScoped } from '@repo/service-kit/testing';
 import { closeVhostConnections, deleteVhost, queueDepth, resetVhost, waitFor } from '../src/testing';
 
-const VHOST = 'queue_broker_test';
+const VHOST = runScoped('queue_broker_test');
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 const { exchanges, queues } = COMPUTE_TOPOLOGY;
 

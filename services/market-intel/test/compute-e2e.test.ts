@@ -12,7 +12,7 @@ import {
 } from '@repo/llm/testing';
 import { scriptedPipelineResponder } from '@repo/pipeline-runner/testing';
 import { Broker, COMPUTE_TOPOLOGY } from '@repo/queue';
-import { queueDepth, restartBroker, waitFor } from '@repo/queue/testing';
+import { queueDepth, waitFor } from '@repo/queue/testing';
 import { Webhook } from 'standardwebhooks';
 import { buildReport, startHarness, type Harness } from './support/harness';
 import { LlmCallHold, spawnRunner, waitForHealthyRunner, type RunnerProcess } from './support/runner';
@@ -157,6 +157,8 @@ function assertMonotonic(values: number[]): void {
 
 beforeAll(async () => {
   h = await startHarness('market_intel_compute_e2e_test', {
+    // Both services reach RabbitMQ through a proxy the broker test cuts: no other suite or run is touched.
+    proxyBroker: true,
     env: {
       WEBHOOK_SECRET: SECRET,
       SSRF_ALLOWLIST: '127.0.0.1',
@@ -428,7 +430,7 @@ describe('Compute jobs end to end', () => {
     );
   });
 
-  it('When RabbitMQ restarts while jobs are running, then both services reconnect and every job completes', async () => {
+  it('When RabbitMQ goes away while jobs are running and comes back, then both services reconnect and every job completes', async () => {
     const jobs = await Promise.all(
       ['approved', 'rejected', 'conditional', 'approved', 'pivot_out', 'rejected'].map((s) =>
         submitProve(s as Scenario),
@@ -437,12 +439,11 @@ describe('Compute jobs end to end', () => {
     await waitFor('jobs under way', async () =>
       (await Promise.all(jobs.map((j) => getJob(j.jobId)))).some((j) => j.progressPct > 0),
     );
-    await restartBroker();
-    await waitFor(
-      'market-intel ready again',
-      async () => (await fetch(`${h.baseUrl}/readyz`)).status === 200,
-      60_000,
-    );
+    const broker = h.brokerProxy!;
+    await broker.cut();
+    await waitFor('market-intel sees the broker gone', () => !h.service.broker.isConnected(), 30_000);
+    await broker.restore();
+    await waitFor('market-intel reconnected', () => h.service.broker.isConnected(), 60_000);
     const settled = await Promise.all(jobs.map((j) => settle(j.jobId, 120_000)));
     for (const { job } of settled) expect(job.status).toBe('completed');
     for (const j of jobs) {

@@ -4,12 +4,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { applyMigrations, resetDatabase } from '@repo/db-migrate';
+import { testDatabaseUrl } from '@repo/service-kit/testing';
 import { createDb, type Db } from '../src/data/prisma';
 import { parseReportFile, ReportFileError } from '../src/domain/report-file';
 import { buildReport } from './support/factories';
 
 const run = promisify(execFile);
-const DATABASE_URL = `${process.env.TEST_DATABASE_BASE_URL ?? 'postgresql://postgres@127.0.0.1:5432'}/market_intel_import_test`;
+const DATABASE_URL = testDatabaseUrl('market_intel_import_test');
 const CLI = path.join(__dirname, '../src/cli/import-report.ts');
 const SAMPLE = path.join(__dirname, '../fixtures/sample-report.json');
 let db: Db;

@@ -12,6 +12,7 @@ import {
 import { resetVhost } from '@repo/queue/testing';
 import {
   metricValue,
+  runScoped,
   readyStatus,
   scrape,
   spawnService,
@@ -24,7 +25,7 @@ import { forgeJobInput, scriptedPipelineResponder } from '../src/testing';
 // Real runner processes (src/main.ts) against a suite vhost, RabbitMQ through a cuttable proxy, a scripted LLM.
 jest.setTimeout(120_000);
 
-const VHOST = 'pipeline_runner_operate_test';
+const VHOST = runScoped('pipeline_runner_operate_test');
 const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
 let amqpUrl: string;
 let amqp: { proxy: TcpProxy; url: string };

@@ -2,7 +2,14 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { applyMigrations, resetDatabase } from '@repo/db-migrate';
 import { createLogger } from '@repo/service-kit';
-import { metricValue, scrape, spawnService, waitFor, type ServiceProcess } from '@repo/service-kit/testing';
+import {
+  metricValue,
+  scrape,
+  spawnService,
+  testDatabaseUrl,
+  waitFor,
+  type ServiceProcess,
+} from '@repo/service-kit/testing';
 import { startLocalSkills, type LocalSkills } from '../scripts/local-skills';
 import { SchemaSandbox } from '../src/sandbox/schema-sandbox';
 import type { RegisterSkillRequest } from '../src/schemas';
@@ -15,11 +22,10 @@ import { startHarness, type Harness } from './support/harness';
 jest.setTimeout(120_000);
 
 const SERVICE_DIR = path.join(__dirname, '..');
-const PG_BASE = process.env.TEST_DATABASE_BASE_URL ?? 'postgresql://postgres@127.0.0.1:5432';
 const quiet = { info: () => undefined, warn: () => undefined };
 
 describe('Hostile schemas against two replicas', () => {
-  const databaseUrl = `${PG_BASE}/skill_router_hostile_test`;
+  const databaseUrl = testDatabaseUrl('skill_router_hostile_test');
   let skills: LocalSkills;
   let replicas: ServiceProcess[] = [];
 

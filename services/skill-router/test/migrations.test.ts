@@ -3,14 +3,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import { applyMigrations, resetDatabase } from '@repo/db-migrate';
+import { testDatabaseUrl } from '@repo/service-kit/testing';
 
-const PG_BASE = process.env.TEST_DATABASE_BASE_URL ?? 'postgresql://postgres@127.0.0.1:5432';
 const DIR = path.join(__dirname, '../prisma/migrations');
 const quiet = { info: () => undefined, warn: () => undefined };
 
 describe('migrations', () => {
   it('When a database created by the first migration holds skills, then the later migrations move their metrics into skill_stats', async () => {
-    const databaseUrl = `${PG_BASE}/skill_router_migrations_test`;
+    const databaseUrl = testDatabaseUrl('skill_router_migrations_test');
     await resetDatabase(databaseUrl);
     const first = mkdtempSync(path.join(os.tmpdir(), 'sr-mig-'));
     try {

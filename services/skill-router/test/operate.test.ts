@@ -10,6 +10,7 @@ import {
   spawnService,
   startLoad,
   TcpProxy,
+  testDatabaseUrl,
   waitFor,
   type ServiceProcess,
 } from '@repo/service-kit/testing';
@@ -18,8 +19,7 @@ import { buildSkill } from './support/factories';
 // One real skill-router process (src/main.ts) whose PostgreSQL goes through a cuttable proxy.
 jest.setTimeout(90_000);
 
-const PG_BASE = process.env.TEST_DATABASE_BASE_URL ?? 'postgresql://postgres@127.0.0.1:5432';
-const databaseUrl = `${PG_BASE}/skill_router_operate_test`;
+const databaseUrl = testDatabaseUrl('skill_router_operate_test');
 let pg: { proxy: TcpProxy; url: string };
 let svc: ServiceProcess;
 let key: string;

@@ -37,13 +37,6 @@ export async function closeVhostConnections(name: string): Promise<void> {
   await rabbitmqctl('close_all_connections', '-p', name, 'closed by test');
 }
 
-/** Stops and starts the RabbitMQ application (every connection drops; durable state survives). */
-export async function restartBroker(): Promise<void> {
-  await rabbitmqctl('stop_app');
-  await rabbitmqctl('start_app');
-  await rabbitmqctl('await_startup');
-}
-
 /** Number of ready messages in `queue` of vhost `name`. */
 export async function queueDepth(vhost: string, queue: string): Promise<number> {
   const out = await rabbitmqctl('list_queues', '-p', vhost, '--no-table-headers', 'name', 'messages_ready');

@@ -34,3 +34,4 @@ export type {
   KnownGap,
   OpenApiDocument,
 } from './openapi-fuzz';
+export { dropRunScoped, runScoped, TEST_DATABASE_BASE_URL, testDatabaseUrl, testRunId } from './run-scope';

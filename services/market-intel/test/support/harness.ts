@@ -6,6 +6,7 @@ import { applyMigrations, resetDatabase } from '@repo/db-migrate';
 import type { X402Network } from '@repo/schemas';
 import { resetVhost } from '@repo/queue/testing';
 import { closeServer, createLogger, listenMetrics } from '@repo/service-kit';
+import { runScoped, TcpProxy, testDatabaseUrl } from '@repo/service-kit/testing';
 import { sendUsdcTransfer, spawnLocalnet, type Localnet } from '@repo/solana-localnet';
 import { encodePaymentHeader } from '@repo/x402-core';
 import type { PaymentEvent } from '@repo/x402-express';
@@ -18,7 +19,6 @@ import { createMarketIntelService, type MarketIntelService } from '../../src/ser
 export { buildReport } from './factories';
 
 /** Base URL of the test PostgreSQL server (the database name is added per suite). */
-const PG_BASE = process.env.TEST_DATABASE_BASE_URL ?? 'postgresql://postgres@127.0.0.1:5432';
 
 /** A running market-intel on a fresh database, paid through a fresh local ledger. */
 export interface Harness {
@@ -30,9 +30,14 @@ export interface Harness {
   config: MarketIntelConfig;
   /** The environment `config` was loaded from (to start a variant of the service). */
   env: Record<string, string>;
-  /** AMQP URL of this suite's own RabbitMQ vhost. */
+  /** AMQP URL of this suite's own RabbitMQ vhost (through {@link Harness.brokerProxy} when there is one). */
   amqpUrl: string;
   vhost: string;
+  /**
+   * With `proxyBroker`: the TCP proxy every connection to RabbitMQ goes through, so a test can cut the
+   * broker away (`cut()`, `restore()`) without touching another suite's or another run's connections.
+   */
+  brokerProxy: TcpProxy | null;
   db: Db;
   reports: ReportRepository;
   ledger: Localnet;
@@ -66,16 +71,19 @@ export interface Harness {
 
 /**
  * Starts the whole service as production wires it (config from an environment, Prisma, the x402
- * gateway, createApp, an HTTP listener) against a dropped-and-migrated database named `dbName`.
+ * gateway, createApp, an HTTP listener) against a dropped-and-migrated database and a fresh vhost
+ * named `dbName` for this run (`runScoped`).
  */
 export async function startHarness(
   dbName: string,
-  options: { freshnessSeconds?: number; env?: Record<string, string> } = {},
+  options: { freshnessSeconds?: number; env?: Record<string, string>; proxyBroker?: boolean } = {},
 ): Promise<Harness> {
-  const databaseUrl = `${PG_BASE}/${dbName}`;
+  const databaseUrl = testDatabaseUrl(dbName);
   await resetDatabase(databaseUrl);
-  const vhost = dbName;
-  const amqpUrl = await resetVhost(vhost);
+  const vhost = runScoped(dbName);
+  const directAmqpUrl = await resetVhost(vhost);
+  const proxied = options.proxyBroker ? await TcpProxy.forUrl(directAmqpUrl, 5672) : null;
+  const amqpUrl = proxied?.url ?? directAmqpUrl;
   await applyMigrations({
     databaseUrl,
     migrationsDir: path.join(__dirname, '../../prisma/migrations'),
@@ -132,6 +140,7 @@ export async function startHarness(
     env,
     amqpUrl,
     vhost,
+    brokerProxy: proxied?.proxy ?? null,
     db,
     reports,
     ledger,
@@ -168,6 +177,7 @@ export async function startHarness(
       await closeServer(metricsServer.server);
       await service.stop();
       await ledger.close();
+      await proxied?.proxy.close();
     },
   };
 }

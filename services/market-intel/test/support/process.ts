@@ -4,10 +4,13 @@ import path from 'node:path';
 import { Keypair } from '@solana/web3.js';
 import { applyMigrations, resetDatabase } from '@repo/db-migrate';
 import { resetVhost } from '@repo/queue/testing';
-import { spawnService, TcpProxy, type ServiceProcess } from '@repo/service-kit/testing';
-
-/** Base URL of the test PostgreSQL server (the database name is added per suite). */
-const PG_BASE = process.env.TEST_DATABASE_BASE_URL ?? 'postgresql://postgres@127.0.0.1:5432';
+import {
+  runScoped,
+  spawnService,
+  TcpProxy,
+  testDatabaseUrl,
+  type ServiceProcess,
+} from '@repo/service-kit/testing';
 
 /**
  * A Solana JSON-RPC stand-in that knows no transaction: every `getTransaction` answers `null`, so
@@ -72,7 +75,7 @@ export interface ProxiedMarketIntel {
 }
 
 /**
- * Resets database and vhost `name`, then spawns `src/main.ts` with DATABASE_URL and AMQP_URL through
+ * Resets database and vhost `name` (of this run, `runScoped`), then spawns `src/main.ts` with DATABASE_URL and AMQP_URL through
  * {@link TcpProxy}s and the Solana RPC pointed at {@link startEmptyRpc}.
  * @param env extra environment (e.g. SHUTDOWN_TIMEOUT_MS)
  */
@@ -80,14 +83,15 @@ export async function spawnProxiedMarketIntel(
   name: string,
   env: Record<string, string> = {},
 ): Promise<ProxiedMarketIntel> {
-  const databaseUrl = `${PG_BASE}/${name}`;
+  const vhost = runScoped(name);
+  const databaseUrl = testDatabaseUrl(name);
   await resetDatabase(databaseUrl);
   await applyMigrations({
     databaseUrl,
     migrationsDir: path.join(__dirname, '../../prisma/migrations'),
     log: { info: () => undefined, warn: () => undefined },
   });
-  const amqpUrl = await resetVhost(name);
+  const amqpUrl = await resetVhost(vhost);
   const pg = await TcpProxy.forUrl(databaseUrl, 5432);
   const amqp = await TcpProxy.forUrl(amqpUrl, 5672);
   const rpc = await startEmptyRpc();
@@ -110,7 +114,7 @@ export async function spawnProxiedMarketIntel(
     pg: pg.proxy,
     amqp: amqp.proxy,
     rpc,
-    vhost: name,
+    vhost,
     databaseUrl,
     async close() {
       await service.stop();

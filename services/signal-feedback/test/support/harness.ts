@@ -3,13 +3,11 @@ import path from 'node:path';
 import request from 'supertest';
 import { applyMigrations, resetDatabase } from '@repo/db-migrate';
 import { closeServer, createLogger } from '@repo/service-kit';
+import { testDatabaseUrl } from '@repo/service-kit/testing';
 import { createApp, type AppDeps } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import type { Db } from '../../src/data/prisma';
 import { buildWiring, type Wiring } from '../../src/wiring';
-
-/** Base URL of the test PostgreSQL server (the database name is added per suite). */
-const PG_BASE = process.env.TEST_DATABASE_BASE_URL ?? 'postgresql://postgres@127.0.0.1:5432';
 
 /** A running signal-feedback on a fresh database. */
 export interface Harness {
@@ -22,9 +20,9 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-/** Resets and migrates the database `dbName`; returns its URL. */
+/** Resets and migrates this run's database `dbName` (`runScoped`); returns its URL. */
 export async function freshDatabase(dbName: string): Promise<string> {
-  const databaseUrl = `${PG_BASE}/${dbName}`;
+  const databaseUrl = testDatabaseUrl(dbName);
   await resetDatabase(databaseUrl);
   await applyMigrations({
     databaseUrl,

@@ -2,12 +2,12 @@ import { createServer, type Server } from 'node:http';
 import path from 'node:path';
 import { applyMigrations, resetDatabase } from '@repo/db-migrate';
 import { closeServer, createLogger } from '@repo/service-kit';
+import { testDatabaseUrl } from '@repo/service-kit/testing';
 import { loadConfig, type SkillRouterConfig } from '../../src/config';
 import { createRuntime, type Runtime } from '../../src/runtime';
 import type { RegisterSkillRequest } from '../../src/schemas';
 
 /** Base URL of the test PostgreSQL server (the database name is added per suite). */
-const PG_BASE = process.env.TEST_DATABASE_BASE_URL ?? 'postgresql://postgres@127.0.0.1:5432';
 
 /** A running skill-router on a fresh database. */
 export interface Harness {
@@ -47,14 +47,14 @@ const TEST_ENV: Record<string, string> = {
 /**
  * Starts the whole service as production wires it (config parsed from an environment, Prisma, the
  * rate limiters, the SSRF-guarded HTTP client, createApp, an HTTP listener) against a dropped and
- * migrated database named `dbName`. Workers start only when `env.WORKERS_ENABLED` is `true`.
+ * migrated database named `dbName` for this run (`runScoped`). Workers start only when `env.WORKERS_ENABLED` is `true`.
  */
 export async function startHarness(
   dbName: string,
   env: Record<string, string> = {},
   options: { resetDb?: boolean } = {},
 ): Promise<Harness> {
-  const databaseUrl = `${PG_BASE}/${dbName}`;
+  const databaseUrl = testDatabaseUrl(dbName);
   if (options.resetDb !== false) {
     await resetDatabase(databaseUrl);
     await applyMigrations({
