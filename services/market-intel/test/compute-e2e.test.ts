@@ -59,6 +59,7 @@ function verifyHex(hook: { body: string; headers: IncomingHttpHeaders }): boolea
   const expected = Buffer.from(createHmac('sha256', SECRET).update(hook.body).digest('hex'));
   return received.length === expected.length && timingSafeEqual(received, expected);
 }
+const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 /** Holds a chosen LLM call (to kill the runner while a step is in flight). */
 const hold = new LlmCallHold();
 
@@ -76,17 +77,20 @@ const respondToPipelines = scriptedPipelineResponder();
 /** RUNNER_ID of the runner started last (recorded with each step it applies). */
 let runnerId = '';
 
-function startRunner(): RunnerProcess {
+function startRunner(options: { dieBeforeAck?: string } = {}): RunnerProcess {
   runnerId = `e2e-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
-  return spawnRunner({
-    AMQP_URL: h.amqpUrl,
-    LLM_BASE_URL: llm.baseUrl,
-    LLM_MODEL: 'scripted-model',
-    LLM_API_KEY: 'test-key',
-    SEARCH_PROVIDER: 'searxng',
-    SEARXNG_URL: search.baseUrl,
-    RUNNER_ID: runnerId,
-  });
+  return spawnRunner(
+    {
+      AMQP_URL: h.amqpUrl,
+      LLM_BASE_URL: llm.baseUrl,
+      LLM_MODEL: 'scripted-model',
+      LLM_API_KEY: 'test-key',
+      SEARCH_PROVIDER: 'searxng',
+      SEARXNG_URL: search.baseUrl,
+      RUNNER_ID: runnerId,
+    },
+    options,
+  );
 }
 
 async function json<T = Record<string, unknown>>(res: Response): Promise<T> {
@@ -375,6 +379,56 @@ describe('Compute jobs end to end', () => {
     expect(runnerId).not.toBe(killedRunner);
   });
 
+  it('When the runner dies after publishing a step outcome and before acking the command, then the command is redelivered, runs again on the next runner, and market-intel applies the step once', async () => {
+    // Every step outcome the runners publish, seen beside market-intel on a queue of the test's own.
+    const observer = await Broker.connect({
+      url: h.amqpUrl,
+      connectionName: 'outcome observer',
+      logger: silent,
+    });
+    const outcomes: { jobId: string; stepIndex: number; runnerId: string }[] = [];
+    try {
+      const queue = await observer.withChannel(async (channel) => {
+        const { queue: name } = await channel.assertQueue('', { exclusive: true, autoDelete: true });
+        await channel.bindQueue(name, COMPUTE_TOPOLOGY.exchanges.events, 'job.step-completed');
+        return name;
+      });
+      await observer.consume(
+        queue,
+        async ({ body }) => {
+          outcomes.push(body as (typeof outcomes)[number]);
+          return 'ack';
+        },
+        { prefetch: 10 },
+      );
+      expect(await runner.stop()).toBe(0);
+      const dying = startRunner({ dieBeforeAck: 'prove:1' });
+      const dyingId = runnerId;
+      await waitForHealthyRunner(h.baseUrl, dying);
+      const { jobId } = await submitProve('approved');
+      expect(await dying.exited).toBe('SIGKILL');
+      // It died after its outcome was confirmed: market-intel applied step 1 from the dead runner.
+      const ofStep = () => outcomes.filter((o) => o.jobId === jobId && o.stepIndex === 1);
+      await waitFor('the dead runner’s outcome', () => ofStep().length === 1);
+      expect(ofStep()[0]?.runnerId).toBe(dyingId);
+
+      runner = startRunner();
+      const { job } = await settle(jobId);
+      expect(job.status).toBe('completed');
+      // The unacked command came back to the new runner, which ran step 1 again and published it again ...
+      await waitFor('the redelivered step’s outcome', () => ofStep().length === 2);
+      expect(ofStep().map((o) => o.runnerId)).toEqual([dyingId, runnerId]);
+      // ... and market-intel kept the first: each step applied once, step 1 by the runner that died.
+      const steps = await h.service.jobs.appliedSteps(jobId);
+      expect(steps.map((s) => s.stepIndex)).toEqual(steps.map((_, i) => i));
+      const applied = await h.db.jobStep.findMany({ where: { jobId, stepIndex: 1 } });
+      expect(applied.map((s) => s.runnerId)).toEqual([dyingId]);
+      expect(ProveResult.parse(job.result).verdict).toBe('APPROVED');
+    } finally {
+      await observer.close(100);
+    }
+  });
+
   it('When every attempt of a step fails, then the step is dead-lettered after the delivery limit, kept for operators, the job fails with the reason and a webhook, and the payer is refunded', async () => {
     hooks.length = 0;
     const dlqBefore = await queueDepth(h.vhost, COMPUTE_TOPOLOGY.queues.deadLetter);
@@ -413,7 +467,6 @@ describe('Compute jobs end to end', () => {
 
   it('When a malformed step message reaches the runner, then it goes straight to the dead-letter queue', async () => {
     const dlqBefore = await queueDepth(h.vhost, COMPUTE_TOPOLOGY.queues.deadLetter);
-    const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
     const publisher = await Broker.connect({
       url: h.amqpUrl,
       connectionName: 'poison publisher',

@@ -19,10 +19,17 @@ export interface RunnerProcess {
 /**
  * Starts `services/pipeline-runner/src/main.ts` in a child process (through tsx, from the sources)
  * with `env` over fast test settings: heartbeats every 200 ms, probes every 500 ms, 10 ms retry backoff.
+ * @param options.dieBeforeAck - `<kind>:<stepIndex>`: the runner SIGKILLs itself when it is about to
+ *   ack that step command, after publishing its outcome (`die-before-ack.cjs`)
  */
-export function spawnRunner(env: Record<string, string>): RunnerProcess {
+export function spawnRunner(
+  env: Record<string, string>,
+  options: { dieBeforeAck?: string } = {},
+): RunnerProcess {
   let output = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=@repo/source', 'src/main.ts'], {
+  const preload = options.dieBeforeAck ? ['--require', path.join(__dirname, 'die-before-ack.cjs')] : [];
+  const args = [...preload, '--import', 'tsx', '--conditions=@repo/source', 'src/main.ts'];
+  const child = spawn(process.execPath, args, {
     cwd: RUNNER_DIR,
     env: {
       PATH: process.env.PATH ?? '',
@@ -34,6 +41,7 @@ export function spawnRunner(env: Record<string, string>): RunnerProcess {
       STEP_RETRY_BASE_MS: '10',
       SHUTDOWN_TIMEOUT_MS: '5000',
       ...env,
+      ...(options.dieBeforeAck ? { DIE_BEFORE_ACK: options.dieBeforeAck } : {}),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
