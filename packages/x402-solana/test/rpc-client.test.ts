@@ -114,7 +114,9 @@ describe('the verifier’s JSON-RPC client', () => {
       expect(error.reason).toBe('rpc_unavailable');
       expect(error.cause).toBeInstanceOf(RpcTransportError);
       expect((error.cause as RpcTransportError).code).toBe('UND_ERR_HEADERS_TIMEOUT');
-      expect(Date.now() - started).toBeLessThan(2_000);
+      // The node never answers: without the timeout this would wait for undici's 300 s default; the
+      // bound leaves a loaded 2-core machine room for the verifier's bounded retries.
+      expect(Date.now() - started).toBeLessThan(10_000);
     } finally {
       await silent.close();
     }

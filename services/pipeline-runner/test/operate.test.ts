@@ -159,17 +159,25 @@ describe('a runner with RabbitMQ through a proxy', () => {
     runner = await spawnRunner({ SHUTDOWN_TIMEOUT_MS: '20000' });
     await waitFor('ready', async () => (await readyStatus(runner.baseUrl)) === 200, 30_000);
   });
+  // Gone before other describes run: it would consume their commands.
+  afterAll(() => runner.stop());
 
   it('When a step runs, then /metrics counts it by outcome and shows queue depths and steps in flight', async () => {
+    const before = await scrape(runner.baseUrl);
+    const count = (t: string, name: string, labels: Record<string, string>) =>
+      metricValue(t, name, labels) ?? 0;
+    const stepsBefore = count(before, 'runner_steps_total', { kind: 'forge', outcome: 'completed' });
     const jobId = await startJob();
     await waitFor('step 0 completed', async () => (await completed(jobId)).length === 1 || undefined, 30_000);
     const text = await waitFor('the step counted', async () => {
       const t = await scrape(runner.baseUrl);
-      return metricValue(t, 'runner_steps_total', { kind: 'forge', outcome: 'completed' }) === 1
+      return count(t, 'runner_steps_total', { kind: 'forge', outcome: 'completed' }) === stepsBefore + 1
         ? t
         : undefined;
     });
-    expect(metricValue(text, 'runner_step_duration_seconds_count', { kind: 'forge' })).toBe(1);
+    expect(count(text, 'runner_step_duration_seconds_count', { kind: 'forge' })).toBe(
+      count(before, 'runner_step_duration_seconds_count', { kind: 'forge' }) + 1,
+    );
     expect(metricValue(text, 'runner_steps_in_flight')).toBe(0);
     expect(metricValue(text, 'rabbitmq_queue_messages', { queue: COMPUTE_TOPOLOGY.queues.starts })).toBe(0);
     expect(metricValue(text, 'rabbitmq_queue_messages', { queue: COMPUTE_TOPOLOGY.queues.deadLetter })).toBe(
@@ -193,8 +201,13 @@ describe('a runner with RabbitMQ through a proxy', () => {
       30_000,
     );
   });
+});
 
+describe('a runner stopped while a step runs', () => {
   it('When SIGTERM arrives while a step is running, then the step finishes during the drain, its outcome is published and acked, and the process exits 0', async () => {
+    // A runner of its own, so the other tests keep theirs whatever the order.
+    const runner = await spawnRunner({ SHUTDOWN_TIMEOUT_MS: '20000' });
+    await waitFor('ready', async () => (await readyStatus(runner.baseUrl)) === 200, 30_000);
     const { jobId, signalAt } = await sigtermWithStepHeld(runner);
     // The step finishes only once shutdown is under way (readiness already false).
     await waitFor('not ready', async () => (await readyStatus(runner.baseUrl)) !== 200, 5000);

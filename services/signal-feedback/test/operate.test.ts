@@ -33,13 +33,12 @@ async function countSignals(): Promise<number> {
   }
 }
 
-beforeAll(async () => {
-  databaseUrl = await freshDatabase('signal_feedback_operate_test');
-  pg = await TcpProxy.forUrl(databaseUrl, 5432);
-  svc = await spawnService({
+/** A signal-feedback process (src/main.ts) on `url`. */
+function spawnSignalFeedback(url: string): Promise<ServiceProcess> {
+  return spawnService({
     cwd: path.join(__dirname, '..'),
     env: {
-      DATABASE_URL: pg.url,
+      DATABASE_URL: url,
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
       ARGON2_MEMORY_KIB: '4096',
       ANALYSIS_INTERVAL_MS: '0',
@@ -48,6 +47,12 @@ beforeAll(async () => {
       SHUTDOWN_DRAIN_DELAY_MS: '300',
     },
   });
+}
+
+beforeAll(async () => {
+  databaseUrl = await freshDatabase('signal_feedback_operate_test');
+  pg = await TcpProxy.forUrl(databaseUrl, 5432);
+  svc = await spawnSignalFeedback(pg.url);
   const signup = await fetch(`${svc.baseUrl}/api/auth/signup`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -119,7 +124,15 @@ describe('/metrics', () => {
 });
 
 describe('Graceful shutdown', () => {
+  let victim: ServiceProcess;
+  // A process of its own, so the other tests keep theirs whatever the order.
+  beforeAll(async () => {
+    victim = await spawnSignalFeedback(databaseUrl);
+  });
+  afterAll(() => victim.stop());
+
   it('When SIGTERM arrives while signals pour in, then every request sent while ready is answered, every accepted signal is in the database, and the process exits 0', async () => {
+    const svc = victim;
     const stored = await countSignals();
     const load = startLoad(svc.baseUrl, 8, (i) => ({
       method: 'POST',
