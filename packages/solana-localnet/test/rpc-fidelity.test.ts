@@ -25,7 +25,7 @@ import {
   RpcError,
   callRpc,
   fundWallet,
-  startLocalnet,
+  spawnLocalnet,
   waitForSignature,
   type Localnet,
 } from '../src/index';
@@ -46,7 +46,9 @@ let url: string;
 let connection: Connection;
 
 beforeAll(async () => {
-  ledger = await startLocalnet({ port: 0 });
+  // In its own process, as every consumer runs it: in this one, litesvm's x87 state makes V8's float
+  // modulo return NaN, which breaks jest's own test shuffling (spawnLocalnet's comment).
+  ledger = await spawnLocalnet({ port: 0 });
   url = ledger.networks.solana.rpcUrl;
   connection = new Connection(url, 'confirmed');
 });

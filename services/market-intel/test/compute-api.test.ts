@@ -9,6 +9,8 @@ import {
   type UpstreamHealth,
 } from '@repo/queue';
 import { waitFor } from '@repo/queue/testing';
+import { closeServer, createLogger } from '@repo/service-kit';
+import { createMarketIntelService } from '../src/service';
 import { buildReport, startHarness, type Harness } from './support/harness';
 
 // The Compute API's edge as an agent sees it, with this test playing the runner over the real
@@ -40,6 +42,31 @@ async function healthStatus(): Promise<number> {
   return (await fetch(`${h.baseUrl}/api/v1/health`)).status;
 }
 
+/** Reports the runner healthy (no search provider) and waits until health says so. */
+async function beatHealthy(): Promise<void> {
+  await beat(HEALTHY, null);
+  await waitFor('healthy', async () => {
+    const { status, body } = await healthNow();
+    return status === 200 && body.search === null;
+  });
+}
+
+async function healthNow(): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${h.baseUrl}/api/v1/health`);
+  return { status: res.status, body: await json(res) };
+}
+
+/** The first health answer whose body satisfies `ready` (a heartbeat is applied asynchronously). */
+async function healthWhen(
+  what: string,
+  ready: (body: Record<string, unknown>) => boolean,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  return waitFor(what, async () => {
+    const answer = await healthNow();
+    return ready(answer.body) ? answer : undefined;
+  });
+}
+
 async function post(path: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
   return fetch(h.baseUrl + path, {
     method: 'POST',
@@ -54,6 +81,30 @@ async function json(res: Response): Promise<Record<string, unknown>> {
 
 async function jobRows(): Promise<number> {
   return h.service.jobs.countByStatus().then((c) => Object.values(c).reduce((a, b) => a + b, 0));
+}
+
+/**
+ * Runs `fn` against a market-intel replica started now on the same database and vhost (so it has
+ * heard no heartbeat yet), then stops it.
+ */
+async function withFreshReplica(fn: (baseUrl: string) => Promise<void>): Promise<void> {
+  const replica = await createMarketIntelService(
+    { ...h.config, INSTANCE_ID: `test-replica-${process.pid}` },
+    createLogger({ name: 'replica', level: 'silent' }),
+  );
+  const server = createServer(replica.app);
+  try {
+    await replica.start();
+    await replica.broker.waitForConnection();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = server.address();
+    if (!address || typeof address === 'string') throw new Error('no address');
+    await fn(`http://127.0.0.1:${address.port}`);
+  } finally {
+    replica.markShuttingDown();
+    if (server.listening) await closeServer(server);
+    await replica.stop();
+  }
 }
 
 const IDEA = 'A reconciliation copilot for mid-size fintechs that matches instant payments to invoices.';
@@ -82,60 +133,72 @@ afterAll(async () => {
 
 describe('Health and the compute preflight', () => {
   it('When no runner has sent a heartbeat, then a compute POST answers 503 upstream with Retry-After 30 and asks for no payment', async () => {
-    const res = await post('/api/v1/prove/debate', { idea: IDEA });
-    expect(res.status).toBe(503);
-    expect(res.headers.get('retry-after')).toBe('30');
-    expect(res.headers.get('x402-version')).toBeNull();
-    const body = await json(res);
-    expect(body).toMatchObject({
-      code: 'service_unavailable',
-      errorClass: 'upstream',
-      error: expect.stringContaining('heartbeat'),
-      requestId: expect.any(String),
+    // The harness' service keeps other tests' heartbeats for 60 s: ask a replica that has heard none.
+    await withFreshReplica(async (baseUrl) => {
+      const res = await fetch(`${baseUrl}/api/v1/prove/debate`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ idea: IDEA }),
+      });
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('30');
+      expect(res.headers.get('x402-version')).toBeNull();
+      const body = await json(res);
+      expect(body).toMatchObject({
+        code: 'service_unavailable',
+        errorClass: 'upstream',
+        error: expect.stringContaining('heartbeat'),
+        requestId: expect.any(String),
+      });
+      expect(body).not.toHaveProperty('accepts');
     });
-    expect(body).not.toHaveProperty('accepts');
   });
 
   it('When the runner reports rejected LLM credentials, then health and the preflight answer 503 config with Retry-After 600 and the class of the failure, not its text, even with a payment attached', async () => {
-    await beat({
-      ok: false,
-      latency_ms: 40,
-      error: 'LLM rejected the API key sk-live-123 at https://llm.internal/v1 (401)',
-      errorClass: 'config',
-    });
-    await waitFor(
-      'config health',
-      async () => (await fetch(`${h.baseUrl}/api/v1/health`)).headers.get('retry-after') === '600',
-    );
-    const health = await fetch(`${h.baseUrl}/api/v1/health`);
-    expect(health.status).toBe(503);
-    expect(await json(health)).toMatchObject({
-      ok: false,
-      llm: {
+    try {
+      await beat({
         ok: false,
         latency_ms: 40,
-        error: 'the LLM is not configured or refuses our configuration (credentials, model or settings)',
-      },
-      search: null,
-      errorClass: 'config',
-    });
-    const signature = await h.transfer({ amountAtomic: 25_000_000n });
-    const res = await h.postWithProof('/api/v1/prove/debate', { idea: IDEA }, signature);
-    expect(res.status).toBe(503);
-    expect(res.headers.get('retry-after')).toBe('600');
-    const refusal = await json(res);
-    expect(refusal).toMatchObject({ code: 'service_unavailable', errorClass: 'config' });
-    expect(JSON.stringify(refusal)).not.toMatch(/sk-live|llm\.internal/);
-    // Not taken, but seen: a retry after Retry-After counts its freshness from now.
-    expect(await h.paymentRows(signature)).toEqual([
-      { status: 'processing', endpoint: 'POST /api/v1/prove/debate' },
-    ]);
+        error: 'LLM rejected the API key sk-live-123 at https://llm.internal/v1 (401)',
+        errorClass: 'config',
+      });
+      await waitFor(
+        'config health',
+        async () => (await fetch(`${h.baseUrl}/api/v1/health`)).headers.get('retry-after') === '600',
+      );
+      const health = await fetch(`${h.baseUrl}/api/v1/health`);
+      expect(health.status).toBe(503);
+      expect(await json(health)).toMatchObject({
+        ok: false,
+        llm: {
+          ok: false,
+          latency_ms: 40,
+          error: 'the LLM is not configured or refuses our configuration (credentials, model or settings)',
+        },
+        search: null,
+        errorClass: 'config',
+      });
+      const signature = await h.transfer({ amountAtomic: 25_000_000n });
+      const res = await h.postWithProof('/api/v1/prove/debate', { idea: IDEA }, signature);
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('600');
+      const refusal = await json(res);
+      expect(refusal).toMatchObject({ code: 'service_unavailable', errorClass: 'config' });
+      expect(JSON.stringify(refusal)).not.toMatch(/sk-live|llm\.internal/);
+      // Not taken, but seen: a retry after Retry-After counts its freshness from now.
+      expect(await h.paymentRows(signature)).toEqual([
+        { status: 'processing', endpoint: 'POST /api/v1/prove/debate' },
+      ]);
+    } finally {
+      await beatHealthy();
+    }
   });
 
   it('When a runner reaches its LLM and its search provider, then health is 200 with llm latency, search and server_time', async () => {
     await beat(HEALTHY, { ok: true, latency_ms: null, error: null, errorClass: null });
-    await waitFor('healthy', async () => (await healthStatus()) === 200);
-    const body = await json(await fetch(`${h.baseUrl}/api/v1/health`));
+    // Health may still answer from the previous heartbeat (also 200 when it had no search provider).
+    const { status, body } = await healthWhen('search reported', (b) => b.search !== null);
+    expect(status).toBe(200);
     expect(body).toEqual({
       ok: true,
       llm: { ok: true, latency_ms: 12, error: null },
@@ -146,17 +209,20 @@ describe('Health and the compute preflight', () => {
   });
 
   it('When the search provider fails while the LLM works, then 503 upstream says the search provider is failing', async () => {
-    await beat(HEALTHY, { ok: false, latency_ms: null, error: 'search timed out', errorClass: 'upstream' });
-    await waitFor('search failure', async () => (await healthStatus()) === 503);
-    const body = await json(await fetch(`${h.baseUrl}/api/v1/health`));
-    expect(body).toMatchObject({
-      ok: false,
-      llm: { ok: true },
-      search: { ok: false, error: 'the search provider is unreachable or failing' },
-      errorClass: 'upstream',
-    });
-    await beat(HEALTHY, null);
-    await waitFor('healthy again', async () => (await healthStatus()) === 200);
+    try {
+      await beat(HEALTHY, { ok: false, latency_ms: null, error: 'search timed out', errorClass: 'upstream' });
+      // Health may still answer from the previous heartbeat (also 503 when it reported rejected credentials).
+      const { status, body } = await healthWhen('search failure', (b) => b.search !== null && !b.ok);
+      expect(status).toBe(503);
+      expect(body).toMatchObject({
+        ok: false,
+        llm: { ok: true },
+        search: { ok: false, error: 'the search provider is unreachable or failing' },
+        errorClass: 'upstream',
+      });
+    } finally {
+      await beatHealthy();
+    }
   });
 });
 
@@ -354,7 +420,8 @@ describe('Paid jobs', () => {
     expect(await h.paymentRows(signature)).toEqual([
       { status: 'completed', endpoint: 'POST /api/v1/prove/debate' },
     ]);
-    expect(await h.service.outbox.pending()).toBe(0);
+    // The publish is not awaited by the request: its row is deleted once the broker confirmed it.
+    await waitFor('the outbox row deleted', async () => (await h.service.outbox.pending()) === 0);
   });
 
   it('When a forge ideation is paid, then its step 0 carries the latest scout data of the requested sectors and the spec defaults', async () => {
@@ -513,43 +580,54 @@ describe('Paid jobs', () => {
       },
       select: { id: true },
     });
-    await h.service.outbox.publishNow([row.id]);
-    const kept = await h.db.outboxMessage.findUnique({ where: { id: row.id }, select: { attempts: true } });
-    expect(kept?.attempts).toBe(1);
-    await h.db.outboxMessage.delete({ where: { id: row.id } });
+    try {
+      await h.service.outbox.publishNow([row.id]);
+      const kept = await h.db.outboxMessage.findUnique({ where: { id: row.id }, select: { attempts: true } });
+      expect(kept?.attempts).toBe(1);
+    } finally {
+      // Left behind, it would count as pending in every later test.
+      await h.db.outboxMessage.delete({ where: { id: row.id } });
+    }
   });
 
   it('When an outbox row was committed but never published (a crash between commit and publish), then the sweep publishes it once and deletes it', async () => {
     steps.length = 0;
     await h.service.outbox.stop();
-    // Jobs created just before may still be waiting for their own publish: count relative to them.
-    const pendingBefore = await h.service.outbox.pending();
-    const command: StepCommand = {
-      v: 1,
-      jobId: 'job_left_behind_by_a_crash_0',
-      kind: 'prove',
-      stepIndex: 3,
-      input: {},
-      state: { round: 1 },
-    };
-    await h.db.outboxMessage.create({
-      data: {
-        exchange: COMPUTE_TOPOLOGY.exchanges.steps,
-        routingKey: 'step.prove', // a later step, as a crash would leave it
-        messageId: 'job_left_behind_by_a_crash_0:3',
-        type: 'step',
-        body: { ...command, input: {}, state: { round: 1 } },
-      },
-    });
-    expect(await h.service.outbox.pending()).toBe(pendingBefore + 1);
-    h.service.outbox.start();
-    await waitFor('sweep publishes the step', () =>
-      steps.some((d) => (d.body as StepCommand).jobId === command.jobId),
-    );
-    await waitFor('outbox empty', async () => (await h.service.outbox.pending()) === 0);
-    expect(
-      steps.filter((d) => (d.body as StepCommand).jobId === command.jobId).map((d) => d.messageId),
-    ).toEqual(['job_left_behind_by_a_crash_0:3']);
+    let sweeping = false;
+    try {
+      // Jobs created just before may still be waiting for their own publish: count relative to them.
+      const pendingBefore = await h.service.outbox.pending();
+      const command: StepCommand = {
+        v: 1,
+        jobId: 'job_left_behind_by_a_crash_0',
+        kind: 'prove',
+        stepIndex: 3,
+        input: {},
+        state: { round: 1 },
+      };
+      await h.db.outboxMessage.create({
+        data: {
+          exchange: COMPUTE_TOPOLOGY.exchanges.steps,
+          routingKey: 'step.prove', // a later step, as a crash would leave it
+          messageId: 'job_left_behind_by_a_crash_0:3',
+          type: 'step',
+          body: { ...command, input: {}, state: { round: 1 } },
+        },
+      });
+      expect(await h.service.outbox.pending()).toBe(pendingBefore + 1);
+      h.service.outbox.start();
+      sweeping = true;
+      await waitFor('sweep publishes the step', () =>
+        steps.some((d) => (d.body as StepCommand).jobId === command.jobId),
+      );
+      await waitFor('outbox empty', async () => (await h.service.outbox.pending()) === 0);
+      expect(
+        steps.filter((d) => (d.body as StepCommand).jobId === command.jobId).map((d) => d.messageId),
+      ).toEqual(['job_left_behind_by_a_crash_0:3']);
+    } finally {
+      // A stopped sweep would leave every later job unpublished.
+      if (!sweeping) h.service.outbox.start();
+    }
   });
 });
 

@@ -180,13 +180,19 @@ describe('Data API: paid answers', () => {
   it('When a newer report is imported, then the Data API serves it', async () => {
     const newer = buildReport({ generatedAt: new Date(Date.now() + 1000).toISOString() });
     newer.sectors = newer.sectors.slice(0, 1).map((s) => ({ ...s, gaps: s.gaps.slice(1) }));
-    await h.reports.importReport(newer, 'import');
-    const { body } = await h.pay('/api/v1/scout/gaps?sector=fintech');
-    expect(GapsResponse.parse(body)).toMatchObject({
-      count: 1,
-      generatedFrom: newer.generatedAt,
-      gaps: [{ title: 'Stablecoin payroll' }],
-    });
+    const { id, created } = await h.reports.importReport(newer, 'import');
+    expect(created).toBe(true);
+    try {
+      const { body } = await h.pay('/api/v1/scout/gaps?sector=fintech');
+      expect(GapsResponse.parse(body)).toMatchObject({
+        count: 1,
+        generatedFrom: newer.generatedAt,
+        gaps: [{ title: 'Stablecoin payroll' }],
+      });
+    } finally {
+      // The other tests read the report imported in beforeAll as the latest one.
+      await h.db.scanReport.delete({ where: { id } });
+    }
   });
 });
 

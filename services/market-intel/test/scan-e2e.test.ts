@@ -75,10 +75,10 @@ function runScanCommand(args: string[]): Promise<{ code: number | null; output: 
   });
 }
 
-/** Starts a scan through the repository (as the scheduler does) and publishes its first step. */
-async function startScan(): Promise<string> {
+/** Starts a scan of `sector` through the repository (as the scheduler does) and publishes its first step. */
+async function startScan(sector: string): Promise<string> {
   const start = await h.service.scans.start(
-    { sector: SECTOR, sources: feeds.sources(), windowDays: FIXTURE_SCAN.windowDays },
+    { sector, sources: feeds.sources(), windowDays: FIXTURE_SCAN.windowDays },
     { intervalMs: 0, force: true },
   );
   if (!start.started) throw new Error(`scan not started: ${start.jobId} running`);
@@ -101,14 +101,60 @@ async function scanEnd(jobId: string): Promise<ScanProgress> {
   });
 }
 
-/** Runs a scan to its end and returns its result. */
-async function scanNow(): Promise<{ jobId: string; result: ScoutResult }> {
-  const jobId = await startScan();
+/** Runs a scan of `sector` to its end and returns its result. */
+async function scanNow(sector: string): Promise<{ jobId: string; result: ScoutResult }> {
+  const jobId = await startScan(sector);
   const progress = await scanEnd(jobId);
   if (progress.status !== 'completed' || !progress.result) {
     throw new Error(`scan ${jobId} ${progress.status}: ${progress.error ?? 'no result'}`);
   }
   return { jobId, result: progress.result };
+}
+
+/** The scan command's run over {@link SECTOR}: the sector's first scan, run once for whichever test needs it first. */
+let firstScan: Promise<{ code: number | null; output: string }> | undefined;
+
+function firstScanCommand(): Promise<{ code: number | null; output: string }> {
+  firstScan ??= runScanCommand([
+    SECTOR,
+    '--sources-file',
+    sourcesFile,
+    '--window-days',
+    String(FIXTURE_SCAN.windowDays),
+  ]);
+  return firstScan;
+}
+
+/** The job and the stored result of {@link firstScanCommand}'s scan. */
+async function firstScanResult(): Promise<{ jobId: string; result: ScoutResult }> {
+  const { output } = await firstScanCommand();
+  const jobId = /started: (\S+)/.exec(output)?.[1] ?? '';
+  const progress = await h.service.scans.progress(jobId);
+  if (!progress?.result) throw new Error(`the scan command stored no result:\n${output}`);
+  return { jobId, result: progress.result };
+}
+
+/**
+ * Deletes the reports of `sector` once its scans ended. Every scan's brief weighs the other sectors'
+ * latest reports, and the brief served is the latest one: a sector scanned by one test must not
+ * outlive it.
+ */
+async function forgetSector(sector: string): Promise<void> {
+  await waitFor(
+    `scans of ${sector} to end`,
+    async () => !(await h.service.scans.schedules()).some((s) => s.sector === sector && s.activeJobId),
+    120_000,
+  ).catch(() => undefined); // the test has failed already; delete what is there
+  await h.db.$executeRawUnsafe(
+    'DELETE FROM scan_reports WHERE id IN (SELECT scan_report_id FROM sector_reports WHERE sector = $1)',
+    sector,
+  );
+}
+
+/** Leaves a live runner for the next test: starts one if the last one has exited, and waits for its heartbeat. */
+async function ensureRunner(): Promise<void> {
+  if (runner.child.exitCode !== null || runner.child.signalCode !== null) runner = startRunner();
+  await waitForHealthyRunner(h.baseUrl, runner);
 }
 
 async function paid<T>(pathAndQuery: string, schema: { parse(v: unknown): T }): Promise<T> {
@@ -181,26 +227,14 @@ afterAll(async () => {
 });
 
 describe('Scout scans end to end', () => {
-  let firstJobId: string;
-  let firstResult: ScoutResult;
-
   it('When an operator runs the scan command over the fixture feeds, then it follows the scan to the end and every Data API resource serves the report through paid requests', async () => {
-    const { code, output } = await runScanCommand([
-      SECTOR,
-      '--sources-file',
-      sourcesFile,
-      '--window-days',
-      String(FIXTURE_SCAN.windowDays),
-    ]);
+    const { code, output } = await firstScanCommand();
     expect({ code, output }).toMatchObject({ code: 0 });
     expect(output).toMatch(new RegExp(`Scan of ${SECTOR} started: (\\S+)`));
     expect(output).toMatch(/\[\s*\d+%\] running/);
     expect(output).toMatch(/completed/);
-    firstJobId = /started: (\S+)/.exec(output)?.[1] ?? '';
-    const progress = await h.service.scans.progress(firstJobId);
-    if (!progress?.result) throw new Error('no result stored');
-    firstResult = progress.result;
-    const { stats, report } = firstResult;
+    const { jobId: firstJobId, result } = await firstScanResult();
+    const { stats, report } = result;
 
     // What was fetched and kept matches the fixtures; every item is stored once with its source.
     expect(stats.itemsFetched).toBe(FIXTURE_SCAN.kept);
@@ -309,6 +343,7 @@ describe('Scout scans end to end', () => {
   });
 
   it('When sources are dead, malformed or oversized, then the scan reports each with its reason and still completes', async () => {
+    const { result: firstResult } = await firstScanResult();
     const failed = firstResult.sources.filter((s) => s.status === 'failed');
     expect(Object.fromEntries(failed.map((s) => [s.id, s.error]))).toEqual(
       Object.fromEntries(
@@ -323,58 +358,75 @@ describe('Scout scans end to end', () => {
   });
 
   it('When the sector is scanned again over the same items, then nothing is stored twice, the feeds answer 304 to conditional requests, and a new report is served', async () => {
-    const before = await h.service.scans.itemCount(SECTOR);
-    const conditionalBefore = feeds.requests.filter((r) => r.conditional).length;
-    const { result } = await scanNow();
+    // A sector of its own, scanned once first: the fixture sector's first scan is the command test's.
+    const sector = `${SECTOR}-again`;
+    try {
+      await scanNow(sector);
+      const before = await h.service.scans.itemCount(sector);
+      expect(before).toBe(FIXTURE_SCAN.kept);
+      const conditionalBefore = feeds.requests.filter((r) => r.conditional).length;
+      const { result } = await scanNow(sector);
 
-    expect(await h.service.scans.itemCount(SECTOR)).toBe(before);
-    expect(result.stats.newItems).toBe(0);
-    const states = await h.db.scoutSourceState.findMany({ where: { sector: SECTOR } });
-    const withValidators = states
-      .filter((s) => s.etag !== null || s.lastModified !== null)
-      .map((s) => s.sourceId);
-    expect(withValidators.length).toBeGreaterThan(0);
-    for (const id of withValidators) {
-      expect(result.sources.find((s) => s.id === id)?.status).toBe('not_modified');
+      expect(await h.service.scans.itemCount(sector)).toBe(before);
+      expect(result.stats.newItems).toBe(0);
+      const states = await h.db.scoutSourceState.findMany({ where: { sector } });
+      const withValidators = states
+        .filter((s) => s.etag !== null || s.lastModified !== null)
+        .map((s) => s.sourceId);
+      expect(withValidators.length).toBeGreaterThan(0);
+      for (const id of withValidators) {
+        expect(result.sources.find((s) => s.id === id)?.status).toBe('not_modified');
+      }
+      const conditional = feeds.requests.filter((r) => r.conditional).slice(conditionalBefore);
+      expect(conditional.length).toBe(withValidators.length);
+      expect(conditional.every((r) => r.status === 304)).toBe(true);
+      // The analysis ran on the stored window again: a second report for the sector.
+      const sectors = SectorList.parse(await (await fetch(`${h.baseUrl}/api/v1/sectors`)).json());
+      expect(sectors.sectors.find((s) => s.sector === sector)?.report_count).toBe(2);
+      expect(result.stats.analysed).toBe(FIXTURE_SCAN.inWindow);
+      // Both scans were started in this process (the repository's observer feeds /metrics).
+      const metrics = await scrape(h.metricsUrl);
+      expect(metricValue(metrics, 'scout_scans_started_total', { sector })).toBe(2);
+      expect(metricValue(metrics, 'scout_source_fetches_total', { sector, status: 'not_modified' })).toBe(
+        withValidators.length,
+      );
+    } finally {
+      await forgetSector(sector);
     }
-    const conditional = feeds.requests.filter((r) => r.conditional).slice(conditionalBefore);
-    expect(conditional.length).toBe(withValidators.length);
-    expect(conditional.every((r) => r.status === 304)).toBe(true);
-    // The analysis ran on the stored window again: a second report for the sector.
-    const sectors = SectorList.parse(await (await fetch(`${h.baseUrl}/api/v1/sectors`)).json());
-    expect(sectors.sectors.find((s) => s.sector === SECTOR)?.report_count).toBe(2);
-    expect(result.stats.analysed).toBe(FIXTURE_SCAN.inWindow);
-    const metrics = await scrape(h.metricsUrl);
-    expect(metricValue(metrics, 'scout_scans_started_total', { sector: SECTOR })).toBe(1);
-    expect(
-      metricValue(metrics, 'scout_source_fetches_total', { sector: SECTOR, status: 'not_modified' }),
-    ).toBe(withValidators.length);
   });
 
   it('When the runner is killed (SIGKILL) in the middle of a scan, then after a restart the scan completes and every step was applied exactly once', async () => {
+    // A sector of its own: the fixture sector's first scan is the command test's.
+    const sector = `${SECTOR}-killed`;
     let seen = 0;
     hold.hold((req) => req.task.startsWith('scout') && ++seen === 2); // the second LLM step hangs
-    const jobId = await startScan();
-    await hold.held(60_000);
-    expect((await h.service.scans.progress(jobId))?.status).toBe('running');
-    const heldStep = (await h.db.agentJob.findUniqueOrThrow({ where: { id: jobId } })).stepIndex;
-    const killedRunner = runnerId;
-    const callsBefore = llm.calls.length;
-    expect(await runner.stop('SIGKILL')).toBe('SIGKILL');
-    hold.release();
-    runner = startRunner();
+    try {
+      const jobId = await startScan(sector);
+      await hold.held(60_000);
+      expect((await h.service.scans.progress(jobId))?.status).toBe('running');
+      const heldStep = (await h.db.agentJob.findUniqueOrThrow({ where: { id: jobId } })).stepIndex;
+      const killedRunner = runnerId;
+      const callsBefore = llm.calls.length;
+      expect(await runner.stop('SIGKILL')).toBe('SIGKILL');
+      hold.release();
+      runner = startRunner();
 
-    const done = await scanEnd(jobId);
-    expect(done.status).toBe('completed');
-    const steps = await h.service.jobs.appliedSteps(jobId);
-    expect(steps.map((s) => s.stepIndex)).toEqual(steps.map((_, i) => i));
-    // The held question was asked again by the new runner, which applied the interrupted step once.
-    expect(hold.askedAgain(llm.calls.slice(callsBefore))).toBeGreaterThanOrEqual(1);
-    const applied = await h.db.jobStep.findMany({ where: { jobId, stepIndex: heldStep } });
-    expect(applied.map((s) => s.runnerId)).toEqual([runnerId]);
-    expect(runnerId).not.toBe(killedRunner);
-    // The sector is free again and the report was stored once more.
-    const schedule = (await h.service.scans.schedules()).find((s) => s.sector === SECTOR);
-    expect(schedule).toMatchObject({ activeJobId: null, lastJobId: jobId, lastStatus: 'completed' });
+      const done = await scanEnd(jobId);
+      expect(done.status).toBe('completed');
+      const steps = await h.service.jobs.appliedSteps(jobId);
+      expect(steps.map((s) => s.stepIndex)).toEqual(steps.map((_, i) => i));
+      // The held question was asked again by the new runner, which applied the interrupted step once.
+      expect(hold.askedAgain(llm.calls.slice(callsBefore))).toBeGreaterThanOrEqual(1);
+      const applied = await h.db.jobStep.findMany({ where: { jobId, stepIndex: heldStep } });
+      expect(applied.map((s) => s.runnerId)).toEqual([runnerId]);
+      expect(runnerId).not.toBe(killedRunner);
+      // The sector is free again.
+      const schedule = (await h.service.scans.schedules()).find((s) => s.sector === sector);
+      expect(schedule).toMatchObject({ activeJobId: null, lastJobId: jobId, lastStatus: 'completed' });
+    } finally {
+      hold.release();
+      await ensureRunner();
+      await forgetSector(sector);
+    }
   });
 });

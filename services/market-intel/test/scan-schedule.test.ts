@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createLogger } from '@repo/service-kit';
 import { COMPUTE_TOPOLOGY } from '@repo/queue';
-import { queueDepth, waitFor } from '@repo/queue/testing';
+import { waitFor } from '@repo/queue/testing';
 import type { ScoutSectorSources } from '@repo/schemas';
 import { loadSourcesFile, SourcesFileError } from '../src/domain/scout-sources';
 import { ScanScheduler } from '../src/messaging/scan-scheduler';
@@ -46,6 +46,14 @@ async function scanJobs(): Promise<{ id: string; status: string; endpoint: strin
   });
 }
 
+/** Ready messages in compute.starts, as the queue itself counts them (rabbitmqctl's figure of a quorum queue lags). */
+async function readyCommands(): Promise<number> {
+  const { messageCount } = await h.service.broker.withChannel((channel) =>
+    channel.checkQueue(COMPUTE_TOPOLOGY.queues.starts),
+  );
+  return messageCount;
+}
+
 beforeAll(async () => {
   h = await startHarness('market_intel_scan_schedule_test');
 });
@@ -55,6 +63,8 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
+  // Let the previous test's step commands reach the broker first, so none lands during the next test.
+  await waitFor('the outbox drained', async () => (await h.service.outbox.pending()) === 0);
   await h.db.$executeRawUnsafe('TRUNCATE scout_schedules, scout_source_states, scout_items');
   await h.db.$executeRawUnsafe("DELETE FROM agent_jobs WHERE kind = 'scout'");
   await h.db.$executeRawUnsafe('DELETE FROM outbox_messages');
@@ -63,6 +73,8 @@ beforeEach(async () => {
 describe('Scan scheduling', () => {
   it('When two replicas tick at the same moment, then each sector gets exactly one scan and its first step is published', async () => {
     const [a, b] = [scheduler(86_400_000), scheduler(86_400_000)];
+    // Earlier tests' commands stay in the queue (nothing consumes it): start from an empty one.
+    await h.service.broker.withChannel((channel) => channel.purgeQueue(COMPUTE_TOPOLOGY.queues.starts));
     const started = (await Promise.all([a.tick(), b.tick(), a.tick()])).flat();
 
     expect(started).toHaveLength(2);
@@ -77,7 +89,7 @@ describe('Scan scheduling', () => {
     ]);
     // Nothing runs the steps here: the two step-0 commands wait in compute.starts.
     await waitFor('both step commands published', async () =>
-      (await queueDepth(h.vhost, COMPUTE_TOPOLOGY.queues.starts)) === 2 ? true : undefined,
+      (await readyCommands()) === 2 ? true : undefined,
     );
     expect(await h.service.outbox.pending()).toBe(0);
   });

@@ -48,7 +48,9 @@ describe('Hostile schemas against two replicas', () => {
       VERIFY_INTERVAL_MS: '100',
       VERIFY_TIMEOUT_MS: '3000',
       SANDBOX_MEMORY_MB: '64',
-      SANDBOX_TASK_TIMEOUT_MS: '5000',
+      // The memory attack takes seconds to fill 64 MB on a busy machine: it must meet the memory limit
+      // before the deadline, or it is stopped (and reported) as a timeout instead.
+      SANDBOX_TASK_TIMEOUT_MS: '30000',
     };
     replicas = await Promise.all([
       spawnService({ cwd: SERVICE_DIR, env }),

@@ -12,6 +12,9 @@ describe('POST /api/auth/key', () => {
   afterAll(() => h.close());
 
   it('When a key is created, then it is sk_router_ + base58 of 32 bytes, shown once, and only its SHA-256 hash is stored', async () => {
+    const count = async () =>
+      Number((await h.sql<{ n: bigint }>('SELECT count(*) AS n FROM api_keys'))[0]?.n);
+    const before = await count();
     const res = await h.call(
       'POST',
       '/api/auth/key',
@@ -29,8 +32,11 @@ describe('POST /api/auth/key', () => {
     const { api_key: key, prefix } = res.body as { api_key: string; prefix: string };
     expect(key.startsWith(prefix)).toBe(true);
     expect(prefix.length).toBeLessThan(key.length - 30);
+    // Other tests' keys are in the table too: this one added exactly one row, and this is it.
+    expect(await count()).toBe(before + 1);
     const rows = await h.sql<{ name: string; prefix: string; key_hash: string }>(
-      'SELECT name, prefix, key_hash FROM api_keys',
+      'SELECT name, prefix, key_hash FROM api_keys WHERE name = $1',
+      'agent-one',
     );
     expect(rows).toEqual([
       { name: 'agent-one', prefix, key_hash: createHash('sha256').update(key).digest('hex') },

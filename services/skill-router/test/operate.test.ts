@@ -16,13 +16,29 @@ import {
 } from '@repo/service-kit/testing';
 import { buildSkill } from './support/factories';
 
-// One real skill-router process (src/main.ts) whose PostgreSQL goes through a cuttable proxy.
+// Real skill-router processes (src/main.ts) whose PostgreSQL goes through a cuttable proxy: one shared
+// by the tests, and one of its own for the test that shuts it down.
 jest.setTimeout(90_000);
 
 const databaseUrl = testDatabaseUrl('skill_router_operate_test');
 let pg: { proxy: TcpProxy; url: string };
 let svc: ServiceProcess;
 let key: string;
+
+function startService(): Promise<ServiceProcess> {
+  return spawnService({
+    cwd: path.join(__dirname, '..'),
+    env: {
+      DATABASE_URL: pg.url,
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
+      WORKERS_ENABLED: 'false',
+      SSRF_ALLOWLIST: '127.0.0.1,localhost',
+      KEY_CREATION_LIMIT_PER_MINUTE: '1000',
+      SHUTDOWN_TIMEOUT_MS: '15000',
+      SHUTDOWN_DRAIN_DELAY_MS: '300',
+    },
+  });
+}
 
 async function post(
   pathname: string,
@@ -44,18 +60,7 @@ beforeAll(async () => {
     log: { info: () => undefined, warn: () => undefined },
   });
   pg = await TcpProxy.forUrl(databaseUrl, 5432);
-  svc = await spawnService({
-    cwd: path.join(__dirname, '..'),
-    env: {
-      DATABASE_URL: pg.url,
-      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
-      WORKERS_ENABLED: 'false',
-      SSRF_ALLOWLIST: '127.0.0.1,localhost',
-      KEY_CREATION_LIMIT_PER_MINUTE: '1000',
-      SHUTDOWN_TIMEOUT_MS: '15000',
-      SHUTDOWN_DRAIN_DELAY_MS: '300',
-    },
-  });
+  svc = await startService();
   const created = await post('/api/auth/key', { name: 'ops-test' });
   expect(created.status).toBe(201);
   key = ((await created.json()) as { api_key: string }).api_key;
@@ -109,9 +114,12 @@ describe('/metrics', () => {
 describe('/readyz on dependency loss', () => {
   it('When PostgreSQL becomes unreachable, then /readyz answers 503; once it is back, 200 and routing works', async () => {
     await pg.proxy.cut();
-    await waitFor('503 without PostgreSQL', async () => (await readyStatus(svc.baseUrl)) === 503, 10_000);
-    expect((await fetch(`${svc.baseUrl}/livez`)).status).toBe(200);
-    await pg.proxy.restore();
+    try {
+      await waitFor('503 without PostgreSQL', async () => (await readyStatus(svc.baseUrl)) === 503, 10_000);
+      expect((await fetch(`${svc.baseUrl}/livez`)).status).toBe(200);
+    } finally {
+      await pg.proxy.restore();
+    }
     await waitFor('200 with PostgreSQL back', async () => (await readyStatus(svc.baseUrl)) === 200, 15_000);
     expect((await post('/api/discover/route', { task: 'translate text' }, { 'x-api-key': key })).status).toBe(
       200,
@@ -124,8 +132,15 @@ describe('/readyz on dependency loss', () => {
 });
 
 describe('Graceful shutdown', () => {
+  // The test ends this process; the other tests keep the shared one.
+  let dying: ServiceProcess;
+  beforeAll(async () => {
+    dying = await startService();
+  });
+  afterAll(() => dying?.stop());
+
   it('When SIGTERM arrives under routing load, then every request sent while ready is answered and the process exits 0', async () => {
-    const load = startLoad(svc.baseUrl, 8, () => ({
+    const load = startLoad(dying.baseUrl, 8, () => ({
       method: 'POST',
       path: '/api/discover/route',
       headers: { 'x-api-key': key },
@@ -133,13 +148,13 @@ describe('Graceful shutdown', () => {
     }));
     await waitFor('load running', () => load.results.filter((r) => r.status === 200).length >= 40);
     const signalAt = Date.now();
-    svc.kill('SIGTERM');
-    const exit = await svc.exited;
+    dying.kill('SIGTERM');
+    const exit = await dying.exited;
     const exitedAfterMs = Date.now() - signalAt;
     const results = await load.stop();
     const verdict = judgeShutdown(results, signalAt, load.unreadyAt());
 
-    if (exit.code !== 0) console.error(svc.output().split('\n').slice(-30).join('\n'));
+    if (exit.code !== 0) console.error(dying.output().split('\n').slice(-30).join('\n'));
     expect(exit).toEqual({ code: 0, signal: null });
     expect(load.unreadyHow()).toBe(503);
     expect(verdict.failures).toEqual([]);

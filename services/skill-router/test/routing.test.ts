@@ -286,8 +286,11 @@ describe('POST /api/discover/route: the score and the answer', () => {
   });
 
   it('When the task contains tsquery syntax, then it is treated as plain words', async () => {
-    const r = await route({ task: "lemur & ! ( ' :* <-> |" });
-    expect(r.total_matches).toBe(4);
+    for (const id of ['tsq-a', 'tsq-b'])
+      await seed({ skill_id: id, description: 'Dugong map tiling.', capabilities: ['dugong'] });
+    const r = await route({ task: "dugong & ! ( ' :* <-> |" });
+    expect(ids(r)).toEqual(['tsq-a', 'tsq-b']);
+    expect(r.total_matches).toBe(2);
   });
 
   it.each([

@@ -1,7 +1,14 @@
 import { startLocalSkills, unreachableUrl, type LocalSkills } from '../scripts/local-skills';
 import type { RegisterSkillRequest } from '../src/schemas';
-import { buildSkill, TEXT_INPUT_SCHEMA, translate } from './support/factories';
-import { startHarness, waitFor, type Harness } from './support/harness';
+import { buildSkill, TEXT_INPUT_SCHEMA, translate, uniqueWord } from './support/factories';
+import {
+  startHarness,
+  startWorkers,
+  stopWorkers,
+  waitFor,
+  withWorkersStopped,
+  type Harness,
+} from './support/harness';
 
 let h: Harness;
 let key: string;
@@ -60,7 +67,9 @@ const stepStatuses = (d: Detail) => d.verification.steps.map((s) => `${s.step}:$
 describe('Verification worker: every step passing', () => {
   it('When the endpoint is healthy and answers valid output, then the skill becomes active with three passed steps, probes recorded and metrics set', async () => {
     skills.set('good', { kind: 'healthy', respond: translate });
-    const skill = buildSkill({ endpoint: skills.url('good') });
+    // A capability no other skill has: other tests' active translators must not crowd it out of the matches.
+    const own = uniqueWord();
+    const skill = buildSkill({ endpoint: skills.url('good'), capabilities: ['translation', 'text', own] });
     const d = await registerAndSettle(skill);
     expect(d.status).toBe('active');
     expect(stepStatuses(d)).toEqual([
@@ -95,7 +104,7 @@ describe('Verification worker: every step passing', () => {
     const routed = await h.call(
       'POST',
       '/api/discover/route',
-      { task: 'translate text' },
+      { task: `translate text ${own}` },
       { 'x-api-key': key },
     );
     expect(routed.body.matches.map((m: { skill_id: string }) => m.skill_id)).toContain(skill.skill_id);
@@ -245,10 +254,9 @@ describe('Verification: updates and revisions', () => {
 
   it('When a skill is updated while its verification runs, then the stale result is discarded and the new revision is verified', async () => {
     const repo = h.runtime.skills;
-    await h.runtime.workers!.verification.stop();
-    try {
-      skills.set('race', { kind: 'healthy', respond: translate });
-      const skill = buildSkill({ endpoint: skills.url('race') });
+    skills.set('race', { kind: 'healthy', respond: translate });
+    const skill = buildSkill({ endpoint: skills.url('race') });
+    await withWorkersStopped(h, async () => {
       await h.register(key, skill);
       const [job] = (await repo.claimPendingVerification(100, 60_000)).filter(
         (j) => j.skillId === skill.skill_id,
@@ -271,27 +279,27 @@ describe('Verification: updates and revisions', () => {
           skill.skill_id,
         ),
       ).toEqual([{ status: 'pending_verification', revision: 2, verification_lease_until: null }]);
-    } finally {
-      h.runtime.workers = undefined;
-      h.runtime.startWorkers();
-    }
-    await waitFor('revision 2 verified', async () => {
-      const rows = await h.sql<{ status: string }>(
-        `SELECT status FROM skills WHERE endpoint = $1 AND revision = 2`,
-        skills.url('race'),
-      );
-      return rows[0]?.status === 'active';
     });
+    // the restarted worker verifies revision 2
+    const settled = await waitFor('revision 2 verified', async () => {
+      const rows = await h.sql<{ status: string; revision: number }>(
+        'SELECT status, revision FROM skills WHERE skill_id = $1',
+        skill.skill_id,
+      );
+      return rows[0]?.status !== 'pending_verification' ? rows : undefined;
+    });
+    expect(settled).toEqual([{ status: 'active', revision: 2 }]);
+    expect(skills.hits('race')).toEqual({ GET: 1, POST: 1 });
   });
 });
 
 describe('Verification: SSRF at check time', () => {
   let strict: Harness;
   beforeAll(async () => {
-    // Same database, but a replica whose policy has no allowlist.
+    // Same database, but a replica whose policy has no allowlist; its workers run only in the test.
     strict = await startHarness(
       'skill_router_verification_test',
-      { ...WORKERS, SSRF_ALLOWLIST: '' },
+      { ...WORKERS, WORKERS_ENABLED: 'false', SSRF_ALLOWLIST: '' },
       { resetDb: false },
     );
   });
@@ -299,26 +307,25 @@ describe('Verification: SSRF at check time', () => {
 
   it('When the worker’s policy refuses a stored loopback endpoint, then endpoint_health_check fails as refused and no request is sent', async () => {
     skills.set('ssrf', { kind: 'healthy', respond: translate });
-    await h.runtime.workers!.verification.stop();
-    try {
-      const skill = buildSkill({ endpoint: skills.url('ssrf') });
+    const skill = buildSkill({ endpoint: skills.url('ssrf') });
+    // Only the strict replica may verify it.
+    await withWorkersStopped(h, async () => {
       expect((await h.register(key, skill)).status).toBe(201);
-      strict.runtime.startWorkers();
-      const d = await waitFor('strict verification', async () => {
-        const x = await detail(skill.skill_id);
-        return x.status !== 'pending_verification' ? x : undefined;
-      });
-      expect(d.status).toBe('verification_failed');
-      expect(d.verification.reason).toMatch(
-        /^endpoint_health_check: endpoint refused: .*127\.0\.0\.1.*loopback/,
-      );
-      expect(skills.hits('ssrf')).toEqual({ GET: 0, POST: 0 });
-    } finally {
-      await strict.runtime.workers?.verification.stop();
-      await strict.runtime.workers?.health.stop();
-      h.runtime.workers = undefined;
-      h.runtime.startWorkers();
-    }
+      await startWorkers(strict);
+      try {
+        const d = await waitFor('strict verification', async () => {
+          const x = await detail(skill.skill_id);
+          return x.status !== 'pending_verification' ? x : undefined;
+        });
+        expect(d.status).toBe('verification_failed');
+        expect(d.verification.reason).toMatch(
+          /^endpoint_health_check: endpoint refused: .*127\.0\.0\.1.*loopback/,
+        );
+        expect(skills.hits('ssrf')).toEqual({ GET: 0, POST: 0 });
+      } finally {
+        await stopWorkers(strict);
+      }
+    });
   });
 });
 

@@ -19,7 +19,11 @@ if (target) {
     } catch {
       command = undefined;
     }
-    if (command && `${command.kind}:${command.stepIndex}` === target) process.kill(process.pid, 'SIGKILL');
+    if (command && `${command.kind}:${command.stepIndex}` === target) {
+      // Named in the runner's output, for a test that expected another job's command.
+      process.stderr.write(`die-before-ack: SIGKILL before acking ${command.jobId}:${command.stepIndex}\n`);
+      process.kill(process.pid, 'SIGKILL');
+    }
     return ack.call(this, message, allUpTo);
   };
 }

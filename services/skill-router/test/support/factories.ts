@@ -41,3 +41,9 @@ export function translate(input: unknown): unknown {
   const i = input as { text: string; target_language: string };
   return { translation: `[${i.target_language}] ${i.text}`, language: i.target_language };
 }
+
+/** A made-up word (letters only, so full-text search keeps it whole) that no other test uses. */
+export function uniqueWord(): string {
+  const letters = Array.from({ length: 10 }, () => String.fromCharCode(97 + Math.floor(Math.random() * 26)));
+  return `zq${letters.join('')}`;
+}

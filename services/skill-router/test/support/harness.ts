@@ -66,7 +66,7 @@ export async function startHarness(
   const config = loadConfig({ ...TEST_ENV, DATABASE_URL: databaseUrl, ...env });
   const logger = createLogger({ name: 'skill-router-test', level: config.LOG_LEVEL });
   const runtime = createRuntime(config, logger);
-  if (config.WORKERS_ENABLED) runtime.startWorkers();
+  if (config.WORKERS_ENABLED) await startRuntimeWorkers(runtime);
   const server: Server = createServer(runtime.app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
@@ -108,6 +108,50 @@ export async function startHarness(
       await runtime.close();
     },
   };
+}
+
+/**
+ * Starts the runtime's workers and waits until their schema sandbox runs a task. A thread's start-up
+ * counts against the task deadline, so on a busy machine a cold sandbox fails the first schema checks
+ * as timeouts: tests that expect a verdict on the schema need it warm.
+ */
+async function startRuntimeWorkers(runtime: Runtime): Promise<void> {
+  runtime.startWorkers();
+  const sandbox = runtime.sandbox;
+  if (!sandbox) throw new Error('startWorkers created no sandbox');
+  await waitFor(
+    'the schema sandbox to run a task',
+    async () => (await sandbox.checkSchema({ type: 'object' })).ok,
+    60_000,
+  );
+}
+
+/** Starts `h`'s workers (new ones after {@link stopWorkers}) and waits until they can verify. */
+export async function startWorkers(h: Harness): Promise<void> {
+  await startRuntimeWorkers(h.runtime);
+}
+
+/** Stops `h`'s verification and health loops and closes their sandbox, so that none of them runs on. */
+export async function stopWorkers(h: Harness): Promise<void> {
+  const workers = h.runtime.workers;
+  if (!workers) return;
+  await Promise.all([workers.verification.stop(), workers.health.stop()]);
+  await h.runtime.sandbox?.close();
+  h.runtime.workers = undefined;
+}
+
+/**
+ * Runs `body` with `h`'s workers stopped, then leaves them as it found them: running workers are
+ * started again (fresh and warm) also when `body` throws.
+ */
+export async function withWorkersStopped<T>(h: Harness, body: () => Promise<T>): Promise<T> {
+  const wereRunning = h.runtime.workers !== undefined;
+  await stopWorkers(h);
+  try {
+    return await body();
+  } finally {
+    if (wereRunning) await startWorkers(h);
+  }
 }
 
 /**
