@@ -21,6 +21,8 @@ module.exports = function jestConfig(dir, overrides = {}) {
     // ESM-only dependencies are transformed to CommonJS like our own code.
     transformIgnorePatterns: ['/node_modules/(?!(\\.pnpm/)?(bs58|base-x)[@/])'],
     testTimeout: 30000,
+    // Tests run in a new order every run (the seed is printed; `--seed N` replays it): none may depend on another.
+    randomize: true,
     ...overrides,
   };
 };
