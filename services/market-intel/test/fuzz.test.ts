@@ -125,7 +125,7 @@ function garbagePaymentSignature(): fc.Arbitrary<string> {
 
 /** Publishes one heartbeat of a runner whose LLM and search answer. */
 async function healthyRunner(): Promise<void> {
-  runner = await Broker.connect({ url: h.amqpUrl, connectionName: 'fuzz runner', logger: silent });
+  runner ??= await Broker.connect({ url: h.amqpUrl, connectionName: 'fuzz runner', logger: silent });
   await runner.waitForConnection();
   const heartbeat: RunnerHeartbeat = {
     v: 1,
@@ -247,6 +247,8 @@ describe('fuzzing market-intel from its own OpenAPI document', () => {
   });
 
   it('When the fuzzing is over, then the service is still ready and healthy and sells data', async () => {
+    // A fresh heartbeat: the runner's health must not hang on which test ran before, or how long ago.
+    await healthyRunner();
     expect((await fetch(`${h.baseUrl}/readyz`)).status).toBe(200);
     expect((await fetch(`${h.baseUrl}/api/v1/health`)).status).toBe(200);
     expect((await fetch(`${h.baseUrl}/api/v1/sectors`)).status).toBe(200);

@@ -129,7 +129,19 @@ describe('/readyz on dependency loss', () => {
 });
 
 describe('Graceful shutdown', () => {
+  // A process of its own (own database and vhost), so the other tests keep theirs whatever the order.
+  let victim: ProxiedMarketIntel;
+  beforeAll(async () => {
+    victim = await spawnProxiedMarketIntel('market_intel_operate_shutdown_test', {
+      SHUTDOWN_TIMEOUT_MS: '15000',
+      SHUTDOWN_DRAIN_DELAY_MS: '300',
+    });
+    await waitFor('ready', async () => (await readyStatus(victim.service.baseUrl)) === 200, 30_000);
+  });
+  afterAll(async () => victim?.close());
+
   it('When SIGTERM arrives under load, then readiness fails first, every request sent while ready gets a complete answer, refusals come only after readiness failed, and the process exits 0 in its grace period', async () => {
+    const mi = victim;
     const base = mi.service.baseUrl;
     // Fast free requests, plus slow paid ones (about 1 s of RPC retries each) that are surely in flight at the signal.
     const fast = startLoad(base, 6, () => ({ method: 'GET', path: '/api/v1/sectors' }));

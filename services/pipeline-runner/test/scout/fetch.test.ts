@@ -139,8 +139,9 @@ describe('scout fetch', () => {
       '/hn/search_by_date',
     ]);
     for (let i = 1; i < times.length; i += 1)
-      // A request starts hostDelayMs after the previous one started; arrival times may differ by a few ms of latency.
-      expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(hostDelayMs - 20);
+      // A request starts hostDelayMs after the previous one started; on a loaded machine arrivals
+      // jitter by tens of ms, and unspaced requests would still arrive well under this bound.
+      expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(hostDelayMs - 100);
   });
 
   it('When a response is larger than the limit, then the fetch stops and reports the limit', async () => {
