@@ -5,6 +5,7 @@ import { waitFor } from '@repo/queue/testing';
 import {
   fuzzCheckAll,
   fuzzOperations,
+  fuzzRunSettings,
   type FuzzCheckOptions,
   type FuzzOperation,
   type FuzzRequest,
@@ -22,11 +23,7 @@ import { buildReport, startHarness, type Harness } from './support/harness';
 // budget is spent). A failure prints fast-check's seed and path; replay it with FUZZ_SEED/FUZZ_PATH.
 jest.setTimeout(180_000);
 
-const NUM_RUNS = Number(process.env.FUZZ_RUNS ?? 30);
-const replay: Pick<FuzzCheckOptions, 'seed' | 'path'> = {
-  ...(process.env.FUZZ_SEED ? { seed: Number(process.env.FUZZ_SEED) } : {}),
-  ...(process.env.FUZZ_PATH ? { path: process.env.FUZZ_PATH } : {}),
-};
+const RUN_SETTINGS = fuzzRunSettings(30);
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 const base58 = getBase58Decoder();
 /** The client address of the fuzzing traffic (documentation range). */
@@ -179,9 +176,8 @@ afterAll(async () => {
 const options = (extra: Partial<FuzzCheckOptions> = {}): FuzzCheckOptions => ({
   baseUrl: h.baseUrl,
   headers: { 'x-forwarded-for': FUZZ_CLIENT },
-  numRuns: NUM_RUNS,
+  ...RUN_SETTINGS,
   onResponse: count,
-  ...replay,
   ...extra,
 });
 

@@ -102,6 +102,26 @@ async function job(jobId: string): Promise<Record<string, unknown>> {
   return (await (await fetch(`${h.baseUrl}/api/v1/jobs/${jobId}`)).json()) as Record<string, unknown>;
 }
 
+/**
+ * A paid debate from a fresh payer whose step then fails with `code`, once its refund is queued;
+ * with the payer's and the refund wallet's USDC before anything was refunded.
+ */
+async function queuedRefund(code: JobErrorCode): Promise<{
+  payer: Keypair;
+  before: bigint;
+  walletBefore: bigint;
+  jobId: string;
+  signature: string;
+}> {
+  const payer = await newPayer();
+  const before = await usdcOf(payer.publicKey.toBase58());
+  const walletBefore = await usdcOf(h.ledger.refundWallet.publicKey);
+  const { jobId, signature } = await paidJob(payer);
+  await failStep(jobId, code);
+  await waitFor('refund queued', async () => (await job(jobId)).refund !== null);
+  return { payer, before, walletBefore, jobId, signature };
+}
+
 /** Sum of `x402_refunds_total{outcome}` over both replicas' registries. */
 async function refundCount(outcome: string): Promise<number> {
   let total = 0;
@@ -198,12 +218,7 @@ describe('Refunds of failed paid jobs', () => {
   it('When both replicas look for the same due refund at the same moment, then one of them sends it and the payer is refunded once', async () => {
     await stopWorkers();
     try {
-      const payer = await newPayer();
-      const before = await usdcOf(payer.publicKey.toBase58());
-      const walletBefore = await usdcOf(h.ledger.refundWallet.publicKey);
-      const { jobId, signature } = await paidJob(payer);
-      await failStep(jobId, 'internal');
-      await waitFor('refund queued', async () => (await job(jobId)).refund !== null);
+      const { payer, before, walletBefore, signature } = await queuedRefund('internal');
       const claimed = await Promise.all([h.service.refunds?.runDue(), replica.refunds?.runDue()]);
       expect(claimed.sort()).toEqual([0, 1]);
       expect(await h.service.refundLedger.forPayment(signature)).toEqual(
@@ -237,11 +252,7 @@ describe('Refunds of failed paid jobs', () => {
   it('When a replica crashed after storing a signed refund and before sending it, then another replica sends that same transaction and no second one is built', async () => {
     await stopWorkers();
     try {
-      const payer = await newPayer();
-      const before = await usdcOf(payer.publicKey.toBase58());
-      const { jobId, signature } = await paidJob(payer);
-      await failStep(jobId, 'delivery_limit');
-      await waitFor('refund queued', async () => (await job(jobId)).refund !== null);
+      const { payer, before, jobId, signature } = await queuedRefund('delivery_limit');
       expect((await job(jobId)).refund).toMatchObject({ status: 'pending', transaction: null });
 
       // The crashed replica: claimed, built, signed and stored, never sent.
@@ -273,12 +284,7 @@ describe('Refunds of failed paid jobs', () => {
   it('When a stored refund expired without landing, then a new one is built and sent, the expired one can no longer land, and the payer is refunded once', async () => {
     await stopWorkers();
     try {
-      const payer = await newPayer();
-      const before = await usdcOf(payer.publicKey.toBase58());
-      const walletBefore = await usdcOf(h.ledger.refundWallet.publicKey);
-      const { jobId, signature } = await paidJob(payer);
-      await failStep(jobId, 'search_unavailable');
-      await waitFor('refund queued', async () => (await job(jobId)).refund !== null);
+      const { payer, before, walletBefore, signature } = await queuedRefund('search_unavailable');
 
       const ledger = new PrismaRefundLedger(h.db);
       const [claim] = await ledger.claimDue(10, 60_000);

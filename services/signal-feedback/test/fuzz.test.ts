@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import {
   fuzzCheckAll,
   fuzzOperations,
+  fuzzRunSettings,
   type FuzzCheckOptions,
   type FuzzOperation,
   type FuzzRequest,
@@ -19,11 +20,7 @@ import { startHarness, type Harness } from './support/harness';
 // path; replay it with FUZZ_SEED/FUZZ_PATH.
 jest.setTimeout(120_000);
 
-const NUM_RUNS = Number(process.env.FUZZ_RUNS ?? 60);
-const replay: Pick<FuzzCheckOptions, 'seed' | 'path'> = {
-  ...(process.env.FUZZ_SEED ? { seed: Number(process.env.FUZZ_SEED) } : {}),
-  ...(process.env.FUZZ_PATH ? { path: process.env.FUZZ_PATH } : {}),
-};
+const RUN_SETTINGS = fuzzRunSettings(60);
 const PASSWORD = 'correct horse battery staple';
 
 let h: Harness;
@@ -171,9 +168,8 @@ afterAll(async () => {
 const options = (): FuzzCheckOptions => ({
   baseUrl: h.baseUrl,
   credentials,
-  numRuns: NUM_RUNS,
+  ...RUN_SETTINGS,
   onResponse,
-  ...replay,
 });
 
 describe('fuzzing signal-feedback from its own OpenAPI document', () => {

@@ -19,6 +19,7 @@ export {
   fuzzCheck,
   fuzzCheckAll,
   fuzzOperations,
+  fuzzRunSettings,
   OpenApiFuzzError,
   sendFuzzRequest,
 } from './openapi-fuzz';

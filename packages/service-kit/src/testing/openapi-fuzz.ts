@@ -990,6 +990,19 @@ export interface FuzzCheckOptions extends JudgeOptions {
 }
 
 /**
+ * The run settings a fuzz suite reads from its environment: `FUZZ_RUNS` (runs per operation, default
+ * `defaultRuns`), and `FUZZ_SEED` / `FUZZ_PATH` to replay a failure fast-check printed.
+ * @param defaultRuns runs per operation when `FUZZ_RUNS` is unset
+ */
+export function fuzzRunSettings(defaultRuns: number): Pick<FuzzCheckOptions, 'numRuns' | 'seed' | 'path'> {
+  return {
+    numRuns: Number(process.env.FUZZ_RUNS ?? defaultRuns),
+    ...(process.env.FUZZ_SEED ? { seed: Number(process.env.FUZZ_SEED) } : {}),
+    ...(process.env.FUZZ_PATH ? { path: process.env.FUZZ_PATH } : {}),
+  };
+}
+
+/**
  * Runs one operation's valid or hostile arbitrary against a running service with fast-check and
  * judges every answer ({@link FuzzOperation.problems}).
  * @param operation from {@link fuzzOperations}

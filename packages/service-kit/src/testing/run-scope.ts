@@ -79,7 +79,7 @@ export async function dropRunScoped(options: { postgresUrl?: string } = {}): Pro
     const { rows } = await client.query<{ datname: string }>('SELECT datname FROM pg_database');
     for (const { datname } of rows) {
       if (!disposable(datname, runId)) continue;
-      await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+      await client.query(`DROP DATABASE IF EXISTS "${datname.replace(/"/g, '""')}" WITH (FORCE)`);
       dropped.push(datname);
     }
   } finally {
