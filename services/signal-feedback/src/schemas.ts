@@ -9,6 +9,11 @@ export const StorableString = z
   .string()
   .refine((v) => !UNSTORABLE_TEXT.test(v), 'must not contain NUL or unpaired surrogates');
 
+/** Subscription plans (README, "Plans and quotas"): stored on each user, shown by GET /api/auth/me. */
+export const PlanName = z.enum(['free', 'builder', 'growth', 'scale']);
+/** One of the plans. */
+export type PlanName = z.infer<typeof PlanName>;
+
 /** Proposal states (spec, "Proposal"). */
 export const ProposalStatus = z.enum(['pending', 'approved', 'rejected', 'deferred']);
 /** One of the proposal states. */
@@ -201,7 +206,7 @@ export const Me = z.object({
   user: z.object({
     id: z.uuid(),
     email: z.string(),
-    plan: z.enum(['free', 'builder', 'growth', 'scale']),
+    plan: PlanName,
     created_at: z.iso.datetime(),
   }),
   csrf_token: z.string().describe('send it as x-csrf-token on every cookie-authenticated write'),

@@ -1,5 +1,5 @@
 import type { Db } from './prisma';
-import type { PlanName } from '../domain/plans';
+import type { PlanName } from '../schemas';
 
 /** A user as the routes see it. */
 export interface UserRecord {

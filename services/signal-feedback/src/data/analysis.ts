@@ -1,5 +1,6 @@
 import type { Db } from './prisma';
-import type { PlanName } from '../domain/plans';
+import type { PlanName } from '../schemas';
+import type { Sentiment } from './signals';
 
 /** A context due for analysis, with what the analysis needs to know about it. */
 export interface AnalysisCandidate {
@@ -20,7 +21,7 @@ export interface WindowStats {
   negative: number;
   neutral: number;
   /** Signal counts by type and sentiment, most frequent first. */
-  byType: { type: string; sentiment: 'positive' | 'negative' | 'neutral'; count: number }[];
+  byType: { type: string; sentiment: Sentiment; count: number }[];
 }
 
 /** A top-level payload key/value pair and how many negative and other signals carried it. */
@@ -104,9 +105,7 @@ export class AnalysisRepository {
 
   /** Counts of a context's signals in `[from, to)`, by sentiment and by type. */
   async windowStats(contextId: string, from: Date, to: Date): Promise<WindowStats> {
-    const rows = await this.db.$queryRawUnsafe<
-      { type: string; sentiment: 'positive' | 'negative' | 'neutral'; count: number }[]
-    >(
+    const rows = await this.db.$queryRawUnsafe<{ type: string; sentiment: Sentiment; count: number }[]>(
       `SELECT type, sentiment::text AS sentiment, count(*)::int AS count FROM signals
         WHERE context_id = $1::uuid AND created_at >= $2 AND created_at < $3
         GROUP BY type, sentiment ORDER BY count(*) DESC, type`,

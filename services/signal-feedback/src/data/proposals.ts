@@ -1,7 +1,6 @@
 import type { Db } from './prisma';
 import type { Prisma } from '../generated/prisma/client';
 import type { Proposal, ProposalStatus } from '../schemas';
-import { statesLeadingTo } from '../domain/proposal-status';
 
 /** A proposal to store (the wire fields the analysis computes, plus its evidence). */
 export interface NewProposal {
@@ -41,7 +40,7 @@ type Row = {
   createdAt: Date;
 };
 
-/** A stored proposal as the wire shape (spec, "Proposal"). */
+/** A stored proposal as the wire shape (README, "Endpoints"). */
 export function toWire(p: Row): Proposal {
   return {
     id: p.id,
@@ -87,20 +86,23 @@ export class ProposalRepository {
   }
 
   /**
-   * Changes a proposal's status if the state machine allows it, atomically (a conditional UPDATE, so two
-   * concurrent changes cannot both apply).
+   * Sets a proposal's status to `change.to` only while its current status is one of `change.from`,
+   * atomically (a conditional UPDATE, so two concurrent changes cannot both apply).
    * @param scope the product (API key) or user (session) the proposal must belong to
+   * @param change the new status and the statuses it may be reached from
+   * @returns the updated proposal; `notFound` when the scope has no such proposal; `conflict` with the
+   *   current status when it is not one of `change.from`
    */
   async changeStatus(
     id: string,
     scope: { productId: string } | { userId: string },
-    to: ProposalStatus,
+    change: { to: ProposalStatus; from: readonly ProposalStatus[] },
   ): Promise<StatusChangeOutcome> {
     const owned: Prisma.ProposalWhereInput =
       'userId' in scope ? { product: { userId: scope.userId } } : { productId: scope.productId };
     const r = await this.db.proposal.updateMany({
-      where: { id, ...owned, status: { in: statesLeadingTo(to) } },
-      data: { status: to },
+      where: { id, ...owned, status: { in: [...change.from] } },
+      data: { status: change.to },
     });
     const current = await this.db.proposal.findFirst({ where: { id, ...owned } });
     if (!current) return { notFound: true };

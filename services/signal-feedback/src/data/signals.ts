@@ -1,6 +1,11 @@
 import type { Pool } from 'pg';
-import type { PlanName } from '../domain/plans';
-import type { Sentiment } from '../domain/signals';
+import type { PlanName } from '../schemas';
+
+/**
+ * How a signal counts for its context, as stored in `signals.sentiment` (README, "Routing,
+ * classification and analysis").
+ */
+export type Sentiment = 'positive' | 'negative' | 'neutral';
 
 /** What an API key authenticates: the product, its owner's plan and its contexts' signal lists. */
 export interface KeyOwner {

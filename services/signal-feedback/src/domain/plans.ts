@@ -1,8 +1,7 @@
-/** Plan names (spec, "Limits"). */
-export const PLANS = ['free', 'builder', 'growth', 'scale'] as const;
+import { PlanName } from '../schemas';
 
-/** One of {@link PLANS}. */
-export type PlanName = (typeof PLANS)[number];
+/** Plan names, cheapest first (README, "Plans and quotas"). */
+export const PLANS: readonly PlanName[] = PlanName.options;
 
 /** Monthly limits of a plan; `null` means unlimited. */
 export interface PlanLimits {
@@ -16,7 +15,7 @@ export interface PlanLimits {
   priceUsd: number;
 }
 
-/** The spec's per-plan limits (spec, "Limits"). */
+/** Per-plan limits (README, "Plans and quotas"). */
 export const PLAN_LIMITS: Readonly<Record<PlanName, PlanLimits>> = {
   free: { signalsPerMonth: 500, proposalsPerMonth: 3, products: 1, priceUsd: 0 },
   builder: { signalsPerMonth: 5_000, proposalsPerMonth: 10, products: 1, priceUsd: 29 },

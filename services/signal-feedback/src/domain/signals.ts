@@ -1,8 +1,6 @@
 import { AppError } from '@repo/errors';
+import type { Sentiment } from '../data/signals';
 import type { SignalInput } from '../schemas';
-
-/** How a signal counts for its context. */
-export type Sentiment = 'positive' | 'negative' | 'neutral';
 
 /** A context's signal lists (spec, "Context"). */
 export interface ClassifyingContext {

@@ -1,11 +1,11 @@
 import { Router, type RequestHandler } from 'express';
-import { AppError, notFound } from '@repo/errors';
+import { AppError } from '@repo/errors';
 import { validate, validated } from '@repo/service-kit';
 import { z } from 'zod';
 import type { ProposalRepository } from '../data/proposals';
 import type { KeyOwnerCache } from '../data/key-cache';
 import type { AnalysisService } from '../domain/analysis';
-import { ALLOWED_TRANSITIONS } from '../domain/proposal-status';
+import { changeProposalStatus } from '../domain/proposal-status';
 import { ProposalStatusChange, ProposalsQuery } from '../schemas';
 import { apiKeyAuth, keyOwnerOf, requireSession, sessionOf } from './auth-middleware';
 
@@ -56,22 +56,7 @@ export function proposalsRouter(deps: {
       >(res.locals);
       const owner = keyOwnerOf(res);
       const scope = owner ? { productId: owner.productId } : { userId: sessionOf(res)!.user.id };
-      const outcome = await deps.proposals.changeStatus(params.id, scope, body.status);
-      if ('notFound' in outcome) throw notFound('proposal');
-      if ('conflict' in outcome) {
-        throw new AppError(
-          'invalid_transition',
-          `A ${outcome.conflict} proposal cannot become ${body.status}`,
-          {
-            details: {
-              from: outcome.conflict,
-              to: body.status,
-              allowed: ALLOWED_TRANSITIONS[outcome.conflict],
-            },
-          },
-        );
-      }
-      res.json(outcome.updated);
+      res.json(await changeProposalStatus(deps.proposals, params.id, scope, body.status));
     },
   );
 
