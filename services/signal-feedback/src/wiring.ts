@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { createLlmClient } from '@repo/llm';
 import type { Logger } from '@repo/service-kit';
 import { cookieSecure, llmSettings, type SignalFeedbackConfig } from './config';
 import { AccountRepository } from './data/accounts';
@@ -10,8 +11,8 @@ import { AuthRateLimiter } from './data/rate-limits';
 import { KeyOwnerCache } from './data/key-cache';
 import { SignalRepository } from './data/signals';
 import { AnalysisService } from './domain/analysis';
-import { OpenAiProposalWriter } from './domain/llm';
 import { PasswordHasher } from './domain/passwords';
+import { LlmProposalWriter } from './domain/proposal-writer';
 import type { AppDeps } from './app';
 
 /** The service's long-lived resources, built from the configuration. */
@@ -41,7 +42,12 @@ export function buildWiring(
   const analysis = new AnalysisService({
     analysis: new AnalysisRepository(db),
     proposals,
-    writer: llm ? new OpenAiProposalWriter(llm) : undefined,
+    writer: llm
+      ? new LlmProposalWriter(
+          // One SDK retry and one repair turn bound how long a proposal waits for the model.
+          createLlmClient({ ...llm, maxRetries: 1, repairAttempts: 1 }),
+        )
+      : undefined,
     logger,
     minSignals: config.ANALYSIS_MIN_SIGNALS,
     now: extra.now,

@@ -133,7 +133,12 @@ describe('Analysis into proposals', () => {
     const res = await run(s.user);
     expect(res.body.proposals[0].diagnosis).toBe('Repaired diagnosis.');
     expect(llm.requests).toHaveLength(2);
-    expect(llm.requests[1]!.messages.at(-1)!.content).toContain('invalid');
+    // The repair turn: the rejected answer, then a request to answer again naming what was wrong.
+    expect(llm.requests[1]!.messages.at(-2)).toEqual({
+      role: 'assistant',
+      content: 'Sure! Here is a proposal.',
+    });
+    expect(llm.requests[1]!.messages.at(-1)!.content).toContain('not JSON');
   });
 
   test('When the LLM keeps answering the wrong shape or fails, then the proposal is written from the evidence', async () => {

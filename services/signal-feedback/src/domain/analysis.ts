@@ -11,7 +11,7 @@ import {
   WINDOW_MS,
   type ProposalText,
 } from './evidence';
-import type { ProposalWriter } from './llm';
+import type { ProposalWriter } from './proposal-writer';
 import { monthKey, PLAN_LIMITS } from './plans';
 
 /** Result of one analysis pass. */
