@@ -12,7 +12,7 @@ export interface SignalFeedbackDemoOptions {
   log: (line: string) => void;
 }
 
-/** A proposal as GET /api/proposals returns it (spec, "Proposal"). */
+/** A proposal as GET /api/proposals returns it (README, "Endpoints"). */
 export interface DemoProposal {
   id: string;
   context_id: string;

@@ -53,9 +53,9 @@ export interface AppDeps {
 export const PUBLIC_DIR = path.join(__dirname, '..', 'public');
 
 /**
- * The signal-feedback express app (no listen, no env): the spec's endpoints under `/api`, the account
- * endpoints, the dashboard at `/`, `/openapi.json` and `/docs`, the probes and `/metrics`, and the error
- * envelope for everything else.
+ * The signal-feedback express app (no listen, no env): the endpoints under `/api` (README,
+ * "Endpoints"), the account endpoints, the dashboard at `/`, `/openapi.json` and `/docs`, the probes and
+ * `/metrics`, and the error envelope for everything else.
  */
 export function createApp(deps: AppDeps): Application {
   const app = createBaseApp({

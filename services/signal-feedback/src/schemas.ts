@@ -14,12 +14,12 @@ export const PlanName = z.enum(['free', 'builder', 'growth', 'scale']);
 /** One of the plans. */
 export type PlanName = z.infer<typeof PlanName>;
 
-/** Proposal states (spec, "Proposal"). */
+/** Proposal states (README, "Routing, classification and analysis"). */
 export const ProposalStatus = z.enum(['pending', 'approved', 'rejected', 'deferred']);
 /** One of the proposal states. */
 export type ProposalStatus = z.infer<typeof ProposalStatus>;
 
-/** A signal type: 1 to 100 characters (spec, "Signal (input)"). */
+/** A signal type: 1 to 100 characters (README, "Endpoints"). */
 export const SignalType = StorableString.min(1).max(100);
 /**
  * Deepest nesting a payload may have (objects and arrays, the payload itself being level 1). Deeper
@@ -51,7 +51,7 @@ export const SignalPayload = z
   )
   .describe(`any JSON object, nested at most ${MAX_PAYLOAD_DEPTH} levels`);
 
-/** One signal as POST /api/signals takes it (spec, "Signal (input)"). */
+/** One signal as POST /api/signals takes it (README, "Endpoints"). */
 export const SignalInput = z.object({
   type: SignalType,
   payload: SignalPayload.optional(),
@@ -61,7 +61,7 @@ export const SignalInput = z.object({
 export type SignalInput = z.infer<typeof SignalInput>;
 
 /**
- * One signal as POST /api/ingest takes it (spec, "Endpoints"): the type under `type`, `event` or
+ * One signal as POST /api/ingest takes it (README, "Endpoints"): the type under `type`, `event` or
  * `event_type` and the payload under `payload`, `data` or `properties` (first present name wins, in that
  * order). Normalised to a {@link SignalInput}.
  */
@@ -92,7 +92,7 @@ export const IngestSignalInput = z
 /** 200 answer of the ingest endpoints. */
 export const ReceivedResponse = z.object({ received: z.int().min(0).describe('number of signals accepted') });
 
-/** A proposal on the wire (spec, "Proposal"). */
+/** A proposal on the wire (README, "Endpoints"). */
 export const Proposal = z.object({
   id: z.uuid(),
   product_id: z.uuid(),
@@ -141,7 +141,7 @@ export const ProductSummary = z.object({
 
 const SignalTypeList = z.array(SignalType).max(200);
 
-/** POST /api/context body (spec, "Context"). */
+/** POST /api/context body (README, "Endpoints"). */
 export const CreateContextBody = z.object({
   product_id: z.uuid(),
   name: StorableString.trim().min(1).max(100),
@@ -173,7 +173,7 @@ export const UpdateContextBody = z
 /** DELETE /api/context query. */
 export const ContextIdQuery = z.object({ id: z.uuid() });
 
-/** A context on the wire (spec, "Context"). */
+/** A context on the wire (README, "Endpoints"). */
 export const Context = z.object({
   id: z.uuid(),
   product_id: z.uuid(),

@@ -39,7 +39,7 @@ describe('API keys', () => {
 });
 
 describe('Plans', () => {
-  test('When the spec table is read, then the limits match it', () => {
+  test('When the plan table is read, then the limits match it', () => {
     expect(PLAN_LIMITS.free).toMatchObject({ signalsPerMonth: 500, proposalsPerMonth: 3, products: 1 });
     expect(PLAN_LIMITS.builder).toMatchObject({ signalsPerMonth: 5000, proposalsPerMonth: 10, products: 1 });
     expect(PLAN_LIMITS.growth).toMatchObject({

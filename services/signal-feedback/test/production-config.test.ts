@@ -1,7 +1,7 @@
 import { configRefusal } from '@repo/service-kit/testing';
 import { loadConfig } from '../src/config';
 
-// Production refuses insecure settings at boot, naming each (README, "Security").
+// Production refuses insecure settings at boot, naming each (README, "Configuration").
 const refusal = (env: NodeJS.ProcessEnv) => configRefusal(loadConfig, env);
 
 describe('signal-feedback configuration in production', () => {

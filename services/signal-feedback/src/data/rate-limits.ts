@@ -25,7 +25,7 @@ export type RateDecision = { allowed: true } | { allowed: false; retryAfterSecon
 /**
  * Log-in and sign-up throttling in PostgreSQL (rate-limiter-flexible's Postgres store over the
  * `rate_limits` table created by the migrations), so the limits hold across replicas (README,
- * "Security"). Failed log-ins slow down the pair (address, client) that made them with growing
+ * "Sessions and CSRF"). Failed log-ins slow down the pair (address, client) that made them with growing
  * delays instead of locking the address: the real user logging in from elsewhere is not refused.
  * Clients are keyed by IPv4 address or IPv6 /64.
  */

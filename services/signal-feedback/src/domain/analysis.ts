@@ -28,7 +28,7 @@ export interface AnalysisDeps {
   /** Absent: proposals are written from the evidence. */
   writer?: ProposalWriter;
   logger: Logger;
-  /** Minimum signals in the last 24 h (issue 4: 5). */
+  /** Minimum signals in the last 24 h (`ANALYSIS_MIN_SIGNALS`, README, "Configuration"). */
   minSignals: number;
   now?: () => Date;
   /** How long a claimed context stays leased to one replica, ms. */
@@ -38,11 +38,12 @@ export interface AnalysisDeps {
 }
 
 /**
- * Turns signals into proposals (issue 4, "Analysis into proposals"): for every context with at least
- * `minSignals` signals in the last 24 hours, builds the evidence, skips it when a proposal with the same
- * evidence hash exists or the plan's monthly proposal quota is used up, writes the prose (LLM or
- * evidence) and stores the proposal. Safe to run on every replica at once: each context is leased with
- * `FOR UPDATE SKIP LOCKED`, and the (context, evidence hash) uniqueness makes a duplicate impossible.
+ * Turns signals into proposals (README, "Routing, classification and analysis"): for every context
+ * with at least `minSignals` signals in the last 24 hours, builds the evidence, skips it when a proposal
+ * with the same evidence hash exists or the plan's monthly proposal quota is used up, writes the prose
+ * (LLM or evidence) and stores the proposal. Safe to run on every replica at once: each context is
+ * leased with `FOR UPDATE SKIP LOCKED`, and the (context, evidence hash) uniqueness makes a duplicate
+ * impossible.
  */
 export class AnalysisService {
   private timer: NodeJS.Timeout | undefined;

@@ -5,7 +5,7 @@ import type * as Bs58 from 'bs58' with { 'resolution-mode': 'import' };
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- see above
 const bs58 = (require('bs58') as typeof Bs58).default;
 
-/** Prefix of product API keys (spec, "Authentication"). */
+/** Prefix of product API keys (README, "API keys"). */
 export const API_KEY_PREFIX = 'spk_';
 /** Characters of the key kept for display (`spk_` plus 8). */
 const DISPLAY_LENGTH = API_KEY_PREFIX.length + 8;
@@ -23,7 +23,7 @@ export interface GeneratedApiKey {
 }
 
 /**
- * Generates a product API key: `spk_` + base58 of 32 bytes from the CSPRNG (ARCHITECTURE.md, "API keys").
+ * Generates a product API key: `spk_` + base58 of 32 bytes from the CSPRNG (README, "API keys").
  */
 export function generateApiKey(): GeneratedApiKey {
   const key = API_KEY_PREFIX + bs58.encode(randomBytes(32));

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { RecurringValue, WindowStats } from '../data/analysis';
 
-/** Length of the analysis window and of the previous window it is compared with (issue 4: 24 hours). */
+/** Length of the analysis window and of the previous window it is compared with: 24 hours, in ms. */
 export const WINDOW_MS = 24 * 3600 * 1000;
 
 /** Direction of the negative rate against the previous window. */
@@ -71,8 +71,9 @@ export function markingValues(current: WindowStats, values: RecurringValue[]): E
 }
 
 /**
- * Builds the evidence of a context from its current and previous window (issue 4, "Analysis into
- * proposals"): rates, top failing types, payload values marking the failures and the trend.
+ * Builds the evidence of a context from its current and previous window (README, "Routing,
+ * classification and analysis"): rates, top failing types, payload values marking the failures and
+ * the trend.
  * @param values the window's payload values with their negative and other counts
  */
 export function buildEvidence(

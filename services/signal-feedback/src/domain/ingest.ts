@@ -8,7 +8,7 @@ import { routeSignals } from './signals';
 import type { SignalInput } from '../schemas';
 
 /**
- * Parses a request body that is one signal object or an array of them (spec, "Endpoints").
+ * Parses a request body that is one signal object or an array of them (README, "Endpoints").
  * @param body the parsed JSON body (undefined when none was sent)
  * @param schema the element schema (plain or with the ingest aliases)
  * @param maxBatch the documented maximum batch size
@@ -58,7 +58,7 @@ export function parseSignalBatch(
 
 /**
  * Routes, classes and stores a batch for the authenticated product under its owner's monthly signal
- * quota (spec, "Limits"; issue 4, "Plans"): all or nothing.
+ * quota (README, "Plans and quotas"): all or nothing.
  * @returns the number of signals accepted
  * @param cached the key's owner as authenticated (possibly from {@link KeyOwnerCache}); re-read when a
  *   signal names a context it does not list or the insert meets a deleted context

@@ -2,7 +2,7 @@ import { AppError } from '@repo/errors';
 import type { Sentiment } from '../data/signals';
 import type { SignalInput } from '../schemas';
 
-/** A context's signal lists (spec, "Context"). */
+/** A context's signal lists (README, "Routing, classification and analysis"). */
 export interface ClassifyingContext {
   id: string;
   positiveSignals: string[];
@@ -19,7 +19,8 @@ export interface RoutedSignal {
 
 /**
  * Classes a signal type for a context: positive when listed in `positive_signals`, negative when in
- * `negative_signals`, otherwise (or without a context) neutral (issue 4, "Routing and classification").
+ * `negative_signals`, otherwise (or without a context) neutral (README, "Routing, classification and
+ * analysis").
  */
 export function classify(type: string, context: ClassifyingContext | undefined): Sentiment {
   if (!context) return 'neutral';
@@ -29,7 +30,7 @@ export function classify(type: string, context: ClassifyingContext | undefined):
 }
 
 /**
- * Routes and classes a batch for a product (issue 4, "Routing and classification"): a `context_id`
+ * Routes and classes a batch for a product (README, "Routing, classification and analysis"): a `context_id`
  * must be one of the product's contexts; a signal without one goes to the product's only context when
  * it has exactly one, and stays unrouted otherwise.
  * @throws AppError `invalid_request` (400) listing every signal whose context_id is not the product's

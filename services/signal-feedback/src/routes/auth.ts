@@ -36,7 +36,7 @@ function refuse(decision: RateDecision, what: string): void {
 const PASSWORD_NUL = { nulAllowed: ['body.password'] };
 
 /**
- * The dashboard's account endpoints (issue 4, "Accounts and sessions"): POST /api/auth/signup, /login,
+ * The dashboard's account endpoints (README, "Sessions and CSRF"): POST /api/auth/signup, /login,
  * /logout and GET /api/auth/me. Sign-up and log-in answer with a session cookie (httpOnly, SameSite=Lax,
  * Secure in production) and the same body as /me, which carries the CSRF token.
  */

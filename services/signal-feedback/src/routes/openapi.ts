@@ -42,7 +42,7 @@ const csrfHeader = {
 };
 
 /**
- * The OpenAPI 3.1 document of signal-feedback (spec "Product-Signal Feedback Service", version 1.0.0),
+ * The OpenAPI 3.1 document of signal-feedback (README, "Endpoints"; document version 1.0.0),
  * generated from the zod schemas.
  * @param maxBatch the configured maximum batch size, written into the descriptions
  */

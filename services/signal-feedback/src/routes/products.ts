@@ -50,7 +50,7 @@ const ProductIdParams = z.object({ id: z.uuid() });
 const unique = (list: string[] | undefined) => (list ? [...new Set(list)] : undefined);
 
 /**
- * Session endpoints for products and contexts (spec, "Endpoints"): POST/GET /api/products,
+ * Session endpoints for products and contexts (README, "Endpoints"): POST/GET /api/products,
  * POST /api/products/{id}/rotate-key (a new key, shown once; the old one stops working) and
  * POST/GET/PATCH/DELETE /api/context. A user sees and changes only their own (others' are 404).
  */

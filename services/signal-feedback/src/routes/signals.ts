@@ -27,7 +27,7 @@ const REFUSAL_REASONS: Partial<Record<string, string>> = {
 };
 
 /**
- * POST /api/signals and POST /api/ingest (spec, "Endpoints"): one signal or an array of up to
+ * POST /api/signals and POST /api/ingest (README, "Endpoints"): one signal or an array of up to
  * `maxBatch`, authenticated by the product API key; 200 `{ received }`.
  */
 export function signalsRouter(deps: {
