@@ -16,7 +16,7 @@ import { applyMigrations, ensureDatabase } from '@repo/db-migrate';
 import { startLocalSkills } from '../services/skill-router/scripts/local-skills';
 import { ApiKeyRepository } from '../services/skill-router/src/data/api-keys';
 import { createDb } from '../services/skill-router/src/data/prisma';
-import { SkillRepository } from '../services/skill-router/src/data/skills';
+import { SkillDirectory } from '../services/skill-router/src/data/skill-directory';
 import { generateApiKey } from '../services/skill-router/src/domain/api-keys';
 import type { RegisterSkillRequest } from '../services/skill-router/src/schemas';
 
@@ -187,7 +187,7 @@ async function main(): Promise<void> {
   });
   const db = createDb(DATABASE_URL, 20);
   await db.pool.query('TRUNCATE call_reports, health_checks, skill_stats, skills, api_keys, rate_limits');
-  const skills = new SkillRepository(db.prisma, db.pool);
+  const skills = new SkillDirectory(db.prisma);
   const owner = await new ApiKeyRepository(db.prisma).create({
     name: 'bench-seed',
     ...(({ prefix, keyHash }) => ({ prefix, keyHash }))(generateApiKey()),

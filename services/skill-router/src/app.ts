@@ -3,7 +3,9 @@ import { errorHandler, notFoundHandler } from '@repo/errors';
 import { createBaseApp, type Logger, type ServiceMetrics } from '@repo/service-kit';
 import type { ApiKeyRepository } from './data/api-keys';
 import type { RateLimit } from '@repo/service-kit';
-import type { SkillRepository } from './data/skills';
+import type { RouteCandidates } from './data/route-candidates';
+import type { SkillDirectory } from './data/skill-directory';
+import type { SkillStats } from './data/skill-stats';
 import type { RouteOutcome } from './metrics';
 import { discoverRouter } from './routes/discover';
 import { openApiRouter } from './routes/openapi';
@@ -13,7 +15,9 @@ import { publicRouter } from './routes/public';
 export interface AppDeps {
   logger: Logger;
   keys: ApiKeyRepository;
-  skills: SkillRepository;
+  directory: SkillDirectory;
+  candidates: RouteCandidates;
+  stats: SkillStats;
   /** POST /api/auth/key per client IP. */
   keyCreationLimit: RateLimit;
   /** POST /api/discover/report per key and skill. */
@@ -65,7 +69,9 @@ export function createApp(deps: AppDeps): Application {
     '/api/discover',
     discoverRouter({
       keys: deps.keys,
-      skills: deps.skills,
+      directory: deps.directory,
+      candidates: deps.candidates,
+      stats: deps.stats,
       reportLimit: deps.reportLimit,
       registrationLimit: deps.registrationLimit,
       routeLimit: deps.routeLimit,

@@ -4,9 +4,12 @@ import { createRateLimit, type Logger } from '@repo/service-kit';
 import { createApp } from './app';
 import type { SkillRouterConfig } from './config';
 import { ApiKeyRepository } from './data/api-keys';
+import { HealthChecks } from './data/health-checks';
 import { createDb, type Db } from './data/prisma';
-
-import { SkillRepository } from './data/skills';
+import { RouteCandidates } from './data/route-candidates';
+import { SkillDirectory } from './data/skill-directory';
+import { SkillStats } from './data/skill-stats';
+import { VerificationQueue } from './data/verification-queue';
 import type { SkillRouterMetrics } from './metrics';
 import { SchemaSandbox } from './sandbox/schema-sandbox';
 import { startHealthWorker } from './workers/health';
@@ -18,8 +21,12 @@ import { startVerificationWorker } from './workers/verification';
 export interface Runtime {
   app: Application;
   db: Db;
-  skills: SkillRepository;
   keys: ApiKeyRepository;
+  directory: SkillDirectory;
+  candidates: RouteCandidates;
+  verificationQueue: VerificationQueue;
+  healthChecks: HealthChecks;
+  stats: SkillStats;
   http: GuardedSkillHttp;
   /** The schema sandbox the verification worker uses (created with the workers). */
   sandbox?: SchemaSandbox;
@@ -43,8 +50,12 @@ export function createRuntime(
   metrics?: SkillRouterMetrics,
 ): Runtime {
   const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
-  const skills = new SkillRepository(db.prisma, db.pool);
   const keys = new ApiKeyRepository(db.prisma);
+  const directory = new SkillDirectory(db.prisma);
+  const candidates = new RouteCandidates(db.pool);
+  const verificationQueue = new VerificationQueue(db.prisma);
+  const healthChecks = new HealthChecks(db.prisma);
+  const stats = new SkillStats(db.prisma);
   const policy = { allowlist: parseAllowlist(config.SSRF_ALLOWLIST) };
   const http = createSkillHttp({
     policy,
@@ -69,7 +80,9 @@ export function createRuntime(
   const app = createApp({
     logger,
     keys,
-    skills,
+    directory,
+    candidates,
+    stats,
     keyCreationLimit: createRateLimit(db.pool, {
       keyPrefix: 'auth_key_ip',
       points: config.KEY_CREATION_LIMIT_PER_MINUTE,
@@ -108,8 +121,12 @@ export function createRuntime(
   const runtime: Runtime = {
     app,
     db,
-    skills,
     keys,
+    directory,
+    candidates,
+    verificationQueue,
+    healthChecks,
+    stats,
     http,
     startWorkers() {
       if (runtime.workers) return runtime.workers;
@@ -124,7 +141,7 @@ export function createRuntime(
       startedSandboxes.push(sandbox);
       runtime.workers = {
         verification: startVerificationWorker(
-          { skills, http, schemas: sandbox, logger },
+          { queue: verificationQueue, stats, http, schemas: sandbox, logger },
           {
             intervalMs: config.VERIFY_INTERVAL_MS,
             batchSize: config.VERIFY_BATCH_SIZE,
@@ -135,7 +152,7 @@ export function createRuntime(
           },
         ),
         health: startHealthWorker(
-          { skills, http: healthHttp, logger },
+          { healthChecks, stats, http: healthHttp, logger },
           {
             pollIntervalMs: config.HEALTH_POLL_INTERVAL_MS,
             checkIntervalMs: config.HEALTH_CHECK_INTERVAL_MS,

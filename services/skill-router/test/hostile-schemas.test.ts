@@ -201,10 +201,15 @@ describe('Verifications that never finish', () => {
     expect((await h.register(key, skill)).status).toBe(201);
     const claim = () =>
       waitFor('the lease to expire and the skill to be claimed', async () => {
-        const [job] = await h.runtime.skills.claimPendingVerification(1, 1);
+        const [job] = await h.runtime.verificationQueue.claim(1, 1);
         return job;
       });
-    const deps = { skills: h.runtime.skills, http: h.runtime.http, schemas: sandbox };
+    const deps = {
+      queue: h.runtime.verificationQueue,
+      stats: h.runtime.stats,
+      http: h.runtime.http,
+      schemas: sandbox,
+    };
     const options = { healthIntervalMs: 60_000, maxAttempts: 3 };
 
     // Three replicas that died mid-verification: claimed, never completed.

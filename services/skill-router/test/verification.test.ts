@@ -253,21 +253,17 @@ describe('Verification: updates and revisions', () => {
   });
 
   it('When a skill is updated while its verification runs, then the stale result is discarded and the new revision is verified', async () => {
-    const repo = h.runtime.skills;
+    const queue = h.runtime.verificationQueue;
     skills.set('race', { kind: 'healthy', respond: translate });
     const skill = buildSkill({ endpoint: skills.url('race') });
     await withWorkersStopped(h, async () => {
       await h.register(key, skill);
-      const [job] = (await repo.claimPendingVerification(100, 60_000)).filter(
-        (j) => j.skillId === skill.skill_id,
-      );
+      const [job] = (await queue.claim(100, 60_000)).filter((j) => j.skillId === skill.skill_id);
       expect(job).toBeDefined();
       // claimed: a second claim (another replica) does not get it
-      expect((await repo.claimPendingVerification(100, 60_000)).map((j) => j.skillId)).not.toContain(
-        skill.skill_id,
-      );
+      expect((await queue.claim(100, 60_000)).map((j) => j.skillId)).not.toContain(skill.skill_id);
       await h.register(key, { ...skill, description: 'An updated description of the translator.' });
-      const applied = await repo.completeVerification(
+      const applied = await queue.complete(
         job!,
         { passed: true, steps: [], reason: null, probes: [] },
         60_000,

@@ -8,6 +8,13 @@ export interface StoredApiKey {
   keyHash: string;
 }
 
+/** What decides whether a key's call reports count (README, "Security"). */
+export interface KeyStanding {
+  createdAt: Date;
+  /** When the key first got a route with matches; `null` if it never did. */
+  firstRoutedAt: Date | null;
+}
+
 /** The `api_keys` table. Only hashes are stored. */
 export class ApiKeyRepository {
   constructor(private readonly prisma: PrismaDb) {}
@@ -39,6 +46,14 @@ export class ApiKeyRepository {
     return this.prisma.apiKey.findUnique({
       where: { keyHash },
       select: { id: true, name: true, prefix: true, keyHash: true },
+    });
+  }
+
+  /** The age and routing history of the key with this id, or `null`. */
+  async standing(keyId: string): Promise<KeyStanding | null> {
+    return this.prisma.apiKey.findUnique({
+      where: { id: keyId },
+      select: { createdAt: true, firstRoutedAt: true },
     });
   }
 }

@@ -1,9 +1,9 @@
-import type { CandidateRecord } from '../data/skills';
+import type { CandidateRecord } from '../data/route-candidates';
 import { rankSkills, type ScoredSkill } from './scoring';
 
-/** Where routing gets its candidates (data/skills.ts). */
+/** Where routing gets its candidates (data/route-candidates.ts). */
 export interface CandidateSource {
-  routeCandidates(
+  find(
     task: string,
     chains: string[] | undefined,
     limit: number,
@@ -28,7 +28,7 @@ export interface RouteOutcome {
 }
 
 /**
- * Routes a task (skill-router spec, POST /api/discover/route): full-text candidates from PostgreSQL
+ * Routes a task (README, "Routing and the score"; POST /api/discover/route): full-text candidates from PostgreSQL
  * (at most `candidateLimit`, best text rank first), each scored with the six weighted factors,
  * ordered by score then `skill_id`.
  */
@@ -37,11 +37,7 @@ export async function routeTask(
   input: RouteInput,
   candidateLimit: number,
 ): Promise<RouteOutcome> {
-  const { taskTerms, candidates, total } = await source.routeCandidates(
-    input.task,
-    input.chains,
-    candidateLimit,
-  );
+  const { taskTerms, candidates, total } = await source.find(input.task, input.chains, candidateLimit);
   const matches = rankSkills(
     candidates,
     { taskTerms, chains: input.chains, maxPriceUsd: input.maxPriceUsd, maxLatencyMs: input.maxLatencyMs },

@@ -1,9 +1,9 @@
 /**
- * The routing score (skill-router spec, "Scoring"): a weighted sum of six factors, each in [0, 1].
- * Pure functions; the candidates come from the full-text index (data/skills.ts).
+ * The routing score (README, "Routing and the score"): a weighted sum of six factors, each in
+ * [0, 1]. Pure functions; the candidates come from the full-text index (data/route-candidates.ts).
  */
 
-/** The spec's factor weights; they sum to 1. */
+/** The factor weights (README, "Routing and the score"); they sum to 1. */
 export const WEIGHTS = {
   capability_match: 0.35,
   chain_match: 0.2,
@@ -16,7 +16,7 @@ export const WEIGHTS = {
 /** One of the six factors. */
 export type Factor = keyof typeof WEIGHTS;
 
-/** The factors in the spec's order (also the order of `match_reasons`). */
+/** The factors in the README's order (also the order of `match_reasons`). */
 export const FACTORS = Object.keys(WEIGHTS) as Factor[];
 
 /** Without a budget, a price of this many USD per call scores 0.5 on `price_fit`. */
@@ -109,7 +109,7 @@ export function capabilityMatch(
 
 /**
  * `chain_match`: with no requested chains, 1 for every skill; otherwise the share of requested chains
- * the skill supports, and `null` (excluded, the spec's hard filter) when it supports none of them.
+ * the skill supports, and `null` (excluded: a hard filter) when it supports none of them.
  */
 export function chainMatch(
   requested: string[] | undefined,

@@ -1,3 +1,5 @@
+import type { ProbeRecord } from '../data/health-checks';
+import type { VerificationOutcome } from '../data/verification-queue';
 import { VERIFICATION_STEPS, type VerificationStepResult } from '../schemas';
 
 /** The answer of one outbound HTTP request to a skill endpoint. */
@@ -34,22 +36,13 @@ export interface SchemaChecks {
 }
 
 /** A probe as stored in `health_checks`. */
-export interface Probe {
-  ok: boolean;
-  latencyMs: number | null;
-  statusCode: number | null;
-  error: string | null;
-}
+export type Probe = ProbeRecord;
 
-/** Result of {@link verifySkill}. */
-export interface VerificationResult {
-  passed: boolean;
-  steps: VerificationStepResult[];
-  /** `step: detail` of the first failed step; `null` when every step passed. */
-  reason: string | null;
-  /** The health probe and the test call, recorded as health checks. */
-  probes: Probe[];
-}
+/**
+ * Result of {@link verifySkill}: passed, the per-step results, the reason (`step: detail` of the first
+ * failed step, `null` when every step passed) and the health probe and test call as probes.
+ */
+export type VerificationResult = VerificationOutcome;
 
 /**
  * The health probe: `GET endpoint` answered with any status below 500 within the timeout counts as
@@ -73,7 +66,7 @@ export async function probeHealth(http: SkillHttp, endpoint: string): Promise<Pr
 }
 
 /**
- * Verifies a registered skill (skill-router spec, "States and transitions"):
+ * Verifies a registered skill (README, "Registration and verification"):
  * 1. `endpoint_health_check`: {@link probeHealth};
  * 2. `schema_validation`: input_schema and output_schema are valid JSON Schema (ajv);
  * 3. `test_call`: POST an input generated from input_schema; the answer must be 2xx JSON valid against

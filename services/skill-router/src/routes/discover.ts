@@ -4,8 +4,12 @@ import { validate, validated } from '@repo/service-kit';
 import { z } from 'zod';
 import type { ApiKeyRepository } from '../data/api-keys';
 import type { RateLimit } from '@repo/service-kit';
-import type { SkillDetailRecord, SkillRecord, SkillRepository } from '../data/skills';
+import type { RouteCandidates } from '../data/route-candidates';
+import type { SkillDirectory, SkillRecord } from '../data/skill-directory';
+import type { SkillStats } from '../data/skill-stats';
+import { submitReport } from '../domain/reports';
 import { routeTask } from '../domain/routing';
+import { withLiveMetrics } from '../domain/skill-metrics';
 import type { RouteOutcome } from '../metrics';
 import {
   ListSkillsQuery,
@@ -24,7 +28,9 @@ import { authenticatedKey, requireApiKey } from './auth';
 /** Dependencies of {@link discoverRouter}. */
 export interface DiscoverDeps {
   keys: ApiKeyRepository;
-  skills: SkillRepository;
+  directory: SkillDirectory;
+  candidates: RouteCandidates;
+  stats: SkillStats;
   /** Reports per key and skill (REPORT_LIMIT_*). */
   reportLimit: RateLimit;
   /** Registrations per key and day (REGISTRATIONS_PER_KEY_PER_DAY). */
@@ -99,7 +105,7 @@ function summary(s: SkillRecord): z.infer<typeof SkillSummary> {
 }
 
 /**
- * The `/api/discover` endpoints (skill-router spec, "Endpoints"): route, skills list and detail,
+ * The `/api/discover` endpoints (README, "Endpoints"): route, skills list and detail,
  * register and report. Route, register and report need `x-api-key`.
  */
 export function discoverRouter(deps: DiscoverDeps): Router {
@@ -131,7 +137,7 @@ export function discoverRouter(deps: DiscoverDeps): Router {
     const key = authenticatedKey(res.locals);
     await enforce(deps.routeLimit, key.id, 'route requests per minute');
     const outcome = await routeTask(
-      deps.skills,
+      deps.candidates,
       {
         task: body.task,
         chains: body.requirements?.chains,
@@ -165,7 +171,7 @@ export function discoverRouter(deps: DiscoverDeps): Router {
 
   router.get('/skills', validate({ query: ListSkillsQuery }), async (_req, res) => {
     const { query } = validated<ListSkillsQuery>(res.locals);
-    const page = await deps.skills.list(query);
+    const page = await deps.directory.list(query);
     const body: z.infer<typeof SkillList> = {
       skills: page.items.map(summary),
       total: page.total,
@@ -177,19 +183,10 @@ export function discoverRouter(deps: DiscoverDeps): Router {
 
   router.get('/skills/:id', validate({ params: z.object({ id: SkillId }) }), async (_req, res) => {
     const { params } = validated<unknown, { id: string }>(res.locals);
-    const skill = await deps.skills.get(params.id);
+    const skill = await deps.directory.get(params.id);
     if (!skill) throw notFound(`Skill ${params.id}`);
-    const live = await deps.skills.metricWindow(skill.skillId);
-    // Live values over the windows; with no observation in 24 h the last known values stay.
-    const current: SkillDetailRecord = {
-      ...skill,
-      successRate24h:
-        live.observations24h > 0 ? live.successes24h / live.observations24h : skill.successRate24h,
-      avgLatencyMs: live.avgLatencyMs ?? skill.avgLatencyMs,
-      calls30d: live.calls30d,
-      ratingSum: live.ratingSum,
-      ratingCount: live.ratingCount,
-    };
+    const live = await deps.stats.metricWindow(skill.skillId);
+    const current = withLiveMetrics(skill, live);
     const body: z.infer<typeof SkillDetail> = {
       ...summary(current),
       input_schema: skill.inputSchema,
@@ -219,7 +216,7 @@ export function discoverRouter(deps: DiscoverDeps): Router {
     }
     const key = authenticatedKey(res.locals);
     await enforce(deps.registrationLimit, key.id, 'registrations per day');
-    const result = await deps.skills.upsert(body, key.id);
+    const result = await deps.directory.upsert(body, key.id);
     if (result.outcome === 'forbidden') {
       throw new AppError(
         'forbidden',
@@ -238,9 +235,9 @@ export function discoverRouter(deps: DiscoverDeps): Router {
   router.post('/report', auth, validate({ body: ReportRequest }), async (_req, res) => {
     const { body } = validated<unknown, unknown, ReportRequest>(res.locals);
     const key = authenticatedKey(res.locals);
-    if (!(await deps.skills.exists(body.skill_id))) throw notFound(`Skill ${body.skill_id}`);
+    if (!(await deps.directory.exists(body.skill_id))) throw notFound(`Skill ${body.skill_id}`);
     await enforce(deps.reportLimit, `${key.id}:${body.skill_id}`, `reports for skill ${body.skill_id}`);
-    await deps.skills.addReport({
+    await submitReport(deps, {
       skillId: body.skill_id,
       apiKeyId: key.id,
       caller: body.caller,

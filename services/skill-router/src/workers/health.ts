@@ -1,5 +1,8 @@
 import type { Logger } from '@repo/service-kit';
-import type { SkillRepository } from '../data/skills';
+import type { HealthChecks } from '../data/health-checks';
+import type { SkillStats } from '../data/skill-stats';
+import { statusAfterHealthCheck } from '../domain/health';
+import { refreshSkillMetrics } from '../domain/skill-metrics';
 import { probeHealth } from '../domain/verification';
 import type { GuardedSkillHttp } from './http';
 import { startLoop, type Loop } from './loop';
@@ -21,14 +24,14 @@ export interface HealthWorkerOptions {
  * avg_latency_ms) and suspends or resumes skills after sustained failure or recovery.
  */
 export function startHealthWorker(
-  deps: { skills: SkillRepository; http: GuardedSkillHttp; logger: Logger },
+  deps: { healthChecks: HealthChecks; stats: SkillStats; http: GuardedSkillHttp; logger: Logger },
   options: HealthWorkerOptions,
 ): Loop {
   return startLoop(
     'health',
     options.pollIntervalMs,
     async () => {
-      const jobs = await deps.skills.claimDueHealthChecks(options.batchSize, options.checkIntervalMs);
+      const jobs = await deps.healthChecks.claimDue(options.batchSize, options.checkIntervalMs);
       await Promise.all(
         jobs.map(async (job) => {
           try {
@@ -36,8 +39,11 @@ export function startHealthWorker(
             const probe = refusal
               ? { ok: false, latencyMs: null, statusCode: null, error: `endpoint refused: ${refusal}` }
               : await probeHealth(deps.http, job.endpoint).then(({ detail: _detail, ...p }) => p);
-            const status = await deps.skills.recordHealthCheck(job, probe, options);
+            const status = await deps.healthChecks.record(job, probe, (before, counters) =>
+              statusAfterHealthCheck(before, probe.ok, counters, options),
+            );
             if (status) {
+              await refreshSkillMetrics(deps.stats, job.skillId);
               options.onChecked?.(probe.ok, status);
               if (status !== job.status)
                 deps.logger.warn(

@@ -1,6 +1,8 @@
 import type { Logger } from '@repo/service-kit';
-import type { SkillRepository, VerificationJob } from '../data/skills';
+import type { SkillStats } from '../data/skill-stats';
+import type { VerificationJob, VerificationQueue } from '../data/verification-queue';
 import { VERIFICATION_STEPS } from '../schemas';
+import { refreshSkillMetrics } from '../domain/skill-metrics';
 import { verifySkill, type SchemaChecks, type VerificationResult } from '../domain/verification';
 import type { GuardedSkillHttp } from './http';
 import { startLoop, type Loop } from './loop';
@@ -36,14 +38,15 @@ export function abandonedVerification(unfinished: number): VerificationResult {
 }
 
 /**
- * Verifies one claimed skill and applies the result to the revision that was claimed; a revision
- * already claimed `maxAttempts` times without a result is failed without running anything.
+ * Verifies one claimed skill and applies the result to the revision that was claimed, then refreshes
+ * the skill's metrics; a revision already claimed `maxAttempts` times without a result is failed
+ * without running anything.
  * @returns whether the skill passed; `null` when it changed meanwhile and the result was discarded
  * @throws SandboxClosedError when the service shuts down mid-verification (the lease then expires
  *   and another replica verifies it)
  */
 export async function verifyJob(
-  deps: { skills: SkillRepository; http: GuardedSkillHttp; schemas: SchemaChecks },
+  deps: { queue: VerificationQueue; stats: SkillStats; http: GuardedSkillHttp; schemas: SchemaChecks },
   job: VerificationJob,
   options: { healthIntervalMs: number; maxAttempts: number },
 ): Promise<boolean | null> {
@@ -54,8 +57,10 @@ export async function verifyJob(
     const refusal = await deps.http.refusal(job.endpoint);
     result = await verifySkill(deps.http, deps.schemas, job, refusal ?? undefined);
   }
-  const applied = await deps.skills.completeVerification(job, result, options.healthIntervalMs);
-  return applied ? result.passed : null;
+  const applied = await deps.queue.complete(job, result, options.healthIntervalMs);
+  if (!applied) return null;
+  await refreshSkillMetrics(deps.stats, job.skillId);
+  return result.passed;
 }
 
 /**
@@ -65,20 +70,26 @@ export async function verifyJob(
  * `verification_failed`.
  */
 export function startVerificationWorker(
-  deps: { skills: SkillRepository; http: GuardedSkillHttp; schemas: SchemaChecks; logger: Logger },
+  deps: {
+    queue: VerificationQueue;
+    stats: SkillStats;
+    http: GuardedSkillHttp;
+    schemas: SchemaChecks;
+    logger: Logger;
+  },
   options: VerificationWorkerOptions,
 ): Loop {
   return startLoop(
     'verification',
     options.intervalMs,
     async () => {
-      const jobs = await deps.skills.claimPendingVerification(options.batchSize, options.leaseMs);
+      const jobs = await deps.queue.claim(options.batchSize, options.leaseMs);
       if (jobs.length === 0) return false;
       const inProgress = new Set(jobs);
       // A busy sandbox can make a round outlast the lease: renew it while this replica is alive.
       const renewal = setInterval(
         () => {
-          deps.skills.renewVerificationLeases([...inProgress], options.leaseMs).catch((err: unknown) => {
+          deps.queue.renewLeases([...inProgress], options.leaseMs).catch((err: unknown) => {
             deps.logger.warn({ err }, 'could not renew verification leases');
           });
         },

@@ -1,0 +1,114 @@
+import type { SkillStatus } from '../schemas';
+import type { PrismaDb } from './prisma';
+import { msInterval } from './sql';
+
+/** A skill due for a periodic health check. */
+export interface HealthJob {
+  skillId: string;
+  revision: number;
+  endpoint: string;
+  status: SkillStatus;
+}
+
+/** One endpoint probe, as stored in `health_checks`. */
+export interface ProbeRecord {
+  ok: boolean;
+  /** Milliseconds until the answer; `null` when none came (timeout). */
+  latencyMs: number | null;
+  /** The HTTP status; `null` when there was no answer. */
+  statusCode: number | null;
+  error: string | null;
+}
+
+/** A skill's run of periodic health checks, this one included. */
+export interface HealthCounters {
+  consecutiveFailures: number;
+  consecutiveSuccesses: number;
+}
+
+/**
+ * Periodic health checks: the schedule (`skill_stats.next_health_check_at`), the consecutive
+ * counters and the `health_checks` rows, and the status change a check decides.
+ */
+export class HealthChecks {
+  constructor(private readonly prisma: PrismaDb) {}
+
+  /**
+   * Claims up to `batch` active or suspended skills whose health check is due, pushing their next
+   * check `intervalMs` ahead in the same statement (`FOR UPDATE SKIP LOCKED`: one replica each).
+   * @param intervalMs time to the next check, in milliseconds
+   */
+  async claimDue(batch: number, intervalMs: number): Promise<HealthJob[]> {
+    const rows = await this.prisma.$queryRawUnsafe<
+      { skill_id: string; revision: number; endpoint: string; status: string }[]
+    >(
+      `UPDATE skill_stats st SET next_health_check_at = now() + ${msInterval(2)}
+         FROM skills s
+        WHERE s.skill_id = st.skill_id
+          AND st.skill_id IN (
+            SELECT d.skill_id FROM skill_stats d JOIN skills k ON k.skill_id = d.skill_id
+             WHERE d.next_health_check_at <= now() AND k.status IN ('active', 'suspended')
+             ORDER BY d.next_health_check_at, d.skill_id
+             LIMIT $1
+             FOR UPDATE OF d SKIP LOCKED)
+        RETURNING s.skill_id, s.revision, s.endpoint, s.status`,
+      batch,
+      intervalMs,
+    );
+    return rows.map((r) => ({
+      skillId: r.skill_id,
+      revision: Number(r.revision),
+      endpoint: r.endpoint,
+      status: r.status as SkillStatus,
+    }));
+  }
+
+  /**
+   * Records a periodic health check in one transaction: counts consecutive failures/successes, asks
+   * `decide` for the status after the check and stores it when it changed (only the status change
+   * touches `skills`). The skill's metrics are not refreshed here: the caller does it once this
+   * returns a status.
+   * @param decide the status after the check, from the status before it and the updated counters
+   * @returns the status after the check, or `null` when the skill changed meanwhile
+   */
+  async record(
+    job: { skillId: string; revision: number },
+    probe: ProbeRecord,
+    decide: (before: SkillStatus, counters: HealthCounters) => SkillStatus,
+  ): Promise<SkillStatus | null> {
+    return this.prisma.$transaction(async (tx) => {
+      // Locks the skill row first, so an update (new revision) cannot interleave.
+      const current = await tx.$queryRawUnsafe<{ status: string }[]>(
+        `SELECT status FROM skills WHERE skill_id = $1 AND revision = $2 AND status IN ('active', 'suspended') FOR UPDATE`,
+        job.skillId,
+        job.revision,
+      );
+      const before = current[0]?.status as SkillStatus | undefined;
+      if (!before) return null;
+      const counters = await tx.$queryRawUnsafe<
+        { consecutive_failures: number; consecutive_successes: number }[]
+      >(
+        `UPDATE skill_stats SET
+           last_health_check_at = now(),
+           consecutive_failures = CASE WHEN $2 THEN 0 ELSE consecutive_failures + 1 END,
+           consecutive_successes = CASE WHEN $2 THEN consecutive_successes + 1 ELSE 0 END
+         WHERE skill_id = $1
+         RETURNING consecutive_failures, consecutive_successes`,
+        job.skillId,
+        probe.ok,
+      );
+      const c = counters[0];
+      const after = c
+        ? decide(before, {
+            consecutiveFailures: Number(c.consecutive_failures),
+            consecutiveSuccesses: Number(c.consecutive_successes),
+          })
+        : before;
+      if (after !== before) {
+        await tx.$executeRawUnsafe(`UPDATE skills SET status = $2 WHERE skill_id = $1`, job.skillId, after);
+      }
+      await tx.healthCheck.create({ data: { skillId: job.skillId, kind: 'periodic', ...probe } });
+      return after;
+    });
+  }
+}

@@ -1,0 +1,108 @@
+import type { Pool } from 'pg';
+
+/** A routing candidate: the fields of a route match and everything scoring reads. */
+export interface CandidateRecord {
+  skillId: string;
+  name: string;
+  endpoint: string;
+  /** Stemmed lexemes of the skill's capabilities and description that also occur in the task. */
+  matchTerms: string[];
+  /** Supported chains (lowercase). */
+  chains: string[];
+  /** Price per call in USD; 0 is free. */
+  priceUsd: number;
+  /** Share of successful health checks and call reports over the last 24 hours, 0..1. */
+  successRate24h: number;
+  /** Average latency in ms over the last 24 hours; `null` when unknown. */
+  avgLatencyMs: number | null;
+  /** Counted call reports over the last 30 days. */
+  calls30d: number;
+  /** Sum and count of satisfaction ratings (1–5) over the last 30 days. */
+  ratingSum: number;
+  ratingCount: number;
+}
+
+interface CandidateRow {
+  skill_id: string;
+  name: string;
+  endpoint: string;
+  chains: string[] | null;
+  price_usd: number;
+  match_terms: string[] | null;
+  success_rate_24h: number;
+  avg_latency_ms: number | null;
+  calls_30d: number;
+  rating_sum: number;
+  rating_count: number;
+  /** Set on one row only. */
+  task_terms: string[] | null;
+  /** bigint, as a string from the driver */
+  total: string;
+}
+
+/** Routing candidates out of the full-text index of active skills (`skills` and `skill_stats`). */
+export class RouteCandidates {
+  /**
+   * @param pool the `pg` pool, used directly rather than through Prisma (hundreds of rows per
+   *   request; the driver's own row parsing is markedly cheaper there)
+   */
+  constructor(private readonly pool: Pool) {}
+
+  /**
+   * Routing candidates from the GIN-indexed full-text vector: active skills whose name, capabilities
+   * or description share at least one lexeme with the task (the task's `plainto_tsquery` with its
+   * ANDs turned into ORs), restricted to skills supporting at least one of `chains` when given.
+   * When more than `limit` skills match, the best `limit` by `ts_rank` are kept. A candidate's
+   * `matchTerms` holds only those of its capability and description lexemes that occur in the task
+   * (the intersection is all capability_match needs, and it keeps the rows small).
+   * @param task the natural-language task
+   * @param chains required chains (lowercase); empty or absent: any chain
+   * @param limit most candidates returned
+   * @returns the task's distinct lexemes, the candidates, and how many skills matched before the cut
+   */
+  async find(
+    task: string,
+    chains: string[] | undefined,
+    limit: number,
+  ): Promise<{ taskTerms: string[]; candidates: CandidateRecord[]; total: number }> {
+    const chainFilter = chains && chains.length > 0;
+    // One round trip: the task's lexemes ride along on every row (a few short strings), and of the
+    // skill's lexemes only those in the task are sent (all capability_match needs). Ranking by
+    // ts_rank is only paid for when more than `limit` skills match.
+    const query = async (ranked: boolean) =>
+      (
+        await this.pool.query<CandidateRow>(
+          `WITH q AS (SELECT replace(plainto_tsquery('english', $1)::text, ' & ', ' | ')::tsquery AS tsq,
+                             tsvector_to_array(to_tsvector('english', $1)) AS terms)
+           SELECT s.skill_id, s.name, s.endpoint, s.chains, s.price_usd,
+                  ARRAY(SELECT t FROM unnest(s.match_terms) t WHERE t = ANY (q.terms)) AS match_terms,
+                  st.success_rate_24h, st.avg_latency_ms, st.calls_30d, st.rating_sum, st.rating_count,
+                  CASE WHEN row_number() OVER () = 1 THEN q.terms END AS task_terms, count(*) OVER () AS total
+             FROM q, skills s JOIN skill_stats st ON st.skill_id = s.skill_id
+            WHERE s.status = 'active' AND s.route_vector @@ q.tsq ${chainFilter ? 'AND s.chains && $3::text[]' : ''}
+            ${ranked ? 'ORDER BY ts_rank(s.route_vector, q.tsq) DESC, s.skill_id' : ''}
+            LIMIT $2`,
+          [task, ranked ? limit : limit + 1, ...(chainFilter ? [chains] : [])],
+        )
+      ).rows;
+    let rows = await query(false);
+    if (rows.length > limit) rows = await query(true);
+    return {
+      taskTerms: rows.find((r) => r.task_terms)?.task_terms ?? [],
+      candidates: rows.map((r) => ({
+        skillId: r.skill_id,
+        name: r.name,
+        endpoint: r.endpoint,
+        chains: r.chains ?? [],
+        priceUsd: Number(r.price_usd),
+        matchTerms: r.match_terms ?? [],
+        successRate24h: Number(r.success_rate_24h),
+        avgLatencyMs: r.avg_latency_ms === null ? null : Number(r.avg_latency_ms),
+        calls30d: Number(r.calls_30d),
+        ratingSum: Number(r.rating_sum),
+        ratingCount: Number(r.rating_count),
+      })),
+      total: Number(rows[0]?.total ?? 0),
+    };
+  }
+}

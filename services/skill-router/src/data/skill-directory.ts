@@ -1,0 +1,235 @@
+import type { RegisterSkillRequest, SkillStatus, VerificationStepResult } from '../schemas';
+import type { PrismaDb } from './prisma';
+
+/** A skill as the directory reads it (plain object, times as Dates). */
+export interface SkillRecord {
+  skillId: string;
+  name: string;
+  provider: string;
+  description: string;
+  capabilities: string[];
+  chains: string[];
+  pricingModel: string;
+  priceUsd: number;
+  endpoint: string;
+  status: SkillStatus;
+  successRate24h: number;
+  avgLatencyMs: number | null;
+  calls30d: number;
+  ratingSum: number;
+  ratingCount: number;
+  popularity: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** Everything GET /api/discover/skills/:id shows. */
+export interface SkillDetailRecord extends SkillRecord {
+  inputSchema: Record<string, unknown>;
+  outputSchema: Record<string, unknown>;
+  verification: VerificationStepResult[];
+  verificationReason: string | null;
+  verifiedAt: Date | null;
+  lastHealthCheckAt: Date | null;
+  consecutiveFailures: number;
+}
+
+/** Filters and paging of the directory listing. */
+export interface ListFilter {
+  category?: string;
+  chain?: string;
+  search?: string;
+  sort: 'popularity' | 'newest';
+  limit: number;
+  offset: number;
+}
+
+/** Outcome of {@link SkillDirectory.upsert}. */
+export type UpsertOutcome = { outcome: 'created' | 'updated'; revision: number } | { outcome: 'forbidden' };
+
+/** Columns of a {@link SkillRecord}: `s` is `skills`, `st` its `skill_stats` row (always present). */
+const SKILL_COLUMNS = `s.skill_id, s.name, s.provider, s.description, s.capabilities, s.chains, s.pricing_model, s.price_usd,
+  s.endpoint, s.status, st.success_rate_24h, st.avg_latency_ms, st.calls_30d, st.rating_sum, st.rating_count, st.popularity,
+  s.created_at, s.updated_at`;
+const FROM_SKILLS = 'skills s JOIN skill_stats st ON st.skill_id = s.skill_id';
+
+interface SkillRow {
+  skill_id: string;
+  name: string;
+  provider: string;
+  description: string;
+  capabilities: string[];
+  chains: string[];
+  pricing_model: string;
+  price_usd: number;
+  endpoint: string;
+  status: string;
+  success_rate_24h: number;
+  avg_latency_ms: number | null;
+  calls_30d: number;
+  rating_sum: number;
+  rating_count: number;
+  popularity: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toRecord(r: SkillRow): SkillRecord {
+  return {
+    skillId: r.skill_id,
+    name: r.name,
+    provider: r.provider,
+    description: r.description,
+    capabilities: r.capabilities ?? [],
+    chains: r.chains ?? [],
+    pricingModel: r.pricing_model,
+    priceUsd: Number(r.price_usd),
+    endpoint: r.endpoint,
+    status: r.status as SkillStatus,
+    successRate24h: Number(r.success_rate_24h),
+    avgLatencyMs: r.avg_latency_ms === null ? null : Number(r.avg_latency_ms),
+    calls30d: Number(r.calls_30d),
+    ratingSum: Number(r.rating_sum),
+    ratingCount: Number(r.rating_count),
+    popularity: Number(r.popularity),
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+/**
+ * The skill directory (`skills` with its `skill_stats` row): registration, the listing and a skill's
+ * detail. Full-text vectors and capability terms are computed by PostgreSQL's `english` text search
+ * configuration in the writing statement.
+ */
+export class SkillDirectory {
+  constructor(private readonly prisma: PrismaDb) {}
+
+  /**
+   * Registers a skill or updates it when the same key registered it; either way it becomes
+   * `pending_verification` (an update increments `revision`, so it is verified again).
+   * @param input the validated register body (capabilities and chains lowercased)
+   * @param ownerKeyId the API key registering it
+   * @returns created/updated with the new revision, or `forbidden` when another key owns the id
+   */
+  async upsert(input: RegisterSkillRequest, ownerKeyId: string): Promise<UpsertOutcome> {
+    const rows = await this.prisma.$queryRawUnsafe<{ revision: number; inserted: boolean }[]>(
+      `WITH up AS (
+       INSERT INTO skills (skill_id, name, provider, description, capabilities, chains, pricing_model, price_usd,
+         endpoint, input_schema, output_schema, owner_key_id, status, revision, search_vector, route_vector, match_terms,
+         created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5::text[], $6::text[], $7, $8, $9, $10::jsonb, $11::jsonb, $12::uuid, 'pending_verification', 1,
+         to_tsvector('english', $2 || ' ' || $4),
+         setweight(to_tsvector('english', $2), 'A')
+           || setweight(to_tsvector('english', array_to_string($5::text[], ' ')), 'B')
+           || setweight(to_tsvector('english', $4), 'C'),
+         tsvector_to_array(to_tsvector('english', array_to_string($5::text[], ' ') || ' ' || $4)),
+         now(), now())
+       ON CONFLICT (skill_id) DO UPDATE SET
+         name = EXCLUDED.name, provider = EXCLUDED.provider, description = EXCLUDED.description,
+         capabilities = EXCLUDED.capabilities, chains = EXCLUDED.chains, pricing_model = EXCLUDED.pricing_model,
+         price_usd = EXCLUDED.price_usd, endpoint = EXCLUDED.endpoint, input_schema = EXCLUDED.input_schema,
+         output_schema = EXCLUDED.output_schema, search_vector = EXCLUDED.search_vector,
+         route_vector = EXCLUDED.route_vector, match_terms = EXCLUDED.match_terms,
+         status = 'pending_verification', revision = skills.revision + 1, verification = NULL,
+         verification_reason = NULL, verification_lease_until = NULL, verification_attempts = 0, updated_at = now()
+       WHERE skills.owner_key_id = EXCLUDED.owner_key_id
+       RETURNING skill_id, revision, (xmax = 0) AS inserted),
+     stats AS (
+       -- No periodic health checks until the new revision is verified.
+       INSERT INTO skill_stats (skill_id) SELECT skill_id FROM up
+       ON CONFLICT (skill_id) DO UPDATE SET next_health_check_at = NULL, consecutive_failures = 0, consecutive_successes = 0)
+     SELECT revision, inserted FROM up`,
+      input.skill_id,
+      input.name,
+      input.provider,
+      input.description,
+      input.capabilities,
+      input.chains,
+      input.pricing.model,
+      input.pricing.price_usd,
+      input.endpoint,
+      JSON.stringify(input.input_schema),
+      JSON.stringify(input.output_schema),
+      ownerKeyId,
+    );
+    const row = rows[0];
+    if (!row) return { outcome: 'forbidden' };
+    return { outcome: row.inserted ? 'created' : 'updated', revision: Number(row.revision) };
+  }
+
+  /**
+   * One page of active skills and the total count of active skills matching the filters.
+   * `search` is PostgreSQL web-search syntax over name and description (all words must match).
+   */
+  async list(filter: ListFilter): Promise<{ items: SkillRecord[]; total: number }> {
+    const where = [`s.status = 'active'`];
+    const args: unknown[] = [];
+    if (filter.category) {
+      args.push([filter.category]);
+      where.push(`s.capabilities @> $${args.length}::text[]`);
+    }
+    if (filter.chain) {
+      args.push([filter.chain]);
+      where.push(`s.chains @> $${args.length}::text[]`);
+    }
+    if (filter.search) {
+      args.push(filter.search);
+      where.push(`s.search_vector @@ websearch_to_tsquery('english', $${args.length})`);
+    }
+    const order =
+      filter.sort === 'newest' ? 's.created_at DESC, s.skill_id' : 'st.popularity DESC, s.skill_id';
+    const whereSql = where.join(' AND ');
+    const [items, count] = await Promise.all([
+      this.prisma.$queryRawUnsafe<SkillRow[]>(
+        `SELECT ${SKILL_COLUMNS} FROM ${FROM_SKILLS} WHERE ${whereSql} ORDER BY ${order}
+         LIMIT $${args.length + 1} OFFSET $${args.length + 2}`,
+        ...args,
+        filter.limit,
+        filter.offset,
+      ),
+      this.prisma.$queryRawUnsafe<{ total: bigint }[]>(
+        `SELECT count(*) AS total FROM skills s WHERE ${whereSql}`,
+        ...args,
+      ),
+    ]);
+    return { items: items.map(toRecord), total: Number(count[0]?.total ?? 0) };
+  }
+
+  /** A skill in any status with its schemas and verification, or `null`. */
+  async get(skillId: string): Promise<SkillDetailRecord | null> {
+    const rows = await this.prisma.$queryRawUnsafe<
+      (SkillRow & {
+        input_schema: Record<string, unknown>;
+        output_schema: Record<string, unknown>;
+        verification: VerificationStepResult[] | null;
+        verification_reason: string | null;
+        verified_at: Date | null;
+        last_health_check_at: Date | null;
+        consecutive_failures: number;
+      })[]
+    >(
+      `SELECT ${SKILL_COLUMNS}, s.input_schema, s.output_schema, s.verification, s.verification_reason, s.verified_at,
+              st.last_health_check_at, st.consecutive_failures
+         FROM ${FROM_SKILLS} WHERE s.skill_id = $1`,
+      skillId,
+    );
+    const r = rows[0];
+    if (!r) return null;
+    return {
+      ...toRecord(r),
+      inputSchema: r.input_schema,
+      outputSchema: r.output_schema,
+      verification: r.verification ?? [],
+      verificationReason: r.verification_reason,
+      verifiedAt: r.verified_at,
+      lastHealthCheckAt: r.last_health_check_at,
+      consecutiveFailures: Number(r.consecutive_failures),
+    };
+  }
+
+  /** Whether a skill with this id exists (any status). */
+  async exists(skillId: string): Promise<boolean> {
+    return (await this.prisma.skill.count({ where: { skillId } })) > 0;
+  }
+}

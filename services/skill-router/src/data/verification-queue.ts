@@ -1,0 +1,138 @@
+import type { VerificationStepResult } from '../schemas';
+import type { ProbeRecord } from './health-checks';
+import type { PrismaDb } from './prisma';
+import { msInterval } from './sql';
+
+/** A pending skill claimed by a verification worker. */
+export interface VerificationJob {
+  skillId: string;
+  revision: number;
+  endpoint: string;
+  inputSchema: unknown;
+  outputSchema: unknown;
+  /** Claims of this revision so far, this one included (1 on the first claim). */
+  attempts: number;
+}
+
+/** What a verification found, as {@link VerificationQueue.complete} stores it. */
+export interface VerificationOutcome {
+  passed: boolean;
+  steps: VerificationStepResult[];
+  /** `step: detail` of the first failed step; `null` when every step passed. */
+  reason: string | null;
+  /** The requests sent to the endpoint, stored as health checks of kind `verification`. */
+  probes: ProbeRecord[];
+}
+
+/**
+ * The verification queue: skills in `pending_verification`, claimed under a lease
+ * (`skills.verification_lease_until`, `verification_attempts`) and completed with their result.
+ */
+export class VerificationQueue {
+  constructor(private readonly prisma: PrismaDb) {}
+
+  /**
+   * Claims up to `batch` pending skills for verification (`FOR UPDATE SKIP LOCKED`, so replicas never
+   * claim the same one) by setting a lease and counting the attempt; a lease that expires (crashed
+   * worker) is claimed again, and the returned `attempts` tells the caller how often that happened.
+   * @param batch most skills claimed
+   * @param leaseMs the lease, from now, in milliseconds
+   */
+  async claim(batch: number, leaseMs: number): Promise<VerificationJob[]> {
+    const rows = await this.prisma.$queryRawUnsafe<
+      {
+        skill_id: string;
+        revision: number;
+        endpoint: string;
+        input_schema: unknown;
+        output_schema: unknown;
+        verification_attempts: number;
+      }[]
+    >(
+      `UPDATE skills SET verification_lease_until = now() + ${msInterval(2)},
+              verification_attempts = verification_attempts + 1
+        WHERE skill_id IN (
+          SELECT skill_id FROM skills
+           WHERE status = 'pending_verification'
+             AND (verification_lease_until IS NULL OR verification_lease_until < now())
+           ORDER BY updated_at, skill_id
+           LIMIT $1
+           FOR UPDATE SKIP LOCKED)
+        RETURNING skill_id, revision, endpoint, input_schema, output_schema, verification_attempts`,
+      batch,
+      leaseMs,
+    );
+    return rows.map((r) => ({
+      skillId: r.skill_id,
+      revision: Number(r.revision),
+      endpoint: r.endpoint,
+      inputSchema: r.input_schema,
+      outputSchema: r.output_schema,
+      attempts: Number(r.verification_attempts),
+    }));
+  }
+
+  /**
+   * Extends the leases of verifications still in progress on this replica, so that only a replica
+   * that died or stalled loses its claims (and has them counted as unfinished attempts).
+   * @param jobs the claimed revisions still being verified
+   * @param leaseMs the new lease, from now, in milliseconds
+   */
+  async renewLeases(jobs: readonly { skillId: string; revision: number }[], leaseMs: number): Promise<void> {
+    if (jobs.length === 0) return;
+    await this.prisma.$executeRawUnsafe(
+      `UPDATE skills SET verification_lease_until = now() + ${msInterval(3)}
+        FROM unnest($1::text[], $2::int[]) AS j(skill_id, revision)
+       WHERE skills.skill_id = j.skill_id AND skills.revision = j.revision
+         AND skills.status = 'pending_verification'`,
+      jobs.map((j) => j.skillId),
+      jobs.map((j) => j.revision),
+      leaseMs,
+    );
+  }
+
+  /**
+   * Applies a verification result to the revision that was verified, in one transaction: `active`
+   * (first health check due after `healthIntervalMs`) or `verification_failed`, with the per-step
+   * results and the reason; the probes are recorded as health checks of kind `verification`. The
+   * skill's metrics are not refreshed here: the caller does it once this returns `true`.
+   * @param healthIntervalMs delay of the first periodic health check of a skill that passed, in milliseconds
+   * @returns `false` when the skill changed meanwhile (an update re-queued it) and nothing was applied
+   */
+  async complete(
+    job: { skillId: string; revision: number },
+    result: VerificationOutcome,
+    healthIntervalMs: number,
+  ): Promise<boolean> {
+    return this.prisma.$transaction(async (tx) => {
+      const n = await tx.$executeRawUnsafe(
+        `UPDATE skills SET
+           status = CASE WHEN $3 THEN 'active' ELSE 'verification_failed' END,
+           verification = $4::jsonb, verification_reason = $5,
+           verified_at = CASE WHEN $3 THEN now() ELSE verified_at END,
+           verification_lease_until = NULL
+         WHERE skill_id = $1 AND revision = $2 AND status = 'pending_verification'`,
+        job.skillId,
+        job.revision,
+        result.passed,
+        JSON.stringify(result.steps),
+        result.reason,
+      );
+      if (n !== 1) return false;
+      await tx.$executeRawUnsafe(
+        `INSERT INTO skill_stats (skill_id, next_health_check_at) VALUES ($1, CASE WHEN $2 THEN now() + ${msInterval(3)} END)
+         ON CONFLICT (skill_id) DO UPDATE SET next_health_check_at = EXCLUDED.next_health_check_at,
+           consecutive_failures = 0, consecutive_successes = 0`,
+        job.skillId,
+        result.passed,
+        healthIntervalMs,
+      );
+      if (result.probes.length > 0) {
+        await tx.healthCheck.createMany({
+          data: result.probes.map((p) => ({ skillId: job.skillId, kind: 'verification', ...p })),
+        });
+      }
+      return true;
+    });
+  }
+}
