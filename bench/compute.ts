@@ -13,7 +13,7 @@ import { createServer } from 'node:http';
 import { Keypair } from '@solana/web3.js';
 import { applyMigrations, resetDatabase } from '@repo/db-migrate';
 import { startScriptedLlm } from '@repo/llm/testing';
-import { scriptedPipelineResponder } from '@repo/pipeline-runner/testing';
+import { scriptedPipelineResponder } from '@repo/compute/testing';
 import { resetVhost, waitFor } from '@repo/queue/testing';
 import { createLogger } from '@repo/service-kit';
 import { fundWallet, sendUsdcTransfer, spawnLocalnet } from '@repo/solana-localnet';

@@ -20,7 +20,7 @@ import { CAIP2_NETWORKS, encodePaymentHeader } from '@repo/x402-core';
 import { fetchWithPayment } from '@repo/x402-solana/client';
 import { runSignalFeedbackDemo } from '../services/signal-feedback/scripts/demo';
 import { runSkillRouterDemo } from '../services/skill-router/scripts/demo';
-import { FIXTURE_SCAN, startFixtureFeeds } from '@repo/pipeline-runner/testing';
+import { FIXTURE_SCAN, startFixtureFeeds } from '@repo/compute/testing';
 
 const env = process.env;
 const BASE = (env.MARKET_INTEL_URL ?? 'http://127.0.0.1:3001').replace(/\/+$/, '');

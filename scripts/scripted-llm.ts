@@ -3,7 +3,7 @@
 // a debate reaches the verdict named in its idea (`[scenario:rejected]`, ...; default APPROVED).
 // Development only: start the stack with LLM_BASE_URL pointing here (see README, "LLM").
 import { startScriptedLlm } from '@repo/llm/testing';
-import { scriptedPipelineResponder } from '@repo/pipeline-runner/testing';
+import { scriptedPipelineResponder } from '@repo/compute/testing';
 
 const port = Number(process.env.SCRIPTED_LLM_PORT ?? 11435);
 /** Milliseconds each answer is delayed, so progress is visible (default 300). */

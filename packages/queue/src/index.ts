@@ -9,19 +9,3 @@ export type {
   Settlement,
   TopologySetup,
 } from './broker';
-export {
-  COMPUTE_DELIVERY_LIMIT,
-  COMPUTE_TOPOLOGY,
-  EVENT_DELIVERY_LIMIT,
-  JobErrorCode,
-  JOB_ERROR_MESSAGES,
-  publicJobError,
-  JobEvent,
-  PipelineKind,
-  RunnerHeartbeat,
-  StepCommand,
-  StepOutcome,
-  UpstreamHealth,
-  declareComputeTopology,
-  stepRoutingKey,
-} from './compute';

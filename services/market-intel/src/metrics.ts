@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
-import { COMPUTE_TOPOLOGY, type Broker } from '@repo/queue';
+import type { Broker } from '@repo/queue';
+import { COMPUTE_TOPOLOGY } from '@repo/compute';
 import { cachedFor, createMetrics, type ServiceMetrics } from '@repo/service-kit';
 import { PAYMENT_VERIFICATION_REASONS } from '@repo/x402-core';
 import type { PaymentEventListener } from '@repo/x402-express';

@@ -1,12 +1,13 @@
 import { hostname } from 'node:os';
 import type { Application } from 'express';
-import { Broker, declareComputeTopology } from '@repo/queue';
+import { Broker } from '@repo/queue';
+import { declareComputeTopology } from '@repo/compute';
 import type { Logger } from '@repo/service-kit';
 import { parseAllowlist } from '@repo/ssrf-guard';
 import type { PaymentEventListener } from '@repo/x402-express';
 import { createApp } from './app';
 import type { MarketIntelConfig } from './config';
-import type { PipelineKind } from '@repo/queue';
+import type { PipelineKind } from '@repo/compute';
 import { JobRepository, type ApplyResult, type JobKindHooks } from './data/jobs';
 import { createDb, type Db } from './data/prisma';
 import { ReportRepository } from './data/reports';

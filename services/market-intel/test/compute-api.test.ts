@@ -1,13 +1,12 @@
 import { createServer, type Server } from 'node:http';
+import { Broker, type Delivery } from '@repo/queue';
 import {
-  Broker,
   COMPUTE_TOPOLOGY,
   StepCommand,
-  type Delivery,
   type JobEvent,
   type RunnerHeartbeat,
   type UpstreamHealth,
-} from '@repo/queue';
+} from '@repo/compute';
 import { waitFor } from '@repo/queue/testing';
 import { closeServer, createLogger } from '@repo/service-kit';
 import { createMarketIntelService } from '../src/service';

@@ -1,7 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
 import { Connection, PublicKey } from '@solana/web3.js';
-import { ForgeResult, ProveResult, type AgentJob } from '@repo/schemas';
+import type { AgentJob } from '@repo/schemas';
+import { ForgeResult, ProveResult } from '@repo/compute';
 import { associatedTokenAccountOf } from '@repo/x402-solana';
 import {
   startFakeSearxng,
@@ -10,8 +11,9 @@ import {
   type ScriptedLlm,
   type ScriptedRequest,
 } from '@repo/llm/testing';
-import { scriptedPipelineResponder } from '@repo/pipeline-runner/testing';
-import { Broker, COMPUTE_TOPOLOGY } from '@repo/queue';
+import { scriptedPipelineResponder } from '@repo/compute/testing';
+import { Broker } from '@repo/queue';
+import { COMPUTE_TOPOLOGY } from '@repo/compute';
 import { queueDepth, waitFor } from '@repo/queue/testing';
 import { Webhook } from 'standardwebhooks';
 import { buildReport, startHarness, type Harness } from './support/harness';

@@ -1,6 +1,7 @@
 import { getBase58Decoder } from '@solana/kit';
 import fc from 'fast-check';
-import { Broker, COMPUTE_TOPOLOGY, type RunnerHeartbeat } from '@repo/queue';
+import { Broker } from '@repo/queue';
+import { COMPUTE_TOPOLOGY, type RunnerHeartbeat } from '@repo/compute';
 import { waitFor } from '@repo/queue/testing';
 import {
   fuzzCheckAll,

@@ -1,7 +1,8 @@
 import { decodePaymentResponseHeader } from '@x402/fetch';
-import { ForgeResult, type AgentJob, type X402Network } from '@repo/schemas';
+import type { AgentJob, X402Network } from '@repo/schemas';
+import { ForgeResult } from '@repo/compute';
 import { startFakeSearxng, startScriptedLlm, type FakeSearxng, type ScriptedLlm } from '@repo/llm/testing';
-import { scriptedPipelineResponder } from '@repo/pipeline-runner/testing';
+import { scriptedPipelineResponder } from '@repo/compute/testing';
 import { waitFor } from '@repo/queue/testing';
 import { spawnService } from '@repo/service-kit/testing';
 import path from 'node:path';

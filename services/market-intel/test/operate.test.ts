@@ -1,5 +1,5 @@
 import { encodePaymentHeader } from '@repo/x402-core';
-import { COMPUTE_TOPOLOGY } from '@repo/queue';
+import { COMPUTE_TOPOLOGY } from '@repo/compute';
 import {
   judgeShutdown,
   metricValue,

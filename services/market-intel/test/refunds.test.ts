@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { Connection, Keypair, PublicKey } from '@solana/web3.js';
-import { Broker, COMPUTE_TOPOLOGY, type JobErrorCode, type RunnerHeartbeat } from '@repo/queue';
+import { Broker } from '@repo/queue';
+import { COMPUTE_TOPOLOGY, type JobErrorCode, type RunnerHeartbeat } from '@repo/compute';
 import { waitFor } from '@repo/queue/testing';
 import { createLogger } from '@repo/service-kit';
 import { callRpc, sendUsdcTransfer } from '@repo/solana-localnet';

@@ -7,11 +7,10 @@ import {
   GapsResponse,
   KeywordsResponse,
   PainClustersResponse,
-  ScanBrief,
-  ScoutResult,
   SectorList,
   TrendsResponse,
 } from '@repo/schemas';
+import { ScanBrief, ScoutResult } from '@repo/compute';
 import { startScriptedLlm, type ScriptedLlm } from '@repo/llm/testing';
 import {
   FIXTURE_PEER,
@@ -19,7 +18,7 @@ import {
   scriptedPipelineResponder,
   startFixtureFeeds,
   type FixtureFeeds,
-} from '@repo/pipeline-runner/testing';
+} from '@repo/compute/testing';
 import { waitFor } from '@repo/queue/testing';
 import { metricValue, scrape } from '@repo/service-kit/testing';
 import type { ScanProgress } from '../src/data/scans';

@@ -12,7 +12,12 @@ import { createLlmClient, createSearxngProvider } from '@repo/llm';
 import { startFakeSearxng, startScriptedLlm } from '@repo/llm/testing';
 import { createLogger } from '@repo/service-kit';
 import { pipelines, type Pipeline, type PipelineDeps } from '../src/pipelines';
-import { forgeJobInput, proveJobInput, scenarioMarker, scriptedPipelineResponder } from '../src/testing';
+import {
+  forgeJobInput,
+  proveJobInput,
+  scenarioMarker,
+  scriptedPipelineResponder,
+} from '@repo/compute/testing';
 
 const JOBS = Number(process.env.JOBS ?? 200);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 16);

@@ -1,7 +1,8 @@
 import { createServer } from 'node:http';
 import { hostname } from 'node:os';
 import { createLlmClient, createSearxngProvider, createTavilyProvider, type SearchProvider } from '@repo/llm';
-import { Broker, declareComputeTopology } from '@repo/queue';
+import { Broker } from '@repo/queue';
+import { declareComputeTopology } from '@repo/compute';
 import { closeServer, createBaseApp, createLogger, onShutdown } from '@repo/service-kit';
 import { errorHandler, notFoundHandler } from '@repo/errors';
 import { loadConfig, scoutFetchSettings, type RunnerConfig } from './config';

@@ -1,14 +1,14 @@
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { startScriptedLlm, type ScriptedLlm } from '@repo/llm/testing';
+import { Broker } from '@repo/queue';
 import {
-  Broker,
   COMPUTE_TOPOLOGY,
   declareComputeTopology,
   JobEvent,
   stepRoutingKey,
   type StepCommand,
-} from '@repo/queue';
+} from '@repo/compute';
 import { resetVhost } from '@repo/queue/testing';
 import {
   metricValue,
@@ -20,7 +20,7 @@ import {
   waitFor,
   type ServiceProcess,
 } from '@repo/service-kit/testing';
-import { forgeJobInput, scriptedPipelineResponder } from '../src/testing';
+import { forgeJobInput, scriptedPipelineResponder } from '@repo/compute/testing';
 
 // Real runner processes (src/main.ts) against a suite vhost, RabbitMQ through a cuttable proxy, a scripted LLM.
 jest.setTimeout(120_000);

@@ -3,18 +3,24 @@ import { AppError } from '@repo/errors';
 import type { AgentJob, JobRefund, JobStatus } from '@repo/schemas';
 import {
   COMPUTE_TOPOLOGY,
+  conditionalTransition,
+  jobTransition,
   stepRoutingKey,
-  publicJobError,
   type JobErrorCode,
   type JobEvent,
+  type JobGuard,
+  type JobInput,
   type PipelineKind,
   type StepCommand,
-} from '@repo/queue';
+} from '@repo/compute';
 import type { PaymentClaim, PaymentLedger } from '@repo/x402-ledger';
 import { Prisma } from '../generated/prisma/client';
 import type { Db } from './prisma';
 
-/** A new job id: `job_` + 128 random bits, base64url (ARCHITECTURE.md: ids that act as capabilities). */
+/**
+ * A new job id: `job_` + 128 random bits, base64url. The id acts as a capability: it is all
+ * GET /api/v1/jobs/{jobId} asks.
+ */
 export function newJobId(): string {
   return `job_${randomBytes(16).toString('base64url')}`;
 }
@@ -106,7 +112,6 @@ export interface NewInternalJob {
 }
 
 const json = (value: unknown): Prisma.InputJsonValue => value as Prisma.InputJsonValue;
-const TERMINAL = new Set<string>(['completed', 'failed']);
 
 function stepCommand(
   job: { id: string; kind: string; input: unknown },
@@ -153,10 +158,11 @@ async function assertJobsLeft(tx: Tx, job: NewJob, perDay: number): Promise<void
  * Compute jobs in PostgreSQL (table `agent_jobs`) with their applied steps (`job_steps`), the
  * transactional outbox (`outbox_messages`) and webhook deliveries (`webhook_deliveries`).
  *
- * Invariants (ARCHITECTURE.md, "Compute jobs"): a job row is only ever committed together with the
- * outbox row of its first step command; a step outcome is applied only when its `stepIndex` is the
- * job's current one (so duplicates are dropped), together with the next command; terminal states are
- * final; `progressPct` never decreases.
+ * Invariants: a job row is only ever committed together with the outbox row of its first step
+ * command; what an event or a failure does to a job is decided by the job state machine of
+ * `@repo/compute` (`jobTransition`: a step outcome is applied only when its `stepIndex` is the job's
+ * current one, so duplicates are dropped; terminal states are final; `progressPct` never decreases)
+ * and applied here together with what goes with it (the next command, the webhook, the refund).
  */
 export class JobRepository {
   /**
@@ -266,7 +272,8 @@ export class JobRepository {
   }
 
   /**
-   * Applies one runner event (idempotent: duplicates and stale events change nothing).
+   * Applies one runner event (idempotent: duplicates and stale events change nothing), as the job
+   * state machine decides (`jobTransition` of `@repo/compute`).
    * - `job.step-started`: pending -> running.
    * - `job.step-completed` for the current step: records the step, stores the new state and progress
    *   (never lower), and queues the next step command; or, for the last step, completes the job and
@@ -274,90 +281,26 @@ export class JobRepository {
    * - `job.step-failed`: keeps the error while retries remain; a non-retryable failure fails the job.
    */
   async applyEvent(event: JobEvent): Promise<ApplyResult> {
-    if (event.type === 'job.step-started') {
+    // A start or a retryable failure does not depend on the job beyond its guard: one conditional update.
+    const conditional = conditionalTransition(event);
+    if (conditional) {
+      const { guard, transition } = conditional;
       const count = await this.db.agentJob.updateMany({
-        where: { id: event.jobId, status: 'pending' },
-        data: { status: 'running', startedAt: new Date(event.at) },
+        where: { id: event.jobId, ...guardWhere(guard) },
+        data:
+          transition.type === 'started'
+            ? { status: transition.status, startedAt: transition.startedAt }
+            : { lastError: transition.lastError },
       });
+      const applied = count.count > 0;
       return {
-        applied: count.count > 0,
+        applied,
         outboxIds: [],
-        status: count.count > 0 ? 'running' : null,
+        status: applied && transition.type === 'started' ? transition.status : null,
         webhookQueued: false,
       };
     }
-    if (event.type === 'job.step-failed' && event.retryable) {
-      const count = await this.db.agentJob.updateMany({
-        where: { id: event.jobId, stepIndex: event.stepIndex, status: { in: ['pending', 'running'] } },
-        data: { lastError: `attempt ${event.attempt}: ${event.error}` },
-      });
-      return { applied: count.count > 0, outboxIds: [], status: null, webhookQueued: false };
-    }
-    if (event.type === 'job.step-failed') {
-      return this.fail(
-        event.jobId,
-        { code: event.code ?? 'internal', detail: `step ${event.stepIndex} failed: ${event.error}` },
-        event.stepIndex,
-      );
-    }
-    return this.db.$transaction(async (tx) => {
-      const job = await lockJob(tx, event.jobId);
-      if (!job || TERMINAL.has(job.status) || job.step_index !== event.stepIndex) {
-        return unchanged(job);
-      }
-      const { outcome } = event;
-      const progress = outcome.kind === 'done' ? 100 : Math.max(job.progress_pct, outcome.progressPct);
-      await tx.jobStep.create({
-        data: {
-          jobId: job.id,
-          stepIndex: event.stepIndex,
-          label: outcome.label,
-          progressPct: progress,
-          runnerId: event.runnerId,
-        },
-      });
-      const hooks = this.hooks[job.kind as PipelineKind];
-      if (outcome.kind === 'continue') {
-        const state = hooks?.beforeNextStep
-          ? await hooks.beforeNextStep(tx, job, event.stepIndex, outcome.state)
-          : outcome.state;
-        await tx.agentJob.update({
-          where: { id: job.id },
-          data: {
-            status: 'running',
-            startedAt: job.started_at ?? new Date(event.at),
-            state: json(state),
-            stepIndex: event.stepIndex + 1,
-            stepLabel: outcome.label,
-            progressPct: progress,
-            lastError: null,
-          },
-        });
-        const outboxId = await this.enqueueStep(tx, stepCommand(job, event.stepIndex + 1, state));
-        return { applied: true, outboxIds: [outboxId], status: 'running' as const, webhookQueued: false };
-      }
-      const completedAt = new Date();
-      await tx.agentJob.update({
-        where: { id: job.id },
-        data: {
-          status: 'completed',
-          startedAt: job.started_at ?? new Date(event.at),
-          result: json(outcome.result),
-          stepIndex: event.stepIndex + 1,
-          stepLabel: outcome.label,
-          progressPct: 100,
-          lastError: null,
-          completedAt,
-        },
-      });
-      await hooks?.onCompleted?.(tx, job, outcome.result);
-      const webhookQueued = await queueWebhook(tx, job.id, job.webhook_url, {
-        jobId: job.id,
-        status: 'completed',
-        result: outcome.result,
-      });
-      return { applied: true, outboxIds: [], status: 'completed' as const, webhookQueued };
-    });
+    return this.applyToLockedJob(event.jobId, event);
   }
 
   /**
@@ -374,31 +317,107 @@ export class JobRepository {
     failure: { code: JobErrorCode; detail: string },
     stepIndex?: number,
   ): Promise<ApplyResult> {
+    return this.applyToLockedJob(jobId, { type: 'job.failed', ...failure, stepIndex });
+  }
+
+  /**
+   * Applies an input that depends on the job (a step's outcome, a failure) to the job's row, locked,
+   * with what goes with it in the same transaction.
+   */
+  private async applyToLockedJob(jobId: string, input: JobInput): Promise<ApplyResult> {
     return this.db.$transaction(async (tx) => {
       const job = await lockJob(tx, jobId);
-      if (!job || TERMINAL.has(job.status) || (stepIndex !== undefined && job.step_index !== stepIndex)) {
-        return unchanged(job);
+      if (!job) return unchanged(job);
+      const transition = jobTransition(
+        {
+          status: job.status as JobStatus,
+          stepIndex: job.step_index,
+          progressPct: job.progress_pct,
+          startedAt: job.started_at,
+          lastError: job.last_error,
+        },
+        input,
+      );
+      const hooks = this.hooks[job.kind as PipelineKind];
+      switch (transition.type) {
+        case 'unchanged':
+          return unchanged(job);
+        case 'started':
+        case 'retrying':
+          // applyEvent applies these as a conditional update, never here.
+          throw new Error(`${transition.type} is applied without locking the job`);
+        case 'advanced': {
+          await tx.jobStep.create({ data: { jobId: job.id, ...transition.step } });
+          const state = hooks?.beforeNextStep
+            ? await hooks.beforeNextStep(tx, job, transition.step.stepIndex, transition.state)
+            : transition.state;
+          await tx.agentJob.update({
+            where: { id: job.id },
+            data: {
+              status: transition.status,
+              startedAt: transition.startedAt,
+              state: json(state),
+              stepIndex: transition.stepIndex,
+              stepLabel: transition.stepLabel,
+              progressPct: transition.progressPct,
+              lastError: transition.lastError,
+            },
+          });
+          const outboxId = await this.enqueueStep(tx, stepCommand(job, transition.stepIndex, state));
+          return { applied: true, outboxIds: [outboxId], status: transition.status, webhookQueued: false };
+        }
+        case 'completed': {
+          await tx.jobStep.create({ data: { jobId: job.id, ...transition.step } });
+          await tx.agentJob.update({
+            where: { id: job.id },
+            data: {
+              status: transition.status,
+              startedAt: transition.startedAt,
+              result: json(transition.result),
+              stepIndex: transition.stepIndex,
+              stepLabel: transition.stepLabel,
+              progressPct: transition.progressPct,
+              lastError: transition.lastError,
+              completedAt: new Date(),
+            },
+          });
+          await hooks?.onCompleted?.(tx, job, transition.result);
+          const webhookQueued = await queueWebhook(tx, job.id, job.webhook_url, {
+            jobId: job.id,
+            status: 'completed',
+            result: transition.result,
+          });
+          return { applied: true, outboxIds: [], status: transition.status, webhookQueued };
+        }
+        case 'failed': {
+          const { error } = transition;
+          await tx.agentJob.update({
+            where: { id: jobId },
+            data: {
+              status: transition.status,
+              error,
+              lastError: transition.lastError,
+              completedAt: new Date(),
+            },
+          });
+          await hooks?.onFailed?.(tx, job, error);
+          const refundQueued =
+            job.tx_signature !== null && this.options.onPaidJobFailed
+              ? await this.options.onPaidJobFailed(
+                  tx,
+                  { id: jobId, txSignature: job.tx_signature },
+                  transition.code,
+                )
+              : null;
+          const webhookQueued = await queueWebhook(tx, jobId, job.webhook_url, {
+            jobId,
+            status: 'failed',
+            result: null,
+            error,
+          });
+          return { applied: true, outboxIds: [], status: transition.status, webhookQueued, refundQueued };
+        }
       }
-      const error = publicJobError(failure.code, stepIndex);
-      const detail = (
-        job.last_error ? `${failure.detail}; last error: ${job.last_error}` : failure.detail
-      ).slice(0, 2000);
-      await tx.agentJob.update({
-        where: { id: jobId },
-        data: { status: 'failed', error, lastError: detail, completedAt: new Date() },
-      });
-      await this.hooks[job.kind as PipelineKind]?.onFailed?.(tx, job, error);
-      const refundQueued =
-        job.tx_signature !== null && this.options.onPaidJobFailed
-          ? await this.options.onPaidJobFailed(tx, { id: jobId, txSignature: job.tx_signature }, failure.code)
-          : null;
-      const webhookQueued = await queueWebhook(tx, jobId, job.webhook_url, {
-        jobId,
-        status: 'failed',
-        result: null,
-        error,
-      });
-      return { applied: true, outboxIds: [], status: 'failed' as const, webhookQueued, refundQueued };
     });
   }
 
@@ -489,6 +508,14 @@ interface LockedJob {
   started_at: Date | null;
   last_error: string | null;
   tx_signature: string | null;
+}
+
+/** The condition of a conditional update for a job state machine guard. */
+function guardWhere(guard: JobGuard): Prisma.AgentJobWhereInput {
+  return {
+    status: { in: [...guard.statuses] },
+    ...(guard.stepIndex === undefined ? {} : { stepIndex: guard.stepIndex }),
+  };
 }
 
 /** The result of an event that changed nothing (unknown job, terminal job, other step). */

@@ -5,7 +5,7 @@ import {
   type ScoutJobInput,
   type ScoutSource,
   type SourceReport,
-} from '@repo/schemas';
+} from '@repo/compute';
 import { z } from 'zod';
 import { newJobId, type HookedJob, type JobKindHooks, type JobRepository, type Tx } from './jobs';
 import type { Db } from './prisma';

@@ -1,4 +1,4 @@
-import type { RunnerHeartbeat, UpstreamHealth } from '@repo/queue';
+import type { RunnerHeartbeat, UpstreamHealth } from '@repo/compute';
 import type { ErrorClass, HealthResponse } from '@repo/schemas';
 
 /** Retry-After in seconds per error class (market-intel spec, "Discovery and health"). */

@@ -1,4 +1,4 @@
-import type { JobErrorCode } from '@repo/queue';
+import type { JobErrorCode } from '@repo/compute';
 
 /**
  * Which failures of a paid compute job are refunded (README, "Refunds"): those on our side. Every code

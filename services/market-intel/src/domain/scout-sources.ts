@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ScoutSourcesFile } from '@repo/schemas';
+import { ScoutSourcesFile } from '@repo/compute';
 
 /** Thrown by {@link loadSourcesFile}: the file is missing, not JSON, or not a valid sources file. */
 export class SourcesFileError extends Error {

@@ -1,15 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import {
-  COMPUTE_TOPOLOGY,
-  JobEvent,
-  RunnerHeartbeat,
-  StepCommand,
-  type Broker,
-  type Delivery,
-  type QueueLogger,
-  type Settlement,
-  type TopologySetup,
-} from '@repo/queue';
+import type { Broker, Delivery, QueueLogger, Settlement, TopologySetup } from '@repo/queue';
+import { COMPUTE_TOPOLOGY, JobEvent, RunnerHeartbeat, StepCommand } from '@repo/compute';
 import type { ApplyResult, JobRepository } from '../data/jobs';
 import type { RunnerHealthMonitor } from '../domain/health';
 import type { OutboxRelay } from './outbox';

@@ -1,4 +1,4 @@
-import type { ScoutSectorSources } from '@repo/schemas';
+import type { ScoutSectorSources } from '@repo/compute';
 import type { QueueLogger } from '@repo/queue';
 import type { JobRepository } from '../data/jobs';
 import type { ScanRepository } from '../data/scans';

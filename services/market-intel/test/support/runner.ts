@@ -3,7 +3,9 @@ import path from 'node:path';
 import type { ScriptedRequest, ScriptedRespond } from '@repo/llm/testing';
 import { waitFor } from '@repo/queue/testing';
 
-const RUNNER_DIR = path.join(__dirname, '../../../pipeline-runner');
+// Located from the repository root, as `scripts/stack.ts` starts the services.
+const ROOT = path.resolve(__dirname, '../../../..');
+const RUNNER_DIR = path.join(ROOT, 'services/pipeline-runner');
 
 /** A pipeline-runner running as its own process, as in production. */
 export interface RunnerProcess {

@@ -18,7 +18,8 @@
 import { randomUUID } from 'node:crypto';
 import { createLlmClient, createSearxngProvider, createTavilyProvider } from '@repo/llm';
 import { readFileSync } from 'node:fs';
-import { ScoutSourcesFile, SessionConfigInput, type ScoutJobInput } from '@repo/schemas';
+import { SessionConfigInput } from '@repo/schemas';
+import { ScoutSourcesFile, type ScoutJobInput } from '@repo/compute';
 import { createLogger } from '@repo/service-kit';
 import { loadConfig, scoutFetchSettings } from '../config';
 import { pipelines, type Pipeline, type PipelineDeps } from '../pipelines';

@@ -1,9 +1,5 @@
-import {
-  LOW_ROI_TAG,
-  type FeasibilityAssessment,
-  type LeanFeasibility,
-  type SessionConfig,
-} from '@repo/schemas';
+import type { SessionConfig } from '@repo/schemas';
+import { LOW_ROI_TAG, type FeasibilityAssessment, type LeanFeasibility } from '@repo/compute';
 
 /** Budget values read as USD (`$100K+` counts as its lower bound, 100000). */
 export const BUDGET_USD: Record<SessionConfig['budget'], number> = {

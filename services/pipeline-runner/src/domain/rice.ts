@@ -1,4 +1,4 @@
-import type { RiceScore } from '@repo/schemas';
+import type { RiceScore } from '@repo/compute';
 
 /**
  * RICE score (Intercom): reach × impact × confidence / effort, rounded to 2 decimals.

@@ -1,4 +1,4 @@
-import type { PanelVote, VoteCounts } from '@repo/schemas';
+import type { PanelVote, VoteCounts } from '@repo/compute';
 
 /** Approvals needed for APPROVED, and approvals + conditionals needed for CONDITIONAL_APPROVED: 4 of 6. */
 export const SUPERMAJORITY = 4;

@@ -1,11 +1,6 @@
 import type { LlmClient, SearchProvider } from '@repo/llm';
-import {
-  COMPUTE_TOPOLOGY,
-  type Broker,
-  type QueueLogger,
-  type RunnerHeartbeat,
-  type UpstreamHealth,
-} from '@repo/queue';
+import type { Broker, QueueLogger } from '@repo/queue';
+import { COMPUTE_TOPOLOGY, type RunnerHeartbeat, type UpstreamHealth } from '@repo/compute';
 
 /** Options of {@link HeartbeatPublisher}. */
 export interface HeartbeatOptions {

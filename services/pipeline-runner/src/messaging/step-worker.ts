@@ -1,17 +1,14 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { errorClassOf, isTransient, isUpstreamError } from '@repo/llm';
+import type { Broker, Delivery, QueueLogger, Settlement } from '@repo/queue';
 import {
   COMPUTE_TOPOLOGY,
   StepCommand,
-  type Broker,
-  type Delivery,
   type JobEvent,
   type PipelineKind,
-  type QueueLogger,
-  type Settlement,
   type StepOutcome,
   type JobErrorCode,
-} from '@repo/queue';
+} from '@repo/compute';
 import type { Pipeline, PipelineDeps } from '../pipelines';
 
 /** A pipeline of any input, state and result (the worker only moves them between messages). */

@@ -7,7 +7,7 @@ import {
   RiceScore,
   type ForgeIdea,
   type ScoutSectorData,
-} from '@repo/schemas';
+} from '@repo/compute';
 import { assessFeasibility, tagsFor } from '../domain/feasibility';
 import { nextProgress } from '../domain/progress';
 import { riceScore } from '../domain/rice';

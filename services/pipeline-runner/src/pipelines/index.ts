@@ -5,7 +5,7 @@ import type {
   ProveResult,
   ScoutJobInput,
   ScoutResult,
-} from '@repo/schemas';
+} from '@repo/compute';
 import { forgePipeline, type ForgeState } from './forge';
 import { provePipeline, type ProveState } from './prove';
 export { scoutPipeline, ScoutState, SCOUT_TASKS } from './scout';

@@ -15,7 +15,7 @@ import {
   type LeanCanvas,
   type PivotReport,
   type VoteCounts,
-} from '@repo/schemas';
+} from '@repo/compute';
 import { assessFeasibility } from '../domain/feasibility';
 import { nextProgress } from '../domain/progress';
 import { countVotes, verdictFor } from '../domain/tally';

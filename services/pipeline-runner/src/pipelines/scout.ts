@@ -1,14 +1,13 @@
 import { z } from 'zod';
+import { GapItem, Severity } from '@repo/schemas';
 import {
-  GapItem,
   ScoutItem,
   ScoutJobInput,
   ScoutResult,
-  Severity,
   SourceReport,
   type ScanBrief,
   type ScoutStats,
-} from '@repo/schemas';
+} from '@repo/compute';
 import { nextProgress } from '../domain/progress';
 import {
   crossSignals,
@@ -139,7 +138,7 @@ const Cluster = z.strictObject({
 /**
  * The scan's state between steps. After step 0 it holds this scan's normalised `items`, the source
  * reports, `fetched` (items kept from the fetch) and `dropped`; market-intel then replaces `items` by
- * the sector's stored window and adds `newItems` (the scout contract in @repo/schemas); the analysis
+ * the sector's stored window and adds `newItems` (the scout contract in @repo/compute); the analysis
  * steps refer to `items` by index, so the window must not change after step 0.
  */
 export const ScoutState = z.strictObject({

@@ -1,4 +1,5 @@
-import type { CrossSignal, KeywordItem, PeerSector, ScoutItem, SectorHeat, Severity } from '@repo/schemas';
+import type { KeywordItem, Severity } from '@repo/schemas';
+import type { CrossSignal, PeerSector, ScoutItem, SectorHeat } from '@repo/compute';
 
 const HOUR = 3_600_000;
 

@@ -1,4 +1,4 @@
-import type { ScoutItem, ScoutJobInput, ScoutSource, SourceReport } from '@repo/schemas';
+import type { ScoutItem, ScoutJobInput, ScoutSource, SourceReport } from '@repo/compute';
 import { createScoutHttp, SourceFetchError, type ScoutHttp, type ScoutHttpOptions } from './http';
 import { normaliseItems, type SourceEntries } from './normalise';
 import { hnSearchUrl, MalformedSourceError, parseFeedItems, parseHnItems, type RawItem } from './parse';

@@ -1,6 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { errors, interceptors, request, type Dispatcher } from 'undici';
-import type { SourceValidators } from '@repo/schemas';
+import type { SourceValidators } from '@repo/compute';
 import {
   createGuardedDispatcher,
   findSsrfBlockedError,

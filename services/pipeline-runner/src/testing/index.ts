@@ -1,15 +1,3 @@
-export { scenarioMarker, scriptedPipelineResponder } from './responder';
-export type { PipelineScenario } from './responder';
-export { forgeJobInput, proveJobInput, sampleScout } from './fixtures';
 export { runToCompletion } from './run';
 export type { PipelineRun } from './run';
-export { scoutAnswer } from './scout-responder';
-export {
-  FIXTURE_METADATA_URL,
-  FIXTURE_PEER,
-  FIXTURE_SCAN,
-  fixtureScoutInput,
-  startFixtureFeeds,
-} from './scout-fixtures';
-export type { FixtureFeeds, FixtureFeedsOptions, FixtureRequest } from './scout-fixtures';
 export { scoutWindow } from './scout-window';

@@ -1,8 +1,8 @@
-import { SCOUT_WINDOW_MAX_ITEMS } from '@repo/schemas';
+import { SCOUT_WINDOW_MAX_ITEMS } from '@repo/compute';
 import type { ScoutState } from '../pipelines/scout';
 
 /**
- * What market-intel does to a scan's state after step 0 (the scout contract in @repo/schemas), for
+ * What market-intel does to a scan's state after step 0 (the scout contract in @repo/compute), for
  * runner tests without market-intel: `items` become the items published within `windowDays` before
  * `now`, newest first (then by hash), at most `SCOUT_WINDOW_MAX_ITEMS`, plus the earlier stored
  * items given; `newItems` counts this scan's items whose hash was not stored before.

@@ -1,6 +1,8 @@
-import { ForgeResult, type ForgeJobInput, type SessionConfig } from '@repo/schemas';
+import type { SessionConfig } from '@repo/schemas';
+import { ForgeResult, type ForgeJobInput } from '@repo/compute';
 import { forgePipeline, type ForgeState } from '../../src/pipelines';
-import { forgeJobInput, runToCompletion, scriptedPipelineResponder } from '../../src/testing';
+import { forgeJobInput, scriptedPipelineResponder } from '@repo/compute/testing';
+import { runToCompletion } from '../../src/testing';
 import { startUpstreams, type Upstreams } from '../support/deps';
 
 let up: Upstreams | undefined;

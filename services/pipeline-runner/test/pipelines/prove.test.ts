@@ -1,13 +1,13 @@
 import { LlmUnavailableError, isTransient } from '@repo/llm';
-import { ProveResult, type ProveJobInput } from '@repo/schemas';
+import { ProveResult, type ProveJobInput } from '@repo/compute';
 import { provePipeline, type ProveState } from '../../src/pipelines';
 import {
   proveJobInput,
-  runToCompletion,
   scenarioMarker,
   scriptedPipelineResponder,
   type PipelineScenario,
-} from '../../src/testing';
+} from '@repo/compute/testing';
+import { runToCompletion } from '../../src/testing';
 import { startUpstreams, type Upstreams } from '../support/deps';
 
 let up: Upstreams | undefined;

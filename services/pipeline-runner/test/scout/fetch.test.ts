@@ -1,7 +1,7 @@
-import type { SourceReport } from '@repo/schemas';
+import type { SourceReport } from '@repo/compute';
 import { fetchSources } from '../../src/scout/fetch';
 import { DEFAULT_SCOUT_FETCH_SETTINGS, type ScoutFetchSettings } from '../../src/scout/settings';
-import { FIXTURE_SCAN, fixtureScoutInput, startFixtureFeeds, type FixtureFeeds } from '../../src/testing';
+import { FIXTURE_SCAN, fixtureScoutInput, startFixtureFeeds, type FixtureFeeds } from '@repo/compute/testing';
 
 const LIMIT = 256 * 1024;
 const settings: ScoutFetchSettings = {

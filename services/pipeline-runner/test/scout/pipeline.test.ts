@@ -1,16 +1,16 @@
-import { ScanBrief, ScanReport, ScoutResult, SourceReport } from '@repo/schemas';
+import { ScanReport } from '@repo/schemas';
+import { ScanBrief, ScoutResult, SourceReport } from '@repo/compute';
 import { scoutPipeline, type PipelineDeps, type ScoutState } from '../../src/pipelines';
 import { SCOUT_TASKS } from '../../src/pipelines/scout';
 import { DEFAULT_SCOUT_FETCH_SETTINGS } from '../../src/scout/settings';
 import {
   FIXTURE_SCAN,
   fixtureScoutInput,
-  runToCompletion,
-  scoutWindow,
   scriptedPipelineResponder,
   startFixtureFeeds,
   type FixtureFeeds,
-} from '../../src/testing';
+} from '@repo/compute/testing';
+import { runToCompletion, scoutWindow } from '../../src/testing';
 import { startUpstreams, type Upstreams } from '../support/deps';
 
 let up: Upstreams;

@@ -1,4 +1,4 @@
-import type { SourceReport } from '@repo/schemas';
+import type { SourceReport } from '@repo/compute';
 import { scoutPipeline, type PipelineDeps } from '../../src/pipelines';
 import { fetchSources } from '../../src/scout/fetch';
 import { DEFAULT_SCOUT_FETCH_SETTINGS, type ScoutFetchSettings } from '../../src/scout/settings';
@@ -9,7 +9,7 @@ import {
   scriptedPipelineResponder,
   startFixtureFeeds,
   type FixtureFeeds,
-} from '../../src/testing';
+} from '@repo/compute/testing';
 import { startUpstreams } from '../support/deps';
 import {
   INTERNAL_TITLE,

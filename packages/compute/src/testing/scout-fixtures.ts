@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { PeerSector, ScoutJobInput, ScoutSource } from '@repo/schemas';
+import type { PeerSector, ScoutJobInput, ScoutSource } from '../scout';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -414,7 +414,7 @@ export const FIXTURE_SCAN = {
     SCOUT_MAX_RESPONSE_BYTES: String(1024 * 1024),
     SSRF_ALLOWLIST: '127.0.0.1',
   } as Record<string, string>,
-  /** `ScoutFetchSettings.ssrfAllowlist` for scanning the fixture server in-process: its host only. */
+  /** The SSRF allowlist of the runner's scout fetch settings for scanning the fixture server in-process: its host only. */
   ssrfAllowlist: ['127.0.0.1'] as readonly string[],
   /** All six sources; three fail: dead (connection refused), malformed, oversized. */
   sources: 6,

@@ -1,11 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import {
-  SESSION_CONFIG_DEFAULTS,
-  type ForgeJobInput,
-  type ProveJobInput,
-  type ScoutSectorData,
-  type SessionConfig,
-} from '@repo/schemas';
+import { SESSION_CONFIG_DEFAULTS, type SessionConfig } from '@repo/schemas';
+import type { ForgeJobInput, ProveJobInput, ScoutSectorData } from '../results';
 
 /**
  * Scout data for one sector, shaped like market-intel's latest scan.

@@ -1,18 +1,22 @@
 import { z } from 'zod';
-import { GapItem, KeywordItem, PainCluster, TrendItem } from './market-intel';
 import {
   Budget,
+  FOUNDER_SIGNAL_MAX,
+  GapItem,
+  KeywordItem,
+  PainCluster,
   Profile,
   RevenueThreshold,
   Timeline,
-  FOUNDER_SIGNAL_MAX,
+  TrendItem,
   type SessionConfig,
-} from './session-config';
+} from '@repo/schemas';
 
 /*
- * Inputs and results of the compute jobs (market-intel spec, "POST /api/v1/forge/ideate", "POST
- * /api/v1/prove/debate" and the prove verdict table; ARCHITECTURE.md "Compute jobs"). The spec leaves
- * the forge result and most of the prove result open; the shapes below are this implementation's.
+ * Inputs and results of the compute jobs (README, "Job inputs and results"): what market-intel sends
+ * for POST /api/v1/forge/ideate and POST /api/v1/prove/debate, and what the runner returns. The public
+ * API leaves the forge result and most of the prove result open; the shapes below are this
+ * implementation's.
  * Money is in whole US dollars, durations in weeks, unless a field says otherwise.
  */
 
@@ -347,8 +351,8 @@ export const ProvePivotResult = z.strictObject({
 });
 
 /**
- * Result of a completed prove/debate job (`AgentJob.result`), discriminated by `verdict` as in the
- * spec's verdict table.
+ * Result of a completed prove/debate job (`AgentJob.result`), discriminated by `verdict` (README, "Job
+ * inputs and results").
  */
 export const ProveResult = z.discriminatedUnion('verdict', [
   ProveApprovedResult,

@@ -1,9 +1,8 @@
 import { z } from 'zod';
-import { addDuplicateIssues } from './unique';
-import { ScanReport, SectorTag } from './market-intel';
+import { addDuplicateIssues, ScanReport, SectorTag } from '@repo/schemas';
 
 /**
- * Scout scans (README, "Scout scans"): the contract between market-intel, which schedules
+ * Scout scans (README, "Scout jobs"): the contract between market-intel, which schedules
  * a scan of one sector and stores what it produced, and the pipeline-runner, which fetches the
  * sector's sources and runs the analysis steps. A scan is a job of kind `scout` on the compute step
  * chain; these are its input, the items and source reports of its fetch step, and its result.
@@ -206,7 +205,7 @@ export const CrossSignal = z.strictObject({
 /** Inferred type of {@link CrossSignal}. */
 export type CrossSignal = z.infer<typeof CrossSignal>;
 
-/** The daily brief a scan produces: the spec's `DailyBrief` with its open item shapes fixed. */
+/** The daily brief a scan produces: the Data API's `DailyBrief` with its open item shapes fixed. */
 export const ScanBrief = z.strictObject({
   date: z.iso.date(),
   overview: z.string(),

@@ -1,10 +1,5 @@
-import {
-  ProveJobInput,
-  ProveResult,
-  ResolvedSessionConfig,
-  SESSION_CONFIG_DEFAULTS,
-  SessionConfigInput,
-} from '../src/index';
+import { SESSION_CONFIG_DEFAULTS, SessionConfigInput } from '@repo/schemas';
+import { ProveJobInput, ProveResult, ResolvedSessionConfig } from '../src/index';
 
 const common = {
   rounds: [{ round: 1, turns: [{ persona: 'Proposer', content: 'We build it.' }] }],
