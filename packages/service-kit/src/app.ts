@@ -1,3 +1,4 @@
+import cors from 'cors';
 import express, { type Application } from 'express';
 import helmet from 'helmet';
 import type { Logger } from 'pino';
@@ -11,8 +12,11 @@ export interface BaseAppOptions {
   trustProxy?: number;
   /** Maximum JSON body size, e.g. `"100kb"`. */
   bodyLimit?: string;
-  /** Origins allowed by CORS; CORS stays closed when empty. */
-  corsOrigins?: string[];
+  /**
+   * Origins allowed by CORS, as a list or as the comma-separated `CORS_ORIGINS` value; CORS stays
+   * closed when empty.
+   */
+  corsOrigins?: string[] | string;
   /** Reports readiness for `/readyz` (PostgreSQL reachable, not shutting down). */
   isReady?: () => boolean | Promise<boolean>;
   /**
@@ -27,9 +31,22 @@ export interface BaseAppOptions {
   metrics?: ServiceMetrics;
 }
 
+/** Request headers a browser agent may send: JSON, both x402 payment headers, API keys, request ids. */
+const CORS_REQUEST_HEADERS = 'content-type, x-payment, payment-signature, x-api-key, x-request-id';
+/** Answer headers a browser agent may read: the x402 v1 and v2 headers, request ids, `retry-after`. */
+const CORS_EXPOSED_HEADERS =
+  'x-payment-response, payment-required, payment-response, x402-version, x-request-id, retry-after';
+
+/** `a, b` -> `['a', 'b']`; a list passes through. */
+function parseOrigins(value: string[] | string | undefined): string[] {
+  const list = typeof value === 'string' ? value.split(',') : (value ?? []);
+  return list.map((origin) => origin.trim()).filter(Boolean);
+}
+
 /**
  * The base express app of every service: `trust proxy` from configuration, helmet, pino-http with
- * request ids, a JSON body parser with a size limit, CORS only for configured origins, and the
+ * request ids, a JSON body parser with a size limit, CORS (the `cors` package) only for configured
+ * origins, and the
  * Kubernetes probes `/livez` (process up) and `/readyz` (dependencies ready; 503 otherwise); request
  * latencies go into the registry when one is given (served by `listenMetrics` on its own port).
  * Routes go on the returned app; finish with `notFoundHandler` and `errorHandler` from `@repo/errors`.
@@ -44,28 +61,18 @@ export function createBaseApp(options: BaseAppOptions): Application {
   }
   app.use(helmet());
   app.use(httpLogger(options.logger));
-  const origins = new Set(options.corsOrigins ?? []);
+  const origins = new Set(parseOrigins(options.corsOrigins));
   if (origins.size > 0) {
-    app.use((req, res, next) => {
-      const origin = req.headers.origin;
-      if (origin && origins.has(origin)) {
-        res.setHeader('access-control-allow-origin', origin);
-        res.setHeader('vary', 'Origin');
-        res.setHeader(
-          'access-control-allow-headers',
-          'content-type, x-payment, payment-signature, x-api-key, x-request-id',
-        );
-        res.setHeader(
-          'access-control-expose-headers',
-          'x-payment-response, payment-required, payment-response, x402-version, x-request-id, retry-after',
-        );
-        if (req.method === 'OPTIONS') {
-          res.status(204).end();
-          return;
-        }
-      }
-      next();
-    });
+    app.use(
+      cors({
+        // Unknown origins get no CORS headers at all, preflights included (they fall through to the routes).
+        origin: (origin, callback) =>
+          callback(null, origin !== undefined && origins.has(origin) ? origin : false),
+        allowedHeaders: CORS_REQUEST_HEADERS,
+        exposedHeaders: CORS_EXPOSED_HEADERS,
+        optionsSuccessStatus: 204,
+      }),
+    );
   }
   app.use(express.json({ limit: options.bodyLimit ?? '100kb' }));
   app.get('/livez', (_req, res) => {

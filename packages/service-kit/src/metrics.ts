@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import express, { type Application, type RequestHandler } from 'express';
 import { errorHandler, notFoundHandler } from '@repo/errors';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { createLoopMetrics, type LoopMetrics } from './loop';
 
 /** A service's Prometheus registry with the HTTP latency histogram every service exposes. */
 export interface ServiceMetrics {
@@ -12,10 +13,13 @@ export interface ServiceMetrics {
   httpMiddleware: RequestHandler;
   /** Express handler for `GET /metrics` (Prometheus text format). */
   metricsHandler: RequestHandler;
+  /** The series of the background loops (`background_loop_*`); pass to `createLoop`. */
+  loops: LoopMetrics;
 }
 
 /**
- * Creates a registry with the default Node.js process metrics and the HTTP histogram (seconds).
+ * Creates a registry with the default Node.js process metrics, the HTTP histogram (seconds) and the
+ * background loop series.
  * @param service added as the `service` label on every metric
  */
 export function createMetrics(service: string): ServiceMetrics {
@@ -43,7 +47,7 @@ export function createMetrics(service: string): ServiceMetrics {
     res.setHeader('content-type', registry.contentType);
     res.end(await registry.metrics());
   };
-  return { registry, httpDuration, httpMiddleware, metricsHandler };
+  return { registry, httpDuration, httpMiddleware, metricsHandler, loops: createLoopMetrics(registry) };
 }
 
 /**
