@@ -19,6 +19,28 @@ export interface RateLimit {
    * @throws whatever the database throws
    */
   reward(key: string): Promise<void>;
+  /**
+   * Counts `points` events for `key` without ever refusing (for counting failures).
+   * @returns the events counted for `key` in the current window, these included
+   * @throws whatever the database throws
+   */
+  penalty(key: string, points?: number): Promise<number>;
+  /**
+   * Refuses `key` for `seconds` seconds from now, whatever its count.
+   * @throws whatever the database throws
+   */
+  block(key: string, seconds: number): Promise<void>;
+  /**
+   * How long `key` is still refused: whole seconds (at least 1) while it is over its limit or
+   * blocked, 0 otherwise. Counts nothing.
+   * @throws whatever the database throws
+   */
+  refusedFor(key: string): Promise<number>;
+  /**
+   * Forgets everything counted for `key`.
+   * @throws whatever the database throws
+   */
+  delete(key: string): Promise<void>;
 }
 
 /**
@@ -62,11 +84,37 @@ export function createRateLimit(
     async reward(key) {
       await limiter.reward(key, 1);
     },
+    async penalty(key, points = 1) {
+      return (await limiter.penalty(key, points)).consumedPoints;
+    },
+    async block(key, seconds) {
+      await limiter.block(key, seconds);
+    },
+    async refusedFor(key) {
+      const state = await limiter.get(key);
+      return state && state.consumedPoints > opts.points && state.msBeforeNext > 0
+        ? Math.max(1, Math.ceil(state.msBeforeNext / 1000))
+        : 0;
+    },
+    async delete(key) {
+      await limiter.delete(key);
+    },
   };
 }
 
 /**
- * The rate-limit key of a client address (ARCHITECTURE.md, "Untrusted input"): an IPv4 address as
+ * Deletes the counters of every limit that expired before `now` (the shared `rate_limits` table keeps
+ * one row per key otherwise); run it from a background loop.
+ * @param now milliseconds since the epoch
+ * @returns the number of rows deleted
+ * @throws whatever the database throws
+ */
+export async function sweepRateLimits(pool: Pool, now = Date.now()): Promise<number> {
+  return (await pool.query('DELETE FROM rate_limits WHERE expire < $1', [now])).rowCount ?? 0;
+}
+
+/**
+ * The rate-limit key of a client address: an IPv4 address as
  * is (an IPv4-mapped IPv6 address as its IPv4 form), an IPv6 address as its /64 network
  * (`2001:db8:1:2::/64`), since one subscriber gets a whole /64 and could otherwise use 2^64 fresh
  * identities.
