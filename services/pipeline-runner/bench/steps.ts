@@ -11,7 +11,7 @@
 import { createLlmClient, createSearxngProvider } from '@repo/llm';
 import { startFakeSearxng, startScriptedLlm } from '@repo/llm/testing';
 import { createLogger } from '@repo/service-kit';
-import { pipelines, type Pipeline, type PipelineDeps } from '../src/pipelines';
+import { pipelines, type Pipeline, type PipelineDeps } from '../src/domain/pipelines';
 import {
   forgeJobInput,
   proveJobInput,

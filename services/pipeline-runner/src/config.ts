@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { assertProductionReady, BaseHttpEnv, intVar, parseConfig } from '@repo/service-kit';
 import { parseAllowlist } from '@repo/ssrf-guard';
-import { DEFAULT_SCOUT_FETCH_SETTINGS as SCOUT, type ScoutFetchSettings } from './scout/settings';
+import { DEFAULT_SCOUT_FETCH_SETTINGS as SCOUT, type ScoutFetchSettings } from './domain/scout/settings';
 
 const optionalUrl = z.url().optional();
 

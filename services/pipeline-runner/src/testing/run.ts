@@ -1,4 +1,4 @@
-import type { Pipeline, PipelineDeps, StepOutcome } from '../pipelines/types';
+import type { Pipeline, PipelineDeps, StepOutcome } from '../domain/pipelines/types';
 
 /** What {@link runToCompletion} observed. */
 export interface PipelineRun<S, R> {

@@ -1,5 +1,5 @@
 import { SCOUT_WINDOW_MAX_ITEMS } from '@repo/compute';
-import type { ScoutState } from '../pipelines/scout';
+import type { ScoutState } from '../domain/pipelines/scout';
 
 /**
  * What market-intel does to a scan's state after step 0 (the scout contract in @repo/compute), for

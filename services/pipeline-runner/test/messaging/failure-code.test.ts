@@ -6,7 +6,7 @@ import {
   SearchConfigError,
   SearchUnavailableError,
 } from '@repo/llm';
-import { failureCode } from '../../src/messaging/step-worker';
+import { failureCode } from '../../src/entry-points/consumers/step-worker';
 
 // A failed job shows a stable code, never the upstream's text (README, "Security").
 describe('failureCode', () => {

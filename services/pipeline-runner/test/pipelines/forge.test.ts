@@ -1,6 +1,6 @@
 import type { SessionConfig } from '@repo/schemas';
 import { ForgeResult, type ForgeJobInput } from '@repo/compute';
-import { forgePipeline, type ForgeState } from '../../src/pipelines';
+import { forgePipeline, type ForgeState } from '../../src/domain/pipelines';
 import { forgeJobInput, scriptedPipelineResponder } from '@repo/compute/testing';
 import { runToCompletion } from '../../src/testing';
 import { startUpstreams, type Upstreams } from '../support/deps';

@@ -1,6 +1,6 @@
 import { LlmUnavailableError, isTransient } from '@repo/llm';
 import { ProveResult, type ProveJobInput } from '@repo/compute';
-import { provePipeline, type ProveState } from '../../src/pipelines';
+import { provePipeline, type ProveState } from '../../src/domain/pipelines';
 import {
   proveJobInput,
   scenarioMarker,

@@ -1,6 +1,6 @@
 import type { SourceReport } from '@repo/compute';
-import { fetchSources } from '../../src/scout/fetch';
-import { DEFAULT_SCOUT_FETCH_SETTINGS, type ScoutFetchSettings } from '../../src/scout/settings';
+import { fetchSources } from '../../src/domain/scout/fetch';
+import { DEFAULT_SCOUT_FETCH_SETTINGS, type ScoutFetchSettings } from '../../src/domain/scout/settings';
 import { FIXTURE_SCAN, fixtureScoutInput, startFixtureFeeds, type FixtureFeeds } from '@repo/compute/testing';
 
 const LIMIT = 256 * 1024;

@@ -1,9 +1,15 @@
 import fc from 'fast-check';
-import { keywordCounts } from '../../src/scout/keywords';
-import { canonicalUrl, itemHash, normaliseItems, plainText, titleKey } from '../../src/scout/normalise';
-import type { RawItem } from '../../src/scout/parse';
-import { parseFeedItems, parseHnItems } from '../../src/scout/parse';
-import { DEFAULT_SCOUT_FETCH_SETTINGS } from '../../src/scout/settings';
+import { keywordCounts } from '../../src/domain/scout/keywords';
+import {
+  canonicalUrl,
+  itemHash,
+  normaliseItems,
+  plainText,
+  titleKey,
+} from '../../src/domain/scout/normalise';
+import type { RawItem } from '../../src/domain/scout/parse';
+import { parseFeedItems, parseHnItems } from '../../src/domain/scout/parse';
+import { DEFAULT_SCOUT_FETCH_SETTINGS } from '../../src/domain/scout/settings';
 
 const fetchedAt = new Date('2026-11-23T12:00:00.000Z');
 

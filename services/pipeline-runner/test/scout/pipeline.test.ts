@@ -1,8 +1,8 @@
 import { ScanReport } from '@repo/schemas';
 import { ScanBrief, ScoutResult, SourceReport } from '@repo/compute';
-import { scoutPipeline, type PipelineDeps, type ScoutState } from '../../src/pipelines';
-import { SCOUT_TASKS } from '../../src/pipelines/scout';
-import { DEFAULT_SCOUT_FETCH_SETTINGS } from '../../src/scout/settings';
+import { scoutPipeline, type PipelineDeps, type ScoutState } from '../../src/domain/pipelines';
+import { SCOUT_TASKS } from '../../src/domain/pipelines/scout';
+import { DEFAULT_SCOUT_FETCH_SETTINGS } from '../../src/domain/scout/settings';
 import {
   FIXTURE_SCAN,
   fixtureScoutInput,

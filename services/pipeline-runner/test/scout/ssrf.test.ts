@@ -1,7 +1,7 @@
 import type { SourceReport } from '@repo/compute';
-import { scoutPipeline, type PipelineDeps } from '../../src/pipelines';
-import { fetchSources } from '../../src/scout/fetch';
-import { DEFAULT_SCOUT_FETCH_SETTINGS, type ScoutFetchSettings } from '../../src/scout/settings';
+import { scoutPipeline, type PipelineDeps } from '../../src/domain/pipelines';
+import { fetchSources } from '../../src/domain/scout/fetch';
+import { DEFAULT_SCOUT_FETCH_SETTINGS, type ScoutFetchSettings } from '../../src/domain/scout/settings';
 import {
   FIXTURE_METADATA_URL,
   FIXTURE_SCAN,

@@ -7,7 +7,7 @@ import {
   type ScriptedRespond,
 } from '@repo/llm/testing';
 import { createLogger } from '@repo/service-kit';
-import type { PipelineDeps } from '../../src/pipelines';
+import type { PipelineDeps } from '../../src/domain/pipelines';
 
 /** A scripted LLM, a fake SearXNG and the pipeline deps wired to them. */
 export interface Upstreams {

@@ -21,8 +21,8 @@ import { readFileSync } from 'node:fs';
 import { SessionConfigInput } from '@repo/schemas';
 import { ScoutSourcesFile, type ScoutJobInput } from '@repo/compute';
 import { createLogger } from '@repo/service-kit';
-import { loadConfig, scoutFetchSettings } from '../config';
-import { pipelines, type Pipeline, type PipelineDeps } from '../pipelines';
+import { loadConfig, scoutFetchSettings } from '../../config';
+import { pipelines, type Pipeline, type PipelineDeps } from '../../domain/pipelines';
 
 async function run<I, S, R>(pipeline: Pipeline<I, S, R>, rawInput: unknown, deps: PipelineDeps): Promise<R> {
   const input = pipeline.input.parse(rawInput);

@@ -24,7 +24,7 @@ export type StepOutcome<S, R> =
   | { kind: 'done'; result: R; label: string };
 
 /**
- * A compute pipeline as a pure step function over JSON state (ARCHITECTURE.md, "Compute jobs"): the
+ * A compute pipeline as a pure step function over JSON state (README, "Pipelines"): the
  * runner validates the job input and state of a step command with `input` and `state`, calls `step`
  * once and publishes the outcome; market-intel keeps the state between steps. A step does one unit
  * of LLM work, uses nothing but its arguments (so a redelivered step can be run again from the same

@@ -16,9 +16,9 @@ import {
   type PivotReport,
   type VoteCounts,
 } from '@repo/compute';
-import { assessFeasibility } from '../domain/feasibility';
-import { nextProgress } from '../domain/progress';
-import { countVotes, verdictFor } from '../domain/tally';
+import { assessFeasibility } from '../feasibility';
+import { nextProgress } from '../progress';
+import { countVotes, verdictFor } from '../tally';
 import { clip, describeSessionConfig, isoDate, roundedInt, upTo } from './render';
 import type { Pipeline, PipelineDeps, StepOutcome } from './types';
 

@@ -1,6 +1,7 @@
 import type { LlmClient, SearchProvider } from '@repo/llm';
-import type { Broker, QueueLogger } from '@repo/queue';
+import type { Broker } from '@repo/queue';
 import { COMPUTE_TOPOLOGY, type RunnerHeartbeat, type UpstreamHealth } from '@repo/compute';
+import { createLoop, type Logger, type Loop, type LoopMetrics } from '@repo/service-kit';
 
 /** Options of {@link HeartbeatPublisher}. */
 export interface HeartbeatOptions {
@@ -14,9 +15,11 @@ export interface HeartbeatOptions {
   /** Probe period in milliseconds (probes cost a request to each upstream). */
   probeIntervalMs: number;
   inFlightSteps: () => number;
-  logger: QueueLogger;
+  logger: Logger;
   /** Called after every probe (metrics). */
   onProbe?: (llm: UpstreamHealth, search: UpstreamHealth | null) => void;
+  /** The `background_loop_*` series of the heartbeat loop. */
+  loopMetrics?: LoopMetrics;
 }
 
 const NOT_CONFIGURED: UpstreamHealth = {
@@ -27,23 +30,37 @@ const NOT_CONFIGURED: UpstreamHealth = {
 };
 
 /**
- * Publishes the runner's heartbeat (ARCHITECTURE.md, "Compute jobs": market-intel's health and
+ * Publishes the runner's heartbeat (README, "Messaging (RabbitMQ)": market-intel's health and
  * compute preflight use it) to the `compute.heartbeat` fanout every `intervalMs`, as a transient
  * message that expires after three periods. It carries the LLM and search health from the latest
  * probe; probes run every `probeIntervalMs`, and every period while an upstream is failing, so
- * recovery shows within one heartbeat.
+ * recovery shows within one heartbeat. The beats are the rounds of the `heartbeat` background loop
+ * ({@link HeartbeatPublisher.loop}, registered with the service's loops): the first round runs in
+ * {@link HeartbeatPublisher.start} before any step is consumed, the next ones `intervalMs` after
+ * the end of the previous one.
  */
 export class HeartbeatPublisher {
+  /** The `heartbeat` loop: one {@link HeartbeatPublisher.beat} per round, never two at once. */
+  readonly loop: Loop;
   private llmHealth: UpstreamHealth;
   private searchHealth: UpstreamHealth | null = null;
-  private timer: NodeJS.Timeout | null = null;
   private lastProbe = 0;
-  private stopped = false;
 
   constructor(private readonly options: HeartbeatOptions) {
     this.llmHealth = options.llm
       ? { ok: false, latency_ms: null, error: 'not probed yet', errorClass: 'upstream' }
       : NOT_CONFIGURED;
+    this.loop = createLoop({
+      name: 'heartbeat',
+      intervalMs: options.intervalMs,
+      // Heartbeats keep their exact period: market-intel judges a runner alive by it.
+      jitter: 0,
+      // The first beat is the one `start` publishes; the loop takes over one period later.
+      initialDelayMs: options.intervalMs,
+      round: () => this.beat(),
+      logger: options.logger,
+      ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
+    });
   }
 
   /** The latest LLM health (the runner's readiness does not depend on it: jobs wait in the queue). */
@@ -51,19 +68,23 @@ export class HeartbeatPublisher {
     return { llm: this.llmHealth, search: this.searchHealth };
   }
 
-  /** Probes at once, publishes the first heartbeat, then keeps beating. */
+  /**
+   * Probes at once and publishes the first heartbeat (resolves once it is published or failed);
+   * the loop, started by the runtime, publishes the next ones.
+   */
   async start(): Promise<void> {
-    this.stopped = false;
-    await this.beat();
+    await this.loop.kick();
   }
 
-  /** Stops beating. */
-  stop(): void {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+  /**
+   * Stops beating: no beat starts after this call. Resolves when the beat in progress, if any, is
+   * done (a probe is bounded by the LLM client's probe timeout).
+   */
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
-  /** Probes when due (or while unhealthy) and publishes one heartbeat. */
+  /** Probes when due (or while unhealthy) and publishes one heartbeat; never throws (a failure is logged). */
   async beat(): Promise<void> {
     try {
       const unhealthy = !this.llmHealth.ok || (this.searchHealth !== null && !this.searchHealth.ok);
@@ -86,8 +107,6 @@ export class HeartbeatPublisher {
       });
     } catch (err) {
       this.options.logger.warn({ err: String(err) }, 'heartbeat not published');
-    } finally {
-      if (!this.stopped) this.timer = setTimeout(() => void this.beat(), this.options.intervalMs);
     }
   }
 

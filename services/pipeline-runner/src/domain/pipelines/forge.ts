@@ -8,9 +8,9 @@ import {
   type ForgeIdea,
   type ScoutSectorData,
 } from '@repo/compute';
-import { assessFeasibility, tagsFor } from '../domain/feasibility';
-import { nextProgress } from '../domain/progress';
-import { riceScore } from '../domain/rice';
+import { assessFeasibility, tagsFor } from '../feasibility';
+import { nextProgress } from '../progress';
+import { riceScore } from '../rice';
 import { clip, describeSessionConfig, isoDate, roundedInt, upTo } from './render';
 import type { Pipeline, PipelineDeps, StepOutcome } from './types';
 

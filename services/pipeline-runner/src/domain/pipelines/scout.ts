@@ -8,7 +8,7 @@ import {
   type ScanBrief,
   type ScoutStats,
 } from '@repo/compute';
-import { nextProgress } from '../domain/progress';
+import { nextProgress } from '../progress';
 import {
   crossSignals,
   intensityOf,

@@ -9,7 +9,7 @@ import {
   type StepOutcome,
   type JobErrorCode,
 } from '@repo/compute';
-import type { Pipeline, PipelineDeps } from '../pipelines';
+import type { Pipeline, PipelineDeps } from '../../domain/pipelines';
 
 /** A pipeline of any input, state and result (the worker only moves them between messages). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the worker is generic over every pipeline's types; each pipeline validates its own with zod
@@ -33,7 +33,7 @@ export interface StepWorkerDeps {
 class PoisonStepError extends Error {}
 
 /**
- * Executes step commands (ARCHITECTURE.md, "Compute jobs"): one delivery = one step of one job (first steps come from `compute.starts`, the others from `compute.steps`).
+ * Executes step commands (README, "Messaging (RabbitMQ)"): one delivery = one step of one job (first steps come from `compute.starts`, the others from `compute.steps`).
  * The worker validates the command, input and state, runs the pipeline's step, publishes the outcome
  * as `job.step-completed` with a publisher confirm and only then acks; a crash before the ack makes
  * RabbitMQ redeliver the same step, which market-intel applies at most once (by step index).
