@@ -13,12 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { applyMigrations, ensureDatabase } from '@repo/db-migrate';
-import { startLocalSkills } from '../services/skill-router/scripts/local-skills';
-import { ApiKeyRepository } from '../services/skill-router/src/data/api-keys';
-import { createDb } from '../services/skill-router/src/data/prisma';
-import { SkillDirectory } from '../services/skill-router/src/data/skill-directory';
-import { generateApiKey } from '../services/skill-router/src/domain/api-keys';
-import type { RegisterSkillRequest } from '../services/skill-router/src/schemas';
+import { openDirectorySeeder, startLocalSkills, type RegisterSkillRequest } from '@repo/skill-router/bench';
 
 const ROOT = path.resolve(__dirname, '..');
 const SERVICE_DIR = path.join(ROOT, 'services/skill-router');
@@ -185,13 +180,7 @@ async function main(): Promise<void> {
     migrationsDir: path.join(SERVICE_DIR, 'prisma/migrations'),
     log: { info: () => undefined, warn: log },
   });
-  const db = createDb(DATABASE_URL, 20);
-  await db.pool.query('TRUNCATE call_reports, health_checks, skill_stats, skills, api_keys, rate_limits');
-  const skills = new SkillDirectory(db.prisma);
-  const owner = await new ApiKeyRepository(db.prisma).create({
-    name: 'bench-seed',
-    ...(({ prefix, keyHash }) => ({ prefix, keyHash }))(generateApiKey()),
-  });
+  const db = await openDirectorySeeder(DATABASE_URL, 20);
 
   // 1. route latency over SKILLS active skills
   log(`seeding ${SKILLS} skills through the repository`);
@@ -200,7 +189,7 @@ async function main(): Promise<void> {
     Array.from({ length: SKILLS }, (_, i) => i),
     16,
     async (i) => {
-      await skills.upsert(seedSkill(i, `http://127.0.0.1:9/skill/${i}`), owner.id);
+      await db.upsert(seedSkill(i, `http://127.0.0.1:9/skill/${i}`));
     },
   );
   await db.pool.query(`UPDATE skills SET status = 'active'`);

@@ -1,7 +1,7 @@
 import { Counter, Histogram } from 'prom-client';
 import { createMetrics, type ServiceMetrics } from '@repo/service-kit';
-import type { SandboxOutcome } from './sandbox/schema-sandbox';
-import type { SandboxTaskKind } from './sandbox/tasks';
+import type { SandboxOutcome } from './adapters/sandbox/schema-sandbox';
+import type { SandboxTaskKind } from './adapters/sandbox/tasks';
 
 /** skill-router's metrics: the shared HTTP ones plus registrations, verifications, health checks and routes served. */
 export interface SkillRouterMetrics extends ServiceMetrics {

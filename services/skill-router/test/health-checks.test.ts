@@ -34,7 +34,7 @@ async function checkOnce(skillId: string): Promise<{ ok: boolean; status_code: n
     "UPDATE skill_stats SET next_health_check_at = now() - interval '1 second' WHERE skill_id = $1",
     skillId,
   );
-  const worker = h.runtime.workers?.health;
+  const worker = h.service.workers?.health;
   if (!worker) throw new Error('the health worker is not running');
   await worker.kick();
   const after = await periodicChecks(skillId);

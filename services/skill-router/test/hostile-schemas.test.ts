@@ -11,9 +11,9 @@ import {
   type ServiceProcess,
 } from '@repo/service-kit/testing';
 import { startLocalSkills, type LocalSkills } from '../scripts/local-skills';
-import { SchemaSandbox } from '../src/sandbox/schema-sandbox';
+import { SchemaSandbox } from '../src/adapters/sandbox/schema-sandbox';
 import type { RegisterSkillRequest } from '../src/schemas';
-import { verifyJob } from '../src/workers/verification';
+import { verifyJob } from '../src/entry-points/workers/verification';
 import { buildSkill, TEXT_INPUT_SCHEMA, TEXT_OUTPUT_SCHEMA, translate } from './support/factories';
 import { startHarness, type Harness } from './support/harness';
 
@@ -201,13 +201,13 @@ describe('Verifications that never finish', () => {
     expect((await h.register(key, skill)).status).toBe(201);
     const claim = () =>
       waitFor('the lease to expire and the skill to be claimed', async () => {
-        const [job] = await h.runtime.verificationQueue.claim(1, 1);
+        const [job] = await h.service.verificationQueue.claim(1, 1);
         return job;
       });
     const deps = {
-      queue: h.runtime.verificationQueue,
-      stats: h.runtime.stats,
-      http: h.runtime.http,
+      queue: h.service.verificationQueue,
+      stats: h.service.stats,
+      http: h.service.skillHttp,
       schemas: sandbox,
     };
     const options = { healthIntervalMs: 60_000, maxAttempts: 3 };

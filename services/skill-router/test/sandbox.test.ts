@@ -6,7 +6,7 @@ import {
   SchemaSandbox,
   type SandboxOutcome,
   type SchemaSandboxOptions,
-} from '../src/sandbox/schema-sandbox';
+} from '../src/adapters/sandbox/schema-sandbox';
 
 // The schema sandbox's limits, against a worker that misbehaves on demand and against the real one.
 const logger = createLogger({ name: 'sandbox-test', level: 'silent' });

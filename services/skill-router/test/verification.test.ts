@@ -253,7 +253,7 @@ describe('Verification: updates and revisions', () => {
   });
 
   it('When a skill is updated while its verification runs, then the stale result is discarded and the new revision is verified', async () => {
-    const queue = h.runtime.verificationQueue;
+    const queue = h.service.verificationQueue;
     skills.set('race', { kind: 'healthy', respond: translate });
     const skill = buildSkill({ endpoint: skills.url('race') });
     await withWorkersStopped(h, async () => {

@@ -1,20 +1,18 @@
-import { createServer, type Server } from 'node:http';
 import path from 'node:path';
 import { applyMigrations, resetDatabase } from '@repo/db-migrate';
-import { closeServer, createLogger } from '@repo/service-kit';
+import { startService } from '@repo/service-kit';
 import { testDatabaseUrl } from '@repo/service-kit/testing';
+import { compose, type SkillRouterService } from '../../src/composition';
 import { loadConfig, type SkillRouterConfig } from '../../src/config';
-import { createRuntime, type Runtime } from '../../src/runtime';
 import type { RegisterSkillRequest } from '../../src/schemas';
-
-/** Base URL of the test PostgreSQL server (the database name is added per suite). */
 
 /** A running skill-router on a fresh database. */
 export interface Harness {
   baseUrl: string;
   databaseUrl: string;
   config: SkillRouterConfig;
-  runtime: Runtime;
+  /** The composed service (repositories, workers) behind `baseUrl`. */
+  service: SkillRouterService;
   /** POST /api/auth/key; returns the new key. */
   createKey(name?: string, headers?: Record<string, string>): Promise<string>;
   /** JSON request helper: returns status, headers and parsed body. */
@@ -31,8 +29,12 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-/** Test defaults: loopback endpoints allowed, fast workers, quiet logs. */
+/** Test defaults: any free ports, loopback endpoints allowed, fast workers, quiet logs. */
 const TEST_ENV: Record<string, string> = {
+  HOST: '127.0.0.1',
+  PORT: '0',
+  METRICS_PORT: '0',
+  SHUTDOWN_DRAIN_DELAY_MS: '0',
   LOG_LEVEL: 'silent',
   KEY_CREATION_LIMIT_PER_MINUTE: '1000',
   SSRF_ALLOWLIST: '127.0.0.1,localhost',
@@ -45,9 +47,11 @@ const TEST_ENV: Record<string, string> = {
 };
 
 /**
- * Starts the whole service as production wires it (config parsed from an environment, Prisma, the
- * rate limiters, the SSRF-guarded HTTP client, createApp, an HTTP listener) against a dropped and
- * migrated database named `dbName` for this run (`runScoped`). Workers start only when `env.WORKERS_ENABLED` is `true`.
+ * Starts the whole service as production runs it (`startService` with the composition root: config
+ * parsed from an environment, Prisma, the rate limiters, the SSRF-guarded HTTP client, the app, the
+ * HTTP and metrics listeners) against a dropped and migrated database named `dbName` for this run
+ * (`runScoped`). Workers start only when `env.WORKERS_ENABLED` is `true`; `close()` runs the
+ * production shutdown steps.
  */
 export async function startHarness(
   dbName: string,
@@ -64,14 +68,17 @@ export async function startHarness(
     });
   }
   const config = loadConfig({ ...TEST_ENV, DATABASE_URL: databaseUrl, ...env });
-  const logger = createLogger({ name: 'skill-router-test', level: config.LOG_LEVEL });
-  const runtime = createRuntime(config, logger);
-  if (config.WORKERS_ENABLED) await startRuntimeWorkers(runtime);
-  const server: Server = createServer(runtime.app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (!address || typeof address === 'string') throw new Error('no address');
-  const baseUrl = `http://127.0.0.1:${address.port}`;
+  let composed: SkillRouterService | undefined;
+  const running = await startService({
+    name: 'skill-router',
+    loadConfig: () => config,
+    compose: async (context) => (composed = await compose(context)),
+    bufferedLogs: false,
+  });
+  if (!composed) throw new Error('startService did not compose the service');
+  const service = composed;
+  if (service.workers) await startServiceWorkers(service);
+  const baseUrl = `http://127.0.0.1:${running.port}`;
 
   const call: Harness['call'] = async (method, pathAndQuery, body, headers = {}) => {
     const res = await fetch(baseUrl + pathAndQuery, {
@@ -93,7 +100,7 @@ export async function startHarness(
     baseUrl,
     databaseUrl,
     config,
-    runtime,
+    service,
     call,
     async createKey(name = 'test-agent', headers = {}) {
       const res = await call('POST', '/api/auth/key', { name }, headers);
@@ -102,23 +109,21 @@ export async function startHarness(
       return (res.body as { api_key: string }).api_key;
     },
     register: (apiKey, skill) => call('POST', '/api/discover/register', skill, { 'x-api-key': apiKey }),
-    sql: (query, ...args) => runtime.db.prisma.$queryRawUnsafe(query, ...args),
+    sql: (query, ...args) => service.db.prisma.$queryRawUnsafe(query, ...args),
     async close() {
-      await closeServer(server);
-      await runtime.close();
+      for (const step of running.shutdownSteps) await step.run();
     },
   };
 }
 
 /**
- * Starts the runtime's workers and waits until their schema sandbox runs a task. A thread's start-up
- * counts against the task deadline, so on a busy machine a cold sandbox fails the first schema checks
- * as timeouts: tests that expect a verdict on the schema need it warm.
+ * Starts the service's workers (no-op for those already running) and waits until their schema
+ * sandbox runs a task. A thread's start-up counts against the task deadline, so on a busy machine a
+ * cold sandbox fails the first schema checks as timeouts: tests that expect a verdict on the schema
+ * need it warm.
  */
-async function startRuntimeWorkers(runtime: Runtime): Promise<void> {
-  runtime.startWorkers();
-  const sandbox = runtime.sandbox;
-  if (!sandbox) throw new Error('startWorkers created no sandbox');
+async function startServiceWorkers(service: SkillRouterService): Promise<void> {
+  const { sandbox } = service.startWorkers();
   await waitFor(
     'the schema sandbox to run a task',
     async () => (await sandbox.checkSchema({ type: 'object' })).ok,
@@ -128,16 +133,16 @@ async function startRuntimeWorkers(runtime: Runtime): Promise<void> {
 
 /** Starts `h`'s workers (new ones after {@link stopWorkers}) and waits until they can verify. */
 export async function startWorkers(h: Harness): Promise<void> {
-  await startRuntimeWorkers(h.runtime);
+  await startServiceWorkers(h.service);
 }
 
 /** Stops `h`'s verification and health loops and closes their sandbox, so that none of them runs on. */
 export async function stopWorkers(h: Harness): Promise<void> {
-  const workers = h.runtime.workers;
+  const workers = h.service.workers;
   if (!workers) return;
   await Promise.all([workers.verification.stop(), workers.health.stop()]);
-  await h.runtime.sandbox?.close();
-  h.runtime.workers = undefined;
+  await workers.sandbox.close();
+  h.service.workers = undefined;
 }
 
 /**
@@ -145,7 +150,7 @@ export async function stopWorkers(h: Harness): Promise<void> {
  * started again (fresh and warm) also when `body` throws.
  */
 export async function withWorkersStopped<T>(h: Harness, body: () => Promise<T>): Promise<T> {
-  const wereRunning = h.runtime.workers !== undefined;
+  const wereRunning = h.service.workers !== undefined;
   await stopWorkers(h);
   try {
     return await body();

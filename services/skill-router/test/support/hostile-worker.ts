@@ -1,5 +1,5 @@
 import { threadId } from 'node:worker_threads';
-import type { SandboxTask } from '../../src/sandbox/tasks';
+import type { SandboxTask } from '../../src/adapters/sandbox/tasks';
 
 /**
  * A sandbox worker that misbehaves on demand, for the pool's own tests: a `check_schema` task whose

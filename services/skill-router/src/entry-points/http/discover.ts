@@ -2,15 +2,15 @@ import { Router, type RequestHandler } from 'express';
 import { AppError, notFound } from '@repo/errors';
 import { validate, validated } from '@repo/service-kit';
 import { z } from 'zod';
-import type { ApiKeyRepository } from '../data/api-keys';
+import type { ApiKeyRepository } from '../../data/api-keys';
 import type { RateLimit } from '@repo/service-kit';
-import type { RouteCandidates } from '../data/route-candidates';
-import type { SkillDirectory, SkillRecord } from '../data/skill-directory';
-import type { SkillStats } from '../data/skill-stats';
-import { submitReport } from '../domain/reports';
-import { routeTask } from '../domain/routing';
-import { withLiveMetrics } from '../domain/skill-metrics';
-import type { RouteOutcome } from '../metrics';
+import type { RouteCandidates } from '../../data/route-candidates';
+import type { SkillDirectory, SkillRecord } from '../../data/skill-directory';
+import type { SkillStats } from '../../data/skill-stats';
+import { submitReport } from '../../domain/reports';
+import { routeTask } from '../../domain/routing';
+import { withLiveMetrics } from '../../domain/skill-metrics';
+import type { RouteOutcome } from '../../metrics';
 import {
   ListSkillsQuery,
   RegisterSkillRequest,
@@ -22,7 +22,7 @@ import {
   VERIFICATION_STEPS,
   type RouteResponse,
   type SkillList,
-} from '../schemas';
+} from '../../schemas';
 import { authenticatedKey, requireApiKey } from './auth';
 
 /** Dependencies of {@link discoverRouter}. */

@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import { AppError } from '@repo/errors';
-import type { ApiKeyRepository } from '../data/api-keys';
-import { hashApiKey, hashesEqual, looksLikeApiKey } from '../domain/api-keys';
+import type { ApiKeyRepository } from '../../data/api-keys';
+import { hashApiKey, hashesEqual, looksLikeApiKey } from '../../domain/api-keys';
 
 /** The authenticated key, stored in `res.locals.apiKey` by {@link requireApiKey}. */
 export interface AuthenticatedKey {

@@ -1,17 +1,17 @@
 import type { Application } from 'express';
 import { errorHandler, notFoundHandler } from '@repo/errors';
 import { createBaseApp, type Logger, type ServiceMetrics } from '@repo/service-kit';
-import type { ApiKeyRepository } from './data/api-keys';
+import type { ApiKeyRepository } from '../../data/api-keys';
 import type { RateLimit } from '@repo/service-kit';
-import type { RouteCandidates } from './data/route-candidates';
-import type { SkillDirectory } from './data/skill-directory';
-import type { SkillStats } from './data/skill-stats';
-import type { RouteOutcome } from './metrics';
-import { discoverRouter } from './routes/discover';
-import { openApiRouter } from './routes/openapi';
-import { publicRouter } from './routes/public';
+import type { RouteCandidates } from '../../data/route-candidates';
+import type { SkillDirectory } from '../../data/skill-directory';
+import type { SkillStats } from '../../data/skill-stats';
+import type { RouteOutcome } from '../../metrics';
+import { discoverRouter } from './discover';
+import { openApiRouter } from './openapi';
+import { publicRouter } from './public';
 
-/** Everything the app needs, built by `runtime.ts` (main or a test). */
+/** Everything the app needs, built by `composition.ts` (main or a test). */
 export interface AppDeps {
   logger: Logger;
   keys: ApiKeyRepository;
@@ -37,7 +37,8 @@ export interface AppDeps {
   /** Number of proxy hops in front of the service (express `trust proxy`). */
   trustProxy?: number;
   bodyLimit?: string;
-  corsOrigins?: string[];
+  /** Comma-separated origins allowed by CORS (`CORS_ORIGINS`); CORS stays closed when empty. */
+  corsOrigins?: string;
   now?: () => Date;
   metrics?: ServiceMetrics & {
     onRegistered?: (outcome: 'created' | 'updated') => void;

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { Piscina } from 'piscina';
 import type { Logger } from '@repo/service-kit';
-import type { Generated, SchemaChecks, Verdict } from '../domain/verification';
+import type { Generated, SchemaChecks, Verdict } from '../../domain/verification';
 import type { SandboxAnswers, SandboxTask, SandboxTaskKind } from './tasks';
 
 /** How a sandbox task ended, as counted by `skill_sandbox_tasks_total{outcome}`. */

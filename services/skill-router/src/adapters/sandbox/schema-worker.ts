@@ -1,5 +1,5 @@
-import { checkJsonSchema, checkReply, clip, generateInput } from '../domain/json-schema';
-import type { Generated, Verdict } from '../domain/verification';
+import { checkJsonSchema, checkReply, clip, generateInput } from '../../domain/json-schema';
+import type { Generated, Verdict } from '../../domain/verification';
 import type { SandboxTask } from './tasks';
 
 /** Longest reason sent back; registrant-controlled text ends up in public skill details. */

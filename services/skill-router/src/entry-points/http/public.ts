@@ -1,9 +1,9 @@
 import { Router } from 'express';
 import { AppError } from '@repo/errors';
 import { clientIpKey, validate, validated, type RateLimit } from '@repo/service-kit';
-import type { ApiKeyRepository } from '../data/api-keys';
-import { generateApiKey } from '../domain/api-keys';
-import { CreateKeyRequest, type HealthResponse } from '../schemas';
+import type { ApiKeyRepository } from '../../data/api-keys';
+import { generateApiKey } from '../../domain/api-keys';
+import { CreateKeyRequest, type HealthResponse } from '../../schemas';
 import type { z } from 'zod';
 
 /** The service version reported by health (spec, "Versioning"). */

@@ -1,4 +1,4 @@
-import type { Generated, Verdict } from '../domain/verification';
+import type { Generated, Verdict } from '../../domain/verification';
 
 /**
  * The messages between the schema sandbox and its worker threads (structured-cloned, so plain data).

@@ -20,7 +20,7 @@ import {
   SkillDetail,
   SkillId,
   SkillList,
-} from '../schemas';
+} from '../../schemas';
 import { SERVICE_VERSION } from './public';
 
 const q = (name: string, description: string, schema: JsonSchema): OpenApiParameter => ({

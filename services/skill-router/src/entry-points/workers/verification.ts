@@ -1,11 +1,10 @@
-import type { Logger } from '@repo/service-kit';
-import type { SkillStats } from '../data/skill-stats';
-import type { VerificationJob, VerificationQueue } from '../data/verification-queue';
-import { VERIFICATION_STEPS } from '../schemas';
-import { refreshSkillMetrics } from '../domain/skill-metrics';
-import { verifySkill, type SchemaChecks, type VerificationResult } from '../domain/verification';
-import type { GuardedSkillHttp } from './http';
-import { startLoop, type Loop } from './loop';
+import { createLoop, type Logger, type Loop, type LoopMetrics } from '@repo/service-kit';
+import type { SkillStats } from '../../data/skill-stats';
+import type { VerificationJob, VerificationQueue } from '../../data/verification-queue';
+import { VERIFICATION_STEPS } from '../../schemas';
+import { refreshSkillMetrics } from '../../domain/skill-metrics';
+import { verifySkill, type SchemaChecks, type VerificationResult } from '../../domain/verification';
+import type { GuardedSkillHttp } from '../../adapters/skill-http';
 
 /** Settings of the verification worker (config VERIFY_* and HEALTH_CHECK_INTERVAL_MS). */
 export interface VerificationWorkerOptions {
@@ -21,6 +20,8 @@ export interface VerificationWorkerOptions {
   maxAttempts: number;
   /** Called after each applied verification (metrics). */
   onVerified?: (passed: boolean) => void;
+  /** Series of the shared loop metrics (`background_loop_*{loop="verification"}`). */
+  loopMetrics?: LoopMetrics;
 }
 
 /**
@@ -67,9 +68,9 @@ export async function verifyJob(
  * The verification worker: claims pending skills (`FOR UPDATE SKIP LOCKED` with a lease, safe across
  * replicas), runs the three steps for each claimed skill concurrently (schema work in the sandbox),
  * renews the leases every third of `leaseMs` while it works, and marks each skill `active` or
- * `verification_failed`.
+ * `verification_failed`. Nothing runs until the loop is started or kicked.
  */
-export function startVerificationWorker(
+export function createVerificationWorker(
   deps: {
     queue: VerificationQueue;
     stats: SkillStats;
@@ -79,10 +80,12 @@ export function startVerificationWorker(
   },
   options: VerificationWorkerOptions,
 ): Loop {
-  return startLoop(
-    'verification',
-    options.intervalMs,
-    async () => {
+  return createLoop({
+    name: 'verification',
+    intervalMs: options.intervalMs,
+    logger: deps.logger,
+    metrics: options.loopMetrics,
+    round: async () => {
       const jobs = await deps.queue.claim(options.batchSize, options.leaseMs);
       if (jobs.length === 0) return false;
       const inProgress = new Set(jobs);
@@ -118,6 +121,5 @@ export function startVerificationWorker(
       }
       return jobs.length === options.batchSize;
     },
-    deps.logger,
-  );
+  });
 }

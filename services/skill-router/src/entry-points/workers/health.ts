@@ -1,11 +1,10 @@
-import type { Logger } from '@repo/service-kit';
-import type { HealthChecks } from '../data/health-checks';
-import type { SkillStats } from '../data/skill-stats';
-import { statusAfterHealthCheck } from '../domain/health';
-import { refreshSkillMetrics } from '../domain/skill-metrics';
-import { probeHealth } from '../domain/verification';
-import type { GuardedSkillHttp } from './http';
-import { startLoop, type Loop } from './loop';
+import { createLoop, type Logger, type Loop, type LoopMetrics } from '@repo/service-kit';
+import type { HealthChecks } from '../../data/health-checks';
+import type { SkillStats } from '../../data/skill-stats';
+import { statusAfterHealthCheck } from '../../domain/health';
+import { refreshSkillMetrics } from '../../domain/skill-metrics';
+import { probeHealth } from '../../domain/verification';
+import type { GuardedSkillHttp } from '../../adapters/skill-http';
 
 /** Settings of the health worker (config HEALTH_*). */
 export interface HealthWorkerOptions {
@@ -16,21 +15,26 @@ export interface HealthWorkerOptions {
   successesToResume: number;
   /** Called after each recorded check (metrics). */
   onChecked?: (ok: boolean, status: string) => void;
+  /** Series of the shared loop metrics (`background_loop_*{loop="health"}`). */
+  loopMetrics?: LoopMetrics;
 }
 
 /**
  * The periodic health checker: claims active and suspended skills whose check is due (one replica
  * each), probes them through the SSRF guard, records the result (which feeds success_rate_24h and
- * avg_latency_ms) and suspends or resumes skills after sustained failure or recovery.
+ * avg_latency_ms) and suspends or resumes skills after sustained failure or recovery. Nothing runs until the loop is
+ * started or kicked.
  */
-export function startHealthWorker(
+export function createHealthWorker(
   deps: { healthChecks: HealthChecks; stats: SkillStats; http: GuardedSkillHttp; logger: Logger },
   options: HealthWorkerOptions,
 ): Loop {
-  return startLoop(
-    'health',
-    options.pollIntervalMs,
-    async () => {
+  return createLoop({
+    name: 'health',
+    intervalMs: options.pollIntervalMs,
+    logger: deps.logger,
+    metrics: options.loopMetrics,
+    round: async () => {
       const jobs = await deps.healthChecks.claimDue(options.batchSize, options.checkIntervalMs);
       await Promise.all(
         jobs.map(async (job) => {
@@ -58,6 +62,5 @@ export function startHealthWorker(
       );
       return jobs.length === options.batchSize;
     },
-    deps.logger,
-  );
+  });
 }

@@ -1,0 +1,208 @@
+import {
+  createRateLimit,
+  createReadiness,
+  type ComposedService,
+  type Database,
+  type Logger,
+  type Loop,
+} from '@repo/service-kit';
+import { parseAllowlist } from '@repo/ssrf-guard';
+import { createApp } from './entry-points/http/app';
+import type { SkillRouterConfig } from './config';
+import { ApiKeyRepository } from './data/api-keys';
+import { HealthChecks } from './data/health-checks';
+import { openDatabase, type PrismaDb } from './data/prisma';
+import { RouteCandidates } from './data/route-candidates';
+import { SkillDirectory } from './data/skill-directory';
+import { SkillStats } from './data/skill-stats';
+import { VerificationQueue } from './data/verification-queue';
+import { createSkillRouterMetrics, type SkillRouterMetrics } from './metrics';
+import { SchemaSandbox } from './adapters/sandbox/schema-sandbox';
+import { createHealthWorker } from './entry-points/workers/health';
+import { createSkillHttp, type GuardedSkillHttp } from './adapters/skill-http';
+import { createVerificationWorker } from './entry-points/workers/verification';
+
+/** The background workers of one replica: two loops and the schema sandbox the verification loop uses. */
+export interface SkillRouterWorkers {
+  verification: Loop;
+  health: Loop;
+  sandbox: SchemaSandbox;
+}
+
+/**
+ * skill-router as `runService` runs it, plus the handles tests use: the database, the repositories,
+ * the outbound skill HTTP client and the workers.
+ */
+export interface SkillRouterService extends ComposedService {
+  metrics: SkillRouterMetrics;
+  db: Database<PrismaDb>;
+  keys: ApiKeyRepository;
+  directory: SkillDirectory;
+  candidates: RouteCandidates;
+  verificationQueue: VerificationQueue;
+  healthChecks: HealthChecks;
+  stats: SkillStats;
+  /** The SSRF-guarded client of skill endpoints (verification and registration checks). */
+  skillHttp: GuardedSkillHttp;
+  /**
+   * The current workers: created by {@link compose} when `WORKERS_ENABLED` (and then returned in
+   * `loops`, which the runtime starts), or by {@link SkillRouterService.startWorkers}. A caller that
+   * stops them clears this field so that the next `startWorkers` creates fresh ones.
+   */
+  workers?: SkillRouterWorkers;
+  /** Creates the workers when there are none, starts their loops and returns them (for tests and demos). */
+  startWorkers(): SkillRouterWorkers;
+}
+
+/**
+ * The composition root of skill-router: config -> database and outbound clients -> repositories ->
+ * rate limits -> the HTTP app and the verification and health workers. `main.ts` runs it through
+ * `runService`; the test harness runs the same function. The workers' loops are returned only when
+ * `WORKERS_ENABLED` (README, "Configuration").
+ * @throws whatever PostgreSQL throws for the boot `SELECT 1` (an unreachable database stops the boot)
+ */
+export async function compose({
+  config,
+  logger,
+}: {
+  config: SkillRouterConfig;
+  logger: Logger;
+}): Promise<SkillRouterService> {
+  const metrics = createSkillRouterMetrics();
+  const db = openDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+  // Fail fast: a wrong DATABASE_URL stops the boot instead of failing every request.
+  await db.prisma.$queryRawUnsafe('SELECT 1');
+  const readiness = createReadiness({ database: db.ping });
+
+  const policy = { allowlist: parseAllowlist(config.SSRF_ALLOWLIST) };
+  const skillHttp = createSkillHttp({
+    policy,
+    timeoutMs: config.VERIFY_TIMEOUT_MS,
+    maxResponseBytes: config.MAX_RESPONSE_BYTES,
+  });
+  const healthHttp =
+    config.HEALTH_CHECK_TIMEOUT_MS === config.VERIFY_TIMEOUT_MS
+      ? skillHttp
+      : createSkillHttp({
+          policy,
+          timeoutMs: config.HEALTH_CHECK_TIMEOUT_MS,
+          maxResponseBytes: config.MAX_RESPONSE_BYTES,
+        });
+
+  const keys = new ApiKeyRepository(db.prisma);
+  const directory = new SkillDirectory(db.prisma);
+  const candidates = new RouteCandidates(db.pool);
+  const verificationQueue = new VerificationQueue(db.prisma);
+  const healthChecks = new HealthChecks(db.prisma);
+  const stats = new SkillStats(db.prisma);
+
+  const app = createApp({
+    logger,
+    keys,
+    directory,
+    candidates,
+    stats,
+    keyCreationLimit: createRateLimit(db.pool, {
+      keyPrefix: 'auth_key_ip',
+      points: config.KEY_CREATION_LIMIT_PER_MINUTE,
+      durationSeconds: 60,
+    }),
+    reportLimit: createRateLimit(db.pool, {
+      keyPrefix: 'report_key_skill',
+      points: config.REPORT_LIMIT_PER_KEY_SKILL,
+      durationSeconds: config.REPORT_LIMIT_WINDOW_SECONDS,
+    }),
+    registrationLimit: createRateLimit(db.pool, {
+      keyPrefix: 'register_key',
+      points: config.REGISTRATIONS_PER_KEY_PER_DAY,
+      durationSeconds: 86_400,
+    }),
+    routeLimit: createRateLimit(db.pool, {
+      keyPrefix: 'route_key',
+      points: config.ROUTES_PER_KEY_PER_MINUTE,
+      durationSeconds: 60,
+    }),
+    endpointRefusal: (url) => skillHttp.refusal(url),
+    dbReady: db.ping,
+    isReady: readiness.isReady,
+    routeCandidateLimit: config.ROUTE_CANDIDATE_LIMIT,
+    routeDefaultMatches: config.ROUTE_DEFAULT_MATCHES,
+    trustProxy: config.TRUST_PROXY,
+    bodyLimit: config.BODY_LIMIT,
+    corsOrigins: config.CORS_ORIGINS,
+    metrics,
+  });
+
+  // Every loop and sandbox ever created, also those a test replaced by starting new workers.
+  const createdLoops: Loop[] = [];
+  const createdSandboxes: SchemaSandbox[] = [];
+  const createWorkers = (): SkillRouterWorkers => {
+    const sandbox = new SchemaSandbox({
+      threads: config.SANDBOX_THREADS,
+      memoryMb: config.SANDBOX_MEMORY_MB,
+      taskTimeoutMs: config.SANDBOX_TASK_TIMEOUT_MS,
+      logger,
+      onTask: metrics.onSandboxTask,
+    });
+    const verification = createVerificationWorker(
+      { queue: verificationQueue, stats, http: skillHttp, schemas: sandbox, logger },
+      {
+        intervalMs: config.VERIFY_INTERVAL_MS,
+        batchSize: config.VERIFY_BATCH_SIZE,
+        leaseMs: config.VERIFY_LEASE_MS,
+        healthIntervalMs: config.HEALTH_CHECK_INTERVAL_MS,
+        maxAttempts: config.VERIFY_MAX_ATTEMPTS,
+        onVerified: metrics.onVerified,
+        loopMetrics: metrics.loops,
+      },
+    );
+    const health = createHealthWorker(
+      { healthChecks, stats, http: healthHttp, logger },
+      {
+        pollIntervalMs: config.HEALTH_POLL_INTERVAL_MS,
+        checkIntervalMs: config.HEALTH_CHECK_INTERVAL_MS,
+        batchSize: config.HEALTH_BATCH_SIZE,
+        failuresToSuspend: config.HEALTH_FAILURES_TO_SUSPEND,
+        successesToResume: config.HEALTH_SUCCESSES_TO_RESUME,
+        onChecked: metrics.onHealthChecked,
+        loopMetrics: metrics.loops,
+      },
+    );
+    createdSandboxes.push(sandbox);
+    createdLoops.push(verification, health);
+    return { verification, health, sandbox };
+  };
+  const workers = config.WORKERS_ENABLED ? createWorkers() : undefined;
+
+  const service: SkillRouterService = {
+    http: app,
+    readiness,
+    metrics,
+    ...(workers ? { loops: [workers.verification, workers.health] } : {}),
+    describe: { workers: config.WORKERS_ENABLED, ssrfAllowlist: config.SSRF_ALLOWLIST || null },
+    db,
+    keys,
+    directory,
+    candidates,
+    verificationQueue,
+    healthChecks,
+    stats,
+    skillHttp,
+    workers,
+    startWorkers() {
+      const current = (service.workers ??= createWorkers());
+      current.verification.start();
+      current.health.start();
+      return current;
+    },
+    async close() {
+      readiness.markShuttingDown();
+      await Promise.all(createdLoops.map((loop) => loop.stop()));
+      await Promise.all(createdSandboxes.map((sandbox) => sandbox.close()));
+      await skillHttp.close();
+      if (healthHttp !== skillHttp) await healthHttp.close();
+      await db.close();
+    },
+  };
+  return service;
+}
