@@ -7,7 +7,7 @@ import { createContext, createProduct, signUp, startHarness, type Harness } from
 let h: Harness;
 const metrics = createSignalFeedbackMetrics();
 beforeAll(async () => {
-  h = await startHarness('signal_feedback_observability_test', { deps: { metrics, events: metrics.events } });
+  h = await startHarness('signal_feedback_observability_test', { overrides: { metrics } });
 });
 afterAll(async () => h.close());
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import request from 'supertest';
-import { runAdmin } from '../src/cli/admin';
+import { runAdmin } from '../src/entry-points/cli/admin';
 import { createContext, createProduct, signUp, startHarness, type Harness } from './support/harness';
 
 let h: Harness;

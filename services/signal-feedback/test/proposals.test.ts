@@ -220,9 +220,9 @@ describe('Analysis into proposals', () => {
     });
     try {
       const results = await Promise.all([
-        h.wiring.analysis.runOnce('schedule'),
-        other.wiring.analysis.runOnce('schedule'),
-        h.wiring.analysis.runOnce('schedule'),
+        h.service.analysis.runOnce('schedule'),
+        other.service.analysis.runOnce('schedule'),
+        h.service.analysis.runOnce('schedule'),
       ]);
       expect(
         results.reduce((n, r) => n + r.proposals.filter((p) => p.context_id === s.context.id).length, 0),
@@ -247,7 +247,6 @@ describe('Scheduled analysis without an LLM', () => {
       const product = await createProduct(user);
       const context = await createContext(user, product.id);
       await sendBurst({ user, product, context }, sched.baseUrl);
-      sched.wiring.analysis.start(100);
       await waitFor(
         async () => (await sched.db.proposal.count({ where: { contextId: context.id } })) === 1,
         'a scheduled proposal',

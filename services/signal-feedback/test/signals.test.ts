@@ -376,7 +376,7 @@ describe('Access log', () => {
   test('When the key is sent in the query, then the access log line carries the URL without it', async () => {
     const lines: string[] = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
-    const logged = await startHarness('unused', { reuseDatabaseUrl: h.databaseUrl, deps: { logger } });
+    const logged = await startHarness('unused', { reuseDatabaseUrl: h.databaseUrl, overrides: { logger } });
     try {
       const { product } = await setup();
       await request(logged.baseUrl)

@@ -38,10 +38,7 @@ export class AuthRateLimiter {
   private readonly maxDelaySeconds: number;
 
   /** @param pool a `pg` pool on the service's database */
-  constructor(
-    private readonly pool: Pool,
-    limits: AuthRateLimits,
-  ) {
+  constructor(pool: Pool, limits: AuthRateLimits) {
     const common = {
       storeClient: pool,
       storeType: 'pool',
@@ -109,14 +106,6 @@ export class AuthRateLimiter {
   async loginSucceeded(email: string, ip: string | undefined): Promise<void> {
     const key = pairKey(email, ip);
     await Promise.all([this.loginFailures.delete(key), this.loginBlocked.delete(key)]);
-  }
-
-  /**
-   * Deletes expired counters (the store keeps one row per address and IP otherwise).
-   * @returns the number of rows deleted
-   */
-  async sweep(now = Date.now()): Promise<number> {
-    return (await this.pool.query('DELETE FROM rate_limits WHERE expire < $1', [now])).rowCount ?? 0;
   }
 
   /** Counts one sign-up for the client (IPv4 address or IPv6 /64). */

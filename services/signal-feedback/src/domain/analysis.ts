@@ -46,9 +46,6 @@ export interface AnalysisDeps {
  * impossible.
  */
 export class AnalysisService {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<AnalysisResult> | undefined;
-
   /** @param deps repositories, writer, logger and thresholds */
   constructor(private readonly deps: AnalysisDeps) {}
 
@@ -149,30 +146,5 @@ export class AnalysisService {
     if (!('created' in outcome)) return undefined;
     this.deps.onProposal?.(source);
     return outcome.created;
-  }
-
-  /**
-   * Runs {@link runOnce} every `intervalMs` (never two passes at once in this process).
-   * @param intervalMs period in ms; 0 does nothing
-   */
-  start(intervalMs: number): void {
-    if (intervalMs <= 0 || this.timer) return;
-    this.timer = setInterval(() => {
-      if (this.running) return;
-      this.running = this.runOnce('schedule')
-        .catch((err: unknown) => {
-          this.deps.logger.error({ err }, 'scheduled analysis failed');
-          return { contextsAnalyzed: 0, proposalsCreated: 0, proposals: [] };
-        })
-        .finally(() => (this.running = undefined));
-    }, intervalMs);
-    this.timer.unref();
-  }
-
-  /** Stops the schedule and waits for a pass in progress. */
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
-    await this.running;
   }
 }

@@ -1,20 +1,19 @@
-import { createServer, type Server } from 'node:http';
 import path from 'node:path';
 import request from 'supertest';
 import { applyMigrations, resetDatabase } from '@repo/db-migrate';
-import { closeServer, createLogger } from '@repo/service-kit';
+import { startService } from '@repo/service-kit';
 import { testDatabaseUrl } from '@repo/service-kit/testing';
-import { createApp, type AppDeps } from '../../src/app';
+import { compose, type ComposeOverrides, type SignalFeedbackService } from '../../src/composition';
 import { loadConfig } from '../../src/config';
 import type { Db } from '../../src/data/prisma';
-import { buildWiring, type Wiring } from '../../src/wiring';
 
 /** A running signal-feedback on a fresh database. */
 export interface Harness {
   baseUrl: string;
   databaseUrl: string;
   db: Db;
-  wiring: Wiring;
+  /** The composed service (repositories, analysis, loops) behind `baseUrl`. */
+  service: SignalFeedbackService;
   /** A supertest agent keeping cookies (a browser-like client). */
   agent(): ReturnType<typeof request.agent>;
   close(): Promise<void>;
@@ -33,18 +32,24 @@ export async function freshDatabase(dbName: string): Promise<string> {
 }
 
 /**
- * Starts the whole service as production wires it (config from an environment, Prisma, the rate
- * limiter, the analysis, createApp, an HTTP listener on port 0) against `databaseUrl` (or a fresh
- * database named `dbName`).
+ * Starts the whole service as production runs it (`startService` with the composition root: config
+ * parsed from an environment, Prisma, the rate limiter, the analysis and its schedule, the HTTP and
+ * metrics listeners on free ports) against `databaseUrl` (or a fresh database named `dbName`);
+ * `close()` runs the production shutdown steps.
  * @param env extra environment variables (e.g. LLM_BASE_URL, MAX_BATCH_SIZE)
+ * @param overrides what the test replaces in the composition (its own logger or metrics registry)
  */
 export async function startHarness(
   dbName: string,
-  options: { env?: Record<string, string>; reuseDatabaseUrl?: string; deps?: Partial<AppDeps> } = {},
+  options: { env?: Record<string, string>; reuseDatabaseUrl?: string; overrides?: ComposeOverrides } = {},
 ): Promise<Harness> {
   const databaseUrl = options.reuseDatabaseUrl ?? (await freshDatabase(dbName));
   const config = loadConfig({
     DATABASE_URL: databaseUrl,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    METRICS_PORT: '0',
+    SHUTDOWN_DRAIN_DELAY_MS: '0',
     LOG_LEVEL: 'silent',
     ARGON2_MEMORY_KIB: '4096',
     ANALYSIS_INTERVAL_MS: '0',
@@ -52,24 +57,24 @@ export async function startHarness(
     SIGNUP_MAX_PER_IP_PER_HOUR: '100000',
     ...options.env,
   });
-  const logger = createLogger({ name: 'signal-feedback-test', level: 'silent' });
-  const wiring = buildWiring(config, logger, options.deps);
-  const app = createApp(wiring.deps);
-  const server: Server = createServer(app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (!address || typeof address === 'string') throw new Error('no address');
-  const baseUrl = `http://127.0.0.1:${address.port}`;
+  let composed: SignalFeedbackService | undefined;
+  const running = await startService({
+    name: 'signal-feedback',
+    loadConfig: () => config,
+    compose: async (context) => (composed = await compose(context, options.overrides)),
+    bufferedLogs: false,
+  });
+  if (!composed) throw new Error('startService did not compose the service');
+  const service = composed;
+  const baseUrl = `http://127.0.0.1:${running.port}`;
   return {
     baseUrl,
     databaseUrl,
-    db: wiring.db,
-    wiring,
+    db: service.db,
+    service,
     agent: () => request.agent(baseUrl),
     async close() {
-      await wiring.analysis.stop();
-      await closeServer(server);
-      await wiring.close();
+      for (const step of running.shutdownSteps) await step.run();
     },
   };
 }

@@ -1,10 +1,9 @@
 // Operator commands: `admin set-plan <email> <plan>` and `admin analyze-now`
 // (pnpm --filter @repo/signal-feedback admin ...). Reads DATABASE_URL (and the LLM variables) like the service.
 import { createLogger } from '@repo/service-kit';
-import { loadConfig } from '../config';
-import { AccountRepository } from '../data/accounts';
-import { isPlanName, PLANS } from '../domain/plans';
-import { buildWiring } from '../wiring';
+import { loadConfig } from '../../config';
+import { isPlanName, PLANS } from '../../domain/plans';
+import { compose } from '../../composition';
 
 const USAGE = `usage:
   admin set-plan <email> <${PLANS.join('|')}>   set a user's plan (billing is out of scope)
@@ -30,7 +29,7 @@ export async function runAdmin(
     name: 'signal-feedback-admin',
     level: config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL,
   });
-  const wiring = buildWiring(config, logger);
+  const service = await compose({ config, logger });
   try {
     if (command === 'set-plan') {
       const [email, plan] = args;
@@ -38,19 +37,19 @@ export async function runAdmin(
         out(USAGE);
         return 2;
       }
-      if (!(await new AccountRepository(wiring.db).setPlan(email.toLowerCase(), plan))) {
+      if (!(await service.accounts.setPlan(email.toLowerCase(), plan))) {
         out(`no user with e-mail ${email}`);
         return 1;
       }
       out(`${email.toLowerCase()} is now on the ${plan} plan`);
       return 0;
     }
-    const r = await wiring.analysis.runOnce('cli');
+    const r = await service.analysis.runOnce('cli');
     out(`analysed ${r.contextsAnalyzed} context(s), created ${r.proposalsCreated} proposal(s)`);
     for (const p of r.proposals) out(`  [${p.priority_score}] ${p.diagnosis}`);
     return 0;
   } finally {
-    await wiring.close();
+    await service.close();
   }
 }
 

@@ -3,23 +3,23 @@ import cookieParser from 'cookie-parser';
 import express, { type Application } from 'express';
 import { errorHandler, notFoundHandler } from '@repo/errors';
 import { createBaseApp, type Logger, type ServiceMetrics } from '@repo/service-kit';
-import type { AccountRepository } from './data/accounts';
-import type { ProductRepository } from './data/products';
-import type { ProposalRepository } from './data/proposals';
-import type { AuthRateLimiter } from './data/rate-limits';
-import type { KeyOwnerCache } from './data/key-cache';
-import type { SignalRepository } from './data/signals';
-import type { AnalysisService } from './domain/analysis';
-import type { PasswordHasher } from './domain/passwords';
-import type { SignalFeedbackEvents } from './metrics';
-import { authRouter } from './routes/auth';
-import { loadSession, requireCsrf, stripQueryKey } from './routes/auth-middleware';
-import { openApiRouter } from './routes/openapi';
-import { productsRouter } from './routes/products';
-import { proposalsRouter } from './routes/proposals';
-import { signalsRouter } from './routes/signals';
+import type { AccountRepository } from '../../data/accounts';
+import type { ProductRepository } from '../../data/products';
+import type { ProposalRepository } from '../../data/proposals';
+import type { AuthRateLimiter } from '../../data/rate-limits';
+import type { KeyOwnerCache } from '../../data/key-cache';
+import type { SignalRepository } from '../../data/signals';
+import type { AnalysisService } from '../../domain/analysis';
+import type { PasswordHasher } from '../../domain/passwords';
+import type { SignalFeedbackEvents } from '../../metrics';
+import { authRouter } from './auth';
+import { loadSession, requireCsrf, stripQueryKey } from './auth-middleware';
+import { openApiRouter } from './openapi';
+import { productsRouter } from './products';
+import { proposalsRouter } from './proposals';
+import { signalsRouter } from './signals';
 
-/** Everything the app needs, built by `main.ts` (or a test). */
+/** Everything the app needs, built by the composition root. */
 export interface AppDeps {
   logger: Logger;
   accounts: AccountRepository;
@@ -41,7 +41,8 @@ export interface AppDeps {
   isReady?: () => boolean | Promise<boolean>;
   trustProxy?: number;
   bodyLimit?: string;
-  corsOrigins?: string[];
+  /** `CORS_ORIGINS` as configured: comma-separated origins allowed by CORS and by the CSRF origin check. */
+  corsOrigins?: string;
   now?: () => Date;
   /** Prometheus registry served at `/metrics`; omitted in most tests. */
   metrics?: ServiceMetrics;
@@ -50,7 +51,7 @@ export interface AppDeps {
 }
 
 /** Folder of the dashboard's static files (same relative place from src/ and dist/). */
-export const PUBLIC_DIR = path.join(__dirname, '..', 'public');
+export const PUBLIC_DIR = path.join(__dirname, '../../..', 'public');
 
 /**
  * The signal-feedback express app (no listen, no env): the endpoints under `/api` (README,
@@ -67,7 +68,13 @@ export function createApp(deps: AppDeps): Application {
     metrics: deps.metrics,
   });
   const now = deps.now ?? (() => new Date());
-  const allowedOrigins = new Set(deps.corsOrigins ?? []);
+  // The CSRF origin check accepts the same origins as CORS.
+  const allowedOrigins = new Set(
+    (deps.corsOrigins ?? '')
+      .split(',')
+      .map((origin) => origin.trim())
+      .filter(Boolean),
+  );
   app.use(openApiRouter(deps.maxBatch));
   app.use(express.static(PUBLIC_DIR, { index: 'index.html', maxAge: '5m' }));
   app.use(

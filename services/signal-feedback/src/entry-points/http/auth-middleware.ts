@@ -1,12 +1,12 @@
 import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError } from '@repo/errors';
-import type { SessionRecord } from '../data/accounts';
-import type { KeyOwnerCache } from '../data/key-cache';
-import type { KeyOwner } from '../data/signals';
-import { hashApiKey, hashesEqual, looksLikeApiKey } from '../domain/api-keys';
-import { hashSessionToken, safeEqual } from '../domain/sessions';
-import type { AccountRepository } from '../data/accounts';
+import type { SessionRecord } from '../../data/accounts';
+import type { KeyOwnerCache } from '../../data/key-cache';
+import type { KeyOwner } from '../../data/signals';
+import { hashApiKey, hashesEqual, looksLikeApiKey } from '../../domain/api-keys';
+import { hashSessionToken, safeEqual } from '../../domain/sessions';
+import type { AccountRepository } from '../../data/accounts';
 
 /** Name of the session cookie; `__Host-` prefixed when cookies are Secure (no Domain, Path=/). */
 export function sessionCookieName(secure: boolean): string {

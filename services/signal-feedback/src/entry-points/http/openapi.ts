@@ -23,7 +23,7 @@ import {
   SignalInput,
   SignupBody,
   UpdateContextBody,
-} from '../schemas';
+} from '../../schemas';
 
 const err = (description: string) => ({ description, body: 'ErrorEnvelope' });
 /** What the JSON body parser answers for any operation with a body, before the route runs. */

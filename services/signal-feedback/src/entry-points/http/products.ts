@@ -2,18 +2,18 @@ import { Router } from 'express';
 import { AppError, notFound } from '@repo/errors';
 import { validate, validated } from '@repo/service-kit';
 import { z } from 'zod';
-import type { ContextRecord, ProductRepository } from '../data/products';
-import { generateApiKey } from '../domain/api-keys';
-import { PLAN_LIMITS } from '../domain/plans';
+import type { ContextRecord, ProductRepository } from '../../data/products';
+import { generateApiKey } from '../../domain/api-keys';
+import { PLAN_LIMITS } from '../../domain/plans';
 import {
   ContextIdQuery,
   CreateContextBody,
   CreateProductBody,
   UpdateContextBody,
   type Context,
-} from '../schemas';
+} from '../../schemas';
 import { requireSession } from './auth-middleware';
-import type { SessionRecord } from '../data/accounts';
+import type { SessionRecord } from '../../data/accounts';
 
 function contextToWire(c: ContextRecord): Context {
   return {

@@ -2,11 +2,11 @@ import { Router, type RequestHandler } from 'express';
 import { AppError } from '@repo/errors';
 import { validate, validated } from '@repo/service-kit';
 import { z } from 'zod';
-import type { ProposalRepository } from '../data/proposals';
-import type { KeyOwnerCache } from '../data/key-cache';
-import type { AnalysisService } from '../domain/analysis';
-import { changeProposalStatus } from '../domain/proposal-status';
-import { ProposalStatusChange, ProposalsQuery } from '../schemas';
+import type { ProposalRepository } from '../../data/proposals';
+import type { KeyOwnerCache } from '../../data/key-cache';
+import type { AnalysisService } from '../../domain/analysis';
+import { changeProposalStatus } from '../../domain/proposal-status';
+import { ProposalStatusChange, ProposalsQuery } from '../../schemas';
 import { apiKeyAuth, keyOwnerOf, requireSession, sessionOf } from './auth-middleware';
 
 const IdParams = z.object({ id: z.uuid() });

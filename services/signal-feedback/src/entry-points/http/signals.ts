@@ -1,11 +1,11 @@
 import { Router, type Request, type RequestHandler } from 'express';
 import type { z } from 'zod';
 import { AppError, isAppError } from '@repo/errors';
-import type { KeyOwnerCache } from '../data/key-cache';
-import type { SignalRepository } from '../data/signals';
-import { acceptSignals, parseSignalBatch } from '../domain/ingest';
-import type { SignalFeedbackEvents } from '../metrics';
-import { IngestSignalInput, SignalInput } from '../schemas';
+import type { KeyOwnerCache } from '../../data/key-cache';
+import type { SignalRepository } from '../../data/signals';
+import { acceptSignals, parseSignalBatch } from '../../domain/ingest';
+import type { SignalFeedbackEvents } from '../../metrics';
+import { IngestSignalInput, SignalInput } from '../../schemas';
 import { apiKeyAuth, keyOwnerOf } from './auth-middleware';
 
 /** A body was sent but not as JSON: 415 rather than a confusing "missing type". */

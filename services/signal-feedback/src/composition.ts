@@ -1,0 +1,169 @@
+import type { Application } from 'express';
+import { createLlmClient } from '@repo/llm';
+import {
+  createReadiness,
+  sweepRateLimits,
+  type ComposedService,
+  type Database,
+  type Logger,
+  type Loop,
+} from '@repo/service-kit';
+import { createApp } from './entry-points/http/app';
+import { cookieSecure, llmSettings, type SignalFeedbackConfig } from './config';
+import { AccountRepository } from './data/accounts';
+import { AnalysisRepository } from './data/analysis';
+import { KeyOwnerCache } from './data/key-cache';
+import { openDatabase, type Db } from './data/prisma';
+import { ProductRepository } from './data/products';
+import { ProposalRepository } from './data/proposals';
+import { AuthRateLimiter } from './data/rate-limits';
+import { SignalRepository } from './data/signals';
+import { AnalysisService } from './domain/analysis';
+import { PasswordHasher } from './domain/passwords';
+import { LlmProposalWriter } from './domain/proposal-writer';
+import { analysisScheduleLoop } from './entry-points/workers/analysis-schedule';
+import { expirySweepLoop } from './entry-points/workers/expiry-sweep';
+import {
+  createSignalFeedbackMetrics,
+  type SignalFeedbackEvents,
+  type SignalFeedbackMetrics,
+} from './metrics';
+
+/** What a test (or the CLI) may replace in {@link compose}. */
+export interface ComposeOverrides {
+  /** The app's logger (a test reading access-log lines passes its own). */
+  logger?: Logger;
+  /** The clock of the routes and the analysis. */
+  now?: () => Date;
+  /** The registry (a test reading `/metrics` passes its own). */
+  metrics?: SignalFeedbackMetrics;
+  /** The domain counters (default: those of `metrics`). */
+  events?: SignalFeedbackEvents;
+}
+
+/** signal-feedback composed: what the runtime runs, plus the handles the tests and the CLI use. */
+export interface SignalFeedbackService extends ComposedService {
+  http: Application;
+  metrics: SignalFeedbackMetrics;
+  loops: Loop[];
+  database: Database<Db>;
+  /** The Prisma client (`database.prisma`). */
+  db: Db;
+  accounts: AccountRepository;
+  analysis: AnalysisService;
+  limiter: AuthRateLimiter;
+  /** The scheduled analysis; absent when `ANALYSIS_INTERVAL_MS` is 0. */
+  analysisSchedule?: Loop;
+  /** The hourly sweep of expired sessions and rate-limit counters. */
+  expirySweep: Loop;
+}
+
+/**
+ * The composition root of signal-feedback: configuration -> database -> repositories -> use cases
+ * (analysis with the LLM writer when configured, passwords, log-in throttling) -> entry points (the
+ * HTTP app, the analysis schedule and the expiry sweep). Used by `main.ts` through `runService`, by the
+ * admin CLI and by the tests. Nothing runs until the runtime starts the loops.
+ * @throws whatever PostgreSQL throws for the boot `SELECT 1` (the service refuses to start without its database)
+ */
+export async function compose(
+  context: { config: SignalFeedbackConfig; logger: Logger },
+  overrides: ComposeOverrides = {},
+): Promise<SignalFeedbackService> {
+  const { config } = context;
+  const logger = overrides.logger ?? context.logger;
+  const database = openDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+  try {
+    await database.prisma.$queryRawUnsafe('SELECT 1');
+  } catch (err) {
+    await database.close();
+    throw err;
+  }
+  const db = database.prisma;
+  const metrics = overrides.metrics ?? createSignalFeedbackMetrics();
+  const events = overrides.events ?? metrics.events;
+
+  const accounts = new AccountRepository(db);
+  const proposals = new ProposalRepository(db);
+  const signals = new SignalRepository(database.pool);
+  const llm = llmSettings(config);
+  const analysis = new AnalysisService({
+    analysis: new AnalysisRepository(db),
+    proposals,
+    writer: llm
+      ? new LlmProposalWriter(
+          // One SDK retry and one repair turn bound how long a proposal waits for the model.
+          createLlmClient({ ...llm, maxRetries: 1, repairAttempts: 1 }),
+        )
+      : undefined,
+    logger,
+    minSignals: config.ANALYSIS_MIN_SIGNALS,
+    now: overrides.now,
+    onProposal: (source) => events.proposalCreated(source),
+  });
+  const limiter = new AuthRateLimiter(database.pool, {
+    loginFreeFailures: config.LOGIN_FREE_FAILURES,
+    maxDelaySeconds: config.LOGIN_MAX_DELAY_SECONDS,
+    loginPerIp: config.LOGIN_MAX_ATTEMPTS_PER_IP,
+    windowSeconds: config.LOGIN_WINDOW_SECONDS,
+    signupPerIpPerHour: config.SIGNUP_MAX_PER_IP_PER_HOUR,
+  });
+
+  const readiness = createReadiness({ database: database.ping });
+  const http = createApp({
+    logger,
+    accounts,
+    products: new ProductRepository(db),
+    signals,
+    keys: new KeyOwnerCache(signals, config.API_KEY_CACHE_TTL_MS),
+    proposals,
+    analysis,
+    passwords: new PasswordHasher({ memoryKib: config.ARGON2_MEMORY_KIB, timeCost: config.ARGON2_TIME_COST }),
+    limiter,
+    maxBatch: config.MAX_BATCH_SIZE,
+    sessionTtlMs: config.SESSION_TTL_HOURS * 3_600_000,
+    secureCookies: cookieSecure(config),
+    isReady: readiness.isReady,
+    trustProxy: config.TRUST_PROXY,
+    bodyLimit: config.BODY_LIMIT,
+    corsOrigins: config.CORS_ORIGINS,
+    now: overrides.now,
+    metrics,
+    events,
+  });
+
+  const analysisSchedule =
+    config.ANALYSIS_INTERVAL_MS > 0
+      ? analysisScheduleLoop({
+          analysis,
+          intervalMs: config.ANALYSIS_INTERVAL_MS,
+          logger,
+          metrics: metrics.loops,
+        })
+      : undefined;
+  const expirySweep = expirySweepLoop({
+    deleteExpiredSessions: (now) => accounts.deleteExpiredSessions(now),
+    sweepRateLimits: (now) => sweepRateLimits(database.pool, now),
+    logger,
+    metrics: metrics.loops,
+  });
+
+  return {
+    http,
+    readiness,
+    metrics,
+    loops: analysisSchedule ? [analysisSchedule, expirySweep] : [expirySweep],
+    close: () => database.close(),
+    describe: {
+      analysisIntervalMs: config.ANALYSIS_INTERVAL_MS,
+      llm: llm ? config.LLM_MODEL : 'none (proposals from evidence)',
+      maxBatch: config.MAX_BATCH_SIZE,
+    },
+    database,
+    db,
+    accounts,
+    analysis,
+    limiter,
+    ...(analysisSchedule ? { analysisSchedule } : {}),
+    expirySweep,
+  };
+}
