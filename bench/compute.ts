@@ -4,22 +4,20 @@
 //     promises pending under 5 s);
 //  2. JOBS paid prove/debate and forge/ideate jobs submitted at once against a scripted LLM: all reach a
 //     terminal state, none lost, and the runners' throughput in applied steps per second.
-// The ledger and each pipeline-runner run in their own processes; market-intel and the scripted
-// OpenAI-compatible server run here. Everything talks to the real PostgreSQL and RabbitMQ.
+// The ledger, market-intel and each pipeline-runner run in their own processes; the scripted
+// OpenAI-compatible server runs here. Everything talks to the real PostgreSQL and RabbitMQ.
 import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
-import { createServer } from 'node:http';
+import { createServer } from 'node:net';
 import { Keypair } from '@solana/web3.js';
 import { applyMigrations, resetDatabase } from '@repo/db-migrate';
 import { startScriptedLlm } from '@repo/llm/testing';
 import { scriptedPipelineResponder } from '@repo/compute/testing';
 import { resetVhost, waitFor } from '@repo/queue/testing';
-import { createLogger } from '@repo/service-kit';
 import { fundWallet, sendUsdcTransfer, spawnLocalnet } from '@repo/solana-localnet';
 import { encodePaymentHeader } from '@repo/x402-core';
-import { loadConfig } from '../services/market-intel/src/config';
-import { createMarketIntelService } from '../services/market-intel/src/service';
+import { Pool } from 'pg';
 
 const ROOT = path.resolve(__dirname, '..');
 const JOBS = Number(process.env.BENCH_JOBS ?? 200);
@@ -31,6 +29,18 @@ const DATABASE_URL =
 const VHOST = 'bench_compute_test';
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
 const children: ChildProcess[] = [];
+
+/** A TCP port nothing listens on right now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
 
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
@@ -62,25 +72,35 @@ async function main(): Promise<void> {
     respond: (req) => (req.task.startsWith('forge') ? responders.forge(req) : responders.prove(req)),
   });
 
-  const config = loadConfig({
-    DATABASE_URL,
-    DATABASE_POOL_SIZE: '20',
-    AMQP_URL: amqpUrl,
-    SOLANA_RPC_URL: ledger.networks.solana.rpcUrl,
-    USDC_MINT: ledger.networks.solana.mint,
-    MERCHANT_TOKEN_ACCOUNT: ledger.networks.solana.merchantTokenAccount,
-    LOG_LEVEL: 'warn',
-    INSTANCE_ID: 'bench',
-  });
-  const service = await createMarketIntelService(
-    config,
-    createLogger({ name: 'market-intel-bench', level: 'error' }),
+  // market-intel runs as its container runs it: its own process, configured by the environment.
+  const port = await freePort();
+  const marketIntel = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--conditions=@repo/source', 'src/main.ts'],
+    {
+      cwd: path.join(ROOT, 'services/market-intel'),
+      env: {
+        PATH: process.env.PATH ?? '',
+        DATABASE_URL,
+        DATABASE_POOL_SIZE: '20',
+        AMQP_URL: amqpUrl,
+        SOLANA_RPC_URL: ledger.networks.solana.rpcUrl,
+        USDC_MINT: ledger.networks.solana.mint,
+        MERCHANT_TOKEN_ACCOUNT: ledger.networks.solana.merchantTokenAccount,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        METRICS_PORT: '0',
+        LOG_LEVEL: 'warn',
+        INSTANCE_ID: 'bench',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
   );
-  await service.start();
-  const server = createServer(service.app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  children.push(marketIntel);
+  const base = `http://127.0.0.1:${port}`;
+  const db = new Pool({ connectionString: DATABASE_URL, max: 2 });
+  const sql = async <T>(text: string, params: unknown[] = []): Promise<T[]> =>
+    (await db.query(text, params)).rows as T[];
 
   for (let i = 0; i < RUNNERS; i++) {
     const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=@repo/source', 'src/main.ts'], {
@@ -136,15 +156,17 @@ async function main(): Promise<void> {
     soloIds.push(jobId);
     await waitFor(
       'solo job running',
-      async () => (await service.jobs.get(jobId))?.status !== 'pending',
+      async () =>
+        (await sql<{ status: string }>('SELECT status FROM agent_jobs WHERE id = $1', [jobId]))[0]?.status !==
+        'pending',
       30_000,
       2,
     );
   }
   const solo = (
-    await service.db.$queryRawUnsafe<{ ms: number }[]>(
+    await sql<{ ms: number }>(
       'SELECT EXTRACT(EPOCH FROM (started_at - created_at)) * 1000 AS ms FROM agent_jobs WHERE id = ANY($1::text[])',
-      soloIds,
+      [soloIds],
     )
   )
     .map((r) => Number(r.ms))
@@ -152,7 +174,7 @@ async function main(): Promise<void> {
   await waitFor(
     'solo jobs done',
     async () => {
-      const rows = await service.db.$queryRawUnsafe<{ n: bigint }[]>(
+      const rows = await sql<{ n: string }>(
         "SELECT count(*) AS n FROM agent_jobs WHERE status NOT IN ('completed', 'failed')",
       );
       return Number(rows[0]?.n ?? 1) === 0;
@@ -160,8 +182,8 @@ async function main(): Promise<void> {
     120_000,
     100,
   );
-  await service.db.$executeRawUnsafe('DELETE FROM job_steps');
-  await service.db.$executeRawUnsafe('DELETE FROM agent_jobs');
+  await sql('DELETE FROM job_steps');
+  await sql('DELETE FROM agent_jobs');
 
   log(`submitting ${JOBS} jobs at once`);
   const submitted = Date.now();
@@ -188,7 +210,7 @@ async function main(): Promise<void> {
   const terminal = await waitFor(
     'every job to reach a terminal state',
     async () => {
-      const rows = await service.db.$queryRawUnsafe<{ status: string; n: bigint }[]>(
+      const rows = await sql<{ status: string; n: string }>(
         'SELECT status, count(*) AS n FROM agent_jobs GROUP BY status',
       );
       const counts = Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
@@ -200,13 +222,13 @@ async function main(): Promise<void> {
   const finished = Date.now();
 
   const toRunning = (
-    await service.db.$queryRawUnsafe<{ ms: number }[]>(
+    await sql<{ ms: number }>(
       'SELECT EXTRACT(EPOCH FROM (started_at - created_at)) * 1000 AS ms FROM agent_jobs',
     )
   )
     .map((r) => Number(r.ms))
     .sort((a, b) => a - b);
-  const [stepStats] = await service.db.$queryRawUnsafe<{ n: bigint; first: Date; last: Date }[]>(
+  const [stepStats] = await sql<{ n: string; first: Date; last: Date }>(
     'SELECT count(*) AS n, min(applied_at) AS first, max(applied_at) AS last FROM job_steps',
   );
   const steps = Number(stepStats?.n ?? 0);
@@ -236,14 +258,12 @@ async function main(): Promise<void> {
     stepsApplied: steps,
     stepsPerSecond: Math.round((steps / stepSeconds) * 10) / 10,
     llmCalls,
-    outboxLeft: await service.outbox.pending(),
+    outboxLeft: Number((await sql<{ n: string }>('SELECT count(*) AS n FROM outbox_messages'))[0]?.n ?? 0),
   };
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
 
   for (const child of children) child.kill('SIGTERM');
-  service.markShuttingDown();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  await service.stop();
+  await db.end();
   await llm.close();
   await ledger.close();
 }

@@ -105,7 +105,13 @@ async function main(): Promise<void> {
   const tsx = ['exec', 'tsx', '--conditions=@repo/source'];
   await run(
     'pnpm',
-    [...tsx, 'src/cli/import-report.ts', 'fixtures/sample-report.json', '--shift-to-now', '--if-empty'],
+    [
+      ...tsx,
+      'src/entry-points/cli/import-report.ts',
+      'fixtures/sample-report.json',
+      '--shift-to-now',
+      '--if-empty',
+    ],
     { DATABASE_URL: MARKET_INTEL_DATABASE_URL },
     path.join(ROOT, 'services/market-intel'),
   );

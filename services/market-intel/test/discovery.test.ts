@@ -8,8 +8,13 @@ import {
   TrendsResponse,
 } from '@repo/schemas';
 import { ForgeRequest, JobAccepted, ProveRequest } from '../src/domain/compute';
-import { DISCOVERY } from '../src/routes/discovery';
-import { KeywordsQuery, NetworkOnlyQuery, SectorLimitQuery, TrendsQuery } from '../src/routes/query';
+import { DISCOVERY } from '../src/entry-points/http/discovery';
+import {
+  KeywordsQuery,
+  NetworkOnlyQuery,
+  SectorLimitQuery,
+  TrendsQuery,
+} from '../src/entry-points/http/query';
 
 // The discovery metadata of the paid routes is published in every 402 (README, "Discovery"): its
 // schemas must be the ones the routes validate with and its examples must be answers they could give.

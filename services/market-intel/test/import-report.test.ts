@@ -4,15 +4,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { applyMigrations, resetDatabase } from '@repo/db-migrate';
+import type { Database } from '@repo/service-kit';
 import { testDatabaseUrl } from '@repo/service-kit/testing';
-import { createDb, type Db } from '../src/data/prisma';
+import { openDatabase, type Db } from '../src/data/prisma';
 import { parseReportFile, ReportFileError } from '../src/domain/report-file';
 import { buildReport } from './support/factories';
 
 const run = promisify(execFile);
 const DATABASE_URL = testDatabaseUrl('market_intel_import_test');
-const CLI = path.join(__dirname, '../src/cli/import-report.ts');
+const CLI = path.join(__dirname, '../src/entry-points/cli/import-report.ts');
 const SAMPLE = path.join(__dirname, '../fixtures/sample-report.json');
+let database: Database<Db>;
 let db: Db;
 let dir: string;
 
@@ -50,10 +52,11 @@ beforeAll(async () => {
     migrationsDir: path.join(__dirname, '../prisma/migrations'),
     log: { info: () => undefined, warn: () => undefined },
   });
-  db = createDb(DATABASE_URL, 2);
+  database = openDatabase(DATABASE_URL, 2);
+  db = database.prisma;
   dir = await mkdtemp(path.join(os.tmpdir(), 'import-report-'));
 });
-afterAll(() => db.$disconnect());
+afterAll(() => database.close());
 
 describe('import-report CLI', () => {
   it('When the shipped sample is imported, then every sector is stored; importing it again changes nothing', async () => {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Keypair } from '@solana/web3.js';
 import { associatedTokenAccountOf } from '@repo/x402-solana';
 import { loadConfig } from '../src/config';
-import { createRefundSenders, createSettlers } from '../src/payments';
+import { createRefundSenders, createSettlers } from '../src/entry-points/http/payments';
 
 // The official-scheme configuration (README, "Configuration"): a fee payer file and the merchant
 // wallets, checked at boot.

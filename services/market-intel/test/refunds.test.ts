@@ -3,12 +3,11 @@ import { Connection, Keypair, PublicKey } from '@solana/web3.js';
 import { Broker } from '@repo/queue';
 import { COMPUTE_TOPOLOGY, type JobErrorCode, type RunnerHeartbeat } from '@repo/compute';
 import { waitFor } from '@repo/queue/testing';
-import { createLogger } from '@repo/service-kit';
 import { callRpc, sendUsdcTransfer } from '@repo/solana-localnet';
 import { PrismaRefundLedger } from '@repo/x402-ledger';
 import { associatedTokenAccountOf, RefundSender } from '@repo/x402-solana';
-import { createMarketIntelService, type MarketIntelService } from '../src/service';
-import { startHarness, type Harness } from './support/harness';
+import type { MarketIntelService } from '../src/composition';
+import { startHarness, startReplica, type Harness, type Replica } from './support/harness';
 
 // Refunds of failed paid jobs (README, "Refunds"): two replicas of market-intel on one database and one
 // RabbitMQ vhost, the local ledger's refund wallet, and this test playing the runner over RabbitMQ.
@@ -18,6 +17,7 @@ const IDEA = 'A reconciliation copilot for mid-size fintechs that matches instan
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 let h: Harness;
+let second: Replica;
 let replica: MarketIntelService;
 let runner: Broker;
 let connection: Connection;
@@ -27,11 +27,8 @@ beforeAll(async () => {
   h = await startHarness('market_intel_refunds_test', {
     env: { JOB_WATCHDOG_TICK_MS: '3600000', X402_REFUND_INTERVAL_MS: '200', RUNNER_STALE_AFTER_MS: '600000' },
   });
-  replica = await createMarketIntelService(
-    { ...h.config, INSTANCE_ID: `test-replica-${process.pid}` },
-    createLogger({ name: 'replica', level: 'silent' }),
-  );
-  await replica.start();
+  second = await startReplica({ ...h.config, INSTANCE_ID: `test-replica-${process.pid}` });
+  replica = second.service;
   runner = await Broker.connect({ url: h.amqpUrl, connectionName: 'test runner', logger: silent });
   await runner.waitForConnection();
   const heartbeat: RunnerHeartbeat = {
@@ -50,8 +47,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await runner?.close(1000);
-  replica?.markShuttingDown();
-  await replica?.stop();
+  await second?.close();
   await h?.close();
 });
 

@@ -61,7 +61,7 @@ function runScanCommand(args: string[]): Promise<{ code: number | null; output: 
     let output = '';
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', '--conditions=@repo/source', 'src/cli/scan.ts', ...args],
+      ['--import', 'tsx', '--conditions=@repo/source', 'src/entry-points/cli/scan.ts', ...args],
       {
         cwd: path.join(__dirname, '..'),
         env: { PATH: process.env.PATH ?? '', ...h.env },

@@ -6,9 +6,9 @@ import { COMPUTE_TOPOLOGY } from '@repo/compute';
 import { waitFor } from '@repo/queue/testing';
 import type { ScoutSectorSources } from '@repo/compute';
 import { loadSourcesFile, SourcesFileError } from '../src/domain/scout-sources';
-import { ScanScheduler } from '../src/messaging/scan-scheduler';
+import { ScanScheduler } from '../src/entry-points/workers/scan-scheduler';
 import { loadConfig } from '../src/config';
-import { createMarketIntelService } from '../src/service';
+import { compose } from '../src/composition';
 import { startHarness, type Harness } from './support/harness';
 
 // Scheduling of scout scans without a runner: claims, intervals, stale scans, the sources file.
@@ -187,7 +187,7 @@ describe('The sources file', () => {
 
   it('When market-intel starts with an invalid sources file, then it refuses to start and names the file', async () => {
     const config = loadConfig({ ...h.env, SCOUT_SOURCES_FILE: write('broken.json', '{}') });
-    await expect(createMarketIntelService(config, logger)).rejects.toThrow(/broken\.json/);
+    await expect(compose(config, logger)).rejects.toThrow(/broken\.json/);
   });
 });
 

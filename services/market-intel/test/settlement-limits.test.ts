@@ -1,6 +1,6 @@
 import { Keypair } from '@solana/web3.js';
 import { ExactSvmSettler } from '@repo/x402-solana';
-import { FeePayerMonitor } from '../src/fee-payer-monitor';
+import { FeePayerMonitor } from '../src/entry-points/workers/fee-payer-monitor';
 import { metricValue, scrape, waitFor } from '@repo/service-kit/testing';
 import { buildReport, startHarness, type Harness } from './support/harness';
 import { balances, officialFetch } from './support/official-client';

@@ -1,8 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { LookupFunction } from '@repo/ssrf-guard';
+import { createLogger } from '@repo/service-kit';
 import { waitFor } from '@repo/service-kit/testing';
-import { WebhookDispatcher } from '../src/webhooks';
+import { WebhookDispatcher } from '../src/entry-points/workers/webhook-dispatcher';
 import { startHarness, type Harness } from './support/harness';
 
 // A webhook URL is checked when the job is submitted and again at every connection (README,
@@ -42,7 +43,7 @@ describe('webhook delivery', () => {
         pollIntervalMs: 20,
         lookup: rebound,
       },
-      { info: () => undefined, warn: () => undefined, error: () => undefined },
+      createLogger({ name: 'webhook-rebinding-test', level: 'silent' }),
     );
     const row = await h.db.webhookDelivery.create({
       data: {

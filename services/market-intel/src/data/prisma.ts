@@ -1,23 +1,15 @@
-import { PrismaPg } from '@prisma/adapter-pg';
+import { createDatabase, type Database } from '@repo/service-kit';
 import { PrismaClient } from '../generated/prisma/client';
-
-// A connection attempt to an unreachable PostgreSQL fails after 5 s instead of hanging requests and shutdown.
-const CONNECT_TIMEOUT_MS = 5000;
 
 /** The generated Prisma client of market-intel's database. */
 export type Db = PrismaClient;
 
 /**
- * Creates the Prisma client over the `pg` driver adapter (no native query engine).
+ * The service's database: one `pg` pool shared by Prisma (through the driver adapter) and the raw
+ * queries and rate limits.
  * @param databaseUrl a PostgreSQL URL, e.g. `postgresql://postgres@127.0.0.1:5432/market_intel`
  * @param poolSize maximum connections in the pool
  */
-export function createDb(databaseUrl: string, poolSize = 10): Db {
-  return new PrismaClient({
-    adapter: new PrismaPg({
-      connectionString: databaseUrl,
-      max: poolSize,
-      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    }),
-  });
+export function openDatabase(databaseUrl: string, poolSize = 10): Database<Db> {
+  return createDatabase((adapter) => new PrismaClient({ adapter }), { url: databaseUrl, poolSize });
 }

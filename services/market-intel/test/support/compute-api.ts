@@ -1,10 +1,7 @@
-import { createServer } from 'node:http';
 import { COMPUTE_TOPOLOGY, type RunnerHeartbeat, type UpstreamHealth } from '@repo/compute';
 import { Broker, type Delivery } from '@repo/queue';
 import { waitFor } from '@repo/queue/testing';
-import { closeServer, createLogger } from '@repo/service-kit';
-import { createMarketIntelService } from '../../src/service';
-import { buildReport, startHarness, type Harness } from './harness';
+import { buildReport, startHarness, startReplica, type Harness } from './harness';
 
 // The Compute API's edge as an agent sees it, with the test playing the runner over the real
 // RabbitMQ protocol (heartbeats in, step commands out). The full pipelines run in compute-e2e.test.ts.
@@ -153,22 +150,11 @@ export function useComputeApi(dbName: string): ComputeApi {
       return Object.values(counts).reduce((a, b) => a + b, 0);
     },
     async withFreshReplica(fn) {
-      const replica = await createMarketIntelService(
-        { ...h().config, INSTANCE_ID: `test-replica-${process.pid}` },
-        createLogger({ name: 'replica', level: 'silent' }),
-      );
-      const server = createServer(replica.app);
+      const replica = await startReplica({ ...h().config, INSTANCE_ID: `test-replica-${process.pid}` });
       try {
-        await replica.start();
-        await replica.broker.waitForConnection();
-        await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-        const address = server.address();
-        if (!address || typeof address === 'string') throw new Error('no address');
-        await fn(`http://127.0.0.1:${address.port}`);
+        await fn(replica.baseUrl);
       } finally {
-        replica.markShuttingDown();
-        if (server.listening) await closeServer(server);
-        await replica.stop();
+        await replica.close();
       }
     },
   };

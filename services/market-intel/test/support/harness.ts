@@ -1,11 +1,10 @@
 import { randomInt } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
 import path from 'node:path';
 import type { Keypair } from '@solana/web3.js';
 import { applyMigrations, resetDatabase } from '@repo/db-migrate';
 import type { X402Network } from '@repo/schemas';
 import { resetVhost } from '@repo/queue/testing';
-import { closeServer, createLogger, listenMetrics } from '@repo/service-kit';
+import { startService } from '@repo/service-kit';
 import { runScoped, TcpProxy, testDatabaseUrl } from '@repo/service-kit/testing';
 import { sendUsdcTransfer, spawnLocalnet, type Localnet } from '@repo/solana-localnet';
 import { encodePaymentHeader } from '@repo/x402-core';
@@ -14,7 +13,7 @@ import { fetchWithPayment, type FetchWithPaymentResult } from '@repo/x402-solana
 import { loadConfig, type MarketIntelConfig } from '../../src/config';
 import type { Db } from '../../src/data/prisma';
 import type { ReportRepository } from '../../src/data/reports';
-import { createMarketIntelService, type MarketIntelService } from '../../src/service';
+import { compose, type MarketIntelService } from '../../src/composition';
 
 export { buildReport } from './factories';
 
@@ -69,9 +68,56 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/** A replica of market-intel started by {@link startReplica}. */
+export interface Replica {
+  service: MarketIntelService;
+  baseUrl: string;
+  /** Origin of its metrics port. */
+  metricsUrl: string;
+  /** Runs the production shutdown steps (readiness off, HTTP drained, loops stopped, clients closed). */
+  close(): Promise<void>;
+}
+
 /**
- * Starts the whole service as production wires it (config from an environment, Prisma, the x402
- * gateway, createApp, an HTTP listener) against a dropped-and-migrated database and a fresh vhost
+ * Starts one replica as production runs it (`startService` with the composition root: the consumers,
+ * then the HTTP and metrics ports on free ports, then the loops) from `config`, and waits until it is
+ * connected to RabbitMQ.
+ * @param onPaymentEvent told of every payment event of the replica's gateway
+ */
+export async function startReplica(
+  config: MarketIntelConfig,
+  onPaymentEvent?: (event: PaymentEvent) => void,
+): Promise<Replica> {
+  let composed: MarketIntelService | undefined;
+  const running = await startService({
+    name: 'market-intel',
+    loadConfig: () => ({
+      ...config,
+      HOST: '127.0.0.1',
+      PORT: 0,
+      METRICS_PORT: 0,
+      SHUTDOWN_DRAIN_DELAY_MS: 0,
+    }),
+    compose: async (context) =>
+      (composed = await compose(context.config, context.logger, onPaymentEvent ? { onPaymentEvent } : {})),
+    bufferedLogs: false,
+  });
+  if (!composed) throw new Error('startService did not compose the service');
+  const service = composed;
+  await service.broker.waitForConnection(30_000);
+  return {
+    service,
+    baseUrl: `http://127.0.0.1:${running.port}`,
+    metricsUrl: `http://127.0.0.1:${running.metricsPort ?? 0}`,
+    async close() {
+      for (const step of running.shutdownSteps) await step.run();
+    },
+  };
+}
+
+/**
+ * Starts the whole service as production runs it ({@link startReplica}: config from an environment,
+ * Prisma, the x402 gateway, the consumers, the app, the loops) against a dropped-and-migrated database and a fresh vhost
  * named `dbName` for this run (`runScoped`).
  */
 export async function startHarness(
@@ -114,18 +160,10 @@ export async function startHarness(
     ...options.env,
   };
   const config = loadConfig(env);
-  const logger = createLogger({ name: 'market-intel-test', level: config.LOG_LEVEL });
   const events: PaymentEvent[] = [];
-  const service = await createMarketIntelService(config, logger, { onPaymentEvent: (e) => events.push(e) });
+  const replica = await startReplica(config, (e) => events.push(e));
+  const { service, baseUrl } = replica;
   const { db, reports } = service;
-  await service.start();
-  await service.broker.waitForConnection(30_000);
-  const server: Server = createServer(service.app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (!address || typeof address === 'string') throw new Error('no address');
-  const baseUrl = `http://127.0.0.1:${address.port}`;
-  const metricsServer = await listenMetrics(service.metrics, 0, '127.0.0.1');
   const rpcUrls = {
     solana: ledger.networks.solana.rpcUrl,
     'solana-devnet': ledger.networks['solana-devnet'].rpcUrl,
@@ -134,7 +172,7 @@ export async function startHarness(
 
   return {
     baseUrl,
-    metricsUrl: `http://127.0.0.1:${metricsServer.port}`,
+    metricsUrl: replica.metricsUrl,
     service,
     config,
     env,
@@ -172,10 +210,7 @@ export async function startHarness(
         signature,
       ),
     async close() {
-      service.markShuttingDown();
-      await closeServer(server);
-      await closeServer(metricsServer.server);
-      await service.stop();
+      await replica.close();
       await ledger.close();
       await proxied?.proxy.close();
     },

@@ -1,8 +1,8 @@
 import { Router } from 'express';
 import { validate } from '@repo/service-kit';
 import type { SectorList } from '@repo/schemas';
-import type { ReportRepository } from '../data/reports';
-import { RETRY_AFTER_SECONDS, type HealthProbe } from '../domain/health';
+import type { ReportRepository } from '../../data/reports';
+import { RETRY_AFTER_SECONDS, type HealthProbe } from '../../domain/health';
 import { NetworkOnlyQuery } from './query';
 
 /**

@@ -9,18 +9,18 @@ import {
   type AcceptPaymentOptions,
   type PaymentGateway,
 } from '@repo/x402-express';
-import type { JobRepository } from '../data/jobs';
-import { newJobId } from '../data/jobs';
-import type { ReportRepository } from '../data/reports';
+import type { JobRepository } from '../../data/jobs';
+import { newJobId } from '../../data/jobs';
+import type { ReportRepository } from '../../data/reports';
 import {
   FORGE_SCOUT_ITEMS,
   ForgeRequest,
   JobParams,
   ProveRequest,
   type ComputeUnavailable,
-} from '../domain/compute';
-import { RETRY_AFTER_SECONDS, type HealthProbe } from '../domain/health';
-import { COMPUTE_PRICES, ETA_MINUTES, type PaidRoute } from '../domain/prices';
+} from '../../domain/compute';
+import { RETRY_AFTER_SECONDS, type HealthProbe } from '../../domain/health';
+import { COMPUTE_PRICES, ETA_MINUTES, type PaidRoute } from '../../domain/prices';
 import { PAYMENT_RESPONSE_HEADER, PAYMENT_V2_RESPONSE_HEADER } from '@repo/x402-core';
 import { DISCOVERY } from './discovery';
 import { NetworkOnlyQuery } from './query';

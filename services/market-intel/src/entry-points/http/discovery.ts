@@ -8,7 +8,7 @@ import {
   TrendsResponse,
 } from '@repo/schemas';
 import type { ResourceDiscovery } from '@repo/x402-core';
-import { ForgeRequest, JobAccepted, ProveRequest } from '../domain/compute';
+import { ForgeRequest, JobAccepted, ProveRequest } from '../../domain/compute';
 import { KeywordsQuery, NetworkOnlyQuery, SectorLimitQuery, TrendsQuery } from './query';
 
 const generatedFrom = '2026-11-23T06:00:00.000Z';

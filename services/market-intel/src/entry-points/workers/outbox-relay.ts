@@ -1,5 +1,7 @@
-import type { Broker, QueueLogger } from '@repo/queue';
-import type { Db } from '../data/prisma';
+import type { Broker } from '@repo/queue';
+import type { Logger, Loop, LoopMetrics } from '@repo/service-kit';
+import type { Db } from '../../data/prisma';
+import { restartableLoop } from './restartable-loop';
 
 interface OutboxRow {
   id: bigint;
@@ -18,27 +20,36 @@ export interface OutboxRelayOptions {
   leaseMs: number;
   /** Rows per sweep. */
   batchSize: number;
+  /** Series the sweep loop reports into (`background_loop_*`). */
+  loopMetrics?: LoopMetrics;
 }
 
 /**
- * Publishes the transactional outbox (ARCHITECTURE.md, "Compute jobs": a job message is published
+ * Publishes the transactional outbox (a job message is published
  * only once its row is committed, and never a row without a message). The request that committed a
  * row publishes it at once ({@link OutboxRelay.publishNow}); a periodic sweep publishes what a crash
  * or a broker outage left behind. Rows are claimed with a lease (`FOR UPDATE SKIP LOCKED`), so
  * replicas share the work; a row is deleted only after the broker confirmed it, so delivery is
  * at least once and consumers deduplicate by `messageId`.
  */
-export class OutboxRelay {
-  private timer: NodeJS.Timeout | null = null;
-  private sweeping: Promise<void> | null = null;
-  private stopped = false;
+export class OutboxRelay implements Loop {
+  readonly name = 'outbox-sweep';
+  private readonly loop: Loop;
 
   constructor(
     private readonly db: Db,
     private readonly broker: Broker,
-    private readonly logger: QueueLogger,
+    private readonly logger: Logger,
     private readonly options: OutboxRelayOptions = { sweepIntervalMs: 2000, leaseMs: 30_000, batchSize: 100 },
-  ) {}
+  ) {
+    this.loop = restartableLoop({
+      name: this.name,
+      intervalMs: options.sweepIntervalMs,
+      round: () => this.sweep(),
+      logger,
+      ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
+    });
+  }
 
   /**
    * Publishes the given rows now (after their transaction committed). Never rejects: a failure is
@@ -54,25 +65,19 @@ export class OutboxRelay {
     }
   }
 
-  /** Starts the periodic sweep. */
+  /** Starts the periodic sweep (the first one at once); it can be started again after {@link stop}. */
   start(): void {
-    this.stopped = false;
-    const tick = (): void => {
-      this.sweeping = this.sweep()
-        .catch((err: unknown) => this.logger.warn({ err: String(err) }, 'outbox sweep failed'))
-        .finally(() => {
-          this.sweeping = null;
-          if (!this.stopped) this.timer = setTimeout(tick, this.options.sweepIntervalMs);
-        });
-    };
-    this.timer = setTimeout(tick, 0);
+    this.loop.start();
   }
 
   /** Stops the sweep and waits for one in progress. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.sweeping;
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+
+  /** Sweeps now (or joins the sweep in progress) while started. */
+  kick(): Promise<void> {
+    return this.loop.kick();
   }
 
   /** Publishes every due row (one batch at a time) until none is left. */

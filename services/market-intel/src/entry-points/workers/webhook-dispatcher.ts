@@ -5,15 +5,15 @@ import {
   type LookupFunction,
   type SsrfPolicy,
 } from '@repo/ssrf-guard';
-import type { QueueLogger } from '@repo/queue';
+import type { Logger, Loop, LoopMetrics } from '@repo/service-kit';
 import { Webhook } from 'standardwebhooks';
 import { request, type Dispatcher } from 'undici';
-import type { Db } from './data/prisma';
+import type { Db } from '../../data/prisma';
+import { restartableLoop } from './restartable-loop';
 
 /**
- * The `x-service-signature` of a webhook body (market-intel spec, "Events"): lowercase hex of
- * HMAC-SHA256 over the exact bytes sent, keyed with the shared secret (README, "Webhooks
- * (market-intel)").
+ * The `x-service-signature` of a webhook body (README, "Webhooks (market-intel)"): lowercase hex of
+ * HMAC-SHA256 over the exact bytes sent, keyed with the shared secret.
  * @param secret the signing secret (`WEBHOOK_SECRET`); the HMAC key is its UTF-8 bytes
  * @param rawBody the request body as sent
  * @returns 64 lowercase hex characters
@@ -36,11 +36,11 @@ export function webhookMessageId(jobId: string, status: string): string {
 }
 
 /**
- * The signature headers of one delivery attempt (README, "Webhooks (market-intel)"): the spec's
+ * The signature headers of one delivery attempt (README, "Webhooks (market-intel)"): the
  * `x-service-signature` and the Standard Webhooks trio.
  */
 export interface WebhookSignatureHeaders {
-  /** Lowercase hex HMAC-SHA256 of the body (market-intel spec, "Events"). */
+  /** Lowercase hex HMAC-SHA256 of the body ({@link signWebhookBody}). */
   'x-service-signature': string;
   /** Stable per job and terminal state across retries ({@link webhookMessageId}). */
   'webhook-id': string;
@@ -113,6 +113,8 @@ export interface WebhookOptions {
   pollIntervalMs: number;
   /** Resolver instead of the system's (`dns.lookup`), checked at every connection like it. */
   lookup?: LookupFunction;
+  /** Series the delivery loop reports into (`background_loop_*`). */
+  loopMetrics?: LoopMetrics;
 }
 
 interface DeliveryRow {
@@ -133,19 +135,30 @@ const MAX_DELAY_MS = 3_600_000;
  * network error; addresses are checked against SSRF at connect time (DNS rebinding included).
  * Deliveries are claimed with `FOR UPDATE SKIP LOCKED`, so replicas share them.
  */
-export class WebhookDispatcher {
+export class WebhookDispatcher implements Loop {
+  readonly name = 'webhook-dispatcher';
   private readonly dispatcher: Dispatcher;
   private readonly signer: WebhookSigner;
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private stopped = true;
+  private readonly loop: Loop;
+  // Set by a kick during a pass: the loop runs another pass at once, as the new delivery may have missed this one.
   private again = false;
 
   constructor(
     private readonly db: Db,
     private readonly options: WebhookOptions,
-    private readonly logger: QueueLogger,
+    private readonly logger: Logger,
   ) {
+    this.loop = restartableLoop({
+      name: this.name,
+      intervalMs: options.pollIntervalMs,
+      round: async () => {
+        this.again = false;
+        const attempted = await this.deliverDue();
+        return attempted > 0 || this.again;
+      },
+      logger,
+      ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
+    });
     this.dispatcher = createGuardedDispatcher(options.policy, {
       connectTimeoutMs: options.timeoutMs,
       ...(options.lookup ? { lookup: options.lookup } : {}),
@@ -153,24 +166,20 @@ export class WebhookDispatcher {
     this.signer = new WebhookSigner(options.secret);
   }
 
-  /** Starts polling for due deliveries. */
+  /** Starts polling for due deliveries (the first pass at once). */
   start(): void {
-    this.stopped = false;
-    this.schedule(0);
+    this.loop.start();
   }
 
-  /** Runs a delivery pass soon (a job just reached a terminal state). */
-  kick(): void {
-    if (this.stopped) return;
-    if (this.running) this.again = true;
-    else this.schedule(0);
+  /** Runs a delivery pass now, or another right after the one in progress (a job just reached a terminal state). */
+  kick(): Promise<void> {
+    this.again = true;
+    return this.loop.kick();
   }
 
   /** Stops polling, waits for the pass in progress and closes the connection pool. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.running;
+    await this.loop.stop();
     await this.dispatcher.close();
   }
 
@@ -185,26 +194,6 @@ export class WebhookDispatcher {
     );
     await Promise.all(rows.map((row) => this.deliver(row)));
     return rows.length;
-  }
-
-  private schedule(delayMs: number): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.running = (async () => {
-        do {
-          this.again = false;
-          while ((await this.deliverDue()) > 0) {
-            // keep going while deliveries were due
-          }
-        } while (this.again && !this.stopped);
-      })()
-        .catch((err: unknown) => this.logger.warn({ err: String(err) }, 'webhook pass failed'))
-        .finally(() => {
-          this.running = null;
-          if (!this.stopped) this.schedule(this.options.pollIntervalMs);
-        });
-    }, delayMs);
   }
 
   private async deliver(row: DeliveryRow): Promise<void> {

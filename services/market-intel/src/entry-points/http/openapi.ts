@@ -16,8 +16,8 @@ import {
   type OpenApiOperation,
   type OpenApiParameter,
 } from '@repo/schemas';
-import { ComputeUnavailable, ForgeRequest, JobAccepted, ProveRequest } from '../domain/compute';
-import { COMPUTE_PRICES, DATA_PRICES, type PaidRoute } from '../domain/prices';
+import { ComputeUnavailable, ForgeRequest, JobAccepted, ProveRequest } from '../../domain/compute';
+import { COMPUTE_PRICES, DATA_PRICES, type PaidRoute } from '../../domain/prices';
 
 const network: OpenApiParameter = {
   name: 'network',

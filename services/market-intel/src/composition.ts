@@ -1,38 +1,42 @@
 import { hostname } from 'node:os';
 import type { Application } from 'express';
 import { Broker } from '@repo/queue';
-import { declareComputeTopology } from '@repo/compute';
-import type { Logger } from '@repo/service-kit';
+import { declareComputeTopology, type PipelineKind } from '@repo/compute';
+import { createLoop, createReadiness, type ComposedService, type Logger, type Loop } from '@repo/service-kit';
 import { parseAllowlist } from '@repo/ssrf-guard';
 import type { PaymentEventListener } from '@repo/x402-express';
-import { createApp } from './app';
-import type { MarketIntelConfig } from './config';
-import type { PipelineKind } from '@repo/compute';
-import { JobRepository, type ApplyResult, type JobKindHooks } from './data/jobs';
-import { createDb, type Db } from './data/prisma';
-import { ReportRepository } from './data/reports';
-import { ScanRepository } from './data/scans';
-import { loadSourcesFile } from './domain/scout-sources';
-import { RunnerHealthMonitor } from './domain/health';
-import { heartbeatTopology, startComputeConsumers } from './messaging/compute-events';
-import { OutboxRelay } from './messaging/outbox';
-import { JobWatchdog } from './messaging/job-watchdog';
-import { ScanScheduler } from './messaging/scan-scheduler';
-import { createMarketIntelMetrics, type MarketIntelMetrics } from './metrics';
-import { FeePayerMonitor } from './fee-payer-monitor';
-import { createPaymentGateway, createRefundSenders, paymentGate } from './payments';
 import { PrismaRefundLedger, type RefundRecord } from '@repo/x402-ledger';
 import type { JobRefund } from '@repo/schemas';
+import type { MarketIntelConfig } from './config';
+import { JobRepository, type ApplyResult, type JobKindHooks } from './data/jobs';
+import { openDatabase, type Db } from './data/prisma';
+import { ReportRepository } from './data/reports';
+import { ScanRepository } from './data/scans';
+import { RunnerHealthMonitor } from './domain/health';
 import { REFUNDED_JOB_FAILURES, refundReason } from './domain/refunds';
-import { RefundWorker } from './workers/refund-worker';
-import { WebhookDispatcher } from './webhooks';
+import { loadSourcesFile } from './domain/scout-sources';
+import { heartbeatTopology, startComputeConsumers } from './entry-points/consumers/compute-events';
+import { createApp } from './entry-points/http/app';
+import { createPaymentGateway, createRefundSenders, paymentGate } from './entry-points/http/payments';
+import { FEE_PAYER_CHECK_INTERVAL_MS, FeePayerMonitor } from './entry-points/workers/fee-payer-monitor';
+import { JobWatchdog } from './entry-points/workers/job-watchdog';
+import { OutboxRelay } from './entry-points/workers/outbox-relay';
+import { RefundWorker } from './entry-points/workers/refund-worker';
+import { ScanScheduler } from './entry-points/workers/scan-scheduler';
+import { WebhookDispatcher } from './entry-points/workers/webhook-dispatcher';
+import { createMarketIntelMetrics, type MarketIntelMetrics } from './metrics';
 
 /** How often old payment sightings are pruned, in milliseconds. */
 const SIGHTING_PRUNE_INTERVAL_MS = 3_600_000;
 
-/** The wired service: the app and the parts `main.ts` (and the tests) start and stop. */
-export interface MarketIntelService {
-  app: Application;
+/**
+ * The composed service: what `runService` runs (the app, readiness, metrics, loops, consumers, close)
+ * plus the handles the tests reach into.
+ */
+export interface MarketIntelService extends ComposedService {
+  http: Application;
+  metrics: MarketIntelMetrics;
+  loops: Loop[];
   db: Db;
   broker: Broker;
   jobs: JobRepository;
@@ -49,33 +53,32 @@ export interface MarketIntelService {
   refunds: RefundWorker | null;
   /** The refunds table (read by GET /api/v1/jobs/{jobId}). */
   refundLedger: PrismaRefundLedger;
-  metrics: MarketIntelMetrics;
-  /** Starts the consumers, the outbox sweep, the webhook dispatcher, the scan scheduler and the job watchdog. */
-  start(): Promise<void>;
-  /** Marks the service not ready (readiness turns false before the HTTP server drains). */
-  markShuttingDown(): void;
-  /** Stops background work, drains consumers, closes RabbitMQ, the RPC pools and the database (after the HTTP server closed). */
-  stop(): Promise<void>;
 }
 
 /**
- * Builds market-intel from its configuration: Prisma, the x402 gateway, RabbitMQ (the compute
- * topology plus this replica's heartbeat queue), the job repository, the outbox relay, the runner
- * health monitor, the webhook dispatcher (when `WEBHOOK_SECRET` is set) and the express app.
- * Nothing runs until {@link MarketIntelService.start}.
+ * The composition root of market-intel: configuration -> clients (the database, the x402 gateway,
+ * RabbitMQ with the compute topology plus this replica's heartbeat queue) -> repositories -> use
+ * cases (runner health) -> entry points (the express app, the compute consumers, the loops: outbox
+ * sweep, webhook dispatcher when `WEBHOOK_SECRET` is set, scan scheduler, job watchdog, refund worker
+ * when a refund wallet is configured, fee payer monitor, payment sighting pruning). Used by `main.ts`
+ * and by the tests alike; nothing runs until `start()` (consumers) and the loops are started.
  * @param extra `onPaymentEvent`: an extra listener (tests count verifications with it)
+ * @throws Error naming the problem when the refund or fee payer wallet, the sources file or the
+ *   database (`SELECT 1`) is unusable, before the service listens
  */
-export async function createMarketIntelService(
+export async function compose(
   config: MarketIntelConfig,
   logger: Logger,
   extra: { onPaymentEvent?: PaymentEventListener } = {},
 ): Promise<MarketIntelService> {
   // Read first: a bad refund wallet stops the boot before any connection is opened.
   const refundSenders = createRefundSenders(config);
-  const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+  const database = openDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+  const db = database.prisma;
   const instanceId = config.INSTANCE_ID ?? `${hostname()}-${process.pid}`;
   const metrics = createMarketIntelMetrics();
-  const payments = createPaymentGateway(config, db, (call) => metrics.onRpcCall(call));
+  const loopMetrics = metrics.loops;
+  const payments = createPaymentGateway(config, db, database.pool, (call) => metrics.onRpcCall(call));
   const gateway = {
     ...payments,
     onPaymentEvent: extra.onPaymentEvent
@@ -127,6 +130,7 @@ export async function createMarketIntelService(
     sweepIntervalMs: config.OUTBOX_SWEEP_INTERVAL_MS,
     leaseMs: 30_000,
     batchSize: 100,
+    loopMetrics,
   });
   const policy = { allowlist: parseAllowlist(config.SSRF_ALLOWLIST) };
   const webhooks = config.WEBHOOK_SECRET
@@ -139,6 +143,7 @@ export async function createMarketIntelService(
           maxAttempts: config.WEBHOOK_MAX_ATTEMPTS,
           retryBaseMs: config.WEBHOOK_RETRY_BASE_MS,
           pollIntervalMs: Math.min(1000, config.WEBHOOK_RETRY_BASE_MS),
+          loopMetrics,
         },
         logger,
       )
@@ -155,6 +160,7 @@ export async function createMarketIntelService(
             tickMs: config.SCOUT_SCHEDULER_TICK_MS,
             windowDays: config.SCOUT_WINDOW_DAYS,
             staleMs: config.SCOUT_SCAN_STALE_MINUTES * 60_000,
+            loopMetrics,
           },
           logger,
         )
@@ -167,6 +173,7 @@ export async function createMarketIntelService(
           {
             intervalMs: config.X402_REFUND_INTERVAL_MS,
             confirmTimeoutMs: config.X402_REFUND_CONFIRM_TIMEOUT_MS,
+            loopMetrics,
           },
           logger,
           (network, outcome) => metrics.onRefund(network, outcome),
@@ -176,7 +183,7 @@ export async function createMarketIntelService(
   const afterFailure = (result: ApplyResult): void => {
     if (!result.refundQueued) return;
     metrics.onRefund(result.refundQueued, 'queued');
-    refunds?.kick();
+    void refunds?.kick();
   };
   const watchdog = new JobWatchdog(
     jobs,
@@ -185,13 +192,42 @@ export async function createMarketIntelService(
       republishAfterMs: config.JOB_START_REPUBLISH_MINUTES * 60_000,
       failAfterMs: config.JOB_START_FAIL_MINUTES * 60_000,
       tickMs: config.JOB_WATCHDOG_TICK_MS,
+      loopMetrics,
     },
     logger,
     (result) => {
       metrics.onJobEvent('watchdog', result.applied);
-      if (result.webhookQueued) webhooks?.kick();
+      if (result.webhookQueued) void webhooks?.kick();
       afterFailure(result);
     },
+  );
+  const loops: Loop[] = [outbox, watchdog];
+  if (webhooks) loops.push(webhooks);
+  if (scheduler) loops.push(scheduler);
+  if (refunds) loops.push(refunds);
+  if (Object.keys(payments.settlers ?? {}).length > 0) {
+    loops.push(
+      createLoop({
+        name: 'fee-payer-monitor',
+        intervalMs: FEE_PAYER_CHECK_INTERVAL_MS,
+        round: () => feePayers.check(),
+        logger,
+        metrics: loopMetrics,
+      }),
+    );
+  }
+  // Sightings of payments never completed are kept X402_SIGHTING_RETENTION_HOURS, then pruned.
+  loops.push(
+    createLoop({
+      name: 'payment-sighting-pruner',
+      intervalMs: SIGHTING_PRUNE_INTERVAL_MS,
+      initialDelayMs: SIGHTING_PRUNE_INTERVAL_MS,
+      round: async () => {
+        await payments.ledger.pruneSightings(config.X402_SIGHTING_RETENTION_HOURS * 3_600_000);
+      },
+      logger,
+      metrics: loopMetrics,
+    }),
   );
   metrics.observeCompute({
     countByStatus: () => jobs.countByStatus(),
@@ -200,8 +236,7 @@ export async function createMarketIntelService(
   });
   if (refunds) metrics.observeRefunds(() => refundLedger.countPending());
 
-  let shuttingDown = false;
-  let pruneSightings: NodeJS.Timeout | undefined;
+  const readiness = createReadiness({ database: database.ping, broker: () => broker.isConnected() });
   const app = createApp({
     logger,
     reports,
@@ -218,23 +253,26 @@ export async function createMarketIntelService(
       onJobCreated: (kind) => metrics.onJobCreated(kind),
       devnetJobsPerDay: config.X402_DEVNET_COMPUTE_PER_DAY,
     },
-    isReady: async () =>
-      !shuttingDown &&
-      broker.isConnected() &&
-      (await db.$queryRawUnsafe('SELECT 1').then(
-        () => true,
-        () => false,
-      )),
+    isReady: readiness.isReady,
     trustProxy: config.TRUST_PROXY,
     bodyLimit: config.BODY_LIMIT,
     metrics,
-    corsOrigins: config.CORS_ORIGINS?.split(',')
-      .map((o) => o.trim())
-      .filter(Boolean),
+    corsOrigins: config.CORS_ORIGINS,
   });
 
+  // Fails fast: a database that does not answer stops the boot before the port opens.
+  await db.$queryRawUnsafe('SELECT 1');
+
   return {
-    app,
+    http: app,
+    readiness,
+    metrics,
+    loops,
+    describe: {
+      payTo: config.MERCHANT_TOKEN_ACCOUNT,
+      mint: config.USDC_MINT,
+      webhooks: Boolean(webhooks),
+    },
     db,
     broker,
     jobs,
@@ -247,7 +285,6 @@ export async function createMarketIntelService(
     webhooks,
     refunds,
     refundLedger,
-    metrics,
     async start() {
       await startComputeConsumers(
         {
@@ -256,7 +293,7 @@ export async function createMarketIntelService(
           outbox,
           health,
           logger,
-          onWebhookQueued: () => webhooks?.kick(),
+          onWebhookQueued: () => void webhooks?.kick(),
           onApplied: (type, result) => {
             metrics.onJobEvent(type, result.applied);
             afterFailure(result);
@@ -264,34 +301,12 @@ export async function createMarketIntelService(
         },
         instanceId,
       );
-      outbox.start();
-      webhooks?.start();
-      scheduler?.start();
-      watchdog.start();
-      refunds?.start();
-      feePayers.start();
-      // Sightings of payments never completed are kept X402_SIGHTING_RETENTION_HOURS, then pruned.
-      pruneSightings = setInterval(() => {
-        payments.ledger
-          .pruneSightings(config.X402_SIGHTING_RETENTION_HOURS * 3_600_000)
-          .catch((error: unknown) => logger.warn({ err: error }, 'pruning x402 payment sightings failed'));
-      }, SIGHTING_PRUNE_INTERVAL_MS);
-      pruneSightings.unref();
     },
-    markShuttingDown() {
-      shuttingDown = true;
-    },
-    async stop() {
-      clearInterval(pruneSightings);
-      await feePayers.stop();
-      await scheduler?.stop();
-      await watchdog.stop();
-      await refunds?.stop();
-      await outbox.stop();
-      await webhooks?.stop();
+    // After HTTP drained and the loops stopped: in-flight requests and rounds may still publish.
+    async close() {
       await broker.close(10_000);
       await payments.close();
-      await db.$disconnect();
+      await database.close();
     },
   };
 }

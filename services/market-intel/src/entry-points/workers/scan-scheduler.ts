@@ -1,8 +1,9 @@
 import type { ScoutSectorSources } from '@repo/compute';
-import type { QueueLogger } from '@repo/queue';
-import type { JobRepository } from '../data/jobs';
-import type { ScanRepository } from '../data/scans';
-import type { OutboxRelay } from './outbox';
+import type { Logger, Loop, LoopMetrics } from '@repo/service-kit';
+import type { JobRepository } from '../../data/jobs';
+import type { ScanRepository } from '../../data/scans';
+import type { OutboxRelay } from './outbox-relay';
+import { restartableLoop } from './restartable-loop';
 
 /** Options of {@link ScanScheduler}; times in milliseconds. */
 export interface ScanSchedulerOptions {
@@ -14,18 +15,19 @@ export interface ScanSchedulerOptions {
   windowDays: number;
   /** A scan without progress for this long is failed, so its sector can be scanned again. */
   staleMs: number;
+  /** Series the loop reports into (`background_loop_*`). */
+  loopMetrics?: LoopMetrics;
 }
 
 /**
- * Starts scout scans on schedule (ARCHITECTURE.md "Scout scans" bullet; README "Scout scans"). Every replica ticks; the claim in
+ * Starts scout scans on schedule (README, "Scout scans"). Every replica ticks; the claim in
  * {@link ScanRepository.start} lets one scan per sector run at a time whichever replica starts it, and
  * only when the sector's last scan started at least `intervalMs` ago. Scans stuck for `staleMs` (no
  * runner took them) are failed, which releases their sector.
  */
-export class ScanScheduler {
-  private timer: NodeJS.Timeout | null = null;
-  private ticking: Promise<unknown> | null = null;
-  private stopped = false;
+export class ScanScheduler implements Loop {
+  readonly name = 'scan-scheduler';
+  private readonly loop: Loop;
 
   /**
    * @param sectors the configured sectors and their sources
@@ -37,29 +39,33 @@ export class ScanScheduler {
     private readonly outbox: OutboxRelay,
     private readonly sectors: readonly ScoutSectorSources[],
     private readonly options: ScanSchedulerOptions,
-    private readonly logger: QueueLogger,
+    private readonly logger: Logger,
     private readonly onStarted?: (sector: string) => void,
-  ) {}
+  ) {
+    this.loop = restartableLoop({
+      name: this.name,
+      intervalMs: options.tickMs,
+      round: async () => {
+        await this.tick();
+      },
+      logger,
+      ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
+    });
+  }
 
   /** Starts ticking (the first tick at once). */
   start(): void {
-    this.stopped = false;
-    const tick = (): void => {
-      this.ticking = this.tick()
-        .catch((err: unknown) => this.logger.warn({ err: String(err) }, 'scan scheduler tick failed'))
-        .finally(() => {
-          this.ticking = null;
-          if (!this.stopped) this.timer = setTimeout(tick, this.options.tickMs);
-        });
-    };
-    this.timer = setTimeout(tick, 0);
+    this.loop.start();
   }
 
   /** Stops ticking and waits for a tick in progress. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.ticking;
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+
+  /** Ticks now (or joins the tick in progress) while started. */
+  kick(): Promise<void> {
+    return this.loop.kick();
   }
 
   /**

@@ -1,9 +1,9 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Broker, Delivery, QueueLogger, Settlement, TopologySetup } from '@repo/queue';
 import { COMPUTE_TOPOLOGY, JobEvent, RunnerHeartbeat, StepCommand } from '@repo/compute';
-import type { ApplyResult, JobRepository } from '../data/jobs';
-import type { RunnerHealthMonitor } from '../domain/health';
-import type { OutboxRelay } from './outbox';
+import type { ApplyResult, JobRepository } from '../../data/jobs';
+import type { RunnerHealthMonitor } from '../../domain/health';
+import type { OutboxRelay } from '../workers/outbox-relay';
 
 /** What the compute consumers act on. */
 export interface ComputeConsumerDeps {
@@ -43,7 +43,7 @@ export function heartbeatTopology(instanceId: string): TopologySetup {
 }
 
 /**
- * Starts market-intel's consumers (ARCHITECTURE.md, "Compute jobs"):
+ * Starts market-intel's consumers (README, "Failed jobs and health (market-intel)"):
  * - job events from the runners (starts and step outcomes on separate queues), applied to the job rows once each (duplicates dropped by step
  *   index); the next step command is published from the outbox right after the commit. A database
  *   error requeues the event after a backoff; an unparseable event is dead-lettered.

@@ -1,7 +1,8 @@
-import type { QueueLogger } from '@repo/queue';
+import type { Logger, Loop, LoopMetrics } from '@repo/service-kit';
 import type { X402Network } from '@repo/schemas';
 import type { PrismaRefundLedger, RefundClaim } from '@repo/x402-ledger';
 import { RefundSendError, type RefundSender, type RefundState, type SignedRefund } from '@repo/x402-solana';
+import { restartableLoop } from './restartable-loop';
 
 /** Options of {@link RefundWorker}; times in milliseconds. */
 export interface RefundWorkerOptions {
@@ -13,6 +14,8 @@ export interface RefundWorkerOptions {
   pollIntervalMs?: number;
   /** Refunds claimed per pass, default 5. */
   batchSize?: number;
+  /** Series the loop reports into (`background_loop_*`). */
+  loopMetrics?: LoopMetrics;
 }
 
 /** What a refund did, for metrics (`x402_refunds_total`). */
@@ -33,10 +36,12 @@ const MAX_RETRY_MS = 300_000;
  * it (an unfunded refund wallet) it is retried with a growing delay up to 5 minutes, and a warning
  * names the wallet.
  */
-export class RefundWorker {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
+export class RefundWorker implements Loop {
+  readonly name = 'refund-worker';
+  private readonly loop: Loop;
+  // Cuts a confirmation watch short on shutdown.
   private stopped = true;
+  // Set by a kick during a pass: the loop runs another pass at once, as the new refund may have missed this one.
   private again = false;
   private readonly pollIntervalMs: number;
   private readonly batchSize: number;
@@ -50,32 +55,41 @@ export class RefundWorker {
     private readonly ledger: PrismaRefundLedger,
     private readonly senders: Partial<Record<X402Network, RefundSender>>,
     private readonly options: RefundWorkerOptions,
-    private readonly logger: QueueLogger,
+    private readonly logger: Logger,
     private readonly onOutcome: (network: X402Network, outcome: RefundOutcome) => void = () => undefined,
   ) {
     this.pollIntervalMs = options.pollIntervalMs ?? 500;
     this.batchSize = options.batchSize ?? 5;
+    this.loop = restartableLoop({
+      name: this.name,
+      intervalMs: options.intervalMs,
+      round: async () => {
+        this.again = false;
+        if (this.stopped) return false;
+        const claimed = await this.runDue();
+        return claimed > 0 || this.again;
+      },
+      logger,
+      ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
+    });
   }
 
   /** Starts looking for due refunds (the first pass at once). */
   start(): void {
     this.stopped = false;
-    this.schedule(0);
+    this.loop.start();
   }
 
-  /** Runs a pass soon (a refund was just queued). */
-  kick(): void {
-    if (this.stopped) return;
-    if (this.running) this.again = true;
-    else this.schedule(0);
+  /** Runs a pass now, or another right after the one in progress (a refund was just queued). */
+  kick(): Promise<void> {
+    this.again = true;
+    return this.loop.kick();
   }
 
   /** Stops looking and waits for the pass in progress. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
+    await this.loop.stop();
   }
 
   /**
@@ -87,27 +101,6 @@ export class RefundWorker {
     const claims = await this.ledger.claimDue(this.batchSize, this.options.confirmTimeoutMs + 60_000);
     await Promise.all(claims.map((claim) => this.process(claim)));
     return claims.length;
-  }
-
-  private schedule(delayMs: number): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.running = (async () => {
-        do {
-          this.again = false;
-          while (!this.stopped && (await this.runDue()) > 0) {
-            // keep going while refunds were due
-          }
-        } while (this.again && !this.stopped);
-      })()
-        .catch((err: unknown) => this.logger.warn({ err: String(err) }, 'refund pass failed'))
-        .finally(() => {
-          this.running = null;
-          if (!this.stopped) this.schedule(this.options.intervalMs);
-        });
-    }, delayMs);
-    this.timer.unref();
   }
 
   private async process(claim: RefundClaim): Promise<void> {

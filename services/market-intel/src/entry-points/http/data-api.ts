@@ -2,8 +2,8 @@ import { Router, type RequestHandler } from 'express';
 import { validate, validated } from '@repo/service-kit';
 import type { z } from 'zod';
 import type { ResourceDiscovery } from '@repo/x402-core';
-import { DATA_PRICES, type PaidRoute } from '../domain/prices';
-import type { ScoutService } from '../domain/scout';
+import { DATA_PRICES, type PaidRoute } from '../../domain/prices';
+import type { ScoutService } from '../../domain/scout';
 import { DISCOVERY } from './discovery';
 import { KeywordsQuery, NetworkOnlyQuery, SectorLimitQuery, TrendsQuery } from './query';
 

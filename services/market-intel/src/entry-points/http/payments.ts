@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import { clientIpKey, createRateLimit } from '@repo/service-kit';
 import type { X402Network } from '@repo/schemas';
 import {
@@ -19,9 +19,9 @@ import {
   type RpcCallEvent,
   type SolanaPaymentVerifierOptions,
 } from '@repo/x402-solana';
-import type { MarketIntelConfig } from './config';
-import type { Db } from './data/prisma';
-import type { PaymentGate } from './routes/data-api';
+import type { MarketIntelConfig } from '../../config';
+import type { Db } from '../../data/prisma';
+import type { PaymentGate } from './data-api';
 
 /** The configuration {@link createPaymentGateway} reads. */
 export type PaymentConfig = Pick<
@@ -203,14 +203,17 @@ export function createVerificationGuard(config: PaymentConfig, pool: Pool): Veri
  * (`solana` always, `solana-devnet` when enabled and its mint and merchant account are set) with its not-found
  * cache and RPC circuit breaker, the official-scheme settlers ({@link createSettlers}), the
  * Postgres payment ledger (table `x402_payments`), the request-bound references when
- * `X402_REFERENCE_SECRET` is set, and the verification and settlement rate limits; `close()`
- * releases the RPC connection pools and the rate limits' pool.
+ * `X402_REFERENCE_SECRET` is set, and the verification and settlement rate limits (stored through
+ * `pool`); `close()` releases the RPC connection pools.
+ * @param db the service's Prisma client (the ledger's tables)
+ * @param pool the `pg` pool under `db` (the rate limits' table)
  * @param onRpcCall told of every verifier RPC call and of every call avoided (metrics)
  * @throws Error when the official-scheme configuration is invalid (see {@link createSettlers})
  */
 export function createPaymentGateway(
   config: PaymentConfig,
   db: Db,
+  pool: Pool,
   onRpcCall?: (call: RpcCallEvent) => void,
 ): PaymentGateway & { close(): Promise<void> } {
   const options: SolanaPaymentVerifierOptions = {
@@ -242,30 +245,19 @@ export function createPaymentGateway(
     );
   }
   const settlers = createSettlers(config);
-  const limitsPool = new Pool({
-    connectionString: config.DATABASE_URL,
-    max: 2,
-    connectionTimeoutMillis: 5000,
-  });
-  // An idle connection the database dropped is replaced on next use; without a listener the pool's
-  // 'error' event would end the process.
-  limitsPool.on('error', () => undefined);
   return {
     ledger: new PrismaPaymentLedger(db),
     verifiers,
     settlers,
-    verificationGuard: createVerificationGuard(config, limitsPool),
-    ...(Object.keys(settlers).length > 0
-      ? { settlementGuard: createSettlementGuard(config, limitsPool) }
-      : {}),
+    verificationGuard: createVerificationGuard(config, pool),
+    ...(Object.keys(settlers).length > 0 ? { settlementGuard: createSettlementGuard(config, pool) } : {}),
     ...(config.X402_REFERENCE_SECRET
       ? { references: { secret: config.X402_REFERENCE_SECRET, required: config.X402_REQUIRE_REFERENCE } }
       : {}),
     publicBaseUrl: config.PUBLIC_BASE_URL,
-    /** Closes the verifiers' RPC connection pools and the rate limits' pool. */
+    /** Closes the verifiers' RPC connection pools (the database pool belongs to the caller). */
     async close() {
       await Promise.all(Object.values(verifiers).map((v) => v.close()));
-      await limitsPool.end();
     },
   };
 }

@@ -7,18 +7,17 @@ export interface MonitorLogger {
   debug(fields: Record<string, unknown>, message: string): void;
 }
 
-/** How often the fee payer's balance is read, in milliseconds. */
+/** How often the fee payer's balance is read, in milliseconds (the `fee-payer-monitor` loop's interval). */
 export const FEE_PAYER_CHECK_INTERVAL_MS = 60_000;
 
 /**
  * Watches the official-scheme fee payer's SOL balance on each network (README, "Observability
- * (market-intel)"): reads it at start and every minute into `x402_fee_payer_lamports{network}`, and
+ * (market-intel)"): reads it ({@link FeePayerMonitor.check}, run at start and every minute by a loop) into `x402_fee_payer_lamports{network}`, and
  * logs a warning when it falls below `minLamports` (again only after it recovered), since an empty
  * fee payer makes every official-scheme payment fail. An unreachable or slow RPC (5 s per read) is
  * logged at debug and retried next time, so a check never holds up shutdown for long.
  */
 export class FeePayerMonitor {
-  private timer: NodeJS.Timeout | undefined;
   private readonly low = new Set<X402Network>();
   private running: Promise<void> | undefined;
 
@@ -28,7 +27,6 @@ export class FeePayerMonitor {
       minLamports: bigint;
       logger: MonitorLogger;
       onBalance: (network: X402Network, lamports: bigint) => void;
-      intervalMs?: number;
     },
   ) {}
 
@@ -69,20 +67,5 @@ export class FeePayerMonitor {
         this.running = undefined;
       });
     return this.running;
-  }
-
-  /** Checks now and every interval until {@link stop}; a no-op without settlers. */
-  start(): void {
-    if (Object.keys(this.settlers).length === 0 || this.timer) return;
-    void this.check();
-    this.timer = setInterval(() => void this.check(), this.options.intervalMs ?? FEE_PAYER_CHECK_INTERVAL_MS);
-    this.timer.unref();
-  }
-
-  /** Stops the timer and waits for a check in progress. */
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
-    await this.running;
   }
 }

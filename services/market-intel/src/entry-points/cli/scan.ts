@@ -1,10 +1,10 @@
 import { parseArgs } from 'node:util';
 import { setTimeout as delay } from 'node:timers/promises';
-import { JobRepository } from '../data/jobs';
-import { createDb } from '../data/prisma';
-import { ReportRepository } from '../data/reports';
-import { ScanRepository, type ScanProgress } from '../data/scans';
-import { loadSourcesFile, SourcesFileError } from '../domain/scout-sources';
+import { JobRepository } from '../../data/jobs';
+import { openDatabase } from '../../data/prisma';
+import { ReportRepository } from '../../data/reports';
+import { ScanRepository, type ScanProgress } from '../../data/scans';
+import { loadSourcesFile, SourcesFileError } from '../../domain/scout-sources';
 
 const USAGE = `Usage: scan <sector> [--sources-file FILE] [--window-days N] [--detach]
        scan --list
@@ -38,7 +38,8 @@ async function main(): Promise<number> {
     console.error('scan: DATABASE_URL is not set');
     return 2;
   }
-  const db = createDb(databaseUrl, 2);
+  const database = openDatabase(databaseUrl, 2);
+  const db = database.prisma;
   try {
     const reports = new ReportRepository(db);
     const scans = new ScanRepository(db, new JobRepository(db), reports);
@@ -88,7 +89,7 @@ async function main(): Promise<number> {
     }
     throw err;
   } finally {
-    await db.$disconnect();
+    await database.close();
   }
 }
 

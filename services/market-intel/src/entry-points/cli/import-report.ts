@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { createDb } from '../data/prisma';
-import { ReportRepository } from '../data/reports';
-import { parseReportFile, ReportFileError, shiftReportToNow } from '../domain/report-file';
+import { openDatabase } from '../../data/prisma';
+import { ReportRepository } from '../../data/reports';
+import { parseReportFile, ReportFileError, shiftReportToNow } from '../../domain/report-file';
 
 const USAGE = `Usage: import-report <file.json> [--shift-to-now] [--if-empty]
 
@@ -38,7 +38,8 @@ async function main(): Promise<number> {
     return 1;
   }
   if (values['shift-to-now']) report = shiftReportToNow(report, new Date());
-  const db = createDb(databaseUrl, 2);
+  const database = openDatabase(databaseUrl, 2);
+  const db = database.prisma;
   try {
     const reports = new ReportRepository(db);
     if (values['if-empty'] && (await reports.hasAnyReport())) {
@@ -53,7 +54,7 @@ async function main(): Promise<number> {
     );
     return 0;
   } finally {
-    await db.$disconnect();
+    await database.close();
   }
 }
 

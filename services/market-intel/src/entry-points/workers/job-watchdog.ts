@@ -1,6 +1,7 @@
-import type { QueueLogger } from '@repo/queue';
-import type { ApplyResult, JobRepository } from '../data/jobs';
-import type { OutboxRelay } from './outbox';
+import type { Logger, Loop, LoopMetrics } from '@repo/service-kit';
+import type { ApplyResult, JobRepository } from '../../data/jobs';
+import type { OutboxRelay } from './outbox-relay';
+import { restartableLoop } from './restartable-loop';
 
 /** Options of {@link JobWatchdog}; times in milliseconds. */
 export interface JobWatchdogOptions {
@@ -10,6 +11,8 @@ export interface JobWatchdogOptions {
   failAfterMs: number;
   /** How often each replica looks. */
   tickMs: number;
+  /** Series the loop reports into (`background_loop_*`). */
+  loopMetrics?: LoopMetrics;
 }
 
 /**
@@ -17,10 +20,9 @@ export interface JobWatchdogOptions {
  * after `republishAfterMs` and fails them after `failAfterMs`, so a paid job never waits unseen in
  * `pending`. Every replica ticks; the rows are locked, so each job is handled once per tick.
  */
-export class JobWatchdog {
-  private timer: NodeJS.Timeout | null = null;
-  private ticking: Promise<unknown> | null = null;
-  private stopped = false;
+export class JobWatchdog implements Loop {
+  readonly name = 'job-watchdog';
+  private readonly loop: Loop;
 
   /**
    * @param onFailed told of each job it failed (webhooks, metrics)
@@ -29,29 +31,34 @@ export class JobWatchdog {
     private readonly jobs: JobRepository,
     private readonly outbox: OutboxRelay,
     private readonly options: JobWatchdogOptions,
-    private readonly logger: QueueLogger,
+    private readonly logger: Logger,
     private readonly onFailed?: (result: ApplyResult) => void,
-  ) {}
+  ) {
+    this.loop = restartableLoop({
+      name: this.name,
+      intervalMs: options.tickMs,
+      initialDelayMs: options.tickMs,
+      round: async () => {
+        await this.tick();
+      },
+      logger,
+      ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
+    });
+  }
 
   /** Starts ticking (the first tick after `tickMs`). */
   start(): void {
-    this.stopped = false;
-    const tick = (): void => {
-      this.ticking = this.tick()
-        .catch((err: unknown) => this.logger.warn({ err: String(err) }, 'job watchdog tick failed'))
-        .finally(() => {
-          this.ticking = null;
-          if (!this.stopped) this.timer = setTimeout(tick, this.options.tickMs);
-        });
-    };
-    this.timer = setTimeout(tick, this.options.tickMs);
+    this.loop.start();
   }
 
   /** Stops ticking and waits for a tick in progress. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.ticking;
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+
+  /** Ticks now (or joins the tick in progress) while started. */
+  kick(): Promise<void> {
+    return this.loop.kick();
   }
 
   /**

@@ -1,13 +1,13 @@
 import type { Application } from 'express';
 import { errorHandler, notFoundHandler } from '@repo/errors';
 import { createBaseApp, type Logger, type ServiceMetrics } from '@repo/service-kit';
-import type { ReportRepository } from './data/reports';
-import type { HealthProbe } from './domain/health';
-import { ScoutService } from './domain/scout';
-import { dataApiRouter, type PaymentGate } from './routes/data-api';
-import { computeRouter, type ComputeDeps } from './routes/compute';
-import { freeRouter } from './routes/free';
-import { openApiRouter } from './routes/openapi';
+import type { ReportRepository } from '../../data/reports';
+import type { HealthProbe } from '../../domain/health';
+import { ScoutService } from '../../domain/scout';
+import { dataApiRouter, type PaymentGate } from './data-api';
+import { computeRouter, type ComputeDeps } from './compute';
+import { freeRouter } from './free';
+import { openApiRouter } from './openapi';
 
 /** Everything the app needs, built by `main.ts` (or a test). */
 export interface AppDeps {
@@ -20,7 +20,8 @@ export interface AppDeps {
   isReady?: () => boolean | Promise<boolean>;
   trustProxy?: number;
   bodyLimit?: string;
-  corsOrigins?: string[];
+  /** `CORS_ORIGINS` as configured: comma-separated origins allowed by CORS; closed when empty. */
+  corsOrigins?: string;
   now?: () => Date;
   /** The Compute API's dependencies; without them the compute endpoints answer 503 `config`. */
   compute?: ComputeDeps;
