@@ -2,6 +2,23 @@ import js from '@eslint/js';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
+/** Import specifiers of the deployable services (and relative paths into another service's folder). */
+const SERVICE_PACKAGES = [
+  '@repo/market-intel',
+  '@repo/market-intel/*',
+  '@repo/pipeline-runner',
+  '@repo/pipeline-runner/*',
+  '@repo/signal-feedback',
+  '@repo/signal-feedback/*',
+  '@repo/skill-router',
+  '@repo/skill-router/*',
+  '**/services/*/src/**',
+  '**/market-intel/src/**',
+  '**/pipeline-runner/src/**',
+  '**/signal-feedback/src/**',
+  '**/skill-router/src/**',
+];
+
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/node_modules/**', '**/src/generated/**', '**/coverage/**', '**/.turbo/**'] },
   js.configs.recommended,
@@ -20,6 +37,61 @@ export default tseslint.config(
         {
           selector: 'ExportAllDeclaration[source.value=/^@repo\\//]',
           message: 'Export an explicit named API.',
+        },
+      ],
+    },
+  },
+  // The layers (docs/architecture.md, "Layers"): services import packages, never another service;
+  // packages import no service; in a service, data/ imports neither domain/ nor entry-points/, and
+  // domain/ does not import entry-points/.
+  {
+    files: ['packages/**/*.ts', 'services/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: SERVICE_PACKAGES,
+              message: 'A service is a deployable, not a library: share code through a package.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['services/*/src/data/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: SERVICE_PACKAGES, message: 'A service is a deployable, not a library.' },
+            {
+              group: ['**/domain', '**/domain/**', '**/entry-points', '**/entry-points/**'],
+              message:
+                'data/ never imports domain/ or entry-points/: domain depends on data, not the reverse.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['services/*/src/domain/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: SERVICE_PACKAGES, message: 'A service is a deployable, not a library.' },
+            {
+              group: ['**/entry-points', '**/entry-points/**'],
+              message:
+                'domain/ never imports entry-points/: entry points call the use cases, not the reverse.',
+            },
+          ],
         },
       ],
     },

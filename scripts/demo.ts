@@ -18,8 +18,8 @@ import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { getLocalnetInfo, rpcUrlFor } from '@repo/solana-localnet';
 import { CAIP2_NETWORKS, encodePaymentHeader } from '@repo/x402-core';
 import { fetchWithPayment } from '@repo/x402-solana/client';
-import { runSignalFeedbackDemo } from '../services/signal-feedback/scripts/demo';
-import { runSkillRouterDemo } from '../services/skill-router/scripts/demo';
+import { runSignalFeedbackDemo } from '@repo/signal-feedback/demo';
+import { runSkillRouterDemo } from '@repo/skill-router/demo';
 import { FIXTURE_SCAN, startFixtureFeeds } from '@repo/compute/testing';
 
 const env = process.env;
