@@ -1,4 +1,5 @@
-import { generateApiKey, hashApiKey, hashesEqual, looksLikeApiKey } from '../src/domain/api-keys';
+import { hashApiKey, hashesEqual } from '@repo/service-kit';
+import { signalFeedbackKeys } from '../src/domain/api-keys';
 import {
   buildEvidence,
   evidenceHash,
@@ -25,13 +26,14 @@ const stats = (negative: number, positive: number, neutral = 0, failing = 'payme
 
 describe('API keys', () => {
   test('When keys are generated, then they are spk_ + base58 of 32 bytes, distinct, and hash-compared', () => {
-    const a = generateApiKey();
-    const b = generateApiKey();
+    const a = signalFeedbackKeys.generate();
+    const b = signalFeedbackKeys.generate();
     expect(a.key).toMatch(/^spk_[1-9A-HJ-NP-Za-km-z]{43,44}$/);
     expect(a.key).not.toBe(b.key);
     expect(a.displayPrefix).toBe(a.key.slice(0, 12));
-    expect(looksLikeApiKey(a.key)).toBe(true);
-    expect(looksLikeApiKey('spk_0OIl' + 'a'.repeat(40))).toBe(false);
+    expect(signalFeedbackKeys.looksLike(a.key)).toBe(true);
+    expect(signalFeedbackKeys.looksLike('spk_0OIl' + 'a'.repeat(40))).toBe(false);
+    expect(signalFeedbackKeys.looksLike('sk_router_' + 'a'.repeat(44))).toBe(false);
     expect(hashesEqual(a.hash, hashApiKey(a.key))).toBe(true);
     expect(hashesEqual(a.hash, b.hash)).toBe(false);
     expect(hashesEqual(a.hash, '')).toBe(false);

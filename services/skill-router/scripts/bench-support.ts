@@ -2,7 +2,7 @@ import type { Pool } from 'pg';
 import { ApiKeyRepository } from '../src/data/api-keys';
 import { openDatabase } from '../src/data/prisma';
 import { SkillDirectory } from '../src/data/skill-directory';
-import { generateApiKey } from '../src/domain/api-keys';
+import { skillRouterKeys } from '../src/domain/api-keys';
 import type { RegisterSkillRequest } from '../src/schemas';
 
 export { startLocalSkills } from './local-skills';
@@ -33,8 +33,12 @@ export async function openDirectorySeeder(databaseUrl: string, poolSize = 20): P
   await database.pool.query(
     'TRUNCATE call_reports, health_checks, skill_stats, skills, api_keys, rate_limits',
   );
-  const { prefix, keyHash } = generateApiKey();
-  const owner = await new ApiKeyRepository(database.prisma).create({ name: 'bench-seed', prefix, keyHash });
+  const { hash, displayPrefix } = skillRouterKeys.generate();
+  const owner = await new ApiKeyRepository(database.prisma).create({
+    name: 'bench-seed',
+    prefix: displayPrefix,
+    keyHash: hash,
+  });
   const directory = new SkillDirectory(database.prisma);
   return {
     pool: database.pool,

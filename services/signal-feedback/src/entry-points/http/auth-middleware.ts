@@ -1,10 +1,11 @@
 import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError } from '@repo/errors';
+import { hashApiKey, hashesEqual } from '@repo/service-kit';
 import type { SessionRecord } from '../../data/accounts';
 import type { KeyOwnerCache } from '../../data/key-cache';
 import type { KeyOwner } from '../../data/signals';
-import { hashApiKey, hashesEqual, looksLikeApiKey } from '../../domain/api-keys';
+import { signalFeedbackKeys } from '../../domain/api-keys';
 import { hashSessionToken, safeEqual } from '../../domain/sessions';
 import type { AccountRepository } from '../../data/accounts';
 
@@ -159,7 +160,7 @@ export function apiKeyAuth(
       else next();
       return;
     }
-    if (!looksLikeApiKey(key)) {
+    if (!signalFeedbackKeys.looksLike(key)) {
       next(new AppError('unauthorized', 'API key invalid'));
       return;
     }

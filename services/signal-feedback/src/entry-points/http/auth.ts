@@ -1,9 +1,9 @@
 import { Router, type CookieOptions, type Response } from 'express';
 import type { z } from 'zod';
 import { AppError } from '@repo/errors';
-import { validate, validated } from '@repo/service-kit';
+import { validate, validated, type RateDecision } from '@repo/service-kit';
 import type { AccountRepository, SessionRecord, UserRecord } from '../../data/accounts';
-import type { AuthRateLimiter, RateDecision } from '../../data/rate-limits';
+import type { AuthRateLimiter } from '../../data/rate-limits';
 import type { PasswordHasher } from '../../domain/passwords';
 import { monthKey, nextMonthStart, PLAN_LIMITS } from '../../domain/plans';
 import { newSessionTokens } from '../../domain/sessions';

@@ -3,7 +3,7 @@ import { AppError, notFound } from '@repo/errors';
 import { validate, validated } from '@repo/service-kit';
 import { z } from 'zod';
 import type { ContextRecord, ProductRepository } from '../../data/products';
-import { generateApiKey } from '../../domain/api-keys';
+import { signalFeedbackKeys } from '../../domain/api-keys';
 import { PLAN_LIMITS } from '../../domain/plans';
 import {
   ContextIdQuery,
@@ -66,7 +66,7 @@ export function productsRouter(deps: {
   router.post('/products', validate({ body: CreateProductBody }), async (_req, res) => {
     const { body } = validated<unknown, unknown, z.infer<typeof CreateProductBody>>(res.locals);
     const u = user(res.locals);
-    const key = generateApiKey();
+    const key = signalFeedbackKeys.generate();
     const maxProducts = PLAN_LIMITS[u.plan].products;
     const created = await deps.products.createWithinLimit({
       userId: u.id,
@@ -86,7 +86,7 @@ export function productsRouter(deps: {
 
   router.post('/products/:id/rotate-key', validate({ params: ProductIdParams }), async (_req, res) => {
     const { params } = validated<unknown, z.infer<typeof ProductIdParams>>(res.locals);
-    const key = generateApiKey();
+    const key = signalFeedbackKeys.generate();
     const u = user(res.locals);
     const products = await deps.products.listForUser(u.id);
     const product = products.find((p) => p.id === params.id);

@@ -1,7 +1,8 @@
 import type { RequestHandler } from 'express';
 import { AppError } from '@repo/errors';
+import { hashApiKey, hashesEqual } from '@repo/service-kit';
 import type { ApiKeyRepository } from '../../data/api-keys';
-import { hashApiKey, hashesEqual, looksLikeApiKey } from '../../domain/api-keys';
+import { skillRouterKeys } from '../../domain/api-keys';
 
 /** The authenticated key, stored in `res.locals.apiKey` by {@link requireApiKey}. */
 export interface AuthenticatedKey {
@@ -13,7 +14,7 @@ export interface AuthenticatedKey {
 const KEY_CACHE_MAX = 10_000;
 
 /**
- * Protects a route (skill-router spec, "Authentication"): header `x-api-key` must carry a key from
+ * Protects a route (README, "Keys"): header `x-api-key` must carry a key from
  * POST /api/auth/key. The key is hashed (SHA-256), looked up by hash and the hashes compared in
  * constant time. Known keys are cached by hash for `cacheTtlMs` (keys are never changed or revoked
  * today; the TTL bounds how long a future revocation could go unnoticed); unknown keys are not cached.
@@ -45,7 +46,7 @@ export function requireApiKey(keys: ApiKeyRepository, cacheTtlMs = 60_000): Requ
       );
       return;
     }
-    const key = looksLikeApiKey(presented) ? await lookup(hashApiKey(presented)) : null;
+    const key = skillRouterKeys.looksLike(presented) ? await lookup(hashApiKey(presented)) : null;
     if (key) {
       res.locals.apiKey = key satisfies AuthenticatedKey;
       next();
