@@ -1,7 +1,8 @@
-// Compute-job benchmarks (issue targets in docs/benchmarks.md):
+// Compute-job benchmarks (targets and results in docs/benchmarks.md, "Compute jobs (market-intel ->
+// RabbitMQ -> pipeline-runner)"):
 //  1. time from the 202 to `running` (agent_jobs.started_at - created_at), p50/p99: for SOLO jobs
-//     submitted one at a time, and for every job of the burst below (target p99 <= 100 ms; the spec
-//     promises pending under 5 s);
+//     submitted one at a time, and for every job of the burst below (target p99 <= 100 ms; the looser
+//     bound docs/benchmarks.md records beside it: under 5 s in `pending`);
 //  2. JOBS paid prove/debate and forge/ideate jobs submitted at once against a scripted LLM: all reach a
 //     terminal state, none lost, and the runners' throughput in applied steps per second.
 // The ledger, market-intel and each pipeline-runner run in their own processes; the scripted

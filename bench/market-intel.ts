@@ -1,4 +1,4 @@
-// market-intel benchmarks (issue targets in docs/benchmarks.md):
+// market-intel benchmarks (targets and results in docs/benchmarks.md):
 //  1. unpaid 402 challenge throughput, as a ratio to a bare Express JSON route (target >= 0.7);
 //  2. paid requests with fresh signatures at 32 concurrent clients on the local ledger: p50/p99 latency
 //     (target p99 <= 50 ms) and the part spent in Solana RPC (from the service's /metrics);

@@ -1,4 +1,5 @@
-// signal-feedback benchmark (issue 4, "Benchmark"; results in docs/benchmarks.md):
+// signal-feedback benchmark (targets and results in docs/benchmarks.md, "signal-feedback: signal
+// ingestion"):
 //  POST /api/signals with batches of 100 signals for BENCH_DURATION_S (default 20) seconds at
 //  BENCH_CONNECTIONS (default 16) connections: signals per second sustained (target >= 10,000), as a
 //  ratio to a raw `pg` multi-row INSERT of the same rows into the same table in the same run, with the

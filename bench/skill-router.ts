@@ -1,4 +1,5 @@
-// skill-router benchmarks (issue 5 targets, docs/benchmarks.md):
+// skill-router benchmarks (targets and results in docs/benchmarks.md, "skill-router: routing and
+// verification"):
 //  1. POST /api/discover/route latency p50/p99 with 10,000 active skills in the directory at 16
 //     concurrent clients (autocannon; target p99 <= 30 ms). The skills are seeded straight into
 //     PostgreSQL through the service's own repository (same full-text vectors as a registration),

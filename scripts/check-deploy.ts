@@ -1,5 +1,5 @@
 // Offline checks of the deployment files that the schema validators cannot make: that they agree with the
-// code (variable names each config.ts reads, ports, start commands), with the requirements
+// code (variable names each config.ts reads, ports, start commands), with the rules of README, "Deploying"
 // (non-root images, probes, restricted security contexts, migrations first) and with the README.
 // Run by scripts/check-deploy.sh after the schema and lint checks; exits 1 listing every problem.
 //   tsx scripts/check-deploy.ts [--rendered <dir with dev.yaml, prod.yaml, base.yaml>]

@@ -1,32 +1,32 @@
 /**
  * The closed set of machine-readable error codes carried in the `code` field of the error envelope,
- * each with the HTTP status it is answered with. Shared by every service (ARCHITECTURE.md, "Wire
- * decisions the specs leave open").
+ * each with the HTTP status it is answered with. Shared by every service (docs/architecture.md,
+ * "Runtime": one error envelope, `@repo/errors`).
  */
 export const ERROR_CODES = {
   /** The request body is not valid JSON. */
   invalid_json: 400,
-  /** Query, path or body failed validation (services answer 422 only where a spec names it). */
+  /** Query, path or body failed validation (market-intel's compute requests use 422 `validation_failed`). */
   invalid_request: 400,
-  /** A compute request body failed validation (market-intel spec: 422, no payment consumed). */
+  /** A compute request body failed validation: 422, nothing charged (README, "What runs where"). */
   validation_failed: 422,
   /** X-PAYMENT is present but not a valid x402 payment header. */
   invalid_payment_header: 400,
-  /** The payment proof was already used for another endpoint (market-intel spec, rule 4). */
+  /** The payment proof was already used for another endpoint (README, "Paying with our client"). */
   payment_reused: 400,
-  /** The transaction pays a different amount than required (rule 5). */
+  /** The transaction pays a different amount than required (README, "Paying with our client"). */
   amount_mismatch: 400,
-  /** The transaction transfers a different mint than advertised (rule 6). */
+  /** The transaction transfers a different mint than advertised (README, "Paying with our client"). */
   mint_mismatch: 400,
   /** Payment missing or not acceptable: the answer is an Error402 body. */
   payment_required: 402,
-  /** The payment proof was already used on an asynchronous endpoint (rule 3). */
+  /** The payment proof was already used on an asynchronous endpoint: it paid for a job already. */
   payment_conflict: 409,
   unauthorized: 401,
   forbidden: 403,
   /** A cookie-authenticated write without the session's CSRF token, or from another origin (signal-feedback). */
   csrf_failed: 403,
-  /** The plan's product limit is reached (signal-feedback spec, "Errors"). */
+  /** The plan's product limit is reached (services/signal-feedback/README.md, "Endpoints"). */
   product_limit_reached: 403,
   not_found: 404,
   method_not_allowed: 405,

@@ -4,8 +4,9 @@ import { decodeHeaderJson, invalidPaymentHeader, pushPaymentOf, schemaMismatch }
 import { networkOfCaip2, PaymentPayloadV2, type PaymentRequirementsV2 } from './v2';
 
 /**
- * A payment as a request presents it (ARCHITECTURE.md, "Payments", step 1):
- * - `signature`: push mode (the spec's v1): the payer sent the transfer; `txSignature` is base58;
+ * A payment as a request presents it (README, "Paying for data (x402)", step 3, and "Paying with an
+ * official x402 client"):
+ * - `signature`: push mode (x402 v1): the payer sent the transfer; `txSignature` is base58;
  * - `transaction`: the official exact SVM scheme (v1 or v2 envelope): a partially signed transaction
  *   (base64 wire format) the server co-signs as fee payer and sends; `accepted` is the offer a v2
  *   client says it accepted.

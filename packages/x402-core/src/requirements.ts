@@ -6,7 +6,10 @@ export const X402_VERSION = 1;
 /** Name of the response header carrying the protocol version (value `"1"`). */
 export const X402_VERSION_HEADER = 'x402-version';
 
-/** Default advertised `maxTimeoutSeconds` (market-intel spec, "Limits": the example advertises 60). */
+/**
+ * Default advertised `maxTimeoutSeconds`, in seconds: 60, like the default of market-intel's
+ * `PAYMENT_MAX_TIMEOUT_SECONDS` (README, "Configuration").
+ */
 export const DEFAULT_MAX_TIMEOUT_SECONDS = 60;
 
 /** Input of {@link buildPaymentRequirements}. */
@@ -34,7 +37,7 @@ export interface BuildPaymentRequirementsInput {
 }
 
 /**
- * Builds one element of `accepts` for a 402 answer (market-intel spec, "PaymentRequirements"):
+ * Builds one element of `accepts` for a 402 answer (README, "Paying for data (x402)", step 1):
  * scheme `exact`, `maxAmountRequired` as a decimal string of atomic units, and the protocol's optional
  * `outputSchema` and `extra` when given.
  *
@@ -60,9 +63,10 @@ export function buildPaymentRequirements(input: BuildPaymentRequirementsInput): 
 }
 
 /**
- * The body of an HTTP 402 (market-intel spec, "Error402"): `x402Version: 1`, `accepts`, `error`, plus
- * `code: "payment_required"` and `requestId` as every error envelope carries (ARCHITECTURE.md, "Error
- * body"), and `details` when given (e.g. `{ reason: "not_found" }`).
+ * The body of an HTTP 402 (README, "Paying for data (x402)", step 1): `x402Version: 1`, `accepts`,
+ * `error`, plus `code: "payment_required"` and `requestId` as every error envelope carries
+ * (`{ error, code, details?, requestId }`: docs/architecture.md, "Runtime"; README, "Paying with our
+ * client"), and `details` when given (e.g. `{ reason: "not_found" }`).
  *
  * @param accepts the ways to pay, usually one {@link buildPaymentRequirements} result
  * @param error human-readable reason why payment is required

@@ -1,7 +1,8 @@
 import type { X402Network } from '@repo/schemas';
 
 /**
- * Why a payment proof was refused (ARCHITECTURE.md, "Payments", steps 3–4):
+ * Why a payment proof was refused (docs/architecture.md, "How a paid request flows (market-intel)",
+ * step 2; README, "Paying with our client" and "Request-bound payments"):
  * - `not_found`: the transaction is not (yet) visible at `confirmed` commitment; the claim is released
  * - `transaction_failed`: it landed with `meta.err` set
  * - `wrong_recipient`: no `transferChecked` into `payTo` (nor another mint into the merchant's accounts)
@@ -88,7 +89,7 @@ export function isPaymentVerificationError(value: unknown): value is PaymentVeri
   return value instanceof PaymentVerificationError;
 }
 
-/** A payment proven on chain (ARCHITECTURE.md, "Payments", step 5). */
+/** A payment proven on chain (docs/architecture.md, "How a paid request flows (market-intel)", step 2). */
 export interface VerifiedPayment {
   /** The base58 transaction signature. */
   signature: string;

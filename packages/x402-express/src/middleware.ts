@@ -236,7 +236,7 @@ function offerTemplate(settler: ExactSvmSettler, route: PaidRoute): PaymentRequi
 
 /**
  * The `PAYMENT-REQUIRED` header value of a 402: base64 JSON of a v2 `PaymentRequired` with the one
- * official-scheme offer (market-intel README, "Paying with an official x402 client").
+ * official-scheme offer (README, "Paying with an official x402 client").
  */
 export function paymentRequiredHeader(offer: OfferV2, error: string): string {
   const body: PaymentRequiredV2 = {
@@ -363,7 +363,8 @@ export async function acceptPayment(
         network,
         endpoint,
       });
-      // The spec: a payment "missing or not acceptable" is a 402 with the Error402 body.
+      // A missing or malformed payment header is a 402 with the Error402 body (README, "Paying with our
+      // client").
       if (malformed)
         throw new AppError('payment_required', error.message, {
           details: {
@@ -549,9 +550,9 @@ export interface PaidRequestLocals {
 }
 
 /**
- * Express middleware for a paid synchronous endpoint (market-intel spec, "Authentication"; ARCHITECTURE.md,
- * "Payments: x402 on Solana"). Place it AFTER the route's query validation (bad parameters are a 400
- * without a charge) and before the handler:
+ * Express middleware for a paid synchronous endpoint (README, "Paying for data (x402)";
+ * docs/architecture.md, "How a paid request flows (market-intel)"). Place it AFTER the route's query
+ * validation (bad parameters are a 400 without a charge) and before the handler:
  *
  * `router.get('/scout/gaps', validate({ query }), requirePayment({ ...gateway, amountAtomic: 100000n, description }), handler)`
  *

@@ -77,11 +77,11 @@ export type ProcessPaymentResult =
   | { outcome: 'replay'; response: StoredResponse; record: PaymentRecord };
 
 /**
- * Claim → (guard) → (settle) → verify → mark verified (ARCHITECTURE.md, "Payments: x402 on Solana",
- * steps 2–5). The claim comes before any network call; an official-scheme transaction is sent only by
- * the request holding the claim; a failed settlement or verification releases it so nothing is
- * consumed (a transaction not found on chain is forgotten; any other refusal keeps the first
- * sighting, from which freshness counts).
+ * Claim → (guard) → (settle) → verify → mark verified (docs/architecture.md, "How a paid request flows
+ * (market-intel)", step 2). The claim comes before any network call; an official-scheme transaction is
+ * sent only by the request holding the claim; a failed settlement or verification releases it so
+ * nothing is consumed (a transaction not found on chain is forgotten; any other refusal keeps the
+ * first sighting, from which freshness counts).
  *
  * @throws AppError
  * - `payment_required` (402, `details.reason`) for not_found / transaction_failed / wrong_recipient /
@@ -89,8 +89,8 @@ export type ProcessPaymentResult =
  *   and for an official-scheme transaction the facilitator refused (its reason);
  * - `amount_mismatch`, `mint_mismatch` (400);
  * - `payment_reused` (400, no details) when the signature was verified for another endpoint or network
- *   (spec rule 4);
- * - `payment_conflict` (409) when it was used on this asynchronous endpoint (rule 3), with
+ *   (README, "Paying with our client");
+ * - `payment_conflict` (409) when it was used on this asynchronous endpoint (a paid job exists), with
  *   `details.jobId` only for a request with the paying request's body;
  * - `service_unavailable` (503, `Retry-After`) when the RPC is unreachable, another request still
  *   holds the signature after the ledger's wait timeout, or an unverified claim for another endpoint
@@ -230,7 +230,7 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
 }
 
 /**
- * Maps a refused proof to the answer (market-intel spec, "Errors" and "Authentication" rules 5–6):
+ * Maps a refused proof to the answer (README, "Paying with our client"):
  * `amount_mismatch` / `mint_mismatch` → 400 with those codes; `rpc_unavailable` → 503
  * `service_unavailable` with `Retry-After`; everything else → 402 `payment_required` with
  * `details.reason` (sent as an Error402 body by {@link sendPaymentError}).

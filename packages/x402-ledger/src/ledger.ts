@@ -123,8 +123,9 @@ export type ClaimOutcome =
   | { outcome: 'busy'; record: PaymentRecord; retryAfterSeconds?: number };
 
 /**
- * The payment ledger port (ARCHITECTURE.md, "Payments", step 2): one row per transaction signature,
- * claimed atomically before any network call, so a signature is used once across all replicas.
+ * The payment ledger port (docs/architecture.md, "How a paid request flows (market-intel)", step 2):
+ * one row per transaction signature, claimed atomically before any network call, so a signature is
+ * used once across all replicas.
  */
 export interface PaymentLedger {
   /**

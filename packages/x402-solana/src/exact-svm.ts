@@ -61,13 +61,14 @@ const base58 = getBase58Decoder();
 const transactions = getTransactionDecoder();
 
 /**
- * The official exact SVM scheme, server side (ARCHITECTURE.md, "Payments": the `PAYMENT-REQUIRED`
- * offer): the payer sends a transaction signed by themselves with this server's fee payer as its
- * first signer; the official facilitator (`@x402/svm`'s `ExactSvmScheme`, with `@x402/core`'s
- * checks) verifies it — instructions, amount, destination, compute price, fee payer safety,
- * simulation — co-signs it as fee payer, sends it and waits for confirmation. This class adds what
- * the ledger needs: the signature the transaction will have once co-signed, known before anything
- * is sent, so concurrent copies of one payload are claimed once.
+ * The official exact SVM scheme, server side (README, "Paying for data (x402)": the `PAYMENT-REQUIRED`
+ * offer; and "Paying with an official x402 client"): the payer sends a transaction signed by
+ * themselves with this server's fee payer as its first signer; the official facilitator
+ * (`@x402/svm`'s `ExactSvmScheme`, with `@x402/core`'s checks) verifies it — instructions, amount,
+ * destination, compute price, fee payer safety, simulation — co-signs it as fee payer, sends it and
+ * waits for confirmation. This class adds what the ledger needs: the signature the transaction will
+ * have once co-signed, known before anything is sent, so concurrent copies of one payload are
+ * claimed once.
  */
 export class ExactSvmSettler {
   /** The network, as this project names it. */

@@ -4,10 +4,11 @@ import { bs58 } from './deps';
 import { RpcTransportError } from './rpc-fetch';
 
 /**
- * The small Solana JSON-RPC client of the payment verifier (ARCHITECTURE.md, "Payments: x402 on Solana",
- * step 3): two methods, one keep-alive connection pool, one `JSON.parse` per answer and zod validation of
- * only the fields verification reads. It replaces web3.js v1's `Connection` on the paid path, whose
- * response validation and `PublicKey` round trips cost milliseconds of CPU per call.
+ * The small Solana JSON-RPC client of the payment verifier (docs/architecture.md, "How a paid request
+ * flows (market-intel)", step 2): two methods, one keep-alive connection pool, one `JSON.parse` per
+ * answer and zod validation of only the fields verification reads. It replaces web3.js v1's
+ * `Connection` on the paid path, whose response validation and `PublicKey` round trips cost
+ * milliseconds of CPU per call.
  */
 
 /** Base58 (Bitcoin alphabet), possibly empty (instruction data with no bytes). */

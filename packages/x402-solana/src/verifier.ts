@@ -96,8 +96,8 @@ const DEFAULTS = {
 const NOT_FOUND_CACHE_SIZE = 10_000;
 
 /**
- * Verifies x402 payments on one Solana network by their effect (ARCHITECTURE.md, "Payments: x402 on
- * Solana", steps 3–4), in this order:
+ * Verifies x402 payments on one Solana network by their effect (docs/architecture.md, "How a paid
+ * request flows (market-intel)", step 2), in this order:
  * 1. `getTransaction(sig, { encoding: "json", commitment: "confirmed", maxSupportedTransactionVersion: 0 })`
  *    with bounded retries (`fetchAttempts`, `fetchDelayMs` apart); not found (or no `meta` yet) →
  *    `not_found`; unreachable, timed out, an HTTP or JSON-RPC error or a malformed answer on the last
