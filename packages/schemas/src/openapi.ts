@@ -59,13 +59,22 @@ export function toJsonSchema(schema: z.ZodType, io: 'input' | 'output' = 'output
 }
 
 /**
- * Builds an OpenAPI 3.1 document from zod schemas (ARCHITECTURE.md, "OpenAPI 3.1 for each service,
- * generated from the zod schemas").
+ * Builds an OpenAPI 3.1 document from zod schemas (docs/architecture.md, "Routes own their
+ * contracts"). A body named by its component, or a response body given as a component's schema
+ * object, becomes a `$ref` to it.
  * @throws Error when an operation names a component that does not exist
  */
 export function buildOpenApiDocument(input: OpenApiInput): JsonSchema {
+  // A response body given as the very schema object of a component is referred to, not inlined
+  // (components are rendered output side, so request bodies stay inline unless named).
+  const componentNames = new Map<z.ZodType, string>(
+    Object.entries(input.components).map(([name, schema]) => [schema, name]),
+  );
   const ref = (body: z.ZodType | string, io: 'input' | 'output'): JsonSchema => {
-    if (typeof body !== 'string') return toJsonSchema(body, io);
+    if (typeof body !== 'string') {
+      const name = io === 'output' ? componentNames.get(body) : undefined;
+      return name ? { $ref: `#/components/schemas/${name}` } : toJsonSchema(body, io);
+    }
     if (!(body in input.components)) throw new Error(`Unknown OpenAPI component "${body}"`);
     return { $ref: `#/components/schemas/${body}` };
   };

@@ -23,3 +23,13 @@ export { createReadiness } from './readiness';
 export type { Readiness, ReadinessCheck } from './readiness';
 export { runService, startService } from './run-service';
 export type { ComposedService, RunningService, RuntimeConfig, ServiceDefinition } from './run-service';
+export {
+  BODY_PARSER_ERRORS,
+  contractRouter,
+  errorResponse,
+  expressPath,
+  openApiRoutes,
+  operationOf,
+  RETRY_AFTER_HEADER,
+} from './contract';
+export type { ContractRouter, RequestContract, RouteContract } from './contract';

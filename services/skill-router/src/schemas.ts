@@ -35,6 +35,8 @@ const tag = (what: string) =>
     .trim()
     .min(1, `${what} must not be empty`)
     .max(64)
+    // Redundant after trim and min(1), but it documents "not blank" in the OpenAPI parameter.
+    .regex(/\S/, `${what} must not be blank`)
     .transform((s) => s.toLowerCase());
 
 /** Body of POST /api/auth/key. */
@@ -132,22 +134,30 @@ export const RouteResponse = z.object({
 
 /** Query of GET /api/discover/skills. */
 export const ListSkillsQuery = z.object({
-  category: tag('category').optional(),
-  chain: tag('chain').optional(),
-  search: z.string().trim().min(1).max(200).optional(),
-  sort: z.enum(['popularity', 'newest']).default('popularity'),
+  category: tag('category').optional().meta({ description: 'capability tag (case-insensitive)' }),
+  chain: tag('chain').optional().meta({ description: 'chain name (case-insensitive)' }),
+  search: z.string().trim().min(1).max(200).regex(/\S/, 'search must not be blank').optional().meta({
+    description:
+      'full-text search in name and description (web-search syntax: all words, "phrases", -excluded)',
+  }),
+  sort: z
+    .enum(['popularity', 'newest'])
+    .default('popularity')
+    .meta({ description: 'popularity (default) or newest' }),
   limit: z
     .string()
     .regex(/^[0-9]+$/, 'must be an integer from 1 to 100')
     .transform(Number)
     .pipe(z.number().int().min(1).max(100))
-    .default(20),
+    .default(20)
+    .meta({ description: 'page size' }),
   offset: z
     .string()
     .regex(/^[0-9]+$/, 'must be a non-negative integer')
     .transform(Number)
     .pipe(z.number().int().min(0).max(1_000_000))
-    .default(0),
+    .default(0)
+    .meta({ description: 'skills to skip' }),
 });
 /** Inferred type of {@link ListSkillsQuery}. */
 export type ListSkillsQuery = z.infer<typeof ListSkillsQuery>;

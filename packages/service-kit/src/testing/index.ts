@@ -36,3 +36,5 @@ export type {
   OpenApiDocument,
 } from './openapi-fuzz';
 export { dropRunScoped, runScoped, TEST_DATABASE_BASE_URL, testDatabaseUrl, testRunId } from './run-scope';
+export { mountedRoutes, routeCoverage } from './routes';
+export type { MountedRoute } from './routes';

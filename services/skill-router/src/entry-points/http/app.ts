@@ -1,15 +1,15 @@
 import type { Application } from 'express';
 import { errorHandler, notFoundHandler } from '@repo/errors';
-import { createBaseApp, type Logger, type ServiceMetrics } from '@repo/service-kit';
+import { createBaseApp, openApiRoutes, type Logger, type ServiceMetrics } from '@repo/service-kit';
 import type { ApiKeyRepository } from '../../data/api-keys';
 import type { RateLimit } from '@repo/service-kit';
 import type { RouteCandidates } from '../../data/route-candidates';
 import type { SkillDirectory } from '../../data/skill-directory';
 import type { SkillStats } from '../../data/skill-stats';
 import type { RouteOutcome } from '../../metrics';
-import { discoverRouter } from './discover';
-import { openApiRouter } from './openapi';
-import { publicRouter } from './public';
+import { discoverRoutes } from './discover';
+import { skillRouterOpenApi } from './openapi';
+import { publicRoutes } from './public';
 
 /** Everything the app needs, built by `composition.ts` (main or a test). */
 export interface AppDeps {
@@ -61,14 +61,9 @@ export function createApp(deps: AppDeps): Application {
     isReady: deps.isReady,
     metrics: deps.metrics,
   });
-  app.use(openApiRouter());
-  app.use(
-    '/api',
-    publicRouter({ keys: deps.keys, keyCreationLimit: deps.keyCreationLimit, dbReady: deps.dbReady, now }),
-  );
-  app.use(
-    '/api/discover',
-    discoverRouter({
+  const routes = [
+    publicRoutes({ keys: deps.keys, keyCreationLimit: deps.keyCreationLimit, dbReady: deps.dbReady, now }),
+    discoverRoutes({
       keys: deps.keys,
       directory: deps.directory,
       candidates: deps.candidates,
@@ -84,7 +79,9 @@ export function createApp(deps: AppDeps): Application {
       onRouted: deps.metrics?.onRouted,
       onRouteServed: deps.metrics?.onRouteServed,
     }),
-  );
+  ];
+  app.use(openApiRoutes(skillRouterOpenApi(routes.flatMap((r) => r.operations))));
+  for (const r of routes) app.use(r.router);
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
   return app;

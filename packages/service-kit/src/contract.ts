@@ -1,0 +1,204 @@
+import { Router, type RequestHandler } from 'express';
+import type { z } from 'zod';
+import { ErrorEnvelope } from '@repo/errors';
+import {
+  renderReferencePage,
+  toJsonSchema,
+  type JsonSchema,
+  type OpenApiOperation,
+  type OpenApiParameter,
+  type OpenApiResponse,
+} from '@repo/schemas';
+import { validate, type ValidateOptions } from './validate';
+
+/** The request half of a {@link RouteContract}: what is validated and documented. */
+export interface RequestContract {
+  /** A `z.object` of the query string; each property becomes a documented `in: query` parameter. */
+  query?: z.ZodType;
+  /** A `z.object` of the path parameters (named as in the path template); each becomes `in: path`. */
+  params?: z.ZodType;
+  /** The JSON body, validated and documented as the request body. */
+  body?: z.ZodType;
+  /** Whether the body may be absent (documented `required: false`); default required. */
+  bodyOptional?: boolean;
+  /** Header parameters, documented only (headers are read by the middleware that needs them). */
+  headers?: OpenApiParameter[];
+}
+
+/**
+ * One operation as its route declares it (docs/architecture.md, "Routes own their contracts"): the
+ * request schemas, which the route validates with, and the documented responses, from which the
+ * service's OpenAPI document is generated.
+ */
+export interface RouteContract {
+  method: OpenApiOperation['method'];
+  /** OpenAPI path template from the root, e.g. `/api/v1/jobs/{jobId}` (express gets `:jobId`). */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags?: string[];
+  security?: Record<string, string[]>[];
+  /** Vendor extensions, e.g. `{ 'x-price-usdc': '0.10' }`. */
+  extensions?: Record<`x-${string}`, unknown>;
+  request?: RequestContract;
+  /** Every status the operation answers, with its body (a zod schema or a component name) and headers. */
+  responses: Record<string, OpenApiResponse>;
+  /** Options of the generated {@link validate} step (422 bodies, fields that may hold NUL). */
+  validation?: ValidateOptions;
+  /** Middleware run before validation (authentication, a cheap existence check). */
+  before?: RequestHandler[];
+}
+
+/** An express `Router` whose routes are declared with their contracts (see {@link contractRouter}). */
+export interface ContractRouter {
+  /** Mount it at the root: the declared paths are absolute. */
+  readonly router: Router;
+  /** The operations declared so far, in declaration order. */
+  readonly operations: readonly OpenApiOperation[];
+  /**
+   * Declares an operation and mounts it: `contract.before`, then validation of the declared query,
+   * params and body (the parsed values in `res.locals.valid`, see `validated`), then `handlers`.
+   * @throws Error when the operation id or the method and path were declared before
+   */
+  route(contract: RouteContract, ...handlers: RequestHandler[]): ContractRouter;
+}
+
+/**
+ * The parameters of a `z.object` schema as OpenAPI parameters. Whether one is required comes from
+ * the input side (a default makes it optional); its schema from the output side, which is what the
+ * route works with (a digits-only string piped to an integer from 1 to 100 is documented as that
+ * integer), or the input side when the output is not representable in JSON Schema. A property's
+ * `description` (zod `.meta({ description })` or `.describe()`) moves to the parameter.
+ * @throws Error when the schema is not an object schema
+ */
+function parametersOf(schema: z.ZodType, location: 'query' | 'path'): OpenApiParameter[] {
+  const input = toJsonSchema(schema, 'input');
+  const output = toJsonSchema(schema, 'output');
+  const inputProperties = input.properties as Record<string, JsonSchema> | undefined;
+  const outputProperties = (output.properties ?? {}) as Record<string, JsonSchema>;
+  if (input.type !== 'object' || !inputProperties) {
+    throw new Error(`the ${location} schema of a route must be a z.object`);
+  }
+  const required = new Set((input.required as string[] | undefined) ?? []);
+  const representable = (p: JsonSchema | undefined): p is JsonSchema =>
+    p !== undefined && ['type', 'enum', 'const', 'anyOf', 'oneOf'].some((k) => k in p);
+  return Object.entries(inputProperties).map(([name, inputProperty]) => {
+    const outputProperty = outputProperties[name];
+    const { description, ...rest } = representable(outputProperty) ? outputProperty : inputProperty;
+    return {
+      name,
+      in: location,
+      ...(location === 'path' || required.has(name) ? { required: true } : {}),
+      ...(typeof description === 'string' ? { description } : {}),
+      schema: rest,
+    };
+  });
+}
+
+/** A documented error answer: the error envelope with `description` (name the `code` in it). */
+export function errorResponse(description: string, headers?: OpenApiResponse['headers']): OpenApiResponse {
+  return { description, body: ErrorEnvelope, ...(headers ? { headers } : {}) };
+}
+
+/** The `Retry-After` header of a 429 or 503, in seconds. */
+export const RETRY_AFTER_HEADER: NonNullable<OpenApiResponse['headers']> = {
+  'Retry-After': { description: 'seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } },
+};
+
+/** What the JSON body parser of `createBaseApp` answers for any operation with a body, before the route runs. */
+export const BODY_PARSER_ERRORS: Record<'413' | '415', OpenApiResponse> = {
+  '413': errorResponse('the body is larger than the configured limit (BODY_LIMIT; `payload_too_large`)'),
+  '415': errorResponse(
+    'the body is not UTF-8 JSON: another charset or content-encoding (`unsupported_media_type`)',
+  ),
+};
+
+/** The express path of an OpenAPI path template: `/jobs/{jobId}` -> `/jobs/:jobId`. */
+export function expressPath(template: string): string {
+  return template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ':$1');
+}
+
+/**
+ * The OpenAPI operation a contract documents.
+ * @throws Error when a query or params schema is not a `z.object`
+ */
+export function operationOf(contract: RouteContract): OpenApiOperation {
+  const { request } = contract;
+  const parameters = [
+    ...(request?.params ? parametersOf(request.params, 'path') : []),
+    ...(request?.query ? parametersOf(request.query, 'query') : []),
+    ...(request?.headers ?? []),
+  ];
+  return {
+    method: contract.method,
+    path: contract.path,
+    operationId: contract.operationId,
+    summary: contract.summary,
+    ...(contract.description ? { description: contract.description } : {}),
+    ...(contract.tags ? { tags: contract.tags } : {}),
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(request?.body ? { requestBody: { body: request.body, required: !request.bodyOptional } } : {}),
+    responses: contract.responses,
+    ...(contract.security ? { security: contract.security } : {}),
+    ...(contract.extensions ? { extensions: contract.extensions } : {}),
+  };
+}
+
+/**
+ * A router whose every route carries its contract (docs/architecture.md, "Routes own their
+ * contracts"): the schemas a route validates with are the ones its OpenAPI operation documents, so
+ * the document cannot drift from the code. Build the document from {@link ContractRouter.operations}.
+ */
+export function contractRouter(): ContractRouter {
+  const router = Router();
+  const operations: OpenApiOperation[] = [];
+  const seen = new Set<string>();
+  const self: ContractRouter = {
+    router,
+    operations,
+    route(contract, ...handlers) {
+      const key = `${contract.method} ${contract.path}`;
+      if (seen.has(key) || operations.some((op) => op.operationId === contract.operationId)) {
+        throw new Error(`operation declared twice: ${key} (${contract.operationId})`);
+      }
+      seen.add(key);
+      operations.push(operationOf(contract));
+      const { query, params, body } = contract.request ?? {};
+      const validation =
+        query || params || body
+          ? [
+              validate(
+                { ...(query ? { query } : {}), ...(params ? { params } : {}), ...(body ? { body } : {}) },
+                contract.validation,
+              ),
+            ]
+          : [];
+      router[contract.method](
+        expressPath(contract.path),
+        ...(contract.before ?? []),
+        ...validation,
+        ...handlers,
+      );
+      return self;
+    },
+  };
+  return self;
+}
+
+/**
+ * `GET /openapi.json` (the document) and `GET /docs` (its reference page, self-contained so it works
+ * offline and under helmet's Content-Security-Policy).
+ * @param doc the service's OpenAPI document
+ */
+export function openApiRoutes(doc: JsonSchema): Router {
+  const page = renderReferencePage(doc);
+  const router = Router();
+  router.get('/openapi.json', (_req, res) => {
+    res.json(doc);
+  });
+  router.get('/docs', (_req, res) => {
+    res.type('html').send(page);
+  });
+  return router;
+}

@@ -1,0 +1,161 @@
+import express from 'express';
+import request from 'supertest';
+import { z } from 'zod';
+import { AppError, errorHandler, ErrorEnvelope, notFoundHandler } from '@repo/errors';
+import { buildOpenApiDocument } from '@repo/schemas';
+import { contractRouter, createBaseApp, createLogger, openApiRoutes, validated } from '../src/index';
+import { mountedRoutes, routeCoverage } from '../src/testing';
+
+const logger = createLogger({ name: 'contract-test', level: 'silent' });
+const Item = z.object({ id: z.string(), qty: z.number().int() });
+const ItemQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(50).default(10).meta({ description: 'items per page' }),
+  tag: z.string().max(8).optional(),
+});
+
+function buildApp() {
+  const api = contractRouter()
+    .route(
+      {
+        method: 'get',
+        path: '/api/items/{itemId}',
+        operationId: 'getItem',
+        summary: 'One item',
+        request: { params: z.object({ itemId: z.string().regex(/^i_\d+$/) }), query: ItemQuery },
+        responses: {
+          '200': { description: 'the item', body: Item },
+          '400': { description: 'bad id or query', body: ErrorEnvelope },
+        },
+      },
+      (_req, res) => {
+        const { params, query } = validated<z.infer<typeof ItemQuery>, { itemId: string }>(res.locals);
+        res.json({ id: params.itemId, qty: query.limit });
+      },
+    )
+    .route(
+      {
+        method: 'post',
+        path: '/api/items',
+        operationId: 'createItem',
+        summary: 'Create an item',
+        request: { body: Item },
+        validation: { bodyCode: 'validation_failed' },
+        before: [
+          (req, _res, next) => {
+            if (req.headers['x-api-key'] !== 'k') next(new AppError('unauthorized', 'no key'));
+            else next();
+          },
+        ],
+        responses: { '201': { description: 'created', body: Item } },
+      },
+      (req, res) => {
+        res.status(201).json(req.body);
+      },
+    );
+  const doc = buildOpenApiDocument({
+    info: { title: 'items', version: '1' },
+    components: { ErrorEnvelope, Item },
+    operations: [...api.operations],
+  });
+  const app = createBaseApp({ logger });
+  app.use(openApiRoutes(doc));
+  app.use(api.router);
+  const extra = express.Router();
+  extra.get('/hidden/:x', (_req, res) => {
+    res.end();
+  });
+  app.use('/v2', extra);
+  app.use(notFoundHandler);
+  app.use(errorHandler(logger));
+  return { app, doc };
+}
+
+describe('contractRouter', () => {
+  it('When a route is declared, then its parameters, body and responses are in the document, components as $refs', () => {
+    const { doc } = buildApp();
+    const paths = doc.paths as Record<string, Record<string, Record<string, unknown>>>;
+    const get = paths['/api/items/{itemId}']?.get;
+    expect(get?.operationId).toBe('getItem');
+    expect(get?.parameters).toEqual([
+      { name: 'itemId', in: 'path', required: true, schema: { type: 'string', pattern: '^i_\\d+$' } },
+      {
+        name: 'limit',
+        in: 'query',
+        description: 'items per page',
+        schema: { type: 'integer', minimum: 1, maximum: 50, default: 10 },
+      },
+      { name: 'tag', in: 'query', schema: { type: 'string', maxLength: 8 } },
+    ]);
+    expect(get?.responses).toEqual({
+      '200': {
+        description: 'the item',
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/Item' } } },
+      },
+      '400': {
+        description: 'bad id or query',
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
+      },
+    });
+    const post = paths['/api/items']?.post;
+    expect(post?.requestBody).toMatchObject({ required: true });
+  });
+
+  it('When a request breaks the declared schemas, then the route answers 400 (422 for the body when asked) and the handler gets parsed values', async () => {
+    const { app } = buildApp();
+    expect((await request(app).get('/api/items/i_7?limit=3')).body).toEqual({ id: 'i_7', qty: 3 });
+    expect((await request(app).get('/api/items/i_7')).body).toEqual({ id: 'i_7', qty: 10 });
+    const badId = await request(app).get('/api/items/x?limit=99');
+    expect(badId.status).toBe(400);
+    expect(badId.body.code).toBe('invalid_request');
+    expect(badId.body.details.map((d: { path: string }) => d.path).sort()).toEqual([
+      'params.itemId',
+      'query.limit',
+    ]);
+    const badBody = await request(app).post('/api/items').set('x-api-key', 'k').send({ id: 'a', qty: 1.5 });
+    expect(badBody.status).toBe(422);
+    const created = await request(app).post('/api/items').set('x-api-key', 'k').send({ id: 'a', qty: 2 });
+    expect(created.status).toBe(201);
+  });
+
+  it('When middleware is declared before validation, then it runs first', async () => {
+    const { app } = buildApp();
+    // The key check fails before the invalid body would be refused with 422.
+    const refused = await request(app).post('/api/items').send({ id: 1 });
+    expect(refused.status).toBe(401);
+    expect(refused.body.code).toBe('unauthorized');
+  });
+
+  it('When the same operation is declared twice, then declaring it throws', () => {
+    const api = contractRouter();
+    const contract = {
+      method: 'get' as const,
+      path: '/a',
+      operationId: 'a',
+      summary: 'a',
+      responses: { '200': { description: 'ok' } },
+    };
+    api.route(contract, (_req, res) => res.end());
+    expect(() => api.route({ ...contract, operationId: 'b' }, (_req, res) => res.end())).toThrow(/twice/);
+    expect(() => api.route({ ...contract, path: '/b' }, (_req, res) => res.end())).toThrow(/twice/);
+  });
+
+  it('When routes are listed, then routers mounted under a prefix and infrastructure routes appear, and coverage names the differences', async () => {
+    const { app, doc } = buildApp();
+    expect(mountedRoutes(app)).toEqual(
+      expect.arrayContaining([
+        { method: 'get', path: '/livez' },
+        { method: 'get', path: '/openapi.json' },
+        { method: 'get', path: '/api/items/{itemId}' },
+        { method: 'post', path: '/api/items' },
+        { method: 'get', path: '/v2/hidden/{x}' },
+      ]),
+    );
+    expect(routeCoverage(app, doc, ['get /livez', 'get /readyz', 'get /openapi.json', 'get /docs'])).toEqual({
+      undocumented: ['get /v2/hidden/{x}'],
+      unmounted: [],
+    });
+    const served = await request(app).get('/openapi.json');
+    expect(served.body).toEqual(doc);
+    expect((await request(app).get('/docs')).text).toContain('/api/items/{itemId}');
+  });
+});

@@ -1,0 +1,49 @@
+import type { Application } from 'express';
+import { routeCoverage } from '@repo/service-kit/testing';
+import { startHarness, type Harness } from './support/harness';
+
+// Routes own their contracts (docs/architecture.md, "Routes own their contracts"): the document
+// served at /openapi.json is generated from the routes' declarations, so it names every route the
+// app answers and no other.
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness('skill_router_openapi_contract_test');
+});
+afterAll(() => h?.close());
+
+/** Infrastructure routes, deliberately outside the API document: the probes and the document itself. */
+const INFRASTRUCTURE = ['get /livez', 'get /readyz', 'get /openapi.json', 'get /docs'];
+
+describe('The OpenAPI document and the mounted routes', () => {
+  it('When the served document is compared with the routes the app mounts, then neither has one the other lacks', async () => {
+    const doc = (await h.call('GET', '/openapi.json')).body;
+    expect(routeCoverage(h.service.http as Application, doc, INFRASTRUCTURE)).toEqual({
+      undocumented: [],
+      unmounted: [],
+    });
+    expect(Object.keys(doc.paths).sort()).toEqual([
+      '/api/auth/key',
+      '/api/discover/register',
+      '/api/discover/report',
+      '/api/discover/route',
+      '/api/discover/skills',
+      '/api/discover/skills/{id}',
+      '/api/health',
+    ]);
+  });
+
+  it('When a route validates a query, then the document lists the same parameters with their bounds', async () => {
+    const doc = (await h.call('GET', '/openapi.json')).body;
+    const params = doc.paths['/api/discover/skills'].get.parameters as { name: string; schema: unknown }[];
+    expect(params.map((p) => p.name)).toEqual(['category', 'chain', 'search', 'sort', 'limit', 'offset']);
+    expect(params.find((p) => p.name === 'limit')?.schema).toEqual({
+      type: 'integer',
+      minimum: 1,
+      maximum: 100,
+      default: 20,
+    });
+    // The documented bound is the enforced one.
+    expect((await h.call('GET', '/api/discover/skills?limit=101')).status).toBe(400);
+    expect((await h.call('GET', '/api/discover/skills?limit=100')).status).toBe(200);
+  });
+});
