@@ -42,8 +42,8 @@ export default tseslint.config(
     },
   },
   // The layers (docs/architecture.md, "Layers"): services import packages, never another service;
-  // packages import no service; in a service, data/ imports neither domain/ nor entry-points/, and
-  // domain/ does not import entry-points/.
+  // packages import no service; in a service, data/ imports neither domain/, adapters/ nor
+  // entry-points/, and domain/ imports neither entry-points/ nor adapters/.
   {
     files: ['packages/**/*.ts', 'services/**/*.ts'],
     rules: {
@@ -69,9 +69,16 @@ export default tseslint.config(
           patterns: [
             { group: SERVICE_PACKAGES, message: 'A service is a deployable, not a library.' },
             {
-              group: ['**/domain', '**/domain/**', '**/entry-points', '**/entry-points/**'],
+              group: [
+                '**/domain',
+                '**/domain/**',
+                '**/entry-points',
+                '**/entry-points/**',
+                '**/adapters',
+                '**/adapters/**',
+              ],
               message:
-                'data/ never imports domain/ or entry-points/: domain depends on data, not the reverse.',
+                'data/ never imports domain/, adapters/ or entry-points/: domain depends on data, not the reverse.',
             },
           ],
         },
@@ -87,9 +94,9 @@ export default tseslint.config(
           patterns: [
             { group: SERVICE_PACKAGES, message: 'A service is a deployable, not a library.' },
             {
-              group: ['**/entry-points', '**/entry-points/**'],
+              group: ['**/entry-points', '**/entry-points/**', '**/adapters', '**/adapters/**'],
               message:
-                'domain/ never imports entry-points/: entry points call the use cases, not the reverse.',
+                'domain/ never imports entry-points/ or adapters/: entry points call the use cases, and adapters implement the ports domain/ declares.',
             },
           ],
         },
