@@ -56,3 +56,9 @@ export function roundedInt(min: number, max: number) {
     .max(max)
     .transform((n) => Math.round(n));
 }
+
+/** The two messages of one LLM turn: the system prompt and the user prompt. */
+export interface Prompt {
+  system: string;
+  user: string;
+}

@@ -9,8 +9,9 @@
  *   pnpm --filter @repo/pipeline-runner run-pipeline scout ../market-intel/config/scout-sources.json fintech
  *
  * Reads the runner's configuration (LLM_*, SEARCH_PROVIDER, SEARXNG_URL, TAVILY_API_KEY). The
- * session_config is the spec's default unless SESSION_CONFIG holds its string form
- * ("Profile: Solo\nBudget: $5K"). Forge runs without scout data (market-intel sends it in production).
+ * session_config is `SESSION_CONFIG_DEFAULTS` of @repo/schemas (packages/schemas/src/session-config.ts)
+ * unless SESSION_CONFIG holds its string form ("Profile: Solo\nBudget: $5K"). Forge runs without scout
+ * data (market-intel sends it in production).
  * Scout fetches the sector's sources from a sources file (SCOUT_* settings) and analyses every item
  * it kept (market-intel would analyse its stored window of WINDOW_DAYS, default 7).
  * Exit code 0 on a result, 1 on a failure, 2 on bad arguments.

@@ -1,0 +1,264 @@
+import type { ForgeIdea, ForgeJobInput, ForgeResult } from '@repo/compute';
+import { assessFeasibility, tagsFor } from '../../feasibility';
+import { riceScore } from '../../rice';
+import type { PipelineDeps } from '../types';
+import {
+  CHAIR,
+  FORGE_TASKS,
+  REFINER,
+  SCORER,
+  critiquePrompt,
+  ideasPrompt,
+  rankPrompt,
+  refinePrompt,
+  scorePrompt,
+} from './prompts';
+import { CritiqueAnswer, IdeasAnswer, RankAnswer, RefineAnswer, ScoreAnswer } from './schemas';
+import {
+  BRAINSTORMERS,
+  MAX_CANDIDATES,
+  addTranscript,
+  advance,
+  finalOrder,
+  ideaKey,
+  shortlistOf,
+  type Candidate,
+  type ForgeOutcome,
+  type ForgeState,
+  type Refined,
+  type Scored,
+} from './state';
+
+/**
+ * Phase `r1`, round 1 (README, "forge/ideate", divergent generation): the agent at `cursor` proposes
+ * 1–3 ideas; duplicates by name are dropped, at most {@link MAX_CANDIDATES} are kept (ids `I1`, …).
+ * After the last agent the state moves to `r2`.
+ * @throws what `deps.llm.complete` throws (README, "Pipelines", errors)
+ */
+export async function ideasStep(
+  input: ForgeJobInput,
+  state: ForgeState,
+  deps: PipelineDeps,
+): Promise<ForgeOutcome> {
+  const agent = BRAINSTORMERS[state.cursor] ?? BRAINSTORMERS[0];
+  const { system, user } = ideasPrompt(input, state, deps, agent);
+  const answer = (
+    await deps.llm.complete({ task: FORGE_TASKS.ideas, system, user, schema: IdeasAnswer, temperature: 0.9 })
+  ).value;
+  const candidates = [...state.candidates];
+  const added: Candidate[] = [];
+  for (const idea of answer.ideas) {
+    if (candidates.length >= MAX_CANDIDATES) break;
+    if (candidates.some((c) => ideaKey(c.name) === ideaKey(idea.name))) continue;
+    const candidate: Candidate = {
+      ...idea,
+      name: idea.name.trim(),
+      id: `I${candidates.length + 1}`,
+      proposed_by: agent,
+    };
+    candidates.push(candidate);
+    added.push(candidate);
+  }
+  const content = added.length
+    ? added
+        .map(
+          (c) =>
+            `${c.id} "${c.name}": ${c.problem} Market: ${c.target_market}. Why now: ${c.why_now}. Revenue: ${c.revenue_model}.`,
+        )
+        .join('\n')
+    : 'No new idea (all duplicates of earlier proposals).';
+  const rounds = addTranscript(state.rounds, 1, agent, content);
+  const label = `Round 1 · ${agent}`;
+  if (state.cursor < BRAINSTORMERS.length - 1)
+    return advance(state, { candidates, rounds, cursor: state.cursor + 1 }, label);
+  return advance(state, { candidates, rounds, phase: 'r2', cursor: 0 }, label);
+}
+
+/**
+ * Phase `r2`, round 2 (README, "forge/ideate", critique): the agent at `cursor` critiques the
+ * candidates (critiques of unknown ids are dropped; a re-run replaces the agent's earlier ones).
+ * After the last agent the shortlist is drawn ({@link shortlistOf}) and the state moves to `r3`.
+ * @throws what `deps.llm.complete` throws (README, "Pipelines", errors)
+ */
+export async function critiqueStep(
+  input: ForgeJobInput,
+  state: ForgeState,
+  deps: PipelineDeps,
+): Promise<ForgeOutcome> {
+  const agent = BRAINSTORMERS[state.cursor] ?? BRAINSTORMERS[0];
+  const { system, user } = critiquePrompt(input, state, deps, agent);
+  const answer = (
+    await deps.llm.complete({
+      task: FORGE_TASKS.critique,
+      system,
+      user,
+      schema: CritiqueAnswer,
+      temperature: 0.5,
+    })
+  ).value;
+  const known = new Set(state.candidates.map((c) => c.id));
+  const mine = answer.critiques
+    .filter((c) => known.has(c.idea_id.trim()))
+    .map((c) => ({ agent, idea_id: c.idea_id.trim(), critique: c.critique, severity: c.severity }));
+  const critiques = [...state.critiques.filter((c) => c.agent !== agent), ...mine];
+  const content = mine.length
+    ? mine.map((c) => `${c.idea_id} (${c.severity}): ${c.critique}`).join('\n')
+    : 'No critique of a known candidate.';
+  const rounds = addTranscript(state.rounds, 2, agent, content);
+  const label = `Round 2 · ${agent}`;
+  if (state.cursor < BRAINSTORMERS.length - 1)
+    return advance(state, { critiques, rounds, cursor: state.cursor + 1 }, label);
+  return advance(
+    state,
+    { critiques, rounds, shortlist: shortlistOf(state.candidates, critiques), phase: 'r3', cursor: 0 },
+    label,
+  );
+}
+
+/**
+ * Phase `r3`, round 3 (README, "forge/ideate", refinement): the shortlisted idea at `cursor` is
+ * refined; its feasibility and tags (LOW_ROI included) are computed from the estimates and the
+ * session_config (README, "session_config in the math"). After the last idea the state moves to `r4`.
+ * @throws what `deps.llm.complete` throws (README, "Pipelines", errors)
+ */
+export async function refineStep(
+  input: ForgeJobInput,
+  state: ForgeState,
+  deps: PipelineDeps,
+): Promise<ForgeOutcome> {
+  const id = state.shortlist[state.cursor] as string;
+  const candidate = state.candidates.find((c) => c.id === id) as Candidate;
+  const critiques = state.critiques.filter((c) => c.idea_id === id);
+  const { system, user } = refinePrompt(input, deps, id, candidate, critiques);
+  const answer = (
+    await deps.llm.complete({
+      task: FORGE_TASKS.refine,
+      system,
+      user,
+      schema: RefineAnswer,
+      temperature: 0.6,
+    })
+  ).value;
+  const feasibility = assessFeasibility(answer, input.session_config);
+  const refinedIdea: Refined = {
+    id,
+    name: answer.name.trim(),
+    problem: answer.problem,
+    target_market: answer.target_market,
+    why_now: answer.why_now,
+    revenue_model: answer.revenue_model,
+    moat: answer.moat,
+    key_metrics: answer.key_metrics,
+    validation_plan: answer.validation_plan,
+    kill_switches: answer.kill_switches,
+    tags: tagsFor(answer.tags, feasibility),
+    feasibility,
+  };
+  const refined = [...state.refined.filter((r) => r.id !== id), refinedIdea];
+  const rounds = addTranscript(
+    state.rounds,
+    3,
+    REFINER,
+    `${id} "${refinedIdea.name}": moat: ${refinedIdea.moat}. Build ~$${feasibility.estimated_build_cost_usd} in ${feasibility.estimated_build_weeks} weeks (reference team); projected $${feasibility.projected_annual_revenue_usd}/year → ${feasibility.lean_feasibility}${feasibility.low_roi ? ', LOW_ROI' : ''}.`,
+  );
+  const label = `Round 3 · refine ${id}`;
+  if (state.cursor < state.shortlist.length - 1)
+    return advance(state, { refined, rounds, cursor: state.cursor + 1 }, label);
+  return advance(state, { refined, rounds, phase: 'r4', cursor: 0 }, label);
+}
+
+/**
+ * Phase `r4`, round 4 (README, "forge/ideate", scoring): the refined idea at `cursor` gets its RICE
+ * score (computed by {@link riceScore}) and kill score. After the last idea the state moves to `r5`.
+ * @throws what `deps.llm.complete` throws (README, "Pipelines", errors)
+ */
+export async function scoreStep(
+  input: ForgeJobInput,
+  state: ForgeState,
+  deps: PipelineDeps,
+): Promise<ForgeOutcome> {
+  const id = state.shortlist[state.cursor] as string;
+  const refinedIdea = state.refined.find((r) => r.id === id) as Refined;
+  const { system, user } = scorePrompt(input, deps, refinedIdea);
+  const answer = (
+    await deps.llm.complete({ task: FORGE_TASKS.score, system, user, schema: ScoreAnswer, temperature: 0.2 })
+  ).value;
+  const scoredIdea: Scored = {
+    id,
+    rice: riceScore(answer.rice),
+    kill_score: answer.kill_score,
+    kill_reasons: answer.kill_reasons,
+  };
+  const scored = [...state.scored.filter((s) => s.id !== id), scoredIdea];
+  const rounds = addTranscript(
+    state.rounds,
+    4,
+    SCORER,
+    `${id} "${refinedIdea.name}": RICE ${scoredIdea.rice.reach} × ${scoredIdea.rice.impact} × ${scoredIdea.rice.confidence} / ${scoredIdea.rice.effort} = ${scoredIdea.rice.score}; kill score ${scoredIdea.kill_score}${scoredIdea.kill_reasons.length ? ` (${scoredIdea.kill_reasons.join('; ')})` : ''}.`,
+  );
+  const label = `Round 4 · score ${id}`;
+  if (state.cursor < state.shortlist.length - 1)
+    return advance(state, { scored, rounds, cursor: state.cursor + 1 }, label);
+  return advance(state, { scored, rounds, phase: 'r5', cursor: 0 }, label);
+}
+
+/**
+ * Phase `r5`, round 5 (README, "forge/ideate", final ranking): the chair ranks the ideas; the order is
+ * {@link finalOrder}; the step ends the job with the `ForgeResult`.
+ * @throws what `deps.llm.complete` throws (README, "Pipelines", errors)
+ */
+export async function rankStep(
+  input: ForgeJobInput,
+  state: ForgeState,
+  deps: PipelineDeps,
+): Promise<ForgeOutcome> {
+  const { system, user } = rankPrompt(input, state, deps);
+  const answer = (
+    await deps.llm.complete({ task: FORGE_TASKS.rank, system, user, schema: RankAnswer, temperature: 0.2 })
+  ).value;
+  const order = finalOrder(state.shortlist, answer.ranking, state.scored);
+  const rationale = new Map(answer.ranking.map((r) => [r.idea_id.trim(), r.rationale]));
+  const rounds = addTranscript(
+    state.rounds,
+    5,
+    CHAIR,
+    `${answer.summary}\n${order.map((id, i) => `${i + 1}. ${id} "${state.refined.find((r) => r.id === id)?.name ?? id}"${rationale.has(id) ? `: ${rationale.get(id)}` : ''}`).join('\n')}`,
+  );
+  const result: ForgeResult = {
+    ideas: order.map((id, index) =>
+      toIdea(
+        index + 1,
+        state.refined.find((r) => r.id === id) as Refined,
+        state.scored.find((s) => s.id === id) as Scored,
+      ),
+    ),
+    rounds,
+    session_config: input.session_config,
+    sectors: input.sectors,
+    scout_generated_from: input.scout.map((s) => ({ sector: s.sector, generatedFrom: s.generatedFrom })),
+  };
+  return { kind: 'done', result, label: 'Round 5 · final ranking' };
+}
+
+function toIdea(rank: number, r: Refined, s: Scored): ForgeIdea {
+  return {
+    rank,
+    name: r.name,
+    problem: r.problem,
+    target_market: r.target_market,
+    why_now: r.why_now,
+    revenue_model: r.revenue_model,
+    moat: r.moat,
+    rice: s.rice,
+    kill_score: s.kill_score,
+    key_metrics: r.key_metrics,
+    validation_plan: r.validation_plan,
+    kill_switches: r.kill_switches,
+    lean_feasibility: r.feasibility.lean_feasibility,
+    feasibility: r.feasibility,
+    projected_annual_revenue_usd: r.feasibility.projected_annual_revenue_usd,
+    estimated_build_cost_usd: r.feasibility.estimated_build_cost_usd,
+    estimated_build_weeks: r.feasibility.estimated_build_weeks,
+    tags: r.tags,
+  };
+}

@@ -1,0 +1,113 @@
+import { z } from 'zod';
+import {
+  DebateRound,
+  ExecutionRoadmap,
+  FeasibilityAssessment,
+  KillBrief,
+  PanelVote,
+  ProvePersona,
+  type DebateTurn,
+  type ProveResult,
+} from '@repo/compute';
+import { nextProgress } from '../../progress';
+import type { StepOutcome } from '../types';
+
+/** The panel in speaking (and voting) order (README, "prove/debate"). */
+export const PERSONAS = ProvePersona.options;
+/** Debate rounds at most (README, "prove/debate"). */
+export const MAX_ROUNDS = 3;
+
+/** One of the {@link PERSONAS}. */
+export type Persona = z.infer<typeof ProvePersona>;
+
+/**
+ * The debate's state between steps (README, "Pipelines": JSON, validated by the runner on every step
+ * command). `phase` is `debate`, then `vote`, then `report`.
+ */
+export const ProveState = z.strictObject({
+  phase: z.enum(['debate', 'vote', 'report']),
+  /** Current debate round (1–3); after the debate, the last round held. */
+  round: z.number().int().min(1).max(MAX_ROUNDS),
+  /** Index into {@link PERSONAS} of the next speaker (debate) or voter (vote). */
+  speaker: z
+    .number()
+    .int()
+    .min(0)
+    .max(PERSONAS.length - 1),
+  rounds: z.array(DebateRound),
+  feasibility: FeasibilityAssessment.nullable(),
+  votes: z.array(PanelVote),
+  verdict: z.enum(['APPROVED', 'CONDITIONAL_APPROVED', 'REJECTED']).nullable(),
+  /** The first report section, once written. */
+  output: z.union([ExecutionRoadmap, KillBrief]).nullable(),
+  stepsDone: z.number().int().nonnegative(),
+  progressPct: z.number().int().min(0).max(99),
+});
+/** Inferred type of {@link ProveState}. */
+export type ProveState = z.infer<typeof ProveState>;
+/** What a prove step returns: the next {@link ProveState}, or the `ProveResult` (last report step or PIVOT_OUT). */
+export type ProveOutcome = StepOutcome<ProveState, ProveResult>;
+/** The phase of a {@link ProveState}: `debate`, `vote` or `report`. */
+export type ProvePhase = ProveState['phase'];
+
+/** The state before step 0: round 1 of the debate, the first persona to speak. */
+export function initialState(): ProveState {
+  return {
+    phase: 'debate',
+    round: 1,
+    speaker: 0,
+    rounds: [],
+    feasibility: null,
+    votes: [],
+    verdict: null,
+    output: null,
+    stepsDone: 0,
+    progressPct: 0,
+  };
+}
+
+/** Steps the job will take as far as known now: all debate turns still possible, six votes, two report sections. */
+function plannedSteps(state: ProveState): number {
+  const turns = state.rounds.reduce((n, r) => n + r.turns.length, 0);
+  const debate = state.phase === 'debate' ? MAX_ROUNDS * PERSONAS.length : turns;
+  return debate + PERSONAS.length + 2;
+}
+
+/**
+ * A `continue` outcome: `state` with `patch` applied, one more step done and the progress (README,
+ * "Pipelines": integer 1–99, strictly rising) over the steps planned so far.
+ * @param state the state the step started from (not mutated)
+ * @param patch the fields the step changed
+ * @param label a human label of the step just done
+ */
+export function advance(state: ProveState, patch: Partial<ProveState>, label: string): ProveOutcome {
+  const next: ProveState = { ...state, ...patch, stepsDone: state.stepsDone + 1 };
+  const progressPct = nextProgress(state.progressPct, next.stepsDone, plannedSteps(next));
+  return { kind: 'continue', state: { ...next, progressPct }, progressPct, label };
+}
+
+/**
+ * The debate rounds with `turn` appended to round `round` (created on its first turn).
+ * @param rounds the rounds so far (not mutated) @param round the round number, 1–3 @param turn the turn
+ */
+export function appendTurn(
+  rounds: ProveState['rounds'],
+  round: number,
+  turn: DebateTurn,
+): ProveState['rounds'] {
+  const existing = rounds.find((r) => r.round === round);
+  if (!existing) return [...rounds, { round, turns: [turn] }];
+  return rounds.map((r) => (r.round === round ? { round, turns: [...r.turns, turn] } : r));
+}
+
+/**
+ * The distinct conditions of the CONDITIONAL votes, in voting order (README, "prove/debate", report:
+ * the roadmap carries every condition); compared case-insensitively, trimmed.
+ */
+export function mergedConditions(votes: readonly PanelVote[]): string[] {
+  const out: string[] = [];
+  for (const v of votes)
+    for (const c of v.conditions ?? [])
+      if (!out.some((o) => o.toLowerCase() === c.trim().toLowerCase())) out.push(c.trim());
+  return out;
+}

@@ -1,0 +1,287 @@
+import type { z } from 'zod';
+import type { SearchResult } from '@repo/llm';
+import type {
+  DebateSource,
+  DebateTurn,
+  DecisionBrief,
+  ExecutionRoadmap,
+  KillBrief,
+  LeanCanvas,
+  PanelVote,
+  PivotReport,
+  ProveJobInput,
+  ProveResult,
+} from '@repo/compute';
+import { assessFeasibility } from '../../feasibility';
+import { countVotes, verdictFor } from '../../tally';
+import { clip } from '../render';
+import type { PipelineDeps } from '../types';
+import {
+  REPORT_TASKS,
+  reportPrompt,
+  turnPrompt,
+  turnTask,
+  votePrompt,
+  voteSummary,
+  voteTask,
+} from './prompts';
+import {
+  AnalystTurnAnswer,
+  DecisionBriefAnswer,
+  KillBriefAnswer,
+  LeanCanvasAnswer,
+  MAX_QUERIES_PER_TURN,
+  RoadmapAnswer,
+  TurnAnswer,
+  VoteAnswer,
+} from './schemas';
+import {
+  MAX_ROUNDS,
+  PERSONAS,
+  advance,
+  appendTurn,
+  mergedConditions,
+  type Persona,
+  type ProveOutcome,
+  type ProveState,
+} from './state';
+
+/** Results kept per search query (README, "prove/debate", turns). */
+export const RESULTS_PER_QUERY = 3;
+
+async function runSearches(queries: string[], deps: PipelineDeps): Promise<DebateSource[]> {
+  if (!deps.search || queries.length === 0) return [];
+  const seen = new Set<string>();
+  const sources: DebateSource[] = [];
+  for (const query of queries.slice(0, MAX_QUERIES_PER_TURN)) {
+    let results: SearchResult[] = [];
+    try {
+      results = await deps.search.search(clip(query, 300), { limit: RESULTS_PER_QUERY });
+    } catch (error) {
+      // Search is an aid to the debate, not a precondition: the turn stands without these sources.
+      deps.logger.warn({ err: (error as Error).message, provider: deps.search.name }, 'debate search failed');
+    }
+    for (const r of results) {
+      if (seen.has(r.url)) continue;
+      seen.add(r.url);
+      sources.push({ title: r.title, url: r.url, snippet: r.snippet });
+    }
+  }
+  return sources;
+}
+
+/**
+ * Phase `debate` (README, "prove/debate": turns, feasibility, PIVOT_OUT, early close): the persona at
+ * `speaker` takes its turn; its search queries run (failures logged, never thrown); the Analyst's
+ * estimates give the feasibility. A PIVOT_OUT ends the job at once; after the Strategist the next
+ * round starts, or the vote when the debate is over (round {@link MAX_ROUNDS}, or `end_debate`).
+ * @throws what `deps.llm.complete` throws (README, "Pipelines", errors)
+ */
+export async function debateStep(
+  input: ProveJobInput,
+  state: ProveState,
+  deps: PipelineDeps,
+): Promise<ProveOutcome> {
+  const persona = PERSONAS[state.speaker] as Persona;
+  const isAnalyst = persona === 'Analyst';
+  const { system, user } = turnPrompt(input, state, deps, persona);
+  const answer: TurnAnswer & { estimates?: z.infer<typeof AnalystTurnAnswer>['estimates'] } = (
+    await deps.llm.complete({
+      task: turnTask(persona),
+      system,
+      user,
+      schema: isAnalyst ? AnalystTurnAnswer : TurnAnswer,
+      temperature: 0.7,
+    })
+  ).value;
+
+  const queries = answer.search_queries
+    .map((q) => q.trim())
+    .filter(Boolean)
+    .slice(0, MAX_QUERIES_PER_TURN);
+  const sources = await runSearches(queries, deps);
+  const turn: DebateTurn = {
+    persona,
+    content: answer.content.trim() || '(no comment)',
+    ...(queries.length && deps.search ? { search_queries: queries } : {}),
+    ...(sources.length ? { sources } : {}),
+  };
+  const rounds = appendTurn(state.rounds, state.round, turn);
+  const feasibility =
+    isAnalyst && answer.estimates
+      ? assessFeasibility(answer.estimates, input.session_config)
+      : state.feasibility;
+  const label = `Round ${state.round} · ${persona}`;
+
+  if (answer.pivot_out) {
+    const pivot: PivotReport = {
+      declared_by: persona,
+      round: state.round,
+      reason: answer.pivot_out.reason,
+      new_direction: answer.pivot_out.new_direction,
+    };
+    return {
+      kind: 'done',
+      result: pivotResult(input, rounds, feasibility, pivot),
+      label: `${label} · PIVOT_OUT`,
+    };
+  }
+  const lastSpeaker = state.speaker === PERSONAS.length - 1;
+  if (!lastSpeaker) return advance(state, { rounds, feasibility, speaker: state.speaker + 1 }, label);
+  const debateOver = state.round >= MAX_ROUNDS || (persona === 'Strategist' && answer.end_debate);
+  if (debateOver)
+    return advance(
+      state,
+      { rounds, feasibility, phase: 'vote', speaker: 0 },
+      answer.end_debate ? `${label} · debate closed` : label,
+    );
+  return advance(state, { rounds, feasibility, round: state.round + 1, speaker: 0 }, label);
+}
+
+/**
+ * Phase `vote` (README, "prove/debate", vote and tally): the persona at `speaker` votes (a re-run
+ * replaces its earlier vote). After the sixth vote the verdict is tallied ({@link verdictFor}) and
+ * the state moves to `report`.
+ * @throws what `deps.llm.complete` throws (README, "Pipelines", errors)
+ */
+export async function voteStep(
+  input: ProveJobInput,
+  state: ProveState,
+  deps: PipelineDeps,
+): Promise<ProveOutcome> {
+  const persona = PERSONAS[state.speaker] as Persona;
+  const { system, user } = votePrompt(input, state, deps, persona);
+  const answer = (
+    await deps.llm.complete({ task: voteTask(persona), system, user, schema: VoteAnswer, temperature: 0.2 })
+  ).value;
+  const vote: PanelVote = {
+    persona,
+    vote: answer.vote,
+    rationale: answer.rationale.trim() || answer.vote,
+    ...(answer.vote === 'CONDITIONAL' ? { conditions: answer.conditions } : {}),
+  };
+  const votes = [...state.votes.filter((v) => v.persona !== persona), vote];
+  const label = `Vote · ${persona} (${votes.length}/${PERSONAS.length})`;
+  if (state.speaker < PERSONAS.length - 1)
+    return advance(state, { votes, speaker: state.speaker + 1 }, label);
+  const verdict = verdictFor(countVotes(votes));
+  return advance(state, { votes, verdict, phase: 'report', speaker: 0 }, `${label} · ${verdict}`);
+}
+
+/**
+ * Phase `report` (README, "prove/debate", report), two steps: first the execution roadmap (APPROVED,
+ * CONDITIONAL_APPROVED; with every condition of the CONDITIONAL votes) or the kill brief (REJECTED),
+ * kept in `output`; then the Lean Canvas or the decision brief, which ends the job with the `ProveResult`.
+ * @throws what `deps.llm.complete` throws (README, "Pipelines", errors); `Error` when `output` does not
+ *   match the verdict (a state no step produces)
+ */
+export async function reportStep(
+  input: ProveJobInput,
+  state: ProveState,
+  deps: PipelineDeps,
+): Promise<ProveOutcome> {
+  const verdict = state.verdict ?? verdictFor(countVotes(state.votes));
+  const approved = verdict !== 'REJECTED';
+  const counts = countVotes(state.votes);
+
+  if (state.output === null) {
+    if (approved) {
+      const conditions = mergedConditions(state.votes);
+      const { system, user } = reportPrompt('roadmap', input, state, deps, verdict, counts, conditions);
+      const answer = (
+        await deps.llm.complete({
+          task: REPORT_TASKS.roadmap,
+          system,
+          user,
+          schema: RoadmapAnswer,
+          temperature: 0.3,
+        })
+      ).value;
+      const output: ExecutionRoadmap = { kind: 'execution_roadmap', ...answer, conditions };
+      return advance(state, { output }, 'Report · execution roadmap');
+    }
+    const { system, user } = reportPrompt('killBrief', input, state, deps, verdict, counts);
+    const answer = (
+      await deps.llm.complete({
+        task: REPORT_TASKS.killBrief,
+        system,
+        user,
+        schema: KillBriefAnswer,
+        temperature: 0.3,
+      })
+    ).value;
+    const output: KillBrief = { kind: 'kill_brief', ...answer };
+    return advance(state, { output }, 'Report · kill brief');
+  }
+
+  const common = {
+    votes: state.votes,
+    vote_counts: counts,
+    rounds: state.rounds,
+    feasibility: state.feasibility,
+    session_config: input.session_config,
+    proveSessionId: input.proveSessionId,
+  };
+  if (approved && state.output.kind === 'execution_roadmap') {
+    const { system, user } = reportPrompt('leanCanvas', input, state, deps, verdict, counts);
+    const answer = (
+      await deps.llm.complete({
+        task: REPORT_TASKS.leanCanvas,
+        system,
+        user,
+        schema: LeanCanvasAnswer,
+        temperature: 0.3,
+      })
+    ).value;
+    const summary: LeanCanvas = { kind: 'lean_canvas', ...answer };
+    const result: ProveResult = {
+      verdict: verdict as 'APPROVED' | 'CONDITIONAL_APPROVED',
+      report: { output: state.output, summary, pivot_report: null },
+      ...common,
+    };
+    return { kind: 'done', result, label: 'Report · Lean Canvas' };
+  }
+  if (!approved && state.output.kind === 'kill_brief') {
+    const { system, user } = reportPrompt('decisionBrief', input, state, deps, verdict, counts);
+    const answer = (
+      await deps.llm.complete({
+        task: REPORT_TASKS.decisionBrief,
+        system,
+        user,
+        schema: DecisionBriefAnswer,
+        temperature: 0.3,
+      })
+    ).value;
+    const summary: DecisionBrief = {
+      kind: 'decision_brief',
+      decision: 'REJECTED',
+      vote_summary: voteSummary(counts),
+      ...answer,
+    };
+    const result: ProveResult = {
+      verdict: 'REJECTED',
+      report: { output: state.output, summary, pivot_report: null },
+      ...common,
+    };
+    return { kind: 'done', result, label: 'Report · decision brief' };
+  }
+  throw new Error(`prove state is inconsistent: verdict ${verdict} with a ${state.output.kind}`);
+}
+
+function pivotResult(
+  input: ProveJobInput,
+  rounds: ProveState['rounds'],
+  feasibility: ProveState['feasibility'],
+  pivot: PivotReport,
+): ProveResult {
+  return {
+    verdict: 'PIVOT_OUT',
+    report: { output: null, summary: null, pivot_report: pivot },
+    votes: [],
+    vote_counts: { approve: 0, conditional: 0, reject: 0 },
+    rounds,
+    feasibility,
+    session_config: input.session_config,
+    proveSessionId: input.proveSessionId,
+  };
+}
