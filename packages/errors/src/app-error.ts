@@ -1,4 +1,4 @@
-import { type ErrorCode, statusForCode } from './codes';
+import { type ErrorCode, type ServiceErrorCode, statusForCode } from './codes';
 
 /** Options accepted by {@link AppError}'s constructor. */
 export interface AppErrorOptions {
@@ -17,8 +17,8 @@ export interface AppErrorOptions {
  * `{ error, code, details?, requestId }` with {@link AppError.status}.
  */
 export class AppError extends Error {
-  /** The closed error code, e.g. `"not_found"`. */
-  readonly code: ErrorCode;
+  /** The error code: a shared one, e.g. `"not_found"`, or one a service declared. */
+  readonly code: ErrorCode | (string & {});
   /** The HTTP status, 400–599. */
   readonly status: number;
   /** Optional detail sent to the client. */
@@ -27,14 +27,15 @@ export class AppError extends Error {
   readonly headers: Record<string, string>;
 
   /**
-   * @param code the error code; it determines the status unless `options.status` is given
+   * @param code a shared error code, or one the service declared with `defineErrorCodes`; it
+   *   determines the status unless `options.status` is given
    * @param message a human-readable message (sent to clients for 4xx; 5xx messages are generic)
    */
-  constructor(code: ErrorCode, message: string, options: AppErrorOptions = {}) {
+  constructor(code: ErrorCode | ServiceErrorCode, message: string, options: AppErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'AppError';
-    this.code = code;
-    this.status = options.status ?? statusForCode(code);
+    this.code = typeof code === 'string' ? code : code.code;
+    this.status = options.status ?? (typeof code === 'string' ? statusForCode(code) : code.status);
     this.details = options.details;
     this.headers = options.headers ?? {};
   }

@@ -46,6 +46,39 @@ export const ERROR_CODES = {
 export type ErrorCode = keyof typeof ERROR_CODES;
 
 /**
+ * An error code that belongs to one service, declared by that service with {@link defineErrorCodes}
+ * (e.g. signal-feedback's `csrf_failed`, 403) and thrown as `new AppError(CODES.csrf_failed, ...)`.
+ */
+export interface ServiceErrorCode<C extends string = string> {
+  /** The snake_case code sent in the envelope's `code`. */
+  readonly code: C;
+  /** The HTTP status answered with it, 400–599. */
+  readonly status: number;
+}
+
+/**
+ * Declares the error codes only one service answers with, so that the shared list stays the codes
+ * every service may answer.
+ * @param codes snake_case code -> HTTP status (400–599)
+ * @returns one {@link ServiceErrorCode} per code, to pass to `AppError`
+ * @throws Error when a code is not snake_case, its status is outside 400–599, or it is a shared code
+ */
+export function defineErrorCodes<const T extends Record<string, number>>(
+  codes: T,
+): { readonly [K in keyof T & string]: ServiceErrorCode<K> } {
+  const out: Record<string, ServiceErrorCode> = {};
+  for (const [code, status] of Object.entries(codes)) {
+    if (!/^[a-z][a-z0-9_]*$/.test(code)) throw new Error(`error code "${code}" is not snake_case`);
+    if (!Number.isInteger(status) || status < 400 || status > 599) {
+      throw new Error(`error code "${code}" has status ${status}, not 400–599`);
+    }
+    if (code in ERROR_CODES) throw new Error(`error code "${code}" is already a shared code`);
+    out[code] = Object.freeze({ code, status });
+  }
+  return Object.freeze(out) as { readonly [K in keyof T & string]: ServiceErrorCode<K> };
+}
+
+/**
  * The HTTP status answered for a code.
  * @param code an {@link ErrorCode}
  * @returns the status, 400–599

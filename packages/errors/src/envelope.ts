@@ -24,7 +24,7 @@ export type ErrorEnvelope = z.infer<typeof ErrorEnvelope>;
  * @param details optional detail; omitted from the body when `undefined`
  */
 export function errorEnvelope(
-  code: ErrorCode,
+  code: ErrorCode | (string & {}),
   message: string,
   requestId: string,
   details?: unknown,

@@ -1,5 +1,5 @@
-export { ERROR_CODES, statusForCode } from './codes';
-export type { ErrorCode } from './codes';
+export { defineErrorCodes, ERROR_CODES, statusForCode } from './codes';
+export type { ErrorCode, ServiceErrorCode } from './codes';
 export { AppError, isAppError, notFound } from './app-error';
 export type { AppErrorOptions } from './app-error';
 export { ErrorEnvelope, errorEnvelope, fieldErrors, ERROR_CODE_LIST } from './envelope';
