@@ -2,7 +2,10 @@ import { z } from 'zod';
 import { addDuplicateIssues } from './unique';
 import { AtomicAmount, X402Network } from './x402';
 
-/** Severity of a pain signal (market-intel spec, GapItem.pain_signals[].severity). */
+/**
+ * Severity of a pain signal, `GapItem.pain_signals[].severity` (services/pipeline-runner/README.md,
+ * "Scout pipeline").
+ */
 export const Severity = z.enum(['critical', 'high', 'medium', 'low']);
 /** Inferred type of {@link Severity}. */
 export type Severity = z.infer<typeof Severity>;
@@ -20,7 +23,7 @@ export const SectorTag = z
     'must be a sector tag: lowercase letters, digits and dashes, at most 64',
   );
 
-/** GapItem.trend_signal (market-intel spec): the article behind a trend, its source, score and insight. */
+/** `GapItem.trend_signal`: the article behind a trend, its source, score and insight. */
 export const TrendSignal = z.object({
   article: z.string(),
   source: z.string(),
@@ -30,7 +33,7 @@ export const TrendSignal = z.object({
 /** Inferred type of {@link TrendSignal}. */
 export type TrendSignal = z.infer<typeof TrendSignal>;
 
-/** GapItem.pain_signals[] (market-intel spec). */
+/** An element of `GapItem.pain_signals[]`. */
 export const PainSignal = z.object({
   theme: z.string(),
   severity: Severity,
@@ -40,7 +43,10 @@ export const PainSignal = z.object({
 /** Inferred type of {@link PainSignal}. */
 export type PainSignal = z.infer<typeof PainSignal>;
 
-/** A market gap: a trend crossed with the pain signals it addresses (market-intel spec, "GapItem"). */
+/**
+ * A market gap: a trend crossed with the pain signals it addresses (services/pipeline-runner/README.md,
+ * "Scout pipeline").
+ */
 export const GapItem = z.object({
   title: z.string(),
   trend_signal: TrendSignal,
@@ -49,7 +55,10 @@ export const GapItem = z.object({
 /** Inferred type of {@link GapItem}. */
 export type GapItem = z.infer<typeof GapItem>;
 
-/** A cluster of related pains (market-intel spec, "PainCluster"); `mentions` is a count. */
+/**
+ * A cluster of related pains; `mentions` is a count (services/pipeline-runner/README.md,
+ * "Scout pipeline").
+ */
 export const PainCluster = z.object({
   theme: z.string(),
   description: z.string(),
@@ -59,7 +68,7 @@ export const PainCluster = z.object({
 /** Inferred type of {@link PainCluster}. */
 export type PainCluster = z.infer<typeof PainCluster>;
 
-/** A trend as served (market-intel spec, "TrendItem"). */
+/** A trend as the Data API serves it. */
 export const TrendItem = z.object({
   title: z.string(),
   description: z.string(),
@@ -69,7 +78,7 @@ export const TrendItem = z.object({
 /** Inferred type of {@link TrendItem}. */
 export type TrendItem = z.infer<typeof TrendItem>;
 
-/** A keyword with its aggregate occurrence count (market-intel spec, "KeywordItem"). */
+/** A keyword with its aggregate occurrence count. */
 export const KeywordItem = z.object({
   keyword: z.string(),
   count: z.number().int().nonnegative(),
@@ -78,9 +87,9 @@ export const KeywordItem = z.object({
 export type KeywordItem = z.infer<typeof KeywordItem>;
 
 /**
- * The daily brief (market-intel spec, "DailyBrief"). The spec leaves the item shapes inside `stats`,
- * `top_articles`, `sector_heatmap`, `narratives` and `cross_signals` open; they are passed through as
- * JSON (objects/arrays) and documented by the scan pipeline that produces them.
+ * The daily brief. The item shapes inside `stats`, `top_articles`, `sector_heatmap`, `narratives` and
+ * `cross_signals` are left open here; they are passed through as JSON (objects/arrays) and documented
+ * by the scan pipeline that produces them (README, "Scout scans").
  */
 export const DailyBrief = z.object({
   date: z.iso.date(),
@@ -119,8 +128,8 @@ export const PainClustersResponse = z.object({
 export type PainClustersResponse = z.infer<typeof PainClustersResponse>;
 
 /**
- * 200 body of GET /api/v1/scout/trends. The spec leaves the envelope open; it follows the gaps one,
- * plus the `days` window applied.
+ * 200 body of GET /api/v1/scout/trends. The envelope is this service's choice: it follows the gaps
+ * one, plus the `days` window applied.
  */
 export const TrendsResponse = z.object({
   trends: z.array(TrendItem),
@@ -151,7 +160,7 @@ export const BriefResponse = z.object({
 /** Inferred type of {@link BriefResponse}. */
 export type BriefResponse = z.infer<typeof BriefResponse>;
 
-/** One entry of the sector list (market-intel spec, "Sector list"). */
+/** One entry of the sector list of GET /api/v1/sectors (services/market-intel/README.md, "Endpoints"). */
 export const SectorSummary = z.object({
   sector: z.string(),
   report_count: z.number().int(),
@@ -170,7 +179,7 @@ export const SectorList = z.object({
 /** Inferred type of {@link SectorList}. */
 export type SectorList = z.infer<typeof SectorList>;
 
-/** Health of the LLM upstream (market-intel spec, "Health response"); `latency_ms` in milliseconds. */
+/** Health of the LLM upstream (`llm` of the health body); `latency_ms` in milliseconds. */
 export const LlmHealth = z.object({
   ok: z.boolean(),
   latency_ms: z.number().int().nonnegative(),
@@ -190,7 +199,7 @@ export const ErrorClass = z.enum(['upstream', 'config']);
 export type ErrorClass = z.infer<typeof ErrorClass>;
 
 /**
- * Body of GET /api/v1/health (market-intel spec, "Health response"): 200 when `ok`, else 503 with
+ * Body of GET /api/v1/health (services/market-intel/README.md, "Endpoints"): 200 when `ok`, else 503 with
  * `errorClass` and a `Retry-After` header (30 s for upstream, 600 s for config).
  */
 export const HealthResponse = z.object({
@@ -203,7 +212,7 @@ export const HealthResponse = z.object({
 /** Inferred type of {@link HealthResponse}. */
 export type HealthResponse = z.infer<typeof HealthResponse>;
 
-/** Job states (market-intel spec, "Job statuses"); terminal: completed, failed. */
+/** Job states; terminal: completed, failed (packages/compute/README.md, "Job state machine"). */
 export const JobStatus = z.enum(['pending', 'running', 'completed', 'failed']);
 /** Inferred type of {@link JobStatus}. */
 export type JobStatus = z.infer<typeof JobStatus>;
@@ -228,8 +237,9 @@ export const JobRefund = z.object({
 export type JobRefund = z.infer<typeof JobRefund>;
 
 /**
- * A compute job as returned by GET /api/v1/jobs/{jobId} (market-intel spec, "AgentJob"), plus
- * `refund` (null unless a failed job's payment is being or was refunded).
+ * A compute job as returned by GET /api/v1/jobs/{jobId} (services/market-intel/README.md,
+ * "Endpoints"), with the additional `refund` (null unless a failed job's payment is being or was
+ * refunded; README, "Refunds").
  */
 export const AgentJob = z.object({
   jobId: z.string(),

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 
-/** Founder profiles (market-intel spec, "session_config"). */
+/**
+ * Founder profiles (services/pipeline-runner/README.md,
+ * "session_config in the math (`src/domain/feasibility.ts`)").
+ */
 export const Profile = z.enum([
   'Solo',
   'Small Team (2-3)',
@@ -31,7 +34,7 @@ export const SessionConfigObject = z.strictObject({
 /** Inferred type of {@link SessionConfigObject}. */
 export type SessionConfigObject = z.infer<typeof SessionConfigObject>;
 
-/** A fully resolved session_config: the caller's values over the spec's defaults. */
+/** A fully resolved session_config: the caller's values over {@link SESSION_CONFIG_DEFAULTS}. */
 export interface SessionConfig {
   profile: z.infer<typeof Profile>;
   budget: z.infer<typeof Budget>;
@@ -41,9 +44,9 @@ export interface SessionConfig {
 }
 
 /**
- * The spec's defaults ("Small Team, $10K, 4-8 weeks, $100K"). The spec's default profile and threshold
- * are not members of their enums; they are read as the nearest members, `Small Team (2-3)` and
- * `$100K/year`.
+ * The defaults of omitted fields: "Small Team, $10K, 4-8 weeks, $100K". That default profile and
+ * threshold are not members of their enums; they are read as the nearest members, `Small Team (2-3)`
+ * and `$100K/year`.
  */
 export const SESSION_CONFIG_DEFAULTS: SessionConfig = {
   profile: 'Small Team (2-3)',
@@ -96,9 +99,9 @@ function parseSessionConfigString(text: string, ctx: z.RefinementCtx): SessionCo
 }
 
 /**
- * session_config as accepted by both compute endpoints (market-intel spec, "session_config"): the
- * object form, or the string form (at most 5000 chars), or omitted/empty; always resolved to a full
- * {@link SessionConfig} with the defaults filled in.
+ * session_config as accepted by both compute endpoints (services/market-intel/README.md,
+ * "Endpoints"): the object form, or the string form (at most 5000 chars), or omitted/empty; always
+ * resolved to a full {@link SessionConfig} with the defaults filled in.
  */
 export const SessionConfigInput = z
   .union([SessionConfigObject, z.string().max(SESSION_CONFIG_STRING_MAX)])

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** x402 networks this project settles on (market-intel spec, PaymentRequirements.network). */
+/** x402 networks this project settles on, as `PaymentRequirements.network` (README, "What runs where"). */
 export const X402Network = z.enum(['solana', 'solana-devnet']);
 /** `"solana"` (main network) or `"solana-devnet"` (test network). */
 export type X402Network = z.infer<typeof X402Network>;
@@ -12,8 +12,9 @@ export const AtomicAmount = z.string().regex(/^(0|[1-9][0-9]*)$/, 'must be a non
 export const Base58 = z.string().regex(/^[1-9A-HJ-NP-Za-km-z]+$/, 'must be base58');
 
 /**
- * One way to pay for a resource: an element of `accepts` in a 402 body (market-intel spec,
- * "PaymentRequirements"). Amounts are atomic USDC units as strings; `maxTimeoutSeconds` is in seconds.
+ * One way to pay for a resource: an element of `accepts` in a 402 body (README,
+ * "Paying for data (x402)"). Amounts are atomic USDC units as strings; `maxTimeoutSeconds` is in
+ * seconds.
  */
 export const PaymentRequirements = z.object({
   scheme: z.literal('exact'),
@@ -26,8 +27,9 @@ export const PaymentRequirements = z.object({
   mimeType: z.string(),
   maxTimeoutSeconds: z.number().int().positive(),
   /**
-   * x402 v1 discovery metadata (optional in the protocol, beyond the spec's table): how to call the
-   * resource (`input`: method, query parameters or body fields) and the JSON Schema of its answer.
+   * x402 v1 discovery metadata (optional in the protocol, an addition to the fields above; README,
+   * "Discovery"): how to call the resource (`input`: method, query parameters or body fields) and the
+   * JSON Schema of its answer.
    */
   outputSchema: z.record(z.string(), z.unknown()).optional(),
   /** Scheme-specific extra fields (optional in the x402 protocol). */
@@ -37,9 +39,10 @@ export const PaymentRequirements = z.object({
 export type PaymentRequirements = z.infer<typeof PaymentRequirements>;
 
 /**
- * The body of an HTTP 402 (market-intel spec, "Error402"): exactly `x402Version`, `accepts`, `error`,
- * plus the envelope's optional `code`, `requestId` and `details` (ARCHITECTURE.md, "Error body"); the
- * x402 package puts `{ reason }` in `details` when a payment proof was refused.
+ * The body of an HTTP 402 (services/market-intel/README.md, "Paying, in three steps"): exactly
+ * `x402Version`, `accepts`, `error`, plus the error envelope's optional `code`, `requestId` and
+ * `details` (services/market-intel/README.md, "Endpoints"); the x402 package puts `{ reason }` in
+ * `details` when a payment proof was refused (packages/x402-solana/README.md, "Verification order").
  */
 export const Error402 = z.object({
   x402Version: z.literal(1),
@@ -53,7 +56,7 @@ export const Error402 = z.object({
 export type Error402 = z.infer<typeof Error402>;
 
 /**
- * The decoded `X-PAYMENT` header (market-intel spec, "Authentication"): version 1, scheme `exact`, the
+ * The decoded `X-PAYMENT` header (README, "Paying for data (x402)"): version 1, scheme `exact`, the
  * network, and the base58 signature of the paying transaction.
  */
 export const PaymentPayload = z.object({

@@ -14,7 +14,7 @@ export class ConfigError extends Error {
 
 /**
  * Parses the environment once with a zod object schema whose keys are variable names. Blank strings
- * count as unset, so `FOO=` falls back to the default (ARCHITECTURE.md, "Config").
+ * count as unset, so `FOO=` falls back to the default (README, "Configuration").
  * @param schema a zod object schema over environment variable names
  * @param env the environment, `process.env` by default
  * @returns the parsed, typed configuration

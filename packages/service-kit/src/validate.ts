@@ -51,7 +51,8 @@ function nulPath(value: unknown, prefix: string, allowed: ReadonlySet<string>): 
 }
 
 /**
- * Validate-at-the-edge middleware (ARCHITECTURE.md, "Validate at the edge, use what was parsed"):
+ * Validate-at-the-edge middleware (docs/architecture.md, "Routes own their contracts": the route
+ * validates with its request schemas, the handler reads what was parsed):
  * parses query, params and body with zod and stores the parsed values in `res.locals.valid`
  * (express 5's `req.query` is a read-only getter) and `req.body`. A string that contains U+0000
  * (NUL) anywhere in a parsed part (unless `options.nulAllowed` names it) is a field error too:

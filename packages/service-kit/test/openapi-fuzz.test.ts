@@ -207,7 +207,7 @@ describe('the judge', () => {
     ).toEqual([]);
   });
 
-  it('When a body is checked against the envelope of ARCHITECTURE.md, then details is optional and requestId required', () => {
+  it('When a body is checked against the error envelope { error, code, details?, requestId }, then details is optional and requestId required', () => {
     expect(envelopeProblems({ error: 'e', code: 'c', requestId: 'r', details: [1] })).toEqual([]);
     expect(envelopeProblems({ error: 'e', code: 'c' })).toEqual(['`requestId` is not a non-empty string']);
   });

@@ -24,7 +24,10 @@ export const MarketIntelEnv = z.object({
   MERCHANT_TOKEN_ACCOUNT_DEVNET: base58.optional(),
   /** Seconds a payment transaction stays acceptable after its block time. */
   PAYMENT_FRESHNESS_SECONDS: intVar(600, 10, 86_400),
-  /** maxTimeoutSeconds advertised in PaymentRequirements (the spec's example: 60). */
+  /**
+   * maxTimeoutSeconds advertised in PaymentRequirements (services/market-intel/README.md,
+   * "Configuration": 60 by default).
+   */
   PAYMENT_MAX_TIMEOUT_SECONDS: intVar(60, 1, 3600),
   /**
    * Path of the fee payer's keypair file (a JSON array of 64 bytes, SOL only): set, every 402 also
@@ -137,7 +140,7 @@ export type MarketIntelConfig = z.infer<typeof MarketIntelEnv>;
 /**
  * Reads the configuration from the environment.
  * @throws ConfigError naming every invalid or missing variable, and with `NODE_ENV=production` every
- *   insecure setting (README, "Security"): RabbitMQ's default or no credentials, a loopback database,
+ *   insecure setting (README, "Deploying"): RabbitMQ's default or no credentials, a loopback database,
  *   broker or RPC host, a non-empty `SSRF_ALLOWLIST`, a `WEBHOOK_SECRET` or `X402_REFERENCE_SECRET`
  *   shorter than 32 bytes or holding the template's `CHANGE_ME`
  */

@@ -43,8 +43,8 @@ interface Hook {
 /** Every webhook request the receiver got: the raw body, its headers and when it arrived (ms). */
 const hooks: Hook[] = [];
 /**
- * The receiver's Standard Webhooks verifier, keyed as the README tells a receiver to: `whsec_` +
- * base64 of the bytes of WEBHOOK_SECRET.
+ * The receiver's Standard Webhooks verifier, keyed as the README tells a receiver to
+ * (README, "Webhooks (market-intel)"): `whsec_` + base64 of the bytes of WEBHOOK_SECRET.
  */
 const receiverWebhook = new Webhook(`whsec_${Buffer.from(SECRET, 'utf8').toString('base64')}`);
 
@@ -362,7 +362,7 @@ describe('Compute jobs end to end', () => {
     ['rejected', 'REJECTED'],
     ['pivot_out', 'PIVOT_OUT'],
   ] as const)(
-    "When the panel plays the %s script, then the verdict is %s with the report the spec's table asks for",
+    'When the panel plays the %s script, then the verdict is %s with the report that verdict calls for (services/pipeline-runner/README.md, "prove/debate (`src/domain/pipelines/prove/`)")',
     async (scenario, verdict) => {
       const { jobId } = await submitProve(scenario);
       const { job } = await settle(jobId);

@@ -12,7 +12,7 @@ describe('Paid jobs', () => {
     await waitFor('healthy', async () => (await healthStatus()) === 200);
   });
 
-  it('When no X-PAYMENT is sent to a healthy compute endpoint, then 402 with the spec price and x402-version 1', async () => {
+  it('When no X-PAYMENT is sent to a healthy compute endpoint, then 402 with the forge price (15 USDC) and x402-version 1', async () => {
     const res = await post('/api/v1/forge/ideate', {});
     expect(res.status).toBe(402);
     expect(res.headers.get('x402-version')).toBe('1');
@@ -90,7 +90,7 @@ describe('Paid jobs', () => {
     await waitFor('the outbox row deleted', async () => (await api.h.service.outbox.pending()) === 0);
   });
 
-  it('When a forge ideation is paid, then its step 0 carries the latest scout data of the requested sectors and the spec defaults', async () => {
+  it('When a forge ideation is paid, then its step 0 carries the latest scout data of the requested sectors and the session_config defaults', async () => {
     steps.length = 0;
     const signature = await api.h.transfer({ amountAtomic: 15_000_000n });
     const res = await api.h.postWithProof(

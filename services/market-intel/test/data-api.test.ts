@@ -208,7 +208,7 @@ describe('Free endpoints', () => {
     expect(body.total_reports).toBe(body.sectors.reduce((n, s) => n + s.report_count, 0));
   });
 
-  it('When health is asked while no pipeline runner is alive, then 503 upstream with Retry-After 30 in the spec shape', async () => {
+  it('When health is asked while no pipeline runner is alive, then 503 upstream with Retry-After 30 and the health body { ok, llm, search, server_time, errorClass }', async () => {
     const res = await fetch(`${h.baseUrl}/api/v1/health`);
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).toBe('30');

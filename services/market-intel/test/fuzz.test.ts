@@ -225,8 +225,9 @@ describe('fuzzing market-intel from its own OpenAPI document', () => {
             refused.add(request.operationId);
             return;
           }
-          // Checks that come before the payment (spec: "422, no payment consumed"): rules beyond the
-          // schema, such as a webhook_url that does not resolve or a NUL character.
+          // Checks that come before the payment (services/market-intel/README.md, "Endpoints": 400 or
+          // 422, nothing charged): rules beyond the schema, such as a webhook_url that does not resolve
+          // or a NUL character.
           const code = (response.json as { code?: unknown } | undefined)?.code;
           const validation =
             (response.status === 400 || response.status === 422) &&

@@ -3,7 +3,8 @@ import { callRpc, createTestMint, fundWallet, mintTestTokens } from '@repo/solan
 import { Error402 } from '@repo/schemas';
 import { buildReport, startHarness, type Harness } from './support/harness';
 
-// The spec's "Authentication" rules, each paid with a real signed transferChecked on the local ledger.
+// The x402 payment rules (README, "Paying with our client"; services/market-intel/README.md,
+// "Paying, in three steps"), each paid with a real signed transferChecked on the local ledger.
 let h: Harness;
 
 beforeAll(async () => {
@@ -36,7 +37,7 @@ async function merchantBalance(network: 'solana' | 'solana-devnet' = 'solana'): 
 }
 
 describe('x402 payment rules', () => {
-  it('Rules 1-2: When the same signature is sent again to the same endpoint, then the stored answer is replayed and nothing is charged again', async () => {
+  it('When the same signature is sent again to the same endpoint, then the stored answer is replayed and nothing is charged again', async () => {
     const signature = await h.transfer({ amountAtomic: 100_000n });
     h.events.length = 0;
     const first = await h.getWithProof(GAPS, signature);
@@ -54,14 +55,14 @@ describe('x402 payment rules', () => {
     ]);
   });
 
-  it('Rule 2: When a replay asks other parameters of the same endpoint, then the original answer is still what was paid for', async () => {
+  it('When a replay asks other parameters of the same endpoint, then the original answer is still what was paid for', async () => {
     const signature = await h.transfer({ amountAtomic: 100_000n });
     const first = await (await h.getWithProof('/api/v1/scout/gaps?limit=1', signature)).text();
     const other = await h.getWithProof('/api/v1/scout/gaps?limit=2', signature);
     expect(await other.text()).toBe(first);
   });
 
-  it('Rule 4: When the signature was used on another endpoint, then 400 payment_reused', async () => {
+  it('When the signature was used on another endpoint, then 400 payment_reused', async () => {
     const signature = await h.transfer({ amountAtomic: 100_000n });
     expect((await h.getWithProof(GAPS, signature)).status).toBe(200);
     const res = await h.getWithProof('/api/v1/scout/trends', signature);
@@ -76,7 +77,7 @@ describe('x402 payment rules', () => {
     ]);
   });
 
-  it('Rule 5: When the amount differs from the price, then 400 amount_mismatch and nothing is consumed', async () => {
+  it('When the amount differs from the price, then 400 amount_mismatch and nothing is consumed', async () => {
     const signature = await h.transfer({ amountAtomic: 99_999n });
     const res = await h.getWithProof(GAPS, signature);
     expect(res.status).toBe(400);
@@ -84,12 +85,12 @@ describe('x402 payment rules', () => {
     expect(await h.paymentRows(signature)).toEqual([UNCONSUMED]);
   });
 
-  it('Rule 5: When the keywords price is paid to the gaps endpoint, then 400 amount_mismatch', async () => {
+  it('When the keywords price is paid to the gaps endpoint, then 400 amount_mismatch', async () => {
     const signature = await h.transfer({ amountAtomic: 50_000n });
     expect((await json(await h.getWithProof(GAPS, signature))).code).toBe('amount_mismatch');
   });
 
-  it('Rule 6: When another mint is transferred to the merchant, then 400 mint_mismatch', async () => {
+  it('When another mint is transferred to the merchant, then 400 mint_mismatch', async () => {
     const rpcUrl = h.rpcUrls.solana;
     const { mint, mintAuthority } = await createTestMint({ rpcUrl, decimals: 6 });
     await mintTestTokens({
@@ -184,7 +185,7 @@ describe('x402 payment rules', () => {
       ).toString('base64'),
     ],
   ])(
-    'When X-PAYMENT is %s, then 402 with the Error402 body naming the problem (spec: payment not acceptable)',
+    'When X-PAYMENT is %s, then 402 with the Error402 body naming the problem (README, "Paying with our client")',
     async (_name, header) => {
       const res = await fetch(h.baseUrl + GAPS, { headers: { 'X-PAYMENT': header } });
       expect(res.status).toBe(402);
@@ -199,7 +200,7 @@ describe('x402 payment rules', () => {
     },
   );
 
-  it('Rule 7: When network=devnet, then a devnet payment is accepted and a main-network proof is refused', async () => {
+  it('When network=devnet, then a devnet payment is accepted and a main-network proof is refused', async () => {
     const devnetSig = await h.transfer({ amountAtomic: 100_000n, network: 'solana-devnet' });
     const ok = await h.getWithProof(`${GAPS}&network=devnet`, devnetSig, 'solana-devnet');
     expect(ok.status).toBe(200);

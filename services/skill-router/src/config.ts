@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { assertProductionReady, BaseHttpEnv, boolVar, intVar, parseConfig } from '@repo/service-kit';
 
 /**
- * skill-router's environment (README, "Configuration"). Parsed once at boot; every bad variable is
- * named. Durations are milliseconds unless the name says seconds.
+ * skill-router's environment (services/skill-router/README.md, "Configuration"). Parsed once at boot;
+ * every bad variable is named. Durations are milliseconds unless the name says seconds.
  */
 export const SkillRouterEnv = z.object({
   ...BaseHttpEnv,
@@ -12,7 +12,7 @@ export const SkillRouterEnv = z.object({
   METRICS_PORT: intVar(9103, 0, 65535),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL'),
   DATABASE_POOL_SIZE: intVar(10, 1, 200),
-  /** POST /api/auth/key per client IP and minute (spec, "Limits": 5). */
+  /** POST /api/auth/key per client IP and minute (services/skill-router/README.md, "Limits": 5). */
   KEY_CREATION_LIMIT_PER_MINUTE: intVar(5, 1, 10_000),
   /** Call reports accepted per API key and skill within REPORT_LIMIT_WINDOW_SECONDS. */
   REPORT_LIMIT_PER_KEY_SKILL: intVar(30, 1, 1_000_000),
@@ -72,7 +72,8 @@ export type SkillRouterConfig = z.infer<typeof SkillRouterEnv>;
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): SkillRouterConfig {
   const config = parseConfig(SkillRouterEnv, env);
-  // Production refuses a loopback database and a development allowlist (README, "Security").
+  // Production refuses a loopback database and a development allowlist (services/skill-router/README.md,
+  // "Security").
   assertProductionReady(config.NODE_ENV, [
     { kind: 'remote', name: 'DATABASE_URL', value: config.DATABASE_URL },
     { kind: 'empty', name: 'SSRF_ALLOWLIST', value: config.SSRF_ALLOWLIST },

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { schemaLimitProblem } from './domain/schema-limits';
 
 /**
- * Wire schemas of the skill-router API (skill-router spec, "Resources and their fields"), used to
+ * Wire schemas of the skill-router API (services/skill-router/README.md, "Endpoints"), used to
  * validate requests and to generate the OpenAPI document.
  */
 
@@ -11,7 +11,10 @@ export const SkillStatus = z.enum(['pending_verification', 'active', 'verificati
 /** Inferred type of {@link SkillStatus}. */
 export type SkillStatus = z.infer<typeof SkillStatus>;
 
-/** The verification steps, in the order they run (spec, "States and transitions"). */
+/**
+ * The verification steps, in the order they run (services/skill-router/README.md,
+ * "Registration and verification").
+ */
 export const VERIFICATION_STEPS = ['endpoint_health_check', 'schema_validation', 'test_call'] as const;
 /** One of {@link VERIFICATION_STEPS}. */
 export type VerificationStep = (typeof VERIFICATION_STEPS)[number];
@@ -53,15 +56,18 @@ export const CreateKeyResponse = z.object({
 });
 
 /**
- * A JSON Schema document: an object within the size and depth limits (README, "Security"); whether
- * it is a valid schema is the schema_validation step's job, in the sandbox.
+ * A JSON Schema document: an object within the size and depth limits (services/skill-router/README.md,
+ * "Security"); whether it is a valid schema is the schema_validation step's job, in the sandbox.
  */
 const JsonSchemaObject = z.record(z.string(), z.unknown()).superRefine((schema, ctx) => {
   const problem = schemaLimitProblem(schema);
   if (problem) ctx.addIssue({ code: 'custom', message: problem });
 });
 
-/** Body of POST /api/discover/register (spec, "Skill (register input)"). */
+/**
+ * Body of POST /api/discover/register (services/skill-router/README.md,
+ * "Registration and verification").
+ */
 export const RegisterSkillRequest = z.object({
   skill_id: SkillId,
   name: z.string().trim().min(1).max(200),
@@ -88,7 +94,7 @@ export const RegisterSkillResponse = z.object({
   verification_steps: z.array(z.enum(VERIFICATION_STEPS)),
 });
 
-/** Body of POST /api/discover/route (spec, "Route request"). */
+/** Body of POST /api/discover/route (services/skill-router/README.md, "Endpoints"). */
 export const RouteRequest = z.object({
   task: z.string().trim().min(1).max(2000),
   requirements: z
@@ -114,7 +120,7 @@ export const SkillMetrics = z.object({
   calls_30d: z.number().int(),
 });
 
-/** One element of `matches` (spec, "Route match"). */
+/** One element of `matches` (services/skill-router/README.md, "Routing and the score"). */
 export const RouteMatch = z.object({
   skill_id: z.string(),
   name: z.string(),
@@ -218,7 +224,7 @@ export const SkillDetail = SkillSummary.extend({
   metrics_at: z.iso.datetime(),
 });
 
-/** Body of POST /api/discover/report (spec, "Feedback report"). */
+/** Body of POST /api/discover/report (services/skill-router/README.md, "Endpoints"). */
 export const ReportRequest = z.object({
   skill_id: SkillId,
   caller: z.string().trim().min(1).max(200),

@@ -348,7 +348,7 @@ describe('GET /api/discover/skills', () => {
   it('When searched, then full-text over name and description with stemming ("swapping" finds "Swaps")', async () => {
     expect((await list('?search=swapping%20tokens')).skills.map((s) => s.skill_id)).toEqual([ids.swap]);
     expect((await list('?search=document')).skills.map((s) => s.skill_id)).toEqual([ids.summary]);
-    // capabilities are not part of the listing search (spec: name and description)
+    // capabilities are not part of the listing search, which covers name and description only
     expect((await list('?search=nlp')).total).toBe(0);
     expect((await list('?category=nlp')).skills.map((s) => s.skill_id)).toEqual([ids.summary]);
     expect((await list('?search=bridge')).skills.map((s) => s.skill_id)).toEqual([ids.bridge]);

@@ -204,7 +204,7 @@ describe('POST /api/discover/route: each factor moves the order', () => {
 });
 
 describe('POST /api/discover/route: the score and the answer', () => {
-  it('When a task is routed, then match_score is the spec’s weighted sum and the answer has every field', async () => {
+  it('When a task is routed, then match_score is the weighted sum (services/skill-router/README.md, "Routing and the score") and the answer has every field', async () => {
     await seed(
       {
         skill_id: 'full-1',

@@ -26,7 +26,7 @@ const skill = (overrides: Partial<ScoringSkill> = {}): ScoringSkill => ({
 });
 
 describe('weights', () => {
-  it('When the weights are summed, then they are the spec’s six and total 1', () => {
+  it('When the weights are summed, then they are the six weights of the score (services/skill-router/README.md, "Routing and the score") and total 1', () => {
     expect(WEIGHTS).toEqual({
       capability_match: 0.35,
       chain_match: 0.2,

@@ -12,8 +12,9 @@ import {
 
 // Property-based fuzzing of an HTTP service from its own OpenAPI 3.1 document: per operation, an
 // arbitrary of valid requests and one of hostile requests (fast-check, so failures print a seed and
-// shrink), a sender, and a judge of the answer against the document and the error-envelope rule of
-// ARCHITECTURE.md ("Wire decisions"). Conformance of requests and answers is decided by ajv against
+// shrink), a sender, and a judge of the answer against the document and the error-envelope rule
+// (README, "Configuration", its "Fuzz suites" paragraph: the error envelope on every error, `Error402`
+// on a 402). Conformance of requests and answers is decided by ajv against
 // the document's own schemas, not by the generator's intent.
 
 /** An OpenAPI 3.1 document as parsed JSON (only `paths`, `components` and `security` are read). */
@@ -150,7 +151,7 @@ type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 const DOC_ID = 'urn:fuzz:openapi';
-/** The ARCHITECTURE.md error envelope's `code`: snake_case. */
+/** The error envelope's `code` is a snake_case string. */
 const SNAKE_CASE = /^[a-z][a-z0-9_]*$/;
 /** Printable ASCII: what a header value may hold without fetch refusing it. */
 const HEADER_SAFE = /^[\x20-\x7e]*$/;
@@ -870,8 +871,8 @@ export async function sendFuzzRequest(
 }
 
 /**
- * What keeps `body` from being the error envelope of ARCHITECTURE.md, `{ error: string, code:
- * snake_case string, details?: any, requestId: non-empty string }`.
+ * What keeps `body` from being the one error envelope of the services (docs/architecture.md,
+ * "Runtime"), `{ error: string, code: snake_case string, details?: any, requestId: non-empty string }`.
  * @param body a parsed JSON body
  * @returns one sentence per problem; empty for an envelope
  */

@@ -41,7 +41,7 @@ export interface NewJob {
   proveSessionId: string | null;
 }
 
-/** The webhook body of a terminal job (market-intel spec, "Events"; `error` for failed jobs). */
+/** The webhook body of a terminal job (README, "Webhooks (market-intel)"; `error` for failed jobs). */
 export interface WebhookBody {
   jobId: string;
   status: 'completed' | 'failed';
@@ -236,8 +236,8 @@ export class JobRepository {
   }
 
   /**
-   * The job as GET /api/v1/jobs/{jobId} returns it (market-intel spec, "AgentJob"), or null; unpaid
-   * internal jobs (scans) are not served there and give null too.
+   * The job as GET /api/v1/jobs/{jobId} returns it (services/market-intel/README.md, "Endpoints"), or
+   * null; unpaid internal jobs (scans) are not served there and give null too.
    */
   async get(jobId: string): Promise<AgentJob | null> {
     const row = await this.db.agentJob.findUnique({
@@ -437,11 +437,11 @@ export class JobRepository {
   }
 
   /**
-   * Paid jobs no runner has started (README, "Failed jobs and health"): those pending longer than
-   * `failAfterMs` are failed (`stalled`); those pending longer than `republishAfterMs` whose first
-   * step command is no longer in the outbox get it queued again (once per `republishAfterMs`, marked
-   * by `updated_at`), in case the message was lost on the broker's side. Safe across replicas (rows
-   * are locked and skipped).
+   * Paid jobs no runner has started (README, "Failed jobs and health (market-intel)"): those pending
+   * longer than `failAfterMs` are failed (`stalled`); those pending longer than `republishAfterMs`
+   * whose first step command is no longer in the outbox get it queued again (once per
+   * `republishAfterMs`, marked by `updated_at`), in case the message was lost on the broker's side.
+   * Safe across replicas (rows are locked and skipped).
    * @returns the outbox ids to publish, and the results of the failures
    */
   async reviveUnstarted(

@@ -66,10 +66,11 @@ export interface ScanProgress {
 }
 
 /**
- * Scout scans on top of the job step chain (ARCHITECTURE.md "Scout scans" bullet; README "Scout scans"): a scan is an unpaid job of
- * kind `scout`. This repository claims a sector (at most one scan per sector at a time, across replicas:
- * a conditional update of `scout_schedules.active_job_id`), creates the job with its first step in the
- * same transaction, and provides the job hooks that store what the runner produced:
+ * Scout scans on top of the job step chain (README, "Scout scans"; packages/compute/README.md,
+ * "Scout jobs"): a scan is an unpaid job of kind `scout`. This repository claims a sector (at most one
+ * scan per sector at a time, across replicas: a conditional update of `scout_schedules.active_job_id`),
+ * creates the job with its first step in the same transaction, and provides the job hooks that store
+ * what the runner produced:
  * - after step 0 (fetch), the fetched items go into `scout_items` (a story already stored for the sector,
  *   by content hash, is not stored again), the sources' HTTP validators into `scout_source_states`, and
  *   the state's `items` become the sector's stored window (published within `windowDays`, newest first,

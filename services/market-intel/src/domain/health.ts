@@ -1,7 +1,7 @@
 import type { RunnerHeartbeat, UpstreamHealth } from '@repo/compute';
 import type { ErrorClass, HealthResponse } from '@repo/schemas';
 
-/** Retry-After in seconds per error class (market-intel spec, "Discovery and health"). */
+/** Retry-After in seconds per error class (services/market-intel/README.md, "Endpoints"). */
 export const RETRY_AFTER_SECONDS = { upstream: 30, config: 600 } as const;
 
 /** A health answer: the body and the HTTP status to send it with. */
@@ -30,9 +30,10 @@ interface Beat {
 
 /**
  * Health of the compute upstreams as the pipeline-runners report it in their heartbeats
- * (ARCHITECTURE.md, "Compute jobs"): healthy when at least one live runner reaches its LLM (and its
- * search provider, when it has one); `config` when the runners report missing or rejected
- * credentials; `upstream` when no runner is alive, the broker is unreachable or an upstream fails.
+ * (services/market-intel/README.md, "Background loops and consumers"): healthy when at least one live
+ * runner reaches its LLM (and its search provider, when it has one); `config` when the runners report
+ * missing or rejected credentials; `upstream` when no runner is alive, the broker is unreachable or an
+ * upstream fails.
  * Used by GET /api/v1/health and by the compute preflight.
  */
 export class RunnerHealthMonitor {

@@ -1,5 +1,5 @@
 /**
- * A paid endpoint and its price (market-intel spec, "Prices"): `amountAtomic` is the
+ * A paid endpoint and its price (services/market-intel/README.md, "Endpoints"): `amountAtomic` is the
  * `maxAmountRequired` in atomic USDC units (6 decimals).
  */
 export interface PaidRoute {
@@ -11,7 +11,10 @@ export interface PaidRoute {
   kind: 'sync' | 'async';
 }
 
-/** Every paid endpoint of the Data API, at exactly the spec's prices. */
+/**
+ * Every paid endpoint of the Data API, at exactly the prices of services/market-intel/README.md,
+ * "Endpoints".
+ */
 export const DATA_PRICES = {
   gaps: {
     endpoint: 'GET /api/v1/scout/gaps',
@@ -61,5 +64,8 @@ export const COMPUTE_PRICES = {
   },
 } as const satisfies Record<string, PaidRoute>;
 
-/** Announced duration of each pipeline in minutes (market-intel spec: forge about 30, prove about 60). */
+/**
+ * Announced duration of each pipeline in minutes, the `etaMinutes` of the 202
+ * (services/market-intel/README.md, "Endpoints": forge 30, prove 60).
+ */
 export const ETA_MINUTES = { forge: 30, prove: 60 } as const;

@@ -23,10 +23,11 @@ function flatten<C extends ReportColumn>(entries: LatestSectorItems<C>[]) {
 }
 
 /**
- * The Data API's answers, computed from the latest stored report of each sector (market-intel spec,
- * "Data API"). With a `sector`, that sector's latest report in the scan's order; without one, the
- * latest report of every sector merged (gaps by trend score, clusters by mentions, trends by date,
- * keywords summed). A sector without data gives an empty list and `generatedFrom: null`.
+ * The Data API's answers, computed from the latest stored report of each sector
+ * (services/market-intel/README.md, "Endpoints"). With a `sector`, that sector's latest report in the
+ * scan's order; without one, the latest report of every sector merged (gaps by trend score, clusters
+ * by mentions, trends by date, keywords summed). A sector without data gives an empty list and
+ * `generatedFrom: null`.
  */
 export class ScoutService {
   /**

@@ -16,9 +16,10 @@ export interface JobWatchdogOptions {
 }
 
 /**
- * Finds paid jobs no runner started (README, "Failed jobs and health"): republishes their first step
- * after `republishAfterMs` and fails them after `failAfterMs`, so a paid job never waits unseen in
- * `pending`. Every replica ticks; the rows are locked, so each job is handled once per tick.
+ * Finds paid jobs no runner started (README, "Failed jobs and health (market-intel)"): republishes
+ * their first step after `republishAfterMs` and fails them after `failAfterMs`, so a paid job never
+ * waits unseen in `pending`. Every replica ticks; the rows are locked, so each job is handled once per
+ * tick.
  */
 export class JobWatchdog implements Loop {
   readonly name = 'job-watchdog';
