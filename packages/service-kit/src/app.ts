@@ -1,5 +1,5 @@
 import cors from 'cors';
-import express, { type Application } from 'express';
+import express, { type Application, type RequestHandler } from 'express';
 import helmet from 'helmet';
 import type { Logger } from 'pino';
 import { httpLogger } from './logger';
@@ -24,6 +24,12 @@ export interface BaseAppOptions {
    * ready, so a dependency that hangs (black-holed connection) cannot hang the probe.
    */
   readyTimeoutMs?: number;
+  /**
+   * Middleware run first, before metrics and the access log see the request: for rewriting what must
+   * never be logged (a credential in the query string, for example: rewrite both `req.url` and
+   * `req.originalUrl`, which the access log prints).
+   */
+  beforeLogging?: RequestHandler[];
   /**
    * When given, every request is timed into it; `/metrics` itself is served on the metrics port
    * (`listenMetrics`), never on the public one.
@@ -56,6 +62,7 @@ export function createBaseApp(options: BaseAppOptions): Application {
   app.disable('x-powered-by');
   app.set('trust proxy', options.trustProxy ?? 0);
   app.set('etag', false);
+  for (const handler of options.beforeLogging ?? []) app.use(handler);
   if (options.metrics) {
     app.use(options.metrics.httpMiddleware);
   }

@@ -21,6 +21,11 @@ export interface RequestContract {
   body?: z.ZodType;
   /** Whether the body may be absent (documented `required: false`); default required. */
   bodyOptional?: boolean;
+  /**
+   * The handler parses the body itself (with statuses and counters of its own): the body is
+   * documented, and no validation step is generated for it.
+   */
+  bodyParsedByHandler?: boolean;
   /** Header parameters, documented only (headers are read by the middleware that needs them). */
   headers?: OpenApiParameter[];
 }
@@ -164,7 +169,8 @@ export function contractRouter(): ContractRouter {
       }
       seen.add(key);
       operations.push(operationOf(contract));
-      const { query, params, body } = contract.request ?? {};
+      const { query, params } = contract.request ?? {};
+      const body = contract.request?.bodyParsedByHandler ? undefined : contract.request?.body;
       const validation =
         query || params || body
           ? [

@@ -1,4 +1,5 @@
 import express from 'express';
+import pino from 'pino';
 import request from 'supertest';
 import { z } from 'zod';
 import { AppError, errorHandler, ErrorEnvelope, notFoundHandler } from '@repo/errors';
@@ -123,6 +124,45 @@ describe('contractRouter', () => {
     const refused = await request(app).post('/api/items').send({ id: 1 });
     expect(refused.status).toBe(401);
     expect(refused.body.code).toBe('unauthorized');
+  });
+
+  it('When the handler parses the body itself, then the body is documented and no validation step refuses it', async () => {
+    const api = contractRouter().route(
+      {
+        method: 'post',
+        path: '/raw',
+        operationId: 'raw',
+        summary: 'raw',
+        request: { body: Item, bodyParsedByHandler: true },
+        responses: { '200': { description: 'echo' } },
+      },
+      (req, res) => {
+        res.json({ got: req.body });
+      },
+    );
+    expect(api.operations[0]?.requestBody).toEqual({ body: Item, required: true });
+    const app = express().use(express.json()).use(api.router);
+    expect((await request(app).post('/raw').send({ anything: 1 })).body).toEqual({ got: { anything: 1 } });
+  });
+
+  it('When middleware runs before logging, then the access log sees the request it rewrote', async () => {
+    const lines: string[] = [];
+    const app = createBaseApp({
+      logger: pino({ level: 'info' }, { write: (line: string) => lines.push(line) }),
+      beforeLogging: [
+        (req, _res, next) => {
+          req.url = req.url.replace(/([?&])key=[^&]*/, '$1key=[redacted]');
+          req.originalUrl = req.originalUrl.replace(/([?&])key=[^&]*/, '$1key=[redacted]');
+          next();
+        },
+      ],
+    });
+    app.get('/ingest', (_req, res) => {
+      res.end();
+    });
+    await request(app).get('/ingest?key=secret-value');
+    expect(lines.join('')).toContain('key=[redacted]');
+    expect(lines.join('')).not.toContain('secret-value');
   });
 
   it('When the same operation is declared twice, then declaring it throws', () => {

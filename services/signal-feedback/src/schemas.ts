@@ -112,8 +112,14 @@ export type Proposal = z.infer<typeof Proposal>;
 
 /** GET /api/proposals query. */
 export const ProposalsQuery = z.object({
-  status: ProposalStatus.optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
+  status: ProposalStatus.optional().meta({ description: 'only proposals in this state' }),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(200)
+    .default(50)
+    .meta({ description: 'most proposals returned (highest priority first)' }),
   product_id: z.uuid().optional().describe("session only: one of the user's products"),
 });
 
@@ -171,7 +177,7 @@ export const UpdateContextBody = z
   );
 
 /** DELETE /api/context query. */
-export const ContextIdQuery = z.object({ id: z.uuid() });
+export const ContextIdQuery = z.object({ id: z.uuid().meta({ description: 'the context to delete' }) });
 
 /** A context on the wire (README, "Endpoints"). */
 export const Context = z.object({

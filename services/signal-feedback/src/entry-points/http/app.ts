@@ -2,7 +2,7 @@ import path from 'node:path';
 import cookieParser from 'cookie-parser';
 import express, { type Application } from 'express';
 import { errorHandler, notFoundHandler } from '@repo/errors';
-import { createBaseApp, type Logger, type ServiceMetrics } from '@repo/service-kit';
+import { createBaseApp, openApiRoutes, type Logger, type ServiceMetrics } from '@repo/service-kit';
 import type { AccountRepository } from '../../data/accounts';
 import type { ProductRepository } from '../../data/products';
 import type { ProposalRepository } from '../../data/proposals';
@@ -12,12 +12,12 @@ import type { SignalRepository } from '../../data/signals';
 import type { AnalysisService } from '../../domain/analysis';
 import type { PasswordHasher } from '../../domain/passwords';
 import type { SignalFeedbackEvents } from '../../metrics';
-import { authRouter } from './auth';
+import { authRoutes } from './auth';
 import { loadSession, requireCsrf, stripQueryKey } from './auth-middleware';
-import { openApiRouter } from './openapi';
-import { productsRouter } from './products';
-import { proposalsRouter } from './proposals';
-import { signalsRouter } from './signals';
+import { signalFeedbackOpenApi } from './openapi';
+import { productsRoutes } from './products';
+import { proposalsRoutes } from './proposals';
+import { signalsRoutes } from './signals';
 
 /** Everything the app needs, built by the composition root. */
 export interface AppDeps {
@@ -55,8 +55,9 @@ export const PUBLIC_DIR = path.join(__dirname, '../../..', 'public');
 
 /**
  * The signal-feedback express app (no listen, no env): the endpoints under `/api` (README,
- * "Endpoints"), the account endpoints, the dashboard at `/`, `/openapi.json` and `/docs`, the probes and
- * `/metrics`, and the error envelope for everything else.
+ * "Endpoints"), the account endpoints, the dashboard at `/`, `/openapi.json` and `/docs` (the document
+ * generated from the routes' declarations), the probes and `/metrics`, and the error envelope for
+ * everything else.
  */
 export function createApp(deps: AppDeps): Application {
   const app = createBaseApp({
@@ -66,6 +67,8 @@ export function createApp(deps: AppDeps): Application {
     corsOrigins: deps.corsOrigins,
     isReady: deps.isReady,
     metrics: deps.metrics,
+    // `?key=` of POST /api/ingest leaves the URL before the access log prints it.
+    beforeLogging: [stripQueryKey],
   });
   const now = deps.now ?? (() => new Date());
   // The CSRF origin check accepts the same origins as CORS.
@@ -75,18 +78,35 @@ export function createApp(deps: AppDeps): Application {
       .map((origin) => origin.trim())
       .filter(Boolean),
   );
-  app.use(openApiRouter(deps.maxBatch));
-  app.use(express.static(PUBLIC_DIR, { index: 'index.html', maxAge: '5m' }));
-  app.use(
-    '/api',
-    signalsRouter({
-      signals: deps.signals,
-      keys: deps.keys,
-      maxBatch: deps.maxBatch,
-      now,
-      events: deps.events,
-    }),
+  const signals = signalsRoutes({
+    signals: deps.signals,
+    keys: deps.keys,
+    maxBatch: deps.maxBatch,
+    now,
+    events: deps.events,
+  });
+  const auth = authRoutes({
+    accounts: deps.accounts,
+    passwords: deps.passwords,
+    limiter: deps.limiter,
+    secureCookies: deps.secureCookies,
+    sessionTtlMs: deps.sessionTtlMs,
+    allowedOrigins,
+    now,
+  });
+  const products = productsRoutes({
+    products: deps.products,
+    onContextsChanged: (id) => deps.keys.invalidateProduct(id),
+  });
+  const proposals = proposalsRoutes({ proposals: deps.proposals, keys: deps.keys, analysis: deps.analysis });
+  // The document lists the key-authenticated endpoints first and the account endpoints last.
+  const doc = signalFeedbackOpenApi(
+    [signals, proposals, products, auth].flatMap((routes) => routes.operations),
   );
+
+  app.use(openApiRoutes(doc));
+  app.use(express.static(PUBLIC_DIR, { index: 'index.html', maxAge: '5m' }));
+  app.use(signals.router);
 
   // Everything below may be cookie-authenticated: load the session, then CSRF-check writes.
   const session = [
@@ -95,29 +115,10 @@ export function createApp(deps: AppDeps): Application {
     requireCsrf(allowedOrigins),
   ];
   app.use('/api', session);
-  app.use(
-    '/api/auth',
-    authRouter({
-      accounts: deps.accounts,
-      passwords: deps.passwords,
-      limiter: deps.limiter,
-      secureCookies: deps.secureCookies,
-      sessionTtlMs: deps.sessionTtlMs,
-      allowedOrigins,
-      now,
-    }),
-  );
-  app.use(
-    '/api',
-    productsRouter({ products: deps.products, onContextsChanged: (id) => deps.keys.invalidateProduct(id) }),
-  );
-  app.use('/api', proposalsRouter({ proposals: deps.proposals, keys: deps.keys, analysis: deps.analysis }));
+  app.use(auth.router);
+  app.use(products.router);
+  app.use(proposals.router);
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
-  // The outer app only takes `?key=` out of the URL before the base app's access log sees it.
-  const outer = express();
-  outer.disable('x-powered-by');
-  outer.use(stripQueryKey);
-  outer.use(app);
-  return outer;
+  return app;
 }

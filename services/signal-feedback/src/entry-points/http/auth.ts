@@ -1,16 +1,25 @@
-import { Router, type CookieOptions, type Response } from 'express';
+import type { CookieOptions, Response } from 'express';
 import type { z } from 'zod';
 import { AppError } from '@repo/errors';
-import { validate, validated, type RateDecision } from '@repo/service-kit';
+import {
+  BODY_PARSER_ERRORS,
+  contractRouter,
+  errorResponse,
+  RETRY_AFTER_HEADER,
+  validated,
+  type ContractRouter,
+  type RateDecision,
+} from '@repo/service-kit';
 import type { AccountRepository, SessionRecord, UserRecord } from '../../data/accounts';
 import type { AuthRateLimiter } from '../../data/rate-limits';
 import type { PasswordHasher } from '../../domain/passwords';
 import { monthKey, nextMonthStart, PLAN_LIMITS } from '../../domain/plans';
 import { newSessionTokens } from '../../domain/sessions';
-import { Credentials, SignupBody, type Me } from '../../schemas';
+import { Credentials, Me, SignupBody } from '../../schemas';
 import { checkOrigin, requireSession, sessionCookieName, sessionOf } from './auth-middleware';
+import { CSRF_HEADER_PARAMETER, SESSION_SECURITY } from './openapi';
 
-/** Dependencies of {@link authRouter}. */
+/** Dependencies of {@link authRoutes}. */
 export interface AuthDeps {
   accounts: AccountRepository;
   passwords: PasswordHasher;
@@ -36,12 +45,13 @@ function refuse(decision: RateDecision, what: string): void {
 const PASSWORD_NUL = { nulAllowed: ['body.password'] };
 
 /**
- * The dashboard's account endpoints (README, "Sessions and CSRF"): POST /api/auth/signup, /login,
- * /logout and GET /api/auth/me. Sign-up and log-in answer with a session cookie (httpOnly, SameSite=Lax,
- * Secure in production) and the same body as /me, which carries the CSRF token.
+ * The dashboard's account endpoints (README, "Sessions and CSRF" and "Endpoints"): POST
+ * /api/auth/signup, /login, /logout and GET /api/auth/me. Sign-up and log-in answer with a session
+ * cookie (httpOnly, SameSite=Lax, Secure in production) and the same body as /me, which carries the
+ * CSRF token; too many attempts are 429 `rate_limited` with Retry-After. Mount after `loadSession` and
+ * `requireCsrf`.
  */
-export function authRouter(deps: AuthDeps): Router {
-  const router = Router();
+export function authRoutes(deps: AuthDeps): ContractRouter {
   const cookieName = sessionCookieName(deps.secureCookies);
   const cookieOptions: CookieOptions = {
     httpOnly: true,
@@ -87,45 +97,105 @@ export function authRouter(deps: AuthDeps): Router {
     return tokens.csrfToken;
   }
 
-  router.post('/signup', validate({ body: SignupBody }, PASSWORD_NUL), async (req, res) => {
-    checkOrigin(req, deps.allowedOrigins);
-    const { body } = validated<unknown, unknown, CredentialsBody>(res.locals);
-    refuse(await deps.limiter.signupAttempt(req.ip), 'sign-ups from this address');
-    const user = await deps.accounts.createUser(body.email, await deps.passwords.hash(body.password));
-    if (!user) throw new AppError('conflict', 'An account with this e-mail already exists');
-    const csrf = await startSession(res, user);
-    res.status(201).json(await me(user, csrf));
-  });
-
-  router.post('/login', validate({ body: Credentials }, PASSWORD_NUL), async (req, res) => {
-    checkOrigin(req, deps.allowedOrigins);
-    const { body } = validated<unknown, unknown, CredentialsBody>(res.locals);
-    refuse(await deps.limiter.loginAttempt(body.email, req.ip), 'log-in attempts');
-    const found = await deps.accounts.findByEmail(body.email);
-    if (!(await deps.passwords.verify(found?.passwordHash, body.password)) || !found) {
-      await deps.limiter.loginFailed(body.email, req.ip);
-      throw new AppError('unauthorized', 'Wrong e-mail or password');
-    }
-    await deps.limiter.loginSucceeded(body.email, req.ip);
-    const csrf = await startSession(res, found);
-    res.json(await me(found, csrf));
-  });
-
-  // Behind requireCsrf (mounted in app.ts): a cross-site page cannot log the user out.
-  router.post('/logout', async (_req, res) => {
-    const session = sessionOf(res);
-    if (session) await deps.accounts.deleteSession(session.tokenHash);
-    res.clearCookie(cookieName, cookieOptions);
-    res.status(204).end();
-  });
-
-  router.get('/me', requireSession, async (_req, res) => {
-    const session = sessionOf(res) as SessionRecord;
-    res.setHeader('cache-control', 'no-store');
-    res.json(await me(session.user, session.csrfToken));
-  });
-
-  return router;
+  return contractRouter()
+    .route(
+      {
+        method: 'post',
+        path: '/api/auth/signup',
+        operationId: 'signup',
+        summary: 'Create an account (Free plan) and sign in: sets the session cookie',
+        tags: ['Accounts'],
+        request: { body: SignupBody },
+        validation: PASSWORD_NUL,
+        responses: {
+          '201': { description: 'signed in', body: Me },
+          '400': errorResponse('invalid e-mail or password under 10 characters'),
+          ...BODY_PARSER_ERRORS,
+          '403': errorResponse('cross-origin request'),
+          '409': errorResponse('e-mail taken'),
+          '429': errorResponse('too many sign-ups from this address', RETRY_AFTER_HEADER),
+        },
+      },
+      async (req, res) => {
+        checkOrigin(req, deps.allowedOrigins);
+        const { body } = validated<unknown, unknown, CredentialsBody>(res.locals);
+        refuse(await deps.limiter.signupAttempt(req.ip), 'sign-ups from this address');
+        const user = await deps.accounts.createUser(body.email, await deps.passwords.hash(body.password));
+        if (!user) throw new AppError('conflict', 'An account with this e-mail already exists');
+        const csrf = await startSession(res, user);
+        res.status(201).json(await me(user, csrf));
+      },
+    )
+    .route(
+      {
+        method: 'post',
+        path: '/api/auth/login',
+        operationId: 'login',
+        summary: 'Sign in: sets the session cookie',
+        tags: ['Accounts'],
+        request: { body: Credentials },
+        validation: PASSWORD_NUL,
+        responses: {
+          '200': { description: 'signed in', body: Me },
+          '400': errorResponse('invalid body'),
+          ...BODY_PARSER_ERRORS,
+          '401': errorResponse('wrong e-mail or password'),
+          '403': errorResponse('cross-origin request'),
+          '429': errorResponse('too many attempts (Retry-After)', RETRY_AFTER_HEADER),
+        },
+      },
+      async (req, res) => {
+        checkOrigin(req, deps.allowedOrigins);
+        const { body } = validated<unknown, unknown, CredentialsBody>(res.locals);
+        refuse(await deps.limiter.loginAttempt(body.email, req.ip), 'log-in attempts');
+        const found = await deps.accounts.findByEmail(body.email);
+        if (!(await deps.passwords.verify(found?.passwordHash, body.password)) || !found) {
+          await deps.limiter.loginFailed(body.email, req.ip);
+          throw new AppError('unauthorized', 'Wrong e-mail or password');
+        }
+        await deps.limiter.loginSucceeded(body.email, req.ip);
+        const csrf = await startSession(res, found);
+        res.json(await me(found, csrf));
+      },
+    )
+    .route(
+      {
+        method: 'post',
+        path: '/api/auth/logout',
+        operationId: 'logout',
+        summary:
+          'Sign out: deletes the session and clears the cookie (without a session: nothing to do, 204 all the same)',
+        tags: ['Accounts'],
+        // The session is optional: signing out is idempotent.
+        security: [...SESSION_SECURITY, {}],
+        request: { headers: [CSRF_HEADER_PARAMETER] },
+        responses: { '204': { description: 'signed out' }, '403': errorResponse('CSRF check failed') },
+      },
+      // Behind requireCsrf (mounted in app.ts): a cross-site page cannot log the user out.
+      async (_req, res) => {
+        const session = sessionOf(res);
+        if (session) await deps.accounts.deleteSession(session.tokenHash);
+        res.clearCookie(cookieName, cookieOptions);
+        res.status(204).end();
+      },
+    )
+    .route(
+      {
+        method: 'get',
+        path: '/api/auth/me',
+        operationId: 'me',
+        summary: "The signed-in user, plan limits, this month's usage and the CSRF token",
+        tags: ['Accounts'],
+        security: SESSION_SECURITY,
+        responses: { '200': { description: 'the user', body: Me }, '401': errorResponse('not signed in') },
+        before: [requireSession],
+      },
+      async (_req, res) => {
+        const session = sessionOf(res) as SessionRecord;
+        res.setHeader('cache-control', 'no-store');
+        res.json(await me(session.user, session.csrfToken));
+      },
+    );
 }
 
 /** Parsed credentials. */

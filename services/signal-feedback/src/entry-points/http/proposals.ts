@@ -1,27 +1,33 @@
-import { Router, type RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
 import { AppError } from '@repo/errors';
-import { validate, validated } from '@repo/service-kit';
+import {
+  BODY_PARSER_ERRORS,
+  contractRouter,
+  errorResponse,
+  validated,
+  type ContractRouter,
+} from '@repo/service-kit';
 import { z } from 'zod';
 import type { ProposalRepository } from '../../data/proposals';
 import type { KeyOwnerCache } from '../../data/key-cache';
 import type { AnalysisService } from '../../domain/analysis';
 import { changeProposalStatus } from '../../domain/proposal-status';
-import { ProposalStatusChange, ProposalsQuery } from '../../schemas';
+import { AnalysisRunResult, Proposal, ProposalStatusChange, ProposalsQuery } from '../../schemas';
 import { apiKeyAuth, keyOwnerOf, requireSession, sessionOf } from './auth-middleware';
+import { CSRF_HEADER_PARAMETER, KEY_SECURITY, SESSION_SECURITY } from './openapi';
 
-const IdParams = z.object({ id: z.uuid() });
+const IdParams = z.object({ id: z.uuid().meta({ description: 'the proposal' }) });
 
 /**
  * GET /api/proposals (product API key or session), PATCH /api/proposals/{id} (status changes, same
  * auth; 409 for a change the state machine refuses) and POST /api/analysis/run (session: analyse the
- * user's contexts now).
+ * user's contexts now) (README, "Endpoints" and "Routing, classification and analysis").
  */
-export function proposalsRouter(deps: {
+export function proposalsRoutes(deps: {
   proposals: ProposalRepository;
   keys: KeyOwnerCache;
   analysis: AnalysisService;
-}): Router {
-  const router = Router();
+}): ContractRouter {
   const optionalKey = apiKeyAuth(deps.keys, { required: false });
   const keyOrSession: RequestHandler = (req, res, next) => {
     const done = (err?: unknown) => {
@@ -33,41 +39,90 @@ export function proposalsRouter(deps: {
     Promise.resolve(optionalKey(req, res, done)).catch(next);
   };
 
-  router.get('/proposals', keyOrSession, validate({ query: ProposalsQuery }), async (_req, res) => {
-    const { query } = validated<z.infer<typeof ProposalsQuery>>(res.locals);
-    const owner = keyOwnerOf(res);
-    if (owner && query.product_id && query.product_id !== owner.productId)
-      throw new AppError('invalid_request', "product_id must be the key's product");
-    const scope = owner
-      ? { productId: owner.productId }
-      : { userId: sessionOf(res)!.user.id, ...(query.product_id ? { productId: query.product_id } : {}) };
-    res.json(await deps.proposals.list(scope, { status: query.status, limit: query.limit }));
-  });
-
-  router.patch(
-    '/proposals/:id',
-    keyOrSession,
-    validate({ params: IdParams, body: ProposalStatusChange }),
-    async (_req, res) => {
-      const { params, body } = validated<
-        unknown,
-        z.infer<typeof IdParams>,
-        z.infer<typeof ProposalStatusChange>
-      >(res.locals);
-      const owner = keyOwnerOf(res);
-      const scope = owner ? { productId: owner.productId } : { userId: sessionOf(res)!.user.id };
-      res.json(await changeProposalStatus(deps.proposals, params.id, scope, body.status));
-    },
-  );
-
-  router.post('/analysis/run', requireSession, async (_req, res) => {
-    const r = await deps.analysis.runOnce('user', sessionOf(res)!.user.id);
-    res.json({
-      contexts_analyzed: r.contextsAnalyzed,
-      proposals_created: r.proposalsCreated,
-      proposals: r.proposals,
-    });
-  });
-
-  return router;
+  return contractRouter()
+    .route(
+      {
+        method: 'get',
+        path: '/api/proposals',
+        operationId: 'listProposals',
+        summary:
+          "Proposals, highest priority first (API key: the key's product; session: all the user's products)",
+        tags: ['Proposals'],
+        security: [...KEY_SECURITY, ...SESSION_SECURITY],
+        request: { query: ProposalsQuery },
+        responses: {
+          '200': { description: 'the proposals', body: z.array(Proposal) },
+          '400': errorResponse('invalid query'),
+          '401': errorResponse('no key and no session'),
+        },
+        before: [keyOrSession],
+      },
+      async (_req, res) => {
+        const { query } = validated<z.infer<typeof ProposalsQuery>>(res.locals);
+        const owner = keyOwnerOf(res);
+        if (owner && query.product_id && query.product_id !== owner.productId)
+          throw new AppError('invalid_request', "product_id must be the key's product");
+        const scope = owner
+          ? { productId: owner.productId }
+          : { userId: sessionOf(res)!.user.id, ...(query.product_id ? { productId: query.product_id } : {}) };
+        res.json(await deps.proposals.list(scope, { status: query.status, limit: query.limit }));
+      },
+    )
+    .route(
+      {
+        method: 'patch',
+        path: '/api/proposals/{id}',
+        operationId: 'changeProposalStatus',
+        summary:
+          "Change a proposal's status: pending -> approved|rejected|deferred, deferred -> pending|approved|rejected",
+        tags: ['Proposals'],
+        security: [...KEY_SECURITY, ...SESSION_SECURITY],
+        request: { params: IdParams, body: ProposalStatusChange },
+        responses: {
+          '200': { description: 'the updated proposal', body: Proposal },
+          '400': errorResponse('invalid status or id'),
+          ...BODY_PARSER_ERRORS,
+          '401': errorResponse('no key and no session'),
+          '403': errorResponse('session write without x-csrf-token'),
+          '404': errorResponse('no such proposal for this key or user'),
+          '409': errorResponse('transition not allowed (details.from, details.allowed)'),
+        },
+        before: [keyOrSession],
+      },
+      async (_req, res) => {
+        const { params, body } = validated<
+          unknown,
+          z.infer<typeof IdParams>,
+          z.infer<typeof ProposalStatusChange>
+        >(res.locals);
+        const owner = keyOwnerOf(res);
+        const scope = owner ? { productId: owner.productId } : { userId: sessionOf(res)!.user.id };
+        res.json(await changeProposalStatus(deps.proposals, params.id, scope, body.status));
+      },
+    )
+    .route(
+      {
+        method: 'post',
+        path: '/api/analysis/run',
+        operationId: 'runAnalysis',
+        summary: "Analyse the signed-in user's contexts now (the schedule does it periodically)",
+        tags: ['Proposals'],
+        security: SESSION_SECURITY,
+        request: { headers: [CSRF_HEADER_PARAMETER] },
+        responses: {
+          '200': { description: 'what the pass did', body: AnalysisRunResult },
+          '401': errorResponse('not signed in'),
+          '403': errorResponse('CSRF check failed'),
+        },
+        before: [requireSession],
+      },
+      async (_req, res) => {
+        const r = await deps.analysis.runOnce('user', sessionOf(res)!.user.id);
+        res.json({
+          contexts_analyzed: r.contextsAnalyzed,
+          proposals_created: r.proposalsCreated,
+          proposals: r.proposals,
+        });
+      },
+    );
 }

@@ -1,12 +1,14 @@
-import { Router, type Request, type RequestHandler } from 'express';
-import type { z } from 'zod';
+import type { Request, RequestHandler } from 'express';
+import { z } from 'zod';
 import { AppError, isAppError } from '@repo/errors';
+import { contractRouter, errorResponse, RETRY_AFTER_HEADER, type ContractRouter } from '@repo/service-kit';
 import type { KeyOwnerCache } from '../../data/key-cache';
 import type { SignalRepository } from '../../data/signals';
 import { acceptSignals, parseSignalBatch } from '../../domain/ingest';
 import type { SignalFeedbackEvents } from '../../metrics';
-import { IngestSignalInput, SignalInput } from '../../schemas';
+import { IngestSignalInput, ReceivedResponse, SignalInput } from '../../schemas';
 import { apiKeyAuth, keyOwnerOf } from './auth-middleware';
+import { KEY_SECURITY } from './openapi';
 
 /** A body was sent but not as JSON: 415 rather than a confusing "missing type". */
 function requireJsonBody(req: Request): void {
@@ -27,17 +29,20 @@ const REFUSAL_REASONS: Partial<Record<string, string>> = {
 };
 
 /**
- * POST /api/signals and POST /api/ingest (README, "Endpoints"): one signal or an array of up to
- * `maxBatch`, authenticated by the product API key; 200 `{ received }`.
+ * POST /api/signals and POST /api/ingest (README, "Endpoints" and "Batch size"): one signal or an
+ * array of up to `maxBatch`, authenticated by the product API key (for /api/ingest also `?key=`, which
+ * wins); 200 `{ received }`. All or nothing: 400 for an invalid signal, 413 beyond `maxBatch`, 429
+ * `quota_exceeded` (with Retry-After) when the batch would cross the plan's monthly limit.
  */
-export function signalsRouter(deps: {
+export function signalsRoutes(deps: {
   signals: SignalRepository;
   keys: KeyOwnerCache;
+  /** Largest accepted batch (MAX_BATCH_SIZE), also written into the document. */
   maxBatch: number;
   now: () => Date;
   events?: SignalFeedbackEvents;
-}): Router {
-  const router = Router();
+}): ContractRouter {
+  const { maxBatch } = deps;
 
   const handler =
     (schema: z.ZodType<SignalInput, unknown>): RequestHandler =>
@@ -56,11 +61,55 @@ export function signalsRouter(deps: {
       }
     };
 
-  router.post('/signals', apiKeyAuth(deps.keys, { required: true }), handler(SignalInput));
-  router.post(
-    '/ingest',
-    apiKeyAuth(deps.keys, { required: true, allowQuery: true }),
-    handler(IngestSignalInput),
-  );
-  return router;
+  const responses = {
+    '200': { description: 'number of signals accepted', body: ReceivedResponse },
+    '400': errorResponse('invalid JSON, missing or invalid signal type, or a context_id of another product'),
+    '401': errorResponse('API key missing or invalid'),
+    '413': errorResponse(
+      `more than ${maxBatch} signals in one batch (details.max_batch_size), or a body larger than the configured limit`,
+    ),
+    '415': errorResponse('body not sent as application/json, or not in UTF-8'),
+    '429': errorResponse(
+      'the batch would cross the monthly signal limit of the plan; nothing stored (Retry-After: seconds to the month reset)',
+      RETRY_AFTER_HEADER,
+    ),
+  };
+
+  return contractRouter()
+    .route(
+      {
+        method: 'post',
+        path: '/api/signals',
+        operationId: 'sendSignals',
+        summary: `Send one signal or an array of up to ${maxBatch} (all or nothing)`,
+        tags: ['Signals'],
+        security: KEY_SECURITY,
+        // Parsed by the handler: 415, 413 and per-index 400s of its own, counted as refusals.
+        request: {
+          body: z.union([SignalInput, z.array(SignalInput).max(maxBatch)]),
+          bodyParsedByHandler: true,
+        },
+        responses,
+        before: [apiKeyAuth(deps.keys, { required: true })],
+      },
+      handler(SignalInput),
+    )
+    .route(
+      {
+        method: 'post',
+        path: '/api/ingest',
+        operationId: 'ingest',
+        summary:
+          'Automation-friendly ingest: key in ?key= or x-api-key; type/event/event_type and payload/data/properties',
+        tags: ['Signals'],
+        security: [{ apiKeyQuery: [] }, ...KEY_SECURITY],
+        request: {
+          body: z.union([IngestSignalInput, z.array(IngestSignalInput).max(maxBatch)]),
+          bodyParsedByHandler: true,
+        },
+        responses,
+        before: [apiKeyAuth(deps.keys, { required: true, allowQuery: true })],
+      },
+      handler(IngestSignalInput),
+    );
 }
