@@ -41,7 +41,13 @@ export const ProveRequest = z.object(
 export type ProveRequest = z.output<typeof ProveRequest>;
 
 /** Path parameters of GET /api/v1/jobs/{jobId}. */
-export const JobParams = z.object({ jobId: z.string().min(1).max(100) });
+export const JobParams = z.object({
+  jobId: z
+    .string()
+    .min(1)
+    .max(100)
+    .meta({ description: 'the jobId of the 202 answer of a compute POST (the end of its statusUrl)' }),
+});
 
 /** Scout items per list sent with a forge job (keeps step messages small). */
 export const FORGE_SCOUT_ITEMS = 20;

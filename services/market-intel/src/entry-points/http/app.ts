@@ -1,13 +1,13 @@
 import type { Application } from 'express';
 import { errorHandler, notFoundHandler } from '@repo/errors';
-import { createBaseApp, type Logger, type ServiceMetrics } from '@repo/service-kit';
+import { createBaseApp, openApiRoutes, type Logger, type ServiceMetrics } from '@repo/service-kit';
 import type { ReportRepository } from '../../data/reports';
 import type { HealthProbe } from '../../domain/health';
 import { ScoutService } from '../../domain/scout';
 import { dataApiRouter, type PaymentGate } from './data-api';
 import { computeRouter, type ComputeDeps } from './compute';
 import { freeRouter } from './free';
-import { openApiRouter } from './openapi';
+import { marketIntelOpenApi } from './openapi';
 
 /** Everything the app needs, built by `main.ts` (or a test). */
 export interface AppDeps {
@@ -30,8 +30,10 @@ export interface AppDeps {
 }
 
 /**
- * The market-intel express app (no listen, no env): `/api/v1` Data API, Compute API and jobs, sectors and health,
- * `/openapi.json` and `/docs`, the Kubernetes probes, and the error envelope for everything else.
+ * The market-intel express app (no listen, no env; services/market-intel/README.md, "Endpoints"):
+ * `/api/v1` Data API, Compute API and jobs, sectors and health, `/openapi.json` and `/docs` (the
+ * document built once, here, from the routes' own contracts), the Kubernetes probes, and the error
+ * envelope for everything else.
  */
 export function createApp(deps: AppDeps): Application {
   const app = createBaseApp({
@@ -43,10 +45,14 @@ export function createApp(deps: AppDeps): Application {
     metrics: deps.metrics,
   });
   const scout = new ScoutService(deps.reports, deps.now);
-  app.use(openApiRouter());
-  app.use('/api/v1', freeRouter({ reports: deps.reports, health: deps.health }));
-  app.use('/api/v1', dataApiRouter({ scout, pay: deps.pay }));
-  app.use('/api/v1', computeRouter(deps.compute));
+  // Declared paths are absolute (/api/v1/...): every contract router is mounted at the root.
+  const routers = [
+    freeRouter({ reports: deps.reports, health: deps.health }),
+    dataApiRouter({ scout, pay: deps.pay }),
+    computeRouter(deps.compute),
+  ];
+  app.use(openApiRoutes(marketIntelOpenApi(routers.flatMap((r) => r.operations))));
+  for (const { router } of routers) app.use(router);
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
   return app;

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { Router, type Request, type RequestHandler, type Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { AppError, notFound, requestIdOf } from '@repo/errors';
-import { validate, validated } from '@repo/service-kit';
+import { AgentJob } from '@repo/schemas';
+import { contractRouter, errorResponse, validated, type ContractRouter } from '@repo/service-kit';
 import { checkUrl, type SsrfPolicy } from '@repo/ssrf-guard';
 import {
   acceptPayment,
@@ -22,6 +23,7 @@ import {
 import { RETRY_AFTER_SECONDS, type HealthProbe } from '../../domain/health';
 import { COMPUTE_PRICES, ETA_MINUTES, type PaidRoute } from '../../domain/prices';
 import { PAYMENT_RESPONSE_HEADER, PAYMENT_V2_RESPONSE_HEADER } from '@repo/x402-core';
+import { paidComputeParts } from './contract-parts';
 import { DISCOVERY } from './discovery';
 import { NetworkOnlyQuery } from './query';
 
@@ -45,77 +47,104 @@ export interface ComputeDeps {
 }
 
 /**
- * The Compute API under `/api/v1` (market-intel spec, "POST /api/v1/forge/ideate", "POST
- * /api/v1/prove/debate", "GET /api/v1/jobs/{jobId}"). Order on a compute POST, so that nothing is
- * charged for a request that cannot run: body validation (422) and the webhook address check (422),
- * then the health preflight (503 with `Retry-After` and `errorClass`, no payment requested), then
- * x402 (402 / 400 / 409), then the job and its first step message are committed together and the
- * answer is 202.
+ * The Compute API (services/market-intel/README.md, "Endpoints"; root README.md, "Failed jobs and
+ * health (market-intel)"): `POST /api/v1/forge/ideate`, `POST /api/v1/prove/debate` and the free
+ * `GET /api/v1/jobs/{jobId}`, each declared with its contract; mount the router at the root (its
+ * paths are absolute). Order on a compute POST, so that nothing is charged for a request that cannot
+ * run: body validation (422) and the webhook address check (422), then the health preflight (503 with
+ * `Retry-After` and `errorClass`, no payment requested), then x402 (402 / 400 / 409), then the job
+ * and its first step message are committed together and the answer is 202.
+ * @param deps the Compute API's dependencies; `undefined` makes the POSTs answer 503 `config` and
+ *   every job id unknown (404)
  */
-export function computeRouter(deps: ComputeDeps | undefined): Router {
-  const router = Router();
-
-  router.post(
-    '/forge/ideate',
-    validate({ query: NetworkOnlyQuery, body: ForgeRequest }, { bodyCode: 'validation_failed' }),
-    preflight(deps, COMPUTE_PRICES.forge, (req) => (req.body as ForgeRequest).webhook_url),
-    async (req, res) => {
-      if (!deps) return;
-      const body = validated<unknown, unknown, ForgeRequest>(res.locals).body;
-      const sectors = [...new Set(body.sectors)];
-      await createJob(
-        deps,
-        req,
-        res,
-        COMPUTE_PRICES.forge,
-        'forge',
-        body.webhook_url ?? null,
-        null,
-        async () => ({
-          sectors,
-          context: body.context ?? null,
-          product_modes: body.product_modes,
-          session_config: body.session_config,
-          scout: await deps.reports.latestSnapshots(sectors, FORGE_SCOUT_ITEMS),
-        }),
-      );
-    },
-  );
-
-  router.post(
-    '/prove/debate',
-    validate({ query: NetworkOnlyQuery, body: ProveRequest }, { bodyCode: 'validation_failed' }),
-    preflight(deps, COMPUTE_PRICES.prove, (req) => (req.body as ProveRequest).webhook_url),
-    async (req, res) => {
-      if (!deps) return;
-      const body = validated<unknown, unknown, ProveRequest>(res.locals).body;
-      const proveSessionId = randomUUID();
-      await createJob(
-        deps,
-        req,
-        res,
-        COMPUTE_PRICES.prove,
-        'prove',
-        body.webhook_url ?? null,
-        proveSessionId,
-        async () => ({
-          idea: body.idea,
-          session_config: body.session_config,
+export function computeRouter(deps: ComputeDeps | undefined): ContractRouter {
+  return contractRouter()
+    .route(
+      {
+        method: 'post',
+        path: '/api/v1/forge/ideate',
+        operationId: 'forgeIdeate',
+        ...paidComputeParts(COMPUTE_PRICES.forge, 'about 30 minutes'),
+        request: { query: NetworkOnlyQuery, body: ForgeRequest },
+        validation: { bodyCode: 'validation_failed' },
+      },
+      preflight(deps, COMPUTE_PRICES.forge, (req) => (req.body as ForgeRequest).webhook_url),
+      async (req, res) => {
+        if (!deps) return;
+        const body = validated<unknown, unknown, ForgeRequest>(res.locals).body;
+        const sectors = [...new Set(body.sectors)];
+        await createJob(
+          deps,
+          req,
+          res,
+          COMPUTE_PRICES.forge,
+          'forge',
+          body.webhook_url ?? null,
+          null,
+          async () => ({
+            sectors,
+            context: body.context ?? null,
+            product_modes: body.product_modes,
+            session_config: body.session_config,
+            scout: await deps.reports.latestSnapshots(sectors, FORGE_SCOUT_ITEMS),
+          }),
+        );
+      },
+    )
+    .route(
+      {
+        method: 'post',
+        path: '/api/v1/prove/debate',
+        operationId: 'proveDebate',
+        ...paidComputeParts(COMPUTE_PRICES.prove, 'about 60 minutes'),
+        request: { query: NetworkOnlyQuery, body: ProveRequest },
+        validation: { bodyCode: 'validation_failed' },
+      },
+      preflight(deps, COMPUTE_PRICES.prove, (req) => (req.body as ProveRequest).webhook_url),
+      async (req, res) => {
+        if (!deps) return;
+        const body = validated<unknown, unknown, ProveRequest>(res.locals).body;
+        const proveSessionId = randomUUID();
+        await createJob(
+          deps,
+          req,
+          res,
+          COMPUTE_PRICES.prove,
+          'prove',
+          body.webhook_url ?? null,
           proveSessionId,
-        }),
-      );
-    },
-  );
-
-  router.get('/jobs/:jobId', validate({ params: JobParams, query: NetworkOnlyQuery }), async (_req, res) => {
-    const { jobId } = validated<unknown, { jobId: string }>(res.locals).params;
-    const job = deps ? await deps.jobs.get(jobId) : null;
-    if (!job) throw notFound('Unknown job');
-    res.setHeader('cache-control', 'no-store');
-    res.json(job);
-  });
-
-  return router;
+          async () => ({
+            idea: body.idea,
+            session_config: body.session_config,
+            proveSessionId,
+          }),
+        );
+      },
+    )
+    .route(
+      {
+        method: 'get',
+        path: '/api/v1/jobs/{jobId}',
+        operationId: 'getJob',
+        summary: 'A compute job (free; possession of the id is the authorization)',
+        tags: ['Compute API'],
+        request: { params: JobParams, query: NetworkOnlyQuery },
+        responses: {
+          '200': { description: 'the job', body: AgentJob },
+          '400': errorResponse(
+            'invalid path or query (`invalid_request`): jobId longer than 100 characters or not valid percent-encoding, or network not one of the accepted values',
+          ),
+          '404': errorResponse('unknown job'),
+        },
+      },
+      async (_req, res) => {
+        const { jobId } = validated<unknown, { jobId: string }>(res.locals).params;
+        const job = deps ? await deps.jobs.get(jobId) : null;
+        if (!job) throw notFound('Unknown job');
+        res.setHeader('cache-control', 'no-store');
+        res.json(job);
+      },
+    );
 }
 
 /**

@@ -1,42 +1,70 @@
-import { Router } from 'express';
-import { validate } from '@repo/service-kit';
-import type { SectorList } from '@repo/schemas';
+import { contractRouter, RETRY_AFTER_HEADER, type ContractRouter } from '@repo/service-kit';
+import { HealthResponse, SectorList } from '@repo/schemas';
 import type { ReportRepository } from '../../data/reports';
 import { RETRY_AFTER_SECONDS, type HealthProbe } from '../../domain/health';
+import { BAD_NETWORK } from './contract-parts';
 import { NetworkOnlyQuery } from './query';
 
 /**
- * The free endpoints under `/api/v1` (market-intel spec, "Discovery and health"): the sector list and
- * health (200 healthy; 503 with `errorClass` and `Retry-After` otherwise).
+ * The free endpoints (services/market-intel/README.md, "Endpoints"): `GET /api/v1/sectors`, the
+ * sector list, and `GET /api/v1/health` (200 healthy; 503 with `errorClass` and `Retry-After` in
+ * seconds otherwise, root README.md "Failed jobs and health (market-intel)"). Each route declares its
+ * contract; mount the router at the root (its paths are absolute).
  */
-export function freeRouter(deps: { reports: ReportRepository; health: HealthProbe }): Router {
-  const router = Router();
-
-  router.get('/sectors', validate({ query: NetworkOnlyQuery }), async (_req, res) => {
-    const stats = await deps.reports.sectorStats();
-    let latest: Date | null = null;
-    for (const s of stats) if (!latest || s.latestReport > latest) latest = s.latestReport;
-    const body: SectorList = {
-      sectors: stats.map((s) => ({
-        sector: s.sector,
-        report_count: s.reportCount,
-        latest_report: s.latestReport.toISOString(),
-        gaps_count: s.gapsCount,
-      })),
-      total_reports: stats.reduce((sum, s) => sum + s.reportCount, 0),
-      latest_overall: latest ? latest.toISOString() : null,
-    };
-    res.json(body);
-  });
-
-  router.get('/health', validate({ query: NetworkOnlyQuery }), async (_req, res) => {
-    const report = await deps.health();
-    if (report.status === 503 && report.body.errorClass) {
-      res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS[report.body.errorClass]));
-    }
-    res.setHeader('cache-control', 'no-store');
-    res.status(report.status).json(report.body);
-  });
-
-  return router;
+export function freeRouter(deps: { reports: ReportRepository; health: HealthProbe }): ContractRouter {
+  return contractRouter()
+    .route(
+      {
+        method: 'get',
+        path: '/api/v1/sectors',
+        operationId: 'listSectors',
+        summary: 'Sectors with stored reports (free); call before paying for sector-filtered data',
+        tags: ['Discovery'],
+        request: { query: NetworkOnlyQuery },
+        responses: { '200': { description: 'the sector list', body: SectorList }, '400': BAD_NETWORK },
+      },
+      async (_req, res) => {
+        const stats = await deps.reports.sectorStats();
+        let latest: Date | null = null;
+        for (const s of stats) if (!latest || s.latestReport > latest) latest = s.latestReport;
+        const body: SectorList = {
+          sectors: stats.map((s) => ({
+            sector: s.sector,
+            report_count: s.reportCount,
+            latest_report: s.latestReport.toISOString(),
+            gaps_count: s.gapsCount,
+          })),
+          total_reports: stats.reduce((sum, s) => sum + s.reportCount, 0),
+          latest_overall: latest ? latest.toISOString() : null,
+        };
+        res.json(body);
+      },
+    )
+    .route(
+      {
+        method: 'get',
+        path: '/api/v1/health',
+        operationId: 'getHealth',
+        summary: 'Health of the compute upstreams (free)',
+        tags: ['Discovery'],
+        request: { query: NetworkOnlyQuery },
+        responses: {
+          '200': { description: 'healthy', body: HealthResponse },
+          '400': BAD_NETWORK,
+          '503': {
+            description: 'unhealthy: errorClass upstream (Retry-After 30) or config (Retry-After 600)',
+            body: HealthResponse,
+            headers: RETRY_AFTER_HEADER,
+          },
+        },
+      },
+      async (_req, res) => {
+        const report = await deps.health();
+        if (report.status === 503 && report.body.errorClass) {
+          res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS[report.body.errorClass]));
+        }
+        res.setHeader('cache-control', 'no-store');
+        res.status(report.status).json(report.body);
+      },
+    );
 }

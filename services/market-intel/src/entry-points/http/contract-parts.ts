@@ -1,0 +1,158 @@
+import type { z } from 'zod';
+import { BODY_PARSER_ERRORS, errorResponse, RETRY_AFTER_HEADER, type RouteContract } from '@repo/service-kit';
+import { Error402, type OpenApiResponse } from '@repo/schemas';
+import { ComputeUnavailable, JobAccepted } from '../../domain/compute';
+import type { PaidRoute } from '../../domain/prices';
+
+// Fragments shared by the route contracts of free.ts, data-api.ts and compute.ts: what every paid
+// route answers around its handler (the x402 gate's 402, 400, 429 and 503, the settlement headers),
+// its price as vendor extensions, and the 400 of a bad `network`.
+
+/** Response headers of a 402 (root README.md, "Paying for data (x402)"). */
+const X402_HEADERS: NonNullable<OpenApiResponse['headers']> = {
+  'x402-version': { description: 'x402 protocol version', schema: { type: 'string', const: '1' } },
+  'PAYMENT-REQUIRED': {
+    description:
+      'x402 v2 offer (when a fee payer is configured): base64 JSON PaymentRequired { x402Version: 2, error, resource, accepts: [{ scheme: "exact", network (CAIP-2), amount, asset, payTo (merchant wallet), maxTimeoutSeconds, extra: { feePayer } }], extensions }',
+    schema: { type: 'string' },
+  },
+};
+
+/** Response headers of a paid answer: the settlement, v1 and v2 (services/market-intel/README.md, "Paying, in three steps"). */
+const PAID_HEADERS: NonNullable<OpenApiResponse['headers']> = {
+  'x402-version': { description: 'x402 protocol version', schema: { type: 'string', const: '1' } },
+  'X-PAYMENT-RESPONSE': {
+    description: 'base64 JSON { success, transaction, network, payer }',
+    schema: { type: 'string' },
+  },
+  'PAYMENT-RESPONSE': {
+    description: 'base64 JSON { success, transaction, network (CAIP-2), payer } (x402 v2)',
+    schema: { type: 'string' },
+  },
+};
+
+const PAYMENT_NOT_ACCEPTABLE: OpenApiResponse = {
+  description:
+    'payment missing or not acceptable (malformed or wrong-network header, unknown, failed, stale or misdirected transaction; details.reason)',
+  body: Error402,
+  headers: X402_HEADERS,
+};
+
+const VERIFICATIONS_LIMITED =
+  'too many payment verifications from this client (IPv4 address or IPv6 /64) on this network this minute ' +
+  '(X402_VERIFICATIONS_PER_MINUTE_PER_CLIENT); nothing consumed; retry after Retry-After';
+
+/**
+ * The 400 of a free route whose only query parameter, `network`, is not one of the accepted values
+ * (services/market-intel/README.md, "Endpoints").
+ */
+export const BAD_NETWORK: OpenApiResponse = errorResponse(
+  'invalid query: network is not one of the accepted values',
+);
+
+/** The price of a paid route in USDC with two decimals, e.g. `0.10` for 100000 atomic units. */
+function usdc(route: PaidRoute): string {
+  return (Number(route.amountAtomic) / 1e6).toFixed(2);
+}
+
+/** The contract fields a paid route shares with every other paid route, apart from its responses. */
+type PaidParts = Pick<RouteContract, 'summary' | 'description' | 'tags' | 'security' | 'extensions'>;
+
+/**
+ * The summary with the price (in USDC and in atomic USDC units, 6 decimals), the tag, the security
+ * schemes of both x402 versions and the price as `x-price-usdc` and `x-max-amount-required` (atomic
+ * units) of a paid route.
+ */
+function paidParts(route: PaidRoute, tag: string, summarySuffix = ''): PaidParts {
+  return {
+    summary: `${route.description} (paid: ${usdc(route)} USDC, ${route.amountAtomic} atomic units${summarySuffix})`,
+    tags: [tag],
+    security: [{ x402: [] }, { x402v2: [] }],
+    extensions: { 'x-price-usdc': usdc(route), 'x-max-amount-required': route.amountAtomic.toString() },
+  };
+}
+
+/**
+ * The contract fragment of a paid Data API route (services/market-intel/README.md, "Endpoints" and
+ * "Paying, in three steps"): summary, tag, security and price extensions (see {@link paidParts}), and
+ * its responses: 200 with `body` and the settlement headers, 400 (invalid query, answered before
+ * any payment is asked; a payment reused elsewhere or of the wrong amount or mint), 402 `Error402`
+ * with the offer headers, 429 (verification budget, with `Retry-After` in seconds), 503 (Solana RPC
+ * unreachable), plus `extra` (e.g. the brief's 404).
+ * @param route the price and ledger endpoint of the route (`amountAtomic` in atomic USDC units)
+ * @param body the zod schema of the 200 answer; a component of the document becomes a `$ref`
+ */
+export function paidDataParts(
+  route: PaidRoute,
+  body: z.ZodType,
+  extra: Record<string, OpenApiResponse> = {},
+): PaidParts & Pick<RouteContract, 'responses'> {
+  return {
+    ...paidParts(route, 'Data API'),
+    responses: {
+      '200': {
+        description: 'the paid answer (a replay of the same signature returns it again)',
+        body,
+        headers: PAID_HEADERS,
+      },
+      '400': errorResponse(
+        'invalid query (no payment asked), payment reused on another endpoint, amount or mint mismatch',
+      ),
+      '402': PAYMENT_NOT_ACCEPTABLE,
+      '429': errorResponse(VERIFICATIONS_LIMITED, RETRY_AFTER_HEADER),
+      ...extra,
+      '503': errorResponse('the Solana RPC is unreachable; retry later'),
+    },
+  };
+}
+
+/**
+ * The contract fragment of a paid Compute API POST (services/market-intel/README.md, "Endpoints";
+ * root README.md, "Failed jobs and health (market-intel)"): summary with price and duration, the
+ * order of checks, tag, security and price extensions (see {@link paidParts}), and its responses:
+ * 202 `JobAccepted` with the settlement headers, 400, 402 `Error402`, 409 (payment already used for a
+ * job), 413 and 415 (body parser), 422 (body or `webhook_url`, nothing charged), 429 (verification
+ * budget or the devnet per-payer limit, `Retry-After` in seconds) and 503 `ComputeUnavailable` (health
+ * preflight, `Retry-After` in seconds, no payment requested).
+ * @param route the price and ledger endpoint of the route (`amountAtomic` in atomic USDC units)
+ * @param eta how long the job runs, in words (`about 30 minutes`)
+ */
+export function paidComputeParts(
+  route: PaidRoute,
+  eta: string,
+): PaidParts & Pick<RouteContract, 'responses'> {
+  return {
+    ...paidParts(route, 'Compute API', `; asynchronous, ${eta}`),
+    description:
+      'Order of checks: body and webhook_url (422, nothing charged), health preflight (503 with Retry-After and errorClass, no payment asked), ' +
+      'then x402. The job runs on the pipeline-runner; poll statusUrl or pass webhook_url (signed with x-service-signature).',
+    responses: {
+      '202': {
+        description: 'job accepted (status pending); Location = statusUrl',
+        body: JobAccepted,
+        headers: PAID_HEADERS,
+      },
+      '400': errorResponse(
+        'malformed JSON, invalid query (network), payment reused on another endpoint, amount or mint mismatch',
+      ),
+      '402': PAYMENT_NOT_ACCEPTABLE,
+      '409': errorResponse('this payment already started a job: details.jobId'),
+      '413': errorResponse('the body is larger than BODY_LIMIT (100 kB by default; `payload_too_large`)'),
+      '415': BODY_PARSER_ERRORS['415'],
+      '422': errorResponse(
+        'the body or its webhook_url failed validation (`validation_failed`, field errors in details); no payment consumed',
+      ),
+      '429': errorResponse(
+        `${VERIFICATIONS_LIMITED}; or, paid on devnet, the payer wallet started ` +
+          'X402_DEVNET_COMPUTE_PER_DAY jobs in 24 hours (details.limit: payer_per_day; payment verified, not consumed)',
+        RETRY_AFTER_HEADER,
+      ),
+      '503': {
+        description:
+          'health preflight failed: errorClass upstream (Retry-After 30) or config (Retry-After 600); no payment requested',
+        body: ComputeUnavailable,
+        headers: RETRY_AFTER_HEADER,
+      },
+    },
+  };
+}
