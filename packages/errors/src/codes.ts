@@ -1,6 +1,7 @@
 /**
- * The closed set of machine-readable error codes carried in the `code` field of the error envelope,
- * each with the HTTP status it is answered with. Shared by every service (docs/architecture.md,
+ * The machine-readable error codes every service may answer with, carried in the `code` field of the
+ * error envelope, each with the HTTP status it is answered with; a code only one service answers with
+ * is declared by that service ({@link defineErrorCodes}). Shared by every service (docs/architecture.md,
  * "Runtime": one error envelope, `@repo/errors`).
  */
 export const ERROR_CODES = {
@@ -24,19 +25,12 @@ export const ERROR_CODES = {
   payment_conflict: 409,
   unauthorized: 401,
   forbidden: 403,
-  /** A cookie-authenticated write without the session's CSRF token, or from another origin (signal-feedback). */
-  csrf_failed: 403,
-  /** The plan's product limit is reached (services/signal-feedback/README.md, "Endpoints"). */
-  product_limit_reached: 403,
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
-  /** A status change the state machine does not allow (signal-feedback proposals). */
-  invalid_transition: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,
-  quota_exceeded: 429,
   internal_error: 500,
   bad_gateway: 502,
   service_unavailable: 503,

@@ -3,7 +3,7 @@ import { paymentRequiredBody, v1OutputSchema } from '../src/index';
 import { buildRequirements as build } from '../src/testing';
 
 describe('buildPaymentRequirements', () => {
-  it('When requirements are built, then they have the spec shape with the amount as an atomic string and 60 s', () => {
+  it('When requirements are built, then they have the PaymentRequirements shape with the amount as an atomic string and 60 s', () => {
     const requirements = build();
     expect(requirements).toEqual({
       scheme: 'exact',

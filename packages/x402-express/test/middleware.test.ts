@@ -224,7 +224,7 @@ describe('requirePayment', () => {
     expect(decodePaymentResponse(res.headers.get('x-payment-response') ?? '').network).toBe('solana-devnet');
   });
 
-  it('When the header is malformed, then 402 with the Error402 body, the requirements and the problem (the spec: payment not acceptable)', async () => {
+  it('When the header is malformed, then 402 with the Error402 body, the requirements and the problem (payment not acceptable)', async () => {
     const res = await get('/api/v1/scout/gaps', 'bm90IGpzb24=');
     expect(res.status).toBe(402);
     expect(res.headers.get('x402-version')).toBe('1');

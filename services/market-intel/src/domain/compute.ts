@@ -6,8 +6,9 @@ import { ErrorClass, SectorTag, SessionConfigInput } from '@repo/schemas';
 export const WebhookUrl = z.url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' }).max(2048);
 
 /**
- * Body of POST /api/v1/forge/ideate (market-intel spec): every field optional; `session_config` as
- * an object or a string, resolved with the spec's defaults. Unknown top-level fields are ignored.
+ * Body of POST /api/v1/forge/ideate (services/market-intel/README.md, "Endpoints"): every field
+ * optional; `session_config` as an object or a string, resolved with `SESSION_CONFIG_DEFAULTS` of
+ * `@repo/schemas`. Unknown top-level fields are ignored.
  */
 export const ForgeRequest = z.object(
   {
@@ -25,7 +26,7 @@ export const ForgeRequest = z.object(
 /** Inferred (parsed) type of {@link ForgeRequest}. */
 export type ForgeRequest = z.output<typeof ForgeRequest>;
 
-/** Body of POST /api/v1/prove/debate (market-intel spec): `idea` of 10 to 10 000 characters, read verbatim. */
+/** Body of POST /api/v1/prove/debate (services/market-intel/README.md, "Endpoints"): `idea` of 10 to 10 000 characters, read verbatim. */
 export const ProveRequest = z.object(
   {
     idea: z.string({ error: 'idea is required (10 to 10000 characters)' }).min(10).max(10_000),
@@ -52,7 +53,7 @@ export const JobParams = z.object({
 /** Scout items per list sent with a forge job (keeps step messages small). */
 export const FORGE_SCOUT_ITEMS = 20;
 
-/** The 202 answer of a compute POST (market-intel spec); `proveSessionId` for prove/debate only. */
+/** The 202 answer of a compute POST (services/market-intel/README.md, "Endpoints"); `proveSessionId` for prove/debate only. */
 export const JobAccepted = z.object({
   jobId: z.string(),
   status: z.literal('pending'),

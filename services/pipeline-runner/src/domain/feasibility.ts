@@ -62,8 +62,9 @@ function round2(value: number): number {
 }
 
 /**
- * Lean feasibility of an idea for a session_config (market-intel spec, "session_config": budget scales
- * the LEAN_FIT band, profile calibrates the feasibility math, LOW_ROI below the revenue threshold):
+ * Lean feasibility of an idea for a session_config (services/pipeline-runner/README.md,
+ * "session_config in the math": budget scales the LEAN_FIT band, profile calibrates the feasibility
+ * math, LOW_ROI below the revenue threshold):
  *
  * - adjusted weeks = estimated weeks / capacity factor of the profile ({@link CAPACITY_FACTOR});
  * - cost ratio = cost / budget, time ratio = adjusted weeks / timeline weeks;

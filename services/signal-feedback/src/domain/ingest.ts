@@ -6,6 +6,7 @@ import { isContextForeignKeyViolation, UnstorableTextError } from '../data/signa
 import { monthKey, nextMonthStart, PLAN_LIMITS } from './plans';
 import { routeSignals } from './signals';
 import type { SignalInput } from '../schemas';
+import { SIGNAL_FEEDBACK_ERRORS } from './errors';
 
 /**
  * Parses a request body that is one signal object or an array of them (README, "Endpoints").
@@ -111,7 +112,7 @@ export async function acceptSignals(
   if (!outcome.ok) {
     const resetsAt = nextMonthStart(now);
     throw new AppError(
-      'quota_exceeded',
+      SIGNAL_FEEDBACK_ERRORS.quota_exceeded,
       `Monthly signal limit of the ${owner.plan} plan reached: ${outcome.used} of ${limit} used, this batch has ${signals.length}`,
       {
         details: {

@@ -1,6 +1,7 @@
 import { AppError, notFound } from '@repo/errors';
 import type { ProposalRepository } from '../data/proposals';
 import type { Proposal, ProposalStatus } from '../schemas';
+import { SIGNAL_FEEDBACK_ERRORS } from './errors';
 
 /**
  * Allowed proposal status changes (README, "Routing, classification and analysis"): pending -> approved
@@ -42,9 +43,13 @@ export async function changeProposalStatus(
   const outcome = await proposals.changeStatus(id, scope, { to, from: statesLeadingTo(to) });
   if ('notFound' in outcome) throw notFound('proposal');
   if ('conflict' in outcome) {
-    throw new AppError('invalid_transition', `A ${outcome.conflict} proposal cannot become ${to}`, {
-      details: { from: outcome.conflict, to, allowed: ALLOWED_TRANSITIONS[outcome.conflict] },
-    });
+    throw new AppError(
+      SIGNAL_FEEDBACK_ERRORS.invalid_transition,
+      `A ${outcome.conflict} proposal cannot become ${to}`,
+      {
+        details: { from: outcome.conflict, to, allowed: ALLOWED_TRANSITIONS[outcome.conflict] },
+      },
+    );
   }
   return outcome.updated;
 }

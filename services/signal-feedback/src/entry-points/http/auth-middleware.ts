@@ -8,6 +8,7 @@ import type { KeyOwner } from '../../data/signals';
 import { signalFeedbackKeys } from '../../domain/api-keys';
 import { hashSessionToken, safeEqual } from '../../domain/sessions';
 import type { AccountRepository } from '../../data/accounts';
+import { SIGNAL_FEEDBACK_ERRORS } from '../../domain/errors';
 
 /** Name of the session cookie; `__Host-` prefixed when cookies are Secure (no Domain, Path=/). */
 export function sessionCookieName(secure: boolean): string {
@@ -96,7 +97,7 @@ export function checkOrigin(req: Request, allowedOrigins: ReadonlySet<string>): 
   if (origin === undefined) return;
   const own = `${req.protocol}://${req.get('host') ?? ''}`;
   if (origin !== own && !allowedOrigins.has(origin)) {
-    throw new AppError('csrf_failed', 'Cross-origin request refused');
+    throw new AppError(SIGNAL_FEEDBACK_ERRORS.csrf_failed, 'Cross-origin request refused');
   }
 }
 
@@ -129,7 +130,7 @@ export function requireCsrf(allowedOrigins: ReadonlySet<string>): RequestHandler
     if (!header || !safeEqual(header, session.csrfToken)) {
       next(
         new AppError(
-          'csrf_failed',
+          SIGNAL_FEEDBACK_ERRORS.csrf_failed,
           `Missing or wrong ${CSRF_HEADER} header (GET /api/auth/me returns the token)`,
         ),
       );

@@ -22,6 +22,7 @@ import {
 import { requireSession } from './auth-middleware';
 import type { SessionRecord } from '../../data/accounts';
 import { CSRF_HEADER_PARAMETER, SESSION_SECURITY } from './openapi';
+import { SIGNAL_FEEDBACK_ERRORS } from '../../domain/errors';
 
 function contextToWire(c: ContextRecord): Context {
   return {
@@ -106,9 +107,13 @@ export function productsRoutes(deps: {
           maxProducts,
         });
         if (created === 'limit_reached') {
-          throw new AppError('product_limit_reached', `The ${u.plan} plan allows ${maxProducts} product(s)`, {
-            details: { plan: u.plan, limit: maxProducts },
-          });
+          throw new AppError(
+            SIGNAL_FEEDBACK_ERRORS.product_limit_reached,
+            `The ${u.plan} plan allows ${maxProducts} product(s)`,
+            {
+              details: { plan: u.plan, limit: maxProducts },
+            },
+          );
         }
         res.setHeader('cache-control', 'no-store');
         res.json({ id: created.id, name: created.name, api_key: key.key });
