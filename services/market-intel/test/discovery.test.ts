@@ -7,14 +7,16 @@ import {
   toJsonSchema,
   TrendsResponse,
 } from '@repo/schemas';
-import { ForgeRequest, JobAccepted, ProveRequest } from '../src/domain/compute';
-import { DISCOVERY } from '../src/entry-points/http/discovery';
 import {
+  ForgeRequest,
+  JobAccepted,
+  ProveRequest,
   KeywordsQuery,
   NetworkOnlyQuery,
   SectorLimitQuery,
   TrendsQuery,
-} from '../src/entry-points/http/query';
+} from '../src/schemas';
+import { DISCOVERY } from '../src/entry-points/http/discovery';
 
 // The discovery metadata of the paid routes is published in every 402 (README, "Discovery"): its
 // schemas must be the ones the routes validate with and its examples must be answers they could give.

@@ -19,13 +19,13 @@ import {
   JobParams,
   ProveRequest,
   type ComputeUnavailable,
-} from '../../domain/compute';
+  NetworkOnlyQuery,
+} from '../../schemas';
 import { RETRY_AFTER_SECONDS, type HealthProbe } from '../../domain/health';
 import { COMPUTE_PRICES, ETA_MINUTES, type PaidRoute } from '../../domain/prices';
 import { PAYMENT_RESPONSE_HEADER, PAYMENT_V2_RESPONSE_HEADER } from '@repo/x402-core';
 import { paidComputeParts } from './contract-parts';
 import { DISCOVERY } from './discovery';
-import { NetworkOnlyQuery } from './query';
 
 /** What the Compute API needs; without it the compute endpoints answer 503 `config`. */
 export interface ComputeDeps {

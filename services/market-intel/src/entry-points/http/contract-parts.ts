@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { BODY_PARSER_ERRORS, errorResponse, RETRY_AFTER_HEADER, type RouteContract } from '@repo/service-kit';
 import { Error402, type OpenApiResponse } from '@repo/schemas';
-import { ComputeUnavailable, JobAccepted } from '../../domain/compute';
+import { ComputeUnavailable, JobAccepted } from '../../schemas';
 import type { PaidRoute } from '../../domain/prices';
 
 // Fragments shared by the route contracts of free.ts, data-api.ts and compute.ts: what every paid

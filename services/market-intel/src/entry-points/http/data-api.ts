@@ -13,7 +13,7 @@ import { DATA_PRICES, type PaidRoute } from '../../domain/prices';
 import type { ScoutService } from '../../domain/scout';
 import { paidDataParts } from './contract-parts';
 import { DISCOVERY } from './discovery';
-import { KeywordsQuery, NetworkOnlyQuery, SectorLimitQuery, TrendsQuery } from './query';
+import { KeywordsQuery, NetworkOnlyQuery, SectorLimitQuery, TrendsQuery } from '../../schemas';
 
 /**
  * Builds the x402 payment middleware of one paid route (answers 402 until paid, replays reuse), with

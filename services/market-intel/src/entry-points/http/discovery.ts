@@ -8,8 +8,15 @@ import {
   TrendsResponse,
 } from '@repo/schemas';
 import type { ResourceDiscovery } from '@repo/x402-core';
-import { ForgeRequest, JobAccepted, ProveRequest } from '../../domain/compute';
-import { KeywordsQuery, NetworkOnlyQuery, SectorLimitQuery, TrendsQuery } from './query';
+import {
+  ForgeRequest,
+  JobAccepted,
+  ProveRequest,
+  KeywordsQuery,
+  NetworkOnlyQuery,
+  SectorLimitQuery,
+  TrendsQuery,
+} from '../../schemas';
 
 const generatedFrom = '2026-11-23T06:00:00.000Z';
 

@@ -3,7 +3,7 @@ import { HealthResponse, SectorList } from '@repo/schemas';
 import type { ReportRepository } from '../../data/reports';
 import { RETRY_AFTER_SECONDS, type HealthProbe } from '../../domain/health';
 import { BAD_NETWORK } from './contract-parts';
-import { NetworkOnlyQuery } from './query';
+import { NetworkOnlyQuery } from '../../schemas';
 
 /**
  * The free endpoints (services/market-intel/README.md, "Endpoints"): `GET /api/v1/sectors`, the

@@ -13,7 +13,7 @@ import {
   type JsonSchema,
   type OpenApiOperation,
 } from '@repo/schemas';
-import { ComputeUnavailable, JobAccepted } from '../../domain/compute';
+import { ComputeUnavailable, JobAccepted } from '../../schemas';
 
 /**
  * The OpenAPI 3.1 document of market-intel, version 1.0.0 (services/market-intel/README.md,
