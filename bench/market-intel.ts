@@ -377,13 +377,13 @@ async function main(): Promise<void> {
   await pg.connect();
   await pg.query('TRUNCATE x402_payments');
   await pg.end();
-  spawnSync(
+  const imported = spawnSync(
     'pnpm',
     [
       'exec',
       'tsx',
       '--conditions=@repo/source',
-      'src/cli/import-report.ts',
+      'src/entry-points/cli/import-report.ts',
       'fixtures/sample-report.json',
       '--shift-to-now',
       '--if-empty',
@@ -391,9 +391,10 @@ async function main(): Promise<void> {
     {
       cwd: path.join(ROOT, 'services/market-intel'),
       env: { ...process.env, DATABASE_URL },
-      stdio: 'ignore',
+      stdio: ['ignore', 'ignore', 'inherit'],
     },
   );
+  if (imported.status !== 0) throw new Error(`importing the sample report failed (exit ${imported.status})`);
 
   // Exactly as the package's start script runs it (its V8 memory flags included).
   const [startCmd = 'node', ...startArgs] = (
