@@ -477,21 +477,35 @@ async function main(): Promise<void> {
   const challengeOffersV2 = Boolean(
     (await fetch(`http://127.0.0.1:${MI_PORT}${GAPS}`)).headers.get('payment-required'),
   );
-  const challengeRounds: { bare: number; peer: number; challenge: number; challenge402: number }[] = [];
+  const challengeRounds: {
+    bare: number;
+    peer: number;
+    challenge: number;
+    cold: number;
+    challenge402: number;
+  }[] = [];
+  let nonce = 0;
   for (let i = 0; i < rounds; i++) {
     const bareRun = await bench(BARE, { duration: ONLY_PAID ? 1 : DURATION_S });
     const peerRun = await bench(PEER, { duration: ONLY_PAID ? 1 : DURATION_S });
     const challengeRun = await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, {
       duration: ONLY_PAID ? 1 : DURATION_S,
     });
+    // Every request a URL never asked before (an extra query parameter the route ignores but the
+    // request reference covers): the full path, which the first ask of each URL takes.
+    const coldRun = await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, {
+      duration: ONLY_PAID ? 1 : DURATION_S,
+      requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `${GAPS}&nonce=${nonce++}` }) }],
+    });
     challengeRounds.push({
       bare: bareRun.requests.average,
       peer: peerRun.requests.average,
       challenge: challengeRun.requests.average,
+      cold: coldRun.requests.average,
       challenge402: challengeRun['4xx'],
     });
     log(
-      `  round ${i + 1}: bare ${Math.round(bareRun.requests.average)}, x402-express ${Math.round(peerRun.requests.average)}, market-intel ${Math.round(challengeRun.requests.average)} req/s`,
+      `  round ${i + 1}: bare ${Math.round(bareRun.requests.average)}, x402-express ${Math.round(peerRun.requests.average)}, market-intel ${Math.round(challengeRun.requests.average)} (every URL new: ${Math.round(coldRun.requests.average)}) req/s`,
     );
   }
 
@@ -614,6 +628,8 @@ async function main(): Promise<void> {
     challengeRatio: r(mean(challengeRounds.map((c) => c.challenge / c.bare))),
     challenge402: challengeRounds.reduce((n, c) => n + c.challenge402, 0),
     challengeOffersV2,
+    coldChallengeRps: r(mean(challengeRounds.map((c) => c.cold))),
+    coldChallengeRatio: r(mean(challengeRounds.map((c) => c.cold / c.bare))),
     peerRps: r(mean(challengeRounds.map((c) => c.peer))),
     peerRatio: r(mean(challengeRounds.map((c) => c.peer / c.bare))),
     challengeRounds: challengeRounds.map((c) => ({
@@ -650,7 +666,8 @@ async function main(): Promise<void> {
       '|---|---|---|',
       `| bare Express JSON route | ${results.bareRps} req/s, ratio 1 | |`,
       `| x402-express 1.2 unpaid 402 (its README's route) | ${results.peerRps} req/s, ratio ${results.peerRatio} | |`,
-      `| market-intel unpaid 402 challenge${challengeOffersV2 ? ' (with PAYMENT-REQUIRED)' : ''} | ${results.challengeRps} req/s, ratio ${results.challengeRatio} | ≥ 0.9 and above x402-express |`,
+      `| market-intel unpaid 402 challenge${challengeOffersV2 ? ' (with PAYMENT-REQUIRED)' : ''}, one URL | ${results.challengeRps} req/s, ratio ${results.challengeRatio} | ≥ 0.9 and above x402-express |`,
+      `| market-intel unpaid 402, every URL new (the full path) | ${results.coldChallengeRps} req/s, ratio ${results.coldChallengeRatio} | |`,
       `| paid, fresh signatures, ${CONNECTIONS} clients | ${results.paid.rps} req/s, ratio ${results.paid.ratio}; p50 ${results.paid.p50} ms, p99 ${results.paid.p99} ms (${results.paid.non2xx} non-2xx) | |`,
       `| of which Solana RPC per verification | mean ${results.paid.rpcMeanMs} ms, p50 ≤ ${results.paid.rpcP50Ms} ms, p99 ≤ ${results.paid.rpcP99Ms} ms | |`,
       ...officialRuns.flatMap((o) => officialRows(o, results.bareRps)),

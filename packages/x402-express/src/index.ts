@@ -28,3 +28,5 @@ export type {
 } from './middleware';
 export { emitPaymentEvent } from './events';
 export type { PaymentEvent, PaymentEventListener } from './events';
+export { createHotPath } from './hot-path';
+export type { HotPath, HotPathOptions } from './hot-path';

@@ -1,10 +1,11 @@
 import { hostname } from 'node:os';
+import type { RequestListener } from 'node:http';
 import type { Application } from 'express';
 import { Broker } from '@repo/queue';
 import { declareComputeTopology, type PipelineKind } from '@repo/compute';
 import { createLoop, createReadiness, type ComposedService, type Logger, type Loop } from '@repo/service-kit';
 import { parseAllowlist } from '@repo/ssrf-guard';
-import type { PaymentEventListener } from '@repo/x402-express';
+import { createHotPath, type HotPath, type PaymentEventListener } from '@repo/x402-express';
 import { PrismaRefundLedger, type RefundRecord } from '@repo/x402-ledger';
 import type { JobRefund } from '@repo/schemas';
 import type { MarketIntelConfig } from './config';
@@ -13,6 +14,7 @@ import { openDatabase, type Db } from './data/prisma';
 import { ReportRepository } from './data/reports';
 import { ScanRepository } from './data/scans';
 import { RunnerHealthMonitor } from './domain/health';
+import { DATA_PRICES } from './domain/prices';
 import { REFUNDED_JOB_FAILURES, refundReason } from './domain/refunds';
 import { loadSourcesFile } from './domain/scout-sources';
 import { heartbeatTopology, startComputeConsumers } from './entry-points/consumers/compute-events';
@@ -34,7 +36,12 @@ const SIGHTING_PRUNE_INTERVAL_MS = 3_600_000;
  * plus the handles the tests reach into.
  */
 export interface MarketIntelService extends ComposedService {
-  http: Application;
+  /** The public listener: the x402 hot path in front of {@link MarketIntelService.app}. */
+  http: RequestListener;
+  /** The express app (every route; what the hot path hands a request it does not answer from memory). */
+  app: Application;
+  /** The 402 challenges and paid answers answered from memory. */
+  hotPath: HotPath;
   metrics: MarketIntelMetrics;
   loops: Loop[];
   db: Db;
@@ -260,11 +267,25 @@ export async function compose(
     corsOrigins: config.CORS_ORIGINS,
   });
 
+  // The brief is not here: its 402 comes only after a brief exists, which can change.
+  const hotPath = createHotPath({
+    routes: Object.fromEntries(
+      [DATA_PRICES.gaps, DATA_PRICES.painClusters, DATA_PRICES.trends, DATA_PRICES.keywords].map((route) => [
+        route.endpoint.slice('GET '.length),
+        route.endpoint,
+      ]),
+    ),
+    onPaymentEvent: gateway.onPaymentEvent,
+    corsConfigured: Boolean(config.CORS_ORIGINS),
+  });
+
   // Fails fast: a database that does not answer stops the boot before the port opens.
   await db.$queryRawUnsafe('SELECT 1');
 
   return {
-    http: app,
+    http: hotPath.wrap(app),
+    app,
+    hotPath,
     readiness,
     metrics,
     loops,

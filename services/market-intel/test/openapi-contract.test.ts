@@ -29,9 +29,9 @@ afterAll(async () => {
 
 describe('the OpenAPI document and the mounted routes', () => {
   it('When the routes of the running app are compared with its /openapi.json, then no mounted route is undocumented and no documented route is unmounted', () => {
-    expect(routeCoverage(h.service.http, doc, INFRASTRUCTURE)).toEqual({ undocumented: [], unmounted: [] });
+    expect(routeCoverage(h.service.app, doc, INFRASTRUCTURE)).toEqual({ undocumented: [], unmounted: [] });
     // The ignore list names routes that exist: a stale entry would hide nothing but mislead.
-    const mounted = mountedRoutes(h.service.http).map((r) => `${r.method} ${r.path}`);
+    const mounted = mountedRoutes(h.service.app).map((r) => `${r.method} ${r.path}`);
     expect(mounted).toEqual(expect.arrayContaining(INFRASTRUCTURE));
   });
 

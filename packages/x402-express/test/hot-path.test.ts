@@ -1,0 +1,82 @@
+import { createServer, type RequestListener, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createHotPath, type PaymentEvent } from '../src/index';
+
+// The hot path's own rules, against a stand-in for the full path that counts what reaches it.
+let fullPathCalls = 0;
+const fullPath: RequestListener = (req, res) => {
+  fullPathCalls += 1;
+  const id =
+    typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'] : `id-${fullPathCalls}`;
+  res.setHeader('x-request-id', id);
+  res.setHeader('x-content-type-options', 'nosniff');
+  if (req.headers['x-payment'] === undefined) {
+    res.statusCode = 402;
+    res.setHeader('content-type', 'application/json; charset=utf-8');
+    res.end(
+      JSON.stringify({ x402Version: 1, accepts: [{ network: 'solana', resource: req.url }], requestId: id }),
+    );
+    return;
+  }
+  res.statusCode = 200;
+  res.setHeader('x-payment-response', Buffer.from(JSON.stringify({ network: 'solana' })).toString('base64'));
+  res.setHeader('payment-response', 'v2');
+  res.end('x'.repeat(Number(new URL(req.url ?? '/', 'http://h').searchParams.get('size') ?? 10)));
+};
+
+async function serve(listener: RequestListener): Promise<{ url: string; server: Server }> {
+  const server = createServer(listener);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+describe('createHotPath', () => {
+  const events: PaymentEvent[] = [];
+  const hot = createHotPath({
+    routes: { '/paid': 'GET /paid' },
+    onPaymentEvent: (e) => events.push(e),
+    maxChallenges: 2,
+    maxReplayBytes: 2000,
+  });
+  let base: string;
+  let server: Server;
+  beforeAll(async () => {
+    ({ url: base, server } = await serve(hot.wrap(fullPath)));
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('When 402s of more URLs than maxChallenges are remembered, then the oldest is forgotten and asked of the full path again', async () => {
+    fullPathCalls = 0;
+    for (const q of ['a', 'b', 'a', 'c', 'a']) expect((await fetch(`${base}/paid?q=${q}`)).status).toBe(402);
+    // a, b: full path; a: memory; c: full path (b... a is the oldest and goes); a: full path again.
+    expect(fullPathCalls).toBe(4);
+    expect(hot.size().challenges).toBe(2);
+    expect(events.filter((e) => e.type === 'challenged')).toHaveLength(1);
+  });
+
+  it('When a request is not a hot one (another path, a body, another method), then the full path answers it every time', async () => {
+    fullPathCalls = 0;
+    await fetch(`${base}/other`);
+    await fetch(`${base}/other`);
+    await fetch(`${base}/paid?q=body`, { method: 'POST', body: 'x' });
+    await fetch(`${base}/paid?q=body`, { method: 'POST', body: 'x' });
+    expect(fullPathCalls).toBe(4);
+  });
+
+  it('When stored answers exceed maxReplayBytes, then the oldest are forgotten and a too large one is never kept', async () => {
+    fullPathCalls = 0;
+    const pay = (size: number, sig: string) =>
+      fetch(`${base}/paid?size=${size}`, { headers: { 'x-payment': sig } });
+    await pay(800, 's1');
+    await pay(800, 's1');
+    expect(fullPathCalls).toBe(1);
+    await pay(800, 's2');
+    await pay(800, 's3');
+    expect(hot.size().replays).toBe(2);
+    expect(hot.size().replayBytes).toBeLessThanOrEqual(2000);
+    await pay(5000, 's4');
+    await pay(5000, 's4');
+    expect(fullPathCalls).toBe(5);
+    expect(events.filter((e) => e.type === 'replayed')).toHaveLength(1);
+  });
+});
