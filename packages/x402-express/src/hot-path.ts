@@ -22,9 +22,9 @@ export interface HotPathOptions {
   onPaymentEvent?: PaymentEventListener;
   /** With CORS configured, a request carrying `Origin` takes the full path (the CORS middleware answers it). */
   corsConfigured?: boolean;
-  /** Most 402 challenges kept (default 1 000): one per distinct host, forwarded protocol and URL. */
+  /** Most 402 challenges kept (default 500): one per distinct host, forwarded protocol and URL. */
   maxChallenges?: number;
-  /** Most bytes of stored paid answers (bodies and headers) kept for replays (default 8 MiB). */
+  /** Most bytes of stored paid answers (bodies and headers) kept for replays (default 4 MiB). */
   maxReplayBytes?: number;
 }
 
@@ -121,8 +121,8 @@ function networkOfPaymentResponse(value: unknown): X402Network | undefined {
  */
 export function createHotPath(options: HotPathOptions): HotPath {
   const routes = new Map(Object.entries(options.routes));
-  const maxChallenges = options.maxChallenges ?? 1000;
-  const maxReplayBytes = options.maxReplayBytes ?? 8 * 1024 * 1024;
+  const maxChallenges = options.maxChallenges ?? 500;
+  const maxReplayBytes = options.maxReplayBytes ?? 4 * 1024 * 1024;
   const challenges = new Map<string, Challenge>();
   const replays = new Map<string, Replay>();
   let replayBytes = 0;
