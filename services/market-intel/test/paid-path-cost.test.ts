@@ -1,0 +1,64 @@
+import { randomInt } from 'node:crypto';
+import { Client } from 'pg';
+import { metricValue, scrape } from '@repo/service-kit/testing';
+import { buildReport, startHarness, type Harness } from './support/harness';
+
+// What one fresh payment costs the service in PostgreSQL round trips and Solana RPC calls: the
+// paid path's budget, measured on the real service (the pg client's queries are counted, not
+// replaced). Today's count is the ceiling this test holds; the goal is two.
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startHarness('market_intel_paid_path_cost_test');
+  await h.reports.importReport(buildReport(), 'import');
+  // The background loops share the pool: stopped, so that every query counted is the request's.
+  await Promise.all(h.service.loops.map((loop) => loop.stop()));
+});
+afterAll(() => h.close());
+
+/**
+ * PostgreSQL round trips a fresh push payment on the Data API costs today: the claim, the verification
+ * guard's count and its release, the verified mark, the report read and the stored answer.
+ */
+const ROUND_TRIPS_TODAY = 6;
+
+/** Counts every query any `pg` client of this process sends while `run` runs. */
+async function countQueries<T>(run: () => Promise<T>): Promise<{ result: T; queries: string[] }> {
+  const queries: string[] = [];
+  const proto = Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const original = proto.query;
+  proto.query = function (this: unknown, ...args: unknown[]) {
+    const first = args[0];
+    const text = typeof first === 'string' ? first : (first as { text?: string } | undefined)?.text;
+    queries.push((text ?? '').replace(/\s+/g, ' ').slice(0, 80));
+    return original.apply(this, args);
+  };
+  try {
+    return { result: await run(), queries };
+  } finally {
+    proto.query = original;
+  }
+}
+
+const rpcCalls = async (): Promise<number> =>
+  metricValue(await scrape(h.metricsUrl), 'x402_rpc_calls_total', {
+    network: 'solana',
+    method: 'getTransaction',
+    outcome: 'found',
+  }) ?? 0;
+
+describe('The cost of a fresh payment', () => {
+  it(`When a fresh push payment buys gaps, then it costs at most ${ROUND_TRIPS_TODAY} PostgreSQL round trips and one RPC call`, async () => {
+    const signature = await h.transfer({ amountAtomic: 100_000n });
+    const url = `/api/v1/scout/gaps?limit=${randomInt(1, 100)}`;
+    const rpcBefore = await rpcCalls();
+    const { result, queries } = await countQueries(() => h.getWithProof(url, signature));
+    expect(result.status).toBe(200);
+    expect(await rpcCalls()).toBe(rpcBefore + 1);
+    expect(queries[0]).toMatch(/^INSERT INTO x402_payments/);
+    expect(queries[queries.length - 1]).toMatch(/^UPDATE x402_payments SET status = 'completed'/);
+    if (queries.length > ROUND_TRIPS_TODAY) {
+      throw new Error(`${queries.length} round trips, over ${ROUND_TRIPS_TODAY}:\n${queries.join('\n')}`);
+    }
+  });
+});
