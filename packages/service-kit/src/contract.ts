@@ -64,7 +64,8 @@ export interface ContractRouter {
   /**
    * Declares an operation and mounts it: `contract.before`, then validation of the declared query,
    * params and body (the parsed values in `res.locals.valid`, see `validated`), then `handlers`.
-   * @throws Error when the operation id or the method and path were declared before
+   * @throws Error when the operation id or the method and path were declared before, or when the
+   *   path template's parameters and `request.params` name different parameters
    */
   route(contract: RouteContract, ...handlers: RequestHandler[]): ContractRouter;
 }
@@ -167,8 +168,19 @@ export function contractRouter(): ContractRouter {
       if (seen.has(key) || operations.some((op) => op.operationId === contract.operationId)) {
         throw new Error(`operation declared twice: ${key} (${contract.operationId})`);
       }
+      const operation = operationOf(contract);
+      const inPath = [...contract.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]).sort();
+      const declared = (operation.parameters ?? [])
+        .filter((p) => p.in === 'path')
+        .map((p) => p.name)
+        .sort();
+      if (inPath.join() !== declared.join()) {
+        throw new Error(
+          `${key}: path parameters {${inPath.join(', ')}} and request.params (${declared.join(', ')}) differ`,
+        );
+      }
       seen.add(key);
-      operations.push(operationOf(contract));
+      operations.push(operation);
       const { query, params } = contract.request ?? {};
       const body = contract.request?.bodyParsedByHandler ? undefined : contract.request?.body;
       const validation =

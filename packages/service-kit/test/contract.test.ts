@@ -177,6 +177,21 @@ describe('contractRouter', () => {
     api.route(contract, (_req, res) => res.end());
     expect(() => api.route({ ...contract, operationId: 'b' }, (_req, res) => res.end())).toThrow(/twice/);
     expect(() => api.route({ ...contract, path: '/b' }, (_req, res) => res.end())).toThrow(/twice/);
+    // A path parameter without its schema, or a schema naming another one, is a declaration error.
+    expect(() =>
+      api.route({ ...contract, operationId: 'c', path: '/c/{id}' }, (_req, res) => res.end()),
+    ).toThrow(/differ/);
+    expect(() =>
+      api.route(
+        {
+          ...contract,
+          operationId: 'd',
+          path: '/d/{id}',
+          request: { params: z.object({ key: z.string() }) },
+        },
+        (_req, res) => res.end(),
+      ),
+    ).toThrow(/differ/);
   });
 
   it('When routes are listed, then routers mounted under a prefix and infrastructure routes appear, and coverage names the differences', async () => {
