@@ -11,6 +11,7 @@ import type { JobRefund } from '@repo/schemas';
 import type { MarketIntelConfig } from './config';
 import { JobRepository, type ApplyResult, type JobKindHooks } from './data/jobs';
 import { openDatabase, type Db } from './data/prisma';
+import { listenForReportChanges } from './data/report-changes';
 import { ReportRepository } from './data/reports';
 import { ScanRepository } from './data/scans';
 import { RunnerHealthMonitor } from './domain/health';
@@ -27,6 +28,9 @@ import { RefundWorker } from './entry-points/workers/refund-worker';
 import { ScanScheduler } from './entry-points/workers/scan-scheduler';
 import { WebhookDispatcher } from './entry-points/workers/webhook-dispatcher';
 import { createMarketIntelMetrics, type MarketIntelMetrics } from './metrics';
+
+/** How often the stored reports' fingerprint is compared with the cached one, in milliseconds. */
+const REPORT_WATERMARK_INTERVAL_MS = 30_000;
 
 /** How often old payment sightings are pruned, in milliseconds. */
 const SIGHTING_PRUNE_INTERVAL_MS = 3_600_000;
@@ -223,6 +227,21 @@ export async function compose(
       }),
     );
   }
+  // Reports deleted by hand are not announced: the cache is dropped when the reports' fingerprint moves.
+  let reportMark: string | undefined;
+  loops.push(
+    createLoop({
+      name: 'report-watermark',
+      intervalMs: REPORT_WATERMARK_INTERVAL_MS,
+      round: async () => {
+        const mark = await reports.watermark();
+        if (reportMark !== undefined && mark !== reportMark) reports.invalidate();
+        reportMark = mark;
+      },
+      logger,
+      metrics: loopMetrics,
+    }),
+  );
   // Sightings of payments never completed are kept X402_SIGHTING_RETENTION_HOURS, then pruned.
   loops.push(
     createLoop({
@@ -282,6 +301,18 @@ export async function compose(
   // Fails fast: a database that does not answer stops the boot before the port opens.
   await db.$queryRawUnsafe('SELECT 1');
 
+  // The Data API reads the latest reports from memory while every stored report is heard.
+  const reportChanges = listenForReportChanges({
+    databaseUrl: config.DATABASE_URL,
+    onChange: () => reports.invalidate(),
+    onListening: (listening) => reports.setCaching(listening),
+    onError: (err) =>
+      logger.warn(
+        { err },
+        'report change listener lost its connection: reports are read from the database until it is back',
+      ),
+  });
+
   return {
     http: hotPath.wrap(app),
     app,
@@ -317,6 +348,8 @@ export async function compose(
           onWebhookQueued: () => void webhooks?.kick(),
           onApplied: (type, result) => {
             metrics.onJobEvent(type, result.applied);
+            // A scan completed here stored its report in the job's transaction, now committed.
+            if (result.applied && result.status === 'completed') reports.invalidate();
             afterFailure(result);
           },
         },
@@ -326,6 +359,7 @@ export async function compose(
     // After HTTP drained and the loops stopped: in-flight requests and rounds may still publish.
     async close() {
       await broker.close(10_000);
+      await reportChanges.close();
       await payments.close();
       await database.close();
     },

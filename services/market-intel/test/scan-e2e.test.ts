@@ -148,6 +148,8 @@ async function forgetSector(sector: string): Promise<void> {
     'DELETE FROM scan_reports WHERE id IN (SELECT scan_report_id FROM sector_reports WHERE sector = $1)',
     sector,
   );
+  // Reports are only ever added by the service: a deletion behind its back is announced to its cache.
+  h.reports.invalidate();
 }
 
 /** Leaves a live runner for the next test: starts one if the last one has exited, and waits for its heartbeat. */

@@ -5,6 +5,9 @@ import type { Db } from './prisma';
 
 type Client = Db | Prisma.TransactionClient;
 
+/** The PostgreSQL channel a stored report is announced on (`pg_notify`), heard by every replica. */
+export const REPORTS_CHANNEL = 'market_intel_reports';
+
 /** Reports are parsed from JSON, so every value in them is a JSON value. */
 function asJson(value: unknown): Prisma.InputJsonValue {
   return value as Prisma.InputJsonValue;
@@ -73,7 +76,45 @@ export interface LatestBrief {
  * Stored scan reports (PostgreSQL tables `scan_reports`, `sector_reports`). Returns plain objects.
  */
 export class ReportRepository {
+  private caching = false;
+  // Reads of the latest reports by column and sector, kept while caching is on; a pending read is
+  // shared by the requests that ask at the same time.
+  private readonly latest = new Map<string, Promise<LatestSectorItems<ReportColumn>[]>>();
+
   constructor(private readonly db: Db) {}
+
+  /**
+   * Turns the in-process cache of {@link latestItems} on or off (off clears it). Turn it on only while
+   * report changes are heard ({@link invalidate} is called for every stored report, in this process
+   * and in others: `listenForReportChanges`), since a cached read is never checked against the
+   * database.
+   */
+  setCaching(on: boolean): void {
+    this.caching = on;
+    if (!on) this.latest.clear();
+  }
+
+  /**
+   * A fingerprint of the stored reports (their number and the newest and oldest `generated_at`): it
+   * changes when a report is added or deleted, also by hand, which the change notifications miss.
+   */
+  async watermark(): Promise<string> {
+    const rows = await this.db.$queryRawUnsafe<{ mark: string }[]>(
+      `SELECT count(*)::text || '|' || coalesce(max(generated_at)::text, '') || '|' ||
+              coalesce(min(generated_at)::text, '') AS mark FROM scan_reports`,
+    );
+    return rows[0]?.mark ?? '';
+  }
+
+  /** Whether {@link latestItems} answers from the in-process cache (see {@link setCaching}). */
+  get cachingOn(): boolean {
+    return this.caching;
+  }
+
+  /** Forgets every cached read: a report was stored (here or by another process). */
+  invalidate(): void {
+    this.latest.clear();
+  }
 
   /**
    * Stores a validated report in one transaction (all sectors or nothing). Importing identical content
@@ -113,6 +154,9 @@ export class ReportRepository {
         },
         select: { id: true },
       });
+      // Every replica's cache hears it once this commits (with the scan's transaction when there is one).
+      await client.$executeRawUnsafe(`SELECT pg_notify('${REPORTS_CHANNEL}', $1)`, String(created.id));
+      if (client === this.db) this.invalidate();
       return { id: created.id, created: true, sectors };
     } catch (err) {
       // A concurrent import of the same content won the unique content hash.
@@ -123,12 +167,30 @@ export class ReportRepository {
   }
 
   /**
-   * One column of the latest report of each sector, or of one sector.
+   * One column of the latest report of each sector, or of one sector; from the in-process cache while
+   * caching is on (see {@link setCaching}).
    * @param column which result list to read
    * @param sector a sector tag, or `undefined` for every sector
    * @returns one entry per sector that has a report (empty when none)
    */
   async latestItems<C extends ReportColumn>(column: C, sector?: string): Promise<LatestSectorItems<C>[]> {
+    if (!this.caching) return this.readLatestItems(column, sector);
+    const key = `${column}\n${sector ?? ''}`;
+    let read = this.latest.get(key);
+    if (!read) {
+      read = this.readLatestItems(column, sector);
+      this.latest.set(key, read);
+      read.catch(() => {
+        if (this.latest.get(key) === read) this.latest.delete(key);
+      });
+    }
+    return read as Promise<LatestSectorItems<C>[]>;
+  }
+
+  private async readLatestItems<C extends ReportColumn>(
+    column: C,
+    sector?: string,
+  ): Promise<LatestSectorItems<C>[]> {
     const col = COLUMN_SQL[column];
     const rows = sector
       ? await this.db.$queryRawUnsafe<{ sector: string; generated_at: Date; items: unknown }[]>(
