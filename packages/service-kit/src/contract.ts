@@ -121,7 +121,7 @@ export const BODY_PARSER_ERRORS: Record<'413' | '415', OpenApiResponse> = {
 };
 
 /** The express path of an OpenAPI path template: `/jobs/{jobId}` -> `/jobs/:jobId`. */
-export function expressPath(template: string): string {
+function expressPath(template: string): string {
   return template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ':$1');
 }
 
@@ -129,7 +129,7 @@ export function expressPath(template: string): string {
  * The OpenAPI operation a contract documents.
  * @throws Error when a query or params schema is not a `z.object`
  */
-export function operationOf(contract: RouteContract): OpenApiOperation {
+function operationOf(contract: RouteContract): OpenApiOperation {
   const { request } = contract;
   const parameters = [
     ...(request?.params ? parametersOf(request.params, 'path') : []),

@@ -27,9 +27,7 @@ export {
   BODY_PARSER_ERRORS,
   contractRouter,
   errorResponse,
-  expressPath,
   openApiRoutes,
-  operationOf,
   RETRY_AFTER_HEADER,
 } from './contract';
 export type { ContractRouter, RequestContract, RouteContract } from './contract';

@@ -1,7 +1,7 @@
-import type { Logger, Loop, LoopMetrics } from '@repo/service-kit';
+import type { Logger, LoopMetrics } from '@repo/service-kit';
 import type { ApplyResult, JobRepository } from '../../data/jobs';
 import type { OutboxRelay } from './outbox-relay';
-import { restartableLoop } from './restartable-loop';
+import { LoopWorker } from './restartable-loop';
 
 /** Options of {@link JobWatchdog}; times in milliseconds. */
 export interface JobWatchdogOptions {
@@ -21,10 +21,7 @@ export interface JobWatchdogOptions {
  * waits unseen in `pending`. Every replica ticks; the rows are locked, so each job is handled once per
  * tick.
  */
-export class JobWatchdog implements Loop {
-  readonly name = 'job-watchdog';
-  private readonly loop: Loop;
-
+export class JobWatchdog extends LoopWorker {
   /**
    * @param onFailed told of each job it failed (webhooks, metrics)
    */
@@ -35,8 +32,8 @@ export class JobWatchdog implements Loop {
     private readonly logger: Logger,
     private readonly onFailed?: (result: ApplyResult) => void,
   ) {
-    this.loop = restartableLoop({
-      name: this.name,
+    super({
+      name: 'job-watchdog',
       intervalMs: options.tickMs,
       initialDelayMs: options.tickMs,
       round: async () => {
@@ -45,21 +42,6 @@ export class JobWatchdog implements Loop {
       logger,
       ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
     });
-  }
-
-  /** Starts ticking (the first tick after `tickMs`). */
-  start(): void {
-    this.loop.start();
-  }
-
-  /** Stops ticking and waits for a tick in progress. */
-  stop(): Promise<void> {
-    return this.loop.stop();
-  }
-
-  /** Ticks now (or joins the tick in progress) while started. */
-  kick(): Promise<void> {
-    return this.loop.kick();
   }
 
   /**

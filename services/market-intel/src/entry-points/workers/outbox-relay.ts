@@ -1,7 +1,7 @@
 import type { Broker } from '@repo/queue';
-import type { Logger, Loop, LoopMetrics } from '@repo/service-kit';
+import type { Logger, LoopMetrics } from '@repo/service-kit';
 import type { Db } from '../../data/prisma';
-import { restartableLoop } from './restartable-loop';
+import { LoopWorker } from './restartable-loop';
 
 interface OutboxRow {
   id: bigint;
@@ -32,18 +32,15 @@ export interface OutboxRelayOptions {
  * replicas share the work; a row is deleted only after the broker confirmed it, so delivery is
  * at least once and consumers deduplicate by `messageId`.
  */
-export class OutboxRelay implements Loop {
-  readonly name = 'outbox-sweep';
-  private readonly loop: Loop;
-
+export class OutboxRelay extends LoopWorker {
   constructor(
     private readonly db: Db,
     private readonly broker: Broker,
     private readonly logger: Logger,
     private readonly options: OutboxRelayOptions = { sweepIntervalMs: 2000, leaseMs: 30_000, batchSize: 100 },
   ) {
-    this.loop = restartableLoop({
-      name: this.name,
+    super({
+      name: 'outbox-sweep',
       intervalMs: options.sweepIntervalMs,
       round: () => this.sweep(),
       logger,
@@ -63,21 +60,6 @@ export class OutboxRelay implements Loop {
     } catch (err) {
       this.logger.warn({ err: String(err) }, 'outbox publish failed; the sweep will retry');
     }
-  }
-
-  /** Starts the periodic sweep (the first one at once); it can be started again after {@link stop}. */
-  start(): void {
-    this.loop.start();
-  }
-
-  /** Stops the sweep and waits for one in progress. */
-  stop(): Promise<void> {
-    return this.loop.stop();
-  }
-
-  /** Sweeps now (or joins the sweep in progress) while started. */
-  kick(): Promise<void> {
-    return this.loop.kick();
   }
 
   /** Publishes every due row (one batch at a time) until none is left. */

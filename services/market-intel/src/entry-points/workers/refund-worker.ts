@@ -1,8 +1,8 @@
-import type { Logger, Loop, LoopMetrics } from '@repo/service-kit';
+import type { Logger, LoopMetrics } from '@repo/service-kit';
 import type { X402Network } from '@repo/schemas';
 import type { PrismaRefundLedger, RefundClaim } from '@repo/x402-ledger';
 import { RefundSendError, type RefundSender, type RefundState, type SignedRefund } from '@repo/x402-solana';
-import { restartableLoop } from './restartable-loop';
+import { LoopWorker } from './restartable-loop';
 
 /** Options of {@link RefundWorker}; times in milliseconds. */
 export interface RefundWorkerOptions {
@@ -36,9 +36,7 @@ const MAX_RETRY_MS = 300_000;
  * it (an unfunded refund wallet) it is retried with a growing delay up to 5 minutes, and a warning
  * names the wallet.
  */
-export class RefundWorker implements Loop {
-  readonly name = 'refund-worker';
-  private readonly loop: Loop;
+export class RefundWorker extends LoopWorker {
   // Cuts a confirmation watch short on shutdown.
   private stopped = true;
   // Set by a kick during a pass: the loop runs another pass at once, as the new refund may have missed this one.
@@ -58,10 +56,8 @@ export class RefundWorker implements Loop {
     private readonly logger: Logger,
     private readonly onOutcome: (network: X402Network, outcome: RefundOutcome) => void = () => undefined,
   ) {
-    this.pollIntervalMs = options.pollIntervalMs ?? 500;
-    this.batchSize = options.batchSize ?? 5;
-    this.loop = restartableLoop({
-      name: this.name,
+    super({
+      name: 'refund-worker',
       intervalMs: options.intervalMs,
       round: async () => {
         this.again = false;
@@ -72,24 +68,26 @@ export class RefundWorker implements Loop {
       logger,
       ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
     });
+    this.pollIntervalMs = options.pollIntervalMs ?? 500;
+    this.batchSize = options.batchSize ?? 5;
   }
 
   /** Starts looking for due refunds (the first pass at once). */
-  start(): void {
+  override start(): void {
     this.stopped = false;
-    this.loop.start();
+    super.start();
   }
 
   /** Runs a pass now, or another right after the one in progress (a refund was just queued). */
-  kick(): Promise<void> {
+  override kick(): Promise<void> {
     this.again = true;
-    return this.loop.kick();
+    return super.kick();
   }
 
   /** Stops looking and waits for the pass in progress. */
-  async stop(): Promise<void> {
+  override async stop(): Promise<void> {
     this.stopped = true;
-    await this.loop.stop();
+    await super.stop();
   }
 
   /**

@@ -7,7 +7,7 @@ import { createLoop, type Loop, type LoopOptions } from '@repo/service-kit';
  * running worker.
  * @param options the `createLoop` options (name, interval in milliseconds, round, logger, metrics)
  */
-export function restartableLoop(options: LoopOptions): Loop {
+function restartableLoop(options: LoopOptions): Loop {
   let loop: Loop | null = null;
   let running = false;
   return {
@@ -24,4 +24,36 @@ export function restartableLoop(options: LoopOptions): Loop {
     },
     kick: () => (running && loop ? loop.kick() : Promise.resolve()),
   };
+}
+
+/**
+ * A background worker that is its own {@link Loop}: a subclass names itself and says what one round
+ * does; `start`, `stop` (it can be started again) and `kick` come from {@link restartableLoop}.
+ */
+export abstract class LoopWorker implements Loop {
+  private readonly loop: Loop;
+
+  /** @param options the loop's name, interval, first delay, logger and metrics; `round` is one unit of work */
+  protected constructor(options: LoopOptions) {
+    this.loop = restartableLoop(options);
+  }
+
+  get name(): string {
+    return this.loop.name;
+  }
+
+  /** Starts the rounds (no-op while running). */
+  start(): void {
+    this.loop.start();
+  }
+
+  /** Stops the rounds and waits for the one in progress; the worker can be started again. */
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+
+  /** Runs a round now (or joins the one in progress) while started. */
+  kick(): Promise<void> {
+    return this.loop.kick();
+  }
 }

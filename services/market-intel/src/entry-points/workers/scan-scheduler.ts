@@ -1,9 +1,9 @@
 import type { ScoutSectorSources } from '@repo/compute';
-import type { Logger, Loop, LoopMetrics } from '@repo/service-kit';
+import type { Logger, LoopMetrics } from '@repo/service-kit';
 import type { JobRepository } from '../../data/jobs';
 import type { ScanRepository } from '../../data/scans';
 import type { OutboxRelay } from './outbox-relay';
-import { restartableLoop } from './restartable-loop';
+import { LoopWorker } from './restartable-loop';
 
 /** Options of {@link ScanScheduler}; times in milliseconds. */
 export interface ScanSchedulerOptions {
@@ -25,10 +25,7 @@ export interface ScanSchedulerOptions {
  * only when the sector's last scan started at least `intervalMs` ago. Scans stuck for `staleMs` (no
  * runner took them) are failed, which releases their sector.
  */
-export class ScanScheduler implements Loop {
-  readonly name = 'scan-scheduler';
-  private readonly loop: Loop;
-
+export class ScanScheduler extends LoopWorker {
   /**
    * @param sectors the configured sectors and their sources
    * @param onStarted called with each scan started (metrics)
@@ -42,8 +39,8 @@ export class ScanScheduler implements Loop {
     private readonly logger: Logger,
     private readonly onStarted?: (sector: string) => void,
   ) {
-    this.loop = restartableLoop({
-      name: this.name,
+    super({
+      name: 'scan-scheduler',
       intervalMs: options.tickMs,
       round: async () => {
         await this.tick();
@@ -51,21 +48,6 @@ export class ScanScheduler implements Loop {
       logger,
       ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
     });
-  }
-
-  /** Starts ticking (the first tick at once). */
-  start(): void {
-    this.loop.start();
-  }
-
-  /** Stops ticking and waits for a tick in progress. */
-  stop(): Promise<void> {
-    return this.loop.stop();
-  }
-
-  /** Ticks now (or joins the tick in progress) while started. */
-  kick(): Promise<void> {
-    return this.loop.kick();
   }
 
   /**

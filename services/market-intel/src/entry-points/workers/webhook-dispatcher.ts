@@ -5,11 +5,11 @@ import {
   type LookupFunction,
   type SsrfPolicy,
 } from '@repo/ssrf-guard';
-import type { Logger, Loop, LoopMetrics } from '@repo/service-kit';
+import type { Logger, LoopMetrics } from '@repo/service-kit';
 import { Webhook } from 'standardwebhooks';
 import { request, type Dispatcher } from 'undici';
 import type { Db } from '../../data/prisma';
-import { restartableLoop } from './restartable-loop';
+import { LoopWorker } from './restartable-loop';
 
 /**
  * The `x-service-signature` of a webhook body (README, "Webhooks (market-intel)"): lowercase hex of
@@ -135,11 +135,9 @@ const MAX_DELAY_MS = 3_600_000;
  * network error; addresses are checked against SSRF at connect time (DNS rebinding included).
  * Deliveries are claimed with `FOR UPDATE SKIP LOCKED`, so replicas share them.
  */
-export class WebhookDispatcher implements Loop {
-  readonly name = 'webhook-dispatcher';
+export class WebhookDispatcher extends LoopWorker {
   private readonly dispatcher: Dispatcher;
   private readonly signer: WebhookSigner;
-  private readonly loop: Loop;
   // Set by a kick during a pass: the loop runs another pass at once, as the new delivery may have missed this one.
   private again = false;
 
@@ -148,8 +146,8 @@ export class WebhookDispatcher implements Loop {
     private readonly options: WebhookOptions,
     private readonly logger: Logger,
   ) {
-    this.loop = restartableLoop({
-      name: this.name,
+    super({
+      name: 'webhook-dispatcher',
       intervalMs: options.pollIntervalMs,
       round: async () => {
         this.again = false;
@@ -166,20 +164,15 @@ export class WebhookDispatcher implements Loop {
     this.signer = new WebhookSigner(options.secret);
   }
 
-  /** Starts polling for due deliveries (the first pass at once). */
-  start(): void {
-    this.loop.start();
-  }
-
   /** Runs a delivery pass now, or another right after the one in progress (a job just reached a terminal state). */
-  kick(): Promise<void> {
+  override kick(): Promise<void> {
     this.again = true;
-    return this.loop.kick();
+    return super.kick();
   }
 
   /** Stops polling, waits for the pass in progress and closes the connection pool. */
-  async stop(): Promise<void> {
-    await this.loop.stop();
+  override async stop(): Promise<void> {
+    await super.stop();
     await this.dispatcher.close();
   }
 
