@@ -1,5 +1,6 @@
-// The baseline of the market-intel benchmarks: a bare Express app with one JSON route answering a
-// body of about the size of a 402 challenge, with no middleware at all.
+// The baseline of the benchmarks: a bare Express app with no middleware at all. GET /bare answers a
+// body of about the size of a 402 challenge (market-intel); POST /bare parses a JSON body as
+// express.json() does and answers the same body (skill-router's route requests).
 import express from 'express';
 
 const app = express();
@@ -21,6 +22,9 @@ const body = {
   error: 'X-PAYMENT header is required',
 };
 app.get('/bare', (_req, res) => {
+  res.json(body);
+});
+app.post('/bare', express.json(), (_req, res) => {
   res.json(body);
 });
 const server = app.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {

@@ -31,3 +31,5 @@ export {
   RETRY_AFTER_HEADER,
 } from './contract';
 export type { ContractRouter, RequestContract, RouteContract } from './contract';
+export { listenForNotifications } from './notifications';
+export type { NotificationListener, NotificationListenerOptions } from './notifications';

@@ -49,7 +49,7 @@ export interface RateLimit {
  * true`; columns `key varchar(255) primary key, points int, expire bigint`); every limiter shares it,
  * separated by `keyPrefix`. Rows expired for an hour are deleted about once every 1000 calls (the
  * library's own 5-minute timer is off: it would keep a stopping process alive).
- * @param pool the service's `pg` pool
+ * @param pool the service's `Database.rateLimitPool` (asynchronous commit: see there)
  */
 export function createRateLimit(
   pool: Pool,

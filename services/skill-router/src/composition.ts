@@ -13,6 +13,9 @@ import { ApiKeyRepository } from './data/api-keys';
 import { HealthChecks } from './data/health-checks';
 import { openDatabase, type PrismaDb } from './data/prisma';
 import { RouteCandidates } from './data/route-candidates';
+import { RoutingRows } from './data/routing-rows';
+import { RoutingIndexSync } from './domain/routing-sync';
+import { createRoutingIndexWorker } from './entry-points/workers/routing-index';
 import { SkillDirectory } from './data/skill-directory';
 import { SkillStats } from './data/skill-stats';
 import { VerificationQueue } from './data/verification-queue';
@@ -39,6 +42,10 @@ export interface SkillRouterService extends ComposedService {
   keys: ApiKeyRepository;
   directory: SkillDirectory;
   candidates: RouteCandidates;
+  /** The replica's in-memory routing index and what keeps it current. */
+  routing: RoutingIndexSync;
+  /** The loop and listener that keep {@link routing} current (in `loops` when `ROUTING_INDEX`). */
+  routingWorker: Loop;
   verificationQueue: VerificationQueue;
   healthChecks: HealthChecks;
   stats: SkillStats;
@@ -92,6 +99,26 @@ export async function compose({
   const keys = new ApiKeyRepository(db.prisma);
   const directory = new SkillDirectory(db.prisma);
   const candidates = new RouteCandidates(db.pool);
+  const routingRows = new RoutingRows(db.pool);
+  const routing = new RoutingIndexSync(routingRows, {
+    pageSize: 5000,
+    marginMs: config.ROUTING_WATERMARK_MARGIN_MS,
+    onLoaded: (skills, ms) => {
+      metrics.onIndexLoaded(skills, ms);
+      logger.info({ skills, ms: Math.round(ms) }, 'routing index loaded');
+    },
+    onApplied: metrics.onIndexApplied,
+  });
+  metrics.watchIndex(routing);
+  const routingWorker = createRoutingIndexWorker(
+    { sync: routing, logger },
+    {
+      databaseUrl: config.DATABASE_URL,
+      intervalMs: config.ROUTING_WATERMARK_INTERVAL_MS,
+      retryMs: config.ROUTING_LISTEN_RETRY_MS,
+      loopMetrics: metrics.loops,
+    },
+  );
   const verificationQueue = new VerificationQueue(db.prisma);
   const healthChecks = new HealthChecks(db.prisma);
   const stats = new SkillStats(db.prisma);
@@ -100,24 +127,28 @@ export async function compose({
     logger,
     keys,
     directory,
-    candidates,
+    routing: {
+      index: routing,
+      taskTerms: (task) => routingRows.taskTerms(task),
+      candidates,
+    },
     stats,
-    keyCreationLimit: createRateLimit(db.pool, {
+    keyCreationLimit: createRateLimit(db.rateLimitPool, {
       keyPrefix: 'auth_key_ip',
       points: config.KEY_CREATION_LIMIT_PER_MINUTE,
       durationSeconds: 60,
     }),
-    reportLimit: createRateLimit(db.pool, {
+    reportLimit: createRateLimit(db.rateLimitPool, {
       keyPrefix: 'report_key_skill',
       points: config.REPORT_LIMIT_PER_KEY_SKILL,
       durationSeconds: config.REPORT_LIMIT_WINDOW_SECONDS,
     }),
-    registrationLimit: createRateLimit(db.pool, {
+    registrationLimit: createRateLimit(db.rateLimitPool, {
       keyPrefix: 'register_key',
       points: config.REGISTRATIONS_PER_KEY_PER_DAY,
       durationSeconds: 86_400,
     }),
-    routeLimit: createRateLimit(db.pool, {
+    routeLimit: createRateLimit(db.rateLimitPool, {
       keyPrefix: 'route_key',
       points: config.ROUTES_PER_KEY_PER_MINUTE,
       durationSeconds: 60,
@@ -178,12 +209,17 @@ export async function compose({
     http: app,
     readiness,
     metrics,
-    ...(workers ? { loops: [workers.verification, workers.health] } : {}),
+    loops: [
+      ...(config.ROUTING_INDEX ? [routingWorker] : []),
+      ...(workers ? [workers.verification, workers.health] : []),
+    ],
     describe: { workers: config.WORKERS_ENABLED, ssrfAllowlist: config.SSRF_ALLOWLIST || null },
     db,
     keys,
     directory,
     candidates,
+    routing,
+    routingWorker,
     verificationQueue,
     healthChecks,
     stats,
@@ -197,7 +233,7 @@ export async function compose({
     },
     async close() {
       readiness.markShuttingDown();
-      await Promise.all(createdLoops.map((loop) => loop.stop()));
+      await Promise.all([routingWorker, ...createdLoops].map((loop) => loop.stop()));
       await Promise.all(createdSandboxes.map((sandbox) => sandbox.close()));
       await skillHttp.close();
       if (healthHttp !== skillHttp) await healthHttp.close();

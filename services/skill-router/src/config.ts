@@ -54,8 +54,19 @@ export const SkillRouterEnv = z.object({
   HEALTH_FAILURES_TO_SUSPEND: intVar(3, 1, 1000),
   /** Consecutive successful health checks after which a suspended skill is active again. */
   HEALTH_SUCCESSES_TO_RESUME: intVar(3, 1, 1000),
-  /** Most candidates a route request scores (best full-text rank first). */
+  /**
+   * Most candidates a route request ranked in PostgreSQL scores (best full-text rank first); the
+   * routing index scores every match.
+   */
   ROUTE_CANDIDATE_LIMIT: intVar(1000, 10, 100_000),
+  /** Rank routes from the in-memory routing index while it is current (false: always in PostgreSQL). */
+  ROUTING_INDEX: boolVar(true),
+  /** Milliseconds between the routing index's watermark checks. */
+  ROUTING_WATERMARK_INTERVAL_MS: intVar(5000, 10, 3_600_000),
+  /** First wait before the routing change listener reconnects, in milliseconds (doubles up to 30 s). */
+  ROUTING_LISTEN_RETRY_MS: intVar(500, 10, 60_000),
+  /** How far before the previous check a watermark check looks again, in milliseconds. */
+  ROUTING_WATERMARK_MARGIN_MS: intVar(10_000, 0, 3_600_000),
   /** Matches returned by a route request unless it asks for fewer. */
   ROUTE_DEFAULT_MATCHES: intVar(10, 1, 100),
   /** Largest response body read from a skill endpoint, in bytes. */

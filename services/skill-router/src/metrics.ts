@@ -1,4 +1,4 @@
-import { Counter, Histogram } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import { createMetrics, type ServiceMetrics } from '@repo/service-kit';
 import type { SandboxOutcome } from './adapters/sandbox/schema-sandbox';
 import type { SandboxTaskKind } from './adapters/sandbox/tasks';
@@ -13,6 +13,14 @@ export interface SkillRouterMetrics extends ServiceMetrics {
   onRouteServed(outcome: RouteOutcome): void;
   /** Counts a finished schema sandbox task (`skill_sandbox_tasks_total{task, outcome}`). */
   onSandboxTask(task: SandboxTaskKind, outcome: SandboxOutcome): void;
+  /** Counts a ranked route by the path that ranked it (`skill_route_rankings_total{source}`). */
+  onRanked(source: 'index' | 'database'): void;
+  /** A full load of the routing index: skills loaded, duration in milliseconds. */
+  onIndexLoaded(skills: number, ms: number): void;
+  /** Skills re-read into the routing index (`skill_routing_index_updates_total{cause}`). */
+  onIndexApplied(skills: number, cause: 'notification' | 'watermark'): void;
+  /** Reports the routing index's size and whether it is current on every scrape. */
+  watchIndex(index: { readonly size: number; readonly current: boolean }): void;
 }
 
 /**
@@ -62,8 +70,50 @@ export function createSkillRouterMetrics(): SkillRouterMetrics {
     labelNames: ['task', 'outcome'] as const,
     registers: [base.registry],
   });
+  const rankings = new Counter({
+    name: 'skill_route_rankings_total',
+    help: 'Route requests ranked, by source (index: the in-memory routing index, database: the SQL ranking)',
+    labelNames: ['source'] as const,
+    registers: [base.registry],
+  });
+  for (const source of ['index', 'database'] as const) rankings.inc({ source }, 0);
+  const indexLoads = new Histogram({
+    name: 'skill_routing_index_load_seconds',
+    help: 'Full loads of the routing index, by duration',
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [base.registry],
+  });
+  const indexUpdates = new Counter({
+    name: 'skill_routing_index_updates_total',
+    help: 'Skills re-read into the routing index, by cause (notification, watermark)',
+    labelNames: ['cause'] as const,
+    registers: [base.registry],
+  });
+  let watched: { readonly size: number; readonly current: boolean } | undefined;
+  new Gauge({
+    name: 'skill_routing_index_skills',
+    help: 'Active skills in the routing index',
+    registers: [base.registry],
+    collect() {
+      this.set(watched?.size ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'skill_routing_index_current',
+    help: '1 while routes are ranked from the routing index (loaded, changes heard), else 0',
+    registers: [base.registry],
+    collect() {
+      this.set(watched?.current ? 1 : 0);
+    },
+  });
   return {
     ...base,
+    onRanked: (source) => rankings.inc({ source }),
+    onIndexLoaded: (_skills, ms) => indexLoads.observe(ms / 1000),
+    onIndexApplied: (skills, cause) => indexUpdates.inc({ cause }, skills),
+    watchIndex: (index) => {
+      watched = index;
+    },
     onRegistered: (outcome) => registrations.inc({ outcome }),
     onVerified: (passed) => verifications.inc({ result: passed ? 'passed' : 'failed' }),
     onHealthChecked: (ok, status) => healthChecks.inc({ result: ok ? 'ok' : 'failed', status }),

@@ -12,7 +12,10 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-const activate = (id: string) => h.sql('UPDATE skills SET status = $2 WHERE skill_id = $1', id, 'active');
+const activate = async (id: string) => {
+  await h.sql('UPDATE skills SET status = $2 WHERE skill_id = $1', id, 'active');
+  await h.reloadRouting();
+};
 
 describe('GET /api/health and the platform endpoints', () => {
   it('When health is asked, then 200 with status, service, version 0.1.0 and an ISO timestamp', async () => {

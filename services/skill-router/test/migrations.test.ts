@@ -39,6 +39,7 @@ describe('migrations', () => {
           '20261122050200_drop_skill_metric_columns',
           '20261123220000_verification_attempts',
           '20261124040000_report_weighting',
+          '20261125120000_routing_watermark',
         ]);
         const { rows } = await pg.query(
           'SELECT skill_id, success_rate_24h, avg_latency_ms, calls_30d, rating_sum, rating_count, popularity, consecutive_failures FROM skill_stats',

@@ -73,8 +73,17 @@ beforeAll(async () => {
   expect((await post('/api/discover/register', skill, { 'x-api-key': key })).status).toBe(201);
   const client = new Client({ connectionString: databaseUrl });
   await client.connect();
-  await client.query(`UPDATE skills SET status = 'active' WHERE skill_id = $1`, [skill.skill_id]);
+  // Written as the service writes it, so the routing index of the service process hears it.
+  await client.query(
+    `UPDATE skills SET status = 'active', changed_at = clock_timestamp() WHERE skill_id = $1
+     RETURNING pg_notify('skill_router_routing', skill_id)::text`,
+    [skill.skill_id],
+  );
   await client.end();
+  await waitFor('the translator to be routed', async () => {
+    const res = await post('/api/discover/route', { task: 'translate text' }, { 'x-api-key': key });
+    return ((await res.json()) as { matches?: unknown[] }).matches?.length === 1;
+  });
 });
 afterAll(async () => {
   await svc?.stop();

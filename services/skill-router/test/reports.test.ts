@@ -21,6 +21,7 @@ async function activeSkill(overrides: Parameters<typeof buildSkill>[0] = {}): Pr
   const skill = buildSkill(overrides);
   expect((await h.register(key, skill)).status).toBe(201);
   await h.sql(`UPDATE skills SET status = 'active' WHERE skill_id = $1`, skill.skill_id);
+  await h.reloadRouting();
   return skill.skill_id;
 }
 

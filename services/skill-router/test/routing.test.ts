@@ -1,3 +1,4 @@
+import { metricValue, scrape } from '@repo/service-kit/testing';
 import type { RegisterSkillRequest } from '../src/schemas';
 import { buildSkill } from './support/factories';
 import { startHarness, type Harness } from './support/harness';
@@ -41,6 +42,7 @@ async function seed(
     m.rating_sum ?? 0,
     m.rating_count ?? 0,
   );
+  await h.reloadRouting();
 }
 
 interface Match {
@@ -316,16 +318,9 @@ describe('POST /api/discover/route: the score and the answer', () => {
   });
 });
 
-describe('POST /api/discover/route: the candidate cut', () => {
-  let small: Harness;
-  let smallKey: string;
-  beforeAll(async () => {
-    small = await startHarness('skill_router_routing_cut_test', { ROUTE_CANDIDATE_LIMIT: '10' });
-    smallKey = await small.createKey();
-  });
-  afterAll(() => small.close());
-
-  it('When more skills match than ROUTE_CANDIDATE_LIMIT, then the best by text rank are scored and total_matches counts all', async () => {
+describe('POST /api/discover/route: the candidate cut and the routing index', () => {
+  /** 12 chart tools and one skill that matches the task best by text rank; all active by hand. */
+  async function seedCut(target: Harness, targetKey: string): Promise<void> {
     for (let i = 0; i < 12; i++) {
       const s = buildSkill({
         skill_id: `cut-${String(i).padStart(2, '0')}`,
@@ -334,7 +329,7 @@ describe('POST /api/discover/route: the candidate cut', () => {
         capabilities: ['charts'],
         chains: [],
       });
-      expect((await small.register(smallKey, s)).status).toBe(201);
+      expect((await target.register(targetKey, s)).status).toBe(201);
     }
     // The strongest text match: the task's terms in its name, capabilities and description.
     const best = buildSkill({
@@ -344,17 +339,55 @@ describe('POST /api/discover/route: the candidate cut', () => {
       capabilities: ['iguana', 'dashboards'],
       chains: [],
     });
-    await small.register(smallKey, best);
-    await small.sql(`UPDATE skills SET status = 'active'`);
-    const res = await small.call(
-      'POST',
-      '/api/discover/route',
-      { task: 'iguana dashboards', limit: 100 },
-      { 'x-api-key': smallKey },
-    );
-    expect(res.status).toBe(200);
-    expect(res.body.total_matches).toBe(13);
-    expect(res.body.matches).toHaveLength(10);
-    expect(res.body.matches[0].skill_id).toBe('cut-zz');
+    await target.register(targetKey, best);
+    await target.sql(`UPDATE skills SET status = 'active'`);
+  }
+
+  it('When routes are ranked in PostgreSQL and more skills match than ROUTE_CANDIDATE_LIMIT, then the best by text rank are scored and total_matches counts all', async () => {
+    const small = await startHarness('skill_router_routing_cut_test', {
+      ROUTE_CANDIDATE_LIMIT: '10',
+      ROUTING_INDEX: 'false',
+    });
+    try {
+      const smallKey = await small.createKey();
+      await seedCut(small, smallKey);
+      const res = await small.call(
+        'POST',
+        '/api/discover/route',
+        { task: 'iguana dashboards', limit: 100 },
+        { 'x-api-key': smallKey },
+      );
+      expect(res.status).toBe(200);
+      expect(res.body.total_matches).toBe(13);
+      expect(res.body.matches).toHaveLength(10);
+      expect(res.body.matches[0].skill_id).toBe('cut-zz');
+      expect(small.service.routing.current).toBe(false);
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('When routes are ranked from the routing index, then every match is scored whatever ROUTE_CANDIDATE_LIMIT says', async () => {
+    const small = await startHarness('skill_router_routing_cut_test', { ROUTE_CANDIDATE_LIMIT: '10' });
+    try {
+      const smallKey = await small.createKey();
+      await seedCut(small, smallKey);
+      await small.reloadRouting();
+      const res = await small.call(
+        'POST',
+        '/api/discover/route',
+        { task: 'iguana dashboards', limit: 100 },
+        { 'x-api-key': smallKey },
+      );
+      expect(res.status).toBe(200);
+      expect(res.body.total_matches).toBe(13);
+      expect(res.body.matches).toHaveLength(13);
+      expect(res.body.matches[0].skill_id).toBe('cut-zz');
+      const ranked = await scrape(small.metricsUrl);
+      expect(metricValue(ranked, 'skill_route_rankings_total', { source: 'index' })).toBe(1);
+      expect(metricValue(ranked, 'skill_route_rankings_total', { source: 'database' })).toBe(0);
+    } finally {
+      await small.close();
+    }
   });
 });

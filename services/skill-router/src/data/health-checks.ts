@@ -1,3 +1,4 @@
+import { notifyRouting } from './routing-rows';
 import type { SkillStatus } from '../schemas';
 import type { PrismaDb } from './prisma';
 import { msInterval } from './sql';
@@ -105,7 +106,12 @@ export class HealthChecks {
           })
         : before;
       if (after !== before) {
-        await tx.$executeRawUnsafe(`UPDATE skills SET status = $2 WHERE skill_id = $1`, job.skillId, after);
+        await tx.$executeRawUnsafe(
+          `UPDATE skills SET status = $2, changed_at = clock_timestamp() WHERE skill_id = $1
+           RETURNING ${notifyRouting('skill_id')}`,
+          job.skillId,
+          after,
+        );
       }
       await tx.healthCheck.create({ data: { skillId: job.skillId, kind: 'periodic', ...probe } });
       return after;

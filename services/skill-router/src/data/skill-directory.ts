@@ -1,3 +1,4 @@
+import { notifyRouting } from './routing-rows';
 import type { RegisterSkillRequest, SkillStatus, VerificationStepResult } from '../schemas';
 import type { PrismaDb } from './prisma';
 
@@ -117,14 +118,14 @@ export class SkillDirectory {
       `WITH up AS (
        INSERT INTO skills (skill_id, name, provider, description, capabilities, chains, pricing_model, price_usd,
          endpoint, input_schema, output_schema, owner_key_id, status, revision, search_vector, route_vector, match_terms,
-         created_at, updated_at)
+         created_at, updated_at, changed_at)
        VALUES ($1, $2, $3, $4, $5::text[], $6::text[], $7, $8, $9, $10::jsonb, $11::jsonb, $12::uuid, 'pending_verification', 1,
          to_tsvector('english', $2 || ' ' || $4),
          setweight(to_tsvector('english', $2), 'A')
            || setweight(to_tsvector('english', array_to_string($5::text[], ' ')), 'B')
            || setweight(to_tsvector('english', $4), 'C'),
          tsvector_to_array(to_tsvector('english', array_to_string($5::text[], ' ') || ' ' || $4)),
-         now(), now())
+         now(), now(), clock_timestamp())
        ON CONFLICT (skill_id) DO UPDATE SET
          name = EXCLUDED.name, provider = EXCLUDED.provider, description = EXCLUDED.description,
          capabilities = EXCLUDED.capabilities, chains = EXCLUDED.chains, pricing_model = EXCLUDED.pricing_model,
@@ -132,14 +133,15 @@ export class SkillDirectory {
          output_schema = EXCLUDED.output_schema, search_vector = EXCLUDED.search_vector,
          route_vector = EXCLUDED.route_vector, match_terms = EXCLUDED.match_terms,
          status = 'pending_verification', revision = skills.revision + 1, verification = NULL,
-         verification_reason = NULL, verification_lease_until = NULL, verification_attempts = 0, updated_at = now()
+         verification_reason = NULL, verification_lease_until = NULL, verification_attempts = 0, updated_at = now(),
+         changed_at = clock_timestamp()
        WHERE skills.owner_key_id = EXCLUDED.owner_key_id
        RETURNING skill_id, revision, (xmax = 0) AS inserted),
      stats AS (
        -- No periodic health checks until the new revision is verified.
        INSERT INTO skill_stats (skill_id) SELECT skill_id FROM up
        ON CONFLICT (skill_id) DO UPDATE SET next_health_check_at = NULL, consecutive_failures = 0, consecutive_successes = 0)
-     SELECT revision, inserted FROM up`,
+     SELECT revision, inserted, ${notifyRouting('skill_id')} FROM up`,
       input.skill_id,
       input.name,
       input.provider,

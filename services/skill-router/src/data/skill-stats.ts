@@ -1,3 +1,4 @@
+import { notifyRouting } from './routing-rows';
 import type { PrismaDb } from './prisma';
 
 /** Aggregates over the metric windows (24 h for success and latency, 30 days for calls and ratings). */
@@ -106,8 +107,9 @@ export class SkillStats {
       `UPDATE skill_stats SET
          success_rate_24h = CASE WHEN $2 > 0 THEN $3::double precision / $2 ELSE success_rate_24h END,
          avg_latency_ms = COALESCE($4, avg_latency_ms),
-         calls_30d = $5, rating_sum = $6, rating_count = $7, popularity = $8
-       WHERE skill_id = $1`,
+         calls_30d = $5, rating_sum = $6, rating_count = $7, popularity = $8, changed_at = clock_timestamp()
+       WHERE skill_id = $1
+       RETURNING ${notifyRouting('skill_id')}`,
       skillId,
       window.observations24h,
       window.successes24h,

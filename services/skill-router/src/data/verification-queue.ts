@@ -1,3 +1,4 @@
+import { notifyRouting } from './routing-rows';
 import type { VerificationStepResult } from '../schemas';
 import type { ProbeRecord } from './health-checks';
 import type { PrismaDb } from './prisma';
@@ -110,8 +111,9 @@ export class VerificationQueue {
            status = CASE WHEN $3 THEN 'active' ELSE 'verification_failed' END,
            verification = $4::jsonb, verification_reason = $5,
            verified_at = CASE WHEN $3 THEN now() ELSE verified_at END,
-           verification_lease_until = NULL
-         WHERE skill_id = $1 AND revision = $2 AND status = 'pending_verification'`,
+           verification_lease_until = NULL, changed_at = clock_timestamp()
+         WHERE skill_id = $1 AND revision = $2 AND status = 'pending_verification'
+         RETURNING ${notifyRouting('skill_id')}`,
         job.skillId,
         job.revision,
         result.passed,

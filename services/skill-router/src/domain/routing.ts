@@ -1,13 +1,30 @@
 import type { CandidateRecord } from '../data/route-candidates';
-import { rankSkills, type ScoredSkill } from './scoring';
+import type { IndexRoute } from './routing-index';
+import { rankSkills, type RouteQuery, type ScoredSkill } from './scoring';
 
-/** Where routing gets its candidates (data/route-candidates.ts). */
+/** Where routing gets its candidates from PostgreSQL full text (data/route-candidates.ts). */
 export interface CandidateSource {
   find(
     task: string,
     chains: string[] | undefined,
     limit: number,
   ): Promise<{ taskTerms: string[]; candidates: CandidateRecord[]; total: number }>;
+}
+
+/** The in-memory routing index as routing uses it (domain/routing-sync.ts). */
+export interface IndexSource {
+  /** `true` while the index is loaded and kept current; otherwise routes go to PostgreSQL. */
+  readonly current: boolean;
+  route(query: RouteQuery, limit: number): IndexRoute;
+}
+
+/** What {@link routeTask} reads. */
+export interface RoutingSources {
+  index: IndexSource;
+  /** The task's distinct lexemes as PostgreSQL's `english` configuration computes them. */
+  taskTerms(task: string): Promise<string[]>;
+  /** The SQL ranking: the reference, and the fallback while the index is not current. */
+  candidates: CandidateSource;
 }
 
 /** A route request as the domain sees it. */
@@ -20,28 +37,46 @@ export interface RouteInput {
   limit: number;
 }
 
-/** The ranked matches and how many skills qualified. */
+/** The ranked matches, how many skills qualified, and which path answered. */
 export interface RouteOutcome {
   matches: ScoredSkill<CandidateRecord>[];
   /** Active skills matching the task's terms and the chain filter (before `limit`). */
   totalMatches: number;
+  /** `index`: the in-memory routing index; `database`: the SQL ranking. */
+  source: 'index' | 'database';
 }
 
 /**
- * Routes a task (README, "Routing and the score"; POST /api/discover/route): full-text candidates from PostgreSQL
- * (at most `candidateLimit`, best text rank first), each scored with the six weighted factors,
- * ordered by score then `skill_id`.
+ * Routes a task (README, "Routing and the score"; POST /api/discover/route): from the replica's
+ * routing index while it is current, which scores every matching skill; otherwise from PostgreSQL
+ * full text (at most `candidateLimit` candidates, best text rank first), each scored with the six
+ * weighted factors. Both order by score then `skill_id`.
+ * @throws whatever PostgreSQL throws
  */
 export async function routeTask(
-  source: CandidateSource,
+  sources: RoutingSources,
   input: RouteInput,
   candidateLimit: number,
 ): Promise<RouteOutcome> {
-  const { taskTerms, candidates, total } = await source.find(input.task, input.chains, candidateLimit);
-  const matches = rankSkills(
-    candidates,
-    { taskTerms, chains: input.chains, maxPriceUsd: input.maxPriceUsd, maxLatencyMs: input.maxLatencyMs },
-    input.limit,
+  const query = (taskTerms: string[]): RouteQuery => ({
+    taskTerms,
+    chains: input.chains,
+    maxPriceUsd: input.maxPriceUsd,
+    maxLatencyMs: input.maxLatencyMs,
+  });
+  if (sources.index.current) {
+    const taskTerms = await sources.taskTerms(input.task);
+    // Checked again: the index may have stopped being current while the lexemes were computed.
+    if (sources.index.current) {
+      const { matches, total } = sources.index.route(query(taskTerms), input.limit);
+      return { matches, totalMatches: total, source: 'index' };
+    }
+  }
+  const { taskTerms, candidates, total } = await sources.candidates.find(
+    input.task,
+    input.chains,
+    candidateLimit,
   );
-  return { matches, totalMatches: total };
+  const matches = rankSkills(candidates, query(taskTerms), input.limit);
+  return { matches, totalMatches: total, source: 'database' };
 }

@@ -1,6 +1,7 @@
 /**
  * The routing score (README, "Routing and the score"): a weighted sum of six factors, each in
- * [0, 1]. Pure functions; the candidates come from the full-text index (data/route-candidates.ts).
+ * [0, 1]. Pure functions; the candidates come from the routing index (domain/routing-index.ts) or,
+ * while it is not current, from PostgreSQL full text (data/route-candidates.ts).
  */
 
 /** The factor weights (README, "Routing and the score"); they sum to 1. */
@@ -136,30 +137,39 @@ export function chainMatch(
  * @param budgetUsd `max_price_usd`, if given
  */
 export function priceFit(priceUsd: number, budgetUsd?: number, explain = true): FactorResult {
-  if (priceUsd <= 0) return { value: 1, reason: explain ? 'price_fit 1.00: free' : undefined };
-  if (budgetUsd !== undefined) {
-    if (priceUsd > budgetUsd) return { value: 0 };
-    const value = clamp01(1 - priceUsd / (2 * budgetUsd));
-    if (!explain) return { value };
-    return {
-      value,
-      reason: `price_fit ${value.toFixed(2)}: ${usd(priceUsd)} per call within the ${usd(budgetUsd)} budget`,
-    };
-  }
-  const value = clamp01(1 / (1 + priceUsd / PRICE_REFERENCE_USD));
-  if (!explain) return { value };
-  return { value, reason: `price_fit ${value.toFixed(2)}: ${usd(priceUsd)} per call` };
+  const value = priceFitValue(priceUsd, budgetUsd);
+  if (!explain || value === 0) return { value };
+  if (priceUsd <= 0) return { value, reason: 'price_fit 1.00: free' };
+  return {
+    value,
+    reason:
+      budgetUsd !== undefined
+        ? `price_fit ${value.toFixed(2)}: ${usd(priceUsd)} per call within the ${usd(budgetUsd)} budget`
+        : `price_fit ${value.toFixed(2)}: ${usd(priceUsd)} per call`,
+  };
+}
+
+/** The value of {@link priceFit} alone (no reason, no allocation): what ranking many skills needs. */
+export function priceFitValue(priceUsd: number, budgetUsd?: number): number {
+  if (priceUsd <= 0) return 1;
+  if (budgetUsd !== undefined) return priceUsd > budgetUsd ? 0 : clamp01(1 - priceUsd / (2 * budgetUsd));
+  return clamp01(1 / (1 + priceUsd / PRICE_REFERENCE_USD));
 }
 
 /** `reliability`: the 24-hour success rate itself. */
 export function reliability(successRate24h: number, explain = true): FactorResult {
-  const value = clamp01(successRate24h);
+  const value = reliabilityValue(successRate24h);
   return value > 0 && explain
     ? {
         value,
         reason: `reliability ${value.toFixed(2)}: ${pct(value)} of checks and calls succeeded in the last 24 h`,
       }
     : { value };
+}
+
+/** The value of {@link reliability} alone. */
+export function reliabilityValue(successRate24h: number): number {
+  return clamp01(successRate24h);
 }
 
 /**
@@ -169,21 +179,25 @@ export function reliability(successRate24h: number, explain = true): FactorResul
  * @param maxLatencyMs `max_latency_ms`, if given
  */
 export function latencyFit(avgLatencyMs: number | null, maxLatencyMs?: number, explain = true): FactorResult {
-  if (avgLatencyMs === null)
-    return { value: 0.5, reason: explain ? 'latency_fit 0.50: no latency measured yet' : undefined };
+  const value = latencyFitValue(avgLatencyMs, maxLatencyMs);
+  if (!explain || value === 0) return { value };
+  if (avgLatencyMs === null) return { value, reason: 'latency_fit 0.50: no latency measured yet' };
   const ms = Math.round(avgLatencyMs);
-  if (maxLatencyMs !== undefined) {
-    if (avgLatencyMs > maxLatencyMs) return { value: 0 };
-    const value = clamp01(1 - avgLatencyMs / (2 * maxLatencyMs));
-    if (!explain) return { value };
-    return {
-      value,
-      reason: `latency_fit ${value.toFixed(2)}: average ${ms} ms within the ${maxLatencyMs} ms limit`,
-    };
-  }
-  const value = clamp01(1 / (1 + avgLatencyMs / LATENCY_REFERENCE_MS));
-  if (!explain) return { value };
-  return { value, reason: `latency_fit ${value.toFixed(2)}: average ${ms} ms` };
+  return {
+    value,
+    reason:
+      maxLatencyMs !== undefined
+        ? `latency_fit ${value.toFixed(2)}: average ${ms} ms within the ${maxLatencyMs} ms limit`
+        : `latency_fit ${value.toFixed(2)}: average ${ms} ms`,
+  };
+}
+
+/** The value of {@link latencyFit} alone. */
+export function latencyFitValue(avgLatencyMs: number | null, maxLatencyMs?: number): number {
+  if (avgLatencyMs === null) return 0.5;
+  if (maxLatencyMs !== undefined)
+    return avgLatencyMs > maxLatencyMs ? 0 : clamp01(1 - avgLatencyMs / (2 * maxLatencyMs));
+  return clamp01(1 / (1 + avgLatencyMs / LATENCY_REFERENCE_MS));
 }
 
 /**
@@ -197,14 +211,50 @@ export function popularity(
   ratingCount: number,
   explain = true,
 ): FactorResult {
-  const volume = clamp01(Math.log10(1 + Math.max(0, calls30d)) / Math.log10(1 + POPULARITY_CALLS_SATURATION));
-  const bayes = (ratingSum + RATING_PRIOR * RATING_PRIOR_WEIGHT) / (ratingCount + RATING_PRIOR_WEIGHT);
-  const rating = clamp01((bayes - 1) / 4);
-  const value = clamp01(0.5 * volume + 0.5 * rating);
+  const value = popularityValue(calls30d, ratingSum, ratingCount);
   if (!explain) return { value };
   const rated =
     ratingCount > 0 ? `rated ${(ratingSum / ratingCount).toFixed(1)}/5 by ${ratingCount}` : 'not rated yet';
   return { value, reason: `popularity ${value.toFixed(2)}: ${calls30d} calls in 30 days, ${rated}` };
+}
+
+/** The value of {@link popularity} alone. */
+export function popularityValue(calls30d: number, ratingSum: number, ratingCount: number): number {
+  const volume = clamp01(Math.log10(1 + Math.max(0, calls30d)) / Math.log10(1 + POPULARITY_CALLS_SATURATION));
+  const bayes = (ratingSum + RATING_PRIOR * RATING_PRIOR_WEIGHT) / (ratingCount + RATING_PRIOR_WEIGHT);
+  const rating = clamp01((bayes - 1) / 4);
+  return clamp01(0.5 * volume + 0.5 * rating);
+}
+
+/**
+ * The score from the six factor values: their weighted sum in {@link FACTORS} order, clamped to
+ * [0, 1] and rounded to 6 decimals. Every ranking path goes through this one function, so two paths
+ * given the same factor values agree to the last bit.
+ */
+export function weightedScore(
+  capabilityMatch: number,
+  chainMatch: number,
+  priceFit: number,
+  reliability: number,
+  latencyFit: number,
+  popularity: number,
+): number {
+  let sum = 0;
+  sum += WEIGHTS.capability_match * capabilityMatch;
+  sum += WEIGHTS.chain_match * chainMatch;
+  sum += WEIGHTS.price_fit * priceFit;
+  sum += WEIGHTS.reliability * reliability;
+  sum += WEIGHTS.latency_fit * latencyFit;
+  sum += WEIGHTS.popularity * popularity;
+  return Math.round(clamp01(sum) * 1e6) / 1e6;
+}
+
+/**
+ * Orders two scored skills: higher score first, ties by `skill_id` ascending (code-unit order).
+ * @returns negative when skill `a` comes first
+ */
+export function compareRanked(scoreA: number, skillIdA: string, scoreB: number, skillIdB: string): number {
+  return scoreB - scoreA || (skillIdA < skillIdB ? -1 : skillIdA > skillIdB ? 1 : 0);
 }
 
 /**
@@ -227,16 +277,22 @@ export function scoreSkill<S extends ScoringSkill>(
     latency_fit: latencyFit(skill.avgLatencyMs, query.maxLatencyMs, explain),
     popularity: popularity(skill.calls30d, skill.ratingSum, skill.ratingCount, explain),
   };
-  let sum = 0;
   const factors = {} as Record<Factor, number>;
   const reasons: string[] = [];
   for (const f of FACTORS) {
     const r = results[f];
     factors[f] = r.value;
-    sum += WEIGHTS[f] * r.value;
     if (r.value > 0 && r.reason) reasons.push(r.reason);
   }
-  return { skill, score: Math.round(clamp01(sum) * 1e6) / 1e6, factors, reasons };
+  const score = weightedScore(
+    factors.capability_match,
+    factors.chain_match,
+    factors.price_fit,
+    factors.reliability,
+    factors.latency_fit,
+    factors.popularity,
+  );
+  return { skill, score, factors, reasons };
 }
 
 /**
@@ -254,10 +310,6 @@ export function rankSkills<S extends ScoringSkill>(
     const r = scoreSkill(s, query, false);
     if (r) scored.push(r);
   }
-  scored.sort(
-    (a, b) =>
-      b.score - a.score ||
-      (a.skill.skillId < b.skill.skillId ? -1 : a.skill.skillId > b.skill.skillId ? 1 : 0),
-  );
+  scored.sort((a, b) => compareRanked(a.score, a.skill.skillId, b.score, b.skill.skillId));
   return scored.slice(0, limit).map((r) => scoreSkill(r.skill, query, true) ?? r);
 }

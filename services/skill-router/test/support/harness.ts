@@ -9,6 +9,8 @@ import type { RegisterSkillRequest } from '../../src/schemas';
 /** A running skill-router on a fresh database. */
 export interface Harness {
   baseUrl: string;
+  /** The metrics listener (`/metrics`). */
+  metricsUrl: string;
   databaseUrl: string;
   config: SkillRouterConfig;
   /** The composed service (repositories, workers) behind `baseUrl`. */
@@ -26,6 +28,11 @@ export interface Harness {
   register(apiKey: string, skill: RegisterSkillRequest): Promise<{ status: number; body: any }>; // eslint-disable-line @typescript-eslint/no-explicit-any -- as above
   /** Runs raw SQL on the suite's database. */
   sql<T = Record<string, unknown>>(query: string, ...args: unknown[]): Promise<T[]>;
+  /**
+   * Loads the routing index again: after {@link Harness.sql} wrote skills or their metrics by hand,
+   * which no notification announces (the service's own writes reach the index by themselves).
+   */
+  reloadRouting(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -78,6 +85,8 @@ export async function startHarness(
   if (!composed) throw new Error('startService did not compose the service');
   const service = composed;
   if (service.workers) await startServiceWorkers(service);
+  if (config.ROUTING_INDEX)
+    await waitFor('the routing index to load', async () => service.routing.current, 30_000);
   const baseUrl = `http://127.0.0.1:${running.port}`;
 
   const call: Harness['call'] = async (method, pathAndQuery, body, headers = {}) => {
@@ -98,6 +107,7 @@ export async function startHarness(
 
   return {
     baseUrl,
+    metricsUrl: `http://127.0.0.1:${running.metricsPort ?? 0}`,
     databaseUrl,
     config,
     service,
@@ -110,6 +120,7 @@ export async function startHarness(
     },
     register: (apiKey, skill) => call('POST', '/api/discover/register', skill, { 'x-api-key': apiKey }),
     sql: (query, ...args) => service.db.prisma.$queryRawUnsafe(query, ...args),
+    reloadRouting: () => service.routing.reloadNow(),
     async close() {
       for (const step of running.shutdownSteps) await step.run();
     },

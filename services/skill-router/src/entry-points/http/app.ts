@@ -3,9 +3,9 @@ import { errorHandler, notFoundHandler } from '@repo/errors';
 import { createBaseApp, openApiRoutes, type Logger, type ServiceMetrics } from '@repo/service-kit';
 import type { ApiKeyRepository } from '../../data/api-keys';
 import type { RateLimit } from '@repo/service-kit';
-import type { RouteCandidates } from '../../data/route-candidates';
 import type { SkillDirectory } from '../../data/skill-directory';
 import type { SkillStats } from '../../data/skill-stats';
+import type { RoutingSources } from '../../domain/routing';
 import type { RouteOutcome } from '../../metrics';
 import { discoverRoutes } from './discover';
 import { skillRouterOpenApi } from './openapi';
@@ -16,7 +16,8 @@ export interface AppDeps {
   logger: Logger;
   keys: ApiKeyRepository;
   directory: SkillDirectory;
-  candidates: RouteCandidates;
+  /** Where routes are ranked: the routing index while current, else PostgreSQL. */
+  routing: RoutingSources;
   stats: SkillStats;
   /** POST /api/auth/key per client IP. */
   keyCreationLimit: RateLimit;
@@ -44,6 +45,7 @@ export interface AppDeps {
     onRegistered?: (outcome: 'created' | 'updated') => void;
     onRouted?: (matches: number) => void;
     onRouteServed?: (outcome: RouteOutcome) => void;
+    onRanked?: (source: 'index' | 'database') => void;
   };
 }
 
@@ -66,7 +68,7 @@ export function createApp(deps: AppDeps): Application {
     discoverRoutes({
       keys: deps.keys,
       directory: deps.directory,
-      candidates: deps.candidates,
+      routing: deps.routing,
       stats: deps.stats,
       reportLimit: deps.reportLimit,
       registrationLimit: deps.registrationLimit,
@@ -78,6 +80,7 @@ export function createApp(deps: AppDeps): Application {
       onRegistered: deps.metrics?.onRegistered,
       onRouted: deps.metrics?.onRouted,
       onRouteServed: deps.metrics?.onRouteServed,
+      onRanked: deps.metrics?.onRanked,
     }),
   ];
   app.use(openApiRoutes(skillRouterOpenApi(routes.flatMap((r) => r.operations))));

@@ -11,11 +11,10 @@ import {
 import { z } from 'zod';
 import type { RateLimit } from '@repo/service-kit';
 import type { ApiKeyRepository } from '../../data/api-keys';
-import type { RouteCandidates } from '../../data/route-candidates';
 import type { SkillDirectory, SkillRecord } from '../../data/skill-directory';
 import type { SkillStats } from '../../data/skill-stats';
 import { submitReport } from '../../domain/reports';
-import { routeTask } from '../../domain/routing';
+import { routeTask, type RoutingSources } from '../../domain/routing';
 import { withLiveMetrics } from '../../domain/skill-metrics';
 import type { RouteOutcome } from '../../metrics';
 import {
@@ -39,7 +38,7 @@ import { AUTHENTICATED_BODY_ERRORS } from './openapi';
 export interface DiscoverDeps {
   keys: ApiKeyRepository;
   directory: SkillDirectory;
-  candidates: RouteCandidates;
+  routing: RoutingSources;
   stats: SkillStats;
   /** Reports per key and skill (REPORT_LIMIT_*). */
   reportLimit: RateLimit;
@@ -58,6 +57,8 @@ export interface DiscoverDeps {
   onRouted?: (matches: number) => void;
   /** Called when a route request's answer is sent, whatever it was (metrics). */
   onRouteServed?: (outcome: RouteOutcome) => void;
+  /** Called with the path that ranked a route request (metrics). */
+  onRanked?: (source: 'index' | 'database') => void;
 }
 
 /** Refuses the request with 429 `rate_limited` and `Retry-After` when `key` is over `limit`. */
@@ -169,7 +170,7 @@ export function discoverRoutes(deps: DiscoverDeps): ContractRouter {
         const key = authenticatedKey(res.locals);
         await enforce(deps.routeLimit, key.id, 'route requests per minute');
         const outcome = await routeTask(
-          deps.candidates,
+          deps.routing,
           {
             task: body.task,
             chains: body.requirements?.chains,
@@ -180,6 +181,7 @@ export function discoverRoutes(deps: DiscoverDeps): ContractRouter {
           deps.routeCandidateLimit,
         );
         deps.onRouted?.(outcome.matches.length);
+        deps.onRanked?.(outcome.source);
         res.locals.routeMatches = outcome.matches.length;
         if (outcome.matches.length > 0 && !routedKeys.has(key.id)) {
           await deps.keys.markRouted(key.id);

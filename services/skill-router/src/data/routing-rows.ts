@@ -1,0 +1,162 @@
+import { LRUCache } from 'lru-cache';
+import type { Pool } from 'pg';
+import type { CandidateRecord } from './route-candidates';
+
+/**
+ * The channel every write of a column routing reads notifies, with the skill's id as payload, in the
+ * same transaction (so the notification goes out when, and only if, the write commits).
+ */
+export const ROUTING_CHANNEL = 'skill_router_routing';
+
+/**
+ * The SQL expression that notifies {@link ROUTING_CHANNEL} for a skill id column or parameter, for
+ * the `RETURNING` or final `SELECT` of every routing-relevant write. It yields `''` (text), since
+ * the driver behind Prisma cannot read `pg_notify`'s `void`.
+ */
+export const notifyRouting = (skillIdSql: string) =>
+  `pg_notify('${ROUTING_CHANNEL}', ${skillIdSql})::text AS notified`;
+
+/** An active skill as the routing index holds it: a candidate with all its lexemes. */
+export interface RoutableSkill extends CandidateRecord {
+  /** Stemmed lexemes of the name, capabilities and description (`route_vector`), distinct. */
+  routeTerms: string[];
+  /** Every stemmed lexeme of the capabilities and description (`match_terms`), distinct. */
+  matchTerms: string[];
+}
+
+interface RoutableRow {
+  skill_id: string;
+  name: string;
+  endpoint: string;
+  chains: string[] | null;
+  price_usd: number;
+  route_terms: string[] | null;
+  match_terms: string[] | null;
+  success_rate_24h: number;
+  avg_latency_ms: number | null;
+  calls_30d: number;
+  rating_sum: number;
+  rating_count: number;
+}
+
+const ROUTABLE_COLUMNS = `s.skill_id, s.name, s.endpoint, s.chains, s.price_usd,
+  tsvector_to_array(s.route_vector) AS route_terms, s.match_terms,
+  st.success_rate_24h, st.avg_latency_ms, st.calls_30d, st.rating_sum, st.rating_count`;
+
+function toRoutable(r: RoutableRow): RoutableSkill {
+  return {
+    skillId: r.skill_id,
+    name: r.name,
+    endpoint: r.endpoint,
+    chains: r.chains ?? [],
+    priceUsd: Number(r.price_usd),
+    routeTerms: r.route_terms ?? [],
+    matchTerms: r.match_terms ?? [],
+    successRate24h: Number(r.success_rate_24h),
+    avgLatencyMs: r.avg_latency_ms === null ? null : Number(r.avg_latency_ms),
+    calls30d: Number(r.calls_30d),
+    ratingSum: Number(r.rating_sum),
+    ratingCount: Number(r.rating_count),
+  };
+}
+
+/** What {@link RoutingRows.changedSince} found. */
+export interface RoutingChanges {
+  /** The database's clock when the check ran: the next check's starting point (minus a margin). */
+  checkedAt: Date;
+  /** Skills whose routing columns were written after the given instant, in any status. */
+  skillIds: string[];
+  /** Active skills in the database at the time of the check. */
+  activeSkills: number;
+}
+
+/**
+ * The routing index's reads from PostgreSQL (`skills` joined with `skill_stats`): active skills in
+ * pages, chosen skills again after a notification, the ids written since a watermark, and the task's
+ * lexemes computed by PostgreSQL's own `english` configuration, so that the index and the SQL ranking
+ * stem identically (README, "Routing and the score").
+ */
+export class RoutingRows {
+  /** Lexemes of recent tasks: agents repeat tasks, and the lexemes of a string never change. */
+  private readonly taskTermsCache: LRUCache<string, string[]>;
+
+  /**
+   * @param pool the `pg` pool (plain rows: thousands of them at a full load)
+   * @param taskCacheEntries most tasks whose lexemes are kept (each at most 2,000 characters)
+   */
+  constructor(
+    private readonly pool: Pool,
+    taskCacheEntries = 10_000,
+  ) {
+    this.taskTermsCache = new LRUCache({ max: taskCacheEntries });
+  }
+
+  /**
+   * One page of active skills in `skill_id` order (keyset pagination, so a full load never holds
+   * more than a page of rows from the driver at once).
+   * @param after the last `skill_id` of the previous page, or `null` for the first
+   * @param size rows per page
+   */
+  async activePage(after: string | null, size: number): Promise<RoutableSkill[]> {
+    const { rows } = await this.pool.query<RoutableRow>(
+      `SELECT ${ROUTABLE_COLUMNS}
+         FROM skills s JOIN skill_stats st ON st.skill_id = s.skill_id
+        WHERE s.status = 'active' AND ($1::text IS NULL OR s.skill_id > $1)
+        ORDER BY s.skill_id
+        LIMIT $2`,
+      [after, size],
+    );
+    return rows.map(toRoutable);
+  }
+
+  /**
+   * The given skills as they are now.
+   * @returns the active ones; an id not returned is not routable (another status, or gone)
+   */
+  async active(skillIds: readonly string[]): Promise<RoutableSkill[]> {
+    if (skillIds.length === 0) return [];
+    const { rows } = await this.pool.query<RoutableRow>(
+      `SELECT ${ROUTABLE_COLUMNS}
+         FROM skills s JOIN skill_stats st ON st.skill_id = s.skill_id
+        WHERE s.status = 'active' AND s.skill_id = ANY ($1::text[])`,
+      [skillIds],
+    );
+    return rows.map(toRoutable);
+  }
+
+  /**
+   * The watermark check: skills whose routing columns (`skills.changed_at`, `skill_stats.changed_at`,
+   * both indexed) were written after `since`, and the number of active skills, in one snapshot.
+   * @param since an instant of the database's clock; `null` returns no ids (only the clock and count)
+   */
+  async changedSince(since: Date | null): Promise<RoutingChanges> {
+    const { rows } = await this.pool.query<{ checked_at: Date; skill_ids: string[] | null; active: string }>(
+      `SELECT clock_timestamp() AS checked_at,
+              CASE WHEN $1::timestamptz IS NULL THEN '{}'::text[] ELSE ARRAY(
+                SELECT skill_id FROM skills WHERE changed_at > $1
+                UNION SELECT skill_id FROM skill_stats WHERE changed_at > $1) END AS skill_ids,
+              (SELECT count(*) FROM skills WHERE status = 'active') AS active`,
+      [since],
+    );
+    const row = rows[0];
+    if (!row) throw new Error('the routing watermark query returned no row');
+    return { checkedAt: row.checked_at, skillIds: row.skill_ids ?? [], activeSkills: Number(row.active) };
+  }
+
+  /**
+   * The task's distinct lexemes, sorted, exactly as the SQL ranking computes them
+   * (`tsvector_to_array(to_tsvector('english', task))`); remembered per task string.
+   * @throws whatever PostgreSQL throws
+   */
+  async taskTerms(task: string): Promise<string[]> {
+    const known = this.taskTermsCache.get(task);
+    if (known) return known;
+    const { rows } = await this.pool.query<{ terms: string[] | null }>(
+      `SELECT tsvector_to_array(to_tsvector('english', $1)) AS terms`,
+      [task],
+    );
+    const terms = rows[0]?.terms ?? [];
+    this.taskTermsCache.set(task, terms);
+    return terms;
+  }
+}
