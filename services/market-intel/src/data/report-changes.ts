@@ -1,4 +1,4 @@
-import { Client } from 'pg';
+import { listenForNotifications } from '@repo/service-kit';
 import { REPORTS_CHANNEL } from './reports';
 
 /** What {@link listenForReportChanges} reports, and what it needs. */
@@ -29,60 +29,15 @@ export interface ReportChangeListener {
  * (whatever was stored meanwhile is read again). Reconnects with a doubling wait; never throws.
  */
 export function listenForReportChanges(options: ReportChangeListenerOptions): ReportChangeListener {
-  const firstWait = options.retryMs ?? 500;
-  let wait = firstWait;
-  let closed = false;
-  let client: Client | undefined;
-  let timer: NodeJS.Timeout | undefined;
-
-  const lost = (err: unknown): void => {
-    if (closed) return;
-    options.onListening(false);
-    options.onError?.(err);
-    const dead = client;
-    client = undefined;
-    dead?.end().catch(() => undefined);
-    timer = setTimeout(connect, wait);
-    timer.unref();
-    wait = Math.min(wait * 2, 30_000);
-  };
-
-  function connect(): void {
-    if (closed) return;
-    const next = new Client({ connectionString: options.databaseUrl, connectionTimeoutMillis: 5000 });
-    client = next;
-    let failed = false;
-    const fail = (err: unknown): void => {
-      if (failed || client !== next) return;
-      failed = true;
-      lost(err);
-    };
-    next.on('error', fail);
-    next.on('end', () => fail(new Error('the report change listener connection ended')));
-    next.on('notification', (message) => {
-      if (message.channel === REPORTS_CHANNEL) options.onChange();
-    });
-    next
-      .connect()
-      .then(() => next.query(`LISTEN ${REPORTS_CHANNEL}`))
-      .then(() => {
-        if (closed || client !== next) return;
-        wait = firstWait;
-        options.onChange();
-        options.onListening(true);
-      })
-      .catch(fail);
-  }
-
-  connect();
-  return {
-    async close() {
-      closed = true;
-      if (timer) clearTimeout(timer);
-      options.onListening(false);
-      const last = client;
-      client = undefined;
-      await last?.end().catch(() => undefined);
+  return listenForNotifications({
+    databaseUrl: options.databaseUrl,
+    channel: REPORTS_CHANNEL,
+    retryMs: options.retryMs,
+    onError: options.onError,
+    onNotification: () => options.onChange(),
+    onListening: (listening) => {
+      if (listening) options.onChange();
+      options.onListening(listening);
     },
-  };
+  });
 }
