@@ -101,7 +101,7 @@ export async function compose({
   const candidates = new RouteCandidates(db.pool);
   const routingRows = new RoutingRows(db.pool);
   const routing = new RoutingIndexSync(routingRows, {
-    pageSize: 5000,
+    pageSize: 1000,
     marginMs: config.ROUTING_WATERMARK_MARGIN_MS,
     onLoaded: (skills, ms) => {
       metrics.onIndexLoaded(skills, ms);
