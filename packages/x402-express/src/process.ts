@@ -7,6 +7,7 @@ import {
   type VerifiedPayment,
 } from '@repo/x402-core';
 import type {
+  AttemptCounter,
   PaymentClaim,
   PaymentKind,
   PaymentLedger,
@@ -55,11 +56,15 @@ export interface ProcessPaymentInput {
   /**
    * Push payments only: `check` is asked once the claim is held and before the on-chain verification
    * (its RPC calls) — refused → `429 rate_limited` with `Retry-After`, and the claim is dropped
-   * unconsumed; `verified` is told when the payment verified (the attempt is given back).
+   * unconsumed; `verified` is told when the payment verified (the attempt is given back). With
+   * `counter`, the ledger counts the attempt in its claim statement and gives it back in its verified
+   * mark instead, and `check` / `verified` are used only where the ledger did not count (and
+   * `verified` after an RPC failure, which is given back too).
    */
   guard?: {
     check(): Promise<{ allowed: true } | { allowed: false; retryAfterSeconds: number }>;
     verified(): Promise<void>;
+    counter?: AttemptCounter;
   };
   /** Optional metrics hook. */
   onPaymentEvent?: PaymentEventListener;
@@ -81,7 +86,9 @@ export type ProcessPaymentResult =
  * (market-intel)", step 2). The claim comes before any network call; an official-scheme transaction is
  * sent only by the request holding the claim; a failed settlement or verification releases it so
  * nothing is consumed (a transaction not found on chain is forgotten; any other refusal keeps the
- * first sighting, from which freshness counts).
+ * first sighting, from which freshness counts). With `guard.counter` the guard's count is part of the
+ * claim statement and its give-back part of the verified mark's (the package README, "The paid path's
+ * statements"): a fresh push payment costs two statements here, then the caller's completion.
  *
  * @throws AppError
  * - `payment_required` (402, `details.reason`) for not_found / transaction_failed / wrong_recipient /
@@ -113,12 +120,14 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
     throw error;
   };
 
+  const guard = input.settle ? undefined : input.guard;
   const claimed = await ledger.claim({
     signature,
     network,
     endpoint,
     kind,
     ...(input.requestHash === undefined ? {} : { requestHash: input.requestHash }),
+    ...(guard?.counter ? { attemptCounter: guard.counter } : {}),
   });
   switch (claimed.outcome) {
     case 'replay':
@@ -157,12 +166,17 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
   const { claim } = claimed;
   if (claim.verified) return { outcome: 'accepted', payment: claim.verified, claim };
 
-  const guard = input.settle ? undefined : input.guard;
+  // Counted by the claim statement when the ledger could (one round trip fewer), else asked now.
+  const counted = claim.attempt;
   if (guard) {
-    const decision = await guard.check().catch(async (error: unknown) => {
-      await ledger.release(claim);
-      throw error;
-    });
+    const decision = counted
+      ? counted.allowed
+        ? { allowed: true as const }
+        : { allowed: false as const, retryAfterSeconds: counted.retryAfterSeconds }
+      : await guard.check().catch(async (error: unknown) => {
+          await ledger.release(claim);
+          throw error;
+        });
     if (!decision.allowed) {
       // A sighting that came before stays; a claim made just now leaves no trace.
       await (claim.takenOver ? ledger.release(claim) : ledger.forget(claim));
@@ -211,7 +225,8 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
       return reject(error.reason, verificationErrorToAppError(error), error.rpcMs);
     throw error;
   }
-  await guard?.verified().catch(() => undefined);
+  // An attempt the claim counted is given back by the verified mark's own statement.
+  if (!counted) await guard?.verified().catch(() => undefined);
   const marked = await ledger.markVerified(claim, verified);
   if (!marked) {
     return reject(

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import express from 'express';
 import { Connection, PublicKey } from '@solana/web3.js';
 import { errorHandler, notFoundHandler } from '@repo/errors';
@@ -311,5 +312,41 @@ describe('unverified attempts', () => {
     );
     expect(verified).toHaveLength(1);
     expect(verified[0]).toMatch(/127\.0\.0\.1$/);
+  });
+
+  it('When the guard names its counter row, then the claim statement counts each attempt and the verified mark gives a paid one back, check and verified are never asked, and the attempt beyond the limit is refused before any RPC call', async () => {
+    const key = `x402_verify_test:${randomUUID()}`;
+    const asked: string[] = [];
+    const rpcCalls: string[] = [];
+    const url = await paidApp({
+      verifier: { onRpcCall: (call) => rpcCalls.push(call.outcome) },
+      verificationGuard: {
+        check: async () => {
+          asked.push('check');
+          return { allowed: true };
+        },
+        verified: async () => void asked.push('verified'),
+        counter: () => ({ table: 'rate_limits', key, limit: 2, windowMs: 60_000 }),
+      },
+    });
+    const pointsOf = async (): Promise<number | undefined> =>
+      (
+        await db.$queryRawUnsafe<{ points: number }[]>('SELECT points FROM rate_limits WHERE key = $1', key)
+      )[0]?.points;
+    const gaps = `${url}/api/v1/scout/gaps`;
+    expect((await paid(gaps, await payUsdc(localnet, 'solana', PRICE))).status).toBe(200);
+    expect(await pointsOf()).toBe(0);
+    for (let i = 0; i < 2; i++) expect((await paid(gaps, buildSignature())).status).toBe(402);
+    expect(await pointsOf()).toBe(2);
+    const callsBefore = rpcCalls.length;
+    const signature = buildSignature();
+    const refused = await paid(gaps, signature);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(Number(refused.headers.get('retry-after'))).toBeLessThanOrEqual(60);
+    expect(rpcCalls.length).toBe(callsBefore);
+    expect(await rowOf(signature)).toBeUndefined();
+    expect(await pointsOf()).toBe(3);
+    expect(asked).toEqual([]);
   });
 });

@@ -8,6 +8,8 @@ export type {
   StoredResponse,
   PaymentRecord,
   ClaimRequest,
+  AttemptCounter,
+  CountedAttempt,
   PaymentClaim,
   ClaimOutcome,
   PaymentLedger,

@@ -73,6 +73,34 @@ export interface PaymentRecord {
   createdAt: Date;
 }
 
+/**
+ * A fixed-window limit on attempts that the ledger counts inside its own statements. The counter row
+ * has the layout of rate-limiter-flexible's `RateLimiterPostgres` (`key varchar(255) primary key,
+ * points integer, expire bigint`: the window's end in milliseconds since the epoch), the table
+ * `@repo/service-kit`'s `createRateLimit` keeps, so a limiter and the ledger can count in one row with
+ * the same arithmetic (the library's `consume` and `reward`).
+ */
+export interface AttemptCounter {
+  /** The counter table: a plain SQL identifier, e.g. `rate_limits`. */
+  table: string;
+  /** The row's key as the limiter stores it, its prefix included, e.g. `x402_verify_client:solana:203.0.113.7`. */
+  key: string;
+  /** Attempts allowed per window; every one beyond is refused (and still counted). */
+  limit: number;
+  /** Length of a window in milliseconds, from its first attempt. */
+  windowMs: number;
+}
+
+/** The attempt a claim counted against {@link ClaimRequest.attemptCounter}. */
+export interface CountedAttempt {
+  /** `false` when this attempt is over the limit: the caller refuses it and drops the claim. */
+  allowed: boolean;
+  /** Attempts counted in the current window, this one included. */
+  count: number;
+  /** Seconds until the window ends, at least 1 (the `Retry-After` of a refusal). */
+  retryAfterSeconds: number;
+}
+
 /** What a request wants to use a signature for. */
 export interface ClaimRequest {
   /** Transaction signature (base58). */
@@ -88,6 +116,13 @@ export interface ClaimRequest {
    * learns the job id only when its body hashes the same (a genuine retry after a lost 202).
    */
   requestHash?: string;
+  /**
+   * Counts one attempt in the same statement whenever this request claims a signature still to be
+   * verified (a new row, or the takeover of an unverified one), not when it takes over a verified row;
+   * {@link PaymentLedger.markVerified} gives it back in its own statement. The result is
+   * {@link PaymentClaim.attempt}.
+   */
+  attemptCounter?: AttemptCounter;
 }
 
 /** The right to process a signature, held until `complete`, `completeWithJob`, `release` or `releaseLease`. */
@@ -103,6 +138,11 @@ export interface PaymentClaim extends ClaimRequest {
    * sighting keeps it), the instant its freshness is measured from.
    */
   firstSeenAt: Date;
+  /**
+   * The attempt the claim statement counted against `attemptCounter`; absent when nothing was counted
+   * (no counter, a verified row taken over, or a ledger that does not count).
+   */
+  attempt?: CountedAttempt;
 }
 
 /**
@@ -134,7 +174,8 @@ export interface PaymentLedger {
    */
   claim(request: ClaimRequest): Promise<ClaimOutcome>;
   /**
-   * Records the verified payment (status `verified`) and renews the lease.
+   * Records the verified payment (status `verified`) and renews the lease; when the claim counted an
+   * attempt (`claim.attempt`), gives it back in the same statement, lease lost or not.
    * @returns `false` when the lease was lost to a takeover
    */
   markVerified(claim: PaymentClaim, payment: VerifiedPayment): Promise<boolean>;
@@ -281,6 +322,48 @@ interface Taken {
   created_at: Date | string;
 }
 
+/** What a claim statement that also counted an attempt returns. */
+interface TakenAndCounted extends Taken {
+  attempts: number | null;
+  retry_after_seconds: number | null;
+}
+
+/** A claim statement's result: the row's first sighting, and the attempt it counted. */
+interface TakenRow {
+  createdAt: Date;
+  attempt?: CountedAttempt;
+}
+
+/** A counter table name as SQL: a plain identifier, quoted. */
+function counterTable(counter: AttemptCounter): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(counter.table)) {
+    throw new Error(
+      `attempt counter table must be a plain SQL identifier, got ${JSON.stringify(counter.table)}`,
+    );
+  }
+  return `"${counter.table}"`;
+}
+
+/**
+ * rate-limiter-flexible's upsert of `points` into a counter row (`RateLimiterPostgres._upsert`): a new
+ * window starts at the first write after the last one ended. `p` holds the placeholders of the key,
+ * of now and of the window (both in milliseconds); `source` is what the row is selected from, so that
+ * the write happens only for, and after, the statement part it depends on.
+ */
+function counterUpsert(
+  table: string,
+  points: 1 | -1,
+  source: string,
+  p: { key: string; now: string; window: string },
+): string {
+  return `INSERT INTO ${table} AS counter (key, points, expire)
+    SELECT ${p.key}::text, ${points}, ${p.now}::bigint + ${p.window}::bigint FROM ${source}
+    ON CONFLICT (key) DO UPDATE SET
+      points = CASE WHEN counter.expire <= ${p.now}::bigint THEN ${points} ELSE counter.points + (${points}) END,
+      expire = CASE WHEN counter.expire <= ${p.now}::bigint THEN EXCLUDED.expire ELSE counter.expire END
+    RETURNING points, expire`;
+}
+
 interface Gate {
   /** `network endpoint` of the holder: only requests for the same use queue behind it. */
   use: string;
@@ -391,26 +474,23 @@ export class PrismaPaymentLedger implements PaymentLedger {
   private async claimInDatabase(request: ClaimRequest, deadline: number): Promise<ClaimOutcome> {
     for (;;) {
       const token = randomUUID();
-      const inserted = await this.db.$queryRawUnsafe<Taken[]>(
+      const created = await this.take(
         `INSERT INTO ${X402_PAYMENTS_TABLE} (signature, network, endpoint, kind, status, claim_token, request_hash, claimed_at, created_at)
          VALUES ($1, $2, $3, $4, 'processing', $5, $6, now(), COALESCE($7::timestamptz, now()))
          ON CONFLICT (signature) DO NOTHING
          RETURNING created_at`,
-        request.signature,
-        request.network,
-        request.endpoint,
-        request.kind,
-        token,
-        request.requestHash ?? null,
-        this.sightedAt(),
+        [
+          request.signature,
+          request.network,
+          request.endpoint,
+          request.kind,
+          token,
+          request.requestHash ?? null,
+          this.sightedAt(),
+        ],
+        request.attemptCounter,
       );
-      const created = inserted[0];
-      if (created) {
-        return {
-          outcome: 'claimed',
-          claim: { ...request, token, takenOver: false, firstSeenAt: toDate(created.created_at) },
-        };
-      }
+      if (created) return { outcome: 'claimed', claim: claimOf(request, token, false, created) };
 
       const row = await this.readRow(request.signature);
       if (!row) continue; // released in between: try to insert again
@@ -424,49 +504,38 @@ export class PrismaPaymentLedger implements PaymentLedger {
         // Unverified, the signature binds nothing yet: never answer a final-looking refusal.
         if (!row.lease_free) return { outcome: 'busy', record, retryAfterSeconds: 1 };
         // An abandoned unverified claim is taken over for this request's endpoint.
-        const moved = await this.db.$queryRawUnsafe<Taken[]>(
+        const moved = await this.take(
           `UPDATE ${X402_PAYMENTS_TABLE}
               SET claim_token = $2, claimed_at = now(), network = $3, endpoint = $4, kind = $5, request_hash = $6
             WHERE signature = $1 AND status = 'processing'
               AND (claim_token IS NULL OR claimed_at < now() - make_interval(secs => $7::double precision))
             RETURNING created_at`,
-          request.signature,
-          token,
-          request.network,
-          request.endpoint,
-          request.kind,
-          request.requestHash ?? null,
-          this.leaseSeconds,
+          [
+            request.signature,
+            token,
+            request.network,
+            request.endpoint,
+            request.kind,
+            request.requestHash ?? null,
+            this.leaseSeconds,
+          ],
+          request.attemptCounter,
         );
-        const movedRow = moved[0];
-        if (movedRow) {
-          return {
-            outcome: 'claimed',
-            claim: { ...request, token, takenOver: true, firstSeenAt: toDate(movedRow.created_at) },
-          };
-        }
+        if (moved) return { outcome: 'claimed', claim: claimOf(request, token, true, moved) };
         continue;
       }
       if (row.lease_free) {
-        const taken = await this.db.$queryRawUnsafe<Taken[]>(
+        const taken = await this.take(
           `UPDATE ${X402_PAYMENTS_TABLE} SET claim_token = $2, claimed_at = now()
            WHERE signature = $1 AND status = $3 AND endpoint = $4
              AND (claim_token IS NULL OR claimed_at < now() - make_interval(secs => $5::double precision))
            RETURNING created_at`,
-          request.signature,
-          token,
-          record.status,
-          request.endpoint,
-          this.leaseSeconds,
+          [request.signature, token, record.status, request.endpoint, this.leaseSeconds],
+          // A verified row is not verified again: no attempt to count.
+          record.status === 'processing' ? request.attemptCounter : undefined,
         );
-        const takenRow = taken[0];
-        if (takenRow) {
-          const claim: PaymentClaim = {
-            ...request,
-            token,
-            takenOver: true,
-            firstSeenAt: toDate(takenRow.created_at),
-          };
+        if (taken) {
+          const claim = claimOf(request, token, true, taken);
           const verified = record.status === 'verified' ? verifiedFromRecord(record) : undefined;
           if (verified) claim.verified = verified;
           return { outcome: 'claimed', claim };
@@ -478,13 +547,57 @@ export class PrismaPaymentLedger implements PaymentLedger {
     }
   }
 
+  /**
+   * Runs a claim statement (an insert or a takeover `RETURNING created_at`) and, with `counter`, counts
+   * one attempt in the same statement only if it claimed the row.
+   * @returns the claimed row's first sighting and the attempt counted, or `undefined` when nothing was claimed
+   */
+  private async take(
+    sql: string,
+    values: unknown[],
+    counter: AttemptCounter | undefined,
+  ): Promise<TakenRow | undefined> {
+    if (!counter) {
+      const row = (await this.db.$queryRawUnsafe<Taken[]>(sql, ...values))[0];
+      return row && { createdAt: toDate(row.created_at) };
+    }
+    const n = values.length;
+    const p = { key: `$${n + 1}`, now: `$${n + 2}`, window: `$${n + 3}` };
+    // The count reads the claim's RETURNING: it runs only when, and after, the row was claimed (the
+    // payment row is always locked before the counter row, as in markVerified).
+    const row = (
+      await this.db.$queryRawUnsafe<TakenAndCounted[]>(
+        `WITH claimed AS (${sql}),
+         counted AS (${counterUpsert(counterTable(counter), 1, 'claimed', p)})
+         SELECT claimed.created_at, counted.points AS attempts,
+                GREATEST(1, CEIL(GREATEST(counted.expire - ${p.now}::bigint, 0) / 1000.0))::int AS retry_after_seconds
+           FROM claimed LEFT JOIN counted ON true`,
+        ...values,
+        counter.key,
+        String(Date.now()),
+        String(counter.windowMs),
+      )
+    )[0];
+    if (!row) return undefined;
+    if (row.attempts === null) return { createdAt: toDate(row.created_at) };
+    const count = Number(row.attempts);
+    return {
+      createdAt: toDate(row.created_at),
+      attempt: {
+        allowed: count <= counter.limit,
+        count,
+        retryAfterSeconds: Number(row.retry_after_seconds ?? 1),
+      },
+    };
+  }
+
   /** {@inheritDoc PaymentLedger.markVerified} */
   async markVerified(claim: PaymentClaim, payment: VerifiedPayment): Promise<boolean> {
-    const count = await this.db.$executeRawUnsafe(
-      `UPDATE ${X402_PAYMENTS_TABLE}
+    const update = `UPDATE ${X402_PAYMENTS_TABLE}
        SET status = 'verified', payer = $3, amount_atomic = $4::numeric, asset = $5, pay_to = $6,
            slot = $7::bigint, block_time = $8::timestamptz, verified_at = now(), claimed_at = now()
-       WHERE signature = $1 AND claim_token = $2 AND status = 'processing'`,
+       WHERE signature = $1 AND claim_token = $2 AND status = 'processing'`;
+    const values = [
       claim.signature,
       claim.token,
       payment.payer,
@@ -493,8 +606,22 @@ export class PrismaPaymentLedger implements PaymentLedger {
       payment.payTo,
       String(payment.slot),
       payment.blockTime.toISOString(),
+    ];
+    const counter = claim.attempt ? claim.attemptCounter : undefined;
+    if (!counter) return (await this.db.$executeRawUnsafe(update, ...values)) > 0;
+    // The give-back selects from the update's count (one row whatever it matched), so the payment row
+    // is locked first, as in a claim, and the attempt is given back even when the lease was lost.
+    const rows = await this.db.$queryRawUnsafe<{ marked: number }[]>(
+      `WITH marked AS (${update} RETURNING 1),
+       outcome AS (SELECT count(*)::int AS marked FROM marked),
+       given AS (${counterUpsert(counterTable(counter), -1, 'outcome', { key: '$9', now: '$10', window: '$11' })})
+       SELECT marked FROM outcome`,
+      ...values,
+      counter.key,
+      String(Date.now()),
+      String(counter.windowMs),
     );
-    return count > 0;
+    return Number(rows[0]?.marked ?? 0) > 0;
   }
 
   /** {@inheritDoc PaymentLedger.complete} */
@@ -649,6 +776,17 @@ export class PrismaPaymentLedger implements PaymentLedger {
     if (this.gates.get(signature) === own) this.gates.delete(signature);
     own.open();
   }
+}
+
+/** The claim of `request` under `token`, from what its claim statement returned. */
+function claimOf(request: ClaimRequest, token: string, takenOver: boolean, taken: TakenRow): PaymentClaim {
+  return {
+    ...request,
+    token,
+    takenOver,
+    firstSeenAt: taken.createdAt,
+    ...(taken.attempt ? { attempt: taken.attempt } : {}),
+  };
 }
 
 /** The outcome of a claim on a completed payment: another endpoint, a job conflict, or a replay. */

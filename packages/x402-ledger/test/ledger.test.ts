@@ -1,9 +1,12 @@
 import { isAppError, type AppError } from '@repo/errors';
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { createRateLimit } from '@repo/service-kit';
 import { join } from 'node:path';
 import {
   PrismaPaymentLedger,
   X402_PAYMENT_PRISMA_MODEL,
+  type AttemptCounter,
   type ClaimOutcome,
   type PaymentClaim,
 } from '../src/index';
@@ -345,6 +348,119 @@ describe('PrismaPaymentLedger', () => {
     const all = await Promise.all(outcomes);
     expect(all.filter((o) => o.outcome === 'claimed')).toHaveLength(1);
     expect(all.filter((o) => o.outcome === 'replay')).toHaveLength(19);
+  });
+});
+
+describe('PrismaPaymentLedger: attempts counted in its own statements', () => {
+  const PREFIX = 'x402_attempts_test';
+
+  /** A counter of `limit` attempts a minute in `rate_limits`, and the rate limiter keeping the same row. */
+  function counterAndLimiter(limit: number): {
+    counter: AttemptCounter;
+    limiter: ReturnType<typeof createRateLimit>;
+    id: string;
+  } {
+    const id = randomUUID();
+    return {
+      counter: { table: 'rate_limits', key: `${PREFIX}:${id}`, limit, windowMs: 60_000 },
+      limiter: createRateLimit(db.pool, { keyPrefix: PREFIX, points: limit, durationSeconds: 60 }),
+      id,
+    };
+  }
+
+  async function pointsOf(counter: AttemptCounter): Promise<number | undefined> {
+    const rows = await db.$queryRawUnsafe<{ points: number }[]>(
+      'SELECT points FROM rate_limits WHERE key = $1',
+      counter.key,
+    );
+    return rows[0]?.points;
+  }
+
+  it("When claims count attempts, then they count in the rate limiter's row, the one beyond the limit is refused with the seconds left, and a verified mark gives its attempt back", async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const { counter, limiter, id } = counterAndLimiter(2);
+    expect(await limiter.consume(id)).toEqual({ allowed: true });
+    const first = claimedOf(await ledger.claim({ ...buildClaimRequest(), attemptCounter: counter }));
+    expect(first.attempt).toEqual({ allowed: true, count: 2, retryAfterSeconds: expect.any(Number) });
+    const second = claimedOf(await ledger.claim({ ...buildClaimRequest(), attemptCounter: counter }));
+    expect(second.attempt).toMatchObject({ allowed: false, count: 3 });
+    expect(second.attempt?.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+    expect(second.attempt?.retryAfterSeconds).toBeLessThanOrEqual(60);
+    // The limiter sees the ledger's counts: its key is over the limit.
+    expect(await limiter.refusedFor(id)).toBeGreaterThanOrEqual(1);
+    await ledger.forget(second);
+
+    expect(await ledger.markVerified(first, buildVerifiedPayment({ signature: first.signature }))).toBe(true);
+    expect(await pointsOf(counter)).toBe(2);
+    expect(await rowOf(first.signature)).toMatchObject({ status: 'verified', claim_token: first.token });
+    await ledger.releaseLease(first);
+  });
+
+  it('When a verified row is taken over, then no attempt is counted; an unverified one taken over counts one', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const { counter } = counterAndLimiter(20);
+    const verifiedRequest = buildClaimRequest();
+    const paid = claimedOf(await ledger.claim(verifiedRequest));
+    await ledger.markVerified(paid, buildVerifiedPayment({ signature: verifiedRequest.signature }));
+    await ledger.releaseLease(paid);
+    const retry = claimedOf(await ledger.claim({ ...verifiedRequest, attemptCounter: counter }));
+    expect(retry.verified).toBeDefined();
+    expect(retry.attempt).toBeUndefined();
+    expect(await pointsOf(counter)).toBeUndefined();
+    await ledger.releaseLease(retry);
+
+    const seen = buildClaimRequest();
+    await ledger.recordSighting(seen);
+    const taken = claimedOf(await ledger.claim({ ...seen, attemptCounter: counter }));
+    expect(taken).toMatchObject({ takenOver: true, attempt: { allowed: true, count: 1 } });
+    await ledger.forget(taken);
+
+    const elsewhere = buildClaimRequest({ endpoint: 'GET /elsewhere' });
+    await ledger.recordSighting(elsewhere);
+    const moved = claimedOf(
+      await ledger.claim({ ...elsewhere, endpoint: 'GET /here', attemptCounter: counter }),
+    );
+    expect(moved).toMatchObject({ takenOver: true, endpoint: 'GET /here', attempt: { count: 2 } });
+    await ledger.forget(moved);
+  });
+
+  it('When the verified mark has lost its lease, then the attempt is still given back', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const { counter } = counterAndLimiter(20);
+    const request = buildClaimRequest();
+    const claim = claimedOf(await ledger.claim({ ...request, attemptCounter: counter }));
+    expect(await pointsOf(counter)).toBe(1);
+    const lost = { ...claim, token: 'not-the-holder' };
+    expect(await ledger.markVerified(lost, buildVerifiedPayment({ signature: request.signature }))).toBe(
+      false,
+    );
+    expect(await pointsOf(counter)).toBe(0);
+    await ledger.forget(claim);
+  });
+
+  it("When the counter's window has ended, then the claim opens a new window", async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const { counter } = counterAndLimiter(1);
+    const first = claimedOf(await ledger.claim({ ...buildClaimRequest(), attemptCounter: counter }));
+    await ledger.forget(first);
+    await db.$executeRawUnsafe(
+      'UPDATE rate_limits SET expire = $2 WHERE key = $1',
+      counter.key,
+      Date.now() - 1,
+    );
+    const next = claimedOf(await ledger.claim({ ...buildClaimRequest(), attemptCounter: counter }));
+    expect(next.attempt).toMatchObject({ allowed: true, count: 1, retryAfterSeconds: 60 });
+    await ledger.forget(next);
+  });
+
+  it('When the counter table is not a plain identifier, then the claim throws before any statement', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const request = {
+      ...buildClaimRequest(),
+      attemptCounter: { ...counterAndLimiter(1).counter, table: 'x; DROP' },
+    };
+    await expect(ledger.claim(request)).rejects.toThrow(/plain SQL identifier/);
+    expect(await rowOf(request.signature)).toBeUndefined();
   });
 });
 

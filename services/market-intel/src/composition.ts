@@ -3,7 +3,14 @@ import type { RequestListener } from 'node:http';
 import type { Application } from 'express';
 import { Broker } from '@repo/queue';
 import { declareComputeTopology, type PipelineKind } from '@repo/compute';
-import { createLoop, createReadiness, type ComposedService, type Logger, type Loop } from '@repo/service-kit';
+import {
+  createLoop,
+  createReadiness,
+  sweepRateLimits,
+  type ComposedService,
+  type Logger,
+  type Loop,
+} from '@repo/service-kit';
 import { parseAllowlist } from '@repo/ssrf-guard';
 import { createHotPath, type HotPath, type PaymentEventListener } from '@repo/x402-express';
 import { PrismaRefundLedger, type RefundRecord } from '@repo/x402-ledger';
@@ -242,7 +249,9 @@ export async function compose(
       metrics: loopMetrics,
     }),
   );
-  // Sightings of payments never completed are kept X402_SIGHTING_RETENTION_HOURS, then pruned.
+  // Sightings of payments never completed are kept X402_SIGHTING_RETENTION_HOURS, then pruned. Rate
+  // limit counters expired for an hour go too: the limiter deletes them only now and then during its
+  // own calls, and payments' verification attempts are counted by the ledger's statements instead.
   loops.push(
     createLoop({
       name: 'payment-sighting-pruner',
@@ -250,6 +259,7 @@ export async function compose(
       initialDelayMs: SIGHTING_PRUNE_INTERVAL_MS,
       round: async () => {
         await payments.ledger.pruneSightings(config.X402_SIGHTING_RETENTION_HOURS * 3_600_000);
+        await sweepRateLimits(database.pool, Date.now() - 3_600_000);
       },
       logger,
       metrics: loopMetrics,

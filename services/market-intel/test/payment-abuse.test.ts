@@ -77,6 +77,53 @@ describe('a flood of random signatures', () => {
   });
 });
 
+describe('one limit for every attempt of a client', () => {
+  it('When a compute preflight has sighted payments of a client, then they count against the limit its paid requests are counted against', async () => {
+    const ip = '203.0.113.77';
+    for (let i = 0; i < LIMIT; i++) {
+      const res = await fetch(`${h.baseUrl}/api/v1/forge/ideate`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'X-PAYMENT': encodePaymentHeader('solana', buildSignature()),
+          'x-forwarded-for': ip,
+        },
+        body: JSON.stringify({}),
+      });
+      expect(res.status).toBe(503);
+    }
+    expect((await present('/api/v1/scout/gaps', buildSignature(), ip)).status).toBe(429);
+  });
+
+  it('When one client pays more often than its limit, then every payment is served: each verified payment gives its attempt back', async () => {
+    for (let i = 0; i <= LIMIT; i++) {
+      const signature = await payUsdc(h.ledger, 'solana', 100_000n);
+      expect((await present('/api/v1/scout/gaps', signature, '198.51.100.77')).status).toBe(200);
+    }
+  });
+});
+
+describe('the hourly clean-up', () => {
+  it('When the payment-sighting pruner runs, then rate-limit counters expired for an hour are deleted and live ones kept', async () => {
+    const [old, live] = ['x402_verify_client:solana:192.0.2.10', 'x402_verify_client:solana:192.0.2.11'];
+    await h.db.$executeRawUnsafe(
+      'INSERT INTO rate_limits (key, points, expire) VALUES ($1, 3, $2::bigint), ($3, 3, $4::bigint)',
+      old,
+      String(Date.now() - 2 * 3_600_000),
+      live,
+      String(Date.now() + 60_000),
+    );
+    const pruner = h.service.loops.find((loop) => loop.name === 'payment-sighting-pruner');
+    if (!pruner) throw new Error('no payment-sighting-pruner loop');
+    await pruner.kick();
+    const rows = await h.db.$queryRawUnsafe<{ key: string }[]>(
+      'SELECT key FROM rate_limits WHERE key = ANY($1::text[]) ORDER BY key',
+      [old, live],
+    );
+    expect(rows).toEqual([{ key: live }]);
+  });
+});
+
 describe('request-bound payments', () => {
   it('When every 402 is read, then its requirement and its PAYMENT-REQUIRED offer carry the same request reference', async () => {
     const res = await fetch(`${h.baseUrl}/api/v1/scout/gaps?limit=2`);
