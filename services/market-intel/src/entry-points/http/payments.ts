@@ -154,7 +154,7 @@ export function createSettlers(config: PaymentConfig): Partial<Record<X402Networ
  * The settlement rate limits (README, "Paying with an official x402 client"): per client (IPv4
  * address or IPv6 /64) and per payer wallet, each per network and minute, in the `rate_limits`
  * table so that they hold across replicas.
- * @param pool a small pool of its own (Prisma's is not reachable for raw `pg` clients)
+ * @param pool the service's rate-limit pool (`Database.rateLimitPool`: asynchronous commit)
  */
 export function createSettlementGuard(config: PaymentConfig, pool: Pool): SettlementGuard {
   const perClient = createRateLimit(pool, {
@@ -189,7 +189,7 @@ const VERIFY_KEY_PREFIX = 'x402_verify_client';
  * Its `counter` names the same row, so the payment ledger counts a payment's attempt in its claim
  * statement and gives it back in its verified mark (docs/architecture.md, "How a paid request flows
  * (market-intel)"); `check` and `verified` count the sightings and give back RPC failures.
- * @param pool the pool the rate limits are stored through (the service's, under Prisma)
+ * @param pool the service's rate-limit pool (`Database.rateLimitPool`: asynchronous commit)
  */
 export function createVerificationGuard(config: PaymentConfig, pool: Pool): VerificationGuard {
   const limit = config.X402_VERIFICATIONS_PER_MINUTE_PER_CLIENT;
@@ -220,7 +220,7 @@ export function createVerificationGuard(config: PaymentConfig, pool: Pool): Veri
  * `X402_REFERENCE_SECRET` is set, and the verification and settlement rate limits (stored through
  * `pool`); `close()` releases the RPC connection pools.
  * @param db the service's Prisma client (the ledger's tables)
- * @param pool the `pg` pool under `db` (the rate limits' table)
+ * @param pool the service's rate-limit pool (`Database.rateLimitPool`), for the rate limits' table
  * @param onRpcCall told of every verifier RPC call and of every call avoided (metrics)
  * @throws Error when the official-scheme configuration is invalid (see {@link createSettlers})
  */
