@@ -48,3 +48,6 @@ export async function openDirectorySeeder(databaseUrl: string, poolSize = 20): P
     close: () => database.close(),
   };
 }
+
+export { RoutingIndex } from '../src/domain/routing-index';
+export type { RoutableSkill } from '../src/data/routing-rows';

@@ -188,14 +188,30 @@ export class RoutingIndex {
 
     const wanted = [...new Set(query.chains ?? [])];
     const { chainHits, chainSeenBy } = this;
-    for (const chain of wanted) {
-      for (const slot of this.chainPostings.get(chain) ?? []) {
-        if (seenBy[slot] !== routeId) continue;
-        if (chainSeenBy[slot] !== routeId) {
-          chainSeenBy[slot] = routeId;
-          chainHits[slot] = 0;
+    if (wanted.length > 0) {
+      // Chain hits from whichever side is shorter: the chains' postings or the matching slots.
+      const chainLists = wanted.map((chain) => this.chainPostings.get(chain) ?? []);
+      const viaPostings = chainLists.reduce((n, list) => n + list.length, 0) < candidates.length;
+      if (viaPostings) {
+        for (const list of chainLists) {
+          for (const slot of list) {
+            if (seenBy[slot] !== routeId) continue;
+            if (chainSeenBy[slot] !== routeId) {
+              chainSeenBy[slot] = routeId;
+              chainHits[slot] = 0;
+            }
+            chainHits[slot] = (chainHits[slot] as number) + 1;
+          }
         }
-        chainHits[slot] = (chainHits[slot] as number) + 1;
+      } else {
+        for (const slot of candidates) {
+          const supported = (this.records[slot] as RoutableSkill).chains;
+          let hits = 0;
+          for (const chain of wanted) if (supported.includes(chain)) hits++;
+          if (hits === 0) continue;
+          chainSeenBy[slot] = routeId;
+          chainHits[slot] = hits;
+        }
       }
     }
 

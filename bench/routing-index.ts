@@ -1,0 +1,108 @@
+// skill-router's routing index alone, in plain node (no HTTP, no PostgreSQL): the heap it takes and
+// the time one route takes at BENCH_SKILLS skills (default 10,000 and 100,000), with directories
+// drawn like bench/skill-router.ts's (a 1,500-word vocabulary, 2-word names, 3 capability tags,
+// 12-word descriptions, 1-3 chains) and 6-word tasks, a third with a chain, a third with budgets.
+// Results in docs/benchmarks.md, "skill-router: routing and verification".
+import os from 'node:os';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import { RoutingIndex, type RoutableSkill } from '@repo/skill-router/bench';
+
+const SIZES = (process.env.BENCH_SKILLS ?? '10000,100000').split(',').map(Number);
+const ROUTES = Number(process.env.BENCH_ROUTES ?? 2000);
+
+/** Deterministic PRNG (mulberry32). */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// A full collection before each heap reading, so that it counts what the index keeps.
+v8.setFlagsFromString('--expose-gc');
+const gc = vm.runInNewContext('gc') as (() => void) | undefined;
+const heapMb = () => {
+  gc?.();
+  return process.memoryUsage().heapUsed / 2 ** 20;
+};
+
+function measure(size: number): Record<string, number> {
+  const rand = prng(42);
+  const vocab = Array.from({ length: 1500 }, (_, i) => `w${i.toString(36)}x`);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
+  const chains = ['solana', 'ethereum', 'base', 'arbitrum', 'polygon', 'bitcoin'];
+  const before = heapMb();
+  const index = new RoutingIndex();
+  const t0 = performance.now();
+  for (let i = 0; i < size; i++) {
+    const name = [pick(vocab), pick(vocab), 'agent'];
+    const caps = [pick(vocab), pick(vocab), pick(vocab)];
+    const description = Array.from({ length: 12 }, () => pick(vocab));
+    const skill: RoutableSkill = {
+      skillId: `bench-${i}`,
+      name: name.join(' '),
+      endpoint: `https://skills.example.com/${i}`,
+      chains: [...new Set(Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(chains)))],
+      priceUsd: rand() < 0.1 ? 0 : Math.round(rand() * 200) / 10_000,
+      routeTerms: [...new Set([...name, ...caps, ...description])],
+      matchTerms: [...new Set([...caps, ...description])],
+      successRate24h: 0.7 + rand() * 0.3,
+      avgLatencyMs: 20 + rand() * 900,
+      calls30d: Math.floor(rand() * 5000),
+      ratingSum: 60,
+      ratingCount: 20,
+    };
+    index.upsert(skill);
+  }
+  const loadMs = performance.now() - t0;
+  const heap = heapMb() - before;
+  const tasks = Array.from({ length: 200 }, (_, i) => ({
+    taskTerms: Array.from({ length: 6 }, () => pick(vocab)),
+    ...(i % 3 === 0
+      ? { chains: [pick(chains)] }
+      : i % 3 === 1
+        ? { maxPriceUsd: 0.01, maxLatencyMs: 500 }
+        : {}),
+  }));
+  for (let i = 0; i < 200; i++) index.route(tasks[i % 200]!, 10);
+  let matched = 0;
+  const times: number[] = [];
+  for (let i = 0; i < ROUTES; i++) {
+    const start = performance.now();
+    matched += index.route(tasks[i % 200]!, 10).total;
+    times.push(performance.now() - start);
+  }
+  times.sort((x, y) => x - y);
+  const q = (p: number) => Math.round((times[Math.floor(p * (times.length - 1))] ?? NaN) * 1000);
+  return {
+    skills: size,
+    heap_mb: Math.round(heap),
+    build_ms: Math.round(loadMs),
+    matches_mean: Math.round(matched / ROUTES),
+    route_p50_us: q(0.5),
+    route_p99_us: q(0.99),
+  };
+}
+
+const results = SIZES.map(measure);
+process.stdout.write(
+  JSON.stringify(
+    {
+      machine: {
+        cpus: os.cpus().length,
+        model: os.cpus()[0]?.model,
+        node: process.version,
+        loadavg: os.loadavg(),
+      },
+      gc: Boolean(gc),
+      results,
+    },
+    null,
+    2,
+  ) + '\n',
+);
