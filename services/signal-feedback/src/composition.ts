@@ -100,7 +100,7 @@ export async function compose(
     now: overrides.now,
     onProposal: (source) => events.proposalCreated(source),
   });
-  const limiter = new AuthRateLimiter(database.pool, {
+  const limiter = new AuthRateLimiter(database.rateLimitPool, {
     loginFreeFailures: config.LOGIN_FREE_FAILURES,
     maxDelaySeconds: config.LOGIN_MAX_DELAY_SECONDS,
     loginPerIp: config.LOGIN_MAX_ATTEMPTS_PER_IP,

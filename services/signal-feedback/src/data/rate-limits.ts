@@ -38,7 +38,7 @@ export class AuthRateLimiter {
   private readonly freeFailures: number;
   private readonly maxDelaySeconds: number;
 
-  /** @param pool a `pg` pool on the service's database */
+  /** @param pool the service's rate-limit pool (`Database.rateLimitPool`: asynchronous commit) */
   constructor(pool: Pool, limits: AuthRateLimits) {
     // Failures are counted for a day (never refused: the points are out of reach); the wait itself
     // is a block on a second limit.
