@@ -7,21 +7,10 @@ import os from 'node:os';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { RoutingIndex, type RoutableSkill } from '@repo/skill-router/bench';
+import { prng } from './prng';
 
 const SIZES = (process.env.BENCH_SKILLS ?? '10000,100000').split(',').map(Number);
 const ROUTES = Number(process.env.BENCH_ROUTES ?? 2000);
-
-/** Deterministic PRNG (mulberry32). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // A full collection before each heap reading, so that it counts what the index keeps.
 v8.setFlagsFromString('--expose-gc');

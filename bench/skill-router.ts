@@ -19,6 +19,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { applyMigrations, ensureDatabase } from '@repo/db-migrate';
 import { openDirectorySeeder, startLocalSkills, type RegisterSkillRequest } from '@repo/skill-router/bench';
+import { prng } from './prng';
 
 const ROOT = path.resolve(__dirname, '..');
 const SERVICE_DIR = path.join(ROOT, 'services/skill-router');
@@ -40,17 +41,6 @@ const BASE = `http://127.0.0.1:${PORT}`;
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
 const children: ChildProcess[] = [];
 
-/** Deterministic PRNG (mulberry32), so every run seeds the same directory. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rand = prng(42);
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
 
@@ -401,23 +391,18 @@ async function main(): Promise<void> {
   log(`skill-router memory after routing: ${JSON.stringify(memory)} MB`);
   await stop(bare);
 
+  const summary: Record<string, unknown> = {
+    machine: machine(),
+    index: indexLoad,
+    route: routeResult,
+    route_every_task_new: freshResult,
+    route_single_connection: singleResult,
+    memory_mb: memory,
+  };
   if (REGISTER === 0) {
     await stop(service);
     await db.close();
-    process.stdout.write(
-      JSON.stringify(
-        {
-          machine: machine(),
-          index: indexLoad,
-          route: routeResult,
-          route_every_task_new: freshResult,
-          route_single_connection: singleResult,
-          memory_mb: memory,
-        },
-        null,
-        2,
-      ) + '\n',
-    );
+    process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
     return;
   }
 
@@ -489,21 +474,8 @@ async function main(): Promise<void> {
   await endpoints.close();
   await db.close();
 
-  process.stdout.write(
-    JSON.stringify(
-      {
-        machine: machine(),
-        index: indexLoad,
-        route: routeResult,
-        route_every_task_new: freshResult,
-        route_single_connection: singleResult,
-        memory_mb: memory,
-        register_verify: registerResult,
-      },
-      null,
-      2,
-    ) + '\n',
-  );
+  summary.register_verify = registerResult;
+  process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
 }
 
 main()

@@ -5,7 +5,7 @@ source "$(dirname "$0")/lib.sh"
 name="${1:-market-intel}"
 [ "$#" -gt 0 ] && shift
 if [ ! -f "bench/$name.ts" ]; then
-  echo "unknown benchmark \"$name\"; one of: $(cd bench && ls *.ts | grep -v bare-server | sed 's/\.ts$//' | tr '\n' ' ')" >&2
+  echo "unknown benchmark \"$name\"; one of: $(cd bench && ls *.ts | grep -v -e bare-server -e x402-express-server -e '^prng' | sed 's/\.ts$//' | tr '\n' ' ')" >&2
   exit 2
 fi
 ensure_pnpm

@@ -319,75 +319,72 @@ describe('POST /api/discover/route: the score and the answer', () => {
 });
 
 describe('POST /api/discover/route: the candidate cut and the routing index', () => {
-  /** 12 chart tools and one skill that matches the task best by text rank; all active by hand. */
-  async function seedCut(target: Harness, targetKey: string): Promise<void> {
-    for (let i = 0; i < 12; i++) {
-      const s = buildSkill({
-        skill_id: `cut-${String(i).padStart(2, '0')}`,
-        name: `Tool ${i}`,
-        description: 'Renders charts for dashboards quickly.',
-        capabilities: ['charts'],
+  /**
+   * Starts a service with `env`, seeds 12 chart tools and one skill that matches the task best by
+   * text rank (all active by hand, the routing index reloaded), routes the task and stops it.
+   * @returns the route's answer and the ranking counters by source
+   */
+  async function routeCut(env: Record<string, string>) {
+    const target = await startHarness('skill_router_routing_cut_test', {
+      ROUTE_CANDIDATE_LIMIT: '10',
+      ...env,
+    });
+    try {
+      const targetKey = await target.createKey();
+      for (let i = 0; i < 12; i++) {
+        const s = buildSkill({
+          skill_id: `cut-${String(i).padStart(2, '0')}`,
+          name: `Tool ${i}`,
+          description: 'Renders charts for dashboards quickly.',
+          capabilities: ['charts'],
+          chains: [],
+        });
+        expect((await target.register(targetKey, s)).status).toBe(201);
+      }
+      // The strongest text match: the task's terms in its name, capabilities and description.
+      const best = buildSkill({
+        skill_id: 'cut-zz',
+        name: 'Iguana dashboards',
+        description: 'Iguana dashboards and iguana reports for iguana data.',
+        capabilities: ['iguana', 'dashboards'],
         chains: [],
       });
-      expect((await target.register(targetKey, s)).status).toBe(201);
+      await target.register(targetKey, best);
+      await target.sql(`UPDATE skills SET status = 'active'`);
+      if (target.config.ROUTING_INDEX) await target.reloadRouting();
+      const res = await target.call(
+        'POST',
+        '/api/discover/route',
+        { task: 'iguana dashboards', limit: 100 },
+        { 'x-api-key': targetKey },
+      );
+      expect(res.status).toBe(200);
+      const metrics = await scrape(target.metricsUrl);
+      return {
+        body: res.body as { total_matches: number; matches: { skill_id: string }[] },
+        current: target.service.routing.current,
+        ranked: (source: string) => metricValue(metrics, 'skill_route_rankings_total', { source }),
+      };
+    } finally {
+      await target.close();
     }
-    // The strongest text match: the task's terms in its name, capabilities and description.
-    const best = buildSkill({
-      skill_id: 'cut-zz',
-      name: 'Iguana dashboards',
-      description: 'Iguana dashboards and iguana reports for iguana data.',
-      capabilities: ['iguana', 'dashboards'],
-      chains: [],
-    });
-    await target.register(targetKey, best);
-    await target.sql(`UPDATE skills SET status = 'active'`);
   }
 
   it('When routes are ranked in PostgreSQL and more skills match than ROUTE_CANDIDATE_LIMIT, then the best by text rank are scored and total_matches counts all', async () => {
-    const small = await startHarness('skill_router_routing_cut_test', {
-      ROUTE_CANDIDATE_LIMIT: '10',
-      ROUTING_INDEX: 'false',
-    });
-    try {
-      const smallKey = await small.createKey();
-      await seedCut(small, smallKey);
-      const res = await small.call(
-        'POST',
-        '/api/discover/route',
-        { task: 'iguana dashboards', limit: 100 },
-        { 'x-api-key': smallKey },
-      );
-      expect(res.status).toBe(200);
-      expect(res.body.total_matches).toBe(13);
-      expect(res.body.matches).toHaveLength(10);
-      expect(res.body.matches[0].skill_id).toBe('cut-zz');
-      expect(small.service.routing.current).toBe(false);
-    } finally {
-      await small.close();
-    }
+    const { body, current, ranked } = await routeCut({ ROUTING_INDEX: 'false' });
+    expect(body.total_matches).toBe(13);
+    expect(body.matches).toHaveLength(10);
+    expect(body.matches[0]?.skill_id).toBe('cut-zz');
+    expect(current).toBe(false);
+    expect(ranked('database')).toBe(1);
   });
 
   it('When routes are ranked from the routing index, then every match is scored whatever ROUTE_CANDIDATE_LIMIT says', async () => {
-    const small = await startHarness('skill_router_routing_cut_test', { ROUTE_CANDIDATE_LIMIT: '10' });
-    try {
-      const smallKey = await small.createKey();
-      await seedCut(small, smallKey);
-      await small.reloadRouting();
-      const res = await small.call(
-        'POST',
-        '/api/discover/route',
-        { task: 'iguana dashboards', limit: 100 },
-        { 'x-api-key': smallKey },
-      );
-      expect(res.status).toBe(200);
-      expect(res.body.total_matches).toBe(13);
-      expect(res.body.matches).toHaveLength(13);
-      expect(res.body.matches[0].skill_id).toBe('cut-zz');
-      const ranked = await scrape(small.metricsUrl);
-      expect(metricValue(ranked, 'skill_route_rankings_total', { source: 'index' })).toBe(1);
-      expect(metricValue(ranked, 'skill_route_rankings_total', { source: 'database' })).toBe(0);
-    } finally {
-      await small.close();
-    }
+    const { body, ranked } = await routeCut({});
+    expect(body.total_matches).toBe(13);
+    expect(body.matches).toHaveLength(13);
+    expect(body.matches[0]?.skill_id).toBe('cut-zz');
+    expect(ranked('index')).toBe(1);
+    expect(ranked('database')).toBe(0);
   });
 });

@@ -22,7 +22,8 @@ export interface CandidateRecord {
   ratingCount: number;
 }
 
-interface CandidateRow {
+/** The columns of `skills` and `skill_stats` that make a {@link CandidateRecord}, as `pg` returns them. */
+export interface CandidateColumns {
   skill_id: string;
   name: string;
   endpoint: string;
@@ -34,10 +35,30 @@ interface CandidateRow {
   calls_30d: number;
   rating_sum: number;
   rating_count: number;
+}
+
+interface CandidateRow extends CandidateColumns {
   /** Set on one row only. */
   task_terms: string[] | null;
   /** bigint, as a string from the driver */
   total: string;
+}
+
+/** A {@link CandidateRecord} from its columns (numbers parsed, null arrays empty). */
+export function candidateOf(r: CandidateColumns): CandidateRecord {
+  return {
+    skillId: r.skill_id,
+    name: r.name,
+    endpoint: r.endpoint,
+    chains: r.chains ?? [],
+    priceUsd: Number(r.price_usd),
+    matchTerms: r.match_terms ?? [],
+    successRate24h: Number(r.success_rate_24h),
+    avgLatencyMs: r.avg_latency_ms === null ? null : Number(r.avg_latency_ms),
+    calls30d: Number(r.calls_30d),
+    ratingSum: Number(r.rating_sum),
+    ratingCount: Number(r.rating_count),
+  };
 }
 
 /** Routing candidates out of the full-text index of active skills (`skills` and `skill_stats`). */
@@ -89,19 +110,7 @@ export class RouteCandidates {
     if (rows.length > limit) rows = await query(true);
     return {
       taskTerms: rows.find((r) => r.task_terms)?.task_terms ?? [],
-      candidates: rows.map((r) => ({
-        skillId: r.skill_id,
-        name: r.name,
-        endpoint: r.endpoint,
-        chains: r.chains ?? [],
-        priceUsd: Number(r.price_usd),
-        matchTerms: r.match_terms ?? [],
-        successRate24h: Number(r.success_rate_24h),
-        avgLatencyMs: r.avg_latency_ms === null ? null : Number(r.avg_latency_ms),
-        calls30d: Number(r.calls_30d),
-        ratingSum: Number(r.rating_sum),
-        ratingCount: Number(r.rating_count),
-      })),
+      candidates: rows.map(candidateOf),
       total: Number(rows[0]?.total ?? 0),
     };
   }

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { Pool } from 'pg';
-import type { CandidateRecord } from './route-candidates';
+import { candidateOf, type CandidateColumns, type CandidateRecord } from './route-candidates';
 
 /**
  * The channel every write of a column routing reads notifies, with the skill's id as payload, in the
@@ -24,19 +24,8 @@ export interface RoutableSkill extends CandidateRecord {
   matchTerms: string[];
 }
 
-interface RoutableRow {
-  skill_id: string;
-  name: string;
-  endpoint: string;
-  chains: string[] | null;
-  price_usd: number;
+interface RoutableRow extends CandidateColumns {
   route_terms: string[] | null;
-  match_terms: string[] | null;
-  success_rate_24h: number;
-  avg_latency_ms: number | null;
-  calls_30d: number;
-  rating_sum: number;
-  rating_count: number;
 }
 
 const ROUTABLE_COLUMNS = `s.skill_id, s.name, s.endpoint, s.chains, s.price_usd,
@@ -44,20 +33,7 @@ const ROUTABLE_COLUMNS = `s.skill_id, s.name, s.endpoint, s.chains, s.price_usd,
   st.success_rate_24h, st.avg_latency_ms, st.calls_30d, st.rating_sum, st.rating_count`;
 
 function toRoutable(r: RoutableRow): RoutableSkill {
-  return {
-    skillId: r.skill_id,
-    name: r.name,
-    endpoint: r.endpoint,
-    chains: r.chains ?? [],
-    priceUsd: Number(r.price_usd),
-    routeTerms: r.route_terms ?? [],
-    matchTerms: r.match_terms ?? [],
-    successRate24h: Number(r.success_rate_24h),
-    avgLatencyMs: r.avg_latency_ms === null ? null : Number(r.avg_latency_ms),
-    calls30d: Number(r.calls_30d),
-    ratingSum: Number(r.rating_sum),
-    ratingCount: Number(r.rating_count),
-  };
+  return { ...candidateOf(r), routeTerms: r.route_terms ?? [] };
 }
 
 /** What {@link RoutingRows.changedSince} found. */

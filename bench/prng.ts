@@ -1,0 +1,15 @@
+/**
+ * A deterministic PRNG (mulberry32), so that every run of a benchmark draws the same data.
+ * @param seed any 32-bit integer
+ * @returns a function returning the next number in [0, 1)
+ */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
