@@ -2,11 +2,15 @@
 // ingestion"):
 //  POST /api/signals with batches of 100 signals for BENCH_DURATION_S (default 20) seconds at
 //  BENCH_CONNECTIONS (default 16) connections: signals per second sustained (target >= 10,000), as a
-//  ratio to a raw `pg` multi-row INSERT of the same rows into the same table in the same run, with the
-//  same concurrency and duration (target >= 0.5); resident memory of the service after the run.
-// The service runs from its build (node dist/main.js, logging at info to a
-// discarded stdout) in its own process; autocannon and the pg baseline run here. Requests rotate over
-// BENCH_PRODUCTS products of as many Scale users so the monthly quota (500,000) never interferes.
+//  ratio to a raw `pg` multi-row INSERT of the same rows into the same table with the same concurrency
+//  and duration, the two alternated for BENCH_ROUNDS (default 3) rounds so each ratio compares
+//  neighbours on a shared machine; resident memory of the service after the run, with its breakdown
+//  (V8 heap by space, external memory, the rest of the anonymous memory, mapped files) from /proc and
+//  the service's own /metrics.
+// The service runs from its build exactly as its container does (node dist/main.js, plus
+// BENCH_NODE_ARGS when given; logging at info to a discarded stdout) in its own process; autocannon
+// and the pg baseline run here. Requests rotate over BENCH_PRODUCTS products of as many Scale users so
+// the monthly quota (500,000) never interferes.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -22,6 +26,9 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 8);
 const BATCH = 100;
 const PORT = Number(process.env.BENCH_SIGNAL_FEEDBACK_PORT ?? 13002);
+const METRICS_PORT = Number(process.env.BENCH_SIGNAL_FEEDBACK_METRICS_PORT ?? 13102);
+/** Alternated rounds of the service and the raw `pg` baseline. */
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const DATABASE_URL =
   process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/signal_feedback_bench';
 const SKIP_BUILD = process.env.BENCH_SKIP_BUILD === '1';
@@ -40,10 +47,74 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
   }
 }
 
-function memory(pid: number): { rss: number; peak: number } {
+/** Where the service's resident memory is, in MB (rounded to 0.1). */
+interface MemoryBreakdown {
+  rss: number;
+  /** Highest RSS so far (VmHWM). */
+  peak: number;
+  /** Mapped files: the node binary and shared libraries. */
+  files: number;
+  /** Anonymous memory: the V8 heap, external memory and native allocations. */
+  anonymous: number;
+  /** V8 heap committed (heapTotal), and by space. */
+  heap: { total: number; used: number; young: number; old: number; largeObjects: number; code: number };
+  /** Memory V8 accounts outside its heap: Buffers and ArrayBuffers, WebAssembly memory, ... */
+  external: number;
+  /**
+   * Anonymous memory neither heap nor external: malloc'd memory (arenas), compiled WebAssembly, stacks.
+   * An estimate: the committed heap is not all resident until used, so it can go below zero at boot.
+   */
+  otherNative: number;
+}
+
+/** The service's memory from /proc (resident sizes) and its /metrics (what V8 reports). */
+async function memory(pid: number): Promise<MemoryBreakdown> {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
-  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+  const text = await (await fetch(`http://127.0.0.1:${METRICS_PORT}/metrics`)).text();
+  const bytes = (metric: string, space?: string) =>
+    text
+      .split('\n')
+      .filter((l) => l.startsWith(`${metric}{`) && (!space || l.includes(`space="${space}"`)))
+      .reduce((n, l) => n + Number(l.split(' ').pop()), 0);
+  const space = (name: string) => bytes('nodejs_heap_space_size_total_bytes', name);
+  const mb = (n: number) => Math.round((n / 2 ** 20) * 10) / 10;
+  const heapTotal = bytes('nodejs_heap_size_total_bytes');
+  const external = bytes('nodejs_external_memory_bytes');
+  const anonymous = kb('RssAnon') * 1024;
+  return {
+    rss: mb(kb('VmRSS') * 1024),
+    peak: mb(kb('VmHWM') * 1024),
+    files: mb((kb('RssFile') + kb('RssShmem')) * 1024),
+    anonymous: mb(anonymous),
+    heap: {
+      total: mb(heapTotal),
+      used: mb(bytes('nodejs_heap_size_used_bytes')),
+      young: mb(space('new') + space('new_large_object')),
+      old: mb(space('old')),
+      largeObjects: mb(space('large_object') + space('code_large_object')),
+      code: mb(space('code')),
+    },
+    external: mb(external),
+    otherNative: mb(anonymous - heapTotal - external),
+  };
+}
+
+/** CPU time the process has used so far, in ms (user and kernel; /proc counts in 1/100 s). */
+function cpuMs(pid: number): { user: number; system: number } {
+  // The fields after the parenthesised command name: state is field 3, utime 14 and stime 15.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { user: Number(fields[11]) * 10, system: Number(fields[12]) * 10 };
+}
+
+/** One line of a {@link MemoryBreakdown}. */
+function describeMemory(m: MemoryBreakdown): string {
+  return (
+    `RSS ${m.rss} MB (peak ${m.peak}): files ${m.files}, anonymous ${m.anonymous} = V8 heap ${m.heap.total} ` +
+    `(used ${m.heap.used}; young ${m.heap.young}, old ${m.heap.old}, large objects ${m.heap.largeObjects}, ` +
+    `code ${m.heap.code}) + external ${m.external} + other native ${m.otherNative}`
+  );
 }
 
 async function json<T>(res: Response): Promise<T> {
@@ -187,6 +258,7 @@ async function main(): Promise<void> {
       // default credentials, which this machine's PostgreSQL and RabbitMQ are; no request path reads it.
       NODE_ENV: 'development',
       PORT: String(PORT),
+      METRICS_PORT: String(METRICS_PORT),
       HOST: '127.0.0.1',
       DATABASE_URL,
       LOG_LEVEL: 'info',
@@ -196,9 +268,14 @@ async function main(): Promise<void> {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   children.push(service);
+  const pid = service.pid!;
   await waitFor(async () => (await fetch(`${BASE}/readyz`)).ok, 'signal-feedback');
+  const booted = await memory(pid);
+  log(`memory after boot: ${describeMemory(booted)}`);
   const products = await setupProducts(pool);
   const bodies = products.map((p) => ({ key: p.key, body: JSON.stringify(batchFor(p.contexts)) }));
+  const setUp = await memory(pid);
+  log(`memory after ${products.length} sign-ups, products and contexts: ${describeMemory(setUp)}`);
   log(`${products.length} Scale products ready; warming up`);
 
   let n = 0;
@@ -216,59 +293,109 @@ async function main(): Promise<void> {
     ),
   );
 
-  log(`POST /api/signals, batches of ${BATCH}, ${CONNECTIONS} connections, ${DURATION_S} s`);
-  const before = Number(
-    (await pool.query<{ n: string }>('SELECT count(*) AS n FROM signals')).rows[0]?.n ?? 0,
-  );
-  const result = await new Promise<autocannon.Result>((resolve, reject) =>
-    autocannon({ url: BASE, connections: CONNECTIONS, duration: DURATION_S, requests: [request] }, (e, r) =>
-      e ? reject(e) : resolve(r),
-    ),
-  );
-  const after = Number(
-    (await pool.query<{ n: string }>('SELECT count(*) AS n FROM signals')).rows[0]?.n ?? 0,
-  );
-  const mem = memory(service.pid!);
-  const serviceRate = (result['2xx'] * BATCH) / DURATION_S;
-  if (result.non2xx > 0 || result.errors > 0)
-    log(`WARNING: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
-  // Requests in flight when the warm-up or the run stops are stored without being counted there: at most
-  // one per connection each time.
-  const acknowledged = result['2xx'] * BATCH;
-  if (after - before < acknowledged || after - before > acknowledged + 2 * CONNECTIONS * BATCH) {
-    log(`WARNING: ${after - before} rows stored for ${acknowledged} signals acknowledged`);
+  const countSignals = async () =>
+    Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM signals')).rows[0]?.n ?? 0);
+  const rounds: {
+    service: autocannon.Result;
+    serviceRate: number;
+    /** The service's CPU time per request answered, in ms. */
+    cpuPerRequest: { user: number; system: number };
+    rowsStored: number;
+    rawRate: number;
+    memory: MemoryBreakdown;
+  }[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    log(
+      `round ${round}/${ROUNDS}: POST /api/signals, batches of ${BATCH}, ${CONNECTIONS} connections, ${DURATION_S} s`,
+    );
+    const before = await countSignals();
+    const cpuBefore = cpuMs(pid);
+    const result = await new Promise<autocannon.Result>((resolve, reject) =>
+      autocannon(
+        { url: BASE, connections: CONNECTIONS, duration: DURATION_S, requests: [request] },
+        (e, r) => (e ? reject(e) : resolve(r)),
+      ),
+    );
+    const cpuAfter = cpuMs(pid);
+    const after = await countSignals();
+    const mem = await memory(pid);
+    if (result.non2xx > 0 || result.errors > 0)
+      log(`WARNING: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
+    // Requests in flight when the warm-up or the run stops are stored without being counted there: at
+    // most one per connection each time.
+    const acknowledged = result['2xx'] * BATCH;
+    if (after - before < acknowledged || after - before > acknowledged + 2 * CONNECTIONS * BATCH) {
+      log(`WARNING: ${after - before} rows stored for ${acknowledged} signals acknowledged`);
+    }
+    log(
+      `round ${round}/${ROUNDS}: raw pg multi-row INSERT of the same rows, ${CONNECTIONS} connections, ${DURATION_S} s`,
+    );
+    const raw = await rawInsert(pool, products);
+    const entry = {
+      service: result,
+      serviceRate: acknowledged / DURATION_S,
+      cpuPerRequest: {
+        user: (cpuAfter.user - cpuBefore.user) / Math.max(1, result.requests.total),
+        system: (cpuAfter.system - cpuBefore.system) / Math.max(1, result.requests.total),
+      },
+      rowsStored: after - before,
+      rawRate: raw.signals / raw.seconds,
+      memory: mem,
+    };
+    rounds.push(entry);
+    log(
+      `round ${round}/${ROUNDS}: service ${Math.round(entry.serviceRate)} signals/s (p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms), raw pg ${Math.round(entry.rawRate)} signals/s, ratio ${(entry.serviceRate / entry.rawRate).toFixed(3)}; service CPU per request ${entry.cpuPerRequest.user.toFixed(2)} ms user + ${entry.cpuPerRequest.system.toFixed(2)} ms system; ${describeMemory(mem)}`,
+    );
   }
 
-  log(`raw pg multi-row INSERT of the same rows, ${CONNECTIONS} connections, ${DURATION_S} s`);
-  const raw = await rawInsert(pool, products);
-  const rawRate = raw.signals / raw.seconds;
-
+  // The service has been idle for the last raw pg round: what V8's memory reducer hands back by then.
+  const rested = await memory(pid);
+  log(`memory after ${DURATION_S} s idle: ${describeMemory(rested)}`);
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const last = rounds[rounds.length - 1]!;
+  const ratios = rounds.map((r) => Number((r.serviceRate / r.rawRate).toFixed(3)));
   const summary = {
     machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, node ${process.version}`,
+    nodeArgs: NODE_ARGS,
     durationSeconds: DURATION_S,
+    rounds: ROUNDS,
     connections: CONNECTIONS,
     batch: BATCH,
     service: {
-      requestsPerSecond: Math.round(result.requests.average),
-      signalsPerSecond: Math.round(serviceRate),
-      latencyMs: { p50: result.latency.p50, p99: result.latency.p99 },
-      non2xx: result.non2xx,
-      rowsStored: after - before,
+      requestsPerSecond: Math.round(mean(rounds.map((r) => r.service.requests.average))),
+      signalsPerSecond: Math.round(mean(rounds.map((r) => r.serviceRate))),
+      latencyMs: {
+        p50: Math.max(...rounds.map((r) => r.service.latency.p50)),
+        p99: Math.max(...rounds.map((r) => r.service.latency.p99)),
+      },
+      non2xx: rounds.reduce((k, r) => k + r.service.non2xx, 0),
+      cpuMsPerRequest: {
+        user: Number(mean(rounds.map((r) => r.cpuPerRequest.user)).toFixed(3)),
+        system: Number(mean(rounds.map((r) => r.cpuPerRequest.system)).toFixed(3)),
+      },
+      rowsStored: rounds.reduce((k, r) => k + r.rowsStored, 0),
     },
-    rawPg: { signalsPerSecond: Math.round(rawRate) },
-    ratio: Number((serviceRate / rawRate).toFixed(2)),
-    memoryMb: { rss: Math.round(mem.rss), peak: Math.round(mem.peak) },
+    rawPg: { signalsPerSecond: Math.round(mean(rounds.map((r) => r.rawRate))) },
+    // The mean of the per-round ratios: each compares two runs measured side by side.
+    ratio: Number(mean(ratios).toFixed(2)),
+    roundRatios: ratios,
+    memoryMb: { rss: Math.round(last.memory.rss), peak: Math.round(last.memory.peak) },
+    memoryBreakdownMb: { afterBoot: booted, afterSetup: setUp, afterRun: last.memory, afterIdle: rested },
   };
   process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
+  const m = last.memory;
   process.stdout.write(
     [
       '',
       '| measure | result | target |',
       '|---|---|---|',
-      `| POST /api/signals, batches of ${BATCH}, ${CONNECTIONS} connections | ${summary.service.signalsPerSecond.toLocaleString('en-US')} signals/s (${summary.service.requestsPerSecond} req/s, p50 ${summary.service.latencyMs.p50} ms, p99 ${summary.service.latencyMs.p99} ms) | ≥ 10,000 signals/s |`,
-      `| raw pg multi-row INSERT, same rows, same concurrency | ${summary.rawPg.signalsPerSecond.toLocaleString('en-US')} signals/s | — |`,
-      `| ratio service / raw pg | ${summary.ratio} | ≥ 0.5 |`,
-      `| service resident memory after the run (peak) | ${summary.memoryMb.rss} MB (${summary.memoryMb.peak} MB) | — |`,
+      `| POST /api/signals, batches of ${BATCH}, ${CONNECTIONS} connections, ${ROUNDS} × ${DURATION_S} s | ${summary.service.signalsPerSecond.toLocaleString('en-US')} signals/s (${summary.service.requestsPerSecond} req/s, p50 ≤ ${summary.service.latencyMs.p50} ms, p99 ≤ ${summary.service.latencyMs.p99} ms) | ≥ 10,000 signals/s |`,
+      `| service CPU per request (user + system) | ${summary.service.cpuMsPerRequest.user} + ${summary.service.cpuMsPerRequest.system} ms | — |`,
+      `| raw pg multi-row INSERT, same rows, same concurrency, alternated | ${summary.rawPg.signalsPerSecond.toLocaleString('en-US')} signals/s | — |`,
+      `| ratio service / raw pg (mean of the rounds) | ${summary.ratio} (rounds: ${ratios.join(', ')}) | ≥ 0.8 |`,
+      `| service resident memory after the run (peak) | ${summary.memoryMb.rss} MB (${summary.memoryMb.peak} MB) | ≤ 200 MB |`,
+      `| ... of which | files ${m.files}, V8 heap ${m.heap.total} (young ${m.heap.young}, old ${m.heap.old}, large objects ${m.heap.largeObjects}, code ${m.heap.code}), external ${m.external}, other native ${m.otherNative} MB | — |`,
+      `| idle after boot / after set-up / ${DURATION_S} s after the run | ${booted.rss} MB / ${setUp.rss} MB / ${rested.rss} MB | — |`,
       '',
     ].join('\n'),
   );

@@ -28,27 +28,31 @@ export const SignalType = StorableString.min(1).max(100);
  */
 export const MAX_PAYLOAD_DEPTH = 64;
 
-/** Nesting depth of a JSON value (0 for a scalar), counted without recursion. */
-function depthOf(value: unknown): number {
-  let deepest = 0;
-  const stack: [unknown, number][] = [[value, 1]];
-  for (let item = stack.pop(); item; item = stack.pop()) {
-    const [current, depth] = item;
-    if (typeof current !== 'object' || current === null) continue;
-    deepest = Math.max(deepest, depth);
-    if (deepest > MAX_PAYLOAD_DEPTH) return deepest;
-    for (const child of Object.values(current)) stack.push([child, depth + 1]);
+/**
+ * Whether every object or array inside `value` sits at most {@link MAX_PAYLOAD_DEPTH} levels deep,
+ * `value` itself being at `level`. Recursion stops one level past the limit, so deep input cannot
+ * exhaust the stack; nothing is allocated, since it runs for every signal of every batch.
+ */
+function nestsWithin(value: object, level: number): boolean {
+  if (level > MAX_PAYLOAD_DEPTH) return false;
+  if (Array.isArray(value)) {
+    for (const child of value as unknown[]) {
+      if (typeof child === 'object' && child !== null && !nestsWithin(child, level + 1)) return false;
+    }
+    return true;
   }
-  return deepest;
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    const child = (value as Record<string, unknown>)[key];
+    if (typeof child === 'object' && child !== null && !nestsWithin(child, level + 1)) return false;
+  }
+  return true;
 }
 
 /** A signal payload: any JSON object nested at most {@link MAX_PAYLOAD_DEPTH} levels. */
 export const SignalPayload = z
   .record(z.string(), z.unknown())
-  .refine(
-    (v) => depthOf(v) <= MAX_PAYLOAD_DEPTH,
-    `must not be nested deeper than ${MAX_PAYLOAD_DEPTH} levels`,
-  )
+  .refine((v) => nestsWithin(v, 1), `must not be nested deeper than ${MAX_PAYLOAD_DEPTH} levels`)
   .describe(`any JSON object, nested at most ${MAX_PAYLOAD_DEPTH} levels`);
 
 /** One signal as POST /api/signals takes it (README, "Endpoints"). */

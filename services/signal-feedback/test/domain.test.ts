@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { hashApiKey, hashesEqual } from '@repo/service-kit';
 import { signalFeedbackKeys } from '../src/domain/api-keys';
 import {
@@ -9,7 +10,9 @@ import {
 } from '../src/domain/evidence';
 import { monthKey, nextMonthStart, PLAN_LIMITS } from '../src/domain/plans';
 import { ALLOWED_TRANSITIONS, canTransition } from '../src/domain/proposal-status';
+import { parseSignalBatch } from '../src/domain/ingest';
 import { classify, routeSignals } from '../src/domain/signals';
+import { SignalInput } from '../src/schemas';
 import type { WindowStats } from '../src/data/analysis';
 
 const stats = (negative: number, positive: number, neutral = 0, failing = 'payment_failed'): WindowStats => ({
@@ -89,6 +92,28 @@ describe('Classification and routing', () => {
       contextId: ctx.id,
       sentiment: 'negative',
     });
+  });
+});
+
+describe('Signal payloads', () => {
+  /** A payload `levels` deep, objects and arrays alternating below the top-level object. */
+  const nested = (levels: number): Record<string, unknown> => {
+    let value: unknown = 'leaf';
+    for (let level = levels; level > 1; level--) value = level % 2 ? [value] : { k: value };
+    return { k: value };
+  };
+  test.each([
+    ['the schema', SignalInput],
+    ['its compiled parser', z.compile(SignalInput)],
+  ])('When %s reads a payload 64 levels deep, then it is accepted; 65 levels, then refused', (_, schema) => {
+    const payload = nested(64);
+    expect(parseSignalBatch({ type: 'deep', payload }, schema, 10)).toEqual([{ type: 'deep', payload }]);
+    expect(() => parseSignalBatch([{ type: 'deep', payload: nested(65) }], schema, 10)).toThrow(
+      expect.objectContaining({
+        code: 'invalid_request',
+        details: [{ path: 'body.0.payload', message: 'must not be nested deeper than 64 levels' }],
+      }),
+    );
   });
 });
 

@@ -33,6 +33,28 @@ export type InsertOutcome = { ok: true; inserted: number; used: number } | { ok:
  */
 const UNSTORABLE = /(?<!\\)(?:\\\\)*\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})/;
 
+/**
+ * The batch insert under the monthly quota (see {@link SignalRepository.insertWithinQuota}), as a named
+ * statement: each pooled connection has PostgreSQL parse and plan it once instead of once per batch.
+ */
+const INSERT_WITHIN_QUOTA = {
+  name: 'signal-feedback/insert-within-quota',
+  text: `WITH quota AS (
+      INSERT INTO usage_counters AS u (user_id, month, signals, proposals)
+      SELECT $1::uuid, $2::date, $3::int, 0 WHERE $3::int <= $4::int
+      ON CONFLICT (user_id, month) DO UPDATE SET signals = u.signals + EXCLUDED.signals
+       WHERE u.signals + EXCLUDED.signals <= $4::int
+      RETURNING u.signals
+    ), inserted AS (
+      INSERT INTO signals (product_id, context_id, type, payload, sentiment)
+      SELECT $5::uuid, x.c, x.t, x.p, x.s::"Sentiment"
+        FROM jsonb_to_recordset($6::jsonb) AS x(c uuid, t text, p jsonb, s text)
+       WHERE EXISTS (SELECT 1 FROM quota)
+      RETURNING 1
+    )
+    SELECT (SELECT signals FROM quota) AS used, (SELECT count(*) FROM inserted)::int AS inserted`,
+};
+
 /** Thrown when a signal holds text PostgreSQL cannot store (NUL, unpaired surrogate); nothing was written. */
 export class UnstorableTextError extends Error {
   constructor() {
@@ -104,28 +126,11 @@ export class SignalRepository {
       args.rows.map((r) => ({ c: r.contextId, t: r.type, p: r.payload, s: r.sentiment })),
     );
     if (UNSTORABLE.test(json)) throw new UnstorableTextError();
-    const result = await this.query<{ used: number | null; inserted: number }[]>(
-      `WITH quota AS (
-         INSERT INTO usage_counters AS u (user_id, month, signals, proposals)
-         SELECT $1::uuid, $2::date, $3::int, 0 WHERE $3::int <= $4::int
-         ON CONFLICT (user_id, month) DO UPDATE SET signals = u.signals + EXCLUDED.signals
-          WHERE u.signals + EXCLUDED.signals <= $4::int
-         RETURNING u.signals
-       ), inserted AS (
-         INSERT INTO signals (product_id, context_id, type, payload, sentiment)
-         SELECT $5::uuid, x.c, x.t, x.p, x.s::"Sentiment"
-           FROM jsonb_to_recordset($6::jsonb) AS x(c uuid, t text, p jsonb, s text)
-          WHERE EXISTS (SELECT 1 FROM quota)
-         RETURNING 1
-       )
-       SELECT (SELECT signals FROM quota) AS used, (SELECT count(*) FROM inserted)::int AS inserted`,
-      args.userId,
-      args.month,
-      n,
-      args.limit,
-      args.productId,
-      json,
-    );
+    const { rows: result } = await this.pool.query<{ used: number | null; inserted: number }>({
+      name: INSERT_WITHIN_QUOTA.name,
+      text: INSERT_WITHIN_QUOTA.text,
+      values: [args.userId, args.month, n, args.limit, args.productId, json],
+    });
     const row = result[0];
     if (row && row.used !== null) return { ok: true, inserted: row.inserted, used: row.used };
     return { ok: false, used: await this.monthlySignals(args.userId, args.month) };

@@ -1,10 +1,10 @@
-import { AppError, fieldErrors, type FieldError } from '@repo/errors';
+import { AppError, fieldErrors, isAppError, type FieldError } from '@repo/errors';
 import type { z } from 'zod';
 import type { KeyOwnerCache } from '../data/key-cache';
 import type { KeyOwner, SignalRepository } from '../data/signals';
 import { isContextForeignKeyViolation, UnstorableTextError } from '../data/signals';
 import { monthKey, nextMonthStart, PLAN_LIMITS } from './plans';
-import { routeSignals } from './signals';
+import { routeSignals, type RoutedSignal } from './signals';
 import type { SignalInput } from '../schemas';
 import { SIGNAL_FEEDBACK_ERRORS } from './errors';
 
@@ -75,15 +75,18 @@ export async function acceptSignals(
 ): Promise<number> {
   if (signals.length === 0) return 0;
   let owner = cached;
-  // A context created since the owner was cached: read it again before refusing.
-  const known = new Set(owner.contexts.map((c) => c.id));
-  if (signals.some((s) => s.context_id !== undefined && !known.has(s.context_id.toLowerCase()))) {
+  let rows: RoutedSignal[];
+  try {
+    rows = routeSignals(signals, owner.contexts);
+  } catch (err) {
+    // A context created since the owner was cached: read it again before refusing.
+    if (!isAppError(err)) throw err;
     owner = (await keys.refresh(owner.apiKeyHash)) ?? owner;
+    rows = routeSignals(signals, owner.contexts);
   }
   const month = monthKey(now);
   let outcome;
   for (let attempt = 0; ; attempt++) {
-    const rows = routeSignals(signals, owner.contexts);
     try {
       outcome = await repo.insertWithinQuota({
         userId: owner.userId,
@@ -106,6 +109,7 @@ export async function acceptSignals(
       if (attempt > 0)
         throw new AppError('invalid_request', 'context_id does not belong to this product', { cause: err });
       owner = (await keys.refresh(owner.apiKeyHash)) ?? owner;
+      rows = routeSignals(signals, owner.contexts);
     }
   }
   const limit = PLAN_LIMITS[owner.plan].signalsPerMonth;

@@ -45,9 +45,10 @@ export function routeSignals(signals: SignalInput[], contexts: ClassifyingContex
       context = byId.get(s.context_id.toLowerCase());
       if (!context) problems.push({ path: `body.${i}.context_id`, message: 'not a context of this product' });
     } else context = only;
+    // One shape for every row, without a spread: this runs for every signal of every batch.
     return {
       type: s.type,
-      ...(s.payload ? { payload: s.payload } : {}),
+      payload: s.payload,
       contextId: context?.id ?? null,
       sentiment: classify(s.type, context),
     };

@@ -43,6 +43,10 @@ export function signalsRoutes(deps: {
   events?: SignalFeedbackEvents;
 }): ContractRouter {
   const { maxBatch } = deps;
+  // zod's ahead-of-time compiled parsers: a valid signal takes the generated fast path, an invalid one
+  // the regular parser, so refusals read exactly as before.
+  const signalInput = z.compile(SignalInput);
+  const ingestSignalInput = z.compile(IngestSignalInput);
 
   const handler =
     (schema: z.ZodType<SignalInput, unknown>): RequestHandler =>
@@ -92,7 +96,7 @@ export function signalsRoutes(deps: {
         responses,
         before: [apiKeyAuth(deps.keys, { required: true })],
       },
-      handler(SignalInput),
+      handler(signalInput),
     )
     .route(
       {
@@ -110,6 +114,6 @@ export function signalsRoutes(deps: {
         responses,
         before: [apiKeyAuth(deps.keys, { required: true, allowQuery: true })],
       },
-      handler(IngestSignalInput),
+      handler(ingestSignalInput),
     );
 }
