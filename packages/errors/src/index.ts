@@ -10,5 +10,6 @@ export {
   notFoundHandler,
   requestIdOf,
   sendAppError,
+  toAppError,
 } from './middleware';
 export type { ErrorLogger } from './middleware';

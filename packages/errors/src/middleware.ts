@@ -144,12 +144,34 @@ export function isDependencyUnavailable(err: unknown): boolean {
 const UNAVAILABLE_RETRY_AFTER_SECONDS = '5';
 
 /**
- * The last middleware of every app: turns any error into the envelope. AppErrors keep their status
- * and message; body-parser errors map to 400/413/415; Express's own client errors (a path parameter
- * that is not valid percent-encoding: 400) keep their 4xx status; a backing service that cannot be reached
- * ({@link isDependencyUnavailable}) is answered `503 service_unavailable` with `Retry-After: 5`
- * (seconds), logged as a warning; anything else is logged and answered `500 internal_error` with a
- * generic message.
+ * Any error as the {@link AppError} its answer is made of: AppErrors as they are; body-parser errors as
+ * 400/413/415; Express's own client errors (a path parameter that is not valid percent-encoding: 400)
+ * with their 4xx status; a backing service that cannot be reached ({@link isDependencyUnavailable})
+ * as `503 service_unavailable` with `Retry-After: 5` (seconds), logged as a warning; anything else as
+ * `500 internal_error`, logged. Shared by {@link errorHandler} and the MCP endpoint's tool errors.
+ * @param err anything caught
+ * @param logger where unexpected errors are logged
+ * @param requestId logged with them
+ */
+export function toAppError(err: unknown, logger: ErrorLogger, requestId: string): AppError {
+  if (isAppError(err)) return err;
+  const clientError = (isBodyParserError(err) ? fromBodyParser(err) : undefined) ?? fromHttpError(err);
+  if (clientError) return clientError;
+  if (!isBodyParserError(err) && isDependencyUnavailable(err)) {
+    logger.warn({ err, requestId }, 'backing service unavailable');
+    return new AppError('service_unavailable', 'A backing service is unavailable; retry later', {
+      cause: err,
+      headers: { 'Retry-After': UNAVAILABLE_RETRY_AFTER_SECONDS },
+    });
+  }
+  const appError = internal(err);
+  logger.error({ err, requestId }, appError.message);
+  return appError;
+}
+
+/**
+ * The last middleware of every app: turns any error into the envelope, as {@link toAppError} maps it.
+ * AppErrors of status 500 and above that our code threw on purpose are logged too.
  * @param logger where unexpected errors are logged
  */
 export function errorHandler(logger: ErrorLogger): ErrorRequestHandler {
@@ -158,27 +180,10 @@ export function errorHandler(logger: ErrorLogger): ErrorRequestHandler {
       next(err);
       return;
     }
-    let appError: AppError;
-    const clientError = isAppError(err)
-      ? undefined
-      : ((isBodyParserError(err) ? fromBodyParser(err) : undefined) ?? fromHttpError(err));
-    if (isAppError(err)) appError = err;
-    else if (clientError) appError = clientError;
-    else if (isBodyParserError(err)) appError = internal(err);
-    else if (isDependencyUnavailable(err)) {
-      logger.warn({ err, requestId: requestIdOf(req) }, 'backing service unavailable');
-      sendAppError(
-        req,
-        res,
-        new AppError('service_unavailable', 'A backing service is unavailable; retry later', {
-          cause: err,
-          headers: { 'Retry-After': UNAVAILABLE_RETRY_AFTER_SECONDS },
-        }),
-      );
-      return;
-    } else appError = internal(err);
-    if (appError.status >= 500)
-      logger.error({ err: appError.cause ?? appError, requestId: requestIdOf(req) }, appError.message);
+    const requestId = requestIdOf(req);
+    const appError = toAppError(err, logger, requestId);
+    if (isAppError(err) && appError.status >= 500)
+      logger.error({ err: appError.cause ?? appError, requestId }, appError.message);
     sendAppError(req, res, appError);
   };
 }

@@ -37,8 +37,12 @@ export interface BaseAppOptions {
   metrics?: ServiceMetrics;
 }
 
-/** Request headers a browser agent may send: JSON, both x402 payment headers, API keys, request ids. */
-const CORS_REQUEST_HEADERS = 'content-type, x-payment, payment-signature, x-api-key, x-request-id';
+/**
+ * Request headers a browser agent may send: JSON, both x402 payment headers, API keys, request ids,
+ * and the MCP protocol version of the Streamable HTTP transport.
+ */
+const CORS_REQUEST_HEADERS =
+  'content-type, x-payment, payment-signature, x-api-key, x-request-id, mcp-protocol-version';
 /** Answer headers a browser agent may read: the x402 v1 and v2 headers, request ids, `retry-after`. */
 const CORS_EXPOSED_HEADERS =
   'x-payment-response, payment-required, payment-response, x402-version, x-request-id, retry-after';

@@ -1,7 +1,7 @@
 export { BaseHttpEnv, ConfigError, boolVar, intVar, parseConfig } from './config';
 export { REDACT_PATHS, createLogger, httpLogger } from './logger';
 export type { Logger } from './logger';
-export { validate, validated } from './validate';
+export { parseInput, validate, validated } from './validate';
 export type { RequestSchemas, Validated, ValidateOptions } from './validate';
 export { createBaseApp } from './app';
 export type { BaseAppOptions } from './app';
@@ -33,3 +33,9 @@ export {
 export type { ContractRouter, RequestContract, RouteContract } from './contract';
 export { listenForNotifications } from './notifications';
 export type { NotificationListener, NotificationListenerOptions } from './notifications';
+export { mcpRoutes } from './mcp';
+export type { McpRoutesOptions, McpTool, McpToolAnswer, McpToolContext } from './mcp';
+export { apiLinks, llmsTxtRoutes, renderLlmsTxt } from './llms-txt';
+export type { LlmsTxt, LlmsTxtLink } from './llms-txt';
+export { dispatchHttp } from './mcp-dispatch';
+export type { HttpAnswer, HttpCall } from './mcp-dispatch';

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import express, { type Application, type RequestHandler } from 'express';
 import { errorHandler, notFoundHandler } from '@repo/errors';
-import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 import { createLoopMetrics, type LoopMetrics } from './loop';
 
 /** A service's Prometheus registry with the HTTP latency histogram every service exposes. */
@@ -15,6 +15,8 @@ export interface ServiceMetrics {
   metricsHandler: RequestHandler;
   /** The series of the background loops (`background_loop_*`); pass to `createLoop`. */
   loops: LoopMetrics;
+  /** `mcp_tool_calls_total{tool,code}`: MCP tool calls by tool and outcome (`ok` or the error code). */
+  mcpToolCalls: Counter<'tool' | 'code'>;
 }
 
 /**
@@ -47,7 +49,20 @@ export function createMetrics(service: string): ServiceMetrics {
     res.setHeader('content-type', registry.contentType);
     res.end(await registry.metrics());
   };
-  return { registry, httpDuration, httpMiddleware, metricsHandler, loops: createLoopMetrics(registry) };
+  const mcpToolCalls = new Counter({
+    name: 'mcp_tool_calls_total',
+    help: 'MCP tool calls, by tool and outcome (ok, tool_error or the error code)',
+    labelNames: ['tool', 'code'] as const,
+    registers: [registry],
+  });
+  return {
+    registry,
+    httpDuration,
+    httpMiddleware,
+    metricsHandler,
+    loops: createLoopMetrics(registry),
+    mcpToolCalls,
+  };
 }
 
 /**

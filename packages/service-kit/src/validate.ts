@@ -50,6 +50,32 @@ function nulPath(value: unknown, prefix: string, allowed: ReadonlySet<string>): 
   return undefined;
 }
 
+/** What {@link check} found: the parsed value, or the field errors. */
+type Checked = { ok: true; data: unknown } | { ok: false; problems: FieldError[] };
+
+/** Parses `input` with `schema`, then looks for NUL in what was parsed; paths start with `location`. */
+function check(
+  schema: z.ZodType,
+  input: unknown,
+  location: string,
+  nulAllowed: ReadonlySet<string>,
+): Checked {
+  const result = schema.safeParse(input);
+  if (!result.success) return { ok: false, problems: fieldErrors(result.error, location) };
+  const nul = nulPath(result.data, location, nulAllowed);
+  if (nul) return { ok: false, problems: [{ path: nul.join('.'), message: NUL_MESSAGE }] };
+  return { ok: true, data: result.data };
+}
+
+const NUL_MESSAGE = 'must not contain the NUL character (U+0000)';
+
+/** One AppError listing every field error in `details`. */
+function invalid(code: NonNullable<ValidateOptions['bodyCode']>, problems: FieldError[]): AppError {
+  return new AppError(code, `Invalid request: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`, {
+    details: problems,
+  });
+}
+
 /**
  * Validate-at-the-edge middleware (docs/architecture.md, "Routes own their contracts": the route
  * validates with its request schemas, the handler reads what was parsed):
@@ -71,30 +97,40 @@ export function validate(schemas: RequestSchemas, options: ValidateOptions = {})
       const schema = schemas[part];
       if (!schema) continue;
       const input: unknown = part === 'body' ? req.body : part === 'query' ? req.query : req.params;
-      const result = schema.safeParse(input);
-      const nul = result.success ? nulPath(result.data, part, nulAllowed) : undefined;
-      if (nul) {
-        problems.push({ path: nul.join('.'), message: 'must not contain the NUL character (U+0000)' });
-        if (part === 'body') bodyFailed = true;
-      } else if (result.success) valid[part] = result.data;
+      const checked = check(schema, input, part, nulAllowed);
+      if (checked.ok) valid[part] = checked.data;
       else {
-        problems.push(...fieldErrors(result.error, part));
+        problems.push(...checked.problems);
         if (part === 'body') bodyFailed = true;
       }
     }
     if (problems.length > 0) {
-      const code = bodyFailed && options.bodyCode ? options.bodyCode : 'invalid_request';
-      next(
-        new AppError(code, `Invalid request: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`, {
-          details: problems,
-        }),
-      );
+      next(invalid(bodyFailed && options.bodyCode ? options.bodyCode : 'invalid_request', problems));
       return;
     }
     res.locals.valid = valid;
     if (schemas.body) req.body = valid.body;
     next();
   };
+}
+
+/**
+ * Parses one value exactly as {@link validate} parses a request part (zod, then no U+0000 in any
+ * parsed string unless `options.nulAllowed` names its path): for inputs that arrive other than as a
+ * query, path or body, such as an MCP tool's arguments.
+ * @param location the first segment of every reported path, e.g. `"arguments"`
+ * @returns the parsed value
+ * @throws AppError `invalid_request` (400), or `options.bodyCode`, listing every field error in `details`
+ */
+export function parseInput<T>(
+  schema: z.ZodType<T>,
+  input: unknown,
+  location: string,
+  options: ValidateOptions = {},
+): T {
+  const checked = check(schema, input, location, new Set(options.nulAllowed ?? []));
+  if (!checked.ok) throw invalid(options.bodyCode ?? 'invalid_request', checked.problems);
+  return checked.data as T;
 }
 
 /**

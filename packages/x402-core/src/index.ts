@@ -31,7 +31,8 @@ export {
   PaymentRequirementsV2,
   PaymentPayloadV2,
 } from './v2';
-export type { PaymentRequiredV2, ResourceInfoV2, SettleResponseV2 } from './v2';
+export { PaymentRequiredV2, ResourceInfoV2 } from './v2';
+export type { SettleResponseV2 } from './v2';
 export {
   PaymentVerificationError,
   isPaymentVerificationError,

@@ -51,20 +51,27 @@ export const PaymentRequirementsV2 = z.object({
 export type PaymentRequirementsV2 = z.infer<typeof PaymentRequirementsV2>;
 
 /** What a v2 payment pays for: the resource URL, its description and MIME type. */
-export interface ResourceInfoV2 {
-  url: string;
-  description?: string;
-  mimeType?: string;
-}
+export const ResourceInfoV2 = z.object({
+  url: z.string(),
+  description: z.string().optional(),
+  mimeType: z.string().optional(),
+});
+/** Inferred type of {@link ResourceInfoV2}. */
+export type ResourceInfoV2 = z.infer<typeof ResourceInfoV2>;
 
-/** The decoded `PAYMENT-REQUIRED` header of a 402. */
-export interface PaymentRequiredV2 {
-  x402Version: 2;
-  error?: string;
-  resource: ResourceInfoV2;
-  accepts: PaymentRequirementsV2[];
-  extensions?: Record<string, unknown>;
-}
+/**
+ * The decoded `PAYMENT-REQUIRED` header of a 402, and the structured content of an MCP tool's
+ * payment-required result (the x402 MCP transport).
+ */
+export const PaymentRequiredV2 = z.object({
+  x402Version: z.literal(2),
+  error: z.string().optional(),
+  resource: ResourceInfoV2,
+  accepts: z.array(PaymentRequirementsV2),
+  extensions: z.record(z.string(), z.unknown()).optional(),
+});
+/** Inferred type of {@link PaymentRequiredV2}. */
+export type PaymentRequiredV2 = z.infer<typeof PaymentRequiredV2>;
 
 /** The decoded `PAYMENT-SIGNATURE` (or `X-PAYMENT`) header of a v2 payment. */
 export const PaymentPayloadV2 = z.object({

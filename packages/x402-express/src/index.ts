@@ -30,3 +30,11 @@ export { emitPaymentEvent } from './events';
 export type { PaymentEvent, PaymentEventListener } from './events';
 export { createHotPath } from './hot-path';
 export type { HotPath, HotPathOptions } from './hot-path';
+export {
+  MCP_PAYMENT_META,
+  MCP_PAYMENT_RESPONSE_META,
+  MCP_PUSH_PAYMENT_REQUIRED_META,
+  mcpPaymentHeaders,
+  mcpResultOfPaidAnswer,
+} from './mcp';
+export type { McpPaidAnswer } from './mcp';

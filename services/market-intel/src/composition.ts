@@ -27,6 +27,7 @@ import { REFUNDED_JOB_FAILURES, refundReason } from './domain/refunds';
 import { loadSourcesFile } from './domain/scout-sources';
 import { heartbeatTopology, startComputeConsumers } from './entry-points/consumers/compute-events';
 import { createApp } from './entry-points/http/app';
+import type { HttpHandler } from './entry-points/mcp/tools';
 import { createPaymentGateway, createRefundSenders, paymentGate } from './entry-points/http/payments';
 import { FEE_PAYER_CHECK_INTERVAL_MS, FeePayerMonitor } from './entry-points/workers/fee-payer-monitor';
 import { JobWatchdog } from './entry-points/workers/job-watchdog';
@@ -275,7 +276,11 @@ export async function compose(
   if (refunds) metrics.observeRefunds(() => refundLedger.countPending());
 
   const readiness = createReadiness({ database: database.ping, broker: () => broker.isConnected() });
+  // MCP tool calls run through the same handler as HTTP requests, hot path included; it exists once
+  // the app does.
+  const served: { handler?: HttpHandler } = {};
   const app = createApp({
+    httpHandler: () => served.handler ?? app,
     logger,
     reports,
     pay: paymentGate(gateway, config.PAYMENT_MAX_TIMEOUT_SECONDS),
@@ -325,8 +330,10 @@ export async function compose(
       ),
   });
 
+  const http = hotPath.wrap(app);
+  served.handler = http;
   return {
-    http: hotPath.wrap(app),
+    http,
     app,
     hotPath,
     readiness,

@@ -130,3 +130,42 @@ export const KeywordsQuery = z.object({
 
 /** Query of endpoints that take only `network`. */
 export const NetworkOnlyQuery = z.object({ network: NetworkParam });
+
+/**
+ * An optional integer argument of an MCP tool within `[min, max]` (the JSON-number form of
+ * {@link intParam}); left out, the route applies `defaultValue`.
+ */
+function intArg(min: number, max: number, defaultValue: number) {
+  return z.number().int().min(min).max(max).optional().meta({ default: defaultValue });
+}
+
+/** Arguments of the MCP tools `scout_gaps` and `scout_pain_clusters` (the query of {@link SectorLimitQuery}). */
+export const SectorLimitArgs = z.object({
+  sector: SectorParam,
+  limit: intArg(1, 100, 20),
+  network: NetworkParam,
+});
+
+/** Arguments of the MCP tool `scout_trends` (the query of {@link TrendsQuery}). */
+export const TrendsArgs = z.object({
+  sector: SectorParam,
+  days: intArg(1, 30, 7),
+  limit: intArg(1, 100, 20),
+  network: NetworkParam,
+});
+
+/** Arguments of the MCP tool `scout_keywords` (the query of {@link KeywordsQuery}). */
+export const KeywordsArgs = z.object({
+  sector: SectorParam,
+  limit: intArg(1, 200, 50),
+  network: NetworkParam,
+});
+
+/** Arguments of the MCP tool `get_job`: {@link JobParams} and `network`. */
+export const JobArgs = JobParams.extend({ network: NetworkParam });
+
+/** Arguments of the MCP tool `forge_ideate`: the body of POST /api/v1/forge/ideate and `network`. */
+export const ForgeArgs = ForgeRequest.extend({ network: NetworkParam });
+
+/** Arguments of the MCP tool `prove_debate`: the body of POST /api/v1/prove/debate and `network`. */
+export const ProveArgs = ProveRequest.extend({ network: NetworkParam });

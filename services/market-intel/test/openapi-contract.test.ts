@@ -1,17 +1,10 @@
-import { mountedRoutes, routeCoverage } from '@repo/service-kit/testing';
+import { INFRASTRUCTURE_ROUTES, mountedRoutes, routeCoverage } from '@repo/service-kit/testing';
 import { COMPUTE_PRICES, DATA_PRICES } from '../src/domain/prices';
 import { startHarness, type Harness } from './support/harness';
 
 // Routes own their contracts: the document served at /openapi.json is generated from the routes'
 // declarations, so it must name exactly the routes the app mounts. Checked on the app as production
 // composes it (the harness runs the same compose() as main.ts), against the document it serves.
-
-/**
- * Mounted on purpose without an operation in the document: the Kubernetes probes of createBaseApp
- * (`/livez`, `/readyz`) are infrastructure for the orchestrator, not part of the paid API, and
- * `/openapi.json` and `/docs` serve the document itself.
- */
-const INFRASTRUCTURE = ['get /livez', 'get /readyz', 'get /openapi.json', 'get /docs'];
 
 type Document = { paths: Record<string, Record<string, Record<string, unknown>>> };
 
@@ -29,10 +22,13 @@ afterAll(async () => {
 
 describe('the OpenAPI document and the mounted routes', () => {
   it('When the routes of the running app are compared with its /openapi.json, then no mounted route is undocumented and no documented route is unmounted', () => {
-    expect(routeCoverage(h.service.app, doc, INFRASTRUCTURE)).toEqual({ undocumented: [], unmounted: [] });
+    expect(routeCoverage(h.service.app, doc, INFRASTRUCTURE_ROUTES)).toEqual({
+      undocumented: [],
+      unmounted: [],
+    });
     // The ignore list names routes that exist: a stale entry would hide nothing but mislead.
     const mounted = mountedRoutes(h.service.app).map((r) => `${r.method} ${r.path}`);
-    expect(mounted).toEqual(expect.arrayContaining(INFRASTRUCTURE));
+    expect(mounted).toEqual(expect.arrayContaining(INFRASTRUCTURE_ROUTES));
   });
 
   it('When a paid route is documented, then its method, path and price are the endpoint and amount its payments are bound to', () => {

@@ -127,6 +127,44 @@ export const ProposalsQuery = z.object({
   product_id: z.uuid().optional().describe("session only: one of the user's products"),
 });
 
+/**
+ * Arguments of the MCP tool `send_signals` (README, "MCP"): 1 to `maxBatch` signals, each the
+ * {@link SignalInput} of POST /api/signals.
+ * @param maxBatch MAX_BATCH_SIZE, written into the schema as `maxItems`
+ */
+export function sendSignalsArgs(maxBatch: number) {
+  return z.object({
+    signals: z
+      .array(SignalInput)
+      .min(1)
+      .max(maxBatch)
+      .describe(`1 to ${maxBatch} signals, stored all or nothing`),
+  });
+}
+/** Parsed arguments of `send_signals`. */
+export type SendSignalsArgs = z.infer<ReturnType<typeof sendSignalsArgs>>;
+
+/**
+ * Arguments of the MCP tool `list_proposals` (README, "MCP"): {@link ProposalsQuery} with a JSON
+ * number for `limit` and without `product_id` (the key names the product).
+ */
+export const ListProposalsArgs = ProposalsQuery.omit({ product_id: true }).extend({
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(200)
+    .default(50)
+    .meta({ description: 'most proposals returned (highest priority first)' }),
+});
+/** Parsed arguments of `list_proposals`. */
+export type ListProposalsArgs = z.infer<typeof ListProposalsArgs>;
+
+/** Structured content of `list_proposals`: MCP carries an object, so the array is wrapped. */
+export const ProposalList = z.object({
+  proposals: z.array(Proposal).describe('highest priority_score first, then newest'),
+});
+
 /** PATCH /api/proposals/{id} body. */
 export const ProposalStatusChange = z.object({ status: ProposalStatus });
 

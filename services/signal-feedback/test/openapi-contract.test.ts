@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { routeCoverage } from '@repo/service-kit/testing';
+import { INFRASTRUCTURE_ROUTES, routeCoverage } from '@repo/service-kit/testing';
 import { createProduct, signUp, startHarness, type Harness } from './support/harness';
 
 // Routes own their contracts (README, "Endpoints"): the document served at /openapi.json is generated
@@ -11,16 +11,10 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
-/**
- * Infrastructure routes, deliberately outside the API document: the probes and the document itself.
- * The dashboard's static files are middleware (express.static), not routes, so they need no entry.
- */
-const INFRASTRUCTURE = ['get /livez', 'get /readyz', 'get /openapi.json', 'get /docs'];
-
 describe('The OpenAPI document and the mounted routes', () => {
   it('When the served document is compared with the routes the app mounts, then neither has one the other lacks', async () => {
     const doc = (await request(h.baseUrl).get('/openapi.json')).body;
-    expect(routeCoverage(h.service.http, doc, INFRASTRUCTURE)).toEqual({
+    expect(routeCoverage(h.service.http, doc, INFRASTRUCTURE_ROUTES)).toEqual({
       undocumented: [],
       unmounted: [],
     });

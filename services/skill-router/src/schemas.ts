@@ -168,6 +168,12 @@ export const ListSkillsQuery = z.object({
 /** Inferred type of {@link ListSkillsQuery}. */
 export type ListSkillsQuery = z.infer<typeof ListSkillsQuery>;
 
+/** Arguments of the MCP tool `list_skills`: {@link ListSkillsQuery} with JSON numbers for the page. */
+export const ListSkillsArgs = ListSkillsQuery.extend({
+  limit: z.number().int().min(1).max(100).default(20).meta({ description: 'page size' }),
+  offset: z.number().int().min(0).max(1_000_000).default(0).meta({ description: 'skills to skip' }),
+});
+
 /** A skill in the directory listing. */
 export const SkillSummary = z.object({
   skill_id: z.string(),

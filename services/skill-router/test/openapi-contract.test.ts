@@ -1,5 +1,5 @@
 import type { Application } from 'express';
-import { routeCoverage } from '@repo/service-kit/testing';
+import { INFRASTRUCTURE_ROUTES, routeCoverage } from '@repo/service-kit/testing';
 import { startHarness, type Harness } from './support/harness';
 
 // Routes own their contracts (docs/architecture.md, "Routes own their contracts"): the document
@@ -11,13 +11,10 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
-/** Infrastructure routes, deliberately outside the API document: the probes and the document itself. */
-const INFRASTRUCTURE = ['get /livez', 'get /readyz', 'get /openapi.json', 'get /docs'];
-
 describe('The OpenAPI document and the mounted routes', () => {
   it('When the served document is compared with the routes the app mounts, then neither has one the other lacks', async () => {
     const doc = (await h.call('GET', '/openapi.json')).body;
-    expect(routeCoverage(h.service.http as Application, doc, INFRASTRUCTURE)).toEqual({
+    expect(routeCoverage(h.service.http as Application, doc, INFRASTRUCTURE_ROUTES)).toEqual({
       undocumented: [],
       unmounted: [],
     });

@@ -36,5 +36,6 @@ export type {
   OpenApiDocument,
 } from './openapi-fuzz';
 export { dropRunScoped, runScoped, TEST_DATABASE_BASE_URL, testDatabaseUrl, testRunId } from './run-scope';
-export { mountedRoutes, routeCoverage } from './routes';
+export { INFRASTRUCTURE_ROUTES, mountedRoutes, routeCoverage } from './routes';
 export type { MountedRoute } from './routes';
+export { connectMcp, toolErrorOf } from './mcp';

@@ -73,3 +73,19 @@ export function routeCoverage(
     unmounted: [...documented].filter((r) => !mounted.has(r)).sort(),
   };
 }
+
+/**
+ * Routes every service mounts deliberately outside its API document: the Kubernetes probes, the
+ * document and its reference page, and the agent entry points (the MCP endpoint speaks JSON-RPC and
+ * lists its tools itself; `/llms.txt`). For `routeCoverage`'s `ignore`.
+ */
+export const INFRASTRUCTURE_ROUTES: readonly string[] = [
+  'get /livez',
+  'get /readyz',
+  'get /openapi.json',
+  'get /docs',
+  'post /mcp',
+  'get /mcp',
+  'delete /mcp',
+  'get /llms.txt',
+];

@@ -10,10 +10,10 @@ import type { Harness } from './harness';
 type Caip2 = `${string}:${string}`;
 
 /**
- * `fetch` that pays 402s with the official x402 v2 client (`@x402/fetch` + `@x402/svm`) for `payer`,
- * on both networks of the harness's ledger, up to 30 USDC a payment.
+ * The official x402 v2 client (`x402Client` + `@x402/svm`'s exact scheme) for `payer`, on both networks
+ * of the harness's ledger, up to 30 USDC a payment.
  */
-export async function officialFetch(h: Harness, payer: Keypair): Promise<typeof fetch> {
+export async function officialClient(h: Harness, payer: Keypair): Promise<x402Client> {
   const signer = await createKeyPairSignerFromBytes(payer.secretKey);
   const client = new x402Client();
   for (const network of ['solana', 'solana-devnet'] as const) {
@@ -29,7 +29,12 @@ export async function officialFetch(h: Harness, payer: Keypair): Promise<typeof 
       maxAmountPerPayment: '30000000',
     })),
   });
-  return wrapFetchWithPayment(fetch, client);
+  return client;
+}
+
+/** `fetch` that pays 402s with {@link officialClient} (`@x402/fetch`), as its documentation shows. */
+export async function officialFetch(h: Harness, payer: Keypair): Promise<typeof fetch> {
+  return wrapFetchWithPayment(fetch, await officialClient(h, payer));
 }
 
 /** What {@link balances} reads: USDC in atomic units, SOL in lamports. */

@@ -63,6 +63,7 @@ export function parseSignalBatch(
  * @returns the number of signals accepted
  * @param cached the key's owner as authenticated (possibly from {@link KeyOwnerCache}); re-read when a
  *   signal names a context it does not list or the insert meets a deleted context
+ * @param location the path of the batch in field errors: `body` (HTTP) or `arguments.signals` (MCP)
  * @throws AppError `invalid_request` (400) for a context_id of another product (or one deleted meanwhile);
  *   `quota_exceeded` (429, Retry-After until the month resets) when the batch would cross the limit
  */
@@ -72,17 +73,18 @@ export async function acceptSignals(
   cached: KeyOwner,
   signals: SignalInput[],
   now: Date,
+  location = 'body',
 ): Promise<number> {
   if (signals.length === 0) return 0;
   let owner = cached;
   let rows: RoutedSignal[];
   try {
-    rows = routeSignals(signals, owner.contexts);
+    rows = routeSignals(signals, owner.contexts, location);
   } catch (err) {
     // A context created since the owner was cached: read it again before refusing.
     if (!isAppError(err)) throw err;
     owner = (await keys.refresh(owner.apiKeyHash)) ?? owner;
-    rows = routeSignals(signals, owner.contexts);
+    rows = routeSignals(signals, owner.contexts, location);
   }
   const month = monthKey(now);
   let outcome;
@@ -109,7 +111,7 @@ export async function acceptSignals(
       if (attempt > 0)
         throw new AppError('invalid_request', 'context_id does not belong to this product', { cause: err });
       owner = (await keys.refresh(owner.apiKeyHash)) ?? owner;
-      rows = routeSignals(signals, owner.contexts);
+      rows = routeSignals(signals, owner.contexts, location);
     }
   }
   const limit = PLAN_LIMITS[owner.plan].signalsPerMonth;

@@ -33,9 +33,15 @@ export function classify(type: string, context: ClassifyingContext | undefined):
  * Routes and classes a batch for a product (README, "Routing, classification and analysis"): a `context_id`
  * must be one of the product's contexts; a signal without one goes to the product's only context when
  * it has exactly one, and stays unrouted otherwise.
+ * @param location the path of the batch in field errors: `body` (HTTP) or `arguments.signals` (MCP)
  * @throws AppError `invalid_request` (400) listing every signal whose context_id is not the product's
+ *   (`details: [{ path: "<location>.<index>.context_id", message }]`)
  */
-export function routeSignals(signals: SignalInput[], contexts: ClassifyingContext[]): RoutedSignal[] {
+export function routeSignals(
+  signals: SignalInput[],
+  contexts: ClassifyingContext[],
+  location = 'body',
+): RoutedSignal[] {
   const byId = new Map(contexts.map((c) => [c.id, c]));
   const only = contexts.length === 1 ? contexts[0] : undefined;
   const problems: { path: string; message: string }[] = [];
@@ -43,7 +49,8 @@ export function routeSignals(signals: SignalInput[], contexts: ClassifyingContex
     let context: ClassifyingContext | undefined;
     if (s.context_id !== undefined) {
       context = byId.get(s.context_id.toLowerCase());
-      if (!context) problems.push({ path: `body.${i}.context_id`, message: 'not a context of this product' });
+      if (!context)
+        problems.push({ path: `${location}.${i}.context_id`, message: 'not a context of this product' });
     } else context = only;
     // One shape for every row, without a spread: this runs for every signal of every batch.
     return {

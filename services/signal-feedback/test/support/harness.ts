@@ -10,6 +10,8 @@ import type { Db } from '../../src/data/prisma';
 /** A running signal-feedback on a fresh database. */
 export interface Harness {
   baseUrl: string;
+  /** Origin of the metrics listener (`METRICS_PORT`), for `scrape(metricsUrl)`. */
+  metricsUrl: string;
   databaseUrl: string;
   db: Db;
   /** The composed service (repositories, analysis, loops) behind `baseUrl`. */
@@ -67,8 +69,10 @@ export async function startHarness(
   if (!composed) throw new Error('startService did not compose the service');
   const service = composed;
   const baseUrl = `http://127.0.0.1:${running.port}`;
+  if (running.metricsPort === undefined) throw new Error('startService opened no metrics port');
   return {
     baseUrl,
+    metricsUrl: `http://127.0.0.1:${running.metricsPort}`,
     databaseUrl,
     db: service.db,
     service,

@@ -1,13 +1,22 @@
 import type { Application } from 'express';
 import { errorHandler, notFoundHandler } from '@repo/errors';
-import { createBaseApp, openApiRoutes, type Logger, type ServiceMetrics } from '@repo/service-kit';
+import {
+  createBaseApp,
+  llmsTxtRoutes,
+  mcpRoutes,
+  openApiRoutes,
+  type Logger,
+  type ServiceMetrics,
+} from '@repo/service-kit';
 import type { ReportRepository } from '../../data/reports';
 import type { HealthProbe } from '../../domain/health';
 import { ScoutService } from '../../domain/scout';
 import { dataApiRouter, type PaymentGate } from './data-api';
 import { computeRouter, type ComputeDeps } from './compute';
+import { MARKET_INTEL_MCP_INSTRUCTIONS, marketIntelTools, type HttpHandler } from '../mcp/tools';
 import { freeRouter } from './free';
-import { marketIntelOpenApi } from './openapi';
+import { MARKET_INTEL_LLMS_TXT } from './llms-txt';
+import { marketIntelOpenApi, SERVICE_VERSION } from './openapi';
 
 /** Everything the app needs, built by `main.ts` (or a test). */
 export interface AppDeps {
@@ -27,11 +36,17 @@ export interface AppDeps {
   compute?: ComputeDeps;
   /** Prometheus registry served at `/metrics`; omitted in most tests. */
   metrics?: ServiceMetrics;
+  /**
+   * The request listener the HTTP server runs (the app behind the hot path), through which MCP tool
+   * calls are dispatched; default the app itself.
+   */
+  httpHandler?: () => HttpHandler;
 }
 
 /**
  * The market-intel express app (no listen, no env; services/market-intel/README.md, "Endpoints"):
- * `/api/v1` Data API, Compute API and jobs, sectors and health, `/openapi.json` and `/docs` (the
+ * `/api/v1` Data API, Compute API and jobs, sectors and health, the MCP endpoint `/mcp` (the same
+ * operations as tools), `/llms.txt`, `/openapi.json` and `/docs` (the
  * document built once, here, from the routes' own contracts), the Kubernetes probes, and the error
  * envelope for everything else.
  */
@@ -51,6 +66,18 @@ export function createApp(deps: AppDeps): Application {
     dataApiRouter({ scout, pay: deps.pay }),
     computeRouter(deps.compute),
   ];
+  const httpHandler = deps.httpHandler ?? (() => app);
+  app.use(
+    mcpRoutes({
+      name: 'market-intel',
+      version: SERVICE_VERSION,
+      instructions: MARKET_INTEL_MCP_INSTRUCTIONS,
+      tools: marketIntelTools(httpHandler),
+      logger: deps.logger,
+      metrics: deps.metrics,
+    }),
+  );
+  app.use(llmsTxtRoutes(MARKET_INTEL_LLMS_TXT));
   app.use(openApiRoutes(marketIntelOpenApi(routers.flatMap((r) => r.operations))));
   for (const { router } of routers) app.use(router);
   app.use(notFoundHandler);

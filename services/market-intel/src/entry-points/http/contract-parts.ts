@@ -51,7 +51,7 @@ export const BAD_NETWORK: OpenApiResponse = errorResponse(
 );
 
 /** The price of a paid route in USDC with two decimals, e.g. `0.10` for 100000 atomic units. */
-function usdc(route: PaidRoute): string {
+export function usdc(route: PaidRoute): string {
   return (Number(route.amountAtomic) / 1e6).toFixed(2);
 }
 

@@ -15,6 +15,9 @@ import {
 } from '@repo/schemas';
 import { ComputeUnavailable, JobAccepted } from '../../schemas';
 
+/** The version of market-intel's contract, in the OpenAPI document and MCP's `initialize`. */
+export const SERVICE_VERSION = '1.0.0';
+
 /**
  * The OpenAPI 3.1 document of market-intel, version 1.0.0 (services/market-intel/README.md,
  * "Endpoints": "`/openapi.json` (OpenAPI 3.1 from the zod schemas)"). This file holds only the
@@ -29,7 +32,7 @@ export function marketIntelOpenApi(operations: readonly OpenApiOperation[]): Jso
   return buildOpenApiDocument({
     info: {
       title: 'Paid Market-Intelligence Agent API',
-      version: '1.0.0',
+      version: SERVICE_VERSION,
       description:
         'Pay-per-call market intelligence for software agents, paid in USDC on Solana with x402: ' +
         'request, receive 402 with PaymentRequirements, pay with an SPL transferChecked, retry with X-PAYMENT; ' +

@@ -2,7 +2,14 @@ import path from 'node:path';
 import cookieParser from 'cookie-parser';
 import express, { type Application } from 'express';
 import { errorHandler, notFoundHandler } from '@repo/errors';
-import { createBaseApp, openApiRoutes, type Logger, type ServiceMetrics } from '@repo/service-kit';
+import {
+  createBaseApp,
+  llmsTxtRoutes,
+  mcpRoutes,
+  openApiRoutes,
+  type Logger,
+  type ServiceMetrics,
+} from '@repo/service-kit';
 import type { AccountRepository } from '../../data/accounts';
 import type { ProductRepository } from '../../data/products';
 import type { ProposalRepository } from '../../data/proposals';
@@ -12,9 +19,11 @@ import type { SignalRepository } from '../../data/signals';
 import type { AnalysisService } from '../../domain/analysis';
 import type { PasswordHasher } from '../../domain/passwords';
 import type { SignalFeedbackEvents } from '../../metrics';
+import { SIGNAL_FEEDBACK_MCP_INSTRUCTIONS, signalFeedbackTools } from '../mcp/tools';
 import { authRoutes } from './auth';
 import { loadSession, requireCsrf, stripQueryKey } from './auth-middleware';
-import { signalFeedbackOpenApi } from './openapi';
+import { signalFeedbackLlmsTxt } from './llms-txt';
+import { SERVICE_VERSION, signalFeedbackOpenApi } from './openapi';
 import { productsRoutes } from './products';
 import { proposalsRoutes } from './proposals';
 import { signalsRoutes } from './signals';
@@ -55,9 +64,9 @@ export const PUBLIC_DIR = path.join(__dirname, '../../..', 'public');
 
 /**
  * The signal-feedback express app (no listen, no env): the endpoints under `/api` (README,
- * "Endpoints"), the account endpoints, the dashboard at `/`, `/openapi.json` and `/docs` (the document
- * generated from the routes' declarations), the probes and `/metrics`, and the error envelope for
- * everything else.
+ * "Endpoints"), the account endpoints, the MCP endpoint `/mcp` and `/llms.txt` (README, "MCP"), the
+ * dashboard at `/`, `/openapi.json` and `/docs` (the document generated from the routes' declarations),
+ * the probes and `/metrics`, and the error envelope for everything else.
  */
 export function createApp(deps: AppDeps): Application {
   const app = createBaseApp({
@@ -107,6 +116,27 @@ export function createApp(deps: AppDeps): Application {
   // Ingestion first: its two POST routes share no path with the document or the static files, so the
   // order changes no answer, only how much each batch walks through.
   app.use(signals.router);
+  // MCP authenticates by the x-api-key header alone, never by the cookie: it stays outside the
+  // session and CSRF middleware below, as the key-authenticated ingestion does.
+  app.use(
+    mcpRoutes({
+      name: 'signal-feedback',
+      version: SERVICE_VERSION,
+      instructions: SIGNAL_FEEDBACK_MCP_INSTRUCTIONS,
+      tools: signalFeedbackTools({
+        signals: deps.signals,
+        keys: deps.keys,
+        proposals: deps.proposals,
+        maxBatch: deps.maxBatch,
+        now,
+        events: deps.events,
+      }),
+      logger: deps.logger,
+      metrics: deps.metrics,
+    }),
+  );
+  // Before the static files, so no file in public/ could shadow it.
+  app.use(llmsTxtRoutes(signalFeedbackLlmsTxt({ maxBatch: deps.maxBatch })));
   app.use(openApiRoutes(doc));
   app.use(express.static(PUBLIC_DIR, { index: 'index.html', maxAge: '5m' }));
 

@@ -1,14 +1,13 @@
 import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError } from '@repo/errors';
-import { hashApiKey, hashesEqual } from '@repo/service-kit';
 import type { SessionRecord } from '../../data/accounts';
 import type { KeyOwnerCache } from '../../data/key-cache';
 import type { KeyOwner } from '../../data/signals';
-import { signalFeedbackKeys } from '../../domain/api-keys';
 import { hashSessionToken, safeEqual } from '../../domain/sessions';
 import type { AccountRepository } from '../../data/accounts';
 import { SIGNAL_FEEDBACK_ERRORS } from '../../domain/errors';
+import { authenticateProductKey } from '../product-key';
 
 /** Name of the session cookie; `__Host-` prefixed when cookies are Secure (no Domain, Path=/). */
 export function sessionCookieName(secure: boolean): string {
@@ -142,7 +141,7 @@ export function requireCsrf(allowedOrigins: ReadonlySet<string>): RequestHandler
 
 /**
  * Authenticates a product API key from `x-api-key` (and, with `allowQuery`, the `key` query parameter,
- * which wins when both are given) into `res.locals.keyOwner`.
+ * which wins when both are given) into `res.locals.keyOwner`, with {@link authenticateProductKey}.
  * @param required answer 401 when no valid key was presented (else continue without one, unless a key
  *   was presented and is invalid: always 401)
  * @throws AppError `unauthorized` (401)
@@ -153,26 +152,12 @@ export function apiKeyAuth(
 ): RequestHandler {
   return async (req, res, next) => {
     const fromQuery = options.allowQuery ? queryKeys.get(req) : undefined;
-    const header = req.get('x-api-key');
-    const key = fromQuery ?? header;
-    if (key === undefined || key === '') {
-      if (options.required)
-        next(new AppError('unauthorized', 'API key missing: send it in the x-api-key header'));
-      else next();
+    const key = fromQuery ?? req.get('x-api-key');
+    if (!options.required && (key === undefined || key === '')) {
+      next();
       return;
     }
-    if (!signalFeedbackKeys.looksLike(key)) {
-      next(new AppError('unauthorized', 'API key invalid'));
-      return;
-    }
-    const hash = hashApiKey(key);
-    const owner = await keys.get(hash);
-    // The lookup is by hash; the constant-time comparison guards against any non-exact index match.
-    if (!owner || !hashesEqual(owner.apiKeyHash, hash)) {
-      next(new AppError('unauthorized', 'API key invalid'));
-      return;
-    }
-    (res.locals as AuthLocals).keyOwner = owner;
+    (res.locals as AuthLocals).keyOwner = await authenticateProductKey(keys, key);
     next();
   };
 }

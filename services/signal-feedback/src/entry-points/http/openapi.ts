@@ -8,6 +8,9 @@ import {
 import { AnalysisRunResult, Context, CreatedProduct, Me, Proposal, ReceivedResponse } from '../../schemas';
 import { CSRF_HEADER } from './auth-middleware';
 
+/** The service's version: of the OpenAPI document and of the MCP server (`initialize`). */
+export const SERVICE_VERSION = '1.0.0';
+
 /** Security requirement of the operations authenticated by a product key in `x-api-key` (README, "API keys"). */
 export const KEY_SECURITY: Record<string, string[]>[] = [{ apiKey: [] }];
 
@@ -39,7 +42,7 @@ export function signalFeedbackOpenApi(operations: readonly OpenApiOperation[]): 
   return buildOpenApiDocument({
     info: {
       title: 'Product-Signal Feedback Service',
-      version: '1.0.0',
+      version: SERVICE_VERSION,
       description:
         'Products send user signals with an spk_ key; the service classifies them per context, counts them against the plan quota ' +
         'and turns them into improvement proposals. Errors use the envelope { error, code, details?, requestId }.',

@@ -1,12 +1,13 @@
 import type { Request, RequestHandler } from 'express';
 import { z } from 'zod';
-import { AppError, isAppError } from '@repo/errors';
+import { AppError } from '@repo/errors';
 import { contractRouter, errorResponse, RETRY_AFTER_HEADER, type ContractRouter } from '@repo/service-kit';
 import type { KeyOwnerCache } from '../../data/key-cache';
 import type { SignalRepository } from '../../data/signals';
 import { acceptSignals, parseSignalBatch } from '../../domain/ingest';
 import type { SignalFeedbackEvents } from '../../metrics';
 import { IngestSignalInput, ReceivedResponse, SignalInput } from '../../schemas';
+import { countIngestion } from '../product-key';
 import { apiKeyAuth, keyOwnerOf } from './auth-middleware';
 import { KEY_SECURITY } from './openapi';
 
@@ -19,14 +20,6 @@ function requireJsonBody(req: Request): void {
     throw new AppError('unsupported_media_type', 'Send signals as JSON with Content-Type: application/json');
   }
 }
-
-const REFUSAL_REASONS: Partial<Record<string, string>> = {
-  quota_exceeded: 'quota',
-  payload_too_large: 'too_large',
-  invalid_request: 'invalid',
-  invalid_json: 'invalid',
-  unsupported_media_type: 'invalid',
-};
 
 /**
  * POST /api/signals and POST /api/ingest (README, "Endpoints" and "Batch size"): one signal or an
@@ -52,17 +45,12 @@ export function signalsRoutes(deps: {
     (schema: z.ZodType<SignalInput, unknown>): RequestHandler =>
     async (req, res) => {
       const count = Array.isArray(req.body) ? req.body.length : 1;
-      try {
+      const received = await countIngestion(deps.events, count, () => {
         requireJsonBody(req);
         const batch = parseSignalBatch(req.body, schema, deps.maxBatch);
-        const received = await acceptSignals(deps.signals, deps.keys, keyOwnerOf(res)!, batch, deps.now());
-        deps.events?.signalsAccepted(received);
-        res.json({ received });
-      } catch (err) {
-        const reason = isAppError(err) ? REFUSAL_REASONS[err.code] : undefined;
-        if (reason) deps.events?.signalsRefused(reason, count);
-        throw err;
-      }
+        return acceptSignals(deps.signals, deps.keys, keyOwnerOf(res)!, batch, deps.now());
+      });
+      res.json({ received });
     };
 
   const responses = {

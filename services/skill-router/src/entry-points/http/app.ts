@@ -1,15 +1,25 @@
 import type { Application } from 'express';
 import { errorHandler, notFoundHandler } from '@repo/errors';
-import { createBaseApp, openApiRoutes, type Logger, type ServiceMetrics } from '@repo/service-kit';
+import {
+  createBaseApp,
+  llmsTxtRoutes,
+  mcpRoutes,
+  openApiRoutes,
+  type Logger,
+  type ServiceMetrics,
+} from '@repo/service-kit';
 import type { ApiKeyRepository } from '../../data/api-keys';
 import type { RateLimit } from '@repo/service-kit';
 import type { SkillDirectory } from '../../data/skill-directory';
 import type { SkillStats } from '../../data/skill-stats';
 import type { RoutingSources } from '../../domain/routing';
 import type { RouteOutcome } from '../../metrics';
+import { discoverOperations } from '../discover-operations';
+import { SKILL_ROUTER_MCP_INSTRUCTIONS, skillRouterTools } from '../mcp/tools';
 import { discoverRoutes } from './discover';
 import { skillRouterOpenApi } from './openapi';
-import { publicRoutes } from './public';
+import { SKILL_ROUTER_LLMS_TXT } from './llms-txt';
+import { publicRoutes, SERVICE_VERSION } from './public';
 
 /** Everything the app needs, built by `composition.ts` (main or a test). */
 export interface AppDeps {
@@ -51,7 +61,7 @@ export interface AppDeps {
 
 /**
  * The skill-router express app (no listen, no env): `/api/health`, `/api/auth/key`, `/api/discover/*`,
- * `/openapi.json` and `/docs`, the Kubernetes probes and `/metrics`, and the error envelope for the rest.
+ * the MCP endpoint `/mcp`, `/llms.txt`, `/openapi.json` and `/docs`, the Kubernetes probes and `/metrics`, and the error envelope for the rest.
  */
 export function createApp(deps: AppDeps): Application {
   const now = deps.now ?? (() => new Date());
@@ -63,26 +73,37 @@ export function createApp(deps: AppDeps): Application {
     isReady: deps.isReady,
     metrics: deps.metrics,
   });
+  const operations = discoverOperations({
+    keys: deps.keys,
+    directory: deps.directory,
+    routing: deps.routing,
+    stats: deps.stats,
+    reportLimit: deps.reportLimit,
+    registrationLimit: deps.registrationLimit,
+    routeLimit: deps.routeLimit,
+    endpointRefusal: deps.endpointRefusal,
+    routeCandidateLimit: deps.routeCandidateLimit,
+    routeDefaultMatches: deps.routeDefaultMatches,
+    now,
+    onRegistered: deps.metrics?.onRegistered,
+    onRouted: deps.metrics?.onRouted,
+    onRanked: deps.metrics?.onRanked,
+  });
   const routes = [
     publicRoutes({ keys: deps.keys, keyCreationLimit: deps.keyCreationLimit, dbReady: deps.dbReady, now }),
-    discoverRoutes({
-      keys: deps.keys,
-      directory: deps.directory,
-      routing: deps.routing,
-      stats: deps.stats,
-      reportLimit: deps.reportLimit,
-      registrationLimit: deps.registrationLimit,
-      routeLimit: deps.routeLimit,
-      endpointRefusal: deps.endpointRefusal,
-      routeCandidateLimit: deps.routeCandidateLimit,
-      routeDefaultMatches: deps.routeDefaultMatches,
-      now,
-      onRegistered: deps.metrics?.onRegistered,
-      onRouted: deps.metrics?.onRouted,
-      onRouteServed: deps.metrics?.onRouteServed,
-      onRanked: deps.metrics?.onRanked,
-    }),
+    discoverRoutes(operations, deps.metrics?.onRouteServed),
   ];
+  app.use(
+    mcpRoutes({
+      name: 'skill-router',
+      version: SERVICE_VERSION,
+      instructions: SKILL_ROUTER_MCP_INSTRUCTIONS,
+      tools: skillRouterTools(operations, deps.metrics?.onRouteServed),
+      logger: deps.logger,
+      metrics: deps.metrics,
+    }),
+  );
+  app.use(llmsTxtRoutes(SKILL_ROUTER_LLMS_TXT));
   app.use(openApiRoutes(skillRouterOpenApi(routes.flatMap((r) => r.operations))));
   for (const r of routes) app.use(r.router);
   app.use(notFoundHandler);

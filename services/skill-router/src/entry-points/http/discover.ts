@@ -1,5 +1,4 @@
 import type { RequestHandler } from 'express';
-import { AppError, notFound } from '@repo/errors';
 import {
   BODY_PARSER_ERRORS,
   contractRouter,
@@ -9,13 +8,6 @@ import {
   type ContractRouter,
 } from '@repo/service-kit';
 import { z } from 'zod';
-import type { RateLimit } from '@repo/service-kit';
-import type { ApiKeyRepository } from '../../data/api-keys';
-import type { SkillDirectory, SkillRecord } from '../../data/skill-directory';
-import type { SkillStats } from '../../data/skill-stats';
-import { submitReport } from '../../domain/reports';
-import { routeTask, type RoutingSources } from '../../domain/routing';
-import { withLiveMetrics } from '../../domain/skill-metrics';
 import type { RouteOutcome } from '../../metrics';
 import {
   ListSkillsQuery,
@@ -24,114 +16,36 @@ import {
   RouteRequest,
   SkillDetail,
   SkillId,
-  SkillSummary,
   RegisterSkillResponse,
   ReportResponse,
   RouteResponse,
   SkillList,
-  VERIFICATION_STEPS,
 } from '../../schemas';
+import type { DiscoverOperations } from '../discover-operations';
 import { authenticatedKey, requireApiKey } from './auth';
 import { AUTHENTICATED_BODY_ERRORS } from './openapi';
-
-/** Dependencies of {@link discoverRoutes}. */
-export interface DiscoverDeps {
-  keys: ApiKeyRepository;
-  directory: SkillDirectory;
-  routing: RoutingSources;
-  stats: SkillStats;
-  /** Reports per key and skill (REPORT_LIMIT_*). */
-  reportLimit: RateLimit;
-  /** Registrations per key and day (REGISTRATIONS_PER_KEY_PER_DAY). */
-  registrationLimit: RateLimit;
-  /** Route requests per key and minute (ROUTES_PER_KEY_PER_MINUTE). */
-  routeLimit: RateLimit;
-  /** Refuses endpoints the SSRF policy does not allow; `null` when allowed. */
-  endpointRefusal: (url: string) => Promise<string | null>;
-  routeCandidateLimit: number;
-  routeDefaultMatches: number;
-  now: () => Date;
-  /** Called after a registration (metrics). */
-  onRegistered?: (outcome: 'created' | 'updated') => void;
-  /** Called after a route request with the number of matches (metrics). */
-  onRouted?: (matches: number) => void;
-  /** Called when a route request's answer is sent, whatever it was (metrics). */
-  onRouteServed?: (outcome: RouteOutcome) => void;
-  /** Called with the path that ranked a route request (metrics). */
-  onRanked?: (source: 'index' | 'database') => void;
-}
-
-/** Refuses the request with 429 `rate_limited` and `Retry-After` when `key` is over `limit`. */
-async function enforce(limit: RateLimit, key: string, what: string): Promise<void> {
-  const decision = await limit.consume(key);
-  if (decision.allowed) return;
-  throw new AppError(
-    'rate_limited',
-    `Too many ${what} for this API key; retry in ${decision.retryAfterSeconds} s`,
-    {
-      headers: { 'Retry-After': String(decision.retryAfterSeconds) },
-      details: { retry_after_seconds: decision.retryAfterSeconds },
-    },
-  );
-}
-
-/** Keys this replica already marked as routed (a bounded set: the write is idempotent anyway). */
-const routedKeys = new Set<string>();
-
-function remember(set: Set<string>, value: string): void {
-  if (set.size >= 100_000) set.clear();
-  set.add(value);
-}
-
-const round = (x: number, digits: number) => Math.round(x * 10 ** digits) / 10 ** digits;
-
-function metricsOf(s: Pick<SkillRecord, 'successRate24h' | 'avgLatencyMs' | 'calls30d'>) {
-  return {
-    success_rate_24h: round(s.successRate24h, 4),
-    avg_latency_ms: s.avgLatencyMs === null ? 0 : round(s.avgLatencyMs, 1),
-    calls_30d: s.calls30d,
-  };
-}
-
-function summary(s: SkillRecord): z.infer<typeof SkillSummary> {
-  return {
-    skill_id: s.skillId,
-    name: s.name,
-    provider: s.provider,
-    description: s.description,
-    capabilities: s.capabilities,
-    chains: s.chains,
-    pricing: { model: s.pricingModel, price_usd: s.priceUsd },
-    endpoint: s.endpoint,
-    status: s.status,
-    metrics: {
-      ...metricsOf(s),
-      rating: s.ratingCount > 0 ? round(s.ratingSum / s.ratingCount, 2) : null,
-      ratings_30d: s.ratingCount,
-      popularity: round(s.popularity, 4),
-    },
-    created_at: s.createdAt.toISOString(),
-    updated_at: s.updatedAt.toISOString(),
-  };
-}
 
 /** The documented 429 of an operation limited per key. */
 const limited = (description: string) => errorResponse(description, RETRY_AFTER_HEADER);
 
 /**
  * The `/api/discover` endpoints (README, "Endpoints"): route, skills list and detail, register and
- * report. Route, register and report need `x-api-key`.
+ * report, each running its {@link DiscoverOperations} use case. Route, register and report need
+ * `x-api-key`.
+ * @param onRouteServed called when a route request's answer is sent, whatever it was (metrics)
  */
-export function discoverRoutes(deps: DiscoverDeps): ContractRouter {
-  const auth = requireApiKey(deps.keys);
+export function discoverRoutes(
+  operations: DiscoverOperations,
+  onRouteServed?: (outcome: RouteOutcome) => void,
+): ContractRouter {
+  const auth = requireApiKey(operations);
 
   // Counts every answer to /route, refusals included, so the outcome mix is visible.
   const countRoute: RequestHandler = (_req, res, next) => {
-    if (deps.onRouteServed) {
-      const served = deps.onRouteServed;
+    if (onRouteServed) {
       res.once('finish', () => {
         const matches = res.locals.routeMatches as number | undefined;
-        served(
+        onRouteServed(
           res.statusCode >= 500
             ? 'failed'
             : res.statusCode >= 400
@@ -167,39 +81,8 @@ export function discoverRoutes(deps: DiscoverDeps): ContractRouter {
       },
       async (_req, res) => {
         const { body } = validated<unknown, unknown, RouteRequest>(res.locals);
-        const key = authenticatedKey(res.locals);
-        await enforce(deps.routeLimit, key.id, 'route requests per minute');
-        const outcome = await routeTask(
-          deps.routing,
-          {
-            task: body.task,
-            chains: body.requirements?.chains,
-            maxPriceUsd: body.requirements?.max_price_usd,
-            maxLatencyMs: body.requirements?.max_latency_ms,
-            limit: body.limit ?? deps.routeDefaultMatches,
-          },
-          deps.routeCandidateLimit,
-        );
-        deps.onRouted?.(outcome.matches.length);
-        deps.onRanked?.(outcome.source);
-        res.locals.routeMatches = outcome.matches.length;
-        if (outcome.matches.length > 0 && !routedKeys.has(key.id)) {
-          await deps.keys.markRouted(key.id);
-          remember(routedKeys, key.id);
-        }
-        const answer: z.infer<typeof RouteResponse> = {
-          matches: outcome.matches.map((m) => ({
-            skill_id: m.skill.skillId,
-            name: m.skill.name,
-            match_score: m.score,
-            match_reasons: m.reasons,
-            pricing: { per_call_usd: m.skill.priceUsd },
-            metrics: metricsOf(m.skill),
-            endpoint: m.skill.endpoint,
-          })),
-          total_matches: outcome.totalMatches,
-          routed_at: deps.now().toISOString(),
-        };
+        const answer = await operations.route(authenticatedKey(res.locals), body);
+        res.locals.routeMatches = answer.matches.length;
         res.json(answer);
       },
     )
@@ -218,14 +101,7 @@ export function discoverRoutes(deps: DiscoverDeps): ContractRouter {
       },
       async (_req, res) => {
         const { query } = validated<ListSkillsQuery>(res.locals);
-        const page = await deps.directory.list(query);
-        const body: z.infer<typeof SkillList> = {
-          skills: page.items.map(summary),
-          total: page.total,
-          limit: query.limit,
-          offset: query.offset,
-        };
-        res.json(body);
+        res.json(await operations.list(query));
       },
     )
     .route(
@@ -244,27 +120,7 @@ export function discoverRoutes(deps: DiscoverDeps): ContractRouter {
       },
       async (_req, res) => {
         const { params } = validated<unknown, { id: string }>(res.locals);
-        const skill = await deps.directory.get(params.id);
-        if (!skill) throw notFound(`Skill ${params.id}`);
-        const live = await deps.stats.metricWindow(skill.skillId);
-        const current = withLiveMetrics(skill, live);
-        const body: z.infer<typeof SkillDetail> = {
-          ...summary(current),
-          input_schema: skill.inputSchema,
-          output_schema: skill.outputSchema,
-          verification: {
-            steps: skill.verification,
-            reason: skill.verificationReason,
-            verified_at: skill.verifiedAt?.toISOString() ?? null,
-          },
-          health: {
-            last_check_at: skill.lastHealthCheckAt?.toISOString() ?? null,
-            consecutive_failures: skill.consecutiveFailures,
-            checks_24h: live.checks24h,
-          },
-          metrics_at: deps.now().toISOString(),
-        };
-        res.json(body);
+        res.json(await operations.get(params.id));
       },
     )
     .route(
@@ -291,28 +147,8 @@ export function discoverRoutes(deps: DiscoverDeps): ContractRouter {
       },
       async (_req, res) => {
         const { body } = validated<unknown, unknown, RegisterSkillRequest>(res.locals);
-        const refusal = await deps.endpointRefusal(body.endpoint);
-        if (refusal) {
-          throw new AppError('invalid_request', `Invalid request: body.endpoint: ${refusal}`, {
-            details: [{ path: 'body.endpoint', message: refusal }],
-          });
-        }
-        const key = authenticatedKey(res.locals);
-        await enforce(deps.registrationLimit, key.id, 'registrations per day');
-        const result = await deps.directory.upsert(body, key.id);
-        if (result.outcome === 'forbidden') {
-          throw new AppError(
-            'forbidden',
-            `Skill ${body.skill_id} was registered with another API key; only that key may update it`,
-          );
-        }
-        deps.onRegistered?.(result.outcome);
-        res.status(result.outcome === 'created' ? 201 : 200).json({
-          ok: true,
-          skill_id: body.skill_id,
-          status: 'pending_verification',
-          verification_steps: [...VERIFICATION_STEPS],
-        });
+        const { outcome, answer } = await operations.register(authenticatedKey(res.locals), body);
+        res.status(outcome === 'created' ? 201 : 200).json(answer);
       },
     )
     .route(
@@ -335,19 +171,7 @@ export function discoverRoutes(deps: DiscoverDeps): ContractRouter {
       },
       async (_req, res) => {
         const { body } = validated<unknown, unknown, ReportRequest>(res.locals);
-        const key = authenticatedKey(res.locals);
-        if (!(await deps.directory.exists(body.skill_id))) throw notFound(`Skill ${body.skill_id}`);
-        await enforce(deps.reportLimit, `${key.id}:${body.skill_id}`, `reports for skill ${body.skill_id}`);
-        await submitReport(deps, {
-          skillId: body.skill_id,
-          apiKeyId: key.id,
-          caller: body.caller,
-          callResult: body.call_result,
-          latencyMs: body.latency_ms,
-          satisfaction: body.satisfaction,
-          notes: body.notes,
-        });
-        res.json({ ok: true });
+        res.json(await operations.report(authenticatedKey(res.locals), body));
       },
     );
 }

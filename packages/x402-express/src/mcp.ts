@@ -1,0 +1,107 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { AppError } from '@repo/errors';
+import {
+  encodeBase64Json,
+  PAYMENT_HEADER,
+  PAYMENT_REQUIRED_HEADER,
+  PAYMENT_RESPONSE_HEADER,
+  PAYMENT_SIGNATURE_HEADER,
+  PAYMENT_V2_RESPONSE_HEADER,
+} from '@repo/x402-core';
+
+/** `_meta` key of a `tools/call` request carrying the `PaymentPayload` (x402 MCP transport). */
+export const MCP_PAYMENT_META = 'x402/payment';
+/** `_meta` key of a paid tool result carrying the settlement (x402 MCP transport). */
+export const MCP_PAYMENT_RESPONSE_META = 'x402/payment-response';
+/**
+ * `_meta` key of a payment-required tool result carrying the v1 `Error402` body (push mode: the agent
+ * sends the transfer itself), when the structured content is the v2 `PaymentRequired`.
+ */
+export const MCP_PUSH_PAYMENT_REQUIRED_META = 'x402-solana/push-payment-required';
+
+/**
+ * The HTTP payment header of an MCP payment (README, "MCP: the x402 MCP transport"): `_meta["x402/payment"]`
+ * holds the `PaymentPayload` object; a v2 payload goes into `PAYMENT-SIGNATURE`, a v1 (push mode)
+ * into `X-PAYMENT`, both as base64 JSON, exactly as the official HTTP clients send them. A string is
+ * taken as the header value itself. No payment, no header.
+ * @param meta the `_meta` of the `tools/call` request
+ * @returns the request headers to add
+ * @throws AppError `invalid_request` (400) when the payment is neither an object nor a string
+ */
+export function mcpPaymentHeaders(meta: Record<string, unknown>): Record<string, string> {
+  const payment = meta[MCP_PAYMENT_META];
+  if (payment === undefined || payment === null) return {};
+  if (typeof payment === 'string') return { [PAYMENT_HEADER]: payment };
+  if (typeof payment !== 'object' || Array.isArray(payment)) {
+    throw new AppError(
+      'invalid_request',
+      `_meta["${MCP_PAYMENT_META}"] must be an x402 PaymentPayload object`,
+      {
+        details: [{ path: `_meta.${MCP_PAYMENT_META}`, message: 'must be an object' }],
+      },
+    );
+  }
+  const version = (payment as { x402Version?: unknown }).x402Version;
+  return { [version === 2 ? PAYMENT_SIGNATURE_HEADER : PAYMENT_HEADER]: encodeBase64Json(payment) };
+}
+
+/** The JSON of a base64 JSON header, or `undefined` when absent or not such. */
+function decodedHeader(headers: IncomingHttpHeaders, name: string): Record<string, unknown> | undefined {
+  const value = headers[name];
+  if (typeof value !== 'string') return undefined;
+  try {
+    const decoded = JSON.parse(Buffer.from(value, 'base64').toString('utf8')) as unknown;
+    return typeof decoded === 'object' && decoded !== null ? (decoded as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A tool answer in the shape `McpToolAnswer` of `@repo/service-kit` has. */
+export interface McpPaidAnswer {
+  structuredContent?: Record<string, unknown>;
+  /** The JSON text of an error that is not a payment request (the error envelope). */
+  text?: string;
+  meta?: Record<string, unknown>;
+  isError?: boolean;
+}
+
+/**
+ * The MCP tool result of a paid HTTP answer (README, "MCP: the x402 MCP transport"):
+ * - 402: a tool error whose structured content is the `PaymentRequired` the official clients read,
+ *   the v2 one of the `PAYMENT-REQUIRED` header when the service offers the official scheme (the v1
+ *   `Error402` body, push mode, then rides in `_meta["x402-solana/push-payment-required"]`), else the
+ *   v1 body itself;
+ * - 2xx (or a status in `resultStatuses`): the body as structured content, with
+ *   `_meta["x402/payment-response"]` = the decoded `PAYMENT-RESPONSE` (else `X-PAYMENT-RESPONSE`) when
+ *   the answer was paid;
+ * - anything else: a tool error whose text is the body's JSON (the error envelope), without structured
+ *   content, as every other tool error.
+ * @param answer the HTTP answer (`body` parsed JSON)
+ * @param resultStatuses non-2xx statuses that are the tool's result (a health report's 503)
+ */
+export function mcpResultOfPaidAnswer(
+  answer: { status: number; headers: IncomingHttpHeaders; body: unknown },
+  resultStatuses: readonly number[] = [],
+): McpPaidAnswer {
+  const body =
+    typeof answer.body === 'object' && answer.body !== null && !Array.isArray(answer.body)
+      ? (answer.body as Record<string, unknown>)
+      : { value: answer.body };
+  if (answer.status === 402) {
+    const v2 = decodedHeader(answer.headers, PAYMENT_REQUIRED_HEADER);
+    return v2
+      ? { structuredContent: v2, isError: true, meta: { [MCP_PUSH_PAYMENT_REQUIRED_META]: body } }
+      : { structuredContent: body, isError: true };
+  }
+  if ((answer.status >= 200 && answer.status < 300) || resultStatuses.includes(answer.status)) {
+    const settlement =
+      decodedHeader(answer.headers, PAYMENT_V2_RESPONSE_HEADER) ??
+      decodedHeader(answer.headers, PAYMENT_RESPONSE_HEADER);
+    return {
+      structuredContent: body,
+      ...(settlement ? { meta: { [MCP_PAYMENT_RESPONSE_META]: settlement } } : {}),
+    };
+  }
+  return { text: JSON.stringify(answer.body), isError: true };
+}

@@ -1,0 +1,243 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { dispatchHttp, type HttpCall, type McpTool } from '@repo/service-kit';
+import {
+  AgentJob,
+  BriefResponse,
+  Error402,
+  GapsResponse,
+  HealthResponse,
+  KeywordsResponse,
+  PainClustersResponse,
+  SectorList,
+  TrendsResponse,
+} from '@repo/schemas';
+import { PaymentRequiredV2 } from '@repo/x402-core';
+import { mcpPaymentHeaders, mcpResultOfPaidAnswer } from '@repo/x402-express';
+import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { COMPUTE_PRICES, DATA_PRICES, type PaidRoute } from '../../domain/prices';
+import {
+  ForgeArgs,
+  JobAccepted,
+  JobArgs,
+  KeywordsArgs,
+  NetworkOnlyQuery,
+  ProveArgs,
+  SectorLimitArgs,
+  TrendsArgs,
+} from '../../schemas';
+import { usdc } from '../http/contract-parts';
+
+/** What `initialize` tells an agent about this server (README, "MCP"). */
+export const MARKET_INTEL_MCP_INSTRUCTIONS =
+  'Venture-intelligence data and multi-agent compute, paid per call in USDC on Solana with x402. ' +
+  'list_sectors, get_health and get_job are free. A paid tool called without payment returns a ' +
+  'payment-required tool error whose structured content is the x402 PaymentRequired; pay it and call ' +
+  'the tool again with the same arguments and the PaymentPayload in _meta["x402/payment"]. The answer ' +
+  'carries the settlement in _meta["x402/payment-response"]; calling again with the same payment ' +
+  'returns the same answer. Start with list_sectors.';
+
+/** The request listener of the HTTP server (the app behind its hot path), known once composed. */
+export type HttpHandler = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** One market-intel tool: the HTTP operation it stands for and how its arguments map onto it. */
+interface HttpBackedTool<I> {
+  name: string;
+  title: string;
+  description: string;
+  input: z.ZodType<I>;
+  output: z.ZodType;
+  annotations: ToolAnnotations;
+  /** The operation; `raw` are the arguments as sent (a compute body is forwarded as sent). */
+  call(args: I, raw: Record<string, unknown>): HttpCall;
+  /** Non-2xx statuses that are the tool's result (the health report's 503). */
+  resultStatuses?: number[];
+  /** Paid with x402: a call without payment answers the `PaymentRequired`. */
+  paid?: boolean;
+}
+
+/**
+ * What a paid tool's payment-required result carries: the v2 `PaymentRequired` (official scheme on),
+ * else the v1 `Error402` body.
+ */
+const PAYMENT_REQUIRED = z.union([PaymentRequiredV2, Error402]);
+
+/** The arguments as sent, without `network` (which goes into the query): a compute POST's body. */
+function bodyOf(raw: Record<string, unknown>): Record<string, unknown> {
+  const { network: _network, ...body } = raw;
+  return body;
+}
+
+const PAID_DATA = { readOnlyHint: true, idempotentHint: true, openWorldHint: false } as const;
+const PAID_COMPUTE = {
+  readOnlyHint: false,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: true,
+} as const;
+
+/** The price sentence of a paid tool's description. */
+function price(route: PaidRoute): string {
+  return (
+    `Paid: ${usdc(route)} USDC (${route.amountAtomic} atomic units) per call, with x402 on Solana ` +
+    '(the first call returns the payment requirements; see the server instructions).'
+  );
+}
+
+/**
+ * market-intel's MCP tools (README, "MCP"): each stands for one HTTP operation and is run through the
+ * service's own HTTP handler (`dispatchHttp`), so a paid tool asks for, verifies, settles, stores and
+ * replays payments in the same ledger and with the same request-bound references as HTTP (a payment
+ * made over HTTP is used over MCP too). The x402 MCP transport maps the payment onto the HTTP headers
+ * and the answer back (`mcpPaymentHeaders`, `mcpResultOfPaidAnswer`).
+ * @param handler the HTTP server's request listener, read at call time (it exists once the app is
+ *   composed, after the tools are)
+ */
+export function marketIntelTools(handler: () => HttpHandler): McpTool[] {
+  const httpTool = <I>(t: HttpBackedTool<I>): McpTool<I> => ({
+    name: t.name,
+    title: t.title,
+    description: t.description,
+    input: t.input,
+    output: t.output,
+    annotations: t.annotations,
+    ...(t.paid ? { errorOutput: PAYMENT_REQUIRED } : {}),
+    async run(args, context) {
+      const call = t.call(args, context.rawArguments);
+      const answer = await dispatchHttp(handler(), context, {
+        ...call,
+        headers: { ...call.headers, ...mcpPaymentHeaders(context.meta) },
+      });
+      return mcpResultOfPaidAnswer(answer, t.resultStatuses);
+    },
+  });
+  return [
+    httpTool<z.infer<typeof NetworkOnlyQuery>>({
+      name: 'list_sectors',
+      title: 'List sectors',
+      description:
+        'The sectors with stored scan reports: per sector the report count, the latest report time and the ' +
+        'number of gaps. Free. Call it before a paid scout tool that takes a sector.',
+      input: NetworkOnlyQuery,
+      output: SectorList,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+      call: (args) => ({ method: 'GET', path: '/api/v1/sectors', query: { network: args.network } }),
+    }),
+    httpTool<z.infer<typeof NetworkOnlyQuery>>({
+      name: 'get_health',
+      title: 'Get health',
+      description:
+        'Health of the compute upstreams (LLM, search, pipeline runner): healthy, or unhealthy with errorClass ' +
+        'upstream (retry later) or config (an operator must fix it). Free. Check it before paying for a ' +
+        'compute tool.',
+      input: NetworkOnlyQuery,
+      output: HealthResponse,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+      call: (args) => ({ method: 'GET', path: '/api/v1/health', query: { network: args.network } }),
+      resultStatuses: [503],
+    }),
+    httpTool<z.infer<typeof JobArgs>>({
+      name: 'get_job',
+      title: 'Get a compute job',
+      description:
+        'A forge_ideate or prove_debate job by its jobId: status (pending, running, completed, failed), ' +
+        'progress, and the result once completed. Free; the jobId is the authorization.',
+      input: JobArgs,
+      output: AgentJob,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+      call: (args) => ({
+        method: 'GET',
+        path: `/api/v1/jobs/${encodeURIComponent(args.jobId)}`,
+        query: { network: args.network },
+      }),
+    }),
+    httpTool<z.infer<typeof SectorLimitArgs>>({
+      name: 'scout_gaps',
+      title: 'Market gaps',
+      description: `Market gaps from the latest scans: trends crossed with pain signals, scored. ${price(DATA_PRICES.gaps)}`,
+      input: SectorLimitArgs,
+      output: GapsResponse,
+      annotations: PAID_DATA,
+      paid: true,
+      call: (args) => ({ method: 'GET', path: '/api/v1/scout/gaps', query: { ...args } }),
+    }),
+    httpTool<z.infer<typeof SectorLimitArgs>>({
+      name: 'scout_pain_clusters',
+      title: 'Pain clusters',
+      description: `Clustered pain signals from the latest scans, with severity and sources. ${price(DATA_PRICES.painClusters)}`,
+      input: SectorLimitArgs,
+      output: PainClustersResponse,
+      annotations: PAID_DATA,
+      paid: true,
+      call: (args) => ({ method: 'GET', path: '/api/v1/scout/pain-clusters', query: { ...args } }),
+    }),
+    httpTool<z.infer<typeof TrendsArgs>>({
+      name: 'scout_trends',
+      title: 'Trends',
+      description: `Trends over the last days (1 to 30), with momentum and sources. ${price(DATA_PRICES.trends)}`,
+      input: TrendsArgs,
+      output: TrendsResponse,
+      annotations: PAID_DATA,
+      paid: true,
+      call: (args) => ({ method: 'GET', path: '/api/v1/scout/trends', query: { ...args } }),
+    }),
+    httpTool<z.infer<typeof KeywordsArgs>>({
+      name: 'scout_keywords',
+      title: 'Keywords',
+      description: `Keywords with aggregate occurrence counts from the latest scans. ${price(DATA_PRICES.keywords)}`,
+      input: KeywordsArgs,
+      output: KeywordsResponse,
+      annotations: PAID_DATA,
+      paid: true,
+      call: (args) => ({ method: 'GET', path: '/api/v1/scout/keywords', query: { ...args } }),
+    }),
+    httpTool<z.infer<typeof NetworkOnlyQuery>>({
+      name: 'scout_brief',
+      title: 'Daily brief',
+      description:
+        'The daily brief across sectors: headline opportunities and what changed. A not_found tool error, ' +
+        `before any payment is asked, when no brief exists yet. ${price(DATA_PRICES.brief)}`,
+      input: NetworkOnlyQuery,
+      output: BriefResponse,
+      annotations: PAID_DATA,
+      paid: true,
+      call: (args) => ({ method: 'GET', path: '/api/v1/scout/brief', query: { network: args.network } }),
+    }),
+    httpTool<z.infer<typeof ForgeArgs>>({
+      name: 'forge_ideate',
+      title: 'Forge: ideate',
+      description:
+        'Starts a 5-round multi-agent ideation over the chosen sectors (about 30 minutes) and returns the ' +
+        'jobId at once; follow it with get_job. Check get_health first: no payment is asked while the ' +
+        `compute upstreams are down. ${price(COMPUTE_PRICES.forge)}`,
+      input: ForgeArgs,
+      output: JobAccepted,
+      annotations: PAID_COMPUTE,
+      paid: true,
+      call: (args, raw) => ({
+        method: 'POST',
+        path: '/api/v1/forge/ideate',
+        query: { network: args.network },
+        body: bodyOf(raw),
+      }),
+    }),
+    httpTool<z.infer<typeof ProveArgs>>({
+      name: 'prove_debate',
+      title: 'Prove: debate',
+      description:
+        'Starts a 6-persona debate of an idea (about 60 minutes) and returns the jobId at once; follow it ' +
+        'with get_job. Check get_health first: no payment is asked while the compute upstreams are down. ' +
+        price(COMPUTE_PRICES.prove),
+      input: ProveArgs,
+      output: JobAccepted,
+      annotations: PAID_COMPUTE,
+      paid: true,
+      call: (args, raw) => ({
+        method: 'POST',
+        path: '/api/v1/prove/debate',
+        query: { network: args.network },
+        body: bodyOf(raw),
+      }),
+    }),
+  ];
+}

@@ -1,0 +1,65 @@
+import { apiLinks, type LlmsTxt } from '@repo/service-kit';
+import { PLAN_LIMITS, PLANS } from '../../domain/plans';
+
+const count = (n: number | null) => (n === null ? 'unlimited' : n.toLocaleString('en-US'));
+
+/** The plan table of README "Plans and quotas", written from {@link PLAN_LIMITS} so it cannot drift. */
+function planLines(): string {
+  return PLANS.map((plan) => {
+    const l = PLAN_LIMITS[plan];
+    return (
+      `- ${plan}${l.priceUsd > 0 ? ` ($${l.priceUsd}/month)` : ' (default)'}: ${count(l.signalsPerMonth)} ` +
+      `signals and ${count(l.proposalsPerMonth)} proposals per month, ${count(l.products)} ` +
+      (l.products === 1 ? 'product' : 'products')
+    );
+  }).join('\n');
+}
+
+/**
+ * signal-feedback's `/llms.txt` (README, "MCP" and "Plans and quotas"): what it does, the plans and
+ * quotas, how to get and send a product key, the error envelope, and where the OpenAPI document, the
+ * reference page, the MCP endpoint and the dashboard are.
+ * @param options.maxBatch MAX_BATCH_SIZE, the most signals in one request
+ * @returns the document `llmsTxtRoutes` renders
+ */
+export function signalFeedbackLlmsTxt(options: { maxBatch: number }): LlmsTxt {
+  return {
+    title: 'signal-feedback',
+    summary:
+      "Product-signal feedback: a product sends its users' signals (typed events with a JSON payload); the " +
+      'service routes them to contexts (product areas), classes them positive, negative or neutral, and turns ' +
+      'them into improvement proposals ranked by priority.',
+    details: [
+      'Plans: quotas per user (across their products) and calendar month in UTC; using the API, HTTP or MCP, ' +
+        'is free within them.',
+      planLines(),
+      'A batch that would cross the signal quota stores nothing and is refused with 429 `quota_exceeded` ' +
+        '(`details { plan, limit, used, requested, resets_at }`, `Retry-After` to the month reset).',
+      'Product key: sign up in the dashboard at `/` (or `POST /api/auth/signup` with `{"email", "password"}`, ' +
+        'which sets a session cookie and returns a `csrf_token`), then create a product there (or ' +
+        '`POST /api/products` with `{"name"}` and the `x-csrf-token` header): the answer shows its `spk_` key ' +
+        'once. Send the key as the `x-api-key` header, over HTTP and over MCP.',
+      `Typical use: \`POST /api/signals\` with one signal \`{"type": "payment_failed", "payload": {"error_code": ` +
+        `"card_declined"}}\` (optionally with a \`context_id\`) or an array of up to ` +
+        `${options.maxBatch.toLocaleString('en-US')} (all or nothing), answered \`{"received": n}\`; later ` +
+        '`GET /api/proposals?status=pending` lists the proposals, highest priority first. Contexts (which ' +
+        'signal types mean success or failure) are managed with a session (`/api/context`).',
+      'Errors are `{ "error", "code", "details"?, "requestId" }` with a 4xx status: `unauthorized` (key ' +
+        'missing or invalid), `invalid_request` (`details: [{ path, message }]`), `payload_too_large`, ' +
+        '`quota_exceeded`, `not_found`. Over MCP the same envelope is the JSON text of a tool error.',
+    ],
+    sections: [
+      {
+        name: 'API',
+        links: apiLinks(
+          'tools send_signals (store a batch, returns { received }) and ' +
+            "list_proposals (the key's proposals); product key in the x-api-key header",
+        ),
+      },
+      {
+        name: 'Optional',
+        links: [{ title: 'Dashboard', url: '/', notes: 'sign up, products and keys, contexts, proposals' }],
+      },
+    ],
+  };
+}

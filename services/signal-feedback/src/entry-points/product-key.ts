@@ -1,0 +1,65 @@
+import { AppError, isAppError } from '@repo/errors';
+import { hashApiKey, hashesEqual } from '@repo/service-kit';
+import type { KeyOwnerCache } from '../data/key-cache';
+import type { KeyOwner } from '../data/signals';
+import { signalFeedbackKeys } from '../domain/api-keys';
+import type { SignalFeedbackEvents } from '../metrics';
+
+/**
+ * Checks a product API key as presented in `x-api-key` (or `?key=`) (README, "API keys"): malformed
+ * keys are refused before any database work; the owner is found by the key's SHA-256 (through the
+ * {@link KeyOwnerCache}) and the hashes compared in constant time. Shared by the HTTP middleware
+ * (`apiKeyAuth`) and the MCP tools, so both refuse with the same errors.
+ * @param presented the key as sent; `undefined` or `''` when none was
+ * @returns the product, its owner's plan and its contexts
+ * @throws AppError `unauthorized` (401): `API key missing: send it in the x-api-key header` when none
+ *   was sent, `API key invalid` when it is malformed or unknown
+ */
+export async function authenticateProductKey(
+  keys: KeyOwnerCache,
+  presented: string | undefined,
+): Promise<KeyOwner> {
+  if (presented === undefined || presented === '')
+    throw new AppError('unauthorized', 'API key missing: send it in the x-api-key header');
+  if (!signalFeedbackKeys.looksLike(presented)) throw new AppError('unauthorized', 'API key invalid');
+  const hash = hashApiKey(presented);
+  const owner = await keys.get(hash);
+  // The lookup is by hash; the constant-time comparison guards against any non-exact index match.
+  if (!owner || !hashesEqual(owner.apiKeyHash, hash)) throw new AppError('unauthorized', 'API key invalid');
+  return owner;
+}
+
+/** `signals_refused_total{reason}` of each refusal code (README, "Observability"). */
+const REFUSAL_REASONS: Partial<Record<string, string>> = {
+  quota_exceeded: 'quota',
+  payload_too_large: 'too_large',
+  invalid_request: 'invalid',
+  invalid_json: 'invalid',
+  unsupported_media_type: 'invalid',
+};
+
+/**
+ * Runs the ingestion of one batch and counts it (README, "Observability"): the signals it stored in
+ * `signals_accepted_total`, or, when it is refused with one of the refusal codes, each of the
+ * batch's `count` signals in `signals_refused_total{reason}`. Shared by POST /api/signals,
+ * POST /api/ingest and the MCP tool `send_signals`.
+ * @param count the number of signals the caller sent (what a refusal counts)
+ * @param ingest parses and stores the batch; returns the number of signals stored
+ * @returns what `ingest` returned
+ * @throws whatever `ingest` throws, unchanged
+ */
+export async function countIngestion(
+  events: SignalFeedbackEvents | undefined,
+  count: number,
+  ingest: () => Promise<number>,
+): Promise<number> {
+  try {
+    const received = await ingest();
+    events?.signalsAccepted(received);
+    return received;
+  } catch (err) {
+    const reason = isAppError(err) ? REFUSAL_REASONS[err.code] : undefined;
+    if (reason) events?.signalsRefused(reason, count);
+    throw err;
+  }
+}

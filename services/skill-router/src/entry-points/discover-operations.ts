@@ -1,0 +1,292 @@
+import { AppError, notFound } from '@repo/errors';
+import { hashApiKey, hashesEqual, type RateLimit } from '@repo/service-kit';
+import type { z } from 'zod';
+import type { ApiKeyRepository } from '../data/api-keys';
+import type { SkillDirectory, SkillRecord } from '../data/skill-directory';
+import type { SkillStats } from '../data/skill-stats';
+import { skillRouterKeys } from '../domain/api-keys';
+import { submitReport } from '../domain/reports';
+import { routeTask, type RoutingSources } from '../domain/routing';
+import { withLiveMetrics } from '../domain/skill-metrics';
+import type { RouteOutcome } from '../metrics';
+import {
+  VERIFICATION_STEPS,
+  type ListSkillsQuery,
+  type RegisterSkillRequest,
+  type RegisterSkillResponse,
+  type ReportRequest,
+  type RouteRequest,
+  type RouteResponse,
+  type SkillDetail,
+  type SkillList,
+  type SkillSummary,
+} from '../schemas';
+
+/** Dependencies of {@link discoverOperations}. */
+export interface DiscoverDeps {
+  keys: ApiKeyRepository;
+  directory: SkillDirectory;
+  routing: RoutingSources;
+  stats: SkillStats;
+  /** Reports per key and skill (REPORT_LIMIT_*). */
+  reportLimit: RateLimit;
+  /** Registrations per key and day (REGISTRATIONS_PER_KEY_PER_DAY). */
+  registrationLimit: RateLimit;
+  /** Route requests per key and minute (ROUTES_PER_KEY_PER_MINUTE). */
+  routeLimit: RateLimit;
+  /** Refuses endpoints the SSRF policy does not allow; `null` when allowed. */
+  endpointRefusal: (url: string) => Promise<string | null>;
+  routeCandidateLimit: number;
+  routeDefaultMatches: number;
+  now: () => Date;
+  /** How long a found key is trusted without a lookup, in ms (default 60,000); 0 disables the cache. */
+  keyCacheTtlMs?: number;
+  /** Called after a registration (metrics). */
+  onRegistered?: (outcome: 'created' | 'updated') => void;
+  /** Called after a route request with the number of matches (metrics). */
+  onRouted?: (matches: number) => void;
+  /** Called when a route request's answer is sent, whatever it was (metrics). */
+  onRouteServed?: (outcome: RouteOutcome) => void;
+  /** Called with the path that ranked a route request (metrics). */
+  onRanked?: (source: 'index' | 'database') => void;
+}
+
+/** A key {@link DiscoverOperations.authenticate} accepted. */
+export interface AuthenticatedKey {
+  id: string;
+  prefix: string;
+}
+
+/**
+ * The `/api/discover` use cases as the HTTP routes and the MCP tools both run them (README,
+ * "Endpoints" and "MCP"): each takes parsed input and the authenticated key, answers the documented
+ * body, and throws the documented AppErrors.
+ */
+export interface DiscoverOperations {
+  /**
+   * Checks an `x-api-key` value (README, "Keys"): hashed (SHA-256), looked up by hash and compared in
+   * constant time; found keys are cached by hash for `keyCacheTtlMs`, unknown ones never.
+   * @throws AppError `unauthorized` (401, with `WWW-Authenticate`) when missing or unknown
+   */
+  authenticate(presented: string | undefined): Promise<AuthenticatedKey>;
+  /**
+   * Ranks active skills for a task, counted against the key's ROUTES_PER_KEY_PER_MINUTE.
+   * @throws AppError `rate_limited` (429, `details.retry_after_seconds`)
+   */
+  route(key: AuthenticatedKey, body: RouteRequest): Promise<z.infer<typeof RouteResponse>>;
+  /** One page of active skills with the total. */
+  list(query: ListSkillsQuery): Promise<z.infer<typeof SkillList>>;
+  /**
+   * A skill in any status with verification results and live metrics.
+   * @throws AppError `not_found` (404)
+   */
+  get(id: string): Promise<z.infer<typeof SkillDetail>>;
+  /**
+   * Registers or updates a skill; it is verified before it is routed.
+   * @param location where the body came from, the first segment of a field error's path (`body`)
+   * @returns whether it was `created` (HTTP 201) or `updated` (200), and the answer
+   * @throws AppError `invalid_request` (endpoint refused by the SSRF policy), `rate_limited`,
+   *   `forbidden` (the skill belongs to another key)
+   */
+  register(
+    key: AuthenticatedKey,
+    body: RegisterSkillRequest,
+    location?: string,
+  ): Promise<{ outcome: 'created' | 'updated'; answer: z.infer<typeof RegisterSkillResponse> }>;
+  /**
+   * Records a call report.
+   * @throws AppError `not_found` (unknown skill), `rate_limited` (per key and skill)
+   */
+  report(key: AuthenticatedKey, body: ReportRequest): Promise<{ ok: true }>;
+}
+
+/** Most keys kept in the authentication cache; the oldest entry is evicted beyond it. */
+const KEY_CACHE_MAX = 10_000;
+
+/** Keys already marked as routed, at most this many (a bounded set: the write is idempotent anyway). */
+const ROUTED_KEYS_MAX = 100_000;
+
+const round = (x: number, digits: number) => Math.round(x * 10 ** digits) / 10 ** digits;
+
+function metricsOf(s: Pick<SkillRecord, 'successRate24h' | 'avgLatencyMs' | 'calls30d'>) {
+  return {
+    success_rate_24h: round(s.successRate24h, 4),
+    avg_latency_ms: s.avgLatencyMs === null ? 0 : round(s.avgLatencyMs, 1),
+    calls_30d: s.calls30d,
+  };
+}
+
+function summary(s: SkillRecord): z.infer<typeof SkillSummary> {
+  return {
+    skill_id: s.skillId,
+    name: s.name,
+    provider: s.provider,
+    description: s.description,
+    capabilities: s.capabilities,
+    chains: s.chains,
+    pricing: { model: s.pricingModel, price_usd: s.priceUsd },
+    endpoint: s.endpoint,
+    status: s.status,
+    metrics: {
+      ...metricsOf(s),
+      rating: s.ratingCount > 0 ? round(s.ratingSum / s.ratingCount, 2) : null,
+      ratings_30d: s.ratingCount,
+      popularity: round(s.popularity, 4),
+    },
+    created_at: s.createdAt.toISOString(),
+    updated_at: s.updatedAt.toISOString(),
+  };
+}
+
+/** Refuses with 429 `rate_limited` and `Retry-After` when `key` is over `limit`. */
+async function enforce(limit: RateLimit, key: string, what: string): Promise<void> {
+  const decision = await limit.consume(key);
+  if (decision.allowed) return;
+  throw new AppError(
+    'rate_limited',
+    `Too many ${what} for this API key; retry in ${decision.retryAfterSeconds} s`,
+    {
+      headers: { 'Retry-After': String(decision.retryAfterSeconds) },
+      details: { retry_after_seconds: decision.retryAfterSeconds },
+    },
+  );
+}
+
+const unauthorized = (message: string) =>
+  new AppError('unauthorized', message, { headers: { 'WWW-Authenticate': 'ApiKey header="x-api-key"' } });
+
+/** Builds the {@link DiscoverOperations} of one app (one key cache, one set of routed keys). */
+export function discoverOperations(deps: DiscoverDeps): DiscoverOperations {
+  const keyCacheTtlMs = deps.keyCacheTtlMs ?? 60_000;
+  const keyCache = new Map<string, { key: AuthenticatedKey; keyHash: string; until: number }>();
+  const routedKeys = new Set<string>();
+
+  const lookup = async (hash: string): Promise<AuthenticatedKey | null> => {
+    const hit = keyCache.get(hash);
+    if (hit && hit.until > Date.now() && hashesEqual(hit.keyHash, hash)) return hit.key;
+    const stored = await deps.keys.findByHash(hash);
+    if (!stored || !hashesEqual(stored.keyHash, hash)) return null;
+    const key = { id: stored.id, prefix: stored.prefix };
+    if (keyCacheTtlMs > 0) {
+      if (keyCache.size >= KEY_CACHE_MAX) keyCache.delete(keyCache.keys().next().value as string);
+      keyCache.set(hash, { key, keyHash: stored.keyHash, until: Date.now() + keyCacheTtlMs });
+    }
+    return key;
+  };
+
+  return {
+    async authenticate(header) {
+      const presented = header?.trim() ?? '';
+      if (!presented) throw unauthorized('Missing x-api-key header');
+      const key = skillRouterKeys.looksLike(presented) ? await lookup(hashApiKey(presented)) : null;
+      if (!key) throw unauthorized('Invalid API key');
+      return key;
+    },
+
+    async route(key, body) {
+      await enforce(deps.routeLimit, key.id, 'route requests per minute');
+      const outcome = await routeTask(
+        deps.routing,
+        {
+          task: body.task,
+          chains: body.requirements?.chains,
+          maxPriceUsd: body.requirements?.max_price_usd,
+          maxLatencyMs: body.requirements?.max_latency_ms,
+          limit: body.limit ?? deps.routeDefaultMatches,
+        },
+        deps.routeCandidateLimit,
+      );
+      deps.onRouted?.(outcome.matches.length);
+      deps.onRanked?.(outcome.source);
+      if (outcome.matches.length > 0 && !routedKeys.has(key.id)) {
+        await deps.keys.markRouted(key.id);
+        if (routedKeys.size >= ROUTED_KEYS_MAX) routedKeys.clear();
+        routedKeys.add(key.id);
+      }
+      return {
+        matches: outcome.matches.map((m) => ({
+          skill_id: m.skill.skillId,
+          name: m.skill.name,
+          match_score: m.score,
+          match_reasons: m.reasons,
+          pricing: { per_call_usd: m.skill.priceUsd },
+          metrics: metricsOf(m.skill),
+          endpoint: m.skill.endpoint,
+        })),
+        total_matches: outcome.totalMatches,
+        routed_at: deps.now().toISOString(),
+      };
+    },
+
+    async list(query) {
+      const page = await deps.directory.list(query);
+      return { skills: page.items.map(summary), total: page.total, limit: query.limit, offset: query.offset };
+    },
+
+    async get(id) {
+      const skill = await deps.directory.get(id);
+      if (!skill) throw notFound(`Skill ${id}`);
+      const live = await deps.stats.metricWindow(skill.skillId);
+      const current = withLiveMetrics(skill, live);
+      return {
+        ...summary(current),
+        input_schema: skill.inputSchema,
+        output_schema: skill.outputSchema,
+        verification: {
+          steps: skill.verification,
+          reason: skill.verificationReason,
+          verified_at: skill.verifiedAt?.toISOString() ?? null,
+        },
+        health: {
+          last_check_at: skill.lastHealthCheckAt?.toISOString() ?? null,
+          consecutive_failures: skill.consecutiveFailures,
+          checks_24h: live.checks24h,
+        },
+        metrics_at: deps.now().toISOString(),
+      };
+    },
+
+    async register(key, body, location = 'body') {
+      const refusal = await deps.endpointRefusal(body.endpoint);
+      if (refusal) {
+        const path = `${location}.endpoint`;
+        throw new AppError('invalid_request', `Invalid request: ${path}: ${refusal}`, {
+          details: [{ path, message: refusal }],
+        });
+      }
+      await enforce(deps.registrationLimit, key.id, 'registrations per day');
+      const result = await deps.directory.upsert(body, key.id);
+      if (result.outcome === 'forbidden') {
+        throw new AppError(
+          'forbidden',
+          `Skill ${body.skill_id} was registered with another API key; only that key may update it`,
+        );
+      }
+      deps.onRegistered?.(result.outcome);
+      return {
+        outcome: result.outcome,
+        answer: {
+          ok: true,
+          skill_id: body.skill_id,
+          status: 'pending_verification',
+          verification_steps: [...VERIFICATION_STEPS],
+        },
+      };
+    },
+
+    async report(key, body) {
+      if (!(await deps.directory.exists(body.skill_id))) throw notFound(`Skill ${body.skill_id}`);
+      await enforce(deps.reportLimit, `${key.id}:${body.skill_id}`, `reports for skill ${body.skill_id}`);
+      await submitReport(deps, {
+        skillId: body.skill_id,
+        apiKeyId: key.id,
+        caller: body.caller,
+        callResult: body.call_result,
+        latencyMs: body.latency_ms,
+        satisfaction: body.satisfaction,
+        notes: body.notes,
+      });
+      return { ok: true };
+    },
+  };
+}

@@ -1,0 +1,118 @@
+import type { McpTool, McpToolContext } from '@repo/service-kit';
+import { z } from 'zod';
+import type { RouteOutcome } from '../../metrics';
+import {
+  ListSkillsArgs,
+  RegisterSkillRequest,
+  RegisterSkillResponse,
+  ReportRequest,
+  ReportResponse,
+  RouteRequest,
+  RouteResponse,
+  SkillDetail,
+  SkillId,
+  SkillList,
+} from '../../schemas';
+import type { DiscoverOperations } from '../discover-operations';
+
+/** What `initialize` tells an agent about this server (README, "MCP"). */
+export const SKILL_ROUTER_MCP_INSTRUCTIONS =
+  'Find, rank, register and rate agent skills. Free to use with an sk_router_ key (POST /api/auth/key) ' +
+  'sent as the x-api-key header of the MCP connection; list_skills and get_skill need no key. ' +
+  'route_task ranks active skills for a task; report_call after calling one keeps the ranking honest.';
+
+const KEY = 'Needs an sk_router_ key in the x-api-key header of the MCP connection.';
+
+const keyOf = (operations: DiscoverOperations, context: McpToolContext) => {
+  const header = context.req.headers['x-api-key'];
+  return operations.authenticate(typeof header === 'string' ? header : undefined);
+};
+
+/**
+ * skill-router's MCP tools (README, "MCP"): the `/api/discover` operations with the same schemas,
+ * rate limits and errors as the HTTP routes.
+ * @param onRouteServed called once per `route_task` call with its outcome, as for POST /api/discover/route
+ */
+export function skillRouterTools(
+  operations: DiscoverOperations,
+  onRouteServed?: (outcome: RouteOutcome) => void,
+): McpTool[] {
+  const routeTask: McpTool<RouteRequest> = {
+    name: 'route_task',
+    title: 'Route a task to skills',
+    description:
+      'Ranks the active skills for a natural-language task by the weighted score (capability_match 0.35, ' +
+      'chain_match 0.20, price_fit 0.15, reliability 0.15, latency_fit 0.10, popularity 0.05), best first, ' +
+      `with the reasons, price, metrics and endpoint of each. Free. ${KEY} Limited per key and minute.`,
+    input: RouteRequest,
+    output: RouteResponse,
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async run(args, context) {
+      try {
+        const answer = await operations.route(await keyOf(operations, context), args);
+        onRouteServed?.(answer.matches.length > 0 ? 'matched' : 'no_match');
+        return { structuredContent: answer };
+      } catch (err) {
+        const status = (err as { status?: unknown }).status;
+        onRouteServed?.(typeof status === 'number' && status < 500 ? 'rejected' : 'failed');
+        throw err;
+      }
+    },
+  };
+  const listSkills: McpTool<z.infer<typeof ListSkillsArgs>> = {
+    name: 'list_skills',
+    title: 'List skills',
+    description:
+      'Active skills, filtered by capability tag, chain or full-text search, sorted by popularity or newest, ' +
+      'one page with the total. Free; no key needed.',
+    input: ListSkillsArgs,
+    output: SkillList,
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async run(args) {
+      return { structuredContent: await operations.list(args) };
+    },
+  };
+  const getSkill: McpTool<{ id: string }> = {
+    name: 'get_skill',
+    title: 'Get a skill',
+    description:
+      'One skill in any status: its schemas, pricing, verification results, health and live metrics. ' +
+      'Free; no key needed.',
+    input: z.object({ id: SkillId }),
+    output: SkillDetail,
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async run(args) {
+      return { structuredContent: await operations.get(args.id) };
+    },
+  };
+  const registerSkill: McpTool<RegisterSkillRequest> = {
+    name: 'register_skill',
+    title: 'Register a skill',
+    description:
+      'Registers a skill, or updates one registered with the same key. It is verified (endpoint health, ' +
+      'schemas, a test call) before it is routed; get_skill shows the result. ' +
+      `Free. ${KEY} Limited per key and day.`,
+    input: RegisterSkillRequest,
+    output: RegisterSkillResponse,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+    async run(args, context) {
+      const key = await keyOf(operations, context);
+      const { answer } = await operations.register(key, args, 'arguments');
+      return { structuredContent: answer };
+    },
+  };
+  const reportCall: McpTool<ReportRequest> = {
+    name: 'report_call',
+    title: 'Report a call',
+    description:
+      "Reports how a call to a skill went (success, failure, timeout or error, latency, satisfaction); feeds the skill's " +
+      `reliability, latency and popularity. Free. ${KEY} Limited per key and skill.`,
+    input: ReportRequest,
+    output: ReportResponse,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    async run(args, context) {
+      return { structuredContent: await operations.report(await keyOf(operations, context), args) };
+    },
+  };
+  return [routeTask, listSkills, getSkill, registerSkill, reportCall];
+}
