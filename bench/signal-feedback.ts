@@ -18,6 +18,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { Pool } from 'pg';
 import { applyMigrations, ensureDatabase } from '@repo/db-migrate';
+import { describeMemory, memory, type MemoryBreakdown } from './memory';
 
 const ROOT = path.resolve(__dirname, '..');
 const SERVICE_DIR = path.join(ROOT, 'services/signal-feedback');
@@ -27,6 +28,7 @@ const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 8);
 const BATCH = 100;
 const PORT = Number(process.env.BENCH_SIGNAL_FEEDBACK_PORT ?? 13002);
 const METRICS_PORT = Number(process.env.BENCH_SIGNAL_FEEDBACK_METRICS_PORT ?? 13102);
+const METRICS_URL = `http://127.0.0.1:${METRICS_PORT}`;
 /** Alternated rounds of the service and the raw `pg` baseline. */
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const DATABASE_URL =
@@ -47,74 +49,12 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
   }
 }
 
-/** Where the service's resident memory is, in MB (rounded to 0.1). */
-interface MemoryBreakdown {
-  rss: number;
-  /** Highest RSS so far (VmHWM). */
-  peak: number;
-  /** Mapped files: the node binary and shared libraries. */
-  files: number;
-  /** Anonymous memory: the V8 heap, external memory and native allocations. */
-  anonymous: number;
-  /** V8 heap committed (heapTotal), and by space. */
-  heap: { total: number; used: number; young: number; old: number; largeObjects: number; code: number };
-  /** Memory V8 accounts outside its heap: Buffers and ArrayBuffers, WebAssembly memory, ... */
-  external: number;
-  /**
-   * Anonymous memory neither heap nor external: malloc'd memory (arenas), compiled WebAssembly, stacks.
-   * An estimate: the committed heap is not all resident until used, so it can go below zero at boot.
-   */
-  otherNative: number;
-}
-
-/** The service's memory from /proc (resident sizes) and its /metrics (what V8 reports). */
-async function memory(pid: number): Promise<MemoryBreakdown> {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
-  const text = await (await fetch(`http://127.0.0.1:${METRICS_PORT}/metrics`)).text();
-  const bytes = (metric: string, space?: string) =>
-    text
-      .split('\n')
-      .filter((l) => l.startsWith(`${metric}{`) && (!space || l.includes(`space="${space}"`)))
-      .reduce((n, l) => n + Number(l.split(' ').pop()), 0);
-  const space = (name: string) => bytes('nodejs_heap_space_size_total_bytes', name);
-  const mb = (n: number) => Math.round((n / 2 ** 20) * 10) / 10;
-  const heapTotal = bytes('nodejs_heap_size_total_bytes');
-  const external = bytes('nodejs_external_memory_bytes');
-  const anonymous = kb('RssAnon') * 1024;
-  return {
-    rss: mb(kb('VmRSS') * 1024),
-    peak: mb(kb('VmHWM') * 1024),
-    files: mb((kb('RssFile') + kb('RssShmem')) * 1024),
-    anonymous: mb(anonymous),
-    heap: {
-      total: mb(heapTotal),
-      used: mb(bytes('nodejs_heap_size_used_bytes')),
-      young: mb(space('new') + space('new_large_object')),
-      old: mb(space('old')),
-      largeObjects: mb(space('large_object') + space('code_large_object')),
-      code: mb(space('code')),
-    },
-    external: mb(external),
-    otherNative: mb(anonymous - heapTotal - external),
-  };
-}
-
 /** CPU time the process has used so far, in ms (user and kernel; /proc counts in 1/100 s). */
 function cpuMs(pid: number): { user: number; system: number } {
   // The fields after the parenthesised command name: state is field 3, utime 14 and stime 15.
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return { user: Number(fields[11]) * 10, system: Number(fields[12]) * 10 };
-}
-
-/** One line of a {@link MemoryBreakdown}. */
-function describeMemory(m: MemoryBreakdown): string {
-  return (
-    `RSS ${m.rss} MB (peak ${m.peak}): files ${m.files}, anonymous ${m.anonymous} = V8 heap ${m.heap.total} ` +
-    `(used ${m.heap.used}; young ${m.heap.young}, old ${m.heap.old}, large objects ${m.heap.largeObjects}, ` +
-    `code ${m.heap.code}) + external ${m.external} + other native ${m.otherNative}`
-  );
 }
 
 async function json<T>(res: Response): Promise<T> {
@@ -270,11 +210,11 @@ async function main(): Promise<void> {
   children.push(service);
   const pid = service.pid!;
   await waitFor(async () => (await fetch(`${BASE}/readyz`)).ok, 'signal-feedback');
-  const booted = await memory(pid);
+  const booted = await memory(pid, METRICS_URL);
   log(`memory after boot: ${describeMemory(booted)}`);
   const products = await setupProducts(pool);
   const bodies = products.map((p) => ({ key: p.key, body: JSON.stringify(batchFor(p.contexts)) }));
-  const setUp = await memory(pid);
+  const setUp = await memory(pid, METRICS_URL);
   log(`memory after ${products.length} sign-ups, products and contexts: ${describeMemory(setUp)}`);
   log(`${products.length} Scale products ready; warming up`);
 
@@ -320,7 +260,7 @@ async function main(): Promise<void> {
     );
     const cpuAfter = cpuMs(pid);
     const after = await countSignals();
-    const mem = await memory(pid);
+    const mem = await memory(pid, METRICS_URL);
     if (result.non2xx > 0 || result.errors > 0)
       log(`WARNING: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
     // Requests in flight when the warm-up or the run stops are stored without being counted there: at
@@ -351,7 +291,7 @@ async function main(): Promise<void> {
   }
 
   // The service has been idle for the last raw pg round: what V8's memory reducer hands back by then.
-  const rested = await memory(pid);
+  const rested = await memory(pid, METRICS_URL);
   log(`memory after ${DURATION_S} s idle: ${describeMemory(rested)}`);
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const last = rounds[rounds.length - 1]!;

@@ -13,12 +13,12 @@
 // skill-router runs from its build (node dist/main.js) in its own process; autocannon, the seeding
 // and the local skill endpoints run here.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { applyMigrations, ensureDatabase } from '@repo/db-migrate';
 import { openDirectorySeeder, startLocalSkills, type RegisterSkillRequest } from '@repo/skill-router/bench';
+import { describeMemory, memory } from './memory';
 import { prng } from './prng';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -171,13 +171,6 @@ async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise
       while (next < items.length) await fn(items[next++] as T);
     }),
   );
-}
-
-/** Resident and peak resident memory of a process, in MB (Linux /proc). */
-function rssMb(pid: number): { rss: number; peak: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
-  return { rss: Math.round(kb('VmRSS') / 1024), peak: Math.round(kb('VmHWM') / 1024) };
 }
 
 /** The first sample of a series on skill-router's metrics port, or NaN when absent. */
@@ -387,8 +380,8 @@ async function main(): Promise<void> {
   };
   log(`route, 1 connection: ${JSON.stringify(singleResult)}`);
   assertNoErrors('route, 1 connection', singleResult.errors);
-  const memory = rssMb(service.pid ?? 0);
-  log(`skill-router memory after routing: ${JSON.stringify(memory)} MB`);
+  const breakdown = await memory(service.pid ?? 0, `http://127.0.0.1:${METRICS_PORT}`);
+  log(`skill-router memory after routing: ${describeMemory(breakdown)}`);
   await stop(bare);
 
   const summary: Record<string, unknown> = {
@@ -397,7 +390,7 @@ async function main(): Promise<void> {
     route: routeResult,
     route_every_task_new: freshResult,
     route_single_connection: singleResult,
-    memory_mb: memory,
+    memory_mb: breakdown,
   };
   if (REGISTER === 0) {
     await stop(service);

@@ -5,8 +5,9 @@
 // when an LLM is configured, it pays for a prove/debate and follows the job to its verdict. Then the
 // signal-feedback demo (signals in, proposals out) and the skill-router demo (register, verify, route,
 // report). `pnpm demo scan` runs a scout scan over local fixture feeds (no internet needed) with the
-// scan admin command and buys the gaps it produced. `pnpm demo market-intel|signal-feedback|skill-router|scan`
-// runs one part.
+// scan admin command and buys the gaps it produced. Last, an MCP client (the SDK's Client) lists
+// market-intel's tools, pays for one and routes a task through skill-router's (`scripts/demo-mcp.ts`).
+// `pnpm demo market-intel|signal-feedback|skill-router|scan|mcp` runs one part.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +22,7 @@ import { fetchWithPayment } from '@repo/x402-solana/client';
 import { runSignalFeedbackDemo } from '@repo/signal-feedback/demo';
 import { runSkillRouterDemo } from '@repo/skill-router/demo';
 import { FIXTURE_SCAN, startFixtureFeeds } from '@repo/compute/testing';
+import { runMcpDemo } from './demo-mcp';
 
 const env = process.env;
 const BASE = (env.MARKET_INTEL_URL ?? 'http://127.0.0.1:3001').replace(/\/+$/, '');
@@ -52,8 +54,11 @@ async function reachable(url: string, start: string): Promise<void> {
 
 async function main(): Promise<void> {
   const only = process.argv[2];
-  if (only !== undefined && !['market-intel', 'signal-feedback', 'skill-router', 'scan'].includes(only)) {
-    throw new Error(`unknown part "${only}": market-intel, signal-feedback, skill-router or scan`);
+  if (
+    only !== undefined &&
+    !['market-intel', 'signal-feedback', 'skill-router', 'scan', 'mcp'].includes(only)
+  ) {
+    throw new Error(`unknown part "${only}": market-intel, signal-feedback, skill-router, scan or mcp`);
   }
   const log = (line: string) => process.stdout.write(`${line}\n`);
   if (!only || only === 'market-intel') {
@@ -73,6 +78,13 @@ async function main(): Promise<void> {
     section('skill-router: skills registered, verified, routed and rated');
     await reachable(SKILL_ROUTER_URL, 'npm start');
     await runSkillRouterDemo({ baseUrl: SKILL_ROUTER_URL, log });
+  }
+  if (!only || only === 'mcp') {
+    section('MCP: an agent lists, pays for and calls tools over the Model Context Protocol');
+    await reachable(BASE, 'npm start');
+    await reachable(SKILL_ROUTER_URL, 'npm start');
+    const { keypair, rpcUrls } = await agentWallet();
+    await runMcpDemo({ marketIntelUrl: BASE, skillRouterUrl: SKILL_ROUTER_URL, keypair, rpcUrls, log, show });
   }
 }
 

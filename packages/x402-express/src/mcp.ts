@@ -19,6 +19,10 @@ export const MCP_PAYMENT_RESPONSE_META = 'x402/payment-response';
  */
 export const MCP_PUSH_PAYMENT_REQUIRED_META = 'x402-solana/push-payment-required';
 
+/** The `error` of a payment-required result when the call carried no payment. */
+export const MCP_PAYMENT_MISSING =
+  'Payment required: pay one of accepts, then call the tool again with the PaymentPayload in _meta["x402/payment"]';
+
 /**
  * The HTTP payment header of an MCP payment (README, "MCP: the x402 MCP transport"): `_meta["x402/payment"]`
  * holds the `PaymentPayload` object; a v2 payload goes into `PAYMENT-SIGNATURE`, a v1 (push mode)
@@ -79,10 +83,13 @@ export interface McpPaidAnswer {
  *   content, as every other tool error.
  * @param answer the HTTP answer (`body` parsed JSON)
  * @param resultStatuses non-2xx statuses that are the tool's result (a health report's 503)
+ * @param paymentSent whether the call carried `_meta["x402/payment"]`; without one, a 402's `error`
+ *   (which names the HTTP header) becomes {@link MCP_PAYMENT_MISSING}
  */
 export function mcpResultOfPaidAnswer(
   answer: { status: number; headers: IncomingHttpHeaders; body: unknown },
   resultStatuses: readonly number[] = [],
+  paymentSent = true,
 ): McpPaidAnswer {
   const body =
     typeof answer.body === 'object' && answer.body !== null && !Array.isArray(answer.body)
@@ -90,9 +97,15 @@ export function mcpResultOfPaidAnswer(
       : { value: answer.body };
   if (answer.status === 402) {
     const v2 = decodedHeader(answer.headers, PAYMENT_REQUIRED_HEADER);
+    // The HTTP reason names the HTTP header; over MCP the payment goes elsewhere.
+    const reason = paymentSent ? {} : { error: MCP_PAYMENT_MISSING };
     return v2
-      ? { structuredContent: v2, isError: true, meta: { [MCP_PUSH_PAYMENT_REQUIRED_META]: body } }
-      : { structuredContent: body, isError: true };
+      ? {
+          structuredContent: { ...v2, ...reason },
+          isError: true,
+          meta: { [MCP_PUSH_PAYMENT_REQUIRED_META]: body },
+        }
+      : { structuredContent: { ...body, ...reason }, isError: true };
   }
   if ((answer.status >= 200 && answer.status < 300) || resultStatuses.includes(answer.status)) {
     const settlement =

@@ -5,6 +5,7 @@ import { Error402, GapsResponse, SectorList, TrendsResponse } from '@repo/schema
 import { toJsonSchema } from '@repo/schemas';
 import { connectMcp, metricValue, scrape, toolErrorOf } from '@repo/service-kit/testing';
 import { CAIP2_NETWORKS } from '@repo/x402-core';
+import { MCP_PAYMENT_MISSING } from '@repo/x402-express';
 import { ForgeArgs, SectorLimitArgs } from '../src/schemas';
 import { buildReport, startHarness, type Harness } from './support/harness';
 import { balances, officialClient } from './support/official-client';
@@ -106,6 +107,7 @@ describe('market-intel MCP endpoint', () => {
     const header = JSON.parse(Buffer.from(http.headers.get('payment-required')!, 'base64').toString('utf8'));
     expect(required.accepts).toEqual(header.accepts);
     expect(required.accepts[0]).toMatchObject({ amount: '100000', network: CAIP2_NETWORKS.solana });
+    expect(required.error).toBe(MCP_PAYMENT_MISSING);
     const push = Error402.parse(result._meta?.['x402-solana/push-payment-required']);
     expect(push.accepts[0]).toMatchObject({
       maxAmountRequired: '100000',

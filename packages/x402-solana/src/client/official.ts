@@ -8,7 +8,9 @@ import { getAssociatedTokenAddressSync } from '../deps';
 import {
   encodeBase64Json,
   networkOfCaip2,
+  PaymentRequiredV2,
   PaymentRequirementsV2,
+  ResourceInfoV2,
   type PaymentPayloadV2,
   type SettleResponseV2,
 } from '@repo/x402-core';
@@ -19,18 +21,9 @@ import { checkTokenFunds, connectionFor, isUnreachable } from './pay';
  * The decoded `PAYMENT-REQUIRED` header of a 402 (x402 v2 `PaymentRequired`; README "Paying with an
  * official x402 client"): what the client needs of it, other fields kept.
  */
-export const PaymentRequiredHeader = z
-  .object({
-    x402Version: z.literal(2),
-    error: z.string().optional(),
-    resource: z
-      .object({ url: z.string(), description: z.string().optional(), mimeType: z.string().optional() })
-      .passthrough()
-      .optional(),
-    accepts: z.array(PaymentRequirementsV2),
-    extensions: z.record(z.string(), z.unknown()).optional(),
-  })
-  .passthrough();
+export const PaymentRequiredHeader = PaymentRequiredV2.extend({
+  resource: ResourceInfoV2.passthrough().optional(),
+}).passthrough();
 /** Inferred type of {@link PaymentRequiredHeader}. */
 export type PaymentRequiredHeader = z.infer<typeof PaymentRequiredHeader>;
 

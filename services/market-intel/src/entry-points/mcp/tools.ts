@@ -12,7 +12,7 @@ import {
   TrendsResponse,
 } from '@repo/schemas';
 import { PaymentRequiredV2 } from '@repo/x402-core';
-import { mcpPaymentHeaders, mcpResultOfPaidAnswer } from '@repo/x402-express';
+import { MCP_PAYMENT_META, mcpPaymentHeaders, mcpResultOfPaidAnswer } from '@repo/x402-express';
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { COMPUTE_PRICES, DATA_PRICES, type PaidRoute } from '../../domain/prices';
@@ -108,7 +108,7 @@ export function marketIntelTools(handler: () => HttpHandler): McpTool[] {
         ...call,
         headers: { ...call.headers, ...mcpPaymentHeaders(context.meta) },
       });
-      return mcpResultOfPaidAnswer(answer, t.resultStatuses);
+      return mcpResultOfPaidAnswer(answer, t.resultStatuses, context.meta[MCP_PAYMENT_META] !== undefined);
     },
   });
   return [
