@@ -1,3 +1,4 @@
+import { apiSnapshotProblem } from '@repo/api-client/testing';
 import { INFRASTRUCTURE_ROUTES, mountedRoutes, routeCoverage } from '@repo/service-kit/testing';
 import { COMPUTE_PRICES, DATA_PRICES } from '../src/domain/prices';
 import { startHarness, type Harness } from './support/harness';
@@ -21,6 +22,10 @@ afterAll(async () => {
 });
 
 describe('the OpenAPI document and the mounted routes', () => {
+  it("When the served document is compared with the typed client's snapshot, then they are equal (else the client is stale)", () => {
+    expect(apiSnapshotProblem('market-intel', doc)).toBeUndefined();
+  });
+
   it('When the routes of the running app are compared with its /openapi.json, then no mounted route is undocumented and no documented route is unmounted', () => {
     expect(routeCoverage(h.service.app, doc, INFRASTRUCTURE_ROUTES)).toEqual({
       undocumented: [],

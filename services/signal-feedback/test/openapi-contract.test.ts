@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { apiSnapshotProblem } from '@repo/api-client/testing';
 import { INFRASTRUCTURE_ROUTES, routeCoverage } from '@repo/service-kit/testing';
 import { createProduct, signUp, startHarness, type Harness } from './support/harness';
 
@@ -12,6 +13,12 @@ beforeAll(async () => {
 afterAll(() => h?.close());
 
 describe('The OpenAPI document and the mounted routes', () => {
+  it("When the served document is compared with the typed client's snapshot, then they are equal (else the client is stale)", async () => {
+    expect(
+      apiSnapshotProblem('signal-feedback', (await request(h.baseUrl).get('/openapi.json')).body),
+    ).toBeUndefined();
+  });
+
   it('When the served document is compared with the routes the app mounts, then neither has one the other lacks', async () => {
     const doc = (await request(h.baseUrl).get('/openapi.json')).body;
     expect(routeCoverage(h.service.http, doc, INFRASTRUCTURE_ROUTES)).toEqual({

@@ -1,4 +1,5 @@
 import type { Application } from 'express';
+import { apiSnapshotProblem } from '@repo/api-client/testing';
 import { INFRASTRUCTURE_ROUTES, routeCoverage } from '@repo/service-kit/testing';
 import { startHarness, type Harness } from './support/harness';
 
@@ -12,6 +13,10 @@ beforeAll(async () => {
 afterAll(() => h?.close());
 
 describe('The OpenAPI document and the mounted routes', () => {
+  it("When the served document is compared with the typed client's snapshot, then they are equal (else the client is stale)", async () => {
+    expect(apiSnapshotProblem('skill-router', (await h.call('GET', '/openapi.json')).body)).toBeUndefined();
+  });
+
   it('When the served document is compared with the routes the app mounts, then neither has one the other lacks', async () => {
     const doc = (await h.call('GET', '/openapi.json')).body;
     expect(routeCoverage(h.service.http as Application, doc, INFRASTRUCTURE_ROUTES)).toEqual({
