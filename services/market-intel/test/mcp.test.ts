@@ -1,7 +1,16 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { PaymentRequiredV2Schema } from '@x402/core/schemas';
 import type { PaymentRequired } from '@x402/core/types';
-import { Error402, GapsResponse, SectorList, TrendsResponse } from '@repo/schemas';
+import {
+  BriefResponse,
+  Error402,
+  GapsResponse,
+  KeywordsResponse,
+  PainClustersResponse,
+  SectorList,
+  TrendsResponse,
+} from '@repo/schemas';
+import type { z } from 'zod';
 import { toJsonSchema } from '@repo/schemas';
 import { connectMcp, metricValue, scrape, toolErrorOf } from '@repo/service-kit/testing';
 import { CAIP2_NETWORKS } from '@repo/x402-core';
@@ -143,6 +152,30 @@ describe('market-intel MCP endpoint', () => {
     expect(http.status).toBe(200);
     expect(await http.json()).toEqual(paid.structuredContent);
   });
+
+  it.each<[string, Record<string, unknown>, bigint, z.ZodType]>([
+    ['scout_gaps', { sector: 'fintech' }, 100_000n, GapsResponse],
+    ['scout_pain_clusters', { limit: 2 }, 100_000n, PainClustersResponse],
+    ['scout_trends', { days: 7 }, 100_000n, TrendsResponse],
+    ['scout_keywords', { sector: 'dev-tools' }, 50_000n, KeywordsResponse],
+    ['scout_brief', {}, 200_000n, BriefResponse],
+  ])(
+    'When %s is paid in push mode, then it asks its price, answers its schema, and replays the same answer',
+    async (tool, args, price, schema) => {
+      const asked = await agent.callTool({ name: tool, arguments: args });
+      expect(PaymentRequiredV2Schema.parse(asked.structuredContent).accepts[0]?.amount).toBe(String(price));
+      const before = await balances(h, 'solana');
+      const { signature, meta } = await pushPayment(price);
+      const paid = await agent.callTool({ name: tool, arguments: args, _meta: meta });
+      expect(paid.isError).toBeUndefined();
+      schema.parse(paid.structuredContent);
+      expect(settlementOf(paid)).toMatchObject({ success: true, transaction: signature });
+      expect((await balances(h, 'solana')).merchantUsdc - before.merchantUsdc).toBe(price);
+      const replay = await agent.callTool({ name: tool, arguments: args, _meta: meta });
+      expect(replay.structuredContent).toEqual(paid.structuredContent);
+      expect(await h.paymentRows(signature)).toHaveLength(1);
+    },
+  );
 
   it('When a payment made over HTTP is presented to another tool, then it is refused as reused, as over HTTP', async () => {
     const signature = await h.transfer({ amountAtomic: 100_000n });
