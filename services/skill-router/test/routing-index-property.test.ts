@@ -203,10 +203,11 @@ describe('The routing index under updates', () => {
     fc.integer({ min: 0, max: 15 }).map((id) => ({ kind: 'remove' as const, skillId: `s-${id}` })),
   );
 
-  it('When skills are added, replaced and removed in any order, then every route equals that of an index built from the final directory', () => {
+  it('When skills are added, replaced and removed in any order, with routes answered (and remembered) along the way, then every route equals that of an index built from the final directory', () => {
     fc.assert(
       fc.property(
         fc.array(op, { maxLength: 60 }),
+        fc.nat(),
         fc.array(
           fc.record({
             taskTerms: fc.uniqueArray(fc.constantFrom(...LEXEMES), { minLength: 1, maxLength: 4 }),
@@ -218,10 +219,13 @@ describe('The routing index under updates', () => {
           }),
           { minLength: 1, maxLength: 5 },
         ),
-        (ops, queries) => {
+        (ops, split, queries) => {
           const updated = new RoutingIndex();
           const directory = new Map<string, RoutableSkill>();
-          for (const o of ops) {
+          const warmAt = ops.length === 0 ? 0 : split % ops.length;
+          for (const [i, o] of ops.entries()) {
+            // Answers ranked now must not outlive the updates that follow.
+            if (i === warmAt) for (const { limit, ...query } of queries) updated.route(query, limit);
             if (o.kind === 'upsert') {
               updated.upsert(o.skill);
               directory.set(o.skill.skillId, o.skill);

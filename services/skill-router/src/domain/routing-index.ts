@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { CandidateRecord } from '../data/route-candidates';
 import type { RoutableSkill } from '../data/routing-rows';
 import {
@@ -31,6 +32,9 @@ interface Posting {
   nameOnly: number[];
   countOnly: number[];
 }
+
+/** Most ranked answers kept per index (about 3 KB each with ten explained matches). */
+const ANSWER_CACHE_MAX = 1_000;
 
 const removeSlot = (list: number[], slot: number): void => {
   const at = list.indexOf(slot);
@@ -76,6 +80,12 @@ export class RoutingIndex {
   private chainHits = new Int32Array(1024);
   private chainSeenBy = new Int32Array(1024);
   private routes = 0;
+  /**
+   * Answers ranked since the index last changed, by query: an answer is a function of the index and
+   * the query alone, and agents repeat tasks. Emptied by every upsert and remove; callers never
+   * change an answer they are given.
+   */
+  private answers = new LRUCache<string, IndexRoute>({ max: ANSWER_CACHE_MAX });
 
   /** Active skills in the index. */
   get size(): number {
@@ -89,6 +99,7 @@ export class RoutingIndex {
 
   /** Adds an active skill, or replaces what the index held for its id. */
   upsert(skill: RoutableSkill): void {
+    this.answers.clear();
     this.remove(skill.skillId);
     const slot = this.free.pop() ?? this.records.length;
     this.grow(slot);
@@ -122,6 +133,7 @@ export class RoutingIndex {
   remove(skillId: string): void {
     const slot = this.slots.get(skillId);
     if (slot === undefined) return;
+    this.answers.clear();
     const record = this.records[slot];
     this.slots.delete(skillId);
     this.records[slot] = undefined;
@@ -152,6 +164,22 @@ export class RoutingIndex {
   route(query: RouteQuery, limit: number): IndexRoute {
     const taskTerms = [...new Set(query.taskTerms)];
     if (taskTerms.length === 0 || limit <= 0) return { matches: [], total: 0 };
+    const key = JSON.stringify([
+      taskTerms,
+      query.chains ?? null,
+      query.maxPriceUsd ?? null,
+      query.maxLatencyMs ?? null,
+      limit,
+    ]);
+    const known = this.answers.get(key);
+    if (known) return known;
+    const answer = this.rank(taskTerms, query, limit);
+    this.answers.set(key, answer);
+    return answer;
+  }
+
+  /** {@link route} without the cache: walks the postings and scores the matches. */
+  private rank(taskTerms: string[], query: RouteQuery, limit: number): IndexRoute {
     if (this.routes >= 0x7fff_fffe) {
       // The marks are Int32: start over before they overflow.
       this.routes = 0;
