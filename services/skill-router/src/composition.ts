@@ -172,6 +172,7 @@ export async function compose({
       threads: config.SANDBOX_THREADS,
       memoryMb: config.SANDBOX_MEMORY_MB,
       taskTimeoutMs: config.SANDBOX_TASK_TIMEOUT_MS,
+      idleTimeoutMs: config.SANDBOX_IDLE_TIMEOUT_MS,
       logger,
       onTask: metrics.onSandboxTask,
     });

@@ -44,6 +44,8 @@ export const SkillRouterEnv = z.object({
   SANDBOX_MEMORY_MB: intVar(64, 16, 4096),
   /** Deadline of one sandbox check, counted from when a thread takes it; a check past it fails. */
   SANDBOX_TASK_TIMEOUT_MS: intVar(2000, 50, 120_000),
+  /** How long an idle sandbox thread lives; threads start when checks arrive. */
+  SANDBOX_IDLE_TIMEOUT_MS: intVar(300_000, 1_000, 86_400_000),
   /** Interval between two periodic health checks of one active (or suspended) skill. */
   HEALTH_CHECK_INTERVAL_MS: intVar(60_000, 10, 86_400_000),
   /** How often the health worker looks for due skills. */

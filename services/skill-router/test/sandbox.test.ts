@@ -7,6 +7,7 @@ import {
   type SandboxOutcome,
   type SchemaSandboxOptions,
 } from '../src/adapters/sandbox/schema-sandbox';
+import { waitFor } from './support/harness';
 
 // The schema sandbox's limits, against a worker that misbehaves on demand and against the real one.
 const logger = createLogger({ name: 'sandbox-test', level: 'silent' });
@@ -47,6 +48,17 @@ describe('SchemaSandbox limits', () => {
     expect(after.ok).toBe(true);
     expect(after.thread).not.toBe(before.thread);
     expect(outcomes).toEqual(['ok', 'out_of_memory', 'ok']);
+  });
+
+  it('When no thread is running, then a check starts one without its start-up counting against the deadline, and an idle thread stops', async () => {
+    const s = sandbox({ taskTimeoutMs: 50, idleTimeoutMs: 500 });
+    expect(s.threads).toBe(0);
+    // Loading the worker takes far longer than 50 ms: counted against the deadline, this would time out.
+    expect(await s.run(task({}))).toMatchObject({ ok: true });
+    expect(s.threads).toBe(1);
+    await waitFor('the idle thread to stop', async () => s.threads === 0, 10_000);
+    expect(await s.run(task({}))).toMatchObject({ ok: true });
+    expect(outcomes).toEqual(['ok', 'ok']);
   });
 
   it('When a task never returns, then it is stopped at its deadline and fails naming it, while the event loop stays free', async () => {

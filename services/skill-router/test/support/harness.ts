@@ -129,9 +129,7 @@ export async function startHarness(
 
 /**
  * Starts the service's workers (no-op for those already running) and waits until their schema
- * sandbox runs a task. A thread's start-up counts against the task deadline, so on a busy machine a
- * cold sandbox fails the first schema checks as timeouts: tests that expect a verdict on the schema
- * need it warm.
+ * sandbox runs a task, so that a test's first check does not also wait for a thread to start.
  */
 async function startServiceWorkers(service: SkillRouterService): Promise<void> {
   const { sandbox } = service.startWorkers();

@@ -15,6 +15,11 @@ export interface SchemaSandboxOptions {
   memoryMb: number;
   /** Deadline of one task in milliseconds, counted from when a thread takes it. */
   taskTimeoutMs: number;
+  /**
+   * How long a thread may stay idle before it stops, in milliseconds (default 300,000): threads start on
+   * demand, so a replica that verifies nothing holds none (each costs about 20 MB).
+   */
+  idleTimeoutMs?: number;
   logger: Logger;
   /** Called once per finished task (metrics). */
   onTask?: (kind: SandboxTaskKind, outcome: SandboxOutcome) => void;
@@ -40,6 +45,12 @@ const WHAT: Record<SandboxTaskKind, string> = {
 /** Compiled (`dist/*.js`) or run from TypeScript sources (tsx in development, jest in tests). */
 const fromSources = !__filename.endsWith('.js');
 
+/** Default of {@link SchemaSandboxOptions.idleTimeoutMs}. */
+const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
+
+/** A trivial task that starts a thread before a real task's deadline runs. */
+const WARM_UP: SandboxTask = { kind: 'check_schema', schema: { type: 'object' } };
+
 /**
  * The schema sandbox: a pool of worker threads (piscina) with `resourceLimits` that runs every
  * computation whose cost a registrant controls (compiling their JSON Schemas, generating inputs from
@@ -60,9 +71,9 @@ export class SchemaSandbox implements SchemaChecks {
         options.filename ?? path.join(__dirname, fromSources ? 'schema-worker.ts' : 'schema-worker.js'),
       // Worker threads do not inherit tsx's module hooks: load them explicitly from sources.
       execArgv: fromSources ? ['--require', 'tsx/cjs'] : [],
-      minThreads: options.threads,
+      minThreads: 0,
       maxThreads: options.threads,
-      idleTimeout: Number.MAX_SAFE_INTEGER,
+      idleTimeout: options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
       resourceLimits: {
         maxOldGenerationSizeMb: options.memoryMb,
         maxYoungGenerationSizeMb: Math.max(2, Math.floor(options.memoryMb / 8)),
@@ -71,6 +82,11 @@ export class SchemaSandbox implements SchemaChecks {
     });
     // A thread that dies with no task attached (e.g. at start-up) must not crash the service.
     this.pool.on('error', (err: unknown) => options.logger.error({ err }, 'schema sandbox thread failed'));
+  }
+
+  /** Threads alive now (starting, busy or idle): 0 once they have all been idle past the timeout. */
+  get threads(): number {
+    return this.pool.threads.length;
   }
 
   /** {@link SchemaChecks.checkSchema}: validates and compiles a registrant's JSON Schema. */
@@ -98,6 +114,9 @@ export class SchemaSandbox implements SchemaChecks {
     await this.acquire();
     let outcome: SandboxOutcome = 'crashed';
     try {
+      // Fewer threads than tasks in flight: one starts for this task, and its start-up (hundreds of
+      // milliseconds on a busy machine) must not count against the task's deadline.
+      if (this.pool.threads.length < this.running) await this.pool.run(WARM_UP);
       const answer = (await this.pool.run(task, {
         signal: AbortSignal.timeout(this.options.taskTimeoutMs),
       })) as SandboxAnswers[K];
