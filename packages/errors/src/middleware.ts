@@ -144,7 +144,8 @@ export function isDependencyUnavailable(err: unknown): boolean {
 const UNAVAILABLE_RETRY_AFTER_SECONDS = '5';
 
 /**
- * Any error as the {@link AppError} its answer is made of: AppErrors as they are; body-parser errors as
+ * Any error as the {@link AppError} its answer is made of: AppErrors as they are (logged when 5xx);
+ * body-parser errors as
  * 400/413/415; Express's own client errors (a path parameter that is not valid percent-encoding: 400)
  * with their 4xx status; a backing service that cannot be reached ({@link isDependencyUnavailable})
  * as `503 service_unavailable` with `Retry-After: 5` (seconds), logged as a warning; anything else as
@@ -154,7 +155,10 @@ const UNAVAILABLE_RETRY_AFTER_SECONDS = '5';
  * @param requestId logged with them
  */
 export function toAppError(err: unknown, logger: ErrorLogger, requestId: string): AppError {
-  if (isAppError(err)) return err;
+  if (isAppError(err)) {
+    if (err.status >= 500) logger.error({ err: err.cause ?? err, requestId }, err.message);
+    return err;
+  }
   const clientError = (isBodyParserError(err) ? fromBodyParser(err) : undefined) ?? fromHttpError(err);
   if (clientError) return clientError;
   if (!isBodyParserError(err) && isDependencyUnavailable(err)) {
@@ -170,8 +174,8 @@ export function toAppError(err: unknown, logger: ErrorLogger, requestId: string)
 }
 
 /**
- * The last middleware of every app: turns any error into the envelope, as {@link toAppError} maps it.
- * AppErrors of status 500 and above that our code threw on purpose are logged too.
+ * The last middleware of every app: turns any error into the envelope, as {@link toAppError} maps
+ * (and logs) it.
  * @param logger where unexpected errors are logged
  */
 export function errorHandler(logger: ErrorLogger): ErrorRequestHandler {
@@ -180,11 +184,7 @@ export function errorHandler(logger: ErrorLogger): ErrorRequestHandler {
       next(err);
       return;
     }
-    const requestId = requestIdOf(req);
-    const appError = toAppError(err, logger, requestId);
-    if (isAppError(err) && appError.status >= 500)
-      logger.error({ err: appError.cause ?? appError, requestId }, appError.message);
-    sendAppError(req, res, appError);
+    sendAppError(req, res, toAppError(err, logger, requestIdOf(req)));
   };
 }
 

@@ -13,7 +13,6 @@ import {
 } from '@repo/schemas';
 import { PaymentRequiredV2 } from '@repo/x402-core';
 import { MCP_PAYMENT_META, mcpPaymentHeaders, mcpResultOfPaidAnswer } from '@repo/x402-express';
-import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { COMPUTE_PRICES, DATA_PRICES, type PaidRoute } from '../../domain/prices';
 import {
@@ -47,7 +46,7 @@ interface HttpBackedTool<I> {
   description: string;
   input: z.ZodType<I>;
   output: z.ZodType;
-  annotations: ToolAnnotations;
+  annotations: NonNullable<McpTool['annotations']>;
   /** The operation; `raw` are the arguments as sent (a compute body is forwarded as sent). */
   call(args: I, raw: Record<string, unknown>): HttpCall;
   /** Non-2xx statuses that are the tool's result (the health report's 503). */
