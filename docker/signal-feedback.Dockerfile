@@ -27,7 +27,7 @@ RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store \
     mkdir -p /out && cp -a node_modules package.json /out/ && \
     for dir in packages/* services/signal-feedback; do \
       mkdir -p "/out/$dir" && cp -a "$dir/package.json" "/out/$dir/" && \
-      for part in dist bin node_modules public; do if [ -e "$dir/$part" ]; then cp -a "$dir/$part" "/out/$dir/"; fi; done; \
+      for part in dist bin assets node_modules public; do if [ -e "$dir/$part" ]; then cp -a "$dir/$part" "/out/$dir/"; fi; done; \
     done
 
 FROM ${NODE_IMAGE} AS runtime

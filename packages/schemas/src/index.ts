@@ -47,7 +47,7 @@ export {
   Timeline,
 } from './session-config';
 export type { SessionConfig } from './session-config';
-export { buildOpenApiDocument, renderReferencePage, toJsonSchema } from './openapi';
+export { buildOpenApiDocument, toJsonSchema } from './openapi';
 export type {
   JsonSchema,
   OpenApiInput,

@@ -1,8 +1,8 @@
-import { Router, type RequestHandler } from 'express';
+import path from 'node:path';
+import express, { Router, type RequestHandler } from 'express';
 import type { z } from 'zod';
 import { ErrorEnvelope } from '@repo/errors';
 import {
-  renderReferencePage,
   toJsonSchema,
   type JsonSchema,
   type OpenApiOperation,
@@ -204,13 +204,55 @@ export function contractRouter(): ContractRouter {
   return self;
 }
 
+/** Where swagger-ui-dist's files are (its package directory). */
+const SWAGGER_UI_DIR = path.dirname(require.resolve('swagger-ui-dist/package.json'));
+/** This package's own browser files (the page's start-up script). */
+const ASSETS_DIR = path.join(__dirname, '..', 'assets');
+
+/** The files under `/docs/assets/` the page loads; anything else there is 404. */
+const DOCS_ASSETS = new Set([
+  '/swagger-ui.css',
+  '/swagger-ui-bundle.js',
+  '/docs-init.js',
+  '/favicon-32x32.png',
+]);
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
 /**
- * `GET /openapi.json` (the document) and `GET /docs` (its reference page, self-contained so it works
- * offline and under helmet's Content-Security-Policy).
+ * The `/docs` page: Swagger UI (swagger-ui-dist, served by the service itself from `/docs/assets/`:
+ * no CDN, works offline and under helmet's Content-Security-Policy) rendering the document at
+ * `specUrl`, with its resolved schemas, examples and "try it out".
+ */
+function referencePage(doc: JsonSchema, specUrl: string): string {
+  const info = (doc.info ?? {}) as { title?: string; version?: string };
+  const title = escapeHtml(`${info.title ?? 'API'} ${info.version ?? ''} — reference`.trim());
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title}</title>
+<link rel="icon" type="image/png" href="/docs/assets/favicon-32x32.png">
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+</head>
+<body data-spec="${escapeHtml(specUrl)}">
+<div id="swagger-ui"><noscript>The reference needs JavaScript; the document itself is at <a href="${escapeHtml(specUrl)}">${escapeHtml(specUrl)}</a>.</noscript></div>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script src="/docs/assets/docs-init.js"></script>
+</body>
+</html>
+`;
+}
+
+/**
+ * `GET /openapi.json` (the document) and `GET /docs`, its reference page rendered by Swagger UI from
+ * files the service serves itself under `/docs/assets/` (docs/architecture.md, "Routes own their
+ * contracts"), so the page works offline and under helmet's Content-Security-Policy.
  * @param doc the service's OpenAPI document
  */
 export function openApiRoutes(doc: JsonSchema): Router {
-  const page = renderReferencePage(doc);
+  const page = referencePage(doc, '/openapi.json');
   const router = Router();
   router.get('/openapi.json', (_req, res) => {
     res.json(doc);
@@ -218,5 +260,13 @@ export function openApiRoutes(doc: JsonSchema): Router {
   router.get('/docs', (_req, res) => {
     res.type('html').send(page);
   });
+  const assets = { maxAge: '1d', index: false } as const;
+  router.use(
+    '/docs/assets',
+    // Only what the page loads: swagger-ui-dist also ships a demo page wired to a public petstore.
+    (req, _res, next) => next(DOCS_ASSETS.has(req.path) ? undefined : 'router'),
+    express.static(ASSETS_DIR, assets),
+    express.static(SWAGGER_UI_DIR, assets),
+  );
   return router;
 }

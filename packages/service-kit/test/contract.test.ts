@@ -3,6 +3,9 @@ import pino from 'pino';
 import request from 'supertest';
 import { z } from 'zod';
 import { AppError, errorHandler, ErrorEnvelope, notFoundHandler } from '@repo/errors';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { chromium } from 'playwright-core';
 import { buildOpenApiDocument } from '@repo/schemas';
 import { contractRouter, createBaseApp, createLogger, openApiRoutes, validated } from '../src/index';
 import { mountedRoutes, routeCoverage } from '../src/testing';
@@ -211,6 +214,61 @@ describe('contractRouter', () => {
     });
     const served = await request(app).get('/openapi.json');
     expect(served.body).toEqual(doc);
-    expect((await request(app).get('/docs')).text).toContain('/api/items/{itemId}');
   });
+
+  it('When /docs is asked, then it is the Swagger UI page of /openapi.json, its assets are served from the service, and nothing else under them', async () => {
+    const { app } = buildApp();
+    const page = await request(app).get('/docs');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('data-spec="/openapi.json"');
+    for (const asset of [
+      '/docs/assets/swagger-ui-bundle.js',
+      '/docs/assets/docs-init.js',
+      '/docs/assets/swagger-ui.css',
+    ]) {
+      expect(page.text).toContain(asset);
+      const res = await request(app).get(asset);
+      expect(res.status).toBe(200);
+      expect(res.headers['cache-control']).toBe('public, max-age=86400');
+    }
+    expect((await request(app).get('/docs/assets/index.html')).status).toBe(404);
+    expect((await request(app).get('/docs/assets/../package.json')).status).toBe(404);
+  });
+});
+
+describe('The /docs page in a browser', () => {
+  it("When Chromium opens /docs under the base app's Content-Security-Policy, then Swagger UI renders every operation with no error or CSP violation", async () => {
+    const { app, doc } = buildApp();
+    const server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const browser = await chromium.launch({
+      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+      args: ['--no-sandbox'],
+    });
+    try {
+      const page = await browser.newPage();
+      const problems: string[] = [];
+      page.on('console', (m) => {
+        if (m.type() === 'error') problems.push(m.text());
+      });
+      page.on('pageerror', (e) => problems.push(e.message));
+      page.on('response', (r) => {
+        if (r.status() >= 400) problems.push(`${r.status()} ${r.url()}`);
+      });
+      const { port } = server.address() as AddressInfo;
+      await page.goto(`http://127.0.0.1:${port}/docs`);
+      await page.locator('.opblock').first().waitFor({ timeout: 20_000 });
+      const operations = Object.values(doc.paths as Record<string, object>).flatMap((p) => Object.keys(p));
+      expect(await page.locator('.opblock').count()).toBe(operations.length);
+      expect(await page.locator('.opblock-summary-path').allInnerTexts()).toEqual(
+        expect.arrayContaining(['/api/items/{itemId}', '/api/items']),
+      );
+      await page.locator('.opblock-summary').first().click();
+      await page.locator('.responses-wrapper').first().waitFor();
+      expect(problems).toEqual([]);
+    } finally {
+      await browser.close();
+      server.close();
+    }
+  }, 60_000);
 });

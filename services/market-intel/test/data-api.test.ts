@@ -264,10 +264,11 @@ describe('OpenAPI', () => {
     expect(doc.components.schemas).toHaveProperty('Error402');
   });
 
-  it('When /docs is opened, then an HTML reference page lists the operations', async () => {
+  it('When /docs is opened, then it is the reference page of /openapi.json, with its renderer served by market-intel', async () => {
     const res = await fetch(`${h.baseUrl}/docs`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/text\/html/);
-    expect(await res.text()).toContain('/api/v1/scout/gaps');
+    expect(await res.text()).toContain('data-spec="/openapi.json"');
+    expect((await fetch(`${h.baseUrl}/docs/assets/swagger-ui-bundle.js`)).status).toBe(200);
   });
 });
