@@ -17,6 +17,8 @@ export interface OpenApiResponse {
   description: string;
   body?: z.ZodType | string;
   headers?: Record<string, { description: string; schema: JsonSchema }>;
+  /** An example body, a real answer of the operation (documented as the media type's `example`). */
+  example?: unknown;
 }
 
 /** One operation of the document. */
@@ -30,7 +32,7 @@ export interface OpenApiOperation {
   tags?: string[];
   parameters?: OpenApiParameter[];
   /** JSON request body (a zod schema or a component name). */
-  requestBody?: { body: z.ZodType | string; required?: boolean };
+  requestBody?: { body: z.ZodType | string; required?: boolean; example?: unknown };
   responses: Record<string, OpenApiResponse>;
   security?: Record<string, string[]>[];
   /** Vendor extensions, e.g. `{ 'x-price-usdc': '0.10' }`. */
@@ -85,7 +87,16 @@ export function buildOpenApiDocument(input: OpenApiInput): JsonSchema {
       responses[status] = {
         description: r.description,
         ...(r.headers ? { headers: r.headers } : {}),
-        ...(r.body ? { content: { 'application/json': { schema: ref(r.body, 'output') } } } : {}),
+        ...(r.body
+          ? {
+              content: {
+                'application/json': {
+                  schema: ref(r.body, 'output'),
+                  ...(r.example !== undefined ? { example: r.example } : {}),
+                },
+              },
+            }
+          : {}),
       };
     }
     (paths[op.path] ??= {})[op.method] = {
@@ -98,7 +109,12 @@ export function buildOpenApiDocument(input: OpenApiInput): JsonSchema {
         ? {
             requestBody: {
               required: op.requestBody.required ?? true,
-              content: { 'application/json': { schema: ref(op.requestBody.body, 'input') } },
+              content: {
+                'application/json': {
+                  schema: ref(op.requestBody.body, 'input'),
+                  ...(op.requestBody.example !== undefined ? { example: op.requestBody.example } : {}),
+                },
+              },
             },
           }
         : {}),

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import express, { Router, type RequestHandler } from 'express';
 import type { z } from 'zod';
-import { ErrorEnvelope } from '@repo/errors';
+import { ErrorEnvelope, errorEnvelope } from '@repo/errors';
 import {
   toJsonSchema,
   type JsonSchema,
@@ -28,6 +28,8 @@ export interface RequestContract {
   bodyParsedByHandler?: boolean;
   /** Header parameters, documented only (headers are read by the middleware that needs them). */
   headers?: OpenApiParameter[];
+  /** An example body, a real request (documented as the request body's `example`). */
+  bodyExample?: unknown;
 }
 
 /**
@@ -102,6 +104,50 @@ function parametersOf(schema: z.ZodType, location: 'query' | 'path'): OpenApiPar
   });
 }
 
+/** The code an error answer of a status has when its description names none. */
+const DEFAULT_CODES: Readonly<Record<string, string>> = {
+  '400': 'invalid_request',
+  '401': 'unauthorized',
+  '403': 'forbidden',
+  '404': 'not_found',
+  '405': 'method_not_allowed',
+  '409': 'conflict',
+  '413': 'payload_too_large',
+  '415': 'unsupported_media_type',
+  '422': 'validation_failed',
+  '429': 'rate_limited',
+  '500': 'internal_error',
+  '502': 'bad_gateway',
+  '503': 'service_unavailable',
+};
+
+/** A request id as every envelope carries one (the caller's `x-request-id`, or a UUID). */
+const EXAMPLE_REQUEST_ID = '6f1c2a9e-3b7d-4e58-9c0a-2d4f8b1e7a35';
+
+/**
+ * The responses with an example envelope on every error answer that has none: its code is the first
+ * `snake_case` code the description names in backticks (how {@link errorResponse}'s callers name it),
+ * else the status's usual one; its message is the description.
+ */
+function withEnvelopeExamples(responses: Record<string, OpenApiResponse>): Record<string, OpenApiResponse> {
+  const out: Record<string, OpenApiResponse> = {};
+  for (const [status, response] of Object.entries(responses)) {
+    const code = /`([a-z][a-z0-9_]*)`/.exec(response.description)?.[1] ?? DEFAULT_CODES[status];
+    out[status] =
+      response.body === ErrorEnvelope && response.example === undefined && code
+        ? {
+            ...response,
+            example: errorEnvelope(
+              code,
+              response.description.replace(/\s*\(`[^)]*\)/g, ''),
+              EXAMPLE_REQUEST_ID,
+            ),
+          }
+        : response;
+  }
+  return out;
+}
+
 /** A documented error answer: the error envelope with `description` (name the `code` in it). */
 export function errorResponse(description: string, headers?: OpenApiResponse['headers']): OpenApiResponse {
   return { description, body: ErrorEnvelope, ...(headers ? { headers } : {}) };
@@ -144,8 +190,16 @@ function operationOf(contract: RouteContract): OpenApiOperation {
     ...(contract.description ? { description: contract.description } : {}),
     ...(contract.tags ? { tags: contract.tags } : {}),
     ...(parameters.length > 0 ? { parameters } : {}),
-    ...(request?.body ? { requestBody: { body: request.body, required: !request.bodyOptional } } : {}),
-    responses: contract.responses,
+    ...(request?.body
+      ? {
+          requestBody: {
+            body: request.body,
+            required: !request.bodyOptional,
+            ...(request.bodyExample !== undefined ? { example: request.bodyExample } : {}),
+          },
+        }
+      : {}),
+    responses: withEnvelopeExamples(contract.responses),
     ...(contract.security ? { security: contract.security } : {}),
     ...(contract.extensions ? { extensions: contract.extensions } : {}),
   };

@@ -7,8 +7,15 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { chromium } from 'playwright-core';
 import { buildOpenApiDocument } from '@repo/schemas';
-import { contractRouter, createBaseApp, createLogger, openApiRoutes, validated } from '../src/index';
-import { mountedRoutes, routeCoverage } from '../src/testing';
+import {
+  contractRouter,
+  createBaseApp,
+  createLogger,
+  errorResponse,
+  openApiRoutes,
+  validated,
+} from '../src/index';
+import { exampleCheck, mountedRoutes, routeCoverage } from '../src/testing';
 
 const logger = createLogger({ name: 'contract-test', level: 'silent' });
 const Item = z.object({ id: z.string(), qty: z.number().int() });
@@ -97,7 +104,13 @@ describe('contractRouter', () => {
       },
       '400': {
         description: 'bad id or query',
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
+        content: {
+          'application/json': {
+            schema: { $ref: '#/components/schemas/ErrorEnvelope' },
+            // Every error answer without an example of its own gets an envelope.
+            example: { error: 'bad id or query', code: 'invalid_request', requestId: expect.any(String) },
+          },
+        },
       },
     });
     const post = paths['/api/items']?.post;
@@ -233,6 +246,49 @@ describe('contractRouter', () => {
     }
     expect((await request(app).get('/docs/assets/index.html')).status).toBe(404);
     expect((await request(app).get('/docs/assets/../package.json')).status).toBe(404);
+  });
+});
+
+describe('Examples in the document', () => {
+  it('When an error answer has no example, then the document shows an envelope with the code its description names, and exampleCheck finds a wrong example', () => {
+    const router = contractRouter().route(
+      {
+        method: 'get',
+        path: '/api/things',
+        operationId: 'listThings',
+        summary: 'Things',
+        responses: {
+          '200': { description: 'the things', body: z.object({ n: z.int() }), example: { n: 'two' } },
+          '429': errorResponse('too many requests from this key (`rate_limited`)'),
+          '404': errorResponse('nothing here'),
+        },
+      },
+      (_req, res) => {
+        res.json({ n: 2 });
+      },
+    );
+    const doc = buildOpenApiDocument({
+      info: { title: 'Things', version: '1.0.0' },
+      components: { ErrorEnvelope },
+      operations: [...router.operations],
+    });
+    const media = (status: string) =>
+      (
+        doc.paths as Record<
+          string,
+          Record<string, { responses: Record<string, { content: Record<string, { example?: unknown }> }> }>
+        >
+      )['/api/things']?.get?.responses[status]?.content['application/json'];
+    expect(media('429')?.example).toEqual({
+      error: 'too many requests from this key',
+      code: 'rate_limited',
+      requestId: expect.any(String),
+    });
+    expect(media('404')?.example).toMatchObject({ code: 'not_found' });
+    const check = exampleCheck(doc as Parameters<typeof exampleCheck>[0]);
+    expect(check.checked).toBe(3);
+    expect(check.invalid).toEqual([expect.stringMatching(/^GET \/api\/things 200: data\/n must be integer/)]);
+    expect(check.missing).toEqual([]);
   });
 });
 

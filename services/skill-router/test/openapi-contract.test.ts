@@ -1,6 +1,6 @@
 import type { Application } from 'express';
 import { apiSnapshotProblem } from '@repo/api-client/testing';
-import { INFRASTRUCTURE_ROUTES, routeCoverage } from '@repo/service-kit/testing';
+import { exampleCheck, INFRASTRUCTURE_ROUTES, routeCoverage } from '@repo/service-kit/testing';
 import { startHarness, type Harness } from './support/harness';
 
 // Routes own their contracts (docs/architecture.md, "Routes own their contracts"): the document
@@ -12,7 +12,34 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
+/**
+ * Bodies the document still shows without an example (success answers, request bodies, and errors
+ * whose body is not the envelope); each error envelope has one. Shrinks as examples are added.
+ */
+const STILL_WITHOUT_EXAMPLES = [
+  'GET /api/health 200',
+  'GET /api/health 503',
+  'POST /api/auth/key request',
+  'POST /api/auth/key 201',
+  'POST /api/discover/route request',
+  'POST /api/discover/route 200',
+  'GET /api/discover/skills 200',
+  'GET /api/discover/skills/{id} 200',
+  'POST /api/discover/register request',
+  'POST /api/discover/register 200',
+  'POST /api/discover/register 201',
+  'POST /api/discover/report request',
+  'POST /api/discover/report 200',
+];
+
 describe('The OpenAPI document and the mounted routes', () => {
+  it('When every example of the served document is checked against its schema, then all are valid, and the bodies without one are the known ones', async () => {
+    const check = exampleCheck((await h.call('GET', '/openapi.json')).body);
+    expect(check.invalid).toEqual([]);
+    expect(check.checked).toBeGreaterThan(0);
+    expect(check.missing.sort()).toEqual([...STILL_WITHOUT_EXAMPLES].sort());
+  });
+
   it("When the served document is compared with the typed client's snapshot, then they are equal (else the client is stale)", async () => {
     expect(apiSnapshotProblem('skill-router', (await h.call('GET', '/openapi.json')).body)).toBeUndefined();
   });

@@ -39,3 +39,5 @@ export { dropRunScoped, runScoped, TEST_DATABASE_BASE_URL, testDatabaseUrl, test
 export { INFRASTRUCTURE_ROUTES, mountedRoutes, routeCoverage } from './routes';
 export type { MountedRoute } from './routes';
 export { connectMcp, toolErrorOf } from './mcp';
+export { exampleCheck } from './examples';
+export type { ExampleCheck } from './examples';
