@@ -14,6 +14,7 @@ import {
   type OpenApiOperation,
 } from '@repo/schemas';
 import { ComputeUnavailable, JobAccepted } from '../../schemas';
+import { withExamples } from './examples';
 
 /** The version of market-intel's contract, in the OpenAPI document and MCP's `initialize`. */
 export const SERVICE_VERSION = '1.0.0';
@@ -68,6 +69,6 @@ export function marketIntelOpenApi(operations: readonly OpenApiOperation[]): Jso
           'x402 v2: base64 JSON PaymentPayload { x402Version: 2, accepted (the PAYMENT-REQUIRED offer), payload: { transaction } }',
       },
     },
-    operations: [...operations],
+    operations: withExamples(operations),
   });
 }
