@@ -1,48 +1,31 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { PaymentRequired } from '@x402/core/types';
-import { scriptedPipelineResponder } from '@repo/compute/testing';
-import { startFakeSearxng, startScriptedLlm, type FakeSearxng, type ScriptedLlm } from '@repo/llm/testing';
 import { AgentJob } from '@repo/schemas';
 import { connectMcp, toolErrorOf } from '@repo/service-kit/testing';
 import { JobAccepted } from '../src/schemas';
 import { buildReport, startHarness, type Harness } from './support/harness';
 import { balances, officialClient } from './support/official-client';
-import { spawnRunner, waitForHealthyRunner, type RunnerProcess } from './support/runner';
+import { startScriptedRunner, type ScriptedRunner } from './support/runner';
 
 // The compute tools over MCP, with a healthy runner (scripted LLM): paid as the x402 MCP transport
 // says, they answer the 202's JobAccepted, and a payment presented again is a conflict naming the job.
 jest.setTimeout(120_000);
 
 let h: Harness;
-let llm: ScriptedLlm;
-let search: FakeSearxng;
-let runner: RunnerProcess;
+let compute: ScriptedRunner;
 let agent: Client;
 
 beforeAll(async () => {
   h = await startHarness('market_intel_mcp_compute_test');
   await h.reports.importReport(buildReport(), 'import');
-  llm = await startScriptedLlm({ respond: scriptedPipelineResponder() });
-  search = await startFakeSearxng({ results: [] });
-  runner = spawnRunner({
-    AMQP_URL: h.amqpUrl,
-    LLM_BASE_URL: llm.baseUrl,
-    LLM_MODEL: 'scripted-model',
-    LLM_API_KEY: 'test-key',
-    SEARCH_PROVIDER: 'searxng',
-    SEARXNG_URL: search.baseUrl,
-    RUNNER_ID: `mcp-${Date.now()}`,
-  });
-  await waitForHealthyRunner(h.baseUrl, runner);
+  compute = await startScriptedRunner(h, 'mcp');
   agent = await connectMcp(h.baseUrl);
 }, 180_000);
 
 afterAll(async () => {
   await agent?.close();
-  await runner?.stop();
+  await compute?.close();
   await h?.close();
-  await llm?.close();
-  await search?.close();
 });
 
 describe('market-intel compute tools over MCP', () => {

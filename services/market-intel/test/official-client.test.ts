@@ -1,24 +1,20 @@
 import { decodePaymentResponseHeader } from '@x402/fetch';
 import type { AgentJob, X402Network } from '@repo/schemas';
 import { ForgeResult } from '@repo/compute';
-import { startFakeSearxng, startScriptedLlm, type FakeSearxng, type ScriptedLlm } from '@repo/llm/testing';
-import { scriptedPipelineResponder } from '@repo/compute/testing';
 import { waitFor } from '@repo/queue/testing';
 import { spawnService } from '@repo/service-kit/testing';
 import path from 'node:path';
 import { CAIP2_NETWORKS } from '@repo/x402-core';
 import { buildReport, startHarness, type Harness } from './support/harness';
 import { balances, officialFetch, type Balances } from './support/official-client';
-import { spawnRunner, waitForHealthyRunner, type RunnerProcess } from './support/runner';
+import { startScriptedRunner, type ScriptedRunner } from './support/runner';
 
 // An agent paying with nothing but the official x402 v2 client (@x402/fetch + @x402/svm), as its
 // documentation shows, against market-intel wired as production wires it, on the local ledger.
 jest.setTimeout(120_000);
 
 let h: Harness;
-let llm: ScriptedLlm;
-let search: FakeSearxng;
-let runner: RunnerProcess;
+let compute: ScriptedRunner;
 
 /** What every official payment must do to the balances. */
 function expectPaid(before: Balances, after: Balances, priceAtomic: bigint): void {
@@ -33,25 +29,12 @@ function expectPaid(before: Balances, after: Balances, priceAtomic: bigint): voi
 beforeAll(async () => {
   h = await startHarness('market_intel_official_client_test');
   await h.reports.importReport(buildReport(), 'import');
-  llm = await startScriptedLlm({ respond: scriptedPipelineResponder() });
-  search = await startFakeSearxng({ results: [] });
-  runner = spawnRunner({
-    AMQP_URL: h.amqpUrl,
-    LLM_BASE_URL: llm.baseUrl,
-    LLM_MODEL: 'scripted-model',
-    LLM_API_KEY: 'test-key',
-    SEARCH_PROVIDER: 'searxng',
-    SEARXNG_URL: search.baseUrl,
-    RUNNER_ID: `official-${Date.now()}`,
-  });
-  await waitForHealthyRunner(h.baseUrl, runner);
+  compute = await startScriptedRunner(h, 'official');
 }, 180_000);
 
 afterAll(async () => {
-  await runner?.stop();
+  await compute?.close();
   await h?.close();
-  await llm?.close();
-  await search?.close();
 });
 
 describe('Paying market-intel with the official x402 client', () => {

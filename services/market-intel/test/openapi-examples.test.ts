@@ -1,13 +1,11 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AgentJob } from '@repo/schemas';
-import { scriptedPipelineResponder } from '@repo/compute/testing';
-import { startFakeSearxng, startScriptedLlm } from '@repo/llm/testing';
 import { waitFor } from '@repo/queue/testing';
 import { fetchWithPayment } from '@repo/x402-solana/client';
 import { parseReportFile, shiftReportToNow } from '../src/domain/report-file';
 import { startHarness } from './support/harness';
-import { spawnRunner, waitForHealthyRunner } from './support/runner';
+import { startScriptedRunner, type ScriptedRunner } from './support/runner';
 
 // The generator of src/entry-points/http/examples.json: every operation called for real against the
 // service wired as production wires it (the sample report npm start imports, the local ledger, a
@@ -28,9 +26,7 @@ function trim(value: unknown): unknown {
 describe('The OpenAPI examples', () => {
   run('When every operation is called for real, then its answers are written to examples.json', async () => {
     const h = await startHarness('market_intel_openapi_examples_test');
-    const llm = await startScriptedLlm({ respond: scriptedPipelineResponder() });
-    const search = await startFakeSearxng({ results: [] });
-    let runner: ReturnType<typeof spawnRunner> | undefined;
+    let compute: ScriptedRunner | undefined;
     try {
       const file = path.join(__dirname, '../fixtures/sample-report.json');
       const report = shiftReportToNow(parseReportFile(readFileSync(file, 'utf8'), file), new Date());
@@ -95,16 +91,7 @@ describe('The OpenAPI examples', () => {
       out['forgeIdeate 503'] = (await post('/api/v1/forge/ideate', forge)).body;
       out['proveDebate 503'] = (await post('/api/v1/prove/debate', prove)).body;
 
-      runner = spawnRunner({
-        AMQP_URL: h.amqpUrl,
-        LLM_BASE_URL: llm.baseUrl,
-        LLM_MODEL: 'scripted-model',
-        LLM_API_KEY: 'test-key',
-        SEARCH_PROVIDER: 'searxng',
-        SEARXNG_URL: search.baseUrl,
-        RUNNER_ID: `examples-${Date.now()}`,
-      });
-      await waitForHealthyRunner(h.baseUrl, runner);
+      compute = await startScriptedRunner(h, 'examples');
       out['getHealth 200'] = (await get('/api/v1/health')).body;
       out['forgeIdeate 402'] = (await post('/api/v1/forge/ideate', forge)).body;
       out['proveDebate 402'] = (await post('/api/v1/prove/debate', prove)).body;
@@ -121,10 +108,8 @@ describe('The OpenAPI examples', () => {
       );
       writeFileSync(EXAMPLES_FILE, `${JSON.stringify(trim(out), null, 2)}\n`);
     } finally {
-      await runner?.stop();
+      await compute?.close();
       await h.close();
-      await llm.close();
-      await search.close();
     }
   });
 });

@@ -1,6 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import type { ScriptedRequest, ScriptedRespond } from '@repo/llm/testing';
+import { scriptedPipelineResponder } from '@repo/compute/testing';
+import {
+  startFakeSearxng,
+  startScriptedLlm,
+  type FakeSearxng,
+  type ScriptedLlm,
+  type ScriptedRequest,
+  type ScriptedRespond,
+} from '@repo/llm/testing';
 import { waitFor } from '@repo/queue/testing';
 
 // Located from the repository root, as `scripts/stack.ts` starts the services.
@@ -75,6 +83,49 @@ export async function waitForHealthyRunner(baseUrl: string, runner: RunnerProces
   ).catch((err: unknown) => {
     throw new Error(`${String(err)}\nrunner output:\n${runner.output()}`);
   });
+}
+
+/** A healthy runner on the scripted LLM and a search provider with no results, as {@link startScriptedRunner} starts it. */
+export interface ScriptedRunner {
+  runner: RunnerProcess;
+  llm: ScriptedLlm;
+  search: FakeSearxng;
+  /** Stops the runner, then the LLM and search servers. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the scripted OpenAI-compatible LLM (answering every pipeline task), a SearXNG stand-in with
+ * no results and a runner using both on `amqpUrl`, and waits until market-intel at `baseUrl` reports
+ * healthy: what a suite needs to pay for compute jobs that run to completion.
+ * @param name a label for the runner's id
+ */
+export async function startScriptedRunner(
+  h: { baseUrl: string; amqpUrl: string },
+  name: string,
+): Promise<ScriptedRunner> {
+  const llm = await startScriptedLlm({ respond: scriptedPipelineResponder() });
+  const search = await startFakeSearxng({ results: [] });
+  const runner = spawnRunner({
+    AMQP_URL: h.amqpUrl,
+    LLM_BASE_URL: llm.baseUrl,
+    LLM_MODEL: 'scripted-model',
+    LLM_API_KEY: 'test-key',
+    SEARCH_PROVIDER: 'searxng',
+    SEARXNG_URL: search.baseUrl,
+    RUNNER_ID: `${name}-${Date.now()}`,
+  });
+  await waitForHealthyRunner(h.baseUrl, runner);
+  return {
+    runner,
+    llm,
+    search,
+    async close() {
+      await runner.stop();
+      await llm.close();
+      await search.close();
+    },
+  };
 }
 
 /** Holds the scripted LLM's answers to chosen calls until released, so a test can kill the runner mid-step. */
