@@ -166,6 +166,37 @@ export const BODY_PARSER_ERRORS: Record<'413' | '415', OpenApiResponse> = {
   ),
 };
 
+/**
+ * The operations with examples added from `examples`, keyed `"<operationId> <status>"` and
+ * `"<operationId> request"` (real answers a service captured; an example the route declared itself
+ * wins). For a service whose examples come from one captured file.
+ * @param operations the operations of the routers, as they declared them
+ */
+export function withExamples(
+  operations: readonly OpenApiOperation[],
+  examples: Readonly<Record<string, unknown>>,
+): OpenApiOperation[] {
+  return operations.map((op) => {
+    const responses = Object.fromEntries(
+      Object.entries(op.responses).map(([status, response]) => {
+        const example = examples[`${op.operationId} ${status}`];
+        return [
+          status,
+          response.example === undefined && example !== undefined ? { ...response, example } : response,
+        ];
+      }),
+    );
+    const requestExample = examples[`${op.operationId} request`];
+    return {
+      ...op,
+      responses,
+      ...(op.requestBody && op.requestBody.example === undefined && requestExample !== undefined
+        ? { requestBody: { ...op.requestBody, example: requestExample } }
+        : {}),
+    };
+  });
+}
+
 /** The express path of an OpenAPI path template: `/jobs/{jobId}` -> `/jobs/:jobId`. */
 function expressPath(template: string): string {
   return template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ':$1');

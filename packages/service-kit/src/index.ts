@@ -29,6 +29,7 @@ export {
   errorResponse,
   openApiRoutes,
   RETRY_AFTER_HEADER,
+  withExamples,
 } from './contract';
 export type { ContractRouter, RequestContract, RouteContract } from './contract';
 export { listenForNotifications } from './notifications';

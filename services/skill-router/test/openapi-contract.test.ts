@@ -13,24 +13,10 @@ beforeAll(async () => {
 afterAll(() => h?.close());
 
 /**
- * Bodies the document still shows without an example (success answers, request bodies, and errors
- * whose body is not the envelope); each error envelope has one. Shrinks as examples are added.
+ * Bodies the document shows without an example: the health report of a replica whose database is down
+ * (the capture runs against a working one). Every other body has a real answer or an envelope.
  */
-const STILL_WITHOUT_EXAMPLES = [
-  'GET /api/health 200',
-  'GET /api/health 503',
-  'POST /api/auth/key request',
-  'POST /api/auth/key 201',
-  'POST /api/discover/route request',
-  'POST /api/discover/route 200',
-  'GET /api/discover/skills 200',
-  'GET /api/discover/skills/{id} 200',
-  'POST /api/discover/register request',
-  'POST /api/discover/register 200',
-  'POST /api/discover/register 201',
-  'POST /api/discover/report request',
-  'POST /api/discover/report 200',
-];
+const STILL_WITHOUT_EXAMPLES = ['GET /api/health 503'];
 
 describe('The OpenAPI document and the mounted routes', () => {
   it('When every example of the served document is checked against its schema, then all are valid, and the bodies without one are the known ones', async () => {

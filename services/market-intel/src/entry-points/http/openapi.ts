@@ -13,8 +13,9 @@ import {
   type JsonSchema,
   type OpenApiOperation,
 } from '@repo/schemas';
+import { withExamples } from '@repo/service-kit';
 import { ComputeUnavailable, JobAccepted } from '../../schemas';
-import { withExamples } from './examples';
+import { EXAMPLES } from './examples';
 
 /** The version of market-intel's contract, in the OpenAPI document and MCP's `initialize`. */
 export const SERVICE_VERSION = '1.0.0';
@@ -69,6 +70,6 @@ export function marketIntelOpenApi(operations: readonly OpenApiOperation[]): Jso
           'x402 v2: base64 JSON PaymentPayload { x402Version: 2, accepted (the PAYMENT-REQUIRED offer), payload: { transaction } }',
       },
     },
-    operations: withExamples(operations),
+    operations: withExamples(operations, EXAMPLES),
   });
 }

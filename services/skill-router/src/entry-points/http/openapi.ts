@@ -1,5 +1,6 @@
 import { ErrorEnvelope } from '@repo/errors';
 import { buildOpenApiDocument, type JsonSchema, type OpenApiOperation } from '@repo/schemas';
+import { withExamples } from '@repo/service-kit';
 import {
   CreateKeyResponse,
   HealthResponse,
@@ -9,6 +10,7 @@ import {
   SkillDetail,
   SkillList,
 } from '../../schemas';
+import { EXAMPLES } from './examples';
 import { SERVICE_VERSION } from './public';
 
 /**
@@ -45,7 +47,7 @@ export function skillRouterOpenApi(operations: readonly OpenApiOperation[]): Jso
         description: 'an sk_router_ key from POST /api/auth/key',
       },
     },
-    operations: [...operations],
+    operations: withExamples(operations, EXAMPLES),
   });
 }
 

@@ -1,0 +1,83 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { startLocalSkills } from '../scripts/local-skills';
+import { buildSkill, translate } from './support/factories';
+import { startHarness, waitFor } from './support/harness';
+
+// The generator of src/entry-points/http/examples.json: every operation called for real against the
+// service as production composes it (workers on, a skill verified against a local endpoint), and its
+// answers written down, arrays cut to two items. Runs only with UPDATE_OPENAPI_EXAMPLES=1;
+// openapi-contract.test.ts checks the examples against their schemas.
+const EXAMPLES_FILE = path.join(__dirname, '../src/entry-points/http/examples.json');
+const run = process.env.UPDATE_OPENAPI_EXAMPLES === '1' ? it : it.skip;
+jest.setTimeout(120_000);
+
+/** `value` with every array cut to its first two items (an example shows the shape, not the bulk). */
+function trim(value: unknown): unknown {
+  if (Array.isArray(value)) return value.slice(0, 2).map(trim);
+  if (typeof value === 'object' && value !== null)
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, trim(v)]));
+  return value;
+}
+
+describe('The OpenAPI examples', () => {
+  run('When every operation is called for real, then its answers are written to examples.json', async () => {
+    const skills = await startLocalSkills();
+    const h = await startHarness('skill_router_openapi_examples_test', {
+      WORKERS_ENABLED: 'true',
+      HEALTH_CHECK_INTERVAL_MS: '60000',
+    });
+    try {
+      const out: Record<string, unknown> = {};
+      out['getHealth 200'] = (await h.call('GET', '/api/health')).body;
+      const keyRequest = { name: 'research-agent' };
+      const created = await h.call('POST', '/api/auth/key', keyRequest);
+      out['createKey request'] = keyRequest;
+      out['createKey 201'] = created.body;
+      const key = (created.body as { api_key: string }).api_key;
+
+      skills.set('translate', { kind: 'healthy', respond: translate });
+      const skill = buildSkill({
+        skill_id: 'acme-translator',
+        name: 'Acme translator',
+        description: 'Translates short texts between English, Spanish, French and German.',
+        capabilities: ['translation', 'text'],
+        chains: ['solana', 'base'],
+        endpoint: skills.url('translate'),
+      });
+      out['registerSkill request'] = skill;
+      out['registerSkill 201'] = (await h.register(key, skill)).body;
+      await waitFor(
+        'the skill to be verified',
+        async () => (await h.call('GET', `/api/discover/skills/${skill.skill_id}`)).body.status === 'active',
+        60_000,
+      );
+      out['registerSkill 200'] = (await h.register(key, skill)).body;
+      await waitFor(
+        'the update to be verified',
+        async () => (await h.call('GET', `/api/discover/skills/${skill.skill_id}`)).body.status === 'active',
+        60_000,
+      );
+      const route = { task: 'translate this text to french', requirements: { chains: ['solana'] }, limit: 3 };
+      out['routeTask request'] = route;
+      out['routeTask 200'] = (await h.call('POST', '/api/discover/route', route, { 'x-api-key': key })).body;
+      out['listSkills 200'] = (await h.call('GET', '/api/discover/skills?category=translation&limit=2')).body;
+      out['getSkill 200'] = (await h.call('GET', `/api/discover/skills/${skill.skill_id}`)).body;
+      const report = {
+        skill_id: skill.skill_id,
+        caller: 'research-agent',
+        call_result: 'success',
+        latency_ms: 42,
+        satisfaction: 5,
+      };
+      out['reportCall request'] = report;
+      out['reportCall 200'] = (
+        await h.call('POST', '/api/discover/report', report, { 'x-api-key': key })
+      ).body;
+      writeFileSync(EXAMPLES_FILE, `${JSON.stringify(trim(out), null, 2)}\n`);
+    } finally {
+      await h.close();
+      await skills.close();
+    }
+  });
+});
