@@ -5,8 +5,10 @@ import {
   type OpenApiOperation,
   type OpenApiParameter,
 } from '@repo/schemas';
+import { withExamples } from '@repo/service-kit';
 import { AnalysisRunResult, Context, CreatedProduct, Me, Proposal, ReceivedResponse } from '../../schemas';
 import { CSRF_HEADER } from './auth-middleware';
+import { EXAMPLES } from './examples';
 
 /** The service's version: of the OpenAPI document and of the MCP server (`initialize`). */
 export const SERVICE_VERSION = '1.0.0';
@@ -58,6 +60,6 @@ export function signalFeedbackOpenApi(operations: readonly OpenApiOperation[]): 
         description: '__Host-sf_session when cookies are Secure; writes also need x-csrf-token',
       },
     },
-    operations: [...operations],
+    operations: withExamples(operations, EXAMPLES),
   });
 }

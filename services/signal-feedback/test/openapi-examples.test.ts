@@ -1,0 +1,129 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import request from 'supertest';
+import { startHarness } from './support/harness';
+
+// The generator of src/entry-points/http/examples.json: every operation called for real against the
+// service as production composes it (a user signs up, creates a product and its contexts, sends
+// signals, runs the analysis and approves its proposal), and its answers written down, arrays cut to
+// two items. Runs only with UPDATE_OPENAPI_EXAMPLES=1; openapi-contract.test.ts checks the examples
+// against their schemas.
+const EXAMPLES_FILE = path.join(__dirname, '../src/entry-points/http/examples.json');
+const run = process.env.UPDATE_OPENAPI_EXAMPLES === '1' ? it : it.skip;
+jest.setTimeout(120_000);
+
+/** `value` with every array cut to its first two items (an example shows the shape, not the bulk). */
+function trim(value: unknown): unknown {
+  if (Array.isArray(value)) return value.slice(0, 2).map(trim);
+  if (typeof value === 'object' && value !== null)
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, trim(v)]));
+  return value;
+}
+
+describe('The OpenAPI examples', () => {
+  run('When every operation is called for real, then its answers are written to examples.json', async () => {
+    const h = await startHarness('signal_feedback_openapi_examples_test');
+    try {
+      const out: Record<string, unknown> = {};
+      const agent = h.agent();
+      const account = { email: 'owner@example.com', password: 'correct horse battery staple' };
+      out['signup request'] = account;
+      const signedUp = await agent.post('/api/auth/signup').send(account).expect(201);
+      out['signup 201'] = signedUp.body;
+      const csrf = (signedUp.body as { csrf_token: string }).csrf_token;
+      out['me 200'] = (await agent.get('/api/auth/me').expect(200)).body;
+
+      const productRequest = { name: 'Checkout app' };
+      out['createProduct request'] = productRequest;
+      const product = (
+        await agent.post('/api/products').set('x-csrf-token', csrf).send(productRequest).expect(200)
+      ).body as { id: string; api_key: string };
+      out['createProduct 200'] = product;
+
+      const contextRequest = {
+        product_id: product.id,
+        name: 'Checkout',
+        content: 'Cart to payment confirmation: card entry, 3-D Secure, receipt',
+        positive_signals: ['checkout_completed'],
+        negative_signals: ['payment_failed', 'checkout_abandoned'],
+      };
+      out['createContext request'] = contextRequest;
+      const context = (
+        await agent.post('/api/context').set('x-csrf-token', csrf).send(contextRequest).expect(201)
+      ).body as { id: string };
+      out['createContext 201'] = context;
+      const updateRequest = { id: context.id, content: 'Cart to payment confirmation, including 3-D Secure' };
+      out['updateContext request'] = updateRequest;
+      out['updateContext 200'] = (
+        await agent.patch('/api/context').set('x-csrf-token', csrf).send(updateRequest).expect(200)
+      ).body;
+
+      const signals = [
+        ...Array.from({ length: 6 }, (_, i) => ({
+          type: 'payment_failed',
+          context_id: context.id,
+          payload: { error_code: 'card_declined', step: 'payment', attempt: i },
+        })),
+        ...Array.from({ length: 4 }, () => ({
+          type: 'checkout_completed',
+          context_id: context.id,
+          payload: { step: 'confirm' },
+        })),
+      ];
+      out['sendSignals request'] = signals;
+      out['sendSignals 200'] = (
+        await request(h.baseUrl)
+          .post('/api/signals')
+          .set('x-api-key', product.api_key)
+          .send(signals)
+          .expect(200)
+      ).body;
+      const ingest = [
+        { event: 'payment_failed', properties: { error_code: 'card_declined', step: 'payment' } },
+      ];
+      out['ingest request'] = ingest;
+      out['ingest 200'] = (
+        await request(h.baseUrl).post(`/api/ingest?key=${product.api_key}`).send(ingest).expect(200)
+      ).body;
+
+      const analysis = (await agent.post('/api/analysis/run').set('x-csrf-token', csrf).expect(200)).body as {
+        proposals: { id: string }[];
+      };
+      out['runAnalysis 200'] = analysis;
+      out['listProposals 200'] = (
+        await request(h.baseUrl).get('/api/proposals').set('x-api-key', product.api_key).expect(200)
+      ).body;
+      const change = { status: 'approved' };
+      out['changeProposalStatus request'] = change;
+      out['changeProposalStatus 200'] = (
+        await request(h.baseUrl)
+          .patch(`/api/proposals/${analysis.proposals[0]!.id}`)
+          .set('x-api-key', product.api_key)
+          .send(change)
+          .expect(200)
+      ).body;
+
+      out['listProducts 200'] = (await agent.get('/api/products').expect(200)).body;
+      out['listContexts 200'] = (await agent.get(`/api/context?product_id=${product.id}`).expect(200)).body;
+      out['rotateProductKey 200'] = (
+        await agent.post(`/api/products/${product.id}/rotate-key`).set('x-csrf-token', csrf).expect(200)
+      ).body;
+      const spare = (
+        await agent
+          .post('/api/context')
+          .set('x-csrf-token', csrf)
+          .send({ ...contextRequest, name: 'Onboarding' })
+          .expect(201)
+      ).body as { id: string };
+      out['deleteContext 200'] = (
+        await agent.delete(`/api/context?id=${spare.id}`).set('x-csrf-token', csrf).expect(200)
+      ).body;
+      const loginAgent = h.agent();
+      out['login request'] = account;
+      out['login 200'] = (await loginAgent.post('/api/auth/login').send(account).expect(200)).body;
+      writeFileSync(EXAMPLES_FILE, `${JSON.stringify(trim(out), null, 2)}\n`);
+    } finally {
+      await h.close();
+    }
+  });
+});
