@@ -1,5 +1,6 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { CAPTURE_EXAMPLES, writeExamples } from '@repo/service-kit/testing';
 import type { AgentJob } from '@repo/schemas';
 import { waitFor } from '@repo/queue/testing';
 import { fetchWithPayment } from '@repo/x402-solana/client';
@@ -12,16 +13,8 @@ import { startScriptedRunner, type ScriptedRunner } from './support/runner';
 // runner on the scripted LLM), and its answers written down, arrays cut to two items. Runs only with
 // UPDATE_OPENAPI_EXAMPLES=1; openapi-contract.test.ts checks the examples against their schemas.
 const EXAMPLES_FILE = path.join(__dirname, '../src/entry-points/http/examples.json');
-const run = process.env.UPDATE_OPENAPI_EXAMPLES === '1' ? it : it.skip;
+const run = CAPTURE_EXAMPLES ? it : it.skip;
 jest.setTimeout(240_000);
-
-/** `value` with every array cut to its first two items (an example shows the shape, not the bulk). */
-function trim(value: unknown): unknown {
-  if (Array.isArray(value)) return value.slice(0, 2).map(trim);
-  if (typeof value === 'object' && value !== null)
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, trim(v)]));
-  return value;
-}
 
 describe('The OpenAPI examples', () => {
   run('When every operation is called for real, then its answers are written to examples.json', async () => {
@@ -106,7 +99,7 @@ describe('The OpenAPI examples', () => {
         },
         180_000,
       );
-      writeFileSync(EXAMPLES_FILE, `${JSON.stringify(trim(out), null, 2)}\n`);
+      writeExamples(EXAMPLES_FILE, out);
     } finally {
       await compute?.close();
       await h.close();

@@ -1,7 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import request from 'supertest';
 import { toJsonSchema } from '@repo/schemas';
-import { connectMcp, metricValue, scrape, toolErrorOf } from '@repo/service-kit/testing';
+import { mcpClientPool, metricValue, scrape, toolErrorOf } from '@repo/service-kit/testing';
 import { ListProposalsArgs, ProposalList, ReceivedResponse, sendSignalsArgs } from '../src/schemas';
 import {
   createContext,
@@ -15,20 +15,15 @@ import {
 const MAX_BATCH = 50;
 
 let h: Harness;
-const clients: Client[] = [];
-
-/** An MCP client as an agent framework runs it (official SDK, Streamable HTTP), closed after the suite. */
-async function client(headers: Record<string, string> = {}): Promise<Client> {
-  const c = await connectMcp(h.baseUrl, headers);
-  clients.push(c);
-  return c;
-}
+/** MCP clients as an agent framework runs them (official SDK, Streamable HTTP), closed after the suite. */
+const clients = mcpClientPool(() => h.baseUrl);
+const client = (headers?: Record<string, string>) => clients.connect(headers);
 
 beforeAll(async () => {
   h = await startHarness('signal_feedback_mcp_test', { env: { MAX_BATCH_SIZE: String(MAX_BATCH) } });
 });
 afterAll(async () => {
-  for (const c of clients) await c.close();
+  await clients.closeAll();
   await h?.close();
 });
 

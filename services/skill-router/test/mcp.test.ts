@@ -1,7 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { toJsonSchema } from '@repo/schemas';
-import { connectMcp, metricValue, scrape, toolErrorOf } from '@repo/service-kit/testing';
+import { mcpClientPool, metricValue, scrape, toolErrorOf } from '@repo/service-kit/testing';
 import {
   ListSkillsArgs,
   RegisterSkillRequest,
@@ -20,14 +20,9 @@ let key: string;
 let otherKey: string;
 let anonymous: Client;
 let agent: Client;
-const clients: Client[] = [];
-
-/** An MCP client as an agent framework runs it, closed after the suite. */
-async function client(headers: Record<string, string> = {}): Promise<Client> {
-  const c = await connectMcp(h.baseUrl, headers);
-  clients.push(c);
-  return c;
-}
+/** MCP clients as an agent framework runs them (official SDK, Streamable HTTP), closed after the suite. */
+const clients = mcpClientPool(() => h.baseUrl);
+const client = (headers?: Record<string, string>) => clients.connect(headers);
 
 beforeAll(async () => {
   h = await startHarness('skill_router_mcp_test', {
@@ -40,7 +35,7 @@ beforeAll(async () => {
   agent = await client({ 'x-api-key': key });
 });
 afterAll(async () => {
-  for (const c of clients) await c.close();
+  await clients.closeAll();
   await h.close();
 });
 

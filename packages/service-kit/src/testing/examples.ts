@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 
@@ -51,4 +52,26 @@ export function exampleCheck(doc: {
     }
   }
   return result;
+}
+
+/**
+ * Whether a service's example generator runs (`UPDATE_OPENAPI_EXAMPLES=1`): it calls every operation
+ * for real and rewrites the captured examples, so it is skipped otherwise.
+ */
+export const CAPTURE_EXAMPLES = process.env.UPDATE_OPENAPI_EXAMPLES === '1';
+
+/** `value` with every array cut to its first two items (an example shows the shape, not the bulk). */
+function trim(value: unknown): unknown {
+  if (Array.isArray(value)) return value.slice(0, 2).map(trim);
+  if (typeof value === 'object' && value !== null)
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, trim(v)]));
+  return value;
+}
+
+/**
+ * Writes captured examples, by `"<operationId> <status>"` and `"<operationId> request"`, to `file` as
+ * `withExamples` reads them: JSON, arrays cut to two items.
+ */
+export function writeExamples(file: string, examples: Record<string, unknown>): void {
+  writeFileSync(file, `${JSON.stringify(trim(examples), null, 2)}\n`);
 }

@@ -38,6 +38,7 @@ export type {
 export { dropRunScoped, runScoped, TEST_DATABASE_BASE_URL, testDatabaseUrl, testRunId } from './run-scope';
 export { INFRASTRUCTURE_ROUTES, mountedRoutes, routeCoverage } from './routes';
 export type { MountedRoute } from './routes';
-export { connectMcp, toolErrorOf } from './mcp';
-export { exampleCheck } from './examples';
+export { connectMcp, mcpClientPool, toolErrorOf } from './mcp';
+export type { McpClientPool } from './mcp';
+export { CAPTURE_EXAMPLES, exampleCheck, writeExamples } from './examples';
 export type { ExampleCheck } from './examples';

@@ -32,3 +32,29 @@ export function toolErrorOf(result: unknown): ErrorEnvelope & Record<string, unk
   ErrorEnvelope.parse(envelope);
   return envelope;
 }
+
+/** MCP clients a suite opens against one service, closed together when it ends. */
+export interface McpClientPool {
+  /** {@link connectMcp} to the service, with `headers` (`x-api-key`) on every request. */
+  connect(headers?: Record<string, string>): Promise<Client>;
+  /** Closes every client opened so far. */
+  closeAll(): Promise<void>;
+}
+
+/**
+ * A pool of MCP clients for a suite.
+ * @param baseUrl the service's origin, read when a client connects (suites know it once started)
+ */
+export function mcpClientPool(baseUrl: () => string): McpClientPool {
+  const clients: Client[] = [];
+  return {
+    async connect(headers = {}) {
+      const client = await connectMcp(baseUrl(), headers);
+      clients.push(client);
+      return client;
+    },
+    async closeAll() {
+      for (const client of clients.splice(0)) await client.close();
+    },
+  };
+}

@@ -15,7 +15,8 @@ import {
 } from '@repo/schemas';
 import { withExamples } from '@repo/service-kit';
 import { ComputeUnavailable, JobAccepted } from '../../schemas';
-import { EXAMPLES } from './examples';
+// Real answers, captured from the running service by test/openapi-examples.test.ts (UPDATE_OPENAPI_EXAMPLES=1).
+import EXAMPLES from './examples.json';
 
 /** The version of market-intel's contract, in the OpenAPI document and MCP's `initialize`. */
 export const SERVICE_VERSION = '1.0.0';

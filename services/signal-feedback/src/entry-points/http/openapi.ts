@@ -8,7 +8,8 @@ import {
 import { withExamples } from '@repo/service-kit';
 import { AnalysisRunResult, Context, CreatedProduct, Me, Proposal, ReceivedResponse } from '../../schemas';
 import { CSRF_HEADER } from './auth-middleware';
-import { EXAMPLES } from './examples';
+// Real answers, captured from the running service by test/openapi-examples.test.ts (UPDATE_OPENAPI_EXAMPLES=1).
+import EXAMPLES from './examples.json';
 
 /** The service's version: of the OpenAPI document and of the MCP server (`initialize`). */
 export const SERVICE_VERSION = '1.0.0';

@@ -10,7 +10,8 @@ import {
   SkillDetail,
   SkillList,
 } from '../../schemas';
-import { EXAMPLES } from './examples';
+// Real answers, captured from the running service by test/openapi-examples.test.ts (UPDATE_OPENAPI_EXAMPLES=1).
+import EXAMPLES from './examples.json';
 import { SERVICE_VERSION } from './public';
 
 /**
