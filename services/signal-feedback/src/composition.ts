@@ -2,6 +2,7 @@ import type { Application } from 'express';
 import { createLlmClient } from '@repo/llm';
 import {
   createReadiness,
+  listenForNotifications,
   sweepRateLimits,
   type ComposedService,
   type Database,
@@ -14,15 +15,18 @@ import { AccountRepository } from './data/accounts';
 import { AnalysisRepository } from './data/analysis';
 import { KeyOwnerCache } from './data/key-cache';
 import { openDatabase, type Db } from './data/prisma';
-import { ProductRepository } from './data/products';
+import { DeploymentRepository } from './data/deployments';
+import { KEY_CHANGES_CHANNEL, ProductRepository } from './data/products';
 import { ProposalRepository } from './data/proposals';
 import { AuthRateLimiter } from './data/rate-limits';
 import { SignalRepository } from './data/signals';
 import { AnalysisService } from './domain/analysis';
+import { DeploymentService } from './domain/deployments';
 import { PasswordHasher } from './domain/passwords';
 import { LlmProposalWriter } from './domain/proposal-writer';
 import { analysisScheduleLoop } from './entry-points/workers/analysis-schedule';
 import { expirySweepLoop } from './entry-points/workers/expiry-sweep';
+import { verificationScheduleLoop } from './entry-points/workers/verification-schedule';
 import {
   createSignalFeedbackMetrics,
   type SignalFeedbackEvents,
@@ -51,9 +55,12 @@ export interface SignalFeedbackService extends ComposedService {
   db: Db;
   accounts: AccountRepository;
   analysis: AnalysisService;
+  deployments: DeploymentService;
   limiter: AuthRateLimiter;
   /** The scheduled analysis; absent when `ANALYSIS_INTERVAL_MS` is 0. */
   analysisSchedule?: Loop;
+  /** The scheduled verification of deployments; absent when `VERIFICATION_INTERVAL_MS` is 0. */
+  verificationSchedule?: Loop;
   /** The hourly sweep of expired sessions and rate-limit counters. */
   expirySweep: Loop;
 }
@@ -108,15 +115,44 @@ export async function compose(
     signupPerIpPerHour: config.SIGNUP_MAX_PER_IP_PER_HOUR,
   });
 
+  const deployments = new DeploymentService({
+    deployments: new DeploymentRepository(db),
+    defaults: {
+      windowMinutes: config.VERIFICATION_WINDOW_MINUTES,
+      alpha: config.VERIFICATION_ALPHA,
+      minSignals: config.VERIFICATION_MIN_SIGNALS,
+    },
+    logger,
+    now: overrides.now,
+    onVerdict: (verdict) => events.deploymentVerified(verdict),
+  });
+
+  // A rotated or deleted key is dropped from every replica's key cache as soon as its change commits;
+  // while this connection is down the cache is off.
+  const keys = new KeyOwnerCache(signals, config.API_KEY_CACHE_TTL_MS);
+  keys.setCaching(false);
+  const keyChanges = listenForNotifications({
+    databaseUrl: config.DATABASE_URL,
+    channel: KEY_CHANGES_CHANNEL,
+    onNotification: (productId) => keys.invalidateProduct(productId),
+    onListening: (listening) => keys.setCaching(listening),
+    onError: (err) =>
+      logger.warn(
+        { err },
+        'key change listener lost its connection: keys are read from the database until it is back',
+      ),
+  });
+
   const readiness = createReadiness({ database: database.ping });
   const http = createApp({
     logger,
     accounts,
     products: new ProductRepository(db),
     signals,
-    keys: new KeyOwnerCache(signals, config.API_KEY_CACHE_TTL_MS),
+    keys,
     proposals,
     analysis,
+    deployments,
     passwords: new PasswordHasher({ memoryKib: config.ARGON2_MEMORY_KIB, timeCost: config.ARGON2_TIME_COST }),
     limiter,
     maxBatch: config.MAX_BATCH_SIZE,
@@ -140,6 +176,15 @@ export async function compose(
           metrics: metrics.loops,
         })
       : undefined;
+  const verificationSchedule =
+    config.VERIFICATION_INTERVAL_MS > 0
+      ? verificationScheduleLoop({
+          deployments,
+          intervalMs: config.VERIFICATION_INTERVAL_MS,
+          logger,
+          metrics: metrics.loops,
+        })
+      : undefined;
   const expirySweep = expirySweepLoop({
     deleteExpiredSessions: (now) => accounts.deleteExpiredSessions(now),
     sweepRateLimits: (now) => sweepRateLimits(database.pool, now),
@@ -151,10 +196,14 @@ export async function compose(
     http,
     readiness,
     metrics,
-    loops: analysisSchedule ? [analysisSchedule, expirySweep] : [expirySweep],
-    close: () => database.close(),
+    loops: [analysisSchedule, verificationSchedule, expirySweep].filter((l): l is Loop => l !== undefined),
+    close: async () => {
+      await keyChanges.close();
+      await database.close();
+    },
     describe: {
       analysisIntervalMs: config.ANALYSIS_INTERVAL_MS,
+      verificationIntervalMs: config.VERIFICATION_INTERVAL_MS,
       llm: llm ? config.LLM_MODEL : 'none (proposals from evidence)',
       maxBatch: config.MAX_BATCH_SIZE,
     },
@@ -162,8 +211,10 @@ export async function compose(
     db,
     accounts,
     analysis,
+    deployments,
     limiter,
     ...(analysisSchedule ? { analysisSchedule } : {}),
+    ...(verificationSchedule ? { verificationSchedule } : {}),
     expirySweep,
   };
 }

@@ -40,6 +40,14 @@ export const SignalFeedbackEnv = z.object({
   ANALYSIS_INTERVAL_MS: intVar(600_000, 0, 86_400_000),
   /** Minimum signals in the last 24 hours before a context is analysed. */
   ANALYSIS_MIN_SIGNALS: intVar(5, 1, 1_000_000),
+  /** Period of the scheduled verification of deployments whose after-window closed, ms; 0 disables it (on-demand verification still works). */
+  VERIFICATION_INTERVAL_MS: intVar(60_000, 0, 86_400_000),
+  /** Length of each window a deployment's verification compares when the deployment names none, minutes (24 h). */
+  VERIFICATION_WINDOW_MINUTES: intVar(1440, 1, 10_080),
+  /** Two-sided significance level of the verification's z-test when the deployment names none. */
+  VERIFICATION_ALPHA: z.coerce.number().min(0.0001).max(0.2).default(0.05),
+  /** Fewest signals each compared window needs for a verdict other than `inconclusive`. */
+  VERIFICATION_MIN_SIGNALS: intVar(30, 1, 1_000_000),
   /** OpenAI-compatible Chat Completions endpoint (e.g. https://api.openai.com/v1); unset: evidence-only proposals. */
   LLM_BASE_URL: z.url().optional(),
   LLM_API_KEY: z.string().optional(),

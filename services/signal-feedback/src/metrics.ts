@@ -9,6 +9,8 @@ export interface SignalFeedbackEvents {
   signalsRefused(reason: string, count: number): void;
   /** A proposal was stored, its prose written by `source` (`llm` or `evidence`). */
   proposalCreated(source: 'llm' | 'evidence'): void;
+  /** A deployment's verification stored its final `verdict`. */
+  deploymentVerified(verdict: 'improved' | 'regressed' | 'inconclusive'): void;
 }
 
 /** signal-feedback's metrics: the shared HTTP ones plus signals and proposals. */
@@ -16,7 +18,11 @@ export interface SignalFeedbackMetrics extends ServiceMetrics {
   events: SignalFeedbackEvents;
 }
 
-/** Creates the registry (`service="signal-feedback"`) with `signals_accepted_total`, `signals_refused_total{reason}` and `proposals_created_total{source}`. */
+/**
+ * Creates the registry (`service="signal-feedback"`) with `signals_accepted_total`,
+ * `signals_refused_total{reason}`, `proposals_created_total{source}` and
+ * `deployments_verified_total{verdict}`.
+ */
 export function createSignalFeedbackMetrics(): SignalFeedbackMetrics {
   const base = createMetrics('signal-feedback');
   const accepted = new Counter({
@@ -36,12 +42,19 @@ export function createSignalFeedbackMetrics(): SignalFeedbackMetrics {
     labelNames: ['source'] as const,
     registers: [base.registry],
   });
+  const verified = new Counter({
+    name: 'deployments_verified_total',
+    help: 'Deployments whose final verdict was stored, by verdict',
+    labelNames: ['verdict'] as const,
+    registers: [base.registry],
+  });
   return {
     ...base,
     events: {
       signalsAccepted: (count) => accepted.inc(count),
       signalsRefused: (reason, count) => refused.inc({ reason }, count),
       proposalCreated: (source) => proposals.inc({ source }),
+      deploymentVerified: (verdict) => verified.inc({ verdict }),
     },
   };
 }

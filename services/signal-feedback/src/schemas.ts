@@ -96,6 +96,121 @@ export const IngestSignalInput = z
 /** 200 answer of the ingest endpoints. */
 export const ReceivedResponse = z.object({ received: z.int().min(0).describe('number of signals accepted') });
 
+/** A verification's verdict (README, "Deployments and verification"). */
+export const VerdictName = z.enum(['improved', 'regressed', 'inconclusive']);
+
+/** The latest deployment of a proposal, as {@link Proposal} carries it. */
+export const DeploymentSummary = z.object({
+  id: z.uuid(),
+  deployed_at: z.iso.datetime(),
+  version: z.string().nullable(),
+  verdict: z
+    .enum(['pending', ...VerdictName.options])
+    .describe('pending until the after-window closes; GET .../deployments shows the provisional figures'),
+});
+/** A {@link DeploymentSummary}. */
+export type DeploymentSummary = z.infer<typeof DeploymentSummary>;
+
+/** One compared window of a verification. */
+export const WindowFigures = z.object({
+  from: z.iso.datetime().describe('inclusive'),
+  to: z.iso.datetime().describe('exclusive'),
+  signals: z.int().min(0).describe("every signal of the proposal's context in the window"),
+  negative: z.int().min(0).describe('signals of the compared failing type'),
+  negative_rate: z
+    .number()
+    .min(0)
+    .max(1)
+    .nullable()
+    .describe('negative / signals, four decimals; null without signals'),
+});
+
+/** The comparison of a deployment's windows (README, "Deployments and verification"). */
+export const VerificationResult = z.object({
+  verdict: VerdictName,
+  reason: z
+    .enum(['significant', 'too_few_signals', 'not_significant'])
+    .describe('too_few_signals: a window has fewer than min_signals; not_significant: p_value >= alpha'),
+  provisional: z
+    .boolean()
+    .describe('true while the after-window is open: the figures cover the time elapsed so far'),
+  before: WindowFigures,
+  after: WindowFigures,
+  z: z.number().nullable().describe('two-proportion z statistic (after minus before), four decimals'),
+  p_value: z.number().min(0).max(1).nullable().describe('two-sided, four significant digits'),
+  alpha: z.number().describe('significance level'),
+  min_signals: z.int().describe('fewest signals each window needs for a verdict'),
+  computed_at: z.iso.datetime(),
+});
+/** A {@link VerificationResult}. */
+export type VerificationResult = z.infer<typeof VerificationResult>;
+
+/** A deployment on the wire (README, "Deployments and verification"). */
+export const Deployment = z.object({
+  id: z.uuid(),
+  proposal_id: z.uuid(),
+  deployed_at: z.iso.datetime(),
+  version: z.string().nullable(),
+  note: z.string().nullable(),
+  window_minutes: z.int().describe('length of each compared window'),
+  signal_type: z
+    .string()
+    .nullable()
+    .describe("the failing signal type compared (the proposal's most frequent); null: every negative type"),
+  verification: VerificationResult,
+  regression_proposal_id: z.uuid().nullable().describe('the proposal a regression raised'),
+  created_at: z.iso.datetime(),
+});
+/** A {@link Deployment}. */
+export type Deployment = z.infer<typeof Deployment>;
+
+/** POST /api/proposals/{id}/deployments body. */
+export const CreateDeploymentBody = z.object({
+  deployed_at: z.iso
+    .datetime({ offset: true })
+    .optional()
+    .describe('when the change shipped (default: now); not in the future'),
+  version: StorableString.trim().min(1).max(100).optional(),
+  note: StorableString.trim().max(2_000).optional(),
+  window_minutes: z
+    .int()
+    .min(1)
+    .max(10_080)
+    .optional()
+    .describe(
+      'length of each compared window, before and after deployed_at (default VERIFICATION_WINDOW_MINUTES, 1440)',
+    ),
+  alpha: z
+    .number()
+    .min(0.0001)
+    .max(0.2)
+    .optional()
+    .describe('two-sided significance level of the z-test (default VERIFICATION_ALPHA, 0.05)'),
+});
+
+/** GET /api/context/{id}/series query. */
+export const SeriesQuery = z.object({
+  from: z.iso.datetime({ offset: true }).optional().describe('inclusive; default: 7 days before to'),
+  to: z.iso.datetime({ offset: true }).optional().describe('exclusive; default: now'),
+  bucket: z.enum(['hour', 'day']).default('hour').describe('bucket length, aligned to UTC'),
+});
+
+/** One bucket of GET /api/context/{id}/series. */
+export const SeriesPoint = z.object({
+  start: z.iso.datetime(),
+  signals: z.int().min(0),
+  negative: z.int().min(0),
+  negative_rate: z
+    .number()
+    .min(0)
+    .max(1)
+    .nullable()
+    .describe('negative / signals, four decimals; null for an empty bucket'),
+});
+
+/** PATCH /api/products/{id} (rename) body. */
+export const RenameProductBody = z.object({ name: StorableString.trim().min(1).max(100) });
+
 /** A proposal on the wire (README, "Endpoints"). */
 export const Proposal = z.object({
   id: z.uuid(),
@@ -110,6 +225,11 @@ export const Proposal = z.object({
   predicted_impact: z.string(),
   signal_count: z.int(),
   created_at: z.iso.datetime(),
+  deployment: DeploymentSummary.optional().describe('the latest deployment, once the change shipped'),
+  regression_of: z
+    .object({ deployment_id: z.uuid(), proposal_id: z.uuid() })
+    .optional()
+    .describe('set when the verification raised this proposal: the deployment whose change regressed'),
 });
 /** A {@link Proposal}. */
 export type Proposal = z.infer<typeof Proposal>;
@@ -185,6 +305,27 @@ export const ProductSummary = z.object({
   api_key_prefix: z.string().describe('first characters of the key, for recognising it'),
   context_count: z.int(),
   created_at: z.iso.datetime(),
+});
+
+/** A {@link ProductSummary}. */
+export type ProductSummary = z.infer<typeof ProductSummary>;
+
+/** What a product holds: what deleting it removes. */
+export const ProductContents = z.object({
+  contexts: z.int().min(0),
+  signals: z.int().min(0),
+  proposals: z.int().min(0),
+  deployments: z.int().min(0),
+});
+
+/** GET /api/products/{id}: the product and what it holds. */
+export const ProductDetails = ProductSummary.extend({ contents: ProductContents });
+
+/** 200 answer of DELETE /api/products/{id}. */
+export const DeletedProduct = z.object({
+  id: z.uuid(),
+  deleted: z.literal(true),
+  contents: ProductContents.describe('what was deleted with the product (and its key)'),
 });
 
 const SignalTypeList = z.array(SignalType).max(200);

@@ -99,6 +99,20 @@ async function onResponse(request: FuzzRequest, response: FuzzResponse): Promise
   }
   if (request.operationId === 'deleteContext' && body?.id === examples.context_id?.at(-1))
     await addContext(examples.product_id?.[0] ?? '');
+  if (request.operationId === 'deleteProduct' && body?.id === examples.product_id?.[0]) {
+    // The fuzzing product is gone with its key and contexts: the suite goes on with a new one.
+    await addProduct();
+  }
+}
+
+/** A product (on the Scale plan's limits) with one context; its key and ids become the suite's. */
+async function addProduct(): Promise<void> {
+  const product = await asUser('POST', '/api/products', { name: 'Fuzzed app' });
+  credentials.apiKey = String(product.api_key);
+  credentials.apiKeyQuery = String(product.api_key);
+  examples.id?.unshift(String(product.id));
+  examples.product_id?.unshift(String(product.id));
+  await addContext(String(product.id));
 }
 
 beforeAll(async () => {
@@ -117,16 +131,11 @@ beforeAll(async () => {
   examples['x-csrf-token']?.push(me.csrf_token);
   await new AccountRepository(h.db).setPlan(email, 'scale');
 
-  const product = await asUser('POST', '/api/products', { name: 'Fuzzed app' });
-  credentials.apiKey = String(product.api_key);
-  credentials.apiKeyQuery = String(product.api_key);
-  examples.id?.push(String(product.id));
-  examples.product_id?.push(String(product.id));
-  await addContext(String(product.id));
+  await addProduct();
   // Enough signals for the analysis to write a proposal from the evidence (no LLM configured).
   const signals = await fetch(`${h.baseUrl}/api/signals`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': credentials.apiKey },
+    headers: { 'content-type': 'application/json', 'x-api-key': credentials.apiKey ?? '' },
     body: JSON.stringify([
       ...Array.from({ length: 8 }, (_, i) => ({ type: 'payment_failed', payload: { attempt: i } })),
       ...Array.from({ length: 4 }, () => ({ type: 'checkout_completed' })),

@@ -39,11 +39,14 @@ describe('The OpenAPI document and the mounted routes', () => {
       '/api/auth/me',
       '/api/auth/signup',
       '/api/context',
+      '/api/context/{id}/series',
       '/api/ingest',
       '/api/products',
+      '/api/products/{id}',
       '/api/products/{id}/rotate-key',
       '/api/proposals',
       '/api/proposals/{id}',
+      '/api/proposals/{id}/deployments',
       '/api/signals',
     ]);
   });

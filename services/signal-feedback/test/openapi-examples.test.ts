@@ -5,7 +5,8 @@ import { startHarness } from './support/harness';
 
 // The generator of src/entry-points/http/examples.json: every operation called for real against the
 // service as production composes it (a user signs up, creates a product and its contexts, sends
-// signals, runs the analysis and approves its proposal), and its answers written down, arrays cut to
+// signals, runs the analysis, approves its proposal, records its deployment, renames and finally
+// deletes the product), and its answers written down, arrays cut to
 // two items (writeExamples). Runs only with UPDATE_OPENAPI_EXAMPLES=1; openapi-contract.test.ts checks the examples
 // against their schemas.
 const EXAMPLES_FILE = path.join(__dirname, '../src/entry-points/http/examples.json');
@@ -82,9 +83,6 @@ describe('The OpenAPI examples', () => {
         proposals: { id: string }[];
       };
       out['runAnalysis 200'] = analysis;
-      out['listProposals 200'] = (
-        await request(h.baseUrl).get('/api/proposals').set('x-api-key', product.api_key).expect(200)
-      ).body;
       const change = { status: 'approved' };
       out['changeProposalStatus request'] = change;
       out['changeProposalStatus 200'] = (
@@ -95,7 +93,62 @@ describe('The OpenAPI examples', () => {
           .expect(200)
       ).body;
 
+      // The change shipped two days ago: the day before and the day after it, written into the table
+      // (the API stamps signals with the current time), give the verification real figures.
+      const day = 24 * 3_600_000;
+      const deployedAt = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 2 * day);
+      for (const [from, total, failing] of [
+        [deployedAt.getTime() - day, 240, 62],
+        [deployedAt.getTime(), 226, 21],
+      ] as const) {
+        await h.db.$executeRawUnsafe(
+          `INSERT INTO signals (product_id, context_id, type, sentiment, created_at)
+           SELECT $1::uuid, $2::uuid, CASE WHEN g * $4 / $3 > (g - 1) * $4 / $3 THEN 'payment_failed' ELSE 'checkout_completed' END,
+                  (CASE WHEN g * $4 / $3 > (g - 1) * $4 / $3 THEN 'negative' ELSE 'positive' END)::"Sentiment",
+                  $5::timestamptz + (g - 1) * interval '1 day' / $3::int
+             FROM generate_series(1, $3::int) AS g`,
+          product.id,
+          context.id,
+          total,
+          failing,
+          new Date(from),
+        );
+      }
+      const deployment = {
+        deployed_at: deployedAt.toISOString(),
+        version: 'v2.4.0',
+        note: 'Offer another payment method after a card decline',
+      };
+      out['recordDeployment request'] = deployment;
+      out['recordDeployment 201'] = (
+        await request(h.baseUrl)
+          .post(`/api/proposals/${analysis.proposals[0]!.id}/deployments`)
+          .set('x-api-key', product.api_key)
+          .send(deployment)
+          .expect(201)
+      ).body;
+      out['listDeployments 200'] = (
+        await agent.get(`/api/proposals/${analysis.proposals[0]!.id}/deployments`).expect(200)
+      ).body;
+      // Listed after its deployment, the approved proposal carries the deployment's summary.
+      out['listProposals 200'] = (
+        await request(h.baseUrl).get('/api/proposals').set('x-api-key', product.api_key).expect(200)
+      ).body;
+      out['contextSeries 200'] = (
+        await request(h.baseUrl)
+          .get(`/api/context/${context.id}/series`)
+          .query({ from: new Date(deployedAt.getTime() - day).toISOString(), bucket: 'day' })
+          .set('x-api-key', product.api_key)
+          .expect(200)
+      ).body;
+
       out['listProducts 200'] = (await agent.get('/api/products').expect(200)).body;
+      out['getProduct 200'] = (await agent.get(`/api/products/${product.id}`).expect(200)).body;
+      const rename = { name: 'Checkout app (web)' };
+      out['renameProduct request'] = rename;
+      out['renameProduct 200'] = (
+        await agent.patch(`/api/products/${product.id}`).set('x-csrf-token', csrf).send(rename).expect(200)
+      ).body;
       out['listContexts 200'] = (await agent.get(`/api/context?product_id=${product.id}`).expect(200)).body;
       out['rotateProductKey 200'] = (
         await agent.post(`/api/products/${product.id}/rotate-key`).set('x-csrf-token', csrf).expect(200)
@@ -113,6 +166,9 @@ describe('The OpenAPI examples', () => {
       const loginAgent = h.agent();
       out['login request'] = account;
       out['login 200'] = (await loginAgent.post('/api/auth/login').send(account).expect(200)).body;
+      out['deleteProduct 200'] = (
+        await agent.delete(`/api/products/${product.id}`).set('x-csrf-token', csrf).expect(200)
+      ).body;
       writeExamples(EXAMPLES_FILE, out);
     } finally {
       await h.close();

@@ -1,3 +1,4 @@
+import type { Prisma } from '../generated/prisma/client';
 import type { Db } from './prisma';
 
 /** A product without its key. */
@@ -28,6 +29,20 @@ export interface ContextChanges {
   content?: string;
   positiveSignals?: string[];
   negativeSignals?: string[];
+}
+
+/**
+ * The notification channel on which a product's id is sent when its key stops working (rotated, or the
+ * product deleted), in the transaction that changes it: every replica's key cache drops the entry.
+ */
+export const KEY_CHANGES_CHANNEL = 'signal_feedback_keys';
+
+/** What a product holds, as its deletion would remove it. */
+export interface ProductContents {
+  contexts: number;
+  signals: number;
+  proposals: number;
+  deployments: number;
 }
 
 /** Products and contexts, always scoped to their owner. */
@@ -83,11 +98,52 @@ export class ProductRepository {
     apiKeyHash: string,
     apiKeyPrefix: string,
   ): Promise<boolean> {
-    const r = await this.db.product.updateMany({
-      where: { id: productId, userId },
-      data: { apiKeyHash, apiKeyPrefix },
+    return this.db.$transaction(async (tx) => {
+      const r = await tx.product.updateMany({
+        where: { id: productId, userId },
+        data: { apiKeyHash, apiKeyPrefix },
+      });
+      if (r.count !== 1) return false;
+      await tx.$executeRaw`SELECT pg_notify(${KEY_CHANGES_CHANNEL}, ${productId})`;
+      return true;
     });
-    return r.count === 1;
+  }
+
+  /**
+   * Renames a product.
+   * @returns the renamed product; undefined when the user has no such product
+   */
+  async rename(userId: string, productId: string, name: string): Promise<ProductRecord | undefined> {
+    const r = await this.db.product.updateMany({ where: { id: productId, userId }, data: { name } });
+    if (r.count !== 1) return undefined;
+    return (await this.listForUser(userId)).find((p) => p.id === productId);
+  }
+
+  /**
+   * What a product of the user holds (what deleting it removes).
+   * @returns undefined when the user has no such product
+   */
+  async contents(userId: string, productId: string): Promise<ProductContents | undefined> {
+    if (!(await this.ownsProduct(userId, productId))) return undefined;
+    return countContents(this.db, productId);
+  }
+
+  /**
+   * Deletes a product with its key, contexts, signals, proposals and deployments, and tells every
+   * replica (key cache) in the same transaction. The monthly usage counters stay: deleting does not
+   * give quota back.
+   * @returns what was deleted; undefined when the user has no such product
+   */
+  async delete(userId: string, productId: string): Promise<ProductContents | undefined> {
+    return this.db.$transaction(async (tx) => {
+      const locked = await tx.$queryRaw<unknown[]>`
+        SELECT 1 FROM products WHERE id = ${productId}::uuid AND user_id = ${userId}::uuid FOR UPDATE`;
+      if (locked.length === 0) return undefined;
+      const contents = await countContents(tx, productId);
+      await tx.product.delete({ where: { id: productId } });
+      await tx.$executeRaw`SELECT pg_notify(${KEY_CHANGES_CHANNEL}, ${productId})`;
+      return contents;
+    });
   }
 
   /** The user's products, oldest first. */
@@ -173,3 +229,14 @@ const CONTEXT_FIELDS = {
   createdAt: true,
   updatedAt: true,
 } as const;
+
+/** What a product holds, counted on the client or transaction given. */
+async function countContents(db: Db | Prisma.TransactionClient, productId: string): Promise<ProductContents> {
+  const rows = await db.$queryRaw<ProductContents[]>`
+    SELECT (SELECT count(*) FROM contexts WHERE product_id = ${productId}::uuid)::int AS contexts,
+           (SELECT count(*) FROM signals WHERE product_id = ${productId}::uuid)::int AS signals,
+           (SELECT count(*) FROM proposals WHERE product_id = ${productId}::uuid)::int AS proposals,
+           (SELECT count(*) FROM deployments d JOIN proposals x ON x.id = d.proposal_id
+             WHERE x.product_id = ${productId}::uuid)::int AS deployments`;
+  return rows[0] ?? { contexts: 0, signals: 0, proposals: 0, deployments: 0 };
+}

@@ -1,6 +1,6 @@
 import type { Db } from './prisma';
 import type { Prisma } from '../generated/prisma/client';
-import type { Proposal, ProposalStatus } from '../schemas';
+import type { DeploymentSummary, Proposal, ProposalStatus } from '../schemas';
 
 /** A proposal to store (the wire fields the analysis computes, plus its evidence). */
 export interface NewProposal {
@@ -38,7 +38,24 @@ type Row = {
   predictedImpact: string;
   signalCount: number;
   createdAt: Date;
+  deployments?: {
+    id: string;
+    deployedAt: Date;
+    version: string | null;
+    verdict: DeploymentSummary['verdict'];
+  }[];
+  regressionOf?: { id: string; proposalId: string } | null;
 };
+
+/** What a listed proposal carries beside its row: its latest deployment and the deployment it cites. */
+const LINKS = {
+  deployments: {
+    select: { id: true, deployedAt: true, version: true, verdict: true },
+    orderBy: [{ deployedAt: 'desc' }, { createdAt: 'desc' }],
+    take: 1,
+  },
+  regressionOf: { select: { id: true, proposalId: true } },
+} satisfies Prisma.ProposalInclude;
 
 /** A stored proposal as the wire shape (README, "Endpoints"). */
 export function toWire(p: Row): Proposal {
@@ -55,6 +72,19 @@ export function toWire(p: Row): Proposal {
     predicted_impact: p.predictedImpact,
     signal_count: p.signalCount,
     created_at: p.createdAt.toISOString(),
+    ...(p.deployments?.[0]
+      ? {
+          deployment: {
+            id: p.deployments[0].id,
+            deployed_at: p.deployments[0].deployedAt.toISOString(),
+            version: p.deployments[0].version,
+            verdict: p.deployments[0].verdict,
+          },
+        }
+      : {}),
+    ...(p.regressionOf
+      ? { regression_of: { deployment_id: p.regressionOf.id, proposal_id: p.regressionOf.proposalId } }
+      : {}),
   };
 }
 
@@ -81,6 +111,7 @@ export class ProposalRepository {
       where,
       orderBy: [{ priorityScore: 'desc' }, { createdAt: 'desc' }],
       take: filter.limit,
+      include: LINKS,
     });
     return rows.map(toWire);
   }
@@ -104,7 +135,7 @@ export class ProposalRepository {
       where: { id, ...owned, status: { in: [...change.from] } },
       data: { status: change.to },
     });
-    const current = await this.db.proposal.findFirst({ where: { id, ...owned } });
+    const current = await this.db.proposal.findFirst({ where: { id, ...owned }, include: LINKS });
     if (!current) return { notFound: true };
     if (r.count === 1) return { updated: toWire(current) };
     return { conflict: current.status };
@@ -139,7 +170,7 @@ export class ProposalRepository {
           ON CONFLICT (user_id, month) DO UPDATE SET proposals = u.proposals + 1 WHERE u.proposals + 1 <= ${limit}::int
           RETURNING u.proposals`;
         if (counted.length === 0) throw new QuotaReached();
-        const created = await tx.proposal.findUniqueOrThrow({ where: { id: row.id } });
+        const created = await tx.proposal.findUniqueOrThrow({ where: { id: row.id }, include: LINKS });
         return { created: toWire(created) };
       })
       .catch((err: unknown) => {

@@ -136,6 +136,37 @@ export class SignalRepository {
     return { ok: false, used: await this.monthlySignals(args.userId, args.month) };
   }
 
+  /**
+   * Signal counts of one context per UTC hour or day in `[from, to)`, only the buckets that have
+   * signals (the caller fills the empty ones), when the scope owns the context.
+   * @param scope the key's product or the session's user
+   * @returns undefined when the scope has no such context; else bucket start -> counts
+   */
+  async series(
+    contextId: string,
+    scope: { productId: string } | { userId: string },
+    range: { from: Date; to: Date; bucket: 'hour' | 'day' },
+  ): Promise<Map<number, { signals: number; negative: number }> | undefined> {
+    const owned = await this.query<unknown[]>(
+      `SELECT 1 FROM contexts c JOIN products p ON p.id = c.product_id
+        WHERE c.id = $1::uuid AND ${'userId' in scope ? 'p.user_id' : 'p.id'} = $2::uuid`,
+      contextId,
+      'userId' in scope ? scope.userId : scope.productId,
+    );
+    if (owned.length === 0) return undefined;
+    const rows = await this.query<{ start: Date; signals: number; negative: number }[]>(
+      `SELECT date_trunc($4, created_at, 'UTC') AS start, count(*)::int AS signals,
+              count(*) FILTER (WHERE sentiment = 'negative')::int AS negative
+         FROM signals WHERE context_id = $1::uuid AND created_at >= $2 AND created_at < $3
+        GROUP BY 1`,
+      contextId,
+      range.from,
+      range.to,
+      range.bucket,
+    );
+    return new Map(rows.map((r) => [r.start.getTime(), { signals: r.signals, negative: r.negative }]));
+  }
+
   /** Signals counted this month for the user. */
   async monthlySignals(userId: string, month: string): Promise<number> {
     const rows = await this.query<{ signals: number }[]>(
@@ -148,16 +179,29 @@ export class SignalRepository {
 }
 
 /**
+ * Whether an error is PostgreSQL's foreign-key violation (23503) of `signals.product_id`: the product
+ * was deleted since its key was authenticated (possibly from the key cache).
+ */
+export function isProductForeignKeyViolation(err: unknown): boolean {
+  return foreignKeyViolationOf(err) === 'signals_product_id_fkey';
+}
+
+/**
  * Whether an error is PostgreSQL's foreign-key violation (23503) of `signals.context_id` (a context
  * deleted between routing and insert), as `pg` or Prisma's driver adapter reports it.
  */
 export function isContextForeignKeyViolation(err: unknown): boolean {
+  return foreignKeyViolationOf(err) === 'signals_context_id_fkey';
+}
+
+/** The constraint of a foreign-key violation (23503), as `pg` or Prisma's driver adapter reports it. */
+function foreignKeyViolationOf(err: unknown): unknown {
   const e = err as {
     code?: unknown;
     constraint?: unknown;
     meta?: { driverAdapterError?: { cause?: { originalCode?: unknown; constraint?: { index?: unknown } } } };
   } | null;
-  if (e?.code === '23503') return e.constraint === 'signals_context_id_fkey';
+  if (e?.code === '23503') return e.constraint;
   const cause = e?.meta?.driverAdapterError?.cause;
-  return cause?.originalCode === '23503' && cause.constraint?.index === 'signals_context_id_fkey';
+  return cause?.originalCode === '23503' ? cause.constraint?.index : undefined;
 }

@@ -7,11 +7,14 @@ import { defineErrorCodes } from '@repo/errors';
  *   another origin;
  * - `product_limit_reached` (403): the plan's product limit is reached;
  * - `invalid_transition` (409): a proposal status change the state machine does not allow;
- * - `quota_exceeded` (429, with Retry-After): the batch would cross the plan's monthly signal quota.
+ * - `proposal_not_approved` (409): a deployment recorded for a proposal that is not approved;
+ * - `quota_exceeded` (429, with Retry-After): the batch would cross the plan's monthly signal quota, or a
+ *   deployment the plan's monthly deployment limit.
  */
 export const SIGNAL_FEEDBACK_ERRORS = defineErrorCodes({
   csrf_failed: 403,
   product_limit_reached: 403,
   invalid_transition: 409,
+  proposal_not_approved: 409,
   quota_exceeded: 429,
 });

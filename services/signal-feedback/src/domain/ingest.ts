@@ -2,7 +2,11 @@ import { AppError, fieldErrors, isAppError, type FieldError } from '@repo/errors
 import type { z } from 'zod';
 import type { KeyOwnerCache } from '../data/key-cache';
 import type { KeyOwner, SignalRepository } from '../data/signals';
-import { isContextForeignKeyViolation, UnstorableTextError } from '../data/signals';
+import {
+  isContextForeignKeyViolation,
+  isProductForeignKeyViolation,
+  UnstorableTextError,
+} from '../data/signals';
 import { monthKey, nextMonthStart, PLAN_LIMITS } from './plans';
 import { routeSignals, type RoutedSignal } from './signals';
 import type { SignalInput } from '../schemas';
@@ -65,6 +69,7 @@ export function parseSignalBatch(
  *   signal names a context it does not list or the insert meets a deleted context
  * @param location the path of the batch in field errors: `body` (HTTP) or `arguments.signals` (MCP)
  * @throws AppError `invalid_request` (400) for a context_id of another product (or one deleted meanwhile);
+ *   `unauthorized` (401) when the product was deleted since its key was authenticated;
  *   `quota_exceeded` (429, Retry-After until the month resets) when the batch would cross the limit
  */
 export async function acceptSignals(
@@ -105,6 +110,11 @@ export async function acceptSignals(
           'A signal type or payload contains a NUL character or an unpaired surrogate, which cannot be stored',
           { cause: err },
         );
+      }
+      if (isProductForeignKeyViolation(err)) {
+        // The product was deleted since its key was authenticated: the key no longer exists.
+        keys.invalidateProduct(owner.productId);
+        throw new AppError('unauthorized', 'API key invalid', { cause: err });
       }
       if (!isContextForeignKeyViolation(err)) throw err;
       // A context deleted since the owner was cached (or meanwhile): route again with fresh contexts.

@@ -9,6 +9,8 @@ export interface PlanLimits {
   signalsPerMonth: number;
   /** Proposals created per calendar month (UTC); null: unlimited. */
   proposalsPerMonth: number | null;
+  /** Deployments recorded per calendar month (UTC), limited like proposals; null: unlimited. */
+  deploymentsPerMonth: number | null;
   /** Products a user may own at once; null: unlimited. */
   products: number | null;
   /** Monthly price in US dollars (informational; billing is out of scope). */
@@ -17,10 +19,28 @@ export interface PlanLimits {
 
 /** Per-plan limits (README, "Plans and quotas"). */
 export const PLAN_LIMITS: Readonly<Record<PlanName, PlanLimits>> = {
-  free: { signalsPerMonth: 500, proposalsPerMonth: 3, products: 1, priceUsd: 0 },
-  builder: { signalsPerMonth: 5_000, proposalsPerMonth: 10, products: 1, priceUsd: 29 },
-  growth: { signalsPerMonth: 50_000, proposalsPerMonth: null, products: 5, priceUsd: 99 },
-  scale: { signalsPerMonth: 500_000, proposalsPerMonth: null, products: null, priceUsd: 299 },
+  free: { signalsPerMonth: 500, proposalsPerMonth: 3, deploymentsPerMonth: 3, products: 1, priceUsd: 0 },
+  builder: {
+    signalsPerMonth: 5_000,
+    proposalsPerMonth: 10,
+    deploymentsPerMonth: 10,
+    products: 1,
+    priceUsd: 29,
+  },
+  growth: {
+    signalsPerMonth: 50_000,
+    proposalsPerMonth: null,
+    deploymentsPerMonth: null,
+    products: 5,
+    priceUsd: 99,
+  },
+  scale: {
+    signalsPerMonth: 500_000,
+    proposalsPerMonth: null,
+    deploymentsPerMonth: null,
+    products: null,
+    priceUsd: 299,
+  },
 };
 
 /** Whether `value` names a plan. */

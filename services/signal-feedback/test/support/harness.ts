@@ -55,6 +55,7 @@ export async function startHarness(
     LOG_LEVEL: 'silent',
     ARGON2_MEMORY_KIB: '4096',
     ANALYSIS_INTERVAL_MS: '0',
+    VERIFICATION_INTERVAL_MS: '0',
     DATABASE_POOL_SIZE: '20',
     SIGNUP_MAX_PER_IP_PER_HOUR: '100000',
     ...options.env,

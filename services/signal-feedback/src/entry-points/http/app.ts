@@ -13,6 +13,7 @@ import {
 import type { AccountRepository } from '../../data/accounts';
 import type { ProductRepository } from '../../data/products';
 import type { ProposalRepository } from '../../data/proposals';
+import type { DeploymentService } from '../../domain/deployments';
 import type { AuthRateLimiter } from '../../data/rate-limits';
 import type { KeyOwnerCache } from '../../data/key-cache';
 import type { SignalRepository } from '../../data/signals';
@@ -26,6 +27,7 @@ import { signalFeedbackLlmsTxt } from './llms-txt';
 import { SERVICE_VERSION, signalFeedbackOpenApi } from './openapi';
 import { productsRoutes } from './products';
 import { proposalsRoutes } from './proposals';
+import { deploymentsRoutes } from './deployments';
 import { signalsRoutes } from './signals';
 
 /** Everything the app needs, built by the composition root. */
@@ -38,6 +40,8 @@ export interface AppDeps {
   keys: KeyOwnerCache;
   proposals: ProposalRepository;
   analysis: AnalysisService;
+  /** Deployments of approved proposals and their verification. */
+  deployments: DeploymentService;
   passwords: PasswordHasher;
   limiter: AuthRateLimiter;
   /** Largest accepted signal batch (413 beyond). */
@@ -108,9 +112,15 @@ export function createApp(deps: AppDeps): Application {
     onContextsChanged: (id) => deps.keys.invalidateProduct(id),
   });
   const proposals = proposalsRoutes({ proposals: deps.proposals, keys: deps.keys, analysis: deps.analysis });
+  const deployments = deploymentsRoutes({
+    deployments: deps.deployments,
+    signals: deps.signals,
+    keys: deps.keys,
+    now,
+  });
   // The document lists the key-authenticated endpoints first and the account endpoints last.
   const doc = signalFeedbackOpenApi(
-    [signals, proposals, products, auth].flatMap((routes) => routes.operations),
+    [signals, proposals, deployments, products, auth].flatMap((routes) => routes.operations),
   );
 
   // Ingestion first: its two POST routes share no path with the document or the static files, so the
@@ -148,6 +158,8 @@ export function createApp(deps: AppDeps): Application {
   ];
   app.use('/api', session);
   app.use(auth.router);
+  // Before the products router: its session check covers every /api/context path, series included.
+  app.use(deployments.router);
   app.use(products.router);
   app.use(proposals.router);
   app.use(notFoundHandler);

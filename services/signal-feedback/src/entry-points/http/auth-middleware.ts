@@ -161,3 +161,27 @@ export function apiKeyAuth(
     next();
   };
 }
+
+/**
+ * Accepts a product key in `x-api-key` or a dashboard session (README, "Endpoints": proposals,
+ * deployments and series): 401 `unauthorized` with neither, 401 for a wrong key even with a session.
+ * Afterwards {@link keyOwnerOf} or {@link sessionOf} names the caller.
+ */
+export function keyOrSession(keys: KeyOwnerCache): RequestHandler {
+  const optionalKey = apiKeyAuth(keys, { required: false });
+  return (req, res, next) => {
+    const done = (err?: unknown) => {
+      if (err) next(err);
+      else if (!keyOwnerOf(res) && !sessionOf(res))
+        next(new AppError('unauthorized', 'Send a product API key in x-api-key or sign in'));
+      else next();
+    };
+    Promise.resolve(optionalKey(req, res, done)).catch(next);
+  };
+}
+
+/** The scope of the caller {@link keyOrSession} let through: the key's product, or the session's user. */
+export function callerScope(res: Response): { productId: string } | { userId: string } {
+  const owner = keyOwnerOf(res);
+  return owner ? { productId: owner.productId } : { userId: sessionOf(res)!.user.id };
+}

@@ -7,7 +7,7 @@ import {
   type ContractRouter,
 } from '@repo/service-kit';
 import { z } from 'zod';
-import type { ContextRecord, ProductRepository } from '../../data/products';
+import type { ContextRecord, ProductRecord, ProductRepository } from '../../data/products';
 import { signalFeedbackKeys } from '../../domain/api-keys';
 import { PLAN_LIMITS } from '../../domain/plans';
 import {
@@ -16,7 +16,10 @@ import {
   CreateContextBody,
   CreatedProduct,
   CreateProductBody,
+  DeletedProduct,
+  ProductDetails,
   ProductSummary,
+  RenameProductBody,
   UpdateContextBody,
 } from '../../schemas';
 import { requireSession } from './auth-middleware';
@@ -34,6 +37,16 @@ function contextToWire(c: ContextRecord): Context {
     negative_signals: c.negativeSignals,
     created_at: c.createdAt.toISOString(),
     updated_at: c.updatedAt.toISOString(),
+  };
+}
+
+function productToWire(p: ProductRecord): ProductSummary {
+  return {
+    id: p.id,
+    name: p.name,
+    api_key_prefix: p.apiKeyPrefix,
+    context_count: p.contextCount,
+    created_at: p.createdAt.toISOString(),
   };
 }
 
@@ -60,8 +73,9 @@ const unique = (list: string[] | undefined) => (list ? [...new Set(list)] : unde
 
 /**
  * Session endpoints for products and contexts (README, "Endpoints" and "API keys"): POST/GET
- * /api/products, POST /api/products/{id}/rotate-key (a new key, shown once; the old one stops working)
- * and POST/GET/PATCH/DELETE /api/context. A user sees and changes only their own (others' are 404).
+ * /api/products, GET/PATCH/DELETE /api/products/{id} (what it holds, rename, delete with everything it
+ * holds), POST /api/products/{id}/rotate-key (a new key, shown once; the old one stops working) and
+ * POST/GET/PATCH/DELETE /api/context. A user sees and changes only their own (others' are 404).
  * Every path below /api/products and /api/context needs a session (401 `unauthorized`), an unknown
  * one too: the check runs before any route of the router.
  */
@@ -153,6 +167,87 @@ export function productsRoutes(deps: {
     .route(
       {
         method: 'get',
+        path: '/api/products/{id}',
+        operationId: 'getProduct',
+        summary: 'One product with what it holds (what deleting it would remove)',
+        tags: ['Products'],
+        security: SESSION_SECURITY,
+        request: { params: ProductIdParams },
+        responses: {
+          '200': { description: 'the product and its contents', body: ProductDetails },
+          '400': errorResponse('invalid id'),
+          '401': errorResponse('not signed in'),
+          '404': errorResponse('no such product of the user'),
+        },
+      },
+      async (_req, res) => {
+        const { params } = validated<unknown, z.infer<typeof ProductIdParams>>(res.locals);
+        const u = user(res.locals);
+        const product = (await deps.products.listForUser(u.id)).find((p) => p.id === params.id);
+        const contents = product && (await deps.products.contents(u.id, params.id));
+        if (!product || !contents) throw notFound('product');
+        res.json({ ...productToWire(product), contents });
+      },
+    )
+    .route(
+      {
+        method: 'patch',
+        path: '/api/products/{id}',
+        operationId: 'renameProduct',
+        summary: 'Rename a product (its key stays)',
+        tags: ['Products'],
+        security: SESSION_SECURITY,
+        request: { params: ProductIdParams, body: RenameProductBody, headers: [CSRF_HEADER_PARAMETER] },
+        responses: {
+          '200': { description: 'the renamed product', body: ProductSummary },
+          '400': errorResponse('invalid id or name'),
+          ...BODY_PARSER_ERRORS,
+          '401': errorResponse('not signed in'),
+          '403': errorResponse('CSRF check failed'),
+          '404': errorResponse('no such product of the user'),
+        },
+      },
+      async (_req, res) => {
+        const { params, body } = validated<
+          unknown,
+          z.infer<typeof ProductIdParams>,
+          z.infer<typeof RenameProductBody>
+        >(res.locals);
+        const renamed = await deps.products.rename(user(res.locals).id, params.id, body.name);
+        if (!renamed) throw notFound('product');
+        res.json(productToWire(renamed));
+      },
+    )
+    .route(
+      {
+        method: 'delete',
+        path: '/api/products/{id}',
+        operationId: 'deleteProduct',
+        summary:
+          'Delete a product with its key, contexts, signals, proposals and deployments; its key stops working at once on every replica',
+        description: "The month's usage counters stay: deleting a product gives no quota back.",
+        tags: ['Products'],
+        security: SESSION_SECURITY,
+        request: { params: ProductIdParams, headers: [CSRF_HEADER_PARAMETER] },
+        responses: {
+          '200': { description: 'what was deleted', body: DeletedProduct },
+          '400': errorResponse('invalid id'),
+          '401': errorResponse('not signed in'),
+          '403': errorResponse('CSRF check failed'),
+          '404': errorResponse('no such product of the user'),
+        },
+      },
+      async (_req, res) => {
+        const { params } = validated<unknown, z.infer<typeof ProductIdParams>>(res.locals);
+        const deleted = await deps.products.delete(user(res.locals).id, params.id);
+        if (!deleted) throw notFound('product');
+        deps.onContextsChanged?.(params.id);
+        res.json({ id: params.id, deleted: true, contents: deleted });
+      },
+    )
+    .route(
+      {
+        method: 'get',
         path: '/api/products',
         operationId: 'listProducts',
         summary: "The user's products (key prefix only)",
@@ -164,16 +259,7 @@ export function productsRoutes(deps: {
         },
       },
       async (_req, res) => {
-        const list = await deps.products.listForUser(user(res.locals).id);
-        res.json(
-          list.map((p) => ({
-            id: p.id,
-            name: p.name,
-            api_key_prefix: p.apiKeyPrefix,
-            context_count: p.contextCount,
-            created_at: p.createdAt.toISOString(),
-          })),
-        );
+        res.json((await deps.products.listForUser(user(res.locals).id)).map(productToWire));
       },
     )
     .route(

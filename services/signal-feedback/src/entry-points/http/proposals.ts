@@ -1,4 +1,3 @@
-import type { RequestHandler } from 'express';
 import { AppError } from '@repo/errors';
 import {
   BODY_PARSER_ERRORS,
@@ -13,7 +12,7 @@ import type { KeyOwnerCache } from '../../data/key-cache';
 import type { AnalysisService } from '../../domain/analysis';
 import { changeProposalStatus } from '../../domain/proposal-status';
 import { AnalysisRunResult, Proposal, ProposalStatusChange, ProposalsQuery } from '../../schemas';
-import { apiKeyAuth, keyOwnerOf, requireSession, sessionOf } from './auth-middleware';
+import { callerScope, keyOrSession, keyOwnerOf, requireSession, sessionOf } from './auth-middleware';
 import { CSRF_HEADER_PARAMETER, KEY_SECURITY, SESSION_SECURITY } from './openapi';
 
 const IdParams = z.object({ id: z.uuid().meta({ description: 'the proposal' }) });
@@ -28,16 +27,7 @@ export function proposalsRoutes(deps: {
   keys: KeyOwnerCache;
   analysis: AnalysisService;
 }): ContractRouter {
-  const optionalKey = apiKeyAuth(deps.keys, { required: false });
-  const keyOrSession: RequestHandler = (req, res, next) => {
-    const done = (err?: unknown) => {
-      if (err) next(err);
-      else if (!keyOwnerOf(res) && !sessionOf(res))
-        next(new AppError('unauthorized', 'Send a product API key in x-api-key or sign in'));
-      else next();
-    };
-    Promise.resolve(optionalKey(req, res, done)).catch(next);
-  };
+  const keyOrSessionAuth = keyOrSession(deps.keys);
 
   return contractRouter()
     .route(
@@ -55,7 +45,7 @@ export function proposalsRoutes(deps: {
           '400': errorResponse('invalid query'),
           '401': errorResponse('no key and no session'),
         },
-        before: [keyOrSession],
+        before: [keyOrSessionAuth],
       },
       async (_req, res) => {
         const { query } = validated<z.infer<typeof ProposalsQuery>>(res.locals);
@@ -87,7 +77,7 @@ export function proposalsRoutes(deps: {
           '404': errorResponse('no such proposal for this key or user'),
           '409': errorResponse('transition not allowed (details.from, details.allowed)'),
         },
-        before: [keyOrSession],
+        before: [keyOrSessionAuth],
       },
       async (_req, res) => {
         const { params, body } = validated<
@@ -95,9 +85,7 @@ export function proposalsRoutes(deps: {
           z.infer<typeof IdParams>,
           z.infer<typeof ProposalStatusChange>
         >(res.locals);
-        const owner = keyOwnerOf(res);
-        const scope = owner ? { productId: owner.productId } : { userId: sessionOf(res)!.user.id };
-        res.json(await changeProposalStatus(deps.proposals, params.id, scope, body.status));
+        res.json(await changeProposalStatus(deps.proposals, params.id, callerScope(res), body.status));
       },
     )
     .route(

@@ -1,0 +1,297 @@
+import type { Db } from './prisma';
+import type { NewProposal } from './proposals';
+import type { PlanName, ProposalStatus, VerificationResult } from '../schemas';
+
+/** Signals of one compared window: all of the context's signals, and those of the failing type. */
+export interface WindowCounts {
+  /** Every signal of the proposal's context in the window. */
+  signals: number;
+  /** The signals of the compared failing type (or every negative signal when the deployment has none). */
+  negative: number;
+}
+
+/** A stored deployment with what its verification needs to know about its proposal. */
+export interface DeploymentRecord {
+  id: string;
+  proposalId: string;
+  contextId: string;
+  productId: string;
+  userId: string;
+  plan: PlanName;
+  deployedAt: Date;
+  version: string | null;
+  note: string | null;
+  windowMinutes: number;
+  signalType: string | null;
+  alpha: number;
+  verdict: 'pending' | VerificationResult['verdict'];
+  /** The stored figures once the after-window closed. */
+  verification: VerificationResult | null;
+  regressionProposalId: string | null;
+  createdAt: Date;
+}
+
+/** Who asks: a product key sees its product's proposals, a session all of its user's. */
+export type DeploymentScope = { productId: string } | { userId: string };
+
+/** Outcome of {@link DeploymentRepository.create}. */
+export type DeploymentCreateOutcome =
+  | { created: DeploymentRecord }
+  | { notFound: true }
+  | { notApproved: ProposalStatus }
+  | { quota: { plan: PlanName; limit: number } };
+
+type Row = {
+  id: string;
+  proposal_id: string;
+  context_id: string;
+  product_id: string;
+  user_id: string;
+  plan: PlanName;
+  deployed_at: Date;
+  version: string | null;
+  note: string | null;
+  window_minutes: number;
+  signal_type: string | null;
+  alpha: number;
+  verdict: DeploymentRecord['verdict'];
+  verification: VerificationResult | null;
+  regression_proposal_id: string | null;
+  created_at: Date;
+};
+
+const SELECT = `SELECT d.id, d.proposal_id, p.context_id, p.product_id, pr.user_id, u.plan::text AS plan, d.deployed_at,
+         d.version, d.note, d.window_minutes, d.signal_type, d.alpha, d.verdict::text AS verdict, d.verification,
+         (SELECT r.id FROM proposals r WHERE r.regression_of_id = d.id LIMIT 1) AS regression_proposal_id, d.created_at
+    FROM deployments d JOIN proposals p ON p.id = d.proposal_id
+    JOIN products pr ON pr.id = p.product_id JOIN users u ON u.id = pr.user_id`;
+
+/** `$n` matches the scope: a product id or the owning user's id. */
+const scopeClause = (scope: DeploymentScope, n: number) =>
+  'userId' in scope ? `pr.user_id = $${n}::uuid` : `p.product_id = $${n}::uuid`;
+const scopeValue = (scope: DeploymentScope) => ('userId' in scope ? scope.userId : scope.productId);
+
+const toRecord = (r: Row): DeploymentRecord => ({
+  id: r.id,
+  proposalId: r.proposal_id,
+  contextId: r.context_id,
+  productId: r.product_id,
+  userId: r.user_id,
+  plan: r.plan,
+  deployedAt: r.deployed_at,
+  version: r.version,
+  note: r.note,
+  windowMinutes: r.window_minutes,
+  signalType: r.signal_type,
+  alpha: r.alpha,
+  verdict: r.verdict,
+  verification: r.verification,
+  regressionProposalId: r.regression_proposal_id,
+  createdAt: r.created_at,
+});
+
+/** Deployments of approved proposals, their verification leases and the window counts they compare. */
+export class DeploymentRepository {
+  /** @param db the Prisma client */
+  constructor(private readonly db: Db) {}
+
+  /**
+   * Records a deployment of an approved proposal under the owner's monthly deployment quota, in one
+   * transaction that holds the proposal row (`FOR SHARE`) so its status cannot change meanwhile.
+   * @param args.month first day of the UTC month, `YYYY-MM-01`
+   * @param args.limitOf the plan's monthly deployment limit; null: unlimited
+   */
+  async create(args: {
+    proposalId: string;
+    scope: DeploymentScope;
+    deployedAt: Date;
+    version: string | null;
+    note: string | null;
+    windowMinutes: number;
+    alpha: number;
+    month: string;
+    limitOf: (plan: PlanName) => number | null;
+  }): Promise<DeploymentCreateOutcome> {
+    return this.db.$transaction(async (tx) => {
+      const found = await tx.$queryRawUnsafe<
+        { status: ProposalStatus; user_id: string; plan: PlanName; failing: string | null }[]
+      >(
+        `SELECT p.status::text AS status, pr.user_id, u.plan::text AS plan,
+                p.evidence #>> '{top_failing_types,0,type}' AS failing
+           FROM proposals p JOIN products pr ON pr.id = p.product_id JOIN users u ON u.id = pr.user_id
+          WHERE p.id = $1::uuid AND ${scopeClause(args.scope, 2)}
+            FOR SHARE OF p`,
+        args.proposalId,
+        scopeValue(args.scope),
+      );
+      const proposal = found[0];
+      if (!proposal) return { notFound: true as const };
+      if (proposal.status !== 'approved') return { notApproved: proposal.status };
+      const limit = args.limitOf(proposal.plan);
+      const counted = await tx.$queryRawUnsafe<unknown[]>(
+        `INSERT INTO usage_counters AS u (user_id, month, signals, proposals, deployments)
+         SELECT $1::uuid, $2::date, 0, 0, 1 WHERE 1 <= $3::int
+         ON CONFLICT (user_id, month) DO UPDATE SET deployments = u.deployments + 1 WHERE u.deployments + 1 <= $3::int
+         RETURNING u.deployments`,
+        proposal.user_id,
+        args.month,
+        limit ?? 2_147_483_647,
+      );
+      if (counted.length === 0) return { quota: { plan: proposal.plan, limit: limit ?? 0 } };
+      const inserted = await tx.$queryRawUnsafe<{ id: string }[]>(
+        `INSERT INTO deployments (id, proposal_id, deployed_at, version, note, window_minutes, signal_type, alpha)
+         VALUES (gen_random_uuid(), $1::uuid, $2, $3, $4, $5, $6, $7) RETURNING id`,
+        args.proposalId,
+        args.deployedAt,
+        args.version,
+        args.note,
+        args.windowMinutes,
+        proposal.failing,
+        args.alpha,
+      );
+      const rows = await tx.$queryRawUnsafe<Row[]>(`${SELECT} WHERE d.id = $1::uuid`, inserted[0]!.id);
+      return { created: toRecord(rows[0]!) };
+    });
+  }
+
+  /**
+   * A proposal's deployments, newest first.
+   * @returns undefined when the scope has no such proposal
+   */
+  async listForProposal(proposalId: string, scope: DeploymentScope): Promise<DeploymentRecord[] | undefined> {
+    const owned = await this.db.$queryRawUnsafe<unknown[]>(
+      `SELECT 1 FROM proposals p JOIN products pr ON pr.id = p.product_id WHERE p.id = $1::uuid AND ${scopeClause(scope, 2)}`,
+      proposalId,
+      scopeValue(scope),
+    );
+    if (owned.length === 0) return undefined;
+    const rows = await this.db.$queryRawUnsafe<Row[]>(
+      `${SELECT} WHERE d.proposal_id = $1::uuid ORDER BY d.deployed_at DESC, d.created_at DESC`,
+      proposalId,
+    );
+    return rows.map(toRecord);
+  }
+
+  /** One deployment, whoever owns it (the verification's own reads). */
+  async get(id: string): Promise<DeploymentRecord | undefined> {
+    const rows = await this.db.$queryRawUnsafe<Row[]>(`${SELECT} WHERE d.id = $1::uuid`, id);
+    return rows[0] ? toRecord(rows[0]) : undefined;
+  }
+
+  /**
+   * The counts one window compares: every signal of the context in `[from, to)`, and those of
+   * `signalType` (every negative signal when null).
+   */
+  async windowCounts(
+    contextId: string,
+    signalType: string | null,
+    from: Date,
+    to: Date,
+  ): Promise<WindowCounts> {
+    const rows = await this.db.$queryRawUnsafe<WindowCounts[]>(
+      `SELECT count(*)::int AS signals,
+              count(*) FILTER (WHERE CASE WHEN $2::text IS NULL THEN sentiment = 'negative' ELSE type = $2::text END)::int AS negative
+         FROM signals WHERE context_id = $1::uuid AND created_at >= $3 AND created_at < $4`,
+      contextId,
+      signalType,
+      from,
+      to,
+    );
+    return rows[0] ?? { signals: 0, negative: 0 };
+  }
+
+  /**
+   * Claims pending deployments whose after-window has closed, until `until`, skipping those another
+   * replica holds (`FOR UPDATE SKIP LOCKED`, so two replicas never claim the same one).
+   * @param only restrict to this deployment (an on-demand verification)
+   * @returns the claimed deployments, oldest first
+   */
+  async claimDue(now: Date, until: Date, limit: number, only?: string): Promise<DeploymentRecord[]> {
+    const claimed = await this.db.$queryRawUnsafe<{ id: string }[]>(
+      `UPDATE deployments SET lease_until = $2
+        WHERE id IN (SELECT id FROM deployments
+                      WHERE verdict = 'pending' AND deployed_at + make_interval(mins => window_minutes) <= $1
+                        AND (lease_until IS NULL OR lease_until <= $1) AND ($4::uuid IS NULL OR id = $4::uuid)
+                      ORDER BY deployed_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+        RETURNING id`,
+      now,
+      until,
+      limit,
+      only ?? null,
+    );
+    if (claimed.length === 0) return [];
+    const rows = await this.db.$queryRawUnsafe<Row[]>(
+      `${SELECT} WHERE d.id = ANY($1::uuid[]) ORDER BY d.deployed_at`,
+      claimed.map((c) => c.id),
+    );
+    return rows.map(toRecord);
+  }
+
+  /** Gives a claimed deployment back (its verification failed; another pass retries it). */
+  async release(id: string): Promise<void> {
+    await this.db.$executeRawUnsafe(
+      `UPDATE deployments SET lease_until = NULL WHERE id = $1::uuid AND verdict = 'pending'`,
+      id,
+    );
+  }
+
+  /**
+   * Stores the final verification of a pending deployment and, for a regression, the proposal it
+   * raises, in one transaction. The proposal counts against the owner's monthly proposal quota like
+   * any other (skipped, with the verdict still stored, when the quota is used up).
+   * @param regression the proposal to raise (only with a `regressed` verdict)
+   * @param owner the month (`YYYY-MM-01`) and the plan's monthly proposal limit (null: unlimited)
+   * @returns whether this call stored the verdict (false: already verified elsewhere) and the raised
+   *   proposal's id
+   */
+  async complete(
+    id: string,
+    verification: VerificationResult,
+    regression?: { proposal: NewProposal; userId: string; month: string; limit: number | null },
+  ): Promise<{ stored: boolean; regressionProposalId: string | null }> {
+    return this.db.$transaction(async (tx) => {
+      const updated = await tx.$executeRawUnsafe(
+        `UPDATE deployments SET verdict = $2::"Verdict", verification = $3::jsonb, verified_at = now(), lease_until = NULL
+          WHERE id = $1::uuid AND verdict = 'pending'`,
+        id,
+        verification.verdict,
+        JSON.stringify(verification),
+      );
+      if (updated !== 1) return { stored: false, regressionProposalId: null };
+      if (!regression) return { stored: true, regressionProposalId: null };
+      const counted = await tx.$queryRawUnsafe<unknown[]>(
+        `INSERT INTO usage_counters AS u (user_id, month, signals, proposals)
+         SELECT $1::uuid, $2::date, 0, 1 WHERE 1 <= $3::int
+         ON CONFLICT (user_id, month) DO UPDATE SET proposals = u.proposals + 1 WHERE u.proposals + 1 <= $3::int
+         RETURNING u.proposals`,
+        regression.userId,
+        regression.month,
+        regression.limit ?? 2_147_483_647,
+      );
+      if (counted.length === 0) return { stored: true, regressionProposalId: null };
+      const p = regression.proposal;
+      const inserted = await tx.$queryRawUnsafe<{ id: string }[]>(
+        `INSERT INTO proposals (id, product_id, context_id, priority_score, diagnosis, current_state, proposed_change,
+                                evidence_summary, predicted_impact, signal_count, evidence, evidence_hash, source,
+                                regression_of_id, updated_at)
+         VALUES (gen_random_uuid(), $1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13::uuid, now())
+         ON CONFLICT (context_id, evidence_hash) DO NOTHING
+         RETURNING id`,
+        p.productId,
+        p.contextId,
+        p.priorityScore,
+        p.diagnosis,
+        p.currentState,
+        p.proposedChange,
+        p.evidenceSummary,
+        p.predictedImpact,
+        p.signalCount,
+        JSON.stringify(p.evidence),
+        p.evidenceHash,
+        p.source,
+        id,
+      );
+      return { stored: true, regressionProposalId: inserted[0]?.id ?? null };
+    });
+  }
+}

@@ -1,0 +1,176 @@
+import { AppError, notFound } from '@repo/errors';
+import {
+  BODY_PARSER_ERRORS,
+  contractRouter,
+  errorResponse,
+  RETRY_AFTER_HEADER,
+  validated,
+  type ContractRouter,
+} from '@repo/service-kit';
+import { z } from 'zod';
+import type { KeyOwnerCache } from '../../data/key-cache';
+import type { SignalRepository } from '../../data/signals';
+import type { DeploymentService } from '../../domain/deployments';
+import { CreateDeploymentBody, Deployment, SeriesPoint, SeriesQuery } from '../../schemas';
+import { callerScope, keyOrSession } from './auth-middleware';
+import { KEY_SECURITY, SESSION_SECURITY } from './openapi';
+
+const ProposalIdParams = z.object({ id: z.uuid().meta({ description: 'an approved proposal' }) });
+const ContextIdParams = z.object({ id: z.uuid().meta({ description: 'the context' }) });
+
+const HOUR_MS = 3_600_000;
+const BUCKET_MS = { hour: HOUR_MS, day: 24 * HOUR_MS } as const;
+/** The most buckets one series answer holds (a month of hours, or about five years of days). */
+export const MAX_SERIES_BUCKETS = 2_000;
+
+/**
+ * The UTC bucket starts covering `[from, to)`: from the bucket holding `from` to the one holding the
+ * last millisecond before `to`.
+ */
+export function bucketStarts(from: Date, to: Date, bucket: 'hour' | 'day'): number[] {
+  const size = BUCKET_MS[bucket];
+  const starts: number[] = [];
+  for (let t = Math.floor(from.getTime() / size) * size; t < to.getTime(); t += size) starts.push(t);
+  return starts;
+}
+
+/**
+ * Deployments and series (README, "Deployments and verification" and "Endpoints"), with a product key
+ * or a session: POST and GET /api/proposals/{id}/deployments, GET /api/context/{id}/series. Mounted
+ * before the session-only /api/context routes, whose session check would otherwise refuse a key.
+ */
+export function deploymentsRoutes(deps: {
+  deployments: DeploymentService;
+  signals: SignalRepository;
+  keys: KeyOwnerCache;
+  now: () => Date;
+}): ContractRouter {
+  const auth = keyOrSession(deps.keys);
+  return contractRouter()
+    .route(
+      {
+        method: 'post',
+        path: '/api/proposals/{id}/deployments',
+        operationId: 'recordDeployment',
+        summary:
+          "Record that an approved proposal's change shipped; its verification compares equal windows before and after deployed_at",
+        description:
+          "Counts against the plan's monthly deployments (free 3, builder 10, growth and scale unlimited; 429 quota_exceeded beyond). " +
+          "The verification compares the share of the proposal's most frequent failing signal type among the context's signals " +
+          'in the window before deployed_at and the window after it (window_minutes each, default 24 h) with a two-proportion z-test.',
+        tags: ['Deployments'],
+        security: [...KEY_SECURITY, ...SESSION_SECURITY],
+        request: { params: ProposalIdParams, body: CreateDeploymentBody },
+        responses: {
+          '201': { description: 'the deployment, with its (provisional) verification', body: Deployment },
+          '400': errorResponse('invalid body or id, or deployed_at in the future'),
+          ...BODY_PARSER_ERRORS,
+          '401': errorResponse('no key and no session'),
+          '403': errorResponse('session write without x-csrf-token'),
+          '404': errorResponse('no such proposal for this key or user'),
+          '409': errorResponse('the proposal is not approved (`proposal_not_approved`; details.status)'),
+          '429': errorResponse(
+            "the plan's monthly deployments are used up (`quota_exceeded`; details.resets_at)",
+            RETRY_AFTER_HEADER,
+          ),
+        },
+        before: [auth],
+      },
+      async (_req, res) => {
+        const { params, body } = validated<
+          unknown,
+          z.infer<typeof ProposalIdParams>,
+          z.infer<typeof CreateDeploymentBody>
+        >(res.locals);
+        const created = await deps.deployments.record(params.id, callerScope(res), {
+          ...(body.deployed_at !== undefined ? { deployedAt: new Date(body.deployed_at) } : {}),
+          ...(body.version !== undefined ? { version: body.version } : {}),
+          ...(body.note !== undefined && body.note !== '' ? { note: body.note } : {}),
+          ...(body.window_minutes !== undefined ? { windowMinutes: body.window_minutes } : {}),
+          ...(body.alpha !== undefined ? { alpha: body.alpha } : {}),
+        });
+        res.status(201).json(created);
+      },
+    )
+    .route(
+      {
+        method: 'get',
+        path: '/api/proposals/{id}/deployments',
+        operationId: 'listDeployments',
+        summary:
+          "A proposal's deployments, newest first, each with its verification (provisional while the after-window is open)",
+        tags: ['Deployments'],
+        security: [...KEY_SECURITY, ...SESSION_SECURITY],
+        request: { params: ProposalIdParams },
+        responses: {
+          '200': { description: 'the deployments', body: z.array(Deployment) },
+          '400': errorResponse('invalid id'),
+          '401': errorResponse('no key and no session'),
+          '404': errorResponse('no such proposal for this key or user'),
+        },
+        before: [auth],
+      },
+      async (_req, res) => {
+        const { params } = validated<unknown, z.infer<typeof ProposalIdParams>>(res.locals);
+        res.json(await deps.deployments.list(params.id, callerScope(res)));
+      },
+    )
+    .route(
+      {
+        method: 'get',
+        path: '/api/context/{id}/series',
+        operationId: 'contextSeries',
+        summary:
+          "A context's signal volume and negative rate per UTC hour or day, empty buckets included (the dashboard's chart)",
+        description: `At most ${MAX_SERIES_BUCKETS} buckets per answer.`,
+        tags: ['Contexts'],
+        security: [...KEY_SECURITY, ...SESSION_SECURITY],
+        request: { params: ContextIdParams, query: SeriesQuery },
+        responses: {
+          '200': { description: 'the buckets, oldest first', body: z.array(SeriesPoint) },
+          '400': errorResponse(
+            `invalid id or range (from after to, more than ${MAX_SERIES_BUCKETS} buckets)`,
+          ),
+          '401': errorResponse('no key and no session'),
+          '404': errorResponse('no such context for this key or user'),
+        },
+        before: [auth],
+      },
+      async (_req, res) => {
+        const { params, query } = validated<z.infer<typeof SeriesQuery>, z.infer<typeof ContextIdParams>>(
+          res.locals,
+        );
+        const to = query.to !== undefined ? new Date(query.to) : deps.now();
+        const from =
+          query.from !== undefined ? new Date(query.from) : new Date(to.getTime() - 7 * 24 * HOUR_MS);
+        if (from.getTime() >= to.getTime())
+          throw new AppError('invalid_request', 'from must be before to', {
+            details: [{ path: 'query.from', message: 'not before to' }],
+          });
+        const buckets = Math.ceil((to.getTime() - from.getTime()) / BUCKET_MS[query.bucket]) + 1;
+        if (buckets > MAX_SERIES_BUCKETS)
+          throw new AppError(
+            'invalid_request',
+            `A series holds at most ${MAX_SERIES_BUCKETS} buckets; this range needs ${buckets} ${query.bucket}s`,
+            { details: [{ path: 'query.from', message: `range too long for bucket=${query.bucket}` }] },
+          );
+        const counts = await deps.signals.series(params.id, callerScope(res), {
+          from,
+          to,
+          bucket: query.bucket,
+        });
+        if (!counts) throw notFound('context');
+        res.json(
+          bucketStarts(from, to, query.bucket).map((start) => {
+            const c = counts.get(start) ?? { signals: 0, negative: 0 };
+            return {
+              start: new Date(start).toISOString(),
+              signals: c.signals,
+              negative: c.negative,
+              negative_rate: c.signals > 0 ? Math.round((c.negative / c.signals) * 10_000) / 10_000 : null,
+            };
+          }),
+        );
+      },
+    );
+}
