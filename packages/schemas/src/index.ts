@@ -50,6 +50,7 @@ export type { SessionConfig } from './session-config';
 export { buildOpenApiDocument, toJsonSchema } from './openapi';
 export type {
   JsonSchema,
+  OpenApiHeader,
   OpenApiInput,
   OpenApiOperation,
   OpenApiParameter,

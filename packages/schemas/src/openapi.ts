@@ -10,13 +10,27 @@ export interface OpenApiParameter {
   required?: boolean;
   description?: string;
   schema: JsonSchema;
+  /** An example value, a real one the operation was called with (documented as the parameter's `example`). */
+  example?: unknown;
+}
+
+/**
+ * A response header. A header whose value is base64 of JSON says so in its schema with the JSON Schema
+ * 2020-12 content keywords (`contentEncoding: 'base64'`, `contentMediaType: 'application/json'`,
+ * `contentSchema`), which is how `exampleCheck` of `@repo/service-kit/testing` checks its example.
+ */
+export interface OpenApiHeader {
+  description: string;
+  schema: JsonSchema;
+  /** An example value, read from a real answer (documented as the header's `example`). */
+  example?: unknown;
 }
 
 /** A response: a description, optionally a body (a zod schema or the name of a component) and headers. */
 export interface OpenApiResponse {
   description: string;
   body?: z.ZodType | string;
-  headers?: Record<string, { description: string; schema: JsonSchema }>;
+  headers?: Record<string, OpenApiHeader>;
   /** An example body, a real answer of the operation (documented as the media type's `example`). */
   example?: unknown;
 }

@@ -167,10 +167,17 @@ export const BODY_PARSER_ERRORS: Record<'413' | '415', OpenApiResponse> = {
 };
 
 /**
- * The operations with examples added from `examples`, keyed `"<operationId> <status>"` and
- * `"<operationId> request"` (real answers a service captured; an example the route declared itself
- * wins). For a service whose examples come from one captured file.
+ * The operations with examples added from `examples` (real answers a service captured; an example the
+ * route declared itself wins), for a service whose examples come from one captured file
+ * (docs/architecture.md, "Routes own their contracts"). Keys, with header names spelled as the route
+ * documents them:
+ * - `"<operationId> <status>"`: the response body of that status;
+ * - `"<operationId> request"`: the request body;
+ * - `"<operationId> <status> header <Name>"`: a response header of that status;
+ * - `"<operationId> request header <Name>"`: a header parameter.
+ * Nothing is mutated: response and header objects shared between routes stay as declared.
  * @param operations the operations of the routers, as they declared them
+ * @param examples the captured examples (e.g. a service's `examples.json`)
  */
 export function withExamples(
   operations: readonly OpenApiOperation[],
@@ -180,16 +187,38 @@ export function withExamples(
     const responses = Object.fromEntries(
       Object.entries(op.responses).map(([status, response]) => {
         const example = examples[`${op.operationId} ${status}`];
+        const headers = response.headers
+          ? Object.fromEntries(
+              Object.entries(response.headers).map(([name, header]) => {
+                const value = examples[`${op.operationId} ${status} header ${name}`];
+                return [
+                  name,
+                  header.example === undefined && value !== undefined
+                    ? { ...header, example: value }
+                    : header,
+                ];
+              }),
+            )
+          : undefined;
         return [
           status,
-          response.example === undefined && example !== undefined ? { ...response, example } : response,
+          {
+            ...response,
+            ...(headers ? { headers } : {}),
+            ...(response.example === undefined && example !== undefined ? { example } : {}),
+          },
         ];
       }),
     );
+    const parameters = op.parameters?.map((p) => {
+      const value = p.in === 'header' ? examples[`${op.operationId} request header ${p.name}`] : undefined;
+      return p.example === undefined && value !== undefined ? { ...p, example: value } : p;
+    });
     const requestExample = examples[`${op.operationId} request`];
     return {
       ...op,
       responses,
+      ...(parameters ? { parameters } : {}),
       ...(op.requestBody && op.requestBody.example === undefined && requestExample !== undefined
         ? { requestBody: { ...op.requestBody, example: requestExample } }
         : {}),

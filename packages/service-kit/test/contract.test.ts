@@ -4,8 +4,10 @@ import request from 'supertest';
 import { z } from 'zod';
 import { AppError, errorHandler, ErrorEnvelope, notFoundHandler } from '@repo/errors';
 import { once } from 'node:events';
+import { readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { chromium } from 'playwright-core';
+import os from 'node:os';
+import path from 'node:path';
 import { buildOpenApiDocument } from '@repo/schemas';
 import {
   contractRouter,
@@ -13,9 +15,18 @@ import {
   createLogger,
   errorResponse,
   openApiRoutes,
+  RETRY_AFTER_HEADER,
   validated,
+  withExamples,
 } from '../src/index';
-import { exampleCheck, mountedRoutes, routeCoverage } from '../src/testing';
+import {
+  exampleCheck,
+  expectDocsRender,
+  headerExamples,
+  markdownAnchors,
+  mountedRoutes,
+  routeCoverage,
+} from '../src/testing';
 
 const logger = createLogger({ name: 'contract-test', level: 'silent' });
 const Item = z.object({ id: z.string(), qty: z.number().int() });
@@ -292,39 +303,177 @@ describe('Examples in the document', () => {
   });
 });
 
+describe('Header examples', () => {
+  const Offer = z.object({ x402Version: z.literal(2), amount: z.string() });
+  // A base64 JSON header, described with the JSON Schema content keywords.
+  const encoded = {
+    type: 'string',
+    contentEncoding: 'base64',
+    contentMediaType: 'application/json',
+    contentSchema: { $ref: '#/components/schemas/Offer' },
+  };
+  const sharedHeaders = {
+    'X-OFFER': { description: 'the offer', schema: encoded },
+    'x-version': { description: 'protocol version', schema: { type: 'string', const: '1' } },
+  };
+  const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64');
+  const router = contractRouter().route(
+    {
+      method: 'get',
+      path: '/api/paid',
+      operationId: 'getPaid',
+      summary: 'Paid',
+      request: { headers: [{ name: 'X-PROOF', in: 'header', schema: encoded }] },
+      responses: {
+        '200': { description: 'paid', body: Item, headers: sharedHeaders },
+        '402': {
+          description: 'pay first',
+          body: ErrorEnvelope,
+          headers: { ...sharedHeaders, ...RETRY_AFTER_HEADER },
+        },
+      },
+    },
+    (_req, res) => {
+      res.json({ id: 'i_1', qty: 1 });
+    },
+  );
+  const build = (operations: Parameters<typeof buildOpenApiDocument>[0]['operations']) =>
+    buildOpenApiDocument({
+      info: { title: 'Paid', version: '1.0.0' },
+      components: { ErrorEnvelope, Item, Offer },
+      operations,
+    });
+
+  it('When headers of a real exchange are captured, then withExamples documents them as the examples of header parameters and response headers, and exampleCheck decodes base64 JSON against contentSchema', () => {
+    const bare = build([...router.operations]);
+    const captured = {
+      ...headerExamples(
+        bare,
+        'getPaid',
+        '402',
+        new Headers({
+          'x-offer': b64({ x402Version: 2, amount: '100' }),
+          'X-Version': '1',
+          'retry-after': '30',
+          'x-other': 'no',
+        }),
+      ),
+      // The amount of the proof is a number: its schema refuses the decoded JSON.
+      ...headerExamples(bare, 'getPaid', 'request', { 'x-proof': b64({ x402Version: 2, amount: 7 }) }),
+      'getPaid 200 header X-OFFER': 'not base64!',
+    };
+    expect(captured).toEqual({
+      'getPaid 402 header X-OFFER': b64({ x402Version: 2, amount: '100' }),
+      'getPaid 402 header x-version': '1',
+      // Typed as its schema says: an integer header's example is a number.
+      'getPaid 402 header Retry-After': 30,
+      'getPaid request header X-PROOF': b64({ x402Version: 2, amount: 7 }),
+      'getPaid 200 header X-OFFER': 'not base64!',
+    });
+    const doc = build(withExamples(router.operations, captured)) as Parameters<typeof exampleCheck>[0];
+    const get = (doc.paths?.['/api/paid'] as Record<string, Record<string, unknown>>).get;
+    expect(get?.parameters).toEqual([
+      { name: 'X-PROOF', in: 'header', schema: encoded, example: b64({ x402Version: 2, amount: 7 }) },
+    ]);
+    expect(get?.responses).toMatchObject({
+      '402': { headers: { 'X-OFFER': { example: b64({ x402Version: 2, amount: '100' }) } } },
+    });
+    // The header objects the routes share are not changed.
+    expect(sharedHeaders['X-OFFER']).not.toHaveProperty('example');
+
+    const check = exampleCheck(doc);
+    expect(check.invalid).toEqual([
+      expect.stringMatching(
+        /^GET \/api\/paid request header X-PROOF \(decoded\): data\/amount must be string/,
+      ),
+      expect.stringMatching(/^GET \/api\/paid 200 header X-OFFER: the example is not base64/),
+    ]);
+    expect(check.missingHeaders).toEqual(['GET /api/paid 200 header x-version']);
+    expect(check.missing).toEqual(['GET /api/paid 200', 'GET /api/paid 402']);
+    expect(check.checked).toBe(5);
+    expect(() => headerExamples(bare, 'getPaid', '500', {})).toThrow(/no 500 answer/);
+  });
+});
+
+describe('Links into a README', () => {
+  it('When a Markdown file is read, then its anchors are the ones GitHub gives its headings, code blocks left out', () => {
+    const markdown = [
+      '# market-intel',
+      '```bash',
+      '# development: not a heading',
+      '```',
+      '### Paying, in three steps',
+      '## Failed jobs and health (market-intel)',
+      '## Tests',
+      '## Tests',
+    ].join('\n');
+    expect(markdownAnchors(markdown)).toEqual([
+      'market-intel',
+      'paying-in-three-steps',
+      'failed-jobs-and-health-market-intel',
+      'tests',
+      'tests-1',
+    ]);
+  });
+});
+
 describe('The /docs page in a browser', () => {
-  it("When Chromium opens /docs under the base app's Content-Security-Policy, then Swagger UI renders every operation with no error or CSP violation", async () => {
-    const { app, doc } = buildApp();
+  async function listen(app: express.Application): Promise<{ baseUrl: string; close: () => void }> {
     const server = app.listen(0, '127.0.0.1');
     await once(server, 'listening');
-    const browser = await chromium.launch({
-      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-      args: ['--no-sandbox'],
-    });
+    const { port } = server.address() as AddressInfo;
+    return { baseUrl: `http://127.0.0.1:${port}`, close: () => server.close() };
+  }
+
+  it("When Chromium opens /docs under the base app's Content-Security-Policy, then Swagger UI renders every operation with no error or CSP violation", async () => {
+    const { app, doc } = buildApp();
+    const { baseUrl, close } = await listen(app);
+    const screenshot = path.join(os.tmpdir(), `service-kit-docs-${process.pid}.png`);
     try {
-      const page = await browser.newPage();
-      const problems: string[] = [];
-      page.on('console', (m) => {
-        if (m.type() === 'error') problems.push(m.text());
-      });
-      page.on('pageerror', (e) => problems.push(e.message));
-      page.on('response', (r) => {
-        if (r.status() >= 400) problems.push(`${r.status()} ${r.url()}`);
-      });
-      const { port } = server.address() as AddressInfo;
-      await page.goto(`http://127.0.0.1:${port}/docs`);
-      await page.locator('.opblock').first().waitFor({ timeout: 20_000 });
-      const operations = Object.values(doc.paths as Record<string, object>).flatMap((p) => Object.keys(p));
-      expect(await page.locator('.opblock').count()).toBe(operations.length);
-      expect(await page.locator('.opblock-summary-path').allInnerTexts()).toEqual(
-        expect.arrayContaining(['/api/items/{itemId}', '/api/items']),
-      );
-      await page.locator('.opblock-summary').first().click();
-      await page.locator('.responses-wrapper').first().waitFor();
-      expect(problems).toEqual([]);
+      const render = await expectDocsRender(baseUrl, { expand: 'createItem', screenshot });
+      expect(render.operations).toEqual(['GET /api/items/{itemId}', 'POST /api/items']);
+      expect(Object.keys(doc.paths as object)).toEqual(['/api/items/{itemId}', '/api/items']);
+      // A PNG of the viewport.
+      expect(readFileSync(screenshot).subarray(1, 4).toString()).toBe('PNG');
     } finally {
-      await browser.close();
-      server.close();
+      rmSync(screenshot, { force: true });
+      close();
+    }
+  }, 60_000);
+
+  it('When the page runs an inline script that the Content-Security-Policy blocks, then expectDocsRender fails naming the violation', async () => {
+    const { app: inner } = buildApp();
+    const page = (await request(inner).get('/docs')).text.replace(
+      '</body>',
+      '<script>window.x = 1</script></body>',
+    );
+    const app = createBaseApp({ logger });
+    app.get('/docs', (_req, res) => {
+      res.type('html').send(page);
+    });
+    app.use(inner);
+    const { baseUrl, close } = await listen(app);
+    try {
+      await expect(expectDocsRender(baseUrl)).rejects.toThrow(/CSP violation: script-src/);
+    } finally {
+      close();
+    }
+  }, 60_000);
+
+  it('When the document names an operation that the page does not show, then expectDocsRender fails naming it', async () => {
+    const { doc } = buildApp();
+    const app = createBaseApp({ logger });
+    // The browser gets the real document; any other client one with an operation more.
+    app.get('/openapi.json', (req, res, next) => {
+      if (/Chrome/.test(req.get('user-agent') ?? '')) return next();
+      res.json({ ...doc, paths: { ...(doc.paths as object), '/ghost': { delete: { responses: {} } } } });
+    });
+    app.use(openApiRoutes(doc));
+    const { baseUrl, close } = await listen(app);
+    try {
+      await expect(expectDocsRender(baseUrl)).rejects.toThrow(/not on the page: DELETE \/ghost/);
+    } finally {
+      close();
     }
   }, 60_000);
 });

@@ -19,7 +19,7 @@ export {
 } from './header';
 export { v1OutputSchema, discoveryFields } from './discovery';
 export type { ResourceDiscovery, JsonSchemaObject, QueryMethod, BodyMethod } from './discovery';
-export { parsePaymentProof } from './proof';
+export { parsePaymentProof, PaymentHeaderJson } from './proof';
 export type { PaymentProof } from './proof';
 export {
   PAYMENT_REQUIRED_HEADER,
@@ -31,8 +31,7 @@ export {
   PaymentRequirementsV2,
   PaymentPayloadV2,
 } from './v2';
-export { PaymentRequiredV2, ResourceInfoV2 } from './v2';
-export type { SettleResponseV2 } from './v2';
+export { PaymentRequiredV2, ResourceInfoV2, SettleResponseV2 } from './v2';
 export {
   PaymentVerificationError,
   isPaymentVerificationError,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { X402Network } from '@repo/schemas';
+import { PaymentPayload, X402Network } from '@repo/schemas';
 import { decodeHeaderJson, invalidPaymentHeader, pushPaymentOf, schemaMismatch } from './header';
 import { networkOfCaip2, PaymentPayloadV2, type PaymentRequirementsV2 } from './v2';
 
@@ -41,6 +41,15 @@ const V1Transaction = z.object({
 const V2Payload = PaymentPayloadV2.extend({
   payload: z.object({ transaction: Transaction }).passthrough(),
 });
+
+/**
+ * The decoded JSON of a payment header (`X-PAYMENT` or `PAYMENT-SIGNATURE`) in each form
+ * {@link parsePaymentProof} accepts: a v1 push payment (`payload.txSignature`), a v1 official-scheme
+ * payment (`payload.transaction`, base64) or a v2 payment (`accepted`, `payload.transaction`). For
+ * documents and checks of examples; `parsePaymentProof` is the parser (it also checks the
+ * signature's 64 bytes, the scheme and the network).
+ */
+export const PaymentHeaderJson = z.union([PaymentPayload, V1Transaction, V2Payload]);
 
 /**
  * Parses a payment header (`PAYMENT-SIGNATURE` or `X-PAYMENT`; base64 JSON or raw JSON): a v1 push

@@ -84,13 +84,18 @@ export const PaymentPayloadV2 = z.object({
 /** Inferred type of {@link PaymentPayloadV2}. */
 export type PaymentPayloadV2 = z.infer<typeof PaymentPayloadV2>;
 
-/** The decoded `PAYMENT-RESPONSE` header: the settlement, with the CAIP-2 `network`. */
-export interface SettleResponseV2 {
-  success: boolean;
-  transaction: string;
-  network: string;
-  payer: string;
-}
+/**
+ * The decoded `PAYMENT-RESPONSE` header: whether settlement succeeded, the base58 signature of the
+ * settled transaction, the CAIP-2 `network` and the payer (the transfer authority, base58).
+ */
+export const SettleResponseV2 = z.object({
+  success: z.boolean(),
+  transaction: z.string(),
+  network: z.string(),
+  payer: z.string(),
+});
+/** Inferred type of {@link SettleResponseV2}. */
+export type SettleResponseV2 = z.infer<typeof SettleResponseV2>;
 
 /** Base64 of the JSON of `value` (every x402 header's encoding). */
 export function encodeBase64Json(value: unknown): string {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { CAPTURE_EXAMPLES, writeExamples } from '@repo/service-kit/testing';
+import { CAPTURE_EXAMPLES, headerExamples, writeExamples } from '@repo/service-kit/testing';
 import type { AgentJob } from '@repo/schemas';
 import { waitFor } from '@repo/queue/testing';
 import { fetchWithPayment } from '@repo/x402-solana/client';
@@ -10,8 +10,11 @@ import { startScriptedRunner, type ScriptedRunner } from './support/runner';
 
 // The generator of src/entry-points/http/examples.json: every operation called for real against the
 // service wired as production wires it (the sample report npm start imports, the local ledger, a
-// runner on the scripted LLM), and its answers written down, arrays cut to two items. Runs only with
-// UPDATE_OPENAPI_EXAMPLES=1; openapi-contract.test.ts checks the examples against their schemas.
+// runner on the scripted LLM), and its answers written down, arrays cut to two items, with the
+// headers the document lists: those of each answer (PAYMENT-REQUIRED of a 402, the settlement of a
+// paid answer, Retry-After of a 503) and the payment headers sent (X-PAYMENT in push mode,
+// PAYMENT-SIGNATURE from the official scheme). Runs only with UPDATE_OPENAPI_EXAMPLES=1;
+// openapi-contract.test.ts checks the examples against their schemas.
 const EXAMPLES_FILE = path.join(__dirname, '../src/entry-points/http/examples.json');
 const run = CAPTURE_EXAMPLES ? it : it.skip;
 jest.setTimeout(240_000);
@@ -24,39 +27,65 @@ describe('The OpenAPI examples', () => {
       const file = path.join(__dirname, '../fixtures/sample-report.json');
       const report = shiftReportToNow(parseReportFile(readFileSync(file, 'utf8'), file), new Date());
       await h.reports.importReport(report, 'import');
+      const doc = (await (await fetch(`${h.baseUrl}/openapi.json`)).json()) as Parameters<
+        typeof headerExamples
+      >[0];
       const out: Record<string, unknown> = {};
-      const get = async (p: string) => {
-        const res = await fetch(h.baseUrl + p);
-        return { status: res.status, body: (await res.json()) as unknown };
+      // An answer's body, and the headers the document lists for its status, by operation and status.
+      const record = (operationId: string, status: number, body: unknown, headers: Headers) => {
+        out[`${operationId} ${status}`] = body;
+        Object.assign(out, headerExamples(doc, operationId, String(status), headers));
+        return body;
       };
-      const post = async (p: string, body: unknown) => {
-        const res = await fetch(h.baseUrl + p, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify(body),
+      const call = async (operationId: string, p: string, body?: unknown) => {
+        const res = await fetch(
+          h.baseUrl + p,
+          body === undefined
+            ? {}
+            : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) },
+        );
+        return record(operationId, res.status, (await res.json()) as unknown, res.headers);
+      };
+      // Pays as an agent would. Push mode records the answer and the X-PAYMENT sent; the official
+      // scheme only the PAYMENT-SIGNATURE sent (the answer of each operation comes from push mode).
+      const pay = async (
+        operationId: string,
+        p: string,
+        mode: 'push' | 'official',
+        body?: unknown,
+        maxAmountAtomic?: bigint,
+      ) => {
+        let sent = new Headers();
+        const result = await fetchWithPayment(h.baseUrl + p, {
+          keypair: h.agent,
+          rpcUrls: h.rpcUrls,
+          mode,
+          fetch: (input, init) => {
+            sent = new Headers(init?.headers);
+            return fetch(input, init);
+          },
+          ...(maxAmountAtomic ? { maxAmountAtomic } : {}),
+          ...(body
+            ? {
+                init: {
+                  method: 'POST',
+                  headers: { 'content-type': 'application/json' },
+                  body: JSON.stringify(body),
+                },
+              }
+            : {}),
         });
-        return { status: res.status, body: (await res.json()) as unknown };
+        if (!result.payment || !result.response.ok)
+          throw new Error(
+            `${operationId} was not paid: ${result.response.status} ${JSON.stringify(result.body)}`,
+          );
+        Object.assign(out, headerExamples(doc, operationId, 'request', sent));
+        return mode === 'push'
+          ? record(operationId, result.response.status, result.body, result.response.headers)
+          : result.body;
       };
-      const paid = async (p: string, body?: unknown, maxAmountAtomic?: bigint) =>
-        (
-          await fetchWithPayment(h.baseUrl + p, {
-            keypair: h.agent,
-            rpcUrls: h.rpcUrls,
-            mode: 'push',
-            ...(maxAmountAtomic ? { maxAmountAtomic } : {}),
-            ...(body
-              ? {
-                  init: {
-                    method: 'POST',
-                    headers: { 'content-type': 'application/json' },
-                    body: JSON.stringify(body),
-                  },
-                }
-              : {}),
-          })
-        ).body;
 
-      out['listSectors 200'] = (await get('/api/v1/sectors')).body;
+      await call('listSectors', '/api/v1/sectors');
       const data: [string, string][] = [
         ['getGaps', '/api/v1/scout/gaps?sector=fintech&limit=2'],
         ['getPainClusters', '/api/v1/scout/pain-clusters?sector=fintech&limit=2'],
@@ -65,8 +94,9 @@ describe('The OpenAPI examples', () => {
         ['getBrief', '/api/v1/scout/brief'],
       ];
       for (const [operationId, p] of data) {
-        out[`${operationId} 402`] = (await get(p)).body;
-        out[`${operationId} 200`] = await paid(p);
+        await call(operationId, p);
+        await pay(operationId, p, 'push');
+        await pay(operationId, p, 'official');
       }
 
       const forge = {
@@ -80,25 +110,29 @@ describe('The OpenAPI examples', () => {
       out['forgeIdeate request'] = forge;
       out['proveDebate request'] = prove;
       // No runner yet: the health preflight answers 503 before any payment is asked.
-      out['getHealth 503'] = (await get('/api/v1/health')).body;
-      out['forgeIdeate 503'] = (await post('/api/v1/forge/ideate', forge)).body;
-      out['proveDebate 503'] = (await post('/api/v1/prove/debate', prove)).body;
+      await call('getHealth', '/api/v1/health');
+      await call('forgeIdeate', '/api/v1/forge/ideate', forge);
+      await call('proveDebate', '/api/v1/prove/debate', prove);
 
       compute = await startScriptedRunner(h, 'examples');
-      out['getHealth 200'] = (await get('/api/v1/health')).body;
-      out['forgeIdeate 402'] = (await post('/api/v1/forge/ideate', forge)).body;
-      out['proveDebate 402'] = (await post('/api/v1/prove/debate', prove)).body;
-      out['proveDebate 202'] = await paid('/api/v1/prove/debate', prove, 25_000_000n);
-      const accepted = (await paid('/api/v1/forge/ideate', forge, 15_000_000n)) as { jobId: string };
-      out['forgeIdeate 202'] = accepted;
+      await call('getHealth', '/api/v1/health');
+      await call('forgeIdeate', '/api/v1/forge/ideate', forge);
+      await call('proveDebate', '/api/v1/prove/debate', prove);
+      await pay('proveDebate', '/api/v1/prove/debate', 'push', prove, 25_000_000n);
+      const accepted = (await pay('forgeIdeate', '/api/v1/forge/ideate', 'push', forge, 15_000_000n)) as {
+        jobId: string;
+      };
       out['getJob 200'] = await waitFor(
         'the forge job to complete',
         async () => {
-          const job = (await get(`/api/v1/jobs/${accepted.jobId}`)).body as AgentJob;
+          const job = (await (await fetch(`${h.baseUrl}/api/v1/jobs/${accepted.jobId}`)).json()) as AgentJob;
           return job.status === 'completed' ? job : undefined;
         },
         180_000,
       );
+      // After the job the examples show: the jobs these start are left to the runner.
+      await pay('proveDebate', '/api/v1/prove/debate', 'official', prove, 25_000_000n);
+      await pay('forgeIdeate', '/api/v1/forge/ideate', 'official', forge, 15_000_000n);
       writeExamples(EXAMPLES_FILE, out);
     } finally {
       await compute?.close();

@@ -1,6 +1,14 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Application } from 'express';
 import { apiSnapshotProblem } from '@repo/api-client/testing';
-import { exampleCheck, INFRASTRUCTURE_ROUTES, routeCoverage } from '@repo/service-kit/testing';
+import {
+  exampleCheck,
+  expectDocsRender,
+  INFRASTRUCTURE_ROUTES,
+  markdownAnchors,
+  routeCoverage,
+} from '@repo/service-kit/testing';
 import { startHarness, type Harness } from './support/harness';
 
 // Routes own their contracts (docs/architecture.md, "Routes own their contracts"): the document
@@ -46,6 +54,38 @@ describe('The OpenAPI document and the mounted routes', () => {
       '/api/health',
     ]);
   });
+
+  it('When the document and its key scheme are read, then both say how to get a key (the endpoint, its body, the answer, the header, the limit) and link a README section that exists', async () => {
+    const doc = (await h.call('GET', '/openapi.json')).body;
+    for (const text of [
+      doc.info.description,
+      doc.components.securitySchemes.apiKey.description,
+    ] as string[]) {
+      expect(text).toContain('`POST /api/auth/key` with `{"name": "my-agent"}`');
+      expect(text).toContain('`api_key`, an `sk_router_` key shown only this once');
+      expect(text).toContain('`x-api-key` header');
+      expect(text).toContain('`KEY_CREATION_LIMIT_PER_MINUTE`');
+      const [, anchor = ''] = /\]\(services\/skill-router\/README\.md#([^)]+)\)/.exec(text) ?? [];
+      expect(markdownAnchors(readFileSync(path.join(__dirname, '../README.md'), 'utf8'))).toContain(anchor);
+    }
+    // The key the description promises is what the endpoint answers, and the header it names works.
+    const created = await h.call('POST', '/api/auth/key', { name: 'my-agent' });
+    expect(created.status).toBe(201);
+    expect(created.body.api_key).toMatch(/^sk_router_/);
+    const routed = await h.call(
+      'POST',
+      '/api/discover/route',
+      { task: 'translate a text' },
+      { 'x-api-key': created.body.api_key },
+    );
+    expect(routed.status).toBe(200);
+  });
+
+  it('When Chromium opens /docs of the running service, then Swagger UI shows every operation with no console error or CSP violation', async () => {
+    const doc = (await h.call('GET', '/openapi.json')).body as { paths: Record<string, object> };
+    const render = await expectDocsRender(h.baseUrl);
+    expect(render.operations).toHaveLength(Object.values(doc.paths).flatMap((p) => Object.keys(p)).length);
+  }, 90_000);
 
   it('When a route validates a query, then the document lists the same parameters with their bounds', async () => {
     const doc = (await h.call('GET', '/openapi.json')).body;

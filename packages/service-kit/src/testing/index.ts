@@ -40,5 +40,7 @@ export { INFRASTRUCTURE_ROUTES, mountedRoutes, routeCoverage } from './routes';
 export type { MountedRoute } from './routes';
 export { connectMcp, mcpClientPool, toolErrorOf } from './mcp';
 export type { McpClientPool } from './mcp';
-export { CAPTURE_EXAMPLES, exampleCheck, writeExamples } from './examples';
+export { CAPTURE_EXAMPLES, exampleCheck, headerExamples, writeExamples } from './examples';
 export type { ExampleCheck } from './examples';
+export { chromiumPath, expectDocsRender, markdownAnchors, screenshotPath } from './docs-render';
+export type { DocsRender, DocsRenderOptions } from './docs-render';

@@ -24,7 +24,7 @@ import {
 import { RETRY_AFTER_SECONDS, type HealthProbe } from '../../domain/health';
 import { COMPUTE_PRICES, ETA_MINUTES, type PaidRoute } from '../../domain/prices';
 import { PAYMENT_RESPONSE_HEADER, PAYMENT_V2_RESPONSE_HEADER } from '@repo/x402-core';
-import { paidComputeParts } from './contract-parts';
+import { paidComputeParts, PAYMENT_REQUEST_HEADERS } from './contract-parts';
 import { DISCOVERY } from './discovery';
 
 /** What the Compute API needs; without it the compute endpoints answer 503 `config`. */
@@ -65,7 +65,7 @@ export function computeRouter(deps: ComputeDeps | undefined): ContractRouter {
         path: '/api/v1/forge/ideate',
         operationId: 'forgeIdeate',
         ...paidComputeParts(COMPUTE_PRICES.forge, 'about 30 minutes'),
-        request: { query: NetworkOnlyQuery, body: ForgeRequest },
+        request: { query: NetworkOnlyQuery, body: ForgeRequest, headers: PAYMENT_REQUEST_HEADERS },
         validation: { bodyCode: 'validation_failed' },
       },
       preflight(deps, COMPUTE_PRICES.forge, (req) => (req.body as ForgeRequest).webhook_url),
@@ -97,7 +97,7 @@ export function computeRouter(deps: ComputeDeps | undefined): ContractRouter {
         path: '/api/v1/prove/debate',
         operationId: 'proveDebate',
         ...paidComputeParts(COMPUTE_PRICES.prove, 'about 60 minutes'),
-        request: { query: NetworkOnlyQuery, body: ProveRequest },
+        request: { query: NetworkOnlyQuery, body: ProveRequest, headers: PAYMENT_REQUEST_HEADERS },
         validation: { bodyCode: 'validation_failed' },
       },
       preflight(deps, COMPUTE_PRICES.prove, (req) => (req.body as ProveRequest).webhook_url),

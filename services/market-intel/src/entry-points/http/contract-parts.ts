@@ -1,12 +1,89 @@
 import type { z } from 'zod';
 import { BODY_PARSER_ERRORS, errorResponse, RETRY_AFTER_HEADER, type RouteContract } from '@repo/service-kit';
-import { Error402, type OpenApiResponse } from '@repo/schemas';
+import {
+  Error402,
+  PaymentResponse,
+  type JsonSchema,
+  type OpenApiParameter,
+  type OpenApiResponse,
+} from '@repo/schemas';
+import { PaymentHeaderJson, PaymentRequiredV2, SettleResponseV2 } from '@repo/x402-core';
 import { ComputeUnavailable, JobAccepted } from '../../schemas';
 import type { PaidRoute } from '../../domain/prices';
 
 // Fragments shared by the route contracts of free.ts, data-api.ts and compute.ts: what every paid
 // route answers around its handler (the x402 gate's 402, 400, 429 and 503, the settlement headers),
-// its price as vendor extensions, and the 400 of a bad `network`.
+// the payment headers it reads, its price as vendor extensions and in its description, and the 400
+// of a bad `network`.
+
+/**
+ * The decoded payloads of the x402 headers, as components of the document (the `contentSchema` of
+ * each header refers to one): the v2 offer of a 402 (`PAYMENT-REQUIRED`), a payment in any accepted
+ * form (`X-PAYMENT`, `PAYMENT-SIGNATURE`), and the v1 and v2 settlements of a paid answer
+ * (`X-PAYMENT-RESPONSE`, `PAYMENT-RESPONSE`).
+ */
+export const X402_HEADER_COMPONENTS = {
+  PaymentRequiredV2,
+  PaymentHeaderJson,
+  PaymentResponse,
+  SettleResponseV2,
+} as const;
+
+/** A header whose value is base64 of JSON valid against one of {@link X402_HEADER_COMPONENTS}. */
+function base64Json(component: keyof typeof X402_HEADER_COMPONENTS): JsonSchema {
+  return {
+    type: 'string',
+    contentEncoding: 'base64',
+    contentMediaType: 'application/json',
+    contentSchema: { $ref: `#/components/schemas/${component}` },
+  };
+}
+
+/** The README section that describes paying, as a Markdown link (GitHub's anchor of its heading). */
+export const PAYING_README_LINK =
+  '[services/market-intel/README.md, "Paying, in three steps"](services/market-intel/README.md#paying-in-three-steps)';
+
+/**
+ * The three steps of paying a route, in Markdown (services/market-intel/README.md, "Paying, in three
+ * steps"), for the document's description and each paid operation's.
+ * @param amount what to transfer, e.g. `exactly 100000 atomic units (0.10 USDC)`
+ */
+export function payingSteps(amount: string): string {
+  return [
+    '1. **Call** the route without a payment header: the answer is `402` with the `PaymentRequirements` in the ' +
+      'body (`accepts`: `maxAmountRequired` in atomic units, `asset` = the USDC mint, `payTo`, and `extra.reference` ' +
+      'when payments are bound to requests) and the x402 v2 offer in the `PAYMENT-REQUIRED` header (base64 JSON).',
+    `2. **Pay**: send an SPL \`transferChecked\` of ${amount} of \`asset\` to \`payTo\`, the merchant's ` +
+      'associated token account, with `extra.reference` (when given) as a read-only account of the instruction ' +
+      '(push mode: you pay the network fee); or sign the `PAYMENT-REQUIRED` offer with an official x402 client ' +
+      '(the service co-signs as fee payer).',
+    '3. **Retry** the same request with `X-PAYMENT`: base64 JSON `{ x402Version: 1, scheme: "exact", network, ' +
+      'payload: { txSignature } }` (push mode), or `PAYMENT-SIGNATURE` as the official client sends it. The answer ' +
+      'carries the settlement in `X-PAYMENT-RESPONSE` and `PAYMENT-RESPONSE`; the same payment presented again on ' +
+      'the same request replays it.',
+  ].join('\n');
+}
+
+/** The payment headers a paid route reads (step 3 of {@link payingSteps}); absent, the answer is the 402. */
+export const PAYMENT_REQUEST_HEADERS: OpenApiParameter[] = [
+  {
+    name: 'X-PAYMENT',
+    in: 'header',
+    description:
+      'the payment: base64 (or raw) JSON { x402Version: 1, scheme: "exact", network, payload: { txSignature } } ' +
+      '(push mode: the base58 signature of your transferChecked), or { ..., payload: { transaction } } / an x402 v2 ' +
+      'PaymentPayload (official exact scheme)',
+    schema: base64Json('PaymentHeaderJson'),
+  },
+  {
+    name: 'PAYMENT-SIGNATURE',
+    in: 'header',
+    description:
+      'x402 v2: base64 JSON PaymentPayload { x402Version: 2, accepted (the PAYMENT-REQUIRED offer), resource, ' +
+      'payload: { transaction } } as an official x402 client sends it',
+    schema: base64Json('PaymentHeaderJson'),
+  },
+];
 
 /** Response headers of a 402 (root README.md, "Paying for data (x402)"). */
 const X402_HEADERS: NonNullable<OpenApiResponse['headers']> = {
@@ -14,7 +91,7 @@ const X402_HEADERS: NonNullable<OpenApiResponse['headers']> = {
   'PAYMENT-REQUIRED': {
     description:
       'x402 v2 offer (when a fee payer is configured): base64 JSON PaymentRequired { x402Version: 2, error, resource, accepts: [{ scheme: "exact", network (CAIP-2), amount, asset, payTo (merchant wallet), maxTimeoutSeconds, extra: { feePayer } }], extensions }',
-    schema: { type: 'string' },
+    schema: base64Json('PaymentRequiredV2'),
   },
 };
 
@@ -23,11 +100,11 @@ const PAID_HEADERS: NonNullable<OpenApiResponse['headers']> = {
   'x402-version': { description: 'x402 protocol version', schema: { type: 'string', const: '1' } },
   'X-PAYMENT-RESPONSE': {
     description: 'base64 JSON { success, transaction, network, payer }',
-    schema: { type: 'string' },
+    schema: base64Json('PaymentResponse'),
   },
   'PAYMENT-RESPONSE': {
     description: 'base64 JSON { success, transaction, network (CAIP-2), payer } (x402 v2)',
-    schema: { type: 'string' },
+    schema: base64Json('SettleResponseV2'),
   },
 };
 
@@ -59,13 +136,28 @@ export function usdc(route: PaidRoute): string {
 type PaidParts = Pick<RouteContract, 'summary' | 'description' | 'tags' | 'security' | 'extensions'>;
 
 /**
- * The summary with the price (in USDC and in atomic USDC units, 6 decimals), the tag, the security
- * schemes of both x402 versions and the price as `x-price-usdc` and `x-max-amount-required` (atomic
- * units) of a paid route.
+ * The description of a paid route in Markdown: its price in atomic USDC units and in USDC, from the
+ * price table the route is bound to, and how to pay, in three steps, with the README link.
  */
-function paidParts(route: PaidRoute, tag: string, summarySuffix = ''): PaidParts {
+function paidDescription(route: PaidRoute): string {
+  const price = `${route.amountAtomic} atomic USDC units (${usdc(route)} USDC)`;
+  return [
+    `**Price: ${price} per call** (\`maxAmountRequired\`; USDC has 6 decimals).`,
+    `Paying, in three steps (${PAYING_README_LINK}):`,
+    payingSteps(`exactly ${price}`),
+  ].join('\n\n');
+}
+
+/**
+ * The summary with the price (in USDC and in atomic USDC units, 6 decimals), the description (price
+ * and payment steps, see {@link paidDescription}, then `details`), the tag, the security schemes of
+ * both x402 versions and the price as `x-price-usdc` and `x-max-amount-required` (atomic units) of a
+ * paid route.
+ */
+function paidParts(route: PaidRoute, tag: string, summarySuffix = '', details?: string): PaidParts {
   return {
     summary: `${route.description} (paid: ${usdc(route)} USDC, ${route.amountAtomic} atomic units${summarySuffix})`,
+    description: [paidDescription(route), ...(details ? [details] : [])].join('\n\n'),
     tags: [tag],
     security: [{ x402: [] }, { x402v2: [] }],
     extensions: { 'x-price-usdc': usdc(route), 'x-max-amount-required': route.amountAtomic.toString() },
@@ -74,8 +166,8 @@ function paidParts(route: PaidRoute, tag: string, summarySuffix = ''): PaidParts
 
 /**
  * The contract fragment of a paid Data API route (services/market-intel/README.md, "Endpoints" and
- * "Paying, in three steps"): summary, tag, security and price extensions (see {@link paidParts}), and
- * its responses: 200 with `body` and the settlement headers, 400 (invalid query, answered before
+ * "Paying, in three steps"): summary, description with the price and the payment steps, tag, security
+ * and price extensions (see {@link paidParts}), and its responses: 200 with `body` and the settlement headers, 400 (invalid query, answered before
  * any payment is asked; a payment reused elsewhere or of the wrong amount or mint), 402 `Error402`
  * with the offer headers, 429 (verification budget, with `Retry-After` in seconds), 503 (Solana RPC
  * unreachable), plus `extra` (e.g. the brief's 404).
@@ -109,7 +201,8 @@ export function paidDataParts(
 /**
  * The contract fragment of a paid Compute API POST (services/market-intel/README.md, "Endpoints";
  * root README.md, "Failed jobs and health (market-intel)"): summary with price and duration, the
- * order of checks, tag, security and price extensions (see {@link paidParts}), and its responses:
+ * description with the price, the payment steps and the order of checks, tag, security and price
+ * extensions (see {@link paidParts}), and its responses:
  * 202 `JobAccepted` with the settlement headers, 400, 402 `Error402`, 409 (payment already used for a
  * job), 413 and 415 (body parser), 422 (body or `webhook_url`, nothing charged), 429 (verification
  * budget or the devnet per-payer limit, `Retry-After` in seconds) and 503 `ComputeUnavailable` (health
@@ -122,10 +215,13 @@ export function paidComputeParts(
   eta: string,
 ): PaidParts & Pick<RouteContract, 'responses'> {
   return {
-    ...paidParts(route, 'Compute API', `; asynchronous, ${eta}`),
-    description:
+    ...paidParts(
+      route,
+      'Compute API',
+      `; asynchronous, ${eta}`,
       'Order of checks: body and webhook_url (422, nothing charged), health preflight (503 with Retry-After and errorClass, no payment asked), ' +
-      'then x402. The job runs on the pipeline-runner; poll statusUrl or pass webhook_url (signed with x-service-signature).',
+        'then x402. The job runs on the pipeline-runner; poll statusUrl or pass webhook_url (signed with x-service-signature).',
+    ),
     responses: {
       '202': {
         description: 'job accepted (status pending); Location = statusUrl',

@@ -11,7 +11,7 @@ import {
 import type { ResourceDiscovery } from '@repo/x402-core';
 import { DATA_PRICES, type PaidRoute } from '../../domain/prices';
 import type { ScoutService } from '../../domain/scout';
-import { paidDataParts } from './contract-parts';
+import { paidDataParts, PAYMENT_REQUEST_HEADERS } from './contract-parts';
 import { DISCOVERY } from './discovery';
 import { KeywordsQuery, NetworkOnlyQuery, SectorLimitQuery, TrendsQuery } from '../../schemas';
 
@@ -38,7 +38,7 @@ export function dataApiRouter(deps: { scout: ScoutService; pay: PaymentGate }): 
           path: '/api/v1/scout/gaps',
           operationId: 'getGaps',
           ...paidDataParts(DATA_PRICES.gaps, GapsResponse),
-          request: { query: SectorLimitQuery },
+          request: { query: SectorLimitQuery, headers: PAYMENT_REQUEST_HEADERS },
         },
         pay(DATA_PRICES.gaps, DISCOVERY.gaps),
         async (_req, res) => {
@@ -52,7 +52,7 @@ export function dataApiRouter(deps: { scout: ScoutService; pay: PaymentGate }): 
           path: '/api/v1/scout/pain-clusters',
           operationId: 'getPainClusters',
           ...paidDataParts(DATA_PRICES.painClusters, PainClustersResponse),
-          request: { query: SectorLimitQuery },
+          request: { query: SectorLimitQuery, headers: PAYMENT_REQUEST_HEADERS },
         },
         pay(DATA_PRICES.painClusters, DISCOVERY.painClusters),
         async (_req, res) => {
@@ -66,7 +66,7 @@ export function dataApiRouter(deps: { scout: ScoutService; pay: PaymentGate }): 
           path: '/api/v1/scout/trends',
           operationId: 'getTrends',
           ...paidDataParts(DATA_PRICES.trends, TrendsResponse),
-          request: { query: TrendsQuery },
+          request: { query: TrendsQuery, headers: PAYMENT_REQUEST_HEADERS },
         },
         pay(DATA_PRICES.trends, DISCOVERY.trends),
         async (_req, res) => {
@@ -80,7 +80,7 @@ export function dataApiRouter(deps: { scout: ScoutService; pay: PaymentGate }): 
           path: '/api/v1/scout/keywords',
           operationId: 'getKeywords',
           ...paidDataParts(DATA_PRICES.keywords, KeywordsResponse),
-          request: { query: KeywordsQuery },
+          request: { query: KeywordsQuery, headers: PAYMENT_REQUEST_HEADERS },
         },
         pay(DATA_PRICES.keywords, DISCOVERY.keywords),
         async (_req, res) => {
@@ -97,7 +97,7 @@ export function dataApiRouter(deps: { scout: ScoutService; pay: PaymentGate }): 
           ...paidDataParts(DATA_PRICES.brief, BriefResponse, {
             '404': errorResponse('no completed brief exists (answered before any payment is asked)'),
           }),
-          request: { query: NetworkOnlyQuery },
+          request: { query: NetworkOnlyQuery, headers: PAYMENT_REQUEST_HEADERS },
         },
         async (_req, _res, next) => {
           await scout.assertBriefExists();

@@ -1,0 +1,192 @@
+import { mkdirSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Locator } from 'playwright-core';
+
+/**
+ * The Chromium that browser tests drive: `CHROMIUM_PATH`, else Debian's `/usr/bin/chromium` (what
+ * `ensure_chromium` of scripts/lib.sh installs).
+ */
+export function chromiumPath(): string {
+  return process.env.CHROMIUM_PATH?.trim() || '/usr/bin/chromium';
+}
+
+/**
+ * Where a test saves a screenshot that the repository keeps: `committed` with `UPDATE_SCREENSHOT=1`
+ * (refreshing the committed file), else a file of the same name in the system's temporary directory,
+ * so an ordinary test run leaves the working tree as it was.
+ * @param committed absolute path of the committed PNG, e.g. `<repo>/docs/market-intel-docs.png`
+ */
+export function screenshotPath(committed: string): string {
+  return process.env.UPDATE_SCREENSHOT === '1' ? committed : path.join(os.tmpdir(), path.basename(committed));
+}
+
+/**
+ * The anchors GitHub gives the headings of a Markdown file (`### Paying, in three steps` ->
+ * `paying-in-three-steps`: lower case, punctuation other than `-` and `_` dropped, spaces to `-`), to
+ * check that a link into a README names a section that exists. Repeated headings get `-1`, `-2`...
+ * @param markdown the file's text
+ */
+export function markdownAnchors(markdown: string): string[] {
+  const seen = new Map<string, number>();
+  const anchors: string[] = [];
+  let fenced = false;
+  for (const line of markdown.split('\n')) {
+    // A `#` line inside a fenced code block is a shell comment, not a heading.
+    if (/^\s*(```|~~~)/.test(line)) fenced = !fenced;
+    const heading = fenced ? undefined : /^#{1,6}[ \t]+(.+?)[ \t#]*$/.exec(line)?.[1];
+    if (heading === undefined) continue;
+    const base = heading
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-');
+    const n = seen.get(base) ?? 0;
+    seen.set(base, n + 1);
+    anchors.push(n === 0 ? base : `${base}-${n}`);
+  }
+  return anchors;
+}
+
+/** Options of {@link expectDocsRender}. */
+export interface DocsRenderOptions {
+  /**
+   * Saves a PNG of the page here once everything passed: the viewport (1280 × 1600 CSS pixels) from
+   * the top, with the `expand` operation open. Absent: no screenshot. See {@link screenshotPath}.
+   */
+  screenshot?: string;
+  /** The `operationId` of the operation left open at the end (for the screenshot); default none. */
+  expand?: string;
+  /** Milliseconds to wait for Swagger UI to show the operations, and for each one to open; default 30000. */
+  timeoutMs?: number;
+}
+
+/** What {@link expectDocsRender} saw. */
+export interface DocsRender {
+  /** `METHOD /path` of every operation the page shows (upper-case method), sorted. */
+  operations: string[];
+}
+
+const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
+
+/** `METHOD /path` of every operation of an OpenAPI document, sorted. */
+function documentedOperations(doc: unknown): string[] {
+  const paths = (doc as { paths?: Record<string, Record<string, unknown>> } | null)?.paths ?? {};
+  return Object.entries(paths)
+    .flatMap(([p, item]) =>
+      Object.keys(item)
+        .filter((m) => METHODS.has(m))
+        .map((m) => `${m.toUpperCase()} ${p}`),
+    )
+    .sort();
+}
+
+// Runs in the page before its own scripts: every Content-Security-Policy violation is kept, whether or
+// not the browser also logs it.
+const RECORD_CSP_VIOLATIONS = `
+window.__cspViolations = [];
+document.addEventListener('securitypolicyviolation', function (e) {
+  window.__cspViolations.push(e.violatedDirective + ' blocked ' + (e.blockedURI || 'inline code'));
+});
+`;
+
+/**
+ * Opens a service's reference page, `${baseUrl}/docs`, in headless Chromium (playwright-core, the
+ * browser at {@link chromiumPath}) and checks that it works as docs/architecture.md, "Routes own their
+ * contracts" describes it: Swagger UI renders, it shows every operation of `${baseUrl}/openapi.json`
+ * (method and path) and no other, each operation opens and shows its responses, and nothing went wrong
+ * on the way: no console error, no uncaught page error, no Content-Security-Policy violation, no
+ * request answered 400 or more or failed, no Swagger UI error box (an unresolvable `$ref`, say).
+ * Optionally leaves one operation open and saves a screenshot. Call it against the running service
+ * (behind its real helmet configuration), e.g. from the service's contract test:
+ *
+ * ```ts
+ * await expectDocsRender(h.baseUrl, {
+ *   expand: 'getGaps',
+ *   screenshot: screenshotPath(path.resolve(__dirname, '../../../docs/market-intel-docs.png')),
+ * });
+ * ```
+ *
+ * Give the test a timeout of about a minute: it launches a browser and opens every operation.
+ * @param baseUrl the service's origin, e.g. `http://127.0.0.1:3001` (no trailing slash)
+ * @returns the operations the page shows
+ * @throws Error listing every problem found (operations missing from the page or extra on it, console
+ *   errors, CSP violations, failed requests, Swagger UI errors), or when `expand` names no operation
+ *   of the page, `/openapi.json` does not answer 200, Swagger UI does not render within `timeoutMs`,
+ *   or Chromium cannot be launched
+ */
+export async function expectDocsRender(
+  baseUrl: string,
+  options: DocsRenderOptions = {},
+): Promise<DocsRender> {
+  const timeout = options.timeoutMs ?? 30_000;
+  const served = await fetch(`${baseUrl}/openapi.json`);
+  if (served.status !== 200) throw new Error(`${baseUrl}/openapi.json answered ${served.status}`);
+  const expected = documentedOperations(await served.json());
+  // Loaded on first use: most suites that import the testing helpers never open a browser.
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox'] });
+  try {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 1600 } });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
+    });
+    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    page.on('response', (r) => {
+      if (r.status() >= 400) problems.push(`${r.status()} ${r.url()}`);
+    });
+    page.on('requestfailed', (r) =>
+      problems.push(`request failed: ${r.url()} (${r.failure()?.errorText ?? '?'})`),
+    );
+    await page.addInitScript({ content: RECORD_CSP_VIOLATIONS });
+
+    await page.goto(`${baseUrl}/docs`);
+    await page.locator('.opblock').first().waitFor({ timeout });
+    const blocks = await page.locator('.opblock').all();
+    const shown = new Map<string, Locator>();
+    const ids = new Map<string, Locator>();
+    for (const block of blocks) {
+      const method = (await block.locator('.opblock-summary-method').innerText()).trim().toUpperCase();
+      const route = await block.locator('.opblock-summary-path').getAttribute('data-path');
+      // An operation with several tags appears once per tag: opening one is enough.
+      if (!shown.has(`${method} ${route}`)) shown.set(`${method} ${route}`, block);
+      const id = await block.getAttribute('id');
+      if (id) ids.set(id, block);
+    }
+    const operations = [...shown.keys()].sort();
+    for (const op of expected) if (!shown.has(op)) problems.push(`not on the page: ${op}`);
+    for (const op of operations)
+      if (!expected.includes(op)) problems.push(`on the page but not documented: ${op}`);
+
+    // Each operation renders its parameters, examples and responses only once opened.
+    for (const block of shown.values()) {
+      await block.locator('.opblock-summary-method').click();
+      await block.locator('.responses-wrapper').waitFor({ timeout });
+      await block.locator('.opblock-summary-method').click();
+      await block.locator('.responses-wrapper').waitFor({ state: 'detached', timeout });
+    }
+    for (const text of await page.locator('.errors-wrapper').allInnerTexts())
+      problems.push(`Swagger UI error: ${text.replace(/\s+/g, ' ').trim()}`);
+    const violations = (await page.evaluate('window.__cspViolations')) as unknown;
+    if (Array.isArray(violations)) for (const v of violations) problems.push(`CSP violation: ${String(v)}`);
+    if (problems.length > 0)
+      throw new Error(`${baseUrl}/docs does not render cleanly:\n- ${problems.join('\n- ')}`);
+
+    if (options.expand !== undefined) {
+      // Swagger UI's ids are `operations-<tag>-<operationId>`.
+      const block = [...ids].find(([id]) => id.endsWith(`-${options.expand}`))?.[1];
+      if (!block) throw new Error(`${baseUrl}/docs shows no operation ${options.expand}`);
+      await block.locator('.opblock-summary-method').click();
+      await block.locator('.responses-wrapper').waitFor({ timeout });
+    }
+    if (options.screenshot !== undefined) {
+      mkdirSync(path.dirname(options.screenshot), { recursive: true });
+      await page.evaluate('window.scrollTo(0, 0)');
+      await page.screenshot({ path: options.screenshot });
+    }
+    return { operations };
+  } finally {
+    await browser.close();
+  }
+}
