@@ -1,7 +1,8 @@
 // signal-feedback demo: against a running service, a product owner signs up, creates a product and two
 // contexts, the product sends a realistic burst of signals through /api/signals (batches) and
 // /api/ingest (automation-style single events with the aliases), the analysis runs, and the proposals
-// are printed. Run alone with `pnpm --filter @repo/signal-feedback exec tsx scripts/demo.ts`
+// are printed; then the checkout proposal is approved, its deployment recorded, the after-window's
+// signals sent, and the verification's verdict printed once that window has closed. Run alone with `pnpm --filter @repo/signal-feedback exec tsx scripts/demo.ts`
 // (SIGNAL_FEEDBACK_URL, default http://127.0.0.1:3002).
 
 /** Options of {@link runSignalFeedbackDemo}. */
@@ -10,6 +11,19 @@ export interface SignalFeedbackDemoOptions {
   baseUrl: string;
   /** Where to print each line of the demo. */
   log: (line: string) => void;
+  /** How often the verification is polled while its after-window is open, ms (default 10 000). */
+  pollMs?: number;
+}
+
+/** A deployment's verification as GET /api/proposals/{id}/deployments returns it (README, "Deployments and verification"). */
+export interface DemoVerification {
+  verdict: 'improved' | 'regressed' | 'inconclusive';
+  reason: string;
+  provisional: boolean;
+  before: { signals: number; negative: number; negative_rate: number | null };
+  after: { signals: number; negative: number; negative_rate: number | null };
+  z: number | null;
+  p_value: number | null;
 }
 
 /** A proposal as GET /api/proposals returns it (README, "Endpoints"). */
@@ -31,6 +45,8 @@ export interface SignalFeedbackDemoResult {
   productId: string;
   signalsSent: number;
   proposals: DemoProposal[];
+  /** The deployment of the approved checkout proposal and its final verification. */
+  deployment: { id: string; proposalId: string; verification: DemoVerification };
 }
 
 class Session {
@@ -130,6 +146,7 @@ export async function runSignalFeedbackDemo(
     };
   });
   let sent = 0;
+  const checkoutSentAt = Date.now();
   for (let i = 0; i < checkoutSignals.length; i += 25) {
     const batch = checkoutSignals.slice(i, i + 25);
     const r = await s.call<{ received: number }>('POST', '/api/signals', batch, {
@@ -183,7 +200,100 @@ export async function runSignalFeedbackDemo(
     log(`  proposed change:  ${p.proposed_change}`);
     log(`  predicted impact: ${p.predicted_impact}`);
   }
-  return { email, productId: product.id, signalsSent: sent, proposals };
+
+  const deployment = await deployAndVerify(s, product.api_key, checkout.id, proposals, {
+    checkoutSentAt,
+    log,
+    pollMs: options.pollMs ?? 10_000,
+  });
+  sent += deployment.sent;
+  log('');
+  log(`open ${base}/ to see the checkout chart with the deployment marked on it`);
+  return {
+    email,
+    productId: product.id,
+    signalsSent: sent,
+    proposals,
+    deployment: {
+      id: deployment.id,
+      proposalId: deployment.proposalId,
+      verification: deployment.verification,
+    },
+  };
+}
+
+const pct = (rate: number | null) => (rate === null ? 'n/a' : `${(rate * 100).toFixed(1)} %`);
+
+/**
+ * Approves the checkout proposal, records its deployment with windows as long as the time since the
+ * checkout signals were sent (at least a minute, so they fall in the before-window), sends the fixed
+ * checkout's signals and polls the verification until the after-window has closed.
+ */
+async function deployAndVerify(
+  s: Session,
+  apiKey: string,
+  checkoutId: string,
+  proposals: DemoProposal[],
+  o: { checkoutSentAt: number; log: (line: string) => void; pollMs: number },
+): Promise<{ id: string; proposalId: string; sent: number; verification: DemoVerification }> {
+  const proposal = proposals.find((p) => p.context_id === checkoutId);
+  if (!proposal) throw new Error('the analysis made no checkout proposal');
+  await s.call('PATCH', `/api/proposals/${proposal.id}`, { status: 'approved' }, { 'x-api-key': apiKey });
+  o.log('');
+  o.log(`approved the checkout proposal ${proposal.id}`);
+  const windowMinutes = Math.max(1, Math.ceil((Date.now() - o.checkoutSentAt + 5_000) / 60_000));
+  const deployment = await s.call<{ id: string; deployed_at: string; signal_type: string | null }>(
+    'POST',
+    `/api/proposals/${proposal.id}/deployments`,
+    { version: 'v2.5.0', note: 'Retry with another card after a decline', window_minutes: windowMinutes },
+    { 'x-api-key': apiKey },
+  );
+  o.log(
+    `recorded deployment v2.5.0 ${deployment.id}: ${deployment.signal_type ?? 'negative signals'} are compared over the ` +
+      `${windowMinutes} minute(s) before and after ${deployment.deployed_at}`,
+  );
+  // After the fix: declines are rare.
+  const after = Array.from({ length: 60 }, (_, i) =>
+    i % 15 === 7
+      ? {
+          type: 'payment_failed',
+          context_id: checkoutId,
+          payload: { step: 'payment', error_code: 'card_declined' },
+        }
+      : {
+          type: 'checkout_completed',
+          context_id: checkoutId,
+          payload: { step: 'confirm', provider: 'stripe' },
+        },
+  );
+  const r = await s.call<{ received: number }>('POST', '/api/signals', after, { 'x-api-key': apiKey });
+  o.log(
+    `POST /api/signals: ${r.received} signals after the deployment (${after.filter((x) => x.type === 'payment_failed').length} payment_failed)`,
+  );
+
+  const closesAt = Date.parse(deployment.deployed_at) + windowMinutes * 60_000;
+  for (;;) {
+    const [current] = await s.call<{ id: string; verification: DemoVerification }[]>(
+      'GET',
+      `/api/proposals/${proposal.id}/deployments`,
+      undefined,
+      { 'x-api-key': apiKey },
+    );
+    if (!current) throw new Error('the deployment is not listed');
+    const v = current.verification;
+    const figures =
+      `${pct(v.before.negative_rate)} of ${v.before.signals} before -> ${pct(v.after.negative_rate)} of ${v.after.signals} after` +
+      (v.z === null ? '' : `, z = ${v.z}, p = ${v.p_value}`);
+    if (!v.provisional) {
+      o.log(`verification: ${v.verdict.toUpperCase()} (${v.reason.replace(/_/g, ' ')}): ${figures}`);
+      return { id: current.id, proposalId: proposal.id, sent: r.received, verification: v };
+    }
+    const left = Math.max(0, Math.ceil((closesAt - Date.now()) / 1000));
+    o.log(`  provisional (${left} s until the after-window closes): ${v.verdict}, ${figures}`);
+    await new Promise((done) =>
+      setTimeout(done, Math.min(o.pollMs, Math.max(250, closesAt - Date.now() + 250))),
+    );
+  }
 }
 
 if (require.main === module) {

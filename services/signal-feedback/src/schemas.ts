@@ -402,12 +402,14 @@ export const Me = z.object({
   limits: z.object({
     signals_per_month: z.int(),
     proposals_per_month: z.int().nullable(),
+    deployments_per_month: z.int().nullable(),
     products: z.int().nullable(),
   }),
   usage: z.object({
     month: z.string(),
     signals: z.int(),
     proposals: z.int(),
+    deployments: z.int(),
     products: z.int(),
     resets_at: z.iso.datetime(),
   }),

@@ -18,8 +18,8 @@ describe('Accounts and sessions', () => {
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({
       user: { email: 'ada@example.com', plan: 'free' },
-      limits: { signals_per_month: 500, proposals_per_month: 3, products: 1 },
-      usage: { signals: 0 },
+      limits: { signals_per_month: 500, proposals_per_month: 3, deployments_per_month: 3, products: 1 },
+      usage: { signals: 0, deployments: 0 },
     });
     const cookie = String(res.headers['set-cookie']);
     expect(cookie).toMatch(/^sf_session=[A-Za-z0-9_-]{43};/);

@@ -1,6 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromiumPath, expectDocsRender } from '@repo/service-kit/testing';
 import { startHarness, type Harness } from './support/harness';
 
 // The committed screenshot in docs/ is refreshed with UPDATE_SCREENSHOT=1; other runs keep the tree clean.
@@ -13,11 +14,14 @@ let h: Harness;
 let browser: Browser;
 let page: Page;
 const problems: string[] = [];
+/** Every dialog's message, in order; prompts are answered with `promptAnswer`. */
+const dialogs: string[] = [];
+let promptAnswer = '';
 
 beforeAll(async () => {
   h = await startHarness('signal_feedback_dashboard_test');
   browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    executablePath: chromiumPath(),
     args: ['--no-sandbox'],
   });
   const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
@@ -28,7 +32,10 @@ beforeAll(async () => {
     if (m.type() === 'error' && !/status of 401/.test(m.text())) problems.push(m.text());
   });
   page.on('pageerror', (e) => problems.push(e.message));
-  page.on('dialog', (d) => void d.accept());
+  page.on('dialog', (d) => {
+    dialogs.push(d.message());
+    void d.accept(d.type() === 'prompt' ? promptAnswer : undefined);
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -127,6 +134,61 @@ test('When a user clicks through the dashboard, then every step reaches the API 
   expect((await h.db.proposal.findUniqueOrThrow({ where: { id: first!.id } })).status).toBe('approved');
   expect((await h.db.proposal.findUniqueOrThrow({ where: { id: second!.id } })).status).toBe('deferred');
 
+  // Record the approved proposal's deployment; while its after-window is open it is being measured.
+  const approved = page.locator(`[data-proposal-id="${first!.id}"]`);
+  await approved.locator('input[name=version]').fill('v1.1.0');
+  await approved.locator('input[name=note]').fill('Retry button after a declined card');
+  await approved.getByRole('button', { name: 'Record deployment' }).click();
+  await approved.locator('[data-deployment-id][data-provisional=true]').waitFor();
+  const deployment = await h.db.deployment.findFirstOrThrow({ where: { proposalId: first!.id } });
+  expect(deployment).toMatchObject({
+    version: 'v1.1.0',
+    note: 'Retry button after a declined card',
+    verdict: 'pending',
+  });
+  await page.locator('[data-meter=deployments] .value', { hasText: '1 / 3' }).waitFor();
+
+  // Two days later (the deployment moved back in the table) with the signals of the day before and
+  // after it: the verdict is beside the proposal and the deployment is marked on the context's chart.
+  const deployedAt = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000 - 2 * 24 * 3_600_000);
+  await h.db.deployment.update({ where: { id: deployment.id }, data: { deployedAt } });
+  for (const [from, failing] of [
+    [deployedAt.getTime() - 24 * 3_600_000, 48],
+    [deployedAt.getTime(), 9],
+  ] as const)
+    await h.db.$executeRawUnsafe(
+      `INSERT INTO signals (product_id, context_id, type, sentiment, created_at)
+       SELECT $1::uuid, $2::uuid, CASE WHEN g % 3 = 0 AND g / 3 < $3 THEN 'payment_failed' ELSE 'checkout_completed' END,
+              (CASE WHEN g % 3 = 0 AND g / 3 < $3 THEN 'negative' ELSE 'positive' END)::"Sentiment",
+              $4::timestamptz + g * interval '10 minutes'
+         FROM generate_series(0, 143) AS g`,
+      product.id,
+      contexts[0]!.id,
+      failing,
+      new Date(from),
+    );
+  await page.reload();
+  const verdict = approved.locator(
+    `[data-deployment-id="${deployment.id}"][data-verdict=improved][data-provisional=false]`,
+  );
+  await verdict.waitFor();
+  expect(await verdict.textContent()).toContain('payment_failed 33.3 % → 6.3 % (144 → 144 signals, z = ');
+  expect((await h.db.deployment.findUniqueOrThrow({ where: { id: deployment.id } })).verdict).toBe(
+    'improved',
+  );
+  const chart = page.locator(`svg.chart[data-context-id="${contexts[0]!.id}"]`);
+  await chart.waitFor();
+  expect(await chart.getAttribute('role')).toBe('img');
+  expect(await chart.locator('title').first().textContent()).toBe(
+    'Checkout: signals and negative rate per hour, last 7 days',
+  );
+  expect(await chart.locator('desc').textContent()).toMatch(
+    /^300 signals over the last 7 days, 64 negative \(21\.3 %\)\. .*Deployments marked: v1\.1\.0 on .* \(improved\)\.$/,
+  );
+  // 48 hourly bars of history (6 signals each) and the hour of the burst.
+  expect(await chart.locator('rect.bar').count()).toBe(49);
+  expect(await chart.locator(`g.marker.improved[data-deployment-id="${deployment.id}"]`).count()).toBe(1);
+
   await page.screenshot({ path: SCREENSHOT, fullPage: true });
 
   // Reject the deferred one; filter by status.
@@ -157,6 +219,17 @@ test('When a user clicks through the dashboard, then every step reaches the API 
   });
   expect(withOld.status).toBe(401);
 
+  // Rename the product.
+  promptAnswer = 'Acme Checkout (web)';
+  await page
+    .locator('#products li', { hasText: 'Acme Checkout' })
+    .getByRole('button', { name: 'Rename' })
+    .click();
+  await page.locator('#products li', { hasText: 'Acme Checkout (web)' }).waitFor();
+  expect((await h.db.product.findUniqueOrThrow({ where: { id: product.id } })).name).toBe(
+    'Acme Checkout (web)',
+  );
+
   // Sign out, then sign in again.
   await page.click('#logout');
   await page.locator('#auth-view').waitFor();
@@ -167,5 +240,36 @@ test('When a user clicks through the dashboard, then every step reaches the API 
   await page.locator('#app-view').waitFor();
   await page.locator('#products li', { hasText: 'Acme Checkout' }).waitFor();
 
+  // Delete the product: the confirmation names everything that goes; afterwards nothing is left and
+  // the key is refused.
+  const held = {
+    signals: await h.db.signal.count({ where: { productId: product.id } }),
+    proposals: await h.db.proposal.count({ where: { productId: product.id } }),
+  };
+  await page
+    .locator('#products li', { hasText: 'Acme Checkout (web)' })
+    .getByRole('button', { name: 'Delete' })
+    .click();
+  await page.locator('#products li.empty').waitFor();
+  expect(dialogs.at(-1)).toBe(
+    `Delete "Acme Checkout (web)" with its API key (${rotated.slice(0, 12)}…), 1 context, ${held.signals} signals, ` +
+      `${held.proposals} proposal${held.proposals === 1 ? '' : 's'} and 1 deployment? This cannot be undone.`,
+  );
+  expect(await h.db.product.count({ where: { userId: user.id } })).toBe(0);
+  expect(await h.db.signal.count({ where: { productId: product.id } })).toBe(0);
+  const afterDelete = await fetch(`${h.baseUrl}/api/signals`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': rotated },
+    body: '{"type":"x"}',
+  });
+  expect(afterDelete.status).toBe(401);
+
   expect(problems).toEqual([]);
+}, 90_000);
+
+test('When Chromium opens /docs, then Swagger UI shows every operation of the document with no console error or CSP violation', async () => {
+  const doc = (await (await fetch(`${h.baseUrl}/openapi.json`)).json()) as { paths: Record<string, object> };
+  const render = await expectDocsRender(h.baseUrl, { expand: 'recordDeployment' });
+  expect(render.operations).toHaveLength(Object.values(doc.paths).flatMap((p) => Object.keys(p)).length);
+  expect(render.operations).toContain('POST /api/proposals/{id}/deployments');
 }, 90_000);

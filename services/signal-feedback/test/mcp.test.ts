@@ -417,9 +417,11 @@ describe('signal-feedback MCP endpoint', () => {
       'quota_exceeded',
     ])
       expect(text).toContain(fact);
-    expect(text).toContain('- free (default): 500 signals and 3 proposals per month, 1 product');
     expect(text).toContain(
-      '- scale ($299/month): 500,000 signals and unlimited proposals per month, unlimited products',
+      '- free (default): 500 signals, 3 proposals and 3 deployments per month, 1 product',
+    );
+    expect(text).toContain(
+      '- scale ($299/month): 500,000 signals, unlimited proposals and unlimited deployments per month, unlimited products',
     );
     expect(text).toContain(`up to ${MAX_BATCH}`);
   });

@@ -110,6 +110,7 @@ describe('Products', () => {
     expect((await u.agent.get('/api/auth/me')).body.limits).toEqual({
       signals_per_month: 50000,
       proposals_per_month: null,
+      deployments_per_month: null,
       products: 5,
     });
   });

@@ -21,6 +21,7 @@ export interface SessionRecord {
 export interface UsageRecord {
   signals: number;
   proposals: number;
+  deployments: number;
   products: number;
 }
 
@@ -100,7 +101,7 @@ export class AccountRepository {
     return (await this.db.session.deleteMany({ where: { expiresAt: { lte: now } } })).count;
   }
 
-  /** Signals and proposals counted this month and products owned. */
+  /** Signals, proposals and deployments counted this month and products owned. */
   async usage(userId: string, month: string): Promise<UsageRecord> {
     const [counter, products] = await Promise.all([
       this.db.usageCounter.findUnique({
@@ -108,6 +109,11 @@ export class AccountRepository {
       }),
       this.db.product.count({ where: { userId } }),
     ]);
-    return { signals: counter?.signals ?? 0, proposals: counter?.proposals ?? 0, products };
+    return {
+      signals: counter?.signals ?? 0,
+      proposals: counter?.proposals ?? 0,
+      deployments: counter?.deployments ?? 0,
+      products,
+    };
   }
 }

@@ -71,12 +71,14 @@ export function authRoutes(deps: AuthDeps): ContractRouter {
       limits: {
         signals_per_month: limits.signalsPerMonth,
         proposals_per_month: limits.proposalsPerMonth,
+        deployments_per_month: limits.deploymentsPerMonth,
         products: limits.products,
       },
       usage: {
         month,
         signals: usage.signals,
         proposals: usage.proposals,
+        deployments: usage.deployments,
         products: usage.products,
         resets_at: nextMonthStart(now).toISOString(),
       },

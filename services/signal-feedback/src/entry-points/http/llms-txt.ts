@@ -9,7 +9,7 @@ function planLines(): string {
     const l = PLAN_LIMITS[plan];
     return (
       `- ${plan}${l.priceUsd > 0 ? ` ($${l.priceUsd}/month)` : ' (default)'}: ${count(l.signalsPerMonth)} ` +
-      `signals and ${count(l.proposalsPerMonth)} proposals per month, ${count(l.products)} ` +
+      `signals, ${count(l.proposalsPerMonth)} proposals and ${count(l.deploymentsPerMonth)} deployments per month, ${count(l.products)} ` +
       (l.products === 1 ? 'product' : 'products')
     );
   }).join('\n');
@@ -44,6 +44,12 @@ export function signalFeedbackLlmsTxt(options: { maxBatch: number }): LlmsTxt {
         `${options.maxBatch.toLocaleString('en-US')} (all or nothing), answered \`{"received": n}\`; later ` +
         '`GET /api/proposals?status=pending` lists the proposals, highest priority first. Contexts (which ' +
         'signal types mean success or failure) are managed with a session (`/api/context`).',
+      "Closing the loop: once an approved proposal's change ships, `POST /api/proposals/{id}/deployments` " +
+        '(`{"version", "note", "deployed_at"?}`) records it; `GET /api/proposals/{id}/deployments` gives its ' +
+        "verification: the failing type's share of the context's signals before and after, a two-proportion " +
+        'z-test and a verdict (`improved`, `regressed`, `inconclusive`), provisional until the after-window ' +
+        '(24 h by default) closes. A regression raises a new proposal. `GET /api/context/{id}/series` gives ' +
+        'signals and negative rate per hour or day.',
       'Errors are `{ "error", "code", "details"?, "requestId" }` with a 4xx status: `unauthorized` (key ' +
         'missing or invalid), `invalid_request` (`details: [{ path, message }]`), `payload_too_large`, ' +
         '`quota_exceeded`, `not_found`. Over MCP the same envelope is the JSON text of a tool error.',
@@ -58,7 +64,13 @@ export function signalFeedbackLlmsTxt(options: { maxBatch: number }): LlmsTxt {
       },
       {
         name: 'Optional',
-        links: [{ title: 'Dashboard', url: '/', notes: 'sign up, products and keys, contexts, proposals' }],
+        links: [
+          {
+            title: 'Dashboard',
+            url: '/',
+            notes: 'sign up, products and keys, contexts, charts, proposals and their deployments',
+          },
+        ],
       },
     ],
   };
