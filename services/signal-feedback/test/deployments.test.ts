@@ -443,6 +443,27 @@ describe('Verification', () => {
     expect(await h.db.proposal.count({ where: { regressionOfId: { in: ids } } })).toBe(3);
   });
 
+  test('When the schedule is on, then a closed deployment gets its verdict without anyone asking', async () => {
+    const scheduled = await startHarness('signal_feedback_deployments_test', {
+      reuseDatabaseUrl: h.databaseUrl,
+      env: { VERIFICATION_INTERVAL_MS: '100' },
+    });
+    try {
+      const a = await approvedProposal();
+      const d = await closedDeployment(a, { total: 200, failing: 80 }, { total: 200, failing: 20 });
+      await waitFor(async () => (await stored(d.id)).verdict === 'improved', 'the scheduled verification');
+      const text = await scrape(scheduled.metricsUrl);
+      expect(metricValue(text, 'deployments_verified_total', { verdict: 'improved' })).toBeGreaterThanOrEqual(
+        1,
+      );
+      expect(
+        metricValue(text, 'background_loop_rounds_total', { loop: 'verification-schedule', outcome: 'idle' }),
+      ).toBeGreaterThanOrEqual(1);
+    } finally {
+      await scheduled.close();
+    }
+  });
+
   test("When the plan's monthly proposals are used up, then a regression is stored without raising a proposal", async () => {
     const a = await approvedProposal('free');
     await h.db.$executeRawUnsafe(

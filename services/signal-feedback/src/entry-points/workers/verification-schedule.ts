@@ -21,9 +21,7 @@ export function verificationScheduleLoop(options: VerificationScheduleOptions): 
     intervalMs: options.intervalMs,
     logger: options.logger,
     metrics: options.metrics,
-    round: async () => {
-      // Drain what is due, 100 at a time, so a backlog does not wait one interval per hundred.
-      while ((await options.deployments.verifyDue(100)) === 100);
-    },
+    // A full batch of 100 means more may be due: the loop runs the next round at once.
+    round: async () => (await options.deployments.verifyDue(100)) === 100,
   });
 }
