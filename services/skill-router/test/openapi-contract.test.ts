@@ -24,7 +24,7 @@ afterAll(() => h?.close());
  * Bodies the document shows without an example: the health report of a replica whose database is down
  * (the capture runs against a working one). Every other body has a real answer or an envelope.
  */
-const STILL_WITHOUT_EXAMPLES = ['GET /api/health 503'];
+const STILL_WITHOUT_EXAMPLES: string[] = [];
 
 describe('The OpenAPI document and the mounted routes', () => {
   it('When every example of the served document is checked against its schema, then all are valid, and the bodies without one are the known ones', async () => {

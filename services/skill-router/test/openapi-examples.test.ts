@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { CAPTURE_EXAMPLES, writeExamples } from '@repo/service-kit/testing';
+import { CAPTURE_EXAMPLES, TcpProxy, testDatabaseUrl, writeExamples } from '@repo/service-kit/testing';
 import { startLocalSkills } from '../scripts/local-skills';
 import { buildSkill, translate } from './support/factories';
 import { startHarness, waitFor } from './support/harness';
@@ -66,6 +66,7 @@ describe('The OpenAPI examples', () => {
       out['reportCall 200'] = (
         await h.call('POST', '/api/discover/report', report, { 'x-api-key': key })
       ).body;
+      out['getHealth 503'] = await unhealthyReport();
       writeExamples(EXAMPLES_FILE, out);
     } finally {
       await h.close();
@@ -73,3 +74,30 @@ describe('The OpenAPI examples', () => {
     }
   });
 });
+
+/**
+ * The 503 health report: a second instance on the same database through a proxy the capture cuts, so
+ * the database is unreachable for it alone.
+ */
+async function unhealthyReport(): Promise<unknown> {
+  const pg = await TcpProxy.forUrl(testDatabaseUrl('skill_router_openapi_examples_test'), 5432);
+  const h = await startHarness(
+    'skill_router_openapi_examples_test',
+    { DATABASE_URL: pg.url },
+    { resetDb: false },
+  );
+  try {
+    await pg.proxy.cut();
+    let body: unknown;
+    await waitFor('the health report to say the database is unreachable', async () => {
+      const res = await h.call('GET', '/api/health');
+      body = res.body;
+      return res.status === 503;
+    });
+    return body;
+  } finally {
+    await pg.proxy.restore();
+    await h.close();
+    await pg.proxy.close();
+  }
+}
