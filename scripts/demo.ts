@@ -70,7 +70,7 @@ async function main(): Promise<void> {
     await scan();
   }
   if (!only || only === 'signal-feedback') {
-    section('signal-feedback: a product sends signals, analysis proposes changes');
+    section('signal-feedback: a product sends signals, analysis proposes changes, a deployment is verified');
     await reachable(SIGNAL_FEEDBACK_URL, 'npm start');
     await runSignalFeedbackDemo({ baseUrl: SIGNAL_FEEDBACK_URL, log });
   }

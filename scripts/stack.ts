@@ -186,7 +186,7 @@ async function main(): Promise<void> {
       `  solana ledger  ${mainnet.rpcUrl}  (devnet: ${devnet.rpcUrl})`,
       `  agent wallet   ${mainnet.agent}  keypair ${mainnet.agentKeypairPath}`,
       '',
-      'In another terminal: pnpm demo   (market-intel: paid data, a debate and a scout scan over local fixture feeds; signal-feedback: signals to proposals; skill-router: register, verify, route)',
+      'In another terminal: pnpm demo   (market-intel: paid data, a debate and a scout scan over local fixture feeds; signal-feedback: signals to proposals, a deployment verified; skill-router: register, verify, route)',
       'Ctrl-C stops everything.',
       '',
     ].join('\n'),

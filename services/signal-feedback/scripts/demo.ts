@@ -249,7 +249,7 @@ async function deployAndVerify(
     { 'x-api-key': apiKey },
   );
   o.log(
-    `recorded deployment v2.5.0 ${deployment.id}: ${deployment.signal_type ?? 'negative signals'} are compared over the ` +
+    `recorded deployment v2.5.0 ${deployment.id}: ${deployment.signal_type ?? 'negative'} signals are compared over the ` +
       `${windowMinutes} minute(s) before and after ${deployment.deployed_at}`,
   );
   // After the fix: declines are rare.
