@@ -116,7 +116,12 @@ export class ProductRepository {
   async rename(userId: string, productId: string, name: string): Promise<ProductRecord | undefined> {
     const r = await this.db.product.updateMany({ where: { id: productId, userId }, data: { name } });
     if (r.count !== 1) return undefined;
-    return (await this.listForUser(userId)).find((p) => p.id === productId);
+    return this.findForUser(userId, productId);
+  }
+
+  /** One of the user's products; undefined when the user has no such product. */
+  async findForUser(userId: string, productId: string): Promise<ProductRecord | undefined> {
+    return (await this.productsOf({ userId, id: productId }))[0];
   }
 
   /**
@@ -148,8 +153,12 @@ export class ProductRepository {
 
   /** The user's products, oldest first. */
   async listForUser(userId: string): Promise<ProductRecord[]> {
+    return this.productsOf({ userId });
+  }
+
+  private async productsOf(where: { userId: string; id?: string }): Promise<ProductRecord[]> {
     const rows = await this.db.product.findMany({
-      where: { userId },
+      where,
       orderBy: { createdAt: 'asc' },
       include: { _count: { select: { contexts: true } } },
     });

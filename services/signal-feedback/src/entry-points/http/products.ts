@@ -69,6 +69,14 @@ function checkLists(positive: string[] | undefined, negative: string[] | undefin
 
 const ProductIdParams = z.object({ id: z.uuid().meta({ description: "one of the user's products" }) });
 
+/** The errors of a session write to one product. */
+const PRODUCT_WRITE_ERRORS = {
+  '400': errorResponse('invalid id'),
+  '401': errorResponse('not signed in'),
+  '403': errorResponse('CSRF check failed'),
+  '404': errorResponse('no such product of the user'),
+};
+
 const unique = (list: string[] | undefined) => (list ? [...new Set(list)] : undefined);
 
 /**
@@ -145,18 +153,14 @@ export function productsRoutes(deps: {
         request: { params: ProductIdParams, headers: [CSRF_HEADER_PARAMETER] },
         responses: {
           '200': { description: 'the product with its new key', body: CreatedProduct },
-          '400': errorResponse('invalid id'),
-          '401': errorResponse('not signed in'),
-          '403': errorResponse('CSRF check failed'),
-          '404': errorResponse('no such product of the user'),
+          ...PRODUCT_WRITE_ERRORS,
         },
       },
       async (_req, res) => {
         const { params } = validated<unknown, z.infer<typeof ProductIdParams>>(res.locals);
         const key = signalFeedbackKeys.generate();
         const u = user(res.locals);
-        const products = await deps.products.listForUser(u.id);
-        const product = products.find((p) => p.id === params.id);
+        const product = await deps.products.findForUser(u.id, params.id);
         if (!product || !(await deps.products.rotateKey(u.id, params.id, key.hash, key.displayPrefix)))
           throw notFound('product');
         deps.onContextsChanged?.(params.id);
@@ -183,7 +187,7 @@ export function productsRoutes(deps: {
       async (_req, res) => {
         const { params } = validated<unknown, z.infer<typeof ProductIdParams>>(res.locals);
         const u = user(res.locals);
-        const product = (await deps.products.listForUser(u.id)).find((p) => p.id === params.id);
+        const product = await deps.products.findForUser(u.id, params.id);
         const contents = product && (await deps.products.contents(u.id, params.id));
         if (!product || !contents) throw notFound('product');
         res.json({ ...productToWire(product), contents });
@@ -231,10 +235,7 @@ export function productsRoutes(deps: {
         request: { params: ProductIdParams, headers: [CSRF_HEADER_PARAMETER] },
         responses: {
           '200': { description: 'what was deleted', body: DeletedProduct },
-          '400': errorResponse('invalid id'),
-          '401': errorResponse('not signed in'),
-          '403': errorResponse('CSRF check failed'),
-          '404': errorResponse('no such product of the user'),
+          ...PRODUCT_WRITE_ERRORS,
         },
       },
       async (_req, res) => {
