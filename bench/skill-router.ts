@@ -11,11 +11,15 @@
 //     clients against local skill endpoints, until the verification worker (default settings) has
 //     run the health check, schema validation and test call of every one.
 // skill-router runs from its build (node dist/main.js) in its own process; autocannon, the seeding
-// and the local skill endpoints run here.
+// and the local skill endpoints run here. BENCH_RESEED=0 keeps a database that already holds exactly
+// BENCH_SKILLS active seeded skills (seeding 100,000 takes minutes); BENCH_HEAP_SNAPSHOT_DIR makes
+// the service write a V8 heap snapshot there after the route runs.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import { Pool } from 'pg';
 import { applyMigrations, ensureDatabase } from '@repo/db-migrate';
 import { openDirectorySeeder, startLocalSkills, type RegisterSkillRequest } from '@repo/skill-router/bench';
 import { describeMemory, memory } from './memory';
@@ -36,6 +40,9 @@ const DATABASE_URL =
 const SKIP_BUILD = process.env.BENCH_SKIP_BUILD === '1';
 /** Extra node flags for the service, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+const RESEED = process.env.BENCH_RESEED !== '0';
+const SNAPSHOT_DIR = process.env.BENCH_HEAP_SNAPSHOT_DIR;
+if (SNAPSHOT_DIR) NODE_ARGS.push('--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${SNAPSHOT_DIR}`);
 const BASE = `http://127.0.0.1:${PORT}`;
 
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
@@ -188,6 +195,42 @@ const machine = () => ({
   loadavg: os.loadavg(),
 });
 
+/**
+ * With BENCH_RESEED=0, the database as a previous run left it when it holds exactly SKILLS skills,
+ * all seeded and active (a registration run adds others); otherwise `null` (seed again).
+ */
+async function seededDatabase(): Promise<{ pool: Pool; close(): Promise<void> } | null> {
+  const pg = new Pool({ connectionString: DATABASE_URL, max: 4 });
+  const { rows } = await pg.query<{ all: string; seeded: string }>(
+    `SELECT count(*) AS all, count(*) FILTER (WHERE skill_id LIKE 'bench-%' AND status = 'active') AS seeded
+       FROM skills`,
+  );
+  if (Number(rows[0]?.all) === SKILLS && Number(rows[0]?.seeded) === SKILLS)
+    return { pool: pg, close: () => pg.end() };
+  await pg.end();
+  return null;
+}
+
+/**
+ * Has the service write a heap snapshot into BENCH_HEAP_SNAPSHOT_DIR (`--heapsnapshot-signal`) and
+ * waits until it is written: the service answers again only once the snapshot is on disk.
+ */
+async function heapSnapshot(service: ChildProcess, dir: string): Promise<string> {
+  const before = new Set(readdirSync(dir));
+  service.kill('SIGUSR2');
+  await waitFor(
+    async () => readdirSync(dir).some((f) => f.endsWith('.heapsnapshot') && !before.has(f)),
+    'the heap snapshot file',
+    120_000,
+  );
+  await waitFor(
+    async () => (await fetch(`${BASE}/livez`)).ok,
+    'the service after its heap snapshot',
+    600_000,
+  );
+  return readdirSync(dir).find((f) => f.endsWith('.heapsnapshot') && !before.has(f)) ?? '';
+}
+
 const quantile = (sorted: number[], q: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 
@@ -214,28 +257,38 @@ async function main(): Promise<void> {
     migrationsDir: path.join(SERVICE_DIR, 'prisma/migrations'),
     log: { info: () => undefined, warn: log },
   });
-  const db = await openDirectorySeeder(DATABASE_URL, 20);
 
   // 1. route latency over SKILLS active skills
-  log(`seeding ${SKILLS} skills through the repository`);
-  const t0 = performance.now();
-  await pool(
-    Array.from({ length: SKILLS }, (_, i) => i),
-    16,
-    async (i) => {
-      await db.upsert(seedSkill(i, `http://127.0.0.1:9/skill/${i}`));
-    },
-  );
-  await db.pool.query(`UPDATE skills SET status = 'active'`);
-  await db.pool.query(
-    `UPDATE skill_stats SET success_rate_24h = 0.7 + random() * 0.3, avg_latency_ms = 20 + random() * 900,
-       calls_30d = floor(random() * 5000), rating_count = floor(random() * 50), popularity = random()`,
-  );
-  await db.pool.query(`UPDATE skill_stats SET rating_sum = rating_count * (3 + floor(random() * 3))`);
-  // What autovacuum does in steady state: dead row versions gone, the GIN pending lists merged.
-  await db.pool.query('VACUUM ANALYZE skills');
-  await db.pool.query('VACUUM ANALYZE skill_stats');
-  log(`seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  let db: { pool: Pool; close(): Promise<void> };
+  const kept = RESEED ? null : await seededDatabase();
+  if (kept) {
+    db = kept;
+    // The same draws as a seeding, so that the tasks below are the same.
+    for (let i = 0; i < SKILLS; i++) seedSkill(i, '');
+    log(`kept the ${SKILLS} seeded skills already in the database`);
+  } else {
+    const seeder = await openDirectorySeeder(DATABASE_URL, 20);
+    db = seeder;
+    log(`seeding ${SKILLS} skills through the repository`);
+    const t0 = performance.now();
+    await pool(
+      Array.from({ length: SKILLS }, (_, i) => i),
+      16,
+      async (i) => {
+        await seeder.upsert(seedSkill(i, `http://127.0.0.1:9/skill/${i}`));
+      },
+    );
+    await db.pool.query(`UPDATE skills SET status = 'active'`);
+    await db.pool.query(
+      `UPDATE skill_stats SET success_rate_24h = 0.7 + random() * 0.3, avg_latency_ms = 20 + random() * 900,
+         calls_30d = floor(random() * 5000), rating_count = floor(random() * 50), popularity = random()`,
+    );
+    await db.pool.query(`UPDATE skill_stats SET rating_sum = rating_count * (3 + floor(random() * 3))`);
+    // What autovacuum does in steady state: dead row versions gone, the GIN pending lists merged.
+    await db.pool.query('VACUUM ANALYZE skills');
+    await db.pool.query('VACUUM ANALYZE skill_stats');
+    log(`seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  }
 
   const bare = start('pnpm', ['exec', 'tsx', 'bench/bare-server.ts'], { PORT: String(BARE_PORT) });
   const BARE = `http://127.0.0.1:${BARE_PORT}/bare`;
@@ -382,6 +435,8 @@ async function main(): Promise<void> {
   assertNoErrors('route, 1 connection', singleResult.errors);
   const breakdown = await memory(service.pid ?? 0, `http://127.0.0.1:${METRICS_PORT}`);
   log(`skill-router memory after routing: ${describeMemory(breakdown)}`);
+  if (SNAPSHOT_DIR)
+    log(`heap snapshot: ${path.join(SNAPSHOT_DIR, await heapSnapshot(service, SNAPSHOT_DIR))}`);
   await stop(bare);
 
   const summary: Record<string, unknown> = {

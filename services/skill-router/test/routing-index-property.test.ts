@@ -262,3 +262,118 @@ describe('The routing index under updates', () => {
     );
   });
 });
+
+describe('The routing index at scale, with any text', () => {
+  const LEXEMES = Array.from({ length: 40 }, (_, i) => `lex${i}`);
+  const text = fc.oneof(
+    fc.string({ unit: 'binary', maxLength: 40 }),
+    fc.constantFrom('lone \ud800 high', 'lone \udc00 low', 'Déjà vu 東京 🦊', ''),
+  );
+  // Ids a UTF-8 copy would change, and ids beyond ASCII, among plain ones.
+  const idOf = (id: number) =>
+    id % 50 === 7 ? `odd-\ud800-${id}` : id % 50 === 9 ? `東京-${id}` : `s-${id}`;
+  const routable = (id: number) =>
+    fc
+      .record({
+        name: text,
+        endpoint: text.map((t) => `https://example.com/${t}`),
+        nameOnly: fc.uniqueArray(fc.constantFrom(...LEXEMES), { maxLength: 3 }),
+        matchTerms: fc.uniqueArray(fc.constantFrom(...LEXEMES), { minLength: 1, maxLength: 12 }),
+        chains: fc.uniqueArray(fc.constantFrom(...CHAINS, 'bitcoin', 'tron'), { maxLength: 3 }),
+        priceUsd: fc.constantFrom(0, 0.001, 0.0123, 0.05),
+        successRate24h: fc.double({ min: 0, max: 1, noNaN: true }),
+        avgLatencyMs: fc.option(fc.double({ min: 0, max: 5000, noNaN: true }), { nil: null }),
+        calls30d: fc.nat(20_000),
+        ratingCount: fc.nat(40),
+      })
+      .map((r): RoutableSkill => ({
+        skillId: idOf(id),
+        name: r.name,
+        endpoint: r.endpoint,
+        chains: r.chains,
+        priceUsd: r.priceUsd,
+        routeTerms: [...new Set([...r.nameOnly, ...r.matchTerms])],
+        matchTerms: r.matchTerms,
+        successRate24h: r.successRate24h,
+        avgLatencyMs: r.avgLatencyMs,
+        calls30d: r.calls30d,
+        ratingSum: r.ratingCount * 4,
+        ratingCount: r.ratingCount,
+      }));
+  // More ids than the id table's first size holds, so that it grows.
+  const IDS = 1500;
+  const op = fc.oneof(
+    { weight: 3, arbitrary: fc.nat(IDS - 1).chain((id) => routable(id).map((skill) => ({ skill }))) },
+    { weight: 1, arbitrary: fc.nat(IDS - 1).map((id) => ({ skillId: idOf(id) })) },
+  );
+
+  it('When hundreds of skills are added, replaced and removed (the packed arrays grow, move, shrink and are trimmed), then every match carries the skill as it was last written, and every route equals the reference', () => {
+    fc.assert(
+      fc.property(
+        fc.array(op, { minLength: 1000, maxLength: 4000 }),
+        fc.nat(),
+        fc.array(
+          fc.record({
+            taskTerms: fc.uniqueArray(fc.constantFrom(...LEXEMES), { minLength: 1, maxLength: 4 }),
+            chains: fc.option(
+              fc.uniqueArray(fc.constantFrom(...CHAINS, 'tron'), { minLength: 1, maxLength: 2 }),
+              {
+                nil: undefined,
+              },
+            ),
+            maxLatencyMs: fc.option(fc.constantFrom(100, 2000), { nil: undefined }),
+            limit: fc.integer({ min: 1, max: 100 }),
+          }),
+          { minLength: 1, maxLength: 4 },
+        ),
+        (ops, split, queries) => {
+          // Sized for a full load, or not.
+          const index = new RoutingIndex(split % 2 === 0 ? ops.length : 0);
+          const directory = new Map<string, RoutableSkill>();
+          // As after a full load: trimmed, then updated.
+          const trimAt = split % ops.length;
+          for (const [i, o] of ops.entries()) {
+            if (i === trimAt) index.trim();
+            if ('skill' in o) {
+              index.upsert(o.skill);
+              directory.set(o.skill.skillId, o.skill);
+            } else {
+              index.remove(o.skillId);
+              directory.delete(o.skillId);
+            }
+          }
+          expect(index.size).toBe(directory.size);
+          for (let id = 0; id < IDS; id++) expect(index.has(idOf(id))).toBe(directory.has(idOf(id)));
+          for (const { limit, ...query } of queries) {
+            const matching = [...directory.values()].filter((sk) =>
+              sk.routeTerms.some((t) => query.taskTerms.includes(t)),
+            );
+            const reference = rankSkills(
+              matching.map((sk) => ({
+                ...sk,
+                matchTerms: sk.matchTerms.filter((t) => query.taskTerms.includes(t)),
+              })),
+              query,
+              limit,
+            );
+            const actual = index.route(query, limit);
+            expect(actual.total).toBe(
+              rankSkills(
+                matching.map((sk) => ({ ...sk, matchTerms: [] })),
+                query,
+              ).length,
+            );
+            expect(actual.matches).toEqual(
+              reference.map((m) => {
+                // The reference carries every field of the written skill; a match carries a candidate's.
+                const { routeTerms: _routeTerms, ...candidate } = m.skill;
+                return { ...m, skill: candidate };
+              }),
+            );
+          }
+        },
+      ),
+      { numRuns: 15 },
+    );
+  });
+});

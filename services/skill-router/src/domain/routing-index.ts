@@ -19,29 +19,89 @@ export interface IndexRoute {
   total: number;
 }
 
+// How a slot holds a lexeme, in the low two bits of a posting entry (`slot << 2 | kind`) and of a
+// slot's own term entry (`termId << 2 | kind`): MATCH where it is one of the capability and
+// description lexemes and in the route vector (it matches and counts for capability_match),
+// NAME_ONLY where it is in the name alone (it matches, it does not count), COUNT_ONLY where it is a
+// capability or description lexeme missing from the route vector (it counts without matching; none
+// in practice, kept exact).
+const MATCH = 0;
+const NAME_ONLY = 1;
+const COUNT_ONLY = 2;
+
+/** Most ranked answers kept per index. */
+const ANSWER_CACHE_MAX = 1_000;
 /**
- * The skills of one lexeme, as slot numbers: `match` where it is one of the capability and
- * description lexemes (it matches and counts for capability_match), `nameOnly` where it is in the
- * name alone (it matches, it does not count), `countOnly` where it is a capability or description
- * lexeme missing from the route vector (it counts without matching; none in practice, kept exact).
+ * Most bytes of ranked answers kept per index (estimated by {@link answerBytes}): an answer of ten
+ * explained matches takes about 15 KB, one of a hundred about 150 KB, so the entry count alone
+ * would let a thousand large answers hold 150 MB of heap. 4 MiB is about 270 answers of ten.
  */
-interface Posting {
-  /** The one copy of the lexeme every record holding it shares. */
-  term: string;
-  match: number[];
-  nameOnly: number[];
-  countOnly: number[];
+const ANSWER_CACHE_MAX_BYTES = 4 * 2 ** 20;
+
+/**
+ * A growable list of int32 values in a typed array (outside the JavaScript heap once it outgrows a
+ * few entries); order is not kept by {@link IntList.remove}.
+ */
+class IntList {
+  items = new Int32Array(4);
+  length = 0;
+
+  push(value: number): void {
+    if (this.length === this.items.length) {
+      const grown = new Int32Array(this.length * 2);
+      grown.set(this.items);
+      this.items = grown;
+    }
+    this.items[this.length++] = value;
+  }
+
+  /** Empties the list, with room for exactly `capacity` entries (at least 4). */
+  reset(capacity: number): void {
+    this.items = new Int32Array(Math.max(4, capacity));
+    this.length = 0;
+  }
+
+  /** Removes one occurrence of `value` (the last entry takes its place); `false` when absent. */
+  remove(value: number): boolean {
+    const { items } = this;
+    for (let i = 0; i < this.length; i++) {
+      if (items[i] !== value) continue;
+      items[i] = items[--this.length] as number;
+      // Give memory back after many removals.
+      if (this.length > 0 && this.length * 4 <= items.length && items.length > 4)
+        this.items = items.slice(0, items.length >> 1);
+      return true;
+    }
+    return false;
+  }
 }
 
-/** Most ranked answers kept per index (about 3 KB each with ten explained matches). */
-const ANSWER_CACHE_MAX = 1_000;
+/** The slots holding one lexeme (entries `slot << 2 | kind`), and the lexeme's number. */
+class Posting extends IntList {
+  /** Entries of kind COUNT_ONLY: a route looks for them only when there are any. */
+  countOnly = 0;
+  /** Entries not filled in yet (see `RoutingIndex.postingsPending`). */
+  pending = 0;
+  constructor(
+    /** The lexeme. */
+    readonly term: string,
+    readonly id: number,
+  ) {
+    super();
+  }
+}
 
-const removeSlot = (list: number[], slot: number): void => {
-  const at = list.indexOf(slot);
-  if (at < 0) return;
-  list[at] = list[list.length - 1] as number;
-  list.pop();
-};
+/** The slots supporting one chain, and the chain's number. */
+class ChainPosting extends IntList {
+  /** Entries not filled in yet (see `RoutingIndex.postingsPending`). */
+  pending = 0;
+  constructor(
+    readonly chain: string,
+    readonly id: number,
+  ) {
+    super();
+  }
+}
 
 /** The typed array, or one twice as long when `slot` does not fit, with the old values kept. */
 function fit<T extends Float64Array | Int32Array>(array: T, slot: number, make: (n: number) => T): T {
@@ -52,24 +112,162 @@ function fit<T extends Float64Array | Int32Array>(array: T, slot: number, make: 
 }
 
 /**
+ * Variable-length values per slot packed in one typed array: a slot's values are contiguous
+ * (`start`, `size`); replacing or freeing them leaves a hole, and when the array is full the live
+ * values are copied into a new one twice their size (which drops the holes).
+ */
+class SlotArena<A extends Int32Array | Buffer> {
+  data: A;
+  start: Int32Array;
+  size: Int32Array;
+  /** Values written, holes included. */
+  private used = 0;
+  /** Values of the slots (`used` minus the holes). */
+  private live = 0;
+
+  /**
+   * @param capacity values to make room for at first (more are made room for when needed)
+   * @param slots slots to make room for at first
+   */
+  constructor(
+    private readonly make: (n: number) => A,
+    capacity: number,
+    slots: number,
+  ) {
+    this.data = make(Math.max(1024, capacity));
+    this.start = new Int32Array(Math.max(1024, slots));
+    this.size = new Int32Array(Math.max(1024, slots));
+  }
+
+  /**
+   * Room for `n` values of `slot`, whose previous values are dropped.
+   * @returns the offset of the first of them in {@link data} (read it after the call: it may move)
+   */
+  alloc(slot: number, n: number): number {
+    this.start = fit(this.start, slot, (m) => new Int32Array(m));
+    this.size = fit(this.size, slot, (m) => new Int32Array(m));
+    this.free(slot);
+    if (this.used + n > this.data.length) this.compact(n);
+    const at = this.used;
+    this.start[slot] = at;
+    this.size[slot] = n;
+    this.used += n;
+    this.live += n;
+    return at;
+  }
+
+  free(slot: number): void {
+    if (slot >= this.size.length) return;
+    this.live -= this.size[slot] as number;
+    this.size[slot] = 0;
+  }
+
+  /** Drops the holes and the room kept for growth; `slots` is how many slots there are. */
+  trim(slots: number): void {
+    if (this.data.length > Math.max(1024, this.live)) this.compact(0, 1);
+    const keep = Math.max(1024, slots);
+    if (this.start.length > keep) {
+      this.start = this.start.slice(0, keep);
+      this.size = this.size.slice(0, keep);
+    }
+  }
+
+  /**
+   * Copies the live values into a new array with room for `extra` more, `growth` times what they
+   * need (at least 1,024 values), dropping the holes.
+   */
+  private compact(extra: number, growth = 2): void {
+    const { start, size, data } = this;
+    const next = this.make(Math.max(1024, growth * (this.live + extra)));
+    let at = 0;
+    for (let slot = 0; slot < size.length; slot++) {
+      const n = size[slot] as number;
+      if (n === 0) continue;
+      const from = start[slot] as number;
+      next.set(data.subarray(from, from + n), at);
+      start[slot] = at;
+      at += n;
+    }
+    this.data = next;
+    this.used = at;
+  }
+}
+
+/** A lone surrogate: a string UTF-8 cannot carry unchanged. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** FNV-1a over the UTF-16 code units, as a non-negative int32. */
+function hashOf(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+  return hash & 0x7fffffff;
+}
+
+/**
  * The in-memory routing index of one replica (README, "Routing and the score"): every active skill
  * in a numbered slot, its query-independent factors (`price_fit` and `latency_fit` without a budget
- * or a limit, `reliability`, `popularity`) in typed arrays indexed by slot, and postings from each
- * lexeme of its name, capabilities and description to the slots that have it; chains have postings
- * too. A route walks the postings of the task's lexemes (marking each slot it meets and counting its
- * shared capability and description lexemes), then scores the matching slots with the same factor
- * functions and the same {@link weightedScore} as the SQL ranking, touching only typed arrays, and
- * explains the best `limit`. It equals {@link rankSkills} over the SQL candidates without their
- * candidate cut (a property-based test checks it). Synchronous: a route never sees half an update.
+ * or a limit, `reliability`, `popularity`) and its metrics in typed arrays indexed by slot, and
+ * postings from each lexeme of its name, capabilities and description to the slots that have it;
+ * chains have postings too. A slot's lexemes and chains are numbers packed in one typed array, its
+ * name and endpoint UTF-8 in another, so that the index holds a few hundred bytes per skill, almost
+ * all of them outside the JavaScript heap (docs/benchmarks.md, "skill-router: routing and
+ * verification"). A route walks the postings of the task's lexemes (marking each slot it meets and
+ * counting its shared capability and description lexemes), then scores the matching slots with the
+ * same factor functions and the same {@link weightedScore} as the SQL ranking, touching only typed
+ * arrays, and explains the best `limit`. It equals {@link rankSkills} over the SQL candidates without
+ * their candidate cut (a property-based test checks it). Synchronous: a route never sees half an
+ * update.
  */
 export class RoutingIndex {
-  private slots = new Map<string, number>();
-  private records: (RoutableSkill | undefined)[] = [];
+  /** Skills in the index. */
+  private skills = 0;
+  /** Slots ever used (free ones included). */
+  private slotCount = 0;
   private free: number[] = [];
+  /**
+   * Skill id to slot: an open-addressing table of `slot + 1` (0: empty) probed linearly from the
+   * id's hash, the ids themselves in {@link text} (a Map of 100,000 id strings would hold about
+   * 8 MB of heap). Ids with a lone surrogate are in `oddIds` instead.
+   */
+  private idTable = new Int32Array(2048);
+  /** Ids in {@link idTable}. */
+  private hashed = 0;
+  private idHash = new Int32Array(1024);
+  private oddIds = new Map<string, number>();
   private postings = new Map<string, Posting>();
-  private chainPostings = new Map<string, number[]>();
+  private postingById: (Posting | undefined)[] = [];
+  private freePostingIds: number[] = [];
+  private chainPostings = new Map<string, ChainPosting>();
+  private chainById: (ChainPosting | undefined)[] = [];
+  private freeChainIds: number[] = [];
+  /**
+   * `true` while every change so far added a new skill (a full load): the postings are only
+   * counted, then filled from {@link terms} at their exact size by the first route, removal,
+   * replacement or {@link trim}, instead of doubled and copied along the way. Later changes update
+   * them in place.
+   */
+  private postingsPending = true;
+  /**
+   * Each slot's chain numbers (its first `chainCount`), then its capability and description lexemes
+   * in the order the row lists them (`termId << 2 | MATCH or COUNT_ONLY`, `matchCount` of them),
+   * then its name-only lexemes (`termId << 2 | NAME_ONLY`).
+   */
+  private terms: SlotArena<Int32Array>;
+  private chainCount = new Int32Array(1024);
+  private matchCount = new Int32Array(1024);
+  /** Each slot's skill id, name and endpoint, UTF-8: `idBytes` of id, then `nameBytes` of name. */
+  private text: SlotArena<Buffer>;
+  private idBytes = new Int32Array(1024);
+  private nameBytes = new Int32Array(1024);
+  /** Of slots where one of them has a lone surrogate, which UTF-8 would change: kept as they are. */
+  private oddText = new Map<number, { skillId: string; name: string; endpoint: string }>();
   private priceUsd = new Float64Array(1024);
+  /** NaN: unknown. */
   private avgLatencyMs = new Float64Array(1024);
+  private successRate24h = new Float64Array(1024);
+  private calls30d = new Float64Array(1024);
+  private ratingSum = new Float64Array(1024);
+  private ratingCount = new Float64Array(1024);
   private priceFit = new Float64Array(1024);
   private latencyFit = new Float64Array(1024);
   private reliability = new Float64Array(1024);
@@ -85,75 +283,187 @@ export class RoutingIndex {
    * the query alone, and agents repeat tasks. Emptied by every upsert and remove; callers never
    * change an answer they are given.
    */
-  private answers = new LRUCache<string, IndexRoute>({ max: ANSWER_CACHE_MAX });
+  private answers = new LRUCache<string, IndexRoute>({
+    max: ANSWER_CACHE_MAX,
+    maxSize: ANSWER_CACHE_MAX_BYTES,
+    sizeCalculation: answerBytes,
+  });
+
+  /**
+   * @param expectedSkills how many skills a full load is about to add (the active skills when it
+   *   started), so that the arrays are made the right size once instead of doubled and copied
+   *   along the way; any number works
+   */
+  constructor(expectedSkills = 0) {
+    // About 16 lexemes and chains and 80 bytes of id, name and endpoint per skill; trim() gives
+    // back what a full load did not use.
+    this.terms = new SlotArena((n) => new Int32Array(n), expectedSkills * 16, expectedSkills);
+    this.text = new SlotArena((n) => Buffer.alloc(n), expectedSkills * 80, expectedSkills);
+    if (expectedSkills > 1024) this.grow(expectedSkills - 1);
+  }
 
   /** Active skills in the index. */
   get size(): number {
-    return this.slots.size;
+    return this.skills;
   }
 
   /** Whether the index holds the skill. */
   has(skillId: string): boolean {
-    return this.slots.has(skillId);
+    return this.slotOf(skillId) >= 0;
   }
 
-  /** Adds an active skill, or replaces what the index held for its id. */
+  /**
+   * Adds an active skill, or replaces what the index held for its id. Of the given objects it keeps
+   * the id string and the string of a lexeme or chain no other skill has yet; everything else is
+   * copied into the index's own arrays, so a loaded row is garbage once added.
+   */
   upsert(skill: RoutableSkill): void {
     this.answers.clear();
     this.remove(skill.skillId);
-    const slot = this.free.pop() ?? this.records.length;
+    const slot = this.free.pop() ?? this.slotCount++;
     this.grow(slot);
-    // One copy per lexeme (the posting's), so that 100,000 records do not each hold their own.
-    const routeTerms = [...new Set(skill.routeTerms)].map((t) => this.posting(t).term);
-    const matchTerms = [...new Set(skill.matchTerms)].map((t) => this.posting(t).term);
+    this.skills++;
+
     const chains = [...new Set(skill.chains)];
-    this.records[slot] = { ...skill, routeTerms, matchTerms, chains };
-    this.slots.set(skill.skillId, slot);
+    const matchTerms = [...new Set(skill.matchTerms)];
+    const routed = new Set(skill.routeTerms);
+    const counted = new Set(matchTerms);
+    const nameOnly = [...routed].filter((t) => !counted.has(t));
+    let at = this.terms.alloc(slot, chains.length + matchTerms.length + nameOnly.length);
+    const entries = this.terms.data;
+    const pending = this.postingsPending;
+    for (const chain of chains) {
+      const posting = this.chainPosting(chain);
+      if (pending) posting.pending++;
+      else posting.push(slot);
+      entries[at++] = posting.id;
+    }
+    for (const term of matchTerms) {
+      const posting = this.posting(term);
+      const kind = routed.has(term) ? MATCH : COUNT_ONLY;
+      if (kind === COUNT_ONLY) posting.countOnly++;
+      if (pending) posting.pending++;
+      else posting.push((slot << 2) | kind);
+      entries[at++] = (posting.id << 2) | kind;
+    }
+    for (const term of nameOnly) {
+      const posting = this.posting(term);
+      if (pending) posting.pending++;
+      else posting.push((slot << 2) | NAME_ONLY);
+      entries[at++] = (posting.id << 2) | NAME_ONLY;
+    }
+    this.chainCount[slot] = chains.length;
+    this.matchCount[slot] = matchTerms.length;
+
+    const { skillId, name, endpoint } = skill;
+    if (LONE_SURROGATE.test(skillId) || LONE_SURROGATE.test(name) || LONE_SURROGATE.test(endpoint)) {
+      this.oddText.set(slot, { skillId, name, endpoint });
+      this.text.alloc(slot, 0);
+      this.idBytes[slot] = 0;
+      this.nameBytes[slot] = 0;
+    } else {
+      const idLength = Buffer.byteLength(skillId, 'utf8');
+      const nameLength = Buffer.byteLength(name, 'utf8');
+      const from = this.text.alloc(slot, idLength + nameLength + Buffer.byteLength(endpoint, 'utf8'));
+      const data = this.text.data;
+      data.write(skillId, from, 'utf8');
+      data.write(name, from + idLength, 'utf8');
+      data.write(endpoint, from + idLength + nameLength, 'utf8');
+      this.idBytes[slot] = idLength;
+      this.nameBytes[slot] = nameLength;
+    }
+    this.addId(skillId, slot);
+
     this.priceUsd[slot] = skill.priceUsd;
     this.avgLatencyMs[slot] = skill.avgLatencyMs ?? NaN;
+    this.successRate24h[slot] = skill.successRate24h;
+    this.calls30d[slot] = skill.calls30d;
+    this.ratingSum[slot] = skill.ratingSum;
+    this.ratingCount[slot] = skill.ratingCount;
     this.priceFit[slot] = priceFitValue(skill.priceUsd);
     this.latencyFit[slot] = latencyFitValue(skill.avgLatencyMs);
     this.reliability[slot] = reliabilityValue(skill.successRate24h);
     this.popularity[slot] = popularityValue(skill.calls30d, skill.ratingSum, skill.ratingCount);
     this.seenBy[slot] = 0;
     this.chainSeenBy[slot] = 0;
-    const counted = new Set(matchTerms);
-    for (const term of routeTerms)
-      (counted.has(term) ? this.posting(term).match : this.posting(term).nameOnly).push(slot);
-    const routed = new Set(routeTerms);
-    for (const term of matchTerms) if (!routed.has(term)) this.posting(term).countOnly.push(slot);
-    for (const chain of chains) {
-      let list = this.chainPostings.get(chain);
-      if (!list) this.chainPostings.set(chain, (list = []));
-      list.push(slot);
-    }
+  }
+
+  /**
+   * After a full load: fills the postings at their exact size and gives back the room the
+   * per-skill arrays keep for growth (up to half of them); later upserts grow them again. Changes no
+   * answer.
+   */
+  trim(): void {
+    this.fillPostings();
+    const slots = this.slotCount;
+    this.terms.trim(slots);
+    this.text.trim(slots);
+    const keep = Math.max(1024, slots);
+    const cut = <T extends Float64Array | Int32Array>(array: T): T =>
+      array.length > keep ? (array.slice(0, keep) as T) : array;
+    this.idHash = cut(this.idHash);
+    this.idBytes = cut(this.idBytes);
+    this.chainCount = cut(this.chainCount);
+    this.matchCount = cut(this.matchCount);
+    this.nameBytes = cut(this.nameBytes);
+    this.priceUsd = cut(this.priceUsd);
+    this.avgLatencyMs = cut(this.avgLatencyMs);
+    this.successRate24h = cut(this.successRate24h);
+    this.calls30d = cut(this.calls30d);
+    this.ratingSum = cut(this.ratingSum);
+    this.ratingCount = cut(this.ratingCount);
+    this.priceFit = cut(this.priceFit);
+    this.latencyFit = cut(this.latencyFit);
+    this.reliability = cut(this.reliability);
+    this.popularity = cut(this.popularity);
+    this.seenBy = cut(this.seenBy);
+    this.shared = cut(this.shared);
+    this.chainHits = cut(this.chainHits);
+    this.chainSeenBy = cut(this.chainSeenBy);
+    let table = 2048;
+    while (table < this.hashed * 2) table *= 2;
+    if (table < this.idTable.length) this.rehash(table);
   }
 
   /** Drops a skill (no longer active, or gone); unknown ids are ignored. */
   remove(skillId: string): void {
-    const slot = this.slots.get(skillId);
-    if (slot === undefined) return;
+    const slot = this.slotOf(skillId);
+    if (slot < 0) return;
+    this.fillPostings();
     this.answers.clear();
-    const record = this.records[slot];
-    this.slots.delete(skillId);
-    this.records[slot] = undefined;
+    this.dropId(skillId, slot);
+    this.skills--;
     this.free.push(slot);
-    if (!record) return;
-    for (const term of new Set([...record.routeTerms, ...record.matchTerms])) {
-      const posting = this.postings.get(term);
+    const entries = this.terms.data;
+    const from = this.terms.start[slot] as number;
+    const chains = this.chainCount[slot] as number;
+    const end = from + (this.terms.size[slot] as number);
+    for (let i = from; i < from + chains; i++) {
+      const id = entries[i] as number;
+      const posting = this.chainById[id];
       if (!posting) continue;
-      removeSlot(posting.match, slot);
-      removeSlot(posting.nameOnly, slot);
-      removeSlot(posting.countOnly, slot);
-      if (posting.match.length + posting.nameOnly.length + posting.countOnly.length === 0)
-        this.postings.delete(term);
+      posting.remove(slot);
+      if (posting.length > 0) continue;
+      this.chainPostings.delete(posting.chain);
+      this.chainById[id] = undefined;
+      this.freeChainIds.push(id);
     }
-    for (const chain of record.chains) {
-      const list = this.chainPostings.get(chain);
-      if (!list) continue;
-      removeSlot(list, slot);
-      if (list.length === 0) this.chainPostings.delete(chain);
+    for (let i = from + chains; i < end; i++) {
+      const entry = entries[i] as number;
+      const id = entry >> 2;
+      const kind = entry & 3;
+      const posting = this.postingById[id];
+      if (!posting) continue;
+      posting.remove((slot << 2) | kind);
+      if (kind === COUNT_ONLY) posting.countOnly--;
+      if (posting.length > 0) continue;
+      this.postings.delete(posting.term);
+      this.postingById[id] = undefined;
+      this.freePostingIds.push(id);
     }
+    this.terms.free(slot);
+    this.text.free(slot);
+    this.oddText.delete(slot);
   }
 
   /**
@@ -180,6 +490,7 @@ export class RoutingIndex {
 
   /** {@link route} without the cache: walks the postings and scores the matches. */
   private rank(taskTerms: string[], query: RouteQuery, limit: number): IndexRoute {
+    this.fillPostings();
     if (this.routes >= 0x7fff_fffe) {
       // The marks are Int32: start over before they overflow.
       this.routes = 0;
@@ -194,35 +505,44 @@ export class RoutingIndex {
       const posting = this.postings.get(term);
       if (!posting) continue;
       postings.push(posting);
-      for (const slot of posting.match) {
+      const { items, length } = posting;
+      for (let i = 0; i < length; i++) {
+        const entry = items[i] as number;
+        const kind = entry & 3;
+        if (kind === COUNT_ONLY) continue;
+        const slot = entry >> 2;
         if (seenBy[slot] !== routeId) {
           seenBy[slot] = routeId;
           shared[slot] = 0;
           candidates.push(slot);
         }
-        shared[slot] = (shared[slot] as number) + 1;
-      }
-      for (const slot of posting.nameOnly) {
-        if (seenBy[slot] === routeId) continue;
-        seenBy[slot] = routeId;
-        shared[slot] = 0;
-        candidates.push(slot);
+        if (kind === MATCH) shared[slot] = (shared[slot] as number) + 1;
       }
     }
     // After every slot met was reset: lexemes that count without matching.
-    for (const posting of postings)
-      for (const slot of posting.countOnly)
+    for (const posting of postings) {
+      if (posting.countOnly === 0) continue;
+      const { items, length } = posting;
+      for (let i = 0; i < length; i++) {
+        const entry = items[i] as number;
+        if ((entry & 3) !== COUNT_ONLY) continue;
+        const slot = entry >> 2;
         if (seenBy[slot] === routeId) shared[slot] = (shared[slot] as number) + 1;
+      }
+    }
 
     const wanted = [...new Set(query.chains ?? [])];
     const { chainHits, chainSeenBy } = this;
     if (wanted.length > 0) {
       // Chain hits from whichever side is shorter: the chains' postings or the matching slots.
-      const chainLists = wanted.map((chain) => this.chainPostings.get(chain) ?? []);
-      const viaPostings = chainLists.reduce((n, list) => n + list.length, 0) < candidates.length;
+      const chainLists = wanted.map((chain) => this.chainPostings.get(chain));
+      const viaPostings = chainLists.reduce((n, list) => n + (list?.length ?? 0), 0) < candidates.length;
       if (viaPostings) {
         for (const list of chainLists) {
-          for (const slot of list) {
+          if (!list) continue;
+          const { items, length } = list;
+          for (let i = 0; i < length; i++) {
+            const slot = items[i] as number;
             if (seenBy[slot] !== routeId) continue;
             if (chainSeenBy[slot] !== routeId) {
               chainSeenBy[slot] = routeId;
@@ -232,10 +552,15 @@ export class RoutingIndex {
           }
         }
       } else {
+        // Chains the index does not know cannot be supported.
+        const wantedIds = chainLists.flatMap((list) => (list ? [list.id] : []));
+        const entries = this.terms.data;
+        const { start } = this.terms;
         for (const slot of candidates) {
-          const supported = (this.records[slot] as RoutableSkill).chains;
+          const from = start[slot] as number;
+          const end = from + (this.chainCount[slot] as number);
           let hits = 0;
-          for (const chain of wanted) if (supported.includes(chain)) hits++;
+          for (let i = from; i < end; i++) if (wantedIds.includes(entries[i] as number)) hits++;
           if (hits === 0) continue;
           chainSeenBy[slot] = routeId;
           chainHits[slot] = hits;
@@ -246,10 +571,12 @@ export class RoutingIndex {
     const { maxPriceUsd, maxLatencyMs } = query;
     const terms = taskTerms.length;
     let total = 0;
-    // The best `limit` so far, best first (a sorted window: limit is at most 100).
+    // The best `limit` so far, best first (a sorted window: limit is at most 100); their skill ids
+    // are read from the text only when two scores tie.
     const topSlots: number[] = [];
     const topScores: number[] = [];
-    const topIds: string[] = [];
+    const topIds: (string | undefined)[] = [];
+    const idAt = (k: number): string => (topIds[k] ??= this.idOf(topSlots[k] as number));
     for (const slot of candidates) {
       let chainMatch = 1;
       if (wanted.length > 0) {
@@ -271,14 +598,15 @@ export class RoutingIndex {
         this.popularity[slot] as number,
       );
       const full = topSlots.length === limit;
-      const lastScore = topScores[topScores.length - 1];
+      const last = topSlots.length - 1;
+      const lastScore = topScores[last];
       if (full && lastScore !== undefined && score < lastScore) continue;
-      const skillId = (this.records[slot] as RoutableSkill).skillId;
-      if (full && score === lastScore && skillId > (topIds[topIds.length - 1] as string)) continue;
+      let skillId: string | undefined;
+      if (full && score === lastScore && (skillId = this.idOf(slot)) > idAt(last)) continue;
       let at = topSlots.length;
       while (at > 0) {
         const before = topScores[at - 1] as number;
-        if (score < before || (score === before && skillId > (topIds[at - 1] as string))) break;
+        if (score < before || (score === before && (skillId ??= this.idOf(slot)) > idAt(at - 1))) break;
         at--;
       }
       topSlots.splice(at, 0, slot);
@@ -294,38 +622,186 @@ export class RoutingIndex {
     const task = new Set(taskTerms);
     const matches: ScoredSkill<CandidateRecord>[] = [];
     for (const slot of topSlots) {
-      const s = this.records[slot] as RoutableSkill;
-      // The reasons name the shared lexemes only, as a SQL candidate carries them.
-      const candidate: CandidateRecord = {
-        skillId: s.skillId,
-        name: s.name,
-        endpoint: s.endpoint,
-        chains: s.chains,
-        priceUsd: s.priceUsd,
-        matchTerms: s.matchTerms.filter((t) => task.has(t)),
-        successRate24h: s.successRate24h,
-        avgLatencyMs: s.avgLatencyMs,
-        calls30d: s.calls30d,
-        ratingSum: s.ratingSum,
-        ratingCount: s.ratingCount,
-      };
-      const scored = scoreSkill(candidate, query, true);
+      const scored = scoreSkill(this.candidate(slot, task), query, true);
       if (scored) matches.push(scored);
     }
     return { matches, total };
   }
 
+  /**
+   * A slot as a SQL candidate carries it: its fields, and of its capability and description lexemes
+   * only those in the task (what the reasons name), in the row's order.
+   */
+  private candidate(slot: number, task: Set<string>): CandidateRecord {
+    const entries = this.terms.data;
+    const from = this.terms.start[slot] as number;
+    const chainsEnd = from + (this.chainCount[slot] as number);
+    const chains: string[] = [];
+    for (let i = from; i < chainsEnd; i++)
+      chains.push((this.chainById[entries[i] as number] as ChainPosting).chain);
+    const matchTerms: string[] = [];
+    for (let i = chainsEnd; i < chainsEnd + (this.matchCount[slot] as number); i++) {
+      const term = (this.postingById[(entries[i] as number) >> 2] as Posting).term;
+      if (task.has(term)) matchTerms.push(term);
+    }
+    let text = this.oddText.get(slot);
+    if (!text) {
+      const start = this.text.start[slot] as number;
+      const idEnd = start + (this.idBytes[slot] as number);
+      const nameEnd = idEnd + (this.nameBytes[slot] as number);
+      const data = this.text.data;
+      text = {
+        skillId: data.toString('utf8', start, idEnd),
+        name: data.toString('utf8', idEnd, nameEnd),
+        endpoint: data.toString('utf8', nameEnd, start + (this.text.size[slot] as number)),
+      };
+    }
+    const latency = this.avgLatencyMs[slot] as number;
+    return {
+      skillId: text.skillId,
+      name: text.name,
+      endpoint: text.endpoint,
+      chains,
+      priceUsd: this.priceUsd[slot] as number,
+      matchTerms,
+      successRate24h: this.successRate24h[slot] as number,
+      avgLatencyMs: Number.isNaN(latency) ? null : latency,
+      calls30d: this.calls30d[slot] as number,
+      ratingSum: this.ratingSum[slot] as number,
+      ratingCount: this.ratingCount[slot] as number,
+    };
+  }
+
+  /** Fills the postings counted while {@link postingsPending}, from every slot's entries. */
+  private fillPostings(): void {
+    if (!this.postingsPending) return;
+    this.postingsPending = false;
+    for (const posting of this.postings.values()) posting.reset(posting.pending);
+    for (const posting of this.chainPostings.values()) posting.reset(posting.pending);
+    const entries = this.terms.data;
+    const { start, size } = this.terms;
+    for (let slot = 0; slot < this.slotCount; slot++) {
+      const from = start[slot] as number;
+      const chainsEnd = from + (this.chainCount[slot] as number);
+      const end = from + (size[slot] as number);
+      for (let i = from; i < chainsEnd; i++)
+        (this.chainById[entries[i] as number] as ChainPosting).push(slot);
+      for (let i = chainsEnd; i < end; i++) {
+        const entry = entries[i] as number;
+        (this.postingById[entry >> 2] as Posting).push((slot << 2) | (entry & 3));
+      }
+    }
+    for (const posting of this.postings.values()) posting.pending = 0;
+    for (const posting of this.chainPostings.values()) posting.pending = 0;
+  }
+
+  /** The skill id of a slot in use. */
+  private idOf(slot: number): string {
+    const odd = this.oddText.get(slot);
+    if (odd) return odd.skillId;
+    const start = this.text.start[slot] as number;
+    return this.text.data.toString('utf8', start, start + (this.idBytes[slot] as number));
+  }
+
+  /** The slot holding a skill id, or -1. */
+  private slotOf(skillId: string): number {
+    if (LONE_SURROGATE.test(skillId)) return this.oddIds.get(skillId) ?? -1;
+    const hash = hashOf(skillId);
+    const table = this.idTable;
+    const mask = table.length - 1;
+    for (let i = hash & mask; ; i = (i + 1) & mask) {
+      const entry = table[i] as number;
+      if (entry === 0) return -1;
+      if (this.idHash[entry - 1] === hash && this.idOf(entry - 1) === skillId) return entry - 1;
+    }
+  }
+
+  /** Files a slot under its skill id (not in the index yet). */
+  private addId(skillId: string, slot: number): void {
+    if (LONE_SURROGATE.test(skillId)) {
+      this.oddIds.set(skillId, slot);
+      return;
+    }
+    this.idHash[slot] = hashOf(skillId);
+    // At most half full, so that probes stay short.
+    if ((this.hashed + 1) * 2 > this.idTable.length) this.rehash(this.idTable.length * 2);
+    this.place(slot);
+    this.hashed++;
+  }
+
+  private place(slot: number): void {
+    const table = this.idTable;
+    const mask = table.length - 1;
+    let i = (this.idHash[slot] as number) & mask;
+    while (table[i] !== 0) i = (i + 1) & mask;
+    table[i] = slot + 1;
+  }
+
+  /** Builds the id table again with `size` (a power of two) places. */
+  private rehash(size: number): void {
+    const old = this.idTable;
+    this.idTable = new Int32Array(size);
+    for (const entry of old) if (entry !== 0) this.place(entry - 1);
+  }
+
+  /** Takes a slot's skill id out of the table (backward-shift deletion: no tombstones). */
+  private dropId(skillId: string, slot: number): void {
+    if (LONE_SURROGATE.test(skillId)) {
+      this.oddIds.delete(skillId);
+      return;
+    }
+    const table = this.idTable;
+    const mask = table.length - 1;
+    let hole = (this.idHash[slot] as number) & mask;
+    while (table[hole] !== slot + 1) hole = (hole + 1) & mask;
+    for (let j = (hole + 1) & mask; table[j] !== 0; j = (j + 1) & mask) {
+      const home = (this.idHash[(table[j] as number) - 1] as number) & mask;
+      // The entry at j moves into the hole when its probe from `home` passes the hole.
+      const passes = hole <= j ? home <= hole || home > j : home <= hole && home > j;
+      if (!passes) continue;
+      table[hole] = table[j] as number;
+      hole = j;
+    }
+    table[hole] = 0;
+    this.hashed--;
+  }
+
   private posting(term: string): Posting {
     let posting = this.postings.get(term);
-    if (!posting) this.postings.set(term, (posting = { term, match: [], nameOnly: [], countOnly: [] }));
+    if (!posting) {
+      const id = this.freePostingIds.pop() ?? this.postingById.length;
+      posting = new Posting(term, id);
+      this.postings.set(term, posting);
+      this.postingById[id] = posting;
+    }
+    return posting;
+  }
+
+  private chainPosting(chain: string): ChainPosting {
+    let posting = this.chainPostings.get(chain);
+    if (!posting) {
+      const id = this.freeChainIds.pop() ?? this.chainById.length;
+      posting = new ChainPosting(chain, id);
+      this.chainPostings.set(chain, posting);
+      this.chainById[id] = posting;
+    }
     return posting;
   }
 
   private grow(slot: number): void {
     const f64 = (n: number) => new Float64Array(n);
     const i32 = (n: number) => new Int32Array(n);
+    this.idHash = fit(this.idHash, slot, i32);
+    this.idBytes = fit(this.idBytes, slot, i32);
+    this.chainCount = fit(this.chainCount, slot, i32);
+    this.matchCount = fit(this.matchCount, slot, i32);
+    this.nameBytes = fit(this.nameBytes, slot, i32);
     this.priceUsd = fit(this.priceUsd, slot, f64);
     this.avgLatencyMs = fit(this.avgLatencyMs, slot, f64);
+    this.successRate24h = fit(this.successRate24h, slot, f64);
+    this.calls30d = fit(this.calls30d, slot, f64);
+    this.ratingSum = fit(this.ratingSum, slot, f64);
+    this.ratingCount = fit(this.ratingCount, slot, f64);
     this.priceFit = fit(this.priceFit, slot, f64);
     this.latencyFit = fit(this.latencyFit, slot, f64);
     this.reliability = fit(this.reliability, slot, f64);
@@ -335,4 +811,15 @@ export class RoutingIndex {
     this.chainHits = fit(this.chainHits, slot, i32);
     this.chainSeenBy = fit(this.chainSeenBy, slot, i32);
   }
+}
+
+/** About how many bytes of heap a ranked answer holds (its objects, numbers and strings), for the answer cache's bound. */
+function answerBytes(answer: IndexRoute, key: string): number {
+  let bytes = 200 + key.length;
+  for (const { skill, reasons } of answer.matches) {
+    bytes += 900 + skill.skillId.length + skill.name.length + skill.endpoint.length;
+    bytes += 16 * (skill.chains.length + skill.matchTerms.length);
+    for (const reason of reasons) bytes += 32 + reason.length;
+  }
+  return bytes;
 }

@@ -148,8 +148,8 @@ export class RoutingIndexSync {
 
   private async load(generation: number): Promise<void> {
     const started = performance.now();
-    const { checkedAt } = await this.store.changedSince(null);
-    const next = new RoutingIndex();
+    const { checkedAt, activeSkills } = await this.store.changedSince(null);
+    const next = new RoutingIndex(activeSkills);
     let after: string | null = null;
     for (;;) {
       const page = await this.store.activePage(after, this.options.pageSize);
@@ -158,6 +158,7 @@ export class RoutingIndexSync {
       if (!last || page.length < this.options.pageSize) break;
       after = last.skillId;
     }
+    next.trim();
     this.index = next;
     // What was written during the load is found by the next check from the load's start.
     this.watermark = checkedAt;
