@@ -249,6 +249,18 @@ describe('Recording deployments', () => {
     expect(await h.db.deployment.count({ where: { proposalId: a.proposalId } })).toBe(0);
   });
 
+  test('When a proposal has more than 50 deployments, then the list holds the newest 50', async () => {
+    const a = await approvedProposal();
+    for (let i = 0; i < 52; i++)
+      await request(h.baseUrl)
+        .post(`/api/proposals/${a.proposalId}/deployments`)
+        .set('x-api-key', a.product.apiKey)
+        .send({ version: `v${i}`, deployed_at: new Date(Date.now() - (60 - i) * 60_000).toISOString() })
+        .expect(201);
+    const listed = (await listDeployments(a).expect(200)).body as { version: string }[];
+    expect(listed.map((d) => d.version)).toEqual(Array.from({ length: 50 }, (_, i) => `v${51 - i}`));
+  });
+
   test("When the plan's monthly deployments are used up, then the next is 429 quota_exceeded with Retry-After", async () => {
     const a = await approvedProposal('free');
     for (let i = 0; i < 3; i++)
@@ -530,6 +542,7 @@ describe('Series', () => {
     const cases: [Record<string, string>, number][] = [
       [{ from: new Date(now).toISOString(), to: new Date(now - 1000).toISOString() }, 400],
       [{ from: new Date(now - 200 * DAY_MS).toISOString(), bucket: 'hour' }, 400],
+      [{ from: new Date(now - 400 * DAY_MS).toISOString(), bucket: 'day' }, 400],
       [{ bucket: 'week' }, 400],
       [{ from: 'last tuesday' }, 400],
     ];
@@ -537,6 +550,11 @@ describe('Series', () => {
       const res = await request(h.baseUrl).get(url).query(query).set('x-api-key', a.product.apiKey);
       expect([res.status, res.body.code]).toEqual([status, 'invalid_request']);
     }
+    const year = await request(h.baseUrl)
+      .get(url)
+      .query({ from: new Date(now - 365 * DAY_MS).toISOString(), bucket: 'day' })
+      .set('x-api-key', a.product.apiKey);
+    expect([year.status, year.body.length]).toEqual([200, 366]);
     const foreignKey = await request(h.baseUrl).get(url).set('x-api-key', other.product.apiKey);
     const foreignSession = await other.user.agent.get(url);
     expect([foreignKey.status, foreignSession.status]).toEqual([404, 404]);

@@ -156,9 +156,14 @@ export class DeploymentRepository {
 
   /**
    * A proposal's deployments, newest first.
+   * @param limit the most returned
    * @returns undefined when the scope has no such proposal
    */
-  async listForProposal(proposalId: string, scope: DeploymentScope): Promise<DeploymentRecord[] | undefined> {
+  async listForProposal(
+    proposalId: string,
+    scope: DeploymentScope,
+    limit: number,
+  ): Promise<DeploymentRecord[] | undefined> {
     const owned = await this.db.$queryRawUnsafe<unknown[]>(
       `SELECT 1 FROM proposals p JOIN products pr ON pr.id = p.product_id WHERE p.id = $1::uuid AND ${scopeClause(scope, 2)}`,
       proposalId,
@@ -166,8 +171,9 @@ export class DeploymentRepository {
     );
     if (owned.length === 0) return undefined;
     const rows = await this.db.$queryRawUnsafe<Row[]>(
-      `${SELECT} WHERE d.proposal_id = $1::uuid ORDER BY d.deployed_at DESC, d.created_at DESC`,
+      `${SELECT} WHERE d.proposal_id = $1::uuid ORDER BY d.deployed_at DESC, d.created_at DESC LIMIT $2`,
       proposalId,
+      limit,
     );
     return rows.map(toRecord);
   }

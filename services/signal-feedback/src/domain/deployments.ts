@@ -112,10 +112,11 @@ export class DeploymentService {
    * A proposal's deployments, newest first, each with its verification: the stored one once the
    * after-window closed (verified now if no replica did yet), else provisional figures over the time
    * elapsed since `deployed_at` and an equal window before it.
+   * @param limit the most deployments listed (the newest)
    * @throws AppError `not_found` (404) when the scope has no such proposal
    */
-  async list(proposalId: string, scope: DeploymentScope): Promise<Deployment[]> {
-    const rows = await this.deps.deployments.listForProposal(proposalId, scope);
+  async list(proposalId: string, scope: DeploymentScope, limit: number): Promise<Deployment[]> {
+    const rows = await this.deps.deployments.listForProposal(proposalId, scope, limit);
     if (!rows) throw notFound('proposal');
     const now = this.now();
     const out: Deployment[] = [];

@@ -20,8 +20,14 @@ const ContextIdParams = z.object({ id: z.uuid().meta({ description: 'the context
 
 const HOUR_MS = 3_600_000;
 const BUCKET_MS = { hour: HOUR_MS, day: 24 * HOUR_MS } as const;
-/** The most buckets one series answer holds (a month of hours, or about five years of days). */
-export const MAX_SERIES_BUCKETS = 2_000;
+/**
+ * The most buckets one series answer holds: about 83 days of hours, a year of days. Each answer
+ * counts the context's signals over its whole range, so the range is what is bounded.
+ */
+export const MAX_SERIES_BUCKETS = { hour: 2_000, day: 366 } as const;
+
+/** The most deployments GET /api/proposals/{id}/deployments lists (each open one is counted anew). */
+export const MAX_LISTED_DEPLOYMENTS = 50;
 
 /**
  * The UTC bucket starts covering `[from, to)`: from the bucket holding `from` to the one holding the
@@ -97,8 +103,7 @@ export function deploymentsRoutes(deps: {
         method: 'get',
         path: '/api/proposals/{id}/deployments',
         operationId: 'listDeployments',
-        summary:
-          "A proposal's deployments, newest first, each with its verification (provisional while the after-window is open)",
+        summary: `A proposal's deployments, newest first (at most ${MAX_LISTED_DEPLOYMENTS}), each with its verification (provisional while the after-window is open)`,
         tags: ['Deployments'],
         security: [...KEY_SECURITY, ...SESSION_SECURITY],
         request: { params: ProposalIdParams },
@@ -112,7 +117,7 @@ export function deploymentsRoutes(deps: {
       },
       async (_req, res) => {
         const { params } = validated<unknown, z.infer<typeof ProposalIdParams>>(res.locals);
-        res.json(await deps.deployments.list(params.id, callerScope(res)));
+        res.json(await deps.deployments.list(params.id, callerScope(res), MAX_LISTED_DEPLOYMENTS));
       },
     )
     .route(
@@ -122,14 +127,14 @@ export function deploymentsRoutes(deps: {
         operationId: 'contextSeries',
         summary:
           "A context's signal volume and negative rate per UTC hour or day, empty buckets included (the dashboard's chart)",
-        description: `At most ${MAX_SERIES_BUCKETS} buckets per answer.`,
+        description: `At most ${MAX_SERIES_BUCKETS.hour} hour or ${MAX_SERIES_BUCKETS.day} day buckets per answer.`,
         tags: ['Contexts'],
         security: [...KEY_SECURITY, ...SESSION_SECURITY],
         request: { params: ContextIdParams, query: SeriesQuery },
         responses: {
           '200': { description: 'the buckets, oldest first', body: z.array(SeriesPoint) },
           '400': errorResponse(
-            `invalid id or range (from after to, more than ${MAX_SERIES_BUCKETS} buckets)`,
+            `invalid id or range (from not before to, more than ${MAX_SERIES_BUCKETS.hour} hours or ${MAX_SERIES_BUCKETS.day} days)`,
           ),
           '401': errorResponse('no key and no session'),
           '404': errorResponse('no such context for this key or user'),
@@ -147,11 +152,13 @@ export function deploymentsRoutes(deps: {
           throw new AppError('invalid_request', 'from must be before to', {
             details: [{ path: 'query.from', message: 'not before to' }],
           });
-        const buckets = Math.ceil((to.getTime() - from.getTime()) / BUCKET_MS[query.bucket]) + 1;
-        if (buckets > MAX_SERIES_BUCKETS)
+        const size = BUCKET_MS[query.bucket];
+        const buckets = Math.floor((to.getTime() - 1) / size) - Math.floor(from.getTime() / size) + 1;
+        const most = MAX_SERIES_BUCKETS[query.bucket];
+        if (buckets > most)
           throw new AppError(
             'invalid_request',
-            `A series holds at most ${MAX_SERIES_BUCKETS} buckets; this range needs ${buckets} ${query.bucket}s`,
+            `A series holds at most ${most} ${query.bucket} buckets; this range needs ${buckets}`,
             { details: [{ path: 'query.from', message: `range too long for bucket=${query.bucket}` }] },
           );
         const counts = await deps.signals.series(params.id, callerScope(res), {
