@@ -188,6 +188,28 @@ export const CreateDeploymentBody = z.object({
     .describe('two-sided significance level of the z-test (default VERIFICATION_ALPHA, 0.05)'),
 });
 
+/** Arguments of the MCP tool `record_deployment` (README, "MCP"): the proposal and the deployment's fields. */
+export const RecordDeploymentArgs = CreateDeploymentBody.extend({
+  proposal_id: z.uuid().describe("an approved proposal of the key's product"),
+});
+/** Parsed arguments of `record_deployment`. */
+export type RecordDeploymentArgs = z.infer<typeof RecordDeploymentArgs>;
+
+/** Arguments of the MCP tool `list_deployments`. */
+export const ListDeploymentsArgs = z.object({
+  proposal_id: z.uuid().describe("a proposal of the key's product"),
+});
+/** Parsed arguments of `list_deployments`. */
+export type ListDeploymentsArgs = z.infer<typeof ListDeploymentsArgs>;
+
+/** Structured content of `list_deployments`: MCP carries an object, so the array is wrapped. */
+export const DeploymentList = z.object({
+  deployments: z.array(Deployment).describe('newest first, each with its verification'),
+});
+
+/** A parsed {@link CreateDeploymentBody}. */
+export type CreateDeploymentBody = z.infer<typeof CreateDeploymentBody>;
+
 /** GET /api/context/{id}/series query. */
 export const SeriesQuery = z.object({
   from: z.iso.datetime({ offset: true }).optional().describe('inclusive; default: 7 days before to'),

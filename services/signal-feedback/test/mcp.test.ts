@@ -2,7 +2,15 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import request from 'supertest';
 import { toJsonSchema } from '@repo/schemas';
 import { mcpClientPool, metricValue, scrape, toolErrorOf } from '@repo/service-kit/testing';
-import { ListProposalsArgs, ProposalList, ReceivedResponse, sendSignalsArgs } from '../src/schemas';
+import {
+  Deployment,
+  DeploymentList,
+  ListProposalsArgs,
+  ProposalList,
+  ReceivedResponse,
+  RecordDeploymentArgs,
+  sendSignalsArgs,
+} from '../src/schemas';
 import {
   createContext,
   createProduct,
@@ -57,10 +65,15 @@ async function metric(name: string, labels: Record<string, string> = {}): Promis
 const toolCalls = (tool: string, code: string) => metric('mcp_tool_calls_total', { tool, code });
 
 describe('signal-feedback MCP endpoint', () => {
-  test('When an agent lists the tools, then it gets send_signals and list_proposals with the HTTP API schemas', async () => {
+  test('When an agent lists the tools, then it gets the four tools with the HTTP API schemas', async () => {
     const anonymous = await client();
     const { tools } = await anonymous.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['list_proposals', 'send_signals']);
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'list_deployments',
+      'list_proposals',
+      'record_deployment',
+      'send_signals',
+    ]);
     const byName = new Map(tools.map((t) => [t.name, t]));
     expect(byName.get('send_signals')?.inputSchema).toEqual(
       toJsonSchema(sendSignalsArgs(MAX_BATCH), 'input'),
@@ -70,6 +83,10 @@ describe('signal-feedback MCP endpoint', () => {
     expect(byName.get('list_proposals')?.outputSchema).toEqual(toJsonSchema(ProposalList, 'output'));
     expect(byName.get('send_signals')?.annotations?.readOnlyHint).toBe(false);
     expect(byName.get('list_proposals')?.annotations?.readOnlyHint).toBe(true);
+    expect(byName.get('record_deployment')?.inputSchema).toEqual(toJsonSchema(RecordDeploymentArgs, 'input'));
+    expect(byName.get('record_deployment')?.outputSchema).toEqual(toJsonSchema(Deployment, 'output'));
+    expect(byName.get('list_deployments')?.outputSchema).toEqual(toJsonSchema(DeploymentList, 'output'));
+    expect(byName.get('list_deployments')?.annotations?.readOnlyHint).toBe(true);
     for (const tool of tools) {
       expect(tool.description).toMatch(/Free within the plan's/);
       expect(tool.description).toMatch(/x-api-key header/);
@@ -330,6 +347,74 @@ describe('signal-feedback MCP endpoint', () => {
         proposals: [],
       },
     );
+  });
+
+  test('When record_deployment and list_deployments are called with a key, then they do what the HTTP routes do, refusals included', async () => {
+    const { user, product, agent } = await setup();
+    const context = await createContext(user, product.id);
+    const burst = [
+      ...Array.from({ length: 6 }, () => ({ type: 'payment_failed', context_id: context.id })),
+      ...Array.from({ length: 2 }, () => ({ type: 'checkout_completed', context_id: context.id })),
+    ];
+    await agent.callTool({ name: 'send_signals', arguments: { signals: burst } });
+    const run = await user.agent.post('/api/analysis/run').set('x-csrf-token', user.csrf);
+    const proposalId = run.body.proposals[0].id as string;
+
+    // Pending: refused, nothing stored.
+    const refused = toolErrorOf(
+      await agent.callTool({ name: 'record_deployment', arguments: { proposal_id: proposalId } }),
+    );
+    expect(refused).toMatchObject({ code: 'proposal_not_approved', details: { status: 'pending' } });
+    expect(await h.db.deployment.count({ where: { proposalId } })).toBe(0);
+
+    await request(h.baseUrl)
+      .patch(`/api/proposals/${proposalId}`)
+      .set('x-api-key', product.apiKey)
+      .send({ status: 'approved' })
+      .expect(200);
+    const recorded = await agent.callTool({
+      name: 'record_deployment',
+      arguments: { proposal_id: proposalId, version: 'v3.0.0', window_minutes: 60 },
+    });
+    expect(recorded.isError).toBeUndefined();
+    expect(recorded.structuredContent).toMatchObject({
+      proposal_id: proposalId,
+      version: 'v3.0.0',
+      window_minutes: 60,
+      signal_type: 'payment_failed',
+      verification: { provisional: true },
+    });
+    const id = (recorded.structuredContent as { id: string }).id;
+    expect(await h.db.deployment.findUniqueOrThrow({ where: { id } })).toMatchObject({ version: 'v3.0.0' });
+
+    const listed = await agent.callTool({ name: 'list_deployments', arguments: { proposal_id: proposalId } });
+    const http = await request(h.baseUrl)
+      .get(`/api/proposals/${proposalId}/deployments`)
+      .set('x-api-key', product.apiKey)
+      .expect(200);
+    // Open windows are measured up to the moment of asking: compare the rest.
+    type Listed = { verification: { verdict: string; provisional: boolean } };
+    const withoutClock = (list: Listed[]) =>
+      list.map((d) => ({
+        ...d,
+        verification: { verdict: d.verification.verdict, provisional: d.verification.provisional },
+      }));
+    expect(withoutClock((listed.structuredContent as { deployments: never[] }).deployments)).toEqual(
+      withoutClock(http.body),
+    );
+
+    // Another product's key sees no such proposal; bad arguments name the field.
+    const other = await setup();
+    expect(
+      toolErrorOf(
+        await other.agent.callTool({ name: 'list_deployments', arguments: { proposal_id: proposalId } }),
+      ).code,
+    ).toBe('not_found');
+    const bad = toolErrorOf(
+      await agent.callTool({ name: 'record_deployment', arguments: { proposal_id: proposalId, alpha: 2 } }),
+    );
+    expect(bad).toMatchObject({ code: 'invalid_request', details: [{ path: 'arguments.alpha' }] });
+    expect(await h.db.deployment.count({ where: { proposalId } })).toBe(1);
   });
 
   test('When list_proposals gets bad arguments or no key, then it is a tool error, never a 500', async () => {

@@ -3,7 +3,7 @@ import { AppError, notFound } from '@repo/errors';
 import type { Logger } from '@repo/service-kit';
 import type { DeploymentRecord, DeploymentRepository, DeploymentScope } from '../data/deployments';
 import type { NewProposal } from '../data/proposals';
-import type { Deployment } from '../schemas';
+import type { CreateDeploymentBody, Deployment } from '../schemas';
 import { SIGNAL_FEEDBACK_ERRORS } from './errors';
 import { monthKey, nextMonthStart, PLAN_LIMITS } from './plans';
 import { verify, type Verification, type VerificationRules } from './verification';
@@ -29,6 +29,9 @@ export interface DeploymentServiceDeps {
   /** Told about each stored verdict (metrics). */
   onVerdict?: (verdict: Verification['verdict']) => void;
 }
+
+/** The most deployments a listing holds, the newest (each open one is counted anew when listed). */
+export const MAX_LISTED_DEPLOYMENTS = 50;
 
 /** How far ahead of this server's clock a `deployed_at` may be (clock skew), ms. */
 const FUTURE_SKEW_MS = 5 * 60_000;
@@ -220,6 +223,20 @@ export class DeploymentService {
       created_at: d.createdAt.toISOString(),
     };
   }
+}
+
+/**
+ * The input of {@link DeploymentService.record} from the wire body of POST
+ * /api/proposals/{id}/deployments (or the arguments of `record_deployment`).
+ */
+export function deploymentInput(body: CreateDeploymentBody): Parameters<DeploymentService['record']>[2] {
+  return {
+    ...(body.deployed_at !== undefined ? { deployedAt: new Date(body.deployed_at) } : {}),
+    ...(body.version !== undefined ? { version: body.version } : {}),
+    ...(body.note !== undefined && body.note !== '' ? { note: body.note } : {}),
+    ...(body.window_minutes !== undefined ? { windowMinutes: body.window_minutes } : {}),
+    ...(body.alpha !== undefined ? { alpha: body.alpha } : {}),
+  };
 }
 
 /** When a deployment's after-window closes. */

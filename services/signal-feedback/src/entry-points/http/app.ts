@@ -137,6 +137,7 @@ export function createApp(deps: AppDeps): Application {
         signals: deps.signals,
         keys: deps.keys,
         proposals: deps.proposals,
+        deployments: deps.deployments,
         maxBatch: deps.maxBatch,
         now,
         events: deps.events,

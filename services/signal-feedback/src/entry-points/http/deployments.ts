@@ -10,7 +10,7 @@ import {
 import { z } from 'zod';
 import type { KeyOwnerCache } from '../../data/key-cache';
 import type { SignalRepository } from '../../data/signals';
-import type { DeploymentService } from '../../domain/deployments';
+import { deploymentInput, MAX_LISTED_DEPLOYMENTS, type DeploymentService } from '../../domain/deployments';
 import { CreateDeploymentBody, Deployment, SeriesPoint, SeriesQuery } from '../../schemas';
 import { callerScope, keyOrSession } from './auth-middleware';
 import { KEY_SECURITY, SESSION_SECURITY } from './openapi';
@@ -25,9 +25,6 @@ const BUCKET_MS = { hour: HOUR_MS, day: 24 * HOUR_MS } as const;
  * counts the context's signals over its whole range, so the range is what is bounded.
  */
 export const MAX_SERIES_BUCKETS = { hour: 2_000, day: 366 } as const;
-
-/** The most deployments GET /api/proposals/{id}/deployments lists (each open one is counted anew). */
-export const MAX_LISTED_DEPLOYMENTS = 50;
 
 /**
  * The UTC bucket starts covering `[from, to)`: from the bucket holding `from` to the one holding the
@@ -88,13 +85,7 @@ export function deploymentsRoutes(deps: {
           z.infer<typeof ProposalIdParams>,
           z.infer<typeof CreateDeploymentBody>
         >(res.locals);
-        const created = await deps.deployments.record(params.id, callerScope(res), {
-          ...(body.deployed_at !== undefined ? { deployedAt: new Date(body.deployed_at) } : {}),
-          ...(body.version !== undefined ? { version: body.version } : {}),
-          ...(body.note !== undefined && body.note !== '' ? { note: body.note } : {}),
-          ...(body.window_minutes !== undefined ? { windowMinutes: body.window_minutes } : {}),
-          ...(body.alpha !== undefined ? { alpha: body.alpha } : {}),
-        });
+        const created = await deps.deployments.record(params.id, callerScope(res), deploymentInput(body));
         res.status(201).json(created);
       },
     )

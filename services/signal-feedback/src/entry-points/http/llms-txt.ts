@@ -58,8 +58,9 @@ export function signalFeedbackLlmsTxt(options: { maxBatch: number }): LlmsTxt {
       {
         name: 'API',
         links: apiLinks(
-          'tools send_signals (store a batch, returns { received }) and ' +
-            "list_proposals (the key's proposals); product key in the x-api-key header",
+          'tools send_signals (store a batch, returns { received }), ' +
+            "list_proposals (the key's proposals), record_deployment and list_deployments (a shipped " +
+            'change and its verdict); product key in the x-api-key header',
         ),
       },
       {

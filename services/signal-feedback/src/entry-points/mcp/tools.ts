@@ -2,11 +2,17 @@ import type { McpTool, McpToolContext } from '@repo/service-kit';
 import type { KeyOwnerCache } from '../../data/key-cache';
 import type { ProposalRepository } from '../../data/proposals';
 import type { KeyOwner, SignalRepository } from '../../data/signals';
+import { deploymentInput, MAX_LISTED_DEPLOYMENTS, type DeploymentService } from '../../domain/deployments';
+import { PLAN_LIMITS } from '../../domain/plans';
 import { acceptSignals } from '../../domain/ingest';
 import type { SignalFeedbackEvents } from '../../metrics';
 import {
+  Deployment,
+  DeploymentList,
+  ListDeploymentsArgs,
   ListProposalsArgs,
   ProposalList,
+  RecordDeploymentArgs,
   ReceivedResponse,
   sendSignalsArgs,
   type SendSignalsArgs,
@@ -19,7 +25,8 @@ export const SIGNAL_FEEDBACK_MCP_INSTRUCTIONS =
   "the service derives from them. Every tool needs the product's spk_ key (dashboard, or POST /api/products " +
   'with a session) in the x-api-key header of the MCP connection. send_signals stores a batch all or ' +
   "nothing under the plan's monthly signal quota; list_proposals lists the product's proposals, highest " +
-  'priority first.';
+  "priority first. Once an approved proposal's change ships, record_deployment records it and " +
+  'list_deployments tells whether it helped (the failing signals before and after, a z-test, a verdict).';
 
 const KEY = 'Needs the product key (spk_...) in the x-api-key header of the MCP connection.';
 
@@ -28,6 +35,7 @@ export interface SignalFeedbackToolDeps {
   signals: SignalRepository;
   keys: KeyOwnerCache;
   proposals: ProposalRepository;
+  deployments: DeploymentService;
   /** MAX_BATCH_SIZE: most signals in one `send_signals` call. */
   maxBatch: number;
   now: () => Date;
@@ -41,9 +49,11 @@ const ownerOf = (keys: KeyOwnerCache, context: McpToolContext): Promise<KeyOwner
 
 /**
  * signal-feedback's MCP tools (README, "MCP"): `send_signals` runs the ingestion of POST /api/signals
- * (same key check, routing, quota, storage and counters) and `list_proposals` the key's listing of
- * GET /api/proposals. Errors are the AppErrors of those routes: `unauthorized`, `invalid_request`
- * (paths under `arguments`), `quota_exceeded` with `details { plan, limit, used, requested, resets_at }`.
+ * (same key check, routing, quota, storage and counters), `list_proposals` the key's listing of
+ * GET /api/proposals, `record_deployment` and `list_deployments` those of
+ * /api/proposals/{id}/deployments. Errors are the AppErrors of those routes: `unauthorized`,
+ * `invalid_request` (paths under `arguments`), `not_found`, `proposal_not_approved`,
+ * `quota_exceeded` with `details { plan, limit, ..., resets_at }`.
  */
 export function signalFeedbackTools(deps: SignalFeedbackToolDeps): McpTool[] {
   const sendSignals: McpTool<SendSignalsArgs> = {
@@ -86,5 +96,50 @@ export function signalFeedbackTools(deps: SignalFeedbackToolDeps): McpTool[] {
       return { structuredContent: { proposals } };
     },
   };
-  return [sendSignals, listProposals];
+  const recordDeployment: McpTool<RecordDeploymentArgs> = {
+    name: 'record_deployment',
+    title: 'Record a deployment',
+    description:
+      "Records that an approved proposal's change shipped (deployed_at defaults to now; version and note " +
+      "optional) and returns the deployment with its verification: the share of the proposal's failing " +
+      "signal type among the context's signals in window_minutes (default 1440) before and after " +
+      'deployed_at, a two-proportion z-test and a verdict (improved, regressed, inconclusive), provisional ' +
+      "until the after-window closes. Free within the plan's monthly deployments " +
+      `(free ${PLAN_LIMITS.free.deploymentsPerMonth}, builder ${PLAN_LIMITS.builder.deploymentsPerMonth}); ` +
+      `proposal_not_approved for a proposal that is not approved. ${KEY}`,
+    input: RecordDeploymentArgs,
+    output: Deployment,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    async run({ proposal_id, ...body }, context) {
+      const owner = await ownerOf(deps.keys, context);
+      const created = await deps.deployments.record(
+        proposal_id,
+        { productId: owner.productId },
+        deploymentInput(body),
+      );
+      return { structuredContent: created };
+    },
+  };
+  const listDeployments: McpTool<ListDeploymentsArgs> = {
+    name: 'list_deployments',
+    title: 'List deployments',
+    description:
+      `Returns { deployments }: a proposal's deployments, newest first (at most ${MAX_LISTED_DEPLOYMENTS}), each with its ` +
+      'verification (verdict, reason, the before and after windows with their signal counts and negative ' +
+      'rates, z, p_value; provisional while the after-window is open) and the proposal a regression raised. ' +
+      `Free within the plan's quota: listing uses none of it. ${KEY}`,
+    input: ListDeploymentsArgs,
+    output: DeploymentList,
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async run(args, context) {
+      const owner = await ownerOf(deps.keys, context);
+      const deployments = await deps.deployments.list(
+        args.proposal_id,
+        { productId: owner.productId },
+        MAX_LISTED_DEPLOYMENTS,
+      );
+      return { structuredContent: { deployments } };
+    },
+  };
+  return [sendSignals, listProposals, recordDeployment, listDeployments];
 }
