@@ -168,6 +168,8 @@ export type Deployment = z.infer<typeof Deployment>;
 export const CreateDeploymentBody = z.object({
   deployed_at: z.iso
     .datetime({ offset: true })
+    // Five minutes of clock skew between the caller and this server.
+    .refine((v) => Date.parse(v) <= Date.now() + 5 * 60_000, 'must not be in the future')
     .optional()
     .describe('when the change shipped (default: now); not in the future'),
   version: StorableString.trim().min(1).max(100).optional(),

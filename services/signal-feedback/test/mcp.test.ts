@@ -414,6 +414,13 @@ describe('signal-feedback MCP endpoint', () => {
       await agent.callTool({ name: 'record_deployment', arguments: { proposal_id: proposalId, alpha: 2 } }),
     );
     expect(bad).toMatchObject({ code: 'invalid_request', details: [{ path: 'arguments.alpha' }] });
+    const future = toolErrorOf(
+      await agent.callTool({
+        name: 'record_deployment',
+        arguments: { proposal_id: proposalId, deployed_at: new Date(Date.now() + 3_600_000).toISOString() },
+      }),
+    );
+    expect(future).toMatchObject({ code: 'invalid_request', details: [{ path: 'arguments.deployed_at' }] });
     expect(await h.db.deployment.count({ where: { proposalId } })).toBe(1);
   });
 

@@ -33,9 +33,6 @@ export interface DeploymentServiceDeps {
 /** The most deployments a listing holds, the newest (each open one is counted anew when listed). */
 export const MAX_LISTED_DEPLOYMENTS = 50;
 
-/** How far ahead of this server's clock a `deployed_at` may be (clock skew), ms. */
-const FUTURE_SKEW_MS = 5 * 60_000;
-
 /**
  * Deployments of approved proposals and their verification (README, "Deployments and verification"):
  * records them under the plan's monthly limit, compares the context's failing signal type over equal
@@ -55,7 +52,8 @@ export class DeploymentService {
   /**
    * Records that an approved proposal's change shipped.
    * @param input `deployedAt` defaults to now; `windowMinutes` and `alpha` to the service's defaults
-   * @throws AppError `invalid_request` (400) for a `deployed_at` in the future; `not_found` (404) when the
+   * @param input as parsed by {@link CreateDeploymentBody} (which refuses a `deployed_at` in the future)
+   * @throws AppError `not_found` (404) when the
    *   scope has no such proposal; `proposal_not_approved` (409, details.status) when it is not approved;
    *   `quota_exceeded` (429, Retry-After until the month resets) past the plan's monthly deployments
    */
@@ -66,11 +64,6 @@ export class DeploymentService {
   ): Promise<Deployment> {
     const now = this.now();
     const deployedAt = input.deployedAt ?? now;
-    if (deployedAt.getTime() > now.getTime() + FUTURE_SKEW_MS) {
-      throw new AppError('invalid_request', 'deployed_at must not be in the future', {
-        details: [{ path: 'body.deployed_at', message: 'in the future' }],
-      });
-    }
     const outcome = await this.deps.deployments.create({
       proposalId,
       scope,
@@ -136,7 +129,14 @@ export class DeploymentService {
     const now = this.now();
     const claimed = await this.deps.deployments.claimDue(now, this.leaseEnd(now), limit);
     let stored = 0;
-    for (const d of claimed) if ((await this.complete(d, now)).verdict !== 'pending') stored++;
+    for (const d of claimed) {
+      try {
+        if ((await this.complete(d, now)).verdict !== 'pending') stored++;
+      } catch (err) {
+        // Its lease is given back; the others of the pass still get their verdicts.
+        this.deps.logger.error({ err, deploymentId: d.id }, 'verification of a deployment failed');
+      }
+    }
     return stored;
   }
 
