@@ -91,11 +91,13 @@ async function refreshAll() {
 /** The deployments of every approved proposal, by proposal id (for the proposals and the charts). */
 async function refreshDeployments() {
   const approved = await api('GET', '/api/proposals?status=approved&limit=200');
+  // Only proposals whose summary names a deployment have any to list.
+  const deployed = approved.filter((p) => p.deployment);
   const lists = await Promise.all(
-    approved.map((p) => api('GET', `/api/proposals/${encodeURIComponent(p.id)}/deployments`)),
+    deployed.map((p) => api('GET', `/api/proposals/${encodeURIComponent(p.id)}/deployments`)),
   );
   state.approved = approved;
-  state.deployments = new Map(approved.map((p, i) => [p.id, lists[i]]));
+  state.deployments = new Map(deployed.map((p, i) => [p.id, lists[i]]));
 }
 
 const plural = (n, word) => `${n.toLocaleString()} ${word}${n === 1 ? '' : 's'}`;

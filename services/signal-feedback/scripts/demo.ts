@@ -288,6 +288,8 @@ async function deployAndVerify(
       o.log(`verification: ${v.verdict.toUpperCase()} (${v.reason.replace(/_/g, ' ')}): ${figures}`);
       return { id: current.id, proposalId: proposal.id, sent: r.received, verification: v };
     }
+    // The first request after the window closes stores the verdict; a minute past it, something is wrong.
+    if (Date.now() > closesAt + 60_000) throw new Error(`deployment ${current.id} has no final verdict yet`);
     const left = Math.max(0, Math.ceil((closesAt - Date.now()) / 1000));
     o.log(`  provisional (${left} s until the after-window closes): ${v.verdict}, ${figures}`);
     await new Promise((done) =>

@@ -124,6 +124,8 @@ export const WindowFigures = z.object({
     .nullable()
     .describe('negative / signals, four decimals; null without signals'),
 });
+/** A {@link WindowFigures}. */
+export type WindowFigures = z.infer<typeof WindowFigures>;
 
 /** The comparison of a deployment's windows (README, "Deployments and verification"). */
 export const VerificationResult = z.object({

@@ -185,25 +185,39 @@ export class DeploymentRepository {
   }
 
   /**
-   * The counts one window compares: every signal of the context in `[from, to)`, and those of
+   * The counts of the two windows a verification compares, in one scan: every signal of the context in
+   * `[deployedAt - length, deployedAt)` and `[deployedAt, deployedAt + length)`, and those of
    * `signalType` (every negative signal when null).
+   * @param lengthMs the length of each window, ms
    */
   async windowCounts(
     contextId: string,
     signalType: string | null,
-    from: Date,
-    to: Date,
-  ): Promise<WindowCounts> {
-    const rows = await this.db.$queryRawUnsafe<WindowCounts[]>(
-      `SELECT count(*)::int AS signals,
-              count(*) FILTER (WHERE CASE WHEN $2::text IS NULL THEN sentiment = 'negative' ELSE type = $2::text END)::int AS negative
-         FROM signals WHERE context_id = $1::uuid AND created_at >= $3 AND created_at < $4`,
+    deployedAt: Date,
+    lengthMs: number,
+  ): Promise<{ before: WindowCounts; after: WindowCounts }> {
+    const rows = await this.db.$queryRawUnsafe<
+      { before_signals: number; before_negative: number; after_signals: number; after_negative: number }[]
+    >(
+      `SELECT count(*) FILTER (WHERE created_at < $3)::int AS before_signals,
+              count(*) FILTER (WHERE created_at < $3 AND failing)::int AS before_negative,
+              count(*) FILTER (WHERE created_at >= $3)::int AS after_signals,
+              count(*) FILTER (WHERE created_at >= $3 AND failing)::int AS after_negative
+         FROM (SELECT created_at,
+                      CASE WHEN $2::text IS NULL THEN sentiment = 'negative' ELSE type = $2::text END AS failing
+                 FROM signals
+                WHERE context_id = $1::uuid AND created_at >= $3::timestamptz - $4 * interval '1 millisecond'
+                  AND created_at < $3::timestamptz + $4 * interval '1 millisecond') AS w`,
       contextId,
       signalType,
-      from,
-      to,
+      deployedAt,
+      lengthMs,
     );
-    return rows[0] ?? { signals: 0, negative: 0 };
+    const r = rows[0];
+    return {
+      before: { signals: r?.before_signals ?? 0, negative: r?.before_negative ?? 0 },
+      after: { signals: r?.after_signals ?? 0, negative: r?.after_negative ?? 0 },
+    };
   }
 
   /**

@@ -129,8 +129,7 @@ export class ProductRepository {
    * @returns undefined when the user has no such product
    */
   async contents(userId: string, productId: string): Promise<ProductContents | undefined> {
-    if (!(await this.ownsProduct(userId, productId))) return undefined;
-    return countContents(this.db, productId);
+    return countContents(this.db, userId, productId);
   }
 
   /**
@@ -144,7 +143,7 @@ export class ProductRepository {
       const locked = await tx.$queryRaw<unknown[]>`
         SELECT 1 FROM products WHERE id = ${productId}::uuid AND user_id = ${userId}::uuid FOR UPDATE`;
       if (locked.length === 0) return undefined;
-      const contents = await countContents(tx, productId);
+      const contents = await countContents(tx, userId, productId);
       await tx.product.delete({ where: { id: productId } });
       await tx.$executeRaw`SELECT pg_notify(${KEY_CHANGES_CHANNEL}, ${productId})`;
       return contents;
@@ -239,13 +238,21 @@ const CONTEXT_FIELDS = {
   updatedAt: true,
 } as const;
 
-/** What a product holds, counted on the client or transaction given. */
-async function countContents(db: Db | Prisma.TransactionClient, productId: string): Promise<ProductContents> {
+/**
+ * What a product of the user holds, counted on the client or transaction given; undefined when the
+ * user has no such product.
+ */
+async function countContents(
+  db: Db | Prisma.TransactionClient,
+  userId: string,
+  productId: string,
+): Promise<ProductContents | undefined> {
   const rows = await db.$queryRaw<ProductContents[]>`
-    SELECT (SELECT count(*) FROM contexts WHERE product_id = ${productId}::uuid)::int AS contexts,
-           (SELECT count(*) FROM signals WHERE product_id = ${productId}::uuid)::int AS signals,
-           (SELECT count(*) FROM proposals WHERE product_id = ${productId}::uuid)::int AS proposals,
+    SELECT (SELECT count(*) FROM contexts WHERE product_id = p.id)::int AS contexts,
+           (SELECT count(*) FROM signals WHERE product_id = p.id)::int AS signals,
+           (SELECT count(*) FROM proposals WHERE product_id = p.id)::int AS proposals,
            (SELECT count(*) FROM deployments d JOIN proposals x ON x.id = d.proposal_id
-             WHERE x.product_id = ${productId}::uuid)::int AS deployments`;
-  return rows[0] ?? { contexts: 0, signals: 0, proposals: 0, deployments: 0 };
+             WHERE x.product_id = p.id)::int AS deployments
+      FROM products p WHERE p.id = ${productId}::uuid AND p.user_id = ${userId}::uuid`;
+  return rows[0];
 }

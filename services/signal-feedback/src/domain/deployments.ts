@@ -201,12 +201,14 @@ export class DeploymentService {
     const length = closed ? windowMs : Math.max(0, now.getTime() - at);
     const before = { from: new Date(at - length), to: d.deployedAt };
     const after = { from: d.deployedAt, to: new Date(at + length) };
-    const [b, a] = await Promise.all([
-      this.deps.deployments.windowCounts(d.contextId, d.signalType, before.from, before.to),
-      this.deps.deployments.windowCounts(d.contextId, d.signalType, after.from, after.to),
-    ]);
+    const counts = await this.deps.deployments.windowCounts(d.contextId, d.signalType, d.deployedAt, length);
     const rules: VerificationRules = { alpha: d.alpha, minSignals: this.deps.defaults.minSignals };
-    return verify({ before: { ...before, ...b }, after: { ...after, ...a } }, rules, !closed, now);
+    return verify(
+      { before: { ...before, ...counts.before }, after: { ...after, ...counts.after } },
+      rules,
+      !closed,
+      now,
+    );
   }
 
   private async toWire(d: DeploymentRecord, now: Date): Promise<Deployment> {

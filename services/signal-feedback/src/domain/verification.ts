@@ -1,38 +1,12 @@
 import cdf from '@stdlib/stats-base-dists-normal-cdf';
 import type { WindowCounts } from '../data/deployments';
+import type { VerificationResult, WindowFigures } from '../schemas';
 
-/** One compared window with its bounds (ISO 8601, `from` inclusive, `to` exclusive) and rate. */
-export interface WindowFigures extends WindowCounts {
-  from: string;
-  to: string;
-  /** `negative / signals`, 0..1, four decimals; null without signals. */
-  negative_rate: number | null;
-}
-
-/** Verdicts of a verification (README, "Deployments and verification"). */
-export type VerdictName = 'improved' | 'regressed' | 'inconclusive';
-
-/** Why a verification gave its verdict. */
-export type VerdictReason = 'significant' | 'too_few_signals' | 'not_significant';
-
-/** The outcome of comparing the two windows of a deployment. */
-export interface Verification {
-  verdict: VerdictName;
-  reason: VerdictReason;
-  /** True while the after-window is still open: the figures cover only the time elapsed so far. */
-  provisional: boolean;
-  before: WindowFigures;
-  after: WindowFigures;
-  /** The two-proportion z statistic (after minus before), four decimals; null when undefined. */
-  z: number | null;
-  /** Two-sided p-value, four significant digits; null when `z` is. */
-  p_value: number | null;
-  /** The significance level the p-value is compared with. */
-  alpha: number;
-  /** The fewest signals each window needs for a verdict other than `inconclusive`. */
-  min_signals: number;
-  computed_at: string;
-}
+/**
+ * The outcome of comparing the two windows of a deployment: the wire's `VerificationResult` (README,
+ * "Deployments and verification").
+ */
+export type Verification = VerificationResult;
 
 /** The thresholds a verification applies. */
 export interface VerificationRules {
@@ -90,8 +64,8 @@ export function verify(
   });
   const test = twoProportionZTest(windows.before, windows.after);
   const enough = windows.before.signals >= rules.minSignals && windows.after.signals >= rules.minSignals;
-  let verdict: VerdictName = 'inconclusive';
-  let reason: VerdictReason = enough ? 'not_significant' : 'too_few_signals';
+  let verdict: Verification['verdict'] = 'inconclusive';
+  let reason: Verification['reason'] = enough ? 'not_significant' : 'too_few_signals';
   if (enough && test && test.pValue < rules.alpha) {
     verdict = test.z < 0 ? 'improved' : 'regressed';
     reason = 'significant';
