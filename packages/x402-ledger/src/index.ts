@@ -1,5 +1,6 @@
 // @repo/x402-ledger — the PostgreSQL payment ledger (README "@repo/x402-ledger"): one row per payment
 // signature, claimed before any network call, holding the stored answer that a replay returns.
+export { PoolSqlClient } from './pool-sql-client';
 export { PrismaPaymentLedger, X402_PAYMENTS_TABLE, X402_PAYMENT_PRISMA_MODEL } from './ledger';
 export type {
   SqlClient,

@@ -97,8 +97,10 @@ export async function compose(
   const instanceId = config.INSTANCE_ID ?? `${hostname()}-${process.pid}`;
   const metrics = createMarketIntelMetrics();
   const loopMetrics = metrics.loops;
-  const payments = createPaymentGateway(config, db, database.rateLimitPool, (call) =>
-    metrics.onRpcCall(call),
+  const payments = createPaymentGateway(
+    config,
+    { main: database.pool, rateLimit: database.rateLimitPool },
+    (call) => metrics.onRpcCall(call),
   );
   const gateway = {
     ...payments,

@@ -1,5 +1,6 @@
 import { Pool, type PoolConfig } from 'pg';
 import type { SqlClient } from '../ledger';
+import { PoolSqlClient } from '../pool-sql-client';
 
 /**
  * The test database: `X402_TEST_DATABASE_URL` (each package's jest configuration names its own, so
@@ -8,40 +9,24 @@ import type { SqlClient } from '../ledger';
 export const TEST_DATABASE_URL =
   process.env.X402_TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/x402_test';
 
-/** A {@link SqlClient} over a `pg` pool — the same surface a Prisma client offers. */
-export class PgSqlClient implements SqlClient {
+/** A {@link PoolSqlClient} that owns its pool, with Prisma's interactive `$transaction` shape. */
+export class PgSqlClient extends PoolSqlClient {
   /** The pool the statements run on (tests may query it directly). */
-  readonly pool: Pool;
+  declare readonly pool: Pool;
 
   /** @param config `pg` pool settings; default {@link TEST_DATABASE_URL}, 10 connections */
   constructor(config: PoolConfig = { connectionString: TEST_DATABASE_URL, max: 10 }) {
-    this.pool = new Pool(config);
+    const pool = new Pool(config);
     // The pool drops an idle connection the server closed (a test cutting its proxy); without a
     // listener that 'error' event would kill the test process.
-    this.pool.on('error', () => undefined);
-  }
-
-  /** Runs one statement and returns its rows. */
-  async $queryRawUnsafe<T = unknown>(sql: string, ...values: unknown[]): Promise<T> {
-    const result = await this.pool.query(sql, values);
-    return result.rows as T;
-  }
-
-  /** Runs one statement and returns the number of rows it touched. */
-  async $executeRawUnsafe(sql: string, ...values: unknown[]): Promise<number> {
-    const result = await this.pool.query(sql, values);
-    return result.rowCount ?? 0;
+    pool.on('error', () => undefined);
+    super(pool);
   }
 
   /** Runs `work` in one transaction on one connection, like Prisma's interactive `$transaction`. */
   async transaction<T>(work: (tx: SqlClient) => Promise<T>): Promise<T> {
     const connection = await this.pool.connect();
-    const tx: SqlClient = {
-      $queryRawUnsafe: async <R = unknown>(sql: string, ...values: unknown[]) =>
-        (await connection.query(sql, values)).rows as R,
-      $executeRawUnsafe: async (sql: string, ...values: unknown[]) =>
-        (await connection.query(sql, values)).rowCount ?? 0,
-    };
+    const tx: SqlClient = new PoolSqlClient(connection);
     try {
       await connection.query('BEGIN');
       const result = await work(tx);

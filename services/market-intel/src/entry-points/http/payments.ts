@@ -9,7 +9,7 @@ import {
   type VerificationAttempt,
   type VerificationGuard,
 } from '@repo/x402-express';
-import { PrismaPaymentLedger } from '@repo/x402-ledger';
+import { PoolSqlClient, PrismaPaymentLedger } from '@repo/x402-ledger';
 import {
   associatedTokenAccountOf,
   ExactSvmSettler,
@@ -20,7 +20,6 @@ import {
   type SolanaPaymentVerifierOptions,
 } from '@repo/x402-solana';
 import type { MarketIntelConfig } from '../../config';
-import type { Db } from '../../data/prisma';
 import type { PaymentGate } from './data-api';
 
 /** The configuration {@link createPaymentGateway} reads. */
@@ -219,15 +218,14 @@ export function createVerificationGuard(config: PaymentConfig, pool: Pool): Veri
  * Postgres payment ledger (table `x402_payments`), the request-bound references when
  * `X402_REFERENCE_SECRET` is set, and the verification and settlement rate limits (stored through
  * `pool`); `close()` releases the RPC connection pools.
- * @param db the service's Prisma client (the ledger's tables)
- * @param pool the service's rate-limit pool (`Database.rateLimitPool`), for the rate limits' table
+ * @param pools the service's main pool (`Database.pool`: the ledger's statements, straight through `pg`,
+ *   see {@link PoolSqlClient}) and its rate-limit pool (`Database.rateLimitPool`: the rate limits' table)
  * @param onRpcCall told of every verifier RPC call and of every call avoided (metrics)
  * @throws Error when the official-scheme configuration is invalid (see {@link createSettlers})
  */
 export function createPaymentGateway(
   config: PaymentConfig,
-  db: Db,
-  pool: Pool,
+  pools: { main: Pool; rateLimit: Pool },
   onRpcCall?: (call: RpcCallEvent) => void,
 ): PaymentGateway & { close(): Promise<void> } {
   const options: SolanaPaymentVerifierOptions = {
@@ -260,11 +258,11 @@ export function createPaymentGateway(
   }
   const settlers = createSettlers(config);
   return {
-    ledger: new PrismaPaymentLedger(db),
+    ledger: new PrismaPaymentLedger(new PoolSqlClient(pools.main)),
     verifiers,
     settlers,
-    verificationGuard: createVerificationGuard(config, pool),
-    ...(Object.keys(settlers).length > 0 ? { settlementGuard: createSettlementGuard(config, pool) } : {}),
+    verificationGuard: createVerificationGuard(config, pools.rateLimit),
+    ...(Object.keys(settlers).length > 0 ? { settlementGuard: createSettlementGuard(config, pools.rateLimit) } : {}),
     ...(config.X402_REFERENCE_SECRET
       ? { references: { secret: config.X402_REFERENCE_SECRET, required: config.X402_REQUIRE_REFERENCE } }
       : {}),
