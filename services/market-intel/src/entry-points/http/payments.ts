@@ -262,7 +262,9 @@ export function createPaymentGateway(
     verifiers,
     settlers,
     verificationGuard: createVerificationGuard(config, pools.rateLimit),
-    ...(Object.keys(settlers).length > 0 ? { settlementGuard: createSettlementGuard(config, pools.rateLimit) } : {}),
+    ...(Object.keys(settlers).length > 0
+      ? { settlementGuard: createSettlementGuard(config, pools.rateLimit) }
+      : {}),
     ...(config.X402_REFERENCE_SECRET
       ? { references: { secret: config.X402_REFERENCE_SECRET, required: config.X402_REQUIRE_REFERENCE } }
       : {}),
