@@ -31,6 +31,7 @@ import { fundWallet, getLocalnetInfo, rpcUrlFor } from '@repo/solana-localnet';
 import { encodePaymentHeader } from '@repo/x402-core';
 import { Client } from 'pg';
 import type { TimingSnapshot } from './rpc-timing';
+import { startScript } from './start-script';
 
 // spl-token ships a CommonJS build with ESM-only typings (see packages/solana-localnet/src/deps.ts).
 const { createTransferCheckedInstruction, getAssociatedTokenAddressSync } =
@@ -403,12 +404,7 @@ async function main(): Promise<void> {
   );
   if (imported.status !== 0) throw new Error(`importing the sample report failed (exit ${imported.status})`);
 
-  // Exactly as the package's start script runs it (its V8 memory flags included).
-  const [startCmd = 'node', ...startArgs] = (
-    JSON.parse(readFileSync(path.join(ROOT, 'services/market-intel/package.json'), 'utf8')) as {
-      scripts: { start: string };
-    }
-  ).scripts.start.split(' ');
+  const { command: startCmd, args: startArgs } = startScript(path.join(ROOT, 'services/market-intel'));
   tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-market-intel-'));
   const timingFile = path.join(tmp, 'timing.json');
   const preload = RPC_TIMING ? ['--require', compileTimingPreload(tmp)] : [];

@@ -10,10 +10,11 @@
 //  2. Time to register and verify 1,000 skills: 1,000 POST /api/discover/register at 16 concurrent
 //     clients against local skill endpoints, until the verification worker (default settings) has
 //     run the health check, schema validation and test call of every one.
-// skill-router runs from its build (node dist/main.js) in its own process; autocannon, the seeding
-// and the local skill endpoints run here. BENCH_RESEED=0 keeps a database that already holds exactly
-// BENCH_SKILLS active seeded skills (seeding 100,000 takes minutes); BENCH_HEAP_SNAPSHOT_DIR makes
-// the service write a V8 heap snapshot there after the route runs.
+// skill-router runs from its build as its start script runs it (bench/start-script.ts: its V8 memory
+// flags included) in its own process; autocannon, the seeding and the local skill endpoints run here.
+// BENCH_RESEED=0 keeps a database that already holds exactly BENCH_SKILLS active seeded skills
+// (seeding 100,000 takes minutes); BENCH_HEAP_SNAPSHOT_DIR makes the service write a V8 heap snapshot
+// there after the route runs.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import os from 'node:os';
@@ -24,6 +25,7 @@ import { applyMigrations, ensureDatabase } from '@repo/db-migrate';
 import { openDirectorySeeder, startLocalSkills, type RegisterSkillRequest } from '@repo/skill-router/bench';
 import { describeMemory, memory } from './memory';
 import { prng } from './prng';
+import { startScript } from './start-script';
 
 const ROOT = path.resolve(__dirname, '..');
 const SERVICE_DIR = path.join(ROOT, 'services/skill-router');
@@ -143,9 +145,10 @@ async function waitFor(
  * key sends thousands of requests.
  */
 function startService(env: Record<string, string>): ChildProcess {
+  const { command, args } = startScript(path.join(ROOT, 'services/skill-router'));
   return start(
-    'node',
-    [...NODE_ARGS, 'dist/main.js'],
+    command,
+    [...NODE_ARGS, ...args],
     {
       DATABASE_URL,
       PORT: String(PORT),
