@@ -129,9 +129,24 @@ ensure_rabbitmqctl() {
   export PATH="$ROOT/.data/bin:$PATH"
 }
 
-# Debian's Chromium for the dashboard's browser test (playwright-core drives /usr/bin/chromium).
+# The Chrome or Chromium the browser tests drive (playwright-core, never a downloaded browser):
+# CHROMIUM_PATH when set, else Debian's /usr/bin/chromium, else a Chrome or Chromium already on the
+# machine (exported as CHROMIUM_PATH: Ubuntu's own chromium package is a snap stub, and its CI runners
+# come with Google Chrome), else Debian's package chromium.
 ensure_chromium() {
-  [ -x /usr/bin/chromium ] || [ -n "${CHROMIUM_PATH:-}" ] && return 0
-  step "installing Chromium (Debian package chromium)" apt_install chromium ||
-    echo "could not install chromium; the browser test will fail" >&2
+  [ -n "${CHROMIUM_PATH:-}" ] && return 0
+  local name found
+  for name in /usr/bin/chromium chromium google-chrome-stable google-chrome chromium-browser; do
+    found="$(command -v "$name" 2>/dev/null)" || continue
+    # A snap stub without snapd is on the PATH but cannot run.
+    "$found" --version >/dev/null 2>&1 || continue
+    if [ "$found" != /usr/bin/chromium ]; then
+      export CHROMIUM_PATH="$found"
+      log "the browser tests drive $found"
+    fi
+    return 0
+  done
+  if ! step "installing Chromium (Debian package chromium)" apt_install chromium || ! /usr/bin/chromium --version >/dev/null 2>&1; then
+    echo "could not install Chromium: the browser tests will fail. Install Chrome or Chromium and set CHROMIUM_PATH to it." >&2
+  fi
 }
