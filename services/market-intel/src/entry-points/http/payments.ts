@@ -216,8 +216,8 @@ export function createVerificationGuard(config: PaymentConfig, pool: Pool): Veri
  * (`solana` always, `solana-devnet` when enabled and its mint and merchant account are set) with its not-found
  * cache and RPC circuit breaker, the official-scheme settlers ({@link createSettlers}), the
  * Postgres payment ledger (table `x402_payments`), the request-bound references when
- * `X402_REFERENCE_SECRET` is set, and the verification and settlement rate limits (stored through
- * `pool`); `close()` releases the RPC connection pools.
+ * `X402_REFERENCE_SECRET` is set, and the verification and settlement rate limits (stored through the
+ * rate-limit pool); `close()` releases the RPC connection pools.
  * @param pools the service's main pool (`Database.pool`: the ledger's statements, straight through `pg`,
  *   see {@link PoolSqlClient}) and its rate-limit pool (`Database.rateLimitPool`: the rate limits' table)
  * @param onRpcCall told of every verifier RPC call and of every call avoided (metrics)
