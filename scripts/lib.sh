@@ -88,23 +88,44 @@ start_service() {
   fi
 }
 
-# PostgreSQL on 127.0.0.1:5432 with the trust login for user postgres the stack and the tests use.
+# Whether the stack's login works: user postgres, no password, over TCP. Unknown (status 2) without psql.
+pg_login() {
+  command -v psql >/dev/null 2>&1 || return 2
+  # psql exits with 2 when it cannot connect: any failure is a refusal here.
+  PGCONNECT_TIMEOUT=5 psql -h "$PGHOST_ADDR" -p "$PGPORT_NUM" -U postgres -w -Atc 'SELECT 1' postgres >/dev/null 2>&1 || return 1
+}
+
+# PostgreSQL on 127.0.0.1:5432 with the trust login for user postgres the stack and the tests use:
+# installed when missing, started when down, and the login allowed (127.0.0.1 only) when it is refused.
 ensure_postgres() {
-  port_open "$PGHOST_ADDR" "$PGPORT_NUM" && return 0
+  if port_open "$PGHOST_ADDR" "$PGPORT_NUM"; then
+    local status=0
+    pg_login || status=$?
+    # A server we did not install (no psql here, or not Debian's cluster) is taken as it is.
+    [ "$status" != 1 ] || [ -z "$(ls /etc/postgresql 2>/dev/null)" ] && return 0
+  fi
   if ! command -v pg_ctlcluster >/dev/null 2>&1 || [ -z "$(ls /etc/postgresql 2>/dev/null)" ]; then
     step "installing PostgreSQL (Debian package postgresql)" apt_install postgresql
   fi
   local version
   version="$(ls /etc/postgresql | sort -V | tail -n1)"
-  local hba="/etc/postgresql/$version/main/pg_hba.conf"
-  if ! as_root grep -q '^host all postgres 127.0.0.1/32 trust' "$hba"; then
-    log "allowing the postgres user without a password on 127.0.0.1 only ($hba)"
-    as_root sed -i '1i host all postgres 127.0.0.1/32 trust' "$hba"
+  if ! port_open "$PGHOST_ADDR" "$PGPORT_NUM"; then
+    step "starting PostgreSQL $version" start_service postgresql pg_ctlcluster --skip-systemctl-redirect "$version" main start
+    wait_port "$PGHOST_ADDR" "$PGPORT_NUM" 60
   fi
-  step "starting PostgreSQL $version" start_service postgresql pg_ctlcluster --skip-systemctl-redirect "$version" main start
-  # A cluster that was already running needs to reread pg_hba.conf.
-  as_root pg_ctlcluster --skip-systemctl-redirect "$version" main reload >/dev/null 2>&1 || true
-  wait_port "$PGHOST_ADDR" "$PGPORT_NUM" 60
+  local login=0
+  pg_login || login=$?
+  [ "$login" = 1 ] || return 0
+  local hba="/etc/postgresql/$version/main/pg_hba.conf"
+  log "allowing the postgres user without a password on 127.0.0.1 only ($hba)"
+  as_root sed -i '1i host all postgres 127.0.0.1/32 trust' "$hba"
+  as_root pg_ctlcluster --skip-systemctl-redirect "$version" main reload >/dev/null
+  # The reload is asynchronous: wait for the login, with a deadline.
+  local deadline=$((SECONDS + 15))
+  until pg_login; do
+    ((SECONDS < deadline)) || { echo "PostgreSQL still refuses user postgres on 127.0.0.1 after editing $hba" >&2; return 1; }
+    sleep 0.2
+  done
 }
 
 ensure_rabbitmq() {
