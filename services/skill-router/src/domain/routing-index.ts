@@ -76,30 +76,61 @@ class IntList {
   }
 }
 
-/** The slots holding one lexeme (entries `slot << 2 | kind`), and the lexeme's number. */
+/**
+ * The slots holding one lexeme (entries `slot << 2 | kind`) or supporting one chain (entries `slot`),
+ * and its number in its {@link PostingTable}.
+ */
 class Posting extends IntList {
-  /** Entries of kind COUNT_ONLY: a route looks for them only when there are any. */
+  /** Entries of kind COUNT_ONLY (lexemes only): a route looks for them only when there are any. */
   countOnly = 0;
   /** Entries not filled in yet (see `RoutingIndex.postingsPending`). */
   pending = 0;
   constructor(
-    /** The lexeme. */
-    readonly term: string,
+    /** The lexeme or the chain. */
+    readonly key: string,
     readonly id: number,
   ) {
     super();
   }
 }
 
-/** The slots supporting one chain, and the chain's number. */
-class ChainPosting extends IntList {
-  /** Entries not filled in yet (see `RoutingIndex.postingsPending`). */
-  pending = 0;
-  constructor(
-    readonly chain: string,
-    readonly id: number,
-  ) {
-    super();
+/** Postings by key and by number; numbers of dropped postings are reused. */
+class PostingTable {
+  private readonly byKey = new Map<string, Posting>();
+  private readonly byId: (Posting | undefined)[] = [];
+  private readonly freeIds: number[] = [];
+
+  /** The posting of `key`, or `undefined`. */
+  get(key: string): Posting | undefined {
+    return this.byKey.get(key);
+  }
+
+  /** The posting numbered `id`, or `undefined` once it was dropped. */
+  at(id: number): Posting | undefined {
+    return this.byId[id];
+  }
+
+  /** The posting of `key`, created empty when there is none. */
+  intern(key: string): Posting {
+    let posting = this.byKey.get(key);
+    if (!posting) {
+      const id = this.freeIds.pop() ?? this.byId.length;
+      posting = new Posting(key, id);
+      this.byKey.set(key, posting);
+      this.byId[id] = posting;
+    }
+    return posting;
+  }
+
+  /** Forgets an empty posting and frees its number. */
+  drop(posting: Posting): void {
+    this.byKey.delete(posting.key);
+    this.byId[posting.id] = undefined;
+    this.freeIds.push(posting.id);
+  }
+
+  values(): IterableIterator<Posting> {
+    return this.byKey.values();
   }
 }
 
@@ -234,12 +265,8 @@ export class RoutingIndex {
   private hashed = 0;
   private idHash = new Int32Array(1024);
   private oddIds = new Map<string, number>();
-  private postings = new Map<string, Posting>();
-  private postingById: (Posting | undefined)[] = [];
-  private freePostingIds: number[] = [];
-  private chainPostings = new Map<string, ChainPosting>();
-  private chainById: (ChainPosting | undefined)[] = [];
-  private freeChainIds: number[] = [];
+  private readonly postings = new PostingTable();
+  private readonly chainPostings = new PostingTable();
   /**
    * `true` while every change so far added a new skill (a full load): the postings are only
    * counted, then filled from {@link terms} at their exact size by the first route, removal,
@@ -333,13 +360,13 @@ export class RoutingIndex {
     const entries = this.terms.data;
     const pending = this.postingsPending;
     for (const chain of chains) {
-      const posting = this.chainPosting(chain);
+      const posting = this.chainPostings.intern(chain);
       if (pending) posting.pending++;
       else posting.push(slot);
       entries[at++] = posting.id;
     }
     for (const term of matchTerms) {
-      const posting = this.posting(term);
+      const posting = this.postings.intern(term);
       const kind = routed.has(term) ? MATCH : COUNT_ONLY;
       if (kind === COUNT_ONLY) posting.countOnly++;
       if (pending) posting.pending++;
@@ -347,7 +374,7 @@ export class RoutingIndex {
       entries[at++] = (posting.id << 2) | kind;
     }
     for (const term of nameOnly) {
-      const posting = this.posting(term);
+      const posting = this.postings.intern(term);
       if (pending) posting.pending++;
       else posting.push((slot << 2) | NAME_ONLY);
       entries[at++] = (posting.id << 2) | NAME_ONLY;
@@ -440,26 +467,20 @@ export class RoutingIndex {
     const end = from + (this.terms.size[slot] as number);
     for (let i = from; i < from + chains; i++) {
       const id = entries[i] as number;
-      const posting = this.chainById[id];
+      const posting = this.chainPostings.at(id);
       if (!posting) continue;
       posting.remove(slot);
-      if (posting.length > 0) continue;
-      this.chainPostings.delete(posting.chain);
-      this.chainById[id] = undefined;
-      this.freeChainIds.push(id);
+      if (posting.length === 0) this.chainPostings.drop(posting);
     }
     for (let i = from + chains; i < end; i++) {
       const entry = entries[i] as number;
       const id = entry >> 2;
       const kind = entry & 3;
-      const posting = this.postingById[id];
+      const posting = this.postings.at(id);
       if (!posting) continue;
       posting.remove((slot << 2) | kind);
       if (kind === COUNT_ONLY) posting.countOnly--;
-      if (posting.length > 0) continue;
-      this.postings.delete(posting.term);
-      this.postingById[id] = undefined;
-      this.freePostingIds.push(id);
+      if (posting.length === 0) this.postings.drop(posting);
     }
     this.terms.free(slot);
     this.text.free(slot);
@@ -638,10 +659,10 @@ export class RoutingIndex {
     const chainsEnd = from + (this.chainCount[slot] as number);
     const chains: string[] = [];
     for (let i = from; i < chainsEnd; i++)
-      chains.push((this.chainById[entries[i] as number] as ChainPosting).chain);
+      chains.push((this.chainPostings.at(entries[i] as number) as Posting).key);
     const matchTerms: string[] = [];
     for (let i = chainsEnd; i < chainsEnd + (this.matchCount[slot] as number); i++) {
-      const term = (this.postingById[(entries[i] as number) >> 2] as Posting).term;
+      const term = (this.postings.at((entries[i] as number) >> 2) as Posting).key;
       if (task.has(term)) matchTerms.push(term);
     }
     let text = this.oddText.get(slot);
@@ -685,10 +706,10 @@ export class RoutingIndex {
       const chainsEnd = from + (this.chainCount[slot] as number);
       const end = from + (size[slot] as number);
       for (let i = from; i < chainsEnd; i++)
-        (this.chainById[entries[i] as number] as ChainPosting).push(slot);
+        (this.chainPostings.at(entries[i] as number) as Posting).push(slot);
       for (let i = chainsEnd; i < end; i++) {
         const entry = entries[i] as number;
-        (this.postingById[entry >> 2] as Posting).push((slot << 2) | (entry & 3));
+        (this.postings.at(entry >> 2) as Posting).push((slot << 2) | (entry & 3));
       }
     }
     for (const posting of this.postings.values()) posting.pending = 0;
@@ -764,28 +785,6 @@ export class RoutingIndex {
     }
     table[hole] = 0;
     this.hashed--;
-  }
-
-  private posting(term: string): Posting {
-    let posting = this.postings.get(term);
-    if (!posting) {
-      const id = this.freePostingIds.pop() ?? this.postingById.length;
-      posting = new Posting(term, id);
-      this.postings.set(term, posting);
-      this.postingById[id] = posting;
-    }
-    return posting;
-  }
-
-  private chainPosting(chain: string): ChainPosting {
-    let posting = this.chainPostings.get(chain);
-    if (!posting) {
-      const id = this.freeChainIds.pop() ?? this.chainById.length;
-      posting = new ChainPosting(chain, id);
-      this.chainPostings.set(chain, posting);
-      this.chainById[id] = posting;
-    }
-    return posting;
   }
 
   private grow(slot: number): void {
