@@ -93,9 +93,10 @@ async function closedDeployment(
     .send({ version: 'v2.4.0', window_minutes: 1440 });
   expect(res.status).toBe(201);
   const deployedAt = new Date(Date.now() - 2 * DAY_MS);
-  await h.db.deployment.update({ where: { id: res.body.id }, data: { deployedAt } });
   await history(a, new Date(deployedAt.getTime() - DAY_MS), deployedAt, before.total, before.failing);
   await history(a, deployedAt, new Date(deployedAt.getTime() + DAY_MS), after.total, after.failing);
+  // Moved back last: once closed, a scheduled verification may store its verdict at once.
+  await h.db.deployment.update({ where: { id: res.body.id }, data: { deployedAt } });
   return { id: res.body.id as string, deployedAt };
 }
 
