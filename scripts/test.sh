@@ -6,6 +6,7 @@ source "$(dirname "$0")/lib.sh"
 ensure_pnpm
 ensure_postgres
 ensure_rabbitmq
+ensure_redis
 ensure_chromium
 install_deps
 log "typecheck and lint"
