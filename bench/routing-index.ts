@@ -2,7 +2,8 @@
 // typed arrays it holds outside the heap and the time one route takes at BENCH_SKILLS skills
 // (default 10,000 and 100,000), with directories drawn like bench/skill-router.ts's (a 1,500-word
 // vocabulary, 2-word names, 3 capability tags, 12-word descriptions, 1-3 chains) and 6-word tasks, a
-// third with a chain, a third with budgets.
+// third with a chain, a third with budgets; then the cost of a large vocabulary (a million distinct
+// lexemes, as registrations written to inflate it would bring).
 // Results in docs/benchmarks.md, "skill-router: routing and verification".
 import os from 'node:os';
 import v8 from 'node:v8';
@@ -96,7 +97,52 @@ function measure(size: number): Record<string, number> {
   };
 }
 
+/**
+ * What a vocabulary costs, as registrants could grow it: BENCH_VOCAB_SKILLS skills (default 2,000),
+ * each with BENCH_VOCAB_TERMS (default 500) lexemes no other skill has, about a million in all.
+ */
+function measureVocabulary(): Record<string, number> {
+  const skills = Number(process.env.BENCH_VOCAB_SKILLS ?? 2000);
+  const perSkill = Number(process.env.BENCH_VOCAB_TERMS ?? 500);
+  const before = usedMb();
+  const index = new RoutingIndex();
+  const t0 = performance.now();
+  for (let i = 0; i < skills; i++) {
+    const terms = Array.from({ length: perSkill }, (_, j) => `q${i.toString(36)}z${j.toString(36)}`);
+    index.upsert({
+      skillId: `vocab-${i}`,
+      name: 'vocabulary agent',
+      endpoint: `https://skills.example.com/v${i}`,
+      chains: ['solana'],
+      priceUsd: 0.001,
+      routeTerms: terms,
+      matchTerms: terms,
+      successRate24h: 1,
+      avgLatencyMs: 100,
+      calls30d: 0,
+      ratingSum: 0,
+      ratingCount: 0,
+    });
+  }
+  index.trim();
+  const loadMs = performance.now() - t0;
+  const after = usedMb();
+  const lexemes = skills * perSkill;
+  const heap = after.heap - before.heap;
+  const outside = after.outside - before.outside;
+  return {
+    skills,
+    lexemes,
+    heap_mb: Math.round(heap),
+    array_buffers_mb: Math.round(outside),
+    heap_bytes_per_lexeme: Math.round((heap * 2 ** 20) / lexemes),
+    array_buffer_bytes_per_lexeme: Math.round((outside * 2 ** 20) / lexemes),
+    build_ms: Math.round(loadMs),
+  };
+}
+
 const results = SIZES.map(measure);
+const vocabulary = measureVocabulary();
 process.stdout.write(
   JSON.stringify(
     {
@@ -108,6 +154,7 @@ process.stdout.write(
       },
       gc: Boolean(gc),
       results,
+      vocabulary,
     },
     null,
     2,

@@ -170,7 +170,22 @@ describe('The routing index against the SQL ranking', () => {
 });
 
 describe('The routing index under updates', () => {
-  const LEXEMES = ['chart', 'swap', 'bridg', 'translat', 'token', 'price', 'solana', 'agent'];
+  // With lexemes of other scripts, an astral character and a lone surrogate: the index keeps every
+  // key as UTF-16 code units.
+  const LEXEMES = [
+    'chart',
+    'swap',
+    'bridg',
+    'translat',
+    'token',
+    'price',
+    'solana',
+    'agent',
+    'café',
+    '東京',
+    '😀',
+    '\ud83d',
+  ];
   const routable = (id: number) =>
     fc
       .record({

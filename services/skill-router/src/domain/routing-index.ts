@@ -11,6 +11,7 @@ import {
   type RouteQuery,
   type ScoredSkill,
 } from './scoring';
+import { HashedNumbers, PostingTable, SlotArena, fit, hashOf } from './routing-index-storage';
 
 /** A route answered from the index: the best matches, explained, and how many skills matched. */
 export interface IndexRoute {
@@ -38,201 +39,8 @@ const ANSWER_CACHE_MAX = 1_000;
  */
 const ANSWER_CACHE_MAX_BYTES = 4 * 2 ** 20;
 
-/**
- * A growable list of int32 values in a typed array (outside the JavaScript heap once it outgrows a
- * few entries); order is not kept by {@link IntList.remove}.
- */
-class IntList {
-  items = new Int32Array(4);
-  length = 0;
-
-  push(value: number): void {
-    if (this.length === this.items.length) {
-      const grown = new Int32Array(this.length * 2);
-      grown.set(this.items);
-      this.items = grown;
-    }
-    this.items[this.length++] = value;
-  }
-
-  /** Empties the list, with room for exactly `capacity` entries (at least 4). */
-  reset(capacity: number): void {
-    this.items = new Int32Array(Math.max(4, capacity));
-    this.length = 0;
-  }
-
-  /** Removes one occurrence of `value` (the last entry takes its place); `false` when absent. */
-  remove(value: number): boolean {
-    const { items } = this;
-    for (let i = 0; i < this.length; i++) {
-      if (items[i] !== value) continue;
-      items[i] = items[--this.length] as number;
-      // Give memory back after many removals.
-      if (this.length > 0 && this.length * 4 <= items.length && items.length > 4)
-        this.items = items.slice(0, items.length >> 1);
-      return true;
-    }
-    return false;
-  }
-}
-
-/**
- * The slots holding one lexeme (entries `slot << 2 | kind`) or supporting one chain (entries `slot`),
- * and its number in its {@link PostingTable}.
- */
-class Posting extends IntList {
-  /** Entries of kind COUNT_ONLY (lexemes only): a route looks for them only when there are any. */
-  countOnly = 0;
-  /** Entries not filled in yet (see `RoutingIndex.postingsPending`). */
-  pending = 0;
-  constructor(
-    /** The lexeme or the chain. */
-    readonly key: string,
-    readonly id: number,
-  ) {
-    super();
-  }
-}
-
-/** Postings by key and by number; numbers of dropped postings are reused. */
-class PostingTable {
-  private readonly byKey = new Map<string, Posting>();
-  private readonly byId: (Posting | undefined)[] = [];
-  private readonly freeIds: number[] = [];
-
-  /** The posting of `key`, or `undefined`. */
-  get(key: string): Posting | undefined {
-    return this.byKey.get(key);
-  }
-
-  /** The posting numbered `id`, or `undefined` once it was dropped. */
-  at(id: number): Posting | undefined {
-    return this.byId[id];
-  }
-
-  /** The posting of `key`, created empty when there is none. */
-  intern(key: string): Posting {
-    let posting = this.byKey.get(key);
-    if (!posting) {
-      const id = this.freeIds.pop() ?? this.byId.length;
-      posting = new Posting(key, id);
-      this.byKey.set(key, posting);
-      this.byId[id] = posting;
-    }
-    return posting;
-  }
-
-  /** Forgets an empty posting and frees its number. */
-  drop(posting: Posting): void {
-    this.byKey.delete(posting.key);
-    this.byId[posting.id] = undefined;
-    this.freeIds.push(posting.id);
-  }
-
-  values(): IterableIterator<Posting> {
-    return this.byKey.values();
-  }
-}
-
-/** The typed array, or one twice as long when `slot` does not fit, with the old values kept. */
-function fit<T extends Float64Array | Int32Array>(array: T, slot: number, make: (n: number) => T): T {
-  if (slot < array.length) return array;
-  const grown = make(Math.max(slot + 1, array.length * 2));
-  grown.set(array);
-  return grown;
-}
-
-/**
- * Variable-length values per slot packed in one typed array: a slot's values are contiguous
- * (`start`, `size`); replacing or freeing them leaves a hole, and when the array is full the live
- * values are copied into a new one twice their size (which drops the holes).
- */
-class SlotArena<A extends Int32Array | Buffer> {
-  data: A;
-  start: Int32Array;
-  size: Int32Array;
-  /** Values written, holes included. */
-  private used = 0;
-  /** Values of the slots (`used` minus the holes). */
-  private live = 0;
-
-  /**
-   * @param capacity values to make room for at first (more are made room for when needed)
-   * @param slots slots to make room for at first
-   */
-  constructor(
-    private readonly make: (n: number) => A,
-    capacity: number,
-    slots: number,
-  ) {
-    this.data = make(Math.max(1024, capacity));
-    this.start = new Int32Array(Math.max(1024, slots));
-    this.size = new Int32Array(Math.max(1024, slots));
-  }
-
-  /**
-   * Room for `n` values of `slot`, whose previous values are dropped.
-   * @returns the offset of the first of them in {@link data} (read it after the call: it may move)
-   */
-  alloc(slot: number, n: number): number {
-    this.start = fit(this.start, slot, (m) => new Int32Array(m));
-    this.size = fit(this.size, slot, (m) => new Int32Array(m));
-    this.free(slot);
-    if (this.used + n > this.data.length) this.compact(n);
-    const at = this.used;
-    this.start[slot] = at;
-    this.size[slot] = n;
-    this.used += n;
-    this.live += n;
-    return at;
-  }
-
-  free(slot: number): void {
-    if (slot >= this.size.length) return;
-    this.live -= this.size[slot] as number;
-    this.size[slot] = 0;
-  }
-
-  /** Drops the holes and the room kept for growth; `slots` is how many slots there are. */
-  trim(slots: number): void {
-    if (this.data.length > Math.max(1024, this.live)) this.compact(0, 1);
-    const keep = Math.max(1024, slots);
-    if (this.start.length > keep) {
-      this.start = this.start.slice(0, keep);
-      this.size = this.size.slice(0, keep);
-    }
-  }
-
-  /**
-   * Copies the live values into a new array with room for `extra` more, `growth` times what they
-   * need (at least 1,024 values), dropping the holes.
-   */
-  private compact(extra: number, growth = 2): void {
-    const { start, size, data } = this;
-    const next = this.make(Math.max(1024, growth * (this.live + extra)));
-    let at = 0;
-    for (let slot = 0; slot < size.length; slot++) {
-      const n = size[slot] as number;
-      if (n === 0) continue;
-      const from = start[slot] as number;
-      next.set(data.subarray(from, from + n), at);
-      start[slot] = at;
-      at += n;
-    }
-    this.data = next;
-    this.used = at;
-  }
-}
-
 /** A lone surrogate: a string UTF-8 cannot carry unchanged. */
 const LONE_SURROGATE = /\p{Cs}/u;
-
-/** FNV-1a over the UTF-16 code units, as a non-negative int32. */
-function hashOf(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
-  return hash & 0x7fffffff;
-}
 
 /**
  * The in-memory routing index of one replica (README, "Routing and the score"): every active skill
@@ -256,14 +64,10 @@ export class RoutingIndex {
   private slotCount = 0;
   private free: number[] = [];
   /**
-   * Skill id to slot: an open-addressing table of `slot + 1` (0: empty) probed linearly from the
-   * id's hash, the ids themselves in {@link text} (a Map of 100,000 id strings would hold about
-   * 8 MB of heap). Ids with a lone surrogate are in `oddIds` instead.
+   * Skill id to slot, the ids themselves in {@link text} (a Map of 100,000 id strings would hold
+   * about 8 MB of heap). Ids with a lone surrogate are in `oddIds` instead.
    */
-  private idTable = new Int32Array(2048);
-  /** Ids in {@link idTable}. */
-  private hashed = 0;
-  private idHash = new Int32Array(1024);
+  private readonly ids = new HashedNumbers((slot, skillId) => this.idOf(slot) === skillId);
   private oddIds = new Map<string, number>();
   private readonly postings = new PostingTable();
   private readonly chainPostings = new PostingTable();
@@ -358,27 +162,22 @@ export class RoutingIndex {
     const nameOnly = [...routed].filter((t) => !counted.has(t));
     let at = this.terms.alloc(slot, chains.length + matchTerms.length + nameOnly.length);
     const entries = this.terms.data;
-    const pending = this.postingsPending;
+    const { postings, chainPostings, postingsPending } = this;
     for (const chain of chains) {
-      const posting = this.chainPostings.intern(chain);
-      if (pending) posting.pending++;
-      else posting.push(slot);
-      entries[at++] = posting.id;
+      const id = chainPostings.intern(chain);
+      if (postingsPending) chainPostings.pending[id] = (chainPostings.pending[id] as number) + 1;
+      else chainPostings.push(id, slot);
+      entries[at++] = id;
     }
-    for (const term of matchTerms) {
-      const posting = this.postings.intern(term);
-      const kind = routed.has(term) ? MATCH : COUNT_ONLY;
-      if (kind === COUNT_ONLY) posting.countOnly++;
-      if (pending) posting.pending++;
-      else posting.push((slot << 2) | kind);
-      entries[at++] = (posting.id << 2) | kind;
-    }
-    for (const term of nameOnly) {
-      const posting = this.postings.intern(term);
-      if (pending) posting.pending++;
-      else posting.push((slot << 2) | NAME_ONLY);
-      entries[at++] = (posting.id << 2) | NAME_ONLY;
-    }
+    const lexeme = (term: string, kind: number): void => {
+      const id = postings.intern(term);
+      if (kind === COUNT_ONLY) postings.countOnly[id] = (postings.countOnly[id] as number) + 1;
+      if (postingsPending) postings.pending[id] = (postings.pending[id] as number) + 1;
+      else postings.push(id, (slot << 2) | kind);
+      entries[at++] = (id << 2) | kind;
+    };
+    for (const term of matchTerms) lexeme(term, routed.has(term) ? MATCH : COUNT_ONLY);
+    for (const term of nameOnly) lexeme(term, NAME_ONLY);
     this.chainCount[slot] = chains.length;
     this.matchCount[slot] = matchTerms.length;
 
@@ -428,7 +227,6 @@ export class RoutingIndex {
     const keep = Math.max(1024, slots);
     const cut = <T extends Float64Array | Int32Array>(array: T): T =>
       array.length > keep ? (array.slice(0, keep) as T) : array;
-    this.idHash = cut(this.idHash);
     this.idBytes = cut(this.idBytes);
     this.chainCount = cut(this.chainCount);
     this.matchCount = cut(this.matchCount);
@@ -447,9 +245,9 @@ export class RoutingIndex {
     this.shared = cut(this.shared);
     this.chainHits = cut(this.chainHits);
     this.chainSeenBy = cut(this.chainSeenBy);
-    let table = 2048;
-    while (table < this.hashed * 2) table *= 2;
-    if (table < this.idTable.length) this.rehash(table);
+    this.ids.trim(slots);
+    this.postings.trim();
+    this.chainPostings.trim();
   }
 
   /** Drops a skill (no longer active, or gone); unknown ids are ignored. */
@@ -465,22 +263,19 @@ export class RoutingIndex {
     const from = this.terms.start[slot] as number;
     const chains = this.chainCount[slot] as number;
     const end = from + (this.terms.size[slot] as number);
+    const { postings, chainPostings } = this;
     for (let i = from; i < from + chains; i++) {
       const id = entries[i] as number;
-      const posting = this.chainPostings.at(id);
-      if (!posting) continue;
-      posting.remove(slot);
-      if (posting.length === 0) this.chainPostings.drop(posting);
+      chainPostings.remove(id, slot);
+      if (chainPostings.length[id] === 0) chainPostings.drop(id);
     }
     for (let i = from + chains; i < end; i++) {
       const entry = entries[i] as number;
       const id = entry >> 2;
       const kind = entry & 3;
-      const posting = this.postings.at(id);
-      if (!posting) continue;
-      posting.remove((slot << 2) | kind);
-      if (kind === COUNT_ONLY) posting.countOnly--;
-      if (posting.length === 0) this.postings.drop(posting);
+      postings.remove(id, (slot << 2) | kind);
+      if (kind === COUNT_ONLY) postings.countOnly[id] = (postings.countOnly[id] as number) - 1;
+      if (postings.length[id] === 0) postings.drop(id);
     }
     this.terms.free(slot);
     this.text.free(slot);
@@ -521,13 +316,17 @@ export class RoutingIndex {
     const routeId = ++this.routes;
     const { seenBy, shared } = this;
     const candidates: number[] = [];
-    const postings: Posting[] = [];
+    const { postings, chainPostings } = this;
+    const items = postings.entries.data;
+    // The task's lexemes the index knows, by posting number.
+    const task = new Map<number, string>();
     for (const term of taskTerms) {
-      const posting = this.postings.get(term);
-      if (!posting) continue;
-      postings.push(posting);
-      const { items, length } = posting;
-      for (let i = 0; i < length; i++) {
+      const id = postings.get(term);
+      if (id < 0) continue;
+      task.set(id, term);
+      const from = postings.entries.start[id] as number;
+      const end = from + (postings.length[id] as number);
+      for (let i = from; i < end; i++) {
         const entry = items[i] as number;
         const kind = entry & 3;
         if (kind === COUNT_ONLY) continue;
@@ -541,10 +340,11 @@ export class RoutingIndex {
       }
     }
     // After every slot met was reset: lexemes that count without matching.
-    for (const posting of postings) {
-      if (posting.countOnly === 0) continue;
-      const { items, length } = posting;
-      for (let i = 0; i < length; i++) {
+    for (const id of task.keys()) {
+      if (postings.countOnly[id] === 0) continue;
+      const from = postings.entries.start[id] as number;
+      const end = from + (postings.length[id] as number);
+      for (let i = from; i < end; i++) {
         const entry = items[i] as number;
         if ((entry & 3) !== COUNT_ONLY) continue;
         const slot = entry >> 2;
@@ -556,14 +356,17 @@ export class RoutingIndex {
     const { chainHits, chainSeenBy } = this;
     if (wanted.length > 0) {
       // Chain hits from whichever side is shorter: the chains' postings or the matching slots.
-      const chainLists = wanted.map((chain) => this.chainPostings.get(chain));
-      const viaPostings = chainLists.reduce((n, list) => n + (list?.length ?? 0), 0) < candidates.length;
+      // Chains the index does not know cannot be supported.
+      const wantedIds = wanted.map((chain) => chainPostings.get(chain)).filter((id) => id >= 0);
+      const viaPostings =
+        wantedIds.reduce((n, id) => n + (chainPostings.length[id] as number), 0) < candidates.length;
       if (viaPostings) {
-        for (const list of chainLists) {
-          if (!list) continue;
-          const { items, length } = list;
-          for (let i = 0; i < length; i++) {
-            const slot = items[i] as number;
+        const chainItems = chainPostings.entries.data;
+        for (const id of wantedIds) {
+          const from = chainPostings.entries.start[id] as number;
+          const end = from + (chainPostings.length[id] as number);
+          for (let i = from; i < end; i++) {
+            const slot = chainItems[i] as number;
             if (seenBy[slot] !== routeId) continue;
             if (chainSeenBy[slot] !== routeId) {
               chainSeenBy[slot] = routeId;
@@ -573,8 +376,6 @@ export class RoutingIndex {
           }
         }
       } else {
-        // Chains the index does not know cannot be supported.
-        const wantedIds = chainLists.flatMap((list) => (list ? [list.id] : []));
         const entries = this.terms.data;
         const { start } = this.terms;
         for (const slot of candidates) {
@@ -640,7 +441,6 @@ export class RoutingIndex {
       }
     }
 
-    const task = new Set(taskTerms);
     const matches: ScoredSkill<CandidateRecord>[] = [];
     for (const slot of topSlots) {
       const scored = scoreSkill(this.candidate(slot, task), query, true);
@@ -653,17 +453,16 @@ export class RoutingIndex {
    * A slot as a SQL candidate carries it: its fields, and of its capability and description lexemes
    * only those in the task (what the reasons name), in the row's order.
    */
-  private candidate(slot: number, task: Set<string>): CandidateRecord {
+  private candidate(slot: number, task: Map<number, string>): CandidateRecord {
     const entries = this.terms.data;
     const from = this.terms.start[slot] as number;
     const chainsEnd = from + (this.chainCount[slot] as number);
     const chains: string[] = [];
-    for (let i = from; i < chainsEnd; i++)
-      chains.push((this.chainPostings.at(entries[i] as number) as Posting).key);
+    for (let i = from; i < chainsEnd; i++) chains.push(this.chainPostings.keyOf(entries[i] as number));
     const matchTerms: string[] = [];
     for (let i = chainsEnd; i < chainsEnd + (this.matchCount[slot] as number); i++) {
-      const term = (this.postings.at((entries[i] as number) >> 2) as Posting).key;
-      if (task.has(term)) matchTerms.push(term);
+      const term = task.get((entries[i] as number) >> 2);
+      if (term !== undefined) matchTerms.push(term);
     }
     let text = this.oddText.get(slot);
     if (!text) {
@@ -697,23 +496,23 @@ export class RoutingIndex {
   private fillPostings(): void {
     if (!this.postingsPending) return;
     this.postingsPending = false;
-    for (const posting of this.postings.values()) posting.reset(posting.pending);
-    for (const posting of this.chainPostings.values()) posting.reset(posting.pending);
+    const { postings, chainPostings } = this;
+    postings.forEach((id) => postings.reset(id, postings.pending[id] as number));
+    chainPostings.forEach((id) => chainPostings.reset(id, chainPostings.pending[id] as number));
     const entries = this.terms.data;
     const { start, size } = this.terms;
     for (let slot = 0; slot < this.slotCount; slot++) {
       const from = start[slot] as number;
       const chainsEnd = from + (this.chainCount[slot] as number);
       const end = from + (size[slot] as number);
-      for (let i = from; i < chainsEnd; i++)
-        (this.chainPostings.at(entries[i] as number) as Posting).push(slot);
+      for (let i = from; i < chainsEnd; i++) chainPostings.push(entries[i] as number, slot);
       for (let i = chainsEnd; i < end; i++) {
         const entry = entries[i] as number;
-        (this.postings.at(entry >> 2) as Posting).push((slot << 2) | (entry & 3));
+        postings.push(entry >> 2, (slot << 2) | (entry & 3));
       }
     }
-    for (const posting of this.postings.values()) posting.pending = 0;
-    for (const posting of this.chainPostings.values()) posting.pending = 0;
+    postings.pending.fill(0);
+    chainPostings.pending.fill(0);
   }
 
   /** The skill id of a slot in use. */
@@ -727,70 +526,24 @@ export class RoutingIndex {
   /** The slot holding a skill id, or -1. */
   private slotOf(skillId: string): number {
     if (LONE_SURROGATE.test(skillId)) return this.oddIds.get(skillId) ?? -1;
-    const hash = hashOf(skillId);
-    const table = this.idTable;
-    const mask = table.length - 1;
-    for (let i = hash & mask; ; i = (i + 1) & mask) {
-      const entry = table[i] as number;
-      if (entry === 0) return -1;
-      if (this.idHash[entry - 1] === hash && this.idOf(entry - 1) === skillId) return entry - 1;
-    }
+    return this.ids.find(skillId);
   }
 
   /** Files a slot under its skill id (not in the index yet). */
   private addId(skillId: string, slot: number): void {
-    if (LONE_SURROGATE.test(skillId)) {
-      this.oddIds.set(skillId, slot);
-      return;
-    }
-    this.idHash[slot] = hashOf(skillId);
-    // At most half full, so that probes stay short.
-    if ((this.hashed + 1) * 2 > this.idTable.length) this.rehash(this.idTable.length * 2);
-    this.place(slot);
-    this.hashed++;
+    if (LONE_SURROGATE.test(skillId)) this.oddIds.set(skillId, slot);
+    else this.ids.add(slot, hashOf(skillId));
   }
 
-  private place(slot: number): void {
-    const table = this.idTable;
-    const mask = table.length - 1;
-    let i = (this.idHash[slot] as number) & mask;
-    while (table[i] !== 0) i = (i + 1) & mask;
-    table[i] = slot + 1;
-  }
-
-  /** Builds the id table again with `size` (a power of two) places. */
-  private rehash(size: number): void {
-    const old = this.idTable;
-    this.idTable = new Int32Array(size);
-    for (const entry of old) if (entry !== 0) this.place(entry - 1);
-  }
-
-  /** Takes a slot's skill id out of the table (backward-shift deletion: no tombstones). */
+  /** Takes a slot's skill id out of the index. */
   private dropId(skillId: string, slot: number): void {
-    if (LONE_SURROGATE.test(skillId)) {
-      this.oddIds.delete(skillId);
-      return;
-    }
-    const table = this.idTable;
-    const mask = table.length - 1;
-    let hole = (this.idHash[slot] as number) & mask;
-    while (table[hole] !== slot + 1) hole = (hole + 1) & mask;
-    for (let j = (hole + 1) & mask; table[j] !== 0; j = (j + 1) & mask) {
-      const home = (this.idHash[(table[j] as number) - 1] as number) & mask;
-      // The entry at j moves into the hole when its probe from `home` passes the hole.
-      const passes = hole <= j ? home <= hole || home > j : home <= hole && home > j;
-      if (!passes) continue;
-      table[hole] = table[j] as number;
-      hole = j;
-    }
-    table[hole] = 0;
-    this.hashed--;
+    if (LONE_SURROGATE.test(skillId)) this.oddIds.delete(skillId);
+    else this.ids.delete(slot);
   }
 
   private grow(slot: number): void {
     const f64 = (n: number) => new Float64Array(n);
     const i32 = (n: number) => new Int32Array(n);
-    this.idHash = fit(this.idHash, slot, i32);
     this.idBytes = fit(this.idBytes, slot, i32);
     this.chainCount = fit(this.chainCount, slot, i32);
     this.matchCount = fit(this.matchCount, slot, i32);
