@@ -101,7 +101,8 @@ export async function compose({
   const candidates = new RouteCandidates(db.pool);
   const routingRows = new RoutingRows(db.pool);
   const routing = new RoutingIndexSync(routingRows, {
-    pageSize: 1000,
+    // 250 rows of hostile descriptions are about 25 MB of heap, well within the service's V8 limit.
+    pageSize: 250,
     marginMs: config.ROUTING_WATERMARK_MARGIN_MS,
     onLoaded: (skills, ms) => {
       metrics.onIndexLoaded(skills, ms);

@@ -11,7 +11,11 @@ export interface RoutingStore {
 
 /** Settings of {@link RoutingIndexSync}. */
 export interface RoutingSyncOptions {
-  /** Rows per page of a full load. */
+  /**
+   * Rows per read: a page of a full load, or a batch of skills re-read after changes. Each row's
+   * lexeme arrays are on the heap until the index has copied them (up to about 100 KB for a
+   * description of 5,000 characters written as distinct words), so this bounds the heap a read takes.
+   */
   pageSize: number;
   /**
    * How far before the previous check's instant a watermark check looks again, in milliseconds:
@@ -172,7 +176,7 @@ export class RoutingIndexSync {
   private async flush(cause: 'notification' | 'watermark'): Promise<number> {
     let applied = 0;
     while (this.pending.size > 0) {
-      const ids = [...this.pending].slice(0, 1000);
+      const ids = [...this.pending].slice(0, this.options.pageSize);
       for (const id of ids) this.pending.delete(id);
       let rows: RoutableSkill[];
       try {
