@@ -129,3 +129,15 @@ describe('The hashed numbers', () => {
     );
   });
 });
+
+describe('The hash of a table', () => {
+  it('When two tables are made, then they file the same keys under different hashes (each hashes from a random seed of its own, so registrants cannot choose lexemes that collide)', () => {
+    const one = new HashedNumbers(() => false);
+    const other = new HashedNumbers(() => false);
+    const keys = Array.from({ length: 20 }, (_, i) => `lexeme${i}`);
+    const same = keys.filter((key) => one.hash(key) === other.hash(key));
+    // Equal by chance for about one key in two billion.
+    expect(same.length).toBeLessThanOrEqual(1);
+    expect(new Set(keys.map((key) => one.hash(key))).size).toBe(keys.length);
+  });
+});

@@ -3,6 +3,8 @@
 // heap: a V8 heap limit then bounds the service's own objects only (docs/benchmarks.md,
 // "skill-router: routing and verification").
 
+import { randomBytes } from 'node:crypto';
+
 type Numbers = Int32Array | Uint16Array | Buffer;
 
 /** The typed array, or one twice as long when `slot` does not fit, with the old values kept. */
@@ -17,10 +19,20 @@ export function fit<T extends Float64Array | Int32Array | Uint8Array>(
   return grown;
 }
 
-/** FNV-1a over the UTF-16 code units, as a non-negative int32. */
-export function hashOf(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+/**
+ * Jenkins' one-at-a-time hash over the UTF-16 code units, started from `seed`, as a non-negative
+ * int32: V8 hashes its own strings (a `Map`'s keys) the same way, from a random seed per process.
+ */
+export function hashOf(text: string, seed: number): number {
+  let hash = seed | 0;
+  for (let i = 0; i < text.length; i++) {
+    hash = (hash + text.charCodeAt(i)) | 0;
+    hash = (hash + (hash << 10)) | 0;
+    hash ^= hash >>> 6;
+  }
+  hash = (hash + (hash << 3)) | 0;
+  hash ^= hash >>> 11;
+  hash = (hash + (hash << 15)) | 0;
   return hash & 0x7fffffff;
 }
 
@@ -142,7 +154,9 @@ export class SlotArena<A extends Numbers> {
  * Numbers (0, 1, …) filed under strings that are kept elsewhere: an open-addressing table of
  * `number + 1` (0: empty), at most half full, probed linearly from the string's {@link hashOf},
  * with each number's hash kept beside it; `equals(number, key)` reads the string where its owner
- * keeps it.
+ * keeps it. Each table hashes from a random seed of its own: registrants choose the lexemes, and
+ * with a known hash they could choose thousands that probe the same run of places, making every
+ * lookup and insertion walk it (a `Map`, which this replaces, is protected the same way).
  */
 export class HashedNumbers {
   private table = new Int32Array(2048);
@@ -150,10 +164,17 @@ export class HashedNumbers {
   /** Numbers in the table. */
   private count = 0;
 
+  private readonly seed = randomBytes(4).readInt32LE();
+
   constructor(private readonly equals: (n: number, key: string) => boolean) {}
 
-  /** The number filed under `key`, or -1. */
-  find(key: string, hash = hashOf(key)): number {
+  /** The hash `key` is filed under in this table. */
+  hash(key: string): number {
+    return hashOf(key, this.seed);
+  }
+
+  /** The number filed under `key` (whose {@link hash} is `hash`), or -1. */
+  find(key: string, hash = this.hash(key)): number {
     const { table } = this;
     const mask = table.length - 1;
     for (let i = hash & mask; ; i = (i + 1) & mask) {
@@ -163,7 +184,7 @@ export class HashedNumbers {
     }
   }
 
-  /** Files `n` (not in the table yet) under the string whose hash is `hash`. */
+  /** Files `n` (not in the table yet) under the string whose {@link hash} is `hash`. */
   add(n: number, hash: number): void {
     this.hashes = fit(this.hashes, n, (m) => new Int32Array(m));
     this.hashes[n] = hash;
@@ -246,7 +267,7 @@ export class PostingTable {
 
   /** The number of the posting of `key`, created empty when there is none. */
   intern(key: string): number {
-    const hash = hashOf(key);
+    const hash = this.byKey.hash(key);
     const found = this.byKey.find(key, hash);
     if (found >= 0) return found;
     const id = this.freeIds.pop() ?? this.ids++;

@@ -11,7 +11,7 @@ import {
   type RouteQuery,
   type ScoredSkill,
 } from './scoring';
-import { HashedNumbers, PostingTable, SlotArena, fit, hashOf } from './routing-index-storage';
+import { HashedNumbers, PostingTable, SlotArena, fit } from './routing-index-storage';
 
 /** A route answered from the index: the best matches, explained, and how many skills matched. */
 export interface IndexRoute {
@@ -532,7 +532,7 @@ export class RoutingIndex {
   /** Files a slot under its skill id (not in the index yet). */
   private addId(skillId: string, slot: number): void {
     if (LONE_SURROGATE.test(skillId)) this.oddIds.set(skillId, slot);
-    else this.ids.add(slot, hashOf(skillId));
+    else this.ids.add(slot, this.ids.hash(skillId));
   }
 
   /** Takes a slot's skill id out of the index. */
