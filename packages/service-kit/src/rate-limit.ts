@@ -1,4 +1,5 @@
 import ipaddr from 'ipaddr.js';
+import { LRUCache } from 'lru-cache';
 import type { Pool } from 'pg';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 
@@ -43,9 +44,17 @@ export interface RateLimit {
   delete(key: string): Promise<void>;
 }
 
+/** Most keys one limit refuses from memory (see {@link createRateLimit}); older ones go back to PostgreSQL. */
+const REFUSED_IN_MEMORY_MAX = 10_000;
+
 /**
  * A limit of `points` events per `durationSeconds` per key, stored in PostgreSQL so that it holds
- * across replicas. The `rate_limits` table comes from the service's Prisma migration (`tableCreated:
+ * across replicas. Once a key is refused, this process refuses it from memory until its window ends
+ * (its count in PostgreSQL could only grow meanwhile), so that a flood from one key or address past
+ * its limit costs no database write per request; `inMemoryRefusal: false` turns that off for a limit
+ * whose events are given back with {@link RateLimit.reward}, which could bring a key under its points
+ * again. {@link RateLimit.delete} forgets the refusal too (in this process; other replicas keep
+ * theirs until the window ends). The `rate_limits` table comes from the service's Prisma migration (`tableCreated:
  * true`; columns `key varchar(255) primary key, points int, expire bigint`); every limiter shares it,
  * separated by `keyPrefix`. Rows expired for an hour are deleted about once every 1000 calls (the
  * library's own 5-minute timer is off: it would keep a stopping process alive).
@@ -53,8 +62,12 @@ export interface RateLimit {
  */
 export function createRateLimit(
   pool: Pool,
-  opts: { keyPrefix: string; points: number; durationSeconds: number },
+  opts: { keyPrefix: string; points: number; durationSeconds: number; inMemoryRefusal?: boolean },
 ): RateLimit {
+  // Key → when its window ends (milliseconds since the epoch); bounded, so a flood of distinct keys
+  // costs at most this many entries.
+  const refused =
+    opts.inMemoryRefusal === false ? null : new LRUCache<string, number>({ max: REFUSED_IN_MEMORY_MAX });
   const limiter = new RateLimiterPostgres({
     storeClient: pool,
     storeType: 'pool',
@@ -67,6 +80,12 @@ export function createRateLimit(
   });
   return {
     async consume(key) {
+      const until = refused?.get(key);
+      if (until !== undefined) {
+        const left = until - Date.now();
+        if (left > 0) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(left / 1000)) };
+        refused?.delete(key);
+      }
       // clearExpired is public in the library but missing from its typings.
       if (Math.random() < 0.001)
         void (limiter as unknown as { clearExpired(expire: number): Promise<void> }).clearExpired(
@@ -76,12 +95,15 @@ export function createRateLimit(
         await limiter.consume(key, 1);
         return { allowed: true };
       } catch (err) {
-        if (err instanceof RateLimiterRes)
+        if (err instanceof RateLimiterRes) {
+          refused?.set(key, Date.now() + err.msBeforeNext);
           return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(err.msBeforeNext / 1000)) };
+        }
         throw err;
       }
     },
     async reward(key) {
+      refused?.delete(key);
       await limiter.reward(key, 1);
     },
     async penalty(key, points = 1) {
@@ -97,6 +119,7 @@ export function createRateLimit(
         : 0;
     },
     async delete(key) {
+      refused?.delete(key);
       await limiter.delete(key);
     },
   };

@@ -69,6 +69,48 @@ describe('createRateLimit on PostgreSQL', () => {
     expect(await limit.refusedFor('b')).toBe(0);
   });
 
+  it('When a refused key keeps trying, then it is refused from memory with the same wait, and its counter in PostgreSQL no longer grows; after delete it is counted again', async () => {
+    const limit = createRateLimit(pool, { keyPrefix: 'flood', points: 2, durationSeconds: 60 });
+    const counted = async () =>
+      (await pool.query<{ points: number }>(`SELECT points FROM rate_limits WHERE key = 'flood:k'`)).rows[0]
+        ?.points;
+    await limit.consume('k');
+    await limit.consume('k');
+    const first = await limit.consume('k');
+    expect(first.allowed).toBe(false);
+    expect(await counted()).toBe(3);
+    for (let i = 0; i < 20; i++) {
+      const again = await limit.consume('k');
+      expect(again.allowed).toBe(false);
+      if (!again.allowed && !first.allowed)
+        expect(again.retryAfterSeconds).toBeLessThanOrEqual(first.retryAfterSeconds);
+      if (!again.allowed) expect(again.retryAfterSeconds).toBeGreaterThanOrEqual(58);
+    }
+    expect(await counted()).toBe(3);
+    await limit.delete('k');
+    expect(await limit.consume('k')).toEqual({ allowed: true });
+    expect(await counted()).toBe(1);
+  });
+
+  it('When a limit gives events back (inMemoryRefusal false), then a refused key is counted in PostgreSQL on every try and allowed again once an event is given back', async () => {
+    const limit = createRateLimit(pool, {
+      keyPrefix: 'given_back',
+      points: 1,
+      durationSeconds: 60,
+      inMemoryRefusal: false,
+    });
+    const counted = async () =>
+      (await pool.query<{ points: number }>(`SELECT points FROM rate_limits WHERE key = 'given_back:k'`))
+        .rows[0]?.points;
+    expect(await limit.consume('k')).toEqual({ allowed: true });
+    expect((await limit.consume('k')).allowed).toBe(false);
+    expect((await limit.consume('k')).allowed).toBe(false);
+    expect(await counted()).toBe(3);
+    for (let i = 0; i < 3; i++) await limit.reward('k');
+    expect(await limit.consume('k')).toEqual({ allowed: true });
+    expect(await counted()).toBe(1);
+  });
+
   it('When failures are counted with penalty and the key blocked, then it is refused until deleted', async () => {
     const failures = createRateLimit(pool, { keyPrefix: 'fail', points: 1_000_000, durationSeconds: 86_400 });
     const waits = createRateLimit(pool, { keyPrefix: 'wait', points: 1, durationSeconds: 1 });

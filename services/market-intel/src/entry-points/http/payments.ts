@@ -196,6 +196,8 @@ export function createVerificationGuard(config: PaymentConfig, pool: Pool): Veri
     keyPrefix: VERIFY_KEY_PREFIX,
     points: limit,
     durationSeconds: 60,
+    // Verified payments are given back, so a refused client can be under its limit again.
+    inMemoryRefusal: false,
   });
   const keyOf = ({ ip, network }: VerificationAttempt) => `${network}:${clientIpKey(ip)}`;
   return {
