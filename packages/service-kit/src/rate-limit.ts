@@ -1,7 +1,7 @@
 import ipaddr from 'ipaddr.js';
 import { LRUCache } from 'lru-cache';
 import type { Pool } from 'pg';
-import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterPostgres } from 'rate-limiter-flexible';
 
 /** The result of one {@link RateLimit.consume}. */
 export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
@@ -54,9 +54,12 @@ const REFUSED_IN_MEMORY_MAX = 10_000;
  * its limit costs no database write per request; `inMemoryRefusal: false` turns that off for a limit
  * whose events are given back with {@link RateLimit.reward}, which could bring a key under its points
  * again. {@link RateLimit.delete} forgets the refusal too (in this process; other replicas keep
- * theirs until the window ends). The `rate_limits` table comes from the service's Prisma migration (`tableCreated:
- * true`; columns `key varchar(255) primary key, points int, expire bigint`); every limiter shares it,
- * separated by `keyPrefix`. Rows expired for an hour are deleted about once every 1000 calls (the
+ * theirs until the window ends). Concurrent consumes of one key share statements: those that arrive
+ * while one is in flight go together in the next, as one upsert of their number of points, so a busy
+ * key costs about one statement per round trip rather than one per request, with the same counts.
+ * The `rate_limits` table comes from the service's Prisma migration (`tableCreated: true`; columns
+ * `key varchar(255) primary key, points int, expire bigint`); every limiter shares it, separated by
+ * `keyPrefix`. Rows expired for an hour are deleted about once every 1000 calls (the
  * library's own 5-minute timer is off: it would keep a stopping process alive).
  * @param pool the service's `Database.rateLimitPool` (asynchronous commit: see there)
  */
@@ -78,12 +81,47 @@ export function createRateLimit(
     duration: opts.durationSeconds,
     clearExpiredByTimeout: false,
   });
+  const refusal = (msBeforeNext: number): RateDecision => ({
+    allowed: false,
+    retryAfterSeconds: Math.max(1, Math.ceil(msBeforeNext / 1000)),
+  });
+  // Consumes of a key that arrive while a statement for it is in flight wait and go together in the
+  // next one, as one upsert of n points: the counts are those of n statements in a row (PostgreSQL
+  // would have queued them on the row's lock anyway), and the first n' that fit under the limit are
+  // allowed.
+  type Waiter = { resolve: (decision: RateDecision) => void; reject: (err: unknown) => void };
+  const waiting = new Map<string, Waiter[]>();
+  const inFlight = new Set<string>();
+  const send = (key: string): void => {
+    const waiters = waiting.get(key);
+    if (!waiters) return;
+    waiting.delete(key);
+    inFlight.add(key);
+    limiter
+      .penalty(key, waiters.length)
+      .then(
+        (res) => {
+          const before = res.consumedPoints - waiters.length;
+          if (before + waiters.length > opts.points) refused?.set(key, Date.now() + res.msBeforeNext);
+          waiters.forEach((waiter, i) =>
+            waiter.resolve(before + i + 1 <= opts.points ? { allowed: true } : refusal(res.msBeforeNext)),
+          );
+        },
+        (err: unknown) => {
+          for (const waiter of waiters) waiter.reject(err);
+        },
+      )
+      .finally(() => {
+        inFlight.delete(key);
+        send(key);
+      });
+  };
   return {
     async consume(key) {
       const until = refused?.get(key);
       if (until !== undefined) {
         const left = until - Date.now();
-        if (left > 0) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(left / 1000)) };
+        if (left > 0) return refusal(left);
         refused?.delete(key);
       }
       // clearExpired is public in the library but missing from its typings.
@@ -91,16 +129,12 @@ export function createRateLimit(
         void (limiter as unknown as { clearExpired(expire: number): Promise<void> }).clearExpired(
           Date.now() - 3_600_000,
         );
-      try {
-        await limiter.consume(key, 1);
-        return { allowed: true };
-      } catch (err) {
-        if (err instanceof RateLimiterRes) {
-          refused?.set(key, Date.now() + err.msBeforeNext);
-          return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(err.msBeforeNext / 1000)) };
-        }
-        throw err;
-      }
+      return new Promise<RateDecision>((resolve, reject) => {
+        const waiters = waiting.get(key);
+        if (waiters) waiters.push({ resolve, reject });
+        else waiting.set(key, [{ resolve, reject }]);
+        if (!inFlight.has(key)) send(key);
+      });
     },
     async reward(key) {
       refused?.delete(key);

@@ -111,6 +111,36 @@ describe('createRateLimit on PostgreSQL', () => {
     expect(await counted()).toBe(1);
   });
 
+  it('When one key consumes many times at once, then exactly its points are allowed and every try is counted, in fewer statements than tries', async () => {
+    const limit = createRateLimit(pool, { keyPrefix: 'burst', points: 5, durationSeconds: 60 });
+    const statements: string[] = [];
+    const proto = Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+    const original = proto.query;
+    proto.query = function (this: unknown, ...args: unknown[]) {
+      const first = args[0];
+      const text = typeof first === 'string' ? first : (first as { text?: string } | undefined)?.text;
+      if (text?.includes('rate_limits')) statements.push(text);
+      return original.apply(this, args);
+    };
+    let decisions;
+    try {
+      decisions = await Promise.all(Array.from({ length: 12 }, () => limit.consume('k')));
+    } finally {
+      proto.query = original;
+    }
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(5);
+    for (const d of decisions.filter((d) => !d.allowed))
+      if (!d.allowed) expect(d.retryAfterSeconds).toBeGreaterThanOrEqual(59);
+    const { rows } = await pool.query<{ points: number }>(
+      `SELECT points FROM rate_limits WHERE key = 'burst:k'`,
+    );
+    expect(rows[0]?.points).toBe(12);
+    expect(statements.length).toBeGreaterThan(0);
+    expect(statements.length).toBeLessThan(12);
+    // Another key is not held up by this one's refusal.
+    expect(await limit.consume('other')).toEqual({ allowed: true });
+  });
+
   it('When failures are counted with penalty and the key blocked, then it is refused until deleted', async () => {
     const failures = createRateLimit(pool, { keyPrefix: 'fail', points: 1_000_000, durationSeconds: 86_400 });
     const waits = createRateLimit(pool, { keyPrefix: 'wait', points: 1, durationSeconds: 1 });
