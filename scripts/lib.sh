@@ -140,7 +140,8 @@ ensure_rabbitmq() {
 }
 
 # Redis on 127.0.0.1:6379, which the machines of ARCHITECTURE's "Running it" provide beside PostgreSQL and
-# RabbitMQ: installed when missing and started when down (in memory only, bound to 127.0.0.1).
+# RabbitMQ: installed when missing and started when down, by its init system or, without one, in
+# memory only and bound to 127.0.0.1.
 ensure_redis() {
   port_open 127.0.0.1 6379 && return 0
   if ! command -v redis-server >/dev/null 2>&1; then
