@@ -1,7 +1,7 @@
 import { Client, Pool } from 'pg';
 import { RateLimiterPostgres } from 'rate-limiter-flexible';
 import { apiKeyScheme, createRateLimit, hashApiKey, hashesEqual, sweepRateLimits } from '../src/index';
-import { runScoped, TEST_DATABASE_BASE_URL, testDatabaseUrl } from '../src/testing';
+import { countQueries, runScoped, TEST_DATABASE_BASE_URL, testDatabaseUrl } from '../src/testing';
 
 describe('apiKeyScheme', () => {
   const scheme = apiKeyScheme('sk_test_', 6);
@@ -57,6 +57,11 @@ describe('createRateLimit on PostgreSQL', () => {
     await pool.end();
   });
 
+  /** The events counted for a stored key (`<keyPrefix>:<key>`) in the current window, or undefined. */
+  const pointsOf = async (storedKey: string): Promise<number | undefined> =>
+    (await pool.query<{ points: number }>('SELECT points FROM rate_limits WHERE key = $1', [storedKey]))
+      .rows[0]?.points;
+
   it('When a key is over its points, then it is refused with the seconds left; another key is not', async () => {
     const limit = createRateLimit(pool, { keyPrefix: 'over', points: 2, durationSeconds: 60 });
     expect(await limit.consume('a')).toEqual({ allowed: true });
@@ -71,9 +76,7 @@ describe('createRateLimit on PostgreSQL', () => {
 
   it('When a refused key keeps trying, then it is refused from memory with the same wait, and its counter in PostgreSQL no longer grows; after delete it is counted again', async () => {
     const limit = createRateLimit(pool, { keyPrefix: 'flood', points: 2, durationSeconds: 60 });
-    const counted = async () =>
-      (await pool.query<{ points: number }>(`SELECT points FROM rate_limits WHERE key = 'flood:k'`)).rows[0]
-        ?.points;
+    const counted = () => pointsOf('flood:k');
     await limit.consume('k');
     await limit.consume('k');
     const first = await limit.consume('k');
@@ -99,9 +102,7 @@ describe('createRateLimit on PostgreSQL', () => {
       durationSeconds: 60,
       inMemoryRefusal: false,
     });
-    const counted = async () =>
-      (await pool.query<{ points: number }>(`SELECT points FROM rate_limits WHERE key = 'given_back:k'`))
-        .rows[0]?.points;
+    const counted = () => pointsOf('given_back:k');
     expect(await limit.consume('k')).toEqual({ allowed: true });
     expect((await limit.consume('k')).allowed).toBe(false);
     expect((await limit.consume('k')).allowed).toBe(false);
@@ -113,28 +114,14 @@ describe('createRateLimit on PostgreSQL', () => {
 
   it('When one key consumes many times at once, then exactly its points are allowed and every try is counted, in fewer statements than tries', async () => {
     const limit = createRateLimit(pool, { keyPrefix: 'burst', points: 5, durationSeconds: 60 });
-    const statements: string[] = [];
-    const proto = Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
-    const original = proto.query;
-    proto.query = function (this: unknown, ...args: unknown[]) {
-      const first = args[0];
-      const text = typeof first === 'string' ? first : (first as { text?: string } | undefined)?.text;
-      if (text?.includes('rate_limits')) statements.push(text);
-      return original.apply(this, args);
-    };
-    let decisions;
-    try {
-      decisions = await Promise.all(Array.from({ length: 12 }, () => limit.consume('k')));
-    } finally {
-      proto.query = original;
-    }
+    const { result: decisions, queries } = await countQueries(() =>
+      Promise.all(Array.from({ length: 12 }, () => limit.consume('k'))),
+    );
+    const statements = queries.filter((q) => q.includes('rate_limits'));
     expect(decisions.filter((d) => d.allowed)).toHaveLength(5);
     for (const d of decisions.filter((d) => !d.allowed))
       if (!d.allowed) expect(d.retryAfterSeconds).toBeGreaterThanOrEqual(59);
-    const { rows } = await pool.query<{ points: number }>(
-      `SELECT points FROM rate_limits WHERE key = 'burst:k'`,
-    );
-    expect(rows[0]?.points).toBe(12);
+    expect(await pointsOf('burst:k')).toBe(12);
     expect(statements.length).toBeGreaterThan(0);
     expect(statements.length).toBeLessThan(12);
     // Another key is not held up by this one's refusal.

@@ -1,7 +1,6 @@
 import { randomInt } from 'node:crypto';
-import { Client } from 'pg';
 import { waitFor } from '@repo/queue/testing';
-import { metricValue, scrape } from '@repo/service-kit/testing';
+import { countQueries, metricValue, scrape } from '@repo/service-kit/testing';
 import { buildReport, startHarness, type Harness } from './support/harness';
 
 // What one fresh payment costs the service in PostgreSQL round trips and Solana RPC calls: the
@@ -26,24 +25,6 @@ afterAll(() => h.close());
  * (`@repo/x402-express`'s one-answer test: a payment whose answer could not be stored stays `verified`).
  */
 const ROUND_TRIPS = 3;
-
-/** Counts every query any `pg` client of this process sends while `run` runs (whitespace collapsed). */
-async function countQueries<T>(run: () => Promise<T>): Promise<{ result: T; queries: string[] }> {
-  const queries: string[] = [];
-  const proto = Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
-  const original = proto.query;
-  proto.query = function (this: unknown, ...args: unknown[]) {
-    const first = args[0];
-    const text = typeof first === 'string' ? first : (first as { text?: string } | undefined)?.text;
-    queries.push((text ?? '').replace(/\s+/g, ' '));
-    return original.apply(this, args);
-  };
-  try {
-    return { result: await run(), queries };
-  } finally {
-    proto.query = original;
-  }
-}
 
 const rpcCalls = async (): Promise<number> =>
   metricValue(await scrape(h.metricsUrl), 'x402_rpc_calls_total', {

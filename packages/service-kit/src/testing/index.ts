@@ -5,6 +5,7 @@ export type { ServiceProcess, SpawnServiceOptions } from './process';
 export { judgeShutdown, startLoad } from './load';
 export type { Load, LoadRequest, LoadResult, ShutdownVerdict } from './load';
 export { metricValue, parseMetrics, scrape } from './scrape';
+export { countQueries } from './queries';
 export type { Sample } from './scrape';
 export { configRefusal } from './config';
 export {
