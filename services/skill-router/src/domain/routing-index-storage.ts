@@ -250,8 +250,8 @@ export class PostingTable {
   length = new Int32Array(1024);
   /** Per posting, entries of kind COUNT_ONLY (lexemes only): a route looks for them only when there are any. */
   countOnly = new Int32Array(1024);
-  /** Per posting, entries not filled in yet (see `RoutingIndex.postingsPending`). */
-  pending = new Int32Array(1024);
+  /** Per posting, entries counted by {@link add} to be filled in later (see {@link makeRoomForDeferred}). */
+  private deferred = new Int32Array(1024);
   private readonly keys = new SlotArena((n) => new Uint16Array(n), 0, 0);
   /** 1 where a posting is in use. */
   private inUse = new Uint8Array(1024);
@@ -273,11 +273,11 @@ export class PostingTable {
     const id = this.freeIds.pop() ?? this.ids++;
     this.length = fit(this.length, id, (n) => new Int32Array(n));
     this.countOnly = fit(this.countOnly, id, (n) => new Int32Array(n));
-    this.pending = fit(this.pending, id, (n) => new Int32Array(n));
+    this.deferred = fit(this.deferred, id, (n) => new Int32Array(n));
     this.inUse = fit(this.inUse, id, (n) => new Uint8Array(n));
     this.length[id] = 0;
     this.countOnly[id] = 0;
-    this.pending[id] = 0;
+    this.deferred[id] = 0;
     this.inUse[id] = 1;
     const at = this.keys.alloc(id, key.length);
     const data = this.keys.data;
@@ -301,10 +301,28 @@ export class PostingTable {
     this.length[id] = n + 1;
   }
 
-  /** Empties a posting, with room for exactly `capacity` entries. */
-  reset(id: number, capacity: number): void {
-    this.entries.alloc(id, capacity);
-    this.length[id] = 0;
+  /**
+   * Adds an entry to a posting now, or, with `later`, only counts it: during a full load the entries
+   * are filled in afterwards at their exact size ({@link makeRoomForDeferred}, then {@link push})
+   * instead of doubled and copied along the way.
+   */
+  add(id: number, value: number, later: boolean): void {
+    if (later) this.deferred[id] = (this.deferred[id] as number) + 1;
+    else this.push(id, value);
+  }
+
+  /** Changes a posting's count of COUNT_ONLY entries by `delta`. */
+  countOnlyBy(id: number, delta: number): void {
+    this.countOnly[id] = (this.countOnly[id] as number) + delta;
+  }
+
+  /** Empties every posting, with room for exactly the entries {@link add} counted for later. */
+  makeRoomForDeferred(): void {
+    this.forEach((id) => {
+      this.entries.alloc(id, this.deferred[id] as number);
+      this.length[id] = 0;
+    });
+    this.deferred.fill(0);
   }
 
   /**

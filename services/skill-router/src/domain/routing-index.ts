@@ -165,15 +165,13 @@ export class RoutingIndex {
     const { postings, chainPostings, postingsPending } = this;
     for (const chain of chains) {
       const id = chainPostings.intern(chain);
-      if (postingsPending) chainPostings.pending[id] = (chainPostings.pending[id] as number) + 1;
-      else chainPostings.push(id, slot);
+      chainPostings.add(id, slot, postingsPending);
       entries[at++] = id;
     }
     const lexeme = (term: string, kind: number): void => {
       const id = postings.intern(term);
-      if (kind === COUNT_ONLY) postings.countOnly[id] = (postings.countOnly[id] as number) + 1;
-      if (postingsPending) postings.pending[id] = (postings.pending[id] as number) + 1;
-      else postings.push(id, (slot << 2) | kind);
+      if (kind === COUNT_ONLY) postings.countOnlyBy(id, 1);
+      postings.add(id, (slot << 2) | kind, postingsPending);
       entries[at++] = (id << 2) | kind;
     };
     for (const term of matchTerms) lexeme(term, routed.has(term) ? MATCH : COUNT_ONLY);
@@ -274,7 +272,7 @@ export class RoutingIndex {
       const id = entry >> 2;
       const kind = entry & 3;
       postings.remove(id, (slot << 2) | kind);
-      if (kind === COUNT_ONLY) postings.countOnly[id] = (postings.countOnly[id] as number) - 1;
+      if (kind === COUNT_ONLY) postings.countOnlyBy(id, -1);
       if (postings.length[id] === 0) postings.drop(id);
     }
     this.terms.free(slot);
@@ -497,8 +495,8 @@ export class RoutingIndex {
     if (!this.postingsPending) return;
     this.postingsPending = false;
     const { postings, chainPostings } = this;
-    postings.forEach((id) => postings.reset(id, postings.pending[id] as number));
-    chainPostings.forEach((id) => chainPostings.reset(id, chainPostings.pending[id] as number));
+    postings.makeRoomForDeferred();
+    chainPostings.makeRoomForDeferred();
     const entries = this.terms.data;
     const { start, size } = this.terms;
     for (let slot = 0; slot < this.slotCount; slot++) {
@@ -511,8 +509,6 @@ export class RoutingIndex {
         postings.push(entry >> 2, (slot << 2) | (entry & 3));
       }
     }
-    postings.pending.fill(0);
-    chainPostings.pending.fill(0);
   }
 
   /** The skill id of a slot in use. */
