@@ -13,6 +13,7 @@ export {
   sendStoredResponse,
   paymentRequiredHeader,
   recordPaymentSighting,
+  VERIFIED_MARK_DELAY_MS,
 } from './middleware';
 export type {
   PaymentGateway,

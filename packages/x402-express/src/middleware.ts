@@ -139,8 +139,12 @@ export interface PaidRoute {
 /** Options of {@link requirePayment}. */
 export type RequirePaymentOptions = PaymentGateway & PaidRoute;
 
-/** Options of {@link acceptPayment}: a gateway, a route, and the endpoint kind. */
-export type AcceptPaymentOptions = PaymentGateway & PaidRoute & { kind: PaymentKind };
+/**
+ * Options of {@link acceptPayment}: a gateway, a route, and the endpoint kind; `deferVerifiedMark`
+ * leaves the verified mark to the caller's completion ({@link processPayment}'s option of that name).
+ */
+export type AcceptPaymentOptions = PaymentGateway &
+  PaidRoute & { kind: PaymentKind; deferVerifiedMark?: boolean };
 
 /** A payment accepted by {@link acceptPayment}: proven and claimed by this request. */
 export interface AcceptedPayment {
@@ -148,6 +152,11 @@ export interface AcceptedPayment {
   payment: VerifiedPayment;
   /** The claim to finish with `ledger.complete`, `ledger.completeWithJob` or `ledger.releaseLease`. */
   claim: PaymentClaim;
+  /**
+   * With `deferVerifiedMark`: the verification the ledger does not hold yet, to pass to the
+   * completion (`ledger.complete`, `ledger.releaseLease`) or to `ledger.markVerified`.
+   */
+  unrecorded?: VerifiedPayment;
   /** The requirements that were paid. */
   requirements: PaymentRequirements;
 }
@@ -445,6 +454,7 @@ export async function acceptPayment(
       kind: options.kind,
       ...(options.kind === 'async' ? { requestHash: bodyHash(req) } : {}),
       ...(options.onPaymentEvent ? { onPaymentEvent: options.onPaymentEvent } : {}),
+      ...(options.deferVerifiedMark ? { deferVerifiedMark: true } : {}),
     });
     if (result.outcome === 'replay') {
       sendStoredResponse(res, result.response);
@@ -457,7 +467,12 @@ export async function acceptPayment(
       PAYMENT_V2_RESPONSE_HEADER,
       encodeBase64Json({ ...settlement, network: CAIP2_NETWORKS[network] }),
     );
-    return { payment: result.payment, claim: result.claim, requirements };
+    return {
+      payment: result.payment,
+      claim: result.claim,
+      requirements,
+      ...(result.unrecorded ? { unrecorded: result.unrecorded } : {}),
+    };
   } catch (error) {
     if (sendPaymentError(req, res, error, accepts, offer)) return undefined;
     throw error;
@@ -574,15 +589,16 @@ export interface PaidRequestLocals {
  *
  * `router.get('/scout/gaps', validate({ query }), requirePayment({ ...gateway, amountAtomic: 100000n, description }), handler)`
  *
- * No X-PAYMENT → 402 Error402 + `x402-version: 1`; otherwise parse → claim → verify → mark verified →
- * run the handler while capturing its answer → store it (status < 500: `completed`; 5xx: stays
- * `verified`, a retry re-runs the handler without a new charge). The answer carries
- * `X-PAYMENT-RESPONSE` and `x402-version: 1`; a repeated signature on the same endpoint gets the
- * identical status, headers and body. The verified payment is in `res.locals.x402Payment`.
+ * No X-PAYMENT → 402 Error402 + `x402-version: 1`; otherwise parse → claim → verify → run the handler
+ * while capturing its answer → store it with the verification in one statement (status < 500:
+ * `completed`; 5xx: `verified`, a retry re-runs the handler without a new charge; a handler still
+ * running after {@link VERIFIED_MARK_DELAY_MS} gets the verified mark on its own first: README, "The
+ * paid path's statements"). The answer carries `X-PAYMENT-RESPONSE` and `x402-version: 1`; a repeated
+ * signature on the same endpoint gets the identical status, headers and body. The verified payment is in `res.locals.x402Payment`.
  */
 export function requirePayment(options: RequirePaymentOptions): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
-    acceptPayment(req, res, { ...options, kind: 'sync' }).then(
+    acceptPayment(req, res, { ...options, kind: 'sync', deferVerifiedMark: true }).then(
       (accepted) => {
         if (!accepted) return;
         (res.locals as PaidRequestLocals).x402Payment = accepted.payment;
@@ -590,7 +606,7 @@ export function requirePayment(options: RequirePaymentOptions): RequestHandler {
         // never a 304 computed from this request's conditional headers.
         delete req.headers['if-none-match'];
         delete req.headers['if-modified-since'];
-        captureAnswer(req, res, options.ledger, accepted.claim);
+        captureAnswer(req, res, options.ledger, accepted.claim, accepted.unrecorded);
         next();
       },
       (error: unknown) => next(error),
@@ -620,14 +636,30 @@ const ANSWER_HEADERS = [
 ];
 
 /**
+ * Longest time, in milliseconds, a paid handler runs before its verification is recorded on its own
+ * (at most a third of the ledger's lease); a faster handler's answer records it in the same statement.
+ */
+export const VERIFIED_MARK_DELAY_MS = 1000;
+
+/**
  * Wraps `res.write`/`res.end` so that the final answer is sent only once it is stored in the ledger
  * (one payment, one answer): while the handler runs the claim's lease is renewed every third of the
  * lease; when storing fails or the claim was taken over, the answer is replaced by a `503
  * service_unavailable` with `Retry-After: 1` (a retry replays the stored answer or, if none was
  * stored, runs the handler once more). A handler that already streamed part of its answer is cut off
  * instead. A response closed without `end` releases the lease.
+ *
+ * `unrecorded` is a verification the ledger does not hold yet: the stored answer (or, after a 5xx, a
+ * failed store or a closed response, the released lease) records it in the same statement, or the
+ * verified mark does once the handler has run for {@link VERIFIED_MARK_DELAY_MS}.
  */
-function captureAnswer(req: Request, res: Response, ledger: PaymentLedger, claim: PaymentClaim): void {
+function captureAnswer(
+  req: Request,
+  res: Response,
+  ledger: PaymentLedger,
+  claim: PaymentClaim,
+  unrecorded: VerifiedPayment | undefined,
+): void {
   const chunks: Buffer[] = [];
   const target = res as unknown as { write: WriteFn; end: EndFn };
   const originalWrite = target.write;
@@ -638,6 +670,45 @@ function captureAnswer(req: Request, res: Response, ledger: PaymentLedger, claim
     Math.max(100, Math.floor(ledger.leaseMs / 3)),
   );
   renewal.unref();
+  let pending = unrecorded;
+  let recording: Promise<void> = Promise.resolve();
+  const marking =
+    unrecorded &&
+    setTimeout(
+      () => {
+        const payment = pending;
+        if (!payment) return;
+        pending = undefined;
+        // A failed mark leaves the verification to the completion; a lost lease fails that too.
+        recording = ledger.markVerified(claim, payment).then(
+          () => undefined,
+          () => {
+            pending = payment;
+          },
+        );
+      },
+      Math.min(VERIFIED_MARK_DELAY_MS, Math.floor(ledger.leaseMs / 3)),
+    );
+  marking?.unref();
+  const stop = (): void => {
+    clearInterval(renewal);
+    clearTimeout(marking);
+  };
+  const release = async (): Promise<void> => {
+    await recording;
+    await ledger.releaseLease(claim, pending);
+  };
+  const store = async (response: StoredResponse): Promise<boolean> => {
+    await recording;
+    const payment = pending;
+    try {
+      return await ledger.complete(claim, response, payment);
+    } catch (error) {
+      // The payment stays verified even when its answer cannot be stored.
+      if (payment) await ledger.releaseLease(claim, payment).catch(() => undefined);
+      throw error;
+    }
+  };
 
   target.write = function write(chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
     const buffer = toBuffer(chunk, encoding);
@@ -647,27 +718,23 @@ function captureAnswer(req: Request, res: Response, ledger: PaymentLedger, claim
   target.end = function end(chunk?: unknown, encoding?: unknown, callback?: unknown): Response {
     if (finished) return originalEnd.call(res, chunk, encoding, callback);
     finished = true;
-    clearInterval(renewal);
+    stop();
     target.write = originalWrite;
     target.end = originalEnd;
     const buffer = toBuffer(chunk, encoding);
     if (buffer) chunks.push(buffer);
     const status = res.statusCode;
-    const store: Promise<boolean> =
+    const stored: Promise<boolean> =
       status >= 500
-        ? ledger.releaseLease(claim).then(
+        ? release().then(
             () => true,
             () => true, // the lease expires on its own; a 5xx is no answer to keep
           )
-        : ledger.complete(claim, {
-            status,
-            headers: storedHeaders(res),
-            body: Buffer.concat(chunks).toString('utf8'),
-          });
-    store
+        : store({ status, headers: storedHeaders(res), body: Buffer.concat(chunks).toString('utf8') });
+    stored
       .catch(() => false)
-      .then((stored) => {
-        if (stored) {
+      .then((ok) => {
+        if (ok) {
           originalEnd.call(res, chunk, encoding, callback);
           return;
         }
@@ -692,10 +759,10 @@ function captureAnswer(req: Request, res: Response, ledger: PaymentLedger, claim
     return res;
   };
   res.on('close', () => {
-    clearInterval(renewal);
+    stop();
     if (!finished) {
       finished = true;
-      ledger.releaseLease(claim).catch(() => undefined);
+      release().catch(() => undefined);
     }
   });
 }

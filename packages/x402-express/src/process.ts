@@ -68,17 +68,25 @@ export interface ProcessPaymentInput {
   };
   /** Optional metrics hook. */
   onPaymentEvent?: PaymentEventListener;
+  /**
+   * Leave the verified mark to the caller's completion (README, "The paid path's statements"): the
+   * result's `unrecorded` is then the verification to pass to `ledger.complete` or
+   * `ledger.releaseLease`, or to `ledger.markVerified` if the handler runs long.
+   */
+  deferVerifiedMark?: boolean;
 }
 
 /**
  * Result of {@link processPayment}:
  * - `accepted`: the payment is proven and claimed by this request; run the handler, then call
  *   `ledger.complete` (sync), `ledger.completeWithJob` (async, inside the job's transaction) or
- *   `ledger.releaseLease` (handler failed: a retry re-runs it without a new charge);
+ *   `ledger.releaseLease` (handler failed: a retry re-runs it without a new charge); `unrecorded`
+ *   (only with `deferVerifiedMark`) is the verification the ledger does not hold yet, for the
+ *   completion or `releaseLease` to record;
  * - `replay`: the signature was already used on this synchronous endpoint; answer `response`.
  */
 export type ProcessPaymentResult =
-  | { outcome: 'accepted'; payment: VerifiedPayment; claim: PaymentClaim }
+  | { outcome: 'accepted'; payment: VerifiedPayment; claim: PaymentClaim; unrecorded?: VerifiedPayment }
   | { outcome: 'replay'; response: StoredResponse; record: PaymentRecord };
 
 /**
@@ -88,7 +96,8 @@ export type ProcessPaymentResult =
  * nothing is consumed (a transaction not found on chain is forgotten; any other refusal keeps the
  * first sighting, from which freshness counts). With `guard.counter` the guard's count is part of the
  * claim statement and its give-back part of the verified mark's (the package README, "The paid path's
- * statements"): a fresh push payment costs two statements here, then the caller's completion.
+ * statements"): a fresh push payment costs two statements here, then the caller's completion, or one
+ * with `deferVerifiedMark`, whose completion records the verification.
  *
  * @throws AppError
  * - `payment_required` (402, `details.reason`) for not_found / transaction_failed / wrong_recipient /
@@ -227,6 +236,10 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
   }
   // An attempt the claim counted is given back by the verified mark's own statement.
   if (!counted) await guard?.verified().catch(() => undefined);
+  if (input.deferVerifiedMark) {
+    emitPaymentEvent(onPaymentEvent, { type: 'verified', network, endpoint, rpcMs: verified.rpcMs });
+    return { outcome: 'accepted', payment: verified, claim, unrecorded: verified };
+  }
   const marked = await ledger.markVerified(claim, verified);
   if (!marked) {
     return reject(

@@ -4,7 +4,7 @@ import { errorHandler, notFoundHandler } from '@repo/errors';
 import { TcpProxy, waitFor } from '@repo/service-kit/testing';
 import { payUsdc, spawnLocalnet, type Localnet } from '@repo/solana-localnet';
 import { encodePaymentHeader } from '@repo/x402-core';
-import { requirePayment, type PaymentGateway } from '../src/index';
+import { requirePayment, type PaymentEvent, type PaymentGateway } from '../src/index';
 import { PrismaPaymentLedger } from '@repo/x402-ledger';
 import { PgSqlClient, TEST_DATABASE_URL } from '@repo/x402-ledger/testing';
 import { SolanaPaymentVerifier } from '@repo/x402-solana';
@@ -20,6 +20,9 @@ let db: PgSqlClient;
 let direct: PgSqlClient;
 let server: { url: string; close: () => Promise<void> };
 let runs = 0;
+let events: PaymentEvent[] = [];
+/** While set, `/unstorable` answers a body PostgreSQL's text type refuses (a NUL byte). */
+let unstorable = true;
 let gate: { open: () => void; opened: Promise<void> };
 
 function newGate(): void {
@@ -42,6 +45,7 @@ beforeAll(async () => {
         { fetchAttempts: 2, fetchDelayMs: 50 },
       ),
     },
+    onPaymentEvent: (event) => events.push(event),
   };
   const app = express();
   app.get(
@@ -52,6 +56,14 @@ beforeAll(async () => {
       const run = runs;
       await gate.opened;
       res.json({ run, nonce: Math.random() });
+    },
+  );
+  app.get(
+    '/unstorable',
+    requirePayment({ ...gateway, amountAtomic: 100_000n, description: 'Unstorable' }),
+    (_req, res) => {
+      runs += 1;
+      res.type('text/plain').send(unstorable ? 'a\u0000b' : 'stored');
     },
   );
   app.use(notFoundHandler);
@@ -80,6 +92,7 @@ afterAll(async () => {
 
 beforeEach(() => {
   runs = 0;
+  events = [];
   newGate();
 });
 
@@ -95,10 +108,12 @@ async function statusOf(signature: string): Promise<string | undefined> {
 }
 
 describe('One answer per payment', () => {
-  it('When storing the paid answer fails, then the answer is not sent (503, Retry-After), and a retry with the same payment runs the handler once more and is then replayed', async () => {
+  it('When storing the paid answer fails, then the answer is not sent (503, Retry-After), the payment stays verified, and a retry with the same payment runs the handler once more without verifying it again and is then replayed', async () => {
     const signature = await payUsdc(localnet, 'solana', 100_000n);
     const first = held(signature);
     await waitFor('the handler to start', () => runs === 1);
+    // A handler still running after VERIFIED_MARK_DELAY_MS (a third of this lease) gets its verified mark.
+    await waitFor('the verified mark', async () => (await statusOf(signature)) === 'verified');
     await pg.proxy.cut();
     gate.open();
     const lost = await first;
@@ -117,6 +132,12 @@ describe('One answer per payment', () => {
     const replay = await held(signature);
     expect(await replay.json()).toEqual(body);
     expect(runs).toBe(2);
+    expect(events.filter((e) => e.type === 'verified')).toHaveLength(1);
+    const rows = await direct.$queryRawUnsafe<unknown[]>(
+      'SELECT 1 FROM x402_payments WHERE signature = $1',
+      signature,
+    );
+    expect(rows).toHaveLength(1);
   });
 
   it('When a handler runs for several leases, then its claim is renewed and a concurrent request with the same payment waits and replays instead of running the handler again', async () => {
@@ -139,10 +160,31 @@ describe('One answer per payment', () => {
       10_000,
     );
     expect(runs).toBe(1);
+    // The handler outlived the deferral of its verified mark: the payment is recorded while it runs.
+    expect(await statusOf(signature)).toBe('verified');
     gate.open();
     const [a, b] = await Promise.all([first, second]);
     expect([a.status, b.status]).toEqual([200, 200]);
     expect(await b.text()).toBe(await a.text());
     expect(runs).toBe(1);
+  });
+
+  it('When a fast answer cannot be stored, then 503, the payment is recorded as verified anyway, and a retry runs the handler without verifying again', async () => {
+    unstorable = true;
+    const signature = await payUsdc(localnet, 'solana', 100_000n);
+    const url = `${server.url}/unstorable`;
+    const headers = { 'X-PAYMENT': encodePaymentHeader('solana', signature) };
+    const lost = await fetch(url, { headers });
+    expect(lost.status).toBe(503);
+    expect(await lost.json()).toMatchObject({ code: 'service_unavailable' });
+    expect(await statusOf(signature)).toBe('verified');
+
+    unstorable = false;
+    const retry = await fetch(url, { headers });
+    expect(retry.status).toBe(200);
+    expect(await retry.text()).toBe('stored');
+    expect(await statusOf(signature)).toBe('completed');
+    expect(runs).toBe(2);
+    expect(events.filter((e) => e.type === 'verified')).toHaveLength(1);
   });
 });

@@ -119,8 +119,8 @@ export interface ClaimRequest {
   /**
    * Counts one attempt in the same statement whenever this request claims a signature still to be
    * verified (a new row, or the takeover of an unverified one), not when it takes over a verified row;
-   * {@link PaymentLedger.markVerified} gives it back in its own statement. The result is
-   * {@link PaymentClaim.attempt}.
+   * the statement that records the verification ({@link PaymentLedger.markVerified}, or a completion
+   * given the deferred verification) gives it back. The result is {@link PaymentClaim.attempt}.
    */
   attemptCounter?: AttemptCounter;
 }
@@ -180,18 +180,26 @@ export interface PaymentLedger {
    */
   markVerified(claim: PaymentClaim, payment: VerifiedPayment): Promise<boolean>;
   /**
-   * Stores the answer of a synchronous endpoint (status `completed`) and ends the claim.
+   * Stores the answer of a synchronous endpoint (status `completed`) and ends the claim. With
+   * `verified`, the claim's verification was not recorded yet (the deferred verified mark of the
+   * package README, "The paid path's statements"): the same statement records it and gives the
+   * claim's counted attempt back, as {@link PaymentLedger.markVerified} would have.
    * @returns `false` when the lease was lost to a takeover
    */
-  complete(claim: PaymentClaim, response: StoredResponse): Promise<boolean>;
+  complete(claim: PaymentClaim, response: StoredResponse, verified?: VerifiedPayment): Promise<boolean>;
   /**
    * Marks an asynchronous payment `completed` with the job it created. Pass the service's transaction
    * client so the job row and this update commit together.
    * @throws AppError `payment_conflict` (409) when the lease was lost (the transaction must roll back)
    */
   completeWithJob(claim: PaymentClaim, jobId: string, tx?: SqlClient): Promise<void>;
-  /** Ends the claim after a handler failure without consuming the payment: the row stays `verified` and the next request re-runs the handler. */
-  releaseLease(claim: PaymentClaim): Promise<void>;
+  /**
+   * Ends the claim after a handler failure without consuming the payment: the row stays `verified` and
+   * the next request re-runs the handler. With `verified` (a deferred verified mark, as in
+   * {@link PaymentLedger.complete}), the same statement records the verification and gives the counted
+   * attempt back first.
+   */
+  releaseLease(claim: PaymentClaim, verified?: VerifiedPayment): Promise<void>;
   /**
    * Extends the lease of a claim still being served (a long handler must not be taken over).
    * @returns `false` when the lease was already lost to a takeover
@@ -593,9 +601,24 @@ export class PrismaPaymentLedger implements PaymentLedger {
 
   /** {@inheritDoc PaymentLedger.markVerified} */
   async markVerified(claim: PaymentClaim, payment: VerifiedPayment): Promise<boolean> {
+    return this.recordVerified(claim, payment, "status = 'verified', claimed_at = now()");
+  }
+
+  /**
+   * One statement that records `payment` on an unverified claim (`status = 'processing'`, held by
+   * `claim.token`) with the further assignments `set` (which name placeholders from `$9` on, bound to
+   * `extra`), and gives back the attempt the claim counted.
+   * @returns whether the row was updated (`false`: the lease was lost to a takeover)
+   */
+  private async recordVerified(
+    claim: PaymentClaim,
+    payment: VerifiedPayment,
+    set: string,
+    extra: unknown[] = [],
+  ): Promise<boolean> {
     const update = `UPDATE ${X402_PAYMENTS_TABLE}
-       SET status = 'verified', payer = $3, amount_atomic = $4::numeric, asset = $5, pay_to = $6,
-           slot = $7::bigint, block_time = $8::timestamptz, verified_at = now(), claimed_at = now()
+       SET ${set}, payer = $3, amount_atomic = $4::numeric, asset = $5, pay_to = $6,
+           slot = $7::bigint, block_time = $8::timestamptz, verified_at = now()
        WHERE signature = $1 AND claim_token = $2 AND status = 'processing'`;
     const values = [
       claim.signature,
@@ -606,15 +629,18 @@ export class PrismaPaymentLedger implements PaymentLedger {
       payment.payTo,
       String(payment.slot),
       payment.blockTime.toISOString(),
+      ...extra,
     ];
     const counter = claim.attempt ? claim.attemptCounter : undefined;
     if (!counter) return (await this.db.$executeRawUnsafe(update, ...values)) > 0;
+    const n = values.length;
+    const p = { key: `$${n + 1}`, now: `$${n + 2}`, window: `$${n + 3}` };
     // The give-back selects from the update's count (one row whatever it matched), so the payment row
     // is locked first, as in a claim, and the attempt is given back even when the lease was lost.
     const rows = await this.db.$queryRawUnsafe<{ marked: number }[]>(
       `WITH marked AS (${update} RETURNING 1),
        outcome AS (SELECT count(*)::int AS marked FROM marked),
-       given AS (${counterUpsert(counterTable(counter), -1, 'outcome', { key: '$9', now: '$10', window: '$11' })})
+       given AS (${counterUpsert(counterTable(counter), -1, 'outcome', p)})
        SELECT marked FROM outcome`,
       ...values,
       counter.key,
@@ -625,8 +651,22 @@ export class PrismaPaymentLedger implements PaymentLedger {
   }
 
   /** {@inheritDoc PaymentLedger.complete} */
-  async complete(claim: PaymentClaim, response: StoredResponse): Promise<boolean> {
+  async complete(
+    claim: PaymentClaim,
+    response: StoredResponse,
+    verified?: VerifiedPayment,
+  ): Promise<boolean> {
+    const stored = [response.status, JSON.stringify(response.headers), response.body];
     try {
+      if (verified) {
+        return await this.recordVerified(
+          claim,
+          verified,
+          `status = 'completed', response_status = $9::integer, response_headers = $10::jsonb,
+           response_body = $11, completed_at = now(), claim_token = NULL`,
+          stored,
+        );
+      }
       const count = await this.db.$executeRawUnsafe(
         `UPDATE ${X402_PAYMENTS_TABLE}
          SET status = 'completed', response_status = $3::integer, response_headers = $4::jsonb, response_body = $5,
@@ -634,9 +674,7 @@ export class PrismaPaymentLedger implements PaymentLedger {
          WHERE signature = $1 AND claim_token = $2 AND status = 'verified'`,
         claim.signature,
         claim.token,
-        response.status,
-        JSON.stringify(response.headers),
-        response.body,
+        ...stored,
       );
       return count > 0;
     } finally {
@@ -676,8 +714,12 @@ export class PrismaPaymentLedger implements PaymentLedger {
   }
 
   /** {@inheritDoc PaymentLedger.releaseLease} */
-  async releaseLease(claim: PaymentClaim): Promise<void> {
+  async releaseLease(claim: PaymentClaim, verified?: VerifiedPayment): Promise<void> {
     try {
+      if (verified) {
+        await this.recordVerified(claim, verified, "status = 'verified', claim_token = NULL");
+        return;
+      }
       await this.db.$executeRawUnsafe(
         `UPDATE ${X402_PAYMENTS_TABLE} SET claim_token = NULL WHERE signature = $1 AND claim_token = $2`,
         claim.signature,

@@ -438,6 +438,74 @@ describe('PrismaPaymentLedger: attempts counted in its own statements', () => {
     await ledger.forget(claim);
   });
 
+  it('When the answer is stored with a deferred verification, then one statement records the payment, completes it and gives the attempt back', async () => {
+    const statements: string[] = [];
+    const counting = {
+      $queryRawUnsafe: <T>(sql: string, ...values: unknown[]) => {
+        statements.push(sql);
+        return db.$queryRawUnsafe<T>(sql, ...values);
+      },
+      $executeRawUnsafe: (sql: string, ...values: unknown[]) => {
+        statements.push(sql);
+        return db.$executeRawUnsafe(sql, ...values);
+      },
+    };
+    const ledger = new PrismaPaymentLedger(counting);
+    const { counter } = counterAndLimiter(20);
+    const request = buildClaimRequest();
+    const claim = claimedOf(await ledger.claim({ ...request, attemptCounter: counter }));
+    expect(await pointsOf(counter)).toBe(1);
+    const payment = buildVerifiedPayment({ signature: request.signature, amountAtomic: 250_000n });
+    const stored = buildStoredResponse({ deferred: true });
+    statements.length = 0;
+    expect(await ledger.complete(claim, stored, payment)).toBe(true);
+    expect(statements).toHaveLength(1);
+    expect(await pointsOf(counter)).toBe(0);
+    expect(await rowOf(request.signature)).toMatchObject({
+      status: 'completed',
+      claim_token: null,
+      payer: payment.payer,
+      amount: '250000',
+      slot: String(payment.slot),
+      response_status: stored.status,
+    });
+    const replay = await new PrismaPaymentLedger(db).claim(request);
+    expect(replay).toMatchObject({ outcome: 'replay', response: stored });
+  });
+
+  it('When a deferred verification is stored after its lease was lost, then nothing is completed and the attempt is still given back', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const { counter } = counterAndLimiter(20);
+    const request = buildClaimRequest();
+    const claim = claimedOf(await ledger.claim({ ...request, attemptCounter: counter }));
+    const payment = buildVerifiedPayment({ signature: request.signature });
+    const lost = { ...claim, token: 'not-the-holder' };
+    expect(await ledger.complete(lost, buildStoredResponse(), payment)).toBe(false);
+    expect(await pointsOf(counter)).toBe(0);
+    expect(await rowOf(request.signature)).toMatchObject({ status: 'processing', claim_token: claim.token });
+    await ledger.forget(claim);
+  });
+
+  it('When a lease is released with a deferred verification, then the row is verified and unheld, and a retry takes it over without counting or verifying again', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const { counter } = counterAndLimiter(20);
+    const request = buildClaimRequest();
+    const claim = claimedOf(await ledger.claim({ ...request, attemptCounter: counter }));
+    const payment = buildVerifiedPayment({ signature: request.signature });
+    await ledger.releaseLease(claim, payment);
+    expect(await pointsOf(counter)).toBe(0);
+    expect(await rowOf(request.signature)).toMatchObject({
+      status: 'verified',
+      claim_token: null,
+      payer: payment.payer,
+    });
+    const retry = claimedOf(await ledger.claim({ ...request, attemptCounter: counter }));
+    expect(retry).toMatchObject({ takenOver: true, verified: { payer: payment.payer } });
+    expect(retry.attempt).toBeUndefined();
+    expect(await pointsOf(counter)).toBe(0);
+    expect(await ledger.complete(retry, buildStoredResponse())).toBe(true);
+  });
+
   it("When the counter's window has ended, then the claim opens a new window", async () => {
     const ledger = new PrismaPaymentLedger(db);
     const { counter } = counterAndLimiter(1);

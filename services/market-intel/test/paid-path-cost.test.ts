@@ -19,12 +19,11 @@ afterAll(() => h.close());
 
 /**
  * PostgreSQL round trips a fresh push payment on the Data API costs: the claim, which counts the
- * verification guard's attempt in the same statement; the verified mark, which gives it back in the
- * same statement; the stored answer (the report comes from the in-process cache once read). The
- * verified mark is not folded into the stored answer: it must be durable before the handler runs
- * (`@repo/x402-express`'s one-answer test: a payment whose answer could not be stored stays `verified`).
+ * verification guard's attempt in the same statement; the stored answer, which records the
+ * verification and gives the attempt back in the same statement (the report comes from the
+ * in-process cache once read). `@repo/x402-express`'s README, "The paid path's statements".
  */
-const ROUND_TRIPS = 3;
+const ROUND_TRIPS = 2;
 
 const rpcCalls = async (): Promise<number> =>
   metricValue(await scrape(h.metricsUrl), 'x402_rpc_calls_total', {
@@ -43,7 +42,7 @@ async function verificationAttempts(): Promise<number> {
 }
 
 describe('The cost of a fresh payment', () => {
-  it(`When a fresh push payment buys gaps, then it costs at most ${ROUND_TRIPS} PostgreSQL round trips (the guard's count and give-back ride on the claim and the verified mark), no report read, and one RPC call`, async () => {
+  it(`When a fresh push payment buys gaps, then it costs at most ${ROUND_TRIPS} PostgreSQL round trips (the guard's count rides on the claim, the verified mark and the give-back on the stored answer), no report read, and one RPC call`, async () => {
     const url = `/api/v1/scout/gaps?limit=${randomInt(1, 100)}`;
     // A first payment reads the report into the cache: the steady state is measured.
     expect((await h.getWithProof(url, await h.transfer({ amountAtomic: 100_000n }))).status).toBe(200);
@@ -53,15 +52,19 @@ describe('The cost of a fresh payment', () => {
     const { result, queries } = await countQueries(() => h.getWithProof(url, signature));
     expect(result.status).toBe(200);
     expect(await rpcCalls()).toBe(rpcBefore + 1);
-    const [claim, verifiedMark] = queries;
+    const [claim, stored] = queries;
     expect(claim).toMatch(/^WITH claimed AS \(INSERT INTO x402_payments .*INSERT INTO "rate_limits"/);
-    expect(verifiedMark).toMatch(
-      /^WITH marked AS \(UPDATE x402_payments SET status = 'verified'.*INSERT INTO "rate_limits"/,
+    expect(stored).toMatch(
+      /^WITH marked AS \(UPDATE x402_payments SET status = 'completed'.* payer = \$3.*INSERT INTO "rate_limits"/,
     );
-    expect(queries[queries.length - 1]).toMatch(/^UPDATE x402_payments SET status = 'completed'/);
     expect(queries.filter((q) => q.includes('sector_reports'))).toEqual([]);
     // The attempt was counted and given back: the client's counter is where it started.
     expect(await verificationAttempts()).toBe(attemptsBefore);
+    const rows = await h.db.$queryRawUnsafe<{ status: string; payer: string | null; amount: string }[]>(
+      'SELECT status, payer, amount_atomic::text AS amount FROM x402_payments WHERE signature = $1',
+      signature,
+    );
+    expect(rows).toEqual([{ status: 'completed', payer: expect.any(String), amount: '100000' }]);
     if (queries.length > ROUND_TRIPS) {
       const list = queries.map((q) => q.slice(0, 80)).join('\n');
       throw new Error(`${queries.length} round trips, over ${ROUND_TRIPS}:\n${list}`);
