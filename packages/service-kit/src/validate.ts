@@ -69,6 +69,25 @@ function check(
 
 const NUL_MESSAGE = 'must not contain the NUL character (U+0000)';
 
+/** Valid query strings remembered per {@link validate} middleware, and the longest one remembered. */
+const QUERY_CACHE_SIZE = 500;
+const QUERY_CACHE_MAX_LENGTH = 512;
+
+/** Freezes `value` and everything in it, so that one parsed query can be handed to many requests. */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
+/** The raw query string of a request (`?` included), or `''`. */
+function rawQuery(url: string): string {
+  const at = url.indexOf('?');
+  return at < 0 ? '' : url.slice(at);
+}
+
 /** One AppError listing every field error in `details`. */
 function invalid(code: NonNullable<ValidateOptions['bodyCode']>, problems: FieldError[]): AppError {
   return new AppError(code, `Invalid request: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`, {
@@ -84,11 +103,17 @@ function invalid(code: NonNullable<ValidateOptions['bodyCode']>, problems: Field
  * (NUL) anywhere in a parsed part (unless `options.nulAllowed` names it) is a field error too:
  * PostgreSQL stores it neither in `text` nor in `jsonb`, so it would otherwise fail as a 500 deep
  * inside a repository. Any failure is one AppError
- * listing every field error in `details` (`[{ path: "query.limit", message }]`).
+ * listing every field error in `details` (`[{ path: "query.limit", message }]`). A query string
+ * that parsed before gets the same parsed query again, frozen, without parsing (the last 500 valid
+ * ones of up to 512 characters are kept per middleware).
  * @throws AppError `invalid_request` (400) or `options.bodyCode` for the body
  */
 export function validate(schemas: RequestSchemas, options: ValidateOptions = {}): RequestHandler {
   const nulAllowed = new Set(options.nulAllowed ?? []);
+  // Query strings already parsed to a valid query, least recently used first: a repeated URL (the
+  // same paid report asked by many agents) costs no schema work. Only valid ones: a flood of bad
+  // queries stays a parse each and fills nothing.
+  const queries = new Map<string, unknown>();
   return (req, res, next) => {
     const problems: FieldError[] = [];
     const valid: Validated = { query: req.query, params: req.params, body: req.body };
@@ -96,10 +121,24 @@ export function validate(schemas: RequestSchemas, options: ValidateOptions = {})
     for (const part of ['query', 'params', 'body'] as const) {
       const schema = schemas[part];
       if (!schema) continue;
+      const raw = part === 'query' ? rawQuery(req.url) : undefined;
+      if (raw !== undefined && queries.has(raw)) {
+        const known = queries.get(raw);
+        queries.delete(raw);
+        queries.set(raw, known);
+        valid.query = known;
+        continue;
+      }
       const input: unknown = part === 'body' ? req.body : part === 'query' ? req.query : req.params;
       const checked = check(schema, input, part, nulAllowed);
-      if (checked.ok) valid[part] = checked.data;
-      else {
+      if (checked.ok) {
+        valid[part] = checked.data;
+        if (raw !== undefined && raw.length <= QUERY_CACHE_MAX_LENGTH) {
+          queries.set(raw, deepFreeze(checked.data));
+          const oldest = queries.size > QUERY_CACHE_SIZE ? queries.keys().next().value : undefined;
+          if (oldest !== undefined) queries.delete(oldest);
+        }
+      } else {
         problems.push(...checked.problems);
         if (part === 'body') bodyFailed = true;
       }

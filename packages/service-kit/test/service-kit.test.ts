@@ -128,6 +128,65 @@ describe('service kit', () => {
   });
 });
 
+describe('validate: repeated query strings', () => {
+  function countingApp() {
+    const parses = { count: 0 };
+    const seen: unknown[] = [];
+    const app = createBaseApp({ logger, isReady: () => true });
+    const query = z.preprocess(
+      (input) => {
+        parses.count += 1;
+        return input;
+      },
+      z.object({ limit: z.coerce.number().int().min(1).max(100), tags: z.array(z.string()).optional() }),
+    );
+    app.get('/items', validate({ query }), (_req, res) => {
+      const parsed = validated<{ limit: number }>(res.locals).query;
+      seen.push(parsed);
+      res.json({ ...parsed, frozen: Object.isFrozen(parsed) });
+    });
+    app.use(notFoundHandler);
+    app.use(errorHandler(logger));
+    return { app, parses, seen };
+  }
+
+  it('When a valid query string repeats, then it is parsed once and every request gets the same frozen query', async () => {
+    const { app, parses, seen } = countingApp();
+    for (let i = 0; i < 3; i++) {
+      const res = await request(app).get('/items?limit=5&tags=a&tags=b');
+      expect(res.body).toEqual({ limit: 5, tags: ['a', 'b'], frozen: true });
+    }
+    expect(parses.count).toBe(1);
+    expect(seen[0]).toBe(seen[2]);
+    expect(Object.isFrozen((seen[0] as { tags: string[] }).tags)).toBe(true);
+    expect((await request(app).get('/items?limit=6')).body).toMatchObject({ limit: 6 });
+    expect(parses.count).toBe(2);
+  });
+
+  it('When an invalid query string repeats, then each request is parsed and refused with 400, and nothing is kept', async () => {
+    const { app, parses } = countingApp();
+    for (let i = 0; i < 3; i++) {
+      const res = await request(app).get('/items?limit=0');
+      expect(res.status).toBe(400);
+      expect(res.body.details).toEqual([expect.objectContaining({ path: 'query.limit' })]);
+    }
+    expect(parses.count).toBe(3);
+  });
+
+  it('When 501 distinct query strings were valid, then the least recently used is parsed again, and a string over 512 characters is never kept', async () => {
+    const { app, parses } = countingApp();
+    await request(app).get('/items?limit=1');
+    for (let i = 0; i < 500; i++) await request(app).get(`/items?limit=2&tags=${i}&tags=x`);
+    expect(parses.count).toBe(501);
+    await request(app).get('/items?limit=1');
+    expect(parses.count).toBe(502);
+    const long = `/items?limit=3&tags=x&tags=${'x'.repeat(520)}`;
+    await request(app).get(long);
+    await request(app).get(long);
+    expect(parses.count).toBe(504);
+  });
+});
+
 describe('CORS', () => {
   const app = createBaseApp({ logger, corsOrigins: ['https://agent.example'] });
   app.get('/paid', (_req, res) => res.status(402).setHeader('payment-required', 'e30=').json({}));

@@ -345,7 +345,9 @@ export function sendStoredResponse(res: Response, stored: StoredResponse): void 
  * payment with the claim key computed up front and the settlement after the claim. When it returns
  * `undefined` the answer was already sent (402, 4xx, 503, or a replay of a synchronous endpoint).
  * Otherwise the caller owns the claim: create the job and call `ledger.completeWithJob(claim, jobId,
- * tx)` in the job's transaction, or `ledger.releaseLease(claim)` on failure. Sets `X-PAYMENT-RESPONSE`
+ * tx)` in the job's transaction, or `ledger.releaseLease(claim)` on failure. Pass the same `options`
+ * object for every request of a route: the route's requirements are built and validated once per
+ * object (and verifier), not per request. Sets `X-PAYMENT-RESPONSE`
  * (v1 network name), `PAYMENT-RESPONSE` (CAIP-2 network) and `x402-version: 1` on the response.
  *
  * @throws whatever is not an AppError (database failures...), for the error middleware
@@ -597,8 +599,10 @@ export interface PaidRequestLocals {
  * signature on the same endpoint gets the identical status, headers and body. The verified payment is in `res.locals.x402Payment`.
  */
 export function requirePayment(options: RequirePaymentOptions): RequestHandler {
+  // One object for every request of the route: its requirements are built and validated once.
+  const accept: AcceptPaymentOptions = { ...options, kind: 'sync', deferVerifiedMark: true };
   return (req: Request, res: Response, next: NextFunction) => {
-    acceptPayment(req, res, { ...options, kind: 'sync', deferVerifiedMark: true }).then(
+    acceptPayment(req, res, accept).then(
       (accepted) => {
         if (!accepted) return;
         (res.locals as PaidRequestLocals).x402Payment = accepted.payment;

@@ -217,8 +217,21 @@ function sendUnhealthy(
   res.status(503).json(body);
 }
 
-/** The payment options of a compute route: its price, description, endpoint and discovery metadata. */
+const optionsOf = new WeakMap<ComputeDeps, Map<PaidRoute, AcceptPaymentOptions>>();
+
+/**
+ * The payment options of a compute route: its price, description, endpoint and discovery metadata;
+ * one object per route, as `acceptPayment` builds a route's requirements once per options object.
+ */
 function paymentOptions(deps: ComputeDeps, route: PaidRoute): AcceptPaymentOptions {
+  let byRoute = optionsOf.get(deps);
+  if (!byRoute) optionsOf.set(deps, (byRoute = new Map()));
+  let options = byRoute.get(route);
+  if (!options) byRoute.set(route, (options = optionsFor(deps, route)));
+  return options;
+}
+
+function optionsFor(deps: ComputeDeps, route: PaidRoute): AcceptPaymentOptions {
   return {
     ...deps.gateway,
     amountAtomic: route.amountAtomic,
