@@ -234,7 +234,7 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
       return reject(error.reason, verificationErrorToAppError(error), error.rpcMs);
     throw error;
   }
-  // An attempt the claim counted is given back by the verified mark's own statement.
+  // An attempt the claim counted is given back by the statement that records the verification.
   if (!counted) await guard?.verified().catch(() => undefined);
   if (input.deferVerifiedMark) {
     emitPaymentEvent(onPaymentEvent, { type: 'verified', network, endpoint, rpcMs: verified.rpcMs });

@@ -383,6 +383,18 @@ describe('PrismaPaymentLedger: attempts counted in its own statements', () => {
     return rows[0]?.points;
   }
 
+  /** A new request claimed by `ledger` with a counter of 20 attempts, which the claim counted once. */
+  async function countedClaim(ledger: PrismaPaymentLedger): Promise<{
+    counter: AttemptCounter;
+    request: ReturnType<typeof buildClaimRequest>;
+    claim: PaymentClaim;
+  }> {
+    const { counter } = counterAndLimiter(20);
+    const request = buildClaimRequest();
+    const claim = claimedOf(await ledger.claim({ ...request, attemptCounter: counter }));
+    return { counter, request, claim };
+  }
+
   it("When claims count attempts, then they count in the rate limiter's row, the one beyond the limit is refused with the seconds left, and a verified mark gives its attempt back", async () => {
     const ledger = new PrismaPaymentLedger(db);
     const { counter, limiter, id } = counterAndLimiter(2);
@@ -433,9 +445,7 @@ describe('PrismaPaymentLedger: attempts counted in its own statements', () => {
 
   it('When the verified mark has lost its lease, then the attempt is still given back', async () => {
     const ledger = new PrismaPaymentLedger(db);
-    const { counter } = counterAndLimiter(20);
-    const request = buildClaimRequest();
-    const claim = claimedOf(await ledger.claim({ ...request, attemptCounter: counter }));
+    const { counter, request, claim } = await countedClaim(ledger);
     expect(await pointsOf(counter)).toBe(1);
     const lost = { ...claim, token: 'not-the-holder' };
     expect(await ledger.markVerified(lost, buildVerifiedPayment({ signature: request.signature }))).toBe(
@@ -448,9 +458,7 @@ describe('PrismaPaymentLedger: attempts counted in its own statements', () => {
   it('When the answer is stored with a deferred verification, then one statement records the payment, completes it and gives the attempt back', async () => {
     const { client, statements } = countingClient();
     const ledger = new PrismaPaymentLedger(client);
-    const { counter } = counterAndLimiter(20);
-    const request = buildClaimRequest();
-    const claim = claimedOf(await ledger.claim({ ...request, attemptCounter: counter }));
+    const { counter, request, claim } = await countedClaim(ledger);
     expect(await pointsOf(counter)).toBe(1);
     const payment = buildVerifiedPayment({ signature: request.signature, amountAtomic: 250_000n });
     const stored = buildStoredResponse({ deferred: true });
@@ -472,9 +480,7 @@ describe('PrismaPaymentLedger: attempts counted in its own statements', () => {
 
   it('When a deferred verification is stored after its lease was lost, then nothing is completed and the attempt is still given back', async () => {
     const ledger = new PrismaPaymentLedger(db);
-    const { counter } = counterAndLimiter(20);
-    const request = buildClaimRequest();
-    const claim = claimedOf(await ledger.claim({ ...request, attemptCounter: counter }));
+    const { counter, request, claim } = await countedClaim(ledger);
     const payment = buildVerifiedPayment({ signature: request.signature });
     const lost = { ...claim, token: 'not-the-holder' };
     expect(await ledger.complete(lost, buildStoredResponse(), payment)).toBe(false);
@@ -485,9 +491,7 @@ describe('PrismaPaymentLedger: attempts counted in its own statements', () => {
 
   it('When a lease is released with a deferred verification, then the row is verified and unheld, and a retry takes it over without counting or verifying again', async () => {
     const ledger = new PrismaPaymentLedger(db);
-    const { counter } = counterAndLimiter(20);
-    const request = buildClaimRequest();
-    const claim = claimedOf(await ledger.claim({ ...request, attemptCounter: counter }));
+    const { counter, request, claim } = await countedClaim(ledger);
     const payment = buildVerifiedPayment({ signature: request.signature });
     await ledger.releaseLease(claim, payment);
     expect(await pointsOf(counter)).toBe(0);
