@@ -71,7 +71,7 @@ describe('Hostile schemas against two replicas', () => {
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   }
 
-  it('When a free key registers schemas that exhaust memory or backtrack forever, then both replicas stay up and answer health within 200 ms, and the skills end verification_failed with the reason', async () => {
+  it('When a free key registers schemas that exhaust memory or backtrack forever, then both replicas stay up and answer every health poll within a second, and the skills end verification_failed with the reason', async () => {
     const [a, b] = replicas as [ServiceProcess, ServiceProcess];
     const key = (await post(a, '/api/auth/key', { name: 'attacker' })).body.api_key as string;
     skills.set('backtrack', { kind: 'healthy', respond: () => ({ x: `${'a'.repeat(40)}!` }) });
@@ -156,9 +156,12 @@ describe('Hostile schemas against two replicas', () => {
       expect(health.status).toBe(200);
       expect(replica.child.exitCode).toBeNull();
     }
+    // An attack run on a replica's main thread would hold every poll for seconds (the backtracking
+    // pattern until its 30 s deadline). A second leaves room for the two sandbox threads saturating
+    // both cores of a small machine while the polls are timed from this process.
     for (const series of latencies) {
       expect(series.length).toBeGreaterThan(10);
-      expect(Math.max(...series)).toBeLessThan(200);
+      expect(Math.max(...series)).toBeLessThan(1000);
     }
     // The thread that ran out of memory was one of the replicas' sandbox threads, not a replica.
     const oom = await Promise.all(
