@@ -1,4 +1,5 @@
 import type { RequestHandler } from 'express';
+import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import { AppError, fieldErrors, type FieldError } from '@repo/errors';
 
@@ -110,10 +111,10 @@ function invalid(code: NonNullable<ValidateOptions['bodyCode']>, problems: Field
  */
 export function validate(schemas: RequestSchemas, options: ValidateOptions = {}): RequestHandler {
   const nulAllowed = new Set(options.nulAllowed ?? []);
-  // Query strings already parsed to a valid query, least recently used first: a repeated URL (the
+  // Query strings already parsed to a valid query, least recently used evicted: a repeated URL (the
   // same paid report asked by many agents) costs no schema work. Only valid ones: a flood of bad
-  // queries stays a parse each and fills nothing.
-  const queries = new Map<string, unknown>();
+  // queries stays a parse each and fills nothing. Values are wrapped: the cache takes no `undefined`.
+  const queries = new LRUCache<string, { query: unknown }>({ max: QUERY_CACHE_SIZE });
   return (req, res, next) => {
     const problems: FieldError[] = [];
     const valid: Validated = { query: req.query, params: req.params, body: req.body };
@@ -122,22 +123,17 @@ export function validate(schemas: RequestSchemas, options: ValidateOptions = {})
       const schema = schemas[part];
       if (!schema) continue;
       const raw = part === 'query' ? rawQuery(req.url) : undefined;
-      if (raw !== undefined && queries.has(raw)) {
-        const known = queries.get(raw);
-        queries.delete(raw);
-        queries.set(raw, known);
-        valid.query = known;
+      const known = raw === undefined ? undefined : queries.get(raw);
+      if (known) {
+        valid.query = known.query;
         continue;
       }
       const input: unknown = part === 'body' ? req.body : part === 'query' ? req.query : req.params;
       const checked = check(schema, input, part, nulAllowed);
       if (checked.ok) {
         valid[part] = checked.data;
-        if (raw !== undefined && raw.length <= QUERY_CACHE_MAX_LENGTH) {
-          queries.set(raw, deepFreeze(checked.data));
-          const oldest = queries.size > QUERY_CACHE_SIZE ? queries.keys().next().value : undefined;
-          if (oldest !== undefined) queries.delete(oldest);
-        }
+        if (raw !== undefined && raw.length <= QUERY_CACHE_MAX_LENGTH)
+          queries.set(raw, { query: deepFreeze(checked.data) });
       } else {
         problems.push(...checked.problems);
         if (part === 'body') bodyFailed = true;
