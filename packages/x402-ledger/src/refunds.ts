@@ -176,7 +176,9 @@ export class PrismaRefundLedger {
 
   /**
    * Claims up to `limit` pending refunds that are due (oldest first), each for `leaseMs`
-   * milliseconds; refunds another replica holds are skipped.
+   * milliseconds; refunds another replica holds are skipped. "Due" compares at the column's
+   * millisecond precision: a stored time is rounded, up as often as down, so a refund queued or
+   * released just now is due at once, not half a millisecond later.
    */
   async claimDue(limit: number, leaseMs: number): Promise<RefundClaim[]> {
     const token = randomUUID();
@@ -185,7 +187,7 @@ export class PrismaRefundLedger {
               next_attempt_at = now() + ($3::int * interval '1 millisecond')
         WHERE payment_signature IN (
           SELECT payment_signature FROM ${X402_REFUNDS_TABLE}
-           WHERE status = 'pending' AND next_attempt_at <= now()
+           WHERE status = 'pending' AND next_attempt_at <= now()::timestamptz(3)
            ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
         RETURNING ${COLUMNS}`,
       token,

@@ -144,6 +144,22 @@ describe('PrismaRefundLedger', () => {
     expect(await refunds.countPending()).toEqual({});
   });
 
+  it('When refunds are queued and claimed at the same instant, then each is due (times compare at the stored millisecond precision)', async () => {
+    const signatures = await Promise.all(Array.from({ length: 20 }, async () => (await paidJob()).signature));
+    // Each in one transaction, so queue and claim see the same now(), which the stored time rounds up
+    // half the time: twenty instants leave no chance that none rounds up.
+    const claimed: string[] = [];
+    for (const signature of signatures) {
+      const [claim] = await db.transaction(async (tx) => {
+        const ledger = new PrismaRefundLedger(tx);
+        await ledger.queue(signature, { reason: 'r' });
+        return ledger.claimDue(1, 60_000);
+      });
+      if (claim) claimed.push(claim.refund.paymentSignature);
+    }
+    expect(claimed).toEqual(signatures);
+  });
+
   it('When a claim is released with a delay and an error, then the refund is due again only after the delay and keeps the error', async () => {
     const { signature } = await paidJob();
     await refunds.queue(signature, { reason: 'r' });

@@ -178,9 +178,10 @@ export class WebhookDispatcher extends LoopWorker {
 
   /** Delivers every due webhook once; returns how many were attempted. */
   async deliverDue(): Promise<number> {
+    // "Due" at the column's millisecond precision: a delivery stored just now may be rounded up.
     const rows = await this.db.$queryRawUnsafe<DeliveryRow[]>(
       `UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = now() + ($1::int * interval '1 millisecond')
-       WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= now()
+       WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= now()::timestamptz(3)
                     ORDER BY next_attempt_at LIMIT 20 FOR UPDATE SKIP LOCKED)
        RETURNING id, job_id, url, body, attempts`,
       this.options.timeoutMs * 3,
