@@ -1,13 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeaders, RequestListener, ServerResponse } from 'node:http';
 import type { X402Network } from '@repo/schemas';
-import {
-  PAYMENT_HEADER,
-  PAYMENT_RESPONSE_HEADER,
-  PAYMENT_SIGNATURE_HEADER,
-  PAYMENT_V2_RESPONSE_HEADER,
-} from '@repo/x402-core';
+import { PAYMENT_HEADER, PAYMENT_SIGNATURE_HEADER } from '@repo/x402-core';
 import { emitPaymentEvent, type PaymentEventListener } from './events';
+import { onPaidAnswer } from './paid-answers';
 
 /** Options of {@link createHotPath}. */
 export interface HotPathOptions {
@@ -94,17 +90,6 @@ function networkOfV1(name: unknown): X402Network | undefined {
   return name === 'solana' || name === 'solana-devnet' ? name : undefined;
 }
 
-/** The network of a paid answer, from its base64 JSON `X-PAYMENT-RESPONSE` (v1 network name). */
-function networkOfPaymentResponse(value: unknown): X402Network | undefined {
-  if (typeof value !== 'string') return undefined;
-  try {
-    const decoded = JSON.parse(Buffer.from(value, 'base64').toString('utf8')) as { network?: unknown };
-    return networkOfV1(decoded.network);
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * The hot paths of x402 answered from memory (docs/architecture.md, "How a paid request flows"): the
  * unpaid 402 challenge of a paid `GET` route and the replay of a used payment on the route it paid
@@ -112,7 +97,9 @@ function networkOfPaymentResponse(value: unknown): X402Network | undefined {
  * its host, forwarded protocol and URL when the request has no body (the body and `PAYMENT-REQUIRED`
  * carry the URL and its request reference, nothing else of the request but its id), a stored paid
  * answer of its URL and payment header (one payment, one answer). So the first request of each takes the full path (validation,
- * security headers, access log, metrics, the ledger) and its answer is remembered as bytes; the next
+ * security headers, access log, metrics, the ledger) and its answer is remembered as bytes (a paid
+ * answer as the full path stored it in the ledger, told through `onPaidAnswer`: the
+ * `requirePayment` middleware tells it, a custom full path calls `paidAnswerSent`); the next
  * ones are answered with those bytes, a fresh `x-request-id` (the caller's, as the access log would
  * have, or a new one), and a `challenged` or `replayed` payment event, without the middleware stack,
  * the router, the query validation, the reference HMAC or a database query. They are counted in the
@@ -250,11 +237,9 @@ export function createHotPath(options: HotPathOptions): HotPath {
           emitPaymentEvent(options.onPaymentEvent, { type: 'replayed', network: hit.network, endpoint });
           return;
         }
-        capture(res, (status, headers, body) => {
-          // Only a paid answer (it carries the payment response) is the stored answer of its payment.
+        // The full path tells of the answer it stored for this payment (one payment, one answer).
+        onPaidAnswer(res, ({ status, headers, body, network }) => {
           if (status < 200 || status >= 300) return;
-          const network = networkOfPaymentResponse(headers[PAYMENT_RESPONSE_HEADER]);
-          if (!network || headers[PAYMENT_V2_RESPONSE_HEADER] === undefined) return;
           const kept = replayableHeaders(headers);
           const bytes =
             body.length +

@@ -30,6 +30,8 @@ export type {
 export { emitPaymentEvent } from './events';
 export type { PaymentEvent, PaymentEventListener } from './events';
 export { createHotPath } from './hot-path';
+export { onPaidAnswer, paidAnswerSent } from './paid-answers';
+export type { PaidAnswer, PaidAnswerListener } from './paid-answers';
 export type { HotPath, HotPathOptions } from './hot-path';
 export {
   MCP_PAYMENT_META,

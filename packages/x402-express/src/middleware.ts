@@ -36,7 +36,8 @@ import { ExactSvmSettler, SettlementRefusedError } from '@repo/x402-solana';
 import { bazaarExtensions } from './discovery';
 import { emitPaymentEvent, type PaymentEventListener } from './events';
 import { processPayment } from './process';
-import { networkOfRequest, resourceUrlOf, sendPaymentRequired } from './request';
+import { paidAnswerSent } from './paid-answers';
+import { networkOfQuery, networkOfRequest, resourceUrlOf, sendPaymentRequired } from './request';
 
 /** What every paid route of a service shares: the ledger, one verifier per offered network, hooks. */
 export interface PaymentGateway {
@@ -201,11 +202,12 @@ export function requirementsForRequest(
   offer: OfferV2 | undefined;
   reference: string | undefined;
 } {
-  const network = networkOfRequest(req);
+  const url = new URL(req.originalUrl || req.url, 'http://localhost');
+  const network = networkOfQuery(url.searchParams);
   const verifier = gateway.verifiers[network];
   if (!verifier) throw new AppError('invalid_request', `Payments on ${network} are not offered here`);
   const template = requirementsTemplate(verifier, route);
-  const reference = gateway.references ? referenceOf(req, gateway.references.secret) : undefined;
+  const reference = gateway.references ? referenceOf(req, url, gateway.references.secret) : undefined;
   const requirements: PaymentRequirements = {
     ...template,
     resource: resourceUrlOf(req, gateway.publicBaseUrl),
@@ -223,8 +225,7 @@ export function requirementsForRequest(
 }
 
 /** This request's Solana Pay reference: method, path, sorted query and body hash under `secret`. */
-function referenceOf(req: Request, secret: string | Uint8Array): string {
-  const url = new URL(req.originalUrl || req.url, 'http://localhost');
+function referenceOf(req: Request, url: URL, secret: string | Uint8Array): string {
   return requestReference(secret, {
     method: req.method,
     path: url.pathname,
@@ -330,11 +331,16 @@ export function sendPaymentError(
   return true;
 }
 
-/** Sends a stored answer again, byte for byte, with its stored headers. */
-export function sendStoredResponse(res: Response, stored: StoredResponse): void {
+/**
+ * Sends a stored answer again, byte for byte, with its stored headers; with `network` (the payment's),
+ * a listener of the response's paid answer ({@link onPaidAnswer}) is told of it.
+ */
+export function sendStoredResponse(res: Response, stored: StoredResponse, network?: X402Network): void {
+  const body = Buffer.from(stored.body, 'utf8');
+  if (network) paidAnswerSent(res, { network, status: stored.status, headers: stored.headers, body });
   res.status(stored.status);
   for (const [name, value] of Object.entries(stored.headers)) res.setHeader(name, value);
-  res.end(Buffer.from(stored.body, 'utf8'));
+  res.end(body);
 }
 
 /**
@@ -408,9 +414,10 @@ export async function acceptPayment(
     const settling =
       proof.kind === 'transaction' && offer ? { ...offer, transaction: proof.transaction } : undefined;
     const guard = options.settlementGuard;
+    const ip = req.ip; // a getter that parses the forwarding chain on every read
     const settle = settling
       ? async () => {
-          const decision = await guard?.({ ip: req.ip, payer, network });
+          const decision = await guard?.({ ip, payer, network });
           if (decision && !decision.allowed) {
             emitPaymentEvent(options.onPaymentEvent, {
               type: 'rejected',
@@ -443,11 +450,9 @@ export async function acceptPayment(
       ...(verificationGuard
         ? {
             guard: {
-              check: () => verificationGuard.check({ ip: req.ip, network }),
-              verified: () => verificationGuard.verified({ ip: req.ip, network }),
-              ...(verificationGuard.counter
-                ? { counter: verificationGuard.counter({ ip: req.ip, network }) }
-                : {}),
+              check: () => verificationGuard.check({ ip, network }),
+              verified: () => verificationGuard.verified({ ip, network }),
+              ...(verificationGuard.counter ? { counter: verificationGuard.counter({ ip, network }) } : {}),
             },
           }
         : {}),
@@ -459,7 +464,7 @@ export async function acceptPayment(
       ...(options.deferVerifiedMark ? { deferVerifiedMark: true } : {}),
     });
     if (result.outcome === 'replay') {
-      sendStoredResponse(res, result.response);
+      sendStoredResponse(res, result.response, network);
       return undefined;
     }
     const settlement = { success: true, transaction: result.payment.signature, payer: result.payment.payer };
@@ -728,17 +733,22 @@ function captureAnswer(
     const buffer = toBuffer(chunk, encoding);
     if (buffer) chunks.push(buffer);
     const status = res.statusCode;
-    const stored: Promise<boolean> =
-      status >= 500
-        ? release().then(
-            () => true,
-            () => true, // the lease expires on its own; a 5xx is no answer to keep
-          )
-        : store({ status, headers: storedHeaders(res), body: Buffer.concat(chunks).toString('utf8') });
+    let answer: { status: number; headers: Record<string, string | string[]>; body: Buffer } | undefined;
+    let stored: Promise<boolean>;
+    if (status >= 500) {
+      stored = release().then(
+        () => true,
+        () => true, // the lease expires on its own; a 5xx is no answer to keep
+      );
+    } else {
+      answer = { status, headers: storedHeaders(res), body: Buffer.concat(chunks) };
+      stored = store({ status, headers: answer.headers, body: answer.body.toString('utf8') });
+    }
     stored
       .catch(() => false)
       .then((ok) => {
         if (ok) {
+          if (answer) paidAnswerSent(res, { network: claim.network, ...answer });
           originalEnd.call(res, chunk, encoding, callback);
           return;
         }

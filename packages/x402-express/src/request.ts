@@ -33,7 +33,15 @@ export function sendPaymentRequired(
  * @throws AppError `invalid_request` (400) for any other value or a repeated parameter
  */
 export function networkOfRequest(req: Request): X402Network {
-  const values = new URL(req.originalUrl || req.url, 'http://localhost').searchParams.getAll('network');
+  return networkOfQuery(new URL(req.originalUrl || req.url, 'http://localhost').searchParams);
+}
+
+/**
+ * {@link networkOfRequest} of a request's parsed query string.
+ * @throws AppError `invalid_request` (400) as {@link networkOfRequest}
+ */
+export function networkOfQuery(query: URLSearchParams): X402Network {
+  const values = query.getAll('network');
   if (values.length > 1) {
     throw new AppError('invalid_request', 'query parameter network must be given at most once', {
       details: [{ path: 'query.network', message: 'repeated' }],

@@ -1,6 +1,6 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createHotPath, type PaymentEvent } from '../src/index';
+import { createHotPath, paidAnswerSent, type PaymentEvent } from '../src/index';
 
 // The hot path's own rules, against a stand-in for the full path that counts what reaches it.
 let fullPathCalls = 0;
@@ -18,10 +18,20 @@ const fullPath: RequestListener = (req, res) => {
     );
     return;
   }
+  // As requirePayment does once the ledger stored the answer: tell the hot path, then send it.
+  const body = Buffer.from(
+    'x'.repeat(Number(new URL(req.url ?? '/', 'http://h').searchParams.get('size') ?? 10)),
+  );
   res.statusCode = 200;
   res.setHeader('x-payment-response', Buffer.from(JSON.stringify({ network: 'solana' })).toString('base64'));
   res.setHeader('payment-response', 'v2');
-  res.end('x'.repeat(Number(new URL(req.url ?? '/', 'http://h').searchParams.get('size') ?? 10)));
+  const headers = {
+    'x-content-type-options': 'nosniff',
+    'x-payment-response': 'v1',
+    'payment-response': 'v2',
+  };
+  paidAnswerSent(res, { network: 'solana', status: 200, headers, body });
+  res.end(body);
 };
 
 async function serve(listener: RequestListener): Promise<{ url: string; server: Server }> {

@@ -372,6 +372,31 @@ function counterUpsert(
     RETURNING points, expire`;
 }
 
+/** Statement texts composed from constant parts, built once per pair of parts. */
+const composedStatements = new Map<string, Map<string, string>>();
+
+/**
+ * The statement `build` makes of the constant strings `a` and `b`, built once: the paid path's
+ * statements are the same few texts every time, and a text built per call would be hashed again to
+ * find its prepared statement.
+ */
+function composed(a: string, b: string, build: () => string): string {
+  let byB = composedStatements.get(a);
+  if (!byB) composedStatements.set(a, (byB = new Map()));
+  let text = byB.get(b);
+  if (text === undefined) {
+    text = build();
+    byB.set(b, text);
+  }
+  return text;
+}
+
+/** The claim of a signature never seen: a new row, or nothing when one exists. */
+const CLAIM_INSERT = `INSERT INTO ${X402_PAYMENTS_TABLE} (signature, network, endpoint, kind, status, claim_token, request_hash, claimed_at, created_at)
+         VALUES ($1, $2, $3, $4, 'processing', $5, $6, now(), COALESCE($7::timestamptz, now()))
+         ON CONFLICT (signature) DO NOTHING
+         RETURNING created_at`;
+
 interface Gate {
   /** `network endpoint` of the holder: only requests for the same use queue behind it. */
   use: string;
@@ -483,10 +508,7 @@ export class PrismaPaymentLedger implements PaymentLedger {
     for (;;) {
       const token = randomUUID();
       const created = await this.take(
-        `INSERT INTO ${X402_PAYMENTS_TABLE} (signature, network, endpoint, kind, status, claim_token, request_hash, claimed_at, created_at)
-         VALUES ($1, $2, $3, $4, 'processing', $5, $6, now(), COALESCE($7::timestamptz, now()))
-         ON CONFLICT (signature) DO NOTHING
-         RETURNING created_at`,
+        CLAIM_INSERT,
         [
           request.signature,
           request.network,
@@ -573,13 +595,18 @@ export class PrismaPaymentLedger implements PaymentLedger {
     const p = { key: `$${n + 1}`, now: `$${n + 2}`, window: `$${n + 3}` };
     // The count reads the claim's RETURNING: it runs only when, and after, the row was claimed (the
     // payment row is always locked before the counter row, as in markVerified).
-    const row = (
-      await this.db.$queryRawUnsafe<TakenAndCounted[]>(
-        `WITH claimed AS (${sql}),
+    const text = composed(
+      sql,
+      counter.table,
+      () => `WITH claimed AS (${sql}),
          counted AS (${counterUpsert(counterTable(counter), 1, 'claimed', p)})
          SELECT claimed.created_at, counted.points AS attempts,
                 GREATEST(1, CEIL(GREATEST(counted.expire - ${p.now}::bigint, 0) / 1000.0))::int AS retry_after_seconds
            FROM claimed LEFT JOIN counted ON true`,
+    );
+    const row = (
+      await this.db.$queryRawUnsafe<TakenAndCounted[]>(
+        text,
         ...values,
         counter.key,
         String(Date.now()),
@@ -616,10 +643,14 @@ export class PrismaPaymentLedger implements PaymentLedger {
     set: string,
     extra: unknown[] = [],
   ): Promise<boolean> {
-    const update = `UPDATE ${X402_PAYMENTS_TABLE}
+    const update = composed(
+      set,
+      '',
+      () => `UPDATE ${X402_PAYMENTS_TABLE}
        SET ${set}, payer = $3, amount_atomic = $4::numeric, asset = $5, pay_to = $6,
            slot = $7::bigint, block_time = $8::timestamptz, verified_at = now()
-       WHERE signature = $1 AND claim_token = $2 AND status = 'processing'`;
+       WHERE signature = $1 AND claim_token = $2 AND status = 'processing'`,
+    );
     const values = [
       claim.signature,
       claim.token,
@@ -637,11 +668,16 @@ export class PrismaPaymentLedger implements PaymentLedger {
     const p = { key: `$${n + 1}`, now: `$${n + 2}`, window: `$${n + 3}` };
     // The give-back selects from the update's count (one row whatever it matched), so the payment row
     // is locked first, as in a claim, and the attempt is given back even when the lease was lost.
-    const rows = await this.db.$queryRawUnsafe<{ marked: number }[]>(
-      `WITH marked AS (${update} RETURNING 1),
+    const text = composed(
+      update,
+      counter.table,
+      () => `WITH marked AS (${update} RETURNING 1),
        outcome AS (SELECT count(*)::int AS marked FROM marked),
        given AS (${counterUpsert(counterTable(counter), -1, 'outcome', p)})
        SELECT marked FROM outcome`,
+    );
+    const rows = await this.db.$queryRawUnsafe<{ marked: number }[]>(
+      text,
       ...values,
       counter.key,
       String(Date.now()),
