@@ -27,6 +27,10 @@ app.get('/bare', (_req, res) => {
 app.post('/bare', express.json(), (_req, res) => {
   res.json(body);
 });
+// For the benchmark's CPU accounting (/proc/<pid>); after /bare, so the measured route is unchanged.
+app.get('/pid', (_req, res) => {
+  res.type('text/plain').send(String(process.pid));
+});
 const server = app.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
   const address = server.address();
   process.stdout.write(`listening ${typeof address === 'object' && address ? address.port : ''}\n`);

@@ -18,7 +18,7 @@
 // the ledger's fee payer and merchant wallet (so every 402 also carries PAYMENT-REQUIRED) and, unless
 // BENCH_RPC_TIMING=0, the timing preload of bench/rpc-timing.ts.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -121,6 +121,44 @@ function rssMb(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+}
+
+/** CPU time of a process's main thread and of all its threads, and the main thread's run-queue wait, in ms. */
+interface CpuTimes {
+  mainMs: number;
+  allMs: number;
+  mainWaitMs: number;
+}
+
+/**
+ * CPU times of `pid` from `/proc/<pid>/task/<tid>/schedstat` (nanoseconds on the CPU, nanoseconds
+ * runnable but waiting for one): a machine's speed changes the throughput of every phase, a busy
+ * neighbour only the wait.
+ */
+function cpuTimes(pid: number): CpuTimes {
+  const read = (tid: string) => {
+    const [run = '0', wait = '0'] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ');
+    return { run: Number(run) / 1e6, wait: Number(wait) / 1e6 };
+  };
+  const main = read(String(pid));
+  let allMs = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      allMs += read(tid).run;
+    } catch {
+      // a thread that ended in between
+    }
+  }
+  return { mainMs: main.run, allMs, mainWaitMs: main.wait };
+}
+
+/** What `pid` spent between two {@link cpuTimes} readings. */
+function cpuSpent(before: CpuTimes, after: CpuTimes): CpuTimes {
+  return {
+    mainMs: after.mainMs - before.mainMs,
+    allMs: after.allMs - before.allMs,
+    mainWaitMs: after.mainWaitMs - before.mainWaitMs,
+  };
 }
 
 async function scrapeRpc(): Promise<{ sum: number; count: number; buckets: [number, number][] }> {
@@ -476,6 +514,7 @@ async function main(): Promise<void> {
   await waitFor(async () => (await fetch(`http://127.0.0.1:${MI_PORT}/livez`)).ok, 'market-intel');
   await waitFor(async () => (await fetch(BARE)).ok, 'the bare server');
   await waitFor(async () => (await fetch(PEER)).status === 402, 'the x402-express server');
+  const barePid = Number(await (await fetch(`http://127.0.0.1:${BARE_PORT}/pid`)).text());
 
   const bench = (url: string, extra: Partial<autocannon.Options> = {}) =>
     run({ url, connections: CONNECTIONS, duration: DURATION_S, ...extra });
@@ -563,12 +602,24 @@ async function main(): Promise<void> {
   if (PAID_WARMUP > 0) await payFresh(signatures.slice(0, PAID_WARMUP));
   // The bare route right before and right after: the paid run's ratio is to their mean, as the other
   // measures are to the bare runs alternated with them.
+  const bareCpu0 = cpuTimes(barePid);
   const bareBeforePaid = await bench(BARE, { duration: 5 });
+  const bareCpu1 = cpuTimes(barePid);
   const rpcBefore = await scrapeRpc();
   log(`2/4 paying with fresh signatures at ${CONNECTIONS} connections`);
+  const paidCpu0 = cpuTimes(mi.pid ?? 0);
   const paid = await payFresh(signatures.slice(PAID_WARMUP));
+  const paidCpu = cpuSpent(paidCpu0, cpuTimes(mi.pid ?? 0));
   const rpcAfter = await scrapeRpc();
+  const bareCpu2 = cpuTimes(barePid);
   const bareAfterPaid = await bench(BARE, { duration: 5 });
+  const bareCpu = cpuSpent(bareCpu0, bareCpu1);
+  const bareCpuAfter = cpuSpent(bareCpu2, cpuTimes(barePid));
+  // CPU per request of each side's main thread, in microseconds.
+  const bareUsPerRequest =
+    ((bareCpu.mainMs + bareCpuAfter.mainMs) * 1000) /
+    (bareBeforePaid.requests.total + bareAfterPaid.requests.total);
+  const paidUsPerRequest = (paidCpu.mainMs * 1000) / paid.requests.total;
   const bareBesidePaid = (bareBeforePaid.requests.average + bareAfterPaid.requests.average) / 2;
   const rpcCount = rpcAfter.count - rpcBefore.count;
   const rpcMean = rpcCount ? ((rpcAfter.sum - rpcBefore.sum) / rpcCount) * 1000 : NaN;
@@ -670,6 +721,11 @@ async function main(): Promise<void> {
       p50: paid.latency.p50,
       p99: paid.latency.p99,
       mean: r(paid.latency.mean),
+      mainThreadUsPerRequest: r(paidUsPerRequest),
+      allThreadsUsPerRequest: r((paidCpu.allMs * 1000) / paid.requests.total),
+      mainThreadWaitShare: r(paidCpu.mainWaitMs / (paidCpu.mainMs + paidCpu.mainWaitMs)),
+      bareMainThreadUsPerRequest: r(bareUsPerRequest),
+      cpuRatio: Math.round((bareUsPerRequest / paidUsPerRequest) * 1000) / 1000,
       rpcVerifications: rpcCount,
       rpcMeanMs: r(rpcMean),
       rpcP50Ms: quantileFromBuckets(rpcBefore.buckets, rpcAfter.buckets, 0.5),
@@ -693,6 +749,7 @@ async function main(): Promise<void> {
       `| market-intel unpaid 402 challenge${challengeOffersV2 ? ' (with PAYMENT-REQUIRED)' : ''}, one URL | ${results.challengeRps} req/s, ratio ${results.challengeRatio} | ≥ 0.9 and above x402-express |`,
       `| market-intel unpaid 402, every URL new (the full path) | ${results.coldChallengeRps} req/s, ratio ${results.coldChallengeRatio} | |`,
       `| paid, fresh signatures, ${CONNECTIONS} clients (after ${PAID_WARMUP} unmeasured) | ${results.paid.rps} req/s, ratio ${results.paid.ratio} to the bare route measured right before and after it (${results.paid.bareRps} req/s); p50 ${results.paid.p50} ms, p99 ${results.paid.p99} ms (${results.paid.non2xx} non-2xx) | 2 × 0.044 |`,
+      `| its CPU: market-intel's main thread per paid request, against the bare route's per request | ${results.paid.mainThreadUsPerRequest} µs (all threads ${results.paid.allThreadsUsPerRequest} µs; main thread waiting for a core ${Math.round(results.paid.mainThreadWaitShare * 100)} % of its runnable time) against ${results.paid.bareMainThreadUsPerRequest} µs: ratio ${results.paid.cpuRatio} | |`,
       `| of which Solana RPC per verification | mean ${results.paid.rpcMeanMs} ms, p50 ≤ ${results.paid.rpcP50Ms} ms, p99 ≤ ${results.paid.rpcP99Ms} ms | |`,
       ...officialRuns.flatMap((o) => officialRows(o, results.bareRps)),
       `| replay of a used signature | ${results.replayRps} req/s, ratio ${results.replayRatio} | ≥ 0.8 |`,
