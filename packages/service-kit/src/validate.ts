@@ -117,7 +117,12 @@ export function validate(schemas: RequestSchemas, options: ValidateOptions = {})
   const queries = new LRUCache<string, { query: unknown }>({ max: QUERY_CACHE_SIZE });
   return (req, res, next) => {
     const problems: FieldError[] = [];
-    const valid: Validated = { query: req.query, params: req.params, body: req.body };
+    // express 5 parses the query string on every read of req.query: only read it when it is needed.
+    const valid: Validated = {
+      query: schemas.query ? undefined : req.query,
+      params: req.params,
+      body: req.body,
+    };
     let bodyFailed = false;
     for (const part of ['query', 'params', 'body'] as const) {
       const schema = schemas[part];
