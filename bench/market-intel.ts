@@ -4,8 +4,10 @@
 //     alternately for BENCH_ROUNDS rounds (target: market-intel >= 0.9 and above x402-express);
 //  2. paid requests with fresh signatures at 32 concurrent clients on the local ledger, after
 //     BENCH_PAID_WARMUP unmeasured ones: throughput as a ratio to the bare route measured right
-//     before and after (target 2 × 0.044), p50/p99 latency (target p99 <= 50 ms) and the part spent
-//     in Solana RPC (from the service's /metrics);
+//     before and after (target 2 × 0.044), p50/p99 latency (target p99 <= 50 ms), the part spent
+//     in Solana RPC (from the service's /metrics), and the CPU time of market-intel's main thread per
+//     paid request against the bare server's per request (from /proc: a measure the other processes
+//     sharing the cores move less than they move throughput);
 //  3. paid requests in the official x402 exact SVM scheme (`PAYMENT-SIGNATURE` with a transaction
 //     the official client signed and market-intel settles through the official facilitator), at a
 //     few concurrencies: p50/p99 and where the time goes (settlement, our verification RPC, the rest);
