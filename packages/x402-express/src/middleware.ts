@@ -333,7 +333,7 @@ export function sendPaymentError(
 
 /**
  * Sends a stored answer again, byte for byte, with its stored headers; with `network` (the payment's),
- * a listener of the response's paid answer ({@link onPaidAnswer}) is told of it.
+ * a listener of the response's paid answer (`onPaidAnswer`, the hot path) is told of it.
  */
 export function sendStoredResponse(res: Response, stored: StoredResponse, network?: X402Network): void {
   const body = Buffer.from(stored.body, 'utf8');
