@@ -594,7 +594,8 @@ export class PrismaPaymentLedger implements PaymentLedger {
     const n = values.length;
     const p = { key: `$${n + 1}`, now: `$${n + 2}`, window: `$${n + 3}` };
     // The count reads the claim's RETURNING: it runs only when, and after, the row was claimed (the
-    // payment row is always locked before the counter row, as in markVerified).
+    // payment row is always locked before the counter row, as in markVerified). `sql`'s placeholders
+    // fix the number of its values, so `sql` and the table determine the text.
     const text = composed(
       sql,
       counter.table,
