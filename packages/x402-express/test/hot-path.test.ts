@@ -22,14 +22,13 @@ const fullPath: RequestListener = (req, res) => {
   const body = Buffer.from(
     'x'.repeat(Number(new URL(req.url ?? '/', 'http://h').searchParams.get('size') ?? 10)),
   );
-  res.statusCode = 200;
-  res.setHeader('x-payment-response', Buffer.from(JSON.stringify({ network: 'solana' })).toString('base64'));
-  res.setHeader('payment-response', 'v2');
   const headers = {
     'x-content-type-options': 'nosniff',
     'x-payment-response': 'v1',
     'payment-response': 'v2',
   };
+  res.statusCode = 200;
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
   paidAnswerSent(res, { network: 'solana', status: 200, headers, body });
   res.end(body);
 };

@@ -61,12 +61,10 @@ export function createApp(deps: AppDeps): Application {
   });
   const scout = new ScoutService(deps.reports, deps.now);
   // Declared paths are absolute (/api/v1/...): every contract router is mounted at the root.
+  const free = freeRouter({ reports: deps.reports, health: deps.health });
   const dataApi = dataApiRouter({ scout, pay: deps.pay });
-  const routers = [
-    freeRouter({ reports: deps.reports, health: deps.health }),
-    dataApi,
-    computeRouter(deps.compute),
-  ];
+  const compute = computeRouter(deps.compute);
+  const routers = [free, dataApi, compute]; // the OpenAPI document's order
   const httpHandler = deps.httpHandler ?? (() => app);
   // The paid Data API first: its requests, the busiest, then match no other router's routes on the
   // way. No two routers share a path, so the order changes nothing else.
@@ -83,7 +81,8 @@ export function createApp(deps: AppDeps): Application {
   );
   app.use(llmsTxtRoutes(MARKET_INTEL_LLMS_TXT));
   app.use(openApiRoutes(marketIntelOpenApi(routers.flatMap((r) => r.operations))));
-  for (const { router } of routers) if (router !== dataApi.router) app.use(router);
+  app.use(free.router);
+  app.use(compute.router);
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
   return app;
