@@ -7,7 +7,8 @@
 //     before and after (target 2 × 0.044), p50/p99 latency (target p99 <= 50 ms), the part spent
 //     in Solana RPC (from the service's /metrics), and the CPU time of market-intel's main thread per
 //     paid request against the bare server's per request (from /proc: a measure the other processes
-//     sharing the cores move less than they move throughput);
+//     sharing the cores move less than they move throughput), and the CPU those other processes
+//     (PostgreSQL, the ledger, this load generator) spend per paid request;
 //  3. paid requests in the official x402 exact SVM scheme (`PAYMENT-SIGNATURE` with a transaction
 //     the official client signed and market-intel settles through the official facilitator), at a
 //     few concurrencies: p50/p99 and where the time goes (settlement, our verification RPC, the rest);
@@ -152,6 +153,37 @@ function cpuTimes(pid: number): CpuTimes {
     }
   }
   return { mainMs: main.run, allMs, mainWaitMs: main.wait };
+}
+
+/**
+ * CPU time in ms (all threads, from schedstat) of every process `matches` picks by its `comm` and
+ * command line: PostgreSQL's processes (backends and the WAL writer), or the ledger's.
+ */
+function processesCpuMs(matches: (comm: string, cmdline: string) => boolean): number {
+  let ms = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+      if (matches(comm, cmdline)) ms += cpuTimes(Number(pid)).allMs;
+    } catch {
+      // a process that ended in between, or another user's
+    }
+  }
+  return ms;
+}
+
+/** CPU time in ms of the processes beside market-intel that a paid request makes work, and of this one (the load generator). */
+function besideCpuMs(): { postgresMs: number; ledgerMs: number; loadMs: number } {
+  const usage = process.cpuUsage();
+  return {
+    postgresMs: processesCpuMs((comm) => comm === 'postgres'),
+    ledgerMs: processesCpuMs(
+      (comm, cmdline) => comm === 'node' && cmdline.includes('solana-localnet/src/cli.ts'),
+    ),
+    loadMs: (usage.user + usage.system) / 1000,
+  };
 }
 
 /** What `pid` spent between two {@link cpuTimes} readings. */
@@ -610,8 +642,10 @@ async function main(): Promise<void> {
   const rpcBefore = await scrapeRpc();
   log(`2/4 paying with fresh signatures at ${CONNECTIONS} connections`);
   const paidCpu0 = cpuTimes(mi.pid ?? 0);
+  const beside0 = besideCpuMs();
   const paid = await payFresh(signatures.slice(PAID_WARMUP));
   const paidCpu = cpuSpent(paidCpu0, cpuTimes(mi.pid ?? 0));
+  const beside1 = besideCpuMs();
   const rpcAfter = await scrapeRpc();
   const bareCpu2 = cpuTimes(barePid);
   const bareAfterPaid = await bench(BARE, { duration: 5 });
@@ -728,6 +762,10 @@ async function main(): Promise<void> {
       mainThreadWaitShare: r(paidCpu.mainWaitMs / (paidCpu.mainMs + paidCpu.mainWaitMs)),
       bareMainThreadUsPerRequest: r(bareUsPerRequest),
       cpuRatio: Math.round((bareUsPerRequest / paidUsPerRequest) * 1000) / 1000,
+      // The other processes on the same cores, per paid request (µs): what market-intel waits behind.
+      postgresUsPerRequest: r(((beside1.postgresMs - beside0.postgresMs) * 1000) / paid.requests.total),
+      ledgerUsPerRequest: r(((beside1.ledgerMs - beside0.ledgerMs) * 1000) / paid.requests.total),
+      loadGeneratorUsPerRequest: r(((beside1.loadMs - beside0.loadMs) * 1000) / paid.requests.total),
       rpcVerifications: rpcCount,
       rpcMeanMs: r(rpcMean),
       rpcP50Ms: quantileFromBuckets(rpcBefore.buckets, rpcAfter.buckets, 0.5),
@@ -752,6 +790,7 @@ async function main(): Promise<void> {
       `| market-intel unpaid 402, every URL new (the full path) | ${results.coldChallengeRps} req/s, ratio ${results.coldChallengeRatio} | |`,
       `| paid, fresh signatures, ${CONNECTIONS} clients (after ${PAID_WARMUP} unmeasured) | ${results.paid.rps} req/s, ratio ${results.paid.ratio} to the bare route measured right before and after it (${results.paid.bareRps} req/s); p50 ${results.paid.p50} ms, p99 ${results.paid.p99} ms (${results.paid.non2xx} non-2xx) | 2 × 0.044 |`,
       `| its CPU: market-intel's main thread per paid request, against the bare route's per request | ${results.paid.mainThreadUsPerRequest} µs (all threads ${results.paid.allThreadsUsPerRequest} µs; main thread waiting for a core ${Math.round(results.paid.mainThreadWaitShare * 100)} % of its runnable time) against ${results.paid.bareMainThreadUsPerRequest} µs: ratio ${results.paid.cpuRatio} | |`,
+      `| beside it, per paid request: PostgreSQL's processes, the ledger, the load generator (autocannon, here) | ${results.paid.postgresUsPerRequest} µs, ${results.paid.ledgerUsPerRequest} µs, ${results.paid.loadGeneratorUsPerRequest} µs of CPU | |`,
       `| of which Solana RPC per verification | mean ${results.paid.rpcMeanMs} ms, p50 ≤ ${results.paid.rpcP50Ms} ms, p99 ≤ ${results.paid.rpcP99Ms} ms | |`,
       ...officialRuns.flatMap((o) => officialRows(o, results.bareRps)),
       `| replay of a used signature | ${results.replayRps} req/s, ratio ${results.replayRatio} | ≥ 0.8 |`,
