@@ -391,6 +391,15 @@ function composed(a: string, b: string, build: () => string): string {
   return text;
 }
 
+/**
+ * Selected by a claim statement for the row it claimed: that implicit transaction commits without
+ * waiting for its WAL to reach disk (the setting is local to it). Nothing has been answered or charged
+ * on a claim, and every later statement of the payment commits synchronously, which flushes the
+ * claim's WAL first: a database crash can lose only a claim whose request then fails and is retried
+ * (package README, "Claims commit asynchronously").
+ */
+const ASYNC_COMMIT = "set_config('synchronous_commit', 'off', true) AS async_commit";
+
 /** The claim of a signature never seen: a new row, or nothing when one exists. */
 const CLAIM_INSERT = `INSERT INTO ${X402_PAYMENTS_TABLE} (signature, network, endpoint, kind, status, claim_token, request_hash, claimed_at, created_at)
          VALUES ($1, $2, $3, $4, 'processing', $5, $6, now(), COALESCE($7::timestamptz, now()))
@@ -588,7 +597,12 @@ export class PrismaPaymentLedger implements PaymentLedger {
     counter: AttemptCounter | undefined,
   ): Promise<TakenRow | undefined> {
     if (!counter) {
-      const row = (await this.db.$queryRawUnsafe<Taken[]>(sql, ...values))[0];
+      const text = composed(
+        sql,
+        '',
+        () => `WITH claimed AS (${sql}) SELECT claimed.created_at, ${ASYNC_COMMIT} FROM claimed`,
+      );
+      const row = (await this.db.$queryRawUnsafe<Taken[]>(text, ...values))[0];
       return row && { createdAt: toDate(row.created_at) };
     }
     const n = values.length;
@@ -602,7 +616,8 @@ export class PrismaPaymentLedger implements PaymentLedger {
       () => `WITH claimed AS (${sql}),
          counted AS (${counterUpsert(counterTable(counter), 1, 'claimed', p)})
          SELECT claimed.created_at, counted.points AS attempts,
-                GREATEST(1, CEIL(GREATEST(counted.expire - ${p.now}::bigint, 0) / 1000.0))::int AS retry_after_seconds
+                GREATEST(1, CEIL(GREATEST(counted.expire - ${p.now}::bigint, 0) / 1000.0))::int AS retry_after_seconds,
+                ${ASYNC_COMMIT}
            FROM claimed LEFT JOIN counted ON true`,
     );
     const row = (

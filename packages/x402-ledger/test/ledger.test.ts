@@ -13,6 +13,7 @@ import {
 } from '../src/index';
 import {
   PgSqlClient,
+  TEST_DATABASE_URL,
   buildClaimRequest,
   buildStoredResponse,
   buildVerifiedPayment,
@@ -505,6 +506,44 @@ describe('PrismaPaymentLedger: attempts counted in its own statements', () => {
     expect(retry.attempt).toBeUndefined();
     expect(await pointsOf(counter)).toBe(0);
     expect(await ledger.complete(retry, buildStoredResponse())).toBe(true);
+  });
+
+  it("When claims commit asynchronously, then the setting ends with each claim's own transaction and the stored answer's commit writes the claim to disk", async () => {
+    // One connection, so the statements after each claim run where the claim ran.
+    const single = new PgSqlClient({ connectionString: TEST_DATABASE_URL, max: 1 });
+    try {
+      const ledger = new PrismaPaymentLedger(single);
+      const { counter } = counterAndLimiter(20);
+      const setting = async () =>
+        (
+          await single.$queryRawUnsafe<{ s: string }[]>("SELECT current_setting('synchronous_commit') AS s")
+        )[0]?.s;
+      const plain = buildClaimRequest();
+      const counted = buildClaimRequest();
+      const plainClaim = claimedOf(await ledger.claim(plain));
+      expect(await setting()).toBe('on');
+      const countedClaim = claimedOf(await ledger.claim({ ...counted, attemptCounter: counter }));
+      expect(await setting()).toBe('on');
+      expect(await rowOf(plain.signature)).toMatchObject({
+        status: 'processing',
+        claim_token: plainClaim.token,
+      });
+      expect(await pointsOf(counter)).toBe(1);
+
+      const [claimedUpTo] = await single.$queryRawUnsafe<{ lsn: string }[]>(
+        'SELECT pg_current_wal_insert_lsn()::text AS lsn',
+      );
+      expect(await ledger.complete(countedClaim, buildStoredResponse(), buildVerifiedPayment())).toBe(true);
+      const [flushed] = await single.$queryRawUnsafe<{ done: boolean }[]>(
+        'SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn AS done',
+        claimedUpTo?.lsn,
+      );
+      expect(flushed?.done).toBe(true);
+      expect(await setting()).toBe('on');
+      await ledger.release(plainClaim);
+    } finally {
+      await single.close();
+    }
   });
 
   it("When the counter's window has ended, then the claim opens a new window", async () => {
