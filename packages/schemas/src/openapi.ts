@@ -65,11 +65,28 @@ export interface OpenApiInput {
 }
 
 /**
- * A zod schema as JSON Schema 2020-12 (the output side: what the service sends).
+ * The `format` values zod writes for `startsWith`, `endsWith` and `includes` beside the `pattern`
+ * that says the same: formats no JSON Schema or OpenAPI tool knows, which strict validators (ajv's
+ * default) refuse to compile.
+ */
+const ZOD_ONLY_FORMATS = new Set(['starts_with', 'ends_with', 'includes']);
+
+/**
+ * A zod schema as JSON Schema 2020-12 (the output side: what the service sends), with only standard
+ * formats (a string check zod writes as a format of its own keeps its `pattern`).
  * @param io `output` for responses, `input` for request bodies
  */
 export function toJsonSchema(schema: z.ZodType, io: 'input' | 'output' = 'output'): JsonSchema {
-  const json = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as JsonSchema;
+  const json = z.toJSONSchema(schema, {
+    target: 'draft-2020-12',
+    io,
+    unrepresentable: 'any',
+    override: ({ jsonSchema }) => {
+      if (typeof jsonSchema.format === 'string' && ZOD_ONLY_FORMATS.has(jsonSchema.format)) {
+        delete jsonSchema.format;
+      }
+    },
+  }) as JsonSchema;
   delete json.$schema;
   return json;
 }
