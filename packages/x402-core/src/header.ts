@@ -1,4 +1,4 @@
-import { base58ByteLength } from './base58';
+import { bs58 } from './deps';
 import { AppError } from '@repo/errors';
 import { PaymentPayload, PaymentResponse, type X402Network } from '@repo/schemas';
 import type { z } from 'zod';
@@ -93,7 +93,7 @@ export function pushPaymentOf(raw: unknown, header = 'X-PAYMENT'): PaymentPayloa
   const parsed = PaymentPayload.safeParse(raw);
   if (!parsed.success) throw schemaMismatch(parsed.error.issues, header);
   const signature = parsed.data.payload.txSignature;
-  if (signature.length > 90 || base58ByteLength(signature) !== 64) {
+  if (signature.length > 90 || bs58.decode(signature).length !== 64) {
     throw invalid(
       'payload.txSignature must be a base58 transaction signature of 64 bytes',
       undefined,
