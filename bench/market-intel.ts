@@ -156,34 +156,29 @@ function cpuTimes(pid: number): CpuTimes {
 }
 
 /**
- * CPU time in ms (all threads, from schedstat) of every process `matches` picks by its `comm` and
- * command line: PostgreSQL's processes (backends and the WAL writer), or the ledger's.
+ * CPU time in ms (all threads, from schedstat) of the processes beside market-intel that a paid
+ * request makes work — PostgreSQL's (backends and the WAL writer) and the ledger's — read in one pass
+ * over `/proc`, and of this one (the load generator).
  */
-function processesCpuMs(matches: (comm: string, cmdline: string) => boolean): number {
-  let ms = 0;
+function besideCpuMs(): { postgresMs: number; ledgerMs: number; loadMs: number } {
+  const usage = process.cpuUsage();
+  let postgresMs = 0;
+  let ledgerMs = 0;
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     try {
       const comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
-      if (matches(comm, cmdline)) ms += cpuTimes(Number(pid)).allMs;
+      if (comm === 'postgres') postgresMs += cpuTimes(Number(pid)).allMs;
+      else if (
+        comm === 'node' &&
+        readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('solana-localnet/src/cli.ts')
+      )
+        ledgerMs += cpuTimes(Number(pid)).allMs;
     } catch {
       // a process that ended in between, or another user's
     }
   }
-  return ms;
-}
-
-/** CPU time in ms of the processes beside market-intel that a paid request makes work, and of this one (the load generator). */
-function besideCpuMs(): { postgresMs: number; ledgerMs: number; loadMs: number } {
-  const usage = process.cpuUsage();
-  return {
-    postgresMs: processesCpuMs((comm) => comm === 'postgres'),
-    ledgerMs: processesCpuMs(
-      (comm, cmdline) => comm === 'node' && cmdline.includes('solana-localnet/src/cli.ts'),
-    ),
-    loadMs: (usage.user + usage.system) / 1000,
-  };
+  return { postgresMs, ledgerMs, loadMs: (usage.user + usage.system) / 1000 };
 }
 
 /** What `pid` spent between two {@link cpuTimes} readings. */
