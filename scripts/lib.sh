@@ -7,18 +7,24 @@ cd "$ROOT"
 log() { printf '\033[1;34m==>\033[0m %s\n' "$*" >&2; }
 
 ensure_pnpm() {
-  if ! command -v pnpm >/dev/null 2>&1; then
-    log "installing pnpm 10"
-    npm install --global --no-audit --no-fund pnpm@10 >/dev/null 2>&1 || corepack enable pnpm
-  fi
+  command -v pnpm >/dev/null 2>&1 || step "installing pnpm 10" install_pnpm
+}
+
+# npm's global folder, else corepack's shims, else npm's global folder as root (Node installed for the
+# whole system, as Debian's or NodeSource's packages do, with a user that is not root).
+install_pnpm() {
+  npm install --global --no-audit --no-fund pnpm@10 >/dev/null 2>&1 ||
+    corepack enable pnpm >/dev/null 2>&1 ||
+    as_root npm install --global --no-audit --no-fund pnpm@10 >/dev/null
+  command -v pnpm >/dev/null 2>&1 || { echo "pnpm was installed but is not on the PATH ($PATH)" >&2; return 1; }
 }
 
 install_deps() {
-  log "installing dependencies"
-  pnpm install --frozen-lockfile --prefer-offline 2>&1 | tail -n 3
-  log "generating Prisma clients"
-  pnpm exec turbo run generate --output-logs=errors-only
+  step "installing dependencies" pnpm_install
+  step "generating Prisma clients" pnpm exec turbo run generate --output-logs=errors-only
 }
+
+pnpm_install() { pnpm install --frozen-lockfile --prefer-offline 2>&1 | tail -n 3; }
 
 # Waits until a TCP port accepts connections, up to $3 seconds.
 wait_port() {

@@ -9,11 +9,12 @@ ensure_rabbitmq
 ensure_redis
 ensure_chromium
 install_deps
-log "typecheck and lint"
-pnpm exec turbo run typecheck lint --output-logs=errors-only
-pnpm exec tsc -p scripts/tsconfig.json
-pnpm exec eslint scripts bench
-pnpm exec prettier --check . --log-level warn
-bash scripts/check-deploy.sh
-log "tests"
-pnpm exec turbo run test --concurrency=1 --output-logs=full
+checks() {
+  pnpm exec turbo run typecheck lint --output-logs=errors-only
+  pnpm exec tsc -p scripts/tsconfig.json
+  pnpm exec eslint scripts bench
+  pnpm exec prettier --check . --log-level warn
+  bash scripts/check-deploy.sh
+}
+step "typecheck and lint" checks
+step "tests" pnpm exec turbo run test --concurrency=1 --output-logs=full
