@@ -19,6 +19,8 @@ RUN npm install --global --no-audit --no-fund "$(node -p "require('./package.jso
 
 FROM base AS fetch
 COPY pnpm-lock.yaml pnpm-workspace.yaml .npmrc ./
+# The patched dependencies: pnpm fetch reads the patch files the lockfile names.
+COPY patches ./patches
 RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store pnpm fetch
 
 # The Prisma CLI (a development dependency of each service) with its schema engine, downloaded by the

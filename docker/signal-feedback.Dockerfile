@@ -13,6 +13,8 @@ RUN npm install --global --no-audit --no-fund "$(node -p "require('./package.jso
 # Downloads every package of the lockfile once; later stages install offline from this store.
 FROM base AS fetch
 COPY pnpm-lock.yaml pnpm-workspace.yaml .npmrc ./
+# The patched dependencies: pnpm fetch reads the patch files the lockfile names.
+COPY patches ./patches
 RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store pnpm fetch
 
 FROM fetch AS build

@@ -140,6 +140,7 @@ function checkDockerfile(file: string, expect: { port?: number; health?: string;
     problem(file, 'final stage does not set NODE_ENV=production');
   }
   if (!text.includes('--frozen-lockfile')) problem(file, 'does not install with --frozen-lockfile');
+  checkPatchesCopied(file, stages.flat());
   if (expect.port !== undefined) {
     const exposed = final.filter((i) => i.keyword === 'EXPOSE').flatMap((i) => i.args.split(/\s+/));
     if (!exposed.includes(String(expect.port))) problem(file, `does not EXPOSE ${expect.port}`);
@@ -158,6 +159,34 @@ function checkDockerfile(file: string, expect: { port?: number; health?: string;
     else if (argv.join(' ') !== expect.start) {
       problem(file, `CMD "${argv.join(' ')}" differs from the package's start script "${expect.start}"`);
     }
+  }
+}
+
+/** The patch files pnpm-workspace.yaml names, which pnpm reads before it fetches or installs anything. */
+const PATCH_FILES: string[] = Object.values(
+  obj(obj(parseYaml(read('pnpm-workspace.yaml')))?.patchedDependencies) ?? {},
+).filter((f): f is string => typeof f === 'string');
+
+/** pnpm stops with ERR_PNPM_PATCH_NOT_FOUND when a patch file is not in the image before its first pnpm step. */
+function checkPatchesCopied(file: string, instructions: Instruction[]): void {
+  if (PATCH_FILES.length === 0) return;
+  const first = instructions.findIndex((i) => i.keyword === 'RUN' && /\bpnpm (fetch|install)\b/.test(i.args));
+  if (first < 0) return;
+  const copied = instructions
+    .slice(0, first)
+    .filter((i) => i.keyword === 'COPY')
+    .some((i) => {
+      const sources = i.args
+        .split(/\s+/)
+        .filter((a) => !a.startsWith('--'))
+        .slice(0, -1);
+      return sources.some((source) => /^(\.|patches)\/?$/.test(source));
+    });
+  if (!copied) {
+    problem(
+      `${file}:${instructions[first]?.line ?? 1}`,
+      `pnpm runs before patches/ is copied (${PATCH_FILES.join(', ')})`,
+    );
   }
 }
 
