@@ -67,8 +67,10 @@ export interface Loop {
   /** Stops scheduling rounds and waits for the round in progress. */
   stop(): Promise<void>;
   /**
-   * Runs a round now (or joins the one in progress) and resolves when it is done; a stopped loop
-   * runs no new round. For "work just arrived" signals, tests and demos.
+   * Runs a round that starts after this call and resolves when it is done: now, or right after the
+   * round in progress (which may have read its work before the call; every kick during one round
+   * shares the round after it). A stopped loop runs no new round. For "work just arrived" signals,
+   * tests and demos.
    */
   kick(): Promise<void>;
 }
@@ -87,6 +89,7 @@ export function createLoop(options: LoopOptions): Loop {
   let failures = 0;
   let timer: NodeJS.Timeout | undefined;
   let current: Promise<void> | undefined;
+  let following: Promise<void> | undefined;
 
   const spread = (ms: number): number =>
     ms <= 0 || jitter === 0 ? ms : Math.round(ms * (1 - jitter + Math.random() * 2 * jitter));
@@ -134,6 +137,13 @@ export function createLoop(options: LoopOptions): Loop {
       if (timer) clearTimeout(timer);
       await current;
     },
-    kick: () => runOnce(),
+    kick() {
+      if (stopped || !current) return current ?? runOnce();
+      following ??= current.then(() => {
+        following = undefined;
+        return runOnce();
+      });
+      return following;
+    },
   };
 }

@@ -128,6 +128,35 @@ describe('createLoop', () => {
     expect(rounds).toBe(1);
   });
 
+  it('When kicked during a round, then one more round starts after it, shared by every kick meanwhile', async () => {
+    const releases: Array<() => void> = [];
+    let rounds = 0;
+    const loop = createLoop({
+      name: 'slow',
+      intervalMs: 60_000,
+      logger,
+      round: () => {
+        rounds += 1;
+        return new Promise<void>((resolve) => releases.push(resolve));
+      },
+    });
+    const first = loop.kick();
+    await jest.advanceTimersByTimeAsync(0);
+    expect(rounds).toBe(1);
+    // The round in progress may have read its work before these kicks: they wait for the next one.
+    let kicked = 0;
+    const kicks = [loop.kick(), loop.kick()].map((k) => k.then(() => (kicked += 1)));
+    releases[0]?.();
+    await first;
+    await jest.advanceTimersByTimeAsync(0);
+    expect(rounds).toBe(2);
+    expect(kicked).toBe(0);
+    releases[1]?.();
+    await Promise.all(kicks);
+    expect(kicked).toBe(2);
+    expect(rounds).toBe(2);
+  });
+
   it('When kicked without being started, then exactly one round runs and none is scheduled', async () => {
     const { loop, at } = scripted([true]);
     await loop.kick();

@@ -36,8 +36,14 @@ async function checkOnce(skillId: string): Promise<{ ok: boolean; status_code: n
   );
   const worker = h.service.workers?.health;
   if (!worker) throw new Error('the health worker is not running');
-  await worker.kick();
-  const after = await periodicChecks(skillId);
+  // The claim skips a row another statement holds (the verification worker refreshing the new
+  // skill's metrics): kick until the check is recorded. A claimed skill is next due in an hour, so a
+  // further kick cannot add a second check.
+  const after = await waitFor('a periodic health check', async () => {
+    await worker.kick();
+    const checks = await periodicChecks(skillId);
+    return checks.length > before.length && checks;
+  });
   expect(after).toHaveLength(before.length + 1);
   const latest = after[0];
   if (!latest) throw new Error('no check recorded');

@@ -39,8 +39,6 @@ const MAX_RETRY_MS = 300_000;
 export class RefundWorker extends LoopWorker {
   // Cuts a confirmation watch short on shutdown.
   private stopped = true;
-  // Set by a kick during a pass: the loop runs another pass at once, as the new refund may have missed this one.
-  private again = false;
   private readonly pollIntervalMs: number;
   private readonly batchSize: number;
 
@@ -60,10 +58,9 @@ export class RefundWorker extends LoopWorker {
       name: 'refund-worker',
       intervalMs: options.intervalMs,
       round: async () => {
-        this.again = false;
         if (this.stopped) return false;
         const claimed = await this.runDue();
-        return claimed > 0 || this.again;
+        return claimed > 0;
       },
       logger,
       ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
@@ -76,12 +73,6 @@ export class RefundWorker extends LoopWorker {
   override start(): void {
     this.stopped = false;
     super.start();
-  }
-
-  /** Runs a pass now, or another right after the one in progress (a refund was just queued). */
-  override kick(): Promise<void> {
-    this.again = true;
-    return super.kick();
   }
 
   /** Stops looking and waits for the pass in progress. */

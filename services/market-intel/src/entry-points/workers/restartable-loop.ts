@@ -52,7 +52,7 @@ export abstract class LoopWorker implements Loop {
     return this.loop.stop();
   }
 
-  /** Runs a round now (or joins the one in progress) while started. */
+  /** Runs a round that starts after this call (see {@link Loop.kick}) while started. */
   kick(): Promise<void> {
     return this.loop.kick();
   }

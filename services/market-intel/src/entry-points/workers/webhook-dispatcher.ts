@@ -138,8 +138,6 @@ const MAX_DELAY_MS = 3_600_000;
 export class WebhookDispatcher extends LoopWorker {
   private readonly dispatcher: Dispatcher;
   private readonly signer: WebhookSigner;
-  // Set by a kick during a pass: the loop runs another pass at once, as the new delivery may have missed this one.
-  private again = false;
 
   constructor(
     private readonly db: Db,
@@ -150,9 +148,8 @@ export class WebhookDispatcher extends LoopWorker {
       name: 'webhook-dispatcher',
       intervalMs: options.pollIntervalMs,
       round: async () => {
-        this.again = false;
         const attempted = await this.deliverDue();
-        return attempted > 0 || this.again;
+        return attempted > 0;
       },
       logger,
       ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
@@ -162,12 +159,6 @@ export class WebhookDispatcher extends LoopWorker {
       ...(options.lookup ? { lookup: options.lookup } : {}),
     });
     this.signer = new WebhookSigner(options.secret);
-  }
-
-  /** Runs a delivery pass now, or another right after the one in progress (a job just reached a terminal state). */
-  override kick(): Promise<void> {
-    this.again = true;
-    return super.kick();
   }
 
   /** Stops polling, waits for the pass in progress and closes the connection pool. */
