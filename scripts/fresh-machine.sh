@@ -40,6 +40,11 @@ for tool in debootstrap iptables unshare nsenter ip git node; do
 done
 
 ROOTFS="$(realpath -m "$DIR/root")"
+# The root is deleted before and after a run: only one this script made (its marker beside it).
+MARKER="$DIR/.fresh-machine"
+[ -e "$ROOTFS" ] && [ ! -e "$MARKER" ] && die "$ROOTFS exists and was not made by this script"
+mkdir -p "$DIR"
+touch "$MARKER"
 NETNS="fresh-machine-$$"
 VETH="fm$$"
 SUBNET=10.231.$(($$ % 250)).0
@@ -101,7 +106,6 @@ timed() {
 
 build_root() {
   rm -rf "$ROOTFS"
-  mkdir -p "$DIR"
   local include=()
   [ "$AS_USER" = 1 ] && include=(--include=sudo)
   debootstrap --variant=minbase "${include[@]}" "$SUITE" "$ROOTFS" "$MIRROR" >"$DIR/debootstrap.log" 2>&1 ||
