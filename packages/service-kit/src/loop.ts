@@ -138,7 +138,8 @@ export function createLoop(options: LoopOptions): Loop {
       await current;
     },
     kick() {
-      if (stopped || !current) return current ?? runOnce();
+      if (!current) return runOnce();
+      if (stopped) return current;
       following ??= current.then(() => {
         following = undefined;
         return runOnce();
