@@ -14,9 +14,9 @@
 #
 # Needs root on Linux with debootstrap, iptables and util-linux (unshare, nsenter); about 40 minutes.
 # Logs go to DIR/*.log. Uncommitted changes are not part of the check: it clones HEAD.
-set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-log() { printf '\033[1;34m==>\033[0m %s\n' "$*" >&2; }
+CALLER_DIR="$PWD"
+# log and step (a timed step), and ROOT, the repository: the install scripts' own (it cds to ROOT).
+source "$(dirname "$0")/lib.sh"
 die() {
   echo "fresh-machine: $*" >&2
   exit 1
@@ -39,7 +39,8 @@ for tool in debootstrap iptables unshare nsenter ip git node; do
   command -v "$tool" >/dev/null 2>&1 || die "needs $tool"
 done
 
-ROOTFS="$(realpath -m "$DIR/root")"
+DIR="$(cd "$CALLER_DIR" && realpath -m "$DIR")"
+ROOTFS="$DIR/root"
 # The root is deleted before and after a run: only one this script made (its marker beside it).
 MARKER="$DIR/.fresh-machine"
 [ -e "$ROOTFS" ] && [ ! -e "$MARKER" ] && die "$ROOTFS exists and was not made by this script"
@@ -68,6 +69,8 @@ guest_pids() {
 cleanup() {
   local status=$?
   set +e
+  # A second Ctrl-C must not cut the teardown short.
+  trap '' INT TERM
   [ -n "$INIT_PID" ] && kill -KILL "$INIT_PID" 2>/dev/null
   ip netns del "$NETNS" 2>/dev/null
   ip link del "$VETH" 2>/dev/null
@@ -87,6 +90,8 @@ cleanup() {
   if [ "$status" = 0 ]; then log "fresh machine: every step passed (logs in $DIR)"; else log "fresh machine: FAILED (logs in $DIR)"; fi
 }
 trap cleanup EXIT
+# Ctrl-C or a kill during the run still removes the namespaces and the NAT rule.
+trap 'exit 130' INT TERM
 
 # Runs a command in the fresh machine, as root or as the user, in a login shell with a clean environment.
 guest() {
@@ -94,14 +99,6 @@ guest() {
   [ "$AS_USER" = 1 ] && who=(runuser -u dev --)
   nsenter -t "$INIT_PID" -a -r -w "${who[@]}" env -i HOME="$GUEST_HOME" PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin \
     TERM=dumb LANG=C.UTF-8 ${EXTRA_CA:+NODE_EXTRA_CA_CERTS=/etc/ssl/extra-ca.crt} bash -lc "cd ~/repo && $*"
-}
-
-timed() {
-  local what=$1 started=$SECONDS
-  shift
-  log "$what"
-  "$@"
-  log "$what: done in $((SECONDS - started)) s"
 }
 
 build_root() {
@@ -145,7 +142,7 @@ build_root() {
     echo 'dev ALL=(ALL) NOPASSWD:ALL' >"$ROOTFS/etc/sudoers.d/dev"
     chmod 0440 "$ROOTFS/etc/sudoers.d/dev"
   fi
-  git clone --quiet "$REPO" "$ROOTFS$GUEST_HOME/repo"
+  git clone --quiet "$ROOT" "$ROOTFS$GUEST_HOME/repo"
   [ "$AS_USER" = 1 ] && chroot "$ROOTFS" chown -R dev:dev /home/dev/repo
   return 0
 }
@@ -195,12 +192,20 @@ wait_ready() {
   die "the stack was not ready within 20 minutes"
 }
 
-stop_stack() {
-  local p deadline=$((SECONDS + 60))
+# The processes of `npm start`'s stack (scripts/stack.ts and the pnpm and tsx processes running it).
+stack_pids() {
+  local p
   for p in $(guest_pids); do
-    grep -q 'scripts/stack.ts' "/proc/$p/cmdline" 2>/dev/null && kill -INT "$p" 2>/dev/null
+    grep -q 'scripts/stack.ts' "/proc/$p/cmdline" 2>/dev/null && echo "$p"
   done
-  while [ -n "$(for p in $(guest_pids); do grep -l 'scripts/stack.ts' "/proc/$p/cmdline" 2>/dev/null; done)" ]; do
+  return 0
+}
+
+stop_stack() {
+  local deadline=$((SECONDS + 60))
+  # shellcheck disable=SC2046 # one PID per word
+  kill -INT $(stack_pids) 2>/dev/null || true
+  while [ -n "$(stack_pids)" ]; do
     ((SECONDS < deadline)) || die "the stack did not stop within 60 s of Ctrl-C"
     sleep 0.5
   done
@@ -224,10 +229,10 @@ second_test_run() {
   fi
 }
 
-timed "a minimal Debian $SUITE with Node $(node -v) in $ROOTFS" build_root
+step "a minimal Debian $SUITE with Node $(node -v) in $ROOTFS" build_root
 start_namespaces
-timed "npm start (log: $DIR/start.log)" start_run
-timed "pnpm demo (log: $DIR/demo.log)" demo_run
-timed "stopping the stack with Ctrl-C" stop_stack
-timed "npm test (log: $DIR/test-1.log)" first_test_run
-timed "npm test again, installing nothing (log: $DIR/test-2.log)" second_test_run
+step "npm start (log: $DIR/start.log)" start_run
+step "pnpm demo (log: $DIR/demo.log)" demo_run
+step "stopping the stack with Ctrl-C" stop_stack
+step "npm test (log: $DIR/test-1.log)" first_test_run
+step "npm test again, installing nothing (log: $DIR/test-2.log)" second_test_run
