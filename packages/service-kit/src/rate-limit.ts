@@ -171,16 +171,53 @@ export async function sweepRateLimits(pool: Pool, now = Date.now()): Promise<num
 }
 
 /**
- * The rate-limit key of a client address: an IPv4 address as
- * is (an IPv4-mapped IPv6 address as its IPv4 form), an IPv6 address as its /64 network
- * (`2001:db8:1:2::/64`), since one subscriber gets a whole /64 and could otherwise use 2^64 fresh
- * identities.
+ * The IPv4 address an IPv6 address carries for a client that is really an IPv4 host, or null:
+ * - IPv4-mapped `::ffff:a.b.c.d` and SIIT's IPv4-translated `::ffff:0:a.b.c.d` (RFC 6145): the last
+ *   32 bits;
+ * - NAT64 `64:ff9b::/96` (RFC 6052) and its local-use block `64:ff9b:1::/48` (RFC 8215, where
+ *   translators use a /96 too): the last 32 bits, so IPv4 clients reaching an IPv6-only service
+ *   through a translator keep one key each instead of all sharing `64:ff9b::/64`;
+ * - 6to4 `2002:AABB:CCDD::/48` (RFC 3056): bits 16–47, the site's IPv4 address, so one 6to4 site is
+ *   one key rather than 65,536 /64s;
+ * - Teredo `2001::/32` (RFC 4380): the last 32 bits inverted, the client's public IPv4 address.
+ * Range names as `ipaddr.js` reports them.
+ */
+function embeddedIPv4(addr: ipaddr.IPv6): ipaddr.IPv4 | null {
+  const p = addr.parts;
+  const fromParts = (high: number, low: number) =>
+    new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
+  // ipaddr.js returns range names beyond its declared union (rfc6145).
+  const range: string = addr.range();
+  switch (range) {
+    case 'ipv4Mapped':
+    case 'rfc6145':
+    case 'rfc6052':
+      return fromParts(p[6] ?? 0, p[7] ?? 0);
+    case '6to4':
+      return fromParts(p[1] ?? 0, p[2] ?? 0);
+    case 'teredo':
+      return fromParts((p[6] ?? 0) ^ 0xffff, (p[7] ?? 0) ^ 0xffff);
+    default:
+      return null;
+  }
+}
+
+/**
+ * The rate-limit key of a client address (every service's README, "Security": limits key IPv6
+ * clients by /64): an IPv4 address as is; an IPv6 address that carries an IPv4 client's address
+ * (IPv4-mapped, SIIT, NAT64, 6to4, Teredo: see {@link embeddedIPv4}) as that IPv4 address, as if the
+ * client had come over IPv4; any other IPv6 address as its /64 network (`2001:db8:1:2::/64`), since
+ * one subscriber gets a whole /64 and could otherwise use 2^64 fresh identities.
  * @param ip `req.ip` (undefined or unparsable: `unknown`)
+ * @returns `203.0.113.7`, `2001:db8:1:2::/64` or `unknown`
  */
 export function clientIpKey(ip: string | undefined): string {
   if (!ip || !ipaddr.isValid(ip)) return 'unknown';
-  const parsed = ipaddr.process(ip);
+  const parsed = ipaddr.parse(ip);
   if (parsed.kind() === 'ipv4') return parsed.toString();
-  const parts = (parsed as ipaddr.IPv6).parts.slice(0, 4);
+  const v6 = parsed as ipaddr.IPv6;
+  const v4 = embeddedIPv4(v6);
+  if (v4) return v4.toString();
+  const parts = v6.parts.slice(0, 4);
   return `${ipaddr.IPv6.parse(`${parts.map((p) => p.toString(16)).join(':')}::`).toString()}/64`;
 }
