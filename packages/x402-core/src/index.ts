@@ -43,5 +43,5 @@ export type {
   PaymentVerifier,
   VerifyOptions,
 } from './verification';
-export { requestReference, sha256Hex } from './reference';
+export { canonicalRequestText, requestHash, requestReference, sha256Hex } from './reference';
 export type { CanonicalRequest } from './reference';

@@ -224,12 +224,14 @@ export function createHotPath(options: HotPathOptions): HotPath {
           listener(req, res);
           return;
         }
-        if (payment === undefined) {
-          // A repeated payment header, or a body on an unpaid request: the full path answers it.
+        if (payment === undefined || !bodyless) {
+          // A repeated payment header, or a body (it enters the request a payment is bound to): the
+          // full path answers it.
           listener(req, res);
           return;
         }
-        // The whole URL: its `network` must agree with the payment's, as the full path checks.
+        // The whole URL: its `network` must agree with the payment's, and its query is part of the
+        // request the payment is bound to, as the full path checks.
         const key = `${url}\n${payment}`;
         const hit = replays.get(key);
         if (hit) {

@@ -24,6 +24,7 @@ export type {
   PaidRequestLocals,
   OfferV2,
   SettlementGuard,
+  SettlementLimit,
   VerificationGuard,
   VerificationAttempt,
 } from './middleware';

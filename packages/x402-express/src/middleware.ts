@@ -22,6 +22,8 @@ import {
   type PaymentVerifier,
   type ResourceDiscovery,
   type VerifiedPayment,
+  canonicalRequestText,
+  requestHash,
   requestReference,
   v1OutputSchema,
 } from '@repo/x402-core';
@@ -32,7 +34,7 @@ import type {
   PaymentLedger,
   StoredResponse,
 } from '@repo/x402-ledger';
-import { ExactSvmSettler, SettlementRefusedError } from '@repo/x402-solana';
+import { ExactSvmSettler, SettlementRefusedError, type SettlementKey } from '@repo/x402-solana';
 import { bazaarExtensions } from './discovery';
 import { emitPaymentEvent, type PaymentEventListener } from './events';
 import { processPayment } from './process';
@@ -105,15 +107,35 @@ export interface VerificationGuard {
 }
 
 /**
- * Decides whether an official-scheme settlement may go ahead: `ip` is the client address (`req.ip`),
- * `payer` the wallet that signed the payment. Refused: the answer is `429 rate_limited` with
- * `Retry-After` (seconds) and `details.limit`; nothing is claimed or sent.
+ * Decides whether an official-scheme settlement may go ahead, once its claim is held (README, "Paying
+ * with an official x402 client"): `ip` is the client address (`req.ip`), `payer` the wallet whose
+ * Ed25519 signature of the transaction was checked (so nobody spends another wallet's limits),
+ * `source` the token account its transfer debits (absent when it comes from a lookup table).
+ * Allowed: `release`, when given, is called once the settlement ended, whatever its outcome (an
+ * in-flight slot is given back). Refused: the answer is `429 rate_limited` with `Retry-After`
+ * (seconds) and `details.limit` (`client`, `payer`, or `payer_in_flight`: another settlement of this
+ * payer and source is still running); nothing is sent and the claim is dropped.
  */
 export type SettlementGuard = (settlement: {
   ip: string | undefined;
   payer: string | undefined;
+  source: string | undefined;
   network: X402Network;
-}) => Promise<{ allowed: true } | { allowed: false; retryAfterSeconds: number; limit: 'payer' | 'client' }>;
+}) => Promise<
+  | { allowed: true; release?: () => Promise<void> }
+  | { allowed: false; retryAfterSeconds: number; limit: SettlementLimit }
+>;
+
+/** Which limit refused a settlement (`details.limit` of the 429). */
+export type SettlementLimit = 'client' | 'payer' | 'payer_in_flight';
+
+/** The message of a settlement refused by each limit, given the seconds to wait. */
+const SETTLEMENT_REFUSALS: Readonly<Record<SettlementLimit, (seconds: number) => string>> = {
+  client: (s) => `Too many payment settlements from this client; retry in ${s} s`,
+  payer: (s) => `Too many payment settlements for this payer wallet; retry in ${s} s`,
+  payer_in_flight: (s) =>
+    `Another payment of this payer wallet from the same token account is being settled; retry in ${s} s`,
+};
 
 /** The price and description of one paid route. */
 export interface PaidRoute {
@@ -201,13 +223,21 @@ export function requirementsForRequest(
   requirements: PaymentRequirements;
   offer: OfferV2 | undefined;
   reference: string | undefined;
+  /** The request's canonical text (`canonicalRequestText`), built now only when a reference needed it. */
+  canonical: string | undefined;
+  /** The request URL, parsed once. */
+  url: URL;
 } {
   const url = new URL(req.originalUrl || req.url, 'http://localhost');
   const network = networkOfQuery(url.searchParams);
   const verifier = gateway.verifiers[network];
   if (!verifier) throw new AppError('invalid_request', `Payments on ${network} are not offered here`);
   const template = requirementsTemplate(verifier, route);
-  const reference = gateway.references ? referenceOf(req, url, gateway.references.secret) : undefined;
+  const canonical = gateway.references ? canonicalTextOf(req, url) : undefined;
+  const reference =
+    gateway.references && canonical !== undefined
+      ? requestReference(gateway.references.secret, canonical)
+      : undefined;
   const requirements: PaymentRequirements = {
     ...template,
     resource: resourceUrlOf(req, gateway.publicBaseUrl),
@@ -221,12 +251,15 @@ export function requirementsForRequest(
     extensions: extensionsOf(route),
     ...(reference === undefined ? {} : { reference }),
   };
-  return { network, verifier, requirements, offer, reference };
+  return { network, verifier, requirements, offer, reference, canonical, url };
 }
 
-/** This request's Solana Pay reference: method, path, sorted query and body hash under `secret`. */
-function referenceOf(req: Request, url: URL, secret: string | Uint8Array): string {
-  return requestReference(secret, {
+/**
+ * The canonical text of a request (method, path, sorted query, body hash): its reference is the HMAC
+ * of it, and the hash its payment is bound to in the ledger is the SHA-256 of it.
+ */
+function canonicalTextOf(req: Request, url: URL): string {
+  return canonicalRequestText({
     method: req.method,
     path: url.pathname,
     query: url.searchParams,
@@ -383,10 +416,11 @@ export async function acceptPayment(
     let proof: PaymentProof;
     let signature: string;
     let payer: string | undefined;
+    let source: string | undefined;
     try {
       proof = parsePaymentProof(header, network, v2Header === undefined ? 'X-PAYMENT' : 'PAYMENT-SIGNATURE');
       if (proof.kind === 'signature') signature = proof.txSignature;
-      else ({ signature, payer } = await signatureToClaim(proof, offer));
+      else ({ signature, payer, source } = await signatureToClaim(proof, offer));
     } catch (error) {
       const malformed = isAppError(error) && error.code === 'invalid_payment_header';
       emitPaymentEvent(options.onPaymentEvent, {
@@ -417,7 +451,7 @@ export async function acceptPayment(
     const ip = req.ip; // a getter that parses the forwarding chain on every read
     const settle = settling
       ? async () => {
-          const decision = await guard?.({ ip, payer, network });
+          const decision = await guard?.({ ip, payer, source, network });
           if (decision && !decision.allowed) {
             emitPaymentEvent(options.onPaymentEvent, {
               type: 'rejected',
@@ -427,14 +461,18 @@ export async function acceptPayment(
             });
             throw new AppError(
               'rate_limited',
-              `Too many payment settlements ${decision.limit === 'payer' ? 'for this payer wallet' : 'from this client'}; retry in ${decision.retryAfterSeconds} s`,
+              SETTLEMENT_REFUSALS[decision.limit](decision.retryAfterSeconds),
               {
                 details: { limit: decision.limit },
                 headers: { 'Retry-After': String(decision.retryAfterSeconds) },
               },
             );
           }
-          return settling.settler.settle(settling.transaction, settling.requirements);
+          try {
+            return await settling.settler.settle(settling.transaction, settling.requirements);
+          } finally {
+            await decision?.release?.().catch(() => undefined);
+          }
         }
       : undefined;
     const verificationGuard = options.verificationGuard;
@@ -459,7 +497,7 @@ export async function acceptPayment(
       amountAtomic: options.amountAtomic,
       endpoint,
       kind: options.kind,
-      ...(options.kind === 'async' ? { requestHash: bodyHash(req) } : {}),
+      requestHash: requestHash(request.canonical ?? canonicalTextOf(req, request.url)),
       ...(options.onPaymentEvent ? { onPaymentEvent: options.onPaymentEvent } : {}),
       ...(options.deferVerifiedMark ? { deferVerifiedMark: true } : {}),
     });
@@ -515,7 +553,7 @@ export async function recordPaymentSighting(req: Request, options: AcceptPayment
       network,
       endpoint: options.endpoint ?? endpointOf(req),
       kind: options.kind,
-      ...(options.kind === 'async' ? { requestHash: bodyHash(req) } : {}),
+      requestHash: requestHash(canonicalTextOf(req, new URL(req.originalUrl || req.url, 'http://localhost'))),
     });
   } catch {
     // The answer being sent (a 503) matters more than the sighting.
@@ -524,15 +562,15 @@ export async function recordPaymentSighting(req: Request, options: AcceptPayment
 
 /**
  * The ledger key of an official-scheme payment (the signature its transaction will have once this
- * server co-signs it) and its payer wallet, after checking that the network offers the scheme and that a v2 payment
- * accepted exactly this offer.
+ * server co-signs it), its payer wallet (its signature checked) and source token account, after
+ * checking that the network offers the scheme and that a v2 payment accepted exactly this offer.
  * @throws AppError `payment_required` (402) when the scheme is not offered on the network, the
  *   accepted offer differs, or the transaction is not one this server can co-sign
  */
 async function signatureToClaim(
   proof: PaymentProof & { kind: 'transaction' },
   offer: OfferV2 | undefined,
-): Promise<{ signature: string; payer: string | undefined }> {
+): Promise<SettlementKey> {
   const refuse = (reason: string, message: string): never => {
     throw new AppError('payment_required', message, { details: { reason } });
   };

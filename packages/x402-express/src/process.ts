@@ -44,7 +44,11 @@ export interface ProcessPaymentInput {
   endpoint: string;
   /** `sync` (response stored and replayed) or `async` (a job is created; reuse is a 409). */
   kind: PaymentKind;
-  /** Asynchronous endpoints: hex SHA-256 of the request body (see `ClaimRequest.requestHash`). */
+  /**
+   * The request's hash (`requestHash` of `@repo/x402-core`: method, path, sorted query, body): the
+   * payment is bound to it, so a replay is served only to the same request (see
+   * `ClaimRequest.requestHash`).
+   */
   requestHash?: string;
   /**
    * This request's Solana Pay reference (push payments): a transfer carrying another request's
@@ -104,8 +108,8 @@ export type ProcessPaymentResult =
  *   stale / reference_mismatch / reference_missing,
  *   and for an official-scheme transaction the facilitator refused (its reason);
  * - `amount_mismatch`, `mint_mismatch` (400);
- * - `payment_reused` (400, no details) when the signature was verified for another endpoint or network
- *   (README, "Paying with our client");
+ * - `payment_reused` (400, no details) when the signature was verified for another endpoint, network
+ *   or request (README, "Paying with our client"; "Request-bound payments");
  * - `payment_conflict` (409) when it was used on this asynchronous endpoint (a paid job exists), with
  *   `details.jobId` only for a request with the paying request's body;
  * - `service_unavailable` (503, `Retry-After`) when the RPC is unreachable, another request still

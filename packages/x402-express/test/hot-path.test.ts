@@ -1,4 +1,4 @@
-import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer, request, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createHotPath, paidAnswerSent, type PaymentEvent } from '../src/index';
 
@@ -87,5 +87,26 @@ describe('createHotPath', () => {
     await pay(5000, 's4');
     expect(fullPathCalls).toBe(5);
     expect(events.filter((e) => e.type === 'replayed')).toHaveLength(1);
+  });
+
+  it('When a remembered payment comes again with a body, then the full path answers it (the body is part of the request paid for)', async () => {
+    fullPathCalls = 0;
+    const pay = () => fetch(`${base}/paid?size=5`, { headers: { 'x-payment': 'sb' } });
+    await pay();
+    await pay();
+    expect(fullPathCalls).toBe(1);
+    await new Promise<void>((resolve, reject) => {
+      const req = request(
+        `${base}/paid?size=5`,
+        { headers: { 'x-payment': 'sb', 'content-type': 'application/json', 'content-length': '2' } },
+        (res) => {
+          res.resume();
+          res.on('end', resolve);
+        },
+      );
+      req.on('error', reject);
+      req.end('{}');
+    });
+    expect(fullPathCalls).toBe(2);
   });
 });

@@ -23,7 +23,7 @@ import {
   waitForSignature,
   type Localnet,
 } from '@repo/solana-localnet';
-import { CAIP2_NETWORKS, decodePaymentResponse } from '@repo/x402-core';
+import { CAIP2_NETWORKS, decodePaymentResponse, encodePaymentHeader } from '@repo/x402-core';
 import { type PaymentGateway } from '../src/index';
 import { PrismaPaymentLedger } from '@repo/x402-ledger';
 import { PgSqlClient } from '@repo/x402-ledger/testing';
@@ -200,6 +200,28 @@ describe('Paying with the official client', () => {
       settlement.transaction,
     );
     expect(rows).toEqual([{ status: 'completed', payer: localnet.agent.publicKey }]);
+  });
+});
+
+describe('A settled official-scheme payment seen on chain', () => {
+  it('When a watcher presents its signature on another query of the same endpoint, then 400 payment_reused; the payer replays', async () => {
+    const payerUrl = `${server.url}/api/v1/scout/gaps?network=devnet&sector=fintech`;
+    const res = await (await officialFetch())(payerUrl);
+    expect(res.status).toBe(200);
+    const answer = await res.text();
+    const { transaction } = decodePaymentResponseHeader(res.headers.get('payment-response') ?? '');
+    const header = encodePaymentHeader('solana-devnet', transaction);
+    const runsAfterPayment = runs.gaps;
+
+    const stolen = await fetch(`${server.url}/api/v1/scout/gaps?network=devnet&sector=climate&limit=50`, {
+      headers: { 'X-PAYMENT': header },
+    });
+    expect(stolen.status).toBe(400);
+    expect(await stolen.json()).toMatchObject({ code: 'payment_reused' });
+    const replay = await fetch(payerUrl, { headers: { 'X-PAYMENT': header } });
+    expect(replay.status).toBe(200);
+    expect(await replay.text()).toBe(answer);
+    expect(runs.gaps).toBe(runsAfterPayment);
   });
 });
 
@@ -381,7 +403,7 @@ describe('Official-scheme payments the server refuses', () => {
     });
     expect(otherFeePayer.status).toBe(402);
     expect((await otherFeePayer.json()) as unknown).toMatchObject({
-      details: { reason: 'fee_payer_mismatch' },
+      details: { reason: 'invalid_exact_svm_fee_payer_not_managed_by_facilitator' },
     });
     expect(await balances()).toEqual(before);
   });

@@ -188,6 +188,39 @@ describe('request-bound payments (Solana Pay references)', () => {
     expect((await merchantBalance()) - before).toBe(PRICE);
   });
 
+  it('When a watcher presents a completed payment on another query of the same endpoint, then 400 payment_reused, and the payer still gets the stored answer', async () => {
+    for (const references of [{ secret: SECRET }, undefined]) {
+      const url = await paidApp(references ? { references } : {});
+      const payerUrl = `${url}/api/v1/scout/gaps?sector=fintech&limit=5`;
+      const { reference } = await challenge(payerUrl);
+      const signature = await payUsdc(
+        localnet,
+        'solana',
+        PRICE,
+        references ? { references: [reference as string] } : {},
+      );
+      runs = [];
+      const served = await paid(payerUrl, signature);
+      expect(served.status).toBe(200);
+      const answer = await served.text();
+
+      for (const watcherUrl of [
+        `${url}/api/v1/scout/gaps?sector=climate&limit=50`,
+        `${url}/api/v1/scout/gaps`,
+      ]) {
+        const stolen = await paid(watcherUrl, signature);
+        expect(stolen.status).toBe(400);
+        expect(await stolen.json()).toMatchObject({ code: 'payment_reused' });
+      }
+      // Query order is not part of the request: the payer's genuine retry is the same request.
+      const retry = await paid(`${url}/api/v1/scout/gaps?limit=5&sector=fintech`, signature);
+      expect(retry.status).toBe(200);
+      expect(await retry.text()).toBe(answer);
+      expect(runs).toEqual(['gaps?sector=fintech&limit=5']);
+      expect(await rowOf(signature)).toEqual({ status: 'completed', endpoint: 'GET /api/v1/scout/gaps' });
+    }
+  });
+
   it('When our client pays a 402 with a reference, then the transfer carries it and references can be required', async () => {
     const url = await paidApp({ references: { secret: SECRET, required: true } });
     const { response, payment } = await fetchWithPayment(`${url}/api/v1/scout/keywords?limit=3`, {

@@ -61,7 +61,7 @@ export interface PaymentRecord {
   response: StoredResponse | null;
   /** The job created by an asynchronous endpoint. */
   jobId: string | null;
-  /** Hex SHA-256 of the body of the request that paid an asynchronous endpoint. */
+  /** The hash of the request the payment is bound to (see {@link ClaimRequest.requestHash}). */
   requestHash: string | null;
   /** When the current (or last) claim was taken. */
   claimedAt: Date;
@@ -112,8 +112,13 @@ export interface ClaimRequest {
   /** Endpoint kind. */
   kind: PaymentKind;
   /**
-   * Asynchronous endpoints: hex SHA-256 of the request body. A later request with the same payment
-   * learns the job id only when its body hashes the same (a genuine retry after a lost 202).
+   * The hash of the request this payment pays for (e.g. `requestHash` of `@repo/x402-core`: method,
+   * path, sorted query and body). A verified payment is bound to the hash it was claimed with: on a
+   * synchronous endpoint only a request with the same hash gets the stored answer (or takes over a
+   * verified claim whose answer was never stored); any other is `other_endpoint`, as a payment on
+   * another endpoint is. On an asynchronous endpoint a later request learns the job id only when its
+   * hash is the same (a genuine retry after a lost 202). An unverified claim binds nothing yet: its
+   * takeover records the new request's hash. Absent counts as a hash of its own (`null`).
    */
   requestHash?: string;
   /**
@@ -151,7 +156,8 @@ export interface PaymentClaim extends ClaimRequest {
  * - `replay`: same synchronous endpoint, completed: answer `response` again;
  * - `conflict`: same asynchronous endpoint, job already created (409 `payment_conflict`; `jobId` only
  *   for a request whose body hashes like the paying one's, else `null`);
- * - `other_endpoint`: the signature was verified for another endpoint or network (400 `payment_reused`);
+ * - `other_endpoint`: the signature was verified for another endpoint, network or (synchronous
+ *   endpoint) request (400 `payment_reused`);
  * - `busy`: still in flight elsewhere after waiting `waitTimeoutMs`, or an unverified claim for another
  *   endpoint (`retryAfterSeconds: 1`) (503, retry later).
  */
@@ -280,7 +286,7 @@ model X402Payment {
   responseHeaders Json?     @map("response_headers")
   responseBody    String?   @map("response_body")
   jobId           String?   @map("job_id")
-  /// Hex SHA-256 of the request body that paid an asynchronous endpoint (a 409 names the job only to it).
+  /// Hash of the request the payment is bound to: only that request gets its replay (or, async, its job id).
   requestHash     String?   @map("request_hash")
   claimedAt       DateTime  @default(now()) @map("claimed_at") @db.Timestamptz(3)
   verifiedAt      DateTime? @map("verified_at") @db.Timestamptz(3)
@@ -483,8 +489,8 @@ export class PrismaPaymentLedger implements PaymentLedger {
     }
     const deadline = Date.now() + this.waitTimeoutMs;
     // Queue behind a holder in this process: one database round trip per waiter once it is done.
-    // A request for another endpoint or network goes straight to the database (→ other_endpoint).
-    const use = `${request.network} ${request.endpoint}`;
+    // A request for another endpoint, network or request goes straight to the database.
+    const use = `${request.network} ${request.endpoint} ${request.requestHash ?? ''}`;
     let own: Gate | undefined;
     for (;;) {
       const held = this.gates.get(request.signature);
@@ -563,13 +569,27 @@ export class PrismaPaymentLedger implements PaymentLedger {
         if (moved) return { outcome: 'claimed', claim: claimOf(request, token, true, moved) };
         continue;
       }
+      // Verified, the payment is bound to the request it was claimed with (its answer may be unsent).
+      if (record.status !== 'processing' && record.requestHash !== (request.requestHash ?? null))
+        return { outcome: 'other_endpoint', record };
       if (row.lease_free) {
+        // An unverified row takes the new request's hash; a verified one must still have this one's.
         const taken = await this.take(
-          `UPDATE ${X402_PAYMENTS_TABLE} SET claim_token = $2, claimed_at = now()
-           WHERE signature = $1 AND status = $3 AND endpoint = $4
-             AND (claim_token IS NULL OR claimed_at < now() - make_interval(secs => $5::double precision))
-           RETURNING created_at`,
-          [request.signature, token, record.status, request.endpoint, this.leaseSeconds],
+          `UPDATE ${X402_PAYMENTS_TABLE}
+              SET claim_token = $2, claimed_at = now(),
+                  request_hash = CASE WHEN status = 'processing' THEN $6 ELSE request_hash END
+            WHERE signature = $1 AND status = $3 AND endpoint = $4
+              AND (status = 'processing' OR request_hash IS NOT DISTINCT FROM $6)
+              AND (claim_token IS NULL OR claimed_at < now() - make_interval(secs => $5::double precision))
+            RETURNING created_at`,
+          [
+            request.signature,
+            token,
+            record.status,
+            request.endpoint,
+            this.leaseSeconds,
+            request.requestHash ?? null,
+          ],
           // A verified row is not verified again: no attempt to count.
           record.status === 'processing' ? request.attemptCounter : undefined,
         );
@@ -883,16 +903,21 @@ function claimOf(request: ClaimRequest, token: string, takenOver: boolean, taken
   };
 }
 
-/** The outcome of a claim on a completed payment: another endpoint, a job conflict, or a replay. */
+/**
+ * The outcome of a claim on a completed payment: another endpoint or network, a job conflict, another
+ * request of the same synchronous endpoint (refused as another endpoint is: the stored answer is the
+ * paying request's, and its signature is public on chain), or a replay.
+ */
 function settledOutcome(record: PaymentRecord, request: ClaimRequest): ClaimOutcome {
   if (record.endpoint !== request.endpoint || record.network !== request.network) {
     return { outcome: 'other_endpoint', record };
   }
   if (record.kind === 'async' || record.jobId !== null || !record.response) {
-    // Only the request that paid (same body) learns its job id: the id is all GET /jobs/{id} asks for.
+    // Only the request that paid learns its job id: the id is all GET /jobs/{id} asks for.
     const same = record.requestHash !== null && record.requestHash === request.requestHash;
     return { outcome: 'conflict', record, jobId: same ? record.jobId : null };
   }
+  if (record.requestHash !== (request.requestHash ?? null)) return { outcome: 'other_endpoint', record };
   return { outcome: 'replay', record, response: record.response };
 }
 

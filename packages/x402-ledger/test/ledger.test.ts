@@ -8,6 +8,7 @@ import {
   X402_PAYMENT_PRISMA_MODEL,
   type AttemptCounter,
   type ClaimOutcome,
+  type ClaimRequest,
   type PaymentClaim,
   type SqlClient,
 } from '../src/index';
@@ -104,6 +105,70 @@ describe('PrismaPaymentLedger: claims for another endpoint while unverified', ()
     });
     const { requestHash: _none, ...withoutHash } = request;
     expect(await ledger.claim(withoutHash)).toMatchObject({ outcome: 'conflict', jobId: null });
+  });
+});
+
+describe('PrismaPaymentLedger: a payment is bound to the request it paid for', () => {
+  const paid = 'a'.repeat(64);
+  const other = 'b'.repeat(64);
+
+  async function completed(request: ClaimRequest): Promise<void> {
+    const ledger = new PrismaPaymentLedger(db);
+    const claim = claimedOf(await ledger.claim(request));
+    await ledger.complete(claim, buildStoredResponse({ paid: true }), buildVerifiedPayment());
+  }
+
+  it('When a completed payment is presented on another request of its endpoint, then it is refused as another endpoint is, from the database and from memory', async () => {
+    const request = buildClaimRequest({ requestHash: paid });
+    await completed(request);
+    const fresh = new PrismaPaymentLedger(replicaDb);
+    expect((await fresh.claim({ ...request, requestHash: other })).outcome).toBe('other_endpoint');
+    const { requestHash: _none, ...unbound } = request;
+    expect((await fresh.claim(unbound)).outcome).toBe('other_endpoint');
+    // The genuine retry replays, and leaves the row in this instance's memory.
+    expect(await fresh.claim(request)).toMatchObject({ outcome: 'replay', response: { status: 200 } });
+    expect((await fresh.claim({ ...request, requestHash: other })).outcome).toBe('other_endpoint');
+    expect((await fresh.claim(request)).outcome).toBe('replay');
+  });
+
+  it('When a verified payment whose answer was never stored is taken over by another request, then it is refused, and the paying request still gets it', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const request = buildClaimRequest({ requestHash: paid });
+    const claim = claimedOf(await ledger.claim(request));
+    // The handler failed (or the payer's connection dropped): verified, no answer, lease released.
+    await ledger.releaseLease(claim, buildVerifiedPayment({ signature: request.signature }));
+    const replica = new PrismaPaymentLedger(replicaDb);
+    expect((await replica.claim({ ...request, requestHash: other })).outcome).toBe('other_endpoint');
+    const retry = claimedOf(await replica.claim(request));
+    expect(retry.verified).toMatchObject({ signature: request.signature });
+    // While the paying request holds it, another request is refused at once rather than kept waiting.
+    expect((await ledger.claim({ ...request, requestHash: other })).outcome).toBe('other_endpoint');
+    await replica.releaseLease(retry);
+  });
+
+  it('When an abandoned unverified claim is taken over by another request, then the row is bound to the new request', async () => {
+    const request = buildClaimRequest({ requestHash: paid });
+    claimedOf(await new PrismaPaymentLedger(db).claim(request));
+    await db.$executeRawUnsafe(
+      "UPDATE x402_payments SET claimed_at = now() - interval '1 minute' WHERE signature = $1",
+      request.signature,
+    );
+    const moved = claimedOf(
+      await new PrismaPaymentLedger(replicaDb).claim({ ...request, requestHash: other }),
+    );
+    expect(moved).toMatchObject({ takenOver: true, requestHash: other });
+    const rows = await db.$queryRawUnsafe<{ request_hash: string }[]>(
+      'SELECT request_hash FROM x402_payments WHERE signature = $1',
+      request.signature,
+    );
+    expect(rows).toEqual([{ request_hash: other }]);
+  });
+
+  it('When a sighting is recorded, then it carries the request hash', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const request = buildClaimRequest({ requestHash: paid });
+    await ledger.recordSighting(request);
+    expect(await ledger.find(request.signature)).toMatchObject({ requestHash: paid, status: 'processing' });
   });
 });
 

@@ -4,8 +4,11 @@ import {
   createSolanaRpc,
   getBase58Decoder,
   getBase64Encoder,
+  getCompiledTransactionMessageDecoder,
+  getPublicKeyFromAddress,
   getTransactionDecoder,
   signBytes,
+  verifySignature,
   type KeyPairSigner,
 } from '@solana/kit';
 import { toFacilitatorSvmSigner } from '@x402/svm';
@@ -45,10 +48,19 @@ export interface ExactSvmSettlerConfig {
 export type SettlementOutcome =
   { ok: true; transaction: string; payer: string } | { ok: false; reason: string; message: string };
 
-/** Why {@link ExactSvmSettler.signatureOf} refused a transaction before any network call. */
+/**
+ * Why {@link ExactSvmSettler.signatureOf} refused a transaction before any network call, in the
+ * official facilitator's (`@x402/svm`) reason codes: `invalid_exact_svm_payload_transaction_could_not_be_decoded`,
+ * `invalid_exact_svm_fee_payer_not_managed_by_facilitator` (another wallet pays its fee) and
+ * `invalid_exact_svm_payload_signature_invalid` (a signer other than the fee payer did not sign its
+ * message: an unsigned transaction naming someone else's wallet proves nothing about who pays).
+ */
 export class SettlementRefusedError extends Error {
   constructor(
-    readonly reason: 'invalid_transaction' | 'fee_payer_mismatch',
+    readonly reason:
+      | 'invalid_exact_svm_payload_transaction_could_not_be_decoded'
+      | 'invalid_exact_svm_fee_payer_not_managed_by_facilitator'
+      | 'invalid_exact_svm_payload_signature_invalid',
     message: string,
   ) {
     super(message);
@@ -59,6 +71,30 @@ export class SettlementRefusedError extends Error {
 const base64 = getBase64Encoder();
 const base58 = getBase58Decoder();
 const transactions = getTransactionDecoder();
+const messages = getCompiledTransactionMessageDecoder();
+
+const TOKEN_PROGRAMS = new Set([
+  'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA',
+  'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb',
+]);
+/** The first data byte of an SPL Token `transferChecked` instruction. */
+const TRANSFER_CHECKED = 12;
+
+/** What {@link ExactSvmSettler.signatureOf} learns of a transaction without any network call. */
+export interface SettlementKey {
+  /** The base58 signature the transaction will have once this server co-signs it (its ledger key). */
+  signature: string;
+  /**
+   * The wallet paying with it: the signer other than the fee payer, whose signature was checked;
+   * `undefined` when the fee payer is its only signer (the facilitator then refuses it).
+   */
+  payer: string | undefined;
+  /**
+   * The source token account of its first `transferChecked` (base58), or `undefined` when the
+   * instruction is absent or its source comes from an address lookup table.
+   */
+  source: string | undefined;
+}
 
 /**
  * The official exact SVM scheme, server side (README, "Paying for data (x402)": the `PAYMENT-REQUIRED`
@@ -138,33 +174,56 @@ export class ExactSvmSettler {
 
   /**
    * The signature `transaction` will have once this server co-signs it (its first signer must be the
-   * fee payer, and Ed25519 signatures are deterministic), and the wallet paying with it (the first
-   * other signer). No network call.
+   * fee payer, and Ed25519 signatures are deterministic), the wallet paying with it (the one other
+   * signer, whose Ed25519 signature over the message is checked here, so that nobody can act in
+   * another wallet's name: README, "Paying with an official x402 client") and the source token
+   * account of its transfer. No network call.
    * @param transaction base64 wire transaction
-   * @returns base58 signature, and the payer's address (undefined when the fee payer signs alone)
-   * @throws SettlementRefusedError when it does not decode or another wallet pays its fee
+   * @throws SettlementRefusedError (see its reasons) when it does not decode, another wallet pays its
+   *   fee, or the signature of another signer is missing or does not verify
    */
-  async signatureOf(transaction: string): Promise<{ signature: string; payer: string | undefined }> {
+  async signatureOf(transaction: string): Promise<SettlementKey> {
     let decoded;
+    let message;
     try {
       decoded = transactions.decode(base64.encode(transaction));
+      message = messages.decode(decoded.messageBytes);
     } catch {
       throw new SettlementRefusedError(
-        'invalid_transaction',
+        'invalid_exact_svm_payload_transaction_could_not_be_decoded',
         'payload.transaction is not a Solana transaction',
       );
     }
-    const firstSigner = Object.keys(decoded.signatures)[0];
+    const signers = Object.entries(decoded.signatures);
+    const firstSigner = signers[0]?.[0];
     if (firstSigner !== this.feePayer) {
       throw new SettlementRefusedError(
-        'fee_payer_mismatch',
+        'invalid_exact_svm_fee_payer_not_managed_by_facilitator',
         `The transaction's fee payer is ${firstSigner ?? 'missing'}; this server pays fees as ${this.feePayer}`,
       );
+    }
+    const others = signers.slice(1);
+    // No other signer: the facilitator refuses it with its own reason (the fee payer moving funds).
+    const payer = others[0]?.[0];
+    for (const [signer, signature] of others) {
+      const valid =
+        signature !== null &&
+        (await verifySignature(
+          await getPublicKeyFromAddress(address(signer)),
+          signature,
+          decoded.messageBytes,
+        ).catch(() => false));
+      if (!valid)
+        throw new SettlementRefusedError(
+          'invalid_exact_svm_payload_signature_invalid',
+          `The transaction's signature by ${signer} is missing or does not verify`,
+        );
     }
     const signer = await this.signer;
     return {
       signature: base58.decode(await signBytes(signer.keyPair.privateKey, decoded.messageBytes)),
-      payer: Object.keys(decoded.signatures).find((address) => address !== this.feePayer),
+      payer,
+      source: transferSourceOf(message),
     };
   }
 
@@ -192,6 +251,18 @@ export class ExactSvmSettler {
     const reason = result.errorReason ?? 'settlement_failed';
     return { ok: false, reason, message: `The payment transaction was refused: ${reason}` };
   }
+}
+
+/** The source account of the first SPL Token `transferChecked` of a compiled message, if static. */
+function transferSourceOf(message: ReturnType<typeof messages.decode>): string | undefined {
+  for (const instruction of message.instructions) {
+    const program = message.staticAccounts[instruction.programAddressIndex];
+    if (program === undefined || !TOKEN_PROGRAMS.has(program)) continue;
+    if (instruction.data?.[0] !== TRANSFER_CHECKED) continue;
+    const index = instruction.accountIndices?.[0];
+    return index === undefined ? undefined : message.staticAccounts[index];
+  }
+  return undefined;
 }
 
 /**

@@ -16,6 +16,6 @@ export {
   parseKeypairJson,
   associatedTokenAccountOf,
 } from './exact-svm';
-export type { ExactSvmSettlerConfig, SettlementOutcome } from './exact-svm';
+export type { ExactSvmSettlerConfig, SettlementKey, SettlementOutcome } from './exact-svm';
 export { RefundSender, RefundSendError } from './refund';
 export type { RefundSenderConfig, RefundOrder, SignedRefund, RefundState } from './refund';

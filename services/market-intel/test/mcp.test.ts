@@ -153,6 +153,37 @@ describe('market-intel MCP endpoint', () => {
     expect(await http.json()).toEqual(paid.structuredContent);
   });
 
+  it('When a watcher of the chain presents a paid signature with other arguments, over MCP or HTTP, then it is refused as reused and the payer still replays', async () => {
+    const { signature, meta } = await pushPayment(100_000n);
+    const args = { sector: 'fintech', limit: 2 };
+    const paid = await agent.callTool({ name: 'scout_gaps', arguments: args, _meta: meta });
+    expect(paid.isError).toBeUndefined();
+
+    // The watcher has no wallet: it read the signature on chain and builds the same _meta.
+    const watcher = await connectMcp(h.baseUrl);
+    try {
+      const stolen = await watcher.callTool({
+        name: 'scout_gaps',
+        arguments: { sector: 'climate', limit: 50 },
+        _meta: meta,
+      });
+      expect(toolErrorOf(stolen).code).toBe('payment_reused');
+      expect(stolen.structuredContent).toBeUndefined();
+    } finally {
+      await watcher.close();
+    }
+    for (const path of ['/api/v1/scout/gaps?sector=climate&limit=50', '/api/v1/scout/gaps']) {
+      const http = await h.getWithProof(path, signature);
+      expect(http.status).toBe(400);
+      expect(await http.json()).toMatchObject({ code: 'payment_reused' });
+    }
+    const replay = await agent.callTool({ name: 'scout_gaps', arguments: args, _meta: meta });
+    expect(replay.structuredContent).toEqual(paid.structuredContent);
+    expect(await h.paymentRows(signature)).toEqual([
+      { status: 'completed', endpoint: 'GET /api/v1/scout/gaps' },
+    ]);
+  });
+
   it.each<[string, Record<string, unknown>, bigint, z.ZodType]>([
     ['scout_gaps', { sector: 'fintech' }, 100_000n, GapsResponse],
     ['scout_pain_clusters', { limit: 2 }, 100_000n, PainClustersResponse],

@@ -150,9 +150,18 @@ export function createSettlers(config: PaymentConfig): Partial<Record<X402Networ
 }
 
 /**
- * The settlement rate limits (README, "Paying with an official x402 client"): per client (IPv4
- * address or IPv6 /64) and per payer wallet, each per network and minute, in the `rate_limits`
- * table so that they hold across replicas.
+ * Seconds an in-flight settlement holds its payer's slot at most (a replica that died mid-settlement
+ * frees it then): longer than a settlement's confirmation takes.
+ */
+const SETTLEMENT_IN_FLIGHT_SECONDS = 60;
+
+/**
+ * The settlement limits (README, "Paying with an official x402 client"): per client (IPv4 address or
+ * IPv6 /64) and per payer wallet, each per network and minute, and one settlement in flight per payer
+ * wallet and source token account (so that N simultaneous payments from a wallet that holds one price
+ * cannot make the fee payer pay N − 1 failed fees), all in the `rate_limits` table so that they hold
+ * across replicas. The payer is the wallet whose signature of the transaction was checked
+ * (`ExactSvmSettler.signatureOf`): nobody can spend another wallet's limits.
  * @param pool the service's rate-limit pool (`Database.rateLimitPool`: asynchronous commit)
  */
 export function createSettlementGuard(config: PaymentConfig, pool: Pool): SettlementGuard {
@@ -166,14 +175,27 @@ export function createSettlementGuard(config: PaymentConfig, pool: Pool): Settle
     points: config.X402_SETTLEMENTS_PER_MINUTE_PER_PAYER,
     durationSeconds: 60,
   });
-  return async ({ ip, payer, network }) => {
+  // Every slot taken is given back, refused or not, so the count is the settlements in flight.
+  const inFlight = createRateLimit(pool, {
+    keyPrefix: 'x402_settle_in_flight',
+    points: 1,
+    durationSeconds: SETTLEMENT_IN_FLIGHT_SECONDS,
+    inMemoryRefusal: false,
+  });
+  return async ({ ip, payer, source, network }) => {
     const client = await perClient.consume(`${network}:${clientIpKey(ip)}`);
     if (!client.allowed)
       return { allowed: false, retryAfterSeconds: client.retryAfterSeconds, limit: 'client' };
     const byPayer = await perPayer.consume(`${network}:${payer ?? 'unknown'}`);
     if (!byPayer.allowed)
       return { allowed: false, retryAfterSeconds: byPayer.retryAfterSeconds, limit: 'payer' };
-    return { allowed: true };
+    const slot = `${network}:${payer ?? 'unknown'}:${source ?? 'unknown'}`;
+    const held = await inFlight.consume(slot);
+    if (!held.allowed) {
+      await inFlight.reward(slot);
+      return { allowed: false, retryAfterSeconds: 1, limit: 'payer_in_flight' };
+    }
+    return { allowed: true, release: () => inFlight.reward(slot) };
   };
 }
 

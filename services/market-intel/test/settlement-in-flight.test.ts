@@ -1,0 +1,197 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Keypair } from '@solana/web3.js';
+import type { PaymentPayload, PaymentRequired } from '@x402/core/types';
+import { waitFor } from '@repo/service-kit/testing';
+import { encodeBase64Json } from '@repo/x402-core';
+import { buildReport, startHarness, startReplica, type Harness, type Replica } from './support/harness';
+import { balances, officialClient } from './support/official-client';
+
+// Official-scheme settlements cost the fee payer its fee even when the transaction then fails on
+// chain, so their limits must count only what a payer really signed, and a payer settles one payment
+// at a time (README, "Paying with an official x402 client").
+jest.setTimeout(60_000);
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startHarness('market_intel_settlement_in_flight_test', {
+    env: { X402_SETTLEMENTS_PER_MINUTE_PER_PAYER: '2', X402_SETTLEMENTS_PER_MINUTE_PER_CLIENT: '50' },
+  });
+  await h.reports.importReport(buildReport(), 'import');
+});
+afterAll(() => h?.close());
+
+/** A fresh wallet funded by the ledger with USDC (and SOL, which this scheme never spends). */
+async function wallet(): Promise<Keypair> {
+  const payer = Keypair.generate();
+  await h.ledger.fund(payer.publicKey.toBase58(), { network: 'solana' });
+  return payer;
+}
+
+/** The `PaymentRequired` of `GET url`'s 402. */
+async function paymentRequired(url: string): Promise<PaymentRequired> {
+  const res = await fetch(url);
+  expect(res.status).toBe(402);
+  const header = res.headers.get('payment-required') ?? '';
+  return JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as PaymentRequired;
+}
+
+/** What the official client pays `url` with, as `payer`. */
+async function payloadFor(url: string, payer: Keypair): Promise<PaymentPayload> {
+  return (await officialClient(h, payer)).createPaymentPayload(await paymentRequired(url));
+}
+
+/** `payload` with the payer's signature (the transaction's second one) replaced by `bytes`. */
+function withPayerSignature(payload: PaymentPayload, bytes: (signature: Buffer) => Buffer): PaymentPayload {
+  const wire = Buffer.from(String(payload.payload.transaction), 'base64');
+  expect(wire[0]).toBe(2); // compact-u16 count of signatures: fee payer, payer
+  bytes(wire.subarray(65, 129)).copy(wire, 65);
+  return { ...payload, payload: { ...payload.payload, transaction: wire.toString('base64') } };
+}
+
+function send(url: string, payload: PaymentPayload): Promise<Response> {
+  return fetch(url, { headers: { 'PAYMENT-SIGNATURE': encodeBase64Json(payload) } });
+}
+
+describe('Settlement limits count only what the payer signed', () => {
+  it('When transactions naming a victim but not signed by it arrive, then each is refused before any limit is charged, and the victim still pays', async () => {
+    const victim = await wallet();
+    const url = `${h.baseUrl}/api/v1/scout/keywords`;
+    const before = await balances(h, 'solana', victim);
+    // More than the per-payer limit (2), with the signature missing or forged.
+    const forged = [
+      withPayerSignature(await payloadFor(url, victim), (s) => Buffer.alloc(s.length)),
+      withPayerSignature(await payloadFor(url, victim), (s) =>
+        Buffer.from(s.map((b, i) => (i === 0 ? b ^ 1 : b))),
+      ),
+      withPayerSignature(await payloadFor(url, victim), (s) => Buffer.alloc(s.length, 7)),
+    ];
+    for (const payload of forged) {
+      const res = await send(url, payload);
+      expect(res.status).toBe(402);
+      expect(await res.json()).toMatchObject({
+        code: 'payment_required',
+        details: { reason: 'invalid_exact_svm_payload_signature_invalid' },
+      });
+    }
+    const rows = await h.db.$queryRawUnsafe<{ n: number }[]>(
+      'SELECT count(*)::int AS n FROM x402_payments WHERE payer = $1',
+      victim.publicKey.toBase58(),
+    );
+    expect(rows).toEqual([{ n: 0 }]);
+
+    const paid = await send(url, await payloadFor(url, victim));
+    expect(paid.status).toBe(200);
+    const after = await balances(h, 'solana', victim);
+    expect(before.payerUsdc - after.payerUsdc).toBe(50_000n);
+  });
+});
+
+/** A JSON-RPC proxy that holds every `sendTransaction` until {@link RpcGate.open}. */
+interface RpcGate {
+  url: string;
+  sends: number;
+  open(): void;
+  close(): Promise<void>;
+}
+
+async function rpcGate(target: string): Promise<RpcGate> {
+  let open: () => void = () => undefined;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  const gate = { sends: 0 };
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      void (async () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        if (body.includes('"sendTransaction"')) {
+          gate.sends += 1;
+          await opened;
+        }
+        const upstream = await fetch(target, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+        });
+        res.writeHead(upstream.status, { 'content-type': 'application/json' });
+        res.end(await upstream.text());
+      })().catch(() => res.destroy());
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    get sends() {
+      return gate.sends;
+    },
+    open,
+    close: () => {
+      open();
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe('One settlement in flight per payer', () => {
+  let gate: RpcGate;
+  let replica: Replica;
+
+  beforeAll(async () => {
+    gate = await rpcGate(h.rpcUrls.solana);
+    replica = await startReplica({
+      ...h.config,
+      SOLANA_RPC_URL: gate.url,
+      X402_SETTLEMENTS_PER_MINUTE_PER_PAYER: 10,
+      INSTANCE_ID: `test-gated-${process.pid}`,
+    });
+  });
+  afterAll(async () => {
+    await gate?.close();
+    await replica?.close();
+  });
+
+  it('When one wallet sends four payments at once, then one is settled and the others are refused before anything is sent', async () => {
+    const payer = await wallet();
+    const url = `${replica.baseUrl}/api/v1/scout/keywords`;
+    const payloads = await Promise.all([1, 2, 3, 4].map(() => payloadFor(url, payer)));
+    const before = await balances(h, 'solana', payer);
+
+    const answered: (number | undefined)[] = [];
+    const answers = payloads.map((payload, i) =>
+      send(url, payload).then((res) => {
+        answered[i] = res.status;
+        return res;
+      }),
+    );
+    // The first settlement waits at the RPC's door; the others must be answered meanwhile.
+    await waitFor('three refusals while one settlement is in flight', async () =>
+      answered.filter((s) => s === 429).length === 3 ? true : undefined,
+    );
+    expect(answered.filter((s) => s !== undefined)).toHaveLength(3);
+    expect(gate.sends).toBe(1);
+    gate.open();
+    const statuses = await Promise.all(answers.map((a) => a.then((r) => r.status)));
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    for (const [i, answer] of answers.entries()) {
+      if (statuses[i] !== 429) continue;
+      const res = await answer;
+      expect(res.headers.get('retry-after')).toBe('1');
+      expect(await res.json()).toMatchObject({ code: 'rate_limited', details: { limit: 'payer_in_flight' } });
+    }
+    expect(gate.sends).toBe(1);
+    const after = await balances(h, 'solana', payer);
+    expect(before.payerUsdc - after.payerUsdc).toBe(50_000n);
+    const rows = await h.db.$queryRawUnsafe<{ status: string }[]>(
+      'SELECT status FROM x402_payments WHERE payer = $1',
+      payer.publicKey.toBase58(),
+    );
+    expect(rows).toEqual([{ status: 'completed' }]);
+
+    // The slot was given back: the next payment settles.
+    const next = await send(url, await payloadFor(url, payer));
+    expect(next.status).toBe(200);
+  });
+});
