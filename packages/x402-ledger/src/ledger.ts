@@ -252,6 +252,11 @@ export interface PaymentLedgerOptions {
    */
   settledCacheSize?: number;
   /**
+   * Most bytes of stored answers (bodies and headers, as UTF-16 code units of their text) those
+   * completed payments may hold; default 16 MiB. The least recently used go first.
+   */
+  settledCacheBytes?: number;
+  /**
    * The clock that dates a first sighting (a new row's `created_at`), for tests that move time;
    * default the database's `now()`. Leases always use the database's clock.
    */
@@ -454,8 +459,10 @@ export class PrismaPaymentLedger implements PaymentLedger {
   private readonly pollIntervalMs: number;
   private readonly gates = new Map<string, Gate>();
   private readonly settledCacheSize: number;
-  /** Completed payments by signature, least recently used first. */
-  private readonly settled = new Map<string, PaymentRecord>();
+  private readonly settledCacheBytes: number;
+  /** Completed payments by signature, least recently used first, with the bytes each holds. */
+  private readonly settled = new Map<string, { record: PaymentRecord; bytes: number }>();
+  private settledBytes = 0;
   private readonly now: (() => Date) | undefined;
 
   /**
@@ -471,6 +478,7 @@ export class PrismaPaymentLedger implements PaymentLedger {
     this.waitTimeoutMs = options.waitTimeoutMs ?? 20_000;
     this.pollIntervalMs = options.pollIntervalMs ?? 50;
     this.settledCacheSize = options.settledCacheSize ?? 10_000;
+    this.settledCacheBytes = options.settledCacheBytes ?? 16 * 1024 * 1024;
     this.now = options.now;
   }
 
@@ -485,7 +493,7 @@ export class PrismaPaymentLedger implements PaymentLedger {
     if (known) {
       this.settled.delete(request.signature);
       this.settled.set(request.signature, known);
-      return settledOutcome(known, request);
+      return settledOutcome(known.record, request);
     }
     const deadline = Date.now() + this.waitTimeoutMs;
     // Queue behind a holder in this process: one database round trip per waiter once it is done.
@@ -867,17 +875,29 @@ export class PrismaPaymentLedger implements PaymentLedger {
     return rows[0];
   }
 
-  /** Keeps a completed payment for later replays, evicting the least recently used beyond the bound. */
+  /**
+   * Keeps a completed payment for later replays, evicting the least recently used beyond the count
+   * and byte bounds.
+   */
   private remember(record: PaymentRecord): void {
+    const response = record.response;
+    const bytes =
+      record.signature.length +
+      (response ? response.body.length + JSON.stringify(response.headers).length : 0) +
+      (record.requestHash?.length ?? 0);
     if (
       this.settledCacheSize <= 0 ||
-      (record.response && record.response.body.length > SETTLED_CACHE_MAX_BODY)
+      (response && response.body.length > SETTLED_CACHE_MAX_BODY) ||
+      bytes > this.settledCacheBytes ||
+      this.settled.has(record.signature)
     )
       return;
-    this.settled.set(record.signature, record);
-    if (this.settled.size > this.settledCacheSize) {
-      const oldest = this.settled.keys().next().value;
-      if (oldest !== undefined) this.settled.delete(oldest);
+    this.settled.set(record.signature, { record, bytes });
+    this.settledBytes += bytes;
+    for (const [signature, entry] of this.settled) {
+      if (this.settled.size <= this.settledCacheSize && this.settledBytes <= this.settledCacheBytes) break;
+      this.settled.delete(signature);
+      this.settledBytes -= entry.bytes;
     }
   }
 

@@ -189,6 +189,24 @@ describe('PrismaPaymentLedger', () => {
     expect(statements).toHaveLength(afterFirstReplay);
   });
 
+  it('When completed answers exceed settledCacheBytes, then the least recently used leave memory and replay from the database', async () => {
+    const { client, statements } = countingClient();
+    const ledger = new PrismaPaymentLedger(client, { settledCacheBytes: 2_500 });
+    const requests = [1, 2, 3].map(() => buildClaimRequest());
+    for (const request of requests) {
+      const claim = claimedOf(await ledger.claim(request));
+      await ledger.complete(claim, buildStoredResponse({ text: 'x'.repeat(1_000) }), buildVerifiedPayment());
+      expect((await ledger.claim(request)).outcome).toBe('replay'); // read once, now in memory
+    }
+    const [first, , third] = requests as [ClaimRequest, ClaimRequest, ClaimRequest];
+    const before = statements.length;
+    expect((await ledger.claim(third)).outcome).toBe('replay');
+    expect(statements).toHaveLength(before);
+    // Two answers of ~1 KB fit in 2.5 KB: the first one was evicted when the third came.
+    expect((await ledger.claim(first)).outcome).toBe('replay');
+    expect(statements.length).toBeGreaterThan(before);
+  });
+
   it('When a new signature is claimed, then one processing row exists with a lease token', async () => {
     const ledger = new PrismaPaymentLedger(db);
     const request = buildClaimRequest();
