@@ -72,6 +72,17 @@ export const MarketIntelEnv = z.object({
   /** Compute jobs one payer wallet may start with devnet payments per 24 hours (its devnet USDC is free). */
   X402_DEVNET_COMPUTE_PER_DAY: intVar(3, 0, 100_000),
   /**
+   * Compute jobs one client (IPv4 address, IPv6 /64) may start with devnet payments per day, whatever
+   * wallets it pays from (wallets cost nothing), across replicas (root README, "Devnet").
+   */
+  X402_DEVNET_COMPUTE_PER_CLIENT_PER_DAY: intVar(10, 0, 100_000),
+  /**
+   * Compute jobs all clients together may start with devnet payments per day, across replicas: the
+   * bound on the LLM time devnet can buy (root README, "Devnet"). The default is for development only:
+   * production with devnet offered must set it (see `loadConfig`).
+   */
+  X402_DEVNET_COMPUTE_GLOBAL_PER_DAY: intVar(100, 0, 10_000_000),
+  /**
    * Path of the refund wallet's keypair file (README, "Refunds"): set, a paid compute job that fails
    * on our side is refunded in full from this wallet's USDC associated token account (on the job's
    * network; the operator funds it with USDC and with SOL for the fees). Unset: no refunds.
@@ -140,22 +151,37 @@ export type MarketIntelConfig = z.infer<typeof MarketIntelEnv>;
 /**
  * Reads the configuration from the environment.
  * @throws ConfigError naming every invalid or missing variable, and with `NODE_ENV=production` every
- *   insecure setting (README, "Deploying"): RabbitMQ's default or no credentials, a loopback database,
- *   broker or RPC host, a non-empty `SSRF_ALLOWLIST`, a `WEBHOOK_SECRET` or `X402_REFERENCE_SECRET`
- *   shorter than 32 bytes or holding the template's `CHANGE_ME`
+ *   insecure setting (README, "Configuration"; root README, "Deploying"): RabbitMQ's default or no
+ *   credentials, a database, broker or RPC URL that reaches this machine (loopback or unspecified
+ *   address in any form, a `localhost` name, a socket, pg's `host` parameter), a non-empty
+ *   `SSRF_ALLOWLIST`, a `WEBHOOK_SECRET` or `X402_REFERENCE_SECRET` shorter than 32 bytes, holding the
+ *   template's `CHANGE_ME` or visibly not random, `*` or an `http:` origin in `CORS_ORIGINS`, and, while
+ *   devnet is offered (`X402_DEVNET_ENABLED` with a devnet mint), no explicit
+ *   `X402_DEVNET_COMPUTE_GLOBAL_PER_DAY`
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): MarketIntelConfig {
   const config = parseConfig(MarketIntelEnv, env);
+  const devnetOffered = config.X402_DEVNET_ENABLED && Boolean(config.USDC_MINT_DEVNET);
   assertProductionReady(config.NODE_ENV, [
     { kind: 'remote', name: 'DATABASE_URL', value: config.DATABASE_URL },
     { kind: 'broker', name: 'AMQP_URL', value: config.AMQP_URL },
     { kind: 'remote', name: 'SOLANA_RPC_URL', value: config.SOLANA_RPC_URL },
-    ...(config.X402_DEVNET_ENABLED && config.USDC_MINT_DEVNET
-      ? [{ kind: 'remote' as const, name: 'SOLANA_DEVNET_RPC_URL', value: config.SOLANA_DEVNET_RPC_URL }]
+    ...(devnetOffered
+      ? [
+          { kind: 'remote' as const, name: 'SOLANA_DEVNET_RPC_URL', value: config.SOLANA_DEVNET_RPC_URL },
+          {
+            kind: 'set' as const,
+            name: 'X402_DEVNET_COMPUTE_GLOBAL_PER_DAY',
+            // The raw value: the parsed one always has the development default.
+            value: env.X402_DEVNET_COMPUTE_GLOBAL_PER_DAY,
+            why: 'the most compute jobs all clients together may start with free devnet USDC per day; 0 turns them off',
+          },
+        ]
       : []),
     { kind: 'empty', name: 'SSRF_ALLOWLIST', value: config.SSRF_ALLOWLIST },
     { kind: 'secret', name: 'WEBHOOK_SECRET', value: config.WEBHOOK_SECRET },
     { kind: 'secret', name: 'X402_REFERENCE_SECRET', value: config.X402_REFERENCE_SECRET },
+    { kind: 'cors', name: 'CORS_ORIGINS', value: config.CORS_ORIGINS },
   ]);
   if (Boolean(config.USDC_MINT_DEVNET) !== Boolean(config.MERCHANT_TOKEN_ACCOUNT_DEVNET)) {
     throw new Error(

@@ -116,3 +116,82 @@ describe('insecure settings in production', () => {
     expect(config.NODE_ENV).toBe('production');
   });
 });
+
+describe('what production refuses beyond the obvious forms', () => {
+  it.each([
+    [
+      'DATABASE_URL',
+      'postgresql://market_intel:pw@postgres.internal:5432/market_intel?host=127.0.0.1',
+      '127.0.0.1',
+    ],
+    ['DATABASE_URL', 'postgresql://market_intel:pw@db.localhost:5432/market_intel', 'db.localhost'],
+    ['AMQP_URL', 'amqps://agents:a-broker-password@localhost.:5671', 'localhost.'],
+    ['AMQP_URL', 'amqps://agents:a-broker-password@[::ffff:127.0.0.1]:5671', '[::ffff:7f00:1]'],
+    ['SOLANA_RPC_URL', 'http://2130706433:8899', '127.0.0.1'],
+  ])('When %s is %s, then production refuses it as loopback', (name, value, host) => {
+    expect(refusal(productionEnv({ [name]: value })).problems).toEqual([
+      `${name}: points at ${host}, a loopback address, in production`,
+    ]);
+  });
+
+  it('When a secret is long but not random (one character, a word repeated), then production refuses it without echoing it', () => {
+    const error = refusal(
+      productionEnv({ WEBHOOK_SECRET: 'a'.repeat(32), X402_REFERENCE_SECRET: 'password'.repeat(4) }),
+    );
+    expect(error.problems).toEqual([
+      expect.stringMatching(/^WEBHOOK_SECRET: does not look random/),
+      expect.stringMatching(/^X402_REFERENCE_SECRET: does not look random/),
+    ]);
+    expect(error.message).not.toContain('passwordpassword');
+  });
+
+  it('When a secret is the hex of 32 random bytes, then production boots with it', () => {
+    const secret = randomBytes(32).toString('hex');
+    expect(loadConfig(productionEnv({ X402_REFERENCE_SECRET: secret })).X402_REFERENCE_SECRET).toBe(secret);
+  });
+
+  it('When CORS_ORIGINS holds * or a plain HTTP origin, then production refuses each; https origins boot', () => {
+    expect(refusal(productionEnv({ CORS_ORIGINS: '*' })).problems).toEqual([
+      'CORS_ORIGINS: "*" is not allowed in production; list the https:// origins that may call',
+    ]);
+    expect(refusal(productionEnv({ CORS_ORIGINS: 'https://a.example,http://b.example' })).problems).toEqual([
+      'CORS_ORIGINS: http://b.example is plain HTTP; production allows https:// origins only',
+    ]);
+    expect(loadConfig(productionEnv({ CORS_ORIGINS: 'https://a.example' })).CORS_ORIGINS).toBe(
+      'https://a.example',
+    );
+    expect(loadConfig(buildEnv({ CORS_ORIGINS: '*' })).CORS_ORIGINS).toBe('*');
+  });
+});
+
+describe('devnet compute caps', () => {
+  const devnet = {
+    USDC_MINT_DEVNET: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU',
+    MERCHANT_TOKEN_ACCOUNT_DEVNET: '9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM',
+    SOLANA_DEVNET_RPC_URL: 'https://api.devnet.solana.com',
+  };
+
+  it('When production offers devnet without an explicit global cap, then it refuses to boot naming X402_DEVNET_COMPUTE_GLOBAL_PER_DAY', () => {
+    expect(refusal(productionEnv(devnet)).problems).toEqual([
+      expect.stringMatching(/^X402_DEVNET_COMPUTE_GLOBAL_PER_DAY: must be set explicitly in production/),
+    ]);
+    expect(refusal(productionEnv({ ...devnet, X402_DEVNET_COMPUTE_GLOBAL_PER_DAY: ' ' })).problems).toEqual([
+      expect.stringMatching(/^X402_DEVNET_COMPUTE_GLOBAL_PER_DAY: must be set explicitly/),
+    ]);
+  });
+
+  it('When production offers devnet with the global cap set, or turns devnet off, then it boots', () => {
+    const config = loadConfig(productionEnv({ ...devnet, X402_DEVNET_COMPUTE_GLOBAL_PER_DAY: '40' }));
+    expect(config.X402_DEVNET_COMPUTE_GLOBAL_PER_DAY).toBe(40);
+    expect(loadConfig(productionEnv({ ...devnet, X402_DEVNET_ENABLED: 'false' })).NODE_ENV).toBe(
+      'production',
+    );
+  });
+
+  it('When development leaves the caps unset, then each wallet, client and the whole service get the development defaults', () => {
+    const config = loadConfig(buildEnv(devnet));
+    expect(config.X402_DEVNET_COMPUTE_PER_DAY).toBe(3);
+    expect(config.X402_DEVNET_COMPUTE_PER_CLIENT_PER_DAY).toBe(10);
+    expect(config.X402_DEVNET_COMPUTE_GLOBAL_PER_DAY).toBe(100);
+  });
+});

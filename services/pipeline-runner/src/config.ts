@@ -88,7 +88,8 @@ export type RunnerConfig = z.infer<typeof RunnerEnv>;
  * Reads the configuration.
  * @throws ConfigError naming every invalid or missing variable (LLM_BASE_URL without LLM_MODEL, a
  *   search provider without its URL or key), and with `NODE_ENV=production` RabbitMQ's default or no
- *   credentials, a loopback broker or a non-empty `SSRF_ALLOWLIST` (README, "Security")
+ *   credentials, a broker URL that reaches this machine (loopback or unspecified address in any form,
+ *   a `localhost` name) or a non-empty `SSRF_ALLOWLIST` (README, "Security")
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
   const config = parseConfig(RunnerEnv, env);

@@ -36,6 +36,17 @@ describe('runner configuration in production', () => {
     );
   });
 
+  it.each([
+    ['amqps://runner:s3cret@localhost.:5671', 'localhost.'],
+    ['amqps://runner:s3cret@mq.localhost:5671', 'mq.localhost'],
+    ['amqps://runner:s3cret@[::ffff:127.0.0.1]:5671', '[::ffff:7f00:1]'],
+    ['amqps://runner:s3cret@2130706433:5671', '2130706433'],
+  ])('When the broker URL is %s, then production refuses it as loopback', (url, host) => {
+    expect(() => loadConfig({ NODE_ENV: 'production', AMQP_URL: url })).toThrow(
+      `AMQP_URL: points at ${host}, a loopback address, in production`,
+    );
+  });
+
   it('When production has its own broker account and no allowlist, then it boots', () => {
     expect(
       loadConfig({ NODE_ENV: 'production', AMQP_URL: 'amqps://runner:s3cret@mq.internal:5671' }).NODE_ENV,

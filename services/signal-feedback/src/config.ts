@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { assertProductionReady, BaseHttpEnv, boolVar, intVar, parseConfig } from '@repo/service-kit';
+import { assertProductionReady, BaseHttpEnv, intVar, parseConfig } from '@repo/service-kit';
 
 /**
  * signal-feedback's environment (README, "Configuration"). Parsed once at boot; every bad variable is
@@ -20,8 +20,14 @@ export const SignalFeedbackEnv = z.object({
   API_KEY_CACHE_TTL_MS: intVar(5_000, 0, 300_000),
   /** Session lifetime in hours (absolute, from log-in). */
   SESSION_TTL_HOURS: intVar(168, 1, 24 * 90),
-  /** Secure cookies; defaults to true when NODE_ENV=production. */
-  COOKIE_SECURE: boolVar(false).optional(),
+  /**
+   * Secure cookies; unset: true when NODE_ENV=production (see `cookieSecure`), where false is refused.
+   * No default here (`boolVar` has one), so that unset stays unset.
+   */
+  COOKIE_SECURE: z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'])
+    .optional()
+    .transform((v) => (v === undefined ? undefined : v === 'true' || v === '1' || v === 'yes')),
   /** argon2id cost (OWASP's minimum: 19 MiB, 2 iterations, 1 lane). */
   ARGON2_MEMORY_KIB: intVar(19_456, 1024, 1_048_576),
   ARGON2_TIME_COST: intVar(2, 1, 20),
@@ -70,7 +76,9 @@ export interface LlmSettings {
 /**
  * Reads the configuration from the environment.
  * @throws ConfigError naming every invalid or missing variable, or an Error when the LLM variables are
- *   only partly set; with `NODE_ENV=production` also a loopback `DATABASE_URL`
+ *   only partly set; with `NODE_ENV=production` also (README, "Configuration") a `DATABASE_URL` that
+ *   reaches this machine (loopback or unspecified address in any form, a `localhost` name, a socket,
+ *   pg's `host` parameter), `COOKIE_SECURE=false`, and `*` or an `http:` origin in `CORS_ORIGINS`
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): SignalFeedbackConfig {
   const config = parseConfig(SignalFeedbackEnv, env);
@@ -80,9 +88,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SignalFeedback
       'Invalid configuration:\n  LLM_BASE_URL and LLM_MODEL must be set together (LLM_API_KEY too, unless the endpoint needs none)',
     );
   }
-  // Production refuses a loopback database (README, "Security").
+  // Production refuses a local database, cookies without Secure and open CORS (README, "Configuration").
   assertProductionReady(config.NODE_ENV, [
     { kind: 'remote', name: 'DATABASE_URL', value: config.DATABASE_URL },
+    {
+      kind: 'enabled',
+      name: 'COOKIE_SECURE',
+      value: config.COOKIE_SECURE,
+      why: 'session cookies would be sent over plain HTTP, without their __Host- prefix',
+    },
+    { kind: 'cors', name: 'CORS_ORIGINS', value: config.CORS_ORIGINS },
   ]);
   return config;
 }

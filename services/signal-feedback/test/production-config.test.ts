@@ -1,5 +1,5 @@
 import { configRefusal } from '@repo/service-kit/testing';
-import { loadConfig } from '../src/config';
+import { cookieSecure, loadConfig } from '../src/config';
 
 // Production refuses insecure settings at boot, naming each (README, "Configuration").
 const refusal = (env: NodeJS.ProcessEnv) => configRefusal(loadConfig, env);
@@ -24,5 +24,50 @@ describe('signal-feedback configuration in production', () => {
       DATABASE_URL: 'postgresql://svc:pw@db.internal:5432/x',
     });
     expect(config.NODE_ENV).toBe('production');
+  });
+});
+
+describe('signal-feedback cookies and CORS in production', () => {
+  const remote = { NODE_ENV: 'production', DATABASE_URL: 'postgresql://svc:pw@db.internal:5432/x' };
+
+  it('When production turns COOKIE_SECURE off, then it refuses to boot naming it', () => {
+    expect(refusal({ ...remote, COOKIE_SECURE: 'false' }).problems).toEqual([
+      'COOKIE_SECURE: must not be false in production (session cookies would be sent over plain HTTP, without their __Host- prefix)',
+    ]);
+  });
+
+  it('When CORS_ORIGINS holds * or plain HTTP origins, then production refuses to boot naming each', () => {
+    expect(refusal({ ...remote, CORS_ORIGINS: '*,http://dashboard.example.com' }).problems).toEqual([
+      'CORS_ORIGINS: "*" is not allowed in production; list the https:// origins that may call',
+      'CORS_ORIGINS: http://dashboard.example.com is plain HTTP; production allows https:// origins only',
+    ]);
+  });
+
+  it('When the database is local in a form other than 127.0.0.1, then production refuses it', () => {
+    expect(
+      refusal({ ...remote, DATABASE_URL: 'postgresql://svc:pw@db.internal/x?host=/var/run/postgresql' })
+        .problems,
+    ).toEqual([
+      'DATABASE_URL: points at the Unix socket /var/run/postgresql, a connection to this machine, in production',
+    ]);
+  });
+
+  it('When COOKIE_SECURE is unset, then cookies are Secure in production and not in development', () => {
+    expect(loadConfig(remote).COOKIE_SECURE).toBeUndefined();
+    expect(cookieSecure(loadConfig(remote))).toBe(true);
+    expect(cookieSecure(loadConfig({ DATABASE_URL: remote.DATABASE_URL }))).toBe(false);
+  });
+
+  it('When production keeps Secure cookies and https origins, then it boots; development may turn them off', () => {
+    const config = loadConfig({
+      ...remote,
+      COOKIE_SECURE: 'true',
+      CORS_ORIGINS: 'https://dashboard.example.com',
+    });
+    expect(config.COOKIE_SECURE).toBe(true);
+    expect(
+      loadConfig({ DATABASE_URL: remote.DATABASE_URL, COOKIE_SECURE: 'false', CORS_ORIGINS: '*' })
+        .COOKIE_SECURE,
+    ).toBe(false);
   });
 });

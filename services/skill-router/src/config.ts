@@ -80,16 +80,19 @@ export type SkillRouterConfig = z.infer<typeof SkillRouterEnv>;
 
 /**
  * Reads the configuration from the environment.
- * @throws ConfigError naming every invalid or missing variable, and with `NODE_ENV=production` a
- *   loopback `DATABASE_URL` or a non-empty `SSRF_ALLOWLIST`
+ * @throws ConfigError naming every invalid or missing variable, and with `NODE_ENV=production`
+ *   (services/skill-router/README.md, "Security") a `DATABASE_URL` that reaches this machine (loopback
+ *   or unspecified address in any form, a `localhost` name, a socket, pg's `host` parameter), a
+ *   non-empty `SSRF_ALLOWLIST`, or `*` or an `http:` origin in `CORS_ORIGINS`
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): SkillRouterConfig {
   const config = parseConfig(SkillRouterEnv, env);
-  // Production refuses a loopback database and a development allowlist (services/skill-router/README.md,
-  // "Security").
+  // Production refuses a local database, a development allowlist and open CORS
+  // (services/skill-router/README.md, "Security").
   assertProductionReady(config.NODE_ENV, [
     { kind: 'remote', name: 'DATABASE_URL', value: config.DATABASE_URL },
     { kind: 'empty', name: 'SSRF_ALLOWLIST', value: config.SSRF_ALLOWLIST },
+    { kind: 'cors', name: 'CORS_ORIGINS', value: config.CORS_ORIGINS },
   ]);
   return config;
 }
