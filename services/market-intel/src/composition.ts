@@ -27,6 +27,7 @@ import { REFUNDED_JOB_FAILURES, refundReason } from './domain/refunds';
 import { loadSourcesFile } from './domain/scout-sources';
 import { heartbeatTopology, startComputeConsumers } from './entry-points/consumers/compute-events';
 import { createApp } from './entry-points/http/app';
+import { createDevnetComputeCaps } from './entry-points/http/compute';
 import type { HttpHandler } from './entry-points/mcp/tools';
 import { createPaymentGateway, createRefundSenders, paymentGate } from './entry-points/http/payments';
 import { FEE_PAYER_CHECK_INTERVAL_MS, FeePayerMonitor } from './entry-points/workers/fee-payer-monitor';
@@ -297,6 +298,10 @@ export async function compose(
       webhooks: webhooks ? { policy } : null,
       onJobCreated: (kind) => metrics.onJobCreated(kind),
       devnetJobsPerDay: config.X402_DEVNET_COMPUTE_PER_DAY,
+      devnetCaps: createDevnetComputeCaps(database.rateLimitPool, {
+        perClientPerDay: config.X402_DEVNET_COMPUTE_PER_CLIENT_PER_DAY,
+        globalPerDay: config.X402_DEVNET_COMPUTE_GLOBAL_PER_DAY,
+      }),
     },
     isReady: readiness.isReady,
     trustProxy: config.TRUST_PROXY,

@@ -2,7 +2,16 @@ import { randomUUID } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { AppError, notFound, requestIdOf } from '@repo/errors';
 import { AgentJob } from '@repo/schemas';
-import { contractRouter, errorResponse, validated, type ContractRouter } from '@repo/service-kit';
+import type { Pool } from 'pg';
+import {
+  clientIpKey,
+  contractRouter,
+  createRateLimit,
+  errorResponse,
+  validated,
+  type ContractRouter,
+  type RateLimit,
+} from '@repo/service-kit';
 import { checkUrl, type SsrfPolicy } from '@repo/ssrf-guard';
 import {
   acceptPayment,
@@ -44,6 +53,106 @@ export interface ComputeDeps {
   onJobCreated?: (kind: 'forge' | 'prove') => void;
   /** Compute jobs one payer wallet may start with devnet payments per 24 hours; absent: no limit. */
   devnetJobsPerDay?: number;
+  /** The per-client and global caps on devnet jobs ({@link createDevnetComputeCaps}); absent: none. */
+  devnetCaps?: DevnetComputeCaps;
+}
+
+/**
+ * The caps on compute jobs paid with devnet USDC beyond the per-wallet one (README, "Configuration";
+ * root README, "Devnet"): wallets cost nothing, so jobs are also counted per client (IPv4 address, or
+ * IPv6 /64 and embedded IPv4 as `clientIpKey` keys it) and for the whole service, each per day, in
+ * the `rate_limits` table so that they hold across replicas.
+ */
+export interface DevnetComputeCaps {
+  /** Jobs per client and day (`X402_DEVNET_COMPUTE_PER_CLIENT_PER_DAY`). */
+  perClientPerDay: number;
+  /** Jobs of all clients together per day (`X402_DEVNET_COMPUTE_GLOBAL_PER_DAY`). */
+  globalPerDay: number;
+  perClient: RateLimit;
+  global: RateLimit;
+}
+
+/** The one key of the global devnet cap. */
+const ALL_CLIENTS = 'all';
+
+/**
+ * Creates the devnet compute caps ({@link DevnetComputeCaps}): fixed windows of 24 hours from the
+ * first job counted in each, stored with `createRateLimit` (key prefixes `devnet_compute_client` and
+ * `devnet_compute_global`). Jobs that do not start are given back, so the counts are the jobs started
+ * (and those being started) in the window.
+ * @param pool the service's rate-limit pool (`Database.rateLimitPool`)
+ * @param limits jobs per client and day, and of all clients per day (0: none)
+ */
+export function createDevnetComputeCaps(
+  pool: Pool,
+  limits: { perClientPerDay: number; globalPerDay: number },
+): DevnetComputeCaps {
+  const day = 86_400;
+  // Counts are given back (reward), so a refused key can come under its limit again: no memory refusal.
+  return {
+    ...limits,
+    perClient: createRateLimit(pool, {
+      keyPrefix: 'devnet_compute_client',
+      points: limits.perClientPerDay,
+      durationSeconds: day,
+      inMemoryRefusal: false,
+    }),
+    global: createRateLimit(pool, {
+      keyPrefix: 'devnet_compute_global',
+      points: limits.globalPerDay,
+      durationSeconds: day,
+      inMemoryRefusal: false,
+    }),
+  };
+}
+
+/** A place taken under a devnet cap: what to give back when the job does not start. */
+type TakenPlace = { limit: RateLimit; key: string };
+
+/**
+ * Takes one place under the client's cap, then one under the global cap; a refusal gives back what
+ * it took, the refused count included, so the counts stay the jobs started.
+ * @returns the places taken, to give back if the job is not created after all
+ * @throws AppError `rate_limited` (429, `Retry-After` in seconds until the window ends) with
+ *   `details.limit` `client_per_day` or `global_per_day`
+ * @throws whatever the database throws
+ */
+async function takeDevnetPlaces(caps: DevnetComputeCaps, ip: string | undefined): Promise<TakenPlace[]> {
+  const client = { limit: caps.perClient, key: clientIpKey(ip) };
+  const byClient = await client.limit.consume(client.key);
+  if (!byClient.allowed) {
+    await giveBack([client]);
+    throw devnetRefusal(
+      'This client has started the most devnet compute jobs allowed today',
+      'client_per_day',
+      caps.perClientPerDay,
+      byClient.retryAfterSeconds,
+    );
+  }
+  const all = { limit: caps.global, key: ALL_CLIENTS };
+  const overall = await all.limit.consume(all.key);
+  if (!overall.allowed) {
+    await giveBack([client, all]);
+    throw devnetRefusal(
+      'The devnet compute jobs of all clients for today are used up',
+      'global_per_day',
+      caps.globalPerDay,
+      overall.retryAfterSeconds,
+    );
+  }
+  return [client, all];
+}
+
+/** Gives back places taken (best effort: a lost give-back only refuses a job more, never one less). */
+async function giveBack(places: readonly TakenPlace[]): Promise<void> {
+  await Promise.all(places.map(({ limit, key }) => limit.reward(key).catch(() => undefined)));
+}
+
+function devnetRefusal(message: string, limit: string, perDay: number, retryAfterSeconds: number): AppError {
+  return new AppError('rate_limited', message, {
+    details: { limit, perDay },
+    headers: { 'Retry-After': String(retryAfterSeconds) },
+  });
 }
 
 /**
@@ -52,8 +161,10 @@ export interface ComputeDeps {
  * `GET /api/v1/jobs/{jobId}`, each declared with its contract; mount the router at the root (its
  * paths are absolute). Order on a compute POST, so that nothing is charged for a request that cannot
  * run: body validation (422) and the webhook address check (422), then the health preflight (503 with
- * `Retry-After` and `errorClass`, no payment requested), then x402 (402 / 400 / 409), then the job
- * and its first step message are committed together and the answer is 202.
+ * `Retry-After` and `errorClass`, no payment requested), then x402 (402 / 400 / 409), then, paid on
+ * devnet, the client's and the global daily caps and the payer's (429 with `Retry-After`, the payment
+ * verified but not consumed), then the job and its first step message are committed together and the
+ * answer is 202.
  * @param deps the Compute API's dependencies; `undefined` makes the POSTs answer 503 `config` and
  *   every job id unknown (404)
  */
@@ -256,9 +367,12 @@ async function createJob(
 ): Promise<void> {
   const accepted = await acceptPayment(req, res, paymentOptions(deps, route));
   if (!accepted) return;
+  const devnet = accepted.requirements.network === 'solana-devnet';
   const jobId = newJobId();
   let outboxId: bigint;
+  let places: TakenPlace[] = [];
   try {
+    if (devnet && deps.devnetCaps) places = await takeDevnetPlaces(deps.devnetCaps, req.ip);
     const input = await buildInput();
     ({ outboxId } = await deps.jobs.createPaidJob(
       {
@@ -275,11 +389,13 @@ async function createJob(
       },
       deps.gateway.ledger,
       accepted.claim,
-      accepted.requirements.network === 'solana-devnet' ? deps.devnetJobsPerDay : undefined,
+      devnet ? deps.devnetJobsPerDay : undefined,
     ));
   } catch (err) {
-    // Nothing was written (a failure, or the devnet limit): give the signature back so the agent can
-    // retry without paying again, and do not announce a settlement with the refusal.
+    // Nothing was written (a failure, or a devnet limit): give the signature back so the agent can
+    // retry without paying again, and do not announce a settlement with the refusal; the places the
+    // job took under the devnet caps go back too.
+    await giveBack(places);
     await deps.gateway.ledger.releaseLease(accepted.claim).catch(() => undefined);
     res.removeHeader(PAYMENT_RESPONSE_HEADER);
     res.removeHeader(PAYMENT_V2_RESPONSE_HEADER);

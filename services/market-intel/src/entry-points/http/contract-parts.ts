@@ -205,8 +205,8 @@ export function paidDataParts(
  * extensions (see {@link paidParts}), and its responses:
  * 202 `JobAccepted` with the settlement headers, 400, 402 `Error402`, 409 (payment already used for a
  * job), 413 and 415 (body parser), 422 (body or `webhook_url`, nothing charged), 429 (verification
- * budget or the devnet per-payer limit, `Retry-After` in seconds) and 503 `ComputeUnavailable` (health
- * preflight, `Retry-After` in seconds, no payment requested).
+ * budget or a devnet cap: per client, global or per payer, `Retry-After` in seconds) and 503
+ * `ComputeUnavailable` (health preflight, `Retry-After` in seconds, no payment requested).
  * @param route the price and ledger endpoint of the route (`amountAtomic` in atomic USDC units)
  * @param eta how long the job runs, in words (`about 30 minutes`)
  */
@@ -239,8 +239,11 @@ export function paidComputeParts(
         'the body or its webhook_url failed validation (`validation_failed`, field errors in details); no payment consumed',
       ),
       '429': errorResponse(
-        `${VERIFICATIONS_LIMITED}; or, paid on devnet, the payer wallet started ` +
-          'X402_DEVNET_COMPUTE_PER_DAY jobs in 24 hours (details.limit: payer_per_day; payment verified, not consumed)',
+        `${VERIFICATIONS_LIMITED}; or, paid on devnet, a daily cap on devnet compute jobs is reached ` +
+          '(payment verified, not consumed; details: { limit, perDay }): the client (IPv4 address or IPv6 /64) ' +
+          'started X402_DEVNET_COMPUTE_PER_CLIENT_PER_DAY today (limit: client_per_day), all clients together ' +
+          'X402_DEVNET_COMPUTE_GLOBAL_PER_DAY (limit: global_per_day), or the payer wallet ' +
+          'X402_DEVNET_COMPUTE_PER_DAY in 24 hours (limit: payer_per_day)',
         RETRY_AFTER_HEADER,
       ),
       '503': {
