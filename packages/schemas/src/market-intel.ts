@@ -219,11 +219,16 @@ export type JobStatus = z.infer<typeof JobStatus>;
 
 /**
  * The refund of a failed paid job (README, "Refunds"): the whole price, returned on chain from the
- * refund wallet to the payer's associated token account, once.
+ * refund wallet into the token account the payment came from, once; or held as `unclaimable` when
+ * that account no longer exists or is no longer the payer's token account of the mint (a refund
+ * never creates an account).
  */
 export const JobRefund = z.object({
-  /** `pending`: queued or being sent (retried until confirmed); `confirmed`: on chain, final. */
-  status: z.enum(['pending', 'confirmed']),
+  /**
+   * `pending`: queued or being sent (retried until confirmed); `confirmed`: on chain, final;
+   * `unclaimable`: held, final, nothing sent (see `reason`).
+   */
+  status: z.enum(['pending', 'confirmed', 'unclaimable']),
   /** Atomic USDC units returned (6 decimals): the price paid. */
   amount: AtomicAmount,
   network: X402Network,
@@ -232,6 +237,11 @@ export const JobRefund = z.object({
   /** The refund transaction's signature, once confirmed. */
   transaction: z.string().nullable(),
   confirmedAt: DateTime.nullable(),
+  /**
+   * Why an `unclaimable` refund is held (`source_account_closed`, `source_account_changed`,
+   * `source_account_frozen`, `payment_transfer_not_found`); null otherwise.
+   */
+  reason: z.string().nullable(),
 });
 /** Inferred type of {@link JobRefund}. */
 export type JobRefund = z.infer<typeof JobRefund>;

@@ -10,12 +10,12 @@ export const X402_REFUNDS_TABLE = 'x402_refunds';
  * `X402_PAYMENT_PRISMA_MODEL`; its migration creates the `x402_refunds` table
  * {@link PrismaRefundLedger} uses.
  */
-export const X402_REFUND_PRISMA_MODEL = `/// x402 refunds (@repo/x402-ledger): at most one per payment, sent from the refund wallet until confirmed.
+export const X402_REFUND_PRISMA_MODEL = `/// x402 refunds (@repo/x402-ledger): at most one per payment, sent from the refund wallet until confirmed, or held as unclaimable.
 model X402Refund {
   /// The refunded payment's transaction signature (x402_payments.signature).
   paymentSignature     String    @id @map("payment_signature")
   network              String
-  /// The wallet that paid: the refund goes to its associated token account.
+  /// The wallet that paid (the payment transfer's authority).
   payer                String
   /// Atomic units of \`asset\` returned: the whole amount paid.
   amountAtomic         Decimal   @map("amount_atomic") @db.Decimal(39, 0)
@@ -23,8 +23,12 @@ model X402Refund {
   /// Why it is refunded, e.g. "job_failed:<code>".
   reason               String
   jobId                String?   @map("job_id")
-  /// pending (being sent) or confirmed (on chain).
+  /// pending (being sent), confirmed (on chain) or unclaimable (held, never sent: see unclaimableReason).
   status               String    @default("pending")
+  /// The token account the refund pays into: the one the payment came from, read from the payment on chain.
+  destination          String?
+  /// Why an unclaimable refund is held, e.g. "source_account_closed".
+  unclaimableReason    String?   @map("unclaimable_reason")
   /// The refund transaction of the current attempt, stored signed before it is sent.
   signature            String?   @unique
   transaction          String?
@@ -44,8 +48,12 @@ model X402Refund {
 }
 `;
 
-/** `pending`: being sent (or waiting for the next attempt); `confirmed`: on chain, final. */
-export type RefundStatus = 'pending' | 'confirmed';
+/**
+ * `pending`: being sent (or waiting for the next attempt); `confirmed`: on chain, final;
+ * `unclaimable`: held, final, never sent (the account the payment came from is gone or changed:
+ * README "@repo/x402-ledger", "Refunds").
+ */
+export type RefundStatus = 'pending' | 'confirmed' | 'unclaimable';
 
 /** One refund as a plain object. */
 export interface RefundRecord {
@@ -53,8 +61,13 @@ export interface RefundRecord {
   paymentSignature: string;
   /** The payment's network. */
   network: X402Network;
-  /** The wallet refunded (the payment's transfer authority). */
+  /** The wallet that paid (the payment's transfer authority). */
   payer: string;
+  /**
+   * The merchant token account the payment went into (`x402_payments.pay_to`, read with the refund):
+   * picks the payment's transfer on chain; null when the payment row does not name it.
+   */
+  payTo: string | null;
   /** Atomic units of `asset` returned. */
   amountAtomic: bigint;
   /** The mint. */
@@ -64,6 +77,10 @@ export interface RefundRecord {
   /** The job the payment bought, if any. */
   jobId: string | null;
   status: RefundStatus;
+  /** The token account the refund pays into (the payment's source), once read from the chain. */
+  destination: string | null;
+  /** Why the refund is held, when `status` is `unclaimable` (e.g. `source_account_closed`). */
+  unclaimableReason: string | null;
   /** The current (or, once confirmed, the landed) refund transaction's signature. */
   signature: string | null;
   /** The current attempt's signed wire transaction (base64), to send again after a crash. */
@@ -92,11 +109,14 @@ interface RefundRow {
   payment_signature: string;
   network: string;
   payer: string;
+  pay_to: string | null;
   amount_atomic: string;
   asset: string;
   reason: string;
   job_id: string | null;
   status: string;
+  destination: string | null;
+  unclaimable_reason: string | null;
   signature: string | null;
   transaction: string | null;
   last_valid_block_height: string | null;
@@ -108,8 +128,11 @@ interface RefundRow {
   claim_token: string | null;
 }
 
-const COLUMNS = `payment_signature, network, payer, amount_atomic::text AS amount_atomic, asset, reason, job_id,
-  status, signature, transaction, last_valid_block_height::text AS last_valid_block_height,
+// The merchant account is the payment's (`x402_payments.pay_to`), read with every refund.
+const COLUMNS = `payment_signature, network, payer,
+  (SELECT p.pay_to FROM ${X402_PAYMENTS_TABLE} p WHERE p.signature = ${X402_REFUNDS_TABLE}.payment_signature) AS pay_to,
+  amount_atomic::text AS amount_atomic, asset, reason, job_id, status, destination, unclaimable_reason,
+  signature, transaction, last_valid_block_height::text AS last_valid_block_height,
   slot::text AS slot, attempts, last_error, created_at, confirmed_at, claim_token`;
 
 function toRecord(row: RefundRow): RefundRecord {
@@ -117,11 +140,14 @@ function toRecord(row: RefundRow): RefundRecord {
     paymentSignature: row.payment_signature,
     network: row.network as X402Network,
     payer: row.payer,
+    payTo: row.pay_to,
     amountAtomic: BigInt(row.amount_atomic),
     asset: row.asset,
     reason: row.reason,
     jobId: row.job_id,
     status: row.status as RefundStatus,
+    destination: row.destination,
+    unclaimableReason: row.unclaimable_reason,
     signature: row.signature,
     transaction: row.transaction,
     lastValidBlockHeight: row.last_valid_block_height === null ? null : Number(row.last_valid_block_height),
@@ -140,7 +166,8 @@ function toRecord(row: RefundRow): RefundRecord {
  * works on a refund at a time, and holding the signed transaction of the current attempt so that a
  * crash between signing and sending leads to that same transaction being sent again, never to a
  * second one. A new attempt may only be recorded once the last one was cleared (it failed on chain or
- * expired without landing).
+ * expired without landing). Only `pending` refunds are ever claimed: `confirmed` and `unclaimable`
+ * are final.
  */
 export class PrismaRefundLedger {
   /** @param db the database client (Prisma client or adapter) */
@@ -199,21 +226,25 @@ export class PrismaRefundLedger {
 
   /**
    * Records a signed refund transaction as the claim's current attempt, before it is sent.
-   * @returns `false` (record nothing, send nothing) when the lease was lost or an attempt is recorded
+   * @param attempt the signed transaction (signature, base64 wire bytes, last valid block height) and
+   *   the token account it pays into
+   * @returns `false` (record nothing, send nothing) when the lease was lost, an attempt is recorded or
+   *   the refund is no longer pending
    */
   async recordAttempt(
     claim: RefundClaim,
-    attempt: { signature: string; transaction: string; lastValidBlockHeight: number },
+    attempt: { signature: string; transaction: string; lastValidBlockHeight: number; destination: string },
   ): Promise<boolean> {
     const count = await this.db.$executeRawUnsafe(
       `UPDATE ${X402_REFUNDS_TABLE} SET signature = $3, transaction = $4, last_valid_block_height = $5,
-              attempts = attempts + 1
+              destination = $6, attempts = attempts + 1
         WHERE payment_signature = $1 AND claim_token = $2 AND status = 'pending' AND signature IS NULL`,
       claim.refund.paymentSignature,
       claim.token,
       attempt.signature,
       attempt.transaction,
       attempt.lastValidBlockHeight,
+      attempt.destination,
     );
     if (count > 0) {
       Object.assign(claim.refund, { ...attempt, attempts: claim.refund.attempts + 1 });
@@ -255,6 +286,32 @@ export class PrismaRefundLedger {
       claim.token,
       signature,
       slot,
+    );
+    return count > 0;
+  }
+
+  /**
+   * Holds the refund as `unclaimable` (final: never claimed, built or sent again) and ends the claim:
+   * the account the payment came from is gone or changed, and refunding would cost more than the
+   * refund (README "@repo/x402-ledger", "Refunds"). Only while no attempt is current, since a stored
+   * transaction may still land.
+   * @param hold `reason` (a code such as `source_account_closed`), `destination` (the paying token
+   *   account, when known) and `detail` (for operators, kept in `last_error`)
+   * @returns `false` when the lease was lost, an attempt is current or the refund is no longer pending
+   */
+  async markUnclaimable(
+    claim: RefundClaim,
+    hold: { reason: string; destination: string | null; detail: string },
+  ): Promise<boolean> {
+    const count = await this.db.$executeRawUnsafe(
+      `UPDATE ${X402_REFUNDS_TABLE} SET status = 'unclaimable', unclaimable_reason = $3,
+              destination = COALESCE($4, destination), last_error = $5, claim_token = NULL
+        WHERE payment_signature = $1 AND claim_token = $2 AND status = 'pending' AND signature IS NULL`,
+      claim.refund.paymentSignature,
+      claim.token,
+      hold.reason,
+      hold.destination,
+      hold.detail.slice(0, 1000),
     );
     return count > 0;
   }

@@ -33,7 +33,7 @@ beforeEach(async () => {
 });
 
 /** A payment verified and completed with a job, as a paid compute request leaves it. */
-async function paidJob(): Promise<{ signature: string; payer: string }> {
+async function paidJob(): Promise<{ signature: string; payer: string; payTo: string }> {
   const request = buildClaimRequest({ endpoint: 'POST /api/v1/forge/ideate', kind: 'async' });
   const outcome = await payments.claim(request);
   if (outcome.outcome !== 'claimed') throw new Error(`expected claimed, got ${outcome.outcome}`);
@@ -41,31 +41,45 @@ async function paidJob(): Promise<{ signature: string; payer: string }> {
   const payment = buildVerifiedPayment({ signature: request.signature, amountAtomic: 15_000_000n });
   await payments.markVerified(claim, payment);
   await payments.completeWithJob(claim, 'job_1');
-  return { signature: request.signature, payer: payment.payer };
+  return { signature: request.signature, payer: payment.payer, payTo: payment.payTo };
 }
 
 const attempt = (n: number) => ({
   signature: `refund-signature-${n}-${Math.random()}`,
   transaction: 'AQID',
   lastValidBlockHeight: 1000 + n,
+  destination: `paying-account-${n}`,
 });
 
+/** Makes a claimed refund due again now, as when its holder's lease ran out. */
+async function endLease(signature: string): Promise<void> {
+  await db.$executeRawUnsafe(
+    "UPDATE x402_refunds SET next_attempt_at = now() - interval '1 second' WHERE payment_signature = $1",
+    signature,
+  );
+}
+
 describe('PrismaRefundLedger', () => {
-  it('When a verified payment is queued twice, then one refund of its whole amount to its payer exists', async () => {
-    const { signature, payer } = await paidJob();
+  it('When a verified payment is queued twice, then one refund of its whole amount to its payer exists, naming the merchant account it was paid into', async () => {
+    const { signature, payer, payTo } = await paidJob();
     expect(await refunds.queue(signature, { reason: 'job_failed:stalled', jobId: 'job_1' })).toBe('solana');
     expect(await refunds.queue(signature, { reason: 'job_failed:stalled', jobId: 'job_1' })).toBeNull();
     expect(await refunds.forPayment(signature)).toEqual(
       expect.objectContaining({
         payer,
+        payTo,
         amountAtomic: 15_000_000n,
         network: 'solana',
         status: 'pending',
         jobId: 'job_1',
         signature: null,
+        destination: null,
+        unclaimableReason: null,
         attempts: 0,
       }),
     );
+    const [claim] = await refunds.claimDue(1, 60_000);
+    expect(claim?.refund).toEqual(expect.objectContaining({ paymentSignature: signature, payTo }));
   });
 
   it('When a payment is unknown or not verified, then nothing is queued', async () => {
@@ -105,10 +119,7 @@ describe('PrismaRefundLedger', () => {
     expect(await refunds.clearAttempt(claim, 'another-signature', 'expired')).toBe(false);
 
     // The lease ends (a crashed worker); another worker takes the refund over with the attempt stored.
-    await db.$executeRawUnsafe(
-      "UPDATE x402_refunds SET next_attempt_at = now() - interval '1 second' WHERE payment_signature = $1",
-      signature,
-    );
+    await endLease(signature);
     const [takeover] = await refunds.claimDue(1, 60_000);
     expect(takeover?.refund).toEqual(
       expect.objectContaining({
@@ -129,6 +140,7 @@ describe('PrismaRefundLedger', () => {
       expect.objectContaining({
         status: 'confirmed',
         signature: second.signature,
+        destination: second.destination,
         slot: 42,
         attempts: 2,
         lastError: null,
@@ -136,10 +148,7 @@ describe('PrismaRefundLedger', () => {
       }),
     );
     // Confirmed is final: never due again, nothing more is recorded.
-    await db.$executeRawUnsafe(
-      "UPDATE x402_refunds SET next_attempt_at = now() - interval '1 second' WHERE payment_signature = $1",
-      signature,
-    );
+    await endLease(signature);
     expect(await refunds.claimDue(10, 60_000)).toEqual([]);
     expect(await refunds.countPending()).toEqual({});
   });
@@ -172,6 +181,81 @@ describe('PrismaRefundLedger', () => {
     await refunds.release(claim, 0);
     // Released already: a second release by the old holder changes nothing (the token is gone).
     expect(await refunds.claimDue(1, 60_000)).toEqual([]);
+  });
+
+  it('When the refund is held as unclaimable, then it keeps the reason and the paying account, is never due again, is not pending, and no attempt can be recorded', async () => {
+    const { signature } = await paidJob();
+    await refunds.queue(signature, { reason: 'job_failed:internal' });
+    const [claim] = await refunds.claimDue(1, 60_000);
+    if (!claim) throw new Error('nothing claimed');
+    expect(
+      await refunds.markUnclaimable(claim, {
+        reason: 'source_account_closed',
+        destination: 'paying-account',
+        detail: 'the paying token account paying-account no longer exists',
+      }),
+    ).toBe(true);
+    expect(await refunds.forPayment(signature)).toEqual(
+      expect.objectContaining({
+        status: 'unclaimable',
+        unclaimableReason: 'source_account_closed',
+        destination: 'paying-account',
+        lastError: 'the paying token account paying-account no longer exists',
+        signature: null,
+        attempts: 0,
+        confirmedAt: null,
+      }),
+    );
+    // Final: never claimed again, even once due, and not counted as pending.
+    await endLease(signature);
+    expect(await refunds.claimDue(10, 60_000)).toEqual([]);
+    expect(await refunds.countPending()).toEqual({});
+    expect(await refunds.recordAttempt(claim, attempt(1))).toBe(false);
+    const row = await db.$queryRawUnsafe<{ claim_token: string | null }[]>(
+      'SELECT claim_token FROM x402_refunds WHERE payment_signature = $1',
+      signature,
+    );
+    expect(row).toEqual([{ claim_token: null }]);
+  });
+
+  it('When a refund stops being pending while a worker holds it (an operator settled it by hand), then that worker can record no attempt', async () => {
+    const { signature } = await paidJob();
+    await refunds.queue(signature, { reason: 'r' });
+    const [claim] = await refunds.claimDue(1, 60_000);
+    if (!claim) throw new Error('nothing claimed');
+    await db.$executeRawUnsafe(
+      "UPDATE x402_refunds SET status = 'confirmed', confirmed_at = now() WHERE payment_signature = $1",
+      signature,
+    );
+    expect(await refunds.recordAttempt(claim, attempt(1))).toBe(false);
+    expect(await refunds.forPayment(signature)).toEqual(
+      expect.objectContaining({ status: 'confirmed', signature: null, attempts: 0 }),
+    );
+  });
+
+  it('When the lease was lost or an attempt is current, then the refund cannot be held as unclaimable', async () => {
+    const { signature } = await paidJob();
+    await refunds.queue(signature, { reason: 'r' });
+    const [claim] = await refunds.claimDue(1, 60_000);
+    if (!claim) throw new Error('nothing claimed');
+    const hold = { reason: 'source_account_closed', destination: null, detail: 'gone' };
+
+    // A stored attempt may still land: it is watched, never abandoned.
+    const current = attempt(1);
+    expect(await refunds.recordAttempt(claim, current)).toBe(true);
+    expect(await refunds.markUnclaimable(claim, hold)).toBe(false);
+
+    // Another worker takes the refund over: the old holder can hold nothing.
+    await endLease(signature);
+    const [takeover] = await refunds.claimDue(1, 60_000);
+    if (!takeover) throw new Error('no takeover');
+    expect(await refunds.clearAttempt(takeover, current.signature, 'expired without landing')).toBe(true);
+    expect(await refunds.markUnclaimable(claim, hold)).toBe(false);
+    expect(await refunds.forPayment(signature)).toEqual(
+      expect.objectContaining({ status: 'pending', unclaimableReason: null }),
+    );
+    expect(await refunds.markUnclaimable(takeover, hold)).toBe(true);
+    expect((await refunds.forPayment(signature))?.status).toBe('unclaimable');
   });
 
   it('When a completed synchronous payment is queued, then its amount and payer are taken from the ledger', async () => {

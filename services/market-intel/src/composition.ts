@@ -392,7 +392,10 @@ export async function compose(
   };
 }
 
-/** A refund as GET /api/v1/jobs/{jobId} shows it: the landed transaction only once confirmed. */
+/**
+ * A refund as GET /api/v1/jobs/{jobId} shows it: the landed transaction only once confirmed, the
+ * reason only when held as unclaimable.
+ */
 function publicRefund(record: RefundRecord | null): JobRefund | null {
   if (!record) return null;
   const confirmed = record.status === 'confirmed';
@@ -403,5 +406,6 @@ function publicRefund(record: RefundRecord | null): JobRefund | null {
     to: record.payer,
     transaction: confirmed ? record.signature : null,
     confirmedAt: confirmed && record.confirmedAt ? record.confirmedAt.toISOString() : null,
+    reason: record.status === 'unclaimable' ? record.unclaimableReason : null,
   };
 }

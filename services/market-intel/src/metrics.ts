@@ -58,9 +58,13 @@ export interface MarketIntelMetrics extends ServiceMetrics {
    * Counts a refund event (`x402_refunds_total{network,outcome}`): `queued` (a paid job failed on our
    * side), `sent` (a refund transaction handed to the RPC), `confirmed` (on chain, final), `retried`
    * (an attempt failed on chain or expired, a new one will be built), `send_failed` (the RPC refused
-   * or could not be reached; the same transaction is tried again).
+   * or could not be reached; the same transaction is tried again), `unclaimable` (held, never sent: the
+   * account the payment came from is gone or changed; README, "Refunds").
    */
-  onRefund(network: string, outcome: 'queued' | 'sent' | 'confirmed' | 'retried' | 'send_failed'): void;
+  onRefund(
+    network: string,
+    outcome: 'queued' | 'sent' | 'confirmed' | 'retried' | 'send_failed' | 'unclaimable',
+  ): void;
   /**
    * Adds the scrape-time gauge `x402_refunds_pending{network}` (refunds not confirmed yet), reused for
    * 1 s between scrapes.
@@ -98,7 +102,7 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
   });
   const refunds = new Counter({
     name: 'x402_refunds_total',
-    help: 'Refunds of failed paid jobs, by network and outcome (queued, sent, confirmed, retried, send_failed)',
+    help: 'Refunds of failed paid jobs, by network and outcome (queued, sent, confirmed, retried, send_failed, unclaimable)',
     labelNames: ['network', 'outcome'] as const,
     registers: [base.registry],
   });

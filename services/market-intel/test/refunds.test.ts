@@ -1,13 +1,16 @@
 import { randomInt } from 'node:crypto';
-import { Connection, Keypair, PublicKey } from '@solana/web3.js';
+import { Connection, Keypair, PublicKey, Transaction, TransactionInstruction } from '@solana/web3.js';
 import { Broker } from '@repo/queue';
 import { COMPUTE_TOPOLOGY, type JobErrorCode, type RunnerHeartbeat } from '@repo/compute';
 import { waitFor } from '@repo/queue/testing';
-import { callRpc, sendUsdcTransfer } from '@repo/solana-localnet';
-import { PrismaRefundLedger } from '@repo/x402-ledger';
-import { associatedTokenAccountOf, RefundSender } from '@repo/x402-solana';
+import { createLogger } from '@repo/service-kit';
+import { callRpc, sendUsdcTransfer, waitForSignature } from '@repo/solana-localnet';
+import { PrismaRefundLedger, type RefundClaim } from '@repo/x402-ledger';
+import { associatedTokenAccountOf, RefundSender, type SignedRefund } from '@repo/x402-solana';
 import type { MarketIntelService } from '../src/composition';
+import { RefundWorker } from '../src/entry-points/workers/refund-worker';
 import { startHarness, startReplica, type Harness, type Replica } from './support/harness';
+import { RpcInterceptor } from './support/rpc-interceptor';
 
 // Refunds of failed paid jobs (README, "Refunds"): two replicas of market-intel on one database and one
 // RabbitMQ vhost, the local ledger's refund wallet, and this test playing the runner over RabbitMQ.
@@ -56,11 +59,39 @@ async function usdcOf(owner: string): Promise<bigint> {
   return BigInt((await connection.getTokenAccountBalance(account)).value.amount);
 }
 
+async function lamportsOf(wallet: string): Promise<number> {
+  return connection.getBalance(new PublicKey(wallet), 'confirmed');
+}
+
 /** A wallet of its own (so its balance moves only with this test), funded with SOL and 100 USDC. */
-async function newPayer(): Promise<Keypair> {
+async function newPayer(usdcAtomic = 100_000_000n): Promise<Keypair> {
   const payer = Keypair.generate();
-  await h.ledger.fund(payer.publicKey.toBase58(), { network: 'solana', usdcAtomic: 100_000_000n });
+  await h.ledger.fund(payer.publicKey.toBase58(), { network: 'solana', usdcAtomic });
   return payer;
+}
+
+/** The payer closes its (empty) associated token account, taking its rent back. */
+async function closeTokenAccount(payer: Keypair): Promise<PublicKey> {
+  const account = new PublicKey(
+    associatedTokenAccountOf(payer.publicKey.toBase58(), h.ledger.networks.solana.mint),
+  );
+  const close = new TransactionInstruction({
+    programId: new PublicKey('TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA'),
+    keys: [
+      { pubkey: account, isSigner: false, isWritable: true },
+      { pubkey: payer.publicKey, isSigner: false, isWritable: true },
+      { pubkey: payer.publicKey, isSigner: true, isWritable: false },
+    ],
+    data: Buffer.from([9]), // CloseAccount
+  });
+  // A fresh blockhash: a test here expires every blockhash the ledger knows.
+  const { blockhash, lastValidBlockHeight } = await connection.getLatestBlockhash('confirmed');
+  const tx = new Transaction({ feePayer: payer.publicKey, blockhash, lastValidBlockHeight }).add(close);
+  tx.sign(payer);
+  const signature = await connection.sendRawTransaction(tx.serialize());
+  expect((await waitForSignature(connection, signature)).err).toBeNull();
+  expect(await connection.getAccountInfo(account)).toBeNull();
+  return account;
 }
 
 /** Pays a prove debate from `payer` and returns the job id and the payment's signature. */
@@ -132,13 +163,35 @@ async function refundCount(outcome: string): Promise<number> {
 }
 
 /** A sender from the ledger's refund wallet, as a replica that crashes mid-refund would have. */
-function refundSender(): RefundSender {
+function refundSender(rpcUrl = h.rpcUrls.solana): RefundSender {
   return new RefundSender({
     network: 'solana',
-    rpcUrl: h.rpcUrls.solana,
+    rpcUrl,
     asset: h.ledger.networks.solana.mint,
     refundSecretKey: h.ledger.refundWallet.keypair.secretKey,
   });
+}
+
+/** What the crashed replica built for the refund of `signature` paid by `payer`. */
+async function builtRefund(sender: RefundSender, payer: Keypair, signature: string): Promise<SignedRefund> {
+  const built = await sender.build({
+    paymentSignature: signature,
+    payer: payer.publicKey.toBase58(),
+    amountAtomic: PRICE,
+    payTo: h.ledger.networks.solana.merchantTokenAccount,
+  });
+  if (built.kind !== 'signed') throw new Error(`the refund is ${built.reason}`);
+  return built.refund;
+}
+
+/** The refund row as stored, with the lease columns the ledger does not return. */
+async function refundRow(paymentSignature: string): Promise<Record<string, unknown> | undefined> {
+  const rows = await h.db.$queryRawUnsafe<Record<string, unknown>[]>(
+    `SELECT status, unclaimable_reason, destination, signature, transaction, attempts, claim_token, last_error
+       FROM x402_refunds WHERE payment_signature = $1`,
+    paymentSignature,
+  );
+  return rows[0];
 }
 
 /** Ends the lease of a claimed refund (its holder crashed), so it is due again now. */
@@ -186,6 +239,7 @@ describe('Refunds of failed paid jobs', () => {
       to: payer.publicKey.toBase58(),
       transaction: expect.any(String),
       confirmedAt: expect.any(String),
+      reason: null,
     });
     expect(await usdcOf(payer.publicKey.toBase58())).toBe(before);
     expect(await usdcOf(h.ledger.refundWallet.publicKey)).toBe(walletBefore - PRICE);
@@ -206,6 +260,7 @@ describe('Refunds of failed paid jobs', () => {
         reason: 'job_failed:llm_unavailable',
         jobId,
         signature: refund.transaction,
+        destination: associatedTokenAccountOf(payer.publicKey.toBase58(), h.ledger.networks.solana.mint),
       }),
     );
     expect(await refundCount('confirmed')).toBe(confirmedBefore + 1);
@@ -257,11 +312,7 @@ describe('Refunds of failed paid jobs', () => {
       const [claim] = await ledger.claimDue(10, 60_000);
       if (!claim) throw new Error('the refund was not due');
       const sender = refundSender();
-      const stored = await sender.build({
-        paymentSignature: signature,
-        payer: payer.publicKey.toBase58(),
-        amountAtomic: PRICE,
-      });
+      const stored = await builtRefund(sender, payer, signature);
       expect(await ledger.recordAttempt(claim, stored)).toBe(true);
       expect(await usdcOf(payer.publicKey.toBase58())).toBe(before - PRICE);
       // Its lease ends.
@@ -287,11 +338,7 @@ describe('Refunds of failed paid jobs', () => {
       const [claim] = await ledger.claimDue(10, 60_000);
       if (!claim) throw new Error('the refund was not due');
       const sender = refundSender();
-      const stale = await sender.build({
-        paymentSignature: signature,
-        payer: payer.publicKey.toBase58(),
-        amountAtomic: PRICE,
-      });
+      const stale = await builtRefund(sender, payer, signature);
       // Its blockhash expires (the ledger forgets every blockhash) and the chain moves past the last
       // height it could land at, as on a cluster after about a minute.
       await callRpc(h.rpcUrls.solana, 'localnet_expireBlockhashes');
@@ -314,6 +361,150 @@ describe('Refunds of failed paid jobs', () => {
       });
       expect(await usdcOf(payer.publicKey.toBase58())).toBe(before);
       expect(await usdcOf(h.ledger.refundWallet.publicKey)).toBe(walletBefore - PRICE);
+    } finally {
+      startWorkers();
+    }
+  });
+  it('When the payer closed the token account it paid from before its failed job was refunded, then the refund is held as unclaimable, shown on the job and counted, and nothing is sent, created or retried', async () => {
+    const payer = await newPayer(PRICE);
+    const walletUsdc = await usdcOf(h.ledger.refundWallet.publicKey);
+    const walletLamports = await lamportsOf(h.ledger.refundWallet.publicKey);
+    const unclaimableBefore = await refundCount('unclaimable');
+    const sentBefore = await refundCount('sent');
+    const { jobId, signature } = await paidJob(payer);
+    // Empty after paying: the payer closes it and keeps its rent.
+    const account = await closeTokenAccount(payer);
+
+    await failStep(jobId, 'internal');
+    const refund = await waitFor(
+      'refund held',
+      async () => {
+        const shown = (await job(jobId)).refund as { status?: string } | null;
+        return shown?.status === 'unclaimable' ? shown : undefined;
+      },
+      30_000,
+    );
+    expect(refund).toEqual({
+      status: 'unclaimable',
+      amount: PRICE.toString(),
+      network: 'solana',
+      to: payer.publicKey.toBase58(),
+      transaction: null,
+      confirmedAt: null,
+      reason: 'source_account_closed',
+    });
+    expect(await refundRow(signature)).toEqual({
+      status: 'unclaimable',
+      unclaimable_reason: 'source_account_closed',
+      destination: account.toBase58(),
+      signature: null,
+      transaction: null,
+      attempts: 0,
+      claim_token: null,
+      last_error: expect.stringContaining(account.toBase58()),
+    });
+    expect(await refundCount('unclaimable')).toBe(unclaimableBefore + 1);
+    expect(await refundCount('sent')).toBe(sentBefore);
+    // Nothing created at the refund wallet's expense, nothing paid.
+    expect(await connection.getAccountInfo(account)).toBeNull();
+    expect(await usdcOf(h.ledger.refundWallet.publicKey)).toBe(walletUsdc);
+    expect(await lamportsOf(h.ledger.refundWallet.publicKey)).toBe(walletLamports);
+
+    // Final: made due again, neither replica claims it.
+    await endLease(signature);
+    expect(await Promise.all([h.service.refunds?.runDue(), replica.refunds?.runDue()])).toEqual([0, 0]);
+    expect((await refundRow(signature))?.status).toBe('unclaimable');
+    expect(await refundCount('unclaimable')).toBe(unclaimableBefore + 1);
+    expect(await lamportsOf(h.ledger.refundWallet.publicKey)).toBe(walletLamports);
+  });
+
+  it('When another worker takes the lease of a refund after it was built and before it was recorded, then that transaction is never sent: nothing moves on chain, the row is the other worker’s and untouched, and the refund is later sent once', async () => {
+    await stopWorkers();
+    const rpc = await RpcInterceptor.start(h.rpcUrls.solana);
+    try {
+      const { payer, before, walletBefore, signature } = await queuedRefund('internal');
+      const walletLamports = await lamportsOf(h.ledger.refundWallet.publicKey);
+      const ledger = new PrismaRefundLedger(h.db);
+      const worker = new RefundWorker(
+        ledger,
+        { solana: refundSender(rpc.url) },
+        { intervalMs: 60_000, confirmTimeoutMs: 5_000, pollIntervalMs: 50 },
+        createLogger({ name: 'refund-worker-test', level: 'silent' }),
+      );
+      // The blockhash is the last thing a refund is built on: the worker's lease runs out there and
+      // another worker claims the refund, as a replica does once a lease ended.
+      let other: RefundClaim | undefined;
+      const taken = rpc.beforeNext('getLatestBlockhash', async () => {
+        await endLease(signature);
+        [other] = await ledger.claimDue(10, 60_000);
+      });
+      expect(await worker.runDue()).toBe(1);
+      await taken;
+      if (!other) throw new Error('the other worker claimed nothing');
+      expect(other.refund.paymentSignature).toBe(signature);
+
+      // Nothing moved on the ledger, and no transaction was even offered to it.
+      expect(await usdcOf(payer.publicKey.toBase58())).toBe(before - PRICE);
+      expect(await usdcOf(h.ledger.refundWallet.publicKey)).toBe(walletBefore);
+      expect(await lamportsOf(h.ledger.refundWallet.publicKey)).toBe(walletLamports);
+      expect(rpc.calls).toContain('getLatestBlockhash');
+      expect(rpc.calls).not.toContain('sendTransaction');
+      expect(await refundRow(signature)).toEqual({
+        status: 'pending',
+        unclaimable_reason: null,
+        destination: null,
+        signature: null,
+        transaction: null,
+        attempts: 0,
+        claim_token: other.token,
+        last_error: null,
+      });
+
+      // The other worker lets it go; the next pass refunds it, once.
+      await ledger.release(other, 0);
+      expect(await h.service.refunds?.runDue()).toBe(1);
+      expect(await h.service.refundLedger.forPayment(signature)).toEqual(
+        expect.objectContaining({ status: 'confirmed', attempts: 1 }),
+      );
+      expect(await usdcOf(payer.publicKey.toBase58())).toBe(before);
+      expect(await usdcOf(h.ledger.refundWallet.publicKey)).toBe(walletBefore - PRICE);
+    } finally {
+      await rpc.close();
+      startWorkers();
+    }
+  });
+
+  it('When both replicas’ workers run on a failed job’s refund at once, and then again, twice, then it is claimed, sent and confirmed once: the payer’s balance goes up by the price exactly once', async () => {
+    await stopWorkers();
+    try {
+      const { payer, before, walletBefore, jobId, signature } = await queuedRefund('llm_unavailable');
+      expect(await usdcOf(payer.publicKey.toBase58())).toBe(before - PRICE);
+      const sentBefore = await refundCount('sent');
+      const confirmedBefore = await refundCount('confirmed');
+      const both = () => Promise.all([h.service.refunds?.runDue(), replica.refunds?.runDue()]);
+
+      const first = await both();
+      const confirmed = await h.service.refundLedger.forPayment(signature);
+      // Again, and again once it would be due: a confirmed refund is never claimed or sent again.
+      const again = await both();
+      await endLease(signature);
+      const due = await both();
+
+      // The money first: the price came back once, from the refund wallet.
+      expect(await usdcOf(payer.publicKey.toBase58())).toBe(before);
+      expect(await usdcOf(h.ledger.refundWallet.publicKey)).toBe(walletBefore - PRICE);
+      expect(first.sort()).toEqual([0, 1]);
+      expect(again).toEqual([0, 0]);
+      expect(due).toEqual([0, 0]);
+      expect(confirmed).toEqual(expect.objectContaining({ status: 'confirmed', attempts: 1 }));
+      expect(await h.service.refundLedger.forPayment(signature)).toEqual(confirmed);
+      expect(await refundRow(signature)).toEqual(expect.objectContaining({ attempts: 1, claim_token: null }));
+      expect(await refundCount('sent')).toBe(sentBefore + 1);
+      expect(await refundCount('confirmed')).toBe(confirmedBefore + 1);
+      expect((await job(jobId)).refund).toMatchObject({
+        status: 'confirmed',
+        transaction: confirmed?.signature,
+      });
     } finally {
       startWorkers();
     }

@@ -4,6 +4,9 @@ import type { PrismaRefundLedger, RefundClaim } from '@repo/x402-ledger';
 import { RefundSendError, type RefundSender, type RefundState, type SignedRefund } from '@repo/x402-solana';
 import { LoopWorker } from './restartable-loop';
 
+/** A refund transaction as the ledger keeps it: all a resend or a status read needs. */
+type Attempt = Omit<SignedRefund, 'destination'>;
+
 /** Options of {@link RefundWorker}; times in milliseconds. */
 export interface RefundWorkerOptions {
   /** How often each replica looks for due refunds. */
@@ -18,8 +21,12 @@ export interface RefundWorkerOptions {
   loopMetrics?: LoopMetrics;
 }
 
-/** What a refund did, for metrics (`x402_refunds_total`). */
-export type RefundOutcome = 'sent' | 'confirmed' | 'retried' | 'send_failed';
+/**
+ * What a refund did, for metrics (`x402_refunds_total`; README, "Refunds"): a transaction `sent`,
+ * `confirmed` on chain, `retried` (an attempt replaced after failing or expiring), `send_failed`, or
+ * held as `unclaimable` (the account the payment came from is gone or changed; never sent).
+ */
+export type RefundOutcome = 'sent' | 'confirmed' | 'retried' | 'send_failed' | 'unclaimable';
 
 /** The longest wait before a refund that keeps failing is tried again: 5 minutes. */
 const MAX_RETRY_MS = 300_000;
@@ -31,7 +38,10 @@ const MAX_RETRY_MS = 300_000;
  * - checks the stored attempt on chain: confirmed -> done; failed on chain or expired without
  *   landing -> cleared, and a new transaction is built; still possibly landing -> sent again (the
  *   same bytes, so it cannot land twice); or
- * - builds and signs a new refund transaction, stores it, and only then sends it;
+ * - builds and signs a new refund transaction into the token account the payment came from, stores
+ *   it, and only then sends it: an attempt that could not be stored (the lease was lost to another
+ *   replica) is never sent; or, when that account is gone or changed, holds the refund as
+ *   `unclaimable` (final, never retried, never creating an account at the refund wallet's expense);
  * then watches it for `confirmTimeoutMs`. A refund is retried until confirmed; while the RPC refuses
  * it (an unfunded refund wallet) it is retried with a growing delay up to 5 minutes, and a warning
  * names the wallet.
@@ -107,14 +117,28 @@ export class RefundWorker extends LoopWorker {
         if (await this.settle(claim, attempt, state)) return;
       }
       if (!attempt) {
+        if (refund.payTo === null) {
+          await this.hold(claim, {
+            reason: 'payment_transfer_not_found',
+            destination: null,
+            detail: 'the payment row names no merchant account to find its transfer by',
+          });
+          return;
+        }
         const built = await sender.build({
           paymentSignature: refund.paymentSignature,
           payer: refund.payer,
           amountAtomic: refund.amountAtomic,
+          payTo: refund.payTo,
         });
-        // Stored before it is sent: after a crash the same transaction is found or sent again.
-        if (!(await this.ledger.recordAttempt(claim, built))) return;
-        attempt = built;
+        if (built.kind === 'unclaimable') {
+          await this.hold(claim, built);
+          return;
+        }
+        // Stored before it is sent: after a crash the same transaction is found or sent again. Not
+        // stored (the lease went to another replica, which may build its own): never sent.
+        if (!(await this.ledger.recordAttempt(claim, built.refund))) return;
+        attempt = built.refund;
       }
       const sendError = await this.send(sender, claim, attempt);
       const state = await this.watch(sender, attempt);
@@ -129,11 +153,36 @@ export class RefundWorker extends LoopWorker {
     }
   }
 
+  /**
+   * Holds the refund as `unclaimable` (final) when the claim still holds it with no attempt current;
+   * counted and logged for operators (support may settle it by hand: README, "Refunds").
+   */
+  private async hold(
+    claim: RefundClaim,
+    hold: { reason: string; destination: string | null; detail: string },
+  ): Promise<void> {
+    if (!(await this.ledger.markUnclaimable(claim, hold))) return;
+    const { network, paymentSignature, payer, amountAtomic } = claim.refund;
+    this.onOutcome(network, 'unclaimable');
+    this.logger.warn(
+      {
+        payment: paymentSignature,
+        network,
+        payer,
+        account: hold.destination,
+        amountAtomic: amountAtomic.toString(),
+        reason: hold.reason,
+        err: hold.detail,
+      },
+      'refund held as unclaimable: the account the payment came from cannot take it back',
+    );
+  }
+
   /** Sends `attempt`; a failure is logged and returned (the attempt stays and is watched anyway). */
   private async send(
     sender: RefundSender,
     claim: RefundClaim,
-    attempt: SignedRefund,
+    attempt: Attempt,
   ): Promise<string | undefined> {
     const { network } = claim.refund;
     try {
@@ -162,7 +211,7 @@ export class RefundWorker extends LoopWorker {
   }
 
   /** Reads the attempt's state until it is final or `confirmTimeoutMs` passed. */
-  private async watch(sender: RefundSender, attempt: SignedRefund): Promise<RefundState> {
+  private async watch(sender: RefundSender, attempt: Attempt): Promise<RefundState> {
     const deadline = Date.now() + this.options.confirmTimeoutMs;
     for (;;) {
       const state = await sender.status(attempt);
@@ -176,7 +225,7 @@ export class RefundWorker extends LoopWorker {
    * refund is due again at once.
    * @returns whether the claim is finished with (confirmed, cleared, or lost to another replica)
    */
-  private async settle(claim: RefundClaim, attempt: SignedRefund, state: RefundState): Promise<boolean> {
+  private async settle(claim: RefundClaim, attempt: Attempt, state: RefundState): Promise<boolean> {
     const { network, paymentSignature } = claim.refund;
     if (state.state === 'confirmed') {
       if (await this.ledger.markConfirmed(claim, attempt.signature, state.slot)) {
@@ -210,7 +259,7 @@ export class RefundWorker extends LoopWorker {
 }
 
 /** The claim's stored attempt, when one is recorded. */
-function storedAttempt(claim: RefundClaim): SignedRefund | undefined {
+function storedAttempt(claim: RefundClaim): Attempt | undefined {
   const { signature, transaction, lastValidBlockHeight } = claim.refund;
   if (signature === null || transaction === null || lastValidBlockHeight === null) return undefined;
   return { signature, transaction, lastValidBlockHeight };
