@@ -418,6 +418,29 @@ describe('Refunds of failed paid jobs', () => {
     expect(await lamportsOf(h.ledger.refundWallet.publicKey)).toBe(walletLamports);
   });
 
+  it.each(['llm_request', 'llm_output'] as const)(
+    'When a paid job fails with %s (which the payer’s own text can cause), then it is not refunded: no refund is queued and the payer’s balance stays paid',
+    async (code) => {
+      const payer = await newPayer();
+      const before = await usdcOf(payer.publicKey.toBase58());
+      const queuedBefore = await refundCount('queued');
+      const { jobId, signature } = await paidJob(payer);
+      await failStep(jobId, code);
+      // The refund would be queued in the transaction that fails the job: once failed, it is decided.
+      await waitFor('failed', async () => (await job(jobId)).status === 'failed');
+      const failed = await job(jobId);
+      expect(failed).toMatchObject({
+        status: 'failed',
+        error: expect.stringMatching(new RegExp(`^${code}: `)),
+      });
+      expect(failed.refund).toBeNull();
+      expect(await h.service.refundLedger.forPayment(signature)).toBeNull();
+      expect(await Promise.all([h.service.refunds?.runDue(), replica.refunds?.runDue()])).toEqual([0, 0]);
+      expect(await usdcOf(payer.publicKey.toBase58())).toBe(before - PRICE);
+      expect(await refundCount('queued')).toBe(queuedBefore);
+    },
+  );
+
   it('When another worker takes the lease of a refund after it was built and before it was recorded, then that transaction is never sent: nothing moves on chain, the row is the other worker’s and untouched, and the refund is later sent once', async () => {
     await stopWorkers();
     const rpc = await RpcInterceptor.start(h.rpcUrls.solana);
