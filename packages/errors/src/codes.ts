@@ -13,7 +13,10 @@ export const ERROR_CODES = {
   validation_failed: 422,
   /** X-PAYMENT is present but not a valid x402 payment header. */
   invalid_payment_header: 400,
-  /** The payment proof was already used for another endpoint (README, "Paying with our client"). */
+  /**
+   * The payment proof was already used for another endpoint, or another request of this one (README,
+   * "Paying with our client" and "Request-bound payments").
+   */
   payment_reused: 400,
   /** The transaction pays a different amount than required (README, "Paying with our client"). */
   amount_mismatch: 400,

@@ -69,7 +69,7 @@ export const FEE_PAYER_REFILL_BELOW_LAMPORTS = 10 * LAMPORTS_PER_SOL;
  * refunds of the dearest compute job (25 USDC). Topped up at start when below a tenth of it.
  */
 export const REFUND_WALLET_USDC_ATOMIC = 100_000_000_000n;
-/** SOL (lamports) the refund wallet gets for its fees and the payers' token accounts it may create: 10 SOL. */
+/** SOL (lamports) the refund wallet gets for its fees (a refund never creates a token account): 10 SOL. */
 export const REFUND_WALLET_LAMPORTS = 10 * LAMPORTS_PER_SOL;
 
 // Kept below 2^53 so LiteSVM's Number-based account wrapper stays exact.

@@ -1,6 +1,6 @@
 import { bs58 } from './deps';
 import { AppError } from '@repo/errors';
-import { PaymentPayload, PaymentResponse, type X402Network } from '@repo/schemas';
+import { PaymentPayload, PaymentResponse, X402Network } from '@repo/schemas';
 import type { z } from 'zod';
 
 /** Name of the request header carrying the payment proof. */
@@ -11,8 +11,23 @@ export const PAYMENT_RESPONSE_HEADER = 'x-payment-response';
 /** Largest accepted X-PAYMENT value, in characters (a valid one is about 200). */
 const MAX_HEADER_LENGTH = 4096;
 
-function invalid(message: string, details?: unknown, header = 'X-PAYMENT'): AppError {
-  return new AppError('invalid_payment_header', `Invalid ${header} header: ${message}`, { details });
+/**
+ * Why a payment header was refused, in the x402 specification's error codes: `invalid_payload`
+ * (not base64 or JSON, or not the payload's shape), `invalid_x402_version`, `unsupported_scheme`
+ * (a scheme other than `exact`) and `invalid_network` (a network not offered, or not the request's).
+ */
+export type PaymentHeaderReason =
+  'invalid_payload' | 'invalid_x402_version' | 'unsupported_scheme' | 'invalid_network';
+
+function invalid(
+  message: string,
+  details?: Record<string, unknown>,
+  header = 'X-PAYMENT',
+  reason: PaymentHeaderReason = 'invalid_payload',
+): AppError {
+  return new AppError('invalid_payment_header', `Invalid ${header} header: ${message}`, {
+    details: { reason, ...details },
+  });
 }
 
 /**
@@ -20,7 +35,8 @@ function invalid(message: string, details?: unknown, header = 'X-PAYMENT'): AppE
  * @param value the header value
  * @param maxLength longest accepted value, in characters
  * @param header the header's name, for messages
- * @throws AppError `invalid_payment_header` (400): empty, too long, not base64, not JSON
+ * @throws AppError `invalid_payment_header` (400, `details.reason: invalid_payload`): empty, too long,
+ *   not base64, not JSON
  */
 export function decodeHeaderJson(value: string, maxLength: number, header = 'X-PAYMENT'): unknown {
   const trimmed = value.trim();
@@ -44,7 +60,7 @@ export function decodeHeaderJson(value: string, maxLength: number, header = 'X-P
 
 /**
  * The AppError for a payment header that decoded but did not match `schema`: the first issue in the
- * message, all of them in `details`.
+ * message, all of them in `details.issues`, and `details.reason` `invalid_payload`.
  */
 export function schemaMismatch(issues: readonly z.core.$ZodIssue[], header = 'X-PAYMENT'): AppError {
   const listed = issues.map((issue) => ({
@@ -52,12 +68,52 @@ export function schemaMismatch(issues: readonly z.core.$ZodIssue[], header = 'X-
     message: issue.message,
   }));
   const first = listed[0];
-  return invalid(first ? `${first.path}: ${first.message}` : 'schema mismatch', listed, header);
+  return invalid(first ? `${first.path}: ${first.message}` : 'schema mismatch', { issues: listed }, header);
 }
 
-/** `invalid_payment_header` (400) with `message` about the `header` header. */
-export function invalidPaymentHeader(message: string, details?: unknown, header = 'X-PAYMENT'): AppError {
-  return invalid(message, details, header);
+/**
+ * `invalid_payment_header` (400) with `message` about the `header` header, `details.reason` =
+ * `reason` (default `invalid_payload`) and the other `details`.
+ */
+export function invalidPaymentHeader(
+  message: string,
+  details?: Record<string, unknown>,
+  header = 'X-PAYMENT',
+  reason: PaymentHeaderReason = 'invalid_payload',
+): AppError {
+  return invalid(message, details, header, reason);
+}
+
+/**
+ * Refuses early, with the specification's own reason, what a payload's schema would only call
+ * malformed: an `x402Version` this server does not speak, a scheme other than `exact`, a network
+ * name it does not know.
+ * @throws AppError `invalid_payment_header` with `details.reason` `invalid_x402_version`,
+ *   `unsupported_scheme` or `invalid_network`
+ */
+export function checkEnvelope(
+  raw: unknown,
+  known: { versions: readonly unknown[]; networks: readonly string[] },
+  header = 'X-PAYMENT',
+): void {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return;
+  const { x402Version, scheme, network } = raw as Record<string, unknown>;
+  if (x402Version !== undefined && !known.versions.includes(x402Version))
+    throw invalid(
+      `x402Version ${JSON.stringify(x402Version).slice(0, 20)} is not supported (1 and 2 are)`,
+      undefined,
+      header,
+      'invalid_x402_version',
+    );
+  if (typeof scheme === 'string' && scheme !== 'exact')
+    throw invalid(
+      `scheme "${scheme.slice(0, 40)}" is not offered (exact is)`,
+      undefined,
+      header,
+      'unsupported_scheme',
+    );
+  if (typeof network === 'string' && !known.networks.includes(network))
+    throw invalid(`network "${network.slice(0, 60)}" is not offered`, undefined, header, 'invalid_network');
 }
 
 /**
@@ -73,12 +129,16 @@ export function invalidPaymentHeader(message: string, details?: unknown, header 
  *   schema violation, signature not 64 bytes, or network different from `expectedNetwork`
  */
 export function parsePaymentHeader(value: string, expectedNetwork?: X402Network): PaymentPayload {
-  const payload = pushPaymentOf(decodeHeaderJson(value, MAX_HEADER_LENGTH));
+  const raw = decodeHeaderJson(value, MAX_HEADER_LENGTH);
+  checkEnvelope(raw, { versions: [1], networks: X402Network.options });
+  const payload = pushPaymentOf(raw);
   if (expectedNetwork !== undefined && payload.network !== expectedNetwork) {
-    throw invalid(`network is "${payload.network}" but this request is for "${expectedNetwork}"`, {
-      expected: expectedNetwork,
-      got: payload.network,
-    });
+    throw invalid(
+      `network is "${payload.network}" but this request is for "${expectedNetwork}"`,
+      { expected: expectedNetwork, got: payload.network },
+      'X-PAYMENT',
+      'invalid_network',
+    );
   }
   return payload;
 }

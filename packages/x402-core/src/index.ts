@@ -17,6 +17,7 @@ export {
   encodePaymentResponse,
   decodePaymentResponse,
 } from './header';
+export type { PaymentHeaderReason } from './header';
 export { v1OutputSchema, discoveryFields } from './discovery';
 export type { ResourceDiscovery, JsonSchemaObject, QueryMethod, BodyMethod } from './discovery';
 export { parsePaymentProof, PaymentHeaderJson } from './proof';

@@ -1,6 +1,12 @@
 import { z } from 'zod';
 import { PaymentPayload, X402Network } from '@repo/schemas';
-import { decodeHeaderJson, invalidPaymentHeader, pushPaymentOf, schemaMismatch } from './header';
+import {
+  checkEnvelope,
+  decodeHeaderJson,
+  invalidPaymentHeader,
+  pushPaymentOf,
+  schemaMismatch,
+} from './header';
 import { networkOfCaip2, PaymentPayloadV2, type PaymentRequirementsV2 } from './v2';
 
 /**
@@ -61,8 +67,11 @@ export const PaymentHeaderJson = z.union([PaymentPayload, V1Transaction, V2Paylo
  * @param expectedNetwork when given, the network the request is for (from `?network=`)
  * @param header the header's name, for messages (default `X-PAYMENT`)
  * @returns the payment, with its network as this project names it
- * @throws AppError `invalid_payment_header` (400) naming the problem: not base64/JSON, schema
- *   violation, unknown scheme or network, or a network other than `expectedNetwork`
+ * @throws AppError `invalid_payment_header` (400) naming the problem, with `details.reason` in the
+ *   specification's codes (`PaymentHeaderReason`): not base64/JSON or a schema violation
+ *   (`invalid_payload`), a version other than 1 or 2 (`invalid_x402_version`), a scheme other than
+ *   `exact` (`unsupported_scheme`), an unknown network or one other than `expectedNetwork`
+ *   (`invalid_network`)
  */
 export function parsePaymentProof(
   value: string,
@@ -70,6 +79,7 @@ export function parsePaymentProof(
   header = 'X-PAYMENT',
 ): PaymentProof {
   const raw = decodeHeaderJson(value, MAX_PROOF_LENGTH, header);
+  checkEnvelope(raw, { versions: [1, 2], networks: X402Network.options }, header);
   const version = (raw as { x402Version?: unknown } | null)?.x402Version;
   let proof: PaymentProof;
   if (version === 2) {
@@ -78,13 +88,19 @@ export function parsePaymentProof(
     const { accepted } = parsed.data;
     if (accepted.scheme !== 'exact')
       throw invalidPaymentHeader(
-        `accepted.scheme "${accepted.scheme}" is not offered (exact is)`,
+        `accepted.scheme "${accepted.scheme.slice(0, 40)}" is not offered (exact is)`,
         undefined,
         header,
+        'unsupported_scheme',
       );
     const network = networkOfCaip2(accepted.network);
     if (!network)
-      throw invalidPaymentHeader(`accepted.network "${accepted.network}" is not offered`, undefined, header);
+      throw invalidPaymentHeader(
+        `accepted.network "${accepted.network.slice(0, 60)}" is not offered`,
+        undefined,
+        header,
+        'invalid_network',
+      );
     proof = {
       kind: 'transaction',
       x402Version: 2,
@@ -118,6 +134,7 @@ export function parsePaymentProof(
       `network is "${proof.network}" but this request is for "${expectedNetwork}"`,
       { expected: expectedNetwork, got: proof.network },
       header,
+      'invalid_network',
     );
   }
   return proof;

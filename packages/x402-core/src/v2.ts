@@ -86,13 +86,18 @@ export type PaymentPayloadV2 = z.infer<typeof PaymentPayloadV2>;
 
 /**
  * The decoded `PAYMENT-RESPONSE` header: whether settlement succeeded, the base58 signature of the
- * settled transaction, the CAIP-2 `network` and the payer (the transfer authority, base58).
+ * settled transaction (of the one that was to be settled, when it failed), the CAIP-2 `network`, the
+ * payer (the transfer authority, base58; absent when unknown) and, when it failed or is still
+ * pending, `errorReason` (a code such as `transaction_failed` or `settlement_pending`) and
+ * `errorMessage`.
  */
 export const SettleResponseV2 = z.object({
   success: z.boolean(),
+  errorReason: z.string().optional(),
+  errorMessage: z.string().optional(),
   transaction: z.string(),
   network: z.string(),
-  payer: z.string(),
+  payer: z.string().optional(),
 });
 /** Inferred type of {@link SettleResponseV2}. */
 export type SettleResponseV2 = z.infer<typeof SettleResponseV2>;

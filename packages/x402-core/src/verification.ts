@@ -127,6 +127,11 @@ export interface VerifyOptions {
   reference?: string;
   /** With `reference`: a transfer carrying no reference at all is refused with `reference_missing`. */
   requireReference?: boolean;
+  /**
+   * The caller itself just saw the transaction confirmed (it sent it: an official-scheme settlement),
+   * so an earlier "not found" of the same signature, remembered to spare the RPC, is not the answer.
+   */
+  landed?: boolean;
 }
 
 /** What the payment pipeline needs from a verifier; `@repo/x402-solana`'s `SolanaPaymentVerifier` implements it for Solana. */
@@ -137,6 +142,12 @@ export interface PaymentVerifier {
   readonly asset: string;
   /** The merchant token account (base58). */
   readonly payTo: string;
+  /**
+   * Seconds, as this verifier enforces them, a payer has between paying and presenting the payment
+   * (a push payment's freshness window): the push requirement's advertised `maxTimeoutSeconds`.
+   * Absent: the route's.
+   */
+  readonly maxTimeoutSeconds?: number;
   /**
    * Proves that `signature` pays exactly `amountAtomic` of `asset` into `payTo`.
    * @throws PaymentVerificationError when it does not

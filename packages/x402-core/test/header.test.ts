@@ -5,6 +5,7 @@ import {
   encodePaymentHeader,
   encodePaymentResponse,
   parsePaymentHeader,
+  parsePaymentProof,
 } from '../src/index';
 import { bs58 } from '../src/deps';
 
@@ -64,6 +65,7 @@ describe('parsePaymentHeader', () => {
       expect(error.code).toBe('invalid_payment_header');
       expect(error.status).toBe(400);
       expect(error.message).toMatch(/^Invalid X-PAYMENT header: /);
+      expect(error.details).toMatchObject({ reason: 'invalid_payload' });
     }
   });
 
@@ -71,11 +73,18 @@ describe('parsePaymentHeader', () => {
     const error = parseError(base64(payload({ x402Version: 2 })));
     expect(error.code).toBe('invalid_payment_header');
     expect(error.message).toContain('x402Version');
+    expect(error.details).toEqual({ reason: 'invalid_x402_version' });
   });
 
   it('When the scheme or network is unknown, then 400', () => {
-    expect(parseError(base64(payload({ scheme: 'upto' }))).message).toContain('scheme');
-    expect(parseError(base64(payload({ network: 'base' }))).message).toContain('network');
+    expect(parseError(base64(payload({ scheme: 'upto' })))).toMatchObject({
+      message: expect.stringContaining('scheme'),
+      details: { reason: 'unsupported_scheme' },
+    });
+    expect(parseError(base64(payload({ network: 'base' })))).toMatchObject({
+      message: expect.stringContaining('network'),
+      details: { reason: 'invalid_network' },
+    });
   });
 
   it('When the signature does not decode to 64 bytes, then 400', () => {
@@ -87,6 +96,7 @@ describe('parsePaymentHeader', () => {
     ]) {
       const error = parseError(base64(payload({ payload: { txSignature } })));
       expect(error.code).toBe('invalid_payment_header');
+      expect(error.details).toMatchObject({ reason: 'invalid_payload' });
     }
   });
 
@@ -94,7 +104,46 @@ describe('parsePaymentHeader', () => {
     const error = parseError(base64(payload({ network: 'solana' })), 'solana-devnet');
     expect(error.status).toBe(400);
     expect(error.message).toContain('solana-devnet');
-    expect(error.details).toEqual({ expected: 'solana-devnet', got: 'solana' });
+    expect(error.details).toEqual({ reason: 'invalid_network', expected: 'solana-devnet', got: 'solana' });
+  });
+});
+
+describe('parsePaymentProof', () => {
+  const proofError = (value: unknown, network?: 'solana' | 'solana-devnet'): AppError => {
+    try {
+      parsePaymentProof(base64(value), network, 'PAYMENT-SIGNATURE');
+    } catch (error) {
+      if (isAppError(error)) return error;
+      throw error;
+    }
+    throw new Error('expected an AppError');
+  };
+  const v2 = (accepted: Record<string, unknown>): Record<string, unknown> => ({
+    x402Version: 2,
+    accepted: {
+      scheme: 'exact',
+      network: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp',
+      amount: '100000',
+      asset: 'mint',
+      payTo: 'wallet',
+      maxTimeoutSeconds: 60,
+      ...accepted,
+    },
+    payload: { transaction: 'AQID' },
+  });
+
+  it('When a payment is refused, then details.reason is the specification error code', () => {
+    expect(proofError({ x402Version: 3, payload: {} }).details).toMatchObject({
+      reason: 'invalid_x402_version',
+    });
+    expect(proofError(v2({ scheme: 'upto' })).details).toMatchObject({ reason: 'unsupported_scheme' });
+    expect(proofError(v2({ network: 'eip155:8453' })).details).toMatchObject({ reason: 'invalid_network' });
+    expect(proofError(v2({}), 'solana-devnet').details).toMatchObject({ reason: 'invalid_network' });
+    expect(proofError(v2({ amount: 'ten' })).details).toMatchObject({ reason: 'invalid_payload' });
+    expect(proofError(payload({ scheme: 'upto' })).details).toMatchObject({ reason: 'unsupported_scheme' });
+    expect(proofError([1, 2]).details).toMatchObject({ reason: 'invalid_payload' });
+    for (const error of [proofError(v2({ scheme: 'upto' })), proofError([1])])
+      expect(error.message).toMatch(/^Invalid PAYMENT-SIGNATURE header: /);
   });
 });
 

@@ -10,6 +10,7 @@ export {
   requirementsForRequest,
   endpointOf,
   sendPaymentError,
+  offeredRequirements,
   sendStoredResponse,
   paymentRequiredHeader,
   recordPaymentSighting,
@@ -39,6 +40,7 @@ export {
   MCP_PAYMENT_MISSING,
   MCP_PAYMENT_RESPONSE_META,
   MCP_PUSH_PAYMENT_REQUIRED_META,
+  MCP_PAYMENT_ERROR_META,
   mcpPaymentHeaders,
   mcpResultOfPaidAnswer,
 } from './mcp';

@@ -1,5 +1,4 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { AppError } from '@repo/errors';
 import {
   encodeBase64Json,
   PAYMENT_HEADER,
@@ -19,6 +18,13 @@ export const MCP_PAYMENT_RESPONSE_META = 'x402/payment-response';
  */
 export const MCP_PUSH_PAYMENT_REQUIRED_META = 'x402-solana/push-payment-required';
 
+/**
+ * `_meta` key of a payment refusal's tool result carrying the error envelope (`{ error, code,
+ * details?, requestId }`) of an answer other than a 402 (a `payment_reused` 400, a 409, 429 or 503),
+ * whose structured content is the `PaymentRequired`.
+ */
+export const MCP_PAYMENT_ERROR_META = 'x402-solana/error';
+
 /** The `error` of a payment-required result when the call carried no payment. */
 export const MCP_PAYMENT_MISSING =
   'Payment required: pay one of accepts, then call the tool again with the PaymentPayload in _meta["x402/payment"]';
@@ -27,25 +33,20 @@ export const MCP_PAYMENT_MISSING =
  * The HTTP payment header of an MCP payment (README, "MCP: the x402 MCP transport"): `_meta["x402/payment"]`
  * holds the `PaymentPayload` object; a v2 payload goes into `PAYMENT-SIGNATURE`, a v1 (push mode)
  * into `X-PAYMENT`, both as base64 JSON, exactly as the official HTTP clients send them. A string is
- * taken as the header value itself. No payment, no header.
+ * taken as the header value itself; any other value goes into `X-PAYMENT` as base64 JSON too, where
+ * the payment gate refuses it as `invalid_payload` with the `PaymentRequired`, as over HTTP. No
+ * payment, no header.
  * @param meta the `_meta` of the `tools/call` request
  * @returns the request headers to add
- * @throws AppError `invalid_request` (400) when the payment is neither an object nor a string
  */
 export function mcpPaymentHeaders(meta: Record<string, unknown>): Record<string, string> {
   const payment = meta[MCP_PAYMENT_META];
   if (payment === undefined || payment === null) return {};
   if (typeof payment === 'string') return { [PAYMENT_HEADER]: payment };
-  if (typeof payment !== 'object' || Array.isArray(payment)) {
-    throw new AppError(
-      'invalid_request',
-      `_meta["${MCP_PAYMENT_META}"] must be an x402 PaymentPayload object`,
-      {
-        details: [{ path: `_meta.${MCP_PAYMENT_META}`, message: 'must be an object' }],
-      },
-    );
-  }
-  const version = (payment as { x402Version?: unknown }).x402Version;
+  const version =
+    typeof payment === 'object' && !Array.isArray(payment)
+      ? (payment as { x402Version?: unknown }).x402Version
+      : undefined;
   return { [version === 2 ? PAYMENT_SIGNATURE_HEADER : PAYMENT_HEADER]: encodeBase64Json(payment) };
 }
 
@@ -76,6 +77,11 @@ export interface McpPaidAnswer {
  *   the v2 one of the `PAYMENT-REQUIRED` header when the service offers the official scheme (the v1
  *   `Error402` body, push mode, then rides in `_meta["x402-solana/push-payment-required"]`), else the
  *   v1 body itself;
+ * - another refusal of the payment (a 400, 409, 429 or 503 that carries `PAYMENT-REQUIRED`): a tool
+ *   error whose structured content is that `PaymentRequired` (its `error` the reason's code, e.g.
+ *   `payment_reused`), the error envelope in `_meta["x402-solana/error"]`;
+ * - with either, a failed or pending settlement's `PAYMENT-RESPONSE` (`success: false`) in
+ *   `_meta["x402/payment-response"]`;
  * - 2xx (or a status in `resultStatuses`): the body as structured content, with
  *   `_meta["x402/payment-response"]` = the decoded `PAYMENT-RESPONSE` (else `X-PAYMENT-RESPONSE`) when
  *   the answer was paid;
@@ -95,17 +101,26 @@ export function mcpResultOfPaidAnswer(
     typeof answer.body === 'object' && answer.body !== null && !Array.isArray(answer.body)
       ? (answer.body as Record<string, unknown>)
       : { value: answer.body };
+  const v2 = decodedHeader(answer.headers, PAYMENT_REQUIRED_HEADER);
+  const failed = decodedHeader(answer.headers, PAYMENT_V2_RESPONSE_HEADER);
+  const settlement = failed?.success === false ? { [MCP_PAYMENT_RESPONSE_META]: failed } : {};
   if (answer.status === 402) {
-    const v2 = decodedHeader(answer.headers, PAYMENT_REQUIRED_HEADER);
     // The HTTP reason names the HTTP header; over MCP the payment goes elsewhere.
     const reason = paymentSent ? {} : { error: MCP_PAYMENT_MISSING };
     return v2
       ? {
           structuredContent: { ...v2, ...reason },
           isError: true,
-          meta: { [MCP_PUSH_PAYMENT_REQUIRED_META]: body },
+          meta: { [MCP_PUSH_PAYMENT_REQUIRED_META]: body, ...settlement },
         }
       : { structuredContent: { ...body, ...reason }, isError: true };
+  }
+  if (v2 && answer.status >= 400) {
+    return {
+      structuredContent: v2,
+      isError: true,
+      meta: { [MCP_PAYMENT_ERROR_META]: body, ...settlement },
+    };
   }
   if ((answer.status >= 200 && answer.status < 300) || resultStatuses.includes(answer.status)) {
     const settlement =

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError, isAppError, requestIdOf, sendAppError } from '@repo/errors';
 import type { PaymentRequirements, X402Network } from '@repo/schemas';
@@ -19,6 +20,7 @@ import {
   type PaymentProof,
   type PaymentRequiredV2,
   type PaymentRequirementsV2,
+  type SettleResponseV2,
   type PaymentVerifier,
   type ResourceDiscovery,
   type VerifiedPayment,
@@ -145,7 +147,11 @@ export interface PaidRoute {
   description: string;
   /** MIME type of the paid answer; default `"application/json"`. */
   mimeType?: string;
-  /** Advertised seconds to pay; default 60. */
+  /**
+   * Advertised seconds to pay in the official scheme's offer (its transaction must land while its
+   * blockhash is valid, about 60 to 90 s); default 60. The push requirement advertises its
+   * verifier's `maxTimeoutSeconds` (the freshness window it enforces) when the verifier has one.
+   */
   maxTimeoutSeconds?: number;
   /**
    * Endpoint identity stored with the payment, e.g. `"GET /api/v1/scout/gaps"`. Default:
@@ -201,8 +207,27 @@ export interface OfferV2 {
   resource: { url: string; description: string; mimeType: string };
   /** `extensions` of the `PAYMENT-REQUIRED` header (the `bazaar` discovery extension, or none). */
   extensions: Record<string, unknown>;
-  /** This request's Solana Pay reference, advertised in the offer's `extra.reference`. */
+  /**
+   * This request's Solana Pay reference, advertised in the offer's `extra.reference` and as its
+   * `extra.memo`: the official client writes the memo into the transaction, and the official
+   * facilitator refuses a transaction whose memo is not this request's, so an official-scheme payment
+   * is bound to its request on chain too.
+   */
   reference?: string;
+}
+
+/**
+ * The one requirement of a request's v2 offer, as `PAYMENT-REQUIRED` advertises it, the payer's
+ * `accepted` must equal and the facilitator settles against: the route's offer with this request's
+ * `extra.reference` and `extra.memo` (when references are configured).
+ */
+export function offeredRequirements(offer: OfferV2): PaymentRequirementsV2 {
+  return offer.reference === undefined
+    ? offer.requirements
+    : {
+        ...offer.requirements,
+        extra: { ...offer.requirements.extra, reference: offer.reference, memo: offer.reference },
+      };
 }
 
 /**
@@ -220,7 +245,14 @@ export function requirementsForRequest(
 ): {
   network: X402Network;
   verifier: PaymentVerifier;
+  /** The push requirement (the spec's: `payTo` is the merchant's token account). */
   requirements: PaymentRequirements;
+  /**
+   * The body's `accepts`: the push requirement, then, when the network has a settler, the official
+   * exact scheme in v1 form (`payTo` the merchant wallet, `extra.feePayer`), which a v1 `exact` SVM
+   * client pays with `payload.transaction`.
+   */
+  accepts: PaymentRequirements[];
   offer: OfferV2 | undefined;
   reference: string | undefined;
   /** The request's canonical text (`canonicalRequestText`), built now only when a reference needed it. */
@@ -251,7 +283,44 @@ export function requirementsForRequest(
     extensions: extensionsOf(route),
     ...(reference === undefined ? {} : { reference }),
   };
-  return { network, verifier, requirements, offer, reference, canonical, url };
+  const accepts = offer
+    ? [
+        requirements,
+        { ...officialV1Template(offer.settler, route), resource: requirements.resource, ...v1ExtraOf(offer) },
+      ]
+    : [requirements];
+  return { network, verifier, requirements, accepts, offer, reference, canonical, url };
+}
+
+/** The `extra` of the official scheme's v1 requirement of a request: its v2 offer's. */
+function v1ExtraOf(offer: OfferV2): { extra: Record<string, unknown> } {
+  return { extra: offeredRequirements(offer).extra ?? {} };
+}
+
+const officialV1Templates = new WeakMap<ExactSvmSettler, WeakMap<PaidRoute, PaymentRequirements>>();
+
+/**
+ * The official scheme's requirement in the v1 body, all but `resource` and `extra` (built once per
+ * settler and route): the v2 offer's price, mint, merchant wallet and timeout in v1 field names.
+ */
+function officialV1Template(settler: ExactSvmSettler, route: PaidRoute): PaymentRequirements {
+  let byRoute = officialV1Templates.get(settler);
+  if (!byRoute) officialV1Templates.set(settler, (byRoute = new WeakMap()));
+  let template = byRoute.get(route);
+  if (!template) {
+    template = buildPaymentRequirements({
+      network: settler.network,
+      asset: settler.asset,
+      payTo: settler.payTo,
+      amountAtomic: route.amountAtomic,
+      resource: 'http://localhost/',
+      description: route.description,
+      mimeType: route.mimeType ?? 'application/json',
+      maxTimeoutSeconds: route.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS,
+    });
+    byRoute.set(route, template);
+  }
+  return template;
 }
 
 /**
@@ -301,11 +370,7 @@ export function paymentRequiredHeader(offer: OfferV2, error: string): string {
     x402Version: 2,
     error,
     resource: offer.resource,
-    accepts: [
-      offer.reference === undefined
-        ? offer.requirements
-        : { ...offer.requirements, extra: { ...offer.requirements.extra, reference: offer.reference } },
-    ],
+    accepts: [offeredRequirements(offer)],
     extensions: offer.extensions,
   };
   return encodeBase64Json(body);
@@ -327,7 +392,10 @@ function requirementsTemplate(verifier: PaymentVerifier, route: PaidRoute): Paym
       resource: 'http://localhost/',
       description: route.description,
       mimeType: route.mimeType ?? 'application/json',
-      ...(route.maxTimeoutSeconds === undefined ? {} : { maxTimeoutSeconds: route.maxTimeoutSeconds }),
+      // What is advertised is what is enforced: the verifier's own window when it has one.
+      ...((verifier.maxTimeoutSeconds ?? route.maxTimeoutSeconds) === undefined
+        ? {}
+        : { maxTimeoutSeconds: verifier.maxTimeoutSeconds ?? route.maxTimeoutSeconds }),
       ...(route.discovery ? { outputSchema: v1OutputSchema(route.discovery) } : {}),
     });
     byRoute.set(route, template);
@@ -351,12 +419,13 @@ export function sendPaymentError(
 ): boolean {
   if (!isAppError(error)) return false;
   res.setHeader(X402_VERSION_HEADER, String(X402_VERSION));
+  // Every refusal carries the offer, its `error` the reason's code as the official server puts it.
+  if (offer) res.setHeader(PAYMENT_REQUIRED_HEADER, paymentRequiredHeader(offer, reasonOf(error)));
   if (error.code === 'payment_required') {
     const details =
       error.details !== null && typeof error.details === 'object'
         ? (error.details as Record<string, unknown>)
         : undefined;
-    if (offer) res.setHeader(PAYMENT_REQUIRED_HEADER, paymentRequiredHeader(offer, error.message));
     sendPaymentRequired(req, res, accepts, error.message, details);
   } else {
     sendAppError(req, res, error);
@@ -398,10 +467,13 @@ export async function acceptPayment(
 ): Promise<AcceptedPayment | undefined> {
   let accepts: PaymentRequirements[] = [];
   let offer: OfferV2 | undefined;
+  // An official-scheme payment once its key is known, and whether its settlement was tried.
+  let official: { transaction: string; payer: string | undefined; network: X402Network } | undefined;
+  let settleTried = false;
   try {
     const request = requirementsForRequest(req, options, options);
     const { network, verifier, requirements } = request;
-    accepts = [requirements];
+    accepts = request.accepts;
     offer = request.offer;
     const endpoint = options.endpoint ?? endpointOf(req);
     const v2Header = req.get(PAYMENT_SIGNATURE_HEADER);
@@ -409,7 +481,7 @@ export async function acceptPayment(
     if (header === undefined || header.trim() === '') {
       emitPaymentEvent(options.onPaymentEvent, { type: 'challenged', network, endpoint });
       const error = 'X-PAYMENT header is required';
-      if (offer) res.setHeader(PAYMENT_REQUIRED_HEADER, paymentRequiredHeader(offer, error));
+      if (offer) res.setHeader(PAYMENT_REQUIRED_HEADER, paymentRequiredHeader(offer, V2_PAYMENT_MISSING));
       sendPaymentRequired(req, res, accepts, error);
       return undefined;
     }
@@ -420,7 +492,10 @@ export async function acceptPayment(
     try {
       proof = parsePaymentProof(header, network, v2Header === undefined ? 'X-PAYMENT' : 'PAYMENT-SIGNATURE');
       if (proof.kind === 'signature') signature = proof.txSignature;
-      else ({ signature, payer, source } = await signatureToClaim(proof, offer));
+      else {
+        ({ signature, payer, source } = await signatureToClaim(proof, offer));
+        official = { transaction: signature, payer, network };
+      }
     } catch (error) {
       const malformed = isAppError(error) && error.code === 'invalid_payment_header';
       emitPaymentEvent(options.onPaymentEvent, {
@@ -431,15 +506,12 @@ export async function acceptPayment(
       });
       // A missing or malformed payment header is a 402 with the Error402 body (README, "Paying with our
       // client").
+      // The header's `details.reason` is the specification's code (`invalid_payload`, ...).
       if (malformed)
         throw new AppError('payment_required', error.message, {
           details: {
-            reason: 'invalid_payment_header',
-            ...(Array.isArray(error.details)
-              ? { issues: error.details }
-              : typeof error.details === 'object' && error.details !== null
-                ? error.details
-                : {}),
+            reason: 'invalid_payload',
+            ...(typeof error.details === 'object' && error.details !== null ? error.details : {}),
           },
           cause: error,
         });
@@ -468,8 +540,9 @@ export async function acceptPayment(
               },
             );
           }
+          settleTried = true;
           try {
-            return await settling.settler.settle(settling.transaction, settling.requirements);
+            return await settling.settler.settle(settling.transaction, offeredRequirements(settling));
           } finally {
             await decision?.release?.().catch(() => undefined);
           }
@@ -519,9 +592,37 @@ export async function acceptPayment(
       ...(result.unrecorded ? { unrecorded: result.unrecorded } : {}),
     };
   } catch (error) {
+    // A settlement that was tried and failed, or that another request is still running (x402 v2,
+    // "PAYMENT-RESPONSE"): the payer learns its outcome the way the official clients read it.
+    const pending = isAppError(error) && error.code === 'service_unavailable';
+    if (official && (settleTried || pending) && isAppError(error))
+      res.setHeader(
+        PAYMENT_V2_RESPONSE_HEADER,
+        encodeBase64Json({
+          success: false,
+          errorReason: pending ? 'settlement_pending' : reasonOf(error),
+          errorMessage: error.message,
+          transaction: official.transaction,
+          network: CAIP2_NETWORKS[official.network],
+          ...(official.payer === undefined ? {} : { payer: official.payer }),
+        } satisfies SettleResponseV2),
+      );
     if (sendPaymentError(req, res, error, accepts, offer)) return undefined;
     throw error;
   }
+}
+
+/** The `PaymentRequired.error` of a 402 without a payment (the x402 v2 HTTP transport's wording). */
+const V2_PAYMENT_MISSING = 'PAYMENT-SIGNATURE header is required';
+
+/**
+ * The machine-readable reason of a payment refusal: its `details.reason` (the specification's or the
+ * facilitator's code, e.g. `invalid_payload`, `invalid_exact_svm_payload_amount_mismatch`,
+ * `not_found`), else its error code (`payment_reused`, `rate_limited`...).
+ */
+function reasonOf(error: AppError): string {
+  const details = error.details as { reason?: unknown } | null | undefined;
+  return typeof details?.reason === 'string' ? details.reason : error.code;
 }
 
 /**
@@ -576,12 +677,12 @@ async function signatureToClaim(
   };
   if (!offer)
     return refuse(
-      'scheme_not_offered',
+      'unsupported_scheme',
       `payload.transaction payments are not accepted on ${proof.network} here; pay in push mode (payload.txSignature)`,
     );
-  if (proof.accepted && !sameOffer(proof.accepted, offer.requirements))
+  if (proof.accepted && !isDeepStrictEqual(proof.accepted, offeredRequirements(offer)))
     return refuse(
-      'offer_mismatch',
+      'invalid_payment_requirements',
       'The payment accepted an offer this server did not make; use the PAYMENT-REQUIRED offer',
     );
   try {
@@ -597,18 +698,6 @@ function bodyHash(req: Request): string {
   return createHash('sha256')
     .update(JSON.stringify(req.body ?? null))
     .digest('hex');
-}
-
-/** Whether a client's `accepted` is the offer (scheme, network, amount, asset, payTo, fee payer). */
-function sameOffer(accepted: PaymentRequirementsV2, offered: PaymentRequirementsV2): boolean {
-  return (
-    accepted.scheme === offered.scheme &&
-    accepted.network === offered.network &&
-    accepted.amount === offered.amount &&
-    accepted.asset === offered.asset &&
-    accepted.payTo === offered.payTo &&
-    accepted.extra?.feePayer === offered.extra?.feePayer
-  );
 }
 
 /** Headers that belong to one connection or one request and are not stored for replay. */

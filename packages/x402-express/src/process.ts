@@ -159,7 +159,7 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
       // Which endpoint it paid is the payer's business, not the presenter's.
       return reject(
         'payment_reused',
-        new AppError('payment_reused', 'This payment was already used for another endpoint'),
+        new AppError('payment_reused', 'This payment was already used for another endpoint or request'),
       );
     case 'busy':
       return reject(
@@ -214,6 +214,7 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
     // After a refused settlement, one look: an earlier attempt that died unrecorded may have landed it.
     verified = await verifier.verify(signature, amountAtomic, {
       ...(refused ? { attempts: 1 } : {}),
+      ...(input.settle && !refused ? { landed: true } : {}),
       firstSeenAt: claim.firstSeenAt,
       // This server sent an official-scheme transaction itself: nobody could take it first.
       ...(input.reference === undefined || input.settle

@@ -88,25 +88,33 @@ describe('createHotPath', () => {
     expect(fullPathCalls).toBe(5);
     expect(events.filter((e) => e.type === 'replayed')).toHaveLength(1);
   });
+});
 
+describe('createHotPath replays', () => {
   it('When a remembered payment comes again with a body, then the full path answers it (the body is part of the request paid for)', async () => {
-    fullPathCalls = 0;
-    const pay = () => fetch(`${base}/paid?size=5`, { headers: { 'x-payment': 'sb' } });
-    await pay();
-    await pay();
-    expect(fullPathCalls).toBe(1);
-    await new Promise<void>((resolve, reject) => {
-      const req = request(
-        `${base}/paid?size=5`,
-        { headers: { 'x-payment': 'sb', 'content-type': 'application/json', 'content-length': '2' } },
-        (res) => {
-          res.resume();
-          res.on('end', resolve);
-        },
-      );
-      req.on('error', reject);
-      req.end('{}');
-    });
-    expect(fullPathCalls).toBe(2);
+    const hot = createHotPath({ routes: { '/paid': 'GET /paid' } });
+    const { url, server } = await serve(hot.wrap(fullPath));
+    try {
+      fullPathCalls = 0;
+      const pay = () => fetch(`${url}/paid?size=5`, { headers: { 'x-payment': 'sb' } });
+      await pay();
+      await pay();
+      expect(fullPathCalls).toBe(1);
+      await new Promise<void>((resolve, reject) => {
+        const req = request(
+          `${url}/paid?size=5`,
+          { headers: { 'x-payment': 'sb', 'content-type': 'application/json', 'content-length': '2' } },
+          (res) => {
+            res.resume();
+            res.on('end', resolve);
+          },
+        );
+        req.on('error', reject);
+        req.end('{}');
+      });
+      expect(fullPathCalls).toBe(2);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });

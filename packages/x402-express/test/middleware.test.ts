@@ -83,7 +83,8 @@ describe('requirePayment', () => {
         resource: `${server.url}/api/v1/scout/gaps?limit=5`,
         description: 'Market gaps',
         mimeType: 'application/json',
-        maxTimeoutSeconds: 60,
+        // What the verifier enforces: its freshness window (300 s by default).
+        maxTimeoutSeconds: 300,
       },
     ]);
     expect(events).toEqual([{ type: 'challenged', network: 'solana', endpoint: 'GET /api/v1/scout/gaps' }]);
@@ -210,7 +211,7 @@ describe('requirePayment', () => {
     expect(Error402.parse(await mismatch.json())).toMatchObject({
       code: 'payment_required',
       error: expect.stringContaining('solana-devnet'),
-      details: { reason: 'invalid_payment_header', expected: 'solana-devnet', got: 'solana' },
+      details: { reason: 'invalid_network', expected: 'solana-devnet', got: 'solana' },
     });
   });
 
@@ -232,7 +233,7 @@ describe('requirePayment', () => {
     expect(body).toMatchObject({
       x402Version: 1,
       error: 'Invalid X-PAYMENT header: the decoded value is not JSON',
-      details: { reason: 'invalid_payment_header' },
+      details: { reason: 'invalid_payload' },
     });
     expect(body.accepts[0]).toMatchObject({ maxAmountRequired: '100000' });
     expect(events).toEqual([

@@ -140,7 +140,7 @@ describe('The 402 of a network with the official scheme', () => {
     );
     expect(required).toEqual({
       x402Version: 2,
-      error: 'X-PAYMENT header is required',
+      error: 'PAYMENT-SIGNATURE header is required',
       resource: {
         url: `${server.url}/api/v1/scout/gaps?network=devnet`,
         description: 'Market gaps',
@@ -393,7 +393,9 @@ describe('Official-scheme payments the server refuses', () => {
       headers: { 'PAYMENT-SIGNATURE': await paymentSignature(await officialTransaction(), { amount: '1' }) },
     });
     expect(cheaper.status).toBe(402);
-    expect((await cheaper.json()) as unknown).toMatchObject({ details: { reason: 'offer_mismatch' } });
+    expect((await cheaper.json()) as unknown).toMatchObject({
+      details: { reason: 'invalid_payment_requirements' },
+    });
     const otherFeePayer = await fetch(`${server.url}/api/v1/scout/gaps?network=devnet`, {
       headers: {
         'PAYMENT-SIGNATURE': await paymentSignature(

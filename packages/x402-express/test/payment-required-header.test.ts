@@ -48,7 +48,7 @@ describe('paymentRequiredHeader', () => {
         accepts: [
           reference === undefined
             ? requirements
-            : { ...requirements, extra: { ...requirements.extra, reference } },
+            : { ...requirements, extra: { ...requirements.extra, reference, memo: reference } },
         ],
         extensions: { bazaar: { info: { input: { type: 'http', method: 'GET' } } } },
       };

@@ -17,6 +17,7 @@ import { Keypair, PublicKey } from '@solana/web3.js';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import type { X402Network } from '@repo/schemas';
 import { getAssociatedTokenAddressSync } from './deps';
+import { TOKEN_2022_PROGRAM_ADDRESS, TOKEN_PROGRAM_ADDRESS } from './transfers';
 import { CAIP2_NETWORKS, type PaymentRequirementsV2 } from '@repo/x402-core';
 
 /** Where and how an {@link ExactSvmSettler} settles, per network. */
@@ -73,10 +74,7 @@ const base58 = getBase58Decoder();
 const transactions = getTransactionDecoder();
 const messages = getCompiledTransactionMessageDecoder();
 
-const TOKEN_PROGRAMS = new Set([
-  'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA',
-  'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb',
-]);
+const TOKEN_PROGRAMS = new Set<string>([TOKEN_PROGRAM_ADDRESS, TOKEN_2022_PROGRAM_ADDRESS]);
 /** The first data byte of an SPL Token `transferChecked` instruction. */
 const TRANSFER_CHECKED = 12;
 

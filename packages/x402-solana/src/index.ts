@@ -18,4 +18,11 @@ export {
 } from './exact-svm';
 export type { ExactSvmSettlerConfig, SettlementKey, SettlementOutcome } from './exact-svm';
 export { RefundSender, RefundSendError } from './refund';
-export type { RefundSenderConfig, RefundOrder, SignedRefund, RefundState } from './refund';
+export type {
+  RefundSenderConfig,
+  RefundOrder,
+  SignedRefund,
+  RefundState,
+  RefundBuild,
+  UnclaimableReason,
+} from './refund';

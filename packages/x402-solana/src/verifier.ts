@@ -131,6 +131,11 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
   readonly asset: string;
   /** The merchant token account (base58). */
   readonly payTo: string;
+  /**
+   * Seconds a payment may be old when first seen, in block time: the freshness window, advertised
+   * as the push requirement's `maxTimeoutSeconds` (what this verifier enforces).
+   */
+  readonly maxTimeoutSeconds: number;
   /** The RPC endpoint URL (for messages). */
   readonly rpcUrl: string;
   private readonly rpc: SolanaRpcClient;
@@ -162,6 +167,7 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
       now: options.now ?? (() => new Date()),
       notFoundCacheMs: options.notFoundCacheMs ?? DEFAULTS.notFoundCacheMs,
     };
+    this.maxTimeoutSeconds = this.options.freshnessWindowSeconds;
     this.breaker = new CircuitBreaker({
       ...(options.breakerFailureThreshold === undefined
         ? {}
@@ -199,6 +205,7 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
     const fetched = await this.fetchTransaction(
       signature,
       Math.max(1, options.attempts ?? this.options.fetchAttempts),
+      options.landed ?? false,
     );
     const tx = fetched.tx;
     let rpcMs = fetched.rpcMs;
@@ -369,16 +376,17 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
   }
 
   /**
-   * Fetches the transaction with bounded retries, through the not-found cache and the circuit
-   * breaker; measures the time spent in RPC calls.
+   * Fetches the transaction with bounded retries, through the not-found cache (unless `landed`: the
+   * caller just saw it confirmed) and the circuit breaker; measures the time spent in RPC calls.
    */
   private async fetchTransaction(
     signature: string,
     attempts: number,
+    landed: boolean,
   ): Promise<{ tx: RpcTransaction; rpcMs: number }> {
     const cachedUntil = this.notFound.get(signature);
     if (cachedUntil !== undefined) {
-      if (cachedUntil > Date.now()) {
+      if (cachedUntil > Date.now() && !landed) {
         this.report('getTransaction', 'cached_not_found');
         throw this.notFoundError(signature, 0);
       }

@@ -26,6 +26,8 @@ describe('Paid jobs', () => {
           maxAmountRequired: '15000000',
           payTo: api.h.ledger.networks.solana.merchantTokenAccount,
         },
+        // The official scheme in v1 form, for v1 exact SVM clients.
+        { scheme: 'exact', maxAmountRequired: '15000000', payTo: api.h.ledger.networks.solana.merchantOwner },
       ],
     });
   });

@@ -37,11 +37,25 @@ describe('Data API: the 402 challenge', () => {
           resource: h.baseUrl + path,
           description: expect.any(String),
           mimeType: 'application/json',
-          maxTimeoutSeconds: 60,
+          // What is enforced for a push payment: PAYMENT_FRESHNESS_SECONDS.
+          maxTimeoutSeconds: h.config.PAYMENT_FRESHNESS_SECONDS,
           outputSchema: {
             input: expect.objectContaining({ type: 'http', method: 'GET', discoverable: true }),
             output: expect.objectContaining({ type: 'object' }),
           },
+        },
+        // The official exact scheme in v1 form: a v1 exact SVM client pays it with payload.transaction.
+        {
+          scheme: 'exact',
+          network: 'solana',
+          maxAmountRequired: amount,
+          asset: h.ledger.networks.solana.mint,
+          payTo: h.ledger.networks.solana.merchantOwner,
+          resource: h.baseUrl + path,
+          description: expect.any(String),
+          mimeType: 'application/json',
+          maxTimeoutSeconds: h.config.PAYMENT_MAX_TIMEOUT_SECONDS,
+          extra: expect.objectContaining({ feePayer: h.ledger.feePayer.publicKey }),
         },
       ]);
       expect(typeof body.error).toBe('string');

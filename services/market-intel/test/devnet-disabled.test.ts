@@ -24,7 +24,8 @@ describe('devnet turned off', () => {
   it('When devnet is turned off, then the main network is still offered, in the body and in PAYMENT-REQUIRED', async () => {
     const gaps = await fetch(`${h.baseUrl}/api/v1/scout/gaps`);
     expect(gaps.status).toBe(402);
-    expect(Error402.parse(await gaps.json()).accepts.map((a) => a.network)).toEqual(['solana']);
+    // The push requirement, then the official scheme in v1 form.
+    expect(Error402.parse(await gaps.json()).accepts.map((a) => a.network)).toEqual(['solana', 'solana']);
     const offer = JSON.parse(
       Buffer.from(gaps.headers.get('payment-required') ?? '', 'base64').toString('utf8'),
     );

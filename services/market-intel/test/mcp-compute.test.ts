@@ -1,7 +1,8 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { PaymentRequired } from '@x402/core/types';
 import { AgentJob } from '@repo/schemas';
-import { connectMcp, toolErrorOf } from '@repo/service-kit/testing';
+import { connectMcp } from '@repo/service-kit/testing';
+import { paymentRefusalOf } from './support/mcp-payments';
 import { JobAccepted } from '../src/schemas';
 import { buildReport, startHarness, type Harness } from './support/harness';
 import { balances, officialClient } from './support/official-client';
@@ -55,8 +56,11 @@ describe('market-intel compute tools over MCP', () => {
     const job = await agent.callTool({ name: 'get_job', arguments: { jobId: accepted.jobId } });
     expect(AgentJob.parse(job.structuredContent).jobId).toBe(accepted.jobId);
 
-    const again = toolErrorOf(await agent.callTool({ name: 'prove_debate', arguments: args, _meta: meta }));
-    expect(again).toMatchObject({ code: 'payment_conflict', details: { jobId: accepted.jobId } });
+    const again = paymentRefusalOf(
+      await agent.callTool({ name: 'prove_debate', arguments: args, _meta: meta }),
+    );
+    expect(again.required.error).toBe('payment_conflict');
+    expect(again.envelope).toMatchObject({ code: 'payment_conflict', details: { jobId: accepted.jobId } });
     expect(await h.db.agentJob.count({ where: { txSignature: signature } })).toBe(1);
   });
 

@@ -17,6 +17,7 @@ import { CAIP2_NETWORKS } from '@repo/x402-core';
 import { MCP_PAYMENT_MISSING } from '@repo/x402-express';
 import { ForgeArgs, SectorLimitArgs } from '../src/schemas';
 import { buildReport, startHarness, type Harness } from './support/harness';
+import { paymentRefusalOf } from './support/mcp-payments';
 import { balances, officialClient } from './support/official-client';
 
 // An agent calling market-intel's tools with the MCP SDK's Client, paying the paid ones as the x402
@@ -167,8 +168,9 @@ describe('market-intel MCP endpoint', () => {
         arguments: { sector: 'climate', limit: 50 },
         _meta: meta,
       });
-      expect(toolErrorOf(stolen).code).toBe('payment_reused');
-      expect(stolen.structuredContent).toBeUndefined();
+      const refusal = paymentRefusalOf(stolen);
+      expect(refusal.required.error).toBe('payment_reused');
+      expect(refusal.envelope.code).toBe('payment_reused');
     } finally {
       await watcher.close();
     }
@@ -224,7 +226,10 @@ describe('market-intel MCP endpoint', () => {
     const same = await agent.callTool({ name: 'scout_trends', arguments: {}, _meta: meta });
     expect(same.structuredContent).toEqual(trends);
     const elsewhere = await agent.callTool({ name: 'scout_pain_clusters', arguments: {}, _meta: meta });
-    expect(toolErrorOf(elsewhere).code).toBe('payment_reused');
+    expect(paymentRefusalOf(elsewhere)).toMatchObject({
+      required: { error: 'payment_reused' },
+      envelope: { code: 'payment_reused' },
+    });
     expect(await h.paymentRows(signature)).toEqual([
       { status: 'completed', endpoint: 'GET /api/v1/scout/trends' },
     ]);
@@ -264,18 +269,24 @@ describe('market-intel MCP endpoint', () => {
     expect(replay.structuredContent).toEqual(paid.structuredContent);
   });
 
-  it('When a paid tool gets bad arguments or a malformed payment, then it is an invalid_request tool error and no payment is asked', async () => {
+  it('When a paid tool gets bad arguments, then it is an invalid_request tool error and no payment is asked; a malformed payment gets the PaymentRequired with the reason', async () => {
     const badLimit = toolErrorOf(await agent.callTool({ name: 'scout_gaps', arguments: { limit: 0 } }));
     expect(badLimit).toMatchObject({
       code: 'invalid_request',
       details: [{ path: 'arguments.limit', message: expect.any(String) }],
     });
-    const badMeta = await agent.callTool({
-      name: 'scout_gaps',
-      arguments: {},
-      _meta: { 'x402/payment': 42 },
-    });
-    expect(toolErrorOf(badMeta).code).toBe('invalid_request');
+    for (const payment of [42, [1], true]) {
+      const badMeta = await agent.callTool({
+        name: 'scout_gaps',
+        arguments: {},
+        _meta: { 'x402/payment': payment },
+      });
+      expect(badMeta.isError).toBe(true);
+      expect(PaymentRequiredV2Schema.parse(badMeta.structuredContent).error).toBe('invalid_payload');
+      expect(badMeta._meta?.['x402-solana/push-payment-required']).toMatchObject({
+        details: { reason: 'invalid_payload' },
+      });
+    }
     const badNetwork = await agent.callTool({ name: 'scout_gaps', arguments: { network: 'ethereum' } });
     expect(toolErrorOf(badNetwork).code).toBe('invalid_request');
     const garbage = await agent.callTool({
@@ -291,7 +302,7 @@ describe('market-intel MCP endpoint', () => {
       },
     });
     expect(garbage.isError).toBe(true);
-    expect(PaymentRequiredV2Schema.safeParse(garbage.structuredContent).success).toBe(true);
+    expect(PaymentRequiredV2Schema.parse(garbage.structuredContent).error).toBe('invalid_payload');
   });
 
   it('When a compute tool is called while the compute upstreams are down, then it answers service_unavailable before any payment is asked', async () => {

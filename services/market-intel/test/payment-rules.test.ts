@@ -55,11 +55,13 @@ describe('x402 payment rules', () => {
     ]);
   });
 
-  it('When a replay asks other parameters of the same endpoint, then the original answer is still what was paid for', async () => {
+  it('When a used signature asks other parameters of the same endpoint, then 400 payment_reused: its answer goes only to the request it paid for', async () => {
     const signature = await h.transfer({ amountAtomic: 100_000n });
     const first = await (await h.getWithProof('/api/v1/scout/gaps?limit=1', signature)).text();
     const other = await h.getWithProof('/api/v1/scout/gaps?limit=2', signature);
-    expect(await other.text()).toBe(first);
+    expect(other.status).toBe(400);
+    expect(await json(other)).toMatchObject({ code: 'payment_reused' });
+    expect(await (await h.getWithProof('/api/v1/scout/gaps?limit=1', signature)).text()).toBe(first);
   });
 
   it('When the signature was used on another endpoint, then 400 payment_reused', async () => {
@@ -123,7 +125,10 @@ describe('x402 payment rules', () => {
     expect(res.headers.get('x402-version')).toBe('1');
     expect(await json(res)).toMatchObject({
       x402Version: 1,
-      accepts: [expect.objectContaining({ payTo: h.ledger.networks.solana.merchantTokenAccount })],
+      accepts: [
+        expect.objectContaining({ payTo: h.ledger.networks.solana.merchantTokenAccount }),
+        expect.objectContaining({ payTo: h.ledger.networks.solana.merchantOwner }),
+      ],
     });
     expect(await h.paymentRows(signature)).toEqual([UNCONSUMED]);
   });
@@ -192,9 +197,12 @@ describe('x402 payment rules', () => {
       expect(res.headers.get('x402-version')).toBe('1');
       expect(Error402.parse(await json(res))).toMatchObject({
         x402Version: 1,
-        accepts: [expect.objectContaining({ maxAmountRequired: '100000' })],
+        accepts: [
+          expect.objectContaining({ maxAmountRequired: '100000' }),
+          expect.objectContaining({ maxAmountRequired: '100000' }),
+        ],
         error: expect.stringMatching(/^Invalid X-PAYMENT header: /),
-        details: { reason: 'invalid_payment_header' },
+        details: { reason: 'invalid_payload' },
         requestId: expect.any(String),
       });
     },
@@ -209,7 +217,7 @@ describe('x402 payment rules', () => {
     expect(refused.status).toBe(402);
     const mismatched = await h.getWithProof(`${GAPS}&network=devnet`, mainSig, 'solana');
     expect(mismatched.status).toBe(402);
-    expect(await json(mismatched)).toMatchObject({ details: { reason: 'invalid_payment_header' } });
+    expect(await json(mismatched)).toMatchObject({ details: { reason: 'invalid_network' } });
   }, 60_000);
 
   it('Race: When 50 requests carry one new signature at once, then one is processed, 49 replay it, and one row exists', async () => {

@@ -35,7 +35,10 @@ describe('The typed market-intel client', () => {
     expect(unpaid.response.status).toBe(402);
     expect(unpaid.error).toMatchObject({
       x402Version: 1,
-      accepts: [expect.objectContaining({ maxAmountRequired: '100000' })],
+      accepts: [
+        expect.objectContaining({ maxAmountRequired: '100000' }),
+        expect.objectContaining({ maxAmountRequired: '100000' }),
+      ],
     });
   });
 });

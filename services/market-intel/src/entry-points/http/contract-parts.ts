@@ -7,7 +7,13 @@ import {
   type OpenApiParameter,
   type OpenApiResponse,
 } from '@repo/schemas';
-import { PaymentHeaderJson, PaymentRequiredV2, SettleResponseV2 } from '@repo/x402-core';
+import {
+  CAIP2_NETWORKS,
+  encodeBase64Json,
+  PaymentHeaderJson,
+  PaymentRequiredV2,
+  SettleResponseV2,
+} from '@repo/x402-core';
 import { ComputeUnavailable, JobAccepted } from '../../schemas';
 import type { PaidRoute } from '../../domain/prices';
 
@@ -90,8 +96,22 @@ const X402_HEADERS: NonNullable<OpenApiResponse['headers']> = {
   'x402-version': { description: 'x402 protocol version', schema: { type: 'string', const: '1' } },
   'PAYMENT-REQUIRED': {
     description:
-      'x402 v2 offer (when a fee payer is configured): base64 JSON PaymentRequired { x402Version: 2, error, resource, accepts: [{ scheme: "exact", network (CAIP-2), amount, asset, payTo (merchant wallet), maxTimeoutSeconds, extra: { feePayer } }], extensions }',
+      'x402 v2 offer (when a fee payer is configured): base64 JSON PaymentRequired { x402Version: 2, error, resource, accepts: [{ scheme: "exact", network (CAIP-2), amount, asset, payTo (merchant wallet), maxTimeoutSeconds, extra: { feePayer, reference?, memo? } }], extensions }; on a refusal its error is the reason code',
     schema: base64Json('PaymentRequiredV2'),
+  },
+  'PAYMENT-RESPONSE': {
+    description:
+      'after an official-scheme settlement that failed: base64 JSON { success: false, errorReason, errorMessage, transaction, network (CAIP-2), payer } (x402 v2)',
+    schema: base64Json('SettleResponseV2'),
+    // A failed settlement cannot be captured from an unpaid request: one written out.
+    example: encodeBase64Json({
+      success: false,
+      errorReason: 'invalid_exact_svm_payload_amount_mismatch',
+      errorMessage: 'The payment transaction was refused: invalid_exact_svm_payload_amount_mismatch',
+      transaction: '5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW',
+      network: CAIP2_NETWORKS.solana,
+      payer: '9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM',
+    } satisfies SettleResponseV2),
   },
 };
 

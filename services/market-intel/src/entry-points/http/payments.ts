@@ -303,7 +303,8 @@ export function createPaymentGateway(
 /**
  * The payment gate of the app: each paid route gets `requirePayment` with its price.
  * @param gateway from {@link createPaymentGateway}
- * @param maxTimeoutSeconds advertised `maxTimeoutSeconds`
+ * @param maxTimeoutSeconds `maxTimeoutSeconds` of the official scheme's offer, in seconds (the push
+ *   requirement advertises its verifier's freshness window, `PAYMENT_FRESHNESS_SECONDS`)
  */
 export function paymentGate(gateway: PaymentGateway, maxTimeoutSeconds: number): PaymentGate {
   return (route, discovery) =>
