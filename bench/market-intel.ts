@@ -293,14 +293,15 @@ async function takeTiming(pid: number, file: string): Promise<TimingSnapshot> {
 /**
  * `count` distinct `PAYMENT-SIGNATURE` headers made the way an official x402 v2 client makes them
  * (`x402Client` + `ExactSvmScheme` from `@x402/svm/exact/client`, from the `PAYMENT-REQUIRED` of a real
- * 402 of `url`): each is a transaction partially signed by `secretKey`'s wallet, distinct thanks to the
- * client's random memo, not sent anywhere yet.
+ * 402 of `url`), each by a wallet of its own funded with one price: many agents paying at once, as in
+ * production. One wallet would not do: its payments for one request carry the same memo (the
+ * request's reference), so they would be one transaction, and market-intel settles one payment per
+ * wallet and token account at a time. Each is partially signed, not sent anywhere yet.
  * @throws Error when `url` answers no `PAYMENT-REQUIRED` (market-intel has no fee payer)
  */
 async function prepareOfficialPayments(
   url: string,
   rpcUrl: string,
-  secretKey: Uint8Array,
   mint: string,
   count: number,
 ): Promise<string[]> {
@@ -309,17 +310,21 @@ async function prepareOfficialPayments(
   if (res.status !== 402 || !res.headers.get('payment-required'))
     throw new Error(`${url} answered ${res.status} without PAYMENT-REQUIRED: is the fee payer set?`);
   const required = http.getPaymentRequiredResponse((name) => res.headers.get(name), await res.json());
-  const network = required.accepts[0]?.network;
-  if (!network) throw new Error('PAYMENT-REQUIRED offers nothing');
-  const scheme = new ExactSvmScheme(await createKeyPairSignerFromBytes(secretKey), { rpcUrl });
-  // The test mint is not one of the client's default assets: listed with a cap of 1 USDC.
-  const client = new x402Client()
-    .register(network, scheme)
-    .setSpendControls({ allowedAssets: [{ network, asset: mint, maxAmountPerPayment: '1000000' }] });
-  const payer = new x402HTTPClient(client);
+  const offer = required.accepts[0];
+  if (!offer) throw new Error('PAYMENT-REQUIRED offers nothing');
+  const network = offer.network;
   const headers: string[] = [];
   for (let i = 0; i < count; i++) {
-    const header = payer.encodePaymentSignatureHeader(await client.createPaymentPayload(required));
+    const wallet = Keypair.generate();
+    await fundWallet({ rpcUrl, owner: wallet.publicKey.toBase58(), usdcAtomic: BigInt(offer.amount) });
+    const scheme = new ExactSvmScheme(await createKeyPairSignerFromBytes(wallet.secretKey), { rpcUrl });
+    // The test mint is not one of the client's default assets: listed with a cap of 1 USDC.
+    const client = new x402Client()
+      .register(network, scheme)
+      .setSpendControls({ allowedAssets: [{ network, asset: mint, maxAmountPerPayment: '1000000' }] });
+    const header = new x402HTTPClient(client).encodePaymentSignatureHeader(
+      await client.createPaymentPayload(required),
+    );
     headers.push(header['PAYMENT-SIGNATURE'] ?? '');
   }
   if (new Set(headers).size !== count) throw new Error('the official client made identical payloads');
@@ -657,21 +662,9 @@ async function main(): Promise<void> {
 
   const officialRuns: OfficialRun[] = [];
   if (official) {
-    // The ledger's agent pays, as the README's official client would; the fee payer pays the fees.
-    const agentSecret = Uint8Array.from(JSON.parse(readFileSync(info.agentKeypairPath, 'utf8')) as number[]);
-    await fundWallet({
-      rpcUrl: info.rpcUrl,
-      owner: info.agent,
-      usdcAtomic: BigInt(OFFICIAL_CONNECTIONS.length * OFFICIAL_REQUESTS + 100) * 100_000n,
-    });
+    // Agents pay as the README's official client would, each from its own wallet; the fee payer pays the fees.
     const prepare = (count: number) =>
-      prepareOfficialPayments(
-        `http://127.0.0.1:${MI_PORT}${GAPS}`,
-        info.rpcUrl,
-        agentSecret,
-        info.mint,
-        count,
-      );
+      prepareOfficialPayments(`http://127.0.0.1:${MI_PORT}${GAPS}`, info.rpcUrl, info.mint, count);
     const pay = (headers: string[], connections: number) => {
       let i = 0;
       return run({

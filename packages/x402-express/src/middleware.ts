@@ -504,9 +504,8 @@ export async function acceptPayment(
         network,
         endpoint,
       });
-      // A missing or malformed payment header is a 402 with the Error402 body (README, "Paying with our
-      // client").
-      // The header's `details.reason` is the specification's code (`invalid_payload`, ...).
+      // A malformed payment header is a 402 with the Error402 body (README, "Paying with our client"),
+      // `details.reason` the specification's code the parser named (`invalid_payload`, ...).
       if (malformed)
         throw new AppError('payment_required', error.message, {
           details: {
