@@ -304,11 +304,8 @@ const officialV1Templates = new WeakMap<ExactSvmSettler, WeakMap<PaidRoute, Paym
  * settler and route): the v2 offer's price, mint, merchant wallet and timeout in v1 field names.
  */
 function officialV1Template(settler: ExactSvmSettler, route: PaidRoute): PaymentRequirements {
-  let byRoute = officialV1Templates.get(settler);
-  if (!byRoute) officialV1Templates.set(settler, (byRoute = new WeakMap()));
-  let template = byRoute.get(route);
-  if (!template) {
-    template = buildPaymentRequirements({
+  return perRoute(officialV1Templates, settler, route, () =>
+    buildPaymentRequirements({
       network: settler.network,
       asset: settler.asset,
       payTo: settler.payTo,
@@ -317,10 +314,8 @@ function officialV1Template(settler: ExactSvmSettler, route: PaidRoute): Payment
       description: route.description,
       mimeType: route.mimeType ?? 'application/json',
       maxTimeoutSeconds: route.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS,
-    });
-    byRoute.set(route, template);
-  }
-  return template;
+    }),
+  );
 }
 
 /**
@@ -350,15 +345,30 @@ function extensionsOf(route: PaidRoute): Record<string, unknown> {
   return extensions;
 }
 
-function offerTemplate(settler: ExactSvmSettler, route: PaidRoute): PaymentRequirementsV2 {
-  let byRoute = offers.get(settler);
-  if (!byRoute) offers.set(settler, (byRoute = new WeakMap()));
-  let offer = byRoute.get(route);
-  if (!offer) {
-    offer = settler.requirements(route.amountAtomic, route.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS);
-    byRoute.set(route, offer);
+/**
+ * What `build` makes for `owner` (a verifier or settler) and `route`, built once: requirements are
+ * validated on their first request, then every 402 reuses them.
+ */
+function perRoute<K extends object, V>(
+  cache: WeakMap<K, WeakMap<PaidRoute, V>>,
+  owner: K,
+  route: PaidRoute,
+  build: () => V,
+): V {
+  let byRoute = cache.get(owner);
+  if (!byRoute) cache.set(owner, (byRoute = new WeakMap()));
+  let value = byRoute.get(route);
+  if (value === undefined) {
+    value = build();
+    byRoute.set(route, value);
   }
-  return offer;
+  return value;
+}
+
+function offerTemplate(settler: ExactSvmSettler, route: PaidRoute): PaymentRequirementsV2 {
+  return perRoute(offers, settler, route, () =>
+    settler.requirements(route.amountAtomic, route.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS),
+  );
 }
 
 /**
@@ -380,11 +390,8 @@ export function paymentRequiredHeader(offer: OfferV2, error: string): string {
 const templates = new WeakMap<PaymentVerifier, WeakMap<PaidRoute, PaymentRequirements>>();
 
 function requirementsTemplate(verifier: PaymentVerifier, route: PaidRoute): PaymentRequirements {
-  let byRoute = templates.get(verifier);
-  if (!byRoute) templates.set(verifier, (byRoute = new WeakMap()));
-  let template = byRoute.get(route);
-  if (!template) {
-    template = buildPaymentRequirements({
+  return perRoute(templates, verifier, route, () =>
+    buildPaymentRequirements({
       network: verifier.network,
       asset: verifier.asset,
       payTo: verifier.payTo,
@@ -397,10 +404,8 @@ function requirementsTemplate(verifier: PaymentVerifier, route: PaidRoute): Paym
         ? {}
         : { maxTimeoutSeconds: verifier.maxTimeoutSeconds ?? route.maxTimeoutSeconds }),
       ...(route.discovery ? { outputSchema: v1OutputSchema(route.discovery) } : {}),
-    });
-    byRoute.set(route, template);
-  }
-  return template;
+    }),
+  );
 }
 
 /**
