@@ -577,9 +577,12 @@ export class PrismaPaymentLedger implements PaymentLedger {
         if (moved) return { outcome: 'claimed', claim: claimOf(request, token, true, moved) };
         continue;
       }
-      // Verified, the payment is bound to the request it was claimed with (its answer may be unsent).
+      // Verified, the payment is bound to the request it was claimed with (its answer may be unsent);
+      // on an asynchronous endpoint another request is the spec's 409, as once its job exists.
       if (record.status !== 'processing' && record.requestHash !== (request.requestHash ?? null))
-        return { outcome: 'other_endpoint', record };
+        return record.kind === 'async'
+          ? { outcome: 'conflict', record, jobId: null }
+          : { outcome: 'other_endpoint', record };
       if (row.lease_free) {
         // An unverified row takes the new request's hash; a verified one must still have this one's.
         const taken = await this.take(

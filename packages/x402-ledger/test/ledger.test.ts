@@ -146,6 +146,25 @@ describe('PrismaPaymentLedger: a payment is bound to the request it paid for', (
     await replica.releaseLease(retry);
   });
 
+  it('When a verified asynchronous payment whose job was never created is presented with another body, then it is a conflict without a job id, and the paying request takes it over', async () => {
+    const ledger = new PrismaPaymentLedger(db);
+    const request = buildClaimRequest({
+      kind: 'async',
+      endpoint: 'POST /api/v1/forge/ideate',
+      requestHash: paid,
+    });
+    const claim = claimedOf(await ledger.claim(request));
+    await ledger.releaseLease(claim, buildVerifiedPayment({ signature: request.signature }));
+    const replica = new PrismaPaymentLedger(replicaDb);
+    expect(await replica.claim({ ...request, requestHash: other })).toMatchObject({
+      outcome: 'conflict',
+      jobId: null,
+    });
+    const retry = claimedOf(await replica.claim(request));
+    expect(retry.verified).toMatchObject({ signature: request.signature });
+    await replica.releaseLease(retry);
+  });
+
   it('When an abandoned unverified claim is taken over by another request, then the row is bound to the new request', async () => {
     const request = buildClaimRequest({ requestHash: paid });
     claimedOf(await new PrismaPaymentLedger(db).claim(request));
