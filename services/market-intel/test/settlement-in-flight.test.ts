@@ -168,7 +168,7 @@ describe('One settlement in flight per payer', () => {
     );
     // The first settlement waits at the RPC's door; the others must be answered meanwhile.
     await waitFor('three refusals while one settlement is in flight', async () =>
-      answered.filter((s) => s === 429).length === 3 ? true : undefined,
+      answered.filter((s) => s === 429).length === 3 && gate.sends === 1 ? true : undefined,
     );
     expect(answered.filter((s) => s !== undefined)).toHaveLength(3);
     expect(gate.sends).toBe(1);
