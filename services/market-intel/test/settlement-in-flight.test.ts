@@ -1,11 +1,10 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Keypair } from '@solana/web3.js';
 import type { PaymentPayload, PaymentRequired } from '@x402/core/types';
 import { waitFor } from '@repo/service-kit/testing';
 import { encodeBase64Json } from '@repo/x402-core';
 import { buildReport, startHarness, startReplica, type Harness, type Replica } from './support/harness';
 import { balances, officialClient } from './support/official-client';
+import { RpcInterceptor } from './support/rpc-interceptor';
 
 // Official-scheme settlements cost the fee payer its fee even when the transaction then fails on
 // chain, so their limits must count only what a payer really signed, and a payer settles one payment
@@ -88,69 +87,23 @@ describe('Settlement limits count only what the payer signed', () => {
   });
 });
 
-/** A JSON-RPC proxy that holds every `sendTransaction` until {@link RpcGate.open}. */
-interface RpcGate {
-  url: string;
-  sends: number;
-  open(): void;
-  close(): Promise<void>;
-}
-
-async function rpcGate(target: string): Promise<RpcGate> {
-  let open: () => void = () => undefined;
-  const opened = new Promise<void>((resolve) => (open = resolve));
-  const gate = { sends: 0 };
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      void (async () => {
-        const body = Buffer.concat(chunks).toString('utf8');
-        if (body.includes('"sendTransaction"')) {
-          gate.sends += 1;
-          await opened;
-        }
-        const upstream = await fetch(target, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body,
-        });
-        res.writeHead(upstream.status, { 'content-type': 'application/json' });
-        res.end(await upstream.text());
-      })().catch(() => res.destroy());
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    get sends() {
-      return gate.sends;
-    },
-    open,
-    close: () => {
-      open();
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
 describe('One settlement in flight per payer', () => {
-  let gate: RpcGate;
+  let rpc: RpcInterceptor;
   let replica: Replica;
+  const sends = () => rpc.calls.filter((method) => method === 'sendTransaction').length;
 
   beforeAll(async () => {
-    gate = await rpcGate(h.rpcUrls.solana);
+    rpc = await RpcInterceptor.start(h.rpcUrls.solana);
     replica = await startReplica({
       ...h.config,
-      SOLANA_RPC_URL: gate.url,
+      SOLANA_RPC_URL: rpc.url,
       X402_SETTLEMENTS_PER_MINUTE_PER_PAYER: 10,
       INSTANCE_ID: `test-gated-${process.pid}`,
     });
   });
   afterAll(async () => {
-    await gate?.close();
     await replica?.close();
+    await rpc?.close();
   });
 
   it('When one wallet sends four payments at once, then one is settled and the others are refused before anything is sent', async () => {
@@ -159,6 +112,9 @@ describe('One settlement in flight per payer', () => {
     const payloads = await Promise.all([1, 2, 3, 4].map(() => payloadFor(url, payer)));
     const before = await balances(h, 'solana', payer);
 
+    // The first settlement waits at the RPC's door until the test opens it.
+    let open: () => void = () => undefined;
+    const held = rpc.beforeNext('sendTransaction', () => new Promise<void>((resolve) => (open = resolve)));
     const answered: (number | undefined)[] = [];
     const answers = payloads.map((payload, i) =>
       send(url, payload).then((res) => {
@@ -166,13 +122,12 @@ describe('One settlement in flight per payer', () => {
         return res;
       }),
     );
-    // The first settlement waits at the RPC's door; the others must be answered meanwhile.
     await waitFor('three refusals while one settlement is in flight', async () =>
-      answered.filter((s) => s === 429).length === 3 && gate.sends === 1 ? true : undefined,
+      answered.filter((s) => s === 429).length === 3 && sends() === 1 ? true : undefined,
     );
     expect(answered.filter((s) => s !== undefined)).toHaveLength(3);
-    expect(gate.sends).toBe(1);
-    gate.open();
+    open();
+    await held;
     const statuses = await Promise.all(answers.map((a) => a.then((r) => r.status)));
     expect(statuses.filter((s) => s === 200)).toHaveLength(1);
     for (const [i, answer] of answers.entries()) {
@@ -181,7 +136,7 @@ describe('One settlement in flight per payer', () => {
       expect(res.headers.get('retry-after')).toBe('1');
       expect(await res.json()).toMatchObject({ code: 'rate_limited', details: { limit: 'payer_in_flight' } });
     }
-    expect(gate.sends).toBe(1);
+    expect(sends()).toBe(1);
     const after = await balances(h, 'solana', payer);
     expect(before.payerUsdc - after.payerUsdc).toBe(50_000n);
     const rows = await h.db.$queryRawUnsafe<{ status: string }[]>(
