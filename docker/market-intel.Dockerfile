@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # market-intel: x402-paid Data and Compute API (port 3001). Runs compiled JavaScript (dist).
 # Build from the repository root: docker build -f docker/market-intel.Dockerfile -t market-intel .
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS base
 ENV PNPM_HOME=/pnpm PATH=/pnpm:$PATH CI=true TURBO_TELEMETRY_DISABLED=1
@@ -22,14 +22,15 @@ COPY . .
 RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store pnpm install --frozen-lockfile --offline
 # turbo runs the Prisma generator, then compiles this package and the workspace packages it depends on.
 RUN pnpm exec turbo run build --filter=@repo/market-intel --output-logs=errors-only
-# Production dependencies only, then the compiled packages without their sources.
+# Production dependencies only, then the compiled packages without their sources; prisma/ goes too:
+# readiness waits until the database has every migration the image ships (README, "Migrations").
 RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store \
     find . -name node_modules -type d -prune -exec rm -rf {} + && \
     pnpm install --prod --frozen-lockfile --offline --filter-prod "@repo/market-intel..." && \
     mkdir -p /out && cp -a node_modules package.json /out/ && \
     for dir in packages/* services/market-intel; do \
       mkdir -p "/out/$dir" && cp -a "$dir/package.json" "/out/$dir/" && \
-      for part in dist bin assets node_modules fixtures config; do if [ -e "$dir/$part" ]; then cp -a "$dir/$part" "/out/$dir/"; fi; done; \
+      for part in dist bin assets node_modules fixtures config prisma; do if [ -e "$dir/$part" ]; then cp -a "$dir/$part" "/out/$dir/"; fi; done; \
     done
 
 FROM ${NODE_IMAGE} AS runtime

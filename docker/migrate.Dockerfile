@@ -6,7 +6,7 @@
 # skill-router); without one, all three are applied to MARKET_INTEL_DATABASE_URL,
 # SIGNAL_FEEDBACK_DATABASE_URL and SKILL_ROUTER_DATABASE_URL.
 # Build from the repository root: docker build -f docker/migrate.Dockerfile -t migrate .
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS base
 ENV PNPM_HOME=/pnpm PATH=/pnpm:$PATH CI=true

@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # pipeline-runner: RabbitMQ step executor of the compute jobs; HTTP only for probes and /metrics (port 3004).
 # Build from the repository root: docker build -f docker/pipeline-runner.Dockerfile -t pipeline-runner .
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS base
 ENV PNPM_HOME=/pnpm PATH=/pnpm:$PATH CI=true TURBO_TELEMETRY_DISABLED=1

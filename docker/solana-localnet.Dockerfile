@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # The local Solana ledger (LiteSVM JSON-RPC, port 8899): development and compose only, never production.
 # Build from the repository root: docker build -f docker/solana-localnet.Dockerfile -t solana-localnet .
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS base
 ENV PNPM_HOME=/pnpm PATH=/pnpm:$PATH CI=true TURBO_TELEMETRY_DISABLED=1

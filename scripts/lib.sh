@@ -145,19 +145,6 @@ ensure_rabbitmq() {
   ensure_rabbitmqctl
 }
 
-# Redis on 127.0.0.1:6379, which the machines of ARCHITECTURE's "Running it" provide beside PostgreSQL and
-# RabbitMQ: installed when missing and started when down, by its init system or, without one, in
-# memory only and bound to 127.0.0.1.
-ensure_redis() {
-  port_open 127.0.0.1 6379 && return 0
-  if ! command -v redis-server >/dev/null 2>&1; then
-    step "installing Redis (Debian package redis-server)" apt_install redis-server
-  fi
-  port_open 127.0.0.1 6379 ||
-    step "starting Redis" start_service redis-server redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no
-  wait_port 127.0.0.1 6379 30
-}
-
 # The test suites create a virtual host each with rabbitmqctl, which Debian's package lets only root
 # run: for another user, a wrapper in .data/bin runs it through sudo.
 ensure_rabbitmqctl() {

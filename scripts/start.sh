@@ -4,6 +4,5 @@ source "$(dirname "$0")/lib.sh"
 ensure_pnpm
 ensure_postgres
 ensure_rabbitmq
-ensure_redis
 install_deps
 exec pnpm exec tsx --conditions=@repo/source scripts/stack.ts "$@"
