@@ -5,6 +5,8 @@ export { migrationStatus } from './status';
 export type { LocalMigrationState, LocalMigrationStatus, MigrationStatus } from './status';
 export { migrationChecksum, scriptMatchesChecksum } from './checksum';
 export { listLocalMigrations } from './migrations-dir';
+export { createSchemaCheck, packageMigrationsDir } from './schema-check';
+export type { SchemaCheck, SchemaCheckLogger, SchemaCheckOptions } from './schema-check';
 export type { LocalMigration } from './migrations-dir';
 export { PRISMA_MIGRATE_LOCK_KEY, PRISMA_MIGRATIONS_TABLE_DDL } from './prisma-table';
 export type { MigrationRecord } from './prisma-table';
