@@ -3,6 +3,7 @@ import type { RequestListener } from 'node:http';
 import type { Application } from 'express';
 import { Broker } from '@repo/queue';
 import { declareComputeTopology, type PipelineKind } from '@repo/compute';
+import { createSchemaCheck, packageMigrationsDir } from '@repo/db-migrate';
 import {
   createLoop,
   createReadiness,
@@ -84,7 +85,8 @@ export interface MarketIntelService extends ComposedService {
  * and by the tests alike; nothing runs until `start()` (consumers) and the loops are started.
  * @param extra `onPaymentEvent`: an extra listener (tests count verifications with it)
  * @throws Error naming the problem when the refund or fee payer wallet, the sources file or the
- *   database (`SELECT 1`) is unusable, before the service listens
+ *   database (`SELECT 1`) is unusable, before the service listens; DbMigrateError
+ *   `invalid-migrations-dir` when the package's `prisma/migrations` is missing or empty
  */
 export async function compose(
   config: MarketIntelConfig,
@@ -278,7 +280,19 @@ export async function compose(
   });
   if (refunds) metrics.observeRefunds(() => refundLedger.countPending());
 
-  const readiness = createReadiness({ database: database.ping, broker: () => broker.isConnected() });
+  // Fails fast: a database that does not answer stops the boot before the port opens.
+  await db.$queryRawUnsafe('SELECT 1');
+  // Not ready until the database has every migration this build ships (README, "Running").
+  const schema = await createSchemaCheck({
+    pool: database.pool,
+    migrationsDir: packageMigrationsDir(__dirname),
+    logger,
+  });
+  const readiness = createReadiness({
+    database: database.ping,
+    broker: () => broker.isConnected(),
+    schema: schema.isUpToDate,
+  });
   // MCP tool calls run through the same handler as HTTP requests, hot path included; it exists once
   // the app does.
   const served: { handler?: HttpHandler } = {};
@@ -321,9 +335,6 @@ export async function compose(
     onPaymentEvent: gateway.onPaymentEvent,
     corsConfigured: Boolean(config.CORS_ORIGINS),
   });
-
-  // Fails fast: a database that does not answer stops the boot before the port opens.
-  await db.$queryRawUnsafe('SELECT 1');
 
   // The Data API reads the latest reports from memory while every stored report is heard.
   const reportChanges = listenForReportChanges({

@@ -1,4 +1,5 @@
 import type { Application } from 'express';
+import { createSchemaCheck, packageMigrationsDir, type SchemaCheck } from '@repo/db-migrate';
 import { createLlmClient } from '@repo/llm';
 import {
   createReadiness,
@@ -70,7 +71,8 @@ export interface SignalFeedbackService extends ComposedService {
  * (analysis with the LLM writer when configured, passwords, log-in throttling) -> entry points (the
  * HTTP app, the analysis schedule and the expiry sweep). Used by `main.ts` through `runService`, by the
  * admin CLI and by the tests. Nothing runs until the runtime starts the loops.
- * @throws whatever PostgreSQL throws for the boot `SELECT 1` (the service refuses to start without its database)
+ * @throws whatever PostgreSQL throws for the boot `SELECT 1` (the service refuses to start without its database);
+ *   DbMigrateError `invalid-migrations-dir` when the package's `prisma/migrations` is missing or empty
  */
 export async function compose(
   context: { config: SignalFeedbackConfig; logger: Logger },
@@ -79,8 +81,15 @@ export async function compose(
   const { config } = context;
   const logger = overrides.logger ?? context.logger;
   const database = openDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+  let schema: SchemaCheck;
   try {
     await database.prisma.$queryRawUnsafe('SELECT 1');
+    // Not ready until the database has every migration this build ships (README, "Observability").
+    schema = await createSchemaCheck({
+      pool: database.pool,
+      migrationsDir: packageMigrationsDir(__dirname),
+      logger,
+    });
   } catch (err) {
     await database.close();
     throw err;
@@ -143,7 +152,7 @@ export async function compose(
       ),
   });
 
-  const readiness = createReadiness({ database: database.ping });
+  const readiness = createReadiness({ database: database.ping, schema: schema.isUpToDate });
   const http = createApp({
     logger,
     accounts,

@@ -1,3 +1,4 @@
+import { createSchemaCheck, packageMigrationsDir } from '@repo/db-migrate';
 import {
   createRateLimit,
   createReadiness,
@@ -66,7 +67,8 @@ export interface SkillRouterService extends ComposedService {
  * rate limits -> the HTTP app and the verification and health workers. `main.ts` runs it through
  * `runService`; the test harness runs the same function. The workers' loops are returned only when
  * `WORKERS_ENABLED` (README, "Configuration").
- * @throws whatever PostgreSQL throws for the boot `SELECT 1` (an unreachable database stops the boot)
+ * @throws whatever PostgreSQL throws for the boot `SELECT 1` (an unreachable database stops the boot);
+ *   DbMigrateError `invalid-migrations-dir` when the package's `prisma/migrations` is missing or empty
  */
 export async function compose({
   config,
@@ -79,7 +81,13 @@ export async function compose({
   const db = openDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
   // Fail fast: a wrong DATABASE_URL stops the boot instead of failing every request.
   await db.prisma.$queryRawUnsafe('SELECT 1');
-  const readiness = createReadiness({ database: db.ping });
+  // Not ready until the database has every migration this build ships (README, "Observability").
+  const schema = await createSchemaCheck({
+    pool: db.pool,
+    migrationsDir: packageMigrationsDir(__dirname),
+    logger,
+  });
+  const readiness = createReadiness({ database: db.ping, schema: schema.isUpToDate });
 
   const policy = { allowlist: parseAllowlist(config.SSRF_ALLOWLIST) };
   const skillHttp = createSkillHttp({

@@ -78,17 +78,19 @@ export interface ProxiedMarketIntel {
  * Resets database and vhost `name` (of this run, `runScoped`), then spawns `src/main.ts` with DATABASE_URL and AMQP_URL through
  * {@link TcpProxy}s and the Solana RPC pointed at {@link startEmptyRpc}.
  * @param env extra environment (e.g. SHUTDOWN_TIMEOUT_MS)
+ * @param options `migrationsDir`: the migrations applied before the start (default the service's own)
  */
 export async function spawnProxiedMarketIntel(
   name: string,
   env: Record<string, string> = {},
+  options: { migrationsDir?: string } = {},
 ): Promise<ProxiedMarketIntel> {
   const vhost = runScoped(name);
   const databaseUrl = testDatabaseUrl(name);
   await resetDatabase(databaseUrl);
   await applyMigrations({
     databaseUrl,
-    migrationsDir: path.join(__dirname, '../../prisma/migrations'),
+    migrationsDir: options.migrationsDir ?? path.join(__dirname, '../../prisma/migrations'),
     log: { info: () => undefined, warn: () => undefined },
   });
   const amqpUrl = await resetVhost(vhost);
