@@ -1,12 +1,20 @@
 import { z } from 'zod';
 
-/** Thrown by {@link parseConfig} when the environment is invalid; names every bad variable. */
+/**
+ * The one error every configuration check throws: by {@link parseConfig} when the environment is
+ * invalid, and by services for checks made after parsing (variables that go together, files a
+ * variable names). Its message is `Invalid configuration:` and one indented line per problem, which
+ * is what a refused boot prints.
+ */
 export class ConfigError extends Error {
-  /** One entry per bad variable: `NAME: message`. */
+  /** One entry per problem: `NAME: message`, or a sentence naming the variables. */
   readonly problems: string[];
-  /** @param problems the bad variables, `NAME: message` each */
-  constructor(problems: string[]) {
-    super(`Invalid configuration:\n  ${problems.join('\n  ')}`);
+  /**
+   * @param problems the problems, `NAME: message` each
+   * @param options `cause`: the error behind the problem (e.g. a file that could not be read)
+   */
+  constructor(problems: string[], options?: ErrorOptions) {
+    super(`Invalid configuration:\n  ${problems.join('\n  ')}`, options);
     this.name = 'ConfigError';
     this.problems = problems;
   }

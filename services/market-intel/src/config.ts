@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { assertProductionReady, BaseHttpEnv, boolVar, intVar, parseConfig } from '@repo/service-kit';
+import {
+  assertProductionReady,
+  BaseHttpEnv,
+  boolVar,
+  ConfigError,
+  intVar,
+  parseConfig,
+} from '@repo/service-kit';
 
 const base58 = z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/, 'must be a base58 Solana address');
 
@@ -150,7 +157,8 @@ export type MarketIntelConfig = z.infer<typeof MarketIntelEnv>;
 
 /**
  * Reads the configuration from the environment.
- * @throws ConfigError naming every invalid or missing variable, and with `NODE_ENV=production` every
+ * @throws ConfigError naming every invalid or missing variable, `USDC_MINT_DEVNET` without
+ *   `MERCHANT_TOKEN_ACCOUNT_DEVNET` or the reverse, and with `NODE_ENV=production` every
  *   insecure setting (README, "Configuration"; root README, "Deploying"): RabbitMQ's default or no
  *   credentials, a database, broker or RPC URL that reaches this machine (loopback or unspecified
  *   address in any form, a `localhost` name, a socket, pg's `host` parameter), a non-empty
@@ -184,9 +192,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MarketIntelCon
     { kind: 'cors', name: 'CORS_ORIGINS', value: config.CORS_ORIGINS },
   ]);
   if (Boolean(config.USDC_MINT_DEVNET) !== Boolean(config.MERCHANT_TOKEN_ACCOUNT_DEVNET)) {
-    throw new Error(
-      'Invalid configuration:\n  USDC_MINT_DEVNET and MERCHANT_TOKEN_ACCOUNT_DEVNET must be set together',
-    );
+    throw new ConfigError(['USDC_MINT_DEVNET and MERCHANT_TOKEN_ACCOUNT_DEVNET must be set together']);
   }
   return config;
 }

@@ -195,3 +195,20 @@ describe('devnet compute caps', () => {
     expect(config.X402_DEVNET_COMPUTE_GLOBAL_PER_DAY).toBe(100);
   });
 });
+
+describe('the devnet mint and merchant token account', () => {
+  it('When only one of them is set, then the service refuses to boot naming both, with the message every configuration error has', () => {
+    for (const partial of [
+      { USDC_MINT_DEVNET: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU' },
+      { MERCHANT_TOKEN_ACCOUNT_DEVNET: '9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM' },
+    ]) {
+      const error = refusal(buildEnv(partial));
+      expect(error.problems).toEqual([
+        'USDC_MINT_DEVNET and MERCHANT_TOKEN_ACCOUNT_DEVNET must be set together',
+      ]);
+      expect(error.message).toBe(
+        'Invalid configuration:\n  USDC_MINT_DEVNET and MERCHANT_TOKEN_ACCOUNT_DEVNET must be set together',
+      );
+    }
+  });
+});

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Keypair } from '@solana/web3.js';
+import { ConfigError } from '@repo/service-kit';
 import { associatedTokenAccountOf } from '@repo/x402-solana';
 import { loadConfig } from '../src/config';
 import { createRefundSenders, createSettlers } from '../src/entry-points/http/payments';
@@ -102,5 +103,39 @@ describe('createRefundSenders', () => {
     expect(() => createRefundSenders(config({ X402_REFUND_KEYPAIR: path.join(dir, 'short.json') }))).toThrow(
       /X402_REFUND_KEYPAIR: a keypair file must hold a JSON array of 64 bytes/,
     );
+  });
+});
+
+describe('payment configuration errors', () => {
+  // Every refused configuration is a ConfigError, so a boot prints them all the same way.
+  function thrown(build: () => unknown): ConfigError {
+    try {
+      build();
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      return error as ConfigError;
+    }
+    throw new Error('expected the configuration to be refused');
+  }
+
+  it('When a check of the payment configuration fails, then it throws a ConfigError with one problem naming the variable', () => {
+    const wallet = thrown(() =>
+      createSettlers(config({ MERCHANT_WALLET: Keypair.generate().publicKey.toBase58() })),
+    );
+    expect(wallet.problems).toEqual([
+      expect.stringMatching(/^MERCHANT_WALLET: its associated token account/),
+    ]);
+    expect(wallet.message).toMatch(/^Invalid configuration:\n {2}MERCHANT_WALLET: /);
+
+    const missing = thrown(() =>
+      createSettlers(config({ X402_FEE_PAYER_KEYPAIR: path.join(dir, 'nowhere.json') })),
+    );
+    expect(missing.problems).toEqual([expect.stringMatching(/^X402_FEE_PAYER_KEYPAIR: ENOENT/)]);
+    expect(missing.cause).toMatchObject({ code: 'ENOENT' });
+
+    const refund = thrown(() => createRefundSenders(config({ X402_REFUND_KEYPAIR: keypairPath })));
+    expect(refund.problems).toEqual([
+      expect.stringMatching(/^X402_REFUND_KEYPAIR: the refund wallet must not be the x402 fee payer/),
+    ]);
   });
 });

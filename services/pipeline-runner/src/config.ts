@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { assertProductionReady, BaseHttpEnv, intVar, parseConfig } from '@repo/service-kit';
+import { assertProductionReady, BaseHttpEnv, ConfigError, intVar, parseConfig } from '@repo/service-kit';
 import { parseAllowlist } from '@repo/ssrf-guard';
 import { DEFAULT_SCOUT_FETCH_SETTINGS as SCOUT, type ScoutFetchSettings } from './domain/scout/settings';
 
@@ -100,7 +100,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
     problems.push('SEARXNG_URL is required with SEARCH_PROVIDER=searxng');
   if (config.SEARCH_PROVIDER === 'tavily' && !config.TAVILY_API_KEY)
     problems.push('TAVILY_API_KEY is required with SEARCH_PROVIDER=tavily');
-  if (problems.length > 0) throw new Error(`Invalid configuration:\n  ${problems.join('\n  ')}`);
+  if (problems.length > 0) throw new ConfigError(problems);
   assertProductionReady(config.NODE_ENV, [
     { kind: 'broker', name: 'AMQP_URL', value: config.AMQP_URL },
     { kind: 'empty', name: 'SSRF_ALLOWLIST', value: env.SSRF_ALLOWLIST },

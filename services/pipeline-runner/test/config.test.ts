@@ -1,3 +1,4 @@
+import { configRefusal } from '@repo/service-kit/testing';
 import { loadConfig, scoutFetchSettings } from '../src/config';
 
 describe('runner configuration', () => {
@@ -20,6 +21,33 @@ describe('runner configuration', () => {
     expect(() => loadConfig({ SSRF_ALLOWLIST: '127.0.0.1,10.0.0.0/99' })).toThrow(
       /SSRF_ALLOWLIST: .*"10\.0\.0\.0\/99" is not a valid CIDR block/,
     );
+  });
+});
+
+describe('runner configuration of the LLM and the search provider', () => {
+  const refusal = (env: NodeJS.ProcessEnv) => configRefusal(loadConfig, env);
+
+  it('When LLM_BASE_URL is set without LLM_MODEL and a search provider lacks its setting, then loading fails naming each', () => {
+    expect(
+      refusal({ LLM_BASE_URL: 'http://127.0.0.1:11434/v1', SEARCH_PROVIDER: 'searxng' }).problems,
+    ).toEqual([
+      'LLM_MODEL is required when LLM_BASE_URL is set',
+      'SEARXNG_URL is required with SEARCH_PROVIDER=searxng',
+    ]);
+    const error = refusal({ SEARCH_PROVIDER: 'tavily' });
+    expect(error.message).toBe(
+      'Invalid configuration:\n  TAVILY_API_KEY is required with SEARCH_PROVIDER=tavily',
+    );
+  });
+
+  it('When the LLM and the search provider are complete, then it boots', () => {
+    const config = loadConfig({
+      LLM_BASE_URL: 'http://127.0.0.1:11434/v1',
+      LLM_MODEL: 'llama3',
+      SEARCH_PROVIDER: 'tavily',
+      TAVILY_API_KEY: 'tvly-key',
+    });
+    expect(config.SEARCH_PROVIDER).toBe('tavily');
   });
 });
 

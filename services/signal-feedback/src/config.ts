@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { assertProductionReady, BaseHttpEnv, intVar, parseConfig } from '@repo/service-kit';
+import { assertProductionReady, BaseHttpEnv, ConfigError, intVar, parseConfig } from '@repo/service-kit';
 
 /**
  * signal-feedback's environment (README, "Configuration"). Parsed once at boot; every bad variable is
@@ -75,7 +75,7 @@ export interface LlmSettings {
 
 /**
  * Reads the configuration from the environment.
- * @throws ConfigError naming every invalid or missing variable, or an Error when the LLM variables are
+ * @throws ConfigError naming every invalid or missing variable, or the LLM variables when they are
  *   only partly set; with `NODE_ENV=production` also (README, "Configuration") a `DATABASE_URL` that
  *   reaches this machine (loopback or unspecified address in any form, a `localhost` name, a socket,
  *   pg's `host` parameter), `COOKIE_SECURE=false`, and `*` or an `http:` origin in `CORS_ORIGINS`
@@ -84,9 +84,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SignalFeedback
   const config = parseConfig(SignalFeedbackEnv, env);
   const llm = [config.LLM_BASE_URL, config.LLM_MODEL].filter(Boolean).length;
   if (llm === 1) {
-    throw new Error(
-      'Invalid configuration:\n  LLM_BASE_URL and LLM_MODEL must be set together (LLM_API_KEY too, unless the endpoint needs none)',
-    );
+    throw new ConfigError([
+      'LLM_BASE_URL and LLM_MODEL must be set together (LLM_API_KEY too, unless the endpoint needs none)',
+    ]);
   }
   // Production refuses a local database, cookies without Secure and open CORS (README, "Configuration").
   assertProductionReady(config.NODE_ENV, [

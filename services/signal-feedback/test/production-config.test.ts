@@ -27,6 +27,30 @@ describe('signal-feedback configuration in production', () => {
   });
 });
 
+describe('signal-feedback LLM settings', () => {
+  const database = { DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/x' };
+
+  it.each([
+    ['LLM_BASE_URL', { LLM_BASE_URL: 'http://127.0.0.1:11434/v1' }],
+    ['LLM_MODEL', { LLM_MODEL: 'llama3' }],
+  ])('When only %s is set, then the service refuses to boot naming both variables', (_only, llm) => {
+    const error = refusal({ ...database, ...llm });
+    expect(error.problems).toEqual([
+      'LLM_BASE_URL and LLM_MODEL must be set together (LLM_API_KEY too, unless the endpoint needs none)',
+    ]);
+    expect(error.message).toMatch(/^Invalid configuration:\n {2}LLM_BASE_URL and LLM_MODEL/);
+  });
+
+  it('When both are set, then it boots with them', () => {
+    const config = loadConfig({
+      ...database,
+      LLM_BASE_URL: 'http://127.0.0.1:11434/v1',
+      LLM_MODEL: 'llama3',
+    });
+    expect(config.LLM_MODEL).toBe('llama3');
+  });
+});
+
 describe('signal-feedback cookies and CORS in production', () => {
   const remote = { NODE_ENV: 'production', DATABASE_URL: 'postgresql://svc:pw@db.internal:5432/x' };
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Pool } from 'pg';
-import { clientIpKey, createRateLimit } from '@repo/service-kit';
+import { clientIpKey, ConfigError, createRateLimit } from '@repo/service-kit';
 import type { X402Network } from '@repo/schemas';
 import {
   requirePayment,
@@ -54,10 +54,9 @@ function readKeypairVariable(name: string, file: string): Uint8Array {
   try {
     return parseKeypairJson(readFileSync(file, 'utf8'));
   } catch (error) {
-    throw new Error(
-      `Invalid configuration:\n  ${name}: ${(error as { message?: unknown }).message ?? String(error)}`,
-      { cause: error },
-    );
+    throw new ConfigError([`${name}: ${(error as { message?: unknown }).message ?? String(error)}`], {
+      cause: error,
+    });
   }
 }
 
@@ -65,7 +64,7 @@ function readKeypairVariable(name: string, file: string): Uint8Array {
  * The refund senders (README, "Refunds"): one per network payments are taken on (`solana`, and
  * `solana-devnet` when enabled and configured), all from the wallet of `X402_REFUND_KEYPAIR`; none
  * when it is unset (refunds are off).
- * @throws Error naming `X402_REFUND_KEYPAIR` when the file cannot be read as a keypair, or when it is
+ * @throws ConfigError naming `X402_REFUND_KEYPAIR` when the file cannot be read as a keypair, or when it is
  *   the fee payer's (`X402_FEE_PAYER_KEYPAIR`, which must never own a token account)
  */
 export function createRefundSenders(config: PaymentConfig): Partial<Record<X402Network, RefundSender>> {
@@ -77,9 +76,9 @@ export function createRefundSenders(config: PaymentConfig): Partial<Record<X402N
       Buffer.from(refundSecretKey),
     )
   ) {
-    throw new Error(
-      'Invalid configuration:\n  X402_REFUND_KEYPAIR: the refund wallet must not be the x402 fee payer (X402_FEE_PAYER_KEYPAIR), which never holds USDC',
-    );
+    throw new ConfigError([
+      'X402_REFUND_KEYPAIR: the refund wallet must not be the x402 fee payer (X402_FEE_PAYER_KEYPAIR), which never holds USDC',
+    ]);
   }
   const senders: Partial<Record<X402Network, RefundSender>> = {
     solana: new RefundSender({
@@ -103,7 +102,7 @@ export function createRefundSenders(config: PaymentConfig): Partial<Record<X402N
 /**
  * The official exact SVM scheme per network (README, "Paying with an official x402 client"): built
  * when `X402_FEE_PAYER_KEYPAIR` is set, for each network whose merchant wallet is set.
- * @throws Error naming the variables when the keypair file cannot be read, or when a merchant
+ * @throws ConfigError naming the variables when the keypair file cannot be read, or when a merchant
  *   wallet's associated token account is not the configured merchant token account (the official
  *   scheme pays into that associated account)
  */
@@ -133,9 +132,9 @@ export function createSettlers(config: PaymentConfig): Partial<Record<X402Networ
     if (!wallet || !asset || !tokenAccount) continue;
     if (network === 'solana-devnet' && !config.X402_DEVNET_ENABLED) continue;
     if (associatedTokenAccountOf(wallet, asset) !== tokenAccount) {
-      throw new Error(
-        `Invalid configuration:\n  MERCHANT_WALLET${suffix}: its associated token account for USDC_MINT${suffix} is ${associatedTokenAccountOf(wallet, asset)}, not MERCHANT_TOKEN_ACCOUNT${suffix} (${tokenAccount})`,
-      );
+      throw new ConfigError([
+        `MERCHANT_WALLET${suffix}: its associated token account for USDC_MINT${suffix} is ${associatedTokenAccountOf(wallet, asset)}, not MERCHANT_TOKEN_ACCOUNT${suffix} (${tokenAccount})`,
+      ]);
     }
     settlers[network] = new ExactSvmSettler({
       network,
