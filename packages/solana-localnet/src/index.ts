@@ -15,7 +15,8 @@ export {
   REFUND_WALLET_USDC_ATOMIC,
   REFUND_WALLET_LAMPORTS,
 } from './ledger';
-export type { LocalnetNetwork, FundResult, RpcTransactionMeta, RpcTokenBalance } from './ledger';
+export type { LocalnetNetwork, FundResult } from './ledger';
+export type { RpcTransactionMeta, RpcTokenBalance } from './tx-record';
 export {
   callRpc,
   fundWallet,

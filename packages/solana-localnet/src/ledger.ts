@@ -30,8 +30,9 @@ import { bs58 } from './deps';
 import { Journal } from './journal';
 import { parsedInnerInstructions } from './parsed';
 import { RpcError, RpcErrorCode, convertTransactionError, type RpcTransactionError } from './rpc-error';
-import { decodeMint, decodeTokenAccount, uiTokenAmount, type UiTokenAmount } from './token-accounts';
+import { decodeMint, decodeTokenAccount, uiTokenAmount } from './token-accounts';
 import { primeTransactionJson } from './tx-json';
+import type { RpcTokenBalance, RpcTransactionMeta, TxRecord } from './tx-record';
 
 // litesvm 0.8.0's linux-x64 binding leaves the x87 FPU register stack dirty after running SBF programs
 // (MMX state without EMMS). V8's allocation-site pretenuring then sizes a C++ hash table with x87
@@ -107,52 +108,6 @@ export const CAIP2_NETWORK: Readonly<Record<LocalnetNetwork, string>> = {
   solana: `solana:${GENESIS_HASH.solana.slice(0, 32)}`,
   'solana-devnet': `solana:${GENESIS_HASH['solana-devnet'].slice(0, 32)}`,
 };
-
-/** A token balance entry of `meta.preTokenBalances` / `meta.postTokenBalances`. */
-export interface RpcTokenBalance {
-  accountIndex: number;
-  mint: string;
-  owner: string;
-  programId: string;
-  uiTokenAmount: UiTokenAmount;
-}
-
-/** One compiled instruction as RPC's `json` encoding shows it; `data` is base58. */
-export interface RpcCompiledInstruction {
-  programIdIndex: number;
-  accounts: number[];
-  data: string;
-  stackHeight: number | null;
-}
-
-/** `meta` of getTransaction, in the shape Solana RPC returns. Balances in lamports. */
-export interface RpcTransactionMeta {
-  err: RpcTransactionError | null;
-  status: { Ok: null } | { Err: RpcTransactionError };
-  fee: number;
-  preBalances: number[];
-  postBalances: number[];
-  innerInstructions: { index: number; instructions: RpcCompiledInstruction[] }[];
-  logMessages: string[];
-  preTokenBalances: RpcTokenBalance[];
-  postTokenBalances: RpcTokenBalance[];
-  rewards: [];
-  loadedAddresses: { writable: string[]; readonly: string[] };
-  computeUnitsConsumed: number;
-  returnData?: { programId: string; data: [string, 'base64'] };
-}
-
-/** A transaction that landed (succeeded or failed with `meta.err`) on one network. */
-export interface TxRecord {
-  signature: string;
-  slot: number;
-  /** Unix time in seconds. */
-  blockTime: number;
-  /** The signed wire transaction, base64. */
-  raw: string;
-  version: 'legacy' | 0;
-  meta: RpcTransactionMeta;
-}
 
 /** Keypairs a network ledger signs with. */
 export interface NetworkKeys {

@@ -1,6 +1,5 @@
 import { PublicKey, VersionedTransaction } from '@solana/web3.js';
 import { bs58 } from './deps';
-import type { RpcCompiledInstruction, TxRecord } from './ledger';
 import {
   TOKEN_2022_PROGRAM,
   TOKEN_PROGRAM,
@@ -8,6 +7,7 @@ import {
   decodeTokenAccount,
   uiTokenAmount,
 } from './token-accounts';
+import type { RpcCompiledInstruction, TxRecord } from './tx-record';
 
 const SYSTEM_PROGRAM = '11111111111111111111111111111111';
 const ATA_PROGRAM = 'ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL';

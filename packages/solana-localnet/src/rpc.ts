@@ -9,12 +9,12 @@ import {
   type LedgerAccount,
   type NetworkLedger,
   type ProgramAccountsFilter,
-  type TxRecord,
 } from './ledger';
 import { parsedAccountData } from './parsed';
 import { RpcError, RpcErrorCode } from './rpc-error';
 import { decodeMint, decodeTokenAccount, uiTokenAmount } from './token-accounts';
 import { RawJson, transactionResultJson, type TransactionEncoding } from './tx-json';
+import type { TxRecord } from './tx-record';
 
 /** Version reported by getVersion and in every response context. */
 export const SOLANA_CORE_VERSION = '2.2.0';

@@ -1,7 +1,7 @@
 import { VersionedTransaction } from '@solana/web3.js';
 import { bs58 } from './deps';
-import type { TxRecord } from './ledger';
 import { addressTableLookupsJson, parsedTransaction } from './parsed';
+import type { TxRecord } from './tx-record';
 
 /** Transaction encodings getTransaction accepts. */
 export type TransactionEncoding = 'json' | 'jsonParsed' | 'base64' | 'base58';
