@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
-# Applies each service's Prisma migrations with `prisma migrate deploy` (ARCHITECTURE.md, "Databases and
-# migrations"), then exits: the compose `migrate` service and the Kubernetes `migrate` Job.
+# Applies each service's Prisma migrations with `prisma migrate deploy` (README, "Deploying",
+# "Migrations"), then exits: the compose `migrate` service and the Kubernetes `migrate` Job.
 #   docker run --rm -e DATABASE_URL=postgresql://... migrate skill-router
 # The argument names the service whose migrations are applied (market-intel, signal-feedback,
 # skill-router); without one, all three are applied to MARKET_INTEL_DATABASE_URL,

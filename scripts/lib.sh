@@ -40,7 +40,7 @@ export TURBO_TELEMETRY_DISABLED=1
 PGHOST_ADDR="${PGHOST_ADDR:-127.0.0.1}"
 PGPORT_NUM="${PGPORT_NUM:-5432}"
 
-COMPOSE_HINT="On a machine that is not Debian or Ubuntu, run the stack with Docker Compose instead: docker compose -f docker/compose.yaml up --build (README, \"Without Debian or Ubuntu\")."
+COMPOSE_HINT="On a machine that is not Debian or Ubuntu, run the stack with Docker Compose instead: docker compose -f docker/compose.yaml up --build (README, \"Agent services\", its \"Without Debian or Ubuntu\" paragraph)."
 
 # Runs a command as root: directly when root, else through sudo without a password prompt.
 as_root() {

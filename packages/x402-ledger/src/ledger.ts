@@ -187,8 +187,8 @@ export interface PaymentLedger {
   markVerified(claim: PaymentClaim, payment: VerifiedPayment): Promise<boolean>;
   /**
    * Stores the answer of a synchronous endpoint (status `completed`) and ends the claim. With
-   * `verified`, the claim's verification was not recorded yet (the deferred verified mark of the
-   * package README, "The paid path's statements"): the same statement records it and gives the
+   * `verified`, the claim's verification was not recorded yet (the deferred verified mark of
+   * `@repo/x402-express`'s README, "The paid path's statements"): the same statement records it and gives the
    * claim's counted attempt back, as {@link PaymentLedger.markVerified} would have.
    * @returns `false` when the lease was lost to a takeover
    */

@@ -7,7 +7,7 @@ import type { KeyOwner, SignalRepository } from './signals';
  * context, and this process drops a product's entry when its contexts change. A rotated or deleted
  * key is dropped on every replica by the `signal_feedback_keys` notification ({@link invalidateProduct});
  * while that listener is down the cache is off ({@link setCaching}). Other replicas see context list
- * and plan changes within `ttlMs` (README, "Caching of API keys").
+ * and plan changes within `ttlMs` (README, "API keys", its "Caching of API keys" paragraph).
  */
 export class KeyOwnerCache {
   private readonly entries = new Map<string, { owner: KeyOwner; expires: number }>();

@@ -40,7 +40,7 @@ const DESCRIPTION = [
 
 /**
  * The OpenAPI 3.1 document of market-intel, version 1.0.0 (services/market-intel/README.md,
- * "Endpoints": "`/openapi.json` (OpenAPI 3.1 from the zod schemas)"). This file holds only the
+ * "Endpoints", its `/openapi.json` paragraph). This file holds only the
  * document level (info with the prices and the payment steps, the named schemas, the x402 security
  * schemes); the operations come from the routes' own contracts (`ContractRouter.operations` of
  * free.ts, data-api.ts and compute.ts), so the document describes exactly what the routes validate

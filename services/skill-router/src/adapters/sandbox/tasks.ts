@@ -5,7 +5,7 @@ import type { Generated, Verdict } from '../../domain/verification';
  * Everything a task carries comes from a registrant or a skill's reply.
  */
 
-/** One unit of untrusted work (README, "Security": "Sandboxed verification"). */
+/** One unit of untrusted work (README, "Security", its "Sandboxed verification" item). */
 export type SandboxTask =
   /** Validate and compile a registrant's JSON Schema. */
   | { kind: 'check_schema'; schema: unknown }
