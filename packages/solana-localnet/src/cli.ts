@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { PublicKey } from '@solana/web3.js';
 import { formatUsdcAmount, parseUsdcAmount } from './amounts';
 import { fundWallet, getLocalnetInfo, type LocalnetRpcInfo } from './client';
@@ -24,43 +25,73 @@ export interface CliIo {
 
 class UsageError extends Error {}
 
-interface ParsedArgs {
-  positional: string[];
-  flags: Map<string, string | true>;
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+// The options of each command; every command also takes --help.
+const HELP = { help: { type: 'boolean' } } as const satisfies Options;
+const START_OPTIONS = {
+  port: { type: 'string', default: '8899' },
+  host: { type: 'string', default: '127.0.0.1' },
+  'data-dir': { type: 'string', default: DEFAULT_DATA_DIR },
+  memory: { type: 'boolean', default: false },
+} as const satisfies Options;
+const FUND_OPTIONS = {
+  rpc: { type: 'string', default: DEFAULT_RPC },
+  network: { type: 'string', default: 'all' },
+} as const satisfies Options;
+const INFO_OPTIONS = { rpc: { type: 'string', default: DEFAULT_RPC } } as const satisfies Options;
+const ALL_OPTIONS: Options = { ...START_OPTIONS, ...FUND_OPTIONS, ...INFO_OPTIONS, ...HELP };
+
+/** The command (first positional) and whether --help was given, read with every command's options. */
+function scanArgs(argv: readonly string[]): { command: string | undefined; help: boolean } {
+  // Not strict: the command's own parse reports bad options, and --help wins over them.
+  const { positionals, values } = parseArgs({
+    args: [...argv],
+    options: ALL_OPTIONS,
+    allowPositionals: true,
+    strict: false,
+  });
+  return { command: positionals[0], help: values.help === true };
 }
 
-function parseArgs(argv: readonly string[]): ParsedArgs {
-  const positional: string[] = [];
-  const flags = new Map<string, string | true>();
-  for (let i = 0; i < argv.length; i += 1) {
-    const arg = argv[i] ?? '';
-    if (!arg.startsWith('--')) {
-      positional.push(arg);
-      continue;
-    }
-    const eq = arg.indexOf('=');
-    if (eq !== -1) {
-      flags.set(arg.slice(2, eq), arg.slice(eq + 1));
-    } else if (arg === '--memory' || arg === '--help') {
-      flags.set(arg.slice(2), true);
-    } else {
-      const value = argv[i + 1];
-      if (value === undefined || value.startsWith('--')) throw new UsageError(`${arg} needs a value`);
-      flags.set(arg.slice(2), value);
-      i += 1;
+/**
+ * Parses a command's arguments with its options.
+ * @returns the option values (defaults applied) and the positionals after the command
+ * @throws UsageError for an option the command does not take, a missing value, or a value given to a
+ *   switch
+ */
+function parseCommand<T extends Options>(argv: readonly string[], options: T) {
+  // A token pass first, for this CLI's shorter messages (`unknown option --x`, `--port needs a value`)
+  // where parseArgs' own would explain positionals starting with a dash.
+  const { tokens } = parseArgs({
+    args: [...argv],
+    options: ALL_OPTIONS,
+    allowPositionals: true,
+    strict: false,
+    tokens: true,
+  });
+  for (const token of tokens) {
+    if (token.kind !== 'option') continue;
+    const option = token.name === 'help' ? HELP.help : options[token.name];
+    if (option === undefined) throw new UsageError(`unknown option ${token.rawName}`);
+    if (
+      option.type === 'string' &&
+      !token.inlineValue &&
+      (token.value === undefined || token.value.startsWith('-'))
+    ) {
+      throw new UsageError(`${token.rawName} needs a value`);
     }
   }
-  return { positional, flags };
-}
-
-function stringFlag(args: ParsedArgs, name: string, fallback: string): string {
-  const value = args.flags.get(name);
-  return typeof value === 'string' ? value : fallback;
-}
-
-function checkFlags(args: ParsedArgs, allowed: readonly string[]): void {
-  for (const name of args.flags.keys()) {
-    if (!allowed.includes(name)) throw new UsageError(`unknown option --${name}`);
+  try {
+    const { values, positionals } = parseArgs({
+      args: [...argv],
+      options: { ...options, ...HELP },
+      allowPositionals: true,
+      strict: true,
+    });
+    return { values, positionals: positionals.slice(1) };
+  } catch (error) {
+    throw new UsageError((error as Error).message);
   }
 }
 
@@ -71,14 +102,14 @@ function unreachable(rpc: string, error: unknown): Error {
   );
 }
 
-async function start(args: ParsedArgs, io: CliIo): Promise<number> {
-  checkFlags(args, ['port', 'host', 'data-dir', 'memory']);
-  const port = Number(stringFlag(args, 'port', '8899'));
+async function start(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values } = parseCommand(argv, START_OPTIONS);
+  const port = Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port must be 0..65535');
   const localnet = await startLocalnet({
     port,
-    host: stringFlag(args, 'host', '127.0.0.1'),
-    dataDir: args.flags.has('memory') ? undefined : stringFlag(args, 'data-dir', DEFAULT_DATA_DIR),
+    host: values.host,
+    dataDir: values.memory ? undefined : values['data-dir'],
     log: (line) => io.err(`[solana-localnet] ${line}`),
   });
   io.out(formatLocalnetAddresses(localnet));
@@ -96,9 +127,9 @@ async function start(args: ParsedArgs, io: CliIo): Promise<number> {
   return 0;
 }
 
-async function fund(args: ParsedArgs, io: CliIo): Promise<number> {
-  checkFlags(args, ['rpc', 'network']);
-  const [address, usdc] = args.positional;
+async function fund(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommand(argv, FUND_OPTIONS);
+  const [address, usdc] = positionals;
   if (address === undefined) throw new UsageError('fund needs an address');
   try {
     new PublicKey(address);
@@ -111,11 +142,10 @@ async function fund(args: ParsedArgs, io: CliIo): Promise<number> {
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-  const network = stringFlag(args, 'network', 'all');
+  const { network, rpc } = values;
   if (network !== 'all' && !LOCALNET_NETWORKS.includes(network as LocalnetNetwork)) {
     throw new UsageError('--network must be solana, solana-devnet or all');
   }
-  const rpc = stringFlag(args, 'rpc', DEFAULT_RPC);
   const targets = network === 'all' ? LOCALNET_NETWORKS : [network as LocalnetNetwork];
   for (const target of targets) {
     const rpcUrl = rpcUrlFor(rpc, target);
@@ -133,9 +163,8 @@ async function fund(args: ParsedArgs, io: CliIo): Promise<number> {
   return 0;
 }
 
-async function info(args: ParsedArgs, io: CliIo): Promise<number> {
-  checkFlags(args, ['rpc']);
-  const rpc = stringFlag(args, 'rpc', DEFAULT_RPC);
+async function info(argv: readonly string[], io: CliIo): Promise<number> {
+  const { rpc } = parseCommand(argv, INFO_OPTIONS).values;
   const infos: LocalnetRpcInfo[] = [];
   for (const network of LOCALNET_NETWORKS) {
     const rpcUrl = rpcUrlFor(rpc, network);
@@ -172,20 +201,18 @@ async function info(args: ParsedArgs, io: CliIo): Promise<number> {
  */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   try {
-    const args = parseArgs(argv);
-    const [command, ...rest] = args.positional;
-    args.positional = rest;
-    if (command === undefined || args.flags.has('help')) {
+    const { command, help } = scanArgs(argv);
+    if (command === undefined || help) {
       io.out(USAGE);
-      return command === undefined && !args.flags.has('help') ? 2 : 0;
+      return help ? 0 : 2;
     }
     switch (command) {
       case 'start':
-        return await start(args, io);
+        return await start(argv, io);
       case 'fund':
-        return await fund(args, io);
+        return await fund(argv, io);
       case 'info':
-        return await info(args, io);
+        return await info(argv, io);
       default:
         throw new UsageError(`unknown command "${command}"`);
     }

@@ -71,3 +71,40 @@ describe('cli', () => {
     expect(formatUsdcAmount(1_000_000_000n)).toBe('1000');
   });
 });
+
+describe('cli arguments', () => {
+  it('When a command gets an option it does not take, then it names the option, prints usage and exits 2', async () => {
+    for (const [argv, option] of [
+      [['info', '--bogus'], '--bogus'],
+      [['info', '--port', '8899'], '--port'],
+      [['fund', Keypair.generate().publicKey.toBase58(), '--memory'], '--memory'],
+    ] as const) {
+      const { io, err } = captureIo();
+      expect(await runCli(argv, io)).toBe(2);
+      expect(err.join('\n')).toMatch(new RegExp(`^error: unknown option ${option}\\n\\nUsage:`));
+    }
+  });
+
+  it('When an option lacks its value, then it says so and exits 2', async () => {
+    for (const argv of [
+      ['info', '--rpc'],
+      ['start', '--port', '--memory'],
+    ]) {
+      const { io, err } = captureIo();
+      expect(await runCli(argv, io)).toBe(2);
+      expect(err.join('\n')).toMatch(/^error: --(rpc|port) needs a value/);
+    }
+  });
+
+  it('When --help is given or no command, then usage is printed, exiting 0 and 2', async () => {
+    const help = captureIo();
+    expect(await runCli(['fund', '--help'], help.io)).toBe(0);
+    expect(help.out.join('\n')).toContain('solana-localnet fund <address> [usdc]');
+    const none = captureIo();
+    expect(await runCli([], none.io)).toBe(2);
+    expect(none.out.join('\n')).toContain('Usage:');
+    const unknown = captureIo();
+    expect(await runCli(['serve'], unknown.io)).toBe(2);
+    expect(unknown.err.join('\n')).toContain('error: unknown command "serve"');
+  });
+});
