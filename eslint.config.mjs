@@ -19,6 +19,12 @@ const SERVICE_PACKAGES = [
   '**/skill-router/src/**',
 ];
 
+/** The `no-restricted-syntax` entry of every file: packages export named APIs, not `export *`. */
+const EXPLICIT_EXPORTS = {
+  selector: 'ExportAllDeclaration[source.value=/^@repo\\//]',
+  message: 'Export an explicit named API.',
+};
+
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/node_modules/**', '**/src/generated/**', '**/coverage/**', '**/.turbo/**'] },
   js.configs.recommended,
@@ -32,12 +38,25 @@ export default tseslint.config(
         'error',
         { 'ts-ignore': true, 'ts-expect-error': 'allow-with-description' },
       ],
+      'no-restricted-syntax': ['error', EXPLICIT_EXPORTS],
+    },
+  },
+  // One way to refuse a configuration: ConfigError, whose message every refused boot prints.
+  {
+    files: ['packages/*/src/**/*.ts', 'services/*/src/**/*.ts'],
+    ignores: ['packages/service-kit/src/config.ts'],
+    rules: {
       'no-restricted-syntax': [
         'error',
-        {
-          selector: 'ExportAllDeclaration[source.value=/^@repo\\//]',
-          message: 'Export an explicit named API.',
-        },
+        EXPLICIT_EXPORTS,
+        ...[
+          'Literal[value=/^Invalid configuration/]',
+          'TemplateElement[value.raw=/^Invalid configuration/]',
+        ].map((selector) => ({
+          selector,
+          message:
+            'Throw ConfigError from @repo/service-kit: it writes "Invalid configuration:" and the problems.',
+        })),
       ],
     },
   },
