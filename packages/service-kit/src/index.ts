@@ -12,6 +12,8 @@ export type { ServiceMetrics } from './metrics';
 export { clientIpKey, createRateLimit, sweepRateLimits } from './rate-limit';
 export { apiKeyScheme, hashApiKey, hashesEqual } from './api-keys';
 export type { ApiKeyScheme, NewApiKey } from './api-keys';
+export { createApiKeyCache } from './api-key-cache';
+export type { ApiKeyCache, ApiKeyCacheOptions } from './api-key-cache';
 export { assertProductionReady, productionProblems } from './production';
 export type { ProductionCheck } from './production';
 export type { RateDecision, RateLimit } from './rate-limit';

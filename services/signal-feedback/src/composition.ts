@@ -2,6 +2,7 @@ import type { Application } from 'express';
 import { createSchemaCheck, packageMigrationsDir, type SchemaCheck } from '@repo/db-migrate';
 import { createLlmClient } from '@repo/llm';
 import {
+  createApiKeyCache,
   createReadiness,
   listenForNotifications,
   sweepRateLimits,
@@ -14,13 +15,12 @@ import { createApp } from './entry-points/http/app';
 import { cookieSecure, llmSettings, type SignalFeedbackConfig } from './config';
 import { AccountRepository } from './data/accounts';
 import { AnalysisRepository } from './data/analysis';
-import { KeyOwnerCache } from './data/key-cache';
 import { openDatabase, type Db } from './data/prisma';
 import { DeploymentRepository } from './data/deployments';
 import { KEY_CHANGES_CHANNEL, ProductRepository } from './data/products';
 import { ProposalRepository } from './data/proposals';
 import { AuthRateLimiter } from './data/rate-limits';
-import { SignalRepository } from './data/signals';
+import { SignalRepository, type KeyOwner } from './data/signals';
 import { AnalysisService } from './domain/analysis';
 import { DeploymentService } from './domain/deployments';
 import { PasswordHasher } from './domain/passwords';
@@ -138,12 +138,16 @@ export async function compose(
 
   // A rotated or deleted key is dropped from every replica's key cache as soon as its change commits;
   // while this connection is down the cache is off.
-  const keys = new KeyOwnerCache(signals, config.API_KEY_CACHE_TTL_MS);
-  keys.setCaching(false);
+  const keys = createApiKeyCache<KeyOwner>({
+    load: (hash) => signals.findKeyOwner(hash),
+    keyHashOf: (owner) => owner.apiKeyHash,
+    ttlMs: config.API_KEY_CACHE_TTL_MS,
+    caching: false,
+  });
   const keyChanges = listenForNotifications({
     databaseUrl: config.DATABASE_URL,
     channel: KEY_CHANGES_CHANNEL,
-    onNotification: (productId) => keys.invalidateProduct(productId),
+    onNotification: (productId) => keys.invalidate((owner) => owner.productId === productId),
     onListening: (listening) => keys.setCaching(listening),
     onError: (err) =>
       logger.warn(

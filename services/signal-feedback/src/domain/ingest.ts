@@ -1,6 +1,6 @@
 import { AppError, fieldErrors, isAppError, type FieldError } from '@repo/errors';
+import type { ApiKeyCache } from '@repo/service-kit';
 import type { z } from 'zod';
-import type { KeyOwnerCache } from '../data/key-cache';
 import type { KeyOwner, SignalRepository } from '../data/signals';
 import {
   isContextForeignKeyViolation,
@@ -65,7 +65,7 @@ export function parseSignalBatch(
  * Routes, classes and stores a batch for the authenticated product under its owner's monthly signal
  * quota (README, "Plans and quotas"): all or nothing.
  * @returns the number of signals accepted
- * @param cached the key's owner as authenticated (possibly from {@link KeyOwnerCache}); re-read when a
+ * @param cached the key's owner as authenticated (possibly from {@link ApiKeyCache}); re-read when a
  *   signal names a context it does not list or the insert meets a deleted context
  * @param location the path of the batch in field errors: `body` (HTTP) or `arguments.signals` (MCP)
  * @throws AppError `invalid_request` (400) for a context_id of another product (or one deleted meanwhile);
@@ -74,7 +74,7 @@ export function parseSignalBatch(
  */
 export async function acceptSignals(
   repo: SignalRepository,
-  keys: KeyOwnerCache,
+  keys: ApiKeyCache<KeyOwner>,
   cached: KeyOwner,
   signals: SignalInput[],
   now: Date,
@@ -113,7 +113,7 @@ export async function acceptSignals(
       }
       if (isProductForeignKeyViolation(err)) {
         // The product was deleted since its key was authenticated: the key no longer exists.
-        keys.invalidateProduct(owner.productId);
+        keys.invalidate((cached) => cached.productId === owner.productId);
         throw new AppError('unauthorized', 'API key invalid', { cause: err });
       }
       if (!isContextForeignKeyViolation(err)) throw err;

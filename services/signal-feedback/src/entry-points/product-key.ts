@@ -1,14 +1,13 @@
 import { AppError, isAppError } from '@repo/errors';
-import { hashApiKey, hashesEqual } from '@repo/service-kit';
-import type { KeyOwnerCache } from '../data/key-cache';
+import { hashApiKey, type ApiKeyCache } from '@repo/service-kit';
 import type { KeyOwner } from '../data/signals';
 import { signalFeedbackKeys } from '../domain/api-keys';
 import type { SignalFeedbackEvents } from '../metrics';
 
 /**
  * Checks a product API key as presented in `x-api-key` (or `?key=`) (README, "API keys"): malformed
- * keys are refused before any database work; the owner is found by the key's SHA-256 (through the
- * {@link KeyOwnerCache}) and the hashes compared in constant time. Shared by the HTTP middleware
+ * keys are refused before any database work; the owner is found by the key's SHA-256 through the
+ * {@link ApiKeyCache}, which compares the stored hash in constant time. Shared by the HTTP middleware
  * (`apiKeyAuth`) and the MCP tools, so both refuse with the same errors.
  * @param presented the key as sent; `undefined` or `''` when none was
  * @returns the product, its owner's plan and its contexts
@@ -16,16 +15,14 @@ import type { SignalFeedbackEvents } from '../metrics';
  *   was sent, `API key invalid` when it is malformed or unknown
  */
 export async function authenticateProductKey(
-  keys: KeyOwnerCache,
+  keys: ApiKeyCache<KeyOwner>,
   presented: string | undefined,
 ): Promise<KeyOwner> {
   if (presented === undefined || presented === '')
     throw new AppError('unauthorized', 'API key missing: send it in the x-api-key header');
   if (!signalFeedbackKeys.looksLike(presented)) throw new AppError('unauthorized', 'API key invalid');
-  const hash = hashApiKey(presented);
-  const owner = await keys.get(hash);
-  // The lookup is by hash; the constant-time comparison guards against any non-exact index match.
-  if (!owner || !hashesEqual(owner.apiKeyHash, hash)) throw new AppError('unauthorized', 'API key invalid');
+  const owner = await keys.get(hashApiKey(presented));
+  if (!owner) throw new AppError('unauthorized', 'API key invalid');
   return owner;
 }
 

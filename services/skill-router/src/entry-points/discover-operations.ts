@@ -1,7 +1,7 @@
 import { AppError, notFound } from '@repo/errors';
-import { hashApiKey, hashesEqual, type RateLimit } from '@repo/service-kit';
+import { createApiKeyCache, hashApiKey, type RateLimit } from '@repo/service-kit';
 import type { z } from 'zod';
-import type { ApiKeyRepository } from '../data/api-keys';
+import type { ApiKeyRepository, StoredApiKey } from '../data/api-keys';
 import type { SkillDirectory, SkillRecord } from '../data/skill-directory';
 import type { SkillStats } from '../data/skill-stats';
 import { skillRouterKeys } from '../domain/api-keys';
@@ -65,7 +65,8 @@ export interface AuthenticatedKey {
 export interface DiscoverOperations {
   /**
    * Checks an `x-api-key` value (README, "Keys"): hashed (SHA-256), looked up by hash and compared in
-   * constant time; found keys are cached by hash for `keyCacheTtlMs`, unknown ones never.
+   * constant time; found keys are cached by hash for `keyCacheTtlMs` (`createApiKeyCache` of
+   * `@repo/service-kit`), unknown ones never.
    * @throws AppError `unauthorized` (401, with `WWW-Authenticate`) when missing or unknown
    */
   authenticate(presented: string | undefined): Promise<AuthenticatedKey>;
@@ -99,9 +100,6 @@ export interface DiscoverOperations {
    */
   report(key: AuthenticatedKey, body: ReportRequest): Promise<{ ok: true }>;
 }
-
-/** Most keys kept in the authentication cache; the oldest entry is evicted beyond it. */
-const KEY_CACHE_MAX = 10_000;
 
 /** Keys already marked as routed, at most this many (a bounded set: the write is idempotent anyway). */
 const ROUTED_KEYS_MAX = 100_000;
@@ -157,30 +155,23 @@ const unauthorized = (message: string) =>
 
 /** Builds the {@link DiscoverOperations} of one app (one key cache, one set of routed keys). */
 export function discoverOperations(deps: DiscoverDeps): DiscoverOperations {
-  const keyCacheTtlMs = deps.keyCacheTtlMs ?? 60_000;
-  const keyCache = new Map<string, { key: AuthenticatedKey; keyHash: string; until: number }>();
+  // No revocation exists yet, so nothing invalidates: a found key is trusted for the TTL.
+  const keyCache = createApiKeyCache<StoredApiKey>({
+    load: (hash) => deps.keys.findByHash(hash),
+    keyHashOf: (stored) => stored.keyHash,
+    ttlMs: deps.keyCacheTtlMs ?? 60_000,
+  });
   const routedKeys = new Set<string>();
-
-  const lookup = async (hash: string): Promise<AuthenticatedKey | null> => {
-    const hit = keyCache.get(hash);
-    if (hit && hit.until > Date.now() && hashesEqual(hit.keyHash, hash)) return hit.key;
-    const stored = await deps.keys.findByHash(hash);
-    if (!stored || !hashesEqual(stored.keyHash, hash)) return null;
-    const key = { id: stored.id, prefix: stored.prefix };
-    if (keyCacheTtlMs > 0) {
-      if (keyCache.size >= KEY_CACHE_MAX) keyCache.delete(keyCache.keys().next().value as string);
-      keyCache.set(hash, { key, keyHash: stored.keyHash, until: Date.now() + keyCacheTtlMs });
-    }
-    return key;
-  };
 
   return {
     async authenticate(header) {
       const presented = header?.trim() ?? '';
       if (!presented) throw unauthorized('Missing x-api-key header');
-      const key = skillRouterKeys.looksLike(presented) ? await lookup(hashApiKey(presented)) : null;
+      const key = skillRouterKeys.looksLike(presented)
+        ? await keyCache.get(hashApiKey(presented))
+        : undefined;
       if (!key) throw unauthorized('Invalid API key');
-      return key;
+      return { id: key.id, prefix: key.prefix };
     },
 
     async route(key, body) {

@@ -7,6 +7,7 @@ import {
   llmsTxtRoutes,
   mcpRoutes,
   openApiRoutes,
+  type ApiKeyCache,
   type Logger,
   type ServiceMetrics,
 } from '@repo/service-kit';
@@ -15,8 +16,7 @@ import type { ProductRepository } from '../../data/products';
 import type { ProposalRepository } from '../../data/proposals';
 import type { DeploymentService } from '../../domain/deployments';
 import type { AuthRateLimiter } from '../../data/rate-limits';
-import type { KeyOwnerCache } from '../../data/key-cache';
-import type { SignalRepository } from '../../data/signals';
+import type { KeyOwner, SignalRepository } from '../../data/signals';
 import type { AnalysisService } from '../../domain/analysis';
 import type { PasswordHasher } from '../../domain/passwords';
 import type { SignalFeedbackEvents } from '../../metrics';
@@ -37,7 +37,7 @@ export interface AppDeps {
   products: ProductRepository;
   signals: SignalRepository;
   /** Cache of API key lookups (ttl 0 in tests that need none). */
-  keys: KeyOwnerCache;
+  keys: ApiKeyCache<KeyOwner>;
   proposals: ProposalRepository;
   analysis: AnalysisService;
   /** Deployments of approved proposals and their verification. */
@@ -109,7 +109,7 @@ export function createApp(deps: AppDeps): Application {
   });
   const products = productsRoutes({
     products: deps.products,
-    onContextsChanged: (id) => deps.keys.invalidateProduct(id),
+    onContextsChanged: (id) => deps.keys.invalidate((owner) => owner.productId === id),
   });
   const proposals = proposalsRoutes({ proposals: deps.proposals, keys: deps.keys, analysis: deps.analysis });
   const deployments = deploymentsRoutes({

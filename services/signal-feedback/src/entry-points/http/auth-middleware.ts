@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError } from '@repo/errors';
+import type { ApiKeyCache } from '@repo/service-kit';
 import type { SessionRecord } from '../../data/accounts';
-import type { KeyOwnerCache } from '../../data/key-cache';
 import type { KeyOwner } from '../../data/signals';
 import { hashSessionToken, safeEqual } from '../../domain/sessions';
 import type { AccountRepository } from '../../data/accounts';
@@ -147,7 +147,7 @@ export function requireCsrf(allowedOrigins: ReadonlySet<string>): RequestHandler
  * @throws AppError `unauthorized` (401)
  */
 export function apiKeyAuth(
-  keys: KeyOwnerCache,
+  keys: ApiKeyCache<KeyOwner>,
   options: { allowQuery?: boolean; required: boolean },
 ): RequestHandler {
   return async (req, res, next) => {
@@ -167,7 +167,7 @@ export function apiKeyAuth(
  * deployments and series): 401 `unauthorized` with neither, 401 for a wrong key even with a session.
  * Afterwards {@link keyOwnerOf} or {@link sessionOf} names the caller.
  */
-export function keyOrSession(keys: KeyOwnerCache): RequestHandler {
+export function keyOrSession(keys: ApiKeyCache<KeyOwner>): RequestHandler {
   const optionalKey = apiKeyAuth(keys, { required: false });
   return (req, res, next) => {
     const done = (err?: unknown) => {

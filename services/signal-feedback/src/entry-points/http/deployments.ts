@@ -5,11 +5,11 @@ import {
   errorResponse,
   RETRY_AFTER_HEADER,
   validated,
+  type ApiKeyCache,
   type ContractRouter,
 } from '@repo/service-kit';
 import { z } from 'zod';
-import type { KeyOwnerCache } from '../../data/key-cache';
-import type { SignalRepository } from '../../data/signals';
+import type { KeyOwner, SignalRepository } from '../../data/signals';
 import { deploymentInput, MAX_LISTED_DEPLOYMENTS, type DeploymentService } from '../../domain/deployments';
 import { CreateDeploymentBody, Deployment, SeriesPoint, SeriesQuery } from '../../schemas';
 import { callerScope, keyOrSession } from './auth-middleware';
@@ -45,7 +45,7 @@ export function bucketStarts(from: Date, to: Date, bucket: 'hour' | 'day'): numb
 export function deploymentsRoutes(deps: {
   deployments: DeploymentService;
   signals: SignalRepository;
-  keys: KeyOwnerCache;
+  keys: ApiKeyCache<KeyOwner>;
   now: () => Date;
 }): ContractRouter {
   const auth = keyOrSession(deps.keys);

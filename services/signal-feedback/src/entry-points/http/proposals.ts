@@ -4,11 +4,12 @@ import {
   contractRouter,
   errorResponse,
   validated,
+  type ApiKeyCache,
   type ContractRouter,
 } from '@repo/service-kit';
 import { z } from 'zod';
 import type { ProposalRepository } from '../../data/proposals';
-import type { KeyOwnerCache } from '../../data/key-cache';
+import type { KeyOwner } from '../../data/signals';
 import type { AnalysisService } from '../../domain/analysis';
 import { changeProposalStatus } from '../../domain/proposal-status';
 import { AnalysisRunResult, Proposal, ProposalStatusChange, ProposalsQuery } from '../../schemas';
@@ -24,7 +25,7 @@ const IdParams = z.object({ id: z.uuid().meta({ description: 'the proposal' }) }
  */
 export function proposalsRoutes(deps: {
   proposals: ProposalRepository;
-  keys: KeyOwnerCache;
+  keys: ApiKeyCache<KeyOwner>;
   analysis: AnalysisService;
 }): ContractRouter {
   const keyOrSessionAuth = keyOrSession(deps.keys);

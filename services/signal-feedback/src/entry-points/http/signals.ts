@@ -1,9 +1,14 @@
 import type { Request, RequestHandler } from 'express';
 import { z } from 'zod';
 import { AppError } from '@repo/errors';
-import { contractRouter, errorResponse, RETRY_AFTER_HEADER, type ContractRouter } from '@repo/service-kit';
-import type { KeyOwnerCache } from '../../data/key-cache';
-import type { SignalRepository } from '../../data/signals';
+import {
+  contractRouter,
+  errorResponse,
+  RETRY_AFTER_HEADER,
+  type ApiKeyCache,
+  type ContractRouter,
+} from '@repo/service-kit';
+import type { KeyOwner, SignalRepository } from '../../data/signals';
 import { acceptSignals, parseSignalBatch } from '../../domain/ingest';
 import type { SignalFeedbackEvents } from '../../metrics';
 import { IngestSignalInput, ReceivedResponse, SignalInput } from '../../schemas';
@@ -29,7 +34,7 @@ function requireJsonBody(req: Request): void {
  */
 export function signalsRoutes(deps: {
   signals: SignalRepository;
-  keys: KeyOwnerCache;
+  keys: ApiKeyCache<KeyOwner>;
   /** Largest accepted batch (MAX_BATCH_SIZE), also written into the document. */
   maxBatch: number;
   now: () => Date;

@@ -1,5 +1,4 @@
-import type { McpTool, McpToolContext } from '@repo/service-kit';
-import type { KeyOwnerCache } from '../../data/key-cache';
+import type { ApiKeyCache, McpTool, McpToolContext } from '@repo/service-kit';
 import type { ProposalRepository } from '../../data/proposals';
 import type { KeyOwner, SignalRepository } from '../../data/signals';
 import { deploymentInput, MAX_LISTED_DEPLOYMENTS, type DeploymentService } from '../../domain/deployments';
@@ -33,7 +32,7 @@ const KEY = 'Needs the product key (spk_...) in the x-api-key header of the MCP 
 /** Dependencies of {@link signalFeedbackTools}: those of POST /api/signals and GET /api/proposals. */
 export interface SignalFeedbackToolDeps {
   signals: SignalRepository;
-  keys: KeyOwnerCache;
+  keys: ApiKeyCache<KeyOwner>;
   proposals: ProposalRepository;
   deployments: DeploymentService;
   /** MAX_BATCH_SIZE: most signals in one `send_signals` call. */
@@ -44,7 +43,7 @@ export interface SignalFeedbackToolDeps {
 }
 
 /** The product of the key the MCP request carries (the header only: MCP never reads cookies or `?key=`). */
-const ownerOf = (keys: KeyOwnerCache, context: McpToolContext): Promise<KeyOwner> =>
+const ownerOf = (keys: ApiKeyCache<KeyOwner>, context: McpToolContext): Promise<KeyOwner> =>
   authenticateProductKey(keys, context.req.get('x-api-key'));
 
 /**
