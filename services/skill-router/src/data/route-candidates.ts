@@ -1,28 +1,45 @@
 import type { Pool } from 'pg';
 
-/** A routing candidate: the fields of a route match and everything scoring reads. */
+/**
+ * A routing candidate: the fields of a route match and everything scoring reads (the one declaration
+ * of these fields; domain/scoring.ts's `ScoringSkill` is this without `name` and `endpoint`).
+ */
 export interface CandidateRecord {
   skillId: string;
   name: string;
   endpoint: string;
-  /** Stemmed lexemes of the skill's capabilities and description that also occur in the task. */
+  /**
+   * Stemmed lexemes of the skill's capabilities and description (`match_terms`); a candidate carries
+   * only those that also occur in the task, which is all capability_match needs.
+   */
   matchTerms: string[];
   /** Supported chains (lowercase). */
   chains: string[];
   /** Price per call in USD; 0 is free. */
   priceUsd: number;
-  /** Share of successful health checks and call reports over the last 24 hours, 0..1. */
+  /** Share of successful health checks and counted call reports over the last 24 hours, 0..1. */
   successRate24h: number;
   /** Average latency in ms over the last 24 hours; `null` when unknown. */
   avgLatencyMs: number | null;
   /** Counted call reports over the last 30 days. */
   calls30d: number;
-  /** Sum and count of satisfaction ratings (1–5) over the last 30 days. */
+  /** Sum and count of satisfaction ratings (1–5) of counted call reports over the last 30 days. */
   ratingSum: number;
   ratingCount: number;
 }
 
-/** The columns of `skills` and `skill_stats` that make a {@link CandidateRecord}, as `pg` returns them. */
+/**
+ * The select list of a {@link CandidateRecord} over `skills s JOIN skill_stats st`, giving the
+ * {@link CandidateColumns}: the SQL ranking and the routing index's reads (data/routing-rows.ts) both
+ * select it.
+ * @param matchTerms the SQL expression of the `match_terms` column (the SQL ranking keeps only the
+ *   task's lexemes; the index reads them all)
+ */
+export const candidateColumns = (matchTerms: string) =>
+  `s.skill_id, s.name, s.endpoint, s.chains, s.price_usd, ${matchTerms} AS match_terms,
+   st.success_rate_24h, st.avg_latency_ms, st.calls_30d, st.rating_sum, st.rating_count`;
+
+/** The columns {@link candidateColumns} selects, as `pg` returns them. */
 export interface CandidateColumns {
   skill_id: string;
   name: string;
@@ -95,9 +112,7 @@ export class RouteCandidates {
         await this.pool.query<CandidateRow>(
           `WITH q AS (SELECT replace(plainto_tsquery('english', $1)::text, ' & ', ' | ')::tsquery AS tsq,
                              tsvector_to_array(to_tsvector('english', $1)) AS terms)
-           SELECT s.skill_id, s.name, s.endpoint, s.chains, s.price_usd,
-                  ARRAY(SELECT t FROM unnest(s.match_terms) t WHERE t = ANY (q.terms)) AS match_terms,
-                  st.success_rate_24h, st.avg_latency_ms, st.calls_30d, st.rating_sum, st.rating_count,
+           SELECT ${candidateColumns('ARRAY(SELECT t FROM unnest(s.match_terms) t WHERE t = ANY (q.terms))')},
                   CASE WHEN row_number() OVER () = 1 THEN q.terms END AS task_terms, count(*) OVER () AS total
              FROM q, skills s JOIN skill_stats st ON st.skill_id = s.skill_id
             WHERE s.status = 'active' AND s.route_vector @@ q.tsq ${chainFilter ? 'AND s.chains && $3::text[]' : ''}

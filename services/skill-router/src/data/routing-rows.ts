@@ -1,6 +1,11 @@
 import { LRUCache } from 'lru-cache';
 import type { Pool } from 'pg';
-import { candidateOf, type CandidateColumns, type CandidateRecord } from './route-candidates';
+import {
+  candidateColumns,
+  candidateOf,
+  type CandidateColumns,
+  type CandidateRecord,
+} from './route-candidates';
 
 /**
  * The channel every write of a column routing reads notifies, with the skill's id as payload, in the
@@ -28,9 +33,7 @@ interface RoutableRow extends CandidateColumns {
   route_terms: string[] | null;
 }
 
-const ROUTABLE_COLUMNS = `s.skill_id, s.name, s.endpoint, s.chains, s.price_usd,
-  tsvector_to_array(s.route_vector) AS route_terms, s.match_terms,
-  st.success_rate_24h, st.avg_latency_ms, st.calls_30d, st.rating_sum, st.rating_count`;
+const ROUTABLE_COLUMNS = `${candidateColumns('s.match_terms')}, tsvector_to_array(s.route_vector) AS route_terms`;
 
 function toRoutable(r: RoutableRow): RoutableSkill {
   return { ...candidateOf(r), routeTerms: r.route_terms ?? [] };

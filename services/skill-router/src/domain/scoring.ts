@@ -4,6 +4,8 @@
  * while it is not current, from PostgreSQL full text (data/route-candidates.ts).
  */
 
+import type { CandidateRecord } from '../data/route-candidates';
+
 /** The factor weights (README, "Routing and the score"); they sum to 1. */
 export const WEIGHTS = {
   capability_match: 0.35,
@@ -43,25 +45,8 @@ export interface RouteQuery {
   maxLatencyMs?: number;
 }
 
-/** What scoring needs from a skill. */
-export interface ScoringSkill {
-  skillId: string;
-  /** Stemmed lexemes of the skill's capabilities and description. */
-  matchTerms: string[];
-  /** Supported chains (lowercase). */
-  chains: string[];
-  /** Price per call in USD; 0 is free. */
-  priceUsd: number;
-  /** Share of successful health checks and call reports over the last 24 hours, 0..1. */
-  successRate24h: number;
-  /** Average latency in ms over the last 24 hours; `null` when unknown. */
-  avgLatencyMs: number | null;
-  /** Call reports over the last 30 days. */
-  calls30d: number;
-  /** Sum and count of satisfaction ratings (1–5) over the last 30 days. */
-  ratingSum: number;
-  ratingCount: number;
-}
+/** What scoring needs from a skill: a routing candidate's fields without its name and endpoint. */
+export type ScoringSkill = Omit<CandidateRecord, 'name' | 'endpoint'>;
 
 /** A factor's value and, when it counted (value > 0), the human-readable reason. */
 export interface FactorResult {
