@@ -1,8 +1,8 @@
-import { cpSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { COMPUTE_TOPOLOGY } from '@repo/compute';
 import { applyMigrations } from '@repo/db-migrate';
+import { migrationsWithoutLast, schemaLogLines, shippedMigrations } from '@repo/db-migrate/testing';
 import { metricValue, readyStatus, scrape, waitFor } from '@repo/service-kit/testing';
 import { spawnProxiedMarketIntel, type ProxiedMarketIntel } from './support/process';
 
@@ -11,31 +11,18 @@ import { spawnProxiedMarketIntel, type ProxiedMarketIntel } from './support/proc
 jest.setTimeout(90_000);
 
 const MIGRATIONS = path.join(__dirname, '..', 'prisma', 'migrations');
-const SHIPPED = readdirSync(MIGRATIONS, { withFileTypes: true })
-  .filter((entry) => entry.isDirectory())
-  .map((entry) => entry.name)
-  .sort();
+const SHIPPED = shippedMigrations(MIGRATIONS);
 const LAST = SHIPPED[SHIPPED.length - 1] ?? '';
 
 let behind: string;
 let mi: ProxiedMarketIntel | undefined;
 beforeAll(() => {
-  behind = mkdtempSync(path.join(tmpdir(), 'market-intel-migrations-'));
-  cpSync(MIGRATIONS, behind, { recursive: true, filter: (source) => path.basename(source) !== LAST });
+  behind = migrationsWithoutLast(MIGRATIONS).dir;
 });
 afterAll(async () => {
   await mi?.close();
   rmSync(behind, { recursive: true, force: true });
 });
-
-/** The schema check's log lines (pino JSON) in `output`. */
-function schemaLines(output: string): Array<Record<string, unknown>> {
-  return output
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as Record<string, unknown>)
-    .filter((line) => line.check === 'schema');
-}
 
 describe('/readyz waits for the database schema', () => {
   it('When the database lacks the last migration this build ships, then /readyz answers 503 and the log names it; once it is applied, 200 and one info line', async () => {
@@ -57,8 +44,8 @@ describe('/readyz waits for the database schema', () => {
     );
 
     expect(await readyStatus(service.baseUrl)).toBe(503);
-    await waitFor('the warn line', () => schemaLines(service.output())[0]);
-    const [warn] = schemaLines(service.output());
+    await waitFor('the warn line', () => schemaLogLines(service.output())[0]);
+    const [warn] = schemaLogLines(service.output());
     expect(warn).toMatchObject({ level: 40, pending: [LAST], failed: [], migrationsDir: MIGRATIONS });
     expect(warn?.msg).toContain(LAST);
     expect(warn?.msg).toContain(
@@ -72,8 +59,8 @@ describe('/readyz waits for the database schema', () => {
     });
     await waitFor('/readyz to answer 200', async () => (await readyStatus(service.baseUrl)) === 200, 30_000);
     expect(await readyStatus(service.baseUrl)).toBe(200);
-    await waitFor('the info line', () => schemaLines(service.output())[1]);
-    expect(schemaLines(service.output()).slice(1)).toEqual([
+    await waitFor('the info line', () => schemaLogLines(service.output())[1]);
+    expect(schemaLogLines(service.output()).slice(1)).toEqual([
       expect.objectContaining({
         level: 30,
         migrations: SHIPPED.length,

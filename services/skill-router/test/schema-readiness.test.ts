@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { applyMigrations, resetDatabase } from '@repo/db-migrate';
+import { migrationsWithoutLast, schemaLogLines, shippedMigrations } from '@repo/db-migrate/testing';
 import {
   readyStatus,
   spawnService,
@@ -19,10 +20,7 @@ jest.setTimeout(120_000);
 const run = promisify(execFile);
 const PACKAGE_DIR = path.join(__dirname, '..');
 const MIGRATIONS = path.join(PACKAGE_DIR, 'prisma', 'migrations');
-const SHIPPED = readdirSync(MIGRATIONS, { withFileTypes: true })
-  .filter((entry) => entry.isDirectory())
-  .map((entry) => entry.name)
-  .sort();
+const SHIPPED = shippedMigrations(MIGRATIONS);
 const LAST = SHIPPED[SHIPPED.length - 1] ?? '';
 const quiet = { info: () => undefined, warn: () => undefined };
 
@@ -43,11 +41,9 @@ async function migratedDatabase(name: string, upTo: 'all' | 'all but the last'):
   await resetDatabase(databaseUrl);
   let migrationsDir = MIGRATIONS;
   if (upTo !== 'all') {
-    migrationsDir = tempDir('skill-router-migrations-');
-    cpSync(MIGRATIONS, migrationsDir, {
-      recursive: true,
-      filter: (source) => path.basename(source) !== LAST,
-    });
+    migrationsDir = migrationsWithoutLast(MIGRATIONS).dir;
+    const copy = migrationsDir;
+    cleanups.push(() => rmSync(copy, { recursive: true, force: true }));
   }
   await applyMigrations({ databaseUrl, migrationsDir, log: quiet });
   return databaseUrl;
@@ -63,15 +59,6 @@ async function spawn(cwd: string, databaseUrl: string, entry?: string): Promise<
   return svc;
 }
 
-/** The schema check's log lines (pino JSON) in `output`. */
-function schemaLines(output: string): Array<Record<string, unknown>> {
-  return output
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as Record<string, unknown>)
-    .filter((line) => line.check === 'schema');
-}
-
 describe('/readyz waits for the database schema', () => {
   it('When the database lacks the last migration this build ships, then /readyz answers 503 and the log names it; once it is applied, 200 and one info line', async () => {
     const databaseUrl = await migratedDatabase('skill_router_schema_behind_test', 'all but the last');
@@ -79,7 +66,7 @@ describe('/readyz waits for the database schema', () => {
 
     expect(await readyStatus(svc.baseUrl)).toBe(503);
     expect(await readyStatus(svc.baseUrl)).toBe(503);
-    const warn = await waitFor('the warn line', () => schemaLines(svc.output())[0]);
+    const warn = await waitFor('the warn line', () => schemaLogLines(svc.output())[0]);
     expect(warn).toMatchObject({ level: 40, pending: [LAST], failed: [], migrationsDir: MIGRATIONS });
     expect(warn?.msg).toContain(LAST);
     expect(warn?.msg).toContain(
@@ -89,8 +76,8 @@ describe('/readyz waits for the database schema', () => {
     await applyMigrations({ databaseUrl, migrationsDir: MIGRATIONS, log: quiet });
     await waitFor('/readyz to answer 200', async () => (await readyStatus(svc.baseUrl)) === 200, 15_000);
     expect(await readyStatus(svc.baseUrl)).toBe(200);
-    await waitFor('the info line', () => schemaLines(svc.output())[1]);
-    expect(schemaLines(svc.output()).slice(1)).toEqual([
+    await waitFor('the info line', () => schemaLogLines(svc.output())[1]);
+    expect(schemaLogLines(svc.output()).slice(1)).toEqual([
       expect.objectContaining({
         level: 30,
         migrations: SHIPPED.length,
@@ -133,8 +120,8 @@ describe('/readyz waits for the database schema', () => {
     cpSync(MIGRATIONS, path.join(image, 'prisma', 'migrations'), { recursive: true });
     const svc = await spawn(image, databaseUrl, 'dist/main.js');
     expect(await readyStatus(svc.baseUrl)).toBe(200);
-    await waitFor('the info line', () => schemaLines(svc.output())[0]);
-    expect(schemaLines(svc.output())).toEqual([
+    await waitFor('the info line', () => schemaLogLines(svc.output())[0]);
+    expect(schemaLogLines(svc.output())).toEqual([
       expect.objectContaining({
         level: 30,
         migrations: SHIPPED.length,
