@@ -30,7 +30,7 @@ import { heartbeatTopology, startComputeConsumers } from './entry-points/consume
 import { createApp } from './entry-points/http/app';
 import { createDevnetComputeCaps } from './entry-points/http/compute';
 import type { HttpHandler } from './entry-points/mcp/tools';
-import { createPaymentGateway, createRefundSenders, paymentGate } from './entry-points/http/payments';
+import { createPaymentGateway, createRefundSenders, paymentGate } from './adapters/x402';
 import { FEE_PAYER_CHECK_INTERVAL_MS, FeePayerMonitor } from './entry-points/workers/fee-payer-monitor';
 import { JobWatchdog } from './entry-points/workers/job-watchdog';
 import { OutboxRelay } from './entry-points/workers/outbox-relay';

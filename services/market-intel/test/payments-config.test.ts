@@ -5,7 +5,7 @@ import { Keypair } from '@solana/web3.js';
 import { ConfigError } from '@repo/service-kit';
 import { associatedTokenAccountOf } from '@repo/x402-solana';
 import { loadConfig } from '../src/config';
-import { createRefundSenders, createSettlers } from '../src/entry-points/http/payments';
+import { createRefundSenders, createSettlers } from '../src/adapters/x402';
 
 // The official-scheme configuration (README, "Configuration"): a fee payer file and the merchant
 // wallets, checked at boot.

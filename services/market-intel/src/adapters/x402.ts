@@ -19,8 +19,8 @@ import {
   type RpcCallEvent,
   type SolanaPaymentVerifierOptions,
 } from '@repo/x402-solana';
-import type { MarketIntelConfig } from '../../config';
-import type { PaymentGate } from './data-api';
+import type { MarketIntelConfig } from '../config';
+import type { PaymentGate } from '../entry-points/http/data-api';
 
 /** The configuration {@link createPaymentGateway} reads. */
 export type PaymentConfig = Pick<
