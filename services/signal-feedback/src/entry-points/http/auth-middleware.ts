@@ -7,7 +7,7 @@ import type { KeyOwner } from '../../data/signals';
 import { hashSessionToken, safeEqual } from '../../domain/sessions';
 import type { AccountRepository } from '../../data/accounts';
 import { SIGNAL_FEEDBACK_ERRORS } from '../../domain/errors';
-import { authenticateProductKey } from '../product-key';
+import { authenticateProductKey } from '../../domain/product-key';
 
 /** Name of the session cookie; `__Host-` prefixed when cookies are Secure (no Domain, Path=/). */
 export function sessionCookieName(secure: boolean): string {

@@ -12,7 +12,7 @@ import type { KeyOwner, SignalRepository } from '../../data/signals';
 import { acceptSignals, parseSignalBatch } from '../../domain/ingest';
 import type { SignalFeedbackEvents } from '../../metrics';
 import { IngestSignalInput, ReceivedResponse, SignalInput } from '../../schemas';
-import { countIngestion } from '../product-key';
+import { countIngestion } from '../../domain/product-key';
 import { apiKeyAuth, keyOwnerOf } from './auth-middleware';
 import { KEY_SECURITY } from './openapi';
 

@@ -16,7 +16,7 @@ import {
   sendSignalsArgs,
   type SendSignalsArgs,
 } from '../../schemas';
-import { authenticateProductKey, countIngestion } from '../product-key';
+import { authenticateProductKey, countIngestion } from '../../domain/product-key';
 
 /** What `initialize` tells an agent about this server (README, "MCP"). */
 export const SIGNAL_FEEDBACK_MCP_INSTRUCTIONS =

@@ -14,7 +14,7 @@ import type { SkillDirectory } from '../../data/skill-directory';
 import type { SkillStats } from '../../data/skill-stats';
 import type { RoutingSources } from '../../domain/routing';
 import type { RouteOutcome } from '../../metrics';
-import { discoverOperations } from '../discover-operations';
+import { discoverOperations } from '../../domain/discover-operations';
 import { SKILL_ROUTER_MCP_INSTRUCTIONS, skillRouterTools } from '../mcp/tools';
 import { discoverRoutes } from './discover';
 import { skillRouterOpenApi } from './openapi';

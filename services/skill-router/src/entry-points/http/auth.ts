@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import type { AuthenticatedKey, DiscoverOperations } from '../discover-operations';
+import type { AuthenticatedKey, DiscoverOperations } from '../../domain/discover-operations';
 
 /**
  * Protects a route (README, "Keys"): header `x-api-key` must carry a key from POST /api/auth/key,

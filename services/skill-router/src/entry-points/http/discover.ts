@@ -21,7 +21,7 @@ import {
   RouteResponse,
   SkillList,
 } from '../../schemas';
-import type { DiscoverOperations } from '../discover-operations';
+import type { DiscoverOperations } from '../../domain/discover-operations';
 import { authenticatedKey, requireApiKey } from './auth';
 import { AUTHENTICATED_BODY_ERRORS } from './openapi';
 

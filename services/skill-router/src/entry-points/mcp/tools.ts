@@ -13,7 +13,7 @@ import {
   SkillId,
   SkillList,
 } from '../../schemas';
-import type { DiscoverOperations } from '../discover-operations';
+import type { DiscoverOperations } from '../../domain/discover-operations';
 
 /** What `initialize` tells an agent about this server (README, "MCP"). */
 export const SKILL_ROUTER_MCP_INSTRUCTIONS =

@@ -1,7 +1,7 @@
 import { AppError, isAppError } from '@repo/errors';
 import { hashApiKey, type ApiKeyCache } from '@repo/service-kit';
 import type { KeyOwner } from '../data/signals';
-import { signalFeedbackKeys } from '../domain/api-keys';
+import { signalFeedbackKeys } from './api-keys';
 import type { SignalFeedbackEvents } from '../metrics';
 
 /**

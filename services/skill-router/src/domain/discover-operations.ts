@@ -4,10 +4,10 @@ import type { z } from 'zod';
 import type { ApiKeyRepository, StoredApiKey } from '../data/api-keys';
 import type { SkillDirectory, SkillRecord } from '../data/skill-directory';
 import type { SkillStats } from '../data/skill-stats';
-import { skillRouterKeys } from '../domain/api-keys';
-import { submitReport } from '../domain/reports';
-import { routeTask, type RoutingSources } from '../domain/routing';
-import { withLiveMetrics } from '../domain/skill-metrics';
+import { skillRouterKeys } from './api-keys';
+import { submitReport } from './reports';
+import { routeTask, type RoutingSources } from './routing';
+import { withLiveMetrics } from './skill-metrics';
 import type { RouteOutcome } from '../metrics';
 import {
   VERIFICATION_STEPS,
