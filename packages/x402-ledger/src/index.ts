@@ -1,7 +1,9 @@
 // @repo/x402-ledger — the PostgreSQL payment ledger (README "@repo/x402-ledger"): one row per payment
 // signature, claimed before any network call, holding the stored answer that a replay returns.
 export { PoolSqlClient } from './pool-sql-client';
-export { PrismaPaymentLedger, X402_PAYMENTS_TABLE, X402_PAYMENT_PRISMA_MODEL } from './ledger';
+export { PrismaPaymentLedger } from './ledger';
+export { X402_PAYMENTS_TABLE, X402_PAYMENT_PRISMA_MODEL } from './payments-table';
+export type { AttemptCounter, CountedAttempt } from './attempts';
 export type {
   SqlClient,
   PaymentKind,
@@ -9,12 +11,10 @@ export type {
   StoredResponse,
   PaymentRecord,
   ClaimRequest,
-  AttemptCounter,
-  CountedAttempt,
   PaymentClaim,
   ClaimOutcome,
   PaymentLedger,
   PaymentLedgerOptions,
-} from './ledger';
+} from './types';
 export { PrismaRefundLedger, X402_REFUNDS_TABLE, X402_REFUND_PRISMA_MODEL } from './refunds';
 export type { RefundStatus, RefundRecord, RefundClaim } from './refunds';

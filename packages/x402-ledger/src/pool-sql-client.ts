@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient, QueryConfig } from 'pg';
-import type { SqlClient } from './ledger';
+import type { SqlClient } from './types';
 
 /** Most distinct statement texts a process prepares by name; texts past it run unnamed. */
 const MAX_NAMED_STATEMENTS = 256;

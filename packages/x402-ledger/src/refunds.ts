@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { X402Network } from '@repo/schemas';
-import { X402_PAYMENTS_TABLE, type SqlClient } from './ledger';
+import { X402_PAYMENTS_TABLE } from './payments-table';
+import type { SqlClient } from './types';
 
 /** Name of the refunds table. */
 export const X402_REFUNDS_TABLE = 'x402_refunds';

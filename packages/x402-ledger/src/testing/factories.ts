@@ -1,7 +1,7 @@
 import { Keypair } from '@solana/web3.js';
 import type { VerifiedPayment } from '@repo/x402-core';
 import { buildSignature } from '@repo/x402-core/testing';
-import type { ClaimRequest, StoredResponse } from '../ledger';
+import type { ClaimRequest, StoredResponse } from '../types';
 
 /** A claim request for a fresh signature. */
 export function buildClaimRequest(overrides: Partial<ClaimRequest> = {}): ClaimRequest {

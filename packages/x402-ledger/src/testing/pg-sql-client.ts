@@ -1,5 +1,5 @@
 import { Pool, type PoolConfig } from 'pg';
-import type { SqlClient } from '../ledger';
+import type { SqlClient } from '../types';
 import { PoolSqlClient } from '../pool-sql-client';
 
 /**
