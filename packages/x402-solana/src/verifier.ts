@@ -7,81 +7,21 @@ import {
   type VerifyOptions,
 } from '@repo/x402-core';
 import { CircuitBreaker } from './circuit-breaker';
-import {
-  SolanaRpcClient,
-  tokenAccountOwner,
-  type RpcInstruction,
-  type RpcTokenBalance,
-  type RpcTransaction,
-} from './rpc-client';
-import {
-  decodeBase58Data,
-  decodeTransferChecked,
-  TOKEN_2022_PROGRAM_ADDRESS,
-  TOKEN_PROGRAM_ADDRESS,
-  type TransferChecked,
-} from './transfers';
+import { SolanaRpcClient, tokenAccountOwner, type RpcTransaction } from './rpc-client';
+import { balanceDelta, findTransfersChecked, referencesOf, resolveAccountKeys } from './transaction-effects';
+import type { TransferChecked } from './transfers';
+import type {
+  RpcCallEvent,
+  SolanaPaymentVerifierConfig,
+  SolanaPaymentVerifierOptions,
+} from './verifier-config';
 
-/** Where and what a {@link SolanaPaymentVerifier} checks, per network. */
-export interface SolanaPaymentVerifierConfig {
-  /** The network name used in requirements and headers. */
-  network: X402Network;
-  /** JSON-RPC URL (`http:` or `https:`) of that network. */
-  rpcUrl: string;
-  /** The USDC mint (base58). */
-  asset: string;
-  /** The merchant's USDC token account (base58). */
-  payTo: string;
-  /**
-   * The merchant wallet that owns `payTo` (base58), used to recognise a payment in another mint sent
-   * to another of its token accounts (`mint_mismatch`); read once from the chain when omitted.
-   */
-  payToOwner?: string;
-}
-
-/** Tuning of a {@link SolanaPaymentVerifier}. */
-export interface SolanaPaymentVerifierOptions {
-  /** Largest accepted `|first sighting - blockTime|`, in seconds; default 300. */
-  freshnessWindowSeconds?: number;
-  /** `getTransaction` attempts while the transaction is not found or the RPC fails; default 4. */
-  fetchAttempts?: number;
-  /** Milliseconds between attempts; default 400. */
-  fetchDelayMs?: number;
-  /**
-   * Timeout of one RPC call in milliseconds (connecting, then the answer's headers, then any pause in
-   * its body); default 10000.
-   */
-  rpcTimeoutMs?: number;
-  /** Most keep-alive connections to the RPC endpoint; more concurrent calls queue. Default 32. */
-  rpcMaxConnections?: number;
-  /** The clock, for the freshness check of a signature with no recorded sighting; default `() => new Date()`. */
-  now?: () => Date;
-  /**
-   * Milliseconds a signature the RPC did not find is answered `not_found` again without a call;
-   * default 2000 (0 disables).
-   */
-  notFoundCacheMs?: number;
-  /** Consecutive failed RPC calls that open the circuit breaker; default 5. */
-  breakerFailureThreshold?: number;
-  /** Milliseconds the open breaker fails calls fast before it lets one probe through; default 10000. */
-  breakerOpenMs?: number;
-  /** Told of every RPC call and of every call avoided, for metrics; must not throw. */
-  onRpcCall?: (call: RpcCallEvent) => void;
-}
-
-/**
- * One RPC call of the verifier, or one it did not make: `found` / `not_found` (the transaction was or
- * was not there), `error` (unreachable, timed out or an unusable answer), `cached_not_found` (answered
- * from the not-found cache) and `short_circuit` (failed fast by the open circuit breaker).
- */
-export interface RpcCallEvent {
-  /** The network of the verifier. */
-  network: X402Network;
-  /** The JSON-RPC method. */
-  method: 'getTransaction' | 'getAccountInfo';
-  /** What happened. */
-  outcome: 'found' | 'not_found' | 'error' | 'cached_not_found' | 'short_circuit';
-}
+export { balanceDelta, findTransfersChecked, resolveAccountKeys } from './transaction-effects';
+export type {
+  RpcCallEvent,
+  SolanaPaymentVerifierConfig,
+  SolanaPaymentVerifierOptions,
+} from './verifier-config';
 
 const DEFAULTS = {
   freshnessWindowSeconds: 300,
@@ -286,13 +226,7 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
     }
 
     if (options.reference !== undefined) {
-      const signers = new Set(
-        tx.transaction.message.accountKeys.slice(
-          0,
-          tx.transaction.message.header?.numRequiredSignatures ?? 1,
-        ),
-      );
-      const references = exact.extraAccounts.filter((account) => !signers.has(account));
+      const references = referencesOf(tx, exact);
       if (references.length > 0 && !references.includes(options.reference)) {
         return fail(
           'reference_mismatch',
@@ -455,101 +389,6 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
       // A metrics hook must never break a payment.
     }
   }
-}
-
-/**
- * The account keys of a transaction in index order: `transaction.message.accountKeys` (the static
- * keys), then `meta.loadedAddresses.writable` and `.readonly` (the addresses loaded from address lookup
- * tables of a v0 transaction). Instruction account indexes and token balance `accountIndex`es point
- * into this list.
- *
- * @param tx a `getTransaction` answer (`encoding: "json"`)
- * @returns base58 addresses
- */
-export function resolveAccountKeys(tx: RpcTransaction): string[] {
-  const keys = tx.transaction.message.accountKeys.slice();
-  const loaded = tx.meta?.loadedAddresses;
-  if (loaded) {
-    for (const key of loaded.writable) keys.push(key);
-    for (const key of loaded.readonly) keys.push(key);
-  }
-  return keys;
-}
-
-/**
- * Every SPL Token / Token-2022 `transferChecked` of a transaction: top-level instructions, then inner
- * (CPI) instructions of `meta.innerInstructions`. Instructions of other programs, other token
- * instructions and instructions whose data is not base58 are skipped.
- *
- * @param tx a `getTransaction` answer (`encoding: "json"`)
- * @param accountKeys from {@link resolveAccountKeys}
- * @returns the transfers in that order, amounts in atomic units
- */
-export function findTransfersChecked(tx: RpcTransaction, accountKeys: readonly string[]): TransferChecked[] {
-  const found: TransferChecked[] = [];
-  for (const ix of tx.transaction.message.instructions) {
-    const transfer = decodeJsonInstruction(ix, accountKeys, 'top-level');
-    if (transfer) found.push(transfer);
-  }
-  for (const group of tx.meta?.innerInstructions ?? []) {
-    for (const ix of group.instructions) {
-      const transfer = decodeJsonInstruction(ix, accountKeys, 'inner');
-      if (transfer) found.push(transfer);
-    }
-  }
-  return found;
-}
-
-/** Decodes a JSON-encoded instruction as a `transferChecked`; only token-program data is decoded. */
-function decodeJsonInstruction(
-  ix: RpcInstruction,
-  accountKeys: readonly string[],
-  location: TransferChecked['location'],
-): TransferChecked | undefined {
-  const programId = accountKeys[ix.programIdIndex];
-  if (programId !== TOKEN_PROGRAM_ADDRESS && programId !== TOKEN_2022_PROGRAM_ADDRESS) return undefined;
-  let data: Uint8Array;
-  try {
-    data = decodeBase58Data(ix.data);
-  } catch {
-    return undefined;
-  }
-  return decodeTransferChecked(
-    { programIdIndex: ix.programIdIndex, accountIndexes: ix.accounts, data },
-    accountKeys,
-    location,
-  );
-}
-
-/**
- * `post - pre` token balance of `account` for `mint`, in atomic units, from `meta.postTokenBalances`
- * and `meta.preTokenBalances` (a missing entry counts as 0: e.g. an account created by the
- * transaction).
- *
- * @param tx a `getTransaction` answer (`encoding: "json"`)
- * @param accountKeys from {@link resolveAccountKeys}
- * @param account the token account (base58)
- * @param mint the mint (base58)
- */
-export function balanceDelta(
-  tx: RpcTransaction,
-  accountKeys: readonly string[],
-  account: string,
-  mint: string,
-): bigint {
-  const indexes = new Set<number>();
-  accountKeys.forEach((key, index) => {
-    if (key === account) indexes.add(index);
-  });
-  const sum = (balances: readonly RpcTokenBalance[] | null | undefined): bigint => {
-    let total = 0n;
-    for (const balance of balances ?? []) {
-      if (indexes.has(balance.accountIndex) && balance.mint === mint)
-        total += BigInt(balance.uiTokenAmount.amount);
-    }
-    return total;
-  };
-  return sum(tx.meta?.postTokenBalances) - sum(tx.meta?.preTokenBalances);
 }
 
 /** Milliseconds rounded to hundredths, as reported in `rpcMs`. */
