@@ -1,5 +1,5 @@
 import path from 'node:path';
-import express, { Router, type RequestHandler } from 'express';
+import express, { Router, type Request, type RequestHandler } from 'express';
 import type { z } from 'zod';
 import { ErrorEnvelope, errorEnvelope } from '@repo/errors';
 import {
@@ -57,6 +57,57 @@ export interface RouteContract {
   before?: RequestHandler[];
 }
 
+/** The parsed output of a request part's schema, or `fallback` when the contract declares none. */
+type Parsed<R, K extends 'query' | 'params' | 'body', Fallback> = R extends {
+  [P in K]: infer S extends z.ZodType;
+}
+  ? z.output<S>
+  : Fallback;
+
+/** Whether a request contract validates its body (declared, and not left to the handler). */
+type ValidatesBody<R> = R extends { body: z.ZodType }
+  ? [R extends { bodyParsedByHandler: infer F } ? F : undefined] extends [false | undefined]
+    ? true
+    : false
+  : false;
+
+/**
+ * What the generated validation step leaves in `res.locals.valid` for a route whose request contract
+ * is `R`: each declared query, params and body schema's `z.output` (a default filled in, a coerced
+ * number a number); an undeclared part is express's own (`req.query`, `req.params`, `req.body`).
+ */
+export interface ContractInput<R> {
+  query: Parsed<R, 'query', Request['query']>;
+  params: Parsed<R, 'params', Request['params']>;
+  body: ValidatesBody<R> extends true ? Parsed<R, 'body', unknown> : unknown;
+}
+
+/**
+ * `res.locals` of a route's handlers: `valid` holds the parsed request (see {@link ContractInput})
+ * when the contract declares anything to validate; otherwise no validation step runs and nothing is
+ * there.
+ */
+export type ContractLocals<R> = Record<string, unknown> &
+  (R extends { query: z.ZodType } | { params: z.ZodType }
+    ? { valid: ContractInput<R> }
+    : ValidatesBody<R> extends true
+      ? { valid: ContractInput<R> }
+      : { valid?: never });
+
+/**
+ * A handler of a declared route (docs/architecture.md, "Routes own their contracts"): an express
+ * handler whose `res.locals.valid` and `req.body` are typed from the contract `C` it was declared
+ * with, so the handler reads the parsed request without restating its schemas. Any express
+ * `RequestHandler` is one too.
+ */
+export type ContractHandler<C extends RouteContract> = RequestHandler<
+  Request['params'],
+  unknown,
+  ContractInput<C['request']>['body'],
+  Request['query'],
+  ContractLocals<C['request']>
+>;
+
 /** An express `Router` whose routes are declared with their contracts (see {@link contractRouter}). */
 export interface ContractRouter {
   /** Mount it at the root: the declared paths are absolute. */
@@ -65,11 +116,13 @@ export interface ContractRouter {
   readonly operations: readonly OpenApiOperation[];
   /**
    * Declares an operation and mounts it: `contract.before`, then validation of the declared query,
-   * params and body (the parsed values in `res.locals.valid`, see `validated`), then `handlers`.
+   * params and body (the parsed values in `res.locals.valid`), then `handlers`, each typed from the
+   * contract (see {@link ContractHandler}): `res.locals.valid.query` is the `z.output` of
+   * `request.query`, and so on.
    * @throws Error when the operation id or the method and path were declared before, or when the
    *   path template's parameters and `request.params` name different parameters
    */
-  route(contract: RouteContract, ...handlers: RequestHandler[]): ContractRouter;
+  route<C extends RouteContract>(contract: C, ...handlers: ContractHandler<C>[]): ContractRouter;
 }
 
 /**

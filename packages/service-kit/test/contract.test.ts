@@ -16,7 +16,6 @@ import {
   errorResponse,
   openApiRoutes,
   RETRY_AFTER_HEADER,
-  validated,
   withExamples,
 } from '../src/index';
 import {
@@ -50,7 +49,7 @@ function buildApp() {
         },
       },
       (_req, res) => {
-        const { params, query } = validated<z.infer<typeof ItemQuery>, { itemId: string }>(res.locals);
+        const { params, query } = res.locals.valid;
         res.json({ id: params.itemId, qty: query.limit });
       },
     )
