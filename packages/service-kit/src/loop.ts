@@ -1,3 +1,4 @@
+import { noJitterGenerator } from 'cockatiel';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Logger } from './logger';
 
@@ -34,6 +35,47 @@ export function createLoopMetrics(registry: Registry): LoopMetrics {
   };
 }
 
+/**
+ * An exponential backoff, the one retry delay policy of the workspace (docs/architecture.md, "Runtime"):
+ * the loops' waits after failed rounds, webhook and refund retries, step requeues and broker reconnects.
+ */
+export interface BackoffPolicy {
+  /** The delay before the first retry, in milliseconds. */
+  initialDelayMs: number;
+  /** The longest delay, in milliseconds. */
+  maxDelayMs: number;
+}
+
+/**
+ * The delay before retry number `retry` of `policy` (docs/architecture.md, "Runtime"): `initialDelayMs`
+ * doubled `retry` times (0: the first retry waits `initialDelayMs`), at most `maxDelayMs`. No jitter:
+ * {@link withJitter} spreads it where replicas would otherwise retry in lockstep.
+ * @param policy the first and the longest delay, in milliseconds
+ * @param retry how many retries came before this one (a negative count counts as 0)
+ * @returns the delay in milliseconds
+ */
+export function backoffDelay(policy: BackoffPolicy, retry: number): number {
+  // cockatiel's exponential backoff without jitter: min(maxDelay, initialDelay * 2 ** retry).
+  const [delay] = noJitterGenerator(Math.max(0, retry), {
+    generator: noJitterGenerator,
+    initialDelay: policy.initialDelayMs,
+    maxDelay: policy.maxDelayMs,
+    exponent: 2,
+  });
+  return delay;
+}
+
+/**
+ * Spreads a wait uniformly over `ms ± jitter × ms` (docs/architecture.md, "Runtime"), rounded to a
+ * millisecond, so that replicas started together do not act in lockstep.
+ * @param ms the wait in milliseconds (0 or less is returned as is)
+ * @param jitter the spread as a fraction of `ms`, clamped to [0, 1]
+ */
+export function withJitter(ms: number, jitter: number): number {
+  const spread = Math.min(Math.max(jitter, 0), 1);
+  return ms <= 0 || spread === 0 ? ms : Math.round(ms * (1 - spread + Math.random() * 2 * spread));
+}
+
 /** Options of {@link createLoop}. */
 export interface LoopOptions {
   /** The loop's name in logs and in the `loop` label of its metrics. */
@@ -59,50 +101,54 @@ export interface LoopOptions {
   metrics?: LoopMetrics;
 }
 
-/** A background loop: rounds one after the other, never two at once. */
+/**
+ * A background loop: rounds one after the other, never two at once (docs/architecture.md, "Runtime").
+ * It is idle until {@link Loop.start}, running until {@link Loop.stop}, and can be started again.
+ */
 export interface Loop {
   readonly name: string;
-  /** Schedules the first round (no-op when started or stopped). */
+  /** Schedules rounds, the first after `initialDelayMs` (no-op while running); also after a stop. */
   start(): void;
-  /** Stops scheduling rounds and waits for the round in progress. */
+  /** Stops scheduling rounds and waits for the round in progress; {@link Loop.start} resumes. */
   stop(): Promise<void>;
   /**
    * Runs a round that starts after this call and resolves when it is done: now, or right after the
    * round in progress (which may have read its work before the call; every kick during one round
-   * shares the round after it). A stopped loop runs no new round. For "work just arrived" signals,
-   * tests and demos.
+   * shares the round after it). Running or idle (never started: that one round and nothing
+   * scheduled) alike; a stopped loop runs no new round. For "work just arrived" signals, tests and
+   * demos.
    */
   kick(): Promise<void>;
 }
 
 /**
  * The one loop abstraction of every background worker (docs/architecture.md, "Runtime"): an interval
- * with jitter, an immediate next round while work is waiting, exponential backoff after failures, a
- * metric per round and a graceful stop. Nothing runs until {@link Loop.start}.
+ * with jitter, an immediate next round while work is waiting, exponential backoff after failures
+ * ({@link backoffDelay}), a metric per round and a graceful stop. Nothing runs until
+ * {@link Loop.start} or {@link Loop.kick}; a stopped loop can be started again.
  */
 export function createLoop(options: LoopOptions): Loop {
   const { name, intervalMs, round, logger, metrics } = options;
-  const jitter = Math.min(Math.max(options.jitter ?? 0.1, 0), 1);
-  const maxBackoffMs = Math.max(options.maxBackoffMs ?? 30_000, intervalMs);
-  let started = false;
-  let stopped = false;
+  const jitter = options.jitter ?? 0.1;
+  const backoff: BackoffPolicy = {
+    initialDelayMs: intervalMs,
+    maxDelayMs: Math.max(options.maxBackoffMs ?? 30_000, intervalMs),
+  };
+  let state: 'idle' | 'running' | 'stopped' = 'idle';
   let failures = 0;
   let timer: NodeJS.Timeout | undefined;
   let current: Promise<void> | undefined;
   let following: Promise<void> | undefined;
 
-  const spread = (ms: number): number =>
-    ms <= 0 || jitter === 0 ? ms : Math.round(ms * (1 - jitter + Math.random() * 2 * jitter));
-
   const schedule = (delayMs: number): void => {
-    if (stopped) return;
+    if (state !== 'running') return;
     if (timer) clearTimeout(timer);
     timer = setTimeout(() => void runOnce(), delayMs);
   };
 
   const runOnce = (): Promise<void> => {
     if (current) return current;
-    if (stopped) return Promise.resolve();
+    if (state === 'stopped') return Promise.resolve();
     current = (async () => {
       const endTimer = metrics?.duration.startTimer({ loop: name });
       let next: number;
@@ -110,17 +156,17 @@ export function createLoop(options: LoopOptions): Loop {
         const more = (await round()) === true;
         failures = 0;
         metrics?.rounds.inc({ loop: name, outcome: more ? 'more' : 'idle' });
-        next = more ? 0 : spread(intervalMs);
+        next = more ? 0 : withJitter(intervalMs, jitter);
       } catch (err) {
         failures += 1;
         metrics?.rounds.inc({ loop: name, outcome: 'error' });
         logger.error({ err, loop: name, failures }, 'background loop round failed');
-        next = spread(Math.min(intervalMs * 2 ** Math.min(failures, 20), maxBackoffMs));
+        next = withJitter(backoffDelay(backoff, Math.min(failures, 20)), jitter);
       } finally {
         endTimer?.();
         current = undefined;
       }
-      if (started) schedule(next);
+      schedule(next);
     })();
     return current;
   };
@@ -128,18 +174,21 @@ export function createLoop(options: LoopOptions): Loop {
   return {
     name,
     start() {
-      if (started || stopped) return;
-      started = true;
-      schedule(options.initialDelayMs ?? 0);
+      if (state === 'running') return;
+      state = 'running';
+      failures = 0;
+      // Started again while the round a stop waited for is still running: that round schedules the next.
+      if (!current) schedule(options.initialDelayMs ?? 0);
     },
     async stop() {
-      stopped = true;
+      state = 'stopped';
       if (timer) clearTimeout(timer);
+      timer = undefined;
       await current;
     },
     kick() {
       if (!current) return runOnce();
-      if (stopped) return current;
+      if (state === 'stopped') return current;
       following ??= current.then(() => {
         following = undefined;
         return runOnce();

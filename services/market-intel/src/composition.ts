@@ -31,12 +31,12 @@ import { createApp } from './entry-points/http/app';
 import { createDevnetComputeCaps } from './entry-points/http/compute';
 import type { HttpHandler } from './entry-points/mcp/tools';
 import { createPaymentGateway, createRefundSenders, paymentGate } from './adapters/x402';
-import { FEE_PAYER_CHECK_INTERVAL_MS, FeePayerMonitor } from './entry-points/workers/fee-payer-monitor';
-import { JobWatchdog } from './entry-points/workers/job-watchdog';
-import { OutboxRelay } from './entry-points/workers/outbox-relay';
-import { RefundWorker } from './entry-points/workers/refund-worker';
-import { ScanScheduler } from './entry-points/workers/scan-scheduler';
-import { WebhookDispatcher } from './entry-points/workers/webhook-dispatcher';
+import { FEE_PAYER_CHECK_INTERVAL_MS, createFeePayerMonitor } from './entry-points/workers/fee-payer-monitor';
+import { createJobWatchdog, type JobWatchdog } from './entry-points/workers/job-watchdog';
+import { createOutboxRelay, type OutboxRelay } from './entry-points/workers/outbox-relay';
+import { createRefundWorker, type RefundWorker } from './entry-points/workers/refund-worker';
+import { createScanScheduler, type ScanScheduler } from './entry-points/workers/scan-scheduler';
+import { createWebhookDispatcher, type WebhookDispatcher } from './entry-points/workers/webhook-dispatcher';
 import { createMarketIntelMetrics, type MarketIntelMetrics } from './metrics';
 
 /** How often the stored reports' fingerprint is compared with the cached one, in milliseconds. */
@@ -114,7 +114,7 @@ export async function compose(
         }
       : metrics.onPaymentEvent,
   };
-  const feePayers = new FeePayerMonitor(payments.settlers ?? {}, {
+  const feePayers = createFeePayerMonitor(payments.settlers ?? {}, {
     minLamports: BigInt(config.X402_FEE_PAYER_MIN_LAMPORTS),
     logger,
     onBalance: (network, lamports) => metrics.onFeePayerBalance(network, lamports),
@@ -152,7 +152,7 @@ export async function compose(
     staleAfterMs: config.RUNNER_STALE_AFTER_MS,
     isBrokerConnected: () => broker.isConnected(),
   });
-  const outbox = new OutboxRelay(db, broker, logger, {
+  const outbox = createOutboxRelay(db, broker, logger, {
     sweepIntervalMs: config.OUTBOX_SWEEP_INTERVAL_MS,
     leaseMs: 30_000,
     batchSize: 100,
@@ -160,7 +160,7 @@ export async function compose(
   });
   const policy = { allowlist: parseAllowlist(config.SSRF_ALLOWLIST) };
   const webhooks = config.WEBHOOK_SECRET
-    ? new WebhookDispatcher(
+    ? createWebhookDispatcher(
         db,
         {
           secret: config.WEBHOOK_SECRET,
@@ -176,7 +176,7 @@ export async function compose(
     : null;
   const scheduler =
     sectors.length > 0 && config.SCOUT_SCAN_INTERVAL_MINUTES > 0
-      ? new ScanScheduler(
+      ? createScanScheduler(
           scans,
           jobs,
           outbox,
@@ -193,7 +193,7 @@ export async function compose(
       : null;
   const refunds =
     refundWallet !== undefined
-      ? new RefundWorker(
+      ? createRefundWorker(
           refundLedger,
           refundSenders,
           {
@@ -211,7 +211,7 @@ export async function compose(
     metrics.onRefund(result.refundQueued, 'queued');
     void refunds?.kick();
   };
-  const watchdog = new JobWatchdog(
+  const watchdog = createJobWatchdog(
     jobs,
     outbox,
     {

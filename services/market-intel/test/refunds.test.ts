@@ -8,7 +8,7 @@ import { callRpc, sendUsdcTransfer, waitForSignature } from '@repo/solana-localn
 import { PrismaRefundLedger, type RefundClaim } from '@repo/x402-ledger';
 import { associatedTokenAccountOf, RefundSender, type SignedRefund } from '@repo/x402-solana';
 import type { MarketIntelService } from '../src/composition';
-import { RefundWorker } from '../src/entry-points/workers/refund-worker';
+import { createRefundWorker } from '../src/entry-points/workers/refund-worker';
 import { startHarness, startReplica, type Harness, type Replica } from './support/harness';
 import { RpcInterceptor } from './support/rpc-interceptor';
 
@@ -448,7 +448,7 @@ describe('Refunds of failed paid jobs', () => {
       const { payer, before, walletBefore, signature } = await queuedRefund('internal');
       const walletLamports = await lamportsOf(h.ledger.refundWallet.publicKey);
       const ledger = new PrismaRefundLedger(h.db);
-      const worker = new RefundWorker(
+      const worker = createRefundWorker(
         ledger,
         { solana: refundSender(rpc.url) },
         { intervalMs: 60_000, confirmTimeoutMs: 5_000, pollIntervalMs: 50 },

@@ -6,7 +6,7 @@ import { COMPUTE_TOPOLOGY } from '@repo/compute';
 import { waitFor } from '@repo/queue/testing';
 import type { ScoutSectorSources } from '@repo/compute';
 import { loadSourcesFile, SourcesFileError } from '../src/domain/scout-sources';
-import { ScanScheduler } from '../src/entry-points/workers/scan-scheduler';
+import { createScanScheduler, type ScanScheduler } from '../src/entry-points/workers/scan-scheduler';
 import { loadConfig } from '../src/config';
 import { compose } from '../src/composition';
 import { startHarness, type Harness } from './support/harness';
@@ -28,7 +28,7 @@ const SECTORS: ScoutSectorSources[] = [
 ];
 
 function scheduler(intervalMs: number, staleMs = 3_600_000): ScanScheduler {
-  return new ScanScheduler(
+  return createScanScheduler(
     h.service.scans,
     h.service.jobs,
     h.service.outbox,

@@ -1,6 +1,6 @@
 import { Keypair } from '@solana/web3.js';
 import { ExactSvmSettler } from '@repo/x402-solana';
-import { FeePayerMonitor } from '../src/entry-points/workers/fee-payer-monitor';
+import { createFeePayerMonitor } from '../src/entry-points/workers/fee-payer-monitor';
 import { metricValue, scrape, waitFor } from '@repo/service-kit/testing';
 import { buildReport, startHarness, type Harness } from './support/harness';
 import { balances, officialFetch } from './support/official-client';
@@ -97,7 +97,7 @@ describe('FeePayerMonitor', () => {
       logger,
       onBalance: (_n: string, l: bigint) => void seen.push(l),
     };
-    const monitor = new FeePayerMonitor({ solana: settler }, options);
+    const monitor = createFeePayerMonitor({ solana: settler }, options);
     await monitor.check();
     await monitor.check();
     const warnings = () =>

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { LookupFunction } from '@repo/ssrf-guard';
 import { createLogger } from '@repo/service-kit';
 import { waitFor } from '@repo/service-kit/testing';
-import { WebhookDispatcher } from '../src/entry-points/workers/webhook-dispatcher';
+import { createWebhookDispatcher } from '../src/entry-points/workers/webhook-dispatcher';
 import { startHarness, type Harness } from './support/harness';
 
 // A webhook URL is checked when the job is submitted and again at every connection (README,
@@ -32,7 +32,7 @@ describe('webhook delivery', () => {
     // DNS stand-in: the name now answers with a loopback address (it passed the check at submission).
     const rebound: LookupFunction = (_hostname, _options, callback) =>
       setImmediate(() => callback(null, [{ address: '127.0.0.1', family: 4 }]));
-    const dispatcher = new WebhookDispatcher(
+    const dispatcher = createWebhookDispatcher(
       h.db,
       {
         secret: 'a-webhook-secret-of-32-bytes-or-more',

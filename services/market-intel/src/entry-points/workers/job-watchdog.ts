@@ -1,9 +1,8 @@
-import type { Logger, LoopMetrics } from '@repo/service-kit';
+import { createLoop, type Logger, type Loop, type LoopMetrics } from '@repo/service-kit';
 import type { ApplyResult, JobRepository } from '../../data/jobs';
 import type { OutboxRelay } from './outbox-relay';
-import { LoopWorker } from './restartable-loop';
 
-/** Options of {@link JobWatchdog}; times in milliseconds. */
+/** Options of {@link createJobWatchdog}; times in milliseconds. */
 export interface JobWatchdogOptions {
   /** A paid job still pending after this long gets its first step published again. */
   republishAfterMs: number;
@@ -15,54 +14,49 @@ export interface JobWatchdogOptions {
   loopMetrics?: LoopMetrics;
 }
 
-/**
- * Finds paid jobs no runner started (README, "Failed jobs and health (market-intel)"): republishes
- * their first step after `republishAfterMs` and fails them after `failAfterMs`, so a paid job never
- * waits unseen in `pending`. Every replica ticks; the rows are locked, so each job is handled once per
- * tick.
- */
-export class JobWatchdog extends LoopWorker {
-  /**
-   * @param onFailed told of each job it failed (webhooks, metrics)
-   */
-  constructor(
-    private readonly jobs: JobRepository,
-    private readonly outbox: OutboxRelay,
-    private readonly options: JobWatchdogOptions,
-    private readonly logger: Logger,
-    private readonly onFailed?: (result: ApplyResult) => void,
-  ) {
-    super({
-      name: 'job-watchdog',
-      intervalMs: options.tickMs,
-      initialDelayMs: options.tickMs,
-      round: async () => {
-        await this.tick();
-      },
-      logger,
-      ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
-    });
-  }
-
+/** The job watchdog: the `job-watchdog` loop, whose round is one {@link JobWatchdog.tick}. */
+export interface JobWatchdog extends Loop {
   /**
    * One look: fails the jobs pending too long, republishes the first step of those pending a while.
    * @returns how many jobs were republished and failed
    */
-  async tick(): Promise<{ republished: number; failed: number }> {
-    const { outboxIds, failed } = await this.jobs.reviveUnstarted(
-      this.options.republishAfterMs,
-      this.options.failAfterMs,
-    );
+  tick(): Promise<{ republished: number; failed: number }>;
+}
+
+/**
+ * Finds paid jobs no runner started (README, "Failed jobs and health (market-intel)"): republishes
+ * their first step after `republishAfterMs` and fails them after `failAfterMs`, so a paid job never
+ * waits unseen in `pending`. Every replica ticks (the first tick one `tickMs` after start); the rows
+ * are locked, so each job is handled once per tick.
+ * @param onFailed told of each job it failed (webhooks, metrics)
+ */
+export function createJobWatchdog(
+  jobs: JobRepository,
+  outbox: OutboxRelay,
+  options: JobWatchdogOptions,
+  logger: Logger,
+  onFailed?: (result: ApplyResult) => void,
+): JobWatchdog {
+  const tick = async (): Promise<{ republished: number; failed: number }> => {
+    const { outboxIds, failed } = await jobs.reviveUnstarted(options.republishAfterMs, options.failAfterMs);
     const applied = failed.filter((f) => f.applied);
-    for (const result of applied) this.onFailed?.(result);
+    for (const result of applied) onFailed?.(result);
     if (outboxIds.length > 0) {
-      this.logger.warn(
-        { jobs: outboxIds.length },
-        'paid jobs not started in time: first step published again',
-      );
-      await this.outbox.publishNow(outboxIds);
+      logger.warn({ jobs: outboxIds.length }, 'paid jobs not started in time: first step published again');
+      await outbox.publishNow(outboxIds);
     }
-    if (applied.length > 0) this.logger.warn({ jobs: applied.length }, 'paid jobs never started: failed');
+    if (applied.length > 0) logger.warn({ jobs: applied.length }, 'paid jobs never started: failed');
     return { republished: outboxIds.length, failed: applied.length };
-  }
+  };
+  const loop = createLoop({
+    name: 'job-watchdog',
+    intervalMs: options.tickMs,
+    initialDelayMs: options.tickMs,
+    round: async () => {
+      await tick();
+    },
+    logger,
+    ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
+  });
+  return { ...loop, tick };
 }

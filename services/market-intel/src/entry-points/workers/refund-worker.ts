@@ -1,13 +1,12 @@
-import type { Logger, LoopMetrics } from '@repo/service-kit';
+import { backoffDelay, createLoop, type Logger, type Loop, type LoopMetrics } from '@repo/service-kit';
 import type { X402Network } from '@repo/schemas';
 import type { PrismaRefundLedger, RefundClaim } from '@repo/x402-ledger';
 import { RefundSendError, type RefundSender, type RefundState, type SignedRefund } from '@repo/x402-solana';
-import { LoopWorker } from './restartable-loop';
 
 /** A refund transaction as the ledger keeps it: all a resend or a status read needs. */
 type Attempt = Omit<SignedRefund, 'destination'>;
 
-/** Options of {@link RefundWorker}; times in milliseconds. */
+/** Options of {@link createRefundWorker}; times in milliseconds. */
 export interface RefundWorkerOptions {
   /** How often each replica looks for due refunds. */
   intervalMs: number;
@@ -31,6 +30,15 @@ export type RefundOutcome = 'sent' | 'confirmed' | 'retried' | 'send_failed' | '
 /** The longest wait before a refund that keeps failing is tried again: 5 minutes. */
 const MAX_RETRY_MS = 300_000;
 
+/** The refund worker: the `refund-worker` loop, whose round is one {@link RefundWorker.runDue}. */
+export interface RefundWorker extends Loop {
+  /**
+   * One pass: claims due refunds and works on each until it is confirmed or left for later.
+   * @returns how many refunds were claimed
+   */
+  runDue(): Promise<number>;
+}
+
 /**
  * Sends and confirms refunds of failed paid jobs (README, "Refunds"), on every replica: each pass
  * claims due refunds (`x402_refunds`, leased, so one replica works on a refund at a time), and for
@@ -45,68 +53,36 @@ const MAX_RETRY_MS = 300_000;
  * then watches it for `confirmTimeoutMs`. A refund is retried until confirmed; while the RPC refuses
  * it (an unfunded refund wallet) it is retried with a growing delay up to 5 minutes, and a warning
  * names the wallet.
+ * @param ledger the refunds table
+ * @param senders the refund sender of each network refunds are made on
+ * @param onOutcome told of each step (metrics)
  */
-export class RefundWorker extends LoopWorker {
-  // Cuts a confirmation watch short on shutdown.
-  private stopped = true;
-  private readonly pollIntervalMs: number;
-  private readonly batchSize: number;
+export function createRefundWorker(
+  ledger: PrismaRefundLedger,
+  senders: Partial<Record<X402Network, RefundSender>>,
+  options: RefundWorkerOptions,
+  logger: Logger,
+  onOutcome: (network: X402Network, outcome: RefundOutcome) => void = () => undefined,
+): RefundWorker {
+  // Cuts a confirmation watch short on shutdown; a worker never started watches no longer than one read.
+  let stopped = true;
+  const pollIntervalMs = options.pollIntervalMs ?? 500;
+  const batchSize = options.batchSize ?? 5;
+  // While a refund keeps failing: the interval doubled per attempt (at most 6 times), at most 5 minutes.
+  const retryBackoff = { initialDelayMs: options.intervalMs, maxDelayMs: MAX_RETRY_MS };
 
-  /**
-   * @param ledger the refunds table
-   * @param senders the refund sender of each network refunds are made on
-   * @param onOutcome told of each step (metrics)
-   */
-  constructor(
-    private readonly ledger: PrismaRefundLedger,
-    private readonly senders: Partial<Record<X402Network, RefundSender>>,
-    private readonly options: RefundWorkerOptions,
-    private readonly logger: Logger,
-    private readonly onOutcome: (network: X402Network, outcome: RefundOutcome) => void = () => undefined,
-  ) {
-    super({
-      name: 'refund-worker',
-      intervalMs: options.intervalMs,
-      round: async () => {
-        if (this.stopped) return false;
-        const claimed = await this.runDue();
-        return claimed > 0;
-      },
-      logger,
-      ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
-    });
-    this.pollIntervalMs = options.pollIntervalMs ?? 500;
-    this.batchSize = options.batchSize ?? 5;
-  }
-
-  /** Starts looking for due refunds (the first pass at once). */
-  override start(): void {
-    this.stopped = false;
-    super.start();
-  }
-
-  /** Stops looking and waits for the pass in progress. */
-  override async stop(): Promise<void> {
-    this.stopped = true;
-    await super.stop();
-  }
-
-  /**
-   * One pass: claims due refunds and works on each until it is confirmed or left for later.
-   * @returns how many refunds were claimed
-   */
-  async runDue(): Promise<number> {
+  const runDue = async (): Promise<number> => {
     // The lease covers building, sending and watching, with a margin for slow RPC calls.
-    const claims = await this.ledger.claimDue(this.batchSize, this.options.confirmTimeoutMs + 60_000);
-    await Promise.all(claims.map((claim) => this.process(claim)));
+    const claims = await ledger.claimDue(batchSize, options.confirmTimeoutMs + 60_000);
+    await Promise.all(claims.map((claim) => work(claim)));
     return claims.length;
-  }
+  };
 
-  private async process(claim: RefundClaim): Promise<void> {
+  const work = async (claim: RefundClaim): Promise<void> => {
     const { refund } = claim;
-    const sender = this.senders[refund.network];
+    const sender = senders[refund.network];
     if (!sender) {
-      await this.ledger.release(claim, MAX_RETRY_MS, `no refund wallet is configured for ${refund.network}`);
+      await ledger.release(claim, MAX_RETRY_MS, `no refund wallet is configured for ${refund.network}`);
       return;
     }
     try {
@@ -114,11 +90,11 @@ export class RefundWorker extends LoopWorker {
       if (attempt) {
         const state = await sender.status(attempt);
         // Confirmed, or cleared to be built again on the next pass.
-        if (await this.settle(claim, attempt, state)) return;
+        if (await settle(claim, attempt, state)) return;
       }
       if (!attempt) {
         if (refund.payTo === null) {
-          await this.hold(claim, {
+          await hold(claim, {
             reason: 'payment_transfer_not_found',
             destination: null,
             detail: 'the payment row names no merchant account to find its transfer by',
@@ -132,68 +108,68 @@ export class RefundWorker extends LoopWorker {
           payTo: refund.payTo,
         });
         if (built.kind === 'unclaimable') {
-          await this.hold(claim, built);
+          await hold(claim, built);
           return;
         }
         // Stored before it is sent: after a crash the same transaction is found or sent again. Not
         // stored (the lease went to another replica, which may build its own): never sent.
-        if (!(await this.ledger.recordAttempt(claim, built.refund))) return;
+        if (!(await ledger.recordAttempt(claim, built.refund))) return;
         attempt = built.refund;
       }
-      const sendError = await this.send(sender, claim, attempt);
-      const state = await this.watch(sender, attempt);
-      if (await this.settle(claim, attempt, state)) return;
+      const sendError = await send(sender, claim, attempt);
+      const state = await watch(sender, attempt);
+      if (await settle(claim, attempt, state)) return;
       if (state.state === 'pending') {
-        await this.ledger.release(claim, this.retryDelay(claim, sendError !== undefined), sendError);
+        await ledger.release(claim, retryDelay(claim, sendError !== undefined), sendError);
       }
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      this.logger.warn({ payment: refund.paymentSignature, err: message }, 'refund attempt failed');
-      await this.ledger.release(claim, this.retryDelay(claim, true), message);
+      logger.warn({ payment: refund.paymentSignature, err: message }, 'refund attempt failed');
+      await ledger.release(claim, retryDelay(claim, true), message);
     }
-  }
+  };
 
   /**
    * Holds the refund as `unclaimable` (final) when the claim still holds it with no attempt current;
    * counted and logged for operators (support may settle it by hand: README, "Refunds").
    */
-  private async hold(
+  const hold = async (
     claim: RefundClaim,
-    hold: { reason: string; destination: string | null; detail: string },
-  ): Promise<void> {
-    if (!(await this.ledger.markUnclaimable(claim, hold))) return;
+    held: { reason: string; destination: string | null; detail: string },
+  ): Promise<void> => {
+    if (!(await ledger.markUnclaimable(claim, held))) return;
     const { network, paymentSignature, payer, amountAtomic } = claim.refund;
-    this.onOutcome(network, 'unclaimable');
-    this.logger.warn(
+    onOutcome(network, 'unclaimable');
+    logger.warn(
       {
         payment: paymentSignature,
         network,
         payer,
-        account: hold.destination,
+        account: held.destination,
         amountAtomic: amountAtomic.toString(),
-        reason: hold.reason,
-        err: hold.detail,
+        reason: held.reason,
+        err: held.detail,
       },
       'refund held as unclaimable: the account the payment came from cannot take it back',
     );
-  }
+  };
 
   /** Sends `attempt`; a failure is logged and returned (the attempt stays and is watched anyway). */
-  private async send(
+  const send = async (
     sender: RefundSender,
     claim: RefundClaim,
     attempt: Attempt,
-  ): Promise<string | undefined> {
+  ): Promise<string | undefined> => {
     const { network } = claim.refund;
     try {
       await sender.send(attempt);
-      this.onOutcome(network, 'sent');
+      onOutcome(network, 'sent');
       return undefined;
     } catch (err) {
-      this.onOutcome(network, 'send_failed');
+      onOutcome(network, 'send_failed');
       const message = err instanceof Error ? err.message : String(err);
       if (err instanceof RefundSendError && err.kind === 'refused') {
-        this.logger.warn(
+        logger.warn(
           {
             payment: claim.refund.paymentSignature,
             network,
@@ -204,33 +180,33 @@ export class RefundWorker extends LoopWorker {
           'the RPC refused a refund: does the refund wallet hold enough USDC and SOL?',
         );
       } else {
-        this.logger.warn({ payment: claim.refund.paymentSignature, err: message }, 'refund not sent');
+        logger.warn({ payment: claim.refund.paymentSignature, err: message }, 'refund not sent');
       }
       return message;
     }
-  }
+  };
 
   /** Reads the attempt's state until it is final or `confirmTimeoutMs` passed. */
-  private async watch(sender: RefundSender, attempt: Attempt): Promise<RefundState> {
-    const deadline = Date.now() + this.options.confirmTimeoutMs;
+  const watch = async (sender: RefundSender, attempt: Attempt): Promise<RefundState> => {
+    const deadline = Date.now() + options.confirmTimeoutMs;
     for (;;) {
       const state = await sender.status(attempt);
-      if (state.state !== 'pending' || Date.now() >= deadline || this.stopped) return state;
-      await new Promise((resolve) => setTimeout(resolve, this.pollIntervalMs));
+      if (state.state !== 'pending' || Date.now() >= deadline || stopped) return state;
+      await new Promise((resolve) => setTimeout(resolve, pollIntervalMs));
     }
-  }
+  };
 
   /**
    * Acts on a final state: confirmed -> recorded; failed or expired -> the attempt is cleared and the
    * refund is due again at once.
    * @returns whether the claim is finished with (confirmed, cleared, or lost to another replica)
    */
-  private async settle(claim: RefundClaim, attempt: Attempt, state: RefundState): Promise<boolean> {
+  const settle = async (claim: RefundClaim, attempt: Attempt, state: RefundState): Promise<boolean> => {
     const { network, paymentSignature } = claim.refund;
     if (state.state === 'confirmed') {
-      if (await this.ledger.markConfirmed(claim, attempt.signature, state.slot)) {
-        this.onOutcome(network, 'confirmed');
-        this.logger.info(
+      if (await ledger.markConfirmed(claim, attempt.signature, state.slot)) {
+        onOutcome(network, 'confirmed');
+        logger.info(
           { payment: paymentSignature, refund: attempt.signature, network },
           'refund confirmed on chain',
         );
@@ -242,20 +218,45 @@ export class RefundWorker extends LoopWorker {
         state.state === 'failed'
           ? `refund transaction ${attempt.signature} failed on chain: ${state.error}`
           : `refund transaction ${attempt.signature} expired without landing`;
-      if (await this.ledger.clearAttempt(claim, attempt.signature, reason)) {
-        this.onOutcome(network, 'retried');
-        this.logger.warn({ payment: paymentSignature, network, reason }, 'refund attempt replaced');
-        await this.ledger.release(claim, 0);
+      if (await ledger.clearAttempt(claim, attempt.signature, reason)) {
+        onOutcome(network, 'retried');
+        logger.warn({ payment: paymentSignature, network, reason }, 'refund attempt replaced');
+        await ledger.release(claim, 0);
       }
       return true;
     }
     return false;
-  }
+  };
 
-  private retryDelay(claim: RefundClaim, failing: boolean): number {
-    if (!failing) return this.options.intervalMs;
-    return Math.min(MAX_RETRY_MS, this.options.intervalMs * 2 ** Math.min(claim.refund.attempts, 6));
-  }
+  const retryDelay = (claim: RefundClaim, failing: boolean): number =>
+    failing ? backoffDelay(retryBackoff, Math.min(claim.refund.attempts, 6)) : options.intervalMs;
+
+  const loop = createLoop({
+    name: 'refund-worker',
+    intervalMs: options.intervalMs,
+    round: async () => {
+      if (stopped) return false;
+      const claimed = await runDue();
+      return claimed > 0;
+    },
+    logger,
+    ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
+  });
+
+  return {
+    ...loop,
+    /** Starts looking for due refunds (the first pass at once). */
+    start() {
+      stopped = false;
+      loop.start();
+    },
+    /** Stops looking and waits for the pass in progress. */
+    async stop() {
+      stopped = true;
+      await loop.stop();
+    },
+    runDue,
+  };
 }
 
 /** The claim's stored attempt, when one is recorded. */

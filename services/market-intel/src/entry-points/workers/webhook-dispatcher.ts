@@ -5,11 +5,10 @@ import {
   type LookupFunction,
   type SsrfPolicy,
 } from '@repo/ssrf-guard';
-import type { Logger, LoopMetrics } from '@repo/service-kit';
+import { backoffDelay, createLoop, type Logger, type Loop, type LoopMetrics } from '@repo/service-kit';
 import { Webhook } from 'standardwebhooks';
 import { request, type Dispatcher } from 'undici';
 import type { Db } from '../../data/prisma';
-import { LoopWorker } from './restartable-loop';
 
 /**
  * The `x-service-signature` of a webhook body (README, "Webhooks (market-intel)"): lowercase hex of
@@ -97,7 +96,7 @@ function statusOf(body: string): string {
   return 'unknown';
 }
 
-/** Options of {@link WebhookDispatcher}. */
+/** Options of {@link createWebhookDispatcher}. */
 export interface WebhookOptions {
   /** `WEBHOOK_SECRET`: keys both signatures ({@link WebhookSigner}). */
   secret: string;
@@ -127,66 +126,49 @@ interface DeliveryRow {
 
 const MAX_DELAY_MS = 3_600_000;
 
+/** The webhook dispatcher: the `webhook-dispatcher` loop, whose round is one {@link WebhookDispatcher.deliverDue}. */
+export interface WebhookDispatcher extends Loop {
+  /** Delivers every due webhook once; returns how many were attempted. */
+  deliverDue(): Promise<number>;
+}
+
 /**
  * Delivers completion webhooks (table `webhook_deliveries`; README, "Webhooks (market-intel)"): a
  * signed POST of `{ jobId, status, result }` (+ `error` for failed jobs) with `x-service-signature`
  * and the Standard Webhooks headers (`webhook-id` stable across retries, `webhook-timestamp` and
- * `webhook-signature` new per attempt), retried with exponential backoff on any non-2xx answer or
- * network error; addresses are checked against SSRF at connect time (DNS rebinding included).
- * Deliveries are claimed with `FOR UPDATE SKIP LOCKED`, so replicas share them.
+ * `webhook-signature` new per attempt), retried with exponential backoff ({@link backoffDelay}:
+ * `retryBaseMs` doubling per attempt, at most one hour) on any non-2xx answer or network error;
+ * addresses are checked against SSRF at connect time (DNS rebinding included). Deliveries are
+ * claimed with `FOR UPDATE SKIP LOCKED`, so replicas share them. Its `stop` also closes the
+ * connection pool.
  */
-export class WebhookDispatcher extends LoopWorker {
-  private readonly dispatcher: Dispatcher;
-  private readonly signer: WebhookSigner;
+export function createWebhookDispatcher(db: Db, options: WebhookOptions, logger: Logger): WebhookDispatcher {
+  const dispatcher: Dispatcher = createGuardedDispatcher(options.policy, {
+    connectTimeoutMs: options.timeoutMs,
+    ...(options.lookup ? { lookup: options.lookup } : {}),
+  });
+  const signer = new WebhookSigner(options.secret);
+  const retryBackoff = { initialDelayMs: options.retryBaseMs, maxDelayMs: MAX_DELAY_MS };
 
-  constructor(
-    private readonly db: Db,
-    private readonly options: WebhookOptions,
-    private readonly logger: Logger,
-  ) {
-    super({
-      name: 'webhook-dispatcher',
-      intervalMs: options.pollIntervalMs,
-      round: async () => {
-        const attempted = await this.deliverDue();
-        return attempted > 0;
-      },
-      logger,
-      ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
-    });
-    this.dispatcher = createGuardedDispatcher(options.policy, {
-      connectTimeoutMs: options.timeoutMs,
-      ...(options.lookup ? { lookup: options.lookup } : {}),
-    });
-    this.signer = new WebhookSigner(options.secret);
-  }
-
-  /** Stops polling, waits for the pass in progress and closes the connection pool. */
-  override async stop(): Promise<void> {
-    await super.stop();
-    await this.dispatcher.close();
-  }
-
-  /** Delivers every due webhook once; returns how many were attempted. */
-  async deliverDue(): Promise<number> {
+  const deliverDue = async (): Promise<number> => {
     // "Due" at the column's millisecond precision: a delivery stored just now may be rounded up.
-    const rows = await this.db.$queryRawUnsafe<DeliveryRow[]>(
+    const rows = await db.$queryRawUnsafe<DeliveryRow[]>(
       `UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = now() + ($1::int * interval '1 millisecond')
        WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= now()::timestamptz(3)
                     ORDER BY next_attempt_at LIMIT 20 FOR UPDATE SKIP LOCKED)
        RETURNING id, job_id, url, body, attempts`,
-      this.options.timeoutMs * 3,
+      options.timeoutMs * 3,
     );
-    await Promise.all(rows.map((row) => this.deliver(row)));
+    await Promise.all(rows.map((row) => deliver(row)));
     return rows.length;
-  }
+  };
 
-  private async deliver(row: DeliveryRow): Promise<void> {
+  const deliver = async (row: DeliveryRow): Promise<void> => {
     let status: number | null = null;
     let error: string | null = null;
     let permanent = false;
     // Signed per attempt: a receiver's freshness window applies to each retry, not to the first attempt.
-    const signature = this.signer.sign(
+    const signature = signer.sign(
       webhookMessageId(row.job_id, statusOf(row.body)),
       row.body,
       Math.floor(Date.now() / 1000),
@@ -201,9 +183,9 @@ export class WebhookDispatcher extends LoopWorker {
           ...signature,
           'x-webhook-attempt': String(row.attempts),
         },
-        dispatcher: this.dispatcher,
-        headersTimeout: this.options.timeoutMs,
-        bodyTimeout: this.options.timeoutMs,
+        dispatcher,
+        headersTimeout: options.timeoutMs,
+        bodyTimeout: options.timeoutMs,
       });
       status = response.statusCode;
       await response.body.dump();
@@ -214,17 +196,17 @@ export class WebhookDispatcher extends LoopWorker {
       error = blocked ? blocked.message : err instanceof Error ? err.message : String(err);
     }
     if (error === null) {
-      await this.db.$executeRawUnsafe(
+      await db.$executeRawUnsafe(
         `UPDATE webhook_deliveries SET status = 'delivered', delivered_at = now(), last_status = $2, last_error = NULL WHERE id = $1`,
         row.id,
         status,
       );
-      this.logger.info({ jobId: row.job_id, attempts: row.attempts }, 'webhook delivered');
+      logger.info({ jobId: row.job_id, attempts: row.attempts }, 'webhook delivered');
       return;
     }
-    const giveUp = permanent || row.attempts >= this.options.maxAttempts;
-    const delay = Math.min(MAX_DELAY_MS, this.options.retryBaseMs * 2 ** (row.attempts - 1));
-    await this.db.$executeRawUnsafe(
+    const giveUp = permanent || row.attempts >= options.maxAttempts;
+    const delay = backoffDelay(retryBackoff, row.attempts - 1);
+    await db.$executeRawUnsafe(
       `UPDATE webhook_deliveries SET status = $2, last_status = $3, last_error = $4,
          next_attempt_at = now() + ($5::int * interval '1 millisecond') WHERE id = $1`,
       row.id,
@@ -233,6 +215,26 @@ export class WebhookDispatcher extends LoopWorker {
       error.slice(0, 1000),
       delay,
     );
-    this.logger.warn({ jobId: row.job_id, attempts: row.attempts, error, giveUp }, 'webhook delivery failed');
-  }
+    logger.warn({ jobId: row.job_id, attempts: row.attempts, error, giveUp }, 'webhook delivery failed');
+  };
+
+  const loop = createLoop({
+    name: 'webhook-dispatcher',
+    intervalMs: options.pollIntervalMs,
+    round: async () => {
+      const attempted = await deliverDue();
+      return attempted > 0;
+    },
+    logger,
+    ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
+  });
+
+  return {
+    ...loop,
+    async stop() {
+      await loop.stop();
+      await dispatcher.close();
+    },
+    deliverDue,
+  };
 }
