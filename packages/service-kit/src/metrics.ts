@@ -1,11 +1,41 @@
 import { createServer, type Server } from 'node:http';
 import express, { type Application, type RequestHandler } from 'express';
 import { errorHandler, notFoundHandler } from '@repo/errors';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { createLoopMetrics, type LoopMetrics } from './loop';
 
+/**
+ * Declares series on a service's registry, one line each. What a scrape-time gauge reads: a number
+ * (no label), values by the value of its one label, or `undefined` to keep the last values (a
+ * dropped series would read as zero).
+ */
+export interface MetricFactory {
+  /** A counter; `labelNames` empty for none. */
+  counter<L extends string = string>(name: string, help: string, labelNames?: readonly L[]): Counter<L>;
+  /** A gauge set by the service. */
+  gauge<L extends string = string>(name: string, help: string, labelNames?: readonly L[]): Gauge<L>;
+  /** A histogram with its bucket bounds (in the unit its name ends with). */
+  histogram<L extends string = string>(
+    name: string,
+    help: string,
+    buckets: number[],
+    labelNames?: readonly L[],
+  ): Histogram<L>;
+  /**
+   * A gauge read at every scrape: `read` returns the value, the values by `label`, or `undefined`
+   * to keep the last ones; a `read` that throws keeps them too.
+   */
+  scrapedGauge(
+    name: string,
+    help: string,
+    label: string | undefined,
+    read: () =>
+      number | Record<string, number> | undefined | Promise<number | Record<string, number> | undefined>,
+  ): void;
+}
+
 /** A service's Prometheus registry with the HTTP latency histogram every service exposes. */
-export interface ServiceMetrics {
+export interface ServiceMetrics extends MetricFactory {
   registry: Registry;
   /** `http_request_duration_seconds{method,route,status}`. */
   httpDuration: Histogram<'method' | 'route' | 'status'>;
@@ -56,12 +86,40 @@ export function createMetrics(service: string): ServiceMetrics {
     registers: [registry],
   });
   return {
+    ...metricFactory(registry),
     registry,
     httpDuration,
     httpMiddleware,
     metricsHandler,
     loops: createLoopMetrics(registry),
     mcpToolCalls,
+  };
+}
+
+/** The {@link MetricFactory} of `registry`. */
+function metricFactory(registry: Registry): MetricFactory {
+  const registers = [registry];
+  return {
+    counter: (name, help, labelNames = []) => new Counter({ name, help, labelNames, registers }),
+    gauge: (name, help, labelNames = []) => new Gauge({ name, help, labelNames, registers }),
+    histogram: (name, help, buckets, labelNames = []) =>
+      new Histogram({ name, help, labelNames, buckets, registers }),
+    scrapedGauge(name, help, label, read) {
+      new Gauge({
+        name,
+        help,
+        labelNames: label === undefined ? [] : [label],
+        registers,
+        async collect() {
+          const value = await Promise.resolve()
+            .then(read)
+            .catch(() => undefined);
+          if (typeof value === 'number') this.set(value);
+          else if (value && label !== undefined)
+            for (const [key, count] of Object.entries(value)) this.set({ [label]: key }, count);
+        },
+      });
+    },
   };
 }
 

@@ -1,4 +1,3 @@
-import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Broker } from '@repo/queue';
 import { COMPUTE_TOPOLOGY } from '@repo/compute';
 import { cachedFor, createMetrics, type ServiceMetrics } from '@repo/service-kit';
@@ -75,73 +74,58 @@ export interface MarketIntelMetrics extends ServiceMetrics {
 /** Creates market-intel's registry (`service="market-intel"`). */
 export function createMarketIntelMetrics(): MarketIntelMetrics {
   const base = createMetrics('market-intel');
-  const payments = new Counter({
-    name: 'x402_payments_total',
-    help: 'x402 payment events: challenged, verified, rejected (by reason) and replayed',
-    labelNames: ['type', 'reason', 'network', 'endpoint'] as const,
-    registers: [base.registry],
-  });
-  const rpc = new Histogram({
-    name: 'x402_verification_rpc_seconds',
-    help: 'Time spent in Solana RPC calls while verifying one payment, in seconds',
-    labelNames: ['network'] as const,
-    buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [base.registry],
-  });
-  const feePayer = new Gauge({
-    name: 'x402_fee_payer_lamports',
-    help: 'SOL balance of the official-scheme fee payer, in lamports, by network (read every minute)',
-    labelNames: ['network'] as const,
-    registers: [base.registry],
-  });
-  const rpcCalls = new Counter({
-    name: 'x402_rpc_calls_total',
-    help: 'Payment verification RPC calls by network, method and outcome (found, not_found, error), and calls avoided (cached_not_found, short_circuit)',
-    labelNames: ['network', 'method', 'outcome'] as const,
-    registers: [base.registry],
-  });
-  const refunds = new Counter({
-    name: 'x402_refunds_total',
-    help: 'Refunds of failed paid jobs, by network and outcome (queued, sent, confirmed, retried, send_failed, unclaimable)',
-    labelNames: ['network', 'outcome'] as const,
-    registers: [base.registry],
-  });
-  const created = new Counter({
-    name: 'compute_jobs_created_total',
-    help: 'Paid compute jobs created, by pipeline',
-    labelNames: ['kind'] as const,
-    registers: [base.registry],
-  });
-  const events = new Counter({
-    name: 'compute_job_events_total',
-    help: 'Runner events consumed, by type and whether they changed a job (duplicates do not)',
-    labelNames: ['type', 'applied'] as const,
-    registers: [base.registry],
-  });
-  const scansStarted = new Counter({
-    name: 'scout_scans_started_total',
-    help: 'Scout scans started, by sector',
-    labelNames: ['sector'] as const,
-    registers: [base.registry],
-  });
-  const scansFinished = new Counter({
-    name: 'scout_scans_finished_total',
-    help: 'Scout scans ended, by sector, status and whether a report was stored',
-    labelNames: ['sector', 'status', 'reported'] as const,
-    registers: [base.registry],
-  });
-  const itemsStored = new Counter({
-    name: 'scout_items_stored_total',
-    help: 'New items stored by scout scans (items seen before are not counted), by sector',
-    labelNames: ['sector'] as const,
-    registers: [base.registry],
-  });
-  const sourceFetches = new Counter({
-    name: 'scout_source_fetches_total',
-    help: 'Source fetches of scout scans, by sector and outcome (ok, not_modified, failed)',
-    labelNames: ['sector', 'status'] as const,
-    registers: [base.registry],
-  });
+  const payments = base.counter(
+    'x402_payments_total',
+    'x402 payment events: challenged, verified, rejected (by reason) and replayed',
+    ['type', 'reason', 'network', 'endpoint'],
+  );
+  const rpc = base.histogram(
+    'x402_verification_rpc_seconds',
+    'Time spent in Solana RPC calls while verifying one payment, in seconds',
+    [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    ['network'],
+  );
+  const feePayer = base.gauge(
+    'x402_fee_payer_lamports',
+    'SOL balance of the official-scheme fee payer, in lamports, by network (read every minute)',
+    ['network'],
+  );
+  const rpcCalls = base.counter(
+    'x402_rpc_calls_total',
+    'Payment verification RPC calls by network, method and outcome (found, not_found, error), and calls avoided (cached_not_found, short_circuit)',
+    ['network', 'method', 'outcome'],
+  );
+  const refunds = base.counter(
+    'x402_refunds_total',
+    'Refunds of failed paid jobs, by network and outcome (queued, sent, confirmed, retried, send_failed, unclaimable)',
+    ['network', 'outcome'],
+  );
+  const created = base.counter('compute_jobs_created_total', 'Paid compute jobs created, by pipeline', [
+    'kind',
+  ]);
+  const events = base.counter(
+    'compute_job_events_total',
+    'Runner events consumed, by type and whether they changed a job (duplicates do not)',
+    ['type', 'applied'],
+  );
+  const scansStarted = base.counter('scout_scans_started_total', 'Scout scans started, by sector', [
+    'sector',
+  ]);
+  const scansFinished = base.counter(
+    'scout_scans_finished_total',
+    'Scout scans ended, by sector, status and whether a report was stored',
+    ['sector', 'status', 'reported'],
+  );
+  const itemsStored = base.counter(
+    'scout_items_stored_total',
+    'New items stored by scout scans (items seen before are not counted), by sector',
+    ['sector'],
+  );
+  const sourceFetches = base.counter(
+    'scout_source_fetches_total',
+    'Source fetches of scout scans, by sector and outcome (ok, not_modified, failed)',
+    ['sector', 'status'],
+  );
   return {
     ...base,
     scans: {
@@ -181,56 +165,40 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
           return depths;
         }),
       );
-      new Gauge({
-        name: 'compute_jobs',
-        help: 'Compute jobs by status',
-        labelNames: ['status'] as const,
-        registers: [base.registry],
-        async collect() {
-          // Without the database the last counts stay (a dropped series would read as zero jobs).
-          const counts = await countByStatus().catch(() => undefined);
-          if (!counts) return;
-          for (const status of ['pending', 'running', 'completed', 'failed'])
-            this.set({ status }, counts[status] ?? 0);
-        },
+      // Without the database the last counts stay (a dropped series would read as zero jobs).
+      base.scrapedGauge('compute_jobs', 'Compute jobs by status', 'status', async () => {
+        const counts = await countByStatus();
+        return Object.fromEntries(
+          ['pending', 'running', 'completed', 'failed'].map((status) => [status, counts[status] ?? 0]),
+        );
       });
-      new Gauge({
-        name: 'compute_outbox_pending',
-        help: 'Messages committed but not yet confirmed by RabbitMQ',
-        registers: [base.registry],
-        async collect() {
-          this.set(await sources.outboxPending().catch(() => 0));
-        },
-      });
-      new Gauge({
-        name: 'rabbitmq_queue_messages',
-        help: 'Ready messages in each compute queue (queue depth)',
-        labelNames: ['queue'] as const,
-        registers: [base.registry],
-        async collect() {
-          if (!sources.broker.isConnected()) return;
-          const depths = await queueDepths().catch(() => undefined);
-          if (!depths) return;
-          for (const [queue, count] of Object.entries(depths)) this.set({ queue }, count);
-        },
-      });
+      base.scrapedGauge(
+        'compute_outbox_pending',
+        'Messages committed but not yet confirmed by RabbitMQ',
+        undefined,
+        () => sources.outboxPending().catch(() => 0),
+      );
+      base.scrapedGauge(
+        'rabbitmq_queue_messages',
+        'Ready messages in each compute queue (queue depth)',
+        'queue',
+        () => (sources.broker.isConnected() ? queueDepths() : undefined),
+      );
     },
     onRefund(network, outcome) {
       refunds.inc({ network, outcome });
     },
     observeRefunds(countPending) {
       const counts = cachedFor(SCRAPE_CACHE_MS, countPending);
-      new Gauge({
-        name: 'x402_refunds_pending',
-        help: 'Refunds queued and not confirmed on chain yet, by network',
-        labelNames: ['network'] as const,
-        registers: [base.registry],
-        async collect() {
-          const pending = await counts().catch(() => undefined);
-          if (!pending) return;
-          for (const network of ['solana', 'solana-devnet']) this.set({ network }, pending[network] ?? 0);
+      base.scrapedGauge(
+        'x402_refunds_pending',
+        'Refunds queued and not confirmed on chain yet, by network',
+        'network',
+        async () => {
+          const pending = await counts();
+          return { solana: pending.solana ?? 0, 'solana-devnet': pending['solana-devnet'] ?? 0 };
         },
-      });
+      );
     },
     onFeePayerBalance(network, lamports) {
       feePayer.set({ network }, Number(lamports));

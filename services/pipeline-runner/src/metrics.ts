@@ -1,4 +1,3 @@
-import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Broker } from '@repo/queue';
 import { COMPUTE_TOPOLOGY } from '@repo/compute';
 import { cachedFor, createMetrics, type ServiceMetrics } from '@repo/service-kit';
@@ -22,25 +21,20 @@ export interface RunnerMetrics extends ServiceMetrics {
 /** Creates the runner's registry (`service="pipeline-runner"`). */
 export function createRunnerMetrics(): RunnerMetrics {
   const base = createMetrics('pipeline-runner');
-  const steps = new Counter({
-    name: 'runner_steps_total',
-    help: 'Pipeline steps executed, by pipeline and outcome (completed, retry, poison)',
-    labelNames: ['kind', 'outcome'] as const,
-    registers: [base.registry],
-  });
-  const stepSeconds = new Histogram({
-    name: 'runner_step_duration_seconds',
-    help: 'Duration of one pipeline step (LLM and search calls included), in seconds',
-    labelNames: ['kind'] as const,
-    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 30, 60, 120, 300],
-    registers: [base.registry],
-  });
-  const upstream = new Gauge({
-    name: 'runner_upstream_up',
-    help: '1 when the upstream answered the last probe',
-    labelNames: ['upstream'] as const,
-    registers: [base.registry],
-  });
+  const steps = base.counter(
+    'runner_steps_total',
+    'Pipeline steps executed, by pipeline and outcome (completed, retry, poison)',
+    ['kind', 'outcome'],
+  );
+  const stepSeconds = base.histogram(
+    'runner_step_duration_seconds',
+    'Duration of one pipeline step (LLM and search calls included), in seconds',
+    [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 30, 60, 120, 300],
+    ['kind'],
+  );
+  const upstream = base.gauge('runner_upstream_up', '1 when the upstream answered the last probe', [
+    'upstream',
+  ]);
   return {
     ...base,
     onStep(kind, outcome, seconds) {
@@ -51,14 +45,9 @@ export function createRunnerMetrics(): RunnerMetrics {
       upstream.set({ upstream: name }, ok ? 1 : 0);
     },
     observe(sources) {
-      new Gauge({
-        name: 'runner_steps_in_flight',
-        help: 'Steps this runner is executing now',
-        registers: [base.registry],
-        collect() {
-          this.set(sources.inFlightSteps());
-        },
-      });
+      base.scrapedGauge('runner_steps_in_flight', 'Steps this runner is executing now', undefined, () =>
+        sources.inFlightSteps(),
+      );
       const queues = [
         COMPUTE_TOPOLOGY.queues.starts,
         COMPUTE_TOPOLOGY.queues.steps,
@@ -71,18 +60,12 @@ export function createRunnerMetrics(): RunnerMetrics {
           return out;
         }),
       );
-      new Gauge({
-        name: 'rabbitmq_queue_messages',
-        help: 'Ready messages in each step queue and the dead-letter queue (queue depth)',
-        labelNames: ['queue'] as const,
-        registers: [base.registry],
-        async collect() {
-          if (!sources.broker.isConnected()) return;
-          const current = await depths().catch(() => undefined);
-          if (!current) return;
-          for (const [queue, count] of Object.entries(current)) this.set({ queue }, count);
-        },
-      });
+      base.scrapedGauge(
+        'rabbitmq_queue_messages',
+        'Ready messages in each step queue and the dead-letter queue (queue depth)',
+        'queue',
+        () => (sources.broker.isConnected() ? depths() : undefined),
+      );
     },
   };
 }

@@ -1,4 +1,3 @@
-import { Counter } from 'prom-client';
 import { createMetrics, type ServiceMetrics } from '@repo/service-kit';
 
 /** Domain events the service counts, reported by the ingestion and the analysis. */
@@ -25,29 +24,18 @@ export interface SignalFeedbackMetrics extends ServiceMetrics {
  */
 export function createSignalFeedbackMetrics(): SignalFeedbackMetrics {
   const base = createMetrics('signal-feedback');
-  const accepted = new Counter({
-    name: 'signals_accepted_total',
-    help: 'Signals stored',
-    registers: [base.registry],
-  });
-  const refused = new Counter({
-    name: 'signals_refused_total',
-    help: 'Signals refused, by reason',
-    labelNames: ['reason'] as const,
-    registers: [base.registry],
-  });
-  const proposals = new Counter({
-    name: 'proposals_created_total',
-    help: 'Proposals created, by the source of their prose',
-    labelNames: ['source'] as const,
-    registers: [base.registry],
-  });
-  const verified = new Counter({
-    name: 'deployments_verified_total',
-    help: 'Deployments whose final verdict was stored, by verdict',
-    labelNames: ['verdict'] as const,
-    registers: [base.registry],
-  });
+  const accepted = base.counter('signals_accepted_total', 'Signals stored');
+  const refused = base.counter('signals_refused_total', 'Signals refused, by reason', ['reason']);
+  const proposals = base.counter(
+    'proposals_created_total',
+    'Proposals created, by the source of their prose',
+    ['source'],
+  );
+  const verified = base.counter(
+    'deployments_verified_total',
+    'Deployments whose final verdict was stored, by verdict',
+    ['verdict'],
+  );
   return {
     ...base,
     events: {

@@ -1,4 +1,3 @@
-import { Counter, Gauge, Histogram } from 'prom-client';
 import { createMetrics, type ServiceMetrics } from '@repo/service-kit';
 import type { SandboxOutcome } from './adapters/sandbox/schema-sandbox';
 import type { SandboxTaskKind } from './adapters/sandbox/tasks';
@@ -32,80 +31,67 @@ export type RouteOutcome = 'matched' | 'no_match' | 'rejected' | 'failed';
 /** Creates skill-router's registry (`service="skill-router"`). */
 export function createSkillRouterMetrics(): SkillRouterMetrics {
   const base = createMetrics('skill-router');
-  const registrations = new Counter({
-    name: 'skill_registrations_total',
-    help: 'Skill registrations by outcome (created, updated)',
-    labelNames: ['outcome'] as const,
-    registers: [base.registry],
-  });
-  const verifications = new Counter({
-    name: 'skill_verifications_total',
-    help: 'Applied skill verifications by result (passed, failed)',
-    labelNames: ['result'] as const,
-    registers: [base.registry],
-  });
-  const healthChecks = new Counter({
-    name: 'skill_health_checks_total',
-    help: 'Periodic health checks by result (ok, failed) and the status after the check',
-    labelNames: ['result', 'status'] as const,
-    registers: [base.registry],
-  });
-  const routeMatches = new Histogram({
-    name: 'skill_route_matches',
-    help: 'Matches returned per route request',
-    buckets: [0, 1, 2, 5, 10, 20, 50, 100],
-    registers: [base.registry],
-  });
-  const routesServed = new Counter({
-    name: 'skill_routes_served_total',
-    help: 'Route requests answered, by outcome (matched, no_match, rejected, failed)',
-    labelNames: ['outcome'] as const,
-    registers: [base.registry],
-  });
+  const registrations = base.counter(
+    'skill_registrations_total',
+    'Skill registrations by outcome (created, updated)',
+    ['outcome'],
+  );
+  const verifications = base.counter(
+    'skill_verifications_total',
+    'Applied skill verifications by result (passed, failed)',
+    ['result'],
+  );
+  const healthChecks = base.counter(
+    'skill_health_checks_total',
+    'Periodic health checks by result (ok, failed) and the status after the check',
+    ['result', 'status'],
+  );
+  const routeMatches = base.histogram(
+    'skill_route_matches',
+    'Matches returned per route request',
+    [0, 1, 2, 5, 10, 20, 50, 100],
+  );
+  const routesServed = base.counter(
+    'skill_routes_served_total',
+    'Route requests answered, by outcome (matched, no_match, rejected, failed)',
+    ['outcome'],
+  );
   for (const outcome of ['matched', 'no_match', 'rejected', 'failed'] as const)
     routesServed.inc({ outcome }, 0);
-  const sandboxTasks = new Counter({
-    name: 'skill_sandbox_tasks_total',
-    help: 'Schema sandbox tasks by kind and outcome (ok, refused, timeout, out_of_memory, crashed)',
-    labelNames: ['task', 'outcome'] as const,
-    registers: [base.registry],
-  });
-  const rankings = new Counter({
-    name: 'skill_route_rankings_total',
-    help: 'Route requests ranked, by source (index: the in-memory routing index, database: the SQL ranking)',
-    labelNames: ['source'] as const,
-    registers: [base.registry],
-  });
+  const sandboxTasks = base.counter(
+    'skill_sandbox_tasks_total',
+    'Schema sandbox tasks by kind and outcome (ok, refused, timeout, out_of_memory, crashed)',
+    ['task', 'outcome'],
+  );
+  const rankings = base.counter(
+    'skill_route_rankings_total',
+    'Route requests ranked, by source (index: the in-memory routing index, database: the SQL ranking)',
+    ['source'],
+  );
   for (const source of ['index', 'database'] as const) rankings.inc({ source }, 0);
-  const indexLoads = new Histogram({
-    name: 'skill_routing_index_load_seconds',
-    help: 'Full loads of the routing index, by duration',
-    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [base.registry],
-  });
-  const indexUpdates = new Counter({
-    name: 'skill_routing_index_updates_total',
-    help: 'Skills re-read into the routing index, by cause (notification, watermark)',
-    labelNames: ['cause'] as const,
-    registers: [base.registry],
-  });
+  const indexLoads = base.histogram(
+    'skill_routing_index_load_seconds',
+    'Full loads of the routing index, by duration',
+    [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  );
+  const indexUpdates = base.counter(
+    'skill_routing_index_updates_total',
+    'Skills re-read into the routing index, by cause (notification, watermark)',
+    ['cause'],
+  );
   let watched: { readonly size: number; readonly current: boolean } | undefined;
-  new Gauge({
-    name: 'skill_routing_index_skills',
-    help: 'Active skills in the routing index',
-    registers: [base.registry],
-    collect() {
-      this.set(watched?.size ?? 0);
-    },
-  });
-  new Gauge({
-    name: 'skill_routing_index_current',
-    help: '1 while routes are ranked from the routing index (loaded, changes heard), else 0',
-    registers: [base.registry],
-    collect() {
-      this.set(watched?.current ? 1 : 0);
-    },
-  });
+  base.scrapedGauge(
+    'skill_routing_index_skills',
+    'Active skills in the routing index',
+    undefined,
+    () => watched?.size ?? 0,
+  );
+  base.scrapedGauge(
+    'skill_routing_index_current',
+    '1 while routes are ranked from the routing index (loaded, changes heard), else 0',
+    undefined,
+    () => (watched?.current ? 1 : 0),
+  );
   return {
     ...base,
     onRanked: (source) => rankings.inc({ source }),
