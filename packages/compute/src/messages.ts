@@ -2,7 +2,6 @@ import { z } from 'zod';
 
 /** The pipelines the runner executes. */
 export const PipelineKind = z.enum(['forge', 'prove', 'scout']);
-/** Inferred type of {@link PipelineKind}. */
 export type PipelineKind = z.infer<typeof PipelineKind>;
 
 const JobId = z.string().min(16).max(64);
@@ -22,7 +21,6 @@ export const StepCommand = z.object({
   /** The pipeline state before this step (`null` for step 0: the pipeline initialises it). */
   state: z.unknown(),
 });
-/** Inferred type of {@link StepCommand}. */
 export type StepCommand = z.infer<typeof StepCommand>;
 
 /** What one step produced: the next state and progress, or the job's result. */
@@ -35,7 +33,6 @@ export const StepOutcome = z.discriminatedUnion('kind', [
   }),
   z.object({ kind: z.literal('done'), result: z.unknown(), label: z.string() }),
 ]);
-/** Inferred type of {@link StepOutcome}. */
 export type StepOutcome = z.infer<typeof StepOutcome>;
 
 const EventBase = {
@@ -65,7 +62,6 @@ export const JobErrorCode = z.enum([
   'delivery_limit',
   'stalled',
 ]);
-/** Inferred type of {@link JobErrorCode}. */
 export type JobErrorCode = z.infer<typeof JobErrorCode>;
 
 /** The short message shown with each {@link JobErrorCode} (never an upstream's own text). */
@@ -112,7 +108,6 @@ export const JobEvent = z.discriminatedUnion('type', [
     error: z.string().max(2000),
   }),
 ]);
-/** Inferred type of {@link JobEvent}. */
 export type JobEvent = z.infer<typeof JobEvent>;
 
 /**
@@ -125,7 +120,6 @@ export const UpstreamHealth = z.object({
   error: z.string().nullable(),
   errorClass: z.enum(['upstream', 'config']).nullable(),
 });
-/** Inferred type of {@link UpstreamHealth}. */
 export type UpstreamHealth = z.infer<typeof UpstreamHealth>;
 
 /** The runner's heartbeat (transient, every few seconds): LLM and search health as it last probed them. */
@@ -140,5 +134,4 @@ export const RunnerHeartbeat = z.object({
   search: UpstreamHealth.nullable(),
   inFlightSteps: z.number().int().min(0),
 });
-/** Inferred type of {@link RunnerHeartbeat}. */
 export type RunnerHeartbeat = z.infer<typeof RunnerHeartbeat>;

@@ -41,7 +41,6 @@ export const ScoutSectorData = z.strictObject({
   trends: z.array(TrendItem),
   keywords: z.array(KeywordItem),
 });
-/** Inferred type of {@link ScoutSectorData}. */
 export type ScoutSectorData = z.infer<typeof ScoutSectorData>;
 
 /** Input of a forge/ideate job, as carried in the runner's step messages. */
@@ -53,7 +52,6 @@ export const ForgeJobInput = z.strictObject({
   session_config: ResolvedSessionConfig,
   scout: z.array(ScoutSectorData),
 });
-/** Inferred type of {@link ForgeJobInput}. */
 export type ForgeJobInput = z.infer<typeof ForgeJobInput>;
 
 /** Input of a prove/debate job, as carried in the runner's step messages. */
@@ -64,7 +62,6 @@ export const ProveJobInput = z.strictObject({
   /** The uuid returned with the 202. */
   proveSessionId: z.uuid(),
 });
-/** Inferred type of {@link ProveJobInput}. */
 export type ProveJobInput = z.infer<typeof ProveJobInput>;
 
 /**
@@ -72,7 +69,6 @@ export type ProveJobInput = z.infer<typeof ProveJobInput>;
  * timeline), `STRETCH` (up to 2x the budget and 1.5x the timeline), `NOT_LEAN` (beyond).
  */
 export const LeanFeasibility = z.enum(['LEAN_FIT', 'STRETCH', 'NOT_LEAN']);
-/** Inferred type of {@link LeanFeasibility}. */
 export type LeanFeasibility = z.infer<typeof LeanFeasibility>;
 
 /** The tag added to ideas whose projected annual revenue is below session_config.revenue_threshold. */
@@ -107,7 +103,6 @@ export const FeasibilityAssessment = z.strictObject({
   /** `true` when the projected revenue is below the threshold. */
   low_roi: z.boolean(),
 });
-/** Inferred type of {@link FeasibilityAssessment}. */
 export type FeasibilityAssessment = z.infer<typeof FeasibilityAssessment>;
 
 /**
@@ -125,7 +120,6 @@ export const RiceScore = z.strictObject({
   effort: z.number().positive(),
   score: z.number().nonnegative(),
 });
-/** Inferred type of {@link RiceScore}. */
 export type RiceScore = z.infer<typeof RiceScore>;
 
 /** One ranked idea of a forge result. */
@@ -153,12 +147,10 @@ export const ForgeIdea = z.strictObject({
   /** Free tags; includes `LOW_ROI` exactly when projected revenue < the revenue threshold. */
   tags: z.array(z.string().min(1)),
 });
-/** Inferred type of {@link ForgeIdea}. */
 export type ForgeIdea = z.infer<typeof ForgeIdea>;
 
 /** One contribution in a forge round's transcript. */
 export const TranscriptEntry = z.strictObject({ agent: z.string().min(1), content: z.string() });
-/** Inferred type of {@link TranscriptEntry}. */
 export type TranscriptEntry = z.infer<typeof TranscriptEntry>;
 
 /** One of the five forge rounds with its transcript. */
@@ -167,7 +159,6 @@ export const ForgeRound = z.strictObject({
   title: z.string().min(1),
   transcript: z.array(TranscriptEntry),
 });
-/** Inferred type of {@link ForgeRound}. */
 export type ForgeRound = z.infer<typeof ForgeRound>;
 
 /** Result of a completed forge/ideate job (`AgentJob.result`). */
@@ -180,7 +171,6 @@ export const ForgeResult = z.strictObject({
   /** Which scan each sector's scout data came from (`null`: no scan for that sector). */
   scout_generated_from: z.array(z.strictObject({ sector: z.string(), generatedFrom: DateTime.nullable() })),
 });
-/** Inferred type of {@link ForgeResult}. */
 export type ForgeResult = z.infer<typeof ForgeResult>;
 
 /** The six debate personas, in speaking order. */
@@ -192,12 +182,10 @@ export const ProvePersona = z.enum([
   'Defender',
   'Strategist',
 ]);
-/** Inferred type of {@link ProvePersona}. */
 export type ProvePersona = z.infer<typeof ProvePersona>;
 
 /** A web source found by a search a panelist asked for. */
 export const DebateSource = z.strictObject({ title: z.string(), url: z.string(), snippet: z.string() });
-/** Inferred type of {@link DebateSource}. */
 export type DebateSource = z.infer<typeof DebateSource>;
 
 /** One panelist's turn in a debate round; `sources` are the results of the searches it asked for. */
@@ -207,7 +195,6 @@ export const DebateTurn = z.strictObject({
   search_queries: z.array(z.string()).optional(),
   sources: z.array(DebateSource).optional(),
 });
-/** Inferred type of {@link DebateTurn}. */
 export type DebateTurn = z.infer<typeof DebateTurn>;
 
 /** One debate round (1–3) with its turns in speaking order. */
@@ -215,12 +202,10 @@ export const DebateRound = z.strictObject({
   round: z.number().int().min(1).max(3),
   turns: z.array(DebateTurn),
 });
-/** Inferred type of {@link DebateRound}. */
 export type DebateRound = z.infer<typeof DebateRound>;
 
 /** A panelist's vote. */
 export const VoteChoice = z.enum(['APPROVE', 'CONDITIONAL', 'REJECT']);
-/** Inferred type of {@link VoteChoice}. */
 export type VoteChoice = z.infer<typeof VoteChoice>;
 
 /** One panelist's final vote; `conditions` only on CONDITIONAL votes. */
@@ -230,7 +215,6 @@ export const PanelVote = z.strictObject({
   rationale: z.string().min(1),
   conditions: z.array(z.string().min(1)).optional(),
 });
-/** Inferred type of {@link PanelVote}. */
 export type PanelVote = z.infer<typeof PanelVote>;
 
 /** Vote tally. */
@@ -239,7 +223,6 @@ export const VoteCounts = z.strictObject({
   conditional: z.number().int().min(0).max(6),
   reject: z.number().int().min(0).max(6),
 });
-/** Inferred type of {@link VoteCounts}. */
 export type VoteCounts = z.infer<typeof VoteCounts>;
 
 /** `report.output` of an approved idea: the execution roadmap. */
@@ -262,7 +245,6 @@ export const ExecutionRoadmap = z.strictObject({
   /** The conditions attached by CONDITIONAL votes, to be met during execution (empty when none). */
   conditions: z.array(z.string().min(1)),
 });
-/** Inferred type of {@link ExecutionRoadmap}. */
 export type ExecutionRoadmap = z.infer<typeof ExecutionRoadmap>;
 
 /** `report.summary` of an approved idea: the one-page Lean Canvas (its nine boxes). */
@@ -278,7 +260,6 @@ export const LeanCanvas = z.strictObject({
   key_metrics: z.array(z.string().min(1)).min(1),
   unfair_advantage: z.string().min(1),
 });
-/** Inferred type of {@link LeanCanvas}. */
 export type LeanCanvas = z.infer<typeof LeanCanvas>;
 
 /** `report.output` of a rejected idea: the kill brief, exactly three reasons and the salvage paths. */
@@ -287,7 +268,6 @@ export const KillBrief = z.strictObject({
   top_reasons: z.array(z.strictObject({ reason: z.string().min(1), evidence: z.string().min(1) })).length(3),
   salvage_paths: z.array(z.string().min(1)).min(1),
 });
-/** Inferred type of {@link KillBrief}. */
 export type KillBrief = z.infer<typeof KillBrief>;
 
 /** `report.summary` of a rejected idea: the one-page decision brief. */
@@ -301,7 +281,6 @@ export const DecisionBrief = z.strictObject({
   what_would_change_the_decision: z.array(z.string().min(1)).min(1),
   next_steps: z.array(z.string().min(1)).min(1),
 });
-/** Inferred type of {@link DecisionBrief}. */
 export type DecisionBrief = z.infer<typeof DecisionBrief>;
 
 /** `report.pivot_report`: who declared the idea unsalvageable, when, why, and where to go instead. */
@@ -311,7 +290,6 @@ export const PivotReport = z.strictObject({
   reason: z.string().min(1),
   new_direction: z.string().min(1),
 });
-/** Inferred type of {@link PivotReport}. */
 export type PivotReport = z.infer<typeof PivotReport>;
 
 /** Fields every prove result carries. */
@@ -359,9 +337,7 @@ export const ProveResult = z.discriminatedUnion('verdict', [
   ProveRejectedResult,
   ProvePivotResult,
 ]);
-/** Inferred type of {@link ProveResult}. */
 export type ProveResult = z.infer<typeof ProveResult>;
 /** The verdicts of a prove result. */
 export const ProveVerdict = z.enum(['APPROVED', 'CONDITIONAL_APPROVED', 'REJECTED', 'PIVOT_OUT']);
-/** Inferred type of {@link ProveVerdict}. */
 export type ProveVerdict = z.infer<typeof ProveVerdict>;

@@ -34,7 +34,6 @@ export const FeedSource = z.strictObject({
   name: z.string().min(1).max(200),
   url: HttpUrl,
 });
-/** Inferred type of {@link FeedSource}. */
 export type FeedSource = z.infer<typeof FeedSource>;
 
 /**
@@ -48,26 +47,22 @@ export const HnSource = z.strictObject({
   query: z.string().trim().min(1).max(200),
   baseUrl: HttpUrl.default(HN_SEARCH_BASE_URL),
 });
-/** Inferred type of {@link HnSource}. */
 export type HnSource = z.infer<typeof HnSource>;
 
 /** One configured source of a sector. */
 export const ScoutSource = z.discriminatedUnion('type', [FeedSource, HnSource]);
-/** Inferred type of {@link ScoutSource}. */
 export type ScoutSource = z.infer<typeof ScoutSource>;
 
 /** A sector and its sources (source ids unique within the sector). */
 export const ScoutSectorSources = z
   .strictObject({ sector: SectorTag, sources: z.array(ScoutSource).min(1).max(50) })
   .superRefine((s, ctx) => addDuplicateIssues(s.sources, 'id', 'source id', 'sources', ctx));
-/** Inferred type of {@link ScoutSectorSources}. */
 export type ScoutSectorSources = z.infer<typeof ScoutSectorSources>;
 
 /** The sources file (`SCOUT_SOURCES_FILE`): every scanned sector, each at most once. */
 export const ScoutSourcesFile = z
   .strictObject({ sectors: z.array(ScoutSectorSources).min(1) })
   .superRefine((file, ctx) => addDuplicateIssues(file.sectors, 'sector', 'sector', 'sectors', ctx));
-/** Inferred type of {@link ScoutSourcesFile}. */
 export type ScoutSourcesFile = z.infer<typeof ScoutSourcesFile>;
 
 /** HTTP validators of a source's last successful fetch, sent back as `If-None-Match` / `If-Modified-Since`. */
@@ -75,7 +70,6 @@ export const SourceValidators = z.strictObject({
   etag: z.string().max(500).optional(),
   lastModified: z.string().max(100).optional(),
 });
-/** Inferred type of {@link SourceValidators}. */
 export type SourceValidators = z.infer<typeof SourceValidators>;
 
 /** Another sector's latest figures, for the brief's sector heatmap and cross signals. */
@@ -85,7 +79,6 @@ export const PeerSector = z.strictObject({
   pain_mentions: z.number().int().nonnegative(),
   top_keywords: z.array(z.string()),
 });
-/** Inferred type of {@link PeerSector}. */
 export type PeerSector = z.infer<typeof PeerSector>;
 
 /** Input of a `scout` job: what market-intel sends with every step command of the scan. */
@@ -98,7 +91,6 @@ export const ScoutJobInput = z.strictObject({
   windowDays: z.number().int().min(1).max(90),
   peers: z.array(PeerSector),
 });
-/** Inferred type of {@link ScoutJobInput}. */
 export type ScoutJobInput = z.infer<typeof ScoutJobInput>;
 
 /**
@@ -122,7 +114,6 @@ export const ScoutItem = z.strictObject({
   /** Number of comments of a discussion. */
   comments: z.number().int().optional(),
 });
-/** Inferred type of {@link ScoutItem}. */
 export type ScoutItem = z.infer<typeof ScoutItem>;
 
 /**
@@ -145,7 +136,6 @@ export const SourceReport = z.strictObject({
   durationMs: z.number().int().nonnegative(),
   validators: SourceValidators,
 });
-/** Inferred type of {@link SourceReport}. */
 export type SourceReport = z.infer<typeof SourceReport>;
 
 /** `DailyBrief.stats` of a scan: counts of what the scan saw and produced. */
@@ -160,7 +150,6 @@ export const BriefStats = z.strictObject({
   pain_clusters: z.number().int().nonnegative(),
   gaps: z.number().int().nonnegative(),
 });
-/** Inferred type of {@link BriefStats}. */
 export type BriefStats = z.infer<typeof BriefStats>;
 
 /** `DailyBrief.top_articles[]`: an analysed article, with the score of the trend it supports. */
@@ -171,7 +160,6 @@ export const BriefArticle = z.strictObject({
   published_at: z.iso.datetime({ offset: true }),
   score: z.number(),
 });
-/** Inferred type of {@link BriefArticle}. */
 export type BriefArticle = z.infer<typeof BriefArticle>;
 
 /**
@@ -184,7 +172,6 @@ export const SectorHeat = z.strictObject({
   top_keywords: z.array(z.string()),
   heat: z.number().min(0).max(1),
 });
-/** Inferred type of {@link SectorHeat}. */
 export type SectorHeat = z.infer<typeof SectorHeat>;
 
 /** `DailyBrief.narratives[]`: a story line running through several trends (titles of those trends). */
@@ -193,7 +180,6 @@ export const Narrative = z.strictObject({
   summary: z.string(),
   trends: z.array(z.string()),
 });
-/** Inferred type of {@link Narrative}. */
 export type Narrative = z.infer<typeof Narrative>;
 
 /** `DailyBrief.cross_signals[]`: a keyword of this scan that is also a top keyword of other sectors. */
@@ -202,7 +188,6 @@ export const CrossSignal = z.strictObject({
   count: z.number().int().nonnegative(),
   sectors: z.array(z.string()).min(1),
 });
-/** Inferred type of {@link CrossSignal}. */
 export type CrossSignal = z.infer<typeof CrossSignal>;
 
 /** The daily brief a scan produces: the Data API's `DailyBrief` with its open item shapes fixed. */
@@ -216,7 +201,6 @@ export const ScanBrief = z.strictObject({
   narratives: z.array(Narrative),
   cross_signals: z.array(CrossSignal),
 });
-/** Inferred type of {@link ScanBrief}. */
 export type ScanBrief = z.infer<typeof ScanBrief>;
 
 /** Figures of one scan (the admin command prints them). */
@@ -240,7 +224,6 @@ export const ScoutStats = z.strictObject({
   gaps: z.number().int().nonnegative(),
   keywords: z.number().int().nonnegative(),
 });
-/** Inferred type of {@link ScoutStats}. */
 export type ScoutStats = z.infer<typeof ScoutStats>;
 
 /**
@@ -252,5 +235,4 @@ export const ScoutResult = z.strictObject({
   stats: ScoutStats,
   sources: z.array(SourceReport),
 });
-/** Inferred type of {@link ScoutResult}. */
 export type ScoutResult = z.infer<typeof ScoutResult>;

@@ -13,7 +13,6 @@ export const ErrorEnvelope = z.object({
   details: z.unknown().optional(),
   requestId: z.string(),
 });
-/** Inferred type of {@link ErrorEnvelope}. */
 export type ErrorEnvelope = z.infer<typeof ErrorEnvelope>;
 
 /**

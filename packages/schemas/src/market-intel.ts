@@ -7,7 +7,6 @@ import { AtomicAmount, X402Network } from './x402';
  * "Scout pipeline").
  */
 export const Severity = z.enum(['critical', 'high', 'medium', 'low']);
-/** Inferred type of {@link Severity}. */
 export type Severity = z.infer<typeof Severity>;
 
 /**
@@ -30,7 +29,6 @@ export const TrendSignal = z.object({
   score: z.number(),
   insight: z.string(),
 });
-/** Inferred type of {@link TrendSignal}. */
 export type TrendSignal = z.infer<typeof TrendSignal>;
 
 /** An element of `GapItem.pain_signals[]`. */
@@ -40,7 +38,6 @@ export const PainSignal = z.object({
   signal_count: z.number().int().nonnegative(),
   description: z.string(),
 });
-/** Inferred type of {@link PainSignal}. */
 export type PainSignal = z.infer<typeof PainSignal>;
 
 /**
@@ -52,7 +49,6 @@ export const GapItem = z.object({
   trend_signal: TrendSignal,
   pain_signals: z.array(PainSignal),
 });
-/** Inferred type of {@link GapItem}. */
 export type GapItem = z.infer<typeof GapItem>;
 
 /**
@@ -65,7 +61,6 @@ export const PainCluster = z.object({
   mentions: z.number().int().nonnegative(),
   intensity: z.string(),
 });
-/** Inferred type of {@link PainCluster}. */
 export type PainCluster = z.infer<typeof PainCluster>;
 
 /** A trend as the Data API serves it. */
@@ -75,7 +70,6 @@ export const TrendItem = z.object({
   velocity: z.string(),
   source: z.string(),
 });
-/** Inferred type of {@link TrendItem}. */
 export type TrendItem = z.infer<typeof TrendItem>;
 
 /** A keyword with its aggregate occurrence count. */
@@ -83,7 +77,6 @@ export const KeywordItem = z.object({
   keyword: z.string(),
   count: z.number().int().nonnegative(),
 });
-/** Inferred type of {@link KeywordItem}. */
 export type KeywordItem = z.infer<typeof KeywordItem>;
 
 /**
@@ -101,7 +94,6 @@ export const DailyBrief = z.object({
   narratives: z.array(z.unknown()),
   cross_signals: z.array(z.unknown()),
 });
-/** Inferred type of {@link DailyBrief}. */
 export type DailyBrief = z.infer<typeof DailyBrief>;
 
 /** Date-time as sent on the wire: ISO 8601 with offset, e.g. `2026-11-21T06:00:00.000Z`. */
@@ -114,7 +106,6 @@ export const GapsResponse = z.object({
   generatedFrom: DateTime.nullable(),
   sector: z.string().nullable(),
 });
-/** Inferred type of {@link GapsResponse}. */
 export type GapsResponse = z.infer<typeof GapsResponse>;
 
 /** 200 body of GET /api/v1/scout/pain-clusters. */
@@ -124,7 +115,6 @@ export const PainClustersResponse = z.object({
   generatedFrom: DateTime.nullable(),
   sector: z.string().nullable(),
 });
-/** Inferred type of {@link PainClustersResponse}. */
 export type PainClustersResponse = z.infer<typeof PainClustersResponse>;
 
 /**
@@ -138,7 +128,6 @@ export const TrendsResponse = z.object({
   generatedFrom: DateTime.nullable(),
   sector: z.string().nullable(),
 });
-/** Inferred type of {@link TrendsResponse}. */
 export type TrendsResponse = z.infer<typeof TrendsResponse>;
 
 /** 200 body of GET /api/v1/scout/keywords (envelope chosen like the gaps one). */
@@ -148,7 +137,6 @@ export const KeywordsResponse = z.object({
   generatedFrom: DateTime.nullable(),
   sector: z.string().nullable(),
 });
-/** Inferred type of {@link KeywordsResponse}. */
 export type KeywordsResponse = z.infer<typeof KeywordsResponse>;
 
 /** 200 body of GET /api/v1/scout/brief. */
@@ -157,7 +145,6 @@ export const BriefResponse = z.object({
   generatedFrom: DateTime,
   sectors: z.array(z.string()),
 });
-/** Inferred type of {@link BriefResponse}. */
 export type BriefResponse = z.infer<typeof BriefResponse>;
 
 /** One entry of the sector list of GET /api/v1/sectors (services/market-intel/README.md, "Endpoints"). */
@@ -167,7 +154,6 @@ export const SectorSummary = z.object({
   latest_report: DateTime,
   gaps_count: z.number().int(),
 });
-/** Inferred type of {@link SectorSummary}. */
 export type SectorSummary = z.infer<typeof SectorSummary>;
 
 /** 200 body of GET /api/v1/sectors. */
@@ -176,7 +162,6 @@ export const SectorList = z.object({
   total_reports: z.number().int(),
   latest_overall: DateTime.nullable(),
 });
-/** Inferred type of {@link SectorList}. */
 export type SectorList = z.infer<typeof SectorList>;
 
 /** Health of the LLM upstream (`llm` of the health body); `latency_ms` in milliseconds. */
@@ -185,17 +170,14 @@ export const LlmHealth = z.object({
   latency_ms: z.number().int().nonnegative(),
   error: z.string().nullable(),
 });
-/** Inferred type of {@link LlmHealth}. */
 export type LlmHealth = z.infer<typeof LlmHealth>;
 
 /** Health of the search upstream. */
 export const SearchHealth = z.object({ ok: z.boolean(), error: z.string().nullable() });
-/** Inferred type of {@link SearchHealth}. */
 export type SearchHealth = z.infer<typeof SearchHealth>;
 
 /** Why the service is unhealthy: `upstream` (retry later) or `config` (operator must fix). */
 export const ErrorClass = z.enum(['upstream', 'config']);
-/** Inferred type of {@link ErrorClass}. */
 export type ErrorClass = z.infer<typeof ErrorClass>;
 
 /**
@@ -209,12 +191,10 @@ export const HealthResponse = z.object({
   server_time: DateTime,
   errorClass: ErrorClass.optional(),
 });
-/** Inferred type of {@link HealthResponse}. */
 export type HealthResponse = z.infer<typeof HealthResponse>;
 
 /** Job states; terminal: completed, failed (packages/compute/README.md, "Job state machine"). */
 export const JobStatus = z.enum(['pending', 'running', 'completed', 'failed']);
-/** Inferred type of {@link JobStatus}. */
 export type JobStatus = z.infer<typeof JobStatus>;
 
 /**
@@ -243,7 +223,6 @@ export const JobRefund = z.object({
    */
   reason: z.string().nullable(),
 });
-/** Inferred type of {@link JobRefund}. */
 export type JobRefund = z.infer<typeof JobRefund>;
 
 /**
@@ -263,12 +242,10 @@ export const AgentJob = z.object({
   txHash: z.string(),
   refund: JobRefund.nullable(),
 });
-/** Inferred type of {@link AgentJob}. */
 export type AgentJob = z.infer<typeof AgentJob>;
 
 /** A trend as stored in a scan report: the served fields plus the item's date, used by `days`. */
 export const ReportTrendItem = TrendItem.extend({ date: DateTime });
-/** Inferred type of {@link ReportTrendItem}. */
 export type ReportTrendItem = z.infer<typeof ReportTrendItem>;
 
 /** One sector's results inside a scan report. */
@@ -279,7 +256,6 @@ export const SectorScan = z.strictObject({
   trends: z.array(ReportTrendItem),
   keywords: z.array(KeywordItem),
 });
-/** Inferred type of {@link SectorScan}. */
 export type SectorScan = z.infer<typeof SectorScan>;
 
 /**
@@ -293,5 +269,4 @@ export const ScanReport = z
     brief: DailyBrief.nullable().optional(),
   })
   .superRefine((report, ctx) => addDuplicateIssues(report.sectors, 'sector', 'sector', 'sectors', ctx));
-/** Inferred type of {@link ScanReport}. */
 export type ScanReport = z.infer<typeof ScanReport>;

@@ -31,7 +31,6 @@ export const SessionConfigObject = z.strictObject({
   revenue_threshold: RevenueThreshold.optional(),
   founder_signal: z.string().max(FOUNDER_SIGNAL_MAX).optional(),
 });
-/** Inferred type of {@link SessionConfigObject}. */
 export type SessionConfigObject = z.infer<typeof SessionConfigObject>;
 
 /** A fully resolved session_config: the caller's values over {@link SESSION_CONFIG_DEFAULTS}. */

@@ -35,7 +35,6 @@ export const PaymentRequirements = z.object({
   /** Scheme-specific extra fields (optional in the x402 protocol). */
   extra: z.record(z.string(), z.unknown()).optional(),
 });
-/** Inferred type of {@link PaymentRequirements}. */
 export type PaymentRequirements = z.infer<typeof PaymentRequirements>;
 
 /**
@@ -52,7 +51,6 @@ export const Error402 = z.object({
   details: z.record(z.string(), z.unknown()).optional(),
   requestId: z.string().optional(),
 });
-/** Inferred type of {@link Error402}. */
 export type Error402 = z.infer<typeof Error402>;
 
 /**
@@ -65,7 +63,6 @@ export const PaymentPayload = z.object({
   network: X402Network,
   payload: z.object({ txSignature: Base58 }).passthrough(),
 });
-/** Inferred type of {@link PaymentPayload}. */
 export type PaymentPayload = z.infer<typeof PaymentPayload>;
 
 /**
@@ -78,5 +75,4 @@ export const PaymentResponse = z.object({
   network: X402Network,
   payer: Base58,
 });
-/** Inferred type of {@link PaymentResponse}. */
 export type PaymentResponse = z.infer<typeof PaymentResponse>;

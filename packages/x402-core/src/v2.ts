@@ -47,7 +47,6 @@ export const PaymentRequirementsV2 = z.object({
   maxTimeoutSeconds: z.number().positive(),
   extra: z.record(z.string(), z.unknown()).optional(),
 });
-/** Inferred type of {@link PaymentRequirementsV2}. */
 export type PaymentRequirementsV2 = z.infer<typeof PaymentRequirementsV2>;
 
 /** What a v2 payment pays for: the resource URL, its description and MIME type. */
@@ -56,7 +55,6 @@ export const ResourceInfoV2 = z.object({
   description: z.string().optional(),
   mimeType: z.string().optional(),
 });
-/** Inferred type of {@link ResourceInfoV2}. */
 export type ResourceInfoV2 = z.infer<typeof ResourceInfoV2>;
 
 /**
@@ -70,7 +68,6 @@ export const PaymentRequiredV2 = z.object({
   accepts: z.array(PaymentRequirementsV2),
   extensions: z.record(z.string(), z.unknown()).optional(),
 });
-/** Inferred type of {@link PaymentRequiredV2}. */
 export type PaymentRequiredV2 = z.infer<typeof PaymentRequiredV2>;
 
 /** The decoded `PAYMENT-SIGNATURE` (or `X-PAYMENT`) header of a v2 payment. */
@@ -81,7 +78,6 @@ export const PaymentPayloadV2 = z.object({
   payload: z.record(z.string(), z.unknown()),
   extensions: z.record(z.string(), z.unknown()).nullish(),
 });
-/** Inferred type of {@link PaymentPayloadV2}. */
 export type PaymentPayloadV2 = z.infer<typeof PaymentPayloadV2>;
 
 /**
@@ -99,7 +95,6 @@ export const SettleResponseV2 = z.object({
   network: z.string(),
   payer: z.string().optional(),
 });
-/** Inferred type of {@link SettleResponseV2}. */
 export type SettleResponseV2 = z.infer<typeof SettleResponseV2>;
 
 /** Base64 of the JSON of `value` (every x402 header's encoding). */

@@ -26,7 +26,6 @@ export const ForgeRequest = z.object(
       issue.input === undefined ? 'a JSON object body is required' : 'the body must be a JSON object',
   },
 );
-/** Inferred (parsed) type of {@link ForgeRequest}. */
 export type ForgeRequest = z.output<typeof ForgeRequest>;
 
 /** Body of POST /api/v1/prove/debate (services/market-intel/README.md, "Endpoints"): `idea` of 10 to 10 000 characters, read verbatim. */
@@ -41,7 +40,6 @@ export const ProveRequest = z.object(
       issue.input === undefined ? 'a JSON object body is required' : 'the body must be a JSON object',
   },
 );
-/** Inferred (parsed) type of {@link ProveRequest}. */
 export type ProveRequest = z.output<typeof ProveRequest>;
 
 /** Path parameters of GET /api/v1/jobs/{jobId}. */
@@ -64,7 +62,6 @@ export const JobAccepted = z.object({
   etaMinutes: z.number().int(),
   proveSessionId: z.uuid().optional(),
 });
-/** Inferred type of {@link JobAccepted}. */
 export type JobAccepted = z.infer<typeof JobAccepted>;
 
 /**
@@ -73,7 +70,6 @@ export type JobAccepted = z.infer<typeof JobAccepted>;
  * plus `errorClass`, `upstream` (retry after 30 s) or `config` (an operator must fix it).
  */
 export const ComputeUnavailable = ErrorEnvelope.extend({ errorClass: ErrorClass });
-/** Inferred type of {@link ComputeUnavailable}. */
 export type ComputeUnavailable = z.infer<typeof ComputeUnavailable>;
 
 /**

@@ -8,7 +8,6 @@ import { schemaLimitProblem } from './domain/schema-limits';
 
 /** Skill statuses: pending_verification -> active | verification_failed; active <-> suspended. */
 export const SkillStatus = z.enum(['pending_verification', 'active', 'verification_failed', 'suspended']);
-/** Inferred type of {@link SkillStatus}. */
 export type SkillStatus = z.infer<typeof SkillStatus>;
 
 /**
@@ -21,7 +20,6 @@ export type VerificationStep = (typeof VERIFICATION_STEPS)[number];
 
 /** Allowed `call_result` values of a report. */
 export const CallResult = z.enum(['success', 'failure', 'timeout', 'error']);
-/** Inferred type of {@link CallResult}. */
 export type CallResult = z.infer<typeof CallResult>;
 
 /** An id usable in a URL path: letters, digits, `.`, `_`, `:`, `-`; 1–128 characters. */
@@ -44,7 +42,6 @@ const tag = (what: string) =>
 
 /** Body of POST /api/auth/key. */
 export const CreateKeyRequest = z.object({ name: z.string().trim().min(1).max(100) });
-/** Inferred type of {@link CreateKeyRequest}. */
 export type CreateKeyRequest = z.infer<typeof CreateKeyRequest>;
 
 /** Answer of POST /api/auth/key; `api_key` is shown only here. */
@@ -83,7 +80,6 @@ export const RegisterSkillRequest = z.object({
   input_schema: JsonSchemaObject,
   output_schema: JsonSchemaObject,
 });
-/** Inferred type of {@link RegisterSkillRequest}. */
 export type RegisterSkillRequest = z.infer<typeof RegisterSkillRequest>;
 
 /** Answer of POST /api/discover/register. */
@@ -110,7 +106,6 @@ export const RouteRequest = z.object({
   /** Extension: how many matches to return (default ROUTE_DEFAULT_MATCHES, at most 100). */
   limit: z.number().int().min(1).max(100).optional(),
 });
-/** Inferred type of {@link RouteRequest}. */
 export type RouteRequest = z.infer<typeof RouteRequest>;
 
 /** Live metrics of a skill. */
@@ -165,7 +160,6 @@ export const ListSkillsQuery = z.object({
     .default(0)
     .meta({ description: 'skills to skip' }),
 });
-/** Inferred type of {@link ListSkillsQuery}. */
 export type ListSkillsQuery = z.infer<typeof ListSkillsQuery>;
 
 /** Arguments of the MCP tool `list_skills`: {@link ListSkillsQuery} with JSON numbers for the page. */
@@ -210,7 +204,6 @@ export const VerificationStepResult = z.object({
   detail: z.string(),
   duration_ms: z.number().int(),
 });
-/** Inferred type of {@link VerificationStepResult}. */
 export type VerificationStepResult = z.infer<typeof VerificationStepResult>;
 
 /** Answer of GET /api/discover/skills/:id: the skill, its schemas, verification and live metrics. */
@@ -239,7 +232,6 @@ export const ReportRequest = z.object({
   satisfaction: z.number().int().min(1).max(5).optional(),
   notes: z.string().max(2000).optional(),
 });
-/** Inferred type of {@link ReportRequest}. */
 export type ReportRequest = z.infer<typeof ReportRequest>;
 
 /** Answer of POST /api/discover/report. */

@@ -24,7 +24,6 @@ import { checkTokenFunds, connectionFor, isUnreachable } from './pay';
 export const PaymentRequiredHeader = PaymentRequiredV2.extend({
   resource: ResourceInfoV2.passthrough().optional(),
 }).passthrough();
-/** Inferred type of {@link PaymentRequiredHeader}. */
 export type PaymentRequiredHeader = z.infer<typeof PaymentRequiredHeader>;
 
 /**
