@@ -1,20 +1,28 @@
-import type { RequestHandler } from 'express';
+import type { RequestHandler, Response } from 'express';
 import type { AuthenticatedKey, DiscoverOperations } from '../../domain/discover-operations';
+
+/** The key each answered request was authenticated with, typed (res.locals is an untyped bag). */
+const keys = new WeakMap<Response, AuthenticatedKey>();
 
 /**
  * Protects a route (README, "Keys"): header `x-api-key` must carry a key from POST /api/auth/key,
- * checked by {@link DiscoverOperations.authenticate}; the key goes into `res.locals.apiKey`.
+ * checked by {@link DiscoverOperations.authenticate}; {@link authenticatedKey} then returns it.
  * @throws AppError `unauthorized` (401) when the header is missing or the key unknown
  */
 export function requireApiKey(operations: Pick<DiscoverOperations, 'authenticate'>): RequestHandler {
   return async (req, res, next) => {
     const header = req.headers['x-api-key'];
-    res.locals.apiKey = await operations.authenticate(typeof header === 'string' ? header : undefined);
+    keys.set(res, await operations.authenticate(typeof header === 'string' ? header : undefined));
     next();
   };
 }
 
-/** The key {@link requireApiKey} authenticated. */
-export function authenticatedKey(locals: Record<string, unknown>): AuthenticatedKey {
-  return locals.apiKey as AuthenticatedKey;
+/**
+ * The key {@link requireApiKey} authenticated for this response.
+ * @throws Error when the route runs no {@link requireApiKey} (a wiring mistake, answered 500)
+ */
+export function authenticatedKey(res: Response): AuthenticatedKey {
+  const key = keys.get(res);
+  if (!key) throw new Error('authenticatedKey: the route does not run requireApiKey');
+  return key;
 }

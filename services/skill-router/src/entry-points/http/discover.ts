@@ -1,10 +1,9 @@
-import type { RequestHandler } from 'express';
+import type { RequestHandler, Response } from 'express';
 import {
   BODY_PARSER_ERRORS,
   contractRouter,
   errorResponse,
   RETRY_AFTER_HEADER,
-  validated,
   type ContractRouter,
 } from '@repo/service-kit';
 import { z } from 'zod';
@@ -40,11 +39,13 @@ export function discoverRoutes(
 ): ContractRouter {
   const auth = requireApiKey(operations);
 
+  // The number of matches of each answered route request, for countRoute.
+  const routeMatches = new WeakMap<Response, number>();
   // Counts every answer to /route, refusals included, so the outcome mix is visible.
   const countRoute: RequestHandler = (_req, res, next) => {
     if (onRouteServed) {
       res.once('finish', () => {
-        const matches = res.locals.routeMatches as number | undefined;
+        const matches = routeMatches.get(res);
         onRouteServed(
           res.statusCode >= 500
             ? 'failed'
@@ -80,9 +81,8 @@ export function discoverRoutes(
         before: [countRoute, auth],
       },
       async (_req, res) => {
-        const { body } = validated<unknown, unknown, RouteRequest>(res.locals);
-        const answer = await operations.route(authenticatedKey(res.locals), body);
-        res.locals.routeMatches = answer.matches.length;
+        const answer = await operations.route(authenticatedKey(res), res.locals.valid.body);
+        routeMatches.set(res, answer.matches.length);
         res.json(answer);
       },
     )
@@ -100,8 +100,7 @@ export function discoverRoutes(
         },
       },
       async (_req, res) => {
-        const { query } = validated<ListSkillsQuery>(res.locals);
-        res.json(await operations.list(query));
+        res.json(await operations.list(res.locals.valid.query));
       },
     )
     .route(
@@ -119,8 +118,7 @@ export function discoverRoutes(
         },
       },
       async (_req, res) => {
-        const { params } = validated<unknown, { id: string }>(res.locals);
-        res.json(await operations.get(params.id));
+        res.json(await operations.get(res.locals.valid.params.id));
       },
     )
     .route(
@@ -146,8 +144,7 @@ export function discoverRoutes(
         before: [auth],
       },
       async (_req, res) => {
-        const { body } = validated<unknown, unknown, RegisterSkillRequest>(res.locals);
-        const { outcome, answer } = await operations.register(authenticatedKey(res.locals), body);
+        const { outcome, answer } = await operations.register(authenticatedKey(res), res.locals.valid.body);
         res.status(outcome === 'created' ? 201 : 200).json(answer);
       },
     )
@@ -170,8 +167,7 @@ export function discoverRoutes(
         before: [auth],
       },
       async (_req, res) => {
-        const { body } = validated<unknown, unknown, ReportRequest>(res.locals);
-        res.json(await operations.report(authenticatedKey(res.locals), body));
+        res.json(await operations.report(authenticatedKey(res), res.locals.valid.body));
       },
     );
 }

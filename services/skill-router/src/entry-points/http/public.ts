@@ -5,7 +5,6 @@ import {
   contractRouter,
   errorResponse,
   RETRY_AFTER_HEADER,
-  validated,
   type ContractRouter,
   type RateLimit,
 } from '@repo/service-kit';
@@ -93,7 +92,7 @@ export function publicRoutes(deps: {
         ],
       },
       async (_req, res) => {
-        const { body } = validated<unknown, unknown, CreateKeyRequest>(res.locals);
+        const { body } = res.locals.valid;
         const { key, hash, displayPrefix } = skillRouterKeys.generate();
         await deps.keys.create({ name: body.name, prefix: displayPrefix, keyHash: hash });
         res.setHeader('cache-control', 'no-store');
