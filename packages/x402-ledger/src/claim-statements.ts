@@ -1,5 +1,12 @@
 import type { VerifiedPayment } from '@repo/x402-core';
-import { counterTable, counterUpsert, type AttemptCounter, type CountedAttempt } from './attempts';
+import {
+  counterTable,
+  counterUpsert,
+  retryAfterSql,
+  X402_VERIFICATION_ATTEMPTS_TABLE,
+  type AttemptCounter,
+  type CountedAttempt,
+} from './attempts';
 import { toDate, X402_PAYMENTS_TABLE } from './payments-table';
 import type { PaymentClaim, SqlClient } from './types';
 
@@ -84,11 +91,11 @@ export async function take(
   // fix the number of its values, so `sql` and the table determine the text.
   const text = composed(
     sql,
-    counter.table,
+    counter.table ?? X402_VERIFICATION_ATTEMPTS_TABLE,
     () => `WITH claimed AS (${sql}),
        counted AS (${counterUpsert(counterTable(counter), 1, 'claimed', p)})
        SELECT claimed.created_at, counted.points AS attempts,
-              GREATEST(1, CEIL(GREATEST(counted.expire - ${p.now}::bigint, 0) / 1000.0))::int AS retry_after_seconds,
+              ${retryAfterSql('counted.expire', p.now)} AS retry_after_seconds,
               ${ASYNC_COMMIT}
          FROM claimed LEFT JOIN counted ON true`,
   );
@@ -154,7 +161,7 @@ export async function recordVerified(
   // is locked first, as in a claim, and the attempt is given back even when the lease was lost.
   const text = composed(
     update,
-    counter.table,
+    counter.table ?? X402_VERIFICATION_ATTEMPTS_TABLE,
     () => `WITH marked AS (${update} RETURNING 1),
      outcome AS (SELECT count(*)::int AS marked FROM marked),
      given AS (${counterUpsert(counterTable(counter), -1, 'outcome', p)})

@@ -3,7 +3,12 @@
 export { PoolSqlClient } from './pool-sql-client';
 export { PrismaPaymentLedger } from './ledger';
 export { X402_PAYMENTS_TABLE, X402_PAYMENT_PRISMA_MODEL } from './payments-table';
-export type { AttemptCounter, CountedAttempt } from './attempts';
+export {
+  VerificationAttemptLimit,
+  X402_VERIFICATION_ATTEMPTS_TABLE,
+  X402_VERIFICATION_ATTEMPT_PRISMA_MODEL,
+} from './attempts';
+export type { AttemptCounter, CountedAttempt, VerificationAttemptLimitOptions } from './attempts';
 export type {
   SqlClient,
   PaymentKind,

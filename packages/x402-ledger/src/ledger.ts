@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '@repo/errors';
 import type { VerifiedPayment } from '@repo/x402-core';
+import { X402_VERIFICATION_ATTEMPTS_TABLE } from './attempts';
 import { CLAIM_INSERT, recordVerified, take, type TakenRow } from './claim-statements';
 import { delay, gate, waitAtMost, type Gate } from './gates';
 import {
@@ -324,13 +325,16 @@ export class PrismaPaymentLedger implements PaymentLedger {
 
   /** {@inheritDoc PaymentLedger.pruneSightings} */
   async pruneSightings(olderThanMs: number): Promise<number> {
+    // Counters are kept an hour past their window, so a replica whose clock lags still finds its own.
     return this.db.$executeRawUnsafe(
-      `DELETE FROM ${X402_PAYMENTS_TABLE}
+      `WITH ended AS (DELETE FROM ${X402_VERIFICATION_ATTEMPTS_TABLE} WHERE expire < $3::bigint)
+       DELETE FROM ${X402_PAYMENTS_TABLE}
         WHERE status = 'processing'
           AND created_at < now() - make_interval(secs => $1::double precision)
           AND (claim_token IS NULL OR claimed_at < now() - make_interval(secs => $2::double precision))`,
       olderThanMs / 1000,
       this.leaseSeconds,
+      String(Date.now() - 3_600_000),
     );
   }
 

@@ -201,8 +201,9 @@ export interface PaymentLedger {
   recordSighting(request: ClaimRequest): Promise<void>;
   /**
    * Deletes unverified rows no request holds that were first seen more than `olderThanMs`
-   * milliseconds ago (sightings of payments never completed).
-   * @returns the number of rows deleted
+   * milliseconds ago (sightings of payments never completed), and, in the same statement, the
+   * verification-attempt counters of the ledger's table whose window ended an hour ago or more.
+   * @returns the number of payment rows deleted
    */
   pruneSightings(olderThanMs: number): Promise<number>;
   /** Reads a row. */

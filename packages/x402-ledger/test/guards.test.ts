@@ -5,6 +5,7 @@ import {
   buildStoredResponse,
   buildVerifiedPayment,
 } from '@repo/x402-ledger/testing';
+import { claimedOf } from './support';
 
 // The ledger's own guards, each tested where an earlier check in code cannot stand in for it: the
 // lease condition inside the takeover statements (two replicas that both read the row as free), and
@@ -97,11 +98,6 @@ function racingReplicas(): { replicas: [PrismaPaymentLedger, PrismaPaymentLedger
       new PrismaPaymentLedger(heldAtTakeover(poolB, barrier), options),
     ],
   };
-}
-
-function claimedOf(outcome: ClaimOutcome): PaymentClaim {
-  if (outcome.outcome !== 'claimed') throw new Error(`expected claimed, got ${outcome.outcome}`);
-  return outcome.claim;
 }
 
 interface Row {

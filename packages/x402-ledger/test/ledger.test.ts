@@ -1,24 +1,14 @@
 import { isAppError, type AppError } from '@repo/errors';
-import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createRateLimit } from '@repo/service-kit';
 import { join } from 'node:path';
-import {
-  PrismaPaymentLedger,
-  X402_PAYMENT_PRISMA_MODEL,
-  type AttemptCounter,
-  type ClaimOutcome,
-  type ClaimRequest,
-  type PaymentClaim,
-  type SqlClient,
-} from '../src/index';
+import { PrismaPaymentLedger, X402_PAYMENT_PRISMA_MODEL, type ClaimRequest } from '../src/index';
 import {
   PgSqlClient,
-  TEST_DATABASE_URL,
   buildClaimRequest,
   buildStoredResponse,
   buildVerifiedPayment,
 } from '@repo/x402-ledger/testing';
+import { claimedOf, countingClient, rowOf } from './support';
 
 let db: PgSqlClient;
 let replicaDb: PgSqlClient;
@@ -32,35 +22,6 @@ afterAll(async () => {
   await db.close();
   await replicaDb.close();
 });
-
-function claimedOf(outcome: ClaimOutcome): PaymentClaim {
-  if (outcome.outcome !== 'claimed') throw new Error(`expected claimed, got ${outcome.outcome}`);
-  return outcome.claim;
-}
-
-async function rowOf(signature: string): Promise<Record<string, unknown> | undefined> {
-  const rows = await db.$queryRawUnsafe<Record<string, unknown>[]>(
-    'SELECT status, claim_token, payer, amount_atomic::text AS amount, slot::text AS slot, job_id, response_status FROM x402_payments WHERE signature = $1',
-    signature,
-  );
-  return rows[0];
-}
-
-/** The test database as a {@link SqlClient} that lists every statement it runs. */
-function countingClient(): { client: SqlClient; statements: string[] } {
-  const statements: string[] = [];
-  const client: SqlClient = {
-    $queryRawUnsafe: <T>(sql: string, ...values: unknown[]) => {
-      statements.push(sql);
-      return db.$queryRawUnsafe<T>(sql, ...values);
-    },
-    $executeRawUnsafe: (sql: string, ...values: unknown[]) => {
-      statements.push(sql);
-      return db.$executeRawUnsafe(sql, ...values);
-    },
-  };
-  return { client, statements };
-}
 
 describe('PrismaPaymentLedger: claims for another endpoint while unverified', () => {
   it('When another endpoint holds an unverified claim, then the answer is busy (retry in 1 s), not a final refusal', async () => {
@@ -193,7 +154,7 @@ describe('PrismaPaymentLedger: a payment is bound to the request it paid for', (
 
 describe('PrismaPaymentLedger', () => {
   it('When a completed payment is presented again, then later replays are answered from memory without a query', async () => {
-    const { client, statements } = countingClient();
+    const { client, statements } = countingClient(db);
     const ledger = new PrismaPaymentLedger(client);
     const request = buildClaimRequest();
     const claim = claimedOf(await ledger.claim(request));
@@ -209,7 +170,7 @@ describe('PrismaPaymentLedger', () => {
   });
 
   it('When completed answers exceed settledCacheBytes, then the least recently used leave memory and replay from the database', async () => {
-    const { client, statements } = countingClient();
+    const { client, statements } = countingClient(db);
     const ledger = new PrismaPaymentLedger(client, { settledCacheBytes: 2_500 });
     const requests = [1, 2, 3].map(() => buildClaimRequest());
     for (const request of requests) {
@@ -231,7 +192,10 @@ describe('PrismaPaymentLedger', () => {
     const request = buildClaimRequest();
     const claim = claimedOf(await ledger.claim(request));
     expect(claim).toMatchObject({ ...request, takenOver: false });
-    expect(await rowOf(request.signature)).toMatchObject({ status: 'processing', claim_token: claim.token });
+    expect(await rowOf(db, request.signature)).toMatchObject({
+      status: 'processing',
+      claim_token: claim.token,
+    });
     await ledger.release(claim);
   });
 
@@ -258,7 +222,7 @@ describe('PrismaPaymentLedger', () => {
       slot: 42,
       blockTime: payment.blockTime,
     });
-    expect(await rowOf(request.signature)).toMatchObject({
+    expect(await rowOf(db, request.signature)).toMatchObject({
       status: 'completed',
       claim_token: null,
       response_status: 200,
@@ -291,7 +255,7 @@ describe('PrismaPaymentLedger', () => {
     });
     const again = await ledger.claim(request);
     expect(again).toMatchObject({ outcome: 'conflict', jobId: 'job-123' });
-    expect(await rowOf(request.signature)).toMatchObject({ status: 'completed', job_id: 'job-123' });
+    expect(await rowOf(db, request.signature)).toMatchObject({ status: 'completed', job_id: 'job-123' });
   });
 
   it('When the job transaction rolls back, then the payment stays verified and a retry takes it over without verifying again', async () => {
@@ -307,7 +271,7 @@ describe('PrismaPaymentLedger', () => {
       }),
     ).rejects.toThrow('job insert failed');
     await ledger.releaseLease(claim);
-    expect(await rowOf(request.signature)).toMatchObject({
+    expect(await rowOf(db, request.signature)).toMatchObject({
       status: 'verified',
       job_id: null,
       claim_token: null,
@@ -322,7 +286,7 @@ describe('PrismaPaymentLedger', () => {
     const ledger = new PrismaPaymentLedger(db);
     const request = buildClaimRequest();
     await ledger.forget(claimedOf(await ledger.claim(request)));
-    expect(await rowOf(request.signature)).toBeUndefined();
+    expect(await rowOf(db, request.signature)).toBeUndefined();
     const again = claimedOf(await ledger.claim({ ...request, endpoint: 'GET /api/v1/scout/keywords' }));
     expect(again.takenOver).toBe(false);
     await ledger.forget(again);
@@ -338,7 +302,7 @@ describe('PrismaPaymentLedger', () => {
       request.signature,
     );
     await ledger.release(first);
-    expect(await rowOf(request.signature)).toMatchObject({ status: 'processing', claim_token: null });
+    expect(await rowOf(db, request.signature)).toMatchObject({ status: 'processing', claim_token: null });
     const again = claimedOf(await new PrismaPaymentLedger(replicaDb).claim(request));
     expect(again.takenOver).toBe(true);
     expect(again.verified).toBeUndefined();
@@ -377,10 +341,13 @@ describe('PrismaPaymentLedger', () => {
       [old.signature, held.signature, verified.signature],
     );
     expect(await ledger.pruneSightings(24 * 3600_000)).toBeGreaterThanOrEqual(1);
-    expect(await rowOf(old.signature)).toBeUndefined();
-    expect(await rowOf(recent.signature)).toMatchObject({ status: 'processing' });
-    expect(await rowOf(held.signature)).toMatchObject({ status: 'processing', claim_token: heldClaim.token });
-    expect(await rowOf(verified.signature)).toMatchObject({ status: 'verified' });
+    expect(await rowOf(db, old.signature)).toBeUndefined();
+    expect(await rowOf(db, recent.signature)).toMatchObject({ status: 'processing' });
+    expect(await rowOf(db, held.signature)).toMatchObject({
+      status: 'processing',
+      claim_token: heldClaim.token,
+    });
+    expect(await rowOf(db, verified.signature)).toMatchObject({ status: 'verified' });
     await ledger.forget(heldClaim);
   });
 
@@ -458,219 +425,6 @@ describe('PrismaPaymentLedger', () => {
     const all = await Promise.all(outcomes);
     expect(all.filter((o) => o.outcome === 'claimed')).toHaveLength(1);
     expect(all.filter((o) => o.outcome === 'replay')).toHaveLength(19);
-  });
-});
-
-describe('PrismaPaymentLedger: attempts counted in its own statements', () => {
-  const PREFIX = 'x402_attempts_test';
-
-  /** A counter of `limit` attempts a minute in `rate_limits`, and the rate limiter keeping the same row. */
-  function counterAndLimiter(limit: number): {
-    counter: AttemptCounter;
-    limiter: ReturnType<typeof createRateLimit>;
-    id: string;
-  } {
-    const id = randomUUID();
-    return {
-      counter: { table: 'rate_limits', key: `${PREFIX}:${id}`, limit, windowMs: 60_000 },
-      limiter: createRateLimit(db.pool, { keyPrefix: PREFIX, points: limit, durationSeconds: 60 }),
-      id,
-    };
-  }
-
-  async function pointsOf(counter: AttemptCounter): Promise<number | undefined> {
-    const rows = await db.$queryRawUnsafe<{ points: number }[]>(
-      'SELECT points FROM rate_limits WHERE key = $1',
-      counter.key,
-    );
-    return rows[0]?.points;
-  }
-
-  /** A new request claimed by `ledger` with a counter of 20 attempts, which the claim counted once. */
-  async function countedClaim(ledger: PrismaPaymentLedger): Promise<{
-    counter: AttemptCounter;
-    request: ReturnType<typeof buildClaimRequest>;
-    claim: PaymentClaim;
-  }> {
-    const { counter } = counterAndLimiter(20);
-    const request = buildClaimRequest();
-    const claim = claimedOf(await ledger.claim({ ...request, attemptCounter: counter }));
-    return { counter, request, claim };
-  }
-
-  it("When claims count attempts, then they count in the rate limiter's row, the one beyond the limit is refused with the seconds left, and a verified mark gives its attempt back", async () => {
-    const ledger = new PrismaPaymentLedger(db);
-    const { counter, limiter, id } = counterAndLimiter(2);
-    expect(await limiter.consume(id)).toEqual({ allowed: true });
-    const first = claimedOf(await ledger.claim({ ...buildClaimRequest(), attemptCounter: counter }));
-    expect(first.attempt).toEqual({ allowed: true, count: 2, retryAfterSeconds: expect.any(Number) });
-    const second = claimedOf(await ledger.claim({ ...buildClaimRequest(), attemptCounter: counter }));
-    expect(second.attempt).toMatchObject({ allowed: false, count: 3 });
-    expect(second.attempt?.retryAfterSeconds).toBeGreaterThanOrEqual(1);
-    expect(second.attempt?.retryAfterSeconds).toBeLessThanOrEqual(60);
-    // The limiter sees the ledger's counts: its key is over the limit.
-    expect(await limiter.refusedFor(id)).toBeGreaterThanOrEqual(1);
-    await ledger.forget(second);
-
-    expect(await ledger.markVerified(first, buildVerifiedPayment({ signature: first.signature }))).toBe(true);
-    expect(await pointsOf(counter)).toBe(2);
-    expect(await rowOf(first.signature)).toMatchObject({ status: 'verified', claim_token: first.token });
-    await ledger.releaseLease(first);
-  });
-
-  it('When a verified row is taken over, then no attempt is counted; an unverified one taken over counts one', async () => {
-    const ledger = new PrismaPaymentLedger(db);
-    const { counter } = counterAndLimiter(20);
-    const verifiedRequest = buildClaimRequest();
-    const paid = claimedOf(await ledger.claim(verifiedRequest));
-    await ledger.markVerified(paid, buildVerifiedPayment({ signature: verifiedRequest.signature }));
-    await ledger.releaseLease(paid);
-    const retry = claimedOf(await ledger.claim({ ...verifiedRequest, attemptCounter: counter }));
-    expect(retry.verified).toBeDefined();
-    expect(retry.attempt).toBeUndefined();
-    expect(await pointsOf(counter)).toBeUndefined();
-    await ledger.releaseLease(retry);
-
-    const seen = buildClaimRequest();
-    await ledger.recordSighting(seen);
-    const taken = claimedOf(await ledger.claim({ ...seen, attemptCounter: counter }));
-    expect(taken).toMatchObject({ takenOver: true, attempt: { allowed: true, count: 1 } });
-    await ledger.forget(taken);
-
-    const elsewhere = buildClaimRequest({ endpoint: 'GET /elsewhere' });
-    await ledger.recordSighting(elsewhere);
-    const moved = claimedOf(
-      await ledger.claim({ ...elsewhere, endpoint: 'GET /here', attemptCounter: counter }),
-    );
-    expect(moved).toMatchObject({ takenOver: true, endpoint: 'GET /here', attempt: { count: 2 } });
-    await ledger.forget(moved);
-  });
-
-  it('When the verified mark has lost its lease, then the attempt is still given back', async () => {
-    const ledger = new PrismaPaymentLedger(db);
-    const { counter, request, claim } = await countedClaim(ledger);
-    expect(await pointsOf(counter)).toBe(1);
-    const lost = { ...claim, token: 'not-the-holder' };
-    expect(await ledger.markVerified(lost, buildVerifiedPayment({ signature: request.signature }))).toBe(
-      false,
-    );
-    expect(await pointsOf(counter)).toBe(0);
-    await ledger.forget(claim);
-  });
-
-  it('When the answer is stored with a deferred verification, then one statement records the payment, completes it and gives the attempt back', async () => {
-    const { client, statements } = countingClient();
-    const ledger = new PrismaPaymentLedger(client);
-    const { counter, request, claim } = await countedClaim(ledger);
-    expect(await pointsOf(counter)).toBe(1);
-    const payment = buildVerifiedPayment({ signature: request.signature, amountAtomic: 250_000n });
-    const stored = buildStoredResponse({ deferred: true });
-    statements.length = 0;
-    expect(await ledger.complete(claim, stored, payment)).toBe(true);
-    expect(statements).toHaveLength(1);
-    expect(await pointsOf(counter)).toBe(0);
-    expect(await rowOf(request.signature)).toMatchObject({
-      status: 'completed',
-      claim_token: null,
-      payer: payment.payer,
-      amount: '250000',
-      slot: String(payment.slot),
-      response_status: stored.status,
-    });
-    const replay = await new PrismaPaymentLedger(db).claim(request);
-    expect(replay).toMatchObject({ outcome: 'replay', response: stored });
-  });
-
-  it('When a deferred verification is stored after its lease was lost, then nothing is completed and the attempt is still given back', async () => {
-    const ledger = new PrismaPaymentLedger(db);
-    const { counter, request, claim } = await countedClaim(ledger);
-    const payment = buildVerifiedPayment({ signature: request.signature });
-    const lost = { ...claim, token: 'not-the-holder' };
-    expect(await ledger.complete(lost, buildStoredResponse(), payment)).toBe(false);
-    expect(await pointsOf(counter)).toBe(0);
-    expect(await rowOf(request.signature)).toMatchObject({ status: 'processing', claim_token: claim.token });
-    await ledger.forget(claim);
-  });
-
-  it('When a lease is released with a deferred verification, then the row is verified and unheld, and a retry takes it over without counting or verifying again', async () => {
-    const ledger = new PrismaPaymentLedger(db);
-    const { counter, request, claim } = await countedClaim(ledger);
-    const payment = buildVerifiedPayment({ signature: request.signature });
-    await ledger.releaseLease(claim, payment);
-    expect(await pointsOf(counter)).toBe(0);
-    expect(await rowOf(request.signature)).toMatchObject({
-      status: 'verified',
-      claim_token: null,
-      payer: payment.payer,
-    });
-    const retry = claimedOf(await ledger.claim({ ...request, attemptCounter: counter }));
-    expect(retry).toMatchObject({ takenOver: true, verified: { payer: payment.payer } });
-    expect(retry.attempt).toBeUndefined();
-    expect(await pointsOf(counter)).toBe(0);
-    expect(await ledger.complete(retry, buildStoredResponse())).toBe(true);
-  });
-
-  it("When claims commit asynchronously, then the setting ends with each claim's own transaction and the stored answer's commit writes the claim to disk", async () => {
-    // One connection, so the statements after each claim run where the claim ran.
-    const single = new PgSqlClient({ connectionString: TEST_DATABASE_URL, max: 1 });
-    try {
-      const ledger = new PrismaPaymentLedger(single);
-      const { counter } = counterAndLimiter(20);
-      const setting = async () =>
-        (
-          await single.$queryRawUnsafe<{ s: string }[]>("SELECT current_setting('synchronous_commit') AS s")
-        )[0]?.s;
-      const plain = buildClaimRequest();
-      const counted = buildClaimRequest();
-      const plainClaim = claimedOf(await ledger.claim(plain));
-      expect(await setting()).toBe('on');
-      const countedClaim = claimedOf(await ledger.claim({ ...counted, attemptCounter: counter }));
-      expect(await setting()).toBe('on');
-      expect(await rowOf(plain.signature)).toMatchObject({
-        status: 'processing',
-        claim_token: plainClaim.token,
-      });
-      expect(await pointsOf(counter)).toBe(1);
-
-      const [claimedUpTo] = await single.$queryRawUnsafe<{ lsn: string }[]>(
-        'SELECT pg_current_wal_insert_lsn()::text AS lsn',
-      );
-      expect(await ledger.complete(countedClaim, buildStoredResponse(), buildVerifiedPayment())).toBe(true);
-      const [flushed] = await single.$queryRawUnsafe<{ done: boolean }[]>(
-        'SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn AS done',
-        claimedUpTo?.lsn,
-      );
-      expect(flushed?.done).toBe(true);
-      expect(await setting()).toBe('on');
-      await ledger.release(plainClaim);
-    } finally {
-      await single.close();
-    }
-  });
-
-  it("When the counter's window has ended, then the claim opens a new window", async () => {
-    const ledger = new PrismaPaymentLedger(db);
-    const { counter } = counterAndLimiter(1);
-    const first = claimedOf(await ledger.claim({ ...buildClaimRequest(), attemptCounter: counter }));
-    await ledger.forget(first);
-    await db.$executeRawUnsafe(
-      'UPDATE rate_limits SET expire = $2 WHERE key = $1',
-      counter.key,
-      Date.now() - 1,
-    );
-    const next = claimedOf(await ledger.claim({ ...buildClaimRequest(), attemptCounter: counter }));
-    expect(next.attempt).toMatchObject({ allowed: true, count: 1, retryAfterSeconds: 60 });
-    await ledger.forget(next);
-  });
-
-  it('When the counter table is not a plain identifier, then the claim throws before any statement', async () => {
-    const ledger = new PrismaPaymentLedger(db);
-    const request = {
-      ...buildClaimRequest(),
-      attemptCounter: { ...counterAndLimiter(1).counter, table: 'x; DROP' },
-    };
-    await expect(ledger.claim(request)).rejects.toThrow(/plain SQL identifier/);
-    expect(await rowOf(request.signature)).toBeUndefined();
   });
 });
 
