@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeaders, RequestListener, ServerResponse } from 'node:http';
 import type { X402Network } from '@repo/schemas';
 import { PAYMENT_HEADER, PAYMENT_SIGNATURE_HEADER } from '@repo/x402-core';
+import { interceptAnswer } from './capture';
 import { emitPaymentEvent, type PaymentEventListener } from './events';
-import { onPaidAnswer } from './paid-answers';
+import type { AnswerStoredListener } from './gateway';
 
 /** Options of {@link createHotPath}. */
 export interface HotPathOptions {
@@ -32,6 +33,12 @@ export interface HotPath {
    * is remembered on the way out.
    */
   wrap(listener: RequestListener): RequestListener;
+  /**
+   * The `onAnswerStored` option to give `requirePayment` (and `acceptPayment`) of the full path's paid
+   * routes: remembers the stored 2xx paid answer of a request this hot path passed on, for the replays
+   * of its URL and payment header. Answers of other requests are ignored.
+   */
+  onAnswerStored: AnswerStoredListener;
   /** Entries held: 402 challenges and stored paid answers. */
   size(): { challenges: number; replays: number; replayBytes: number };
 }
@@ -91,6 +98,34 @@ function networkOfV1(name: unknown): X402Network | undefined {
 }
 
 /**
+ * The challenge a 402 of the full path makes: its bytes around the request id it names once in its
+ * body, or `undefined` when it is no 402 or cannot be answered again with another request id.
+ */
+function challengeOf(
+  status: number,
+  headers: OutgoingHttpHeaders,
+  body: Buffer,
+  endpoint: string,
+): Challenge | undefined {
+  const id = headers['x-request-id'];
+  if (status !== 402 || typeof id !== 'string') return undefined;
+  const text = body.toString('utf8');
+  const marker = `"requestId":${JSON.stringify(id)}`;
+  const at = text.indexOf(marker);
+  if (at === -1 || text.indexOf(marker, at + 1) !== -1) return undefined;
+  const parsed = JSON.parse(text) as { accepts?: { network?: unknown }[] };
+  const network = networkOfV1(parsed.accepts?.[0]?.network);
+  if (!network) return undefined;
+  return {
+    headers: replayableHeaders(headers),
+    prefix: text.slice(0, at + '"requestId":'.length),
+    suffix: text.slice(at + marker.length),
+    network,
+    endpoint,
+  };
+}
+
+/**
  * The hot paths of x402 answered from memory (docs/architecture.md, "How a paid request flows"): the
  * unpaid 402 challenge of a paid `GET` route and the replay of a used payment on the route it paid
  * for. Both answers are pure functions of the request once the full path has given them: a 402 of
@@ -98,8 +133,8 @@ function networkOfV1(name: unknown): X402Network | undefined {
  * carry the URL and its request reference, nothing else of the request but its id), a stored paid
  * answer of its URL and payment header (one payment, one answer). So the first request of each takes the full path (validation,
  * security headers, access log, metrics, the ledger) and its answer is remembered as bytes (a paid
- * answer as the full path stored it in the ledger, told through `onPaidAnswer`: the
- * `requirePayment` middleware tells it, a custom full path calls `paidAnswerSent`); the next
+ * answer as the full path stored it in the ledger, told through the `onAnswerStored` option of
+ * `requirePayment`, which is given {@link HotPath.onAnswerStored}); the next
  * ones are answered with those bytes, a fresh `x-request-id` (the caller's, as the access log would
  * have, or a new one), and a `challenged` or `replayed` payment event, without the middleware stack,
  * the router, the query validation, the reference HMAC or a database query. They are counted in the
@@ -112,6 +147,8 @@ export function createHotPath(options: HotPathOptions): HotPath {
   const maxReplayBytes = options.maxReplayBytes ?? 4 * 1024 * 1024;
   const challenges = new Map<string, Challenge>();
   const replays = new Map<string, Replay>();
+  // The paid requests passed on to the full path, until it tells of their stored answer.
+  const awaitingAnswer = new WeakMap<ServerResponse, { key: string; endpoint: string }>();
   let replayBytes = 0;
 
   const remember402 = (key: string, entry: Challenge): void => {
@@ -146,35 +183,6 @@ export function createHotPath(options: HotPathOptions): HotPath {
     res.end(body);
   };
 
-  /** Captures the answer the full path sends for a hot route and remembers it when it qualifies. */
-  const capture = (
-    res: ServerResponse,
-    onAnswer: (status: number, headers: OutgoingHttpHeaders, body: Buffer) => void,
-  ): void => {
-    const chunks: Buffer[] = [];
-    const target = res as unknown as {
-      write: (chunk: unknown, ...rest: unknown[]) => boolean;
-      end: (chunk?: unknown, ...rest: unknown[]) => ServerResponse;
-    };
-    const write = target.write;
-    const end = target.end;
-    target.write = function (chunk: unknown, ...rest: unknown[]): boolean {
-      if (typeof chunk === 'string' || Buffer.isBuffer(chunk)) chunks.push(Buffer.from(chunk));
-      return write.call(res, chunk, ...rest);
-    };
-    target.end = function (chunk?: unknown, ...rest: unknown[]): ServerResponse {
-      target.write = write;
-      target.end = end;
-      if (typeof chunk === 'string' || Buffer.isBuffer(chunk)) chunks.push(Buffer.from(chunk));
-      try {
-        onAnswer(res.statusCode, res.getHeaders(), Buffer.concat(chunks));
-      } catch {
-        // Remembering is an optimisation: a failure leaves the answer as sent.
-      }
-      return end.call(res, chunk, ...rest);
-    };
-  };
-
   return {
     wrap(listener) {
       return (req, res) => {
@@ -203,23 +211,14 @@ export function createHotPath(options: HotPathOptions): HotPath {
             emitPaymentEvent(options.onPaymentEvent, { type: 'challenged', network: hit.network, endpoint });
             return;
           }
-          capture(res, (status, headers, body) => {
-            const id = headers['x-request-id'];
-            if (status !== 402 || typeof id !== 'string') return;
-            const text = body.toString('utf8');
-            const marker = `"requestId":${JSON.stringify(id)}`;
-            const at = text.indexOf(marker);
-            if (at === -1 || text.indexOf(marker, at + 1) !== -1) return;
-            const parsed = JSON.parse(text) as { accepts?: { network?: unknown }[] };
-            const network = networkOfV1(parsed.accepts?.[0]?.network);
-            if (!network) return;
-            remember402(key, {
-              headers: replayableHeaders(headers),
-              prefix: text.slice(0, at + '"requestId":'.length),
-              suffix: text.slice(at + marker.length),
-              network,
-              endpoint,
-            });
+          interceptAnswer(res, (answer) => {
+            try {
+              const challenge = challengeOf(answer.status, res.getHeaders(), answer.body, endpoint);
+              if (challenge) remember402(key, challenge);
+            } catch {
+              // Remembering is an optimisation: a failure leaves the answer as sent.
+            }
+            answer.send();
           });
           listener(req, res);
           return;
@@ -240,17 +239,28 @@ export function createHotPath(options: HotPathOptions): HotPath {
           return;
         }
         // The full path tells of the answer it stored for this payment (one payment, one answer).
-        onPaidAnswer(res, ({ status, headers, body, network }) => {
-          if (status < 200 || status >= 300) return;
-          const kept = replayableHeaders(headers);
-          const bytes =
-            body.length +
-            key.length +
-            kept.reduce((n, [name, value]) => n + name.length + String(value).length, 0);
-          rememberReplay(key, { bytes, status, headers: kept, body, network, endpoint });
-        });
+        awaitingAnswer.set(res, { key, endpoint });
         listener(req, res);
       };
+    },
+    onAnswerStored: ({ status, headers, body, network }, res) => {
+      const awaited = awaitingAnswer.get(res);
+      if (!awaited) return;
+      awaitingAnswer.delete(res);
+      if (status < 200 || status >= 300) return;
+      const kept = replayableHeaders(headers);
+      const bytes =
+        body.length +
+        awaited.key.length +
+        kept.reduce((n, [name, value]) => n + name.length + String(value).length, 0);
+      rememberReplay(awaited.key, {
+        bytes,
+        status,
+        headers: kept,
+        body,
+        network,
+        endpoint: awaited.endpoint,
+      });
     },
     size: () => ({ challenges: challenges.size, replays: replays.size, replayBytes }),
   };

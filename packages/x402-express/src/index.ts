@@ -4,18 +4,16 @@
 export { sendPaymentRequired, networkOfRequest, resourceUrlOf } from './request';
 export { processPayment, verificationErrorToAppError, RETRY_AFTER_SECONDS } from './process';
 export type { ProcessPaymentInput, ProcessPaymentResult } from './process';
+export { requirePayment, acceptPayment } from './accept';
 export {
-  requirePayment,
-  acceptPayment,
   requirementsForRequest,
   endpointOf,
-  sendPaymentError,
   offeredRequirements,
-  sendStoredResponse,
   paymentRequiredHeader,
-  recordPaymentSighting,
-  VERIFIED_MARK_DELAY_MS,
-} from './middleware';
+} from './requirements';
+export type { OfferV2 } from './requirements';
+export { sendPaymentError, sendStoredResponse } from './responses';
+export { recordPaymentSighting, VERIFIED_MARK_DELAY_MS } from './sightings';
 export type {
   PaymentGateway,
   PaidRoute,
@@ -23,17 +21,16 @@ export type {
   AcceptPaymentOptions,
   AcceptedPayment,
   PaidRequestLocals,
-  OfferV2,
+  PaidAnswer,
+  AnswerStoredListener,
   SettlementGuard,
   SettlementLimit,
   VerificationGuard,
   VerificationAttempt,
-} from './middleware';
+} from './gateway';
 export { emitPaymentEvent } from './events';
 export type { PaymentEvent, PaymentEventListener } from './events';
 export { createHotPath } from './hot-path';
-export { onPaidAnswer, paidAnswerSent } from './paid-answers';
-export type { PaidAnswer, PaidAnswerListener } from './paid-answers';
 export type { HotPath, HotPathOptions } from './hot-path';
 export {
   MCP_PAYMENT_META,

@@ -1,37 +1,44 @@
 import { createServer, request, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createHotPath, paidAnswerSent, type PaymentEvent } from '../src/index';
+import { createHotPath, type AnswerStoredListener, type PaymentEvent } from '../src/index';
 
-// The hot path's own rules, against a stand-in for the full path that counts what reaches it.
+// The hot path's own rules, against a stand-in for the full path that counts what reaches it and
+// tells `onAnswerStored` of its paid answers, as requirePayment does with that option.
 let fullPathCalls = 0;
-const fullPath: RequestListener = (req, res) => {
-  fullPathCalls += 1;
-  const id =
-    typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'] : `id-${fullPathCalls}`;
-  res.setHeader('x-request-id', id);
-  res.setHeader('x-content-type-options', 'nosniff');
-  if (req.headers['x-payment'] === undefined) {
-    res.statusCode = 402;
-    res.setHeader('content-type', 'application/json; charset=utf-8');
-    res.end(
-      JSON.stringify({ x402Version: 1, accepts: [{ network: 'solana', resource: req.url }], requestId: id }),
+const fullPath =
+  (onAnswerStored: AnswerStoredListener): RequestListener =>
+  (req, res) => {
+    fullPathCalls += 1;
+    const id =
+      typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'] : `id-${fullPathCalls}`;
+    res.setHeader('x-request-id', id);
+    res.setHeader('x-content-type-options', 'nosniff');
+    if (req.headers['x-payment'] === undefined) {
+      res.statusCode = 402;
+      res.setHeader('content-type', 'application/json; charset=utf-8');
+      res.end(
+        JSON.stringify({
+          x402Version: 1,
+          accepts: [{ network: 'solana', resource: req.url }],
+          requestId: id,
+        }),
+      );
+      return;
+    }
+    // As requirePayment does once the ledger stored the answer: tell onAnswerStored, then send it.
+    const body = Buffer.from(
+      'x'.repeat(Number(new URL(req.url ?? '/', 'http://h').searchParams.get('size') ?? 10)),
     );
-    return;
-  }
-  // As requirePayment does once the ledger stored the answer: tell the hot path, then send it.
-  const body = Buffer.from(
-    'x'.repeat(Number(new URL(req.url ?? '/', 'http://h').searchParams.get('size') ?? 10)),
-  );
-  const headers = {
-    'x-content-type-options': 'nosniff',
-    'x-payment-response': 'v1',
-    'payment-response': 'v2',
+    const headers = {
+      'x-content-type-options': 'nosniff',
+      'x-payment-response': 'v1',
+      'payment-response': 'v2',
+    };
+    res.statusCode = 200;
+    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    onAnswerStored({ network: 'solana', status: 200, headers, body }, res);
+    res.end(body);
   };
-  res.statusCode = 200;
-  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
-  paidAnswerSent(res, { network: 'solana', status: 200, headers, body });
-  res.end(body);
-};
 
 async function serve(listener: RequestListener): Promise<{ url: string; server: Server }> {
   const server = createServer(listener);
@@ -50,7 +57,7 @@ describe('createHotPath', () => {
   let base: string;
   let server: Server;
   beforeAll(async () => {
-    ({ url: base, server } = await serve(hot.wrap(fullPath)));
+    ({ url: base, server } = await serve(hot.wrap(fullPath(hot.onAnswerStored))));
   });
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
@@ -93,7 +100,7 @@ describe('createHotPath', () => {
 describe('createHotPath replays', () => {
   it('When a remembered payment comes again with a body, then the full path answers it (the body is part of the request paid for)', async () => {
     const hot = createHotPath({ routes: { '/paid': 'GET /paid' } });
-    const { url, server } = await serve(hot.wrap(fullPath));
+    const { url, server } = await serve(hot.wrap(fullPath(hot.onAnswerStored)));
     try {
       fullPathCalls = 0;
       const pay = () => fetch(`${url}/paid?size=5`, { headers: { 'x-payment': 'sb' } });

@@ -4,6 +4,7 @@ import { clientIpKey, ConfigError, createRateLimit } from '@repo/service-kit';
 import type { X402Network } from '@repo/schemas';
 import {
   requirePayment,
+  type HotPath,
   type PaymentGateway,
   type SettlementGuard,
   type VerificationAttempt,
@@ -240,7 +241,9 @@ export function createVerificationGuard(config: PaymentConfig, pool: Pool): Veri
  * cache and RPC circuit breaker, the official-scheme settlers ({@link createSettlers}), the
  * Postgres payment ledger (table `x402_payments`), the request-bound references when
  * `X402_REFERENCE_SECRET` is set, and the verification and settlement rate limits (stored through the
- * rate-limit pool); `close()` releases the RPC connection pools.
+ * rate-limit pool); `close()` releases the RPC connection pools. Its `onAnswerStored` hands every
+ * stored paid answer to the hot path named with `answersTo(hotPath)` (`@repo/x402-express`'s README,
+ * "The hot path (`createHotPath`)"), which remembers it for replays; none is told before.
  * @param pools the service's main pool (`Database.pool`: the ledger's statements, straight through `pg`,
  *   see {@link PoolSqlClient}) and its rate-limit pool (`Database.rateLimitPool`: the rate limits' table)
  * @param onRpcCall told of every verifier RPC call and of every call avoided (metrics)
@@ -250,7 +253,10 @@ export function createPaymentGateway(
   config: PaymentConfig,
   pools: { main: Pool; rateLimit: Pool },
   onRpcCall?: (call: RpcCallEvent) => void,
-): PaymentGateway & { close(): Promise<void> } {
+): PaymentGateway & {
+  close(): Promise<void>;
+  answersTo(hotPath: Pick<HotPath, 'onAnswerStored'>): void;
+} {
   const options: SolanaPaymentVerifierOptions = {
     freshnessWindowSeconds: config.PAYMENT_FRESHNESS_SECONDS,
     breakerFailureThreshold: config.X402_RPC_BREAKER_FAILURES,
@@ -280,6 +286,8 @@ export function createPaymentGateway(
     );
   }
   const settlers = createSettlers(config);
+  // The hot path is built after the routes that take payments: they tell it through this relay.
+  let answers: Pick<HotPath, 'onAnswerStored'> | undefined;
   return {
     ledger: new PrismaPaymentLedger(new PoolSqlClient(pools.main)),
     verifiers,
@@ -292,6 +300,10 @@ export function createPaymentGateway(
       ? { references: { secret: config.X402_REFERENCE_SECRET, required: config.X402_REQUIRE_REFERENCE } }
       : {}),
     publicBaseUrl: config.PUBLIC_BASE_URL,
+    onAnswerStored: (answer, res) => answers?.onAnswerStored(answer, res),
+    answersTo(hotPath) {
+      answers = hotPath;
+    },
     /** Closes the verifiers' RPC connection pools (the database pool belongs to the caller). */
     async close() {
       await Promise.all(Object.values(verifiers).map((v) => v.close()));

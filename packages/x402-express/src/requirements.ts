@@ -1,0 +1,252 @@
+import { createHash } from 'node:crypto';
+import type { Request } from 'express';
+import { AppError } from '@repo/errors';
+import type { PaymentRequirements, X402Network } from '@repo/schemas';
+import {
+  buildPaymentRequirements,
+  canonicalRequestText,
+  DEFAULT_MAX_TIMEOUT_SECONDS,
+  encodeBase64Json,
+  requestReference,
+  v1OutputSchema,
+  type PaymentRequiredV2,
+  type PaymentRequirementsV2,
+  type BuildPaymentRequirementsInput,
+  type PaymentVerifier,
+  type ResourceDiscovery,
+} from '@repo/x402-core';
+import type { ExactSvmSettler } from '@repo/x402-solana';
+import { bazaarExtensions } from './discovery';
+import type { PaidRoute, PaymentGateway } from './gateway';
+import { networkOfQuery, resourceUrlOf } from './request';
+
+/**
+ * The endpoint identity of a request: `"<METHOD> <baseUrl><route path>"`, e.g. `"GET /api/v1/scout/gaps"`.
+ */
+export function endpointOf(req: Request): string {
+  const route = (req as Request & { route?: { path?: unknown } }).route;
+  const path = typeof route?.path === 'string' ? `${req.baseUrl}${route.path}` : `${req.baseUrl}${req.path}`;
+  return `${req.method} ${path}`;
+}
+
+/** The v2 offer of a request, when its network has an {@link ExactSvmSettler}. */
+export interface OfferV2 {
+  settler: ExactSvmSettler;
+  requirements: PaymentRequirementsV2;
+  /** What is paid for (`resource` of the `PAYMENT-REQUIRED` header). */
+  resource: { url: string; description: string; mimeType: string };
+  /** `extensions` of the `PAYMENT-REQUIRED` header (the `bazaar` discovery extension, or none). */
+  extensions: Record<string, unknown>;
+  /**
+   * This request's Solana Pay reference, advertised in the offer's `extra.reference` and as its
+   * `extra.memo`: the official client writes the memo into the transaction, and the official
+   * facilitator refuses a transaction whose memo is not this request's, so an official-scheme payment
+   * is bound to its request on chain too.
+   */
+  reference?: string;
+}
+
+/**
+ * The one requirement of a request's v2 offer, as `PAYMENT-REQUIRED` advertises it, the payer's
+ * `accepted` must equal and the facilitator settles against: the route's offer with this request's
+ * `extra.reference` and `extra.memo` (when references are configured).
+ */
+export function offeredRequirements(offer: OfferV2): PaymentRequirementsV2 {
+  return offer.reference === undefined
+    ? offer.requirements
+    : {
+        ...offer.requirements,
+        extra: { ...offer.requirements.extra, reference: offer.reference, memo: offer.reference },
+      };
+}
+
+/**
+ * The requirements of a paid route for this request: the network from `?network=`, its verifier's
+ * mint and merchant account, the price, `resource` = the absolute request URL and, with references
+ * configured, `extra.reference` = this request's reference; plus the v2 offer of the official exact
+ * scheme when the network has a settler.
+ *
+ * @throws AppError `invalid_request` (400) for an unknown `network` value or a network not offered
+ */
+export function requirementsForRequest(
+  req: Request,
+  gateway: PaymentGateway,
+  route: PaidRoute,
+): {
+  network: X402Network;
+  verifier: PaymentVerifier;
+  /** The push requirement (the spec's: `payTo` is the merchant's token account). */
+  requirements: PaymentRequirements;
+  /**
+   * The body's `accepts`: the push requirement, then, when the network has a settler, the official
+   * exact scheme in v1 form (`payTo` the merchant wallet, `extra.feePayer`), which a v1 `exact` SVM
+   * client pays with `payload.transaction`.
+   */
+  accepts: PaymentRequirements[];
+  offer: OfferV2 | undefined;
+  reference: string | undefined;
+  /** The request's canonical text (`canonicalRequestText`), built now only when a reference needed it. */
+  canonical: string | undefined;
+  /** The request URL, parsed once. */
+  url: URL;
+} {
+  const url = new URL(req.originalUrl || req.url, 'http://localhost');
+  const network = networkOfQuery(url.searchParams);
+  const verifier = gateway.verifiers[network];
+  if (!verifier) throw new AppError('invalid_request', `Payments on ${network} are not offered here`);
+  const template = requirementsTemplate(verifier, route);
+  const canonical = gateway.references ? canonicalTextOf(req, url) : undefined;
+  const reference =
+    gateway.references && canonical !== undefined
+      ? requestReference(gateway.references.secret, canonical)
+      : undefined;
+  const requirements: PaymentRequirements = {
+    ...template,
+    resource: resourceUrlOf(req, gateway.publicBaseUrl),
+    ...(reference === undefined ? {} : { extra: { ...template.extra, reference } }),
+  };
+  const settler = gateway.settlers?.[network];
+  const offer: OfferV2 | undefined = settler && {
+    settler,
+    requirements: offerTemplate(settler, route),
+    resource: { url: requirements.resource, description: template.description, mimeType: template.mimeType },
+    extensions: extensionsOf(route),
+    ...(reference === undefined ? {} : { reference }),
+  };
+  const accepts = offer
+    ? [
+        requirements,
+        { ...officialV1Template(offer.settler, route), resource: requirements.resource, ...v1ExtraOf(offer) },
+      ]
+    : [requirements];
+  return { network, verifier, requirements, accepts, offer, reference, canonical, url };
+}
+
+/** The `extra` of the official scheme's v1 requirement of a request: its v2 offer's. */
+function v1ExtraOf(offer: OfferV2): { extra: Record<string, unknown> } {
+  return { extra: offeredRequirements(offer).extra ?? {} };
+}
+
+const officialV1Templates = new WeakMap<ExactSvmSettler, WeakMap<PaidRoute, PaymentRequirements>>();
+
+/**
+ * The official scheme's requirement in the v1 body, all but `resource` and `extra` (built once per
+ * settler and route): the v2 offer's price, mint, merchant wallet and timeout in v1 field names.
+ */
+function officialV1Template(settler: ExactSvmSettler, route: PaidRoute): PaymentRequirements {
+  return perRoute(officialV1Templates, settler, route, () =>
+    v1Template(settler, route, { maxTimeoutSeconds: route.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS }),
+  );
+}
+
+/**
+ * A route's v1 requirement on `owner`'s network, mint and merchant account, validated, all but
+ * `resource` (a placeholder) and `extra`.
+ * @throws Error when the route's price or fields do not make valid requirements
+ */
+function v1Template(
+  owner: { network: X402Network; asset: string; payTo: string },
+  route: PaidRoute,
+  more: Pick<BuildPaymentRequirementsInput, 'maxTimeoutSeconds' | 'outputSchema'>,
+): PaymentRequirements {
+  return buildPaymentRequirements({
+    network: owner.network,
+    asset: owner.asset,
+    payTo: owner.payTo,
+    amountAtomic: route.amountAtomic,
+    resource: 'http://localhost/',
+    description: route.description,
+    mimeType: route.mimeType ?? 'application/json',
+    ...more,
+  });
+}
+
+/**
+ * The canonical text of a request (method, path, sorted query, body hash): its reference is the HMAC
+ * of it, and the hash its payment is bound to in the ledger is the SHA-256 of it.
+ */
+export function canonicalTextOf(req: Request, url: URL): string {
+  return canonicalRequestText({
+    method: req.method,
+    path: url.pathname,
+    query: url.searchParams,
+    bodySha256: bodyHash(req),
+  });
+}
+
+const offers = new WeakMap<ExactSvmSettler, WeakMap<PaidRoute, PaymentRequirementsV2>>();
+// Keyed by the discovery object, which routes declare once (options objects may be per request).
+const discoveryExtensions = new WeakMap<ResourceDiscovery, Record<string, unknown>>();
+
+function extensionsOf(route: PaidRoute): Record<string, unknown> {
+  if (!route.discovery) return {};
+  let extensions = discoveryExtensions.get(route.discovery);
+  if (!extensions) {
+    extensions = bazaarExtensions(route.discovery);
+    discoveryExtensions.set(route.discovery, extensions);
+  }
+  return extensions;
+}
+
+/**
+ * What `build` makes for `owner` (a verifier or settler) and `route`, built once: requirements are
+ * validated on their first request, then every 402 reuses them.
+ */
+function perRoute<K extends object, V>(
+  cache: WeakMap<K, WeakMap<PaidRoute, V>>,
+  owner: K,
+  route: PaidRoute,
+  build: () => V,
+): V {
+  let byRoute = cache.get(owner);
+  if (!byRoute) cache.set(owner, (byRoute = new WeakMap()));
+  let value = byRoute.get(route);
+  if (value === undefined) {
+    value = build();
+    byRoute.set(route, value);
+  }
+  return value;
+}
+
+function offerTemplate(settler: ExactSvmSettler, route: PaidRoute): PaymentRequirementsV2 {
+  return perRoute(offers, settler, route, () =>
+    settler.requirements(route.amountAtomic, route.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS),
+  );
+}
+
+/**
+ * The `PAYMENT-REQUIRED` header value of a 402: base64 JSON of a v2 `PaymentRequired` with the one
+ * official-scheme offer (README, "Paying with an official x402 client").
+ */
+export function paymentRequiredHeader(offer: OfferV2, error: string): string {
+  const body: PaymentRequiredV2 = {
+    x402Version: 2,
+    error,
+    resource: offer.resource,
+    accepts: [offeredRequirements(offer)],
+    extensions: offer.extensions,
+  };
+  return encodeBase64Json(body);
+}
+
+/** Validated requirements per verifier and route, all but `resource` (built once: this is every 402's hot path). */
+const templates = new WeakMap<PaymentVerifier, WeakMap<PaidRoute, PaymentRequirements>>();
+
+function requirementsTemplate(verifier: PaymentVerifier, route: PaidRoute): PaymentRequirements {
+  return perRoute(templates, verifier, route, () =>
+    v1Template(verifier, route, {
+      // What is advertised is what is enforced: the verifier's own window when it has one.
+      ...((verifier.maxTimeoutSeconds ?? route.maxTimeoutSeconds) === undefined
+        ? {}
+        : { maxTimeoutSeconds: verifier.maxTimeoutSeconds ?? route.maxTimeoutSeconds }),
+      ...(route.discovery ? { outputSchema: v1OutputSchema(route.discovery) } : {}),
+    }),
+  );
+}
+
+/** Hex SHA-256 of the parsed request body (as JSON): a genuine retry sends the same body. */
+function bodyHash(req: Request): string {
+  return createHash('sha256')
+    .update(JSON.stringify(req.body ?? null))
+    .digest('hex');
+}
