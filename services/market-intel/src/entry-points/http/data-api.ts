@@ -1,6 +1,5 @@
 import type { RequestHandler } from 'express';
-import { contractRouter, errorResponse, validated, type ContractRouter } from '@repo/service-kit';
-import type { z } from 'zod';
+import { contractRouter, errorResponse, type ContractRouter } from '@repo/service-kit';
 import {
   BriefResponse,
   GapsResponse,
@@ -42,7 +41,7 @@ export function dataApiRouter(deps: { scout: ScoutService; pay: PaymentGate }): 
         },
         pay(DATA_PRICES.gaps, DISCOVERY.gaps),
         async (_req, res) => {
-          const { sector, limit } = validated<z.infer<typeof SectorLimitQuery>>(res.locals).query;
+          const { sector, limit } = res.locals.valid.query;
           res.json(await scout.gaps(sector, limit));
         },
       )
@@ -56,7 +55,7 @@ export function dataApiRouter(deps: { scout: ScoutService; pay: PaymentGate }): 
         },
         pay(DATA_PRICES.painClusters, DISCOVERY.painClusters),
         async (_req, res) => {
-          const { sector, limit } = validated<z.infer<typeof SectorLimitQuery>>(res.locals).query;
+          const { sector, limit } = res.locals.valid.query;
           res.json(await scout.painClusters(sector, limit));
         },
       )
@@ -70,7 +69,7 @@ export function dataApiRouter(deps: { scout: ScoutService; pay: PaymentGate }): 
         },
         pay(DATA_PRICES.trends, DISCOVERY.trends),
         async (_req, res) => {
-          const { sector, days, limit } = validated<z.infer<typeof TrendsQuery>>(res.locals).query;
+          const { sector, days, limit } = res.locals.valid.query;
           res.json(await scout.trends(sector, days, limit));
         },
       )
@@ -84,7 +83,7 @@ export function dataApiRouter(deps: { scout: ScoutService; pay: PaymentGate }): 
         },
         pay(DATA_PRICES.keywords, DISCOVERY.keywords),
         async (_req, res) => {
-          const { sector, limit } = validated<z.infer<typeof KeywordsQuery>>(res.locals).query;
+          const { sector, limit } = res.locals.valid.query;
           res.json(await scout.keywords(sector, limit));
         },
       )
