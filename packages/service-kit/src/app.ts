@@ -2,7 +2,12 @@ import cors from 'cors';
 import express, { type Application, type RequestHandler } from 'express';
 import helmet from 'helmet';
 import type { Logger } from 'pino';
+import { errorHandler, notFoundHandler } from '@repo/errors';
+import type { JsonSchema } from '@repo/schemas';
+import { openApiRoutes } from './contract';
+import { llmsTxtRoutes, type LlmsTxt } from './llms-txt';
 import { httpLogger } from './logger';
+import { mcpRoutes, type McpRoutesOptions } from './mcp';
 import type { ServiceMetrics } from './metrics';
 
 /** Options of {@link createBaseApp}. */
@@ -94,6 +99,61 @@ export function createBaseApp(options: BaseAppOptions): Application {
     const ready = options.isReady ? await withTimeout(options.isReady, readyTimeoutMs) : true;
     res.status(ready ? 200 : 503).json({ ok: ready });
   });
+  return app;
+}
+
+/**
+ * The fields of {@link BaseAppOptions} a service's `createApp(deps)` takes from its composition root
+ * (or a test) and hands on unchanged; a service's `AppDeps` extends it.
+ */
+export type ServiceAppDeps = Pick<
+  BaseAppOptions,
+  'logger' | 'isReady' | 'trustProxy' | 'bodyLimit' | 'corsOrigins' | 'metrics'
+>;
+
+/** A middleware list mounted under a path prefix (express `app.use(path, handlers)`). */
+export interface MountedAt {
+  path: string;
+  use: RequestHandler[];
+}
+
+/** What differs between the services' apps, for {@link createServiceApp}. */
+export interface ServiceAppParts {
+  /**
+   * Mounted before `/mcp` and the documents: the busiest routers, whose requests then walk past
+   * nothing else. Their paths must not be shared with the MCP endpoint or the documents.
+   */
+  first?: RequestHandler[];
+  /** The MCP endpoint (docs/architecture.md, "MCP and llms.txt"); its logger and metrics are the app's. */
+  mcp: Omit<McpRoutesOptions, 'logger' | 'metrics'>;
+  /** Served at `/llms.txt`. */
+  llmsTxt: LlmsTxt;
+  /** The service's OpenAPI 3.1 document, served at `/openapi.json` with its reference page at `/docs`. */
+  openApi: JsonSchema;
+  /** Mounted in order after the documents and before the 404 and error handlers. */
+  routes: readonly (RequestHandler | MountedAt)[];
+}
+
+/**
+ * The express app of a service (docs/architecture.md, "Routes own their contracts"): the base app of
+ * {@link createBaseApp}, then `parts.first`, the MCP endpoint `/mcp`, `/llms.txt`, `/openapi.json`
+ * and `/docs`, then `parts.routes` in order, then `notFoundHandler` (404 `not_found`) and
+ * `errorHandler` of `@repo/errors` (the error envelope with the request id), logging to
+ * `base.logger`. No listen.
+ * @throws Error when two MCP tools share a name (from `mcpRoutes`)
+ */
+export function createServiceApp(base: BaseAppOptions, parts: ServiceAppParts): Application {
+  const app = createBaseApp(base);
+  for (const handler of parts.first ?? []) app.use(handler);
+  app.use(mcpRoutes({ ...parts.mcp, logger: base.logger, metrics: base.metrics }));
+  app.use(llmsTxtRoutes(parts.llmsTxt));
+  app.use(openApiRoutes(parts.openApi));
+  for (const route of parts.routes) {
+    if (typeof route === 'function') app.use(route);
+    else app.use(route.path, route.use);
+  }
+  app.use(notFoundHandler);
+  app.use(errorHandler(base.logger));
   return app;
 }
 

@@ -1,13 +1,5 @@
 import type { Application } from 'express';
-import { errorHandler, notFoundHandler } from '@repo/errors';
-import {
-  createBaseApp,
-  llmsTxtRoutes,
-  mcpRoutes,
-  openApiRoutes,
-  type Logger,
-  type ServiceMetrics,
-} from '@repo/service-kit';
+import { createServiceApp, type ServiceAppDeps } from '@repo/service-kit';
 import type { ReportRepository } from '../../data/reports';
 import type { HealthProbe } from '../../domain/health';
 import { ScoutService } from '../../domain/scout';
@@ -19,23 +11,14 @@ import { MARKET_INTEL_LLMS_TXT } from './llms-txt';
 import { marketIntelOpenApi, SERVICE_VERSION } from './openapi';
 
 /** Everything the app needs, built by `main.ts` (or a test). */
-export interface AppDeps {
-  logger: Logger;
+export interface AppDeps extends ServiceAppDeps {
   reports: ReportRepository;
   /** The x402 payment middleware factory for paid routes. */
   pay: PaymentGate;
   health: HealthProbe;
-  /** `/readyz`: true while PostgreSQL answers and the service is not shutting down. */
-  isReady?: () => boolean | Promise<boolean>;
-  trustProxy?: number;
-  bodyLimit?: string;
-  /** `CORS_ORIGINS` as configured: comma-separated origins allowed by CORS; closed when empty. */
-  corsOrigins?: string;
   now?: () => Date;
   /** The Compute API's dependencies; without them the compute endpoints answer 503 `config`. */
   compute?: ComputeDeps;
-  /** Prometheus registry served at `/metrics`; omitted in most tests. */
-  metrics?: ServiceMetrics;
   /**
    * The request listener the HTTP server runs (the app behind the hot path), through which MCP tool
    * calls are dispatched; default the app itself.
@@ -51,39 +34,26 @@ export interface AppDeps {
  * envelope for everything else.
  */
 export function createApp(deps: AppDeps): Application {
-  const app = createBaseApp({
-    logger: deps.logger,
-    trustProxy: deps.trustProxy,
-    bodyLimit: deps.bodyLimit,
-    corsOrigins: deps.corsOrigins,
-    isReady: deps.isReady,
-    metrics: deps.metrics,
-  });
   const scout = new ScoutService(deps.reports, deps.now);
   // Declared paths are absolute (/api/v1/...): every contract router is mounted at the root.
   const free = freeRouter({ reports: deps.reports, health: deps.health });
   const dataApi = dataApiRouter({ scout, pay: deps.pay });
   const compute = computeRouter(deps.compute);
   const routers = [free, dataApi, compute]; // the OpenAPI document's order
-  const httpHandler = deps.httpHandler ?? (() => app);
-  // The paid Data API first: its requests, the busiest, then match no other router's routes on the
-  // way. No two routers share a path, so the order changes nothing else.
-  app.use(dataApi.router);
-  app.use(
-    mcpRoutes({
+  const app: Application = createServiceApp(deps, {
+    // The paid Data API first: its requests, the busiest, then match no other router's routes on the
+    // way. No two routers share a path, so the order changes nothing else.
+    first: [dataApi.router],
+    mcp: {
       name: 'market-intel',
       version: SERVICE_VERSION,
       instructions: MARKET_INTEL_MCP_INSTRUCTIONS,
-      tools: marketIntelTools(httpHandler),
-      logger: deps.logger,
-      metrics: deps.metrics,
-    }),
-  );
-  app.use(llmsTxtRoutes(MARKET_INTEL_LLMS_TXT));
-  app.use(openApiRoutes(marketIntelOpenApi(routers.flatMap((r) => r.operations))));
-  app.use(free.router);
-  app.use(compute.router);
-  app.use(notFoundHandler);
-  app.use(errorHandler(deps.logger));
+      // Called per tool call, once `app` exists.
+      tools: marketIntelTools(deps.httpHandler ?? (() => app)),
+    },
+    llmsTxt: MARKET_INTEL_LLMS_TXT,
+    openApi: marketIntelOpenApi(routers.flatMap((r) => r.operations)),
+    routes: [free.router, compute.router],
+  });
   return app;
 }

@@ -1,16 +1,7 @@
 import path from 'node:path';
 import cookieParser from 'cookie-parser';
 import express, { type Application } from 'express';
-import { errorHandler, notFoundHandler } from '@repo/errors';
-import {
-  createBaseApp,
-  llmsTxtRoutes,
-  mcpRoutes,
-  openApiRoutes,
-  type ApiKeyCache,
-  type Logger,
-  type ServiceMetrics,
-} from '@repo/service-kit';
+import { createServiceApp, type ApiKeyCache, type ServiceAppDeps } from '@repo/service-kit';
 import type { AccountRepository } from '../../data/accounts';
 import type { ProductRepository } from '../../data/products';
 import type { ProposalRepository } from '../../data/proposals';
@@ -31,8 +22,7 @@ import { deploymentsRoutes } from './deployments';
 import { signalsRoutes } from './signals';
 
 /** Everything the app needs, built by the composition root. */
-export interface AppDeps {
-  logger: Logger;
+export interface AppDeps extends ServiceAppDeps {
   accounts: AccountRepository;
   products: ProductRepository;
   signals: SignalRepository;
@@ -50,15 +40,9 @@ export interface AppDeps {
   sessionTtlMs: number;
   /** Secure (and `__Host-`) session cookie. */
   secureCookies: boolean;
-  /** `/readyz`: true while PostgreSQL answers and the service is not shutting down. */
-  isReady?: () => boolean | Promise<boolean>;
-  trustProxy?: number;
-  bodyLimit?: string;
   /** `CORS_ORIGINS` as configured: comma-separated origins allowed by CORS and by the CSRF origin check. */
   corsOrigins?: string;
   now?: () => Date;
-  /** Prometheus registry served at `/metrics`; omitted in most tests. */
-  metrics?: ServiceMetrics;
   /** Domain counters (signals accepted/refused); omitted in most tests. */
   events?: SignalFeedbackEvents;
 }
@@ -73,16 +57,6 @@ export const PUBLIC_DIR = path.join(__dirname, '../../..', 'public');
  * the probes and `/metrics`, and the error envelope for everything else.
  */
 export function createApp(deps: AppDeps): Application {
-  const app = createBaseApp({
-    logger: deps.logger,
-    trustProxy: deps.trustProxy,
-    bodyLimit: deps.bodyLimit ?? '1mb',
-    corsOrigins: deps.corsOrigins,
-    isReady: deps.isReady,
-    metrics: deps.metrics,
-    // `?key=` of POST /api/ingest leaves the URL before the access log prints it.
-    beforeLogging: [stripQueryKey],
-  });
   const now = deps.now ?? (() => new Date());
   // The CSRF origin check accepts the same origins as CORS.
   const allowedOrigins = new Set(
@@ -123,47 +97,53 @@ export function createApp(deps: AppDeps): Application {
     [signals, proposals, deployments, products, auth].flatMap((routes) => routes.operations),
   );
 
-  // Ingestion first: its two POST routes share no path with the document or the static files, so the
-  // order changes no answer, only how much each batch walks through.
-  app.use(signals.router);
-  // MCP authenticates by the x-api-key header alone, never by the cookie: it stays outside the
-  // session and CSRF middleware below, as the key-authenticated ingestion does.
-  app.use(
-    mcpRoutes({
-      name: 'signal-feedback',
-      version: SERVICE_VERSION,
-      instructions: SIGNAL_FEEDBACK_MCP_INSTRUCTIONS,
-      tools: signalFeedbackTools({
-        signals: deps.signals,
-        keys: deps.keys,
-        proposals: deps.proposals,
-        deployments: deps.deployments,
-        maxBatch: deps.maxBatch,
-        now,
-        events: deps.events,
-      }),
-      logger: deps.logger,
-      metrics: deps.metrics,
-    }),
+  return createServiceApp(
+    {
+      ...deps,
+      bodyLimit: deps.bodyLimit ?? '1mb',
+      // `?key=` of POST /api/ingest leaves the URL before the access log prints it.
+      beforeLogging: [stripQueryKey],
+    },
+    {
+      // Ingestion first: its two POST routes share no path with the document or the static files, so
+      // the order changes no answer, only how much each batch walks through.
+      first: [signals.router],
+      // MCP authenticates by the x-api-key header alone, never by the cookie: it stays outside the
+      // session and CSRF middleware of `routes`, as the key-authenticated ingestion does.
+      mcp: {
+        name: 'signal-feedback',
+        version: SERVICE_VERSION,
+        instructions: SIGNAL_FEEDBACK_MCP_INSTRUCTIONS,
+        tools: signalFeedbackTools({
+          signals: deps.signals,
+          keys: deps.keys,
+          proposals: deps.proposals,
+          deployments: deps.deployments,
+          maxBatch: deps.maxBatch,
+          now,
+          events: deps.events,
+        }),
+      },
+      // Before the static files, so no file in public/ could shadow them.
+      llmsTxt: signalFeedbackLlmsTxt({ maxBatch: deps.maxBatch }),
+      openApi: doc,
+      routes: [
+        express.static(PUBLIC_DIR, { index: 'index.html', maxAge: '5m' }),
+        // Everything below may be cookie-authenticated: load the session, then CSRF-check writes.
+        {
+          path: '/api',
+          use: [
+            cookieParser(),
+            loadSession(deps.accounts, deps.secureCookies, now),
+            requireCsrf(allowedOrigins),
+          ],
+        },
+        auth.router,
+        // Before the products router: its session check covers every /api/context path, series included.
+        deployments.router,
+        products.router,
+        proposals.router,
+      ],
+    },
   );
-  // Before the static files, so no file in public/ could shadow it.
-  app.use(llmsTxtRoutes(signalFeedbackLlmsTxt({ maxBatch: deps.maxBatch })));
-  app.use(openApiRoutes(doc));
-  app.use(express.static(PUBLIC_DIR, { index: 'index.html', maxAge: '5m' }));
-
-  // Everything below may be cookie-authenticated: load the session, then CSRF-check writes.
-  const session = [
-    cookieParser(),
-    loadSession(deps.accounts, deps.secureCookies, now),
-    requireCsrf(allowedOrigins),
-  ];
-  app.use('/api', session);
-  app.use(auth.router);
-  // Before the products router: its session check covers every /api/context path, series included.
-  app.use(deployments.router);
-  app.use(products.router);
-  app.use(proposals.router);
-  app.use(notFoundHandler);
-  app.use(errorHandler(deps.logger));
-  return app;
 }

@@ -1,15 +1,11 @@
 import type { Application } from 'express';
-import { errorHandler, notFoundHandler } from '@repo/errors';
 import {
-  createBaseApp,
-  llmsTxtRoutes,
-  mcpRoutes,
-  openApiRoutes,
-  type Logger,
+  createServiceApp,
+  type RateLimit,
+  type ServiceAppDeps,
   type ServiceMetrics,
 } from '@repo/service-kit';
 import type { ApiKeyRepository } from '../../data/api-keys';
-import type { RateLimit } from '@repo/service-kit';
 import type { SkillDirectory } from '../../data/skill-directory';
 import type { SkillStats } from '../../data/skill-stats';
 import type { RoutingSources } from '../../domain/routing';
@@ -22,8 +18,7 @@ import { SKILL_ROUTER_LLMS_TXT } from './llms-txt';
 import { publicRoutes, SERVICE_VERSION } from './public';
 
 /** Everything the app needs, built by `composition.ts` (main or a test). */
-export interface AppDeps {
-  logger: Logger;
+export interface AppDeps extends ServiceAppDeps {
   keys: ApiKeyRepository;
   directory: SkillDirectory;
   /** Where routes are ranked: the routing index while current, else PostgreSQL. */
@@ -41,15 +36,8 @@ export interface AppDeps {
   endpointRefusal: (url: string) => Promise<string | null>;
   /** GET /api/health: PostgreSQL answers. */
   dbReady: () => Promise<boolean>;
-  /** `/readyz`: the database answers and the service is not shutting down. */
-  isReady?: () => boolean | Promise<boolean>;
   routeCandidateLimit: number;
   routeDefaultMatches: number;
-  /** Number of proxy hops in front of the service (express `trust proxy`). */
-  trustProxy?: number;
-  bodyLimit?: string;
-  /** Comma-separated origins allowed by CORS (`CORS_ORIGINS`); CORS stays closed when empty. */
-  corsOrigins?: string;
   now?: () => Date;
   metrics?: ServiceMetrics & {
     onRegistered?: (outcome: 'created' | 'updated') => void;
@@ -65,14 +53,6 @@ export interface AppDeps {
  */
 export function createApp(deps: AppDeps): Application {
   const now = deps.now ?? (() => new Date());
-  const app = createBaseApp({
-    logger: deps.logger,
-    trustProxy: deps.trustProxy,
-    bodyLimit: deps.bodyLimit,
-    corsOrigins: deps.corsOrigins,
-    isReady: deps.isReady,
-    metrics: deps.metrics,
-  });
   const operations = discoverOperations({
     keys: deps.keys,
     directory: deps.directory,
@@ -93,20 +73,15 @@ export function createApp(deps: AppDeps): Application {
     publicRoutes({ keys: deps.keys, keyCreationLimit: deps.keyCreationLimit, dbReady: deps.dbReady, now }),
     discoverRoutes(operations, deps.metrics?.onRouteServed),
   ];
-  app.use(
-    mcpRoutes({
+  return createServiceApp(deps, {
+    mcp: {
       name: 'skill-router',
       version: SERVICE_VERSION,
       instructions: SKILL_ROUTER_MCP_INSTRUCTIONS,
       tools: skillRouterTools(operations, deps.metrics?.onRouteServed),
-      logger: deps.logger,
-      metrics: deps.metrics,
-    }),
-  );
-  app.use(llmsTxtRoutes(SKILL_ROUTER_LLMS_TXT));
-  app.use(openApiRoutes(skillRouterOpenApi(routes.flatMap((r) => r.operations))));
-  for (const r of routes) app.use(r.router);
-  app.use(notFoundHandler);
-  app.use(errorHandler(deps.logger));
-  return app;
+    },
+    llmsTxt: SKILL_ROUTER_LLMS_TXT,
+    openApi: skillRouterOpenApi(routes.flatMap((r) => r.operations)),
+    routes: routes.map((r) => r.router),
+  });
 }
