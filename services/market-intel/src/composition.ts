@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { RequestListener } from 'node:http';
 import type { Application } from 'express';
 import { Broker } from '@repo/queue';
-import { declareComputeTopology, type PipelineKind } from '@repo/compute';
+import { declareComputeTopology } from '@repo/compute';
 import { createSchemaCheck, packageMigrationsDir } from '@repo/db-migrate';
 import {
   createLoop,
@@ -14,21 +14,21 @@ import {
 } from '@repo/service-kit';
 import { parseAllowlist } from '@repo/ssrf-guard';
 import { createHotPath, type HotPath, type PaymentEventListener } from '@repo/x402-express';
-import { PrismaRefundLedger, type RefundRecord } from '@repo/x402-ledger';
-import type { JobRefund } from '@repo/schemas';
+import { PrismaRefundLedger } from '@repo/x402-ledger';
 import type { MarketIntelConfig } from './config';
-import { JobRepository, type ApplyResult, type JobKindHooks } from './data/jobs';
+import { JobRepository } from './data/jobs';
 import { openDatabase, type Db } from './data/prisma';
 import { listenForReportChanges } from './data/report-changes';
 import { ReportRepository } from './data/reports';
 import { ScanRepository } from './data/scans';
 import { RunnerHealthMonitor } from './domain/health';
+import { createJobLifecycle, type JobLifecycle } from './domain/job-lifecycle';
+import { createDevnetComputeCaps } from './domain/paid-jobs';
 import { DATA_PRICES } from './domain/prices';
-import { REFUNDED_JOB_FAILURES, refundReason } from './domain/refunds';
+import { jobRefunds } from './domain/refunds';
 import { loadSourcesFile } from './domain/scout-sources';
 import { heartbeatTopology, startComputeConsumers } from './entry-points/consumers/compute-events';
 import { createApp } from './entry-points/http/app';
-import { createDevnetComputeCaps } from './entry-points/http/compute';
 import type { HttpHandler } from './entry-points/mcp/tools';
 import { createPaymentGateway, createRefundSenders, paymentGate } from './adapters/x402';
 import { FEE_PAYER_CHECK_INTERVAL_MS, createFeePayerMonitor } from './entry-points/workers/fee-payer-monitor';
@@ -61,6 +61,8 @@ export interface MarketIntelService extends ComposedService {
   db: Db;
   broker: Broker;
   jobs: JobRepository;
+  /** What runner events, dead letters and the watchdog do to jobs. */
+  lifecycle: JobLifecycle;
   reports: ReportRepository;
   scans: ScanRepository;
   /** Starts scheduled scans; null without a sources file or with a 0 interval. */
@@ -120,22 +122,10 @@ export async function compose(
     onBalance: (network, lamports) => metrics.onFeePayerBalance(network, lamports),
   });
   const reports = new ReportRepository(db);
-  const hooks: Partial<Record<PipelineKind, JobKindHooks>> = {};
   const refundLedger = new PrismaRefundLedger(db);
   const refundWallet = refundSenders.solana?.wallet;
-  const jobs = new JobRepository(db, hooks, {
-    refundOf: async (signature) => publicRefund(await refundLedger.forPayment(signature)),
-    ...(refundWallet !== undefined
-      ? {
-          onPaidJobFailed: (tx, job, code) =>
-            REFUNDED_JOB_FAILURES[code]
-              ? refundLedger.queue(job.txSignature, { reason: refundReason(code), jobId: job.id }, tx)
-              : Promise.resolve(null),
-        }
-      : {}),
-  });
+  const jobs = new JobRepository(db, { refundOf: jobRefunds(refundLedger), lifecycle: () => lifecycle });
   const scans = new ScanRepository(db, jobs, reports, metrics.scans);
-  hooks.scout = scans.hooks();
   // Read at boot so that a bad sources file stops the service with every problem named.
   const sectors = config.SCOUT_SOURCES_FILE ? loadSourcesFile(config.SCOUT_SOURCES_FILE).sectors : [];
   const heartbeats = heartbeatTopology(instanceId);
@@ -205,12 +195,16 @@ export async function compose(
           (network, outcome) => metrics.onRefund(network, outcome),
         )
       : null;
-  /** After a job event or a watchdog failure committed: a refund it queued is counted and sent now. */
-  const afterFailure = (result: ApplyResult): void => {
-    if (!result.refundQueued) return;
-    metrics.onRefund(result.refundQueued, 'queued');
-    void refunds?.kick();
-  };
+  const lifecycle = createJobLifecycle({
+    jobs,
+    hooks: { scout: scans.hooks() },
+    ...(refundWallet !== undefined ? { refunds: refundLedger } : {}),
+    publishNow: (ids) => outbox.publishNow(ids),
+    metrics,
+    webhookLoop: webhooks,
+    refundLoop: refunds,
+    onJobCompleted: () => reports.invalidate(),
+  });
   const watchdog = createJobWatchdog(
     jobs,
     outbox,
@@ -221,11 +215,7 @@ export async function compose(
       loopMetrics,
     },
     logger,
-    (result) => {
-      metrics.onJobEvent('watchdog', result.applied);
-      if (result.webhookQueued) void webhooks?.kick();
-      afterFailure(result);
-    },
+    (result) => void lifecycle.settle('watchdog', result),
   );
   const loops: Loop[] = [outbox, watchdog];
   if (webhooks) loops.push(webhooks);
@@ -308,14 +298,18 @@ export async function compose(
       health: health.probe,
       gateway,
       maxTimeoutSeconds: config.PAYMENT_MAX_TIMEOUT_SECONDS,
-      publishNow: (ids) => outbox.publishNow(ids),
+      paidJobs: {
+        jobs,
+        ledger: gateway.ledger,
+        publishNow: (ids) => outbox.publishNow(ids),
+        onJobCreated: (kind) => metrics.onJobCreated(kind),
+        devnetJobsPerDay: config.X402_DEVNET_COMPUTE_PER_DAY,
+        devnetCaps: createDevnetComputeCaps(database.rateLimitPool, {
+          perClientPerDay: config.X402_DEVNET_COMPUTE_PER_CLIENT_PER_DAY,
+          globalPerDay: config.X402_DEVNET_COMPUTE_GLOBAL_PER_DAY,
+        }),
+      },
       webhooks: webhooks ? { policy } : null,
-      onJobCreated: (kind) => metrics.onJobCreated(kind),
-      devnetJobsPerDay: config.X402_DEVNET_COMPUTE_PER_DAY,
-      devnetCaps: createDevnetComputeCaps(database.rateLimitPool, {
-        perClientPerDay: config.X402_DEVNET_COMPUTE_PER_CLIENT_PER_DAY,
-        globalPerDay: config.X402_DEVNET_COMPUTE_GLOBAL_PER_DAY,
-      }),
     },
     isReady: readiness.isReady,
     trustProxy: config.TRUST_PROXY,
@@ -335,8 +329,6 @@ export async function compose(
     onPaymentEvent: gateway.onPaymentEvent,
     corsConfigured: Boolean(config.CORS_ORIGINS),
   });
-  // requirePayment tells the hot path of each stored paid answer (onAnswerStored), for its replays.
-  payments.answersTo(hotPath);
 
   // The Data API reads the latest reports from memory while every stored report is heard.
   const reportChanges = listenForReportChanges({
@@ -367,6 +359,7 @@ export async function compose(
     db,
     broker,
     jobs,
+    lifecycle,
     reports,
     scans,
     scheduler,
@@ -377,23 +370,7 @@ export async function compose(
     refunds,
     refundLedger,
     async start() {
-      await startComputeConsumers(
-        {
-          broker,
-          jobs,
-          outbox,
-          health,
-          logger,
-          onWebhookQueued: () => void webhooks?.kick(),
-          onApplied: (type, result) => {
-            metrics.onJobEvent(type, result.applied);
-            // A scan completed here stored its report in the job's transaction, now committed.
-            if (result.applied && result.status === 'completed') reports.invalidate();
-            afterFailure(result);
-          },
-        },
-        instanceId,
-      );
+      await startComputeConsumers({ broker, lifecycle, health, logger }, instanceId);
     },
     // After HTTP drained and the loops stopped: in-flight requests and rounds may still publish.
     async close() {
@@ -402,23 +379,5 @@ export async function compose(
       await payments.close();
       await database.close();
     },
-  };
-}
-
-/**
- * A refund as GET /api/v1/jobs/{jobId} shows it: the landed transaction only once confirmed, the
- * reason only when held as unclaimable.
- */
-function publicRefund(record: RefundRecord | null): JobRefund | null {
-  if (!record) return null;
-  const confirmed = record.status === 'confirmed';
-  return {
-    status: record.status,
-    amount: record.amountAtomic.toString(),
-    network: record.network,
-    to: record.payer,
-    transaction: confirmed ? record.signature : null,
-    confirmedAt: confirmed && record.confirmedAt ? record.confirmedAt.toISOString() : null,
-    reason: record.status === 'unclaimable' ? record.unclaimableReason : null,
   };
 }

@@ -3,17 +3,13 @@ import { AppError } from '@repo/errors';
 import type { AgentJob, JobRefund, JobStatus } from '@repo/schemas';
 import {
   COMPUTE_TOPOLOGY,
-  conditionalTransition,
-  jobTransition,
   stepRoutingKey,
+  type AppliedStep,
   type JobErrorCode,
-  type JobEvent,
   type JobGuard,
-  type JobInput,
   type PipelineKind,
   type StepCommand,
 } from '@repo/compute';
-import type { PaymentClaim, PaymentLedger } from '@repo/x402-ledger';
 import { Prisma } from '../generated/prisma/client';
 import type { Db } from './prisma';
 
@@ -49,33 +45,37 @@ export interface WebhookBody {
   error?: string;
 }
 
-/** What applying one event changed, for the caller to act on after the commit. */
+/** What applying one input (a runner event, a failure) changed, for what follows the commit. */
 export interface ApplyResult {
-  /** Whether the event changed the job (false: duplicate, stale or for a terminal job). */
+  /** Whether the input changed the job (false: duplicate, stale or for a terminal job). */
   applied: boolean;
   /** Outbox rows written in the same transaction, to publish now. */
   outboxIds: bigint[];
-  /** The job's status after the event, or null when the job is unknown. */
+  /** The job's status after the input, or null when the job is unknown. */
   status: JobStatus | null;
   /** Whether a webhook delivery was queued. */
   webhookQueued: boolean;
-  /** The network of the refund this failure queued (a paid job failed; see {@link PaidJobFailureHook}). */
+  /** The network of the refund a failure queued (a paid job failed with a refunded code). */
   refundQueued?: string | null;
 }
 
 /**
- * Called inside the transaction that fails a paid job, before it commits (README, "Refunds"): queues
- * the refund of `job.txSignature` when the failure `code` is one that is refunded, so that the job's
- * failure and its refund commit together or not at all.
- * @returns the network of the refund queued, or null when none was
+ * The job lifecycle's operations that the repository still forwards, for the callers typed against
+ * it (the job watchdog, the scan scheduler); `domain/job-lifecycle.ts` implements them.
  */
-export type PaidJobFailureHook = (
-  tx: Tx,
-  job: { id: string; txSignature: string },
-  code: JobErrorCode,
-) => Promise<string | null>;
+export interface ForwardedLifecycle {
+  fail(
+    jobId: string,
+    failure: { code: JobErrorCode; detail: string },
+    stepIndex?: number,
+  ): Promise<ApplyResult>;
+  reviveUnstarted(
+    republishAfterMs: number,
+    failAfterMs: number,
+  ): Promise<{ outboxIds: bigint[]; failed: ApplyResult[] }>;
+}
 
-/** A transaction client (what kind hooks write with, inside the event's transaction). */
+/** A transaction client (what the job lifecycle and kind hooks write with, inside one transaction). */
 export type Tx = Prisma.TransactionClient;
 
 /** The job a kind hook is called for. */
@@ -87,8 +87,9 @@ export interface HookedJob {
 
 /**
  * What a job kind adds to the generic step chain, inside the transaction that applies an event (so the
- * effect and the job's new state commit together, or neither does). Scout scans use them to store
- * fetched items and the finished report; paid jobs have none.
+ * effect and the job's new state commit together, or neither does): the job lifecycle
+ * (`domain/job-lifecycle.ts`) calls them. Scout scans use them to store fetched items and the finished
+ * report; paid jobs have none.
  */
 export interface JobKindHooks {
   /**
@@ -156,30 +157,56 @@ async function assertJobsLeft(tx: Tx, job: NewJob, perDay: number): Promise<void
 
 /**
  * Compute jobs in PostgreSQL (table `agent_jobs`) with their applied steps (`job_steps`), the
- * transactional outbox (`outbox_messages`) and webhook deliveries (`webhook_deliveries`).
+ * transactional outbox (`outbox_messages`) and webhook deliveries (`webhook_deliveries`): the row
+ * operations. What an event or a failure does to a job is decided by the job lifecycle
+ * (`domain/job-lifecycle.ts`), which writes with these operations inside one transaction.
  *
- * Invariants: a job row is only ever committed together with the outbox row of its first step
- * command; what an event or a failure does to a job is decided by the job state machine of
- * `@repo/compute` (`jobTransition`: a step outcome is applied only when its `stepIndex` is the job's
- * current one, so duplicates are dropped; terminal states are final; `progressPct` never decreases)
- * and applied here together with what goes with it (the next command, the webhook, the refund).
+ * Invariant: a job row is only ever committed together with the outbox row of its first step command.
  */
 export class JobRepository {
   /**
    * @param db the database
-   * @param hooks per job kind, what applying its events also does (see {@link JobKindHooks})
-   * @param options `onPaidJobFailed`: what failing a paid job also does (refunds)
    * @param options `refundOf`: the refund of a payment, shown with a failed job (`refund` in
    *   GET /api/v1/jobs/{jobId}); without it `refund` is always null
+   * @param options `lifecycle`: the job lifecycle, read when {@link JobRepository.fail} or
+   *   {@link JobRepository.reviveUnstarted} is called
    */
   constructor(
     private readonly db: Db,
-    private readonly hooks: Partial<Record<PipelineKind, JobKindHooks>> = {},
     private readonly options: {
-      onPaidJobFailed?: PaidJobFailureHook;
       refundOf?: (paymentSignature: string) => Promise<JobRefund | null>;
+      lifecycle?: () => ForwardedLifecycle;
     } = {},
   ) {}
+
+  /**
+   * The job lifecycle's `fail` (`domain/job-lifecycle.ts`).
+   * @throws Error when the repository was built without the lifecycle
+   */
+  fail(
+    jobId: string,
+    failure: { code: JobErrorCode; detail: string },
+    stepIndex?: number,
+  ): Promise<ApplyResult> {
+    return this.lifecycle().fail(jobId, failure, stepIndex);
+  }
+
+  /**
+   * The job lifecycle's `reviveUnstarted` (`domain/job-lifecycle.ts`).
+   * @throws Error when the repository was built without the lifecycle
+   */
+  reviveUnstarted(
+    republishAfterMs: number,
+    failAfterMs: number,
+  ): Promise<{ outboxIds: bigint[]; failed: ApplyResult[] }> {
+    return this.lifecycle().reviveUnstarted(republishAfterMs, failAfterMs);
+  }
+
+  private lifecycle(): ForwardedLifecycle {
+    const lifecycle = this.options.lifecycle?.();
+    if (!lifecycle) throw new Error('JobRepository was built without the job lifecycle');
+    return lifecycle;
+  }
 
   /**
    * Creates an unpaid job (pending) and the outbox row of its first step inside the caller's
@@ -195,24 +222,22 @@ export class JobRepository {
   }
 
   /**
-   * Creates a paid job: in one transaction, the job row (pending), the outbox row of step 0 and the
-   * payment claim's completion (`x402_payments.job_id`), so a job exists exactly when its payment is
-   * consumed and its first message is due. With `perPayerPerDay`, the payer's jobs on the job's
-   * network in the last 24 hours are counted first, under a lock per payer so that concurrent
-   * requests cannot both take the last place.
-   * @param perPayerPerDay most jobs one payer wallet may start on this network per 24 hours
+   * Creates a paid job: in one transaction, the job row (pending), the outbox row of step 0 and what
+   * the caller adds (`inTransaction`: the payment claim's completion, `x402_payments.job_id`), so a job
+   * exists exactly when its payment is consumed and its first message is due. With `perPayerPerDay`,
+   * the payer's jobs on the job's network in the last 24 hours are counted first, under a lock per
+   * payer so that concurrent requests cannot both take the last place.
+   * @param options `perPayerPerDay`: most jobs one payer wallet may start on this network per 24 hours
    * @returns the outbox id to publish after the commit
-   * @throws AppError `payment_conflict` when the claim was lost to another request, `rate_limited`
-   *   (429, `Retry-After` in seconds) when the payer has used its jobs (nothing is written either way)
+   * @throws AppError `rate_limited` (429, `Retry-After` in seconds) when the payer has used its jobs;
+   *   whatever `inTransaction` throws (nothing is written either way)
    */
   async createPaidJob(
     job: NewJob,
-    ledger: PaymentLedger,
-    claim: PaymentClaim,
-    perPayerPerDay?: number,
+    options: { perPayerPerDay?: number; inTransaction(tx: Tx): Promise<void> },
   ): Promise<{ outboxId: bigint; createdAt: Date }> {
     return this.db.$transaction(async (tx) => {
-      if (perPayerPerDay !== undefined) await assertJobsLeft(tx, job, perPayerPerDay);
+      if (options.perPayerPerDay !== undefined) await assertJobsLeft(tx, job, options.perPayerPerDay);
       const row = await tx.agentJob.create({
         data: {
           id: job.id,
@@ -230,7 +255,7 @@ export class JobRepository {
         select: { createdAt: true },
       });
       const outboxId = await this.enqueueStep(tx, stepCommand(job, 0, null));
-      await ledger.completeWithJob(claim, job.id, tx);
+      await options.inTransaction(tx);
       return { outboxId, createdAt: row.createdAt };
     });
   }
@@ -272,153 +297,104 @@ export class JobRepository {
   }
 
   /**
-   * Applies one runner event (idempotent: duplicates and stale events change nothing), as the job
-   * state machine decides (`jobTransition` of `@repo/compute`).
-   * - `job.step-started`: pending -> running.
-   * - `job.step-completed` for the current step: records the step, stores the new state and progress
-   *   (never lower), and queues the next step command; or, for the last step, completes the job and
-   *   queues its webhook.
-   * - `job.step-failed`: keeps the error while retries remain; a non-retryable failure fails the job.
+   * Updates a job only while it passes `guard` (one conditional statement, no lock): a start, or a
+   * retryable failure's error text.
+   * @returns whether the job was updated
    */
-  async applyEvent(event: JobEvent): Promise<ApplyResult> {
-    // A start or a retryable failure does not depend on the job beyond its guard: one conditional update.
-    const conditional = conditionalTransition(event);
-    if (conditional) {
-      const { guard, transition } = conditional;
-      const count = await this.db.agentJob.updateMany({
-        where: { id: event.jobId, ...guardWhere(guard) },
-        data:
-          transition.type === 'started'
-            ? { status: transition.status, startedAt: transition.startedAt }
-            : { lastError: transition.lastError },
-      });
-      const applied = count.count > 0;
-      return {
-        applied,
-        outboxIds: [],
-        status: applied && transition.type === 'started' ? transition.status : null,
-        webhookQueued: false,
-      };
-    }
-    return this.applyToLockedJob(event.jobId, event);
-  }
-
-  /**
-   * Fails a job that is not terminal yet (a dead-lettered step, a non-retryable error), keeping its
-   * progress, and queues its webhook. The job and its webhook show only the failure's stable code and
-   * short message (`publicJobError`); `detail` (upstream text included) goes to `last_error`, which
-   * is never served.
-   * @param failure the code, and the full text for operators
-   * @param stepIndex when given, only if the job is still at that step (a late dead letter for a step
-   *   that another delivery completed changes nothing)
-   */
-  async fail(
+  async updateGuarded(
     jobId: string,
-    failure: { code: JobErrorCode; detail: string },
-    stepIndex?: number,
-  ): Promise<ApplyResult> {
-    return this.applyToLockedJob(jobId, { type: 'job.failed', ...failure, stepIndex });
+    guard: JobGuard,
+    change: { status: 'running'; startedAt: Date } | { lastError: string },
+  ): Promise<boolean> {
+    const count = await this.db.agentJob.updateMany({
+      where: {
+        id: jobId,
+        status: { in: [...guard.statuses] },
+        ...(guard.stepIndex === undefined ? {} : { stepIndex: guard.stepIndex }),
+      },
+      data: change,
+    });
+    return count.count > 0;
   }
 
   /**
-   * Applies an input that depends on the job (a step's outcome, a failure) to the job's row, locked,
-   * with what goes with it in the same transaction.
+   * Runs `work` in one transaction with the job's row locked (`FOR UPDATE`), so concurrent events of
+   * one job apply one after the other; `job` is undefined for an unknown id.
    */
-  private async applyToLockedJob(jobId: string, input: JobInput): Promise<ApplyResult> {
-    return this.db.$transaction(async (tx) => {
-      const job = await lockJob(tx, jobId);
-      if (!job) return unchanged(job);
-      const transition = jobTransition(
-        {
-          status: job.status as JobStatus,
-          stepIndex: job.step_index,
-          progressPct: job.progress_pct,
-          startedAt: job.started_at,
-          lastError: job.last_error,
-        },
-        input,
-      );
-      const hooks = this.hooks[job.kind as PipelineKind];
-      switch (transition.type) {
-        case 'unchanged':
-          return unchanged(job);
-        case 'started':
-        case 'retrying':
-          // applyEvent applies these as a conditional update, never here.
-          throw new Error(`${transition.type} is applied without locking the job`);
-        case 'advanced': {
-          await tx.jobStep.create({ data: { jobId: job.id, ...transition.step } });
-          const state = hooks?.beforeNextStep
-            ? await hooks.beforeNextStep(tx, job, transition.step.stepIndex, transition.state)
-            : transition.state;
-          await tx.agentJob.update({
-            where: { id: job.id },
-            data: {
-              status: transition.status,
-              startedAt: transition.startedAt,
-              state: json(state),
-              stepIndex: transition.stepIndex,
-              stepLabel: transition.stepLabel,
-              progressPct: transition.progressPct,
-              lastError: transition.lastError,
-            },
-          });
-          const outboxId = await this.enqueueStep(tx, stepCommand(job, transition.stepIndex, state));
-          return { applied: true, outboxIds: [outboxId], status: transition.status, webhookQueued: false };
-        }
-        case 'completed': {
-          await tx.jobStep.create({ data: { jobId: job.id, ...transition.step } });
-          await tx.agentJob.update({
-            where: { id: job.id },
-            data: {
-              status: transition.status,
-              startedAt: transition.startedAt,
-              result: json(transition.result),
-              stepIndex: transition.stepIndex,
-              stepLabel: transition.stepLabel,
-              progressPct: transition.progressPct,
-              lastError: transition.lastError,
-              completedAt: new Date(),
-            },
-          });
-          await hooks?.onCompleted?.(tx, job, transition.result);
-          const webhookQueued = await queueWebhook(tx, job.id, job.webhook_url, {
-            jobId: job.id,
-            status: 'completed',
-            result: transition.result,
-          });
-          return { applied: true, outboxIds: [], status: transition.status, webhookQueued };
-        }
-        case 'failed': {
-          const { error } = transition;
-          await tx.agentJob.update({
-            where: { id: jobId },
-            data: {
-              status: transition.status,
-              error,
-              lastError: transition.lastError,
-              completedAt: new Date(),
-            },
-          });
-          await hooks?.onFailed?.(tx, job, error);
-          const refundQueued =
-            job.tx_signature !== null && this.options.onPaidJobFailed
-              ? await this.options.onPaidJobFailed(
-                  tx,
-                  { id: jobId, txSignature: job.tx_signature },
-                  transition.code,
-                )
-              : null;
-          const webhookQueued = await queueWebhook(tx, jobId, job.webhook_url, {
-            jobId,
-            status: 'failed',
-            result: null,
-            error,
-          });
-          return { applied: true, outboxIds: [], status: transition.status, webhookQueued, refundQueued };
-        }
-      }
+  async withLockedJob<T>(
+    jobId: string,
+    work: (tx: Tx, job: LockedJob | undefined) => Promise<T>,
+  ): Promise<T> {
+    return this.db.$transaction(async (tx) => work(tx, await lockJob(tx, jobId)));
+  }
+
+  /** Records an applied step in the job's audit trail (`job_steps`). */
+  async recordStep(tx: Tx, jobId: string, step: AppliedStep): Promise<void> {
+    await tx.jobStep.create({ data: { jobId, ...step } });
+  }
+
+  /**
+   * Stores a job that moved on to its next step, and queues that step's command in the outbox.
+   * @returns the outbox id to publish after the commit
+   */
+  async saveAdvanced(tx: Tx, job: HookedJob, next: AdvancedJob): Promise<bigint> {
+    await tx.agentJob.update({
+      where: { id: job.id },
+      data: {
+        status: next.status,
+        startedAt: next.startedAt,
+        state: json(next.state),
+        stepIndex: next.stepIndex,
+        stepLabel: next.stepLabel,
+        progressPct: next.progressPct,
+        lastError: next.lastError,
+      },
     });
+    return this.enqueueStep(tx, stepCommand(job, next.stepIndex, next.state));
+  }
+
+  /** Stores a completed job with its result; `completed_at` is now. */
+  async saveCompleted(tx: Tx, jobId: string, done: CompletedJob): Promise<void> {
+    await tx.agentJob.update({
+      where: { id: jobId },
+      data: {
+        status: done.status,
+        startedAt: done.startedAt,
+        result: json(done.result),
+        stepIndex: done.stepIndex,
+        stepLabel: done.stepLabel,
+        progressPct: done.progressPct,
+        lastError: done.lastError,
+        completedAt: new Date(),
+      },
+    });
+  }
+
+  /** Stores a failed job (its progress kept); `completed_at` is now. */
+  async saveFailed(
+    tx: Tx,
+    jobId: string,
+    failed: { status: JobStatus; error: string; lastError: string },
+  ): Promise<void> {
+    await tx.agentJob.update({
+      where: { id: jobId },
+      data: {
+        status: failed.status,
+        error: failed.error,
+        lastError: failed.lastError,
+        completedAt: new Date(),
+      },
+    });
+  }
+
+  /**
+   * Queues the webhook delivery of a terminal job (its loop signs and posts it).
+   * @returns whether one was queued (false without a webhook address)
+   */
+  async queueWebhook(tx: Tx, jobId: string, url: string | null, body: WebhookBody): Promise<boolean> {
+    if (!url) return false;
+    await tx.webhookDelivery.create({ data: { jobId, url, body: JSON.stringify(body) } });
+    return true;
   }
 
   /** Steps applied to a job, in order (the audit trail). */
@@ -437,32 +413,26 @@ export class JobRepository {
   }
 
   /**
-   * Paid jobs no runner has started (README, "Failed jobs and health (market-intel)"): those pending
-   * longer than `failAfterMs` are failed (`stalled`); those pending longer than `republishAfterMs`
-   * whose first step command is no longer in the outbox get it queued again (once per
-   * `republishAfterMs`, marked by `updated_at`), in case the message was lost on the broker's side.
-   * Safe across replicas (rows are locked and skipped).
-   * @returns the outbox ids to publish, and the results of the failures
+   * Paid jobs still pending `failAfterMs` milliseconds after their creation (README, "Failed jobs and
+   * health (market-intel)"): the ones the lifecycle fails as `stalled`.
    */
-  async reviveUnstarted(
-    republishAfterMs: number,
-    failAfterMs: number,
-  ): Promise<{ outboxIds: bigint[]; failed: ApplyResult[] }> {
-    const stale = await this.db.$queryRawUnsafe<{ id: string }[]>(
+  async stalledPaidJobIds(failAfterMs: number): Promise<string[]> {
+    const rows = await this.db.$queryRawUnsafe<{ id: string }[]>(
       `SELECT id FROM agent_jobs WHERE status = 'pending' AND tx_signature IS NOT NULL
          AND created_at < now() - make_interval(secs => $1::double precision)`,
       failAfterMs / 1000,
     );
-    const failed: ApplyResult[] = [];
-    for (const { id } of stale) {
-      failed.push(
-        await this.fail(id, {
-          code: 'stalled',
-          detail: `no runner started the job within ${Math.round(failAfterMs / 60_000)} minutes`,
-        }),
-      );
-    }
-    const outboxIds = await this.db.$transaction(async (tx) => {
+    return rows.map((row) => row.id);
+  }
+
+  /**
+   * Paid jobs pending longer than `republishAfterMs` whose first step command is no longer in the
+   * outbox get it queued again (once per `republishAfterMs`, marked by `updated_at`), in case the
+   * message was lost on the broker's side. Safe across replicas (rows are locked and skipped).
+   * @returns the outbox ids to publish
+   */
+  async requeueUnstarted(republishAfterMs: number): Promise<bigint[]> {
+    return this.db.$transaction(async (tx) => {
       const rows = await tx.$queryRawUnsafe<{ id: string; kind: string; input: unknown }[]>(
         `SELECT id, kind, input FROM agent_jobs j
           WHERE status = 'pending' AND tx_signature IS NOT NULL AND step_index = 0
@@ -479,7 +449,6 @@ export class JobRepository {
       }
       return ids;
     });
-    return { outboxIds, failed };
   }
 
   private async enqueueStep(tx: Tx, command: StepCommand): Promise<bigint> {
@@ -497,48 +466,74 @@ export class JobRepository {
   }
 }
 
-interface LockedJob {
-  id: string;
-  kind: string;
-  status: string;
-  step_index: number;
-  progress_pct: number;
-  input: unknown;
-  webhook_url: string | null;
-  started_at: Date | null;
-  last_error: string | null;
-  tx_signature: string | null;
+/** A job row locked for an update, as {@link JobRepository.withLockedJob} hands it over. */
+export interface LockedJob extends HookedJob {
+  status: JobStatus;
+  /** The step the job waits for (0-based). */
+  stepIndex: number;
+  progressPct: number;
+  webhookUrl: string | null;
+  startedAt: Date | null;
+  lastError: string | null;
+  /** The payment's signature; null for an unpaid (internal) job. */
+  txSignature: string | null;
 }
 
-/** The condition of a conditional update for a job state machine guard. */
-function guardWhere(guard: JobGuard): Prisma.AgentJobWhereInput {
-  return {
-    status: { in: [...guard.statuses] },
-    ...(guard.stepIndex === undefined ? {} : { stepIndex: guard.stepIndex }),
-  };
+/** A job moving on to its next step, as {@link JobRepository.saveAdvanced} stores it. */
+export interface AdvancedJob {
+  status: JobStatus;
+  startedAt: Date;
+  /** What the next step starts from (after the kind's `beforeNextStep`). */
+  state: unknown;
+  stepIndex: number;
+  stepLabel: string;
+  progressPct: number;
+  lastError: null;
 }
 
-/** The result of an event that changed nothing (unknown job, terminal job, other step). */
-function unchanged(job: LockedJob | undefined): ApplyResult {
-  return {
-    applied: false,
-    outboxIds: [],
-    status: (job?.status as JobStatus | undefined) ?? null,
-    webhookQueued: false,
-  };
+/** A completed job, as {@link JobRepository.saveCompleted} stores it. */
+export interface CompletedJob {
+  status: JobStatus;
+  startedAt: Date;
+  result: unknown;
+  stepIndex: number;
+  stepLabel: string;
+  progressPct: number;
+  lastError: null;
 }
 
 async function lockJob(tx: Tx, jobId: string): Promise<LockedJob | undefined> {
-  const rows = await tx.$queryRawUnsafe<LockedJob[]>(
+  const rows = await tx.$queryRawUnsafe<
+    {
+      id: string;
+      kind: string;
+      status: string;
+      step_index: number;
+      progress_pct: number;
+      input: unknown;
+      webhook_url: string | null;
+      started_at: Date | null;
+      last_error: string | null;
+      tx_signature: string | null;
+    }[]
+  >(
     `SELECT id, kind, status, step_index, progress_pct, input, webhook_url, started_at, last_error, tx_signature
        FROM agent_jobs WHERE id = $1 FOR UPDATE`,
     jobId,
   );
-  return rows[0];
-}
-
-async function queueWebhook(tx: Tx, jobId: string, url: string | null, body: WebhookBody): Promise<boolean> {
-  if (!url) return false;
-  await tx.webhookDelivery.create({ data: { jobId, url, body: JSON.stringify(body) } });
-  return true;
+  const row = rows[0];
+  return (
+    row && {
+      id: row.id,
+      kind: row.kind,
+      input: row.input,
+      status: row.status as JobStatus,
+      stepIndex: row.step_index,
+      progressPct: row.progress_pct,
+      webhookUrl: row.webhook_url,
+      startedAt: row.started_at,
+      lastError: row.last_error,
+      txSignature: row.tx_signature,
+    }
+  );
 }

@@ -1,4 +1,6 @@
 import type { JobErrorCode } from '@repo/compute';
+import type { JobRefund } from '@repo/schemas';
+import type { PrismaRefundLedger } from '@repo/x402-ledger';
 
 /**
  * Which failures of a paid compute job are refunded on chain (README, "Refunds"): `true` for a
@@ -47,4 +49,29 @@ export const REFUNDED_JOB_FAILURES: Readonly<Record<JobErrorCode, boolean>> = {
  */
 export function refundReason(code: JobErrorCode): string {
   return `job_failed:${code}`;
+}
+
+/**
+ * The refund of a payment as GET /api/v1/jobs/{jobId} shows it with a failed job (README, "Refunds"):
+ * the landed transaction only once confirmed, the reason only when held as unclaimable; null when the
+ * payment has no refund.
+ * @param ledger the refunds table
+ */
+export function jobRefunds(
+  ledger: Pick<PrismaRefundLedger, 'forPayment'>,
+): (paymentSignature: string) => Promise<JobRefund | null> {
+  return async (paymentSignature) => {
+    const record = await ledger.forPayment(paymentSignature);
+    if (!record) return null;
+    const confirmed = record.status === 'confirmed';
+    return {
+      status: record.status,
+      amount: record.amountAtomic.toString(),
+      network: record.network,
+      to: record.payer,
+      transaction: confirmed ? record.signature : null,
+      confirmedAt: confirmed && record.confirmedAt ? record.confirmedAt.toISOString() : null,
+      reason: record.status === 'unclaimable' ? record.unclaimableReason : null,
+    };
+  };
 }

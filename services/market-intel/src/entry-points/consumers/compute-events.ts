@@ -1,21 +1,16 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Broker, Delivery, QueueLogger, Settlement, TopologySetup } from '@repo/queue';
 import { COMPUTE_TOPOLOGY, JobEvent, RunnerHeartbeat, StepCommand } from '@repo/compute';
-import type { ApplyResult, JobRepository } from '../../data/jobs';
 import type { RunnerHealthMonitor } from '../../domain/health';
-import type { OutboxRelay } from '../workers/outbox-relay';
+import type { JobLifecycle } from '../../domain/job-lifecycle';
 
 /** What the compute consumers act on. */
 export interface ComputeConsumerDeps {
   broker: Broker;
-  jobs: JobRepository;
-  outbox: OutboxRelay;
+  /** Applies job events and dead letters, then settles them (publishes, kicks, counts). */
+  lifecycle: Pick<JobLifecycle, 'applyEvent' | 'fail' | 'settle'>;
   health: RunnerHealthMonitor;
   logger: QueueLogger;
-  /** Called after a job reached a terminal state with a webhook queued. */
-  onWebhookQueued?: () => void;
-  /** Called for every applied event (metrics). */
-  onApplied?: (event: JobEvent['type'] | 'dead-letter', result: ApplyResult) => void;
   /** Unacknowledged job events held at once. */
   prefetch?: number;
 }
@@ -52,12 +47,7 @@ export function heartbeatTopology(instanceId: string): TopologySetup {
  * - runner heartbeats, fed to the health monitor.
  */
 export async function startComputeConsumers(deps: ComputeConsumerDeps, instanceId: string): Promise<void> {
-  const { broker, jobs, outbox, logger } = deps;
-  const after = async (type: JobEvent['type'] | 'dead-letter', result: ApplyResult): Promise<void> => {
-    deps.onApplied?.(type, result);
-    if (result.outboxIds.length > 0) await outbox.publishNow(result.outboxIds);
-    if (result.webhookQueued) deps.onWebhookQueued?.();
-  };
+  const { broker, lifecycle, logger } = deps;
 
   const applyJobEvent = async (delivery: Delivery): Promise<Settlement> => {
     const parsed = JobEvent.safeParse(delivery.body);
@@ -69,7 +59,7 @@ export async function startComputeConsumers(deps: ComputeConsumerDeps, instanceI
       return 'reject';
     }
     try {
-      await after(parsed.data.type, await jobs.applyEvent(parsed.data));
+      await lifecycle.settle(parsed.data.type, await lifecycle.applyEvent(parsed.data));
       return 'ack';
     } catch (err) {
       // Usually the database is away: back off before the requeue so the delivery limit spans minutes.
@@ -104,9 +94,9 @@ export async function startComputeConsumers(deps: ComputeConsumerDeps, instanceI
         : `job event ${event?.success ? event.data.type : ''}`;
       logger.error({ jobId, reason }, `${what} dead-lettered; failing the job`);
       try {
-        await after(
+        await lifecycle.settle(
           'dead-letter',
-          await jobs.fail(
+          await lifecycle.fail(
             jobId,
             { code: 'delivery_limit', detail: `${what} could not be processed: ${reason}` },
             step.success ? step.data.stepIndex : undefined,

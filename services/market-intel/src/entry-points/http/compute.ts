@@ -2,16 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { AppError, notFound, requestIdOf } from '@repo/errors';
 import { AgentJob } from '@repo/schemas';
-import type { Pool } from 'pg';
-import {
-  clientIpKey,
-  contractRouter,
-  createRateLimit,
-  errorResponse,
-  validated,
-  type ContractRouter,
-  type RateLimit,
-} from '@repo/service-kit';
+import { contractRouter, errorResponse, validated, type ContractRouter } from '@repo/service-kit';
 import { checkUrl, type SsrfPolicy } from '@repo/ssrf-guard';
 import {
   acceptPayment,
@@ -20,7 +11,6 @@ import {
   type PaymentGateway,
 } from '@repo/x402-express';
 import type { JobRepository } from '../../data/jobs';
-import { newJobId } from '../../data/jobs';
 import type { ReportRepository } from '../../data/reports';
 import {
   FORGE_SCOUT_ITEMS,
@@ -31,128 +21,32 @@ import {
   NetworkOnlyQuery,
 } from '../../schemas';
 import { RETRY_AFTER_SECONDS, type HealthProbe } from '../../domain/health';
-import { COMPUTE_PRICES, ETA_MINUTES, type PaidRoute } from '../../domain/prices';
+import {
+  startPaidJob,
+  type PaidJobPorts,
+  type PaidJobRequest,
+  type StartedPaidJob,
+} from '../../domain/paid-jobs';
+import { COMPUTE_PRICES, type PaidRoute } from '../../domain/prices';
 import { PAYMENT_RESPONSE_HEADER, PAYMENT_V2_RESPONSE_HEADER } from '@repo/x402-core';
 import { paidComputeParts, PAYMENT_REQUEST_HEADERS } from './contract-parts';
 import { DISCOVERY } from './discovery';
 
-/** What the Compute API needs; without it the compute endpoints answer 503 `config`. */
+/**
+ * What the Compute API needs; without it the compute endpoints answer 503 `config`. `paidJobs` starts
+ * a paid job ({@link startPaidJob}); its ledger is the gateway's.
+ */
 export interface ComputeDeps {
-  jobs: JobRepository;
-  reports: ReportRepository;
+  jobs: Pick<JobRepository, 'get'>;
+  reports: Pick<ReportRepository, 'latestSnapshots'>;
   /** The compute preflight (runner heartbeats + broker). */
   health: HealthProbe;
   gateway: PaymentGateway;
   /** Advertised `maxTimeoutSeconds`. */
   maxTimeoutSeconds: number;
-  /** Publishes the job's first step right after the commit; never rejects (the outbox sweep covers failures). */
-  publishNow(outboxIds: readonly bigint[]): Promise<void>;
+  paidJobs: PaidJobPorts;
   /** Webhook settings; `null` when no signing secret is configured (a `webhook_url` is then refused). */
   webhooks: { policy: SsrfPolicy } | null;
-  /** Called when a job was created (metrics). */
-  onJobCreated?: (kind: 'forge' | 'prove') => void;
-  /** Compute jobs one payer wallet may start with devnet payments per 24 hours; absent: no limit. */
-  devnetJobsPerDay?: number;
-  /** The per-client and global caps on devnet jobs ({@link createDevnetComputeCaps}); absent: none. */
-  devnetCaps?: DevnetComputeCaps;
-}
-
-/**
- * The caps on compute jobs paid with devnet USDC beyond the per-wallet one (README, "Configuration";
- * root README, "Devnet"): wallets cost nothing, so jobs are also counted per client (IPv4 address, or
- * IPv6 /64 and embedded IPv4 as `clientIpKey` keys it) and for the whole service, each per day, in
- * the `rate_limits` table so that they hold across replicas.
- */
-export interface DevnetComputeCaps {
-  /** Jobs per client and day (`X402_DEVNET_COMPUTE_PER_CLIENT_PER_DAY`). */
-  perClientPerDay: number;
-  /** Jobs of all clients together per day (`X402_DEVNET_COMPUTE_GLOBAL_PER_DAY`). */
-  globalPerDay: number;
-  perClient: RateLimit;
-  global: RateLimit;
-}
-
-/** The one key of the global devnet cap. */
-const ALL_CLIENTS = 'all';
-
-/**
- * Creates the devnet compute caps ({@link DevnetComputeCaps}): fixed windows of 24 hours from the
- * first job counted in each, stored with `createRateLimit` (key prefixes `devnet_compute_client` and
- * `devnet_compute_global`). Jobs that do not start are given back, so the counts are the jobs started
- * (and those being started) in the window.
- * @param pool the service's rate-limit pool (`Database.rateLimitPool`)
- * @param limits jobs per client and day, and of all clients per day (0: none)
- */
-export function createDevnetComputeCaps(
-  pool: Pool,
-  limits: { perClientPerDay: number; globalPerDay: number },
-): DevnetComputeCaps {
-  const day = 86_400;
-  // Counts are given back (reward), so a refused key can come under its limit again: no memory refusal.
-  return {
-    ...limits,
-    perClient: createRateLimit(pool, {
-      keyPrefix: 'devnet_compute_client',
-      points: limits.perClientPerDay,
-      durationSeconds: day,
-      inMemoryRefusal: false,
-    }),
-    global: createRateLimit(pool, {
-      keyPrefix: 'devnet_compute_global',
-      points: limits.globalPerDay,
-      durationSeconds: day,
-      inMemoryRefusal: false,
-    }),
-  };
-}
-
-/** A place taken under a devnet cap: what to give back when the job does not start. */
-type TakenPlace = { limit: RateLimit; key: string };
-
-/**
- * Takes one place under the client's cap, then one under the global cap; a refusal gives back what
- * it took, the refused count included, so the counts stay the jobs started.
- * @returns the places taken, to give back if the job is not created after all
- * @throws AppError `rate_limited` (429, `Retry-After` in seconds until the window ends) with
- *   `details.limit` `client_per_day` or `global_per_day`
- * @throws whatever the database throws
- */
-async function takeDevnetPlaces(caps: DevnetComputeCaps, ip: string | undefined): Promise<TakenPlace[]> {
-  const client = { limit: caps.perClient, key: clientIpKey(ip) };
-  const byClient = await client.limit.consume(client.key);
-  if (!byClient.allowed) {
-    await giveBack([client]);
-    throw devnetRefusal(
-      'This client has started the most devnet compute jobs allowed today',
-      'client_per_day',
-      caps.perClientPerDay,
-      byClient.retryAfterSeconds,
-    );
-  }
-  const all = { limit: caps.global, key: ALL_CLIENTS };
-  const overall = await all.limit.consume(all.key);
-  if (!overall.allowed) {
-    await giveBack([client, all]);
-    throw devnetRefusal(
-      'The devnet compute jobs of all clients for today are used up',
-      'global_per_day',
-      caps.globalPerDay,
-      overall.retryAfterSeconds,
-    );
-  }
-  return [client, all];
-}
-
-/** Gives back places taken (best effort: a lost give-back only refuses a job more, never one less). */
-async function giveBack(places: readonly TakenPlace[]): Promise<void> {
-  await Promise.all(places.map(({ limit, key }) => limit.reward(key).catch(() => undefined)));
-}
-
-function devnetRefusal(message: string, limit: string, perDay: number, retryAfterSeconds: number): AppError {
-  return new AppError('rate_limited', message, {
-    details: { limit, perDay },
-    headers: { 'Retry-After': String(retryAfterSeconds) },
-  });
 }
 
 /**
@@ -184,22 +78,19 @@ export function computeRouter(deps: ComputeDeps | undefined): ContractRouter {
         if (!deps) return;
         const body = validated<unknown, unknown, ForgeRequest>(res.locals).body;
         const sectors = [...new Set(body.sectors)];
-        await createJob(
-          deps,
-          req,
-          res,
-          COMPUTE_PRICES.forge,
-          'forge',
-          body.webhook_url ?? null,
-          null,
-          async () => ({
+        await createJob(deps, req, res, {
+          route: COMPUTE_PRICES.forge,
+          kind: 'forge',
+          webhookUrl: body.webhook_url ?? null,
+          proveSessionId: null,
+          buildInput: async () => ({
             sectors,
             context: body.context ?? null,
             product_modes: body.product_modes,
             session_config: body.session_config,
             scout: await deps.reports.latestSnapshots(sectors, FORGE_SCOUT_ITEMS),
           }),
-        );
+        });
       },
     )
     .route(
@@ -216,20 +107,17 @@ export function computeRouter(deps: ComputeDeps | undefined): ContractRouter {
         if (!deps) return;
         const body = validated<unknown, unknown, ProveRequest>(res.locals).body;
         const proveSessionId = randomUUID();
-        await createJob(
-          deps,
-          req,
-          res,
-          COMPUTE_PRICES.prove,
-          'prove',
-          body.webhook_url ?? null,
+        await createJob(deps, req, res, {
+          route: COMPUTE_PRICES.prove,
+          kind: 'prove',
+          webhookUrl: body.webhook_url ?? null,
           proveSessionId,
-          async () => ({
+          buildInput: async () => ({
             idea: body.idea,
             session_config: body.session_config,
             proveSessionId,
           }),
-        );
+        });
       },
     )
     .route(
@@ -355,62 +243,36 @@ function optionsFor(deps: ComputeDeps, route: PaidRoute): AcceptPaymentOptions {
   };
 }
 
+/**
+ * Takes the payment, then starts the job ({@link startPaidJob}) and answers 202 with its `Location`.
+ * A job that is not created takes back the payment answer's headers: no settlement is announced with
+ * the refusal.
+ */
 async function createJob(
   deps: ComputeDeps,
   req: Request,
   res: Response,
-  route: PaidRoute,
-  kind: 'forge' | 'prove',
-  webhookUrl: string | null,
-  proveSessionId: string | null,
-  buildInput: () => Promise<unknown>,
+  request: Pick<PaidJobRequest, 'kind' | 'route' | 'webhookUrl' | 'proveSessionId' | 'buildInput'>,
 ): Promise<void> {
-  const accepted = await acceptPayment(req, res, paymentOptions(deps, route));
+  const accepted = await acceptPayment(req, res, paymentOptions(deps, request.route));
   if (!accepted) return;
-  const devnet = accepted.requirements.network === 'solana-devnet';
-  const jobId = newJobId();
-  let outboxId: bigint;
-  let places: TakenPlace[] = [];
+  let started: StartedPaidJob;
   try {
-    if (devnet && deps.devnetCaps) places = await takeDevnetPlaces(deps.devnetCaps, req.ip);
-    const input = await buildInput();
-    ({ outboxId } = await deps.jobs.createPaidJob(
-      {
-        id: jobId,
-        kind,
-        endpoint: route.endpoint,
-        input,
-        txSignature: accepted.payment.signature,
-        network: accepted.requirements.network,
+    started = await startPaidJob(deps.paidJobs, {
+      ...request,
+      payment: {
+        signature: accepted.payment.signature,
         payer: accepted.payment.payer,
-        amountAtomic: route.amountAtomic,
-        webhookUrl,
-        proveSessionId,
+        network: accepted.requirements.network,
+        claim: accepted.claim,
       },
-      deps.gateway.ledger,
-      accepted.claim,
-      devnet ? deps.devnetJobsPerDay : undefined,
-    ));
+      clientIp: req.ip,
+    });
   } catch (err) {
-    // Nothing was written (a failure, or a devnet limit): give the signature back so the agent can
-    // retry without paying again, and do not announce a settlement with the refusal; the places the
-    // job took under the devnet caps go back too.
-    await giveBack(places);
-    await deps.gateway.ledger.releaseLease(accepted.claim).catch(() => undefined);
     res.removeHeader(PAYMENT_RESPONSE_HEADER);
     res.removeHeader(PAYMENT_V2_RESPONSE_HEADER);
     throw err;
   }
-  deps.onJobCreated?.(kind);
-  // Not awaited: the answer does not wait for RabbitMQ; a failed publish is left to the outbox sweep.
-  void deps.publishNow([outboxId]);
-  const statusUrl = `/api/v1/jobs/${jobId}`;
-  res.setHeader('Location', statusUrl);
-  res.status(202).json({
-    jobId,
-    status: 'pending',
-    statusUrl,
-    etaMinutes: ETA_MINUTES[kind],
-    ...(proveSessionId ? { proveSessionId } : {}),
-  });
+  res.setHeader('Location', started.statusUrl);
+  res.status(202).json(started);
 }
