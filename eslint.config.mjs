@@ -19,6 +19,9 @@ const SERVICE_PACKAGES = [
   '**/skill-router/src/**',
 ];
 
+/** The job state machine of @repo/compute: domain rules, which data/ never imports (docs/architecture.md, "Layers"). */
+const JOB_STATE_MACHINE_RULES = ['jobTransition', 'conditionalTransition', 'jobGuard', 'passesGuard'];
+
 /** The `no-restricted-syntax` entry of every file: packages export named APIs, not `export *`. */
 const EXPLICIT_EXPORTS = {
   selector: 'ExportAllDeclaration[source.value=/^@repo\\//]',
@@ -62,7 +65,8 @@ export default tseslint.config(
   },
   // The layers (docs/architecture.md, "Layers"): services import packages, never another service;
   // packages import no service; in a service, data/ imports neither domain/, adapters/ nor
-  // entry-points/, and domain/ imports neither entry-points/ nor adapters/.
+  // entry-points/ (nor a domain rule kept in a package, such as the job state machine), and domain/
+  // imports neither entry-points/ nor adapters/.
   {
     files: ['packages/**/*.ts', 'services/**/*.ts'],
     rules: {
@@ -85,6 +89,15 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
+          // Domain rules that live in packages: a query that needs one gets it as a parameter.
+          paths: [
+            {
+              name: '@repo/compute',
+              importNames: JOB_STATE_MACHINE_RULES,
+              message:
+                'data/ applies no domain rule: the job state machine belongs to domain/ (the job lifecycle), which hands data/ the rows to write.',
+            },
+          ],
           patterns: [
             { group: SERVICE_PACKAGES, message: 'A service is a deployable, not a library.' },
             {
