@@ -32,10 +32,10 @@ const rpcCalls = async (): Promise<number> =>
     outcome: 'found',
   }) ?? 0;
 
-/** This client's verification attempts counted in the current window (the guard's `rate_limits` row). */
+/** This client's verification attempts counted in the current window (the guard's `x402_verification_attempts` row). */
 async function verificationAttempts(): Promise<number> {
   const rows = await h.db.$queryRawUnsafe<{ points: number }[]>(
-    "SELECT points FROM rate_limits WHERE key LIKE 'x402\\_verify\\_client:solana:%'",
+    "SELECT points FROM x402_verification_attempts WHERE key LIKE 'solana:%'",
   );
   expect(rows).toHaveLength(1);
   return rows[0]?.points ?? 0;
@@ -53,9 +53,11 @@ describe('The cost of a fresh payment', () => {
     expect(result.status).toBe(200);
     expect(await rpcCalls()).toBe(rpcBefore + 1);
     const [claim, stored] = queries;
-    expect(claim).toMatch(/^WITH claimed AS \(INSERT INTO x402_payments .*INSERT INTO "rate_limits"/);
+    expect(claim).toMatch(
+      /^WITH claimed AS \(INSERT INTO x402_payments .*INSERT INTO "x402_verification_attempts"/,
+    );
     expect(stored).toMatch(
-      /^WITH marked AS \(UPDATE x402_payments SET status = 'completed'.* payer = \$3.*INSERT INTO "rate_limits"/,
+      /^WITH marked AS \(UPDATE x402_payments SET status = 'completed'.* payer = \$3.*INSERT INTO "x402_verification_attempts"/,
     );
     expect(queries.filter((q) => q.includes('sector_reports'))).toEqual([]);
     // The attempt was counted and given back: the client's counter is where it started.

@@ -10,7 +10,7 @@ import {
   type VerificationAttempt,
   type VerificationGuard,
 } from '@repo/x402-express';
-import { PoolSqlClient, PrismaPaymentLedger } from '@repo/x402-ledger';
+import { PoolSqlClient, PrismaPaymentLedger, VerificationAttemptLimit } from '@repo/x402-ledger';
 import {
   associatedTokenAccountOf,
   ExactSvmSettler,
@@ -199,39 +199,32 @@ export function createSettlementGuard(config: PaymentConfig, pool: Pool): Settle
   };
 }
 
-/** Key prefix of the verification attempts in `rate_limits`. */
-const VERIFY_KEY_PREFIX = 'x402_verify_client';
-
 /**
  * The limit on push payments that do not verify (README, "Paying for data (x402)"): each costs RPC
  * calls, so a client (IPv4 address or IPv6 /64) gets X402_VERIFICATIONS_PER_MINUTE_PER_CLIENT
- * attempts in flight or failed per network and minute, in the `rate_limits` table so that it holds
- * across replicas; then `429` until the window ends. A payment that verifies gives its attempt back.
- * Its `counter` names the same row, so the payment ledger counts a payment's attempt in its claim
- * statement and gives it back in its verified mark (docs/architecture.md, "How a paid request flows
- * (market-intel)"); `check` and `verified` count the sightings and give back RPC failures.
+ * attempts in flight or failed per network and minute, counted in the payment ledger's own table
+ * (`@repo/x402-ledger`'s README, "Verification attempts") so that it holds across replicas; then `429`
+ * until the window ends. A payment that verifies gives its attempt back. Its `counter` names the same
+ * row, so the payment ledger counts a payment's attempt in its claim statement and gives it back in
+ * its verified mark (docs/architecture.md, "How a paid request flows (market-intel)"); `check` and
+ * `verified` count the sightings and give back RPC failures.
  * @param pool the service's rate-limit pool (`Database.rateLimitPool`: asynchronous commit)
  */
 export function createVerificationGuard(config: PaymentConfig, pool: Pool): VerificationGuard {
-  const limit = config.X402_VERIFICATIONS_PER_MINUTE_PER_CLIENT;
-  const attempts = createRateLimit(pool, {
-    keyPrefix: VERIFY_KEY_PREFIX,
-    points: limit,
-    durationSeconds: 60,
-    // Verified payments are given back, so a refused client can be under its limit again.
-    inMemoryRefusal: false,
+  const attempts = new VerificationAttemptLimit(new PoolSqlClient(pool), {
+    limit: config.X402_VERIFICATIONS_PER_MINUTE_PER_CLIENT,
+    windowMs: 60_000,
   });
   const keyOf = ({ ip, network }: VerificationAttempt) => `${network}:${clientIpKey(ip)}`;
   return {
-    check: (attempt) => attempts.consume(keyOf(attempt)),
-    verified: (attempt) => attempts.reward(keyOf(attempt)),
-    // The row createRateLimit keeps: rate-limiter-flexible stores a key as `<keyPrefix>:<key>`.
-    counter: (attempt) => ({
-      table: 'rate_limits',
-      key: `${VERIFY_KEY_PREFIX}:${keyOf(attempt)}`,
-      limit,
-      windowMs: 60_000,
-    }),
+    check: async (attempt) => {
+      const counted = await attempts.count(keyOf(attempt));
+      return counted.allowed
+        ? { allowed: true }
+        : { allowed: false, retryAfterSeconds: counted.retryAfterSeconds };
+    },
+    verified: (attempt) => attempts.giveBack(keyOf(attempt)),
+    counter: (attempt) => attempts.counter(keyOf(attempt)),
   };
 }
 
