@@ -9,6 +9,7 @@ import amqplib, {
   type RecoveringChannelModel,
   type RecoveryOptions,
 } from 'amqplib';
+import { backoffDelay, withJitter } from '@repo/service-kit';
 
 /** The logging surface the broker needs (a pino logger satisfies it). */
 export interface QueueLogger {
@@ -29,7 +30,10 @@ export interface BrokerOptions {
   logger: QueueLogger;
   /** Declares the topology this process uses (idempotent `assert*` calls). */
   topology?: TopologySetup;
-  /** First reconnect delay in milliseconds (default 200); doubles up to `reconnectMaxDelayMs`. */
+  /**
+   * First reconnect delay in milliseconds (default 200); doubles per attempt up to
+   * `reconnectMaxDelayMs`, each delay spread by ± 20 % ({@link reconnectDelay}).
+   */
   reconnectInitialDelayMs?: number;
   /** Longest reconnect delay in milliseconds (default 10 000). */
   reconnectMaxDelayMs?: number;
@@ -114,9 +118,31 @@ interface ConsumerRegistration {
   consumerTag: string | null;
 }
 
+/** Spread of each reconnect delay, as a fraction of it. */
+const RECONNECT_JITTER = 0.2;
+
 /**
- * A RabbitMQ client for a whole process: one recovering connection (amqplib's recovery, exponential
- * backoff with jitter), one confirm channel for publishing, one channel per consumer. After every
+ * The wait before reconnect attempt `attempt` (1 for the first), in milliseconds: the workspace's
+ * backoff ({@link backoffDelay}) from `initialDelayMs`, spread by ± 20 %, never beyond
+ * `maxDelayMs` (the doubling stops at `maxDelayMs / 1.2`, so the spread stays even up to the cap, as
+ * amqplib's own recovery delay does).
+ * @param policy the first and the longest delay, in milliseconds
+ * @param attempt the reconnect attempt, from 1
+ */
+export function reconnectDelay(
+  policy: { initialDelayMs: number; maxDelayMs: number },
+  attempt: number,
+): number {
+  const base = backoffDelay(
+    { initialDelayMs: policy.initialDelayMs, maxDelayMs: policy.maxDelayMs / (1 + RECONNECT_JITTER) },
+    attempt - 1,
+  );
+  return Math.max(0, withJitter(base, RECONNECT_JITTER));
+}
+
+/**
+ * A RabbitMQ client for a whole process: one recovering connection (amqplib's recovery, waiting
+ * {@link reconnectDelay} between attempts), one confirm channel for publishing, one channel per consumer. After every
  * reconnect it re-declares the topology and re-creates the consumers, so callers register once.
  *
  * Events: `connect`, `disconnect` (with the error).
@@ -144,11 +170,13 @@ export class Broker extends EventEmitter {
    */
   static async connect(options: BrokerOptions): Promise<Broker> {
     const broker = new Broker(options);
+    const initialDelayMs = options.reconnectInitialDelayMs ?? 200;
+    const backoff = {
+      initialDelayMs,
+      maxDelayMs: Math.max(initialDelayMs, options.reconnectMaxDelayMs ?? 10_000),
+    };
     const recovery: RecoveryOptions = {
-      initialDelay: options.reconnectInitialDelayMs ?? 200,
-      maxDelay: options.reconnectMaxDelayMs ?? 10_000,
-      factor: 2,
-      jitter: 0.2,
+      calculateDelay: (attempt) => reconnectDelay(backoff, attempt),
       waitForConnect: false,
       setup: (model: ChannelModel) => broker.setup(model),
     };

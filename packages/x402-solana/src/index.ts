@@ -3,8 +3,8 @@
 // helpers both use. The paying side is `@repo/x402-solana/client`.
 export { SolanaPaymentVerifier, resolveAccountKeys, findTransfersChecked, balanceDelta } from './verifier';
 export type { SolanaPaymentVerifierConfig, SolanaPaymentVerifierOptions, RpcCallEvent } from './verifier';
-export { CircuitBreaker } from './circuit-breaker';
-export type { CircuitBreakerOptions } from './circuit-breaker';
+export { createCircuitBreaker } from './circuit-breaker';
+export type { CircuitBreaker, CircuitBreakerOptions } from './circuit-breaker';
 export { RpcResponseError } from './rpc-client';
 export type { RpcTransaction, RpcInstruction, RpcTokenBalance } from './rpc-client';
 export { RpcTransportError } from './rpc-fetch';

@@ -6,7 +6,8 @@ import {
   type VerifiedPayment,
   type VerifyOptions,
 } from '@repo/x402-core';
-import { CircuitBreaker } from './circuit-breaker';
+import { isBrokenCircuitError } from 'cockatiel';
+import { createCircuitBreaker, type CircuitBreaker } from './circuit-breaker';
 import { SolanaRpcClient, tokenAccountOwner, type RpcTransaction } from './rpc-client';
 import { balanceDelta, findTransfersChecked, referencesOf, resolveAccountKeys } from './transaction-effects';
 import type { TransferChecked } from './transfers';
@@ -108,7 +109,7 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
       notFoundCacheMs: options.notFoundCacheMs ?? DEFAULTS.notFoundCacheMs,
     };
     this.maxTimeoutSeconds = this.options.freshnessWindowSeconds;
-    this.breaker = new CircuitBreaker({
+    this.breaker = createCircuitBreaker({
       ...(options.breakerFailureThreshold === undefined
         ? {}
         : { failureThreshold: options.breakerFailureThreshold }),
@@ -330,25 +331,23 @@ export class SolanaPaymentVerifier implements PaymentVerifier {
     let lastError: unknown;
     for (let attempt = 1; attempt <= attempts; attempt++) {
       if (attempt > 1) await delay(this.options.fetchDelayMs);
-      if (!this.breaker.tryAcquire()) {
-        this.report('getTransaction', 'short_circuit');
-        throw new PaymentVerificationError(
-          'rpc_unavailable',
-          `The ${this.network} RPC endpoint is unavailable (recent calls failed; retrying shortly)`,
-          { signature, network: this.network, rpcMs: round(rpcMs) },
-        );
-      }
       const started = performance.now();
       try {
-        const tx = await this.rpc.getTransaction(signature);
+        const tx = await this.breaker.execute(() => this.rpc.getTransaction(signature));
         rpcMs += performance.now() - started;
-        this.breaker.succeeded();
         this.report('getTransaction', tx ? 'found' : 'not_found');
         lastError = undefined;
         if (tx) return { tx, rpcMs: round(rpcMs) };
       } catch (error) {
+        if (isBrokenCircuitError(error)) {
+          this.report('getTransaction', 'short_circuit');
+          throw new PaymentVerificationError(
+            'rpc_unavailable',
+            `The ${this.network} RPC endpoint is unavailable (recent calls failed; retrying shortly)`,
+            { signature, network: this.network, rpcMs: round(rpcMs) },
+          );
+        }
         rpcMs += performance.now() - started;
-        this.breaker.failed();
         this.report('getTransaction', 'error');
         lastError = error;
       }

@@ -1,6 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { errorClassOf, isTransient, isUpstreamError } from '@repo/llm';
 import type { Broker, Delivery, QueueLogger, Settlement } from '@repo/queue';
+import { backoffDelay } from '@repo/service-kit';
 import {
   COMPUTE_TOPOLOGY,
   StepCommand,
@@ -28,6 +29,9 @@ export interface StepWorkerDeps {
   /** Step outcomes and failures (metrics). */
   onStep?: (kind: string, outcome: 'completed' | 'retry' | 'poison', seconds: number) => void;
 }
+
+/** The longest wait before a failed step is requeued, in milliseconds. */
+const STEP_RETRY_MAX_MS = 30_000;
 
 /** A step that cannot be run whatever the number of attempts (bad message, bad input or state). */
 class PoisonStepError extends Error {}
@@ -115,7 +119,7 @@ export class StepWorker {
       if (poison) return 'reject';
       // Transient upstream trouble waits longer; either way the queue's delivery limit bounds the attempts.
       const base = isTransient(err) ? this.deps.retryBaseMs * 2 : this.deps.retryBaseMs;
-      await delay(Math.min(30_000, base * 2 ** (attempt - 1)));
+      await delay(backoffDelay({ initialDelayMs: base, maxDelayMs: STEP_RETRY_MAX_MS }, attempt - 1));
       return 'requeue';
     } finally {
       this.inFlight--;
