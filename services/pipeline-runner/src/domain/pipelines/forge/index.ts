@@ -1,6 +1,7 @@
 import { ForgeJobInput, ForgeResult } from '@repo/compute';
-import type { Pipeline, PipelineDeps } from '../types';
-import { ForgeState, initialState, type ForgeOutcome, type ForgePhase } from './state';
+import { phasedPipeline } from '../phased';
+import type { Pipeline } from '../types';
+import { ForgeState, initialState } from './state';
 import { critiqueStep, ideasStep, rankStep, refineStep, scoreStep } from './steps';
 
 export { CritiqueAnswer, IdeasAnswer, RankAnswer, RefineAnswer, ScoreAnswer } from './schemas';
@@ -17,45 +18,22 @@ export {
 export { CHAIR, FORGE_TASKS, REFINER, SCORER } from './prompts';
 
 /**
- * One forge step: runs one unit of LLM work of its phase from `state` and returns the outcome, never
- * mutating `state` (README, "Pipelines").
- */
-export type ForgeStep = (
-  input: ForgeJobInput,
-  state: ForgeState,
-  deps: PipelineDeps,
-) => Promise<ForgeOutcome>;
-
-/**
- * The step that runs in each phase of {@link ForgeState} (README, "forge/ideate"): `r1` divergent
- * generation, `r2` critique, `r3` refinement, `r4` scoring, `r5` final ranking.
- */
-export const FORGE_STEPS = {
-  r1: ideasStep,
-  r2: critiqueStep,
-  r3: refineStep,
-  r4: scoreStep,
-  r5: rankStep,
-} as const satisfies Record<ForgePhase, ForgeStep>;
-
-/**
  * forge/ideate (README, "forge/ideate"): five rounds over the sectors' scout data, the context and the
  * product modes — 1 divergent generation (four agents, one step each, 1–3 ideas per agent, duplicates
  * by name dropped, at most `MAX_CANDIDATES`), 2 critique (the same agents, one step each; the
  * `SHORTLIST_SIZE` least-hurt candidates go on), 3 refinement (one step per shortlisted idea, with the
  * estimates behind `assessFeasibility` and the LOW_ROI tag), 4 scoring (one step per idea: RICE
  * computed by `riceScore`, kill score), 5 final ranking (one step). At most 4 + 4 + 5 + 5 + 1 = 19
- * steps. `step` runs the step of the state's phase from {@link FORGE_STEPS} and throws what that step
- * throws (README, "Pipelines", errors).
+ * steps. `step` runs the step of the state's phase: `r1` divergent generation, `r2` critique, `r3`
+ * refinement, `r4` scoring, `r5` final ranking; it throws what that step throws (README, "Pipelines",
+ * errors).
  */
-export const forgePipeline: Pipeline<ForgeJobInput, ForgeState, ForgeResult> = {
+export const forgePipeline: Pipeline<ForgeJobInput, ForgeState, ForgeResult> = phasedPipeline({
   kind: 'forge',
   input: ForgeJobInput,
   state: ForgeState,
   result: ForgeResult,
   etaMinutes: 30,
   init: () => initialState(),
-  async step(input, state, deps) {
-    return FORGE_STEPS[state.phase](input, state, deps);
-  },
-};
+  steps: { r1: ideasStep, r2: critiqueStep, r3: refineStep, r4: scoreStep, r5: rankStep },
+});

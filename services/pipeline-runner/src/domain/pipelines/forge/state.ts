@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { FeasibilityAssessment, ForgeResult, ForgeRound, RiceScore } from '@repo/compute';
-import { nextProgress } from '../../progress';
+import { advanceOver, NO_PROGRESS, PROGRESS_FIELDS } from '../phased';
 import type { StepOutcome } from '../types';
 import { IdeaSketch } from './schemas';
 
@@ -65,10 +65,8 @@ export const ForgeState = z.strictObject({
   refined: z.array(Refined),
   scored: z.array(Scored),
   rounds: z.array(ForgeRound),
-  stepsDone: z.number().int().nonnegative(),
-  progressPct: z.number().int().min(0).max(99),
+  ...PROGRESS_FIELDS,
 });
-/** Inferred type of {@link ForgeState}. */
 export type ForgeState = z.infer<typeof ForgeState>;
 /** A round 1 idea kept in the state: the sketch plus its id (`I1`, `I2`, …) and the agent who proposed it. */
 export type Candidate = z.infer<typeof Candidate>;
@@ -80,8 +78,6 @@ export type Refined = z.infer<typeof Refined>;
 export type Scored = z.infer<typeof Scored>;
 /** What a forge step returns: the next {@link ForgeState}, or the `ForgeResult` after round 5. */
 export type ForgeOutcome = StepOutcome<ForgeState, ForgeResult>;
-/** The phase of a {@link ForgeState}: the round in progress, `r1` to `r5`. */
-export type ForgePhase = ForgeState['phase'];
 
 /** The state before step 0: round 1, first agent, nothing proposed yet. */
 export function initialState(): ForgeState {
@@ -94,8 +90,7 @@ export function initialState(): ForgeState {
     refined: [],
     scored: [],
     rounds: [],
-    stepsDone: 0,
-    progressPct: 0,
+    ...NO_PROGRESS,
   };
 }
 
@@ -105,17 +100,10 @@ function plannedSteps(state: ForgeState): number {
 }
 
 /**
- * A `continue` outcome: `state` with `patch` applied, one more step done and the progress (README,
- * "Pipelines": integer 1–99, strictly rising) over the steps planned so far.
- * @param state the state the step started from (not mutated)
- * @param patch the fields the step changed
- * @param label a human label of the step just done
+ * A `continue` outcome of a forge step (see `advanceOver`): `state` with `patch` applied, one more
+ * step done, the progress over the steps planned so far (the shortlist's size once known).
  */
-export function advance(state: ForgeState, patch: Partial<ForgeState>, label: string): ForgeOutcome {
-  const next: ForgeState = { ...state, ...patch, stepsDone: state.stepsDone + 1 };
-  const progressPct = nextProgress(state.progressPct, next.stepsDone, plannedSteps(next));
-  return { kind: 'continue', state: { ...next, progressPct }, progressPct, label };
-}
+export const advance = advanceOver<ForgeState, ForgeResult>(plannedSteps);
 
 /**
  * The transcripts with one more entry in round `round` (the round is created, titled from

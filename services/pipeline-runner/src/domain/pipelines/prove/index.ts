@@ -1,6 +1,7 @@
 import { ProveJobInput, ProveResult } from '@repo/compute';
-import type { Pipeline, PipelineDeps } from '../types';
-import { ProveState, initialState, type ProveOutcome, type ProvePhase } from './state';
+import { phasedPipeline } from '../phased';
+import type { Pipeline } from '../types';
+import { ProveState, initialState } from './state';
 import { debateStep, reportStep, voteStep } from './steps';
 
 export { AnalystTurnAnswer, MAX_QUERIES_PER_TURN, TurnAnswer, VoteAnswer } from './schemas';
@@ -9,42 +10,21 @@ export { REPORT_TASKS, turnTask, voteTask } from './prompts';
 export { RESULTS_PER_QUERY } from './steps';
 
 /**
- * One prove step: runs one unit of LLM work of its phase from `state` and returns the outcome, never
- * mutating `state` (README, "Pipelines").
- */
-export type ProveStep = (
-  input: ProveJobInput,
-  state: ProveState,
-  deps: PipelineDeps,
-) => Promise<ProveOutcome>;
-
-/**
- * The step that runs in each phase of {@link ProveState} (README, "prove/debate"): `debate` one turn,
- * `vote` one vote, `report` one report section.
- */
-export const PROVE_STEPS = {
-  debate: debateStep,
-  vote: voteStep,
-  report: reportStep,
-} as const satisfies Record<ProvePhase, ProveStep>;
-
-/**
  * prove/debate (README, "prove/debate"): the six personas speak in order for up to 3 rounds (one step
  * per turn; a turn may ask for web searches, whose results become the turn's sources and are shown to
  * later speakers; the Analyst's estimates feed `assessFeasibility`); any panelist may declare
  * PIVOT_OUT, which ends the job at once with no vote; the Strategist may close the debate after any
  * round; then six vote steps, the tally (`verdictFor`) and two report steps (roadmap + Lean Canvas,
  * or kill brief + decision brief). At most 18 + 6 + 2 = 26 steps. `step` runs the step of the state's
- * phase from {@link PROVE_STEPS} and throws what that step throws (README, "Pipelines", errors).
+ * phase (`debate` one turn, `vote` one vote, `report` one report section) and throws what that step
+ * throws (README, "Pipelines", errors).
  */
-export const provePipeline: Pipeline<ProveJobInput, ProveState, ProveResult> = {
+export const provePipeline: Pipeline<ProveJobInput, ProveState, ProveResult> = phasedPipeline({
   kind: 'prove',
   input: ProveJobInput,
   state: ProveState,
   result: ProveResult,
   etaMinutes: 60,
   init: () => initialState(),
-  async step(input, state, deps) {
-    return PROVE_STEPS[state.phase](input, state, deps);
-  },
-};
+  steps: { debate: debateStep, vote: voteStep, report: reportStep },
+});

@@ -9,7 +9,7 @@ import {
   type DebateTurn,
   type ProveResult,
 } from '@repo/compute';
-import { nextProgress } from '../../progress';
+import { advanceOver, NO_PROGRESS, PROGRESS_FIELDS } from '../phased';
 import type { StepOutcome } from '../types';
 
 /** The panel in speaking (and voting) order (README, "prove/debate"). */
@@ -40,15 +40,11 @@ export const ProveState = z.strictObject({
   verdict: z.enum(['APPROVED', 'CONDITIONAL_APPROVED', 'REJECTED']).nullable(),
   /** The first report section, once written. */
   output: z.union([ExecutionRoadmap, KillBrief]).nullable(),
-  stepsDone: z.number().int().nonnegative(),
-  progressPct: z.number().int().min(0).max(99),
+  ...PROGRESS_FIELDS,
 });
-/** Inferred type of {@link ProveState}. */
 export type ProveState = z.infer<typeof ProveState>;
 /** What a prove step returns: the next {@link ProveState}, or the `ProveResult` (last report step or PIVOT_OUT). */
 export type ProveOutcome = StepOutcome<ProveState, ProveResult>;
-/** The phase of a {@link ProveState}: `debate`, `vote` or `report`. */
-export type ProvePhase = ProveState['phase'];
 
 /** The state before step 0: round 1 of the debate, the first persona to speak. */
 export function initialState(): ProveState {
@@ -61,8 +57,7 @@ export function initialState(): ProveState {
     votes: [],
     verdict: null,
     output: null,
-    stepsDone: 0,
-    progressPct: 0,
+    ...NO_PROGRESS,
   };
 }
 
@@ -74,17 +69,10 @@ function plannedSteps(state: ProveState): number {
 }
 
 /**
- * A `continue` outcome: `state` with `patch` applied, one more step done and the progress (README,
- * "Pipelines": integer 1–99, strictly rising) over the steps planned so far.
- * @param state the state the step started from (not mutated)
- * @param patch the fields the step changed
- * @param label a human label of the step just done
+ * A `continue` outcome of a prove step (see `advanceOver`): `state` with `patch` applied, one more
+ * step done, the progress over the steps planned so far.
  */
-export function advance(state: ProveState, patch: Partial<ProveState>, label: string): ProveOutcome {
-  const next: ProveState = { ...state, ...patch, stepsDone: state.stepsDone + 1 };
-  const progressPct = nextProgress(state.progressPct, next.stepsDone, plannedSteps(next));
-  return { kind: 'continue', state: { ...next, progressPct }, progressPct, label };
-}
+export const advance = advanceOver<ProveState, ProveResult>(plannedSteps);
 
 /**
  * The debate rounds with `turn` appended to round `round` (created on its first turn).

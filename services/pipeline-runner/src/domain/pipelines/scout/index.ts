@@ -1,6 +1,7 @@
 import { ScoutJobInput, ScoutResult } from '@repo/compute';
-import type { Pipeline, PipelineDeps } from '../types';
-import { ScoutState, initialState, type ScoutOutcome, type ScoutPhase } from './state';
+import { phasedPipeline } from '../phased';
+import type { Pipeline } from '../types';
+import { ScoutState, initialState } from './state';
 import { briefStep, clustersStep, fetchStep, finish, gapsStep, painsStep, trendsStep } from './steps';
 
 export { BriefAnswer, ClustersAnswer, GapsAnswer, PainsAnswer, TrendsAnswer } from './schemas';
@@ -9,58 +10,43 @@ export { SCOUT_TASKS } from './prompts';
 export { TOP_ARTICLES } from './steps';
 
 /**
- * One scout step: runs one step of its phase from `state` and returns the outcome, never mutating
- * `state` (README, "Pipelines").
- */
-export type ScoutStep = (
-  input: ScoutJobInput,
-  state: ScoutState,
-  deps: PipelineDeps,
-) => Promise<ScoutOutcome>;
-
-/**
- * The step that runs in each phase of {@link ScoutState} (README, "Scout pipeline", the step table):
- * `fetch` (step 0), `trends`, `pains`, `clusters`, `gaps`, `brief` (steps 1–5).
- */
-export const SCOUT_STEPS = {
-  fetch: fetchStep,
-  trends: trendsStep,
-  pains: painsStep,
-  clusters: clustersStep,
-  gaps: gapsStep,
-  brief: briefStep,
-} as const satisfies Record<ScoutPhase, ScoutStep>;
-
-/**
  * scout (README, "Scout pipeline"): step 0 fetches and normalises the sector's sources
  * (`fetchSources`); market-intel stores the items and hands back the stored window; then one LLM call
  * per step — trends (from articles), pains (from discussions and articles), clusters of pains, gaps
  * (trends crossed with clusters), and the brief, whose keywords, stats, top articles, heatmap and cross
  * signals are computed. The model cites items, pains, trends and clusters by index; provenance
  * (sources, dates), velocities, scores, mentions and intensities are computed from the cited items.
- * An empty window skips the LLM steps. 6 steps. `step` runs the step of the state's phase from
- * {@link SCOUT_STEPS} and throws what that step throws (README, "Pipelines", errors).
+ * An empty window skips the LLM steps. 6 steps (README, "Scout pipeline", the step table): `fetch`
+ * (step 0), `trends`, `pains`, `clusters`, `gaps`, `brief` (steps 1–5). `step` runs the step of the
+ * state's phase and throws what that step throws (README, "Pipelines", errors).
  */
-export const scoutPipeline: Pipeline<ScoutJobInput, ScoutState, ScoutResult> = {
+export const scoutPipeline: Pipeline<ScoutJobInput, ScoutState, ScoutResult> = phasedPipeline({
   kind: 'scout',
   input: ScoutJobInput,
   state: ScoutState,
   result: ScoutResult,
   etaMinutes: 5,
   init: () => initialState(),
-  async step(input, state, deps) {
-    if (state.phase !== 'fetch' && state.items.length === 0)
-      return finish(
-        input,
-        state,
-        deps,
-        {
-          overview: `No items of the ${input.sector} sector in the analysed window.`,
-          takeaway: 'Nothing to report.',
-          narratives: [],
-        },
-        'no items to analyse',
-      );
-    return SCOUT_STEPS[state.phase](input, state, deps);
+  shortcut: (input, state, deps) =>
+    state.phase !== 'fetch' && state.items.length === 0
+      ? finish(
+          input,
+          state,
+          deps,
+          {
+            overview: `No items of the ${input.sector} sector in the analysed window.`,
+            takeaway: 'Nothing to report.',
+            narratives: [],
+          },
+          'no items to analyse',
+        )
+      : undefined,
+  steps: {
+    fetch: fetchStep,
+    trends: trendsStep,
+    pains: painsStep,
+    clusters: clustersStep,
+    gaps: gapsStep,
+    brief: briefStep,
   },
-};
+});

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { GapItem, Severity } from '@repo/schemas';
 import { ScoutItem, SourceReport, type ScoutResult } from '@repo/compute';
-import { nextProgress } from '../../progress';
+import { advanceOver, NO_PROGRESS, PROGRESS_FIELDS } from '../phased';
 import type { PipelineDeps, StepOutcome } from '../types';
 
 /** Steps of a scan with items (README, "Scout pipeline"): fetch, trends, pains, clusters, gaps, brief. */
@@ -59,10 +59,8 @@ export const ScoutState = z.strictObject({
   pains: z.array(Pain),
   clusters: z.array(Cluster),
   gaps: z.array(GapItem),
-  stepsDone: z.number().int().nonnegative(),
-  progressPct: z.number().int().min(0).max(99),
+  ...PROGRESS_FIELDS,
 });
-/** Inferred type of {@link ScoutState}. */
 export type ScoutState = z.infer<typeof ScoutState>;
 /**
  * A trend kept in the state: the model's title, description, insight and cited item indexes, with the
@@ -75,8 +73,6 @@ export type Pain = z.infer<typeof Pain>;
 export type Cluster = z.infer<typeof Cluster>;
 /** What a scout step returns: the next {@link ScoutState}, or the `ScoutResult` after the brief. */
 export type ScoutOutcome = StepOutcome<ScoutState, ScoutResult>;
-/** The phase of a {@link ScoutState}: the step to run next, `fetch` to `brief`. */
-export type ScoutPhase = ScoutState['phase'];
 
 /** The state before step 0: nothing fetched yet. */
 export function initialState(): ScoutState {
@@ -91,23 +87,15 @@ export function initialState(): ScoutState {
     pains: [],
     clusters: [],
     gaps: [],
-    stepsDone: 0,
-    progressPct: 0,
+    ...NO_PROGRESS,
   };
 }
 
 /**
- * A `continue` outcome: `state` with `patch` applied, one more step done and the progress (README,
- * "Pipelines": integer 1–99, strictly rising) over {@link SCOUT_STEP_COUNT} steps.
- * @param state the state the step started from (not mutated)
- * @param patch the fields the step changed
- * @param label a human label of the step just done
+ * A `continue` outcome of a scout step (see `advanceOver`): `state` with `patch` applied, one more
+ * step done, the progress over {@link SCOUT_STEP_COUNT} steps.
  */
-export function advance(state: ScoutState, patch: Partial<ScoutState>, label: string): ScoutOutcome {
-  const stepsDone = state.stepsDone + 1;
-  const progressPct = nextProgress(state.progressPct, stepsDone, SCOUT_STEP_COUNT);
-  return { kind: 'continue', state: { ...state, ...patch, stepsDone, progressPct }, progressPct, label };
-}
+export const advance = advanceOver<ScoutState, ScoutResult>(() => SCOUT_STEP_COUNT);
 
 /**
  * The scan's time: when step 0 fetched the sources, or now before that.
