@@ -44,24 +44,57 @@ export const stripQueryKey: RequestHandler = (req, _res, next) => {
   next();
 };
 
-/** What the auth middleware leaves in `res.locals`. */
-export interface AuthLocals {
+const SESSION_NEEDED = 'Sign in first: this endpoint needs a session';
+
+/** Who the auth middleware found behind a request: its session, the product of its API key. */
+interface Caller {
   session?: SessionRecord;
   keyOwner?: KeyOwner;
+}
+/** The caller of each response, typed (res.locals is an untyped bag). */
+const callers = new WeakMap<Response, Caller>();
+
+/** The caller of `res`, created empty on first use. */
+function callerOf(res: Response): Caller {
+  const found = callers.get(res);
+  if (found) return found;
+  const created: Caller = {};
+  callers.set(res, created);
+  return created;
 }
 
 /** The session found by {@link loadSession}, if any. */
 export function sessionOf(res: Response): SessionRecord | undefined {
-  return (res.locals as AuthLocals).session;
+  return callers.get(res)?.session;
+}
+
+/**
+ * The session of a route behind {@link requireSession} (or {@link keyOrSession} without a key).
+ * @throws AppError `unauthorized` (401) when no session was loaded
+ */
+export function requiredSession(res: Response): SessionRecord {
+  const session = sessionOf(res);
+  if (!session) throw new AppError('unauthorized', SESSION_NEEDED);
+  return session;
 }
 
 /** The product authenticated by an API key, if any. */
 export function keyOwnerOf(res: Response): KeyOwner | undefined {
-  return (res.locals as AuthLocals).keyOwner;
+  return callers.get(res)?.keyOwner;
 }
 
 /**
- * Loads the session named by the session cookie into `res.locals.session` (no error when absent or
+ * The product of a route behind `apiKeyAuth(keys, { required: true })`.
+ * @throws AppError `unauthorized` (401) when no key was authenticated
+ */
+export function requiredKeyOwner(res: Response): KeyOwner {
+  const owner = keyOwnerOf(res);
+  if (!owner) throw new AppError('unauthorized', 'Send a product API key');
+  return owner;
+}
+
+/**
+ * Loads the session named by the session cookie, for {@link sessionOf} (no error when absent or
  * expired: routes decide whether they need one).
  */
 export function loadSession(accounts: AccountRepository, secure: boolean, now: () => Date): RequestHandler {
@@ -71,7 +104,7 @@ export function loadSession(accounts: AccountRepository, secure: boolean, now: (
     const token = cookies?.[name];
     if (typeof token === 'string' && token.length > 0 && token.length <= 100) {
       const session = await accounts.findSession(hashSessionToken(token), now());
-      if (session) (res.locals as AuthLocals).session = session;
+      if (session) callerOf(res).session = session;
     }
     next();
   };
@@ -80,7 +113,7 @@ export function loadSession(accounts: AccountRepository, secure: boolean, now: (
 /** 401 unless a session was loaded. */
 export const requireSession: RequestHandler = (_req, res, next) => {
   if (!sessionOf(res)) {
-    next(new AppError('unauthorized', 'Sign in first: this endpoint needs a session'));
+    next(new AppError('unauthorized', SESSION_NEEDED));
     return;
   }
   next();
@@ -141,7 +174,7 @@ export function requireCsrf(allowedOrigins: ReadonlySet<string>): RequestHandler
 
 /**
  * Authenticates a product API key from `x-api-key` (and, with `allowQuery`, the `key` query parameter,
- * which wins when both are given) into `res.locals.keyOwner`, with {@link authenticateProductKey}.
+ * which wins when both are given), with {@link authenticateProductKey}, for {@link keyOwnerOf}.
  * @param required answer 401 when no valid key was presented (else continue without one, unless a key
  *   was presented and is invalid: always 401)
  * @throws AppError `unauthorized` (401)
@@ -157,7 +190,7 @@ export function apiKeyAuth(
       next();
       return;
     }
-    (res.locals as AuthLocals).keyOwner = await authenticateProductKey(keys, key);
+    callerOf(res).keyOwner = await authenticateProductKey(keys, key);
     next();
   };
 }
@@ -183,5 +216,5 @@ export function keyOrSession(keys: ApiKeyCache<KeyOwner>): RequestHandler {
 /** The scope of the caller {@link keyOrSession} let through: the key's product, or the session's user. */
 export function callerScope(res: Response): { productId: string } | { userId: string } {
   const owner = keyOwnerOf(res);
-  return owner ? { productId: owner.productId } : { userId: sessionOf(res)!.user.id };
+  return owner ? { productId: owner.productId } : { userId: requiredSession(res).user.id };
 }

@@ -1,22 +1,26 @@
 import type { CookieOptions, Response } from 'express';
-import type { z } from 'zod';
 import { AppError } from '@repo/errors';
 import {
   BODY_PARSER_ERRORS,
   contractRouter,
   errorResponse,
   RETRY_AFTER_HEADER,
-  validated,
   type ContractRouter,
   type RateDecision,
 } from '@repo/service-kit';
-import type { AccountRepository, SessionRecord, UserRecord } from '../../data/accounts';
+import type { AccountRepository, UserRecord } from '../../data/accounts';
 import type { AuthRateLimiter } from '../../data/rate-limits';
 import type { PasswordHasher } from '../../domain/passwords';
 import { monthKey, nextMonthStart, PLAN_LIMITS } from '../../domain/plans';
 import { newSessionTokens } from '../../domain/sessions';
 import { Credentials, Me, SignupBody } from '../../schemas';
-import { checkOrigin, requireSession, sessionCookieName, sessionOf } from './auth-middleware';
+import {
+  checkOrigin,
+  requiredSession,
+  requireSession,
+  sessionCookieName,
+  sessionOf,
+} from './auth-middleware';
 import { CSRF_HEADER_PARAMETER, SESSION_SECURITY } from './openapi';
 
 /** Dependencies of {@link authRoutes}. */
@@ -120,7 +124,7 @@ export function authRoutes(deps: AuthDeps): ContractRouter {
       },
       async (req, res) => {
         checkOrigin(req, deps.allowedOrigins);
-        const { body } = validated<unknown, unknown, CredentialsBody>(res.locals);
+        const { body } = res.locals.valid;
         refuse(await deps.limiter.signupAttempt(req.ip), 'sign-ups from this address');
         const user = await deps.accounts.createUser(body.email, await deps.passwords.hash(body.password));
         if (!user) throw new AppError('conflict', 'An account with this e-mail already exists');
@@ -148,7 +152,7 @@ export function authRoutes(deps: AuthDeps): ContractRouter {
       },
       async (req, res) => {
         checkOrigin(req, deps.allowedOrigins);
-        const { body } = validated<unknown, unknown, CredentialsBody>(res.locals);
+        const { body } = res.locals.valid;
         refuse(await deps.limiter.loginAttempt(body.email, req.ip), 'log-in attempts');
         const found = await deps.accounts.findByEmail(body.email);
         if (!(await deps.passwords.verify(found?.passwordHash, body.password)) || !found) {
@@ -193,12 +197,9 @@ export function authRoutes(deps: AuthDeps): ContractRouter {
         before: [requireSession],
       },
       async (_req, res) => {
-        const session = sessionOf(res) as SessionRecord;
+        const session = requiredSession(res);
         res.setHeader('cache-control', 'no-store');
         res.json(await me(session.user, session.csrfToken));
       },
     );
 }
-
-/** Parsed credentials. */
-type CredentialsBody = z.infer<typeof Credentials>;

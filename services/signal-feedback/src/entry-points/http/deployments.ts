@@ -4,7 +4,6 @@ import {
   contractRouter,
   errorResponse,
   RETRY_AFTER_HEADER,
-  validated,
   type ApiKeyCache,
   type ContractRouter,
 } from '@repo/service-kit';
@@ -80,11 +79,7 @@ export function deploymentsRoutes(deps: {
         before: [auth],
       },
       async (_req, res) => {
-        const { params, body } = validated<
-          unknown,
-          z.infer<typeof ProposalIdParams>,
-          z.infer<typeof CreateDeploymentBody>
-        >(res.locals);
+        const { params, body } = res.locals.valid;
         const created = await deps.deployments.record(params.id, callerScope(res), deploymentInput(body));
         res.status(201).json(created);
       },
@@ -107,7 +102,7 @@ export function deploymentsRoutes(deps: {
         before: [auth],
       },
       async (_req, res) => {
-        const { params } = validated<unknown, z.infer<typeof ProposalIdParams>>(res.locals);
+        const { params } = res.locals.valid;
         res.json(await deps.deployments.list(params.id, callerScope(res), MAX_LISTED_DEPLOYMENTS));
       },
     )
@@ -133,9 +128,7 @@ export function deploymentsRoutes(deps: {
         before: [auth],
       },
       async (_req, res) => {
-        const { params, query } = validated<z.infer<typeof SeriesQuery>, z.infer<typeof ContextIdParams>>(
-          res.locals,
-        );
+        const { params, query } = res.locals.valid;
         const to = query.to !== undefined ? new Date(query.to) : deps.now();
         const from =
           query.from !== undefined ? new Date(query.from) : new Date(to.getTime() - 7 * 24 * HOUR_MS);

@@ -3,7 +3,6 @@ import {
   BODY_PARSER_ERRORS,
   contractRouter,
   errorResponse,
-  validated,
   type ApiKeyCache,
   type ContractRouter,
 } from '@repo/service-kit';
@@ -13,7 +12,7 @@ import type { KeyOwner } from '../../data/signals';
 import type { AnalysisService } from '../../domain/analysis';
 import { changeProposalStatus } from '../../domain/proposal-status';
 import { AnalysisRunResult, Proposal, ProposalStatusChange, ProposalsQuery } from '../../schemas';
-import { callerScope, keyOrSession, keyOwnerOf, requireSession, sessionOf } from './auth-middleware';
+import { callerScope, keyOrSession, keyOwnerOf, requiredSession, requireSession } from './auth-middleware';
 import { CSRF_HEADER_PARAMETER, KEY_SECURITY, SESSION_SECURITY } from './openapi';
 
 const IdParams = z.object({ id: z.uuid().meta({ description: 'the proposal' }) });
@@ -49,13 +48,16 @@ export function proposalsRoutes(deps: {
         before: [keyOrSessionAuth],
       },
       async (_req, res) => {
-        const { query } = validated<z.infer<typeof ProposalsQuery>>(res.locals);
+        const { query } = res.locals.valid;
         const owner = keyOwnerOf(res);
         if (owner && query.product_id && query.product_id !== owner.productId)
           throw new AppError('invalid_request', "product_id must be the key's product");
         const scope = owner
           ? { productId: owner.productId }
-          : { userId: sessionOf(res)!.user.id, ...(query.product_id ? { productId: query.product_id } : {}) };
+          : {
+              userId: requiredSession(res).user.id,
+              ...(query.product_id ? { productId: query.product_id } : {}),
+            };
         res.json(await deps.proposals.list(scope, { status: query.status, limit: query.limit }));
       },
     )
@@ -81,11 +83,7 @@ export function proposalsRoutes(deps: {
         before: [keyOrSessionAuth],
       },
       async (_req, res) => {
-        const { params, body } = validated<
-          unknown,
-          z.infer<typeof IdParams>,
-          z.infer<typeof ProposalStatusChange>
-        >(res.locals);
+        const { params, body } = res.locals.valid;
         res.json(await changeProposalStatus(deps.proposals, params.id, callerScope(res), body.status));
       },
     )
@@ -106,7 +104,7 @@ export function proposalsRoutes(deps: {
         before: [requireSession],
       },
       async (_req, res) => {
-        const r = await deps.analysis.runOnce('user', sessionOf(res)!.user.id);
+        const r = await deps.analysis.runOnce('user', requiredSession(res).user.id);
         res.json({
           contexts_analyzed: r.contextsAnalyzed,
           proposals_created: r.proposalsCreated,

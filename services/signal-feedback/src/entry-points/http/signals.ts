@@ -13,7 +13,7 @@ import { acceptSignals, parseSignalBatch } from '../../domain/ingest';
 import type { SignalFeedbackEvents } from '../../metrics';
 import { IngestSignalInput, ReceivedResponse, SignalInput } from '../../schemas';
 import { countIngestion } from '../../domain/product-key';
-import { apiKeyAuth, keyOwnerOf } from './auth-middleware';
+import { apiKeyAuth, requiredKeyOwner } from './auth-middleware';
 import { KEY_SECURITY } from './openapi';
 
 /** A body was sent but not as JSON: 415 rather than a confusing "missing type". */
@@ -53,7 +53,7 @@ export function signalsRoutes(deps: {
       const received = await countIngestion(deps.events, count, () => {
         requireJsonBody(req);
         const batch = parseSignalBatch(req.body, schema, deps.maxBatch);
-        return acceptSignals(deps.signals, deps.keys, keyOwnerOf(res)!, batch, deps.now());
+        return acceptSignals(deps.signals, deps.keys, requiredKeyOwner(res), batch, deps.now());
       });
       res.json({ received });
     };
