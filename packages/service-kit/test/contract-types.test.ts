@@ -1,3 +1,4 @@
+import type { RequestHandler } from 'express';
 import request from 'supertest';
 import { z } from 'zod';
 import { errorHandler } from '@repo/errors';
@@ -60,6 +61,26 @@ describe('contractRouter handler types', () => {
     expect(seen).toEqual(['function', 7, 'i_1', 'a', 2]);
   });
 });
+
+// `before` middleware and extra handlers stay plain express handlers: they run around the typed one.
+const plain: RequestHandler = (_req, _res, next) => next();
+contractRouter().route(
+  {
+    method: 'get',
+    path: '/gated/{itemId}',
+    operationId: 'gated',
+    summary: 'x',
+    request: { params: Params, body: Body, bodyParsedByHandler: false },
+    responses: { '200': { description: 'ok' } },
+    before: [plain],
+  },
+  plain,
+  (_req, res) => {
+    assertType<Equal<typeof res.locals.valid.body, { name: string; qty: number }>>();
+    assertType<Equal<typeof res.locals.valid.query, ContractInput<undefined>['query']>>();
+    res.end();
+  },
+);
 
 // A route that declares nothing to validate has no `valid`; one whose body its handler parses
 // itself gets the body untyped, and undeclared parts are express's own.
