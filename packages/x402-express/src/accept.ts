@@ -61,6 +61,7 @@ const SETTLEMENT_REFUSALS: Readonly<Record<SettlementLimit, (seconds: number) =>
  * running after {@link VERIFIED_MARK_DELAY_MS} gets the verified mark on its own first: README, "The
  * paid path's statements"). The answer carries `X-PAYMENT-RESPONSE` and `x402-version: 1`; a repeated
  * signature on the same endpoint gets the identical status, headers and body. The verified payment is in `res.locals.x402Payment`.
+ * The gateway's `onAnswerStored` is told of the stored (or replayed) 2xx-4xx answer just before it is sent.
  */
 export function requirePayment(options: RequirePaymentOptions): RequestHandler {
   // One object for every request of the route: its requirements are built and validated once.
@@ -93,7 +94,8 @@ export function requirePayment(options: RequirePaymentOptions): RequestHandler {
  * tx)` in the job's transaction, or `ledger.releaseLease(claim)` on failure. Pass the same `options`
  * object for every request of a route: the route's requirements are built and validated once per
  * object (and verifier), not per request. Sets `X-PAYMENT-RESPONSE`
- * (v1 network name), `PAYMENT-RESPONSE` (CAIP-2 network) and `x402-version: 1` on the response.
+ * (v1 network name), `PAYMENT-RESPONSE` (CAIP-2 network) and `x402-version: 1` on the response. A
+ * replay is told to `options.onAnswerStored` before it is sent.
  *
  * @throws whatever is not an AppError (database failures...), for the error middleware
  */
