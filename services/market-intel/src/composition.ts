@@ -329,6 +329,8 @@ export async function compose(
     onPaymentEvent: gateway.onPaymentEvent,
     corsConfigured: Boolean(config.CORS_ORIGINS),
   });
+  // requirePayment tells the hot path of each stored paid answer (onAnswerStored), for its replays.
+  payments.answersTo(hotPath);
 
   // The Data API reads the latest reports from memory while every stored report is heard.
   const reportChanges = listenForReportChanges({
