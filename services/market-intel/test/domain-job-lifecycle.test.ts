@@ -1,20 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
 import type { JobEvent } from '@repo/compute';
-import { applyMigrations, resetDatabase } from '@repo/db-migrate';
-import { testDatabaseUrl } from '@repo/service-kit/testing';
 import { PrismaPaymentLedger, PrismaRefundLedger } from '@repo/x402-ledger';
 import { buildClaimRequest, buildVerifiedPayment } from '@repo/x402-ledger/testing';
 import { JobRepository, newJobId, type JobKindHooks } from '../src/data/jobs';
-import { openDatabase } from '../src/data/prisma';
 import { createJobLifecycle, type JobLifecycle } from '../src/domain/job-lifecycle';
 import { startPaidJob } from '../src/domain/paid-jobs';
 import { COMPUTE_PRICES } from '../src/domain/prices';
+import { openMigratedDatabase } from './support/database';
 
 // The job lifecycle alone, on a real database: events are handed to it directly (no broker), and
 // what follows a commit is recorded by the ports it is built with.
-const databaseUrl = testDatabaseUrl('market_intel_domain_job_lifecycle_test');
-let database: ReturnType<typeof openDatabase>;
+let database: Awaited<ReturnType<typeof openMigratedDatabase>>;
 let jobs: JobRepository;
 let lifecycle: JobLifecycle;
 const seen = {
@@ -38,13 +34,7 @@ const scoutHooks: JobKindHooks = {
 };
 
 beforeAll(async () => {
-  await resetDatabase(databaseUrl);
-  await applyMigrations({
-    databaseUrl,
-    migrationsDir: path.join(__dirname, '../prisma/migrations'),
-    log: { info: () => undefined, warn: () => undefined },
-  });
-  database = openDatabase(databaseUrl, 4);
+  database = await openMigratedDatabase('market_intel_domain_job_lifecycle_test');
   jobs = new JobRepository(database.prisma);
   lifecycle = createJobLifecycle({
     jobs,

@@ -1,19 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
-import { applyMigrations, resetDatabase } from '@repo/db-migrate';
 import type { X402Network } from '@repo/schemas';
-import { testDatabaseUrl } from '@repo/service-kit/testing';
 import { PrismaPaymentLedger, type PaymentClaim } from '@repo/x402-ledger';
 import { buildClaimRequest, buildVerifiedPayment } from '@repo/x402-ledger/testing';
 import { JobRepository } from '../src/data/jobs';
-import { openDatabase } from '../src/data/prisma';
 import { startPaidJob, type PaidJobPorts, type PaidJobRequest } from '../src/domain/paid-jobs';
 import { COMPUTE_PRICES } from '../src/domain/prices';
+import { openMigratedDatabase } from './support/database';
 
 // The use case alone, on a real database: no broker, no HTTP, no chain (the payment is claimed and
 // marked verified in the ledger as the x402 middleware leaves it).
-const databaseUrl = testDatabaseUrl('market_intel_domain_paid_jobs_test');
-let database: ReturnType<typeof openDatabase>;
+let database: Awaited<ReturnType<typeof openMigratedDatabase>>;
 let ledger: PrismaPaymentLedger;
 let published: bigint[];
 let created: string[];
@@ -21,13 +17,7 @@ let ports: PaidJobPorts;
 const SESSION = randomUUID();
 
 beforeAll(async () => {
-  await resetDatabase(databaseUrl);
-  await applyMigrations({
-    databaseUrl,
-    migrationsDir: path.join(__dirname, '../prisma/migrations'),
-    log: { info: () => undefined, warn: () => undefined },
-  });
-  database = openDatabase(databaseUrl, 4);
+  database = await openMigratedDatabase('market_intel_domain_paid_jobs_test');
   ledger = new PrismaPaymentLedger(database.prisma);
 });
 

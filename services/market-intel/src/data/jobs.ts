@@ -7,6 +7,7 @@ import {
   type AppliedStep,
   type JobErrorCode,
   type JobGuard,
+  type JobTransition,
   type PipelineKind,
   type StepCommand,
 } from '@repo/compute';
@@ -57,22 +58,6 @@ export interface ApplyResult {
   webhookQueued: boolean;
   /** The network of the refund a failure queued (a paid job failed with a refunded code). */
   refundQueued?: string | null;
-}
-
-/**
- * The job lifecycle's operations that the repository still forwards, for the callers typed against
- * it (the job watchdog, the scan scheduler); `domain/job-lifecycle.ts` implements them.
- */
-export interface ForwardedLifecycle {
-  fail(
-    jobId: string,
-    failure: { code: JobErrorCode; detail: string },
-    stepIndex?: number,
-  ): Promise<ApplyResult>;
-  reviveUnstarted(
-    republishAfterMs: number,
-    failAfterMs: number,
-  ): Promise<{ outboxIds: bigint[]; failed: ApplyResult[] }>;
 }
 
 /** A transaction client (what the job lifecycle and kind hooks write with, inside one transaction). */
@@ -168,14 +153,15 @@ export class JobRepository {
    * @param db the database
    * @param options `refundOf`: the refund of a payment, shown with a failed job (`refund` in
    *   GET /api/v1/jobs/{jobId}); without it `refund` is always null
-   * @param options `lifecycle`: the job lifecycle, read when {@link JobRepository.fail} or
-   *   {@link JobRepository.reviveUnstarted} is called
+   * @param options `lifecycle`: the job lifecycle (`domain/job-lifecycle.ts`), read when
+   *   {@link JobRepository.fail} or {@link JobRepository.reviveUnstarted} is called: the callers typed
+   *   against the repository (the job watchdog, the scan scheduler) reach it through these two
    */
   constructor(
     private readonly db: Db,
     private readonly options: {
       refundOf?: (paymentSignature: string) => Promise<JobRefund | null>;
-      lifecycle?: () => ForwardedLifecycle;
+      lifecycle?: () => Pick<JobRepository, 'fail' | 'reviveUnstarted'>;
     } = {},
   ) {}
 
@@ -202,7 +188,7 @@ export class JobRepository {
     return this.lifecycle().reviveUnstarted(republishAfterMs, failAfterMs);
   }
 
-  private lifecycle(): ForwardedLifecycle {
+  private lifecycle(): Pick<JobRepository, 'fail' | 'reviveUnstarted'> {
     const lifecycle = this.options.lifecycle?.();
     if (!lifecycle) throw new Error('JobRepository was built without the job lifecycle');
     return lifecycle;
@@ -479,61 +465,19 @@ export interface LockedJob extends HookedJob {
   txSignature: string | null;
 }
 
-/** A job moving on to its next step, as {@link JobRepository.saveAdvanced} stores it. */
-export interface AdvancedJob {
-  status: JobStatus;
-  startedAt: Date;
-  /** What the next step starts from (after the kind's `beforeNextStep`). */
-  state: unknown;
-  stepIndex: number;
-  stepLabel: string;
-  progressPct: number;
-  lastError: null;
-}
+/** A job moving on to its next step (the state machine's `advanced`, `state` after the kind's hook). */
+export type AdvancedJob = Omit<Extract<JobTransition, { type: 'advanced' }>, 'type' | 'step'>;
 
-/** A completed job, as {@link JobRepository.saveCompleted} stores it. */
-export interface CompletedJob {
-  status: JobStatus;
-  startedAt: Date;
-  result: unknown;
-  stepIndex: number;
-  stepLabel: string;
-  progressPct: number;
-  lastError: null;
-}
+/** A completed job (the state machine's `completed`). */
+export type CompletedJob = Omit<Extract<JobTransition, { type: 'completed' }>, 'type' | 'step'>;
 
 async function lockJob(tx: Tx, jobId: string): Promise<LockedJob | undefined> {
-  const rows = await tx.$queryRawUnsafe<
-    {
-      id: string;
-      kind: string;
-      status: string;
-      step_index: number;
-      progress_pct: number;
-      input: unknown;
-      webhook_url: string | null;
-      started_at: Date | null;
-      last_error: string | null;
-      tx_signature: string | null;
-    }[]
-  >(
-    `SELECT id, kind, status, step_index, progress_pct, input, webhook_url, started_at, last_error, tx_signature
+  const rows = await tx.$queryRawUnsafe<LockedJob[]>(
+    `SELECT id, kind, status, step_index AS "stepIndex", progress_pct AS "progressPct", input,
+            webhook_url AS "webhookUrl", started_at AS "startedAt", last_error AS "lastError",
+            tx_signature AS "txSignature"
        FROM agent_jobs WHERE id = $1 FOR UPDATE`,
     jobId,
   );
-  const row = rows[0];
-  return (
-    row && {
-      id: row.id,
-      kind: row.kind,
-      input: row.input,
-      status: row.status as JobStatus,
-      stepIndex: row.step_index,
-      progressPct: row.progress_pct,
-      webhookUrl: row.webhook_url,
-      startedAt: row.started_at,
-      lastError: row.last_error,
-      txSignature: row.tx_signature,
-    }
-  );
+  return rows[0];
 }
