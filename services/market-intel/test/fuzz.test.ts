@@ -12,7 +12,7 @@ import {
   type FuzzRequest,
   type FuzzResponse,
   type OpenApiDocument,
-} from '@repo/service-kit/testing';
+} from '@repo/openapi-fuzz';
 import { buildReport, startHarness, type Harness } from './support/harness';
 
 // Property-based fuzzing of every operation of market-intel's own /openapi.json, read from the

@@ -8,7 +8,7 @@ import {
   type FuzzRequest,
   type FuzzResponse,
   type OpenApiDocument,
-} from '@repo/service-kit/testing';
+} from '@repo/openapi-fuzz';
 import { AccountRepository } from '../src/data/accounts';
 import { newSessionTokens } from '../src/domain/sessions';
 import { startHarness, type Harness } from './support/harness';
@@ -16,7 +16,7 @@ import { startHarness, type Harness } from './support/harness';
 // Property-based fuzzing of every operation of signal-feedback's own /openapi.json, read from the
 // running service (real PostgreSQL): valid and hostile requests, with a real session (cookie and CSRF
 // token) or product key, without credentials and with garbage ones. Every answer is judged against
-// the document (see @repo/service-kit/testing, fuzzOperations). A failure prints fast-check's seed and
+// the document (see @repo/openapi-fuzz, fuzzOperations). A failure prints fast-check's seed and
 // path; replay it with FUZZ_SEED/FUZZ_PATH.
 jest.setTimeout(120_000);
 

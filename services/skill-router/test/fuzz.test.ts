@@ -8,13 +8,13 @@ import {
   type FuzzRequest,
   type FuzzResponse,
   type OpenApiDocument,
-} from '@repo/service-kit/testing';
+} from '@repo/openapi-fuzz';
 import { buildSkill } from './support/factories';
 import { startHarness, type Harness } from './support/harness';
 
 // Property-based fuzzing of every operation of skill-router's own /openapi.json, read from the
 // running service (real PostgreSQL): valid and hostile requests, with a real key, without one and
-// with garbage keys. Every answer is judged against the document (see @repo/service-kit/testing,
+// with garbage keys. Every answer is judged against the document (see @repo/openapi-fuzz,
 // fuzzOperations). A failure prints fast-check's seed and path; replay it with FUZZ_SEED/FUZZ_PATH.
 jest.setTimeout(120_000);
 

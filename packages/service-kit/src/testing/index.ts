@@ -8,34 +8,6 @@ export { metricValue, parseMetrics, scrape } from './scrape';
 export { countQueries } from './queries';
 export type { Sample } from './scrape';
 export { configRefusal } from './config';
-export {
-  hostileJsonArbitrary,
-  hostileStringArbitrary,
-  UnsupportedSchemaError,
-  validValueArbitrary,
-} from './json-schema-arbitrary';
-export type { HostileJson, JsonSchema, SchemaArbitraryOptions } from './json-schema-arbitrary';
-export {
-  envelopeProblems,
-  fuzzCheck,
-  fuzzCheckAll,
-  fuzzOperations,
-  fuzzRunSettings,
-  OpenApiFuzzError,
-  sendFuzzRequest,
-} from './openapi-fuzz';
-export type {
-  CredentialSlot,
-  FuzzAuth,
-  FuzzCheckOptions,
-  FuzzOperation,
-  FuzzOptions,
-  FuzzRequest,
-  FuzzResponse,
-  JudgeOptions,
-  KnownGap,
-  OpenApiDocument,
-} from './openapi-fuzz';
 export { dropRunScoped, runScoped, TEST_DATABASE_BASE_URL, testDatabaseUrl, testRunId } from './run-scope';
 export { INFRASTRUCTURE_ROUTES, mountedRoutes, routeCoverage } from './routes';
 export type { MountedRoute } from './routes';

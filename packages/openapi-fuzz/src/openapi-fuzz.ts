@@ -13,7 +13,7 @@ import {
 // Property-based fuzzing of an HTTP service from its own OpenAPI 3.1 document: per operation, an
 // arbitrary of valid requests and one of hostile requests (fast-check, so failures print a seed and
 // shrink), a sender, and a judge of the answer against the document and the error-envelope rule
-// (README, "Configuration", its "Fuzz suites" paragraph: the error envelope on every error, `Error402`
+// (README, "What it judges": the error envelope on every error, `Error402`
 // on a 402). Conformance of requests and answers is decided by ajv against
 // the document's own schemas, not by the generator's intent.
 

@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import fc from 'fast-check';
 import { z } from 'zod';
 import { errorHandler, notFoundHandler } from '@repo/errors';
-import { createBaseApp, createLogger, validate, validated } from '../src/index';
+import { createBaseApp, createLogger, validate, validated } from '@repo/service-kit';
 import {
   envelopeProblems,
   fuzzCheckAll,
@@ -13,7 +13,7 @@ import {
   type FuzzRequest,
   type FuzzResponse,
   type OpenApiDocument,
-} from '../src/testing/index';
+} from '../src/index';
 
 // A small document using what the services' documents use: $ref into components, anyOf, bounds,
 // patterns, formats, maps, security schemes in header and query, and an x402-style 402 body.
