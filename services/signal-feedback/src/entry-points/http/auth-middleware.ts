@@ -1,4 +1,6 @@
 import type { IncomingMessage } from 'node:http';
+// cookie-parser's types declare `req.cookies`.
+import type {} from 'cookie-parser';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError } from '@repo/errors';
 import type { ApiKeyCache } from '@repo/service-kit';
@@ -100,7 +102,8 @@ export function requiredKeyOwner(res: Response): KeyOwner {
 export function loadSession(accounts: AccountRepository, secure: boolean, now: () => Date): RequestHandler {
   const name = sessionCookieName(secure);
   return async (req, res, next) => {
-    const cookies = (req as Request & { cookies?: Record<string, unknown> }).cookies;
+    // Absent from an app that does not mount cookie-parser.
+    const cookies: Record<string, unknown> | undefined = req.cookies;
     const token = cookies?.[name];
     if (typeof token === 'string' && token.length > 0 && token.length <= 100) {
       const session = await accounts.findSession(hashSessionToken(token), now());
