@@ -1,6 +1,7 @@
 import type { ForgeIdea, ForgeJobInput, ForgeResult } from '@repo/compute';
 import { assessFeasibility, tagsFor } from '../../feasibility';
 import { riceScore } from '../../rice';
+import { askModel } from '../ask-model';
 import type { PipelineDeps } from '../types';
 import {
   CHAIR,
@@ -41,10 +42,8 @@ export async function ideasStep(
   deps: PipelineDeps,
 ): Promise<ForgeOutcome> {
   const agent = BRAINSTORMERS[state.cursor] ?? BRAINSTORMERS[0];
-  const { system, user } = ideasPrompt(input, state, deps, agent);
-  const answer = (
-    await deps.llm.complete({ task: FORGE_TASKS.ideas, system, user, schema: IdeasAnswer, temperature: 0.9 })
-  ).value;
+  const prompt = ideasPrompt(input, state, deps, agent);
+  const answer = await askModel(deps, FORGE_TASKS.ideas, prompt, IdeasAnswer, 0.9);
   const candidates = [...state.candidates];
   const added: Candidate[] = [];
   for (const idea of answer.ideas) {
@@ -86,16 +85,8 @@ export async function critiqueStep(
   deps: PipelineDeps,
 ): Promise<ForgeOutcome> {
   const agent = BRAINSTORMERS[state.cursor] ?? BRAINSTORMERS[0];
-  const { system, user } = critiquePrompt(input, state, deps, agent);
-  const answer = (
-    await deps.llm.complete({
-      task: FORGE_TASKS.critique,
-      system,
-      user,
-      schema: CritiqueAnswer,
-      temperature: 0.5,
-    })
-  ).value;
+  const prompt = critiquePrompt(input, state, deps, agent);
+  const answer = await askModel(deps, FORGE_TASKS.critique, prompt, CritiqueAnswer, 0.5);
   const known = new Set(state.candidates.map((c) => c.id));
   const mine = answer.critiques
     .filter((c) => known.has(c.idea_id.trim()))
@@ -129,16 +120,8 @@ export async function refineStep(
   const id = state.shortlist[state.cursor] as string;
   const candidate = state.candidates.find((c) => c.id === id) as Candidate;
   const critiques = state.critiques.filter((c) => c.idea_id === id);
-  const { system, user } = refinePrompt(input, deps, id, candidate, critiques);
-  const answer = (
-    await deps.llm.complete({
-      task: FORGE_TASKS.refine,
-      system,
-      user,
-      schema: RefineAnswer,
-      temperature: 0.6,
-    })
-  ).value;
+  const prompt = refinePrompt(input, deps, id, candidate, critiques);
+  const answer = await askModel(deps, FORGE_TASKS.refine, prompt, RefineAnswer, 0.6);
   const feasibility = assessFeasibility(answer, input.session_config);
   const refinedIdea: Refined = {
     id,
@@ -179,10 +162,8 @@ export async function scoreStep(
 ): Promise<ForgeOutcome> {
   const id = state.shortlist[state.cursor] as string;
   const refinedIdea = state.refined.find((r) => r.id === id) as Refined;
-  const { system, user } = scorePrompt(input, deps, refinedIdea);
-  const answer = (
-    await deps.llm.complete({ task: FORGE_TASKS.score, system, user, schema: ScoreAnswer, temperature: 0.2 })
-  ).value;
+  const prompt = scorePrompt(input, deps, refinedIdea);
+  const answer = await askModel(deps, FORGE_TASKS.score, prompt, ScoreAnswer, 0.2);
   const scoredIdea: Scored = {
     id,
     rice: riceScore(answer.rice),
@@ -212,10 +193,7 @@ export async function rankStep(
   state: ForgeState,
   deps: PipelineDeps,
 ): Promise<ForgeOutcome> {
-  const { system, user } = rankPrompt(input, state, deps);
-  const answer = (
-    await deps.llm.complete({ task: FORGE_TASKS.rank, system, user, schema: RankAnswer, temperature: 0.2 })
-  ).value;
+  const answer = await askModel(deps, FORGE_TASKS.rank, rankPrompt(input, state, deps), RankAnswer, 0.2);
   const order = finalOrder(state.shortlist, answer.ranking, state.scored);
   const rationale = new Map(answer.ranking.map((r) => [r.idea_id.trim(), r.rationale]));
   const rounds = addTranscript(

@@ -15,6 +15,7 @@ import type {
 import { assessFeasibility } from '../../feasibility';
 import { countVotes, verdictFor } from '../../tally';
 import { clip } from '../render';
+import { askModel } from '../ask-model';
 import type { PipelineDeps } from '../types';
 import {
   REPORT_TASKS,
@@ -70,6 +71,9 @@ async function runSearches(queries: string[], deps: PipelineDeps): Promise<Debat
   return sources;
 }
 
+/** A debate turn's answer; the Analyst's also carries its estimates. */
+type DebateTurnAnswer = TurnAnswer & { estimates?: z.infer<typeof AnalystTurnAnswer>['estimates'] };
+
 /**
  * Phase `debate` (README, "prove/debate": turns, feasibility, PIVOT_OUT, early close): the persona at
  * `speaker` takes its turn; its search queries run (failures logged, never thrown); the Analyst's
@@ -84,16 +88,9 @@ export async function debateStep(
 ): Promise<ProveOutcome> {
   const persona = PERSONAS[state.speaker] as Persona;
   const isAnalyst = persona === 'Analyst';
-  const { system, user } = turnPrompt(input, state, deps, persona);
-  const answer: TurnAnswer & { estimates?: z.infer<typeof AnalystTurnAnswer>['estimates'] } = (
-    await deps.llm.complete({
-      task: turnTask(persona),
-      system,
-      user,
-      schema: isAnalyst ? AnalystTurnAnswer : TurnAnswer,
-      temperature: 0.7,
-    })
-  ).value;
+  const prompt = turnPrompt(input, state, deps, persona);
+  const schema = isAnalyst ? AnalystTurnAnswer : TurnAnswer;
+  const answer: DebateTurnAnswer = await askModel(deps, turnTask(persona), prompt, schema, 0.7);
 
   const queries = answer.search_queries
     .map((q) => q.trim())
@@ -150,10 +147,8 @@ export async function voteStep(
   deps: PipelineDeps,
 ): Promise<ProveOutcome> {
   const persona = PERSONAS[state.speaker] as Persona;
-  const { system, user } = votePrompt(input, state, deps, persona);
-  const answer = (
-    await deps.llm.complete({ task: voteTask(persona), system, user, schema: VoteAnswer, temperature: 0.2 })
-  ).value;
+  const prompt = votePrompt(input, state, deps, persona);
+  const answer = await askModel(deps, voteTask(persona), prompt, VoteAnswer, 0.2);
   const vote: PanelVote = {
     persona,
     vote: answer.vote,
@@ -187,29 +182,13 @@ export async function reportStep(
   if (state.output === null) {
     if (approved) {
       const conditions = mergedConditions(state.votes);
-      const { system, user } = reportPrompt('roadmap', input, state, deps, verdict, counts, conditions);
-      const answer = (
-        await deps.llm.complete({
-          task: REPORT_TASKS.roadmap,
-          system,
-          user,
-          schema: RoadmapAnswer,
-          temperature: 0.3,
-        })
-      ).value;
+      const prompt = reportPrompt('roadmap', input, state, deps, verdict, counts, conditions);
+      const answer = await askModel(deps, REPORT_TASKS.roadmap, prompt, RoadmapAnswer, 0.3);
       const output: ExecutionRoadmap = { kind: 'execution_roadmap', ...answer, conditions };
       return advance(state, { output }, 'Report · execution roadmap');
     }
-    const { system, user } = reportPrompt('killBrief', input, state, deps, verdict, counts);
-    const answer = (
-      await deps.llm.complete({
-        task: REPORT_TASKS.killBrief,
-        system,
-        user,
-        schema: KillBriefAnswer,
-        temperature: 0.3,
-      })
-    ).value;
+    const prompt = reportPrompt('killBrief', input, state, deps, verdict, counts);
+    const answer = await askModel(deps, REPORT_TASKS.killBrief, prompt, KillBriefAnswer, 0.3);
     const output: KillBrief = { kind: 'kill_brief', ...answer };
     return advance(state, { output }, 'Report · kill brief');
   }
@@ -223,16 +202,8 @@ export async function reportStep(
     proveSessionId: input.proveSessionId,
   };
   if (approved && state.output.kind === 'execution_roadmap') {
-    const { system, user } = reportPrompt('leanCanvas', input, state, deps, verdict, counts);
-    const answer = (
-      await deps.llm.complete({
-        task: REPORT_TASKS.leanCanvas,
-        system,
-        user,
-        schema: LeanCanvasAnswer,
-        temperature: 0.3,
-      })
-    ).value;
+    const prompt = reportPrompt('leanCanvas', input, state, deps, verdict, counts);
+    const answer = await askModel(deps, REPORT_TASKS.leanCanvas, prompt, LeanCanvasAnswer, 0.3);
     const summary: LeanCanvas = { kind: 'lean_canvas', ...answer };
     const result: ProveResult = {
       verdict: verdict as 'APPROVED' | 'CONDITIONAL_APPROVED',
@@ -242,16 +213,8 @@ export async function reportStep(
     return { kind: 'done', result, label: 'Report · Lean Canvas' };
   }
   if (!approved && state.output.kind === 'kill_brief') {
-    const { system, user } = reportPrompt('decisionBrief', input, state, deps, verdict, counts);
-    const answer = (
-      await deps.llm.complete({
-        task: REPORT_TASKS.decisionBrief,
-        system,
-        user,
-        schema: DecisionBriefAnswer,
-        temperature: 0.3,
-      })
-    ).value;
+    const prompt = reportPrompt('decisionBrief', input, state, deps, verdict, counts);
+    const answer = await askModel(deps, REPORT_TASKS.decisionBrief, prompt, DecisionBriefAnswer, 0.3);
     const summary: DecisionBrief = {
       kind: 'decision_brief',
       decision: 'REJECTED',

@@ -12,6 +12,7 @@ import { fetchSources } from '../../scout/fetch';
 import { keywordCounts } from '../../scout/keywords';
 import { scoutSettings } from '../../scout/settings';
 import { clip } from '../render';
+import { askModel } from '../ask-model';
 import type { PipelineDeps } from '../types';
 import { SCOUT_TASKS, briefPrompt, clustersPrompt, gapsPrompt, painsPrompt, trendsPrompt } from './prompts';
 import { BriefAnswer, ClustersAnswer, GapsAnswer, PainsAnswer, TrendsAnswer } from './schemas';
@@ -88,16 +89,8 @@ export async function trendsStep(
   const articles = state.items.flatMap((item, i) => (item.kind === 'article' ? [i] : []));
   // Without articles the discussions are the only trend material.
   const shown = articles.length ? articles : state.items.map((_, i) => i);
-  const { system, user } = trendsPrompt(input, state, deps, shown);
-  const answer = (
-    await deps.llm.complete({
-      task: SCOUT_TASKS.trends,
-      system,
-      user,
-      schema: TrendsAnswer,
-      temperature: 0.3,
-    })
-  ).value;
+  const prompt = trendsPrompt(input, state, deps, shown);
+  const answer = await askModel(deps, SCOUT_TASKS.trends, prompt, TrendsAnswer, 0.3);
   const now = scanTime(state, deps);
   const allowed = new Set(shown);
   const trends: Trend[] = [];
@@ -136,10 +129,7 @@ export async function painsStep(
   state: ScoutState,
   deps: PipelineDeps,
 ): Promise<ScoutOutcome> {
-  const { system, user } = painsPrompt(input, state, deps);
-  const answer = (
-    await deps.llm.complete({ task: SCOUT_TASKS.pains, system, user, schema: PainsAnswer, temperature: 0.3 })
-  ).value;
+  const answer = await askModel(deps, SCOUT_TASKS.pains, painsPrompt(input, state, deps), PainsAnswer, 0.3);
   const pains: Pain[] = [];
   for (const p of answer.pains) {
     const itemIndexes = validIndexes(p.itemIndexes, state.items.length);
@@ -192,16 +182,8 @@ export async function clustersStep(
   deps: PipelineDeps,
 ): Promise<ScoutOutcome> {
   if (state.pains.length === 0) return advance(state, { phase: 'gaps', clusters: [] }, 'no pains to cluster');
-  const { system, user } = clustersPrompt(input, state, deps);
-  const answer = (
-    await deps.llm.complete({
-      task: SCOUT_TASKS.clusters,
-      system,
-      user,
-      schema: ClustersAnswer,
-      temperature: 0.2,
-    })
-  ).value;
+  const prompt = clustersPrompt(input, state, deps);
+  const answer = await askModel(deps, SCOUT_TASKS.clusters, prompt, ClustersAnswer, 0.2);
   const clusters = buildClusters(answer.clusters, state.pains);
   return advance(
     state,
@@ -223,10 +205,7 @@ export async function gapsStep(
 ): Promise<ScoutOutcome> {
   if (state.trends.length === 0 || state.clusters.length === 0)
     return advance(state, { phase: 'brief', gaps: [] }, 'no gaps (no trends or no pains)');
-  const { system, user } = gapsPrompt(input, state, deps);
-  const answer = (
-    await deps.llm.complete({ task: SCOUT_TASKS.gaps, system, user, schema: GapsAnswer, temperature: 0.4 })
-  ).value;
+  const answer = await askModel(deps, SCOUT_TASKS.gaps, gapsPrompt(input, state, deps), GapsAnswer, 0.4);
   const gaps: GapItem[] = [];
   for (const g of answer.gaps) {
     const trend = Number.isInteger(g.trendIndex) ? state.trends[g.trendIndex] : undefined;
@@ -379,10 +358,7 @@ export async function briefStep(
   state: ScoutState,
   deps: PipelineDeps,
 ): Promise<ScoutOutcome> {
-  const { system, user } = briefPrompt(input, state, deps);
-  const answer = (
-    await deps.llm.complete({ task: SCOUT_TASKS.brief, system, user, schema: BriefAnswer, temperature: 0.5 })
-  ).value;
+  const answer = await askModel(deps, SCOUT_TASKS.brief, briefPrompt(input, state, deps), BriefAnswer, 0.5);
   const narratives = answer.narratives.map((n) => ({
     title: clip(n.title, 200),
     summary: clip(n.summary, 1000),
