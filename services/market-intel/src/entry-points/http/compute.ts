@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { AppError, notFound, requestIdOf } from '@repo/errors';
 import { AgentJob } from '@repo/schemas';
-import { contractRouter, errorResponse, validated, type ContractRouter } from '@repo/service-kit';
+import { contractRouter, errorResponse, type ContractRouter } from '@repo/service-kit';
 import { checkUrl, type SsrfPolicy } from '@repo/ssrf-guard';
 import {
   acceptPayment,
@@ -73,10 +73,10 @@ export function computeRouter(deps: ComputeDeps | undefined): ContractRouter {
         request: { query: NetworkOnlyQuery, body: ForgeRequest, headers: PAYMENT_REQUEST_HEADERS },
         validation: { bodyCode: 'validation_failed' },
       },
-      preflight(deps, COMPUTE_PRICES.forge, (req) => (req.body as ForgeRequest).webhook_url),
+      preflight(deps, COMPUTE_PRICES.forge),
       async (req, res) => {
         if (!deps) return;
-        const body = validated<unknown, unknown, ForgeRequest>(res.locals).body;
+        const { body } = res.locals.valid;
         const sectors = [...new Set(body.sectors)];
         await createJob(deps, req, res, {
           route: COMPUTE_PRICES.forge,
@@ -102,10 +102,10 @@ export function computeRouter(deps: ComputeDeps | undefined): ContractRouter {
         request: { query: NetworkOnlyQuery, body: ProveRequest, headers: PAYMENT_REQUEST_HEADERS },
         validation: { bodyCode: 'validation_failed' },
       },
-      preflight(deps, COMPUTE_PRICES.prove, (req) => (req.body as ProveRequest).webhook_url),
+      preflight(deps, COMPUTE_PRICES.prove),
       async (req, res) => {
         if (!deps) return;
-        const body = validated<unknown, unknown, ProveRequest>(res.locals).body;
+        const { body } = res.locals.valid;
         const proveSessionId = randomUUID();
         await createJob(deps, req, res, {
           route: COMPUTE_PRICES.prove,
@@ -137,7 +137,7 @@ export function computeRouter(deps: ComputeDeps | undefined): ContractRouter {
         },
       },
       async (_req, res) => {
-        const { jobId } = validated<unknown, { jobId: string }>(res.locals).params;
+        const { jobId } = res.locals.valid.params;
         const job = deps ? await deps.jobs.get(jobId) : null;
         if (!job) throw notFound('Unknown job');
         res.setHeader('cache-control', 'no-store');
@@ -154,14 +154,13 @@ export function computeRouter(deps: ComputeDeps | undefined): ContractRouter {
 function preflight(
   deps: ComputeDeps | undefined,
   route: PaidRoute,
-  webhookOf: (req: Request) => string | undefined,
-): RequestHandler {
+): RequestHandler<Request['params'], unknown, { webhook_url?: string | undefined }> {
   return async (req, res, next) => {
     if (!deps) {
       sendUnhealthy(req, res, 'config', 'Compute is not configured on this server (no message broker)');
       return;
     }
-    const webhookUrl = webhookOf(req);
+    const webhookUrl = req.body.webhook_url;
     if (webhookUrl !== undefined) {
       if (!deps.webhooks) {
         throw new AppError(
