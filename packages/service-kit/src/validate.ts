@@ -175,8 +175,8 @@ export function parseInput<T>(
 
 /**
  * The values parsed by {@link validate}, typed by the caller. A route declared with `contractRouter`
- * needs none of this: its handlers' `res.locals.valid` is typed from the contract. Kept for the
- * handlers not converted yet (market-intel's compute routes) and for `validate` used on its own.
+ * needs none of this: its handlers' `res.locals.valid` is typed from the contract. Kept for
+ * `validate` mounted on its own, outside a contract router.
  * @param locals `res.locals`
  */
 export function validated<Q = unknown, P = unknown, B = unknown>(
