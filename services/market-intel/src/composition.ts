@@ -124,7 +124,7 @@ export async function compose(
   const reports = new ReportRepository(db);
   const refundLedger = new PrismaRefundLedger(db);
   const refundWallet = refundSenders.solana?.wallet;
-  const jobs = new JobRepository(db, { refundOf: jobRefunds(refundLedger), lifecycle: () => lifecycle });
+  const jobs = new JobRepository(db, { refundOf: jobRefunds(refundLedger) });
   const scans = new ScanRepository(db, jobs, reports, metrics.scans);
   // Read at boot so that a bad sources file stops the service with every problem named.
   const sectors = config.SCOUT_SOURCES_FILE ? loadSourcesFile(config.SCOUT_SOURCES_FILE).sectors : [];
@@ -164,23 +164,6 @@ export async function compose(
         logger,
       )
     : null;
-  const scheduler =
-    sectors.length > 0 && config.SCOUT_SCAN_INTERVAL_MINUTES > 0
-      ? createScanScheduler(
-          scans,
-          jobs,
-          outbox,
-          sectors,
-          {
-            intervalMs: config.SCOUT_SCAN_INTERVAL_MINUTES * 60_000,
-            tickMs: config.SCOUT_SCHEDULER_TICK_MS,
-            windowDays: config.SCOUT_WINDOW_DAYS,
-            staleMs: config.SCOUT_SCAN_STALE_MINUTES * 60_000,
-            loopMetrics,
-          },
-          logger,
-        )
-      : null;
   const refunds =
     refundWallet !== undefined
       ? createRefundWorker(
@@ -205,8 +188,25 @@ export async function compose(
     refundLoop: refunds,
     onJobCompleted: () => reports.invalidate(),
   });
+  const scheduler =
+    sectors.length > 0 && config.SCOUT_SCAN_INTERVAL_MINUTES > 0
+      ? createScanScheduler(
+          scans,
+          lifecycle,
+          outbox,
+          sectors,
+          {
+            intervalMs: config.SCOUT_SCAN_INTERVAL_MINUTES * 60_000,
+            tickMs: config.SCOUT_SCHEDULER_TICK_MS,
+            windowDays: config.SCOUT_WINDOW_DAYS,
+            staleMs: config.SCOUT_SCAN_STALE_MINUTES * 60_000,
+            loopMetrics,
+          },
+          logger,
+        )
+      : null;
   const watchdog = createJobWatchdog(
-    jobs,
+    lifecycle,
     outbox,
     {
       republishAfterMs: config.JOB_START_REPUBLISH_MINUTES * 60_000,

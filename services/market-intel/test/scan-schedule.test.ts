@@ -30,7 +30,7 @@ const SECTORS: ScoutSectorSources[] = [
 function scheduler(intervalMs: number, staleMs = 3_600_000): ScanScheduler {
   return createScanScheduler(
     h.service.scans,
-    h.service.jobs,
+    h.service.lifecycle,
     h.service.outbox,
     SECTORS,
     { intervalMs, tickMs: 60_000, windowDays: 7, staleMs },
@@ -112,7 +112,7 @@ describe('Scan scheduling', () => {
     expect(await scheduler(86_400_000).tick()).toHaveLength(2);
     const [job] = await scanJobs();
     if (!job) throw new Error('no scan');
-    await h.service.jobs.fail(job.id, { code: 'stalled', detail: 'test: runner gone' });
+    await h.service.lifecycle.fail(job.id, { code: 'stalled', detail: 'test: runner gone' });
     // Released, but within the interval: nothing new.
     expect(await scheduler(86_400_000).tick()).toHaveLength(0);
     // With an interval of 0 ms the released sector is due again; the other one is still running.

@@ -5,7 +5,6 @@ import {
   COMPUTE_TOPOLOGY,
   stepRoutingKey,
   type AppliedStep,
-  type JobErrorCode,
   type JobGuard,
   type JobTransition,
   type PipelineKind,
@@ -153,46 +152,13 @@ export class JobRepository {
    * @param db the database
    * @param options `refundOf`: the refund of a payment, shown with a failed job (`refund` in
    *   GET /api/v1/jobs/{jobId}); without it `refund` is always null
-   * @param options `lifecycle`: the job lifecycle (`domain/job-lifecycle.ts`), read when
-   *   {@link JobRepository.fail} or {@link JobRepository.reviveUnstarted} is called: the callers typed
-   *   against the repository (the job watchdog, the scan scheduler) reach it through these two
    */
   constructor(
     private readonly db: Db,
     private readonly options: {
       refundOf?: (paymentSignature: string) => Promise<JobRefund | null>;
-      lifecycle?: () => Pick<JobRepository, 'fail' | 'reviveUnstarted'>;
     } = {},
   ) {}
-
-  /**
-   * The job lifecycle's `fail` (`domain/job-lifecycle.ts`).
-   * @throws Error when the repository was built without the lifecycle
-   */
-  fail(
-    jobId: string,
-    failure: { code: JobErrorCode; detail: string },
-    stepIndex?: number,
-  ): Promise<ApplyResult> {
-    return this.lifecycle().fail(jobId, failure, stepIndex);
-  }
-
-  /**
-   * The job lifecycle's `reviveUnstarted` (`domain/job-lifecycle.ts`).
-   * @throws Error when the repository was built without the lifecycle
-   */
-  reviveUnstarted(
-    republishAfterMs: number,
-    failAfterMs: number,
-  ): Promise<{ outboxIds: bigint[]; failed: ApplyResult[] }> {
-    return this.lifecycle().reviveUnstarted(republishAfterMs, failAfterMs);
-  }
-
-  private lifecycle(): Pick<JobRepository, 'fail' | 'reviveUnstarted'> {
-    const lifecycle = this.options.lifecycle?.();
-    if (!lifecycle) throw new Error('JobRepository was built without the job lifecycle');
-    return lifecycle;
-  }
 
   /**
    * Creates an unpaid job (pending) and the outbox row of its first step inside the caller's

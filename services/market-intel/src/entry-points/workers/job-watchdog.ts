@@ -1,5 +1,6 @@
 import { createLoop, type Logger, type Loop, type LoopMetrics } from '@repo/service-kit';
-import type { ApplyResult, JobRepository } from '../../data/jobs';
+import type { ApplyResult } from '../../data/jobs';
+import type { JobLifecycle } from '../../domain/job-lifecycle';
 import type { OutboxRelay } from './outbox-relay';
 
 /** Options of {@link createJobWatchdog}; times in milliseconds. */
@@ -31,14 +32,17 @@ export interface JobWatchdog extends Loop {
  * @param onFailed told of each job it failed (webhooks, metrics)
  */
 export function createJobWatchdog(
-  jobs: JobRepository,
+  lifecycle: Pick<JobLifecycle, 'reviveUnstarted'>,
   outbox: OutboxRelay,
   options: JobWatchdogOptions,
   logger: Logger,
   onFailed?: (result: ApplyResult) => void,
 ): JobWatchdog {
   const tick = async (): Promise<{ republished: number; failed: number }> => {
-    const { outboxIds, failed } = await jobs.reviveUnstarted(options.republishAfterMs, options.failAfterMs);
+    const { outboxIds, failed } = await lifecycle.reviveUnstarted(
+      options.republishAfterMs,
+      options.failAfterMs,
+    );
     const applied = failed.filter((f) => f.applied);
     for (const result of applied) onFailed?.(result);
     if (outboxIds.length > 0) {

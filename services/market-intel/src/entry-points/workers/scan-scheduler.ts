@@ -1,6 +1,6 @@
 import type { ScoutSectorSources } from '@repo/compute';
 import { createLoop, type Logger, type Loop, type LoopMetrics } from '@repo/service-kit';
-import type { JobRepository } from '../../data/jobs';
+import type { JobLifecycle } from '../../domain/job-lifecycle';
 import type { ScanRepository } from '../../data/scans';
 import type { OutboxRelay } from './outbox-relay';
 
@@ -37,7 +37,7 @@ export interface ScanScheduler extends Loop {
  */
 export function createScanScheduler(
   scans: ScanRepository,
-  jobs: JobRepository,
+  lifecycle: Pick<JobLifecycle, 'fail'>,
   outbox: OutboxRelay,
   sectors: readonly ScoutSectorSources[],
   options: ScanSchedulerOptions,
@@ -47,7 +47,7 @@ export function createScanScheduler(
   const tick = async (): Promise<string[]> => {
     for (const jobId of await scans.staleScans(options.staleMs)) {
       const minutes = Math.round(options.staleMs / 60_000);
-      await jobs.fail(jobId, {
+      await lifecycle.fail(jobId, {
         code: 'stalled',
         detail: `scan made no progress for ${minutes} minutes`,
       });
