@@ -1,4 +1,5 @@
 import { Client } from 'pg';
+import { backoffDelay, type BackoffPolicy } from './loop';
 
 /** What {@link listenForNotifications} needs, and what it reports. */
 export interface NotificationListenerOptions {
@@ -41,8 +42,8 @@ const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/;
  */
 export function listenForNotifications(options: NotificationListenerOptions): NotificationListener {
   if (!CHANNEL.test(options.channel)) throw new Error(`invalid notification channel: ${options.channel}`);
-  const firstWait = options.retryMs ?? 500;
-  let wait = firstWait;
+  const backoff: BackoffPolicy = { initialDelayMs: options.retryMs ?? 500, maxDelayMs: 30_000 };
+  let retries = 0;
   let closed = false;
   let client: Client | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -54,9 +55,9 @@ export function listenForNotifications(options: NotificationListenerOptions): No
     const dead = client;
     client = undefined;
     dead?.end().catch(() => undefined);
-    timer = setTimeout(connect, wait);
+    timer = setTimeout(connect, backoffDelay(backoff, retries));
     timer.unref();
-    wait = Math.min(wait * 2, 30_000);
+    retries += 1;
   };
 
   function connect(): void {
@@ -79,7 +80,7 @@ export function listenForNotifications(options: NotificationListenerOptions): No
       .then(() => next.query(`LISTEN ${options.channel}`))
       .then(() => {
         if (closed || client !== next) return;
-        wait = firstWait;
+        retries = 0;
         options.onListening(true);
       })
       .catch(fail);

@@ -1,8 +1,12 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Broker, Delivery, QueueLogger, Settlement, TopologySetup } from '@repo/queue';
+import { backoffDelay } from '@repo/service-kit';
 import { COMPUTE_TOPOLOGY, JobEvent, RunnerHeartbeat, StepCommand } from '@repo/compute';
 import type { RunnerHealthMonitor } from '../../domain/health';
 import type { JobLifecycle } from '../../domain/job-lifecycle';
+
+/** The wait before a job event that could not be applied is requeued: 250 ms, doubling, at most 30 s. */
+const EVENT_RETRY_BACKOFF = { initialDelayMs: 250, maxDelayMs: 30_000 };
 
 /** What the compute consumers act on. */
 export interface ComputeConsumerDeps {
@@ -67,7 +71,7 @@ export async function startComputeConsumers(deps: ComputeConsumerDeps, instanceI
         { err: String(err), jobId: parsed.data.jobId, attempt: delivery.deliveryCount + 1 },
         'job event not applied; requeued',
       );
-      await delay(Math.min(30_000, 250 * 2 ** delivery.deliveryCount));
+      await delay(backoffDelay(EVENT_RETRY_BACKOFF, delivery.deliveryCount));
       return 'requeue';
     }
   };
