@@ -340,21 +340,14 @@ function checkWorkflows(): void {
   }
 }
 
-function checkReadme(): void {
-  const readme = read('README.md');
-  const start = readme.indexOf('\n## Deploying');
-  if (start === -1) {
-    problem('README.md', 'has no "## Deploying" section');
-    return;
-  }
-  const end = readme.indexOf('\n## ', start + 1);
-  const section = readme.slice(start, end === -1 ? undefined : end);
+function checkDeployingDoc(): void {
+  const section = read('docs/deploying.md');
   const codes = [...section.matchAll(/`([^`\n]+)`/g)].map((m) => m[1] ?? '');
   for (const code of codes) {
     for (const token of code.split(/\s+/)) {
       if (/^(docker|infra|\.github|scripts)\/[\w./-]*[\w]$/.test(token) && !token.includes('*')) {
         if (!fs.existsSync(path.join(ROOT, token)))
-          problem('README.md "Deploying"', `names ${token}, which does not exist`);
+          problem('docs/deploying.md', `names ${token}, which does not exist`);
       }
     }
   }
@@ -362,7 +355,7 @@ function checkReadme(): void {
   for (const code of codes) {
     // Variable names (with an underscore: not HEALTHCHECK or OWNER).
     if (/^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$/.test(code) && !allKeys.has(code)) {
-      problem('README.md "Deploying"', `names ${code}, which no service reads`);
+      problem('docs/deploying.md', `names ${code}, which no service reads`);
     }
   }
 }
@@ -383,13 +376,13 @@ async function main(): Promise<void> {
   }))
     report.list.push(line);
   checkWorkflows();
-  checkReadme();
+  checkDeployingDoc();
   if (report.list.length > 0) {
     process.stderr.write(`check-deploy: ${report.list.length} problem(s)\n  ${report.list.join('\n  ')}\n`);
     process.exit(1);
   }
   process.stdout.write(
-    `check-deploy: Dockerfiles, compose, Kubernetes manifests (base, dev, prod, prod with add-ons), workflows and README agree${release ? ', and the prod overlay is a release' : ''}\n`,
+    `check-deploy: Dockerfiles, compose, Kubernetes manifests (base, dev, prod, prod with add-ons), workflows and docs/deploying.md agree${release ? ', and the prod overlay is a release' : ''}\n`,
   );
 }
 
