@@ -33,7 +33,7 @@ async function main() {
     );
   }
   if (!process.env.X402_REFERENCE_SECRET?.trim()) {
-    // Request-bound payment references (README, "Request-bound payments"): a random key per start.
+    // Request-bound payment references (docs/payments.md, "Request-bound payments"): a random key per start.
     process.env.X402_REFERENCE_SECRET = require('node:crypto').randomBytes(32).toString('base64url');
   }
   for (const [urlVar, mintVar, accountVar, walletVar] of networks) {

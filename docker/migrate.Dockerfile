@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# Applies each service's Prisma migrations with `prisma migrate deploy` (README, "Deploying",
+# Applies each service's Prisma migrations with `prisma migrate deploy` (docs/deploying.md, "Deploying",
 # "Migrations"), then exits: the compose `migrate` service and the Kubernetes `migrate` Job.
 #   docker run --rm -e DATABASE_URL=postgresql://... migrate skill-router
 # The argument names the service whose migrations are applied (market-intel, signal-feedback,

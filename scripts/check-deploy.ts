@@ -1,9 +1,9 @@
 // Offline checks of the deployment files that the schema validators cannot make: that they agree with the
-// code (variable names each config.ts reads, ports, start commands), with the rules of README, "Deploying"
+// code (variable names each config.ts reads, ports, start commands), with the rules of docs/deploying.md, "Deploying"
 // (non-root images, probes, restricted security contexts, migrations first, released images) and with the
 // README. Run by scripts/check-deploy.sh after the schema and lint checks; exits 1 listing every problem.
 //   tsx scripts/check-deploy.ts [--release]
-// --release adds the checks of a release about to be applied (README, "Deploying", "Releases"): the prod
+// --release adds the checks of a release about to be applied (docs/deploying.md, "Deploying", "Releases"): the prod
 // overlay names no OWNER placeholder and its tags have their git tags.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -36,7 +36,7 @@ function checkNames(where: string, names: Iterable<string>, allowed: Set<string>
 }
 /** Variables the migrate image reads (docker/migrate.sh). */
 const MIGRATE_KEYS = new Set(read('docker/migrate.sh').match(/\b[A-Z][A-Z_]*DATABASE_URL\b/g) ?? []);
-/** The Node major the images run (README, "Deploying"). */
+/** The Node major the images run (docs/deploying.md, "Deploying"). */
 const NODE_MAJOR = 24;
 
 // ---------------------------------------------------------------- Dockerfiles
@@ -169,7 +169,7 @@ function checkPatchesCopied(file: string, instructions: Instruction[]): void {
 function checkDockerfiles(): void {
   for (const service of SERVICES) {
     const pkg = JSON.parse(read(`services/${service}/package.json`)) as { scripts?: Record<string, string> };
-    // Readiness compares the image's prisma/migrations with the database (README, "Deploying", "Migrations").
+    // Readiness compares the image's prisma/migrations with the database (docs/deploying.md, "Deploying", "Migrations").
     if (
       DB_SERVICES.includes(service) &&
       !/for part in [^;]*\bprisma\b/.test(read(`docker/${service}.Dockerfile`))

@@ -111,8 +111,8 @@ async function agentWallet(): Promise<{
 }
 
 /**
- * Pays one Data API call with the official x402 v2 client (`@x402/fetch` + `@x402/svm`, README "Paying
- * with an official x402 client"): it answers the `PAYMENT-REQUIRED` offer with a transaction market-intel
+ * Pays one Data API call with the official x402 v2 client (`@x402/fetch` + `@x402/svm`, docs/payments.md,
+ * "Paying with an official x402 client"): it answers the `PAYMENT-REQUIRED` offer with a transaction market-intel
  * co-signs as fee payer, so the agent pays the price and no SOL.
  */
 async function payWithOfficialClient(

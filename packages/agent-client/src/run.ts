@@ -37,7 +37,7 @@ export interface AgentPayIo {
 }
 
 /**
- * Runs `agent-pay` (see {@link USAGE}; README "Paying for data (x402)"): calls the URL, pays a 402 with
+ * Runs `agent-pay` (see {@link USAGE}; docs/payments.md "Paying for data (x402)"): calls the URL, pays a 402 with
  * `fetchWithPayment` — the official x402 scheme when the server offers it, push mode with `--push` or
  * when it does not — refusing a price above `--max-amount` (default 1 USDC), and prints the status,
  * the body (pretty JSON), the amount, the mode, the transaction signature and the payer.

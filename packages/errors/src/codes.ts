@@ -14,13 +14,13 @@ export const ERROR_CODES = {
   /** X-PAYMENT is present but not a valid x402 payment header. */
   invalid_payment_header: 400,
   /**
-   * The payment proof was already used for another endpoint, or another request of this one (README,
+   * The payment proof was already used for another endpoint, or another request of this one (docs/payments.md,
    * "Paying with our client" and "Request-bound payments").
    */
   payment_reused: 400,
-  /** The transaction pays a different amount than required (README, "Paying with our client"). */
+  /** The transaction pays a different amount than required (docs/payments.md, "Paying with our client"). */
   amount_mismatch: 400,
-  /** The transaction transfers a different mint than advertised (README, "Paying with our client"). */
+  /** The transaction transfers a different mint than advertised (docs/payments.md, "Paying with our client"). */
   mint_mismatch: 400,
   /** Payment missing or not acceptable: the answer is an Error402 body. */
   payment_required: 402,

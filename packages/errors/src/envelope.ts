@@ -3,8 +3,8 @@ import type { ErrorCode } from './codes';
 import { ERROR_CODES } from './codes';
 
 /**
- * The body of every non-2xx answer of every service (docs/architecture.md, "Runtime"; README, "Paying
- * with our client"):
+ * The body of every non-2xx answer of every service (docs/architecture.md, "Runtime"; docs/payments.md,
+ * "Paying with our client"):
  * `{ error: string, code: snake_case, details?: unknown, requestId: string }`.
  */
 export const ErrorEnvelope = z.object({

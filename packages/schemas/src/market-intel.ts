@@ -82,7 +82,7 @@ export type KeywordItem = z.infer<typeof KeywordItem>;
 /**
  * The daily brief. The item shapes inside `stats`, `top_articles`, `sector_heatmap`, `narratives` and
  * `cross_signals` are left open here; they are passed through as JSON (objects/arrays) and documented
- * by the scan pipeline that produces them (README, "Scout scans").
+ * by the scan pipeline that produces them (services/market-intel/README.md, "Scout scans").
  */
 export const DailyBrief = z.object({
   date: z.iso.date(),
@@ -198,7 +198,7 @@ export const JobStatus = z.enum(['pending', 'running', 'completed', 'failed']);
 export type JobStatus = z.infer<typeof JobStatus>;
 
 /**
- * The refund of a failed paid job (README, "Refunds"): the whole price, returned on chain from the
+ * The refund of a failed paid job (services/market-intel/README.md, "Refunds"): the whole price, returned on chain from the
  * refund wallet into the token account the payment came from, once; or held as `unclaimable` when
  * that account no longer exists or is no longer the payer's token account of the mint (a refund
  * never creates an account).
@@ -228,7 +228,7 @@ export type JobRefund = z.infer<typeof JobRefund>;
 /**
  * A compute job as returned by GET /api/v1/jobs/{jobId} (services/market-intel/README.md,
  * "Endpoints"), with the additional `refund` (null unless a failed job's payment is being or was
- * refunded; README, "Refunds").
+ * refunded; services/market-intel/README.md, "Refunds").
  */
 export const AgentJob = z.object({
   jobId: z.string(),

@@ -12,7 +12,7 @@ export const AtomicAmount = z.string().regex(/^(0|[1-9][0-9]*)$/, 'must be a non
 export const Base58 = z.string().regex(/^[1-9A-HJ-NP-Za-km-z]+$/, 'must be base58');
 
 /**
- * One way to pay for a resource: an element of `accepts` in a 402 body (README,
+ * One way to pay for a resource: an element of `accepts` in a 402 body (docs/payments.md,
  * "Paying for data (x402)"). Amounts are atomic USDC units as strings; `maxTimeoutSeconds` is in
  * seconds.
  */
@@ -27,7 +27,7 @@ export const PaymentRequirements = z.object({
   mimeType: z.string(),
   maxTimeoutSeconds: z.number().int().positive(),
   /**
-   * x402 v1 discovery metadata (optional in the protocol, an addition to the fields above; README,
+   * x402 v1 discovery metadata (optional in the protocol, an addition to the fields above; docs/payments.md,
    * "Discovery"): how to call the resource (`input`: method, query parameters or body fields) and the
    * JSON Schema of its answer.
    */
@@ -54,7 +54,7 @@ export const Error402 = z.object({
 export type Error402 = z.infer<typeof Error402>;
 
 /**
- * The decoded `X-PAYMENT` header (README, "Paying for data (x402)"): version 1, scheme `exact`, the
+ * The decoded `X-PAYMENT` header (docs/payments.md, "Paying for data (x402)"): version 1, scheme `exact`, the
  * network, and the base58 signature of the paying transaction.
  */
 export const PaymentPayload = z.object({

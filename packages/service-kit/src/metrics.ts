@@ -147,7 +147,7 @@ export function cachedFor<T>(ttlMs: number, load: () => Promise<T>): () => Promi
 /**
  * The metrics listener's app: `GET /metrics` (Prometheus text format) and a `404 not_found` envelope
  * for anything else. It is served on its own port (`METRICS_PORT`), which the Ingress never routes
- * and Prometheus scrapes inside the cluster (README, "Observability").
+ * and Prometheus scrapes inside the cluster (services/market-intel/README.md, "Observability").
  * @param metrics the service's registry
  */
 export function createMetricsApp(metrics: ServiceMetrics): Application {

@@ -3,7 +3,7 @@ import { ConfigError } from './config';
 
 /**
  * One setting production must not run with (each service's README, "Security" or "Configuration";
- * root README, "Deploying"):
+ * docs/deploying.md, "Deploying"):
  * - `broker`: a `remote` AMQP URL that also has RabbitMQ's default `guest:guest` or no credentials;
  * - `remote`: a URL (database, broker, RPC) that reaches this machine, which in a container is the pod
  *   itself, never the intended server (see {@link productionProblems} for what counts);

@@ -8,7 +8,7 @@ export type QueryMethod = 'GET' | 'HEAD' | 'DELETE';
 export type BodyMethod = 'POST' | 'PUT' | 'PATCH';
 
 /**
- * How an agent calls a paid resource and what it gets back, for x402 discovery (README,
+ * How an agent calls a paid resource and what it gets back, for x402 discovery (docs/payments.md,
  * "Discovery"): published as `outputSchema` in each v1 requirement ({@link v1OutputSchema}) and as the
  * `bazaar` extension of the v2 `PaymentRequired`. The schemas are JSON Schema 2020-12 objects, built by
  * the service from the same zod schemas as its OpenAPI document.

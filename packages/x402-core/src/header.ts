@@ -117,7 +117,7 @@ export function checkEnvelope(
 }
 
 /**
- * Parses an `X-PAYMENT` value (README, "Paying for data (x402)", step 3):
+ * Parses an `X-PAYMENT` value (docs/payments.md, "Paying for data (x402)", step 3):
  * base64 of a JSON object, or the raw JSON (detected by a leading `{`), validated with zod:
  * `x402Version` 1, scheme `exact`, a known network, and `payload.txSignature` base58 decoding to exactly
  * 64 bytes.
@@ -176,7 +176,7 @@ export function encodePaymentHeader(network: X402Network, txSignature: string): 
 
 /**
  * Encodes an `X-PAYMENT-RESPONSE` value: base64 JSON `{ success, transaction, network, payer }`
- * (README, "Paying for data (x402)", step 3).
+ * (docs/payments.md, "Paying for data (x402)", step 3).
  */
 export function encodePaymentResponse(response: PaymentResponse): string {
   return Buffer.from(JSON.stringify(response), 'utf8').toString('base64');

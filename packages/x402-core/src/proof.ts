@@ -10,7 +10,7 @@ import {
 import { networkOfCaip2, PaymentPayloadV2, type PaymentRequirementsV2 } from './v2';
 
 /**
- * A payment as a request presents it (README, "Paying for data (x402)", step 3, and "Paying with an
+ * A payment as a request presents it (docs/payments.md, "Paying for data (x402)", step 3, and "Paying with an
  * official x402 client"):
  * - `signature`: push mode (x402 v1): the payer sent the transfer; `txSignature` is base58;
  * - `transaction`: the official exact SVM scheme (v1 or v2 envelope): a partially signed transaction

@@ -14,7 +14,7 @@ export interface CanonicalRequest {
 }
 
 /**
- * The canonical text of a request (README, "Request-bound payments"): the upper-cased method, the
+ * The canonical text of a request (docs/payments.md, "Request-bound payments"): the upper-cased method, the
  * path, the query sorted by name then value (each part URI-encoded) and the body hash, one per line.
  * Two requests have the same text exactly when they ask for the same thing, whatever the order of
  * their query parameters. {@link requestReference} and {@link requestHash} are both made from it.
@@ -28,7 +28,7 @@ export function canonicalRequestText(request: CanonicalRequest): string {
 }
 
 /**
- * The Solana Pay reference of a request (README, "Request-bound payments"): the 32 bytes of
+ * The Solana Pay reference of a request (docs/payments.md, "Request-bound payments"): the 32 bytes of
  * HMAC-SHA256(`secret`, {@link canonicalRequestText}) as a base58 address. Stateless: a retry
  * of the same request gets the same reference, any other request another one, and nobody without
  * the secret can compute it. A push-mode payer adds it to the `transferChecked` instruction as a
@@ -44,7 +44,7 @@ export function requestReference(secret: string | Uint8Array, request: Canonical
 }
 
 /**
- * The hash a payment ledger binds a payment to (README, "Request-bound payments": a replay is served
+ * The hash a payment ledger binds a payment to (docs/payments.md, "Request-bound payments": a replay is served
  * only to the request that was paid for): hex SHA-256 of {@link canonicalRequestText}. Unkeyed, as it
  * is only compared, never shown.
  *

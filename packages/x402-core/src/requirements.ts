@@ -37,7 +37,7 @@ export interface BuildPaymentRequirementsInput {
 }
 
 /**
- * Builds one element of `accepts` for a 402 answer (README, "Paying for data (x402)", step 1):
+ * Builds one element of `accepts` for a 402 answer (docs/payments.md, "Paying for data (x402)", step 1):
  * scheme `exact`, `maxAmountRequired` as a decimal string of atomic units, and the protocol's optional
  * `outputSchema` and `extra` when given.
  *
@@ -63,9 +63,9 @@ export function buildPaymentRequirements(input: BuildPaymentRequirementsInput): 
 }
 
 /**
- * The body of an HTTP 402 (README, "Paying for data (x402)", step 1): `x402Version: 1`, `accepts`,
+ * The body of an HTTP 402 (docs/payments.md, "Paying for data (x402)", step 1): `x402Version: 1`, `accepts`,
  * `error`, plus `code: "payment_required"` and `requestId` as every error envelope carries
- * (`{ error, code, details?, requestId }`: docs/architecture.md, "Runtime"; README, "Paying with our
+ * (`{ error, code, details?, requestId }`: docs/architecture.md, "Runtime"; docs/payments.md, "Paying with our
  * client"), and `details` when given (e.g. `{ reason: "not_found" }`).
  *
  * @param accepts the ways to pay, usually one {@link buildPaymentRequirements} result

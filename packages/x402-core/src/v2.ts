@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { X402Network } from '@repo/schemas';
 
 /**
- * x402 version 2 on the wire (the official `@x402/core` types; README, "Paying with an official x402
+ * x402 version 2 on the wire (the official `@x402/core` types; docs/payments.md, "Paying with an official x402
  * client"): CAIP-2 network ids, the `PAYMENT-REQUIRED`, `PAYMENT-SIGNATURE` and
  * `PAYMENT-RESPONSE` headers, and the shapes they carry. Nothing here knows Solana.
  */

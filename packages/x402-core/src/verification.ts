@@ -2,7 +2,7 @@ import type { X402Network } from '@repo/schemas';
 
 /**
  * Why a payment proof was refused (docs/architecture.md, "How a paid request flows (market-intel)",
- * step 2; README, "Paying with our client" and "Request-bound payments"):
+ * step 2; docs/payments.md, "Paying with our client" and "Request-bound payments"):
  * - `not_found`: the transaction is not (yet) visible at `confirmed` commitment; the claim is released
  * - `transaction_failed`: it landed with `meta.err` set
  * - `wrong_recipient`: no `transferChecked` into `payTo` (nor another mint into the merchant's accounts)

@@ -49,7 +49,7 @@ const SETTLEMENT_REFUSALS: Readonly<Record<SettlementLimit, (seconds: number) =>
 };
 
 /**
- * Express middleware for a paid synchronous endpoint (README, "Paying for data (x402)";
+ * Express middleware for a paid synchronous endpoint (docs/payments.md, "Paying for data (x402)";
  * docs/architecture.md, "How a paid request flows (market-intel)"). Place it AFTER the route's query
  * validation (bad parameters are a 400 without a charge) and before the handler:
  *
@@ -143,7 +143,7 @@ export async function acceptPayment(
         network,
         endpoint,
       });
-      // A malformed payment header is a 402 with the Error402 body (README, "Paying with our client"),
+      // A malformed payment header is a 402 with the Error402 body (docs/payments.md, "Paying with our client"),
       // `details.reason` the specification's code the parser named (`invalid_payload`, ...).
       if (malformed)
         throw new AppError('payment_required', error.message, {

@@ -5,7 +5,7 @@ import { discoveryFields, type ResourceDiscovery } from '@repo/x402-core';
  * The `extensions` of a v2 `PaymentRequired` for a resource: `{ bazaar: { info, schema } }`, declared
  * with `@x402/extensions`' `declareDiscoveryExtension` (input example and JSON Schema, output example
  * and JSON Schema) and given its HTTP method as the official resource server's enrichment does
- * (README, "Discovery").
+ * (docs/payments.md, "Discovery").
  *
  * @param discovery the resource's discovery metadata
  * @throws Error from `@x402/extensions` when the declaration is not valid (a programming error)

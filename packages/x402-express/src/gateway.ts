@@ -33,7 +33,7 @@ export interface PaymentGateway {
    */
   onAnswerStored?: AnswerStoredListener;
   /**
-   * Request-bound payments (README, "Request-bound payments"): every requirement carries
+   * Request-bound payments (docs/payments.md, "Request-bound payments"): every requirement carries
    * `extra.reference`, derived from the request with `secret`, and a push payment carrying another
    * request's reference is refused without being consumed; with `required`, a push payment must carry
    * one. Absent: no reference is offered or checked.
@@ -78,8 +78,8 @@ export interface VerificationGuard {
 }
 
 /**
- * Decides whether an official-scheme settlement may go ahead, once its claim is held (README, "Paying
- * with an official x402 client"): `ip` is the client address (`req.ip`), `payer` the wallet whose
+ * Decides whether an official-scheme settlement may go ahead, once its claim is held (docs/payments.md,
+ * "Paying with an official x402 client"): `ip` is the client address (`req.ip`), `payer` the wallet whose
  * Ed25519 signature of the transaction was checked (so nobody spends another wallet's limits),
  * `source` the token account its transfer debits (absent when it comes from a lookup table).
  * Allowed: `release`, when given, is called once the settlement ended, whatever its outcome (an
@@ -121,7 +121,7 @@ export interface PaidRoute {
   endpoint?: string;
   /**
    * How to call the resource and what it answers, for x402 discovery: `outputSchema` in the v1
-   * requirement and the `bazaar` extension in `PAYMENT-REQUIRED` (README, "Discovery").
+   * requirement and the `bazaar` extension in `PAYMENT-REQUIRED` (docs/payments.md, "Discovery").
    */
   discovery?: ResourceDiscovery;
 }

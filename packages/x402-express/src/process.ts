@@ -109,7 +109,7 @@ export type ProcessPaymentResult =
  *   and for an official-scheme transaction the facilitator refused (its reason);
  * - `amount_mismatch`, `mint_mismatch` (400);
  * - `payment_reused` (400, no details) when the signature was verified for another endpoint, network
- *   or request (README, "Paying with our client"; "Request-bound payments");
+ *   or request (docs/payments.md, "Paying with our client"; "Request-bound payments");
  * - `payment_conflict` (409) when it was used on this asynchronous endpoint (a paid job exists), with
  *   `details.jobId` only for a request with the paying request's body;
  * - `service_unavailable` (503, `Retry-After`) when the RPC is unreachable, another request still
@@ -263,7 +263,7 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
 }
 
 /**
- * Maps a refused proof to the answer (README, "Paying with our client"):
+ * Maps a refused proof to the answer (docs/payments.md, "Paying with our client"):
  * `amount_mismatch` / `mint_mismatch` → 400 with those codes; `rpc_unavailable` → 503
  * `service_unavailable` with `Retry-After`; everything else → 402 `payment_required` with
  * `details.reason` (sent as an Error402 body by {@link sendPaymentError}).

@@ -24,7 +24,7 @@ export function sendPaymentRequired(
 }
 
 /**
- * Resolves the x402 network of a request from its `network` query parameter (README, "Devnet":
+ * Resolves the x402 network of a request from its `network` query parameter (docs/payments.md, "Devnet":
  * `devnet` selects the test network, default is the main network). Accepted values:
  * absent or empty, `solana`, `mainnet` → `"solana"`; `devnet`, `solana-devnet` → `"solana-devnet"`.
  * The raw URL is read, so a validation middleware that rewrote `req.query` does not matter.

@@ -216,7 +216,7 @@ function offerTemplate(settler: ExactSvmSettler, route: PaidRoute): PaymentRequi
 
 /**
  * The `PAYMENT-REQUIRED` header value of a 402: base64 JSON of a v2 `PaymentRequired` with the one
- * official-scheme offer (README, "Paying with an official x402 client").
+ * official-scheme offer (docs/payments.md, "Paying with an official x402 client").
  */
 export function paymentRequiredHeader(offer: OfferV2, error: string): string {
   const body: PaymentRequiredV2 = {

@@ -9,7 +9,7 @@ import { networkOfRequest } from './request';
 /**
  * Records the push payment a request carries as seen, without taking it, for an answer given before
  * the payment is looked at (a compute preflight's 503 with `Retry-After`): when the payer retries
- * with it, its freshness counts from now (README, "Paying for data (x402)"). Each sighting counts as
+ * with it, its freshness counts from now (docs/payments.md, "Paying for data (x402)"). Each sighting counts as
  * an attempt of the client against `verificationGuard` (a flood of random signatures cannot fill the
  * ledger), and over the limit nothing is recorded. Best effort: no payment header, a malformed one, an
  * official-scheme transaction (this server sends those itself), a network not offered, or a database

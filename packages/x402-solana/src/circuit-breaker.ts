@@ -25,7 +25,7 @@ export interface CircuitBreaker {
 }
 
 /**
- * A consecutive-failure circuit breaker for one upstream (the payment verifier's RPC endpoint, README
+ * A consecutive-failure circuit breaker for one upstream (the payment verifier's RPC endpoint, docs/payments.md
  * "Paying for data (x402)"), cockatiel's `ConsecutiveBreaker` policy: `closed` lets every call
  * through; `failureThreshold` failures in a row open it, and for `openMs` calls fail fast without
  * reaching the upstream; then exactly one probe goes through, while other calls still fail fast: a

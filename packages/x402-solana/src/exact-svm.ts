@@ -95,7 +95,7 @@ export interface SettlementKey {
 }
 
 /**
- * The official exact SVM scheme, server side (README, "Paying for data (x402)": the `PAYMENT-REQUIRED`
+ * The official exact SVM scheme, server side (docs/payments.md, "Paying for data (x402)": the `PAYMENT-REQUIRED`
  * offer; and "Paying with an official x402 client"): the payer sends a transaction signed by
  * themselves with this server's fee payer as its first signer; the official facilitator
  * (`@x402/svm`'s `ExactSvmScheme`, with `@x402/core`'s checks) verifies it — instructions, amount,
@@ -174,7 +174,7 @@ export class ExactSvmSettler {
    * The signature `transaction` will have once this server co-signs it (its first signer must be the
    * fee payer, and Ed25519 signatures are deterministic), the wallet paying with it (the one other
    * signer, whose Ed25519 signature over the message is checked here, so that nobody can act in
-   * another wallet's name: README, "Paying with an official x402 client") and the source token
+   * another wallet's name: docs/payments.md, "Paying with an official x402 client") and the source token
    * account of its transfer. No network call.
    * @param transaction base64 wire transaction
    * @throws SettlementRefusedError (see its reasons) when it does not decode, another wallet pays its

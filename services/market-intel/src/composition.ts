@@ -247,9 +247,9 @@ export async function compose(
       metrics: loopMetrics,
     }),
   );
-  // Sightings of payments never completed are kept X402_SIGHTING_RETENTION_HOURS, then pruned. Rate
-  // limit counters expired for an hour go too: the limiter deletes them only now and then during its
-  // own calls, and payments' verification attempts are counted by the ledger's statements instead.
+  // Sightings of payments never completed are kept X402_SIGHTING_RETENTION_HOURS, then pruned, with
+  // the verification attempt counters ended an hour ago. Rate limit counters expired for an hour go
+  // too: the limiter deletes them only now and then during its own calls.
   loops.push(
     createLoop({
       name: 'payment-sighting-pruner',

@@ -55,7 +55,7 @@ export const MarketIntelEnv = z.object({
   /** Below this fee payer balance (lamports) a warning is logged and the gauge shows it; default 0.05 SOL. */
   X402_FEE_PAYER_MIN_LAMPORTS: intVar(50_000_000, 0, Number.MAX_SAFE_INTEGER),
   /**
-   * Key of the request-bound Solana Pay references (README, "Request-bound payments"): every 402
+   * Key of the request-bound Solana Pay references (docs/payments.md, "Request-bound payments"): every 402
    * offers `extra.reference`, an HMAC of the request under this key, and a push payment carrying
    * another request's reference is refused. Unset: no reference is offered or checked.
    */
@@ -72,7 +72,7 @@ export const MarketIntelEnv = z.object({
   /** Milliseconds the RPC circuit breaker stays open before one probe call tries the endpoint again. */
   X402_RPC_BREAKER_OPEN_MS: intVar(10_000, 100, 600_000),
   /**
-   * Devnet payments buy the Data API and compute jobs (README, "Devnet"); false: devnet is not
+   * Devnet payments buy the Data API and compute jobs (docs/payments.md, "Devnet"); false: devnet is not
    * offered (`?network=devnet` is a 400 and no 402 offers it).
    */
   X402_DEVNET_ENABLED: boolVar(true),
@@ -80,12 +80,12 @@ export const MarketIntelEnv = z.object({
   X402_DEVNET_COMPUTE_PER_DAY: intVar(3, 0, 100_000),
   /**
    * Compute jobs one client (IPv4 address, IPv6 /64) may start with devnet payments per day, whatever
-   * wallets it pays from (wallets cost nothing), across replicas (root README, "Devnet").
+   * wallets it pays from (wallets cost nothing), across replicas (docs/payments.md, "Devnet").
    */
   X402_DEVNET_COMPUTE_PER_CLIENT_PER_DAY: intVar(10, 0, 100_000),
   /**
    * Compute jobs all clients together may start with devnet payments per day, across replicas: the
-   * bound on the LLM time devnet can buy (root README, "Devnet"). The default is for development only:
+   * bound on the LLM time devnet can buy (docs/payments.md, "Devnet"). The default is for development only:
    * production with devnet offered must set it (see `loadConfig`).
    */
   X402_DEVNET_COMPUTE_GLOBAL_PER_DAY: intVar(100, 0, 10_000_000),
@@ -159,7 +159,7 @@ export type MarketIntelConfig = z.infer<typeof MarketIntelEnv>;
  * Reads the configuration from the environment.
  * @throws ConfigError naming every invalid or missing variable, `USDC_MINT_DEVNET` without
  *   `MERCHANT_TOKEN_ACCOUNT_DEVNET` or the reverse, and with `NODE_ENV=production` every
- *   insecure setting (README, "Configuration"; root README, "Deploying"): RabbitMQ's default or no
+ *   insecure setting (README, "Configuration"; docs/deploying.md, "Deploying"): RabbitMQ's default or no
  *   credentials, a database, broker or RPC URL that reaches this machine (loopback or unspecified
  *   address in any form, a `localhost` name, a socket, pg's `host` parameter), a non-empty
  *   `SSRF_ALLOWLIST`, a `WEBHOOK_SECRET` or `X402_REFERENCE_SECRET` shorter than 32 bytes, holding the

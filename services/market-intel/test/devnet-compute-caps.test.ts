@@ -7,7 +7,7 @@ import { encodePaymentHeader } from '@repo/x402-core';
 import { startHarness, startReplica, type Harness } from './support/harness';
 
 // Devnet USDC and wallets are free, so devnet compute jobs are capped per client and for the whole
-// service per day as well as per payer wallet, across replicas (README, "Devnet"). Every job here is
+// service per day as well as per payer wallet, across replicas (docs/payments.md, "Devnet"). Every job here is
 // paid from a fresh wallet: the per-wallet cap alone would let each of them through.
 jest.setTimeout(120_000);
 

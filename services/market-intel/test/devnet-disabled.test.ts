@@ -2,7 +2,7 @@ import { Error402 } from '@repo/schemas';
 import { CAIP2_NETWORKS } from '@repo/x402-core';
 import { startHarness, type Harness } from './support/harness';
 
-// X402_DEVNET_ENABLED=false takes devnet out of the offer (README, "Devnet").
+// X402_DEVNET_ENABLED=false takes devnet out of the offer (docs/payments.md, "Devnet").
 let h: Harness;
 
 beforeAll(async () => {

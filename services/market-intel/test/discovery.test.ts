@@ -18,7 +18,7 @@ import {
 } from '../src/schemas';
 import { DISCOVERY } from '../src/entry-points/http/discovery';
 
-// The discovery metadata of the paid routes is published in every 402 (README, "Discovery"): its
+// The discovery metadata of the paid routes is published in every 402 (docs/payments.md, "Discovery"): its
 // schemas must be the ones the routes validate with and its examples must be answers they could give.
 const ROUTES = [
   ['gaps', SectorLimitQuery, GapsResponse],

@@ -7,7 +7,7 @@ import { buildSignature } from '@repo/x402-core/testing';
 import { buildReport, startHarness, type Harness } from './support/harness';
 
 // The RPC cost of payments that do not verify is bounded per client address across replicas, and a
-// payment buys the request it was offered for (README, "Paying for data (x402)").
+// payment buys the request it was offered for (docs/payments.md, "Paying for data (x402)").
 jest.setTimeout(60_000);
 
 const LIMIT = 4;

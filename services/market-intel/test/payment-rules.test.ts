@@ -3,7 +3,7 @@ import { callRpc, createTestMint, fundWallet, mintTestTokens } from '@repo/solan
 import { Error402 } from '@repo/schemas';
 import { buildReport, startHarness, type Harness } from './support/harness';
 
-// The x402 payment rules (README, "Paying with our client"; services/market-intel/README.md,
+// The x402 payment rules (docs/payments.md, "Paying with our client"; services/market-intel/README.md,
 // "Paying, in three steps"), each paid with a real signed transferChecked on the local ledger.
 let h: Harness;
 
@@ -190,7 +190,7 @@ describe('x402 payment rules', () => {
       ).toString('base64'),
     ],
   ])(
-    'When X-PAYMENT is %s, then 402 with the Error402 body naming the problem (README, "Paying with our client")',
+    'When X-PAYMENT is %s, then 402 with the Error402 body naming the problem (docs/payments.md, "Paying with our client")',
     async (_name, header) => {
       const res = await fetch(h.baseUrl + GAPS, { headers: { 'X-PAYMENT': header } });
       expect(res.status).toBe(402);

@@ -8,7 +8,7 @@ import { RpcInterceptor } from './support/rpc-interceptor';
 
 // Official-scheme settlements cost the fee payer its fee even when the transaction then fails on
 // chain, so their limits must count only what a payer really signed, and a payer settles one payment
-// at a time (README, "Paying with an official x402 client").
+// at a time (docs/payments.md, "Paying with an official x402 client").
 jest.setTimeout(60_000);
 
 let h: Harness;

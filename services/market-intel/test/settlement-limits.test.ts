@@ -6,7 +6,7 @@ import { buildReport, startHarness, type Harness } from './support/harness';
 import { balances, officialFetch } from './support/official-client';
 
 // Official-scheme settlements cost the fee payer a fee even when the transaction fails, so they are
-// limited per payer wallet and per client, across replicas (README, "Paying with an official x402
+// limited per payer wallet and per client, across replicas (docs/payments.md, "Paying with an official x402
 // client"); the fee payer's balance is watched.
 let h: Harness;
 

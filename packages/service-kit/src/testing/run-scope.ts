@@ -18,7 +18,7 @@ export function testRunId(): string {
 
 /**
  * The name of a test database or RabbitMQ vhost for this run: `<name>_p<run id>`, so two runs of the
- * suite on one machine never share one (README "Layout and commands"). Idempotent: a name already
+ * suite on one machine never share one (docs/development.md "Layout and commands"). Idempotent: a name already
  * scoped to this run is returned as is.
  *
  * @param name - base name; must contain "test" (the reset helpers refuse any other name)

@@ -3,7 +3,7 @@ export const USDC_DECIMALS = 6;
 
 /**
  * Default per-payment spend cap of {@link fetchWithPayment}, in atomic USDC units: 1 USDC, like the
- * official x402 clients' `$1` default (README "Paying for data (x402)").
+ * official x402 clients' `$1` default (docs/payments.md "Paying for data (x402)").
  */
 export const DEFAULT_MAX_AMOUNT_ATOMIC = 1_000_000n;
 

@@ -100,7 +100,7 @@ export interface PaymentRefusalDetails {
 }
 
 /**
- * The payment did not happen or was not accepted (README "Paying for data (x402)"): the client refused
+ * The payment did not happen or was not accepted (docs/payments.md "Paying for data (x402)"): the client refused
  * before paying (a malformed 402, no RPC URL for the network, no offer in the requested mode, a price
  * above the cap — see {@link SpendCapExceededError}), or the server answered the paid retry with 402
  * again (`status` 402, the server's `reason`; in push mode `signature` names the transfer already made,

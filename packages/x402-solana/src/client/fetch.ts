@@ -105,7 +105,7 @@ export interface FetchWithPaymentResult {
 }
 
 /**
- * Requests `url`; on 402 pays it and repeats the request once (README "Paying for data (x402)" and
+ * Requests `url`; on 402 pays it and repeats the request once (docs/payments.md "Paying for data (x402)" and
  * "Paying with an official x402 client"):
  * - official scheme (mode `auto` when the 402 carries a payable `PAYMENT-REQUIRED` offer, or mode
  *   `official`): the official `@x402/svm` client builds a transaction paying exactly `amount` of `asset`

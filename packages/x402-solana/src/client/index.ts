@@ -1,4 +1,4 @@
-// @repo/x402-solana/client — the paying side of x402 on Solana (README "Paying for data (x402)" and
+// @repo/x402-solana/client — the paying side of x402 on Solana (docs/payments.md "Paying for data (x402)" and
 // "Paying with an official x402 client"): push mode and the official exact SVM scheme.
 export { payForRequirements, checkTokenFunds, connectionFor, isUnreachable } from './pay';
 export type { PayForRequirementsInput, CheckTokenFundsInput } from './pay';

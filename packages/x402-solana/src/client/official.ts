@@ -18,7 +18,7 @@ import { PaymentRefusedError, RpcUnreachableError, X402ClientError } from './err
 import { checkTokenFunds, connectionFor, isUnreachable } from './pay';
 
 /**
- * The decoded `PAYMENT-REQUIRED` header of a 402 (x402 v2 `PaymentRequired`; README "Paying with an
+ * The decoded `PAYMENT-REQUIRED` header of a 402 (x402 v2 `PaymentRequired`; docs/payments.md "Paying with an
  * official x402 client"): what the client needs of it, other fields kept.
  */
 export const PaymentRequiredHeader = PaymentRequiredV2.extend({
@@ -136,7 +136,7 @@ function schemeFor(keypair: Keypair, rpcUrl: string): Promise<ExactSvmScheme> {
 }
 
 /**
- * Builds an official x402 exact SVM payment (README "Paying with an official x402 client"): checks that
+ * Builds an official x402 exact SVM payment (docs/payments.md "Paying with an official x402 client"): checks that
  * the wallet's associated token account holds the price, then lets the official client
  * (`@x402/svm`'s `ExactSvmScheme`) build and partially sign the transaction — compute unit limit and
  * price, `transferChecked` of exactly `amount` of `asset` to the associated token account of `payTo`,

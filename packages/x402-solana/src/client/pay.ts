@@ -46,7 +46,7 @@ export interface PayForRequirementsInput {
 }
 
 /**
- * Pays x402 requirements (README, "Paying for data (x402)", step 2): one SPL `transferChecked` of
+ * Pays x402 requirements (docs/payments.md, "Paying for data (x402)", step 2): one SPL `transferChecked` of
  * exactly `maxAmountRequired` atomic units of `asset` from the payer's associated token account to
  * `payTo` (decimals read from the mint account, 6 if unreadable; SPL Token or Token-2022 by the mint's
  * owner), carrying `extra.reference` when the requirements have one (a read-only, non-signer account

@@ -101,7 +101,7 @@ export function createRefundSenders(config: PaymentConfig): Partial<Record<X402N
 }
 
 /**
- * The official exact SVM scheme per network (README, "Paying with an official x402 client"): built
+ * The official exact SVM scheme per network (docs/payments.md, "Paying with an official x402 client"): built
  * when `X402_FEE_PAYER_KEYPAIR` is set, for each network whose merchant wallet is set.
  * @throws ConfigError naming the variables when the keypair file cannot be read, or when a merchant
  *   wallet's associated token account is not the configured merchant token account (the official
@@ -156,7 +156,7 @@ export function createSettlers(config: PaymentConfig): Partial<Record<X402Networ
 const SETTLEMENT_IN_FLIGHT_SECONDS = 60;
 
 /**
- * The settlement limits (README, "Paying with an official x402 client"): per client (IPv4 address or
+ * The settlement limits (docs/payments.md, "Paying with an official x402 client"): per client (IPv4 address or
  * IPv6 /64) and per payer wallet, each per network and minute, and one settlement in flight per payer
  * wallet and source token account (so that N simultaneous payments from a wallet that holds one price
  * cannot make the fee payer pay N − 1 failed fees), all in the `rate_limits` table so that they hold
@@ -200,7 +200,7 @@ export function createSettlementGuard(config: PaymentConfig, pool: Pool): Settle
 }
 
 /**
- * The limit on push payments that do not verify (README, "Paying for data (x402)"): each costs RPC
+ * The limit on push payments that do not verify (docs/payments.md, "Paying for data (x402)"): each costs RPC
  * calls, so a client (IPv4 address or IPv6 /64) gets X402_VERIFICATIONS_PER_MINUTE_PER_CLIENT
  * attempts in flight or failed per network and minute, counted in the payment ledger's own table
  * (`@repo/x402-ledger`'s README, "Verification attempts") so that it holds across replicas; then `429`

@@ -7,7 +7,7 @@ import { ETA_MINUTES, type PaidRoute } from './prices';
 
 /**
  * The caps on compute jobs paid with devnet USDC beyond the per-wallet one (README, "Configuration";
- * root README, "Devnet"): wallets cost nothing, so jobs are also counted per client (IPv4 address, or
+ * docs/payments.md, "Devnet"): wallets cost nothing, so jobs are also counted per client (IPv4 address, or
  * IPv6 /64 and embedded IPv4 as `clientIpKey` keys it) and for the whole service, each per day, in
  * the `rate_limits` table so that they hold across replicas.
  */

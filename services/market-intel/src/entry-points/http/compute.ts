@@ -50,7 +50,7 @@ export interface ComputeDeps {
 }
 
 /**
- * The Compute API (services/market-intel/README.md, "Endpoints"; root README.md, "Failed jobs and
+ * The Compute API (services/market-intel/README.md, "Endpoints"; README, "Failed jobs and
  * health (market-intel)"): `POST /api/v1/forge/ideate`, `POST /api/v1/prove/debate` and the free
  * `GET /api/v1/jobs/{jobId}`, each declared with its contract; mount the router at the root (its
  * paths are absolute). Order on a compute POST, so that nothing is charged for a request that cannot

@@ -91,7 +91,7 @@ export const PAYMENT_REQUEST_HEADERS: OpenApiParameter[] = [
   },
 ];
 
-/** Response headers of a 402 (root README.md, "Paying for data (x402)"). */
+/** Response headers of a 402 (docs/payments.md, "Paying for data (x402)"). */
 const X402_HEADERS: NonNullable<OpenApiResponse['headers']> = {
   'x402-version': { description: 'x402 protocol version', schema: { type: 'string', const: '1' } },
   'PAYMENT-REQUIRED': {
@@ -220,7 +220,7 @@ export function paidDataParts(
 
 /**
  * The contract fragment of a paid Compute API POST (services/market-intel/README.md, "Endpoints";
- * root README.md, "Failed jobs and health (market-intel)"): summary with price and duration, the
+ * README, "Failed jobs and health (market-intel)"): summary with price and duration, the
  * description with the price, the payment steps and the order of checks, tag, security and price
  * extensions (see {@link paidParts}), and its responses:
  * 202 `JobAccepted` with the settlement headers, 400, 402 `Error402`, 409 (payment already used for a

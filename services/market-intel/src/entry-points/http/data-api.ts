@@ -16,7 +16,7 @@ import { KeywordsQuery, NetworkOnlyQuery, SectorLimitQuery, TrendsQuery } from '
 
 /**
  * Builds the x402 payment middleware of one paid route (answers 402 until paid, replays reuse), with
- * its discovery metadata (root README.md, "Discovery").
+ * its discovery metadata (docs/payments.md, "Discovery").
  */
 export type PaymentGate = (route: PaidRoute, discovery: ResourceDiscovery) => RequestHandler;
 

@@ -51,7 +51,7 @@ function post<B extends z.ZodType>(body: B, inputExample: z.input<B>): ResourceD
 }
 
 /**
- * x402 discovery metadata of every paid route (README, "Discovery"): the query or body schema and the
+ * x402 discovery metadata of every paid route (docs/payments.md, "Discovery"): the query or body schema and the
  * answer's schema, from the same zod schemas the routes validate with and the OpenAPI document
  * describes, with one example each. Published as each v1 requirement's `outputSchema` and as the
  * `bazaar` extension of `PAYMENT-REQUIRED`.

@@ -8,7 +8,7 @@ import { NetworkOnlyQuery } from '../../schemas';
 /**
  * The free endpoints (services/market-intel/README.md, "Endpoints"): `GET /api/v1/sectors`, the
  * sector list, and `GET /api/v1/health` (200 healthy; 503 with `errorClass` and `Retry-After` in
- * seconds otherwise, root README.md "Failed jobs and health (market-intel)"). Each route declares its
+ * seconds otherwise, README "Failed jobs and health (market-intel)"). Each route declares its
  * contract; mount the router at the root (its paths are absolute).
  */
 export function freeRouter(deps: { reports: ReportRepository; health: HealthProbe }): ContractRouter {
