@@ -1,23 +1,17 @@
-export {
-  hostileJsonArbitrary,
-  hostileStringArbitrary,
-  UnsupportedSchemaError,
-  validValueArbitrary,
-} from './json-schema-arbitrary';
-export type { HostileJson, JsonSchema, SchemaArbitraryOptions } from './json-schema-arbitrary';
-export {
-  envelopeProblems,
-  fuzzCheck,
-  fuzzCheckAll,
-  fuzzOperations,
-  fuzzRunSettings,
-  OpenApiFuzzError,
-  sendFuzzRequest,
-} from './openapi-fuzz';
+export { hostileJsonArbitrary } from './hostile-json';
+export type { HostileJson } from './hostile-json';
+export { hostileStringArbitrary } from './hostile-values';
+export { validValueArbitrary } from './json-schema-arbitrary';
+export { UnsupportedSchemaError } from './json-schema';
+export type { JsonSchema, SchemaArbitraryOptions } from './json-schema';
+export { envelopeProblems } from './judge';
+export { fuzzCheck, fuzzCheckAll, fuzzRunSettings, sendFuzzRequest } from './fuzz-run';
+export type { FuzzCheckOptions } from './fuzz-run';
+export { fuzzOperations } from './openapi-fuzz';
+export { OpenApiFuzzError } from './fuzz-types';
 export type {
   CredentialSlot,
   FuzzAuth,
-  FuzzCheckOptions,
   FuzzOperation,
   FuzzOptions,
   FuzzRequest,
@@ -25,4 +19,4 @@ export type {
   JudgeOptions,
   KnownGap,
   OpenApiDocument,
-} from './openapi-fuzz';
+} from './fuzz-types';
