@@ -6,7 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { ROOT, workflowImages } from './check-deploy-lib';
-import { checkKubernetes, findKustomize } from './check-deploy-kubernetes';
+import { checkKubernetes } from './check-deploy-kubernetes';
+import { findKustomize } from './check-deploy-render';
 
 const kustomize = findKustomize();
 const images = workflowImages();

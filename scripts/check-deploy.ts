@@ -25,7 +25,8 @@ import {
   workflowImages,
   type ServiceName,
 } from './check-deploy-lib';
-import { KUSTOMIZE_HINT, checkKubernetes, findKustomize } from './check-deploy-kubernetes';
+import { checkKubernetes } from './check-deploy-kubernetes';
+import { KUSTOMIZE_HINT, findKustomize } from './check-deploy-render';
 
 const report = new Problems();
 function problem(where: string, message: string): void {
