@@ -77,6 +77,17 @@ const OFFICIAL_CONNECTIONS = (process.env.BENCH_OFFICIAL_CONNECTIONS ?? '8,32')
   .filter((n) => n > 0);
 /** Preload bench/rpc-timing.ts into market-intel (settlement and facilitator RPC timing); `0`: off. */
 const RPC_TIMING = process.env.BENCH_RPC_TIMING !== '0';
+/**
+ * market-intel's fast-path switches as it inherits them from this process (docs/architecture.md, "Fast
+ * paths"): `X402_HOT_PATH=false pnpm bench market-intel` measures the full path alone. Printed with the
+ * figures, unset ones as their default.
+ */
+const FAST_PATHS = Object.fromEntries(
+  ['X402_HOT_PATH', 'X402_DEFER_VERIFIED_MARK', 'REPORT_CACHE'].map((name) => [
+    name,
+    process.env[name]?.trim() || 'true',
+  ]),
+);
 
 const children: ChildProcess[] = [];
 /** Scratch directory (the compiled timing preload and its snapshots), removed at the end. */
@@ -719,6 +730,7 @@ async function main(): Promise<void> {
   const results = {
     machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, ${os.type()} ${os.release()}, node ${process.version}`,
     loadAverage: os.loadavg().map(r),
+    fastPaths: FAST_PATHS,
     rounds,
     bareRps: r(bareRps),
     challengeRps: r(mean(challengeRounds.map((c) => c.challenge))),

@@ -59,13 +59,18 @@ const SETTLEMENT_REFUSALS: Readonly<Record<SettlementLimit, (seconds: number) =>
  * while capturing its answer → store it with the verification in one statement (status < 500:
  * `completed`; 5xx: `verified`, a retry re-runs the handler without a new charge; a handler still
  * running after {@link VERIFIED_MARK_DELAY_MS} gets the verified mark on its own first: README, "The
- * paid path's statements"). The answer carries `X-PAYMENT-RESPONSE` and `x402-version: 1`; a repeated
+ * paid path's statements"; with `deferVerifiedMark: false` the mark is written before the handler).
+ * The answer carries `X-PAYMENT-RESPONSE` and `x402-version: 1`; a repeated
  * signature on the same endpoint gets the identical status, headers and body. The verified payment is in `res.locals.x402Payment`.
  * The gateway's `onAnswerStored` is told of the stored (or replayed) 2xx-4xx answer just before it is sent.
  */
 export function requirePayment(options: RequirePaymentOptions): RequestHandler {
   // One object for every request of the route: its requirements are built and validated once.
-  const accept: AcceptPaymentOptions = { ...options, kind: 'sync', deferVerifiedMark: true };
+  const accept: AcceptPaymentOptions = {
+    ...options,
+    kind: 'sync',
+    deferVerifiedMark: options.deferVerifiedMark ?? true,
+  };
   return (req: Request, res: Response, next: NextFunction) => {
     acceptPayment(req, res, accept).then(
       (accepted) => {

@@ -126,8 +126,13 @@ export interface PaidRoute {
   discovery?: ResourceDiscovery;
 }
 
-/** Options of {@link requirePayment}. */
-export type RequirePaymentOptions = PaymentGateway & PaidRoute;
+/**
+ * Options of {@link requirePayment}: a gateway and a route. `deferVerifiedMark` (default `true`) folds
+ * the verified mark into the stored answer's statement (README, "The paid path's statements"); `false`
+ * writes it on its own before the handler runs, as `acceptPayment` does: the same answers and the same
+ * rows, one statement more per fresh payment (docs/architecture.md, "Fast paths").
+ */
+export type RequirePaymentOptions = PaymentGateway & PaidRoute & { deferVerifiedMark?: boolean };
 
 /**
  * Options of {@link acceptPayment}: a gateway, a route, and the endpoint kind; `deferVerifiedMark`

@@ -37,12 +37,9 @@ function gatewayFor(rpcUrls?: { solana?: string }): PaymentGateway {
 beforeAll(async () => {
   localnet = await spawnLocalnet({ port: 0 });
   db = new PgSqlClient();
-  runs = { gaps: 0, keywords: 0, flaky: 0 };
-  server = await listen(buildPaidApp(gatewayFor(), runs, flaky));
 });
 
 afterAll(async () => {
-  await server?.close();
   await db?.close();
   await localnet?.close();
 });
@@ -62,7 +59,15 @@ async function rowsOf(signature: string): Promise<Record<string, unknown>[]> {
   );
 }
 
-describe('requirePayment', () => {
+// The same behaviour with the verified mark folded into the stored answer and written on its own
+// (docs/architecture.md, "Fast paths").
+describe.each([true, false])('requirePayment (deferVerifiedMark: %s)', (deferVerifiedMark) => {
+  beforeAll(async () => {
+    runs = { gaps: 0, keywords: 0, flaky: 0 };
+    server = await listen(buildPaidApp({ ...gatewayFor(), deferVerifiedMark }, runs, flaky));
+  });
+  afterAll(() => server?.close());
+
   it('When X-PAYMENT is missing, then 402 with the Error402 body, the requirements of the route and x402-version: 1', async () => {
     const res = await get('/api/v1/scout/gaps?limit=5');
     expect(res.status).toBe(402);
@@ -279,7 +284,14 @@ describe('requirePayment', () => {
 
   it('When the RPC endpoint is unreachable, then 503 service_unavailable with Retry-After and nothing is consumed', async () => {
     const down = await listen(
-      buildPaidApp(gatewayFor({ solana: 'http://127.0.0.1:1' }), { gaps: 0, keywords: 0, flaky: 0 }),
+      buildPaidApp(
+        { ...gatewayFor({ solana: 'http://127.0.0.1:1' }), deferVerifiedMark },
+        {
+          gaps: 0,
+          keywords: 0,
+          flaky: 0,
+        },
+      ),
     );
     try {
       const signature = buildSignature();

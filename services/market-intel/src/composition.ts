@@ -50,11 +50,11 @@ const SIGHTING_PRUNE_INTERVAL_MS = 3_600_000;
  * plus the handles the tests reach into.
  */
 export interface MarketIntelService extends ComposedService {
-  /** The public listener: the x402 hot path in front of {@link MarketIntelService.app}. */
+  /** The public listener: the x402 hot path in front of {@link MarketIntelService.app} (the app alone with `X402_HOT_PATH=false`). */
   http: RequestListener;
   /** The express app (every route; what the hot path hands a request it does not answer from memory). */
   app: Application;
-  /** The 402 challenges and paid answers answered from memory. */
+  /** The 402 challenges and paid answers answered from memory (with `X402_HOT_PATH=false`: built, never used, empty). */
   hotPath: HotPath;
   metrics: MarketIntelMetrics;
   loops: Loop[];
@@ -234,19 +234,20 @@ export async function compose(
   }
   // Reports deleted by hand are not announced: the cache is dropped when the reports' fingerprint moves.
   let reportMark: string | undefined;
-  loops.push(
-    createLoop({
-      name: 'report-watermark',
-      intervalMs: REPORT_WATERMARK_INTERVAL_MS,
-      round: async () => {
-        const mark = await reports.watermark();
-        if (reportMark !== undefined && mark !== reportMark) reports.invalidate();
-        reportMark = mark;
-      },
-      logger,
-      metrics: loopMetrics,
-    }),
-  );
+  if (config.REPORT_CACHE)
+    loops.push(
+      createLoop({
+        name: 'report-watermark',
+        intervalMs: REPORT_WATERMARK_INTERVAL_MS,
+        round: async () => {
+          const mark = await reports.watermark();
+          if (reportMark !== undefined && mark !== reportMark) reports.invalidate();
+          reportMark = mark;
+        },
+        logger,
+        metrics: loopMetrics,
+      }),
+    );
   // Sightings of payments never completed are kept X402_SIGHTING_RETENTION_HOURS, then pruned, with
   // the verification attempt counters ended an hour ago. Rate limit counters expired for an hour go
   // too: the limiter deletes them only now and then during its own calls.
@@ -290,7 +291,10 @@ export async function compose(
     httpHandler: () => served.handler ?? app,
     logger,
     reports,
-    pay: paymentGate(gateway, config.PAYMENT_MAX_TIMEOUT_SECONDS),
+    pay: paymentGate(gateway, {
+      maxTimeoutSeconds: config.PAYMENT_MAX_TIMEOUT_SECONDS,
+      deferVerifiedMark: config.X402_DEFER_VERIFIED_MARK,
+    }),
     health: health.probe,
     compute: {
       jobs,
@@ -330,21 +334,24 @@ export async function compose(
     corsConfigured: Boolean(config.CORS_ORIGINS),
   });
   // requirePayment tells the hot path of each stored paid answer (onAnswerStored), for its replays.
-  payments.answersTo(hotPath);
+  if (config.X402_HOT_PATH) payments.answersTo(hotPath);
 
   // The Data API reads the latest reports from memory while every stored report is heard.
-  const reportChanges = listenForReportChanges({
-    databaseUrl: config.DATABASE_URL,
-    onChange: () => reports.invalidate(),
-    onListening: (listening) => reports.setCaching(listening),
-    onError: (err) =>
-      logger.warn(
-        { err },
-        'report change listener lost its connection: reports are read from the database until it is back',
-      ),
-  });
+  const reportChanges = config.REPORT_CACHE
+    ? listenForReportChanges({
+        databaseUrl: config.DATABASE_URL,
+        onChange: () => reports.invalidate(),
+        onListening: (listening) => reports.setCaching(listening),
+        onError: (err) =>
+          logger.warn(
+            { err },
+            'report change listener lost its connection: reports are read from the database until it is back',
+          ),
+      })
+    : null;
 
-  const http = hotPath.wrap(app);
+  // Each fast path has its switch (docs/architecture.md, "Fast paths"); off, the app answers everything.
+  const http = config.X402_HOT_PATH ? hotPath.wrap(app) : app;
   served.handler = http;
   return {
     http,
@@ -377,7 +384,7 @@ export async function compose(
     // After HTTP drained and the loops stopped: in-flight requests and rounds may still publish.
     async close() {
       await broker.close(10_000);
-      await reportChanges.close();
+      await reportChanges?.close();
       await payments.close();
       await database.close();
     },

@@ -101,6 +101,24 @@ export const MarketIntelEnv = z.object({
   X402_REFUND_CONFIRM_TIMEOUT_MS: intVar(30_000, 100, 300_000),
   /** Hours a payment seen but never paid for is remembered (its first sighting) before it is pruned. */
   X402_SIGHTING_RETENTION_HOURS: intVar(24, 1, 24 * 30),
+  /**
+   * The x402 hot path (docs/architecture.md, "Fast paths"): the Data API's repeated 402 challenges and
+   * the replays of its paid answers are answered from memory in front of the app; false: the app answers
+   * every request, with the same bytes.
+   */
+  X402_HOT_PATH: boolVar(true),
+  /**
+   * The paid Data API's verified mark is folded into the stored answer's statement
+   * (docs/architecture.md, "Fast paths"); false: it is written on its own before the handler runs, with
+   * the same answers and rows.
+   */
+  X402_DEFER_VERIFIED_MARK: boolVar(true),
+  /**
+   * The latest reports are read from memory while every stored report is heard, LISTEN plus the
+   * `report-watermark` loop (docs/architecture.md, "Fast paths"); false: from the database on every
+   * read, with neither the listener nor the loop.
+   */
+  REPORT_CACHE: boolVar(true),
   /** RabbitMQ, where compute jobs go to the pipeline-runner. */
   AMQP_URL: z
     .string()

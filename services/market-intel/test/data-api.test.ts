@@ -2,14 +2,6 @@ import { Error402, GapsResponse } from '@repo/schemas';
 import { decodePaymentResponse } from '@repo/x402-core';
 import { buildReport, startHarness, type Harness } from './support/harness';
 
-let h: Harness;
-
-beforeAll(async () => {
-  h = await startHarness('market_intel_data_api_test');
-  await h.reports.importReport(buildReport(), 'import');
-});
-afterAll(() => h.close());
-
 const PRICES: [string, string][] = [
   ['/api/v1/scout/gaps', '100000'],
   ['/api/v1/scout/pain-clusters', '100000'],
@@ -18,271 +10,336 @@ const PRICES: [string, string][] = [
   ['/api/v1/scout/keywords', '50000'],
 ];
 
-describe('Data API: the 402 challenge', () => {
-  it.each(PRICES)(
-    'When %s is requested without X-PAYMENT, then 402 asks exactly %s atomic USDC',
-    async (path, amount) => {
-      const res = await fetch(h.baseUrl + path);
-      expect(res.status).toBe(402);
-      expect(res.headers.get('x402-version')).toBe('1');
-      const body = Error402.parse(await res.json());
-      expect(body.x402Version).toBe(1);
-      expect(body.accepts).toEqual([
-        {
-          scheme: 'exact',
-          network: 'solana',
-          maxAmountRequired: amount,
-          asset: h.ledger.networks.solana.mint,
-          payTo: h.ledger.networks.solana.merchantTokenAccount,
-          resource: h.baseUrl + path,
-          description: expect.any(String),
-          mimeType: 'application/json',
-          // What is enforced for a push payment: PAYMENT_FRESHNESS_SECONDS.
-          maxTimeoutSeconds: h.config.PAYMENT_FRESHNESS_SECONDS,
-          outputSchema: {
-            input: expect.objectContaining({ type: 'http', method: 'GET', discoverable: true }),
-            output: expect.objectContaining({ type: 'object' }),
-          },
-        },
-        // The official exact scheme in v1 form: a v1 exact SVM client pays it with payload.transaction.
-        {
-          scheme: 'exact',
-          network: 'solana',
-          maxAmountRequired: amount,
-          asset: h.ledger.networks.solana.mint,
-          payTo: h.ledger.networks.solana.merchantOwner,
-          resource: h.baseUrl + path,
-          description: expect.any(String),
-          mimeType: 'application/json',
-          maxTimeoutSeconds: h.config.PAYMENT_MAX_TIMEOUT_SECONDS,
-          extra: expect.objectContaining({ feePayer: h.ledger.feePayer.publicKey }),
-        },
+/** The response headers that do not depend on the request (its id, date and connection), by name. */
+function stableHeaders(res: Response): Record<string, string> {
+  const out: Record<string, string> = {};
+  res.headers.forEach((value, name) => {
+    if (!['date', 'x-request-id', 'connection', 'keep-alive'].includes(name)) out[name] = value;
+  });
+  return out;
+}
+
+// The same behaviour with every fast path of the Data API on (the defaults) and with each one off
+// (docs/architecture.md, "Fast paths"): the full path alone gives the same answers and rows.
+describe.each<[string, string, Record<string, string>]>([
+  ['every fast path on', 'market_intel_data_api_test', {}],
+  ['X402_HOT_PATH=false', 'market_intel_data_api_no_hot_path_test', { X402_HOT_PATH: 'false' }],
+  [
+    'X402_DEFER_VERIFIED_MARK=false',
+    'market_intel_data_api_no_deferred_mark_test',
+    { X402_DEFER_VERIFIED_MARK: 'false' },
+  ],
+  ['REPORT_CACHE=false', 'market_intel_data_api_no_report_cache_test', { REPORT_CACHE: 'false' }],
+])('Data API with %s', (_label, dbName, env) => {
+  let h: Harness;
+
+  beforeAll(async () => {
+    h = await startHarness(dbName, { env });
+    await h.reports.importReport(buildReport(), 'import');
+  });
+  afterAll(() => h.close());
+
+  describe('Data API: the 402 challenge', () => {
+    it('When the same URL is asked twice without payment, then the second 402 has the first one’s bytes but its own request id', async () => {
+      const url = `${h.baseUrl}/api/v1/scout/trends?days=3&limit=2&sector=fintech`;
+      const first = await fetch(url, { headers: { 'x-request-id': 'first-request' } });
+      const second = await fetch(url, { headers: { 'x-request-id': 'second-request' } });
+      expect([first.status, second.status]).toEqual([402, 402]);
+      const [a, b] = [await first.text(), await second.text()];
+      expect(b).toBe(a.replace('"first-request"', '"second-request"'));
+      expect(second.headers.get('x-request-id')).toBe('second-request');
+      const { ['content-length']: firstLength, ...firstHeaders } = stableHeaders(first);
+      const { ['content-length']: secondLength, ...secondHeaders } = stableHeaders(second);
+      expect(secondHeaders).toEqual(firstHeaders);
+      expect([Number(firstLength), Number(secondLength)]).toEqual([
+        Buffer.byteLength(a),
+        Buffer.byteLength(b),
       ]);
-      expect(typeof body.error).toBe('string');
-    },
-  );
-
-  it('When network=devnet, then the 402 advertises the devnet mint and merchant account', async () => {
-    const res = await fetch(`${h.baseUrl}/api/v1/scout/gaps?network=devnet`);
-    expect(res.status).toBe(402);
-    const body = Error402.parse(await res.json());
-    expect(body.accepts[0]).toMatchObject({
-      network: 'solana-devnet',
-      asset: h.ledger.networks['solana-devnet'].mint,
-      payTo: h.ledger.networks['solana-devnet'].merchantTokenAccount,
     });
-    expect(body.accepts[0]?.asset).not.toBe(h.ledger.networks.solana.mint);
-  });
 
-  it.each([
-    ['/api/v1/scout/gaps?limit=0', 'query.limit'],
-    ['/api/v1/scout/gaps?limit=101', 'query.limit'],
-    ['/api/v1/scout/pain-clusters?limit=abc', 'query.limit'],
-    ['/api/v1/scout/trends?days=31', 'query.days'],
-    ['/api/v1/scout/trends?days=0', 'query.days'],
-    ['/api/v1/scout/keywords?limit=201', 'query.limit'],
-    ['/api/v1/scout/gaps?sector=Not%20A%20Tag!', 'query.sector'],
-    ['/api/v1/scout/gaps?network=mars', 'query.network'],
-  ])(
-    'When %s is out of range, then 400 invalid_request names %s and asks no payment',
-    async (path, field) => {
-      const res = await fetch(h.baseUrl + path);
-      expect(res.status).toBe(400);
-      const body = (await res.json()) as { code: string; details: { path: string }[]; requestId: string };
-      expect(body.code).toBe('invalid_request');
-      expect(body.details.map((d) => d.path)).toContain(field);
-      expect(typeof body.requestId).toBe('string');
-    },
-  );
+    it.each(PRICES)(
+      'When %s is requested without X-PAYMENT, then 402 asks exactly %s atomic USDC',
+      async (path, amount) => {
+        const res = await fetch(h.baseUrl + path);
+        expect(res.status).toBe(402);
+        expect(res.headers.get('x402-version')).toBe('1');
+        const body = Error402.parse(await res.json());
+        expect(body.x402Version).toBe(1);
+        expect(body.accepts).toEqual([
+          {
+            scheme: 'exact',
+            network: 'solana',
+            maxAmountRequired: amount,
+            asset: h.ledger.networks.solana.mint,
+            payTo: h.ledger.networks.solana.merchantTokenAccount,
+            resource: h.baseUrl + path,
+            description: expect.any(String),
+            mimeType: 'application/json',
+            // What is enforced for a push payment: PAYMENT_FRESHNESS_SECONDS.
+            maxTimeoutSeconds: h.config.PAYMENT_FRESHNESS_SECONDS,
+            outputSchema: {
+              input: expect.objectContaining({ type: 'http', method: 'GET', discoverable: true }),
+              output: expect.objectContaining({ type: 'object' }),
+            },
+          },
+          // The official exact scheme in v1 form: a v1 exact SVM client pays it with payload.transaction.
+          {
+            scheme: 'exact',
+            network: 'solana',
+            maxAmountRequired: amount,
+            asset: h.ledger.networks.solana.mint,
+            payTo: h.ledger.networks.solana.merchantOwner,
+            resource: h.baseUrl + path,
+            description: expect.any(String),
+            mimeType: 'application/json',
+            maxTimeoutSeconds: h.config.PAYMENT_MAX_TIMEOUT_SECONDS,
+            extra: expect.objectContaining({ feePayer: h.ledger.feePayer.publicKey }),
+          },
+        ]);
+        expect(typeof body.error).toBe('string');
+      },
+    );
 
-  it('When a paid request has a parameter out of range, then 400 and the signature is not consumed', async () => {
-    const signature = await h.transfer({ amountAtomic: 100_000n });
-    const bad = await h.getWithProof('/api/v1/scout/gaps?limit=500', signature);
-    expect(bad.status).toBe(400);
-    expect(await h.paymentRows(signature)).toEqual([]);
-    const good = await h.getWithProof('/api/v1/scout/gaps?limit=5', signature);
-    expect(good.status).toBe(200);
-    expect(await h.paymentRows(signature)).toEqual([
-      { status: 'completed', endpoint: 'GET /api/v1/scout/gaps' },
-    ]);
-  });
-});
-
-describe('Data API: paid answers', () => {
-  it('When gaps are paid for a sector, then that sector latest gaps come back with generatedFrom and the payment response', async () => {
-    const { response, body, payment } = await h.pay('/api/v1/scout/gaps?sector=fintech&limit=1');
-    expect(response.status).toBe(200);
-    const gaps = GapsResponse.parse(body);
-    expect(gaps).toMatchObject({ count: 1, sector: 'fintech' });
-    expect(gaps.gaps[0]?.title).toBe('Reconciliation copilots');
-    expect(gaps.generatedFrom).not.toBeNull();
-    expect(payment?.requirements.maxAmountRequired).toBe('100000');
-    const settled = decodePaymentResponse(response.headers.get('x-payment-response') ?? '');
-    expect(settled).toEqual({
-      success: true,
-      transaction: payment?.signature,
-      network: 'solana',
-      payer: h.agent.publicKey.toBase58(),
-    });
-  });
-
-  it('When gaps are paid without a sector, then every sector is merged by trend score', async () => {
-    const { body } = await h.pay('/api/v1/scout/gaps');
-    const gaps = GapsResponse.parse(body);
-    expect(gaps.sector).toBeNull();
-    expect(gaps.gaps.map((g) => g.title)).toEqual([
-      'Reconciliation copilots',
-      'Flaky test triage',
-      'Stablecoin payroll',
-    ]);
-  });
-
-  it('When a sector has no data, then the answer is an empty list and the payment is still taken', async () => {
-    const { response, body, payment } = await h.pay('/api/v1/scout/pain-clusters?sector=biotech');
-    expect(response.status).toBe(200);
-    expect(body).toEqual({ painClusters: [], count: 0, generatedFrom: null, sector: 'biotech' });
-    expect(await h.paymentRows(payment?.signature ?? '')).toEqual([
-      { status: 'completed', endpoint: 'GET /api/v1/scout/pain-clusters' },
-    ]);
-  });
-
-  it('When pain clusters are paid, then they are merged by mentions', async () => {
-    const { body } = await h.pay('/api/v1/scout/pain-clusters?limit=2');
-    expect(body).toMatchObject({
-      count: 2,
-      painClusters: [{ theme: 'flaky tests' }, { theme: 'manual reconciliation' }],
-    });
-  });
-
-  it('When trends are paid with days, then only items dated inside the window come back, in the TrendItem shape', async () => {
-    const week = await h.pay('/api/v1/scout/trends');
-    expect(week.body).toMatchObject({ count: 2, days: 7, sector: null });
-    expect((week.body as { trends: unknown[] }).trends[0]).toEqual({
-      title: 'Instant payments',
-      description: 'Volumes double',
-      velocity: 'rising',
-      source: 'news-a',
-    });
-    const month = await h.pay('/api/v1/scout/trends?sector=fintech&days=30');
-    expect((month.body as { trends: { title: string }[] }).trends.map((t) => t.title)).toEqual([
-      'Instant payments',
-      'Old news',
-    ]);
-  });
-
-  it('When keywords are paid without a sector, then counts are summed across sectors', async () => {
-    const { body } = await h.pay('/api/v1/scout/keywords');
-    expect(body).toMatchObject({
-      keywords: [
-        { keyword: 'reconciliation', count: 21 },
-        { keyword: 'ci', count: 9 },
-        { keyword: 'stablecoin', count: 7 },
-      ],
-      count: 3,
-    });
-  });
-
-  it('When the brief is paid, then the latest brief comes back with its sectors', async () => {
-    const { response, body } = await h.pay('/api/v1/scout/brief');
-    expect(response.status).toBe(200);
-    expect(body).toMatchObject({
-      brief: { overview: 'Payments go instant' },
-      sectors: ['dev-tools', 'fintech'],
-    });
-  });
-
-  it('When a newer report is imported, then the Data API serves it', async () => {
-    const newer = buildReport({ generatedAt: new Date(Date.now() + 1000).toISOString() });
-    newer.sectors = newer.sectors.slice(0, 1).map((s) => ({ ...s, gaps: s.gaps.slice(1) }));
-    const { id, created } = await h.reports.importReport(newer, 'import');
-    expect(created).toBe(true);
-    try {
-      const { body } = await h.pay('/api/v1/scout/gaps?sector=fintech');
-      expect(GapsResponse.parse(body)).toMatchObject({
-        count: 1,
-        generatedFrom: newer.generatedAt,
-        gaps: [{ title: 'Stablecoin payroll' }],
+    it('When network=devnet, then the 402 advertises the devnet mint and merchant account', async () => {
+      const res = await fetch(`${h.baseUrl}/api/v1/scout/gaps?network=devnet`);
+      expect(res.status).toBe(402);
+      const body = Error402.parse(await res.json());
+      expect(body.accepts[0]).toMatchObject({
+        network: 'solana-devnet',
+        asset: h.ledger.networks['solana-devnet'].mint,
+        payTo: h.ledger.networks['solana-devnet'].merchantTokenAccount,
       });
-    } finally {
-      // The other tests read the report imported in beforeAll as the latest one. Reports are only
-      // ever added by the service: a deletion behind its back is announced to its cache.
-      await h.db.scanReport.delete({ where: { id } });
-      h.reports.invalidate();
-    }
-  });
-});
-
-describe('Free endpoints', () => {
-  it('When sectors are listed, then counts follow the stored reports', async () => {
-    const res = await fetch(`${h.baseUrl}/api/v1/sectors`);
-    expect(res.status).toBe(200);
-    const body = (await res.json()) as {
-      sectors: { sector: string; report_count: number; gaps_count: number }[];
-      total_reports: number;
-    };
-    expect(body.sectors.map((s) => s.sector).sort()).toEqual(['dev-tools', 'fintech']);
-    expect(body.total_reports).toBe(body.sectors.reduce((n, s) => n + s.report_count, 0));
-  });
-
-  it('When health is asked while no pipeline runner is alive, then 503 upstream with Retry-After 30 and the health body { ok, llm, search, server_time, errorClass }', async () => {
-    const res = await fetch(`${h.baseUrl}/api/v1/health`);
-    expect(res.status).toBe(503);
-    expect(res.headers.get('retry-after')).toBe('30');
-    const body = (await res.json()) as Record<string, unknown>;
-    expect(body).toMatchObject({
-      ok: false,
-      llm: { ok: false, latency_ms: 0, error: expect.stringContaining('heartbeat') },
-      search: null,
-      errorClass: 'upstream',
+      expect(body.accepts[0]?.asset).not.toBe(h.ledger.networks.solana.mint);
     });
-    expect(Number.isNaN(Date.parse(String(body.server_time)))).toBe(false);
-  });
 
-  it('When an unknown path is requested, then 404 not_found in the envelope', async () => {
-    const res = await fetch(`${h.baseUrl}/api/v1/nope`);
-    expect(res.status).toBe(404);
-    expect(await res.json()).toMatchObject({
-      code: 'not_found',
-      error: expect.any(String),
-      requestId: expect.any(String),
+    it.each([
+      ['/api/v1/scout/gaps?limit=0', 'query.limit'],
+      ['/api/v1/scout/gaps?limit=101', 'query.limit'],
+      ['/api/v1/scout/pain-clusters?limit=abc', 'query.limit'],
+      ['/api/v1/scout/trends?days=31', 'query.days'],
+      ['/api/v1/scout/trends?days=0', 'query.days'],
+      ['/api/v1/scout/keywords?limit=201', 'query.limit'],
+      ['/api/v1/scout/gaps?sector=Not%20A%20Tag!', 'query.sector'],
+      ['/api/v1/scout/gaps?network=mars', 'query.network'],
+    ])(
+      'When %s is out of range, then 400 invalid_request names %s and asks no payment',
+      async (path, field) => {
+        const res = await fetch(h.baseUrl + path);
+        expect(res.status).toBe(400);
+        const body = (await res.json()) as { code: string; details: { path: string }[]; requestId: string };
+        expect(body.code).toBe('invalid_request');
+        expect(body.details.map((d) => d.path)).toContain(field);
+        expect(typeof body.requestId).toBe('string');
+      },
+    );
+
+    it('When a paid request has a parameter out of range, then 400 and the signature is not consumed', async () => {
+      const signature = await h.transfer({ amountAtomic: 100_000n });
+      const bad = await h.getWithProof('/api/v1/scout/gaps?limit=500', signature);
+      expect(bad.status).toBe(400);
+      expect(await h.paymentRows(signature)).toEqual([]);
+      const good = await h.getWithProof('/api/v1/scout/gaps?limit=5', signature);
+      expect(good.status).toBe(200);
+      expect(await h.paymentRows(signature)).toEqual([
+        { status: 'completed', endpoint: 'GET /api/v1/scout/gaps' },
+      ]);
     });
   });
-});
 
-describe('OpenAPI', () => {
-  it('When /openapi.json is read, then it is OpenAPI 3.1 with every endpoint and the prices the 402 asks', async () => {
-    const doc = (await (await fetch(`${h.baseUrl}/openapi.json`)).json()) as {
-      openapi: string;
-      paths: Record<
-        string,
-        { get?: { 'x-max-amount-required'?: string }; post?: { 'x-max-amount-required'?: string } }
-      >;
-      components: { schemas: Record<string, unknown> };
-    };
-    expect(doc.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.paths).sort()).toEqual([
-      '/api/v1/forge/ideate',
-      '/api/v1/health',
-      '/api/v1/jobs/{jobId}',
-      '/api/v1/prove/debate',
-      '/api/v1/scout/brief',
-      '/api/v1/scout/gaps',
-      '/api/v1/scout/keywords',
-      '/api/v1/scout/pain-clusters',
-      '/api/v1/scout/trends',
-      '/api/v1/sectors',
-    ]);
-    for (const [path, amount] of PRICES) expect(doc.paths[path]?.get?.['x-max-amount-required']).toBe(amount);
-    expect(doc.paths['/api/v1/forge/ideate']?.post?.['x-max-amount-required']).toBe('15000000');
-    expect(doc.paths['/api/v1/prove/debate']?.post?.['x-max-amount-required']).toBe('25000000');
-    expect(doc.components.schemas).toHaveProperty('Error402');
+  describe('Data API: paid answers', () => {
+    it('When a paid answer is asked again with the same payment, then the same status, headers and bytes come back and the payment is charged once', async () => {
+      const url = '/api/v1/scout/keywords?limit=7';
+      const signature = await h.transfer({ amountAtomic: 50_000n });
+      const paid = await h.getWithProof(url, signature);
+      expect(paid.status).toBe(200);
+      const paidBody = await paid.text();
+      for (let i = 0; i < 2; i++) {
+        const again = await h.getWithProof(url, signature);
+        expect(again.status).toBe(paid.status);
+        expect(await again.text()).toBe(paidBody);
+        expect(stableHeaders(again)).toEqual(stableHeaders(paid));
+      }
+      expect(await h.paymentRows(signature)).toEqual([
+        { status: 'completed', endpoint: 'GET /api/v1/scout/keywords' },
+      ]);
+    });
+
+    it('When gaps are paid for a sector, then that sector latest gaps come back with generatedFrom and the payment response', async () => {
+      const { response, body, payment } = await h.pay('/api/v1/scout/gaps?sector=fintech&limit=1');
+      expect(response.status).toBe(200);
+      const gaps = GapsResponse.parse(body);
+      expect(gaps).toMatchObject({ count: 1, sector: 'fintech' });
+      expect(gaps.gaps[0]?.title).toBe('Reconciliation copilots');
+      expect(gaps.generatedFrom).not.toBeNull();
+      expect(payment?.requirements.maxAmountRequired).toBe('100000');
+      const settled = decodePaymentResponse(response.headers.get('x-payment-response') ?? '');
+      expect(settled).toEqual({
+        success: true,
+        transaction: payment?.signature,
+        network: 'solana',
+        payer: h.agent.publicKey.toBase58(),
+      });
+    });
+
+    it('When gaps are paid without a sector, then every sector is merged by trend score', async () => {
+      const { body } = await h.pay('/api/v1/scout/gaps');
+      const gaps = GapsResponse.parse(body);
+      expect(gaps.sector).toBeNull();
+      expect(gaps.gaps.map((g) => g.title)).toEqual([
+        'Reconciliation copilots',
+        'Flaky test triage',
+        'Stablecoin payroll',
+      ]);
+    });
+
+    it('When a sector has no data, then the answer is an empty list and the payment is still taken', async () => {
+      const { response, body, payment } = await h.pay('/api/v1/scout/pain-clusters?sector=biotech');
+      expect(response.status).toBe(200);
+      expect(body).toEqual({ painClusters: [], count: 0, generatedFrom: null, sector: 'biotech' });
+      expect(await h.paymentRows(payment?.signature ?? '')).toEqual([
+        { status: 'completed', endpoint: 'GET /api/v1/scout/pain-clusters' },
+      ]);
+    });
+
+    it('When pain clusters are paid, then they are merged by mentions', async () => {
+      const { body } = await h.pay('/api/v1/scout/pain-clusters?limit=2');
+      expect(body).toMatchObject({
+        count: 2,
+        painClusters: [{ theme: 'flaky tests' }, { theme: 'manual reconciliation' }],
+      });
+    });
+
+    it('When trends are paid with days, then only items dated inside the window come back, in the TrendItem shape', async () => {
+      const week = await h.pay('/api/v1/scout/trends');
+      expect(week.body).toMatchObject({ count: 2, days: 7, sector: null });
+      expect((week.body as { trends: unknown[] }).trends[0]).toEqual({
+        title: 'Instant payments',
+        description: 'Volumes double',
+        velocity: 'rising',
+        source: 'news-a',
+      });
+      const month = await h.pay('/api/v1/scout/trends?sector=fintech&days=30');
+      expect((month.body as { trends: { title: string }[] }).trends.map((t) => t.title)).toEqual([
+        'Instant payments',
+        'Old news',
+      ]);
+    });
+
+    it('When keywords are paid without a sector, then counts are summed across sectors', async () => {
+      const { body } = await h.pay('/api/v1/scout/keywords');
+      expect(body).toMatchObject({
+        keywords: [
+          { keyword: 'reconciliation', count: 21 },
+          { keyword: 'ci', count: 9 },
+          { keyword: 'stablecoin', count: 7 },
+        ],
+        count: 3,
+      });
+    });
+
+    it('When the brief is paid, then the latest brief comes back with its sectors', async () => {
+      const { response, body } = await h.pay('/api/v1/scout/brief');
+      expect(response.status).toBe(200);
+      expect(body).toMatchObject({
+        brief: { overview: 'Payments go instant' },
+        sectors: ['dev-tools', 'fintech'],
+      });
+    });
+
+    it('When a newer report is imported, then the Data API serves it', async () => {
+      const newer = buildReport({ generatedAt: new Date(Date.now() + 1000).toISOString() });
+      newer.sectors = newer.sectors.slice(0, 1).map((s) => ({ ...s, gaps: s.gaps.slice(1) }));
+      const { id, created } = await h.reports.importReport(newer, 'import');
+      expect(created).toBe(true);
+      try {
+        const { body } = await h.pay('/api/v1/scout/gaps?sector=fintech');
+        expect(GapsResponse.parse(body)).toMatchObject({
+          count: 1,
+          generatedFrom: newer.generatedAt,
+          gaps: [{ title: 'Stablecoin payroll' }],
+        });
+      } finally {
+        // The other tests read the report imported in beforeAll as the latest one. Reports are only
+        // ever added by the service: a deletion behind its back is announced to its cache.
+        await h.db.scanReport.delete({ where: { id } });
+        h.reports.invalidate();
+      }
+    });
   });
 
-  it('When /docs is opened, then it is the reference page of /openapi.json, with its renderer served by market-intel', async () => {
-    const res = await fetch(`${h.baseUrl}/docs`);
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toMatch(/text\/html/);
-    expect(await res.text()).toContain('data-spec="/openapi.json"');
-    expect((await fetch(`${h.baseUrl}/docs/assets/swagger-ui-bundle.js`)).status).toBe(200);
+  describe('Free endpoints', () => {
+    it('When sectors are listed, then counts follow the stored reports', async () => {
+      const res = await fetch(`${h.baseUrl}/api/v1/sectors`);
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as {
+        sectors: { sector: string; report_count: number; gaps_count: number }[];
+        total_reports: number;
+      };
+      expect(body.sectors.map((s) => s.sector).sort()).toEqual(['dev-tools', 'fintech']);
+      expect(body.total_reports).toBe(body.sectors.reduce((n, s) => n + s.report_count, 0));
+    });
+
+    it('When health is asked while no pipeline runner is alive, then 503 upstream with Retry-After 30 and the health body { ok, llm, search, server_time, errorClass }', async () => {
+      const res = await fetch(`${h.baseUrl}/api/v1/health`);
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('30');
+      const body = (await res.json()) as Record<string, unknown>;
+      expect(body).toMatchObject({
+        ok: false,
+        llm: { ok: false, latency_ms: 0, error: expect.stringContaining('heartbeat') },
+        search: null,
+        errorClass: 'upstream',
+      });
+      expect(Number.isNaN(Date.parse(String(body.server_time)))).toBe(false);
+    });
+
+    it('When an unknown path is requested, then 404 not_found in the envelope', async () => {
+      const res = await fetch(`${h.baseUrl}/api/v1/nope`);
+      expect(res.status).toBe(404);
+      expect(await res.json()).toMatchObject({
+        code: 'not_found',
+        error: expect.any(String),
+        requestId: expect.any(String),
+      });
+    });
+  });
+
+  describe('OpenAPI', () => {
+    it('When /openapi.json is read, then it is OpenAPI 3.1 with every endpoint and the prices the 402 asks', async () => {
+      const doc = (await (await fetch(`${h.baseUrl}/openapi.json`)).json()) as {
+        openapi: string;
+        paths: Record<
+          string,
+          { get?: { 'x-max-amount-required'?: string }; post?: { 'x-max-amount-required'?: string } }
+        >;
+        components: { schemas: Record<string, unknown> };
+      };
+      expect(doc.openapi).toBe('3.1.0');
+      expect(Object.keys(doc.paths).sort()).toEqual([
+        '/api/v1/forge/ideate',
+        '/api/v1/health',
+        '/api/v1/jobs/{jobId}',
+        '/api/v1/prove/debate',
+        '/api/v1/scout/brief',
+        '/api/v1/scout/gaps',
+        '/api/v1/scout/keywords',
+        '/api/v1/scout/pain-clusters',
+        '/api/v1/scout/trends',
+        '/api/v1/sectors',
+      ]);
+      for (const [path, amount] of PRICES)
+        expect(doc.paths[path]?.get?.['x-max-amount-required']).toBe(amount);
+      expect(doc.paths['/api/v1/forge/ideate']?.post?.['x-max-amount-required']).toBe('15000000');
+      expect(doc.paths['/api/v1/prove/debate']?.post?.['x-max-amount-required']).toBe('25000000');
+      expect(doc.components.schemas).toHaveProperty('Error402');
+    });
+
+    it('When /docs is opened, then it is the reference page of /openapi.json, with its renderer served by market-intel', async () => {
+      const res = await fetch(`${h.baseUrl}/docs`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/text\/html/);
+      expect(await res.text()).toContain('data-spec="/openapi.json"');
+      expect((await fetch(`${h.baseUrl}/docs/assets/swagger-ui-bundle.js`)).status).toBe(200);
+    });
   });
 });

@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import express, { type Express } from 'express';
 import { AppError, errorHandler, notFoundHandler } from '@repo/errors';
-import { requirePayment, type PaymentGateway } from '../../src/index';
+import { requirePayment, type PaymentGateway, type RequirePaymentOptions } from '../../src/index';
 
 /** Counts of handler runs per route, to prove a handler ran once. */
 export interface HandlerRuns {
@@ -18,7 +18,7 @@ export interface HandlerRuns {
  * - GET /api/v1/scout/flaky (0.10 USDC): 500 while `flaky.failing`, then 200.
  */
 export function buildPaidApp(
-  gateway: PaymentGateway,
+  gateway: PaymentGateway & Pick<RequirePaymentOptions, 'deferVerifiedMark'>,
   runs: HandlerRuns,
   flaky = { failing: false },
 ): Express {

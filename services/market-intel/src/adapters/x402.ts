@@ -307,10 +307,14 @@ export function createPaymentGateway(
 /**
  * The payment gate of the app: each paid route gets `requirePayment` with its price.
  * @param gateway from {@link createPaymentGateway}
- * @param maxTimeoutSeconds `maxTimeoutSeconds` of the official scheme's offer, in seconds (the push
- *   requirement advertises its verifier's freshness window, `PAYMENT_FRESHNESS_SECONDS`)
+ * @param options `maxTimeoutSeconds` of the official scheme's offer, in seconds (the push requirement
+ *   advertises its verifier's freshness window, `PAYMENT_FRESHNESS_SECONDS`); `deferVerifiedMark`, from
+ *   `X402_DEFER_VERIFIED_MARK` (docs/architecture.md, "Fast paths")
  */
-export function paymentGate(gateway: PaymentGateway, maxTimeoutSeconds: number): PaymentGate {
+export function paymentGate(
+  gateway: PaymentGateway,
+  options: { maxTimeoutSeconds: number; deferVerifiedMark: boolean },
+): PaymentGate {
   return (route, discovery) =>
     requirePayment({
       ...gateway,
@@ -318,7 +322,8 @@ export function paymentGate(gateway: PaymentGateway, maxTimeoutSeconds: number):
       description: route.description,
       endpoint: route.endpoint,
       mimeType: 'application/json',
-      maxTimeoutSeconds,
+      maxTimeoutSeconds: options.maxTimeoutSeconds,
+      deferVerifiedMark: options.deferVerifiedMark,
       discovery,
     });
 }
