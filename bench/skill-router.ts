@@ -44,6 +44,11 @@ const SKIP_BUILD = process.env.BENCH_SKIP_BUILD === '1';
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const RESEED = process.env.BENCH_RESEED !== '0';
 const SNAPSHOT_DIR = process.env.BENCH_HEAP_SNAPSHOT_DIR;
+/**
+ * The service inherits this process's environment: `ROUTING_INDEX=false pnpm bench skill-router` ranks
+ * every route in PostgreSQL (docs/architecture.md, "Fast paths"), and nothing waits for an index.
+ */
+const ROUTING_INDEX = !['false', '0', 'no'].includes(process.env.ROUTING_INDEX?.trim() ?? '');
 if (SNAPSHOT_DIR) NODE_ARGS.push('--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${SNAPSHOT_DIR}`);
 const BASE = `http://127.0.0.1:${PORT}`;
 
@@ -298,16 +303,19 @@ async function main(): Promise<void> {
   const started = performance.now();
   let service = startService({ WORKERS_ENABLED: 'true' });
   await waitFor(async () => (await fetch(`${BASE}/readyz`)).ok, 'skill-router');
-  await waitFor(
-    async () => (await metric('skill_routing_index_current')) === 1,
-    'the routing index',
-    600_000,
-  );
-  const indexLoad = {
-    skills: await metric('skill_routing_index_skills'),
-    load_s: Number((await metric('skill_routing_index_load_seconds_sum')).toFixed(2)),
-    start_to_current_s: Number(((performance.now() - started) / 1000).toFixed(2)),
-  };
+  let indexLoad: Record<string, number> | 'off (ROUTING_INDEX=false)' = 'off (ROUTING_INDEX=false)';
+  if (ROUTING_INDEX) {
+    await waitFor(
+      async () => (await metric('skill_routing_index_current')) === 1,
+      'the routing index',
+      600_000,
+    );
+    indexLoad = {
+      skills: await metric('skill_routing_index_skills'),
+      load_s: Number((await metric('skill_routing_index_load_seconds_sum')).toFixed(2)),
+      start_to_current_s: Number(((performance.now() - started) / 1000).toFixed(2)),
+    };
+  }
   log(`routing index: ${JSON.stringify(indexLoad)}`);
   await waitFor(async () => (await fetch(BARE)).ok, 'the bare server');
   const keyRes = await fetch(`${BASE}/api/auth/key`, {
