@@ -1,17 +1,10 @@
 import { LRUCache } from 'lru-cache';
 import type { CandidateRecord } from '../data/route-candidates';
 import type { RoutableSkill } from '../data/routing-rows';
-import {
-  latencyFitValue,
-  popularityValue,
-  priceFitValue,
-  reliabilityValue,
-  scoreSkill,
-  weightedScore,
-  type RouteQuery,
-  type ScoredSkill,
-} from './scoring';
-import { HashedNumbers, PostingTable, SlotArena, fit } from './routing-index-storage';
+import { scoreSkill, type RouteQuery, type ScoredSkill } from './scoring';
+import { rankSlots } from './routing-index-ranking';
+import { COUNT_ONLY, MATCH, NAME_ONLY, SlotColumns } from './routing-index-slots';
+import { HashedNumbers, PostingTable, SlotArena } from './routing-index-storage';
 
 /** A route answered from the index: the best matches, explained, and how many skills matched. */
 export interface IndexRoute {
@@ -19,16 +12,6 @@ export interface IndexRoute {
   /** Active skills sharing a lexeme with the task and passing the chain filter. */
   total: number;
 }
-
-// How a slot holds a lexeme, in the low two bits of a posting entry (`slot << 2 | kind`) and of a
-// slot's own term entry (`termId << 2 | kind`): MATCH where it is one of the capability and
-// description lexemes and in the route vector (it matches and counts for capability_match),
-// NAME_ONLY where it is in the name alone (it matches, it does not count), COUNT_ONLY where it is a
-// capability or description lexeme missing from the route vector (it counts without matching; none
-// in practice, kept exact).
-const MATCH = 0;
-const NAME_ONLY = 1;
-const COUNT_ONLY = 2;
 
 /** Most ranked answers kept per index. */
 const ANSWER_CACHE_MAX = 1_000;
@@ -55,7 +38,7 @@ const LONE_SURROGATE = /\p{Cs}/u;
  * same factor functions and the same {@link weightedScore} as the SQL ranking, touching only typed
  * arrays, and explains the best `limit`. It equals {@link rankSkills} over the SQL candidates without
  * their candidate cut (a property-based test checks it). Synchronous: a route never sees half an
- * update.
+ * update. The per-slot arrays are a {@link SlotColumns}; the ranking is {@link rankSlots}.
  */
 export class RoutingIndex {
   /** Skills in the index. */
@@ -84,31 +67,12 @@ export class RoutingIndex {
    * then its name-only lexemes (`termId << 2 | NAME_ONLY`).
    */
   private terms: SlotArena<Int32Array>;
-  private chainCount = new Int32Array(1024);
-  private matchCount = new Int32Array(1024);
   /** Each slot's skill id, name and endpoint, UTF-8: `idBytes` of id, then `nameBytes` of name. */
   private text: SlotArena<Buffer>;
-  private idBytes = new Int32Array(1024);
-  private nameBytes = new Int32Array(1024);
   /** Of slots where one of them has a lone surrogate, which UTF-8 would change: kept as they are. */
   private oddText = new Map<number, { skillId: string; name: string; endpoint: string }>();
-  private priceUsd = new Float64Array(1024);
-  /** NaN: unknown. */
-  private avgLatencyMs = new Float64Array(1024);
-  private successRate24h = new Float64Array(1024);
-  private calls30d = new Float64Array(1024);
-  private ratingSum = new Float64Array(1024);
-  private ratingCount = new Float64Array(1024);
-  private priceFit = new Float64Array(1024);
-  private latencyFit = new Float64Array(1024);
-  private reliability = new Float64Array(1024);
-  private popularity = new Float64Array(1024);
-  /** Scratch of the route in progress: the route that last met a slot, its shared lexemes, its chains. */
-  private seenBy = new Int32Array(1024);
-  private shared = new Int32Array(1024);
-  private chainHits = new Int32Array(1024);
-  private chainSeenBy = new Int32Array(1024);
-  private routes = 0;
+  /** Each slot's entry counts, text lengths, metrics, factors and route marks. */
+  private readonly columns = new SlotColumns();
   /**
    * Answers ranked since the index last changed, by query: an answer is a function of the index and
    * the query alone, and agents repeat tasks. Emptied by every upsert and remove; callers never
@@ -130,7 +94,7 @@ export class RoutingIndex {
     // back what a full load did not use.
     this.terms = new SlotArena((n) => new Int32Array(n), expectedSkills * 16, expectedSkills);
     this.text = new SlotArena((n) => Buffer.alloc(n), expectedSkills * 80, expectedSkills);
-    if (expectedSkills > 1024) this.grow(expectedSkills - 1);
+    if (expectedSkills > 1024) this.columns.grow(expectedSkills - 1);
   }
 
   /** Active skills in the index. */
@@ -152,7 +116,8 @@ export class RoutingIndex {
     this.answers.clear();
     this.remove(skill.skillId);
     const slot = this.free.pop() ?? this.slotCount++;
-    this.grow(slot);
+    const { columns } = this;
+    columns.grow(slot);
     this.skills++;
 
     const chains = [...new Set(skill.chains)];
@@ -176,15 +141,15 @@ export class RoutingIndex {
     };
     for (const term of matchTerms) lexeme(term, routed.has(term) ? MATCH : COUNT_ONLY);
     for (const term of nameOnly) lexeme(term, NAME_ONLY);
-    this.chainCount[slot] = chains.length;
-    this.matchCount[slot] = matchTerms.length;
+    columns.chainCount[slot] = chains.length;
+    columns.matchCount[slot] = matchTerms.length;
 
     const { skillId, name, endpoint } = skill;
     if (LONE_SURROGATE.test(skillId) || LONE_SURROGATE.test(name) || LONE_SURROGATE.test(endpoint)) {
       this.oddText.set(slot, { skillId, name, endpoint });
       this.text.alloc(slot, 0);
-      this.idBytes[slot] = 0;
-      this.nameBytes[slot] = 0;
+      columns.idBytes[slot] = 0;
+      columns.nameBytes[slot] = 0;
     } else {
       const idLength = Buffer.byteLength(skillId, 'utf8');
       const nameLength = Buffer.byteLength(name, 'utf8');
@@ -193,23 +158,12 @@ export class RoutingIndex {
       data.write(skillId, from, 'utf8');
       data.write(name, from + idLength, 'utf8');
       data.write(endpoint, from + idLength + nameLength, 'utf8');
-      this.idBytes[slot] = idLength;
-      this.nameBytes[slot] = nameLength;
+      columns.idBytes[slot] = idLength;
+      columns.nameBytes[slot] = nameLength;
     }
     this.addId(skillId, slot);
 
-    this.priceUsd[slot] = skill.priceUsd;
-    this.avgLatencyMs[slot] = skill.avgLatencyMs ?? NaN;
-    this.successRate24h[slot] = skill.successRate24h;
-    this.calls30d[slot] = skill.calls30d;
-    this.ratingSum[slot] = skill.ratingSum;
-    this.ratingCount[slot] = skill.ratingCount;
-    this.priceFit[slot] = priceFitValue(skill.priceUsd);
-    this.latencyFit[slot] = latencyFitValue(skill.avgLatencyMs);
-    this.reliability[slot] = reliabilityValue(skill.successRate24h);
-    this.popularity[slot] = popularityValue(skill.calls30d, skill.ratingSum, skill.ratingCount);
-    this.seenBy[slot] = 0;
-    this.chainSeenBy[slot] = 0;
+    columns.set(slot, skill);
   }
 
   /**
@@ -222,27 +176,7 @@ export class RoutingIndex {
     const slots = this.slotCount;
     this.terms.trim(slots);
     this.text.trim(slots);
-    const keep = Math.max(1024, slots);
-    const cut = <T extends Float64Array | Int32Array>(array: T): T =>
-      array.length > keep ? (array.slice(0, keep) as T) : array;
-    this.idBytes = cut(this.idBytes);
-    this.chainCount = cut(this.chainCount);
-    this.matchCount = cut(this.matchCount);
-    this.nameBytes = cut(this.nameBytes);
-    this.priceUsd = cut(this.priceUsd);
-    this.avgLatencyMs = cut(this.avgLatencyMs);
-    this.successRate24h = cut(this.successRate24h);
-    this.calls30d = cut(this.calls30d);
-    this.ratingSum = cut(this.ratingSum);
-    this.ratingCount = cut(this.ratingCount);
-    this.priceFit = cut(this.priceFit);
-    this.latencyFit = cut(this.latencyFit);
-    this.reliability = cut(this.reliability);
-    this.popularity = cut(this.popularity);
-    this.seenBy = cut(this.seenBy);
-    this.shared = cut(this.shared);
-    this.chainHits = cut(this.chainHits);
-    this.chainSeenBy = cut(this.chainSeenBy);
+    this.columns.trim(slots);
     this.ids.trim(slots);
     this.postings.trim();
     this.chainPostings.trim();
@@ -259,7 +193,7 @@ export class RoutingIndex {
     this.free.push(slot);
     const entries = this.terms.data;
     const from = this.terms.start[slot] as number;
-    const chains = this.chainCount[slot] as number;
+    const chains = this.columns.chainCount[slot] as number;
     const end = from + (this.terms.size[slot] as number);
     const { postings, chainPostings } = this;
     for (let i = from; i < from + chains; i++) {
@@ -302,149 +236,22 @@ export class RoutingIndex {
     return answer;
   }
 
-  /** {@link route} without the cache: walks the postings and scores the matches. */
+  /** {@link route} without the cache: ranks the slots ({@link rankSlots}) and explains the best. */
   private rank(taskTerms: string[], query: RouteQuery, limit: number): IndexRoute {
     this.fillPostings();
-    if (this.routes >= 0x7fff_fffe) {
-      // The marks are Int32: start over before they overflow.
-      this.routes = 0;
-      this.seenBy.fill(0);
-      this.chainSeenBy.fill(0);
-    }
-    const routeId = ++this.routes;
-    const { seenBy, shared } = this;
-    const candidates: number[] = [];
-    const { postings, chainPostings } = this;
-    const items = postings.entries.data;
-    // The task's lexemes the index knows, by posting number.
-    const task = new Map<number, string>();
-    for (const term of taskTerms) {
-      const id = postings.get(term);
-      if (id < 0) continue;
-      task.set(id, term);
-      const from = postings.entries.start[id] as number;
-      const end = from + (postings.length[id] as number);
-      for (let i = from; i < end; i++) {
-        const entry = items[i] as number;
-        const kind = entry & 3;
-        if (kind === COUNT_ONLY) continue;
-        const slot = entry >> 2;
-        if (seenBy[slot] !== routeId) {
-          seenBy[slot] = routeId;
-          shared[slot] = 0;
-          candidates.push(slot);
-        }
-        if (kind === MATCH) shared[slot] = (shared[slot] as number) + 1;
-      }
-    }
-    // After every slot met was reset: lexemes that count without matching.
-    for (const id of task.keys()) {
-      if (postings.countOnly[id] === 0) continue;
-      const from = postings.entries.start[id] as number;
-      const end = from + (postings.length[id] as number);
-      for (let i = from; i < end; i++) {
-        const entry = items[i] as number;
-        if ((entry & 3) !== COUNT_ONLY) continue;
-        const slot = entry >> 2;
-        if (seenBy[slot] === routeId) shared[slot] = (shared[slot] as number) + 1;
-      }
-    }
-
-    const wanted = [...new Set(query.chains ?? [])];
-    const { chainHits, chainSeenBy } = this;
-    if (wanted.length > 0) {
-      // Chain hits from whichever side is shorter: the chains' postings or the matching slots.
-      // Chains the index does not know cannot be supported.
-      const wantedIds = wanted.map((chain) => chainPostings.get(chain)).filter((id) => id >= 0);
-      const viaPostings =
-        wantedIds.reduce((n, id) => n + (chainPostings.length[id] as number), 0) < candidates.length;
-      if (viaPostings) {
-        const chainItems = chainPostings.entries.data;
-        for (const id of wantedIds) {
-          const from = chainPostings.entries.start[id] as number;
-          const end = from + (chainPostings.length[id] as number);
-          for (let i = from; i < end; i++) {
-            const slot = chainItems[i] as number;
-            if (seenBy[slot] !== routeId) continue;
-            if (chainSeenBy[slot] !== routeId) {
-              chainSeenBy[slot] = routeId;
-              chainHits[slot] = 0;
-            }
-            chainHits[slot] = (chainHits[slot] as number) + 1;
-          }
-        }
-      } else {
-        const entries = this.terms.data;
-        const { start } = this.terms;
-        for (const slot of candidates) {
-          const from = start[slot] as number;
-          const end = from + (this.chainCount[slot] as number);
-          let hits = 0;
-          for (let i = from; i < end; i++) if (wantedIds.includes(entries[i] as number)) hits++;
-          if (hits === 0) continue;
-          chainSeenBy[slot] = routeId;
-          chainHits[slot] = hits;
-        }
-      }
-    }
-
-    const { maxPriceUsd, maxLatencyMs } = query;
-    const terms = taskTerms.length;
-    let total = 0;
-    // The best `limit` so far, best first (a sorted window: limit is at most 100); their skill ids
-    // are read from the text only when two scores tie.
-    const topSlots: number[] = [];
-    const topScores: number[] = [];
-    const topIds: (string | undefined)[] = [];
-    const idAt = (k: number): string => (topIds[k] ??= this.idOf(topSlots[k] as number));
-    for (const slot of candidates) {
-      let chainMatch = 1;
-      if (wanted.length > 0) {
-        if (chainSeenBy[slot] !== routeId) continue;
-        chainMatch = (chainHits[slot] as number) / wanted.length;
-      }
-      total++;
-      const latency = this.avgLatencyMs[slot] as number;
-      const score = weightedScore(
-        (shared[slot] as number) / terms,
-        chainMatch,
-        maxPriceUsd === undefined
-          ? (this.priceFit[slot] as number)
-          : priceFitValue(this.priceUsd[slot] as number, maxPriceUsd),
-        this.reliability[slot] as number,
-        maxLatencyMs === undefined
-          ? (this.latencyFit[slot] as number)
-          : latencyFitValue(Number.isNaN(latency) ? null : latency, maxLatencyMs),
-        this.popularity[slot] as number,
-      );
-      const full = topSlots.length === limit;
-      const last = topSlots.length - 1;
-      const lastScore = topScores[last];
-      if (full && lastScore !== undefined && score < lastScore) continue;
-      let skillId: string | undefined;
-      if (full && score === lastScore && (skillId = this.idOf(slot)) > idAt(last)) continue;
-      let at = topSlots.length;
-      while (at > 0) {
-        const before = topScores[at - 1] as number;
-        if (score < before || (score === before && (skillId ??= this.idOf(slot)) > idAt(at - 1))) break;
-        at--;
-      }
-      topSlots.splice(at, 0, slot);
-      topScores.splice(at, 0, score);
-      topIds.splice(at, 0, skillId);
-      if (topSlots.length > limit) {
-        topSlots.pop();
-        topScores.pop();
-        topIds.pop();
-      }
-    }
-
+    const { postings, chainPostings, terms, columns } = this;
+    const ranked = rankSlots(
+      { postings, chainPostings, terms, columns, idOf: (slot) => this.idOf(slot) },
+      taskTerms,
+      query,
+      limit,
+    );
     const matches: ScoredSkill<CandidateRecord>[] = [];
-    for (const slot of topSlots) {
-      const scored = scoreSkill(this.candidate(slot, task), query, true);
+    for (const slot of ranked.slots) {
+      const scored = scoreSkill(this.candidate(slot, ranked.task), query, true);
       if (scored) matches.push(scored);
     }
-    return { matches, total };
+    return { matches, total: ranked.total };
   }
 
   /**
@@ -452,21 +259,22 @@ export class RoutingIndex {
    * only those in the task (what the reasons name), in the row's order.
    */
   private candidate(slot: number, task: Map<number, string>): CandidateRecord {
+    const { columns } = this;
     const entries = this.terms.data;
     const from = this.terms.start[slot] as number;
-    const chainsEnd = from + (this.chainCount[slot] as number);
+    const chainsEnd = from + (columns.chainCount[slot] as number);
     const chains: string[] = [];
     for (let i = from; i < chainsEnd; i++) chains.push(this.chainPostings.keyOf(entries[i] as number));
     const matchTerms: string[] = [];
-    for (let i = chainsEnd; i < chainsEnd + (this.matchCount[slot] as number); i++) {
+    for (let i = chainsEnd; i < chainsEnd + (columns.matchCount[slot] as number); i++) {
       const term = task.get((entries[i] as number) >> 2);
       if (term !== undefined) matchTerms.push(term);
     }
     let text = this.oddText.get(slot);
     if (!text) {
       const start = this.text.start[slot] as number;
-      const idEnd = start + (this.idBytes[slot] as number);
-      const nameEnd = idEnd + (this.nameBytes[slot] as number);
+      const idEnd = start + (columns.idBytes[slot] as number);
+      const nameEnd = idEnd + (columns.nameBytes[slot] as number);
       const data = this.text.data;
       text = {
         skillId: data.toString('utf8', start, idEnd),
@@ -474,19 +282,19 @@ export class RoutingIndex {
         endpoint: data.toString('utf8', nameEnd, start + (this.text.size[slot] as number)),
       };
     }
-    const latency = this.avgLatencyMs[slot] as number;
+    const latency = columns.avgLatencyMs[slot] as number;
     return {
       skillId: text.skillId,
       name: text.name,
       endpoint: text.endpoint,
       chains,
-      priceUsd: this.priceUsd[slot] as number,
+      priceUsd: columns.priceUsd[slot] as number,
       matchTerms,
-      successRate24h: this.successRate24h[slot] as number,
+      successRate24h: columns.successRate24h[slot] as number,
       avgLatencyMs: Number.isNaN(latency) ? null : latency,
-      calls30d: this.calls30d[slot] as number,
-      ratingSum: this.ratingSum[slot] as number,
-      ratingCount: this.ratingCount[slot] as number,
+      calls30d: columns.calls30d[slot] as number,
+      ratingSum: columns.ratingSum[slot] as number,
+      ratingCount: columns.ratingCount[slot] as number,
     };
   }
 
@@ -501,7 +309,7 @@ export class RoutingIndex {
     const { start, size } = this.terms;
     for (let slot = 0; slot < this.slotCount; slot++) {
       const from = start[slot] as number;
-      const chainsEnd = from + (this.chainCount[slot] as number);
+      const chainsEnd = from + (this.columns.chainCount[slot] as number);
       const end = from + (size[slot] as number);
       for (let i = from; i < chainsEnd; i++) chainPostings.push(entries[i] as number, slot);
       for (let i = chainsEnd; i < end; i++) {
@@ -516,7 +324,7 @@ export class RoutingIndex {
     const odd = this.oddText.get(slot);
     if (odd) return odd.skillId;
     const start = this.text.start[slot] as number;
-    return this.text.data.toString('utf8', start, start + (this.idBytes[slot] as number));
+    return this.text.data.toString('utf8', start, start + (this.columns.idBytes[slot] as number));
   }
 
   /** The slot holding a skill id, or -1. */
@@ -535,29 +343,6 @@ export class RoutingIndex {
   private dropId(skillId: string, slot: number): void {
     if (LONE_SURROGATE.test(skillId)) this.oddIds.delete(skillId);
     else this.ids.delete(slot);
-  }
-
-  private grow(slot: number): void {
-    const f64 = (n: number) => new Float64Array(n);
-    const i32 = (n: number) => new Int32Array(n);
-    this.idBytes = fit(this.idBytes, slot, i32);
-    this.chainCount = fit(this.chainCount, slot, i32);
-    this.matchCount = fit(this.matchCount, slot, i32);
-    this.nameBytes = fit(this.nameBytes, slot, i32);
-    this.priceUsd = fit(this.priceUsd, slot, f64);
-    this.avgLatencyMs = fit(this.avgLatencyMs, slot, f64);
-    this.successRate24h = fit(this.successRate24h, slot, f64);
-    this.calls30d = fit(this.calls30d, slot, f64);
-    this.ratingSum = fit(this.ratingSum, slot, f64);
-    this.ratingCount = fit(this.ratingCount, slot, f64);
-    this.priceFit = fit(this.priceFit, slot, f64);
-    this.latencyFit = fit(this.latencyFit, slot, f64);
-    this.reliability = fit(this.reliability, slot, f64);
-    this.popularity = fit(this.popularity, slot, f64);
-    this.seenBy = fit(this.seenBy, slot, i32);
-    this.shared = fit(this.shared, slot, i32);
-    this.chainHits = fit(this.chainHits, slot, i32);
-    this.chainSeenBy = fit(this.chainSeenBy, slot, i32);
   }
 }
 

@@ -1,0 +1,169 @@
+// The routing index's ranking: the postings walk from the task's lexemes, the chain filter, and the best `limit` slots by score.
+import type { PostingTable, SlotArena } from './routing-index-storage';
+import { COUNT_ONLY, MATCH, type SlotColumns } from './routing-index-slots';
+import { latencyFitValue, priceFitValue, weightedScore, type RouteQuery } from './scoring';
+
+/** What a route reads of a {@link RoutingIndex} (its postings filled). */
+export interface RankingSource {
+  postings: PostingTable;
+  chainPostings: PostingTable;
+  /** Each slot's chain numbers, then its lexeme entries (`termId << 2 | kind`). */
+  terms: SlotArena<Int32Array>;
+  columns: SlotColumns;
+  /** The skill id of a slot in use (read only when two scores tie). */
+  idOf: (slot: number) => string;
+}
+
+/** The best slots of a route, best first, and what explaining them needs. */
+export interface RankedSlots {
+  /** At most `limit` slots, by score descending, then skill id ascending. */
+  slots: number[];
+  /** Slots sharing a lexeme with the task and passing the chain filter. */
+  total: number;
+  /** The task's lexemes the index knows, by posting number. */
+  task: Map<number, string>;
+}
+
+/**
+ * Ranks the slots for a route: walks the postings of the task's lexemes (marking each slot it meets
+ * and counting its shared capability and description lexemes), keeps the slots holding a wanted
+ * chain, and scores them with the same factor functions and {@link weightedScore} as the SQL
+ * ranking (README, "Routing and the score"), touching only typed arrays.
+ * @param taskTerms the task's distinct lexemes (at least one)
+ * @param limit how many slots to keep (at least one; at most 100 keeps the sorted window cheap)
+ */
+export function rankSlots(
+  index: RankingSource,
+  taskTerms: string[],
+  query: RouteQuery,
+  limit: number,
+): RankedSlots {
+  const { postings, chainPostings, columns } = index;
+  const routeId = columns.nextRoute();
+  const { seenBy, shared } = columns;
+  const candidates: number[] = [];
+  const items = postings.entries.data;
+  const task = new Map<number, string>();
+  for (const term of taskTerms) {
+    const id = postings.get(term);
+    if (id < 0) continue;
+    task.set(id, term);
+    const from = postings.entries.start[id] as number;
+    const end = from + (postings.length[id] as number);
+    for (let i = from; i < end; i++) {
+      const entry = items[i] as number;
+      const kind = entry & 3;
+      if (kind === COUNT_ONLY) continue;
+      const slot = entry >> 2;
+      if (seenBy[slot] !== routeId) {
+        seenBy[slot] = routeId;
+        shared[slot] = 0;
+        candidates.push(slot);
+      }
+      if (kind === MATCH) shared[slot] = (shared[slot] as number) + 1;
+    }
+  }
+  // After every slot met was reset: lexemes that count without matching.
+  for (const id of task.keys()) {
+    if (postings.countOnly[id] === 0) continue;
+    const from = postings.entries.start[id] as number;
+    const end = from + (postings.length[id] as number);
+    for (let i = from; i < end; i++) {
+      const entry = items[i] as number;
+      if ((entry & 3) !== COUNT_ONLY) continue;
+      const slot = entry >> 2;
+      if (seenBy[slot] === routeId) shared[slot] = (shared[slot] as number) + 1;
+    }
+  }
+
+  const wanted = [...new Set(query.chains ?? [])];
+  const { chainHits, chainSeenBy } = columns;
+  if (wanted.length > 0) {
+    // Chain hits from whichever side is shorter: the chains' postings or the matching slots.
+    // Chains the index does not know cannot be supported.
+    const wantedIds = wanted.map((chain) => chainPostings.get(chain)).filter((id) => id >= 0);
+    const viaPostings =
+      wantedIds.reduce((n, id) => n + (chainPostings.length[id] as number), 0) < candidates.length;
+    if (viaPostings) {
+      const chainItems = chainPostings.entries.data;
+      for (const id of wantedIds) {
+        const from = chainPostings.entries.start[id] as number;
+        const end = from + (chainPostings.length[id] as number);
+        for (let i = from; i < end; i++) {
+          const slot = chainItems[i] as number;
+          if (seenBy[slot] !== routeId) continue;
+          if (chainSeenBy[slot] !== routeId) {
+            chainSeenBy[slot] = routeId;
+            chainHits[slot] = 0;
+          }
+          chainHits[slot] = (chainHits[slot] as number) + 1;
+        }
+      }
+    } else {
+      const entries = index.terms.data;
+      const { start } = index.terms;
+      for (const slot of candidates) {
+        const from = start[slot] as number;
+        const end = from + (columns.chainCount[slot] as number);
+        let hits = 0;
+        for (let i = from; i < end; i++) if (wantedIds.includes(entries[i] as number)) hits++;
+        if (hits === 0) continue;
+        chainSeenBy[slot] = routeId;
+        chainHits[slot] = hits;
+      }
+    }
+  }
+
+  const { maxPriceUsd, maxLatencyMs } = query;
+  const { avgLatencyMs, priceFit, priceUsd, reliability, latencyFit, popularity } = columns;
+  const terms = taskTerms.length;
+  let total = 0;
+  // The best `limit` so far, best first (a sorted window: limit is at most 100); their skill ids
+  // are read from the text only when two scores tie.
+  const topSlots: number[] = [];
+  const topScores: number[] = [];
+  const topIds: (string | undefined)[] = [];
+  const idAt = (k: number): string => (topIds[k] ??= index.idOf(topSlots[k] as number));
+  for (const slot of candidates) {
+    let chainMatch = 1;
+    if (wanted.length > 0) {
+      if (chainSeenBy[slot] !== routeId) continue;
+      chainMatch = (chainHits[slot] as number) / wanted.length;
+    }
+    total++;
+    const latency = avgLatencyMs[slot] as number;
+    const score = weightedScore(
+      (shared[slot] as number) / terms,
+      chainMatch,
+      maxPriceUsd === undefined
+        ? (priceFit[slot] as number)
+        : priceFitValue(priceUsd[slot] as number, maxPriceUsd),
+      reliability[slot] as number,
+      maxLatencyMs === undefined
+        ? (latencyFit[slot] as number)
+        : latencyFitValue(Number.isNaN(latency) ? null : latency, maxLatencyMs),
+      popularity[slot] as number,
+    );
+    const full = topSlots.length === limit;
+    const last = topSlots.length - 1;
+    const lastScore = topScores[last];
+    if (full && lastScore !== undefined && score < lastScore) continue;
+    let skillId: string | undefined;
+    if (full && score === lastScore && (skillId = index.idOf(slot)) > idAt(last)) continue;
+    let at = topSlots.length;
+    while (at > 0) {
+      const before = topScores[at - 1] as number;
+      if (score < before || (score === before && (skillId ??= index.idOf(slot)) > idAt(at - 1))) break;
+      at--;
+    }
+    topSlots.splice(at, 0, slot);
+    topScores.splice(at, 0, score);
+    topIds.splice(at, 0, skillId);
+    if (topSlots.length > limit) {
+      topSlots.pop();
+      topScores.pop();
+      topIds.pop();
+    }
+  }
+  return { slots: topSlots, total, task };
+}
