@@ -212,3 +212,16 @@ describe('the devnet mint and merchant token account', () => {
     }
   });
 });
+
+describe('the fast-path switches', () => {
+  const SWITCHES = ['X402_HOT_PATH', 'X402_DEFER_VERIFIED_MARK', 'REPORT_CACHE'] as const;
+
+  it('When a switch is unset or blank, then its fast path is on; false, 0 or no turns it off; another value is refused naming it', () => {
+    for (const name of SWITCHES) {
+      expect(loadConfig(buildEnv())[name]).toBe(true);
+      expect(loadConfig(buildEnv({ [name]: ' ' }))[name]).toBe(true);
+      for (const off of ['false', '0', 'no']) expect(loadConfig(buildEnv({ [name]: off }))[name]).toBe(false);
+      expect(refusal(buildEnv({ [name]: 'off' })).problems).toEqual([expect.stringMatching(`^${name}: `)]);
+    }
+  });
+});

@@ -1,4 +1,5 @@
 import { Error402, GapsResponse } from '@repo/schemas';
+import { waitFor } from '@repo/queue/testing';
 import { decodePaymentResponse } from '@repo/x402-core';
 import { buildReport, startHarness, type Harness } from './support/harness';
 
@@ -38,6 +39,14 @@ describe.each<[string, string, Record<string, string>]>([
     await h.reports.importReport(buildReport(), 'import');
   });
   afterAll(() => h.close());
+
+  it('When the service started, then each fast path is on or off as its switch says', async () => {
+    expect(h.service.http === h.service.app).toBe(!h.config.X402_HOT_PATH);
+    expect(h.service.loops.some((loop) => loop.name === 'report-watermark')).toBe(h.config.REPORT_CACHE);
+    if (h.config.REPORT_CACHE)
+      await waitFor('the report listener to start', async () => h.service.reports.cachingOn, 10_000);
+    else expect(h.service.reports.cachingOn).toBe(false);
+  });
 
   describe('Data API: the 402 challenge', () => {
     it('When the same URL is asked twice without payment, then the second 402 has the first one’s bytes but its own request id', async () => {
