@@ -1,7 +1,12 @@
 // The routing index's ranking: the postings walk from the task's lexemes, the chain filter, and the best `limit` slots by score.
 import type { PostingTable, SlotArena } from './routing-index-storage';
-import { COUNT_ONLY, MATCH, type SlotColumns } from './routing-index-slots';
+import { COUNT_ONLY as COUNT_ONLY_KIND, MATCH as MATCH_KIND, type SlotColumns } from './routing-index-slots';
 import { latencyFitValue, priceFitValue, weightedScore, type RouteQuery } from './scoring';
+
+// Module constants, not imported bindings, in the postings walk: a bound import is read through the
+// module's exports at every comparison (a getter under the test and bench loaders).
+const MATCH = MATCH_KIND;
+const COUNT_ONLY = COUNT_ONLY_KIND;
 
 /** What a route reads of a {@link RoutingIndex} (its postings filled). */
 export interface RankingSource {
