@@ -1,6 +1,8 @@
 import { cpSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { applyMigrations } from './apply';
+import { resetDatabase } from './database';
 
 /**
  * The migration folder names of a Prisma migrations directory, in the order they are applied (for
@@ -33,4 +35,18 @@ export function schemaLogLines(output: string): Array<Record<string, unknown>> {
     .filter((line) => line.startsWith('{'))
     .map((line) => JSON.parse(line) as Record<string, unknown>)
     .filter((line) => line.check === 'schema');
+}
+
+/**
+ * Drops and creates the database at `databaseUrl`, then applies the migrations of `migrationsDir`
+ * without logging: a fresh schema for a test suite.
+ * @throws Error when PostgreSQL refuses the reset or a migration fails
+ */
+export async function resetAndMigrate(databaseUrl: string, migrationsDir: string): Promise<void> {
+  await resetDatabase(databaseUrl);
+  await applyMigrations({
+    databaseUrl,
+    migrationsDir,
+    log: { info: () => undefined, warn: () => undefined },
+  });
 }

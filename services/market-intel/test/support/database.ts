@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { applyMigrations, resetDatabase } from '@repo/db-migrate';
+import { resetAndMigrate } from '@repo/db-migrate/testing';
 import { testDatabaseUrl } from '@repo/service-kit/testing';
 import { openDatabase } from '../../src/data/prisma';
 
@@ -10,11 +10,6 @@ import { openDatabase } from '../../src/data/prisma';
  */
 export async function openMigratedDatabase(dbName: string): Promise<ReturnType<typeof openDatabase>> {
   const databaseUrl = testDatabaseUrl(dbName);
-  await resetDatabase(databaseUrl);
-  await applyMigrations({
-    databaseUrl,
-    migrationsDir: path.join(__dirname, '../../prisma/migrations'),
-    log: { info: () => undefined, warn: () => undefined },
-  });
+  await resetAndMigrate(databaseUrl, path.join(__dirname, '../../prisma/migrations'));
   return openDatabase(databaseUrl, 4);
 }

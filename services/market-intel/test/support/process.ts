@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import path from 'node:path';
 import { Keypair } from '@solana/web3.js';
-import { applyMigrations, resetDatabase } from '@repo/db-migrate';
+import { resetAndMigrate } from '@repo/db-migrate/testing';
 import { resetVhost } from '@repo/queue/testing';
 import {
   runScoped,
@@ -87,12 +87,10 @@ export async function spawnProxiedMarketIntel(
 ): Promise<ProxiedMarketIntel> {
   const vhost = runScoped(name);
   const databaseUrl = testDatabaseUrl(name);
-  await resetDatabase(databaseUrl);
-  await applyMigrations({
+  await resetAndMigrate(
     databaseUrl,
-    migrationsDir: options.migrationsDir ?? path.join(__dirname, '../../prisma/migrations'),
-    log: { info: () => undefined, warn: () => undefined },
-  });
+    options.migrationsDir ?? path.join(__dirname, '../../prisma/migrations'),
+  );
   const amqpUrl = await resetVhost(vhost);
   const pg = await TcpProxy.forUrl(databaseUrl, 5432);
   const amqp = await TcpProxy.forUrl(amqpUrl, 5672);

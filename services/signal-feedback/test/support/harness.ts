@@ -1,6 +1,6 @@
 import path from 'node:path';
 import request from 'supertest';
-import { applyMigrations, resetDatabase } from '@repo/db-migrate';
+import { resetAndMigrate } from '@repo/db-migrate/testing';
 import { startService } from '@repo/service-kit';
 import { testDatabaseUrl } from '@repo/service-kit/testing';
 import { compose, type ComposeOverrides, type SignalFeedbackService } from '../../src/composition';
@@ -24,12 +24,7 @@ export interface Harness {
 /** Resets and migrates this run's database `dbName` (`runScoped`); returns its URL. */
 export async function freshDatabase(dbName: string): Promise<string> {
   const databaseUrl = testDatabaseUrl(dbName);
-  await resetDatabase(databaseUrl);
-  await applyMigrations({
-    databaseUrl,
-    migrationsDir: path.join(__dirname, '../../prisma/migrations'),
-    log: { info: () => undefined, warn: () => undefined },
-  });
+  await resetAndMigrate(databaseUrl, path.join(__dirname, '../../prisma/migrations'));
   return databaseUrl;
 }
 
