@@ -1,0 +1,83 @@
+// Proposals: the list under the status filter, each with its evidence and the status changes it allows.
+import { api, state } from './api.js';
+import { $, el, fillList } from './dom.js';
+import { deploymentsBlock } from './deployments.js';
+import { flash, guarded } from './session.js';
+
+export async function refreshProposals() {
+  const status = $('proposal-filter').value;
+  state.proposals = await api('GET', '/api/proposals' + (status ? `?status=${status}` : ''));
+  renderProposals();
+}
+
+const NEXT = {
+  pending: ['approved', 'rejected', 'deferred'],
+  deferred: ['pending', 'approved', 'rejected'],
+  approved: [],
+  rejected: [],
+};
+const VERB = { approved: 'Approve', rejected: 'Reject', deferred: 'Defer', pending: 'Back to pending' };
+
+function renderProposals() {
+  const contextName = (id) => (state.contexts.find((c) => c.id === id) || {}).name || 'context';
+  fillList($('proposals'), state.proposals, 'No proposals yet. Send signals, then analyze.', (p) =>
+    el(
+      'li',
+      { class: 'proposal', dataset: { proposalId: p.id, status: p.status } },
+      el(
+        'header',
+        {},
+        el(
+          'span',
+          {},
+          el('span', { class: 'score' }, p.priority_score.toFixed(1)),
+          ' · ',
+          el('strong', {}, contextName(p.context_id)),
+          el(
+            'span',
+            { class: 'meta' },
+            ` · ${p.signal_count} signals · ${new Date(p.created_at).toLocaleString()}`,
+          ),
+        ),
+        el('span', { class: 'status ' + p.status }, p.status),
+      ),
+      el(
+        'dl',
+        {},
+        el('dt', {}, 'Diagnosis'),
+        el('dd', {}, p.diagnosis),
+        el('dt', {}, 'Evidence'),
+        el('dd', {}, p.evidence_summary),
+        el('dt', {}, 'Current state'),
+        el('dd', {}, p.current_state),
+        el('dt', {}, 'Proposed change'),
+        el('dd', {}, p.proposed_change),
+        el('dt', {}, 'Predicted impact'),
+        el('dd', {}, p.predicted_impact),
+      ),
+      deploymentsBlock(p),
+      el(
+        'div',
+        { class: 'row' },
+        ...NEXT[p.status].map((to) =>
+          el(
+            'button',
+            {
+              type: 'button',
+              class: to === 'rejected' ? 'danger small' : to === 'approved' ? 'small' : 'secondary small',
+              dataset: { action: to },
+              onclick: () => guarded(() => changeStatus(p, to)),
+            },
+            VERB[to],
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+async function changeStatus(p, to) {
+  await api('PATCH', `/api/proposals/${encodeURIComponent(p.id)}`, { status: to });
+  flash(`Proposal ${to === 'pending' ? 'moved back to pending' : to}.`);
+  await refreshProposals();
+}
