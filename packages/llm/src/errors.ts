@@ -7,6 +7,21 @@
  */
 export type UpstreamErrorClass = 'upstream' | 'config' | 'output' | 'request';
 
+/** Which upstream failed: the LLM endpoint or a search provider. */
+export type Upstream = 'llm' | 'search';
+
+/**
+ * Whether the same call may succeed later, by {@link UpstreamErrorClass}: only an `upstream` failure
+ * passes (requeue with backoff); credentials, a refused request or an invalid answer fail the same way
+ * again.
+ */
+const TRANSIENT: Readonly<Record<UpstreamErrorClass, boolean>> = {
+  upstream: true,
+  config: false,
+  output: false,
+  request: false,
+};
+
 /** Options shared by the error constructors. */
 interface UpstreamErrorOptions {
   /** The underlying error (SDK error, fetch error, zod error), kept for logs. */
@@ -17,65 +32,78 @@ interface UpstreamErrorOptions {
 
 /**
  * Base class of every error this package throws on purpose. `transient` tells a job runner whether
- * the same call may succeed later (requeue with backoff) or never will (fail the job).
+ * the same call may succeed later (requeue with backoff) or never will (fail the job); it follows
+ * from the error class.
  */
 export abstract class UpstreamError extends Error {
   /** The error class, see {@link UpstreamErrorClass}. */
-  abstract readonly errorClass: UpstreamErrorClass;
+  readonly errorClass: UpstreamErrorClass;
   /** `true` when retrying the same call later can succeed. */
-  abstract readonly transient: boolean;
+  readonly transient: boolean;
   /** Which upstream failed: `llm` or `search`. */
-  readonly upstream: 'llm' | 'search';
+  readonly upstream: Upstream;
   /** The HTTP status the upstream answered with, or `undefined` when there was no answer. */
   readonly status: number | undefined;
 
-  protected constructor(upstream: 'llm' | 'search', message: string, options: UpstreamErrorOptions = {}) {
+  protected constructor(
+    upstream: Upstream,
+    errorClass: UpstreamErrorClass,
+    message: string,
+    options: UpstreamErrorOptions = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.upstream = upstream;
     this.status = options.status;
+    this.errorClass = errorClass;
+    this.transient = TRANSIENT[errorClass];
   }
+}
+
+/**
+ * The base of the errors of one upstream and one error class: its constructor takes the message
+ * (what failed, without secrets) and the options (cause and HTTP status).
+ * @param upstream which upstream the errors are about
+ * @param errorClass their class, which decides `transient`
+ */
+function upstreamErrorOf<C extends UpstreamErrorClass>(
+  upstream: Upstream,
+  errorClass: C,
+): abstract new (
+  message: string,
+  options?: UpstreamErrorOptions,
+) => UpstreamError & { readonly errorClass: C } {
+  abstract class ClassifiedError extends UpstreamError {
+    declare readonly errorClass: C;
+    /** @param message what failed, without secrets @param options cause and HTTP status */
+    constructor(message: string, options: UpstreamErrorOptions = {}) {
+      super(upstream, errorClass, message, options);
+    }
+  }
+  return ClassifiedError;
 }
 
 /**
  * The LLM endpoint could not be reached, timed out, rate-limited us (429) or failed (5xx) after the
  * SDK's own retries. Transient: retry the step later.
  */
-export class LlmUnavailableError extends UpstreamError {
+export class LlmUnavailableError extends upstreamErrorOf('llm', 'upstream') {
   override readonly name = 'LlmUnavailableError';
-  readonly errorClass = 'upstream' as const;
-  readonly transient = true;
-  /** @param message what failed, without secrets @param options cause and HTTP status */
-  constructor(message: string, options: UpstreamErrorOptions = {}) {
-    super('llm', message, options);
-  }
 }
 
 /**
  * The LLM endpoint rejected our credentials (401/403) or does not know the model or path (404).
  * Permanent until an operator fixes `LLM_BASE_URL`, `LLM_API_KEY` or `LLM_MODEL`.
  */
-export class LlmConfigError extends UpstreamError {
+export class LlmConfigError extends upstreamErrorOf('llm', 'config') {
   override readonly name = 'LlmConfigError';
-  readonly errorClass = 'config' as const;
-  readonly transient = false;
-  /** @param message what failed, without secrets @param options cause and HTTP status */
-  constructor(message: string, options: UpstreamErrorOptions = {}) {
-    super('llm', message, options);
-  }
 }
 
 /**
  * The LLM refused the request itself (400, 413, 422: context too long, unsupported parameter).
  * Permanent: the same request fails again.
  */
-export class LlmRequestError extends UpstreamError {
+export class LlmRequestError extends upstreamErrorOf('llm', 'request') {
   override readonly name = 'LlmRequestError';
-  readonly errorClass = 'request' as const;
-  readonly transient = false;
-  /** @param message what failed @param options cause and HTTP status */
-  constructor(message: string, options: UpstreamErrorOptions = {}) {
-    super('llm', message, options);
-  }
 }
 
 /**
@@ -83,10 +111,8 @@ export class LlmRequestError extends UpstreamError {
  * repair turn(s). Permanent for this call. `task` names the call, `issues` are the last zod issues
  * (or the JSON parse error), `attempts` counts the completions requested.
  */
-export class LlmOutputError extends UpstreamError {
+export class LlmOutputError extends upstreamErrorOf('llm', 'output') {
   override readonly name = 'LlmOutputError';
-  readonly errorClass = 'output' as const;
-  readonly transient = false;
   /** The task name of the failed call, e.g. `prove_vote_analyst`. */
   readonly task: string;
   /** Human-readable problems with the last answer, one per issue. */
@@ -100,7 +126,6 @@ export class LlmOutputError extends UpstreamError {
    */
   constructor(task: string, issues: string[], attempts: number) {
     super(
-      'llm',
       `${task}: the model's output stayed invalid after ${attempts} attempt(s): ${issues.slice(0, 5).join('; ')}`,
     );
     this.task = task;
@@ -110,28 +135,16 @@ export class LlmOutputError extends UpstreamError {
 }
 
 /** A search provider could not be reached, timed out, rate-limited us or failed (5xx). Transient. */
-export class SearchUnavailableError extends UpstreamError {
+export class SearchUnavailableError extends upstreamErrorOf('search', 'upstream') {
   override readonly name = 'SearchUnavailableError';
-  readonly errorClass = 'upstream' as const;
-  readonly transient = true;
-  /** @param message what failed @param options cause and HTTP status */
-  constructor(message: string, options: UpstreamErrorOptions = {}) {
-    super('search', message, options);
-  }
 }
 
 /**
  * A search provider rejected our credentials or configuration (401/403, e.g. SearXNG without the
  * `json` output format enabled, or an invalid Tavily key). Permanent until an operator fixes it.
  */
-export class SearchConfigError extends UpstreamError {
+export class SearchConfigError extends upstreamErrorOf('search', 'config') {
   override readonly name = 'SearchConfigError';
-  readonly errorClass = 'config' as const;
-  readonly transient = false;
-  /** @param message what failed @param options cause and HTTP status */
-  constructor(message: string, options: UpstreamErrorOptions = {}) {
-    super('search', message, options);
-  }
 }
 
 /**

@@ -84,7 +84,11 @@ export async function boundedFetch(
  * -> {@link SearchUnavailableError}.
  * @param provider provider name @param response the response @param configHint what to fix on 401/403
  */
-export function statusError(provider: string, response: BoundedResponse, configHint: string): Error {
+export function statusError(
+  provider: string,
+  response: BoundedResponse,
+  configHint: string,
+): SearchConfigError | SearchUnavailableError {
   const detail = `${provider}: the search endpoint answered ${response.status}`;
   if (response.status === 401 || response.status === 403)
     return new SearchConfigError(`${detail} (${configHint})`, { status: response.status });
@@ -149,20 +153,63 @@ export function normaliseResults(raw: unknown, snippetKey: string, limit: number
   return out;
 }
 
+/** How the providers' requests are made: the provider's name for messages, the deadline, what to fix on 401/403. */
+export interface ProviderEndpoint {
+  /** Provider name, e.g. `searxng`. */
+  provider: string;
+  /** Deadline of one request, in milliseconds. */
+  timeoutMs: number;
+  /** What an operator should fix when the provider answers 401/403. */
+  configHint: string;
+}
+
 /**
- * A provider's health from its probe answer: healthy when `healthy`, else the status error, classed
- * `config` for 401/403 (credentials) and `upstream` otherwise.
+ * Runs one search request whose answer is `{ results: [{ title, url, content }] }` (SearXNG's and
+ * Tavily's shape) and returns the hits, normalised by {@link normaliseResults}.
+ * @param endpoint the provider @param url the request URL @param init fetch options
+ * @param limit the most hits returned (already clamped)
+ * @throws {SearchConfigError} on 401/403
+ * @throws {SearchUnavailableError} network error, timeout, another non-2xx status, or an answer that
+ * is not JSON or has no `results` array
  */
-export function probeResult(
-  provider: string,
-  response: BoundedResponse,
-  healthy: boolean,
-  configHint: string,
-): SearchProbeResult {
-  if (healthy) return { ok: true, error: null, errorClass: null };
-  return {
-    ok: false,
-    error: statusError(provider, response, configHint).message,
-    errorClass: response.status === 401 || response.status === 403 ? 'config' : 'upstream',
-  };
+export async function fetchResults(
+  endpoint: ProviderEndpoint,
+  url: string,
+  init: RequestInit,
+  limit: number,
+): Promise<SearchResult[]> {
+  const { provider, timeoutMs, configHint } = endpoint;
+  const response = await boundedFetch(provider, url, init, timeoutMs);
+  if (response.status < 200 || response.status >= 300) throw statusError(provider, response, configHint);
+  const body = parseJsonBody(provider, response);
+  if (typeof body !== 'object' || body === null || !Array.isArray((body as { results?: unknown }).results)) {
+    throw new SearchUnavailableError(`${provider}: the answer has no results array`, {
+      status: response.status,
+    });
+  }
+  return normaliseResults((body as { results: unknown }).results, 'content', limit);
+}
+
+/**
+ * Probes a provider with one request: healthy when `healthy(status)`; otherwise the
+ * {@link statusError}'s message, classed `config` for 401/403 (credentials) and `upstream` for any
+ * other status, a network error or a timeout. Never throws.
+ * @param endpoint the provider @param url the probe URL @param init fetch options
+ * @param healthy which answer statuses mean healthy
+ */
+export async function probeEndpoint(
+  endpoint: ProviderEndpoint,
+  url: string,
+  init: RequestInit,
+  healthy: (status: number) => boolean,
+): Promise<SearchProbeResult> {
+  const { provider, timeoutMs, configHint } = endpoint;
+  try {
+    const response = await boundedFetch(provider, url, init, timeoutMs);
+    if (healthy(response.status)) return { ok: true, error: null, errorClass: null };
+    const error = statusError(provider, response, configHint);
+    return { ok: false, error: error.message, errorClass: error.errorClass };
+  } catch (error) {
+    return { ok: false, error: (error as Error).message, errorClass: 'upstream' };
+  }
 }

@@ -1,5 +1,4 @@
-import { SearchUnavailableError } from '../errors';
-import { boundedFetch, clampLimit, normaliseResults, parseJsonBody, probeResult, statusError } from './http';
+import { clampLimit, fetchResults, probeEndpoint, type ProviderEndpoint } from './http';
 import type { SearchOptions, SearchProbeResult, SearchProvider, SearchResult } from './types';
 
 /** Options of {@link createSearxngProvider}. */
@@ -12,7 +11,7 @@ export interface SearxngOptions {
 
 const CONFIG_HINT = 'enable the json output format: search.formats in settings.yml must list json';
 
-function endpoint(baseUrl: string, query: string): string {
+function searchUrl(baseUrl: string, query: string): string {
   const url = new URL(baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`);
   const search = new URL('search', url);
   search.searchParams.set('q', query);
@@ -32,44 +31,32 @@ function endpoint(baseUrl: string, query: string): string {
  * @param options instance URL and timeout
  */
 export function createSearxngProvider(options: SearxngOptions): SearchProvider {
-  const timeoutMs = options.timeoutMs ?? 10_000;
+  const endpoint: ProviderEndpoint = {
+    provider: 'searxng',
+    timeoutMs: options.timeoutMs ?? 10_000,
+    configHint: CONFIG_HINT,
+  };
   const headers = { accept: 'application/json' };
   return {
     name: 'searxng',
     async search(query: string, searchOptions: SearchOptions = {}): Promise<SearchResult[]> {
       const q = query.trim();
       if (!q) return [];
-      const response = await boundedFetch('searxng', endpoint(options.baseUrl, q), { headers }, timeoutMs);
-      if (response.status < 200 || response.status >= 300)
-        throw statusError('searxng', response, CONFIG_HINT);
-      const body = parseJsonBody('searxng', response);
-      if (
-        typeof body !== 'object' ||
-        body === null ||
-        !Array.isArray((body as { results?: unknown }).results)
-      ) {
-        throw new SearchUnavailableError('searxng: the answer has no results array', {
-          status: response.status,
-        });
-      }
-      return normaliseResults(
-        (body as { results: unknown }).results,
-        'content',
+      return fetchResults(
+        endpoint,
+        searchUrl(options.baseUrl, q),
+        { headers },
         clampLimit(searchOptions.limit),
       );
     },
-    async probe(): Promise<SearchProbeResult> {
-      try {
-        const response = await boundedFetch('searxng', endpoint(options.baseUrl, ''), { headers }, timeoutMs);
-        return probeResult(
-          'searxng',
-          response,
-          response.status === 400 || (response.status >= 200 && response.status < 300),
-          CONFIG_HINT,
-        );
-      } catch (error) {
-        return { ok: false, error: (error as Error).message, errorClass: 'upstream' };
-      }
+    probe(): Promise<SearchProbeResult> {
+      // 400 is SearXNG's "No query": the json format is enabled.
+      return probeEndpoint(
+        endpoint,
+        searchUrl(options.baseUrl, ''),
+        { headers },
+        (status) => status === 400 || (status >= 200 && status < 300),
+      );
     },
   };
 }

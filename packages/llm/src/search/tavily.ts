@@ -1,5 +1,5 @@
-import { SearchConfigError, SearchUnavailableError } from '../errors';
-import { boundedFetch, clampLimit, normaliseResults, parseJsonBody, probeResult, statusError } from './http';
+import { SearchConfigError } from '../errors';
+import { clampLimit, fetchResults, probeEndpoint, type ProviderEndpoint } from './http';
 import type { SearchOptions, SearchProbeResult, SearchProvider, SearchResult } from './types';
 
 /** Options of {@link createTavilyProvider}. */
@@ -26,7 +26,11 @@ const CONFIG_HINT = 'check TAVILY_API_KEY';
 export function createTavilyProvider(options: TavilyOptions): SearchProvider {
   if (!options.apiKey) throw new SearchConfigError('tavily: an API key is required');
   const baseUrl = (options.baseUrl ?? 'https://api.tavily.com').replace(/\/+$/, '');
-  const timeoutMs = options.timeoutMs ?? 15_000;
+  const endpoint: ProviderEndpoint = {
+    provider: 'tavily',
+    timeoutMs: options.timeoutMs ?? 15_000,
+    configHint: CONFIG_HINT,
+  };
   const headers = {
     accept: 'application/json',
     'content-type': 'application/json',
@@ -39,32 +43,15 @@ export function createTavilyProvider(options: TavilyOptions): SearchProvider {
       if (!q) return [];
       const limit = clampLimit(searchOptions.limit);
       const body = JSON.stringify({ query: q.slice(0, 400), max_results: limit, search_depth: 'basic' });
-      const response = await boundedFetch(
-        'tavily',
-        `${baseUrl}/search`,
-        { method: 'POST', headers, body },
-        timeoutMs,
-      );
-      if (response.status < 200 || response.status >= 300) throw statusError('tavily', response, CONFIG_HINT);
-      const parsed = parseJsonBody('tavily', response);
-      if (
-        typeof parsed !== 'object' ||
-        parsed === null ||
-        !Array.isArray((parsed as { results?: unknown }).results)
-      ) {
-        throw new SearchUnavailableError('tavily: the answer has no results array', {
-          status: response.status,
-        });
-      }
-      return normaliseResults((parsed as { results: unknown }).results, 'content', limit);
+      return fetchResults(endpoint, `${baseUrl}/search`, { method: 'POST', headers, body }, limit);
     },
-    async probe(): Promise<SearchProbeResult> {
-      try {
-        const response = await boundedFetch('tavily', `${baseUrl}/usage`, { headers }, timeoutMs);
-        return probeResult('tavily', response, response.status >= 200 && response.status < 300, CONFIG_HINT);
-      } catch (error) {
-        return { ok: false, error: (error as Error).message, errorClass: 'upstream' };
-      }
+    probe(): Promise<SearchProbeResult> {
+      return probeEndpoint(
+        endpoint,
+        `${baseUrl}/usage`,
+        { headers },
+        (status) => status >= 200 && status < 300,
+      );
     },
   };
 }
