@@ -61,6 +61,7 @@ export {
 export {
   BriefArticle,
   BriefStats,
+  DroppedItems,
   CrossSignal,
   FeedSource,
   HN_SEARCH_BASE_URL,

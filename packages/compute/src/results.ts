@@ -301,12 +301,17 @@ const ProveCommon = {
   proveSessionId: z.uuid(),
 };
 
+/** Fields of a result the panel voted on (approved or rejected): the six votes and their tally. */
+const ProveVoted = {
+  votes: z.array(PanelVote).length(6),
+  vote_counts: VoteCounts,
+};
+
 /** APPROVED or CONDITIONAL_APPROVED: execution roadmap + Lean Canvas. */
 export const ProveApprovedResult = z.strictObject({
   verdict: z.enum(['APPROVED', 'CONDITIONAL_APPROVED']),
   report: z.strictObject({ output: ExecutionRoadmap, summary: LeanCanvas, pivot_report: z.null() }),
-  votes: z.array(PanelVote).length(6),
-  vote_counts: VoteCounts,
+  ...ProveVoted,
   ...ProveCommon,
 });
 
@@ -314,8 +319,7 @@ export const ProveApprovedResult = z.strictObject({
 export const ProveRejectedResult = z.strictObject({
   verdict: z.literal('REJECTED'),
   report: z.strictObject({ output: KillBrief, summary: DecisionBrief, pivot_report: z.null() }),
-  votes: z.array(PanelVote).length(6),
-  vote_counts: VoteCounts,
+  ...ProveVoted,
   ...ProveCommon,
 });
 

@@ -21,6 +21,9 @@ export const SCOUT_WINDOW_MAX_ITEMS = 150;
 /** Default base URL of the Hacker News search API (Algolia). */
 export const HN_SEARCH_BASE_URL = 'https://hn.algolia.com/api/v1';
 
+/** A count of things (sources, items, trends ...): a whole number, 0 or more. */
+const Count = z.number().int().nonnegative();
+
 /** A source id: lowercase letters, digits and dashes, unique within its sector. */
 const SourceId = z
   .string()
@@ -75,8 +78,8 @@ export type SourceValidators = z.infer<typeof SourceValidators>;
 /** Another sector's latest figures, for the brief's sector heatmap and cross signals. */
 export const PeerSector = z.strictObject({
   sector: z.string(),
-  gaps_count: z.number().int().nonnegative(),
-  pain_mentions: z.number().int().nonnegative(),
+  gaps_count: Count,
+  pain_mentions: Count,
   top_keywords: z.array(z.string()),
 });
 export type PeerSector = z.infer<typeof PeerSector>;
@@ -131,24 +134,24 @@ export const SourceReport = z.strictObject({
   status: z.enum(['ok', 'not_modified', 'failed']),
   httpStatus: z.number().int().nullable(),
   error: z.string().nullable(),
-  items: z.number().int().nonnegative(),
-  kept: z.number().int().nonnegative(),
-  durationMs: z.number().int().nonnegative(),
+  items: Count,
+  kept: Count,
+  durationMs: Count,
   validators: SourceValidators,
 });
 export type SourceReport = z.infer<typeof SourceReport>;
 
 /** `DailyBrief.stats` of a scan: counts of what the scan saw and produced. */
 export const BriefStats = z.strictObject({
-  sources: z.number().int().nonnegative(),
-  sources_failed: z.number().int().nonnegative(),
-  items_analysed: z.number().int().nonnegative(),
-  new_items: z.number().int().nonnegative(),
-  articles: z.number().int().nonnegative(),
-  discussions: z.number().int().nonnegative(),
-  trends: z.number().int().nonnegative(),
-  pain_clusters: z.number().int().nonnegative(),
-  gaps: z.number().int().nonnegative(),
+  sources: Count,
+  sources_failed: Count,
+  items_analysed: Count,
+  new_items: Count,
+  articles: Count,
+  discussions: Count,
+  trends: Count,
+  pain_clusters: Count,
+  gaps: Count,
 });
 export type BriefStats = z.infer<typeof BriefStats>;
 
@@ -167,8 +170,8 @@ export type BriefArticle = z.infer<typeof BriefArticle>;
  * relative to the hottest sector of the map.
  */
 export const SectorHeat = z.strictObject({
-  gaps_count: z.number().int().nonnegative(),
-  pain_mentions: z.number().int().nonnegative(),
+  gaps_count: Count,
+  pain_mentions: Count,
   top_keywords: z.array(z.string()),
   heat: z.number().min(0).max(1),
 });
@@ -185,7 +188,7 @@ export type Narrative = z.infer<typeof Narrative>;
 /** `DailyBrief.cross_signals[]`: a keyword of this scan that is also a top keyword of other sectors. */
 export const CrossSignal = z.strictObject({
   keyword: z.string(),
-  count: z.number().int().nonnegative(),
+  count: Count,
   sectors: z.array(z.string()).min(1),
 });
 export type CrossSignal = z.infer<typeof CrossSignal>;
@@ -203,26 +206,34 @@ export const ScanBrief = z.strictObject({
 });
 export type ScanBrief = z.infer<typeof ScanBrief>;
 
+/**
+ * Entries of a scan's fetch that normalisation dropped, by reason: `duplicate` (an earlier entry of the
+ * scan has the same canonical URL or title), `language` (detected and not one of the accepted
+ * languages) and `length` (no usable URL, or no or too short a title).
+ */
+export const DroppedItems = z.strictObject({
+  duplicate: Count,
+  language: Count,
+  length: Count,
+});
+export type DroppedItems = z.infer<typeof DroppedItems>;
+
 /** Figures of one scan (the admin command prints them). */
 export const ScoutStats = z.strictObject({
-  sources: z.number().int().nonnegative(),
-  sourcesFailed: z.number().int().nonnegative(),
+  sources: Count,
+  sourcesFailed: Count,
   /** Items kept from this scan's fetches (after normalisation). */
-  itemsFetched: z.number().int().nonnegative(),
+  itemsFetched: Count,
   /** Of those, items no earlier scan of the sector had stored. */
-  newItems: z.number().int().nonnegative(),
+  newItems: Count,
   /** Items of the window the analysis ran on. */
-  analysed: z.number().int().nonnegative(),
-  dropped: z.strictObject({
-    duplicate: z.number().int().nonnegative(),
-    language: z.number().int().nonnegative(),
-    length: z.number().int().nonnegative(),
-  }),
-  trends: z.number().int().nonnegative(),
-  pains: z.number().int().nonnegative(),
-  painClusters: z.number().int().nonnegative(),
-  gaps: z.number().int().nonnegative(),
-  keywords: z.number().int().nonnegative(),
+  analysed: Count,
+  dropped: DroppedItems,
+  trends: Count,
+  pains: Count,
+  painClusters: Count,
+  gaps: Count,
+  keywords: Count,
 });
 export type ScoutStats = z.infer<typeof ScoutStats>;
 

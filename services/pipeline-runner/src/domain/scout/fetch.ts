@@ -1,4 +1,4 @@
-import type { ScoutItem, ScoutJobInput, ScoutSource, SourceReport } from '@repo/compute';
+import type { DroppedItems, ScoutItem, ScoutJobInput, ScoutSource, SourceReport } from '@repo/compute';
 import { createScoutHttp, SourceFetchError, type ScoutHttp, type ScoutHttpOptions } from './http';
 import { normaliseItems, type SourceEntries } from './normalise';
 import { hnSearchUrl, MalformedSourceError, parseFeedItems, parseHnItems, type RawItem } from './parse';
@@ -8,7 +8,7 @@ import type { ScoutFetchSettings } from './settings';
 export interface ScanFetch {
   items: ScoutItem[];
   sources: SourceReport[];
-  dropped: { duplicate: number; language: number; length: number };
+  dropped: DroppedItems;
 }
 
 const FEED_ACCEPT =

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { convert } from 'html-to-text';
 // The heavy profile (larger n-gram tables) tells short English headlines apart far more reliably.
 import { detect } from 'tinyld/heavy';
-import type { ScoutItem } from '@repo/compute';
+import type { DroppedItems, ScoutItem } from '@repo/compute';
 import type { RawItem } from './parse';
 import type { ScoutFetchSettings } from './settings';
 
@@ -116,7 +116,7 @@ export interface Normalised {
   items: ScoutItem[];
   /** Items kept per source id. */
   kept: Record<string, number>;
-  dropped: { duplicate: number; language: number; length: number };
+  dropped: DroppedItems;
 }
 
 /**

@@ -1,17 +1,12 @@
 import { z } from 'zod';
 import { GapItem, Severity } from '@repo/schemas';
-import { ScoutItem, SourceReport, type ScoutResult } from '@repo/compute';
+import { DroppedItems, ScoutItem, SourceReport, type ScoutResult } from '@repo/compute';
 import { advanceOver, NO_PROGRESS, PROGRESS_FIELDS } from '../phased';
 import type { PipelineDeps, StepOutcome } from '../types';
 
 /** Steps of a scan with items (README, "Scout pipeline"): fetch, trends, pains, clusters, gaps, brief. */
 export const SCOUT_STEP_COUNT = 6;
 
-const Dropped = z.strictObject({
-  duplicate: z.number().int().nonnegative(),
-  language: z.number().int().nonnegative(),
-  length: z.number().int().nonnegative(),
-});
 const Trend = z.strictObject({
   title: z.string(),
   description: z.string(),
@@ -52,7 +47,7 @@ export const ScoutState = z.strictObject({
   sources: z.array(SourceReport),
   /** Items kept from this scan's fetch (before market-intel's window replaced `items`). */
   fetched: z.number().int().nonnegative(),
-  dropped: Dropped,
+  dropped: DroppedItems,
   /** Set by market-intel after step 0: how many of this scan's items were new to the sector. */
   newItems: z.number().int().nonnegative().optional(),
   trends: z.array(Trend),
