@@ -102,31 +102,6 @@ export function intParam(min: number, max: number, defaultValue: number) {
     .pipe(z.number().int().min(min).max(max).meta({ default: defaultValue }));
 }
 
-/** Query of gaps and pain-clusters: `sector`, `limit` 1–100 (default 20). */
-export const SectorLimitQuery = z.object({
-  sector: SectorParam,
-  limit: intParam(1, 100, 20),
-  network: NetworkParam,
-});
-
-/** Query of trends: `sector`, `days` 1–30 (default 7), `limit` 1–100 (default 20). */
-export const TrendsQuery = z.object({
-  sector: SectorParam,
-  days: intParam(1, 30, 7),
-  limit: intParam(1, 100, 20),
-  network: NetworkParam,
-});
-
-/** Query of keywords: `sector`, `limit` 1–200 (default 50). */
-export const KeywordsQuery = z.object({
-  sector: SectorParam,
-  limit: intParam(1, 200, 50),
-  network: NetworkParam,
-});
-
-/** Query of endpoints that take only `network`. */
-export const NetworkOnlyQuery = z.object({ network: NetworkParam });
-
 /**
  * An optional integer argument of an MCP tool within `[min, max]` (the JSON-number form of
  * {@link intParam}); left out, the route applies `defaultValue`.
@@ -135,27 +110,48 @@ function intArg(min: number, max: number, defaultValue: number) {
   return z.number().int().min(min).max(max).optional().meta({ default: defaultValue });
 }
 
+/**
+ * The parameters of the scout lists (services/market-intel/README.md, "Endpoints"), declared once for
+ * the query of their routes and the arguments of their MCP tools, which must accept the same ranges
+ * with the same defaults: `int` gives an integer parameter the form of one side ({@link intParam} or
+ * {@link intArg}).
+ */
+function scoutListParams<I extends z.ZodType>(int: (min: number, max: number, defaultValue: number) => I) {
+  return {
+    sectorLimit: z.object({ sector: SectorParam, limit: int(1, 100, 20), network: NetworkParam }),
+    trends: z.object({
+      sector: SectorParam,
+      days: int(1, 30, 7),
+      limit: int(1, 100, 20),
+      network: NetworkParam,
+    }),
+    keywords: z.object({ sector: SectorParam, limit: int(1, 200, 50), network: NetworkParam }),
+  };
+}
+
+const SCOUT_LIST_QUERIES = scoutListParams(intParam);
+const SCOUT_LIST_ARGS = scoutListParams(intArg);
+
+/** Query of gaps and pain-clusters: `sector`, `limit` 1–100 (default 20). */
+export const SectorLimitQuery = SCOUT_LIST_QUERIES.sectorLimit;
+
+/** Query of trends: `sector`, `days` 1–30 (default 7), `limit` 1–100 (default 20). */
+export const TrendsQuery = SCOUT_LIST_QUERIES.trends;
+
+/** Query of keywords: `sector`, `limit` 1–200 (default 50). */
+export const KeywordsQuery = SCOUT_LIST_QUERIES.keywords;
+
+/** Query of endpoints that take only `network`. */
+export const NetworkOnlyQuery = z.object({ network: NetworkParam });
+
 /** Arguments of the MCP tools `scout_gaps` and `scout_pain_clusters` (the query of {@link SectorLimitQuery}). */
-export const SectorLimitArgs = z.object({
-  sector: SectorParam,
-  limit: intArg(1, 100, 20),
-  network: NetworkParam,
-});
+export const SectorLimitArgs = SCOUT_LIST_ARGS.sectorLimit;
 
 /** Arguments of the MCP tool `scout_trends` (the query of {@link TrendsQuery}). */
-export const TrendsArgs = z.object({
-  sector: SectorParam,
-  days: intArg(1, 30, 7),
-  limit: intArg(1, 100, 20),
-  network: NetworkParam,
-});
+export const TrendsArgs = SCOUT_LIST_ARGS.trends;
 
 /** Arguments of the MCP tool `scout_keywords` (the query of {@link KeywordsQuery}). */
-export const KeywordsArgs = z.object({
-  sector: SectorParam,
-  limit: intArg(1, 200, 50),
-  network: NetworkParam,
-});
+export const KeywordsArgs = SCOUT_LIST_ARGS.keywords;
 
 /** Arguments of the MCP tool `get_job`: {@link JobParams} and `network`. */
 export const JobArgs = JobParams.extend({ network: NetworkParam });
