@@ -99,44 +99,46 @@ export type DailyBrief = z.infer<typeof DailyBrief>;
 /** Date-time as sent on the wire: ISO 8601 with offset, e.g. `2026-11-21T06:00:00.000Z`. */
 const DateTime = z.iso.datetime({ offset: true });
 
+/**
+ * The envelope of a scout list's 200 body, shared by GET /api/v1/scout/gaps, pain-clusters, trends and
+ * keywords (services/market-intel/README.md, "Endpoints"): the items under `key`, their `count`, the
+ * fields of `extra` (a list's own parameters as applied), the time of the newest report they come from
+ * (`generatedFrom`, null when there is none) and the sector asked for (`sector`, null when every
+ * sector is merged).
+ */
+function scoutListResponse<
+  K extends string,
+  T extends z.ZodType,
+  E extends z.ZodRawShape = Record<never, never>,
+>(key: K, item: T, extra?: E) {
+  // A computed key is typed as a string index; the object has exactly the one property `key`.
+  const items = { [key]: z.array(item) } as { [P in K]: z.ZodArray<T> };
+  return z.object({
+    ...items,
+    count: z.number().int(),
+    ...(extra as E),
+    generatedFrom: DateTime.nullable(),
+    sector: z.string().nullable(),
+  });
+}
+
 /** 200 body of GET /api/v1/scout/gaps. */
-export const GapsResponse = z.object({
-  gaps: z.array(GapItem),
-  count: z.number().int(),
-  generatedFrom: DateTime.nullable(),
-  sector: z.string().nullable(),
-});
+export const GapsResponse = scoutListResponse('gaps', GapItem);
 export type GapsResponse = z.infer<typeof GapsResponse>;
 
 /** 200 body of GET /api/v1/scout/pain-clusters. */
-export const PainClustersResponse = z.object({
-  painClusters: z.array(PainCluster),
-  count: z.number().int(),
-  generatedFrom: DateTime.nullable(),
-  sector: z.string().nullable(),
-});
+export const PainClustersResponse = scoutListResponse('painClusters', PainCluster);
 export type PainClustersResponse = z.infer<typeof PainClustersResponse>;
 
 /**
  * 200 body of GET /api/v1/scout/trends. The envelope is this service's choice: it follows the gaps
  * one, plus the `days` window applied.
  */
-export const TrendsResponse = z.object({
-  trends: z.array(TrendItem),
-  count: z.number().int(),
-  days: z.number().int(),
-  generatedFrom: DateTime.nullable(),
-  sector: z.string().nullable(),
-});
+export const TrendsResponse = scoutListResponse('trends', TrendItem, { days: z.number().int() });
 export type TrendsResponse = z.infer<typeof TrendsResponse>;
 
 /** 200 body of GET /api/v1/scout/keywords (envelope chosen like the gaps one). */
-export const KeywordsResponse = z.object({
-  keywords: z.array(KeywordItem),
-  count: z.number().int(),
-  generatedFrom: DateTime.nullable(),
-  sector: z.string().nullable(),
-});
+export const KeywordsResponse = scoutListResponse('keywords', KeywordItem);
 export type KeywordsResponse = z.infer<typeof KeywordsResponse>;
 
 /** 200 body of GET /api/v1/scout/brief. */
