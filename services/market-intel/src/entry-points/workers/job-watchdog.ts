@@ -1,28 +1,25 @@
-import { createLoop, type Logger, type Loop, type LoopMetrics } from '@repo/service-kit';
+import type { Logger } from '@repo/service-kit';
 import type { ApplyResult } from '../../data/jobs';
 import type { JobLifecycle } from '../../domain/job-lifecycle';
 import type { OutboxRelay } from './outbox-relay';
+import { tickingWorker, type TickingWorker, type WorkerLoopOptions } from './worker-loop';
 
 /** Options of {@link createJobWatchdog}; times in milliseconds. */
-export interface JobWatchdogOptions {
+export interface JobWatchdogOptions extends WorkerLoopOptions {
   /** A paid job still pending after this long gets its first step published again. */
   republishAfterMs: number;
   /** A paid job still pending after this long is failed (`stalled`). */
   failAfterMs: number;
   /** How often each replica looks. */
   tickMs: number;
-  /** Series the loop reports into (`background_loop_*`). */
-  loopMetrics?: LoopMetrics;
 }
 
-/** The job watchdog: the `job-watchdog` loop, whose round is one {@link JobWatchdog.tick}. */
-export interface JobWatchdog extends Loop {
-  /**
-   * One look: fails the jobs pending too long, republishes the first step of those pending a while.
-   * @returns how many jobs were republished and failed
-   */
-  tick(): Promise<{ republished: number; failed: number }>;
-}
+/**
+ * The job watchdog: the `job-watchdog` loop, whose round is one `tick`, one look: it fails the jobs
+ * pending too long and republishes the first step of those pending a while, and resolves how many
+ * jobs it republished and failed.
+ */
+export type JobWatchdog = TickingWorker<{ republished: number; failed: number }>;
 
 /**
  * Finds paid jobs no runner started (README, "Failed jobs and health (market-intel)"): republishes
@@ -52,15 +49,11 @@ export function createJobWatchdog(
     if (applied.length > 0) logger.warn({ jobs: applied.length }, 'paid jobs never started: failed');
     return { republished: outboxIds.length, failed: applied.length };
   };
-  const loop = createLoop({
-    name: 'job-watchdog',
-    intervalMs: options.tickMs,
-    initialDelayMs: options.tickMs,
-    round: async () => {
-      await tick();
-    },
+  return tickingWorker(
+    'job-watchdog',
+    tick,
+    { intervalMs: options.tickMs, initialDelayMs: options.tickMs },
+    options,
     logger,
-    ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
-  });
-  return { ...loop, tick };
+  );
 }

@@ -1,6 +1,7 @@
 import type { Broker } from '@repo/queue';
-import { createLoop, type Logger, type Loop, type LoopMetrics } from '@repo/service-kit';
+import type { Logger, Loop } from '@repo/service-kit';
 import type { Db } from '../../data/prisma';
+import { workerLoop, type WorkerLoopOptions } from './worker-loop';
 
 interface OutboxRow {
   id: bigint;
@@ -12,15 +13,13 @@ interface OutboxRow {
 }
 
 /** Options of {@link createOutboxRelay}. */
-export interface OutboxRelayOptions {
+export interface OutboxRelayOptions extends WorkerLoopOptions {
   /** How often the relay sweeps for rows nobody published (crash after commit), in milliseconds. */
   sweepIntervalMs: number;
   /** How long a claimed row stays invisible to other relays while it is being published, in milliseconds. */
   leaseMs: number;
   /** Rows per sweep. */
   batchSize: number;
-  /** Series the sweep loop reports into (`background_loop_*`). */
-  loopMetrics?: LoopMetrics;
 }
 
 /** The outbox relay: the `outbox-sweep` loop plus the publishing its users call. */
@@ -94,13 +93,7 @@ export function createOutboxRelay(
     }
   };
 
-  const loop = createLoop({
-    name: 'outbox-sweep',
-    intervalMs: options.sweepIntervalMs,
-    round: sweep,
-    logger,
-    ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
-  });
+  const loop = workerLoop('outbox-sweep', sweep, { intervalMs: options.sweepIntervalMs }, options, logger);
 
   return {
     ...loop,

@@ -1,13 +1,14 @@
-import { backoffDelay, createLoop, type Logger, type Loop, type LoopMetrics } from '@repo/service-kit';
+import { backoffDelay, type Logger, type Loop } from '@repo/service-kit';
 import type { X402Network } from '@repo/schemas';
 import type { PrismaRefundLedger, RefundClaim } from '@repo/x402-ledger';
 import { RefundSendError, type RefundSender, type RefundState, type SignedRefund } from '@repo/x402-solana';
+import { workerLoop, type WorkerLoopOptions } from './worker-loop';
 
 /** A refund transaction as the ledger keeps it: all a resend or a status read needs. */
 type Attempt = Omit<SignedRefund, 'destination'>;
 
 /** Options of {@link createRefundWorker}; times in milliseconds. */
-export interface RefundWorkerOptions {
+export interface RefundWorkerOptions extends WorkerLoopOptions {
   /** How often each replica looks for due refunds. */
   intervalMs: number;
   /** How long a sent refund is watched for confirmation before it is left to a later pass. */
@@ -16,8 +17,6 @@ export interface RefundWorkerOptions {
   pollIntervalMs?: number;
   /** Refunds claimed per pass, default 5. */
   batchSize?: number;
-  /** Series the loop reports into (`background_loop_*`). */
-  loopMetrics?: LoopMetrics;
 }
 
 /**
@@ -231,17 +230,12 @@ export function createRefundWorker(
   const retryDelay = (claim: RefundClaim, failing: boolean): number =>
     failing ? backoffDelay(retryBackoff, Math.min(claim.refund.attempts, 6)) : options.intervalMs;
 
-  const loop = createLoop({
-    name: 'refund-worker',
-    intervalMs: options.intervalMs,
-    round: async () => {
-      if (stopped) return false;
-      const claimed = await runDue();
-      return claimed > 0;
-    },
-    logger,
-    ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
-  });
+  const round = async (): Promise<boolean> => {
+    if (stopped) return false;
+    const claimed = await runDue();
+    return claimed > 0;
+  };
+  const loop = workerLoop('refund-worker', round, { intervalMs: options.intervalMs }, options, logger);
 
   return {
     ...loop,

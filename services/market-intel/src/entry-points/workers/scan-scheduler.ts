@@ -1,11 +1,12 @@
 import type { ScoutSectorSources } from '@repo/compute';
-import { createLoop, type Logger, type Loop, type LoopMetrics } from '@repo/service-kit';
+import type { Logger } from '@repo/service-kit';
 import type { JobLifecycle } from '../../domain/job-lifecycle';
 import type { ScanRepository } from '../../data/scans';
 import type { OutboxRelay } from './outbox-relay';
+import { tickingWorker, type TickingWorker, type WorkerLoopOptions } from './worker-loop';
 
 /** Options of {@link createScanScheduler}; times in milliseconds. */
-export interface ScanSchedulerOptions {
+export interface ScanSchedulerOptions extends WorkerLoopOptions {
   /** Minimum time between two scheduled scans of one sector (default daily). */
   intervalMs: number;
   /** How often each replica checks which sectors are due. */
@@ -14,18 +15,13 @@ export interface ScanSchedulerOptions {
   windowDays: number;
   /** A scan without progress for this long is failed, so its sector can be scanned again. */
   staleMs: number;
-  /** Series the loop reports into (`background_loop_*`). */
-  loopMetrics?: LoopMetrics;
 }
 
-/** The scan scheduler: the `scan-scheduler` loop, whose round is one {@link ScanScheduler.tick}. */
-export interface ScanScheduler extends Loop {
-  /**
-   * Fails stale scans, then starts a scan of every due sector.
-   * @returns the ids of the scan jobs this tick started
-   */
-  tick(): Promise<string[]>;
-}
+/**
+ * The scan scheduler: the `scan-scheduler` loop, whose round is one `tick`: it fails stale scans, then
+ * starts a scan of every due sector, and resolves the ids of the scan jobs it started.
+ */
+export type ScanScheduler = TickingWorker<string[]>;
 
 /**
  * Starts scout scans on schedule (README, "Scout scans"). Every replica ticks every `tickMs`; the
@@ -67,14 +63,5 @@ export function createScanScheduler(
     }
     return started;
   };
-  const loop = createLoop({
-    name: 'scan-scheduler',
-    intervalMs: options.tickMs,
-    round: async () => {
-      await tick();
-    },
-    logger,
-    ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
-  });
-  return { ...loop, tick };
+  return tickingWorker('scan-scheduler', tick, { intervalMs: options.tickMs }, options, logger);
 }

@@ -5,10 +5,11 @@ import {
   type LookupFunction,
   type SsrfPolicy,
 } from '@repo/ssrf-guard';
-import { backoffDelay, createLoop, type Logger, type Loop, type LoopMetrics } from '@repo/service-kit';
+import { backoffDelay, type Logger, type Loop } from '@repo/service-kit';
 import { Webhook } from 'standardwebhooks';
 import { request, type Dispatcher } from 'undici';
 import type { Db } from '../../data/prisma';
+import { workerLoop, type WorkerLoopOptions } from './worker-loop';
 
 /**
  * The `x-service-signature` of a webhook body (README, "Webhooks (market-intel)"): lowercase hex of
@@ -97,7 +98,7 @@ function statusOf(body: string): string {
 }
 
 /** Options of {@link createWebhookDispatcher}. */
-export interface WebhookOptions {
+export interface WebhookOptions extends WorkerLoopOptions {
   /** `WEBHOOK_SECRET`: keys both signatures ({@link WebhookSigner}). */
   secret: string;
   /** Outbound address policy: loopback, private, link-local and metadata addresses are refused unless allowlisted. */
@@ -112,8 +113,6 @@ export interface WebhookOptions {
   pollIntervalMs: number;
   /** Resolver instead of the system's (`dns.lookup`), checked at every connection like it. */
   lookup?: LookupFunction;
-  /** Series the delivery loop reports into (`background_loop_*`). */
-  loopMetrics?: LoopMetrics;
 }
 
 interface DeliveryRow {
@@ -218,16 +217,17 @@ export function createWebhookDispatcher(db: Db, options: WebhookOptions, logger:
     logger.warn({ jobId: row.job_id, attempts: row.attempts, error, giveUp }, 'webhook delivery failed');
   };
 
-  const loop = createLoop({
-    name: 'webhook-dispatcher',
-    intervalMs: options.pollIntervalMs,
-    round: async () => {
-      const attempted = await deliverDue();
-      return attempted > 0;
-    },
+  const round = async (): Promise<boolean> => {
+    const attempted = await deliverDue();
+    return attempted > 0;
+  };
+  const loop = workerLoop(
+    'webhook-dispatcher',
+    round,
+    { intervalMs: options.pollIntervalMs },
+    options,
     logger,
-    ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
-  });
+  );
 
   return {
     ...loop,
