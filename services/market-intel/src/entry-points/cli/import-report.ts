@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { openDatabase } from '../../data/prisma';
 import { ReportRepository } from '../../data/reports';
 import { parseReportFile, ReportFileError, shiftReportToNow } from '../../domain/report-file';
+import { runCommand, withDatabase } from './command';
 
 const USAGE = `Usage: import-report <file.json> [--shift-to-now] [--if-empty]
 
@@ -25,22 +25,15 @@ async function main(): Promise<number> {
     console.log(USAGE);
     return values.help ? 0 : 2;
   }
-  const databaseUrl = process.env.DATABASE_URL;
-  if (!databaseUrl) {
-    console.error('import-report: DATABASE_URL is not set');
-    return 2;
-  }
-  let report;
-  try {
-    report = parseReportFile(await readFile(file, 'utf8'), file);
-  } catch (err) {
-    console.error(err instanceof ReportFileError || err instanceof Error ? err.message : String(err));
-    return 1;
-  }
-  if (values['shift-to-now']) report = shiftReportToNow(report, new Date());
-  const database = openDatabase(databaseUrl, 2);
-  const db = database.prisma;
-  try {
+  return withDatabase('import-report', async (db) => {
+    let report;
+    try {
+      report = parseReportFile(await readFile(file, 'utf8'), file);
+    } catch (err) {
+      console.error(err instanceof ReportFileError || err instanceof Error ? err.message : String(err));
+      return 1;
+    }
+    if (values['shift-to-now']) report = shiftReportToNow(report, new Date());
     const reports = new ReportRepository(db);
     if (values['if-empty'] && (await reports.hasAnyReport())) {
       console.log('The database already holds reports; nothing imported (--if-empty)');
@@ -53,15 +46,7 @@ async function main(): Promise<number> {
         : `Already imported as report ${result.id}; nothing changed`,
     );
     return 0;
-  } finally {
-    await database.close();
-  }
+  });
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    console.error('import-report failed:', err instanceof Error ? err.message : err);
-    process.exit(1);
-  },
-);
+runCommand('import-report', main);

@@ -1,10 +1,10 @@
 import { parseArgs } from 'node:util';
 import { setTimeout as delay } from 'node:timers/promises';
 import { JobRepository } from '../../data/jobs';
-import { openDatabase } from '../../data/prisma';
 import { ReportRepository } from '../../data/reports';
 import { ScanRepository, type ScanProgress } from '../../data/scans';
 import { loadSourcesFile, SourcesFileError } from '../../domain/scout-sources';
+import { runCommand, withDatabase } from './command';
 
 const USAGE = `Usage: scan <sector> [--sources-file FILE] [--window-days N] [--detach]
        scan --list
@@ -33,64 +33,57 @@ async function main(): Promise<number> {
     console.log(USAGE);
     return values.help ? 0 : 2;
   }
-  const databaseUrl = process.env.DATABASE_URL;
-  if (!databaseUrl) {
-    console.error('scan: DATABASE_URL is not set');
-    return 2;
-  }
-  const database = openDatabase(databaseUrl, 2);
-  const db = database.prisma;
-  try {
-    const reports = new ReportRepository(db);
-    const scans = new ScanRepository(db, new JobRepository(db), reports);
-    if (values.list) {
-      for (const row of await scans.schedules()) {
-        console.log(
-          `${row.sector}: ${row.activeJobId ? `running ${row.activeJobId}` : 'idle'}; last ${row.lastJobId ?? '-'} ` +
-            `${row.lastStatus ?? ''} started ${row.lastStartedAt?.toISOString() ?? '-'} finished ${row.lastFinishedAt?.toISOString() ?? '-'}`,
-        );
+  return withDatabase('scan', async (db) => {
+    try {
+      const reports = new ReportRepository(db);
+      const scans = new ScanRepository(db, new JobRepository(db), reports);
+      if (values.list) {
+        for (const row of await scans.schedules()) {
+          console.log(
+            `${row.sector}: ${row.activeJobId ? `running ${row.activeJobId}` : 'idle'}; last ${row.lastJobId ?? '-'} ` +
+              `${row.lastStatus ?? ''} started ${row.lastStartedAt?.toISOString() ?? '-'} finished ${row.lastFinishedAt?.toISOString() ?? '-'}`,
+          );
+        }
+        return 0;
       }
-      return 0;
-    }
-    const file = values['sources-file'] ?? process.env.SCOUT_SOURCES_FILE;
-    if (!file) {
-      console.error('scan: give --sources-file or set SCOUT_SOURCES_FILE');
-      return 2;
-    }
-    const windowDays = Number(values['window-days'] ?? process.env.SCOUT_WINDOW_DAYS ?? 7);
-    if (!Number.isInteger(windowDays) || windowDays < 1 || windowDays > 30) {
-      console.error('scan: --window-days must be an integer from 1 to 30');
-      return 2;
-    }
-    const config = loadSourcesFile(file);
-    const entry = config.sectors.find((s) => s.sector === sector);
-    if (!entry) {
-      console.error(
-        `scan: ${file} has no sector "${sector}" (it has ${config.sectors.map((s) => s.sector).join(', ')})`,
+      const file = values['sources-file'] ?? process.env.SCOUT_SOURCES_FILE;
+      if (!file) {
+        console.error('scan: give --sources-file or set SCOUT_SOURCES_FILE');
+        return 2;
+      }
+      const windowDays = Number(values['window-days'] ?? process.env.SCOUT_WINDOW_DAYS ?? 7);
+      if (!Number.isInteger(windowDays) || windowDays < 1 || windowDays > 30) {
+        console.error('scan: --window-days must be an integer from 1 to 30');
+        return 2;
+      }
+      const config = loadSourcesFile(file);
+      const entry = config.sectors.find((s) => s.sector === sector);
+      if (!entry) {
+        console.error(
+          `scan: ${file} has no sector "${sector}" (it has ${config.sectors.map((s) => s.sector).join(', ')})`,
+        );
+        return 2;
+      }
+      const start = await scans.start(
+        { sector: entry.sector, sources: entry.sources, windowDays },
+        { intervalMs: 0, force: true },
       );
-      return 2;
+      if (!start.jobId) throw new Error('the sector could not be claimed');
+      console.log(
+        start.started
+          ? `Scan of ${entry.sector} started: ${start.jobId}`
+          : `A scan of ${entry.sector} is already running: ${start.jobId}; following it`,
+      );
+      if (values.detach) return 0;
+      return (await follow(scans, start.jobId)).status === 'completed' ? 0 : 1;
+    } catch (err) {
+      if (err instanceof SourcesFileError) {
+        console.error(err.message);
+        return 2;
+      }
+      throw err;
     }
-    const start = await scans.start(
-      { sector: entry.sector, sources: entry.sources, windowDays },
-      { intervalMs: 0, force: true },
-    );
-    if (!start.jobId) throw new Error('the sector could not be claimed');
-    console.log(
-      start.started
-        ? `Scan of ${entry.sector} started: ${start.jobId}`
-        : `A scan of ${entry.sector} is already running: ${start.jobId}; following it`,
-    );
-    if (values.detach) return 0;
-    return (await follow(scans, start.jobId)).status === 'completed' ? 0 : 1;
-  } catch (err) {
-    if (err instanceof SourcesFileError) {
-      console.error(err.message);
-      return 2;
-    }
-    throw err;
-  } finally {
-    await database.close();
-  }
+  });
 }
 
 /** Prints each step as it is applied, then the sources and the report figures. */
@@ -139,10 +132,4 @@ function report(progress: ScanProgress): void {
   );
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    console.error('scan failed:', err instanceof Error ? err.message : err);
-    process.exit(1);
-  },
-);
+runCommand('scan', main);
