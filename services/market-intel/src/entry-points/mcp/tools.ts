@@ -1,31 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { dispatchHttp, type HttpCall, type McpTool } from '@repo/service-kit';
-import {
-  AgentJob,
-  BriefResponse,
-  Error402,
-  GapsResponse,
-  HealthResponse,
-  KeywordsResponse,
-  PainClustersResponse,
-  SectorList,
-  TrendsResponse,
-} from '@repo/schemas';
+import { AgentJob, BriefResponse, Error402, HealthResponse, SectorList } from '@repo/schemas';
 import { PaymentRequiredV2 } from '@repo/x402-core';
 import { MCP_PAYMENT_META, mcpPaymentHeaders, mcpResultOfPaidAnswer } from '@repo/x402-express';
 import { z } from 'zod';
 import { COMPUTE_PRICES, DATA_PRICES, type PaidRoute } from '../../domain/prices';
-import {
-  ForgeArgs,
-  JobAccepted,
-  JobArgs,
-  KeywordsArgs,
-  NetworkOnlyQuery,
-  ProveArgs,
-  SectorLimitArgs,
-  TrendsArgs,
-} from '../../schemas';
+import { ForgeArgs, JobAccepted, JobArgs, NetworkOnlyQuery, ProveArgs } from '../../schemas';
 import { usdc } from '../http/contract-parts';
+import { SCOUT_LISTS } from '../http/scout-lists';
 
 /** What `initialize` tells an agent about this server (README, "MCP"). */
 export const MARKET_INTEL_MCP_INSTRUCTIONS =
@@ -150,46 +132,18 @@ export function marketIntelTools(handler: () => HttpHandler): McpTool[] {
         query: { network: args.network },
       }),
     }),
-    httpTool<z.infer<typeof SectorLimitArgs>>({
-      name: 'scout_gaps',
-      title: 'Market gaps',
-      description: `Market gaps from the latest scans: trends crossed with pain signals, scored. ${price(DATA_PRICES.gaps)}`,
-      input: SectorLimitArgs,
-      output: GapsResponse,
-      annotations: PAID_DATA,
-      paid: true,
-      call: (args) => ({ method: 'GET', path: '/api/v1/scout/gaps', query: { ...args } }),
-    }),
-    httpTool<z.infer<typeof SectorLimitArgs>>({
-      name: 'scout_pain_clusters',
-      title: 'Pain clusters',
-      description: `Clustered pain signals from the latest scans, with severity and sources. ${price(DATA_PRICES.painClusters)}`,
-      input: SectorLimitArgs,
-      output: PainClustersResponse,
-      annotations: PAID_DATA,
-      paid: true,
-      call: (args) => ({ method: 'GET', path: '/api/v1/scout/pain-clusters', query: { ...args } }),
-    }),
-    httpTool<z.infer<typeof TrendsArgs>>({
-      name: 'scout_trends',
-      title: 'Trends',
-      description: `Trends over the last days (1 to 30), with momentum and sources. ${price(DATA_PRICES.trends)}`,
-      input: TrendsArgs,
-      output: TrendsResponse,
-      annotations: PAID_DATA,
-      paid: true,
-      call: (args) => ({ method: 'GET', path: '/api/v1/scout/trends', query: { ...args } }),
-    }),
-    httpTool<z.infer<typeof KeywordsArgs>>({
-      name: 'scout_keywords',
-      title: 'Keywords',
-      description: `Keywords with aggregate occurrence counts from the latest scans. ${price(DATA_PRICES.keywords)}`,
-      input: KeywordsArgs,
-      output: KeywordsResponse,
-      annotations: PAID_DATA,
-      paid: true,
-      call: (args) => ({ method: 'GET', path: '/api/v1/scout/keywords', query: { ...args } }),
-    }),
+    ...SCOUT_LISTS.map((list) =>
+      httpTool({
+        name: list.tool.name,
+        title: list.tool.title,
+        description: `${list.tool.description} ${price(DATA_PRICES[list.key])}`,
+        input: list.tool.args,
+        output: list.response,
+        annotations: PAID_DATA,
+        paid: true,
+        call: (args) => ({ method: 'GET', path: list.path, query: { ...args } }),
+      }),
+    ),
     httpTool<z.infer<typeof NetworkOnlyQuery>>({
       name: 'scout_brief',
       title: 'Daily brief',
