@@ -1,11 +1,10 @@
 import { AppError, notFound } from '@repo/errors';
-import { BODY_PARSER_ERRORS, errorResponse, type ContractRouter } from '@repo/service-kit';
+import { BODY_PARSER_ERRORS, errorResponse } from '@repo/service-kit';
 import { z } from 'zod';
 import type { ContextRecord } from '../../data/products';
 import { Context, ContextIdQuery, CreateContextBody, UpdateContextBody } from '../../schemas';
 import { requiredSession } from './auth-middleware';
-import { CSRF_HEADER_PARAMETER, SESSION_SECURITY } from './openapi';
-import type { ProductsDeps, ProductsOperation } from './product-routes';
+import { productsOperation, type ProductsOperation } from './product-routes';
 
 function contextToWire(c: ContextRecord): Context {
   return {
@@ -40,135 +39,116 @@ function checkLists(positive: string[] | undefined, negative: string[] | undefin
 const unique = (list: string[] | undefined) => (list ? [...new Set(list)] : undefined);
 
 /** POST /api/context: a context in one of the user's products. */
-function createContext(routes: ContractRouter, deps: ProductsDeps): ContractRouter {
-  return routes.route(
-    {
-      method: 'post',
-      path: '/api/context',
-      operationId: 'createContext',
-      summary: "Create a context in one of the user's products",
-      tags: ['Contexts'],
-      security: SESSION_SECURITY,
-      request: { body: CreateContextBody, headers: [CSRF_HEADER_PARAMETER] },
-      responses: {
-        '201': { description: 'the created context', body: Context },
-        '400': errorResponse('invalid body'),
-        ...BODY_PARSER_ERRORS,
-        '401': errorResponse('not signed in'),
-        '403': errorResponse('CSRF check failed'),
-        '404': errorResponse('no such product of the user'),
-      },
+const createContext = productsOperation(
+  {
+    method: 'post',
+    path: '/api/context',
+    operationId: 'createContext',
+    summary: "Create a context in one of the user's products",
+    tags: ['Contexts'],
+    request: { body: CreateContextBody },
+    responses: {
+      '201': { description: 'the created context', body: Context },
+      '400': errorResponse('invalid body'),
+      ...BODY_PARSER_ERRORS,
+      '404': errorResponse('no such product of the user'),
     },
-    async (_req, res) => {
-      const { body } = res.locals.valid;
-      const u = requiredSession(res).user;
-      checkLists(body.positive_signals, body.negative_signals);
-      if (!(await deps.products.ownsProduct(u.id, body.product_id))) throw notFound('product');
-      const c = await deps.products.createContext({
-        productId: body.product_id,
-        name: body.name,
-        content: body.content,
-        positiveSignals: unique(body.positive_signals) ?? [],
-        negativeSignals: unique(body.negative_signals) ?? [],
-      });
-      deps.onContextsChanged?.(c.productId);
-      res.status(201).json(contextToWire(c));
-    },
-  );
-}
+  },
+  (deps) => async (_req, res) => {
+    const { body } = res.locals.valid;
+    const u = requiredSession(res).user;
+    checkLists(body.positive_signals, body.negative_signals);
+    if (!(await deps.products.ownsProduct(u.id, body.product_id))) throw notFound('product');
+    const c = await deps.products.createContext({
+      productId: body.product_id,
+      name: body.name,
+      content: body.content,
+      positiveSignals: unique(body.positive_signals) ?? [],
+      negativeSignals: unique(body.negative_signals) ?? [],
+    });
+    deps.onContextsChanged?.(c.productId);
+    res.status(201).json(contextToWire(c));
+  },
+);
 
 /** GET /api/context: every context of the user's products. */
-function listContexts(routes: ContractRouter, deps: ProductsDeps): ContractRouter {
-  return routes.route(
-    {
-      method: 'get',
-      path: '/api/context',
-      operationId: 'listContexts',
-      summary: "All contexts of the user's products",
-      tags: ['Contexts'],
-      security: SESSION_SECURITY,
-      responses: {
-        '200': { description: 'contexts', body: z.array(Context) },
-        '401': errorResponse('not signed in'),
-      },
+const listContexts = productsOperation(
+  {
+    method: 'get',
+    path: '/api/context',
+    operationId: 'listContexts',
+    summary: "All contexts of the user's products",
+    tags: ['Contexts'],
+    responses: {
+      '200': { description: 'contexts', body: z.array(Context) },
     },
-    async (_req, res) => {
-      res.json((await deps.products.listContexts(requiredSession(res).user.id)).map(contextToWire));
-    },
-  );
-}
+  },
+  (deps) => async (_req, res) => {
+    res.json((await deps.products.listContexts(requiredSession(res).user.id)).map(contextToWire));
+  },
+);
 
 /** PATCH /api/context: changed fields of one of the user's contexts. */
-function updateContext(routes: ContractRouter, deps: ProductsDeps): ContractRouter {
-  return routes.route(
-    {
-      method: 'patch',
-      path: '/api/context',
-      operationId: 'updateContext',
-      summary: "Change fields of one of the user's contexts",
-      tags: ['Contexts'],
-      security: SESSION_SECURITY,
-      request: { body: UpdateContextBody, headers: [CSRF_HEADER_PARAMETER] },
-      responses: {
-        '200': { description: 'the updated context', body: Context },
-        '400': errorResponse('invalid body'),
-        ...BODY_PARSER_ERRORS,
-        '401': errorResponse('not signed in'),
-        '403': errorResponse('CSRF check failed'),
-        '404': errorResponse('no such context of the user'),
-      },
+const updateContext = productsOperation(
+  {
+    method: 'patch',
+    path: '/api/context',
+    operationId: 'updateContext',
+    summary: "Change fields of one of the user's contexts",
+    tags: ['Contexts'],
+    request: { body: UpdateContextBody },
+    responses: {
+      '200': { description: 'the updated context', body: Context },
+      '400': errorResponse('invalid body'),
+      ...BODY_PARSER_ERRORS,
+      '404': errorResponse('no such context of the user'),
     },
-    async (_req, res) => {
-      const { body } = res.locals.valid;
-      const u = requiredSession(res).user;
-      const existing = await deps.products.findContext(u.id, body.id);
-      if (!existing) throw notFound('context');
-      checkLists(
-        body.positive_signals ?? existing.positiveSignals,
-        body.negative_signals ?? existing.negativeSignals,
-      );
-      const updated = await deps.products.updateContext(u.id, body.id, {
-        ...(body.name !== undefined ? { name: body.name } : {}),
-        ...(body.content !== undefined ? { content: body.content } : {}),
-        ...(body.positive_signals !== undefined ? { positiveSignals: unique(body.positive_signals) } : {}),
-        ...(body.negative_signals !== undefined ? { negativeSignals: unique(body.negative_signals) } : {}),
-      });
-      if (!updated) throw notFound('context');
-      deps.onContextsChanged?.(updated.productId);
-      res.json(contextToWire(updated));
-    },
-  );
-}
+  },
+  (deps) => async (_req, res) => {
+    const { body } = res.locals.valid;
+    const u = requiredSession(res).user;
+    const existing = await deps.products.findContext(u.id, body.id);
+    if (!existing) throw notFound('context');
+    checkLists(
+      body.positive_signals ?? existing.positiveSignals,
+      body.negative_signals ?? existing.negativeSignals,
+    );
+    const updated = await deps.products.updateContext(u.id, body.id, {
+      ...(body.name !== undefined ? { name: body.name } : {}),
+      ...(body.content !== undefined ? { content: body.content } : {}),
+      ...(body.positive_signals !== undefined ? { positiveSignals: unique(body.positive_signals) } : {}),
+      ...(body.negative_signals !== undefined ? { negativeSignals: unique(body.negative_signals) } : {}),
+    });
+    if (!updated) throw notFound('context');
+    deps.onContextsChanged?.(updated.productId);
+    res.json(contextToWire(updated));
+  },
+);
 
 /** DELETE /api/context: one of the user's contexts, with its proposals. */
-function deleteContext(routes: ContractRouter, deps: ProductsDeps): ContractRouter {
-  return routes.route(
-    {
-      method: 'delete',
-      path: '/api/context',
-      operationId: 'deleteContext',
-      summary: "Delete one of the user's contexts with its proposals (its signals stay, unrouted)",
-      tags: ['Contexts'],
-      security: SESSION_SECURITY,
-      request: { query: ContextIdQuery, headers: [CSRF_HEADER_PARAMETER] },
-      responses: {
-        '200': { description: 'deleted', body: z.object({ id: z.uuid(), deleted: z.literal(true) }) },
-        '400': errorResponse('invalid id'),
-        '401': errorResponse('not signed in'),
-        '403': errorResponse('CSRF check failed'),
-        '404': errorResponse('no such context of the user'),
-      },
+const deleteContext = productsOperation(
+  {
+    method: 'delete',
+    path: '/api/context',
+    operationId: 'deleteContext',
+    summary: "Delete one of the user's contexts with its proposals (its signals stay, unrouted)",
+    tags: ['Contexts'],
+    request: { query: ContextIdQuery },
+    responses: {
+      '200': { description: 'deleted', body: z.object({ id: z.uuid(), deleted: z.literal(true) }) },
+      '400': errorResponse('invalid id'),
+      '404': errorResponse('no such context of the user'),
     },
-    async (_req, res) => {
-      const { query } = res.locals.valid;
-      const existing = await deps.products.findContext(requiredSession(res).user.id, query.id);
-      if (!existing || !(await deps.products.deleteContext(requiredSession(res).user.id, query.id)))
-        throw notFound('context');
-      deps.onContextsChanged?.(existing.productId);
-      res.json({ id: query.id, deleted: true });
-    },
-  );
-}
+  },
+  (deps) => async (_req, res) => {
+    const { query } = res.locals.valid;
+    const existing = await deps.products.findContext(requiredSession(res).user.id, query.id);
+    if (!existing || !(await deps.products.deleteContext(requiredSession(res).user.id, query.id)))
+      throw notFound('context');
+    deps.onContextsChanged?.(existing.productId);
+    res.json({ id: query.id, deleted: true });
+  },
+);
 
 /**
  * The session endpoints of contexts (README, "Endpoints"), in the order they are mounted: create,
