@@ -132,6 +132,9 @@ export async function compose({
   const healthChecks = new HealthChecks(db.prisma);
   const stats = new SkillStats(db.prisma);
 
+  // Every limit counts in PostgreSQL, so that it holds across replicas: `points` per `durationSeconds`.
+  const rateLimit = (keyPrefix: string, points: number, durationSeconds: number) =>
+    createRateLimit(db.rateLimitPool, { keyPrefix, points, durationSeconds });
   const app = createApp({
     logger,
     keys,
@@ -142,26 +145,14 @@ export async function compose({
       candidates,
     },
     stats,
-    keyCreationLimit: createRateLimit(db.rateLimitPool, {
-      keyPrefix: 'auth_key_ip',
-      points: config.KEY_CREATION_LIMIT_PER_MINUTE,
-      durationSeconds: 60,
-    }),
-    reportLimit: createRateLimit(db.rateLimitPool, {
-      keyPrefix: 'report_key_skill',
-      points: config.REPORT_LIMIT_PER_KEY_SKILL,
-      durationSeconds: config.REPORT_LIMIT_WINDOW_SECONDS,
-    }),
-    registrationLimit: createRateLimit(db.rateLimitPool, {
-      keyPrefix: 'register_key',
-      points: config.REGISTRATIONS_PER_KEY_PER_DAY,
-      durationSeconds: 86_400,
-    }),
-    routeLimit: createRateLimit(db.rateLimitPool, {
-      keyPrefix: 'route_key',
-      points: config.ROUTES_PER_KEY_PER_MINUTE,
-      durationSeconds: 60,
-    }),
+    keyCreationLimit: rateLimit('auth_key_ip', config.KEY_CREATION_LIMIT_PER_MINUTE, 60),
+    reportLimit: rateLimit(
+      'report_key_skill',
+      config.REPORT_LIMIT_PER_KEY_SKILL,
+      config.REPORT_LIMIT_WINDOW_SECONDS,
+    ),
+    registrationLimit: rateLimit('register_key', config.REGISTRATIONS_PER_KEY_PER_DAY, 86_400),
+    routeLimit: rateLimit('route_key', config.ROUTES_PER_KEY_PER_MINUTE, 60),
     endpointRefusal: (url) => skillHttp.refusal(url),
     dbReady: db.ping,
     isReady: readiness.isReady,
@@ -200,7 +191,7 @@ export async function compose({
     const health = createHealthWorker(
       { healthChecks, stats, http: healthHttp, logger },
       {
-        pollIntervalMs: config.HEALTH_POLL_INTERVAL_MS,
+        intervalMs: config.HEALTH_POLL_INTERVAL_MS,
         checkIntervalMs: config.HEALTH_CHECK_INTERVAL_MS,
         batchSize: config.HEALTH_BATCH_SIZE,
         failuresToSuspend: config.HEALTH_FAILURES_TO_SUSPEND,

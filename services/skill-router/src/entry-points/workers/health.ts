@@ -1,22 +1,23 @@
-import { createLoop, type Logger, type Loop, type LoopMetrics } from '@repo/service-kit';
+import type { Logger, Loop } from '@repo/service-kit';
 import type { HealthChecks } from '../../data/health-checks';
 import type { SkillStats } from '../../data/skill-stats';
 import { statusAfterHealthCheck } from '../../domain/health';
 import { refreshSkillMetrics } from '../../domain/skill-metrics';
 import { probeHealth } from '../../domain/verification';
 import type { GuardedSkillHttp } from '../../adapters/skill-http';
+import { createClaimLoop, type ClaimLoopSettings } from './claim-loop';
 
-/** Settings of the health worker (config HEALTH_*). */
-export interface HealthWorkerOptions {
-  pollIntervalMs: number;
+/**
+ * Settings of the health worker (config HEALTH_*): `intervalMs` between polls for due checks
+ * (HEALTH_POLL_INTERVAL_MS), `batchSize` checks claimed per poll.
+ */
+export interface HealthWorkerOptions extends ClaimLoopSettings {
+  /** Time from a claimed check to the skill's next one, in milliseconds (HEALTH_CHECK_INTERVAL_MS). */
   checkIntervalMs: number;
-  batchSize: number;
   failuresToSuspend: number;
   successesToResume: number;
   /** Called after each recorded check (metrics). */
   onChecked?: (ok: boolean, status: string) => void;
-  /** Series of the shared loop metrics (`background_loop_*{loop="health"}`). */
-  loopMetrics?: LoopMetrics;
 }
 
 /**
@@ -29,38 +30,26 @@ export function createHealthWorker(
   deps: { healthChecks: HealthChecks; stats: SkillStats; http: GuardedSkillHttp; logger: Logger },
   options: HealthWorkerOptions,
 ): Loop {
-  return createLoop({
-    name: 'health',
-    intervalMs: options.pollIntervalMs,
-    logger: deps.logger,
-    metrics: options.loopMetrics,
-    round: async () => {
-      const jobs = await deps.healthChecks.claimDue(options.batchSize, options.checkIntervalMs);
-      await Promise.all(
-        jobs.map(async (job) => {
-          try {
-            const refusal = await deps.http.refusal(job.endpoint);
-            const probe = refusal
-              ? { ok: false, latencyMs: null, statusCode: null, error: `endpoint refused: ${refusal}` }
-              : await probeHealth(deps.http, job.endpoint).then(({ detail: _detail, ...p }) => p);
-            const status = await deps.healthChecks.record(job, probe, (before, counters) =>
-              statusAfterHealthCheck(before, probe.ok, counters, options),
-            );
-            if (status) {
-              await refreshSkillMetrics(deps.stats, job.skillId);
-              options.onChecked?.(probe.ok, status);
-              if (status !== job.status)
-                deps.logger.warn(
-                  { skillId: job.skillId, from: job.status, to: status, error: probe.error },
-                  'skill status changed by health checks',
-                );
-            }
-          } catch (err) {
-            deps.logger.error({ err, skillId: job.skillId }, 'health check failed unexpectedly');
-          }
-        }),
+  return createClaimLoop('health', deps.logger, options, {
+    claim: (batchSize) => deps.healthChecks.claimDue(batchSize, options.checkIntervalMs),
+    work: async (job) => {
+      const refusal = await deps.http.refusal(job.endpoint);
+      const probe = refusal
+        ? { ok: false, latencyMs: null, statusCode: null, error: `endpoint refused: ${refusal}` }
+        : await probeHealth(deps.http, job.endpoint).then(({ detail: _detail, ...p }) => p);
+      const status = await deps.healthChecks.record(job, probe, (before, counters) =>
+        statusAfterHealthCheck(before, probe.ok, counters, options),
       );
-      return jobs.length === options.batchSize;
+      if (status) {
+        await refreshSkillMetrics(deps.stats, job.skillId);
+        options.onChecked?.(probe.ok, status);
+        if (status !== job.status)
+          deps.logger.warn(
+            { skillId: job.skillId, from: job.status, to: status, error: probe.error },
+            'skill status changed by health checks',
+          );
+      }
     },
+    failure: 'health check failed unexpectedly',
   });
 }

@@ -1,15 +1,14 @@
-import { createLoop, type Logger, type Loop, type LoopMetrics } from '@repo/service-kit';
+import type { Logger, Loop } from '@repo/service-kit';
 import type { SkillStats } from '../../data/skill-stats';
 import type { VerificationJob, VerificationQueue } from '../../data/verification-queue';
 import { VERIFICATION_STEPS } from '../../schemas';
 import { refreshSkillMetrics } from '../../domain/skill-metrics';
 import { verifySkill, type SchemaChecks, type VerificationResult } from '../../domain/verification';
 import type { GuardedSkillHttp } from '../../adapters/skill-http';
+import { createClaimLoop, type ClaimLoopSettings } from './claim-loop';
 
 /** Settings of the verification worker (config VERIFY_* and HEALTH_CHECK_INTERVAL_MS). */
-export interface VerificationWorkerOptions {
-  intervalMs: number;
-  batchSize: number;
+export interface VerificationWorkerOptions extends ClaimLoopSettings {
   leaseMs: number;
   /** The first periodic health check of a newly active skill is due this long after activation. */
   healthIntervalMs: number;
@@ -20,8 +19,6 @@ export interface VerificationWorkerOptions {
   maxAttempts: number;
   /** Called after each applied verification (metrics). */
   onVerified?: (passed: boolean) => void;
-  /** Series of the shared loop metrics (`background_loop_*{loop="verification"}`). */
-  loopMetrics?: LoopMetrics;
 }
 
 /**
@@ -80,16 +77,10 @@ export function createVerificationWorker(
   },
   options: VerificationWorkerOptions,
 ): Loop {
-  return createLoop({
-    name: 'verification',
-    intervalMs: options.intervalMs,
-    logger: deps.logger,
-    metrics: options.loopMetrics,
-    round: async () => {
-      const jobs = await deps.queue.claim(options.batchSize, options.leaseMs);
-      if (jobs.length === 0) return false;
-      const inProgress = new Set(jobs);
-      // A busy sandbox can make a round outlast the lease: renew it while this replica is alive.
+  return createClaimLoop('verification', deps.logger, options, {
+    claim: (batchSize) => deps.queue.claim(batchSize, options.leaseMs),
+    // A busy sandbox can make a round outlast the lease: renew it while this replica is alive.
+    whileWorking: (inProgress) => {
       const renewal = setInterval(
         () => {
           deps.queue.renewLeases([...inProgress], options.leaseMs).catch((err: unknown) => {
@@ -99,27 +90,16 @@ export function createVerificationWorker(
         Math.max(250, Math.floor(options.leaseMs / 3)),
       );
       renewal.unref();
-      try {
-        await Promise.all(
-          jobs.map(async (job) => {
-            try {
-              const passed = await verifyJob(deps, job, options);
-              if (passed !== null) {
-                options.onVerified?.(passed);
-                deps.logger.info({ skillId: job.skillId, revision: job.revision, passed }, 'skill verified');
-              }
-            } catch (err) {
-              // The lease expires and another round retries it.
-              deps.logger.error({ err, skillId: job.skillId }, 'verification failed unexpectedly');
-            } finally {
-              inProgress.delete(job);
-            }
-          }),
-        );
-      } finally {
-        clearInterval(renewal);
-      }
-      return jobs.length === options.batchSize;
+      return () => clearInterval(renewal);
     },
+    work: async (job) => {
+      const passed = await verifyJob(deps, job, options);
+      if (passed !== null) {
+        options.onVerified?.(passed);
+        deps.logger.info({ skillId: job.skillId, revision: job.revision, passed }, 'skill verified');
+      }
+    },
+    // The lease expires and another round retries it.
+    failure: 'verification failed unexpectedly',
   });
 }
