@@ -133,6 +133,19 @@ export const RouteResponse = z.object({
   routed_at: z.iso.datetime(),
 });
 
+/** The page size of a skills listing: 1–100. */
+const PAGE_LIMIT = z.number().int().min(1).max(100);
+/** How many skills a listing page skips: 0–1,000,000. */
+const PAGE_OFFSET = z.number().int().min(0).max(1_000_000);
+
+/** A query-string integer: digits only (`message` otherwise), then checked against `range`. */
+const queryInteger = (range: z.ZodNumber, message: string) =>
+  z
+    .string()
+    .regex(/^[0-9]+$/, message)
+    .transform(Number)
+    .pipe(range);
+
 /** Query of GET /api/discover/skills. */
 export const ListSkillsQuery = z.object({
   category: tag('category').optional().meta({ description: 'capability tag (case-insensitive)' }),
@@ -145,18 +158,10 @@ export const ListSkillsQuery = z.object({
     .enum(['popularity', 'newest'])
     .default('popularity')
     .meta({ description: 'popularity (default) or newest' }),
-  limit: z
-    .string()
-    .regex(/^[0-9]+$/, 'must be an integer from 1 to 100')
-    .transform(Number)
-    .pipe(z.number().int().min(1).max(100))
+  limit: queryInteger(PAGE_LIMIT, 'must be an integer from 1 to 100')
     .default(20)
     .meta({ description: 'page size' }),
-  offset: z
-    .string()
-    .regex(/^[0-9]+$/, 'must be a non-negative integer')
-    .transform(Number)
-    .pipe(z.number().int().min(0).max(1_000_000))
+  offset: queryInteger(PAGE_OFFSET, 'must be a non-negative integer')
     .default(0)
     .meta({ description: 'skills to skip' }),
 });
@@ -164,8 +169,8 @@ export type ListSkillsQuery = z.infer<typeof ListSkillsQuery>;
 
 /** Arguments of the MCP tool `list_skills`: {@link ListSkillsQuery} with JSON numbers for the page. */
 export const ListSkillsArgs = ListSkillsQuery.extend({
-  limit: z.number().int().min(1).max(100).default(20).meta({ description: 'page size' }),
-  offset: z.number().int().min(0).max(1_000_000).default(0).meta({ description: 'skills to skip' }),
+  limit: PAGE_LIMIT.default(20).meta({ description: 'page size' }),
+  offset: PAGE_OFFSET.default(0).meta({ description: 'skills to skip' }),
 });
 
 /** A skill in the directory listing. */

@@ -5,6 +5,7 @@ import {
   errorResponse,
   RETRY_AFTER_HEADER,
   type ContractRouter,
+  type RouteContract,
 } from '@repo/service-kit';
 import { z } from 'zod';
 import type { RouteOutcome } from '../../metrics';
@@ -38,6 +39,28 @@ export function discoverRoutes(
   onRouteServed?: (outcome: RouteOutcome) => void,
 ): ContractRouter {
   const auth = requireApiKey(operations);
+  /**
+   * The contract of a Discover POST that needs `x-api-key` and takes a JSON body: its own responses
+   * plus what every such operation may answer, and `before` (if any) ahead of the key check.
+   */
+  const keyedPost = <Body extends z.ZodType>(operation: {
+    path: string;
+    operationId: string;
+    summary: string;
+    body: Body;
+    responses: RouteContract['responses'];
+    before?: RequestHandler[];
+  }) => ({
+    method: 'post' as const,
+    path: operation.path,
+    operationId: operation.operationId,
+    summary: operation.summary,
+    tags: ['Discover'],
+    security: [{ apiKey: [] }],
+    request: { body: operation.body },
+    responses: { ...AUTHENTICATED_BODY_ERRORS, ...BODY_PARSER_ERRORS, ...operation.responses },
+    before: [...(operation.before ?? []), auth],
+  });
 
   // The number of matches of each answered route request, for countRoute.
   const routeMatches = new WeakMap<Response, number>();
@@ -62,24 +85,19 @@ export function discoverRoutes(
 
   return contractRouter()
     .route(
-      {
-        method: 'post',
+      keyedPost({
         path: '/api/discover/route',
         operationId: 'routeTask',
         summary: 'Ranked active skills for a natural-language task',
-        tags: ['Discover'],
-        security: [{ apiKey: [] }],
-        request: { body: RouteRequest },
+        body: RouteRequest,
         responses: {
           '200': { description: 'matches, best first (ties by skill_id)', body: RouteResponse },
-          ...AUTHENTICATED_BODY_ERRORS,
-          ...BODY_PARSER_ERRORS,
           '429': limited(
             'more route requests this minute than ROUTES_PER_KEY_PER_MINUTE allows for the key (`rate_limited`)',
           ),
         },
-        before: [countRoute, auth],
-      },
+        before: [countRoute],
+      }),
       async (_req, res) => {
         const answer = await operations.route(authenticatedKey(res), res.locals.valid.body);
         routeMatches.set(res, answer.matches.length);
@@ -122,50 +140,38 @@ export function discoverRoutes(
       },
     )
     .route(
-      {
-        method: 'post',
+      keyedPost({
         path: '/api/discover/register',
         operationId: 'registerSkill',
         summary:
           'Register a skill, or update one registered with the same key; it is verified before it is routed',
-        tags: ['Discover'],
-        security: [{ apiKey: [] }],
-        request: { body: RegisterSkillRequest },
+        body: RegisterSkillRequest,
         responses: {
           '201': { description: 'registered, pending verification', body: RegisterSkillResponse },
           '200': { description: 'updated, pending verification again', body: RegisterSkillResponse },
-          ...AUTHENTICATED_BODY_ERRORS,
-          ...BODY_PARSER_ERRORS,
           '403': errorResponse('the skill_id belongs to another key (`forbidden`)'),
           '429': limited(
             'more registrations today than REGISTRATIONS_PER_KEY_PER_DAY allows for the key (`rate_limited`)',
           ),
         },
-        before: [auth],
-      },
+      }),
       async (_req, res) => {
         const { outcome, answer } = await operations.register(authenticatedKey(res), res.locals.valid.body);
         res.status(outcome === 'created' ? 201 : 200).json(answer);
       },
     )
     .route(
-      {
-        method: 'post',
+      keyedPost({
         path: '/api/discover/report',
         operationId: 'reportCall',
         summary: 'Report a call outcome; feeds reliability, latency and popularity',
-        tags: ['Discover'],
-        security: [{ apiKey: [] }],
-        request: { body: ReportRequest },
+        body: ReportRequest,
         responses: {
           '200': { description: 'recorded', body: ReportResponse },
-          ...AUTHENTICATED_BODY_ERRORS,
-          ...BODY_PARSER_ERRORS,
           '404': errorResponse('no such skill (`not_found`)'),
           '429': limited('too many reports for this skill from this key (`rate_limited`)'),
         },
-        before: [auth],
-      },
+      }),
       async (_req, res) => {
         res.json(await operations.report(authenticatedKey(res), res.locals.valid.body));
       },
