@@ -5,7 +5,8 @@
 // `pnpm --filter @repo/skill-router exec tsx --conditions=@repo/source scripts/demo.ts`
 // (SKILL_ROUTER_URL, default http://127.0.0.1:3003).
 import { randomBytes } from 'node:crypto';
-import { startLocalSkills } from './local-skills';
+import type { RegisterSkillRequest } from '../src/schemas';
+import { startLocalSkills, type SkillBehaviour } from './local-skills';
 
 /** Options of {@link runSkillRouterDemo}. */
 export interface SkillRouterDemoOptions {
@@ -37,6 +38,156 @@ interface RouteAnswer {
   }[];
   total_matches: number;
 }
+
+/** A skill the demo provides on this machine. */
+interface DemoSkill {
+  /** Its endpoint's name among the local skills, and the stem of its id (`demo-<stem>-<run>`). */
+  stem: string;
+  /** How its endpoint answers. */
+  behaviour: SkillBehaviour;
+  /** What is registered, but the id and the endpoint. */
+  registration: Omit<RegisterSkillRequest, 'skill_id' | 'endpoint'>;
+  /** What the demo sends it when it is a route's best match (none: `{}`). */
+  input?: unknown;
+}
+
+const TRANSLATION_INPUT = {
+  type: 'object',
+  properties: {
+    text: { type: 'string', minLength: 1 },
+    target_language: { type: 'string', enum: ['es', 'fr', 'de'] },
+  },
+  required: ['text', 'target_language'],
+};
+const TRANSLATION_OUTPUT = {
+  type: 'object',
+  properties: { translation: { type: 'string' } },
+  required: ['translation'],
+};
+const A_TRANSLATION = { text: 'A fast and friendly agent', target_language: 'es' };
+
+/** The five demo skills: two translators, a free summarizer, a swap quoter, and an OCR that answers the wrong shape. */
+const DEMO_SKILLS: DemoSkill[] = [
+  {
+    stem: 'translator',
+    behaviour: {
+      kind: 'healthy',
+      respond: (i) => ({
+        translation: `[${(i as { target_language: string }).target_language}] ${(i as { text: string }).text}`,
+      }),
+    },
+    registration: {
+      name: 'Quick translator',
+      provider: 'Demo Labs',
+      description: 'Translates short texts between English, Spanish, French and German.',
+      capabilities: ['translation', 'text'],
+      chains: ['solana'],
+      pricing: { model: 'per_call', price_usd: 0.002 },
+      input_schema: TRANSLATION_INPUT,
+      output_schema: TRANSLATION_OUTPUT,
+    },
+    input: A_TRANSLATION,
+  },
+  {
+    stem: 'translator-pro',
+    behaviour: {
+      kind: 'healthy',
+      delayMs: 60,
+      respond: (i) => ({ translation: `(pro) ${(i as { text: string }).text}` }),
+    },
+    registration: {
+      name: 'Pro translator',
+      provider: 'Lingua Agents',
+      description: 'Human-quality translation of product texts and documentation.',
+      capabilities: ['translation', 'localization'],
+      chains: ['solana', 'base'],
+      pricing: { model: 'per_call', price_usd: 0.009 },
+      input_schema: TRANSLATION_INPUT,
+      output_schema: TRANSLATION_OUTPUT,
+    },
+    input: A_TRANSLATION,
+  },
+  {
+    stem: 'summarizer',
+    behaviour: {
+      kind: 'healthy',
+      respond: (i) => ({
+        summary: String((i as { text: string }).text)
+          .split(' ')
+          .slice(0, 8)
+          .join(' '),
+      }),
+    },
+    registration: {
+      name: 'Summarizer',
+      provider: 'Demo Labs',
+      description: 'Summarizes long articles and reports into a few sentences.',
+      capabilities: ['summarization', 'text'],
+      chains: [],
+      pricing: { model: 'free', price_usd: 0 },
+      input_schema: {
+        type: 'object',
+        properties: {
+          text: { type: 'string', minLength: 1 },
+          max_words: { type: 'integer', minimum: 5, maximum: 200 },
+        },
+        required: ['text'],
+      },
+      output_schema: { type: 'object', properties: { summary: { type: 'string' } }, required: ['summary'] },
+    },
+    input: {
+      text: 'Markets moved sideways today while stablecoin volume rose sharply across exchanges and chains.',
+    },
+  },
+  {
+    stem: 'swap-quote',
+    behaviour: {
+      kind: 'healthy',
+      respond: (i) => ({ out_amount: Number((i as { amount: number }).amount) * 150, route: 'demo-amm' }),
+    },
+    registration: {
+      name: 'Swap quoter',
+      provider: 'DeFi Tools',
+      description: 'Quotes token swaps between SOL and USDC on Solana.',
+      capabilities: ['defi', 'swap', 'quote'],
+      chains: ['solana'],
+      pricing: { model: 'per_call', price_usd: 0.001 },
+      input_schema: {
+        type: 'object',
+        properties: {
+          from: { type: 'string', enum: ['SOL', 'USDC'] },
+          to: { type: 'string', enum: ['SOL', 'USDC'] },
+          amount: { type: 'number', exclusiveMinimum: 0, maximum: 1000 },
+        },
+        required: ['from', 'to', 'amount'],
+      },
+      output_schema: {
+        type: 'object',
+        properties: { out_amount: { type: 'number' }, route: { type: 'string' } },
+        required: ['out_amount', 'route'],
+      },
+    },
+    input: { from: 'SOL', to: 'USDC', amount: 2 },
+  },
+  {
+    stem: 'broken-ocr',
+    behaviour: { kind: 'healthy', respond: () => ({ text: 42 }) },
+    registration: {
+      name: 'Receipt OCR',
+      provider: 'Scan Co',
+      description: 'Reads receipts and returns their text (answers the wrong shape).',
+      capabilities: ['ocr', 'text'],
+      chains: ['solana'],
+      pricing: { model: 'per_call', price_usd: 0.003 },
+      input_schema: {
+        type: 'object',
+        properties: { image_url: { type: 'string', format: 'uri' } },
+        required: ['image_url'],
+      },
+      output_schema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+    },
+  },
+];
 
 /**
  * Runs the demo against a running skill-router whose SSRF_ALLOWLIST permits 127.0.0.1.
@@ -78,135 +229,13 @@ export async function runSkillRouterDemo(options: SkillRouterDemoOptions): Promi
   const endpoints = await startLocalSkills();
   try {
     const run = randomBytes(3).toString('hex');
-    const textIn = {
-      type: 'object',
-      properties: {
-        text: { type: 'string', minLength: 1 },
-        target_language: { type: 'string', enum: ['es', 'fr', 'de'] },
-      },
-      required: ['text', 'target_language'],
-    };
-    const textOut = {
-      type: 'object',
-      properties: { translation: { type: 'string' } },
-      required: ['translation'],
-    };
-    const summaryIn = {
-      type: 'object',
-      properties: {
-        text: { type: 'string', minLength: 1 },
-        max_words: { type: 'integer', minimum: 5, maximum: 200 },
-      },
-      required: ['text'],
-    };
-    const summaryOut = { type: 'object', properties: { summary: { type: 'string' } }, required: ['summary'] };
-    const quoteIn = {
-      type: 'object',
-      properties: {
-        from: { type: 'string', enum: ['SOL', 'USDC'] },
-        to: { type: 'string', enum: ['SOL', 'USDC'] },
-        amount: { type: 'number', exclusiveMinimum: 0, maximum: 1000 },
-      },
-      required: ['from', 'to', 'amount'],
-    };
-    const quoteOut = {
-      type: 'object',
-      properties: { out_amount: { type: 'number' }, route: { type: 'string' } },
-      required: ['out_amount', 'route'],
-    };
-
-    endpoints.set('translate', {
-      kind: 'healthy',
-      respond: (i) => ({
-        translation: `[${(i as { target_language: string }).target_language}] ${(i as { text: string }).text}`,
-      }),
-    });
-    endpoints.set('translate-pro', {
-      kind: 'healthy',
-      delayMs: 60,
-      respond: (i) => ({ translation: `(pro) ${(i as { text: string }).text}` }),
-    });
-    endpoints.set('summarize', {
-      kind: 'healthy',
-      respond: (i) => ({
-        summary: String((i as { text: string }).text)
-          .split(' ')
-          .slice(0, 8)
-          .join(' '),
-      }),
-    });
-    endpoints.set('swap-quote', {
-      kind: 'healthy',
-      respond: (i) => ({ out_amount: Number((i as { amount: number }).amount) * 150, route: 'demo-amm' }),
-    });
-    endpoints.set('broken-ocr', { kind: 'healthy', respond: () => ({ text: 42 }) });
-
-    const skills = [
-      {
-        skill_id: `demo-translator-${run}`,
-        name: 'Quick translator',
-        provider: 'Demo Labs',
-        description: 'Translates short texts between English, Spanish, French and German.',
-        capabilities: ['translation', 'text'],
-        chains: ['solana'],
-        pricing: { model: 'per_call', price_usd: 0.002 },
-        endpoint: endpoints.url('translate'),
-        input_schema: textIn,
-        output_schema: textOut,
-      },
-      {
-        skill_id: `demo-translator-pro-${run}`,
-        name: 'Pro translator',
-        provider: 'Lingua Agents',
-        description: 'Human-quality translation of product texts and documentation.',
-        capabilities: ['translation', 'localization'],
-        chains: ['solana', 'base'],
-        pricing: { model: 'per_call', price_usd: 0.009 },
-        endpoint: endpoints.url('translate-pro'),
-        input_schema: textIn,
-        output_schema: textOut,
-      },
-      {
-        skill_id: `demo-summarizer-${run}`,
-        name: 'Summarizer',
-        provider: 'Demo Labs',
-        description: 'Summarizes long articles and reports into a few sentences.',
-        capabilities: ['summarization', 'text'],
-        chains: [],
-        pricing: { model: 'free', price_usd: 0 },
-        endpoint: endpoints.url('summarize'),
-        input_schema: summaryIn,
-        output_schema: summaryOut,
-      },
-      {
-        skill_id: `demo-swap-quote-${run}`,
-        name: 'Swap quoter',
-        provider: 'DeFi Tools',
-        description: 'Quotes token swaps between SOL and USDC on Solana.',
-        capabilities: ['defi', 'swap', 'quote'],
-        chains: ['solana'],
-        pricing: { model: 'per_call', price_usd: 0.001 },
-        endpoint: endpoints.url('swap-quote'),
-        input_schema: quoteIn,
-        output_schema: quoteOut,
-      },
-      {
-        skill_id: `demo-broken-ocr-${run}`,
-        name: 'Receipt OCR',
-        provider: 'Scan Co',
-        description: 'Reads receipts and returns their text (answers the wrong shape).',
-        capabilities: ['ocr', 'text'],
-        chains: ['solana'],
-        pricing: { model: 'per_call', price_usd: 0.003 },
-        endpoint: endpoints.url('broken-ocr'),
-        input_schema: {
-          type: 'object',
-          properties: { image_url: { type: 'string', format: 'uri' } },
-          required: ['image_url'],
-        },
-        output_schema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
-      },
-    ];
+    const skillId = (skill: DemoSkill) => `demo-${skill.stem}-${run}`;
+    for (const skill of DEMO_SKILLS) endpoints.set(skill.stem, skill.behaviour);
+    const skills = DEMO_SKILLS.map((skill) => ({
+      skill_id: skillId(skill),
+      ...skill.registration,
+      endpoint: endpoints.url(skill.stem),
+    }));
     for (const s of skills) {
       const r = await call<{ status: string; verification_steps: string[] }>(
         'POST',
@@ -244,14 +273,7 @@ export async function runSkillRouterDemo(options: SkillRouterDemoOptions): Promi
       { task: 'Summarize a long market report', requirements: {} },
       { task: 'Get a quote to swap 2 SOL to USDC', requirements: { chains: ['solana'] } },
     ];
-    const inputs: Record<string, unknown> = {
-      [`demo-translator-${run}`]: { text: 'A fast and friendly agent', target_language: 'es' },
-      [`demo-translator-pro-${run}`]: { text: 'A fast and friendly agent', target_language: 'es' },
-      [`demo-summarizer-${run}`]: {
-        text: 'Markets moved sideways today while stablecoin volume rose sharply across exchanges and chains.',
-      },
-      [`demo-swap-quote-${run}`]: { from: 'SOL', to: 'USDC', amount: 2 },
-    };
+    const inputs = new Map(DEMO_SKILLS.map((skill) => [skillId(skill), skill.input]));
     const routes: SkillRouterDemoResult['routes'] = [];
     for (const t of tasks) {
       const r = await call<RouteAnswer>('POST', '/api/discover/route', {
@@ -278,7 +300,7 @@ export async function runSkillRouterDemo(options: SkillRouterDemoOptions): Promi
       const res = await fetch(best.endpoint, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(inputs[best.skill_id] ?? {}),
+        body: JSON.stringify(inputs.get(best.skill_id) ?? {}),
       });
       const output = await res.text();
       const latency = Math.round(performance.now() - t0);

@@ -93,13 +93,3 @@ export async function startLocalSkills(): Promise<LocalSkills> {
       }),
   };
 }
-
-/** A URL on 127.0.0.1 where nothing listens (a port that was just bound and released). */
-export async function unreachableUrl(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (!address || typeof address === 'string') throw new Error('no address');
-  return `http://127.0.0.1:${address.port}/skill`;
-}

@@ -1,4 +1,5 @@
-import { startLocalSkills, unreachableUrl, type LocalSkills } from '../scripts/local-skills';
+import { freePort } from '@repo/service-kit/testing';
+import { startLocalSkills, type LocalSkills } from '../scripts/local-skills';
 import type { RegisterSkillRequest } from '../src/schemas';
 import { buildSkill, TEXT_INPUT_SCHEMA, translate, uniqueWord } from './support/factories';
 import {
@@ -162,7 +163,8 @@ describe('Verification worker: each step failing', () => {
   });
 
   it('When nothing listens on the endpoint port (endpoint_health_check), then verification_failed as unreachable', async () => {
-    const d = await registerAndSettle(buildSkill({ endpoint: await unreachableUrl() }));
+    // A port that was just bound and released: nothing listens there.
+    const d = await registerAndSettle(buildSkill({ endpoint: `http://127.0.0.1:${await freePort()}/skill` }));
     expect(d.status).toBe('verification_failed');
     expect(d.verification.reason).toMatch(/^endpoint_health_check: unreachable: ECONNREFUSED/);
   });
