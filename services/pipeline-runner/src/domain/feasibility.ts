@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { SessionConfig } from '@repo/schemas';
 import { LOW_ROI_TAG, type FeasibilityAssessment, type LeanFeasibility } from '@repo/compute';
 
@@ -47,15 +48,21 @@ export const STRETCH_BUDGET_FACTOR = 2;
 /** STRETCH allows up to this multiple of the timeline. */
 export const STRETCH_TIMELINE_FACTOR = 1.5;
 
-/** The LLM's estimates for one idea. */
-export interface FeasibilityEstimates {
-  /** Cash cost of building the first sellable version, USD (≥ 0). */
-  estimated_build_cost_usd: number;
-  /** Build time for the reference team of 2–3 people, weeks (> 0). */
-  estimated_build_weeks: number;
-  /** Projected annual revenue once launched, USD per year (≥ 0). */
-  projected_annual_revenue_usd: number;
-}
+/**
+ * The LLM's estimates for one idea, as the model is asked for them (forge's refinement, the prove
+ * Analyst's turn): the cash cost of building the first sellable version in USD (≥ 0), the build time
+ * for the reference team of 2–3 people in weeks (> 0) and the projected annual revenue once launched
+ * in USD per year (≥ 0).
+ */
+export const FeasibilityEstimates = z.object({
+  estimated_build_cost_usd: z.number().nonnegative().describe('cash cost of a first sellable version, USD'),
+  estimated_build_weeks: z.number().positive().describe('build time for a team of 2-3 people, weeks'),
+  projected_annual_revenue_usd: z
+    .number()
+    .nonnegative()
+    .describe('annual revenue once launched, USD per year'),
+});
+export type FeasibilityEstimates = z.infer<typeof FeasibilityEstimates>;
 
 function round2(value: number): number {
   return Math.round(value * 100) / 100;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { FeasibilityEstimates } from '../../feasibility';
 import { clip, roundedInt, upTo } from '../render';
 
 /**
@@ -34,9 +35,8 @@ export const CritiqueAnswer = z.object({
 });
 
 /**
- * Round 3 answer (README, "forge/ideate", refinement): one idea, refined, with the estimates the
- * feasibility math needs — build cost in USD, build weeks for a team of 2–3 people, projected annual
- * revenue in USD per year.
+ * Round 3 answer (README, "forge/ideate", refinement): one idea, refined, with the
+ * {@link FeasibilityEstimates} the feasibility math needs.
  */
 export const RefineAnswer = IdeaSketch.extend({
   moat: z.string().min(1),
@@ -44,12 +44,7 @@ export const RefineAnswer = IdeaSketch.extend({
   validation_plan: upTo(z.string().min(1), 8, 1),
   kill_switches: upTo(z.string().min(1), 6, 1),
   tags: upTo(z.string().min(1), 8).default([]),
-  estimated_build_cost_usd: z.number().nonnegative().describe('cash cost of a first sellable version, USD'),
-  estimated_build_weeks: z.number().positive().describe('build time for a team of 2-3 people, weeks'),
-  projected_annual_revenue_usd: z
-    .number()
-    .nonnegative()
-    .describe('annual revenue once launched, USD per year'),
+  ...FeasibilityEstimates.shape,
 });
 
 /**

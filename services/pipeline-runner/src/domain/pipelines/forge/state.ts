@@ -134,6 +134,15 @@ export function ideaKey(name: string): string {
 }
 
 /**
+ * `list` with `entry` last in place of any earlier entry of the same idea: a redelivered step
+ * replaces what its earlier run added (README, "Pipelines").
+ * @param list the refined or scored ideas so far (not mutated) @param entry the step's entry
+ */
+export function withIdea<T extends { id: string }>(list: readonly T[], entry: T): T[] {
+  return [...list.filter((e) => e.id !== entry.id), entry];
+}
+
+/**
  * Candidates chosen for refinement (README, "forge/ideate", critique): the ones the critique hurt
  * least (fatal 5, major 2, minor 0.5 points per critique), ties in proposal order, at most
  * {@link SHORTLIST_SIZE}.

@@ -28,6 +28,7 @@ import {
   type ForgeState,
   type Refined,
   type Scored,
+  withIdea,
 } from './state';
 
 /**
@@ -67,10 +68,9 @@ export async function ideasStep(
         .join('\n')
     : 'No new idea (all duplicates of earlier proposals).';
   const rounds = addTranscript(state.rounds, 1, agent, content);
-  const label = `Round 1 · ${agent}`;
-  if (state.cursor < BRAINSTORMERS.length - 1)
-    return advance(state, { candidates, rounds, cursor: state.cursor + 1 }, label);
-  return advance(state, { candidates, rounds, phase: 'r2', cursor: 0 }, label);
+  return afterTurn(state, BRAINSTORMERS.length, { candidates, rounds }, `Round 1 · ${agent}`, {
+    phase: 'r2',
+  });
 }
 
 /**
@@ -96,14 +96,10 @@ export async function critiqueStep(
     ? mine.map((c) => `${c.idea_id} (${c.severity}): ${c.critique}`).join('\n')
     : 'No critique of a known candidate.';
   const rounds = addTranscript(state.rounds, 2, agent, content);
-  const label = `Round 2 · ${agent}`;
-  if (state.cursor < BRAINSTORMERS.length - 1)
-    return advance(state, { critiques, rounds, cursor: state.cursor + 1 }, label);
-  return advance(
-    state,
-    { critiques, rounds, shortlist: shortlistOf(state.candidates, critiques), phase: 'r3', cursor: 0 },
-    label,
-  );
+  return afterTurn(state, BRAINSTORMERS.length, { critiques, rounds }, `Round 2 · ${agent}`, {
+    phase: 'r3',
+    shortlist: shortlistOf(state.candidates, critiques),
+  });
 }
 
 /**
@@ -137,17 +133,16 @@ export async function refineStep(
     tags: tagsFor(answer.tags, feasibility),
     feasibility,
   };
-  const refined = [...state.refined.filter((r) => r.id !== id), refinedIdea];
+  const refined = withIdea(state.refined, refinedIdea);
   const rounds = addTranscript(
     state.rounds,
     3,
     REFINER,
     `${id} "${refinedIdea.name}": moat: ${refinedIdea.moat}. Build ~$${feasibility.estimated_build_cost_usd} in ${feasibility.estimated_build_weeks} weeks (reference team); projected $${feasibility.projected_annual_revenue_usd}/year → ${feasibility.lean_feasibility}${feasibility.low_roi ? ', LOW_ROI' : ''}.`,
   );
-  const label = `Round 3 · refine ${id}`;
-  if (state.cursor < state.shortlist.length - 1)
-    return advance(state, { refined, rounds, cursor: state.cursor + 1 }, label);
-  return advance(state, { refined, rounds, phase: 'r4', cursor: 0 }, label);
+  return afterTurn(state, state.shortlist.length, { refined, rounds }, `Round 3 · refine ${id}`, {
+    phase: 'r4',
+  });
 }
 
 /**
@@ -170,17 +165,16 @@ export async function scoreStep(
     kill_score: answer.kill_score,
     kill_reasons: answer.kill_reasons,
   };
-  const scored = [...state.scored.filter((s) => s.id !== id), scoredIdea];
+  const scored = withIdea(state.scored, scoredIdea);
   const rounds = addTranscript(
     state.rounds,
     4,
     SCORER,
     `${id} "${refinedIdea.name}": RICE ${scoredIdea.rice.reach} × ${scoredIdea.rice.impact} × ${scoredIdea.rice.confidence} / ${scoredIdea.rice.effort} = ${scoredIdea.rice.score}; kill score ${scoredIdea.kill_score}${scoredIdea.kill_reasons.length ? ` (${scoredIdea.kill_reasons.join('; ')})` : ''}.`,
   );
-  const label = `Round 4 · score ${id}`;
-  if (state.cursor < state.shortlist.length - 1)
-    return advance(state, { scored, rounds, cursor: state.cursor + 1 }, label);
-  return advance(state, { scored, rounds, phase: 'r5', cursor: 0 }, label);
+  return afterTurn(state, state.shortlist.length, { scored, rounds }, `Round 4 · score ${id}`, {
+    phase: 'r5',
+  });
 }
 
 /**
@@ -216,6 +210,23 @@ export async function rankStep(
     scout_generated_from: input.scout.map((s) => ({ sector: s.sector, generatedFrom: s.generatedFrom })),
   };
   return { kind: 'done', result, label: 'Round 5 · final ranking' };
+}
+
+/**
+ * The outcome of one turn of a round that walks a list with `cursor` (the agents in rounds 1 and 2, the
+ * shortlist in rounds 3 and 4): the round's next turn, or, after its last turn, `then` (the next phase
+ * and what the round leaves for it) with the cursor back at 0.
+ * @param turns the turns of the round @param patch what this turn changed @param label the step's label
+ */
+function afterTurn(
+  state: ForgeState,
+  turns: number,
+  patch: Partial<ForgeState>,
+  label: string,
+  then: Partial<ForgeState> & Pick<ForgeState, 'phase'>,
+): ForgeOutcome {
+  if (state.cursor < turns - 1) return advance(state, { ...patch, cursor: state.cursor + 1 }, label);
+  return advance(state, { ...patch, ...then, cursor: 0 }, label);
 }
 
 function toIdea(rank: number, r: Refined, s: Scored): ForgeIdea {

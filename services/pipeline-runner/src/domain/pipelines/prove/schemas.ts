@@ -1,5 +1,6 @@
 // What the model is asked for: tolerant objects, unknown keys are dropped, not refused.
 import { z } from 'zod';
+import { FeasibilityEstimates } from '../../feasibility';
 import { roundedInt, upTo } from '../render';
 
 /** Search queries run per turn at most (README, "prove/debate", turns). */
@@ -33,18 +34,11 @@ export const TurnAnswer = z.object({
 export type TurnAnswer = z.infer<typeof TurnAnswer>;
 
 /**
- * The Analyst's turn (README, "prove/debate", feasibility): a turn plus the estimates the feasibility
- * math needs — build cost in USD, build weeks for a team of 2–3 people, projected revenue in USD per year.
+ * The Analyst's turn (README, "prove/debate", feasibility): a turn plus the
+ * {@link FeasibilityEstimates} the feasibility math needs.
  */
 export const AnalystTurnAnswer = TurnAnswer.extend({
-  estimates: z.object({
-    estimated_build_cost_usd: z.number().nonnegative().describe('cash cost of a first sellable version, USD'),
-    estimated_build_weeks: z.number().positive().describe('build time for a team of 2-3 people, weeks'),
-    projected_annual_revenue_usd: z
-      .number()
-      .nonnegative()
-      .describe('annual revenue once launched, USD per year'),
-  }),
+  estimates: FeasibilityEstimates,
 });
 
 /**

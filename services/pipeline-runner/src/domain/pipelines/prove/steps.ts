@@ -1,4 +1,3 @@
-import type { z } from 'zod';
 import type { SearchResult } from '@repo/llm';
 import type {
   DebateSource,
@@ -12,7 +11,7 @@ import type {
   ProveJobInput,
   ProveResult,
 } from '@repo/compute';
-import { assessFeasibility } from '../../feasibility';
+import { assessFeasibility, type FeasibilityEstimates } from '../../feasibility';
 import { countVotes, verdictFor } from '../../tally';
 import { clip } from '../render';
 import { askModel } from '../ask-model';
@@ -72,7 +71,7 @@ async function runSearches(queries: string[], deps: PipelineDeps): Promise<Debat
 }
 
 /** A debate turn's answer; the Analyst's also carries its estimates. */
-type DebateTurnAnswer = TurnAnswer & { estimates?: z.infer<typeof AnalystTurnAnswer>['estimates'] };
+type DebateTurnAnswer = TurnAnswer & { estimates?: FeasibilityEstimates };
 
 /**
  * Phase `debate` (README, "prove/debate": turns, feasibility, PIVOT_OUT, early close): the persona at
