@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
+import type { z } from 'zod';
 import { AppError, notFound, requestIdOf } from '@repo/errors';
 import { AgentJob } from '@repo/schemas';
 import { contractRouter, errorResponse, type ContractRouter } from '@repo/service-kit';
@@ -27,7 +28,7 @@ import {
   type PaidJobRequest,
   type StartedPaidJob,
 } from '../../domain/paid-jobs';
-import { COMPUTE_PRICES, type PaidRoute } from '../../domain/prices';
+import { COMPUTE_PRICES, ETA_MINUTES, type PaidRoute } from '../../domain/prices';
 import { PAYMENT_RESPONSE_HEADER, PAYMENT_V2_RESPONSE_HEADER } from '@repo/x402-core';
 import { paidComputeParts, PAYMENT_REQUEST_HEADERS } from './contract-parts';
 import { DISCOVERY } from './discovery';
@@ -63,87 +64,99 @@ export interface ComputeDeps {
  *   every job id unknown (404)
  */
 export function computeRouter(deps: ComputeDeps | undefined): ContractRouter {
-  return contractRouter()
-    .route(
-      {
-        method: 'post',
-        path: '/api/v1/forge/ideate',
-        operationId: 'forgeIdeate',
-        ...paidComputeParts(COMPUTE_PRICES.forge, 'about 30 minutes'),
-        request: { query: NetworkOnlyQuery, body: ForgeRequest, headers: PAYMENT_REQUEST_HEADERS },
-        validation: { bodyCode: 'validation_failed' },
+  const router = contractRouter();
+  computePost(router, deps, 'forge', '/api/v1/forge/ideate', 'forgeIdeate', ForgeRequest, (ready, body) => {
+    const sectors = [...new Set(body.sectors)];
+    return {
+      proveSessionId: null,
+      buildInput: async () => ({
+        sectors,
+        context: body.context ?? null,
+        product_modes: body.product_modes,
+        session_config: body.session_config,
+        scout: await ready.reports.latestSnapshots(sectors, FORGE_SCOUT_ITEMS),
+      }),
+    };
+  });
+  computePost(router, deps, 'prove', '/api/v1/prove/debate', 'proveDebate', ProveRequest, (_ready, body) => {
+    const proveSessionId = randomUUID();
+    return {
+      proveSessionId,
+      buildInput: async () => ({ idea: body.idea, session_config: body.session_config, proveSessionId }),
+    };
+  });
+  return router.route(
+    {
+      method: 'get',
+      path: '/api/v1/jobs/{jobId}',
+      operationId: 'getJob',
+      summary: 'A compute job (free; possession of the id is the authorization)',
+      tags: ['Compute API'],
+      request: { params: JobParams, query: NetworkOnlyQuery },
+      responses: {
+        '200': { description: 'the job', body: AgentJob },
+        '400': errorResponse(
+          'invalid path or query (`invalid_request`): jobId longer than 100 characters or not valid percent-encoding, or network not one of the accepted values',
+        ),
+        '404': errorResponse('unknown job'),
       },
-      preflight(deps, COMPUTE_PRICES.forge),
-      async (req, res) => {
-        if (!deps) return;
-        const { body } = res.locals.valid;
-        const sectors = [...new Set(body.sectors)];
-        await createJob(deps, req, res, {
-          route: COMPUTE_PRICES.forge,
-          kind: 'forge',
-          webhookUrl: body.webhook_url ?? null,
-          proveSessionId: null,
-          buildInput: async () => ({
-            sectors,
-            context: body.context ?? null,
-            product_modes: body.product_modes,
-            session_config: body.session_config,
-            scout: await deps.reports.latestSnapshots(sectors, FORGE_SCOUT_ITEMS),
-          }),
-        });
+    },
+    async (_req, res) => {
+      const { jobId } = res.locals.valid.params;
+      const job = deps ? await deps.jobs.get(jobId) : null;
+      if (!job) throw notFound('Unknown job');
+      res.setHeader('cache-control', 'no-store');
+      res.json(job);
+    },
+  );
+}
+
+/** What every compute POST body may carry besides its own fields. */
+type ComputeBody = { webhook_url?: string | undefined };
+
+/**
+ * Declares on `router` the POST that starts a paid `kind` job: its contract (see `paidComputeParts`,
+ * with the price and duration of the kind; `network` in the query, the body validated with 422
+ * `validation_failed`), the preflight, then the payment and the job ({@link createJob}).
+ * @param job the job's prove session and input, from the validated body
+ */
+function computePost<B extends z.ZodType<ComputeBody>>(
+  router: ContractRouter,
+  deps: ComputeDeps | undefined,
+  kind: PaidJobRequest['kind'],
+  path: string,
+  operationId: string,
+  body: B,
+  job: (deps: ComputeDeps, body: z.output<B>) => Pick<PaidJobRequest, 'proveSessionId' | 'buildInput'>,
+): void {
+  const route = COMPUTE_PRICES[kind];
+  router.route(
+    {
+      method: 'post',
+      path,
+      operationId,
+      ...paidComputeParts(route, `about ${ETA_MINUTES[kind]} minutes`),
+      // Typed here by what every compute body has, so that the handlers below are not generic.
+      request: {
+        query: NetworkOnlyQuery,
+        body: body as z.ZodType<ComputeBody>,
+        headers: PAYMENT_REQUEST_HEADERS,
       },
-    )
-    .route(
-      {
-        method: 'post',
-        path: '/api/v1/prove/debate',
-        operationId: 'proveDebate',
-        ...paidComputeParts(COMPUTE_PRICES.prove, 'about 60 minutes'),
-        request: { query: NetworkOnlyQuery, body: ProveRequest, headers: PAYMENT_REQUEST_HEADERS },
-        validation: { bodyCode: 'validation_failed' },
-      },
-      preflight(deps, COMPUTE_PRICES.prove),
-      async (req, res) => {
-        if (!deps) return;
-        const { body } = res.locals.valid;
-        const proveSessionId = randomUUID();
-        await createJob(deps, req, res, {
-          route: COMPUTE_PRICES.prove,
-          kind: 'prove',
-          webhookUrl: body.webhook_url ?? null,
-          proveSessionId,
-          buildInput: async () => ({
-            idea: body.idea,
-            session_config: body.session_config,
-            proveSessionId,
-          }),
-        });
-      },
-    )
-    .route(
-      {
-        method: 'get',
-        path: '/api/v1/jobs/{jobId}',
-        operationId: 'getJob',
-        summary: 'A compute job (free; possession of the id is the authorization)',
-        tags: ['Compute API'],
-        request: { params: JobParams, query: NetworkOnlyQuery },
-        responses: {
-          '200': { description: 'the job', body: AgentJob },
-          '400': errorResponse(
-            'invalid path or query (`invalid_request`): jobId longer than 100 characters or not valid percent-encoding, or network not one of the accepted values',
-          ),
-          '404': errorResponse('unknown job'),
-        },
-      },
-      async (_req, res) => {
-        const { jobId } = res.locals.valid.params;
-        const job = deps ? await deps.jobs.get(jobId) : null;
-        if (!job) throw notFound('Unknown job');
-        res.setHeader('cache-control', 'no-store');
-        res.json(job);
-      },
-    );
+      validation: { bodyCode: 'validation_failed' },
+    },
+    preflight(deps, route),
+    async (req, res) => {
+      if (!deps) return;
+      const valid = res.locals.valid.body;
+      await createJob(deps, req, res, {
+        route,
+        kind,
+        webhookUrl: valid.webhook_url ?? null,
+        // Validated with `body` just before: its output.
+        ...job(deps, valid as z.output<B>),
+      });
+    },
+  );
 }
 
 /**
@@ -154,7 +167,7 @@ export function computeRouter(deps: ComputeDeps | undefined): ContractRouter {
 function preflight(
   deps: ComputeDeps | undefined,
   route: PaidRoute,
-): RequestHandler<Request['params'], unknown, { webhook_url?: string | undefined }> {
+): RequestHandler<Request['params'], unknown, ComputeBody> {
   return async (req, res, next) => {
     if (!deps) {
       sendUnhealthy(req, res, 'config', 'Compute is not configured on this server (no message broker)');
