@@ -43,10 +43,20 @@ interface HttpBackedTool<I> {
  */
 const PAYMENT_REQUIRED = z.union([PaymentRequiredV2, Error402]);
 
-/** The arguments as sent, without `network` (which goes into the query): a compute POST's body. */
-function bodyOf(raw: Record<string, unknown>): Record<string, unknown> {
-  const { network: _network, ...body } = raw;
-  return body;
+/** The call of a tool whose only argument, `network`, is the query of a `GET` of `path`. */
+function getWithNetwork(path: string): HttpBackedTool<z.infer<typeof NetworkOnlyQuery>>['call'] {
+  return (args) => ({ method: 'GET', path, query: { network: args.network } });
+}
+
+/**
+ * The call of a compute tool: a `POST` of `path` with `network` in the query and the other arguments
+ * as sent as the body (the route parses the body itself, defaults included).
+ */
+function postJob(path: string): HttpBackedTool<z.infer<typeof NetworkOnlyQuery>>['call'] {
+  return (args, raw) => {
+    const { network: _network, ...body } = raw;
+    return { method: 'POST', path, query: { network: args.network }, body };
+  };
 }
 
 const PAID_DATA = { readOnlyHint: true, idempotentHint: true, openWorldHint: false } as const;
@@ -102,7 +112,7 @@ export function marketIntelTools(handler: () => HttpHandler): McpTool[] {
       input: NetworkOnlyQuery,
       output: SectorList,
       annotations: { readOnlyHint: true, openWorldHint: false },
-      call: (args) => ({ method: 'GET', path: '/api/v1/sectors', query: { network: args.network } }),
+      call: getWithNetwork('/api/v1/sectors'),
     }),
     httpTool<z.infer<typeof NetworkOnlyQuery>>({
       name: 'get_health',
@@ -114,7 +124,7 @@ export function marketIntelTools(handler: () => HttpHandler): McpTool[] {
       input: NetworkOnlyQuery,
       output: HealthResponse,
       annotations: { readOnlyHint: true, openWorldHint: false },
-      call: (args) => ({ method: 'GET', path: '/api/v1/health', query: { network: args.network } }),
+      call: getWithNetwork('/api/v1/health'),
       resultStatuses: [503],
     }),
     httpTool<z.infer<typeof JobArgs>>({
@@ -154,7 +164,7 @@ export function marketIntelTools(handler: () => HttpHandler): McpTool[] {
       output: BriefResponse,
       annotations: PAID_DATA,
       paid: true,
-      call: (args) => ({ method: 'GET', path: '/api/v1/scout/brief', query: { network: args.network } }),
+      call: getWithNetwork('/api/v1/scout/brief'),
     }),
     httpTool<z.infer<typeof ForgeArgs>>({
       name: 'forge_ideate',
@@ -167,12 +177,7 @@ export function marketIntelTools(handler: () => HttpHandler): McpTool[] {
       output: JobAccepted,
       annotations: PAID_COMPUTE,
       paid: true,
-      call: (args, raw) => ({
-        method: 'POST',
-        path: '/api/v1/forge/ideate',
-        query: { network: args.network },
-        body: bodyOf(raw),
-      }),
+      call: postJob('/api/v1/forge/ideate'),
     }),
     httpTool<z.infer<typeof ProveArgs>>({
       name: 'prove_debate',
@@ -185,12 +190,7 @@ export function marketIntelTools(handler: () => HttpHandler): McpTool[] {
       output: JobAccepted,
       annotations: PAID_COMPUTE,
       paid: true,
-      call: (args, raw) => ({
-        method: 'POST',
-        path: '/api/v1/prove/debate',
-        query: { network: args.network },
-        body: bodyOf(raw),
-      }),
+      call: postJob('/api/v1/prove/debate'),
     }),
   ];
 }
