@@ -7,7 +7,7 @@ import { errorHandler, notFoundHandler } from '@repo/errors';
 import { scoutFetchSettings, type RunnerConfig } from './config';
 import { pipelines } from './domain/pipelines';
 import { StepWorker } from './entry-points/consumers/step-worker';
-import { HeartbeatPublisher } from './entry-points/workers/heartbeat';
+import { createHeartbeatPublisher, type HeartbeatPublisher } from './entry-points/workers/heartbeat';
 import { createRunnerMetrics, type RunnerMetrics } from './metrics';
 
 /** How long boot waits for the first RabbitMQ connection, in milliseconds. */
@@ -86,7 +86,7 @@ export async function compose({
         onStep: (kind, outcome, seconds) => metrics.onStep(kind, outcome, seconds),
       })
     : null;
-  const heartbeat = new HeartbeatPublisher({
+  const heartbeat = createHeartbeatPublisher({
     broker,
     runnerId,
     llm,

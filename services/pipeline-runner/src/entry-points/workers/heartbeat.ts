@@ -3,7 +3,7 @@ import type { Broker } from '@repo/queue';
 import { COMPUTE_TOPOLOGY, type RunnerHeartbeat, type UpstreamHealth } from '@repo/compute';
 import { createLoop, type Logger, type Loop, type LoopMetrics } from '@repo/service-kit';
 
-/** Options of {@link HeartbeatPublisher}. */
+/** Options of {@link createHeartbeatPublisher}. */
 export interface HeartbeatOptions {
   broker: Broker;
   runnerId: string;
@@ -29,6 +29,26 @@ const NOT_CONFIGURED: UpstreamHealth = {
   errorClass: 'config',
 };
 
+/** The runner's heartbeat: the `heartbeat` loop and the calls the composition root makes around it. */
+export interface HeartbeatPublisher {
+  /** The `heartbeat` loop: one {@link HeartbeatPublisher.beat} per round, never two at once. */
+  readonly loop: Loop;
+  /** The latest LLM health (the runner's readiness does not depend on it: jobs wait in the queue). */
+  current(): { llm: UpstreamHealth; search: UpstreamHealth | null };
+  /**
+   * Probes at once and publishes the first heartbeat (resolves once it is published or failed);
+   * the loop, started by the runtime, publishes the next ones.
+   */
+  start(): Promise<void>;
+  /**
+   * Stops beating: no beat starts after this call. Resolves when the beat in progress, if any, is
+   * done (a probe is bounded by the LLM client's probe timeout).
+   */
+  stop(): Promise<void>;
+  /** Probes when due (or while unhealthy) and publishes one heartbeat; never throws (a failure is logged). */
+  beat(): Promise<void>;
+}
+
 /**
  * Publishes the runner's heartbeat (README, "Messaging (RabbitMQ)": market-intel's health and
  * compute preflight use it) to the `compute.heartbeat` fanout every `intervalMs`, as a transient
@@ -38,98 +58,80 @@ const NOT_CONFIGURED: UpstreamHealth = {
  * ({@link HeartbeatPublisher.loop}, registered with the service's loops): the first round runs in
  * {@link HeartbeatPublisher.start} before any step is consumed, the next ones `intervalMs` after
  * the end of the previous one.
+ * @param options the broker, the upstreams to probe, the periods and the callbacks
  */
-export class HeartbeatPublisher {
-  /** The `heartbeat` loop: one {@link HeartbeatPublisher.beat} per round, never two at once. */
-  readonly loop: Loop;
-  private llmHealth: UpstreamHealth;
-  private searchHealth: UpstreamHealth | null = null;
-  private lastProbe = 0;
+export function createHeartbeatPublisher(options: HeartbeatOptions): HeartbeatPublisher {
+  let llmHealth: UpstreamHealth = options.llm
+    ? { ok: false, latency_ms: null, error: 'not probed yet', errorClass: 'upstream' }
+    : NOT_CONFIGURED;
+  let searchHealth: UpstreamHealth | null = null;
+  let lastProbe = 0;
 
-  constructor(private readonly options: HeartbeatOptions) {
-    this.llmHealth = options.llm
-      ? { ok: false, latency_ms: null, error: 'not probed yet', errorClass: 'upstream' }
-      : NOT_CONFIGURED;
-    this.loop = createLoop({
-      name: 'heartbeat',
-      intervalMs: options.intervalMs,
-      // Heartbeats keep their exact period: market-intel judges a runner alive by it.
-      jitter: 0,
-      // The first beat is the one `start` publishes; the loop takes over one period later.
-      initialDelayMs: options.intervalMs,
-      round: () => this.beat(),
-      logger: options.logger,
-      ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
-    });
-  }
-
-  /** The latest LLM health (the runner's readiness does not depend on it: jobs wait in the queue). */
-  current(): { llm: UpstreamHealth; search: UpstreamHealth | null } {
-    return { llm: this.llmHealth, search: this.searchHealth };
-  }
-
-  /**
-   * Probes at once and publishes the first heartbeat (resolves once it is published or failed);
-   * the loop, started by the runtime, publishes the next ones.
-   */
-  async start(): Promise<void> {
-    await this.loop.kick();
-  }
-
-  /**
-   * Stops beating: no beat starts after this call. Resolves when the beat in progress, if any, is
-   * done (a probe is bounded by the LLM client's probe timeout).
-   */
-  stop(): Promise<void> {
-    return this.loop.stop();
-  }
-
-  /** Probes when due (or while unhealthy) and publishes one heartbeat; never throws (a failure is logged). */
-  async beat(): Promise<void> {
-    try {
-      const unhealthy = !this.llmHealth.ok || (this.searchHealth !== null && !this.searchHealth.ok);
-      if (unhealthy || Date.now() - this.lastProbe >= this.options.probeIntervalMs) await this.probe();
-      const heartbeat: RunnerHeartbeat = {
-        v: 1,
-        runnerId: this.options.runnerId,
-        at: new Date().toISOString(),
-        intervalMs: this.options.intervalMs,
-        llm: this.llmHealth,
-        search: this.searchHealth,
-        inFlightSteps: this.options.inFlightSteps(),
-      };
-      await this.options.broker.publish(COMPUTE_TOPOLOGY.exchanges.heartbeat, '', heartbeat, {
-        type: 'runner.heartbeat',
-        persistent: false,
-        expirationMs: this.options.intervalMs * 3,
-        // No market-intel listening yet is normal: the beat is simply not heard.
-        mandatory: false,
-      });
-    } catch (err) {
-      this.options.logger.warn({ err: String(err) }, 'heartbeat not published');
-    }
-  }
-
-  private async probe(): Promise<void> {
-    this.lastProbe = Date.now();
-    if (this.options.llm) {
-      const result = await this.options.llm.probe();
-      this.llmHealth = {
+  const probe = async (): Promise<void> => {
+    lastProbe = Date.now();
+    if (options.llm) {
+      const result = await options.llm.probe();
+      llmHealth = {
         ok: result.ok,
         latency_ms: result.latency_ms,
         error: result.error,
         errorClass: result.errorClass,
       };
     }
-    if (this.options.search) {
-      const result = await this.options.search.probe();
-      this.searchHealth = {
+    if (options.search) {
+      const result = await options.search.probe();
+      searchHealth = {
         ok: result.ok,
         latency_ms: null,
         error: result.error,
         errorClass: result.errorClass,
       };
     }
-    this.options.onProbe?.(this.llmHealth, this.searchHealth);
-  }
+    options.onProbe?.(llmHealth, searchHealth);
+  };
+
+  const beat = async (): Promise<void> => {
+    try {
+      const unhealthy = !llmHealth.ok || (searchHealth !== null && !searchHealth.ok);
+      if (unhealthy || Date.now() - lastProbe >= options.probeIntervalMs) await probe();
+      const heartbeat: RunnerHeartbeat = {
+        v: 1,
+        runnerId: options.runnerId,
+        at: new Date().toISOString(),
+        intervalMs: options.intervalMs,
+        llm: llmHealth,
+        search: searchHealth,
+        inFlightSteps: options.inFlightSteps(),
+      };
+      await options.broker.publish(COMPUTE_TOPOLOGY.exchanges.heartbeat, '', heartbeat, {
+        type: 'runner.heartbeat',
+        persistent: false,
+        expirationMs: options.intervalMs * 3,
+        // No market-intel listening yet is normal: the beat is simply not heard.
+        mandatory: false,
+      });
+    } catch (err) {
+      options.logger.warn({ err: String(err) }, 'heartbeat not published');
+    }
+  };
+
+  const loop = createLoop({
+    name: 'heartbeat',
+    intervalMs: options.intervalMs,
+    // Heartbeats keep their exact period: market-intel judges a runner alive by it.
+    jitter: 0,
+    // The first beat is the one `start` publishes; the loop takes over one period later.
+    initialDelayMs: options.intervalMs,
+    round: beat,
+    logger: options.logger,
+    ...(options.loopMetrics ? { metrics: options.loopMetrics } : {}),
+  });
+
+  return {
+    loop,
+    current: () => ({ llm: llmHealth, search: searchHealth }),
+    start: () => loop.kick(),
+    stop: () => loop.stop(),
+    beat,
+  };
 }
