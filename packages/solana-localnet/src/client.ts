@@ -4,32 +4,28 @@ import {
   Keypair,
   LAMPORTS_PER_SOL,
   PublicKey,
-  SystemProgram,
   Transaction,
   type SignatureStatus,
   type TransactionInstruction,
 } from '@solana/web3.js';
 import {
   MINT_SIZE,
-  TOKEN_PROGRAM_ID,
   createAssociatedTokenAccountIdempotentInstruction,
-  createInitializeMint2Instruction,
   createMintToInstruction,
   createTransferCheckedInstruction,
   getAssociatedTokenAddressSync,
 } from './deps';
-import type { FundResult, LocalnetNetwork } from './ledger';
+import type { FundResult } from './ledger';
+import { createMintInstructions } from './mint-instructions';
 import { RpcError } from './rpc-error';
+import type { LocalnetNetworkInfo } from './server';
 
-/** `localnet_info` answer of one network path. All addresses base58. */
-export interface LocalnetRpcInfo {
-  network: LocalnetNetwork;
-  /** The x402 v2 network id (CAIP-2) the official x402 packages use for this network. */
-  caip2Network: string;
-  rpcUrl: string;
-  mint: string;
-  merchantOwner: string;
-  merchantTokenAccount: string;
+/**
+ * `localnet_info` answer of one network path: where it is served and its well-known accounts (the
+ * {@link LocalnetNetworkInfo} a started ledger reports), its wallets and its genesis hash. All
+ * addresses base58.
+ */
+export interface LocalnetRpcInfo extends LocalnetNetworkInfo {
   agent: string;
   /** Path of the agent's Solana CLI keypair file on the ledger's machine. */
   agentKeypairPath: string;
@@ -221,16 +217,13 @@ export async function createTestMint(args: {
   const rent = await connection.getMinimumBalanceForRentExemption(MINT_SIZE);
   const signature = await sendInstructions(
     connection,
-    [
-      SystemProgram.createAccount({
-        fromPubkey: mintAuthority.publicKey,
-        newAccountPubkey: mint.publicKey,
-        lamports: rent,
-        space: MINT_SIZE,
-        programId: TOKEN_PROGRAM_ID,
-      }),
-      createInitializeMint2Instruction(mint.publicKey, args.decimals ?? 6, mintAuthority.publicKey, null),
-    ],
+    createMintInstructions({
+      payer: mintAuthority.publicKey,
+      mint: mint.publicKey,
+      decimals: args.decimals ?? 6,
+      mintAuthority: mintAuthority.publicKey,
+      rentLamports: rent,
+    }),
     [mintAuthority, mint],
   );
   await waitForSignature(connection, signature);

@@ -20,14 +20,13 @@ import {
 } from '@solana/web3.js';
 import {
   MINT_SIZE,
-  TOKEN_PROGRAM_ID,
+  bs58,
   createAssociatedTokenAccountIdempotentInstruction,
-  createInitializeMint2Instruction,
   createMintToInstruction,
   getAssociatedTokenAddressSync,
 } from './deps';
-import { bs58 } from './deps';
 import { Journal } from './journal';
+import { createMintInstructions } from './mint-instructions';
 import { parsedInnerInstructions } from './parsed';
 import { RpcError, RpcErrorCode, convertTransactionError, type RpcTransactionError } from './rpc-error';
 import { decodeMint, decodeTokenAccount, uiTokenAmount } from './token-accounts';
@@ -368,16 +367,13 @@ export class NetworkLedger {
     if (this.getAccount(this.mint) === null) {
       const rent = Number(this.svm.minimumBalanceForRentExemption(BigInt(MINT_SIZE)));
       this.runInternal(
-        [
-          SystemProgram.createAccount({
-            fromPubkey: faucet,
-            newAccountPubkey: this.mint,
-            lamports: rent,
-            space: MINT_SIZE,
-            programId: TOKEN_PROGRAM_ID,
-          }),
-          createInitializeMint2Instruction(this.mint, USDC_DECIMALS, this.keys.mintAuthority.publicKey, null),
-        ],
+        createMintInstructions({
+          payer: faucet,
+          mint: this.mint,
+          decimals: USDC_DECIMALS,
+          mintAuthority: this.keys.mintAuthority.publicKey,
+          rentLamports: rent,
+        }),
         [this.keys.faucet, this.keys.mint],
       );
     }

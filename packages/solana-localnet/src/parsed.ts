@@ -30,49 +30,41 @@ function key(data: Uint8Array, offset: number): string | null {
   return data.length < offset + 32 ? null : new PublicKey(data.subarray(offset, offset + 32)).toBase58();
 }
 
+/**
+ * A token instruction that moves an amount (the u64 at byte 1): `info` is its accounts then `amount`
+ * (a string of atomic units), or for the checked forms (decimals at byte 9) `tokenAmount`, in the
+ * order a validator writes them. Null when the data is too short.
+ */
+function amountInstruction(
+  type: string,
+  accounts: Record<string, string | undefined>,
+  data: Uint8Array,
+  checked: boolean,
+): Parsed | null {
+  const amount = u64(data, 1);
+  if (amount === null) return null;
+  if (!checked) return { type, info: { ...accounts, amount: amount.toString() } };
+  const decimals = data[9];
+  if (decimals === undefined) return null;
+  return { type, info: { ...accounts, tokenAmount: uiTokenAmount(amount, decimals) } };
+}
+
 function parseToken(data: Uint8Array, accounts: string[]): Parsed | null {
   const [a0, a1, a2, a3] = accounts;
   switch (data[0]) {
-    case 3: {
-      const amount = u64(data, 1);
-      if (amount === null) return null;
-      return {
-        type: 'transfer',
-        info: { source: a0, destination: a1, authority: a2, amount: amount.toString() },
-      };
-    }
-    case 12: {
-      const amount = u64(data, 1);
-      const decimals = data[9];
-      if (amount === null || decimals === undefined) return null;
-      return {
-        type: 'transferChecked',
-        info: {
-          source: a0,
-          mint: a1,
-          destination: a2,
-          authority: a3,
-          tokenAmount: uiTokenAmount(amount, decimals),
-        },
-      };
-    }
-    case 7: {
-      const amount = u64(data, 1);
-      if (amount === null) return null;
-      return {
-        type: 'mintTo',
-        info: { mint: a0, account: a1, mintAuthority: a2, amount: amount.toString() },
-      };
-    }
-    case 14: {
-      const amount = u64(data, 1);
-      const decimals = data[9];
-      if (amount === null || decimals === undefined) return null;
-      return {
-        type: 'mintToChecked',
-        info: { mint: a0, account: a1, mintAuthority: a2, tokenAmount: uiTokenAmount(amount, decimals) },
-      };
-    }
+    case 3:
+      return amountInstruction('transfer', { source: a0, destination: a1, authority: a2 }, data, false);
+    case 12:
+      return amountInstruction(
+        'transferChecked',
+        { source: a0, mint: a1, destination: a2, authority: a3 },
+        data,
+        true,
+      );
+    case 7:
+      return amountInstruction('mintTo', { mint: a0, account: a1, mintAuthority: a2 }, data, false);
+    case 14:
+      return amountInstruction('mintToChecked', { mint: a0, account: a1, mintAuthority: a2 }, data, true);
     case 18:
       return { type: 'initializeAccount3', info: { account: a0, mint: a1, owner: key(data, 1) } };
     case 20:

@@ -60,16 +60,25 @@ function invalid(message: string): RpcError {
   return new RpcError(RpcErrorCode.invalidParams, message);
 }
 
-function pubkeyParam(value: unknown): PublicKey {
-  if (typeof value !== 'string') throw invalid('Invalid params: expected a base58 public key string');
+/**
+ * The bytes of a base58 param that must decode to exactly `size` bytes, refused as a validator
+ * refuses it: not a string (naming the `expected` kind), not base58 (`Invalid`), another length
+ * (`WrongSize`).
+ */
+function base58Param(value: unknown, expected: string, size: number): Uint8Array {
+  if (typeof value !== 'string') throw invalid(`Invalid params: expected a base58 ${expected} string`);
   let bytes: Uint8Array;
   try {
     bytes = bs58.decode(value);
   } catch {
     throw invalid('Invalid param: Invalid');
   }
-  if (bytes.length !== 32) throw invalid('Invalid param: WrongSize');
-  return new PublicKey(bytes);
+  if (bytes.length !== size) throw invalid('Invalid param: WrongSize');
+  return bytes;
+}
+
+function pubkeyParam(value: unknown): PublicKey {
+  return new PublicKey(base58Param(value, 'public key', 32));
 }
 
 function configParam(value: unknown): Record<string, unknown> {
@@ -142,15 +151,9 @@ function withExactU64(value: unknown): RawJson {
 }
 
 function signatureParam(value: unknown): string {
-  if (typeof value !== 'string') throw invalid('Invalid params: expected a base58 signature string');
-  let bytes: Uint8Array;
-  try {
-    bytes = bs58.decode(value);
-  } catch {
-    throw invalid('Invalid param: Invalid');
-  }
-  if (bytes.length !== 64) throw invalid('Invalid param: WrongSize');
-  return value;
+  base58Param(value, 'signature', 64);
+  // base58Param throws for anything but a string.
+  return value as string;
 }
 
 function decodeWire(value: unknown, encoding: unknown): Uint8Array {

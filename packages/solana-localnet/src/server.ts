@@ -118,26 +118,24 @@ export function formatLocalnetAddresses(localnet: {
       row('merchant token (v1 payTo)', info.merchantTokenAccount),
     );
   }
-  lines.push(
+  const wallet = (title: string, keys: { publicKey: string; keypairPath: string }): string[] => [
     '',
-    '  agent',
-    row('public key', localnet.agent.publicKey),
-    row('keypair file', localnet.agent.keypairPath),
-  );
+    `  ${title}`,
+    row('public key', keys.publicKey),
+    row('keypair file', keys.keypairPath),
+  ];
+  lines.push(...wallet('agent', localnet.agent));
   if (localnet.feePayer !== undefined) {
     lines.push(
-      '',
-      '  x402 fee payer (SOL only, both networks; X402_FEE_PAYER_KEYPAIR)',
-      row('public key', localnet.feePayer.publicKey),
-      row('keypair file', localnet.feePayer.keypairPath),
+      ...wallet('x402 fee payer (SOL only, both networks; X402_FEE_PAYER_KEYPAIR)', localnet.feePayer),
     );
   }
   if (localnet.refundWallet !== undefined) {
     lines.push(
-      '',
-      '  refund wallet (SOL and test USDC, both networks; X402_REFUND_KEYPAIR)',
-      row('public key', localnet.refundWallet.publicKey),
-      row('keypair file', localnet.refundWallet.keypairPath),
+      ...wallet(
+        'refund wallet (SOL and test USDC, both networks; X402_REFUND_KEYPAIR)',
+        localnet.refundWallet,
+      ),
     );
   }
   return lines.join('\n');
