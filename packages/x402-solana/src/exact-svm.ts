@@ -17,7 +17,7 @@ import { Keypair, PublicKey } from '@solana/web3.js';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import type { X402Network } from '@repo/schemas';
 import { getAssociatedTokenAddressSync } from './deps';
-import { TOKEN_2022_PROGRAM_ADDRESS, TOKEN_PROGRAM_ADDRESS } from './transfers';
+import { isTokenProgram, TRANSFER_CHECKED } from './transfers';
 import { CAIP2_NETWORKS, type PaymentRequirementsV2 } from '@repo/x402-core';
 
 /** Where and how an {@link ExactSvmSettler} settles, per network. */
@@ -73,10 +73,6 @@ const base64 = getBase64Encoder();
 const base58 = getBase58Decoder();
 const transactions = getTransactionDecoder();
 const messages = getCompiledTransactionMessageDecoder();
-
-const TOKEN_PROGRAMS = new Set<string>([TOKEN_PROGRAM_ADDRESS, TOKEN_2022_PROGRAM_ADDRESS]);
-/** The first data byte of an SPL Token `transferChecked` instruction. */
-const TRANSFER_CHECKED = 12;
 
 /** What {@link ExactSvmSettler.signatureOf} learns of a transaction without any network call. */
 export interface SettlementKey {
@@ -255,7 +251,7 @@ export class ExactSvmSettler {
 function transferSourceOf(message: ReturnType<typeof messages.decode>): string | undefined {
   for (const instruction of message.instructions) {
     const program = message.staticAccounts[instruction.programAddressIndex];
-    if (program === undefined || !TOKEN_PROGRAMS.has(program)) continue;
+    if (!isTokenProgram(program)) continue;
     if (instruction.data?.[0] !== TRANSFER_CHECKED) continue;
     const index = instruction.accountIndices?.[0];
     return index === undefined ? undefined : message.staticAccounts[index];

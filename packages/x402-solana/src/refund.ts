@@ -7,17 +7,10 @@ import {
   TransactionInstruction,
 } from '@solana/web3.js';
 import type { X402Network } from '@repo/schemas';
-import { connectionFor, isUnreachable } from './client/pay';
-import {
-  bs58,
-  createTransferCheckedInstruction,
-  getAssociatedTokenAddressSync,
-  TOKEN_2022_PROGRAM_ID,
-  TOKEN_PROGRAM_ID,
-  unpackAccount,
-  unpackMint,
-} from './deps';
+import { connectionFor, isUnreachable, sendErrorText } from './client/pay';
+import { bs58, createTransferCheckedInstruction, unpackAccount } from './deps';
 import { SolanaRpcClient, type RpcTokenBalance } from './rpc-client';
+import { tokenSourceOf, type TokenSource } from './token-source';
 import { findTransfersChecked, resolveAccountKeys } from './verifier';
 
 /** SPL Memo v2: the refund names the payment it returns, on chain, for the payer's bookkeeping. */
@@ -141,7 +134,7 @@ export class RefundSender {
   private readonly mint: PublicKey;
   private readonly connection: Connection;
   private readonly rpc: SolanaRpcClient;
-  private token: Promise<{ programId: PublicKey; decimals: number; source: PublicKey }> | undefined;
+  private token: Promise<TokenSource> | undefined;
 
   /**
    * @param config network, RPC URL, mint and the refund wallet's key
@@ -297,7 +290,7 @@ export class RefundSender {
         maxRetries: 0,
       });
     } catch (error) {
-      const text = errorText(error);
+      const text = sendErrorText(error);
       if (/already been processed|AlreadyProcessed/i.test(text)) return;
       if (isUnreachable(error) || !(error instanceof SendTransactionError)) {
         throw new RefundSendError('unknown', `sending the refund failed: ${firstLine(text)}`, {
@@ -341,17 +334,11 @@ export class RefundSender {
   }
 
   /** The mint's token program and decimals (read once) and the refund wallet's token account. */
-  private tokenProgram(): Promise<{ programId: PublicKey; decimals: number; source: PublicKey }> {
+  private tokenProgram(): Promise<TokenSource> {
     this.token ??= (async () => {
       const info = await this.connection.getAccountInfo(this.mint, 'confirmed');
       if (!info) throw new Error(`the mint ${this.mint.toBase58()} does not exist on ${this.network}`);
-      const programId = info.owner.equals(TOKEN_2022_PROGRAM_ID) ? TOKEN_2022_PROGRAM_ID : TOKEN_PROGRAM_ID;
-      const { decimals } = unpackMint(this.mint, info, programId);
-      return {
-        programId,
-        decimals,
-        source: getAssociatedTokenAddressSync(this.mint, this.keypair.publicKey, true, programId),
-      };
+      return tokenSourceOf(this.mint, info, this.keypair.publicKey);
     })();
     // A failed read is tried again next time.
     this.token.catch(() => {
@@ -359,12 +346,6 @@ export class RefundSender {
     });
     return this.token;
   }
-}
-
-function errorText(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const logs = error instanceof SendTransactionError ? (error.logs ?? []).join('\n') : '';
-  return `${error.message}\n${logs}`;
 }
 
 function firstLine(text: string): string {

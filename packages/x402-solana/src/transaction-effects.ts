@@ -1,11 +1,5 @@
 import type { RpcInstruction, RpcTokenBalance, RpcTransaction } from './rpc-client';
-import {
-  decodeBase58Data,
-  decodeTransferChecked,
-  TOKEN_2022_PROGRAM_ADDRESS,
-  TOKEN_PROGRAM_ADDRESS,
-  type TransferChecked,
-} from './transfers';
+import { decodeBase58Data, decodeTransferChecked, isTokenProgram, type TransferChecked } from './transfers';
 
 // What a fetched transaction did, read from its `getTransaction` answer: the effect the verifier
 // checks (README, "Verification order").
@@ -59,8 +53,7 @@ function decodeJsonInstruction(
   accountKeys: readonly string[],
   location: TransferChecked['location'],
 ): TransferChecked | undefined {
-  const programId = accountKeys[ix.programIdIndex];
-  if (programId !== TOKEN_PROGRAM_ADDRESS && programId !== TOKEN_2022_PROGRAM_ADDRESS) return undefined;
+  if (!isTokenProgram(accountKeys[ix.programIdIndex])) return undefined;
   let data: Uint8Array;
   try {
     data = decodeBase58Data(ix.data);

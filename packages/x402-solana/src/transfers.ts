@@ -5,8 +5,16 @@ export const TOKEN_PROGRAM_ADDRESS = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5D
 /** Program id of the SPL Token-2022 program. */
 export const TOKEN_2022_PROGRAM_ADDRESS = 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb';
 
+/**
+ * Whether `programId` (base58) is the SPL Token or the Token-2022 program: the programs whose
+ * `transferChecked` instructions move the tokens x402 is paid in.
+ */
+export function isTokenProgram(programId: string | undefined): programId is string {
+  return programId === TOKEN_PROGRAM_ADDRESS || programId === TOKEN_2022_PROGRAM_ADDRESS;
+}
+
 /** Instruction discriminator of `TransferChecked` in both token programs. */
-const TRANSFER_CHECKED = 12;
+export const TRANSFER_CHECKED = 12;
 
 /** A decoded SPL Token / Token-2022 `transferChecked` instruction. */
 export interface TransferChecked {
@@ -60,7 +68,7 @@ export function decodeTransferChecked(
   location: TransferChecked['location'],
 ): TransferChecked | undefined {
   const programId = accountKeys[instruction.programIdIndex];
-  if (programId !== TOKEN_PROGRAM_ADDRESS && programId !== TOKEN_2022_PROGRAM_ADDRESS) return undefined;
+  if (!isTokenProgram(programId)) return undefined;
   const { data } = instruction;
   if (data.length !== 10 || data[0] !== TRANSFER_CHECKED) return undefined;
   const [sourceIndex, mintIndex, destinationIndex, authorityIndex] = instruction.accountIndexes;

@@ -15,14 +15,8 @@ import {
   RpcUnreachableError,
   X402ClientError,
 } from './errors';
-import {
-  createTransferCheckedInstruction,
-  getAssociatedTokenAddressSync,
-  TOKEN_2022_PROGRAM_ID,
-  TOKEN_PROGRAM_ID,
-  unpackAccount,
-  unpackMint,
-} from '../deps';
+import { createTransferCheckedInstruction, unpackAccount } from '../deps';
+import { tokenSourceOf } from '../token-source';
 
 /** Lamports one signature costs in fees on Solana. */
 const LAMPORTS_PER_SIGNATURE = 5000n;
@@ -161,9 +155,7 @@ export async function checkTokenFunds(input: CheckTokenFundsInput): Promise<{
   const { connection, owner, mint, amountAtomic: amount } = input;
   const call = input.call ?? (<T>(run: () => Promise<T>) => run());
   const mintInfo = await call(() => connection.getAccountInfo(mint, 'confirmed'));
-  const programId = mintInfo?.owner.equals(TOKEN_2022_PROGRAM_ID) ? TOKEN_2022_PROGRAM_ID : TOKEN_PROGRAM_ID;
-  const decimals = mintInfo ? unpackMint(mint, mintInfo, programId).decimals : 6;
-  const source = getAssociatedTokenAddressSync(mint, owner, true, programId);
+  const { programId, decimals, source } = tokenSourceOf(mint, mintInfo, owner);
   const sourceInfo = await call(() => connection.getAccountInfo(source, 'confirmed'));
   if (!sourceInfo) {
     throw new InsufficientFundsError(
@@ -288,10 +280,20 @@ const NETWORK_ERROR_CODES = new Set([
   'UND_ERR_SOCKET',
 ]);
 
+/**
+ * The text a refused transaction is recognised by: the error's message, a line break, then the
+ * simulation logs a `SendTransactionError` carries (none for other errors); `String(error)` for a
+ * thrown non-error.
+ */
+export function sendErrorText(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const logs = error instanceof SendTransactionError ? (error.logs ?? []).join('\n') : '';
+  return `${error.message}\n${logs}`;
+}
+
 function classifySendError(error: unknown, owner: string): unknown {
   if (!(error instanceof Error) || error instanceof RpcUnreachableError) return error;
-  const logs = error instanceof SendTransactionError ? (error.logs ?? []).join('\n') : '';
-  const text = `${error.message}\n${logs}`;
+  const text = sendErrorText(error);
   if (
     /no record of a prior credit|insufficient funds for fee|InsufficientFundsForFee|AccountNotFound/i.test(
       text,
