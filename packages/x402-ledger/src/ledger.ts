@@ -283,26 +283,28 @@ export class PrismaPaymentLedger implements PaymentLedger {
 
   /** {@inheritDoc PaymentLedger.release} */
   async release(claim: PaymentClaim): Promise<void> {
-    try {
-      await this.db.$executeRawUnsafe(
-        `UPDATE ${X402_PAYMENTS_TABLE} SET claim_token = NULL
+    await this.letGo(
+      claim,
+      `UPDATE ${X402_PAYMENTS_TABLE} SET claim_token = NULL
          WHERE signature = $1 AND claim_token = $2 AND status = 'processing'`,
-        claim.signature,
-        claim.token,
-      );
-    } finally {
-      this.openGateOf(claim);
-    }
+    );
   }
 
   /** {@inheritDoc PaymentLedger.forget} */
   async forget(claim: PaymentClaim): Promise<void> {
+    await this.letGo(
+      claim,
+      `DELETE FROM ${X402_PAYMENTS_TABLE} WHERE signature = $1 AND claim_token = $2 AND status = 'processing'`,
+    );
+  }
+
+  /**
+   * Runs `statement` on the claim's row (`$1` its signature, `$2` its claim token), then opens the
+   * claim's gate whether it succeeded or not: how a claim that served nothing is let go.
+   */
+  private async letGo(claim: PaymentClaim, statement: string): Promise<void> {
     try {
-      await this.db.$executeRawUnsafe(
-        `DELETE FROM ${X402_PAYMENTS_TABLE} WHERE signature = $1 AND claim_token = $2 AND status = 'processing'`,
-        claim.signature,
-        claim.token,
-      );
+      await this.db.$executeRawUnsafe(statement, claim.signature, claim.token);
     } finally {
       this.openGateOf(claim);
     }
