@@ -5,22 +5,57 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { createLoopMetrics, type LoopMetrics } from './loop';
 
 /**
- * Declares series on a service's registry, one line each. What a scrape-time gauge reads: a number
- * (no label), values by the value of its one label, or `undefined` to keep the last values (a
- * dropped series would read as zero).
+ * One series of a {@link MetricTable}: its Prometheus type, its help
+ * text, its label names (none when absent) and, for a histogram, its bucket bounds (in the unit its
+ * name ends with). These are what `/metrics` shows, so each service's README documents them.
+ */
+export type MetricSpec =
+  | { type: 'counter' | 'gauge'; help: string; labels?: readonly string[] }
+  | { type: 'histogram'; help: string; labels?: readonly string[]; buckets: readonly number[] };
+
+/** The label names of a {@link MetricSpec}: `never` when it has none. */
+type LabelOf<S> = S extends { labels: readonly (infer L extends string)[] } ? L : never;
+
+/** The prom-client metric a {@link MetricSpec} declares, typed by its label names. */
+export type DeclaredMetric<S extends MetricSpec> = S['type'] extends 'counter'
+  ? Counter<LabelOf<S>>
+  : S['type'] extends 'gauge'
+    ? Gauge<LabelOf<S>>
+    : Histogram<LabelOf<S>>;
+
+/** A service's own series by metric name, each a {@link MetricSpec} (see {@link createMetrics}). */
+export type MetricTable = Readonly<Record<string, MetricSpec>>;
+
+/** The metrics a {@link MetricTable} declares, under their metric names. */
+export type DeclaredMetrics<T extends MetricTable> = {
+  readonly [Name in keyof T]: DeclaredMetric<T[Name]>;
+};
+
+/**
+ * What {@link ServiceMetrics.observeQueueDepths} reads queue depths through: `@repo/queue`'s
+ * `Broker` is one (a structural type, so that this package needs no broker).
+ */
+export interface QueueDepthSource {
+  /** Whether the broker is connected now (no channel is asked for while it is not). */
+  isConnected(): boolean;
+  /** Runs `fn` on a channel of its own, closed afterwards. */
+  withChannel<T>(
+    fn: (channel: { checkQueue(queue: string): Promise<{ messageCount: number }> }) => Promise<T>,
+  ): Promise<T>;
+}
+
+/**
+ * How long a scrape-time lookup (a job count, a queue depth) is reused between scrapes, in
+ * milliseconds (see {@link cachedFor}).
+ */
+export const SCRAPE_CACHE_MS = 1000;
+
+/**
+ * Declares series read at scrape time on a service's registry. What such a gauge reads: a number (no
+ * label), values by the value of its one label, or `undefined` to keep the last values (a dropped
+ * series would read as zero).
  */
 export interface MetricFactory {
-  /** A counter; `labelNames` empty for none. */
-  counter<L extends string = string>(name: string, help: string, labelNames?: readonly L[]): Counter<L>;
-  /** A gauge set by the service. */
-  gauge<L extends string = string>(name: string, help: string, labelNames?: readonly L[]): Gauge<L>;
-  /** A histogram with its bucket bounds (in the unit its name ends with). */
-  histogram<L extends string = string>(
-    name: string,
-    help: string,
-    buckets: number[],
-    labelNames?: readonly L[],
-  ): Histogram<L>;
   /**
    * A gauge read at every scrape: `read` returns the value, the values by `label`, or `undefined`
    * to keep the last ones; a `read` that throws keeps them too.
@@ -47,24 +82,46 @@ export interface ServiceMetrics extends MetricFactory {
   loops: LoopMetrics;
   /** `mcp_tool_calls_total{tool,code}`: MCP tool calls by tool and outcome (`ok` or the error code). */
   mcpToolCalls: Counter<'tool' | 'code'>;
+  /**
+   * Adds the scrape-time gauge `rabbitmq_queue_messages{queue}`: the ready messages of each of
+   * `queues` (queue depth), read with `checkQueue` and reused for {@link SCRAPE_CACHE_MS} between
+   * scrapes. While the broker is not connected, or a read fails, the last values stay.
+   * @param help the series' help text, which says which queues the service watches
+   */
+  observeQueueDepths(broker: QueueDepthSource, queues: readonly string[], help: string): void;
 }
 
 /**
- * Creates a registry with the default Node.js process metrics, the HTTP histogram (seconds) and the
- * background loop series.
+ * Creates a registry with the default Node.js process metrics, the HTTP histogram (seconds), the MCP
+ * tool counter and the background loop series, then the service's own series.
  * @param service added as the `service` label on every metric
+ * @param table the service's own series (metric name -> {@link MetricSpec}), registered in its order
+ * @returns the registry's shared series and helpers, and in `series` the service's own metrics under
+ *   their names, each typed by its label names
+ * @throws Error when a name of `table` is taken by a shared series or is not a valid Prometheus name
  */
-export function createMetrics(service: string): ServiceMetrics {
+export function createMetrics<const T extends MetricTable = Record<never, never>>(
+  service: string,
+  table?: T,
+): ServiceMetrics & { series: DeclaredMetrics<T> } {
   const registry = new Registry();
   registry.setDefaultLabels({ service });
   collectDefaultMetrics({ register: registry });
-  const httpDuration = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'HTTP request latency in seconds, by method, matched route and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-    registers: [registry],
+  const factory = metricFactory(registry);
+  const shared = declare(registry, {
+    http_request_duration_seconds: {
+      type: 'histogram',
+      help: 'HTTP request latency in seconds, by method, matched route and status',
+      labels: ['method', 'route', 'status'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    },
+    mcp_tool_calls_total: {
+      type: 'counter',
+      help: 'MCP tool calls, by tool and outcome (ok, tool_error or the error code)',
+      labels: ['tool', 'code'],
+    },
   });
+  const httpDuration = shared.http_request_duration_seconds;
   const httpMiddleware: RequestHandler = (req, res, next) => {
     const end = httpDuration.startTimer();
     res.once('finish', () => {
@@ -79,31 +136,59 @@ export function createMetrics(service: string): ServiceMetrics {
     res.setHeader('content-type', registry.contentType);
     res.end(await registry.metrics());
   };
-  const mcpToolCalls = new Counter({
-    name: 'mcp_tool_calls_total',
-    help: 'MCP tool calls, by tool and outcome (ok, tool_error or the error code)',
-    labelNames: ['tool', 'code'] as const,
-    registers: [registry],
-  });
   return {
-    ...metricFactory(registry),
+    ...factory,
     registry,
     httpDuration,
     httpMiddleware,
     metricsHandler,
     loops: createLoopMetrics(registry),
-    mcpToolCalls,
+    mcpToolCalls: shared.mcp_tool_calls_total,
+    // Without a table T is its default, the empty table.
+    series: declare(registry, table ?? ({} as T)),
+    observeQueueDepths(broker, queues, help) {
+      const depths = cachedFor(SCRAPE_CACHE_MS, () =>
+        broker.withChannel(async (channel) => {
+          const out: Record<string, number> = {};
+          for (const queue of queues) out[queue] = (await channel.checkQueue(queue)).messageCount;
+          return out;
+        }),
+      );
+      factory.scrapedGauge('rabbitmq_queue_messages', help, 'queue', () =>
+        broker.isConnected() ? depths() : undefined,
+      );
+    },
   };
+}
+
+/**
+ * Creates every series of `table` on `registry`, in the table's order.
+ * @returns the metrics under their names
+ * @throws Error when a name is already registered or is not a valid Prometheus metric name
+ */
+function declare<const T extends MetricTable>(registry: Registry, table: T): DeclaredMetrics<T> {
+  const registers = [registry];
+  const create = (name: string, spec: MetricSpec): Counter | Gauge | Histogram => {
+    const labelNames = spec.labels ?? [];
+    switch (spec.type) {
+      case 'counter':
+        return new Counter({ name, help: spec.help, labelNames, registers });
+      case 'gauge':
+        return new Gauge({ name, help: spec.help, labelNames, registers });
+      case 'histogram':
+        return new Histogram({ name, help: spec.help, labelNames, buckets: [...spec.buckets], registers });
+    }
+  };
+  // Each entry was created from its own spec, which is what DeclaredMetrics reads.
+  return Object.fromEntries(
+    Object.entries(table).map(([name, spec]) => [name, create(name, spec)]),
+  ) as DeclaredMetrics<T>;
 }
 
 /** The {@link MetricFactory} of `registry`. */
 function metricFactory(registry: Registry): MetricFactory {
   const registers = [registry];
   return {
-    counter: (name, help, labelNames = []) => new Counter({ name, help, labelNames, registers }),
-    gauge: (name, help, labelNames = []) => new Gauge({ name, help, labelNames, registers }),
-    histogram: (name, help, buckets, labelNames = []) =>
-      new Histogram({ name, help, labelNames, buckets, registers }),
     scrapedGauge(name, help, label, read) {
       new Gauge({
         name,

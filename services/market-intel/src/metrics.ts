@@ -1,6 +1,6 @@
 import type { Broker } from '@repo/queue';
 import { COMPUTE_TOPOLOGY } from '@repo/compute';
-import { cachedFor, createMetrics, type ServiceMetrics } from '@repo/service-kit';
+import { cachedFor, createMetrics, SCRAPE_CACHE_MS, type ServiceMetrics } from '@repo/service-kit';
 import { PAYMENT_VERIFICATION_REASONS } from '@repo/x402-core';
 import type { PaymentEventListener } from '@repo/x402-express';
 import type { RpcCallEvent } from '@repo/x402-solana';
@@ -21,9 +21,6 @@ export const PAYMENT_REJECTION_REASONS: ReadonlySet<string> = new Set([
   'settlement_refused',
   'other',
 ]);
-
-/** How long scrape-time lookups (job counts, queue depths) are reused between scrapes, in milliseconds. */
-const SCRAPE_CACHE_MS = 1000;
 
 /** market-intel's metrics: the shared HTTP ones plus x402 payment outcomes and RPC time. */
 export interface MarketIntelMetrics extends ServiceMetrics {
@@ -73,98 +70,90 @@ export interface MarketIntelMetrics extends ServiceMetrics {
 
 /** Creates market-intel's registry (`service="market-intel"`). */
 export function createMarketIntelMetrics(): MarketIntelMetrics {
-  const base = createMetrics('market-intel');
-  const payments = base.counter(
-    'x402_payments_total',
-    'x402 payment events: challenged, verified, rejected (by reason) and replayed',
-    ['type', 'reason', 'network', 'endpoint'],
-  );
-  const rpc = base.histogram(
-    'x402_verification_rpc_seconds',
-    'Time spent in Solana RPC calls while verifying one payment, in seconds',
-    [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    ['network'],
-  );
-  const feePayer = base.gauge(
-    'x402_fee_payer_lamports',
-    'SOL balance of the official-scheme fee payer, in lamports, by network (read every minute)',
-    ['network'],
-  );
-  const rpcCalls = base.counter(
-    'x402_rpc_calls_total',
-    'Payment verification RPC calls by network, method and outcome (found, not_found, error), and calls avoided (cached_not_found, short_circuit)',
-    ['network', 'method', 'outcome'],
-  );
-  const refunds = base.counter(
-    'x402_refunds_total',
-    'Refunds of failed paid jobs, by network and outcome (queued, sent, confirmed, retried, send_failed, unclaimable)',
-    ['network', 'outcome'],
-  );
-  const created = base.counter('compute_jobs_created_total', 'Paid compute jobs created, by pipeline', [
-    'kind',
-  ]);
-  const events = base.counter(
-    'compute_job_events_total',
-    'Runner events consumed, by type and whether they changed a job (duplicates do not)',
-    ['type', 'applied'],
-  );
-  const scansStarted = base.counter('scout_scans_started_total', 'Scout scans started, by sector', [
-    'sector',
-  ]);
-  const scansFinished = base.counter(
-    'scout_scans_finished_total',
-    'Scout scans ended, by sector, status and whether a report was stored',
-    ['sector', 'status', 'reported'],
-  );
-  const itemsStored = base.counter(
-    'scout_items_stored_total',
-    'New items stored by scout scans (items seen before are not counted), by sector',
-    ['sector'],
-  );
-  const sourceFetches = base.counter(
-    'scout_source_fetches_total',
-    'Source fetches of scout scans, by sector and outcome (ok, not_modified, failed)',
-    ['sector', 'status'],
-  );
+  const { series, ...base } = createMetrics('market-intel', {
+    x402_payments_total: {
+      type: 'counter',
+      help: 'x402 payment events: challenged, verified, rejected (by reason) and replayed',
+      labels: ['type', 'reason', 'network', 'endpoint'],
+    },
+    x402_verification_rpc_seconds: {
+      type: 'histogram',
+      help: 'Time spent in Solana RPC calls while verifying one payment, in seconds',
+      labels: ['network'],
+      buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    },
+    x402_fee_payer_lamports: {
+      type: 'gauge',
+      help: 'SOL balance of the official-scheme fee payer, in lamports, by network (read every minute)',
+      labels: ['network'],
+    },
+    x402_rpc_calls_total: {
+      type: 'counter',
+      help: 'Payment verification RPC calls by network, method and outcome (found, not_found, error), and calls avoided (cached_not_found, short_circuit)',
+      labels: ['network', 'method', 'outcome'],
+    },
+    x402_refunds_total: {
+      type: 'counter',
+      help: 'Refunds of failed paid jobs, by network and outcome (queued, sent, confirmed, retried, send_failed, unclaimable)',
+      labels: ['network', 'outcome'],
+    },
+    compute_jobs_created_total: {
+      type: 'counter',
+      help: 'Paid compute jobs created, by pipeline',
+      labels: ['kind'],
+    },
+    compute_job_events_total: {
+      type: 'counter',
+      help: 'Runner events consumed, by type and whether they changed a job (duplicates do not)',
+      labels: ['type', 'applied'],
+    },
+    scout_scans_started_total: {
+      type: 'counter',
+      help: 'Scout scans started, by sector',
+      labels: ['sector'],
+    },
+    scout_scans_finished_total: {
+      type: 'counter',
+      help: 'Scout scans ended, by sector, status and whether a report was stored',
+      labels: ['sector', 'status', 'reported'],
+    },
+    scout_items_stored_total: {
+      type: 'counter',
+      help: 'New items stored by scout scans (items seen before are not counted), by sector',
+      labels: ['sector'],
+    },
+    scout_source_fetches_total: {
+      type: 'counter',
+      help: 'Source fetches of scout scans, by sector and outcome (ok, not_modified, failed)',
+      labels: ['sector', 'status'],
+    },
+  });
   return {
     ...base,
     scans: {
       onStarted(sector) {
-        scansStarted.inc({ sector });
+        series.scout_scans_started_total.inc({ sector });
       },
       onFetched(sector, newItems, sources) {
-        itemsStored.inc({ sector }, newItems);
-        for (const source of sources) sourceFetches.inc({ sector, status: source.status });
+        series.scout_items_stored_total.inc({ sector }, newItems);
+        for (const source of sources)
+          series.scout_source_fetches_total.inc({ sector, status: source.status });
       },
       onFinished(sector, status, reported) {
-        scansFinished.inc({ sector, status, reported: String(reported) });
+        series.scout_scans_finished_total.inc({ sector, status, reported: String(reported) });
       },
     },
     onJobCreated(kind) {
-      created.inc({ kind });
+      series.compute_jobs_created_total.inc({ kind });
     },
     onRpcCall({ network, method, outcome }) {
-      rpcCalls.inc({ network, method, outcome });
+      series.x402_rpc_calls_total.inc({ network, method, outcome });
     },
     onJobEvent(type, applied) {
-      events.inc({ type, applied: String(applied) });
+      series.compute_job_events_total.inc({ type, applied: String(applied) });
     },
     observeCompute(sources) {
       const countByStatus = cachedFor(SCRAPE_CACHE_MS, () => sources.countByStatus());
-      const queueNames = [
-        COMPUTE_TOPOLOGY.queues.starts,
-        COMPUTE_TOPOLOGY.queues.steps,
-        COMPUTE_TOPOLOGY.queues.jobEvents,
-        COMPUTE_TOPOLOGY.queues.jobStarts,
-        COMPUTE_TOPOLOGY.queues.deadLetter,
-      ];
-      const queueDepths = cachedFor(SCRAPE_CACHE_MS, () =>
-        sources.broker.withChannel(async (channel) => {
-          const depths: Record<string, number> = {};
-          for (const queue of queueNames) depths[queue] = (await channel.checkQueue(queue)).messageCount;
-          return depths;
-        }),
-      );
       // Without the database the last counts stay (a dropped series would read as zero jobs).
       base.scrapedGauge('compute_jobs', 'Compute jobs by status', 'status', async () => {
         const counts = await countByStatus();
@@ -178,15 +167,20 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
         undefined,
         () => sources.outboxPending().catch(() => 0),
       );
-      base.scrapedGauge(
-        'rabbitmq_queue_messages',
+      base.observeQueueDepths(
+        sources.broker,
+        [
+          COMPUTE_TOPOLOGY.queues.starts,
+          COMPUTE_TOPOLOGY.queues.steps,
+          COMPUTE_TOPOLOGY.queues.jobEvents,
+          COMPUTE_TOPOLOGY.queues.jobStarts,
+          COMPUTE_TOPOLOGY.queues.deadLetter,
+        ],
         'Ready messages in each compute queue (queue depth)',
-        'queue',
-        () => (sources.broker.isConnected() ? queueDepths() : undefined),
       );
     },
     onRefund(network, outcome) {
-      refunds.inc({ network, outcome });
+      series.x402_refunds_total.inc({ network, outcome });
     },
     observeRefunds(countPending) {
       const counts = cachedFor(SCRAPE_CACHE_MS, countPending);
@@ -201,10 +195,10 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
       );
     },
     onFeePayerBalance(network, lamports) {
-      feePayer.set({ network }, Number(lamports));
+      series.x402_fee_payer_lamports.set({ network }, Number(lamports));
     },
     onPaymentEvent(event) {
-      payments.inc({
+      series.x402_payments_total.inc({
         type: event.type,
         reason:
           event.reason === undefined
@@ -217,7 +211,8 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
         network: event.network,
         endpoint: event.endpoint,
       });
-      if (event.rpcMs !== undefined) rpc.observe({ network: event.network }, event.rpcMs / 1000);
+      if (event.rpcMs !== undefined)
+        series.x402_verification_rpc_seconds.observe({ network: event.network }, event.rpcMs / 1000);
     },
   };
 }

@@ -23,26 +23,27 @@ export interface SignalFeedbackMetrics extends ServiceMetrics {
  * `deployments_verified_total{verdict}`.
  */
 export function createSignalFeedbackMetrics(): SignalFeedbackMetrics {
-  const base = createMetrics('signal-feedback');
-  const accepted = base.counter('signals_accepted_total', 'Signals stored');
-  const refused = base.counter('signals_refused_total', 'Signals refused, by reason', ['reason']);
-  const proposals = base.counter(
-    'proposals_created_total',
-    'Proposals created, by the source of their prose',
-    ['source'],
-  );
-  const verified = base.counter(
-    'deployments_verified_total',
-    'Deployments whose final verdict was stored, by verdict',
-    ['verdict'],
-  );
+  const { series, ...base } = createMetrics('signal-feedback', {
+    signals_accepted_total: { type: 'counter', help: 'Signals stored' },
+    signals_refused_total: { type: 'counter', help: 'Signals refused, by reason', labels: ['reason'] },
+    proposals_created_total: {
+      type: 'counter',
+      help: 'Proposals created, by the source of their prose',
+      labels: ['source'],
+    },
+    deployments_verified_total: {
+      type: 'counter',
+      help: 'Deployments whose final verdict was stored, by verdict',
+      labels: ['verdict'],
+    },
+  });
   return {
     ...base,
     events: {
-      signalsAccepted: (count) => accepted.inc(count),
-      signalsRefused: (reason, count) => refused.inc({ reason }, count),
-      proposalCreated: (source) => proposals.inc({ source }),
-      deploymentVerified: (verdict) => verified.inc({ verdict }),
+      signalsAccepted: (count) => series.signals_accepted_total.inc(count),
+      signalsRefused: (reason, count) => series.signals_refused_total.inc({ reason }, count),
+      proposalCreated: (source) => series.proposals_created_total.inc({ source }),
+      deploymentVerified: (verdict) => series.deployments_verified_total.inc({ verdict }),
     },
   };
 }

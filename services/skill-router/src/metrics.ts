@@ -30,55 +30,57 @@ export type RouteOutcome = 'matched' | 'no_match' | 'rejected' | 'failed';
 
 /** Creates skill-router's registry (`service="skill-router"`). */
 export function createSkillRouterMetrics(): SkillRouterMetrics {
-  const base = createMetrics('skill-router');
-  const registrations = base.counter(
-    'skill_registrations_total',
-    'Skill registrations by outcome (created, updated)',
-    ['outcome'],
-  );
-  const verifications = base.counter(
-    'skill_verifications_total',
-    'Applied skill verifications by result (passed, failed)',
-    ['result'],
-  );
-  const healthChecks = base.counter(
-    'skill_health_checks_total',
-    'Periodic health checks by result (ok, failed) and the status after the check',
-    ['result', 'status'],
-  );
-  const routeMatches = base.histogram(
-    'skill_route_matches',
-    'Matches returned per route request',
-    [0, 1, 2, 5, 10, 20, 50, 100],
-  );
-  const routesServed = base.counter(
-    'skill_routes_served_total',
-    'Route requests answered, by outcome (matched, no_match, rejected, failed)',
-    ['outcome'],
-  );
+  const { series, ...base } = createMetrics('skill-router', {
+    skill_registrations_total: {
+      type: 'counter',
+      help: 'Skill registrations by outcome (created, updated)',
+      labels: ['outcome'],
+    },
+    skill_verifications_total: {
+      type: 'counter',
+      help: 'Applied skill verifications by result (passed, failed)',
+      labels: ['result'],
+    },
+    skill_health_checks_total: {
+      type: 'counter',
+      help: 'Periodic health checks by result (ok, failed) and the status after the check',
+      labels: ['result', 'status'],
+    },
+    skill_route_matches: {
+      type: 'histogram',
+      help: 'Matches returned per route request',
+      buckets: [0, 1, 2, 5, 10, 20, 50, 100],
+    },
+    skill_routes_served_total: {
+      type: 'counter',
+      help: 'Route requests answered, by outcome (matched, no_match, rejected, failed)',
+      labels: ['outcome'],
+    },
+    skill_sandbox_tasks_total: {
+      type: 'counter',
+      help: 'Schema sandbox tasks by kind and outcome (ok, refused, timeout, out_of_memory, crashed)',
+      labels: ['task', 'outcome'],
+    },
+    skill_route_rankings_total: {
+      type: 'counter',
+      help: 'Route requests ranked, by source (index: the in-memory routing index, database: the SQL ranking)',
+      labels: ['source'],
+    },
+    skill_routing_index_load_seconds: {
+      type: 'histogram',
+      help: 'Full loads of the routing index, by duration',
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    },
+    skill_routing_index_updates_total: {
+      type: 'counter',
+      help: 'Skills re-read into the routing index, by cause (notification, watermark)',
+      labels: ['cause'],
+    },
+  });
+  // Every outcome and source is shown from the first scrape, at 0 until it happens.
   for (const outcome of ['matched', 'no_match', 'rejected', 'failed'] as const)
-    routesServed.inc({ outcome }, 0);
-  const sandboxTasks = base.counter(
-    'skill_sandbox_tasks_total',
-    'Schema sandbox tasks by kind and outcome (ok, refused, timeout, out_of_memory, crashed)',
-    ['task', 'outcome'],
-  );
-  const rankings = base.counter(
-    'skill_route_rankings_total',
-    'Route requests ranked, by source (index: the in-memory routing index, database: the SQL ranking)',
-    ['source'],
-  );
-  for (const source of ['index', 'database'] as const) rankings.inc({ source }, 0);
-  const indexLoads = base.histogram(
-    'skill_routing_index_load_seconds',
-    'Full loads of the routing index, by duration',
-    [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-  );
-  const indexUpdates = base.counter(
-    'skill_routing_index_updates_total',
-    'Skills re-read into the routing index, by cause (notification, watermark)',
-    ['cause'],
-  );
+    series.skill_routes_served_total.inc({ outcome }, 0);
+  for (const source of ['index', 'database'] as const) series.skill_route_rankings_total.inc({ source }, 0);
   let watched: { readonly size: number; readonly current: boolean } | undefined;
   base.scrapedGauge(
     'skill_routing_index_skills',
@@ -94,17 +96,18 @@ export function createSkillRouterMetrics(): SkillRouterMetrics {
   );
   return {
     ...base,
-    onRanked: (source) => rankings.inc({ source }),
-    onIndexLoaded: (_skills, ms) => indexLoads.observe(ms / 1000),
-    onIndexApplied: (skills, cause) => indexUpdates.inc({ cause }, skills),
+    onRanked: (source) => series.skill_route_rankings_total.inc({ source }),
+    onIndexLoaded: (_skills, ms) => series.skill_routing_index_load_seconds.observe(ms / 1000),
+    onIndexApplied: (skills, cause) => series.skill_routing_index_updates_total.inc({ cause }, skills),
     watchIndex: (index) => {
       watched = index;
     },
-    onRegistered: (outcome) => registrations.inc({ outcome }),
-    onVerified: (passed) => verifications.inc({ result: passed ? 'passed' : 'failed' }),
-    onHealthChecked: (ok, status) => healthChecks.inc({ result: ok ? 'ok' : 'failed', status }),
-    onRouted: (matches) => routeMatches.observe(matches),
-    onRouteServed: (outcome) => routesServed.inc({ outcome }),
-    onSandboxTask: (task, outcome) => sandboxTasks.inc({ task, outcome }),
+    onRegistered: (outcome) => series.skill_registrations_total.inc({ outcome }),
+    onVerified: (passed) => series.skill_verifications_total.inc({ result: passed ? 'passed' : 'failed' }),
+    onHealthChecked: (ok, status) =>
+      series.skill_health_checks_total.inc({ result: ok ? 'ok' : 'failed', status }),
+    onRouted: (matches) => series.skill_route_matches.observe(matches),
+    onRouteServed: (outcome) => series.skill_routes_served_total.inc({ outcome }),
+    onSandboxTask: (task, outcome) => series.skill_sandbox_tasks_total.inc({ task, outcome }),
   };
 }
