@@ -260,16 +260,24 @@ export const Proposal = z.object({
 /** A {@link Proposal}. */
 export type Proposal = z.infer<typeof Proposal>;
 
-/** GET /api/proposals query. */
-export const ProposalsQuery = z.object({
-  status: ProposalStatus.optional().meta({ description: 'only proposals in this state' }),
-  limit: z.coerce
-    .number()
+/**
+ * How many proposals one listing returns (1 to 200, default 50), of `number`: a JSON number (MCP) or
+ * the number coerced from the query string (GET /api/proposals).
+ */
+function proposalLimit<N extends z.ZodNumber | z.ZodCoercedNumber>(number: N): z.ZodDefault<N> {
+  // int, min, max and meta return the schema they refine (typed as the constraint, not as N).
+  return number
     .int()
     .min(1)
     .max(200)
     .default(50)
-    .meta({ description: 'most proposals returned (highest priority first)' }),
+    .meta({ description: 'most proposals returned (highest priority first)' }) as z.ZodDefault<N>;
+}
+
+/** GET /api/proposals query. */
+export const ProposalsQuery = z.object({
+  status: ProposalStatus.optional().meta({ description: 'only proposals in this state' }),
+  limit: proposalLimit(z.coerce.number()),
   product_id: z.uuid().optional().describe("session only: one of the user's products"),
 });
 
@@ -295,13 +303,7 @@ export type SendSignalsArgs = z.infer<ReturnType<typeof sendSignalsArgs>>;
  * number for `limit` and without `product_id` (the key names the product).
  */
 export const ListProposalsArgs = ProposalsQuery.omit({ product_id: true }).extend({
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .max(200)
-    .default(50)
-    .meta({ description: 'most proposals returned (highest priority first)' }),
+  limit: proposalLimit(z.number()),
 });
 /** Parsed arguments of `list_proposals`. */
 export type ListProposalsArgs = z.infer<typeof ListProposalsArgs>;

@@ -2,8 +2,8 @@ import type { Db } from './prisma';
 import type { Prisma } from '../generated/prisma/client';
 import type { DeploymentSummary, Proposal, ProposalStatus } from '../schemas';
 
-/** A proposal to store (the wire fields the analysis computes, plus its evidence). */
-export interface NewProposal {
+/** The wire fields of a proposal that its analysis computes, as stored (README, "Endpoints"). */
+export interface ProposalFields {
   productId: string;
   contextId: string;
   priorityScore: number;
@@ -13,6 +13,10 @@ export interface NewProposal {
   evidenceSummary: string;
   predictedImpact: string;
   signalCount: number;
+}
+
+/** A proposal to store (the wire fields the analysis computes, plus its evidence). */
+export interface NewProposal extends ProposalFields {
   evidence: Record<string, unknown>;
   evidenceHash: string;
   /** `llm` or `evidence`. */
@@ -25,18 +29,9 @@ export type ProposalInsertOutcome = { created: Proposal } | { skipped: 'duplicat
 /** Outcome of {@link ProposalRepository.changeStatus}. */
 export type StatusChangeOutcome = { updated: Proposal } | { notFound: true } | { conflict: ProposalStatus };
 
-type Row = {
+type Row = ProposalFields & {
   id: string;
-  productId: string;
-  contextId: string;
   status: ProposalStatus;
-  priorityScore: number;
-  diagnosis: string;
-  currentState: string;
-  proposedChange: string;
-  evidenceSummary: string;
-  predictedImpact: string;
-  signalCount: number;
   createdAt: Date;
   deployments?: {
     id: string;

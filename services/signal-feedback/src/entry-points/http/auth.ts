@@ -7,6 +7,7 @@ import {
   RETRY_AFTER_HEADER,
   type ContractRouter,
   type RateDecision,
+  type RouteContract,
 } from '@repo/service-kit';
 import type { AccountRepository, UserRecord } from '../../data/accounts';
 import type { AuthRateLimiter } from '../../data/rate-limits';
@@ -21,6 +22,7 @@ import {
   sessionCookieName,
   sessionOf,
 } from './auth-middleware';
+import { withAccess } from './access';
 import { CSRF_HEADER_PARAMETER, SESSION_SECURITY } from './openapi';
 
 /** Dependencies of {@link authRoutes}. */
@@ -47,6 +49,20 @@ function refuse(decision: RateDecision, what: string): void {
 
 /** A password is only hashed, never stored as text: it may hold NUL (every other field may not). */
 const PASSWORD_NUL = { nulAllowed: ['body.password'] };
+
+/**
+ * `contract` of a write that signs in (sign-up, log-in; README, "Sessions and CSRF"): before a session
+ * there is no CSRF token, so the handler's origin check is its 403; the password may hold NUL; the body
+ * parser's 413 and 415.
+ */
+function signInContract<C extends RouteContract>(contract: C): C {
+  return {
+    ...contract,
+    tags: ['Accounts'],
+    validation: PASSWORD_NUL,
+    responses: { ...BODY_PARSER_ERRORS, '403': errorResponse('cross-origin request'), ...contract.responses },
+  };
+}
 
 /**
  * The dashboard's account endpoints (README, "Sessions and CSRF" and "Endpoints"): POST
@@ -89,7 +105,8 @@ export function authRoutes(deps: AuthDeps): ContractRouter {
     };
   }
 
-  async function startSession(res: Response, user: UserRecord): Promise<string> {
+  /** Signs `user` in: a new session and its cookie, then the /me body (with its CSRF token) as a `status` answer. */
+  async function signIn(res: Response, user: UserRecord, status: 200 | 201): Promise<void> {
     const tokens = newSessionTokens();
     const expiresAt = new Date(deps.now().getTime() + deps.sessionTtlMs);
     await deps.accounts.createSession({
@@ -100,56 +117,47 @@ export function authRoutes(deps: AuthDeps): ContractRouter {
     });
     res.cookie(cookieName, tokens.token, { ...cookieOptions, expires: expiresAt });
     res.setHeader('cache-control', 'no-store');
-    return tokens.csrfToken;
+    res.status(status).json(await me(user, tokens.csrfToken));
   }
 
   return contractRouter()
     .route(
-      {
+      signInContract({
         method: 'post',
         path: '/api/auth/signup',
         operationId: 'signup',
         summary: 'Create an account (Free plan) and sign in: sets the session cookie',
-        tags: ['Accounts'],
         request: { body: SignupBody },
-        validation: PASSWORD_NUL,
         responses: {
           '201': { description: 'signed in', body: Me },
           '400': errorResponse('invalid e-mail or password under 10 characters'),
-          ...BODY_PARSER_ERRORS,
-          '403': errorResponse('cross-origin request'),
           '409': errorResponse('e-mail taken'),
           '429': errorResponse('too many sign-ups from this address', RETRY_AFTER_HEADER),
         },
-      },
+      }),
       async (req, res) => {
         checkOrigin(req, deps.allowedOrigins);
         const { body } = res.locals.valid;
         refuse(await deps.limiter.signupAttempt(req.ip), 'sign-ups from this address');
         const user = await deps.accounts.createUser(body.email, await deps.passwords.hash(body.password));
         if (!user) throw new AppError('conflict', 'An account with this e-mail already exists');
-        const csrf = await startSession(res, user);
-        res.status(201).json(await me(user, csrf));
+        await signIn(res, user, 201);
       },
     )
     .route(
-      {
+      signInContract({
         method: 'post',
         path: '/api/auth/login',
         operationId: 'login',
         summary: 'Sign in: sets the session cookie',
-        tags: ['Accounts'],
         request: { body: Credentials },
-        validation: PASSWORD_NUL,
         responses: {
           '200': { description: 'signed in', body: Me },
           '400': errorResponse('invalid body'),
-          ...BODY_PARSER_ERRORS,
           '401': errorResponse('wrong e-mail or password'),
-          '403': errorResponse('cross-origin request'),
           '429': errorResponse('too many attempts (Retry-After)', RETRY_AFTER_HEADER),
         },
-      },
+      }),
       async (req, res) => {
         checkOrigin(req, deps.allowedOrigins);
         const { body } = res.locals.valid;
@@ -160,8 +168,7 @@ export function authRoutes(deps: AuthDeps): ContractRouter {
           throw new AppError('unauthorized', 'Wrong e-mail or password');
         }
         await deps.limiter.loginSucceeded(body.email, req.ip);
-        const csrf = await startSession(res, found);
-        res.json(await me(found, csrf));
+        await signIn(res, found, 200);
       },
     )
     .route(
@@ -186,16 +193,15 @@ export function authRoutes(deps: AuthDeps): ContractRouter {
       },
     )
     .route(
-      {
+      withAccess('session', {
         method: 'get',
         path: '/api/auth/me',
         operationId: 'me',
         summary: "The signed-in user, plan limits, this month's usage and the CSRF token",
         tags: ['Accounts'],
-        security: SESSION_SECURITY,
-        responses: { '200': { description: 'the user', body: Me }, '401': errorResponse('not signed in') },
+        responses: { '200': { description: 'the user', body: Me } },
         before: [requireSession],
-      },
+      }),
       async (_req, res) => {
         const session = requiredSession(res);
         res.setHeader('cache-control', 'no-store');

@@ -12,7 +12,7 @@ import type { KeyOwner, SignalRepository } from '../../data/signals';
 import { deploymentInput, MAX_LISTED_DEPLOYMENTS, type DeploymentService } from '../../domain/deployments';
 import { CreateDeploymentBody, Deployment, SeriesPoint, SeriesQuery } from '../../schemas';
 import { callerScope, keyOrSession } from './auth-middleware';
-import { KEY_SECURITY, SESSION_SECURITY } from './openapi';
+import { withAccess } from './access';
 
 const ProposalIdParams = z.object({ id: z.uuid().meta({ description: 'an approved proposal' }) });
 const ContextIdParams = z.object({ id: z.uuid().meta({ description: 'the context' }) });
@@ -50,7 +50,7 @@ export function deploymentsRoutes(deps: {
   const auth = keyOrSession(deps.keys);
   return contractRouter()
     .route(
-      {
+      withAccess('keyOrSession', {
         method: 'post',
         path: '/api/proposals/{id}/deployments',
         operationId: 'recordDeployment',
@@ -61,14 +61,11 @@ export function deploymentsRoutes(deps: {
           "The verification compares the share of the proposal's most frequent failing signal type among the context's signals " +
           'in the window before deployed_at and the window after it (window_minutes each, default 24 h) with a two-proportion z-test.',
         tags: ['Deployments'],
-        security: [...KEY_SECURITY, ...SESSION_SECURITY],
         request: { params: ProposalIdParams, body: CreateDeploymentBody },
         responses: {
           '201': { description: 'the deployment, with its (provisional) verification', body: Deployment },
           '400': errorResponse('invalid body or id, or deployed_at in the future'),
           ...BODY_PARSER_ERRORS,
-          '401': errorResponse('no key and no session'),
-          '403': errorResponse('session write without x-csrf-token'),
           '404': errorResponse('no such proposal for this key or user'),
           '409': errorResponse('the proposal is not approved (`proposal_not_approved`; details.status)'),
           '429': errorResponse(
@@ -77,7 +74,7 @@ export function deploymentsRoutes(deps: {
           ),
         },
         before: [auth],
-      },
+      }),
       async (_req, res) => {
         const { params, body } = res.locals.valid;
         const created = await deps.deployments.record(params.id, callerScope(res), deploymentInput(body));
@@ -85,29 +82,27 @@ export function deploymentsRoutes(deps: {
       },
     )
     .route(
-      {
+      withAccess('keyOrSession', {
         method: 'get',
         path: '/api/proposals/{id}/deployments',
         operationId: 'listDeployments',
         summary: `A proposal's deployments, newest first (at most ${MAX_LISTED_DEPLOYMENTS}), each with its verification (provisional while the after-window is open)`,
         tags: ['Deployments'],
-        security: [...KEY_SECURITY, ...SESSION_SECURITY],
         request: { params: ProposalIdParams },
         responses: {
           '200': { description: 'the deployments', body: z.array(Deployment) },
           '400': errorResponse('invalid id'),
-          '401': errorResponse('no key and no session'),
           '404': errorResponse('no such proposal for this key or user'),
         },
         before: [auth],
-      },
+      }),
       async (_req, res) => {
         const { params } = res.locals.valid;
         res.json(await deps.deployments.list(params.id, callerScope(res), MAX_LISTED_DEPLOYMENTS));
       },
     )
     .route(
-      {
+      withAccess('keyOrSession', {
         method: 'get',
         path: '/api/context/{id}/series',
         operationId: 'contextSeries',
@@ -115,18 +110,16 @@ export function deploymentsRoutes(deps: {
           "A context's signal volume and negative rate per UTC hour or day, empty buckets included (the dashboard's chart)",
         description: `At most ${MAX_SERIES_BUCKETS.hour} hour or ${MAX_SERIES_BUCKETS.day} day buckets per answer.`,
         tags: ['Contexts'],
-        security: [...KEY_SECURITY, ...SESSION_SECURITY],
         request: { params: ContextIdParams, query: SeriesQuery },
         responses: {
           '200': { description: 'the buckets, oldest first', body: z.array(SeriesPoint) },
           '400': errorResponse(
             `invalid id or range (from not before to, more than ${MAX_SERIES_BUCKETS.hour} hours or ${MAX_SERIES_BUCKETS.day} days)`,
           ),
-          '401': errorResponse('no key and no session'),
           '404': errorResponse('no such context for this key or user'),
         },
         before: [auth],
-      },
+      }),
       async (_req, res) => {
         const { params, query } = res.locals.valid;
         const to = query.to !== undefined ? new Date(query.to) : deps.now();

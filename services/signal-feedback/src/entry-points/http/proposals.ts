@@ -13,7 +13,7 @@ import type { AnalysisService } from '../../domain/analysis';
 import { changeProposalStatus } from '../../domain/proposal-status';
 import { AnalysisRunResult, Proposal, ProposalStatusChange, ProposalsQuery } from '../../schemas';
 import { callerScope, keyOrSession, keyOwnerOf, requiredSession, requireSession } from './auth-middleware';
-import { CSRF_HEADER_PARAMETER, KEY_SECURITY, SESSION_SECURITY } from './openapi';
+import { withAccess } from './access';
 
 const IdParams = z.object({ id: z.uuid().meta({ description: 'the proposal' }) });
 
@@ -31,22 +31,20 @@ export function proposalsRoutes(deps: {
 
   return contractRouter()
     .route(
-      {
+      withAccess('keyOrSession', {
         method: 'get',
         path: '/api/proposals',
         operationId: 'listProposals',
         summary:
           "Proposals, highest priority first (API key: the key's product; session: all the user's products)",
         tags: ['Proposals'],
-        security: [...KEY_SECURITY, ...SESSION_SECURITY],
         request: { query: ProposalsQuery },
         responses: {
           '200': { description: 'the proposals', body: z.array(Proposal) },
           '400': errorResponse('invalid query'),
-          '401': errorResponse('no key and no session'),
         },
         before: [keyOrSessionAuth],
-      },
+      }),
       async (_req, res) => {
         const { query } = res.locals.valid;
         const owner = keyOwnerOf(res);
@@ -62,47 +60,40 @@ export function proposalsRoutes(deps: {
       },
     )
     .route(
-      {
+      withAccess('keyOrSession', {
         method: 'patch',
         path: '/api/proposals/{id}',
         operationId: 'changeProposalStatus',
         summary:
           "Change a proposal's status: pending -> approved|rejected|deferred, deferred -> pending|approved|rejected",
         tags: ['Proposals'],
-        security: [...KEY_SECURITY, ...SESSION_SECURITY],
         request: { params: IdParams, body: ProposalStatusChange },
         responses: {
           '200': { description: 'the updated proposal', body: Proposal },
           '400': errorResponse('invalid status or id'),
           ...BODY_PARSER_ERRORS,
-          '401': errorResponse('no key and no session'),
-          '403': errorResponse('session write without x-csrf-token'),
           '404': errorResponse('no such proposal for this key or user'),
           '409': errorResponse('transition not allowed (details.from, details.allowed)'),
         },
         before: [keyOrSessionAuth],
-      },
+      }),
       async (_req, res) => {
         const { params, body } = res.locals.valid;
         res.json(await changeProposalStatus(deps.proposals, params.id, callerScope(res), body.status));
       },
     )
     .route(
-      {
+      withAccess('session', {
         method: 'post',
         path: '/api/analysis/run',
         operationId: 'runAnalysis',
         summary: "Analyse the signed-in user's contexts now (the schedule does it periodically)",
         tags: ['Proposals'],
-        security: SESSION_SECURITY,
-        request: { headers: [CSRF_HEADER_PARAMETER] },
         responses: {
           '200': { description: 'what the pass did', body: AnalysisRunResult },
-          '401': errorResponse('not signed in'),
-          '403': errorResponse('CSRF check failed'),
         },
         before: [requireSession],
-      },
+      }),
       async (_req, res) => {
         const r = await deps.analysis.runOnce('user', requiredSession(res).user.id);
         res.json({
