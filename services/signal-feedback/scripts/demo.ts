@@ -81,6 +81,30 @@ class Session {
 
 const pick = <T>(items: readonly T[], i: number): T => items[i % items.length] as T;
 
+/** A context of the demo product, as POST /api/context takes it (without the product). */
+interface DemoContext {
+  name: string;
+  content: string;
+  positive_signals: string[];
+  negative_signals: string[];
+}
+
+/** The checkout: the signals below make card declines its dominant failure. */
+const CHECKOUT: DemoContext = {
+  name: 'Checkout',
+  content: 'From cart to order confirmation: address, shipping, card payment.',
+  positive_signals: ['checkout_completed'],
+  negative_signals: ['payment_failed', 'checkout_abandoned'],
+};
+
+/** The onboarding: the signals below make failed e-mail verifications its failures. */
+const ONBOARDING: DemoContext = {
+  name: 'Onboarding',
+  content: 'Sign-up, e-mail verification and the first project.',
+  positive_signals: ['onboarding_completed'],
+  negative_signals: ['verification_failed', 'onboarding_skipped'],
+};
+
 /**
  * Runs the demo against a running signal-feedback.
  * @returns the account, product, number of signals sent and the proposals made from them
@@ -109,20 +133,10 @@ export async function runSignalFeedbackDemo(
   log(
     `created product "${product.name}" ${product.id}; API key ${product.api_key.slice(0, 12)}… (shown once)`,
   );
-  const checkout = await s.call<{ id: string }>('POST', '/api/context', {
-    product_id: product.id,
-    name: 'Checkout',
-    content: 'From cart to order confirmation: address, shipping, card payment.',
-    positive_signals: ['checkout_completed'],
-    negative_signals: ['payment_failed', 'checkout_abandoned'],
-  });
-  const onboarding = await s.call<{ id: string }>('POST', '/api/context', {
-    product_id: product.id,
-    name: 'Onboarding',
-    content: 'Sign-up, e-mail verification and the first project.',
-    positive_signals: ['onboarding_completed'],
-    negative_signals: ['verification_failed', 'onboarding_skipped'],
-  });
+  const createContext = (context: DemoContext) =>
+    s.call<{ id: string }>('POST', '/api/context', { product_id: product.id, ...context });
+  const checkout = await createContext(CHECKOUT);
+  const onboarding = await createContext(ONBOARDING);
   log(`created contexts Checkout ${checkout.id} and Onboarding ${onboarding.id}`);
 
   // Checkout: card declines dominate the failures, mostly on the payment step with 3-D Secure.
