@@ -46,6 +46,12 @@ export interface SignalFeedbackToolDeps {
 const ownerOf = (keys: ApiKeyCache<KeyOwner>, context: McpToolContext): Promise<KeyOwner> =>
   authenticateProductKey(keys, context.req.get('x-api-key'));
 
+/** What a tool may read and change: the proposals and deployments of the key's product, as for a key request. */
+const productScope = async (
+  keys: ApiKeyCache<KeyOwner>,
+  context: McpToolContext,
+): Promise<{ productId: string }> => ({ productId: (await ownerOf(keys, context)).productId });
+
 /**
  * signal-feedback's MCP tools (README, "MCP"): `send_signals` runs the ingestion of POST /api/signals
  * (same key check, routing, quota, storage and counters), `list_proposals` the key's listing of
@@ -87,11 +93,10 @@ export function signalFeedbackTools(deps: SignalFeedbackToolDeps): McpTool[] {
     output: ProposalList,
     annotations: { readOnlyHint: true, openWorldHint: false },
     async run(args, context) {
-      const owner = await ownerOf(deps.keys, context);
-      const proposals = await deps.proposals.list(
-        { productId: owner.productId },
-        { status: args.status, limit: args.limit },
-      );
+      const proposals = await deps.proposals.list(await productScope(deps.keys, context), {
+        status: args.status,
+        limit: args.limit,
+      });
       return { structuredContent: { proposals } };
     },
   };
@@ -110,10 +115,9 @@ export function signalFeedbackTools(deps: SignalFeedbackToolDeps): McpTool[] {
     output: Deployment,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     async run({ proposal_id, ...body }, context) {
-      const owner = await ownerOf(deps.keys, context);
       const created = await deps.deployments.record(
         proposal_id,
-        { productId: owner.productId },
+        await productScope(deps.keys, context),
         deploymentInput(body),
       );
       return { structuredContent: created };
@@ -131,10 +135,9 @@ export function signalFeedbackTools(deps: SignalFeedbackToolDeps): McpTool[] {
     output: DeploymentList,
     annotations: { readOnlyHint: true, openWorldHint: false },
     async run(args, context) {
-      const owner = await ownerOf(deps.keys, context);
       const deployments = await deps.deployments.list(
         args.proposal_id,
-        { productId: owner.productId },
+        await productScope(deps.keys, context),
         MAX_LISTED_DEPLOYMENTS,
       );
       return { structuredContent: { deployments } };
