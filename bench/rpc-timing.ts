@@ -1,14 +1,19 @@
-// Preloaded into market-intel by bench/market-intel.ts (`node --require`, transpiled to CommonJS when the
-// benchmark starts) to see where an official-scheme payment's time goes without changing market-intel:
+// Preloaded into market-intel and into the reference x402 v2 server (bench/x402-v2-server.ts) by
+// bench/market-intel.ts (`node --require`, transpiled to CommonJS when the benchmark starts) to see where
+// an official-scheme payment's time goes without changing either:
 //  - every call of the official facilitator's `ExactSvmScheme.settle` (verify with its simulation,
-//    co-sign, send, confirm), wall time and outcome;
+//    co-sign, send, confirm), wall time and outcome, and of its verification `_verify` (the checks and
+//    the simulation: run by `settle`, and by `verify`, which the reference middleware calls before the
+//    handler);
+//  - every statement through the `pg` module $BENCH_PG_MODULE (market-intel's claims, answers and
+//    ledger rows), wall time from the call to the result, waiting for the connection's turn included;
 //  - every JSON-RPC call made through the global `fetch` (that is @solana/kit's HTTP transport, so the
 //    facilitator's simulateTransaction / sendTransaction / getSignatureStatuses; the payment verifier
 //    has its own undici pool and is not seen here: its time is market-intel's
 //    `x402_verification_rpc_seconds`), wall time by method, response body included.
 // On SIGUSR2 it writes what it recorded since the last SIGUSR2 to $BENCH_RPC_TIMING_OUT (JSON,
 // {@link TimingSnapshot}) and starts over. The facilitator module is $BENCH_FACILITATOR_MODULE (the file
-// market-intel's @repo/x402-solana resolves, so the patched prototype is the one it uses).
+// the process resolves, so the patched prototype is the one it uses).
 import { renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
@@ -17,20 +22,41 @@ import { performance } from 'node:perf_hooks';
 export interface TimingSnapshot {
   /** `ExactSvmScheme.settle` calls: wall time of each, and how many settled (`success: true`). */
   settle: { ms: number[]; succeeded: number };
+  /** `ExactSvmScheme._verify` calls (inside `settle` or `verify`): wall time of each. */
+  verify: number[];
+  /** SQL statements through `pg`: wall time of each. */
+  sql: number[];
   /** JSON-RPC calls through the global `fetch`, by method: wall time of each, answer read. */
   rpc: Record<string, number[]>;
 }
 
 type Settle = (this: unknown, ...args: unknown[]) => Promise<{ success?: boolean }>;
+type Verify = (this: unknown, ...args: unknown[]) => Promise<unknown>;
+type Query = (this: unknown, ...args: unknown[]) => unknown;
 
-let snapshot: TimingSnapshot = { settle: { ms: [], succeeded: 0 }, rpc: {} };
+const empty = (): TimingSnapshot => ({ settle: { ms: [], succeeded: 0 }, verify: [], sql: [], rpc: {} });
+let snapshot = empty();
 
 const out = process.env.BENCH_RPC_TIMING_OUT;
 const facilitatorModule = process.env.BENCH_FACILITATOR_MODULE;
+const pgModule = process.env.BENCH_PG_MODULE;
 
 if (facilitatorModule) {
   const facilitator = createRequire(__filename)(facilitatorModule) as {
-    ExactSvmScheme: { prototype: { settle: Settle } };
+    ExactSvmScheme: { prototype: { settle: Settle; _verify: Verify } };
+  };
+  // The private step both `settle` and `verify` run (@x402/svm 2.27).
+  const verify = facilitator.ExactSvmScheme.prototype._verify;
+  facilitator.ExactSvmScheme.prototype._verify = async function timedVerify(
+    this: unknown,
+    ...args: unknown[]
+  ) {
+    const started = performance.now();
+    try {
+      return await verify.apply(this, args);
+    } finally {
+      snapshot.verify.push(performance.now() - started);
+    }
   };
   const settle = facilitator.ExactSvmScheme.prototype.settle;
   facilitator.ExactSvmScheme.prototype.settle = async function timedSettle(
@@ -41,6 +67,38 @@ if (facilitatorModule) {
     const result = await settle.apply(this, args);
     snapshot.settle.ms.push(performance.now() - started);
     if (result.success) snapshot.settle.succeeded += 1;
+    return result;
+  };
+}
+
+if (pgModule) {
+  const pg = createRequire(__filename)(pgModule) as { Client: { prototype: { query: Query } } };
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function timedQuery(this: unknown, ...args: unknown[]) {
+    const started = performance.now();
+    const record = () => snapshot.sql.push(performance.now() - started);
+    // pg's Pool passes a callback; Prisma's adapter and the ledger's client await the promise.
+    const callbackAt = args.findIndex((arg) => typeof arg === 'function');
+    const callback = args[callbackAt] as ((...results: unknown[]) => unknown) | undefined;
+    if (callback) {
+      args[callbackAt] = function timedCallback(this: unknown, ...results: unknown[]) {
+        record();
+        return callback.apply(this, results);
+      };
+      return query.apply(this, args);
+    }
+    const result = query.apply(this, args);
+    if (result instanceof Promise)
+      return result.then(
+        (value: unknown) => {
+          record();
+          return value;
+        },
+        (err: unknown) => {
+          record();
+          throw err;
+        },
+      );
     return result;
   };
 }
@@ -65,5 +123,5 @@ process.on('SIGUSR2', () => {
   if (!out) return;
   writeFileSync(`${out}.tmp`, JSON.stringify(snapshot));
   renameSync(`${out}.tmp`, out);
-  snapshot = { settle: { ms: [], succeeded: 0 }, rpc: {} };
+  snapshot = empty();
 });
