@@ -19,7 +19,7 @@ export {
   isTransient,
   isUpstreamError,
 } from './errors';
-export type { Upstream, UpstreamErrorClass } from './errors';
+export type { UpstreamErrorClass } from './errors';
 export { parseModelJson, describeIssues, schemaNameFor } from './json';
 export type { ParsedJson } from './json';
 export { createSearxngProvider } from './search/searxng';
