@@ -1,10 +1,15 @@
 import { AppError, notFound } from '@repo/errors';
-import { BODY_PARSER_ERRORS, errorResponse } from '@repo/service-kit';
+import { BODY_PARSER_ERRORS, errorResponse, type RouteContract } from '@repo/service-kit';
 import { z } from 'zod';
 import type { ContextRecord } from '../../data/products';
 import { Context, ContextIdQuery, CreateContextBody, UpdateContextBody } from '../../schemas';
 import { requiredSession } from './auth-middleware';
-import { productsOperation, type ProductsOperation } from './product-routes';
+import {
+  productsOperation,
+  type HandlerOf,
+  type ProductsDeps,
+  type ProductsOperation,
+} from './product-routes';
 
 function contextToWire(c: ContextRecord): Context {
   return {
@@ -38,14 +43,19 @@ function checkLists(positive: string[] | undefined, negative: string[] | undefin
 
 const unique = (list: string[] | undefined) => (list ? [...new Set(list)] : undefined);
 
+/** An operation on the contexts of the user's products (group `Contexts`). */
+const contextOperation = <C extends RouteContract>(
+  contract: C,
+  handler: (deps: ProductsDeps) => HandlerOf<C>,
+): ProductsOperation => productsOperation('Contexts', contract, handler);
+
 /** POST /api/context: a context in one of the user's products. */
-const createContext = productsOperation(
+const createContext = contextOperation(
   {
     method: 'post',
     path: '/api/context',
     operationId: 'createContext',
     summary: "Create a context in one of the user's products",
-    tags: ['Contexts'],
     request: { body: CreateContextBody },
     responses: {
       '201': { description: 'the created context', body: Context },
@@ -72,13 +82,12 @@ const createContext = productsOperation(
 );
 
 /** GET /api/context: every context of the user's products. */
-const listContexts = productsOperation(
+const listContexts = contextOperation(
   {
     method: 'get',
     path: '/api/context',
     operationId: 'listContexts',
     summary: "All contexts of the user's products",
-    tags: ['Contexts'],
     responses: {
       '200': { description: 'contexts', body: z.array(Context) },
     },
@@ -89,13 +98,12 @@ const listContexts = productsOperation(
 );
 
 /** PATCH /api/context: changed fields of one of the user's contexts. */
-const updateContext = productsOperation(
+const updateContext = contextOperation(
   {
     method: 'patch',
     path: '/api/context',
     operationId: 'updateContext',
     summary: "Change fields of one of the user's contexts",
-    tags: ['Contexts'],
     request: { body: UpdateContextBody },
     responses: {
       '200': { description: 'the updated context', body: Context },
@@ -126,13 +134,12 @@ const updateContext = productsOperation(
 );
 
 /** DELETE /api/context: one of the user's contexts, with its proposals. */
-const deleteContext = productsOperation(
+const deleteContext = contextOperation(
   {
     method: 'delete',
     path: '/api/context',
     operationId: 'deleteContext',
     summary: "Delete one of the user's contexts with its proposals (its signals stay, unrouted)",
-    tags: ['Contexts'],
     request: { query: ContextIdQuery },
     responses: {
       '200': { description: 'deleted', body: z.object({ id: z.uuid(), deleted: z.literal(true) }) },

@@ -35,20 +35,28 @@ export type ProductsOperation = (routes: ContractRouter, deps: ProductsDeps) => 
 // service-kit's index exports no name for the handler type `route` gives a contract: it is taken from
 // `route` itself (an instantiation expression needs a value, declared here for its type only).
 declare const _declaredRouter: ContractRouter;
-type HandlerOf<C extends RouteContract> = Parameters<typeof _declaredRouter.route<C>>[1];
+/** The handler of an operation declared with contract `C` (`res.locals.valid` typed from its schemas). */
+export type HandlerOf<C extends RouteContract> = Parameters<typeof _declaredRouter.route<C>>[1];
 
 /**
- * An operation of `productsRoutes` (README, "Endpoints"): `contract` declared with session access
- * (see {@link withAccess}: every path of the router needs a session), and the handler made from the
- * router's deps.
- * @param contract the operation's own parts: method, path, summary, tags, request, its other responses
+ * An operation of `productsRoutes` (README, "Endpoints"): `contract` in the document's group `tag`,
+ * declared with session access (see {@link withAccess}: every path of the router needs a session), and
+ * the handler made from the router's deps.
+ * @param contract the operation's own parts: method, path, summary, request, its other responses
  */
 export function productsOperation<C extends RouteContract>(
+  tag: 'Products' | 'Contexts',
   contract: C,
   handler: (deps: ProductsDeps) => HandlerOf<C>,
 ): ProductsOperation {
-  return (routes, deps) => routes.route(withAccess('session', contract), handler(deps));
+  return (routes, deps) => routes.route(withAccess('session', { ...contract, tags: [tag] }), handler(deps));
 }
+
+/** An operation on the user's products (group `Products`). */
+const productOperation = <C extends RouteContract>(
+  contract: C,
+  handler: (deps: ProductsDeps) => HandlerOf<C>,
+): ProductsOperation => productsOperation('Products', contract, handler);
 
 function productToWire(p: ProductRecord): ProductSummary {
   return {
@@ -78,13 +86,12 @@ const PRODUCT_ID_ERRORS = {
 };
 
 /** POST /api/products: a product with its `spk_` key, shown once, within the plan's product limit. */
-const createProduct = productsOperation(
+const createProduct = productOperation(
   {
     method: 'post',
     path: '/api/products',
     operationId: 'createProduct',
     summary: 'Create a product; the spk_ key is returned this once',
-    tags: ['Products'],
     request: { body: CreateProductBody },
     responses: {
       '200': { description: 'the product with its key', body: CreatedProduct },
@@ -121,13 +128,12 @@ const createProduct = productsOperation(
 );
 
 /** POST /api/products/{id}/rotate-key: a new key, shown once; the old one stops working. */
-const rotateProductKey = productsOperation(
+const rotateProductKey = productOperation(
   {
     method: 'post',
     path: '/api/products/{id}/rotate-key',
     operationId: 'rotateProductKey',
     summary: "Replace a product's spk_ key: the new key is returned this once and the old one stops working",
-    tags: ['Products'],
     request: { params: ProductIdParams },
     responses: {
       '200': { description: 'the product with its new key', body: CreatedProduct },
@@ -147,13 +153,12 @@ const rotateProductKey = productsOperation(
 );
 
 /** GET /api/products/{id}: the product with what deleting it would remove. */
-const getProduct = productsOperation(
+const getProduct = productOperation(
   {
     method: 'get',
     path: '/api/products/{id}',
     operationId: 'getProduct',
     summary: 'One product with what it holds (what deleting it would remove)',
-    tags: ['Products'],
     request: { params: ProductIdParams },
     responses: {
       '200': { description: 'the product and its contents', body: ProductDetails },
@@ -171,13 +176,12 @@ const getProduct = productsOperation(
 );
 
 /** PATCH /api/products/{id}: a new name; the key stays. */
-const renameProduct = productsOperation(
+const renameProduct = productOperation(
   {
     method: 'patch',
     path: '/api/products/{id}',
     operationId: 'renameProduct',
     summary: 'Rename a product (its key stays)',
-    tags: ['Products'],
     request: { params: ProductIdParams, body: RenameProductBody },
     responses: {
       '200': { description: 'the renamed product', body: ProductSummary },
@@ -195,7 +199,7 @@ const renameProduct = productsOperation(
 );
 
 /** DELETE /api/products/{id}: the product with everything it holds. */
-const deleteProduct = productsOperation(
+const deleteProduct = productOperation(
   {
     method: 'delete',
     path: '/api/products/{id}',
@@ -203,7 +207,6 @@ const deleteProduct = productsOperation(
     summary:
       'Delete a product with its key, contexts, signals, proposals and deployments; its key stops working at once on every replica',
     description: "The month's usage counters stay: deleting a product gives no quota back.",
-    tags: ['Products'],
     request: { params: ProductIdParams },
     responses: {
       '200': { description: 'what was deleted', body: DeletedProduct },
@@ -220,13 +223,12 @@ const deleteProduct = productsOperation(
 );
 
 /** GET /api/products: the user's products, key prefixes only. */
-const listProducts = productsOperation(
+const listProducts = productOperation(
   {
     method: 'get',
     path: '/api/products',
     operationId: 'listProducts',
     summary: "The user's products (key prefix only)",
-    tags: ['Products'],
     responses: {
       '200': { description: 'products', body: z.array(ProductSummary) },
     },
