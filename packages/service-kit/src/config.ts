@@ -71,3 +71,51 @@ export const BaseHttpEnv = {
    */
   SHUTDOWN_DRAIN_DELAY_MS: intVar(0, 0, 60_000),
 };
+
+/** A TCP port variable (0 to 65535; 0 takes a free port), with a default. */
+export function portVar(defaultPort: number) {
+  return intVar(defaultPort, 0, 65535);
+}
+
+/**
+ * The variables of a service with a public API: {@link BaseHttpEnv}, `PORT`, the public port, and
+ * `METRICS_PORT`, the port of `/metrics` (Prometheus), apart from the public one so the Ingress
+ * never serves it (see `listenMetrics`).
+ * @param port the default of `PORT`
+ * @param metricsPort the default of `METRICS_PORT`
+ */
+export function publicServiceEnv(port: number, metricsPort: number) {
+  return { ...BaseHttpEnv, PORT: portVar(port), METRICS_PORT: portVar(metricsPort) };
+}
+
+/**
+ * The PostgreSQL variables of a service with a database: `DATABASE_URL` (a `postgres://` or
+ * `postgresql://` URL, required) and `DATABASE_POOL_SIZE` (connections of each replica's pool, 1 to
+ * 200, default 10).
+ */
+export const DatabaseEnv = {
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL'),
+  DATABASE_POOL_SIZE: intVar(10, 1, 200),
+};
+
+/**
+ * `AMQP_URL`, the RabbitMQ URL (`amqp://` or `amqps://`); the local broker with RabbitMQ's default
+ * credentials by default, which production refuses (a `broker` production check).
+ */
+export const BrokerEnv = {
+  AMQP_URL: z
+    .string()
+    .regex(/^amqps?:\/\//, 'must be an amqp:// or amqps:// URL')
+    .default('amqp://guest:guest@127.0.0.1:5672'),
+};
+
+/**
+ * An optional name of this replica in RabbitMQ and in its messages (1 to 100 letters, digits, `.`,
+ * `_` or `-`); unset, the service makes one from the host name and the process id.
+ */
+export function replicaIdVar() {
+  return z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,100}$/)
+    .optional();
+}

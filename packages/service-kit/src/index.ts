@@ -1,4 +1,15 @@
-export { BaseHttpEnv, ConfigError, boolVar, intVar, parseConfig } from './config';
+export {
+  BaseHttpEnv,
+  BrokerEnv,
+  ConfigError,
+  DatabaseEnv,
+  boolVar,
+  intVar,
+  parseConfig,
+  portVar,
+  publicServiceEnv,
+  replicaIdVar,
+} from './config';
 export { REDACT_PATHS, createLogger, httpLogger } from './logger';
 export type { Logger } from './logger';
 export { parseInput, validate, validated } from './validate';

@@ -3,11 +3,15 @@ import { z } from 'zod';
 import { errorHandler, notFoundHandler } from '@repo/errors';
 import {
   clientIpKey,
+  BrokerEnv,
   ConfigError,
   createBaseApp,
   createLogger,
+  DatabaseEnv,
   intVar,
   parseConfig,
+  publicServiceEnv,
+  replicaIdVar,
   validate,
   validated,
 } from '../src/index';
@@ -125,6 +129,43 @@ describe('service kit', () => {
       expect(problems).toMatch(/PORT/);
       expect(problems).toMatch(/SECRET/);
     }
+  });
+
+  it('When a service builds its schema from the shared pieces, then their defaults apply and each bad value is named', () => {
+    const schema = z.object({
+      ...publicServiceEnv(3001, 9101),
+      ...DatabaseEnv,
+      ...BrokerEnv,
+      INSTANCE_ID: replicaIdVar(),
+    });
+    const parsed = parseConfig(schema, { DATABASE_URL: 'postgresql://db/x' });
+    expect(parsed).toMatchObject({
+      HOST: '0.0.0.0',
+      PORT: 3001,
+      METRICS_PORT: 9101,
+      DATABASE_POOL_SIZE: 10,
+      AMQP_URL: 'amqp://guest:guest@127.0.0.1:5672',
+    });
+    expect(parsed.INSTANCE_ID).toBeUndefined();
+    expect(() =>
+      parseConfig(schema, {
+        DATABASE_URL: 'mysql://db/x',
+        PORT: '65536',
+        DATABASE_POOL_SIZE: '201',
+        AMQP_URL: 'http://broker',
+        INSTANCE_ID: 'a b',
+      }),
+    ).toThrow(
+      expect.objectContaining({
+        problems: [
+          expect.stringMatching(/^PORT: /),
+          'DATABASE_URL: must be a postgresql:// URL',
+          expect.stringMatching(/^DATABASE_POOL_SIZE: /),
+          'AMQP_URL: must be an amqp:// or amqps:// URL',
+          expect.stringMatching(/^INSTANCE_ID: /),
+        ],
+      }),
+    );
   });
 });
 

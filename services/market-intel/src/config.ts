@@ -1,11 +1,14 @@
 import { z } from 'zod';
 import {
   assertProductionReady,
-  BaseHttpEnv,
   boolVar,
+  BrokerEnv,
   ConfigError,
+  DatabaseEnv,
   intVar,
   parseConfig,
+  publicServiceEnv,
+  replicaIdVar,
 } from '@repo/service-kit';
 
 const base58 = z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/, 'must be a base58 Solana address');
@@ -15,12 +18,8 @@ const base58 = z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/, 'must be a base
  * named. Secrets and on-chain addresses have no defaults.
  */
 export const MarketIntelEnv = z.object({
-  ...BaseHttpEnv,
-  PORT: intVar(3001, 0, 65535),
-  /** Port of `/metrics` (Prometheus), apart from the public one so the Ingress never serves it. */
-  METRICS_PORT: intVar(9101, 0, 65535),
-  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL'),
-  DATABASE_POOL_SIZE: intVar(10, 1, 200),
+  ...publicServiceEnv(3001, 9101),
+  ...DatabaseEnv,
   /** Public origin used in PaymentRequirements.resource, e.g. https://api.example.com; else from the request. */
   PUBLIC_BASE_URL: z.url().optional(),
   SOLANA_RPC_URL: z.url().default('http://127.0.0.1:8899'),
@@ -120,10 +119,7 @@ export const MarketIntelEnv = z.object({
    */
   REPORT_CACHE: boolVar(true),
   /** RabbitMQ, where compute jobs go to the pipeline-runner. */
-  AMQP_URL: z
-    .string()
-    .regex(/^amqps?:\/\//, 'must be an amqp:// or amqps:// URL')
-    .default('amqp://guest:guest@127.0.0.1:5672'),
+  ...BrokerEnv,
   /** A runner is considered gone when its last heartbeat is older than this, in milliseconds. */
   RUNNER_STALE_AFTER_MS: intVar(20_000, 1000, 600_000),
   /** How often the outbox is swept for messages a crash left unpublished, in milliseconds. */
@@ -164,10 +160,7 @@ export const MarketIntelEnv = z.object({
   /** A scan without progress for this many minutes is failed, so its sector can be scanned again. */
   SCOUT_SCAN_STALE_MINUTES: intVar(120, 1, 10_080),
   /** Identifies this replica in RabbitMQ (its heartbeat queue); default host name + pid. */
-  INSTANCE_ID: z
-    .string()
-    .regex(/^[A-Za-z0-9._-]{1,100}$/)
-    .optional(),
+  INSTANCE_ID: replicaIdVar(),
 });
 
 /** The parsed configuration. */

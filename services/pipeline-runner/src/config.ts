@@ -1,5 +1,14 @@
 import { z } from 'zod';
-import { assertProductionReady, BaseHttpEnv, ConfigError, intVar, parseConfig } from '@repo/service-kit';
+import {
+  assertProductionReady,
+  BaseHttpEnv,
+  BrokerEnv,
+  ConfigError,
+  intVar,
+  parseConfig,
+  portVar,
+  replicaIdVar,
+} from '@repo/service-kit';
 import { parseAllowlist } from '@repo/ssrf-guard';
 import { DEFAULT_SCOUT_FETCH_SETTINGS as SCOUT, type ScoutFetchSettings } from './domain/scout/settings';
 
@@ -12,11 +21,8 @@ const optionalUrl = z.url().optional();
 export const RunnerEnv = z.object({
   ...BaseHttpEnv,
   /** Port of the runner's own probes and `/metrics` (it serves no API). */
-  PORT: intVar(3004, 0, 65535),
-  AMQP_URL: z
-    .string()
-    .regex(/^amqps?:\/\//, 'must be an amqp:// or amqps:// URL')
-    .default('amqp://guest:guest@127.0.0.1:5672'),
+  PORT: portVar(3004),
+  ...BrokerEnv,
   /** OpenAI-compatible base URL including `/v1` (OpenAI, Ollama, vLLM, llama.cpp, OpenRouter); unset: no LLM, health reports `config`. */
   LLM_BASE_URL: optionalUrl,
   LLM_API_KEY: z.string().optional(),
@@ -75,10 +81,7 @@ export const RunnerEnv = z.object({
       }
     }),
   /** Identifies this runner in heartbeats and events; default host name + pid. */
-  RUNNER_ID: z
-    .string()
-    .regex(/^[A-Za-z0-9._-]{1,100}$/)
-    .optional(),
+  RUNNER_ID: replicaIdVar(),
 });
 
 /** The parsed configuration. */

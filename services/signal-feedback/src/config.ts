@@ -1,19 +1,22 @@
 import { z } from 'zod';
-import { assertProductionReady, BaseHttpEnv, ConfigError, intVar, parseConfig } from '@repo/service-kit';
+import {
+  assertProductionReady,
+  ConfigError,
+  DatabaseEnv,
+  intVar,
+  parseConfig,
+  publicServiceEnv,
+} from '@repo/service-kit';
 
 /**
  * signal-feedback's environment (README, "Configuration"). Parsed once at boot; every bad variable is
  * named. Secrets (LLM_API_KEY) have no defaults.
  */
 export const SignalFeedbackEnv = z.object({
-  ...BaseHttpEnv,
-  PORT: intVar(3002, 0, 65535),
-  /** Port of `/metrics` (Prometheus), apart from the public one so the Ingress never serves it. */
-  METRICS_PORT: intVar(9102, 0, 65535),
+  ...publicServiceEnv(3002, 9102),
   /** A batch of 1,000 signals with small payloads is about 200 KB. */
   BODY_LIMIT: z.string().default('1mb'),
-  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL'),
-  DATABASE_POOL_SIZE: intVar(10, 1, 200),
+  ...DatabaseEnv,
   /** Largest signal array accepted by /api/signals and /api/ingest; larger batches get 413. */
   MAX_BATCH_SIZE: intVar(1000, 1, 10_000),
   /** How long an API key lookup (product, plan, contexts) is reused in this process, ms; 0 disables. */

@@ -1,17 +1,20 @@
 import { z } from 'zod';
-import { assertProductionReady, BaseHttpEnv, boolVar, intVar, parseConfig } from '@repo/service-kit';
+import {
+  assertProductionReady,
+  boolVar,
+  DatabaseEnv,
+  intVar,
+  parseConfig,
+  publicServiceEnv,
+} from '@repo/service-kit';
 
 /**
  * skill-router's environment (services/skill-router/README.md, "Configuration"). Parsed once at boot;
  * every bad variable is named. Durations are milliseconds unless the name says seconds.
  */
 export const SkillRouterEnv = z.object({
-  ...BaseHttpEnv,
-  PORT: intVar(3003, 0, 65535),
-  /** Port of `/metrics` (Prometheus), apart from the public one so the Ingress never serves it. */
-  METRICS_PORT: intVar(9103, 0, 65535),
-  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL'),
-  DATABASE_POOL_SIZE: intVar(10, 1, 200),
+  ...publicServiceEnv(3003, 9103),
+  ...DatabaseEnv,
   /** POST /api/auth/key per client IP and minute (services/skill-router/README.md, "Limits": 5). */
   KEY_CREATION_LIMIT_PER_MINUTE: intVar(5, 1, 10_000),
   /** Call reports accepted per API key and skill within REPORT_LIMIT_WINDOW_SECONDS. */
