@@ -24,7 +24,7 @@
 // the ledger's fee payer and merchant wallet (so every 402 also carries PAYMENT-REQUIRED) and, unless
 // BENCH_RPC_TIMING=0, the timing preload of bench/rpc-timing.ts.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -88,6 +88,14 @@ const ONLY_PAID = process.env.BENCH_ONLY_PAID === '1';
 const ONLY_OFFICIAL = process.env.BENCH_ONLY_OFFICIAL === '1';
 /** Short 402 rounds and no replay phase: the run is for one paid phase. */
 const ONE_PHASE = ONLY_PAID || ONLY_OFFICIAL;
+/**
+ * A directory for CPU profiles of each official-scheme run, of market-intel and of the peer, one file
+ * per run (named in the JSON output; summarise with bench/cpu-profile.ts). Profiling costs CPU: the
+ * run's CPU figures are then not comparable.
+ */
+const CPU_PROFILE_DIR = process.env.BENCH_CPU_PROFILE
+  ? path.resolve(process.env.BENCH_CPU_PROFILE)
+  : undefined;
 /** Skip the build step (when dist is current). */
 const SKIP_BUILD = process.env.BENCH_SKIP_BUILD === '1';
 /**
@@ -252,6 +260,7 @@ async function main(): Promise<void> {
   const { command: startCmd, args: startArgs } = startScript(path.join(ROOT, 'services/market-intel'));
   tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-market-intel-'));
   const timingFile = path.join(tmp, 'timing.json');
+  if (CPU_PROFILE_DIR) mkdirSync(CPU_PROFILE_DIR, { recursive: true });
   const preloadFile = RPC_TIMING ? compileTimingPreload(tmp) : undefined;
   const preload = preloadFile ? ['--require', preloadFile] : [];
   const official = OFFICIAL_REQUESTS > 0;
@@ -289,6 +298,7 @@ async function main(): Promise<void> {
       ...(RPC_TIMING
         ? {
             BENCH_RPC_TIMING_OUT: timingFile,
+            ...(CPU_PROFILE_DIR ? { BENCH_CPU_PROFILE_DIR: CPU_PROFILE_DIR } : {}),
             // The file market-intel's @repo/x402-solana loads, so that the preload patches that very class.
             BENCH_FACILITATOR_MODULE: require.resolve('@x402/svm/exact/facilitator', {
               paths: [path.join(ROOT, 'packages/x402-solana')],
@@ -440,6 +450,7 @@ async function main(): Promise<void> {
         BENCH_FEE_PAYER_KEYPAIR: info.feePayerKeypairPath,
         BENCH_PRICE_ATOMIC: price,
         BENCH_RPC_TIMING_OUT: v2Timing,
+        ...(CPU_PROFILE_DIR ? { BENCH_CPU_PROFILE_DIR: CPU_PROFILE_DIR } : {}),
         BENCH_FACILITATOR_MODULE: require.resolve('@x402/svm/exact/facilitator'),
       },
     );

@@ -127,6 +127,8 @@ export interface OfficialRun {
   sql: { perPayment: number; msPerPayment: number };
   /** Mean latency minus settlement, verification RPC and SQL: the answer, HTTP and the wait for a core. */
   restMeanMs: number;
+  /** The server's CPU profile of the run (with `BENCH_CPU_PROFILE`; summarise with bench/cpu-profile.ts). */
+  profile?: string;
 }
 
 const d = (x: number) => Math.round(x * 10) / 10;
@@ -222,6 +224,7 @@ export async function measureOfficial(
     ...(verificationRpc ? { verificationRpc } : {}),
     sql: { perPayment: d((timing.sql.length / n) * 10) / 10, msPerPayment: d(sqlTotal / n) },
     restMeanMs: d(result.latency.mean - settlements.mean - (verificationRpc?.meanMs ?? 0) - sqlTotal / n),
+    ...(timing.profile ? { profile: timing.profile } : {}),
   };
 }
 

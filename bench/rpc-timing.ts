@@ -15,7 +15,9 @@
 // {@link TimingSnapshot}) and starts over. The facilitator module is $BENCH_FACILITATOR_MODULE (the file
 // the process resolves, so the patched prototype is the one it uses).
 import { renameSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
 /** What the preload hands back on SIGUSR2, all durations in milliseconds. */
@@ -28,6 +30,8 @@ export interface TimingSnapshot {
   sql: number[];
   /** JSON-RPC calls through the global `fetch`, by method: wall time of each, answer read. */
   rpc: Record<string, number[]>;
+  /** The CPU profile of the same span, when $BENCH_CPU_PROFILE_DIR is set (a `.cpuprofile` file). */
+  profile?: string;
 }
 
 type Settle = (this: unknown, ...args: unknown[]) => Promise<{ success?: boolean }>;
@@ -119,9 +123,32 @@ globalThis.fetch = async function timedFetch(input, init) {
   });
 };
 
+// With $BENCH_CPU_PROFILE_DIR, a V8 CPU profile runs from one SIGUSR2 to the next, so that each
+// measured run has a profile of its own (the snapshot names its file).
+const profileDir = process.env.BENCH_CPU_PROFILE_DIR;
+const profiler = profileDir ? new Session() : undefined;
+let profiles = 0;
+if (profiler) {
+  profiler.connect();
+  profiler.post('Profiler.enable', () => profiler.post('Profiler.start'));
+}
+
+/** Stops the running profile, writes it to $BENCH_CPU_PROFILE_DIR, starts the next; calls back with its file. */
+function nextProfile(done: (file: string | undefined) => void): void {
+  if (!profiler || !profileDir) return done(undefined);
+  profiler.post('Profiler.stop', (err, result) => {
+    const file = err ? undefined : join(profileDir, `${process.pid}-${++profiles}.cpuprofile`);
+    if (file) writeFileSync(file, JSON.stringify(result.profile));
+    profiler.post('Profiler.start', () => done(file));
+  });
+}
+
 process.on('SIGUSR2', () => {
   if (!out) return;
-  writeFileSync(`${out}.tmp`, JSON.stringify(snapshot));
-  renameSync(`${out}.tmp`, out);
+  const taken = snapshot;
   snapshot = empty();
+  nextProfile((profile) => {
+    writeFileSync(`${out}.tmp`, JSON.stringify(profile ? { ...taken, profile } : taken));
+    renameSync(`${out}.tmp`, out);
+  });
 });
