@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import fc from 'fast-check';
 import { z } from 'zod';
 import { errorHandler, notFoundHandler } from '@repo/errors';
-import { createBaseApp, createLogger, validate, validated } from '@repo/service-kit';
+import { contractRouter, createBaseApp, createLogger } from '@repo/service-kit';
 import {
   envelopeProblems,
   fuzzCheckAll,
@@ -230,23 +230,32 @@ describe('fuzzing a running app', () => {
       config: z.union([z.string().max(3), z.strictObject({ n: z.number().optional() })]).optional(),
       meta: z.record(z.string(), z.unknown()).optional(),
     });
-    app.post(
-      '/items/:id',
-      (req, _res, next) =>
-        next(
-          req.get('x-key') === 'k1' || req.query.key === 'k1'
-            ? undefined
-            : Object.assign(new Error('no key'), { status: 402 }),
-        ),
-      validate({
-        params: z.object({ id: z.string().regex(/^[a-z]{1,8}$/) }),
-        query: z.object({ limit: z.coerce.number().int().min(1).max(10).optional() }),
-        body: Item,
-      }),
+    const api = contractRouter().route(
+      {
+        method: 'post',
+        path: '/items/{id}',
+        operationId: 'postItem',
+        summary: 'Stores an item',
+        request: {
+          params: z.object({ id: z.string().regex(/^[a-z]{1,8}$/) }),
+          query: z.object({ limit: z.coerce.number().int().min(1).max(10).optional() }),
+          body: Item,
+        },
+        responses: { '200': { description: 'the item id' } },
+        before: [
+          (req, _res, next) =>
+            next(
+              req.get('x-key') === 'k1' || req.query.key === 'k1'
+                ? undefined
+                : Object.assign(new Error('no key'), { status: 402 }),
+            ),
+        ],
+      },
       (_req, res) => {
-        res.json({ id: validated<unknown, { id: string }>(res.locals).params.id });
+        res.json({ id: res.locals.valid.params.id });
       },
     );
+    app.use(api.router);
     app.use(
       (
         err: unknown,

@@ -12,7 +12,7 @@ export {
 } from './config';
 export { REDACT_PATHS, createLogger, httpLogger } from './logger';
 export type { Logger } from './logger';
-export { parseInput, validate, validated } from './validate';
+export { parseInput, validate } from './validate';
 export type { RequestSchemas, Validated, ValidateOptions } from './validate';
 export { createBaseApp, createServiceApp } from './app';
 export type { BaseAppOptions, MountedAt, ServiceAppDeps, ServiceAppParts } from './app';

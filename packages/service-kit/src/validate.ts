@@ -172,15 +172,3 @@ export function parseInput<T>(
   if (!checked.ok) throw invalid(options.bodyCode ?? 'invalid_request', checked.problems);
   return checked.data as T;
 }
-
-/**
- * The values parsed by {@link validate}, typed by the caller. A route declared with `contractRouter`
- * needs none of this: its handlers' `res.locals.valid` is typed from the contract. Kept for
- * `validate` mounted on its own, outside a contract router.
- * @param locals `res.locals`
- */
-export function validated<Q = unknown, P = unknown, B = unknown>(
-  locals: Record<string, unknown>,
-): Validated<Q, P, B> {
-  return locals.valid as Validated<Q, P, B>;
-}

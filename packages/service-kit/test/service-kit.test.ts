@@ -5,6 +5,7 @@ import {
   clientIpKey,
   BrokerEnv,
   ConfigError,
+  contractRouter,
   createBaseApp,
   createLogger,
   DatabaseEnv,
@@ -12,45 +13,71 @@ import {
   parseConfig,
   publicServiceEnv,
   replicaIdVar,
-  validate,
-  validated,
 } from '../src/index';
 
 const logger = createLogger({ name: 'test', level: 'silent' });
 
 function buildApp(ready = true) {
   const app = createBaseApp({ logger, isReady: () => ready, bodyLimit: '2kb' });
-  app.get(
-    '/items',
-    validate({ query: z.object({ limit: z.coerce.number().int().min(1).max(100).default(20) }) }),
-    (_req, res) => {
-      res.json({ limit: validated<{ limit: number }>(res.locals).query.limit });
-    },
-  );
-  app.post(
-    '/store',
-    validate({ body: z.object({ name: z.string(), payload: z.record(z.string(), z.unknown()).optional() }) }),
-    (req, res) => {
-      res.json(req.body);
-    },
-  );
-  app.post(
-    '/login',
-    validate(
-      { body: z.object({ email: z.string(), password: z.string() }) },
-      { nulAllowed: ['body.password'] },
-    ),
-    (_req, res) => {
-      res.json({ ok: true });
-    },
-  );
-  app.post(
-    '/compute',
-    validate({ body: z.object({ idea: z.string().min(10) }) }, { bodyCode: 'validation_failed' }),
-    (req, res) => {
-      res.json(req.body);
-    },
-  );
+  const ok = { '200': { description: 'the parsed request' } };
+  const api = contractRouter()
+    .route(
+      {
+        method: 'get',
+        path: '/items',
+        operationId: 'listItems',
+        summary: 'Items',
+        request: { query: z.object({ limit: z.coerce.number().int().min(1).max(100).default(20) }) },
+        responses: ok,
+      },
+      (_req, res) => {
+        res.json({ limit: res.locals.valid.query.limit });
+      },
+    )
+    .route(
+      {
+        method: 'post',
+        path: '/store',
+        operationId: 'store',
+        summary: 'Stores a payload',
+        request: {
+          body: z.object({ name: z.string(), payload: z.record(z.string(), z.unknown()).optional() }),
+        },
+        responses: ok,
+      },
+      (req, res) => {
+        res.json(req.body);
+      },
+    )
+    .route(
+      {
+        method: 'post',
+        path: '/login',
+        operationId: 'logIn',
+        summary: 'Logs in',
+        request: { body: z.object({ email: z.string(), password: z.string() }) },
+        validation: { nulAllowed: ['body.password'] },
+        responses: ok,
+      },
+      (_req, res) => {
+        res.json({ ok: true });
+      },
+    )
+    .route(
+      {
+        method: 'post',
+        path: '/compute',
+        operationId: 'compute',
+        summary: 'Starts a computation',
+        request: { body: z.object({ idea: z.string().min(10) }) },
+        validation: { bodyCode: 'validation_failed' },
+        responses: ok,
+      },
+      (req, res) => {
+        res.json(req.body);
+      },
+    );
+  app.use(api.router);
   app.use(notFoundHandler);
   app.use(errorHandler(logger));
   return app;
@@ -174,18 +201,27 @@ describe('validate: repeated query strings', () => {
     const parses = { count: 0 };
     const seen: unknown[] = [];
     const app = createBaseApp({ logger, isReady: () => true });
-    const query = z.preprocess(
-      (input) => {
-        parses.count += 1;
-        return input;
+    // `limit` is in every query of these tests: its parses count the parses of the query.
+    const limit = z.preprocess((input) => {
+      parses.count += 1;
+      return input;
+    }, z.coerce.number().int().min(1).max(100));
+    const api = contractRouter().route(
+      {
+        method: 'get',
+        path: '/items',
+        operationId: 'listItems',
+        summary: 'Items',
+        request: { query: z.object({ limit, tags: z.array(z.string()).optional() }) },
+        responses: { '200': { description: 'the parsed query, and whether it is frozen' } },
       },
-      z.object({ limit: z.coerce.number().int().min(1).max(100), tags: z.array(z.string()).optional() }),
+      (_req, res) => {
+        const parsed = res.locals.valid.query;
+        seen.push(parsed);
+        res.json({ ...parsed, frozen: Object.isFrozen(parsed) });
+      },
     );
-    app.get('/items', validate({ query }), (_req, res) => {
-      const parsed = validated<{ limit: number }>(res.locals).query;
-      seen.push(parsed);
-      res.json({ ...parsed, frozen: Object.isFrozen(parsed) });
-    });
+    app.use(api.router);
     app.use(notFoundHandler);
     app.use(errorHandler(logger));
     return { app, parses, seen };
