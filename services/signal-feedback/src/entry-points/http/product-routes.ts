@@ -42,6 +42,7 @@ export type HandlerOf<C extends RouteContract> = Parameters<typeof _declaredRout
  * An operation of `productsRoutes` (README, "Endpoints"): `contract` in the document's group `tag`,
  * declared with session access (see {@link withAccess}: every path of the router needs a session), and
  * the handler made from the router's deps.
+ * @param tag the operation's group in the document: `Products` or `Contexts`
  * @param contract the operation's own parts: method, path, summary, request, its other responses
  */
 export function productsOperation<C extends RouteContract>(
