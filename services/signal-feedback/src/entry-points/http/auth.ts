@@ -58,7 +58,6 @@ const PASSWORD_NUL = { nulAllowed: ['body.password'] };
 function signInContract<C extends RouteContract>(contract: C): C {
   return {
     ...contract,
-    tags: ['Accounts'],
     validation: PASSWORD_NUL,
     responses: { ...BODY_PARSER_ERRORS, '403': errorResponse('cross-origin request'), ...contract.responses },
   };
@@ -127,6 +126,7 @@ export function authRoutes(deps: AuthDeps): ContractRouter {
         path: '/api/auth/signup',
         operationId: 'signup',
         summary: 'Create an account (Free plan) and sign in: sets the session cookie',
+        tags: ['Accounts'],
         request: { body: SignupBody },
         responses: {
           '201': { description: 'signed in', body: Me },
@@ -150,6 +150,7 @@ export function authRoutes(deps: AuthDeps): ContractRouter {
         path: '/api/auth/login',
         operationId: 'login',
         summary: 'Sign in: sets the session cookie',
+        tags: ['Accounts'],
         request: { body: Credentials },
         responses: {
           '200': { description: 'signed in', body: Me },
