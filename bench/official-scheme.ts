@@ -294,7 +294,7 @@ export async function offeredAmount(url: string): Promise<string> {
 }
 
 /**
- * The official scheme's targets (docs/benchmarks.md, "market-intel"), per concurrency measured, as
+ * The official scheme's targets (docs/benchmarks.md, "Targets"), per concurrency measured, as
  * Markdown rows: market-intel's CPU per payment (all threads, mean of its runs) at most the peer's and
  * at most twice its CPU per push payment (`pushAllThreadsUs`, all threads, µs), and its throughput at
  * 32 clients at least the peer's.
