@@ -1,8 +1,12 @@
-// What the deployment checks share: YAML navigation, the services and what their config.ts reads, and
+// What the deployment checks share: YAML navigation, the services and what their config schema reads, and
 // the image tags the workflows produce (scripts/check-deploy.ts, scripts/check-deploy-kubernetes.ts).
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import { MarketIntelEnv } from '../services/market-intel/src/config';
+import { RunnerEnv } from '../services/pipeline-runner/src/config';
+import { SignalFeedbackEnv } from '../services/signal-feedback/src/config';
+import { SkillRouterEnv } from '../services/skill-router/src/config';
 
 /** The repository root. */
 export const ROOT = path.resolve(__dirname, '..');
@@ -61,26 +65,27 @@ export function yamlDocuments(where: string, text: string, problems: Problems): 
   return docs;
 }
 
-/** Variable names a service's zod config schema reads: its own keys plus the shared BaseHttpEnv keys. */
-function configKeys(service: ServiceName): Set<string> {
-  const keys = new Set<string>();
-  for (const file of [`services/${service}/src/config.ts`, 'packages/service-kit/src/config.ts']) {
-    for (const match of read(file).matchAll(/^\s+([A-Z][A-Z0-9_]*):/gm)) if (match[1]) keys.add(match[1]);
-  }
-  return keys;
-}
+/** Each service's zod schema of its environment (its config.ts): the variables it reads, with their defaults. */
+const CONFIG_SCHEMAS: Record<
+  ServiceName,
+  { shape: Record<string, { safeParse(value: unknown): { success: boolean; data?: unknown } }> }
+> = {
+  'market-intel': MarketIntelEnv,
+  'pipeline-runner': RunnerEnv,
+  'signal-feedback': SignalFeedbackEnv,
+  'skill-router': SkillRouterEnv,
+};
 
-/** The default PORT of a service's config (`PORT: intVar(3001, ...)`). */
+/** The default of a service's `PORT`, read from its schema (undefined when it has none). */
 function configPort(service: ServiceName): number | undefined {
-  const match = /PORT:\s*intVar\((\d+)/.exec(read(`services/${service}/src/config.ts`));
-  return match?.[1] === undefined ? undefined : Number(match[1]);
+  const port = CONFIG_SCHEMAS[service].shape.PORT?.safeParse(undefined);
+  return port?.success && typeof port.data === 'number' ? port.data : undefined;
 }
 
 /** Variable names each service reads, by service. */
-export const KEYS = Object.fromEntries(SERVICES.map((s) => [s, configKeys(s)])) as Record<
-  ServiceName,
-  Set<string>
->;
+export const KEYS = Object.fromEntries(
+  SERVICES.map((s) => [s, new Set(Object.keys(CONFIG_SCHEMAS[s].shape))]),
+) as Record<ServiceName, Set<string>>;
 /** Each service's HTTP port, by service. */
 export const PORTS = Object.fromEntries(SERVICES.map((s) => [s, configPort(s)])) as Record<
   ServiceName,

@@ -17,7 +17,7 @@ checks() {
   pnpm exec prettier --check . --log-level warn
   if command -v kubectl >/dev/null 2>&1 || command -v kustomize >/dev/null 2>&1; then
     bash scripts/check-deploy.sh
-    pnpm exec tsx --test scripts/check-deploy.test.ts
+    pnpm exec tsx --conditions=@repo/source --test scripts/check-deploy.test.ts
   else
     # CI and .ci/run have kubectl; a laptop without it still runs every other check and test.
     log "skipping the deployment checks: they render the overlays with kubectl or kustomize v5, and neither is installed (https://kubernetes.io/docs/tasks/tools/)"
