@@ -51,6 +51,7 @@ import {
   offeredAmount,
   officialTargets,
   prepareOfficialPayments,
+  takeTiming,
   type OfficialRun,
   type OfficialTarget,
 } from './official-scheme';
@@ -340,6 +341,7 @@ async function main(): Promise<void> {
     challenge402: number;
   }[] = [];
   let nonce = 0;
+  let coldProfile: string | undefined;
   for (let i = 0; i < rounds; i++) {
     const bareRun = await bench(BARE, { duration: ONE_PHASE ? 1 : DURATION_S });
     const peerRun = await bench(PEER, { duration: ONE_PHASE ? 1 : DURATION_S });
@@ -348,10 +350,14 @@ async function main(): Promise<void> {
     });
     // Every request a URL never asked before (an extra query parameter the route ignores but the
     // request reference covers): the full path, which the first ask of each URL takes.
+    // With BENCH_CPU_PROFILE, the first round's run of new URLs has a profile of its own.
+    const profileCold = CPU_PROFILE_DIR && preloadFile && i === 0;
+    if (profileCold) await takeTiming(mi.pid ?? 0, timingFile);
     const coldRun = await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, {
       duration: ONE_PHASE ? 1 : DURATION_S,
       requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `${GAPS}&nonce=${nonce++}` }) }],
     });
+    if (profileCold) coldProfile = (await takeTiming(mi.pid ?? 0, timingFile)).profile;
     challengeRounds.push({
       bare: bareRun.requests.average,
       peer: peerRun.requests.average,
@@ -519,6 +525,7 @@ async function main(): Promise<void> {
     challengeOffersV2,
     coldChallengeRps: r(mean(challengeRounds.map((c) => c.cold))),
     coldChallengeRatio: r(mean(challengeRounds.map((c) => c.cold / c.bare))),
+    ...(coldProfile ? { coldChallengeProfile: coldProfile } : {}),
     peerRps: r(mean(challengeRounds.map((c) => c.peer))),
     peerRatio: r(mean(challengeRounds.map((c) => c.peer / c.bare))),
     challengeRounds: challengeRounds.map((c) => ({
