@@ -210,7 +210,7 @@ export async function measureOfficial(
     },
     settlements,
     verify: {
-      perPayment: d((timing.verify.length / n) * 100) / 100,
+      perPayment: Math.round((timing.verify.length / n) * 100) / 100,
       meanMs: d(timing.verify.length ? verifyTotal / timing.verify.length : NaN),
     },
     facilitatorRpc,
@@ -222,7 +222,7 @@ export async function measureOfficial(
         polls * rpcMean('getSignatureStatuses'),
     ),
     ...(verificationRpc ? { verificationRpc } : {}),
-    sql: { perPayment: d((timing.sql.length / n) * 10) / 10, msPerPayment: d(sqlTotal / n) },
+    sql: { perPayment: Math.round((timing.sql.length / n) * 100) / 100, msPerPayment: d(sqlTotal / n) },
     restMeanMs: d(result.latency.mean - settlements.mean - (verificationRpc?.meanMs ?? 0) - sqlTotal / n),
     ...(timing.profile ? { profile: timing.profile } : {}),
   };
