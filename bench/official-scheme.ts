@@ -136,6 +136,7 @@ const d = (x: number) => Math.round(x * 10) / 10;
 /**
  * Pays `target` with `headers` at `connections` concurrent clients and measures the run (see
  * {@link OfficialRun}); the timing preload is reset first.
+ * @throws Error when the target's timing preload does not answer within 5 s
  */
 export async function measureOfficial(
   target: OfficialTarget,
