@@ -44,7 +44,7 @@ export {
   RETRY_AFTER_HEADER,
   withExamples,
 } from './contract';
-export type { ContractRouter, RequestContract, RouteContract } from './contract';
+export type { ContractHandler, ContractRouter, RequestContract, RouteContract } from './contract';
 export { listenForNotifications } from './notifications';
 export type { NotificationListener, NotificationListenerOptions } from './notifications';
 export { mcpRoutes } from './mcp';

@@ -1,5 +1,5 @@
 import type { Counter, Gauge, Histogram } from 'prom-client';
-import { createMetrics, type QueueDepthSource } from '../src/index';
+import { createMetrics, SCRAPE_CACHE_MS, type QueueDepthSource } from '../src/index';
 
 /** `true` when `A` and `B` are the same type (not merely assignable either way). */
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
@@ -69,15 +69,23 @@ describe("createMetrics: the service's own series and queue depths", () => {
     expect(calls.channels).toBe(1);
 
     calls.connected = false;
-    await new Promise((resolve) => setTimeout(resolve, 1100));
-    expect(await metrics.registry.metrics()).toContain(
-      'rabbitmq_queue_messages{queue="work.steps",service="queues"} 4',
-    );
-    expect(calls.channels).toBe(1);
-    calls.connected = true;
-    expect(await metrics.registry.metrics()).toContain(
-      'rabbitmq_queue_messages{queue="work.steps",service="queues"} 9',
-    );
-    expect(calls.channels).toBe(2);
+    // The clock moves past the reuse window (SCRAPE_CACHE_MS) instead of the test waiting for it.
+    jest.useFakeTimers({
+      now: Date.now() + SCRAPE_CACHE_MS + 100,
+      doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'],
+    });
+    try {
+      expect(await metrics.registry.metrics()).toContain(
+        'rabbitmq_queue_messages{queue="work.steps",service="queues"} 4',
+      );
+      expect(calls.channels).toBe(1);
+      calls.connected = true;
+      expect(await metrics.registry.metrics()).toContain(
+        'rabbitmq_queue_messages{queue="work.steps",service="queues"} 9',
+      );
+      expect(calls.channels).toBe(2);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 });

@@ -177,6 +177,7 @@ describe('the heartbeat publisher', () => {
 
     await publisher.stop();
     await takeBeats();
+    // An absence is only seen over a window: three periods in which a running loop would beat three times.
     await new Promise((resolve) => setTimeout(resolve, intervalMs * 3));
 
     expect(await takeBeats()).toEqual([]);

@@ -1,15 +1,15 @@
 import { AppError, notFound } from '@repo/errors';
-import { BODY_PARSER_ERRORS, errorResponse, type RouteContract } from '@repo/service-kit';
+import {
+  BODY_PARSER_ERRORS,
+  errorResponse,
+  type ContractHandler,
+  type RouteContract,
+} from '@repo/service-kit';
 import { z } from 'zod';
 import type { ContextRecord } from '../../data/products';
 import { Context, ContextIdQuery, CreateContextBody, UpdateContextBody } from '../../schemas';
 import { requiredSession } from './auth-middleware';
-import {
-  productsOperation,
-  type HandlerOf,
-  type ProductsDeps,
-  type ProductsOperation,
-} from './product-routes';
+import { productsOperation, type ProductsDeps, type ProductsOperation } from './product-routes';
 
 function contextToWire(c: ContextRecord): Context {
   return {
@@ -46,7 +46,7 @@ const unique = (list: string[] | undefined) => (list ? [...new Set(list)] : unde
 /** An operation on the contexts of the user's products (group `Contexts`). */
 const contextOperation = <C extends RouteContract>(
   contract: C,
-  handler: (deps: ProductsDeps) => HandlerOf<C>,
+  handler: (deps: ProductsDeps) => ContractHandler<C>,
 ): ProductsOperation => productsOperation('Contexts', contract, handler);
 
 /** POST /api/context: a context in one of the user's products. */

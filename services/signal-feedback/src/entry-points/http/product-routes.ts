@@ -2,6 +2,7 @@ import { AppError, notFound } from '@repo/errors';
 import {
   BODY_PARSER_ERRORS,
   errorResponse,
+  type ContractHandler,
   type ContractRouter,
   type RouteContract,
 } from '@repo/service-kit';
@@ -32,12 +33,6 @@ export interface ProductsDeps {
 /** Declares one operation of `productsRoutes` on `routes` (returned, for chaining). */
 export type ProductsOperation = (routes: ContractRouter, deps: ProductsDeps) => ContractRouter;
 
-// service-kit's index exports no name for the handler type `route` gives a contract: it is taken from
-// `route` itself (an instantiation expression needs a value, declared here for its type only).
-declare const _declaredRouter: ContractRouter;
-/** The handler of an operation declared with contract `C` (`res.locals.valid` typed from its schemas). */
-export type HandlerOf<C extends RouteContract> = Parameters<typeof _declaredRouter.route<C>>[1];
-
 /**
  * An operation of `productsRoutes` (README, "Endpoints"): `contract` in the document's group `tag`,
  * declared with session access (see {@link withAccess}: every path of the router needs a session), and
@@ -48,7 +43,7 @@ export type HandlerOf<C extends RouteContract> = Parameters<typeof _declaredRout
 export function productsOperation<C extends RouteContract>(
   tag: 'Products' | 'Contexts',
   contract: C,
-  handler: (deps: ProductsDeps) => HandlerOf<C>,
+  handler: (deps: ProductsDeps) => ContractHandler<C>,
 ): ProductsOperation {
   return (routes, deps) => routes.route(withAccess('session', { ...contract, tags: [tag] }), handler(deps));
 }
@@ -56,7 +51,7 @@ export function productsOperation<C extends RouteContract>(
 /** An operation on the user's products (group `Products`). */
 const productOperation = <C extends RouteContract>(
   contract: C,
-  handler: (deps: ProductsDeps) => HandlerOf<C>,
+  handler: (deps: ProductsDeps) => ContractHandler<C>,
 ): ProductsOperation => productsOperation('Products', contract, handler);
 
 function productToWire(p: ProductRecord): ProductSummary {
