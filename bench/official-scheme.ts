@@ -285,13 +285,15 @@ export function officialTable(runs: readonly OfficialRun[], bareRps: number): st
  */
 export async function offeredAmount(url: string): Promise<string> {
   const res = await fetch(url);
-  const header = res.headers.get('payment-required');
-  const offer = header
-    ? (JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as { accepts?: { amount?: string }[] })
-        .accepts?.[0]
-    : undefined;
-  if (!offer?.amount) throw new Error(`${url} offers no price in PAYMENT-REQUIRED`);
-  return offer.amount;
+  if (res.status !== 402 || !res.headers.get('payment-required'))
+    throw new Error(`${url} answered ${res.status} without PAYMENT-REQUIRED`);
+  const required = new x402HTTPClient(new x402Client()).getPaymentRequiredResponse(
+    (name) => res.headers.get(name),
+    await res.json(),
+  );
+  const amount = required.accepts[0]?.amount;
+  if (!amount) throw new Error(`${url} offers no price in PAYMENT-REQUIRED`);
+  return amount;
 }
 
 /**
