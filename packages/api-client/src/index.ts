@@ -83,3 +83,16 @@ export function signalFeedbackClient(baseUrl: string, apiKey?: string): Client<S
 export function skillRouterClient(baseUrl: string, apiKey?: string): Client<SkillRouterPaths> {
   return createClient<SkillRouterPaths>({ baseUrl, ...(apiKey ? { headers: { 'x-api-key': apiKey } } : {}) });
 }
+
+export {
+  waitForJob,
+  parseJobFailure,
+  retryAfterOf,
+  JobWaitError,
+  JobNotFoundError,
+  JobWaitTimeoutError,
+  JobReadError,
+} from './jobs';
+export type { AgentJob, JobRefund, JobProgress, JobFailure, JobOutcome, WaitForJobOptions } from './jobs';
+export { verifyWebhook, WebhookVerificationError } from './webhooks';
+export type { JobWebhookPayload, VerifyWebhookOptions } from './webhooks';
