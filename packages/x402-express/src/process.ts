@@ -96,7 +96,8 @@ export type ProcessPaymentResult =
 /**
  * Claim → (guard) → (settle) → verify → mark verified (docs/architecture.md, "How a paid request flows
  * (market-intel)", step 2). The claim comes before any network call; an official-scheme transaction is
- * sent only by the request holding the claim; a failed settlement or verification releases it so
+ * sent only by the request holding the claim, and a settlement that confirmed it is its verification
+ * (`SettlementOutcome.payment`: no `getTransaction`); a failed settlement or verification releases it so
  * nothing is consumed (a transaction not found on chain is forgotten; any other refusal keeps the
  * first sighting, from which freshness counts). With `guard.counter` the guard's count is part of the
  * claim statement and its give-back part of the verified mark's (the package README, "The paid path's
@@ -205,22 +206,32 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
   }
 
   let refused: (SettlementOutcome & { ok: false }) | undefined;
+  let settledPayment: VerifiedPayment | undefined;
   let verified: VerifiedPayment;
   try {
     if (input.settle) {
       const settled = await input.settle();
       if (!settled.ok) refused = settled;
+      // Our own facilitator verified and confirmed exactly this payment: no getTransaction after it.
+      else if (
+        settled.payment?.signature === signature &&
+        settled.payment.network === network &&
+        settled.payment.amountAtomic === amountAtomic
+      )
+        settledPayment = settled.payment;
     }
     // After a refused settlement, one look: an earlier attempt that died unrecorded may have landed it.
-    verified = await verifier.verify(signature, amountAtomic, {
-      ...(refused ? { attempts: 1 } : {}),
-      ...(input.settle && !refused ? { landed: true } : {}),
-      firstSeenAt: claim.firstSeenAt,
-      // This server sent an official-scheme transaction itself: nobody could take it first.
-      ...(input.reference === undefined || input.settle
-        ? {}
-        : { reference: input.reference, requireReference: input.requireReference ?? false }),
-    });
+    verified =
+      settledPayment ??
+      (await verifier.verify(signature, amountAtomic, {
+        ...(refused ? { attempts: 1 } : {}),
+        ...(input.settle && !refused ? { landed: true } : {}),
+        firstSeenAt: claim.firstSeenAt,
+        // This server sent an official-scheme transaction itself: nobody could take it first.
+        ...(input.reference === undefined || input.settle
+          ? {}
+          : { reference: input.reference, requireReference: input.requireReference ?? false }),
+      }));
   } catch (error) {
     // A refusal on chain keeps the first sighting for a retry; a transaction not on chain, or a
     // settlement stopped before anything was sent (a rate limit), leaves nothing to remember.

@@ -29,6 +29,7 @@ import { PrismaPaymentLedger } from '@repo/x402-ledger';
 import { PgSqlClient } from '@repo/x402-ledger/testing';
 import { ExactSvmSettler, SolanaPaymentVerifier } from '@repo/x402-solana';
 import { buildPaidApp, listen, type HandlerRuns } from './support/app';
+import { countingRpcProxy, type CountingRpcProxy } from './support/rpc-proxy';
 
 // The official x402 v2 client (@x402/fetch + @x402/svm) paying the middleware through the official
 // exact SVM scheme, settled by the official facilitator on the local ledger.
@@ -39,11 +40,13 @@ let db: PgSqlClient;
 let server: { url: string; close: () => Promise<void> };
 let pushOnly: { url: string; close: () => Promise<void> };
 let runs: HandlerRuns;
+/** Between the paying server (its verifier and settler) and the ledger. */
+let rpc: CountingRpcProxy;
 const feePayer = Keypair.generate();
 const devnet = () => localnet.networks['solana-devnet'];
 
-function gateway(withSettler: boolean): PaymentGateway {
-  const info = devnet();
+function gateway(withSettler: boolean, rpcUrl: string): PaymentGateway {
+  const info = { ...devnet(), rpcUrl };
   return {
     ledger: new PrismaPaymentLedger(db),
     verifiers: {
@@ -113,13 +116,15 @@ beforeAll(async () => {
   const connection = new Connection(devnet().rpcUrl, 'confirmed');
   const airdrop = await connection.requestAirdrop(feePayer.publicKey, 10 * LAMPORTS_PER_SOL);
   await waitForSignature(connection, airdrop);
-  server = await listen(buildPaidApp(gateway(true), runs));
-  pushOnly = await listen(buildPaidApp(gateway(false), runs));
+  rpc = await countingRpcProxy(devnet().rpcUrl);
+  server = await listen(buildPaidApp(gateway(true, rpc.url), runs));
+  pushOnly = await listen(buildPaidApp(gateway(false, devnet().rpcUrl), runs));
 });
 
 afterAll(async () => {
   await server?.close();
   await pushOnly?.close();
+  await rpc?.close();
   await db?.close();
   await localnet?.close();
 });
@@ -172,6 +177,7 @@ describe('Paying with the official client', () => {
   it('When @x402/fetch pays, then 200 with PAYMENT-RESPONSE and X-PAYMENT-RESPONSE, the agent pays the price and no SOL, the fee payer pays the fee', async () => {
     const before = await balances();
     const runsBefore = runs.gaps;
+    const callsBefore = new Map(rpc.calls);
     const res = await (await officialFetch())(`${server.url}/api/v1/scout/gaps?network=devnet`);
     expect(res.status).toBe(200);
     const body = (await res.json()) as { payer: string };
@@ -195,11 +201,26 @@ describe('Paying with the official client', () => {
     expect(after.agentSol).toBe(before.agentSol);
     expect(after.feePayerSol).toBeLessThan(before.feePayerSol);
     expect(before.feePayerSol - after.feePayerSol).toBeLessThanOrEqual(10_000 + 1);
-    const rows = await db.$queryRawUnsafe<{ status: string; payer: string }[]>(
-      'SELECT status, payer FROM x402_payments WHERE signature = $1',
+    const rows = await db.$queryRawUnsafe<
+      { status: string; payer: string; slot: string; block_time: Date; amount_atomic: string }[]
+    >(
+      'SELECT status, payer, slot::text AS slot, block_time, amount_atomic::text AS amount_atomic FROM x402_payments WHERE signature = $1',
       settlement.transaction,
     );
-    expect(rows).toEqual([{ status: 'completed', payer: localnet.agent.publicKey }]);
+    expect(rows).toMatchObject([
+      { status: 'completed', payer: localnet.agent.publicKey, amount_atomic: '100000' },
+    ]);
+    // The settlement's confirmation is the verification: no getTransaction after our own send.
+    const calls = (method: string) => (rpc.calls.get(method) ?? 0) - (callsBefore.get(method) ?? 0);
+    expect([calls('simulateTransaction'), calls('sendTransaction'), calls('getTransaction')]).toEqual([
+      1, 1, 0,
+    ]);
+    expect(calls('getSignatureStatuses')).toBeGreaterThanOrEqual(1);
+    const landed = await new Connection(devnet().rpcUrl, 'confirmed').getTransaction(settlement.transaction, {
+      maxSupportedTransactionVersion: 0,
+    });
+    expect(Number(rows[0]?.slot)).toBe(landed?.slot);
+    expect(Math.abs((rows[0]?.block_time.getTime() ?? 0) / 1000 - (landed?.blockTime ?? 0))).toBeLessThan(5);
   });
 });
 

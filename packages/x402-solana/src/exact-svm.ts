@@ -18,7 +18,9 @@ import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import type { X402Network } from '@repo/schemas';
 import { getAssociatedTokenAddressSync } from './deps';
 import { isTokenProgram, TRANSFER_CHECKED } from './transfers';
-import { CAIP2_NETWORKS, type PaymentRequirementsV2 } from '@repo/x402-core';
+import { CAIP2_NETWORKS, type PaymentRequirementsV2, type VerifiedPayment } from '@repo/x402-core';
+import { SolanaRpcClient } from './rpc-client';
+import { SettlementSigner, type ConfirmationOptions } from './settlement-signer';
 
 /** Where and how an {@link ExactSvmSettler} settles, per network. */
 export interface ExactSvmSettlerConfig {
@@ -39,15 +41,27 @@ export interface ExactSvmSettlerConfig {
   maxPriorityFeeMicroLamports?: number;
   /** Highest compute unit limit a payer may set; default 200,000. */
   maxComputeUnits?: number;
+  /** The settlement's confirmation poll: interval and timeout in milliseconds (defaults 250 and 30 000). */
+  confirmation?: ConfirmationOptions;
+  /** Milliseconds within which each settlement RPC call must answer; default 10 000. */
+  rpcTimeoutMs?: number;
 }
 
 /**
  * How a settlement ended: sent and confirmed (`transaction` is its signature, `payer` the token
- * authority), or refused with the official facilitator's reason (e.g. `invalid_exact_svm_payload_…`,
+ * authority, and `payment` what the ledger records of it, when this server saw the confirmation), or
+ * refused with the official facilitator's reason (e.g. `invalid_exact_svm_payload_…`,
  * `transaction_failed`) and nothing of ours spent but, after a send, the fee.
+ *
+ * `payment` needs no `getTransaction`: the facilitator verified the transaction's instructions (one
+ * `transferChecked` of exactly the required amount of the asset into the merchant's associated token
+ * account, nothing else that moves tokens) before this server co-signed it, and saw that very
+ * transaction confirmed without error; its `blockTime` is when the confirmation was seen and its
+ * `rpcMs` is 0 (docs/payments.md, "Paying with an official x402 client").
  */
 export type SettlementOutcome =
-  { ok: true; transaction: string; payer: string } | { ok: false; reason: string; message: string };
+  | { ok: true; transaction: string; payer: string; payment?: VerifiedPayment }
+  | { ok: false; reason: string; message: string };
 
 /**
  * Why {@link ExactSvmSettler.signatureOf} refused a transaction before any network call, in the
@@ -111,9 +125,13 @@ export class ExactSvmSettler {
   readonly payTo: string;
   /** The fee payer's address, advertised as `extra.feePayer`. */
   readonly feePayer: string;
+  /** The merchant's associated token account for the asset, where the official scheme pays. */
+  private readonly payToTokenAccount: string;
   private readonly signer: Promise<KeyPairSigner>;
+  private readonly settlementSigner: Promise<SettlementSigner>;
   private readonly facilitator: Promise<ExactSvmScheme>;
   private readonly rpc: ReturnType<typeof createSolanaRpc>;
+  private readonly settlementRpc: SolanaRpcClient;
 
   /**
    * @param config network, RPC URL, mint, merchant wallet, fee payer key and fee caps
@@ -125,16 +143,34 @@ export class ExactSvmSettler {
     this.asset = config.asset;
     this.payTo = config.payTo;
     this.feePayer = Keypair.fromSecretKey(config.feePayerSecretKey).publicKey.toBase58();
+    this.payToTokenAccount = associatedTokenAccountOf(config.payTo, config.asset);
     this.signer = createKeyPairSignerFromBytes(config.feePayerSecretKey);
     this.rpc = createSolanaRpc(config.rpcUrl);
-    this.facilitator = this.signer.then(
+    this.settlementRpc = new SolanaRpcClient(config.rpcUrl, {
+      timeoutMs: config.rpcTimeoutMs ?? 10_000,
+    });
+    this.settlementSigner = this.signer.then(
       (signer) =>
-        new ExactSvmScheme(toFacilitatorSvmSigner(signer, { [this.caip2]: this.rpc }), undefined, {
+        new SettlementSigner(
+          toFacilitatorSvmSigner(signer, { [this.caip2]: this.rpc }),
+          this.settlementRpc,
+          this.caip2,
+          config.confirmation,
+        ),
+    );
+    this.facilitator = this.settlementSigner.then(
+      (signer) =>
+        new ExactSvmScheme(signer.facilitatorSigner, undefined, {
           maxPriorityFeeMicroLamports: config.maxPriorityFeeMicroLamports ?? 50_000,
           maxComputeUnits: config.maxComputeUnits ?? 200_000,
           maxRequiredSignatures: 2,
         }),
     );
+  }
+
+  /** Closes the settlement RPC's connections (for a graceful shutdown); `settle` must not be called after. */
+  close(): Promise<void> {
+    return this.settlementRpc.close();
   }
 
   /**
@@ -214,21 +250,25 @@ export class ExactSvmSettler {
         );
     }
     const signer = await this.signer;
+    const cosignature = await signBytes(signer.keyPair.privateKey, decoded.messageBytes);
+    (await this.settlementSigner).rememberCosignature(transaction, cosignature);
     return {
-      signature: base58.decode(await signBytes(signer.keyPair.privateKey, decoded.messageBytes)),
+      signature: base58.decode(cosignature),
       payer,
       source: transferSourceOf(message),
     };
   }
 
   /**
-   * Verifies, co-signs, sends and confirms `transaction` with the official facilitator.
+   * Verifies, co-signs, sends and confirms `transaction` with the official facilitator, its RPC calls on
+   * a pooled client and its confirmation polled together with the other settlements in flight.
    * @param transaction base64 wire transaction
    * @param requirements the requirement it must pay (from {@link requirements})
    * @returns the outcome; never throws for a bad transaction or a failed send
    */
   async settle(transaction: string, requirements: PaymentRequirementsV2): Promise<SettlementOutcome> {
     const facilitator = await this.facilitator;
+    const signer = await this.settlementSigner;
     const accepted = requirements as PaymentRequirements; // CAIP-2 network, checked by the constructor
     const payload: PaymentPayload = { x402Version: 2, accepted, payload: { transaction } };
     let result;
@@ -240,8 +280,34 @@ export class ExactSvmSettler {
         reason: 'settlement_error',
         message: `Settlement failed: ${error instanceof Error ? error.message : String(error)}`,
       };
+    } finally {
+      signer.forget(transaction);
     }
-    if (result.success) return { ok: true, transaction: result.transaction, payer: result.payer ?? '' };
+    const confirmation = result.transaction ? signer.takeConfirmation(result.transaction) : undefined;
+    if (result.success) {
+      const payer = result.payer ?? '';
+      return {
+        ok: true,
+        transaction: result.transaction,
+        payer,
+        // Only for this settler's own offer: the facilitator checked the transfer against `requirements`.
+        ...(confirmation && payer && requirements.asset === this.asset && requirements.payTo === this.payTo
+          ? {
+              payment: {
+                signature: result.transaction,
+                network: this.network,
+                payer,
+                amountAtomic: BigInt(requirements.amount),
+                asset: this.asset,
+                payTo: this.payToTokenAccount,
+                slot: confirmation.slot,
+                blockTime: confirmation.confirmedAt,
+                rpcMs: 0,
+              },
+            }
+          : {}),
+      };
+    }
     const reason = result.errorReason ?? 'settlement_failed';
     return { ok: false, reason, message: `The payment transaction was refused: ${reason}` };
   }

@@ -6,7 +6,9 @@ export type { SolanaPaymentVerifierConfig, SolanaPaymentVerifierOptions, RpcCall
 export { createCircuitBreaker } from './circuit-breaker';
 export type { CircuitBreaker, CircuitBreakerOptions } from './circuit-breaker';
 export { RpcResponseError } from './rpc-client';
-export type { RpcTransaction, RpcInstruction, RpcTokenBalance } from './rpc-client';
+export type { RpcTransaction, RpcInstruction, RpcTokenBalance, RpcSignatureStatus } from './rpc-client';
+export { SignatureStatusPoller } from './settlement-signer';
+export type { ConfirmationOptions } from './settlement-signer';
 export { RpcTransportError } from './rpc-fetch';
 export { TOKEN_PROGRAM_ADDRESS, TOKEN_2022_PROGRAM_ADDRESS, decodeTransferChecked } from './transfers';
 export type { TransferChecked, RawInstruction } from './transfers';

@@ -4,11 +4,11 @@ import { bs58 } from './deps';
 import { RpcTransportError } from './rpc-fetch';
 
 /**
- * The small Solana JSON-RPC client of the payment verifier (docs/architecture.md, "How a paid request
- * flows (market-intel)", step 2): two methods, one keep-alive connection pool, one `JSON.parse` per
- * answer and zod validation of only the fields verification reads. It replaces web3.js v1's
- * `Connection` on the paid path, whose response validation and `PublicKey` round trips cost
- * milliseconds of CPU per call.
+ * The small Solana JSON-RPC client of the paid path (docs/architecture.md, "How a paid request flows
+ * (market-intel)", step 2): the calls of payment verification and of an official-scheme settlement,
+ * one keep-alive connection pool, one `JSON.parse` per answer and zod validation of only the fields
+ * read. It replaces web3.js v1's `Connection` and `@solana/kit`'s RPC over the global `fetch` on the
+ * paid path, whose response handling costs milliseconds of CPU per call.
  */
 
 /** Base58 (Bitcoin alphabet), possibly empty (instruction data with no bytes). */
@@ -50,6 +50,35 @@ const transactionSchema = z.object({
     }),
   }),
 });
+
+const simulationSchema = z.object({ value: z.object({ err: z.unknown() }) });
+
+const signatureStatusesSchema = z.object({
+  value: z.array(
+    z
+      .object({
+        slot: index,
+        err: z.unknown(),
+        confirmationStatus: z.enum(['processed', 'confirmed', 'finalized']).nullish(),
+      })
+      .nullable(),
+  ),
+});
+
+const balanceSchema = z.object({ value: index });
+
+/**
+ * One entry of a `getSignatureStatuses` answer: the slot it was processed in, its error (`null` when it
+ * succeeded) and how far the cluster has confirmed it.
+ */
+export interface RpcSignatureStatus {
+  /** The slot the transaction was processed in. */
+  slot: number;
+  /** The transaction's error as the node reports it; `null` or `undefined` when it succeeded. */
+  err: unknown;
+  /** `processed`, `confirmed` or `finalized`; `null` when the node does not say. */
+  confirmationStatus?: 'processed' | 'confirmed' | 'finalized' | null;
+}
 
 const accountInfoSchema = z.object({
   value: z.object({ owner: z.string(), data: z.tuple([z.string(), z.literal('base64')]) }).nullable(),
@@ -111,8 +140,8 @@ export interface SolanaRpcClientOptions {
 }
 
 /**
- * A keep-alive JSON-RPC client for one Solana RPC URL (undici `Pool`), with the two calls payment
- * verification makes.
+ * A keep-alive JSON-RPC client for one Solana RPC URL (undici `Pool`), with the calls payment
+ * verification and settlement make.
  */
 export class SolanaRpcClient {
   /** The RPC URL. */
@@ -180,6 +209,84 @@ export class SolanaRpcClient {
     ]);
     const { value } = this.validate(accountInfoSchema, result, 'getAccountInfo');
     return value === null ? null : { owner: value.owner, data: Buffer.from(value.data[0], 'base64') };
+  }
+
+  /**
+   * `simulateTransaction(transaction, { encoding: "base64", sigVerify, replaceRecentBlockhash, commitment })`.
+   *
+   * @param transaction base64 wire transaction (its fee payer's signature may be missing)
+   * @param options the simulation's settings (defaults: no signature check, the transaction's own
+   *   blockhash, `confirmed`)
+   * @returns the simulation's error, `null` when it would succeed
+   * @throws RpcTransportError when the endpoint cannot be reached or times out
+   * @throws RpcResponseError on an HTTP error status, a JSON-RPC error or a malformed answer
+   */
+  async simulateTransaction(
+    transaction: string,
+    options: { sigVerify?: boolean; replaceRecentBlockhash?: boolean; commitment?: string } = {},
+  ): Promise<unknown> {
+    const result = await this.call('simulateTransaction', [
+      transaction,
+      {
+        encoding: 'base64',
+        sigVerify: options.sigVerify ?? false,
+        replaceRecentBlockhash: options.replaceRecentBlockhash ?? false,
+        commitment: options.commitment ?? 'confirmed',
+      },
+    ]);
+    return this.validate(simulationSchema, result, 'simulateTransaction').value.err ?? null;
+  }
+
+  /**
+   * `sendTransaction(transaction, { encoding: "base64", skipPreflight: true, preflightCommitment: "confirmed" })`:
+   * the transaction was simulated before, so the node is not asked to simulate it again.
+   *
+   * @param transaction base64 wire transaction, fully signed
+   * @returns its signature (base58), as the node reports it
+   * @throws RpcTransportError when the endpoint cannot be reached or times out
+   * @throws RpcResponseError on an HTTP error status, a JSON-RPC error (the node refused it) or a
+   *   malformed answer
+   */
+  async sendTransaction(transaction: string): Promise<string> {
+    const result = await this.call('sendTransaction', [
+      transaction,
+      { encoding: 'base64', skipPreflight: true, preflightCommitment: 'confirmed' },
+    ]);
+    return this.validate(z.string().min(1).regex(BASE58), result, 'sendTransaction');
+  }
+
+  /**
+   * `getSignatureStatuses(signatures)`: one call for up to 256 signatures.
+   *
+   * @param signatures base58 transaction signatures (at most 256, the RPC's limit)
+   * @returns one entry per signature, in order: its status, or `null` when the node does not know it
+   * @throws RpcTransportError when the endpoint cannot be reached or times out
+   * @throws RpcResponseError on an HTTP error status, a JSON-RPC error or a malformed answer (also
+   *   when the answer does not have one entry per signature)
+   */
+  async getSignatureStatuses(signatures: readonly string[]): Promise<(RpcSignatureStatus | null)[]> {
+    const result = await this.call('getSignatureStatuses', [signatures]);
+    const { value } = this.validate(signatureStatusesSchema, result, 'getSignatureStatuses');
+    if (value.length !== signatures.length)
+      throw new RpcResponseError(
+        this.url,
+        'malformed',
+        `getSignatureStatuses: ${value.length} statuses for ${signatures.length} signatures`,
+      );
+    return value;
+  }
+
+  /**
+   * `getBalance(address, { commitment: "confirmed" })`.
+   *
+   * @param address base58 account address
+   * @returns its balance in lamports (exact up to 2^53 lamports, about 9 million SOL)
+   * @throws RpcTransportError when the endpoint cannot be reached or times out
+   * @throws RpcResponseError on an HTTP error status, a JSON-RPC error or a malformed answer
+   */
+  async getBalance(address: string): Promise<bigint> {
+    const result = await this.call('getBalance', [address, { commitment: 'confirmed' }]);
+    return BigInt(this.validate(balanceSchema, result, 'getBalance').value);
   }
 
   /** Closes the pool's connections once calls in flight are done. */
