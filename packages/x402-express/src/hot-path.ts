@@ -5,6 +5,7 @@ import { PAYMENT_HEADER, PAYMENT_SIGNATURE_HEADER } from '@repo/x402-core';
 import { interceptAnswer } from './capture';
 import { emitPaymentEvent, type PaymentEventListener } from './events';
 import type { AnswerStoredListener } from './gateway';
+import { networkOfQuery } from './request';
 
 /** Options of {@link createHotPath}. */
 export interface HotPathOptions {
@@ -93,8 +94,16 @@ function replayableHeaders(headers: OutgoingHttpHeaders): [string, string | stri
   return out;
 }
 
-function networkOfV1(name: unknown): X402Network | undefined {
-  return name === 'solana' || name === 'solana-devnet' ? name : undefined;
+/**
+ * The network a request's 402 is for: its `?network=` as the full path reads it (the body's first
+ * requirement is on that network), or `undefined` when the full path would have refused it.
+ */
+function networkOfUrl(url: string): X402Network | undefined {
+  try {
+    return networkOfQuery(new URL(url, 'http://localhost').searchParams);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -106,6 +115,7 @@ function challengeOf(
   headers: OutgoingHttpHeaders,
   body: Buffer,
   endpoint: string,
+  url: string,
 ): Challenge | undefined {
   const id = headers['x-request-id'];
   if (status !== 402 || typeof id !== 'string') return undefined;
@@ -113,8 +123,7 @@ function challengeOf(
   const marker = `"requestId":${JSON.stringify(id)}`;
   const at = text.indexOf(marker);
   if (at === -1 || text.indexOf(marker, at + 1) !== -1) return undefined;
-  const parsed = JSON.parse(text) as { accepts?: { network?: unknown }[] };
-  const network = networkOfV1(parsed.accepts?.[0]?.network);
+  const network = networkOfUrl(url);
   if (!network) return undefined;
   return {
     headers: replayableHeaders(headers),
@@ -213,7 +222,7 @@ export function createHotPath(options: HotPathOptions): HotPath {
           }
           interceptAnswer(res, (answer) => {
             try {
-              const challenge = challengeOf(answer.status, res.getHeaders(), answer.body, endpoint);
+              const challenge = challengeOf(answer.status, res.getHeaders(), answer.body, endpoint, url);
               if (challenge) remember402(key, challenge);
             } catch {
               // Remembering is an optimisation: a failure leaves the answer as sent.

@@ -7,6 +7,7 @@ import {
   canonicalRequestText,
   DEFAULT_MAX_TIMEOUT_SECONDS,
   encodeBase64Json,
+  paymentRequiredBody,
   requestReference,
   v1OutputSchema,
   type PaymentRequiredV2,
@@ -18,7 +19,14 @@ import {
 import type { ExactSvmSettler } from '@repo/x402-solana';
 import { bazaarExtensions } from './discovery';
 import type { PaidRoute, PaymentGateway } from './gateway';
-import { networkOfQuery, resourceUrlOf } from './request';
+import {
+  compileJsonTemplate,
+  networkOfQuery,
+  prepareBody,
+  resourceUrlOf,
+  type BodySlot,
+  type JsonTemplate,
+} from './request';
 
 /**
  * The endpoint identity of a request: `"<METHOD> <baseUrl><route path>"`, e.g. `"GET /api/v1/scout/gaps"`.
@@ -100,31 +108,88 @@ export function requirementsForRequest(
     gateway.references && canonical !== undefined
       ? requestReference(gateway.references.secret, canonical)
       : undefined;
-  const requirements: PaymentRequirements = {
-    ...template,
-    resource: resourceUrlOf(req, gateway.publicBaseUrl),
-    ...(reference === undefined ? {} : { extra: { ...template.extra, reference } }),
-  };
+  const resource = resourceUrlOf(req, gateway.publicBaseUrl);
   const settler = gateway.settlers?.[network];
+  const official = settler && {
+    v1: officialV1Template(settler, route),
+    v2: offerTemplate(settler, route),
+  };
+  const accepts = acceptsOf(template, official, resource, reference);
+  const requirements = accepts[0]!;
   const offer: OfferV2 | undefined = settler && {
     settler,
-    requirements: offerTemplate(settler, route),
-    resource: { url: requirements.resource, description: template.description, mimeType: template.mimeType },
+    requirements: official!.v2,
+    resource: { url: resource, description: template.description, mimeType: template.mimeType },
     extensions: extensionsOf(route),
     ...(reference === undefined ? {} : { reference }),
   };
-  const accepts = offer
-    ? [
-        requirements,
-        { ...officialV1Template(offer.settler, route), resource: requirements.resource, ...v1ExtraOf(offer) },
-      ]
-    : [requirements];
+  const body = bodyTemplateOf(template, official, reference !== undefined);
+  if (body) prepareBody(accepts, body, { url: resource, reference: reference ?? '' });
   return { network, verifier, requirements, accepts, offer, reference, canonical, url };
 }
 
-/** The `extra` of the official scheme's v1 requirement of a request: its v2 offer's. */
-function v1ExtraOf(offer: OfferV2): { extra: Record<string, unknown> } {
-  return { extra: offeredRequirements(offer).extra ?? {} };
+/** The official scheme's requirements of a route on one network: in the v1 body, and the v2 offer. */
+interface OfficialTemplates {
+  v1: PaymentRequirements;
+  v2: PaymentRequirementsV2;
+}
+
+/**
+ * The body's `accepts` of a request: the push requirement (`push` with the request's `resource` and,
+ * when it has one, its `extra.reference`), then, when the network has a settler, the official
+ * scheme's v1 requirement with the v2 offer's `extra` (and the request's `reference` and `memo`).
+ */
+function acceptsOf(
+  push: PaymentRequirements,
+  official: OfficialTemplates | undefined,
+  resource: string,
+  reference: string | undefined,
+): PaymentRequirements[] {
+  const requirements: PaymentRequirements = {
+    ...push,
+    resource,
+    ...(reference === undefined ? {} : { extra: { ...push.extra, reference } }),
+  };
+  if (!official) return [requirements];
+  const extra =
+    reference === undefined ? official.v2.extra : { ...official.v2.extra, reference, memo: reference };
+  return [requirements, { ...official.v1, resource, extra: extra ?? {} }];
+}
+
+// Per push template, then per official v1 template (or none): the body's template without and
+// with a reference; null when it could not be compiled (the body is then serialised whole).
+const bodyTemplates = new WeakMap<PaymentRequirements, WeakMap<object, (JsonTemplate<BodySlot> | null)[]>>();
+const NO_OFFICIAL = {};
+
+/**
+ * The template of the 402 body (no `details`) of a route on one network, compiled on its first 402:
+ * {@link acceptsOf} and {@link paymentRequiredBody} with the request id, error, URL and reference as
+ * slots.
+ */
+function bodyTemplateOf(
+  push: PaymentRequirements,
+  official: OfficialTemplates | undefined,
+  withReference: boolean,
+): JsonTemplate<BodySlot> | undefined {
+  let byOfficial = bodyTemplates.get(push);
+  if (!byOfficial) bodyTemplates.set(push, (byOfficial = new WeakMap()));
+  const key = official?.v1 ?? NO_OFFICIAL;
+  let compiled = byOfficial.get(key);
+  if (!compiled) byOfficial.set(key, (compiled = []));
+  const at = withReference ? 1 : 0;
+  let template = compiled[at];
+  if (template === undefined) {
+    template =
+      compileJsonTemplate(['requestId', 'error', 'url', 'reference'], (v) =>
+        paymentRequiredBody(
+          acceptsOf(push, official, v.url, withReference ? v.reference : undefined),
+          v.error,
+          v.requestId,
+        ),
+      ) ?? null;
+    compiled[at] = template;
+  }
+  return template ?? undefined;
 }
 
 const officialV1Templates = new WeakMap<ExactSvmSettler, WeakMap<PaidRoute, PaymentRequirements>>();
@@ -219,14 +284,82 @@ function offerTemplate(settler: ExactSvmSettler, route: PaidRoute): PaymentRequi
  * official-scheme offer (docs/payments.md, "Paying with an official x402 client").
  */
 export function paymentRequiredHeader(offer: OfferV2, error: string): string {
-  const body: PaymentRequiredV2 = {
+  const template = headerTemplateOf(offer);
+  return template
+    ? template.base64({ error, url: offer.resource.url, reference: offer.reference ?? '' })
+    : encodeBase64Json(paymentRequiredOf(offer, error));
+}
+
+/**
+ * The v2 `PaymentRequired` of a 402 (the decoded `PAYMENT-REQUIRED`): `error`, the offer's resource,
+ * its one requirement ({@link offeredRequirements}) and its extensions. {@link paymentRequiredHeader}
+ * assembles the base64 of its JSON from a template; this is the plain build it must equal.
+ */
+export function paymentRequiredOf(offer: OfferV2, error: string): PaymentRequiredV2 {
+  return {
     x402Version: 2,
     error,
     resource: offer.resource,
     accepts: [offeredRequirements(offer)],
     extensions: offer.extensions,
   };
-  return encodeBase64Json(body);
+}
+
+type HeaderSlot = 'error' | 'url' | 'reference';
+
+/** A compiled `PAYMENT-REQUIRED` template and the fixed parts of the offers it serves. */
+interface HeaderTemplate {
+  extensions: Record<string, unknown>;
+  description: string;
+  mimeType: string;
+  withReference: boolean;
+  template: JsonTemplate<HeaderSlot> | null;
+}
+
+// Per offer requirements (one object per settler and route): the templates of the routes using it.
+const headerTemplates = new WeakMap<PaymentRequirementsV2, HeaderTemplate[]>();
+// Offers are built per route: more shapes per requirements object than routes means offers built
+// elsewhere, which are serialised whole.
+const MAX_HEADER_TEMPLATES = 32;
+const RESOURCE_KEYS = ['url', 'description', 'mimeType'];
+
+/**
+ * The template of `offer`'s `PAYMENT-REQUIRED`, compiled on the first 402 of its route: the error,
+ * the resource URL and the reference are its slots; the requirements and extensions (never changed
+ * once built) are found by identity. `undefined` for a resource of another shape.
+ */
+function headerTemplateOf(offer: OfferV2): JsonTemplate<HeaderSlot> | undefined {
+  const { resource } = offer;
+  let keys = 0;
+  for (const key in resource) if (key !== RESOURCE_KEYS[keys++]) return undefined;
+  if (keys !== 3 || typeof resource.url !== 'string') return undefined;
+  const { description, mimeType } = resource;
+  const withReference = offer.reference !== undefined;
+  let entries = headerTemplates.get(offer.requirements);
+  if (!entries) headerTemplates.set(offer.requirements, (entries = []));
+  for (const entry of entries)
+    if (
+      entry.extensions === offer.extensions &&
+      entry.description === description &&
+      entry.mimeType === mimeType &&
+      entry.withReference === withReference
+    )
+      return entry.template ?? undefined;
+  if (entries.length >= MAX_HEADER_TEMPLATES) return undefined;
+  const fixed = { settler: offer.settler, requirements: offer.requirements, extensions: offer.extensions };
+  const template =
+    compileJsonTemplate(['error', 'url', 'reference'], (v) =>
+      paymentRequiredOf(
+        {
+          ...fixed,
+          resource: { url: v.url, description, mimeType },
+          ...(withReference ? { reference: v.reference } : {}),
+        },
+        v.error,
+      ),
+    ) ?? null;
+  entries.push({ extensions: offer.extensions, description, mimeType, withReference, template });
+  return template ?? undefined;
 }
 
 /** Validated requirements per verifier and route, all but `resource` (built once: this is every 402's hot path). */

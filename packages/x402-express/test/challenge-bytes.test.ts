@@ -1,0 +1,255 @@
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import express, { type Express } from 'express';
+import { Keypair } from '@solana/web3.js';
+import { z } from 'zod';
+import { errorHandler, requestIdOf } from '@repo/errors';
+import { toJsonSchema } from '@repo/schemas';
+import { encodeBase64Json, paymentRequiredBody, type ResourceDiscovery } from '@repo/x402-core';
+import { PrismaPaymentLedger } from '@repo/x402-ledger';
+import { PgSqlClient } from '@repo/x402-ledger/testing';
+import { ExactSvmSettler, SolanaPaymentVerifier } from '@repo/x402-solana';
+import { requirePayment, requirementsForRequest, type PaymentGateway, type PaidRoute } from '../src/index';
+import { paymentRequiredOf, type OfferV2 } from '../src/requirements';
+import { compileJsonTemplate } from '../src/request';
+
+// A 402's body and PAYMENT-REQUIRED are assembled from templates compiled once per route: they must
+// be, byte for byte, what serialising the whole value gives. Each request is answered by two apps:
+// one as served, one where Express serialises the body itself (a `json replacer` that changes
+// nothing turns the template off); PAYMENT-REQUIRED is compared with the plain encoding of the very
+// offer the request was made. Only unpaid and malformed payments are sent: no ledger or RPC is reached.
+
+const mint = 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v';
+const rpcUrl = 'http://127.0.0.1:9';
+const merchant = Keypair.generate().publicKey.toBase58();
+const V1_MISSING = 'X-PAYMENT header is required';
+
+const Query = z.object({ sector: z.string().regex(/^[a-z]+$/), limit: z.string().optional() });
+const Answer = z.object({ items: z.array(z.object({ title: z.string() })), count: z.number().int() });
+const discovery: ResourceDiscovery = {
+  method: 'GET',
+  query: toJsonSchema(Query, 'input'),
+  output: toJsonSchema(Answer),
+  inputExample: { sector: 'ai' },
+  outputExample: { items: [{ title: 'reçus "signés"' }], count: 1 },
+};
+
+// Both apps offer the same: one fee payer per network.
+const feePayers = { solana: Keypair.generate().secretKey, 'solana-devnet': Keypair.generate().secretKey };
+
+function settler(network: 'solana' | 'solana-devnet'): ExactSvmSettler {
+  return new ExactSvmSettler({
+    network,
+    rpcUrl,
+    asset: mint,
+    payTo: merchant,
+    feePayerSecretKey: feePayers[network],
+  });
+}
+
+let db: PgSqlClient;
+// What each request was offered, by request id, as the plain build makes it.
+const offered = new Map<string, { offer: OfferV2 | undefined; accepts: unknown }>();
+
+function buildApp(plainJson: boolean): Express {
+  const ledger = new PrismaPaymentLedger(db);
+  const verifier = (network: 'solana' | 'solana-devnet') =>
+    new SolanaPaymentVerifier({ network, rpcUrl, asset: mint, payTo: merchant });
+  const full: PaymentGateway = {
+    ledger,
+    verifiers: { solana: verifier('solana'), 'solana-devnet': verifier('solana-devnet') },
+    settlers: { solana: settler('solana'), 'solana-devnet': settler('solana-devnet') },
+    references: { secret: 'a reference secret of at least thirty-two bytes' },
+  };
+  const pushOnly: PaymentGateway = { ledger, verifiers: { solana: verifier('solana') } };
+  const app = express();
+  if (plainJson) app.set('json replacer', (_key: string, value: unknown) => value);
+  const route = (path: string, gateway: PaymentGateway, paid: PaidRoute) => {
+    const options = { ...gateway, ...paid };
+    app.get(
+      path,
+      (req, _res, next) => {
+        const { offer, accepts } = requirementsForRequest(req, options, options);
+        offered.set(requestIdOf(req), { offer, accepts });
+        next();
+      },
+      requirePayment(options),
+      (_req, res) => res.json({}),
+    );
+  };
+  route('/gaps', full, { amountAtomic: 100_000n, description: 'Market gaps', discovery });
+  route('/plain', full, { amountAtomic: 7n, description: 'Ünïcödé "quoted" \\ route' });
+  route(
+    '/abroad',
+    { ...full, publicBaseUrl: 'https://dönüş.example/π/' },
+    {
+      amountAtomic: 50_000n,
+      description: 'Abroad',
+      discovery,
+    },
+  );
+  route('/push', pushOnly, { amountAtomic: 100_000n, description: 'Push only', discovery });
+  app.use(errorHandler({ error: () => undefined, warn: () => undefined }));
+  return app;
+}
+
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+}
+
+function get(base: string, path: string, headers: Record<string, string>): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${base}${path}`, { headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+      );
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+let fast: { url: string; close: () => void };
+let plain: { url: string; close: () => void };
+
+function listen(app: Express): Promise<{ url: string; close: () => void }> {
+  return new Promise((resolve) => {
+    const server = app.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      resolve({
+        url: `http://127.0.0.1:${port}`,
+        close: () => {
+          server.closeAllConnections();
+          server.close();
+        },
+      });
+    });
+  });
+}
+
+beforeAll(async () => {
+  db = new PgSqlClient();
+  fast = await listen(buildApp(false));
+  plain = await listen(buildApp(true));
+});
+
+afterAll(async () => {
+  fast?.close();
+  plain?.close();
+  await db?.close();
+});
+
+const v2Malformed = encodeBase64Json({ x402Version: 2, accepted: {}, payload: {} });
+// Query strings of every length modulo 3 (the base64 of the fixed end is kept for each alignment),
+// percent-encoded unicode, both networks, and a Host with Latin-1 letters.
+const paths = [
+  '/gaps?sector=fintech&limit=5',
+  '/gaps?sector=fintech&limit=5&n=1',
+  '/gaps?sector=fintech&limit=5&n=12',
+  '/gaps?sector=fintech&limit=5&n=123',
+  '/gaps?sector=fintech&network=devnet&n=%C3%A9%E2%82%AC%F0%9F%98%80',
+  '/gaps?network=solana-devnet&q=%22%5C%3C%3E%26',
+  '/gaps?network=mainnet&é=1',
+  '/plain?n=1',
+  '/plain?n=12&network=devnet',
+  '/plain?n=123',
+  '/abroad?n=1',
+  '/abroad?n=12',
+  '/abroad?n=123&network=devnet',
+  '/push?n=1',
+  '/push?n=12',
+];
+const requestHeaders: [string, Record<string, string>][] = [
+  ['no payment', {}],
+  ['a Latin-1 host', { host: 'hôte.exämple:8080' }],
+  ['a request id with quotes', { 'x-request-id': 'id "quoted" \\ back' }],
+  ['a malformed X-PAYMENT', { 'x-payment': 'not base64 at all!' }],
+  ['a v2 PAYMENT-SIGNATURE of another network', { 'payment-signature': v2Malformed }],
+];
+
+describe('the 402 bytes', () => {
+  it.each(paths.flatMap((path) => requestHeaders.map(([what, headers]) => [path, what, headers] as const)))(
+    'When %s is asked with %s, then the body and PAYMENT-REQUIRED are those of the plain build',
+    async (path, _what, headers) => {
+      const id = `id-${Math.random().toString(36).slice(2)}`;
+      const withId = { host: 'api.example', 'x-request-id': id, ...headers };
+      const requestId = withId['x-request-id'];
+      const a = await get(fast.url, path, withId);
+      const fastOffer = offered.get(requestId);
+      const b = await get(plain.url, path, withId);
+      expect(a.status).toBe(402);
+      expect(a.body.toString('utf8')).toBe(b.body.toString('utf8'));
+      const { date: _da, ...aHeaders } = a.headers;
+      const { date: _db, ...bHeaders } = b.headers;
+      expect(aHeaders).toEqual(bHeaders);
+      // The plain build of this very request's offer and body.
+      const header = a.headers['payment-required'];
+      if (path.startsWith('/push')) expect(header).toBeUndefined();
+      else {
+        expect(fastOffer?.offer).toBeDefined();
+        const error = (
+          JSON.parse(Buffer.from(String(header), 'base64').toString('utf8')) as { error: string }
+        ).error;
+        expect(header).toBe(encodeBase64Json(paymentRequiredOf(fastOffer!.offer!, error)));
+      }
+      if (Object.keys(headers).every((name) => name === 'host' || name === 'x-request-id'))
+        expect(a.body.toString('utf8')).toBe(
+          JSON.stringify(
+            paymentRequiredBody(
+              fastOffer!.accepts as Parameters<typeof paymentRequiredBody>[0],
+              V1_MISSING,
+              requestId,
+            ),
+          ),
+        );
+    },
+  );
+
+  it('When the paths above are asked, then every route with PAYMENT-REQUIRED meets each byte alignment', async () => {
+    // The fixed end of a route's header is the same: its length modulo 3 varies with what precedes it.
+    const alignments = new Map<string, Set<number>>();
+    for (const path of paths) {
+      const { headers } = await get(fast.url, path, { host: 'api.example' });
+      const header = headers['payment-required'];
+      if (typeof header !== 'string') continue;
+      const route = path.slice(0, path.indexOf('?'));
+      if (!alignments.has(route)) alignments.set(route, new Set());
+      alignments.get(route)!.add(Buffer.from(header, 'base64').length % 3);
+    }
+    expect([...alignments.keys()].sort()).toEqual(['/abroad', '/gaps', '/plain']);
+    for (const seen of alignments.values()) expect([...seen].sort()).toEqual([0, 1, 2]);
+  });
+});
+
+describe('compileJsonTemplate', () => {
+  const build = (v: Readonly<Record<'a' | 'b', string>>) => ({
+    x: v.a,
+    list: [v.b, { y: v.a }],
+    end: 'é'.repeat(5),
+  });
+
+  it.each(['', 'x', 'xy', 'ü', '€', '😀', '"\\\n\u0000\ud800', 'a'.repeat(1000)])(
+    'When the slots are %j, then json and base64 equal the whole serialisation',
+    (a) => {
+      const template = compileJsonTemplate(['a', 'b'], build)!;
+      for (const b of ['', 'q', 'qq', 'ß']) {
+        expect(template.json({ a, b })).toBe(JSON.stringify(build({ a, b })));
+        expect(template.base64({ a, b })).toBe(encodeBase64Json(build({ a, b })));
+      }
+    },
+  );
+
+  it('When the builder uses a value other than as a whole string, then there is no template', () => {
+    expect(compileJsonTemplate(['a'], (v) => ({ x: `${v.a}!` }))).toBeUndefined();
+    expect(compileJsonTemplate(['a'], (v) => ({ n: v.a.length }))).toBeUndefined();
+    expect(
+      compileJsonTemplate(['a'], () => {
+        throw new Error('no');
+      }),
+    ).toBeUndefined();
+  });
+});
