@@ -3,7 +3,6 @@ export { runAgentPay, EXIT } from './run';
 export type { AgentPayIo } from './run';
 export {
   parseAgentPayArgs,
-  loadKeypair,
   UsageError,
   USAGE,
   DEFAULT_RPC_URL,
@@ -11,3 +10,7 @@ export {
   LOCAL_AGENT_KEYPAIR,
 } from './options';
 export type { AgentPayOptions } from './options';
+export { loadKeypair } from './keypair';
+export { describeShortfall, isLocalLedger } from './funds';
+export type { PaymentNetwork, Shortfall, ShortfallInput } from './funds';
+export { DEFAULT_MAX_AMOUNT_ATOMIC, formatUsdc, parseUsdc, usdcArgument } from './usdc';

@@ -1,8 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Keypair } from '@solana/web3.js';
-import { DEFAULT_MAX_AMOUNT_ATOMIC, formatAtomic, parseUsdc } from '@repo/x402-solana/client';
+import { DEFAULT_MAX_AMOUNT_ATOMIC, parseUsdc, usdcArgument } from './usdc';
 
 /** Default JSON-RPC URL of the main network (the local ledger). */
 export const DEFAULT_RPC_URL = 'http://127.0.0.1:8899';
@@ -27,7 +26,7 @@ Options:
   --method <GET|POST>   HTTP method. Default: GET, or POST when --data is given
   --data <json>         JSON request body (sent with content-type application/json)
   --max-amount <usdc>   Per-payment spend cap in USDC (decimal, e.g. 0.5 or 25); a higher price is
-                        refused before anything is signed. Default: ${formatAtomic(DEFAULT_MAX_AMOUNT_ATOMIC)} USDC.
+                        refused before anything is signed. Default: ${usdcArgument(DEFAULT_MAX_AMOUNT_ATOMIC)} USDC.
                         The compute endpoints (forge/ideate 15 USDC, prove/debate 25 USDC) need --max-amount 25
   --push                Pay in push mode even when the server offers the official scheme
   --json                Print one JSON object instead of text
@@ -145,29 +144,6 @@ export function parseAgentPayArgs(
     mode: values.push ? 'push' : 'auto',
     json: values.json ?? false,
   };
-}
-
-/**
- * Reads a Solana CLI keypair file (a JSON array of the 64 secret-key bytes).
- * @throws UsageError when the file is missing or malformed
- */
-export function loadKeypair(path: string): Keypair {
-  if (!existsSync(path))
-    throw new UsageError(`keypair file not found: ${path} (pass --keypair or set AGENT_KEYPAIR)`);
-  let bytes: unknown;
-  try {
-    bytes = JSON.parse(readFileSync(path, 'utf8'));
-  } catch {
-    throw new UsageError(`keypair file is not JSON: ${path}`);
-  }
-  if (
-    !Array.isArray(bytes) ||
-    bytes.length !== 64 ||
-    !bytes.every((b) => Number.isInteger(b) && b >= 0 && b <= 255)
-  ) {
-    throw new UsageError(`keypair file must hold a JSON array of 64 bytes: ${path}`);
-  }
-  return Keypair.fromSecretKey(Uint8Array.from(bytes as number[]));
 }
 
 function nonBlank(value: string | undefined): string | undefined {

@@ -1,26 +1,10 @@
-import {
-  fetchWithPayment,
-  formatAtomic,
-  InsufficientFundsError,
-  PaymentConfirmationError,
-  PaymentRefusedError,
-  RpcUnreachableError,
-  SpendCapExceededError,
-  X402ClientError,
-  type PaymentMade,
-} from '@repo/x402-solana/client';
-import { loadKeypair, parseAgentPayArgs, USAGE, UsageError } from './options';
+import type { FetchWithPaymentResult, PaymentMade } from '@repo/x402-solana/client';
+import { EXIT } from './exit-codes';
+import { parseAgentPayArgs, USAGE, UsageError } from './options';
+import type { PaymentFailure } from './pay';
+import { formatUsdc } from './usdc';
 
-/** Exit codes of `agent-pay`. */
-export const EXIT = {
-  ok: 0,
-  httpError: 1,
-  usage: 2,
-  insufficientFunds: 3,
-  rpcUnreachable: 4,
-  paymentFailed: 5,
-  urlUnreachable: 6,
-} as const;
+export { EXIT };
 
 /** Where `agent-pay` writes and what it reads. */
 export interface AgentPayIo {
@@ -37,10 +21,12 @@ export interface AgentPayIo {
 }
 
 /**
- * Runs `agent-pay` (see {@link USAGE}; docs/payments.md "Paying for data (x402)"): calls the URL, pays a 402 with
- * `fetchWithPayment` — the official x402 scheme when the server offers it, push mode with `--push` or
- * when it does not — refusing a price above `--max-amount` (default 1 USDC), and prints the status,
- * the body (pretty JSON), the amount, the mode, the transaction signature and the payer.
+ * Runs `agent-pay` (see {@link USAGE}; packages/agent-client/README.md; docs/payments.md "Paying for
+ * data (x402)"): requests the URL; when the answer is 402, loads the paying code (and the keypair)
+ * and pays it with `fetchWithPayment` — the official x402 scheme when the server offers it, push mode
+ * with `--push` or when it does not — refusing a price above `--max-amount` (default 1 USDC); prints
+ * the status, the body (pretty JSON), the amount in USDC, the mode, the transaction signature and the
+ * payer (`--json`: one object, amounts in USDC and in atomic units).
  *
  * @param argv arguments after the program name
  * @returns the exit code ({@link EXIT}); failures print one clear line on stderr
@@ -60,60 +46,53 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
     }
     throw error;
   }
-  const fail = (code: number, message: string): number => {
-    if (options.json) io.stdout(`${JSON.stringify({ ok: false, error: message, exitCode: code })}\n`);
-    io.stderr(`agent-pay: ${message}\n`);
-    return code;
-  };
-
-  let keypair;
-  try {
-    keypair = loadKeypair(options.keypairPath);
-  } catch (error) {
-    return fail(EXIT.usage, error instanceof Error ? error.message : String(error));
-  }
-
-  const init: RequestInit = { method: options.method, headers: { accept: 'application/json' } };
-  if (options.data !== undefined) init.body = options.data;
-  if (options.data !== undefined)
-    init.headers = { accept: 'application/json', 'content-type': 'application/json' };
-
-  let result;
-  try {
-    result = await fetchWithPayment(options.url, {
-      keypair,
-      rpcUrls: options.rpcUrls,
-      init,
-      ...(io.fetch ? { fetch: io.fetch } : {}),
-      maxAmountAtomic: options.maxAmountAtomic,
-      mode: options.mode,
-    });
-  } catch (error) {
-    if (error instanceof SpendCapExceededError) {
-      return fail(
-        EXIT.paymentFailed,
-        `payment not completed: ${options.url} asks ${formatAtomic(error.priceAtomic)} USDC, above --max-amount ` +
-          `${formatAtomic(error.capAtomic)} USDC; pass --max-amount ${formatAtomic(error.priceAtomic)} to pay it (nothing was paid)`,
+  const { json, url } = options;
+  const fail = (failure: PaymentFailure): number => {
+    if (json) {
+      io.stdout(
+        `${JSON.stringify({ ok: false, error: failure.message, exitCode: failure.exitCode, ...failure.details })}\n`,
       );
     }
-    if (error instanceof InsufficientFundsError)
-      return fail(EXIT.insufficientFunds, `insufficient funds: ${error.message}`);
-    if (error instanceof RpcUnreachableError) return fail(EXIT.rpcUnreachable, error.message);
-    if (
-      error instanceof PaymentConfirmationError ||
-      error instanceof PaymentRefusedError ||
-      error instanceof X402ClientError
-    ) {
-      return fail(EXIT.paymentFailed, `payment not completed: ${error.message}`);
+    io.stderr(`agent-pay: ${failure.message}\n`);
+    return failure.exitCode;
+  };
+
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (options.data !== undefined) headers['content-type'] = 'application/json';
+  const init: RequestInit = { method: options.method, headers };
+  if (options.data !== undefined) init.body = options.data;
+  const fetchImpl = io.fetch ?? fetch;
+
+  let first: Response;
+  try {
+    first = await fetchImpl(url, init);
+  } catch (error) {
+    return fail({ exitCode: EXIT.urlUnreachable, message: `cannot reach ${url}: ${reasonOf(error)}` });
+  }
+
+  let result: FetchWithPaymentResult;
+  if (first.status === 402) {
+    // Lazy on purpose: the paying code loads @solana/web3.js and the x402 clients, most of the start
+    // time, which a free call must not pay (packages/agent-client/README.md, "Start time").
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { payAndRetry } = require('./pay') as typeof import('./pay');
+    const paid = await payAndRetry(options, first, init, fetchImpl);
+    if ('exitCode' in paid) return fail(paid);
+    result = paid;
+  } else {
+    try {
+      result = { response: first, body: await readBody(first) };
+    } catch (error) {
+      return fail({
+        exitCode: EXIT.urlUnreachable,
+        message: `cannot read the answer of ${url}: ${reasonOf(error)}`,
+      });
     }
-    const cause = error instanceof Error ? ((error as Error & { cause?: unknown }).cause ?? error) : error;
-    const reason = cause instanceof Error ? cause.message : String(cause);
-    return fail(EXIT.urlUnreachable, `cannot reach ${options.url}: ${reason}`);
   }
 
   const { response, body, payment } = result;
   const ok = response.status >= 200 && response.status < 300;
-  if (options.json) {
+  if (json) {
     io.stdout(
       `${JSON.stringify({
         ok,
@@ -124,6 +103,7 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
               mode: payment.mode,
               signature: payment.signature,
               network: payment.network,
+              amount: formatUsdc(payment.amountAtomic),
               amountAtomic: payment.amountAtomic.toString(),
               asset: payment.asset,
               payTo: payment.requirements.payTo,
@@ -138,7 +118,7 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
     io.stdout(`${typeof body === 'string' ? body : JSON.stringify(body, null, 2)}\n`);
     if (payment) {
       io.stdout(
-        `paid ${formatAtomic(payment.amountAtomic)} USDC (${payment.amountAtomic} atomic units) on ${payment.network}, ${describeMode(payment)}\n`,
+        `paid ${formatUsdc(payment.amountAtomic)} USDC on ${payment.network}, ${describeMode(payment)}\n`,
       );
       io.stdout(`transaction ${payment.signature}\n`);
       io.stdout(`payer ${payment.payer}\n`);
@@ -149,7 +129,7 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
       body && typeof body === 'object' && 'error' in body
         ? `: ${String((body as { error: unknown }).error)}`
         : '';
-    io.stderr(`agent-pay: ${options.url} answered HTTP ${response.status}${detail}\n`);
+    io.stderr(`agent-pay: ${url} answered HTTP ${response.status}${detail}\n`);
     return EXIT.httpError;
   }
   return EXIT.ok;
@@ -159,4 +139,24 @@ function describeMode(payment: PaymentMade): string {
   return payment.mode === 'official'
     ? `official x402 scheme (network fee paid by the server's fee payer ${payment.feePayer})`
     : 'push mode (network fee paid by this wallet)';
+}
+
+/** The innermost message of a fetch failure (undici puts the reason in `cause`). */
+function reasonOf(error: unknown): string {
+  const cause = error instanceof Error ? ((error as Error & { cause?: unknown }).cause ?? error) : error;
+  return cause instanceof Error ? cause.message : String(cause);
+}
+
+/** The body: parsed JSON when the answer says JSON, else text; `undefined` when empty. */
+async function readBody(response: Response): Promise<unknown> {
+  const text = await response.text();
+  if (text === '') return undefined;
+  if (/json/i.test(response.headers.get('content-type') ?? '')) {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      return text;
+    }
+  }
+  return text;
 }

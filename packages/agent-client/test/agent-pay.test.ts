@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -92,6 +93,9 @@ beforeAll(async () => {
       res.json({ keywords: [{ keyword: 'x402', count: 3 }] });
     },
   );
+  official.get('/api/v1/sectors', (_req, res) => {
+    res.json({ sectors: [], total_reports: 0, latest_overall: null });
+  });
   official.post(
     '/api/v1/forge/ideate',
     requirePayment({ ...both, amountAtomic: 15_000_000n, description: 'Ideation' }),
@@ -178,16 +182,19 @@ describe('agent-pay', () => {
     });
   });
 
-  it('When the wallet has no USDC, then exit 3 with one line naming insufficient funds', async () => {
+  it('When the wallet has no USDC on the local ledger, then exit 3 with balance, price and the fund command', async () => {
+    const empty = Keypair.generate();
     const { code, stderr } = await run([
       `${baseUrl}/api/v1/scout/keywords`,
       '--keypair',
-      writeKeypair('empty.json', Keypair.generate()),
+      writeKeypair('empty.json', empty),
       ...rpcFlags(),
     ]);
     expect(code).toBe(EXIT.insufficientFunds);
-    expect(stderr.trim().split('\n')).toHaveLength(1);
-    expect(stderr).toMatch(/^agent-pay: insufficient funds: /);
+    expect(stderr).toBe(
+      `agent-pay: insufficient funds: balance 0.00 USDC, price 0.05 USDC; fund it with: ` +
+        `pnpm ledger fund ${empty.publicKey.toBase58()} 1 --rpc ${localnet.url}\n`,
+    );
   });
 
   it('When the RPC is unreachable, then exit 4 with one line naming the RPC URL', async () => {
@@ -234,23 +241,34 @@ describe('agent-pay', () => {
     expect(down.stderr).toMatch(/^agent-pay: Solana RPC http:\/\/127\.0\.0\.1:1 is unreachable/);
   });
 
-  it('When the bin shim runs unbuilt (as `pnpm agent-pay` does), then it runs the source and passes the exit code on', async () => {
-    const bin = join(__dirname, '..', 'bin', 'agent-pay.js');
-    const exec = (args: string[]) =>
-      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-        execFile(
-          process.execPath,
-          [bin, ...args],
-          { cwd: dir, env: { ...process.env } },
-          (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-        );
-      });
-    const help = await exec(['--help']);
-    expect(help.code).toBe(0);
-    expect(help.stdout).toContain('--max-amount <usdc>');
-    const bad = await exec([`${baseUrl}/api/v1/scout/keywords`, '--max-amount=lots']);
-    expect(bad.code).toBe(EXIT.usage);
-    expect(bad.stderr).toMatch(/^agent-pay: --max-amount must be an amount of USDC/);
+  it('When a free URL is called as a process, then it answers without loading the Solana or x402 modules or reading a keypair', async () => {
+    const cli = join(__dirname, '..', 'src', 'cli.ts');
+    // Prints, at exit, the loaded modules that belong to the paying path.
+    const probe = join(dir, 'loaded-probe.js');
+    writeFileSync(
+      probe,
+      "process.on('exit', () => { process.stderr.write('loaded:' + JSON.stringify(Object.keys(require.cache).filter((m) => /@solana|@x402|x402-solana/.test(m)).length) + '\\n'); });",
+    );
+    const result = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        [
+          '--require',
+          require.resolve('tsx/cjs'),
+          '--require',
+          probe,
+          '--conditions=@repo/source',
+          cli,
+          `${officialUrl}/api/v1/sectors`,
+        ],
+        { cwd: dir, env: { ...process.env, AGENT_KEYPAIR: join(dir, 'missing.json') } },
+        (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+      );
+    });
+    expect(result.code).toBe(EXIT.ok);
+    expect(result.stdout).toContain('HTTP 200');
+    expect(result.stdout).toContain('"total_reports": 0');
+    expect(result.stderr).toBe('loaded:0\n');
   });
 });
 
@@ -279,7 +297,7 @@ describe('agent-pay against a server offering the official x402 scheme', () => {
     expect(code).toBe(EXIT.ok);
     expect(stdout).toContain('HTTP 200');
     expect(stdout).toContain(
-      `paid 0.05 USDC (50000 atomic units) on solana, official x402 scheme (network fee paid by the server's fee payer ${localnet.feePayer.publicKey})`,
+      `paid 0.05 USDC on solana, official x402 scheme (network fee paid by the server's fee payer ${localnet.feePayer.publicKey})`,
     );
     expect(stdout).toMatch(/^transaction [1-9A-HJ-NP-Za-km-z]{64,88}$/m);
     expect(stdout).toContain(`payer ${localnet.agent.publicKey}`);
@@ -302,7 +320,7 @@ describe('agent-pay against a server offering the official x402 scheme', () => {
     expect(code).toBe(EXIT.paymentFailed);
     expect(stdout).toBe('');
     expect(stderr.trim().split('\n')).toHaveLength(1);
-    expect(stderr).toContain('asks 15 USDC, above --max-amount 1 USDC; pass --max-amount 15 to pay it');
+    expect(stderr).toContain('asks 15.00 USDC, above --max-amount 1.00 USDC; pass --max-amount 15 to pay it');
     expect(await balances()).toEqual(before);
   });
 
@@ -327,6 +345,7 @@ describe('agent-pay against a server offering the official x402 scheme', () => {
       payment: {
         mode: 'push',
         network: 'solana',
+        amount: '15.00',
         amountAtomic: '15000000',
         payer: localnet.agent.publicKey,
         feePayer: localnet.agent.publicKey,
@@ -336,5 +355,140 @@ describe('agent-pay against a server offering the official x402 scheme', () => {
     expect(after.agentUsdc).toBe(before.agentUsdc - 15_000_000n);
     expect(after.agentSol).toBeLessThan(before.agentSol);
     expect(after.feePayerSol).toBe(before.feePayerSol);
+  });
+});
+
+/** A JSON-RPC proxy in front of the ledger that answers its `localnet_*` methods as a cluster does (-32601). */
+async function startClusterLikeRpc(target: string): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      const message = JSON.parse(body) as { id?: unknown; method?: unknown };
+      if (typeof message.method === 'string' && message.method.startsWith('localnet_')) {
+        res.setHeader('content-type', 'application/json');
+        res.end(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: message.id,
+            error: { code: -32601, message: 'Method not found' },
+          }),
+        );
+        return;
+      }
+      void fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(
+        async (answer) => {
+          res.statusCode = answer.status;
+          res.setHeader('content-type', 'application/json');
+          res.end(await answer.text());
+        },
+        () => res.destroy(),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** The agent's USDC on network `solana`, in atomic units. */
+async function usdcOf(owner: string): Promise<bigint> {
+  const info = localnet.networks.solana;
+  const connection = new Connection(info.rpcUrl, 'confirmed');
+  const account = new PublicKey(associatedTokenAccountOf(owner, info.mint));
+  return BigInt((await connection.getTokenAccountBalance(account)).value.amount);
+}
+
+describe('agent-pay when the wallet holds less than the price', () => {
+  it('When the RPC is the local ledger, then exit 3 says balance and price in USDC and the fund command, which lets the payment through once run', async () => {
+    const poor = Keypair.generate();
+    const wallet = poor.publicKey.toBase58();
+    await localnet.fund(wallet, { usdcAtomic: 10_000n });
+    const keypair = writeKeypair('poor.json', poor);
+    const args = [`${officialUrl}/api/v1/scout/keywords`, '--keypair', keypair, ...rpcFlags()];
+
+    const refused = await run(args);
+    expect(refused.code).toBe(EXIT.insufficientFunds);
+    const command = `pnpm ledger fund ${wallet} 1 --rpc ${localnet.url}`;
+    expect(refused.stderr).toBe(
+      `agent-pay: insufficient funds: balance 0.01 USDC, price 0.05 USDC; fund it with: ${command}\n`,
+    );
+    expect(refused.stdout).toBe('');
+    expect(await usdcOf(wallet)).toBe(10_000n);
+
+    // The command as printed, from the workspace root.
+    const [program = '', ...commandArgs] = command.split(' ');
+    const funded = await new Promise<{ code: number; stderr: string }>((resolve) => {
+      execFile(program, commandArgs, { cwd: join(__dirname, '..', '..', '..') }, (error, _stdout, stderr) =>
+        resolve({ code: error ? Number(error.code ?? 1) : 0, stderr }),
+      );
+    });
+    expect(funded).toMatchObject({ code: 0 });
+    expect(await usdcOf(wallet)).toBe(1_010_000n);
+
+    const paid = await run(args);
+    expect(paid.code).toBe(EXIT.ok);
+    expect(paid.stdout).toContain('paid 0.05 USDC on solana');
+    expect(await usdcOf(wallet)).toBe(960_000n);
+  }, 60_000);
+
+  it('When --json is given, then the failure object carries the amounts in USDC and atomic units and the command', async () => {
+    const poor = Keypair.generate();
+    const wallet = poor.publicKey.toBase58();
+    await localnet.fund(wallet, { usdcAtomic: 20_000n, network: 'solana-devnet' });
+    const { code, stdout } = await run([
+      `${officialUrl}/api/v1/scout/keywords?network=devnet`,
+      '--keypair',
+      writeKeypair('poor-devnet.json', poor),
+      ...rpcFlags(),
+      '--json',
+    ]);
+    expect(code).toBe(EXIT.insufficientFunds);
+    expect(JSON.parse(stdout)).toEqual({
+      ok: false,
+      exitCode: 3,
+      error: `insufficient funds: balance 0.02 USDC, price 0.05 USDC; fund it with: pnpm ledger fund ${wallet} 1 --rpc ${localnet.url}`,
+      funds: {
+        kind: 'token_balance',
+        wallet,
+        network: 'solana-devnet',
+        asset: localnet.networks['solana-devnet'].mint,
+        price: '0.05',
+        priceAtomic: '50000',
+        balance: '0.02',
+        balanceAtomic: '20000',
+        fundCommand: `pnpm ledger fund ${wallet} 1 --rpc ${localnet.url}`,
+      },
+    });
+  });
+
+  it('When the RPC is not the local ledger, then exit 3 names the wallet address to send the missing USDC to', async () => {
+    const cluster = await startClusterLikeRpc(localnet.networks.solana.rpcUrl);
+    try {
+      const poor = Keypair.generate();
+      const wallet = poor.publicKey.toBase58();
+      await localnet.fund(wallet, { usdcAtomic: 10_000n });
+      const { code, stderr } = await run([
+        `${baseUrl}/api/v1/scout/keywords`,
+        '--keypair',
+        writeKeypair('poor-cluster.json', poor),
+        '--rpc',
+        cluster.url,
+        '--push',
+      ]);
+      expect(code).toBe(EXIT.insufficientFunds);
+      expect(stderr).toBe(
+        `agent-pay: insufficient funds: balance 0.01 USDC, price 0.05 USDC on solana; send at least 0.04 USDC to wallet ${wallet}\n`,
+      );
+    } finally {
+      await cluster.close();
+    }
   });
 });

@@ -1,0 +1,10 @@
+/** Exit codes of `agent-pay` (packages/agent-client/README.md, "Exit codes"). */
+export const EXIT = {
+  ok: 0,
+  httpError: 1,
+  usage: 2,
+  insufficientFunds: 3,
+  rpcUnreachable: 4,
+  paymentFailed: 5,
+  urlUnreachable: 6,
+} as const;
