@@ -3,13 +3,21 @@
 // @repo/x402-solana's client.
 import type { Keypair } from '@solana/web3.js';
 import createClient, { type Client } from 'openapi-fetch';
-import type { X402Network } from '@repo/schemas';
-import { fetchWithPayment, type PaymentMode } from '@repo/x402-solana/client';
+import { fetchWithPayment } from '@repo/x402-solana/client';
 import type { paths as MarketIntelPaths } from './generated/market-intel';
 import type { paths as SignalFeedbackPaths } from './generated/signal-feedback';
 import type { paths as SkillRouterPaths } from './generated/skill-router';
 
 export type { MarketIntelPaths, SignalFeedbackPaths, SkillRouterPaths };
+
+/** A Solana network as the services name it in x402 (`solana` is mainnet). */
+export type X402Network = 'solana' | 'solana-devnet';
+
+/**
+ * How a 402 is paid: `auto` (the official exact scheme when offered, else push), `official` or `push`
+ * (the agent sends the transfer itself).
+ */
+export type PaymentMode = 'auto' | 'push' | 'official';
 
 /** How {@link marketIntelClient} pays: the wallet, its RPC URLs, the spend cap and the scheme. */
 export interface PaymentOptions {

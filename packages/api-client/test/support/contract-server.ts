@@ -1,0 +1,144 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { Pool } from 'pg';
+import { errorHandler, notFoundHandler } from '@repo/errors';
+import { spawnLocalnet, type Localnet } from '@repo/solana-localnet';
+import { requirePayment, type PaymentGateway } from '@repo/x402-express';
+import { PrismaPaymentLedger, type SqlClient } from '@repo/x402-ledger';
+import { TEST_DATABASE_URL } from '@repo/x402-ledger/testing';
+import { ExactSvmSettler, SolanaPaymentVerifier } from '@repo/x402-solana';
+import type { AgentJob } from '../../src/jobs';
+import { buildJob } from './job-server';
+
+type Network = 'solana' | 'solana-devnet';
+
+/**
+ * The smallest real server speaking market-intel's contract for the client's tests: the free health,
+ * sectors and job endpoints, and paid endpoints behind the project's x402 middleware with the PostgreSQL
+ * payment ledger, settling on the local Solana ledger (both schemes offered: push in the 402 body, the
+ * official exact scheme in `PAYMENT-REQUIRED`, settled by the ledger's fee payer). Prices are the
+ * spec's.
+ */
+export interface ContractServer {
+  baseUrl: string;
+  localnet: Localnet;
+  /** Jobs created by paid POST /api/v1/prove/debate, advanced by the test. */
+  jobs: Map<string, AgentJob>;
+  close(): Promise<void>;
+}
+
+/** Starts the local ledger, the payment ledger's pool and the server on a free port. */
+export async function startContractServer(): Promise<ContractServer> {
+  const localnet = await spawnLocalnet({ port: 0 });
+  const pool = new Pool({ connectionString: TEST_DATABASE_URL, max: 5 });
+  const db: SqlClient = {
+    $queryRawUnsafe: async <T = unknown>(sql: string, ...values: unknown[]) =>
+      (await pool.query(sql, values)).rows as T,
+    $executeRawUnsafe: async (sql: string, ...values: unknown[]) =>
+      (await pool.query(sql, values)).rowCount ?? 0,
+  };
+  const net = (network: Network) => localnet.networks[network];
+  const verifier = (network: Network) =>
+    new SolanaPaymentVerifier({
+      network,
+      rpcUrl: net(network).rpcUrl,
+      asset: net(network).mint,
+      payTo: net(network).merchantTokenAccount,
+    });
+  const settler = (network: Network) =>
+    new ExactSvmSettler({
+      network,
+      rpcUrl: net(network).rpcUrl,
+      asset: net(network).mint,
+      payTo: net(network).merchantOwner,
+      feePayerSecretKey: localnet.feePayer.keypair.secretKey,
+    });
+  const gateway: PaymentGateway = {
+    ledger: new PrismaPaymentLedger(db),
+    verifiers: { solana: verifier('solana'), 'solana-devnet': verifier('solana-devnet') },
+    settlers: { solana: settler('solana'), 'solana-devnet': settler('solana-devnet') },
+  };
+  const jobs = new Map<string, AgentJob>();
+
+  const app = express();
+  app.use(express.json());
+  app.get('/api/v1/health', (_req, res) => {
+    res.json({
+      ok: true,
+      llm: { ok: true, latency_ms: 3, error: null },
+      search: null,
+      server_time: new Date().toISOString(),
+    });
+  });
+  app.get('/api/v1/sectors', (_req, res) => {
+    res.json({
+      sectors: [
+        { sector: 'fintech', report_count: 1, latest_report: '2026-11-28T12:00:00.000Z', gaps_count: 2 },
+      ],
+      total_reports: 1,
+      latest_overall: '2026-11-28T12:00:00.000Z',
+    });
+  });
+  app.get(
+    '/api/v1/scout/keywords',
+    requirePayment({ ...gateway, amountAtomic: 50_000n, description: 'Keywords' }),
+    (_req, res) => {
+      res.json({
+        keywords: [{ keyword: 'x402', count: 3 }],
+        count: 1,
+        generatedFrom: '2026-11-28T12:00:00.000Z',
+      });
+    },
+  );
+  app.get(
+    '/api/v1/scout/brief',
+    requirePayment({ ...gateway, amountAtomic: 200_000n, description: 'Daily brief' }),
+    (_req, res) => {
+      res.status(404).json({ error: 'no completed brief', code: 'not_found', requestId: 'r' });
+    },
+  );
+  app.post(
+    '/api/v1/prove/debate',
+    requirePayment({ ...gateway, amountAtomic: 25_000_000n, description: 'Debate' }),
+    (_req, res) => {
+      const jobId = `job_${randomBytes(16).toString('base64url')}`;
+      jobs.set(
+        jobId,
+        buildJob({ jobId, status: 'pending', progressPct: 0, createdAt: new Date().toISOString() }),
+      );
+      res.status(202).json({
+        jobId,
+        status: 'pending',
+        statusUrl: `/api/v1/jobs/${jobId}`,
+        etaMinutes: 60,
+        proveSessionId: randomUUID(),
+      });
+    },
+  );
+  app.get('/api/v1/jobs/:jobId', (req, res) => {
+    const job = jobs.get(req.params.jobId);
+    if (!job) {
+      res.status(404).json({ error: 'unknown job', code: 'not_found', requestId: 'r' });
+      return;
+    }
+    res.json(job);
+  });
+  app.use(notFoundHandler);
+  app.use(errorHandler({ error: () => undefined, warn: () => undefined }));
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  return {
+    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    localnet,
+    jobs,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await pool.end();
+      await localnet.close();
+    },
+  };
+}
