@@ -26,6 +26,7 @@ import { DeploymentService } from './domain/deployments';
 import { PasswordHasher } from './domain/passwords';
 import { LlmProposalWriter } from './domain/proposal-writer';
 import { analysisScheduleLoop } from './entry-points/workers/analysis-schedule';
+import { MESSAGE_ID_WINDOW_MS } from './domain/signals';
 import { expirySweepLoop } from './entry-points/workers/expiry-sweep';
 import { verificationScheduleLoop } from './entry-points/workers/verification-schedule';
 import {
@@ -62,7 +63,7 @@ export interface SignalFeedbackService extends ComposedService {
   analysisSchedule?: Loop;
   /** The scheduled verification of deployments; absent when `VERIFICATION_INTERVAL_MS` is 0. */
   verificationSchedule?: Loop;
-  /** The hourly sweep of expired sessions and rate-limit counters. */
+  /** The hourly sweep of expired sessions, rate-limit counters and signal message ids. */
   expirySweep: Loop;
 }
 
@@ -204,6 +205,8 @@ export async function compose(
     logger,
     metrics: metrics.loops,
   });
+    deleteExpiredMessageIds: (now) =>
+      signals.deleteExpiredMessageIds(new Date(now.getTime() - MESSAGE_ID_WINDOW_MS)),
 
   return {
     http,

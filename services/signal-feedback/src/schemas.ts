@@ -55,11 +55,35 @@ export const SignalPayload = z
   .refine((v) => nestsWithin(v, 1), `must not be nested deeper than ${MAX_PAYLOAD_DEPTH} levels`)
   .describe(`any JSON object, nested at most ${MAX_PAYLOAD_DEPTH} levels`);
 
+/**
+ * A signal's client time (README, "Timestamps and message ids"): ISO 8601 date-time with `Z` or an
+ * offset; the skew bounds against the time of receipt are checked by the domain (`checkSignalTimes`).
+ */
+export const SignalTimestamp = z.iso
+  .datetime({ offset: true })
+  .describe(
+    'when the event happened (ISO 8601 with Z or an offset); at most 7 days before the time of receipt and ' +
+      "10 minutes after it; the signal's time in series, analysis and verification (default: time of receipt)",
+  );
+
+/**
+ * A client idempotency key (README, "Timestamps and message ids"): 1 to 100 characters; a repeated one
+ * for the same product within 24 hours is acknowledged and not stored or counted again.
+ */
+export const SignalMessageId = StorableString.min(1)
+  .max(100)
+  .describe(
+    'idempotency key, 1 to 100 characters: a messageId already received for this product in the last ' +
+      '24 hours is acknowledged (counted in duplicates) and not stored or counted against the quota again',
+  );
+
 /** One signal as POST /api/signals takes it (README, "Endpoints"). */
 export const SignalInput = z.object({
   type: SignalType,
   payload: SignalPayload.optional(),
   context_id: z.uuid().optional(),
+  timestamp: SignalTimestamp.optional(),
+  messageId: SignalMessageId.optional(),
 });
 /** A parsed {@link SignalInput}. */
 export type SignalInput = z.infer<typeof SignalInput>;
@@ -78,6 +102,8 @@ export const IngestSignalInput = z
     data: SignalPayload.optional(),
     properties: SignalPayload.optional(),
     context_id: z.uuid().optional(),
+    timestamp: SignalTimestamp.optional(),
+    messageId: SignalMessageId.optional(),
   })
   .transform((v, ctx): SignalInput => {
     const type = v.type ?? v.event ?? v.event_type;
@@ -90,11 +116,29 @@ export const IngestSignalInput = z
       return z.NEVER;
     }
     const payload = v.payload ?? v.data ?? v.properties;
-    return { type, ...(payload ? { payload } : {}), ...(v.context_id ? { context_id: v.context_id } : {}) };
+    return {
+      type,
+      ...(payload ? { payload } : {}),
+      ...(v.context_id ? { context_id: v.context_id } : {}),
+      ...(v.timestamp ? { timestamp: v.timestamp } : {}),
+      ...(v.messageId ? { messageId: v.messageId } : {}),
+    };
   });
 
-/** 200 answer of the ingest endpoints. */
-export const ReceivedResponse = z.object({ received: z.int().min(0).describe('number of signals accepted') });
+/** 200 answer of the ingest endpoints (README, "Timestamps and message ids"). */
+export const ReceivedResponse = z.object({
+  received: z.int().min(0).describe('number of signals accepted (stored and counted) by this request'),
+  duplicates: z
+    .int()
+    .min(1)
+    .optional()
+    .describe(
+      'present when some signals carried a messageId already received in the last 24 hours (or earlier in ' +
+        'the batch): acknowledged, not stored or counted again',
+    ),
+});
+/** A {@link ReceivedResponse}. */
+export type ReceivedResponse = z.infer<typeof ReceivedResponse>;
 
 /** A verification's verdict (README, "Deployments and verification"). */
 export const VerdictName = z.enum(['improved', 'regressed', 'inconclusive']);

@@ -1,4 +1,4 @@
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import type { PlanName } from '../schemas';
 
 /**
@@ -22,10 +22,21 @@ export interface SignalRow {
   payload?: Record<string, unknown>;
   contextId: string | null;
   sentiment: Sentiment;
+  /** The signal's time (ISO 8601) when the client sent one; the time of receipt otherwise. */
+  occurredAt?: string;
+  /** The client's idempotency key: a key this product used in the last window is not stored again. */
+  messageId?: string;
 }
 
-/** Outcome of {@link SignalRepository.insertWithinQuota}. */
-export type InsertOutcome = { ok: true; inserted: number; used: number } | { ok: false; used: number };
+/**
+ * Outcome of {@link SignalRepository.insertWithinQuota}: the signals stored and the month's usage after
+ * them, or, when the new signals would cross the limit, the current usage and how many new signals the
+ * batch had (`requested`). `duplicates` counts the signals skipped for a `messageId` already received
+ * (in the window, or earlier in the same batch).
+ */
+export type InsertOutcome =
+  | { ok: true; inserted: number; duplicates: number }
+  | { ok: false; used: number; requested: number; duplicates: number };
 
 /**
  * An escaped NUL or unpaired surrogate in serialised JSON (an odd run of backslashes before `u`):
@@ -46,13 +57,28 @@ const INSERT_WITHIN_QUOTA = {
        WHERE u.signals + EXCLUDED.signals <= $4::int
       RETURNING u.signals
     ), inserted AS (
-      INSERT INTO signals (product_id, context_id, type, payload, sentiment)
-      SELECT $5::uuid, x.c, x.t, x.p, x.s::"Sentiment"
-        FROM jsonb_to_recordset($6::jsonb) AS x(c uuid, t text, p jsonb, s text)
+      INSERT INTO signals (product_id, context_id, type, payload, sentiment, created_at, received_at, message_id)
+      SELECT $5::uuid, x.c, x.t, x.p, x.s::"Sentiment", COALESCE(x.at, now()), now(), x.m
+        FROM jsonb_to_recordset($6::jsonb) AS x(c uuid, t text, p jsonb, s text, at timestamptz, m text)
        WHERE EXISTS (SELECT 1 FROM quota)
       RETURNING 1
     )
     SELECT (SELECT signals FROM quota) AS used, (SELECT count(*) FROM inserted)::int AS inserted`,
+};
+
+/**
+ * Claims a batch's message ids for a product (see {@link SignalRepository.insertWithinQuota}): inserts
+ * each id, or takes over a row older than the window; returns the ids claimed, so an id another
+ * request holds (committed, or in flight: the insert waits for that transaction) is not returned. The ids
+ * go in sorted, so two batches sharing ids lock them in the same order and cannot deadlock.
+ */
+const CLAIM_MESSAGE_IDS = {
+  name: 'signal-feedback/claim-message-ids',
+  text: `INSERT INTO signal_message_ids AS m (product_id, message_id, received_at)
+    SELECT $1::uuid, id, now() FROM unnest($2::text[]) AS id ORDER BY id
+    ON CONFLICT (product_id, message_id) DO UPDATE SET received_at = EXCLUDED.received_at
+     WHERE m.received_at < EXCLUDED.received_at - $3::int * interval '1 millisecond'
+    RETURNING message_id`,
 };
 
 /** Thrown when a signal holds text PostgreSQL cannot store (NUL, unpaired surrogate); nothing was written. */
@@ -105,14 +131,23 @@ export class SignalRepository {
   }
 
   /**
-   * Stores a batch only if the user's monthly signal counter can take all of it, in one statement (one
-   * transaction): a conditional upsert of the counter row (`... DO UPDATE ... WHERE signals + n <= limit`,
-   * which locks the row, so concurrent batches are serialised and the quota is exact) and the insert,
-   * which runs only when the counter moved. A batch that would cross the limit stores nothing.
+   * Stores a batch only if the user's monthly signal counter can take all of its new signals (README,
+   * "Plans and quotas" and "Timestamps and message ids"). The quota and the insert are one statement: a
+   * conditional upsert of the counter row (`... DO UPDATE ... WHERE signals + n <= limit`, which locks
+   * the row, so concurrent batches are serialised and the quota is exact) and the insert, which runs
+   * only when the counter moved. A batch that would cross the limit stores nothing.
+   *
+   * A batch with `messageId`s first claims them in the same transaction (a unique row per product and
+   * id, see `CLAIM_MESSAGE_IDS`): a signal whose id another request already holds, or that repeats an
+   * id earlier in the batch, is a duplicate, neither stored nor counted; a refused batch rolls its claims
+   * back. Concurrent requests with the same ids, on any replica, wait for each other on the unique
+   * index, so each id is stored and counted once.
    * @param month first day of the UTC month, `YYYY-MM-01`
    * @param limit the plan's monthly signal limit
-   * @returns the rows inserted and the month's usage, or `ok: false` with the current usage
-   * @throws the database's foreign-key error (code 23503) when a context was deleted meanwhile
+   * @param messageIdWindowMs how long an id is remembered (milliseconds); an older claim is taken over
+   * @returns the rows inserted and the duplicates, or `ok: false` with the current usage
+   * @throws {@link UnstorableTextError} for text PostgreSQL cannot store; the database's foreign-key
+   *   error (code 23503) when a context or the product was deleted meanwhile
    */
   async insertWithinQuota(args: {
     userId: string;
@@ -120,20 +155,107 @@ export class SignalRepository {
     month: string;
     limit: number;
     rows: SignalRow[];
+    messageIdWindowMs: number;
   }): Promise<InsertOutcome> {
-    const n = args.rows.length;
-    const json = JSON.stringify(
-      args.rows.map((r) => ({ c: r.contextId, t: r.type, p: r.payload, s: r.sentiment })),
-    );
-    if (UNSTORABLE.test(json)) throw new UnstorableTextError();
-    const { rows: result } = await this.pool.query<{ used: number | null; inserted: number }>({
+    const json = (rows: SignalRow[]) =>
+      JSON.stringify(
+        rows.map((r) => ({
+          c: r.contextId,
+          t: r.type,
+          p: r.payload,
+          s: r.sentiment,
+          at: r.occurredAt,
+          m: r.messageId,
+        })),
+      );
+    const all = json(args.rows);
+    if (UNSTORABLE.test(all)) throw new UnstorableTextError();
+    const ids = [...new Set(args.rows.flatMap((r) => (r.messageId === undefined ? [] : [r.messageId])))];
+    if (ids.length === 0) {
+      return this.insertCounted(this.pool, { ...args, n: args.rows.length, json: all, duplicates: 0 });
+    }
+    const client = await this.pool.connect();
+    let outcome: InsertOutcome | undefined;
+    try {
+      await client.query('BEGIN');
+      const { rows: claimedRows } = await client.query<{ message_id: string }>({
+        name: CLAIM_MESSAGE_IDS.name,
+        text: CLAIM_MESSAGE_IDS.text,
+        values: [args.productId, ids, args.messageIdWindowMs],
+      });
+      const claimed = new Set(claimedRows.map((r) => r.message_id));
+      // A claimed id is stored with its first signal; a later signal with it is a duplicate.
+      const fresh = args.rows.filter((r) => r.messageId === undefined || claimed.delete(r.messageId));
+      const duplicates = args.rows.length - fresh.length;
+      outcome =
+        fresh.length === 0
+          ? { ok: true, inserted: 0, duplicates }
+          : await this.insertCounted(client, {
+              ...args,
+              n: fresh.length,
+              json: fresh.length === args.rows.length ? all : json(fresh),
+              duplicates,
+            });
+      await client.query(outcome.ok ? 'COMMIT' : 'ROLLBACK');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      client.release();
+      throw err;
+    }
+    client.release();
+    return outcome;
+  }
+
+  /** The counted insert of {@link insertWithinQuota} for `n` new signals serialised as `json`. */
+  private async insertCounted(
+    db: Pick<PoolClient, 'query'>,
+    args: {
+      userId: string;
+      productId: string;
+      month: string;
+      limit: number;
+      n: number;
+      json: string;
+      duplicates: number;
+    },
+  ): Promise<InsertOutcome> {
+    const { rows: result } = await db.query<{ used: number | null; inserted: number }>({
       name: INSERT_WITHIN_QUOTA.name,
       text: INSERT_WITHIN_QUOTA.text,
-      values: [args.userId, args.month, n, args.limit, args.productId, json],
+      values: [args.userId, args.month, args.n, args.limit, args.productId, args.json],
     });
     const row = result[0];
-    if (row && row.used !== null) return { ok: true, inserted: row.inserted, used: row.used };
-    return { ok: false, used: await this.monthlySignals(args.userId, args.month) };
+    if (row && row.used !== null) return { ok: true, inserted: row.inserted, duplicates: args.duplicates };
+    // Read on the same connection: a transaction holding its client must not wait for another.
+    const { rows: usage } = await db.query<{ signals: number }>(
+      'SELECT signals FROM usage_counters WHERE user_id = $1::uuid AND month = $2::date',
+      [args.userId, args.month],
+    );
+    return {
+      ok: false,
+      used: usage[0]?.signals ?? 0,
+      requested: args.n,
+      duplicates: args.duplicates,
+    };
+  }
+
+  /**
+   * Deletes the message ids received before `before` (README, "Timestamps and message ids"), in rounds
+   * of at most 10,000 rows so that no round holds many locks or a long transaction.
+   * @param before the end of the window: now minus the window length
+   * @returns the number of rows deleted
+   */
+  async deleteExpiredMessageIds(before: Date): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const { rowCount } = await this.pool.query(
+        `DELETE FROM signal_message_ids WHERE ctid = ANY (ARRAY(
+           SELECT ctid FROM signal_message_ids WHERE received_at < $1 LIMIT 10000))`,
+        [before],
+      );
+      total += rowCount ?? 0;
+      if ((rowCount ?? 0) < 10000) return total;
+    }
   }
 
   /**
@@ -183,7 +305,8 @@ export class SignalRepository {
  * was deleted since its key was authenticated (possibly from the key cache).
  */
 export function isProductForeignKeyViolation(err: unknown): boolean {
-  return foreignKeyViolationOf(err) === 'signals_product_id_fkey';
+  const constraint = foreignKeyViolationOf(err);
+  return constraint === 'signals_product_id_fkey' || constraint === 'signal_message_ids_product_id_fkey';
 }
 
 /**

@@ -8,7 +8,8 @@ import { defineErrorCodes } from '@repo/errors';
  * - `product_limit_reached` (403): the plan's product limit is reached;
  * - `invalid_transition` (409): a proposal status change the state machine does not allow;
  * - `proposal_not_approved` (409): a deployment recorded for a proposal that is not approved;
- * - `quota_exceeded` (429, with Retry-After): the batch would cross the plan's monthly signal quota, or a
+ * - `quota_exceeded` (429, with Retry-After when waiting for the reset helps): the batch would cross the
+ *   plan's monthly signal quota (the message says to split it or upgrade, see `signalQuotaError`), or a
  *   deployment the plan's monthly deployment limit.
  */
 export const SIGNAL_FEEDBACK_ERRORS = defineErrorCodes({

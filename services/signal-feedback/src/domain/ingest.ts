@@ -7,10 +7,10 @@ import {
   isProductForeignKeyViolation,
   UnstorableTextError,
 } from '../data/signals';
-import { monthKey, nextMonthStart, PLAN_LIMITS } from './plans';
-import { routeSignals, type RoutedSignal } from './signals';
+import { monthKey, PLAN_LIMITS } from './plans';
+import { checkSignalTimes, MESSAGE_ID_WINDOW_MS, routeSignals, type RoutedSignal } from './signals';
+import { signalQuotaError } from './signals-quota';
 import type { SignalInput } from '../schemas';
-import { SIGNAL_FEEDBACK_ERRORS } from './errors';
 
 /**
  * Parses a request body that is one signal object or an array of them (README, "Endpoints").
@@ -61,16 +61,28 @@ export function parseSignalBatch(
   return parsed;
 }
 
+/** What an accepted batch answers (README, "Timestamps and message ids"): `{ received, duplicates? }`. */
+export interface IngestResult {
+  /** Signals stored and counted by this request. */
+  received: number;
+  /** Signals acknowledged but skipped for a `messageId` already received; present when above 0. */
+  duplicates?: number;
+}
+
 /**
- * Routes, classes and stores a batch for the authenticated product under its owner's monthly signal
- * quota (README, "Plans and quotas"): all or nothing.
- * @returns the number of signals accepted
+ * Checks the client times, routes, classes and stores a batch for the authenticated product under its
+ * owner's monthly signal quota (README, "Plans and quotas" and "Timestamps and message ids"): all or
+ * nothing; a signal whose `messageId` this product sent in the last 24 hours (or earlier in the batch)
+ * is acknowledged, not stored or counted again.
+ * @returns the number of signals accepted, and of duplicates when there were any
  * @param cached the key's owner as authenticated (possibly from {@link ApiKeyCache}); re-read when a
  *   signal names a context it does not list or the insert meets a deleted context
+ * @param now the time of receipt: the bounds of client timestamps and the month of the quota
  * @param location the path of the batch in field errors: `body` (HTTP) or `arguments.signals` (MCP)
- * @throws AppError `invalid_request` (400) for a context_id of another product (or one deleted meanwhile);
- *   `unauthorized` (401) when the product was deleted since its key was authenticated;
- *   `quota_exceeded` (429, Retry-After until the month resets) when the batch would cross the limit
+ * @throws AppError `invalid_request` (400) for a timestamp out of bounds, or a context_id of another
+ *   product (or one deleted meanwhile); `unauthorized` (401) when the product was deleted since its key
+ *   was authenticated; `quota_exceeded` (429) when the new signals would cross the limit, worded by
+ *   {@link signalQuotaError}
  */
 export async function acceptSignals(
   repo: SignalRepository,
@@ -79,17 +91,18 @@ export async function acceptSignals(
   signals: SignalInput[],
   now: Date,
   location = 'body',
-): Promise<number> {
-  if (signals.length === 0) return 0;
+): Promise<IngestResult> {
+  if (signals.length === 0) return { received: 0 };
+  const times = checkSignalTimes(signals, now, location);
   let owner = cached;
   let rows: RoutedSignal[];
   try {
-    rows = routeSignals(signals, owner.contexts, location);
+    rows = routeSignals(signals, owner.contexts, location, times);
   } catch (err) {
     // A context created since the owner was cached: read it again before refusing.
     if (!isAppError(err)) throw err;
     owner = (await keys.refresh(owner.apiKeyHash)) ?? owner;
-    rows = routeSignals(signals, owner.contexts, location);
+    rows = routeSignals(signals, owner.contexts, location, times);
   }
   const month = monthKey(now);
   let outcome;
@@ -101,6 +114,7 @@ export async function acceptSignals(
         month,
         limit: PLAN_LIMITS[owner.plan].signalsPerMonth,
         rows,
+        messageIdWindowMs: MESSAGE_ID_WINDOW_MS,
       });
       break;
     } catch (err) {
@@ -121,28 +135,16 @@ export async function acceptSignals(
       if (attempt > 0)
         throw new AppError('invalid_request', 'context_id does not belong to this product', { cause: err });
       owner = (await keys.refresh(owner.apiKeyHash)) ?? owner;
-      rows = routeSignals(signals, owner.contexts, location);
+      rows = routeSignals(signals, owner.contexts, location, times);
     }
   }
-  const limit = PLAN_LIMITS[owner.plan].signalsPerMonth;
   if (!outcome.ok) {
-    const resetsAt = nextMonthStart(now);
-    throw new AppError(
-      SIGNAL_FEEDBACK_ERRORS.quota_exceeded,
-      `Monthly signal limit of the ${owner.plan} plan reached: ${outcome.used} of ${limit} used, this batch has ${signals.length}`,
-      {
-        details: {
-          plan: owner.plan,
-          limit,
-          used: outcome.used,
-          requested: signals.length,
-          resets_at: resetsAt.toISOString(),
-        },
-        headers: {
-          'Retry-After': String(Math.max(1, Math.ceil((resetsAt.getTime() - now.getTime()) / 1000))),
-        },
-      },
+    throw signalQuotaError(
+      { plan: owner.plan, used: outcome.used, requested: outcome.requested, duplicates: outcome.duplicates },
+      now,
     );
   }
-  return outcome.inserted;
+  return outcome.duplicates > 0
+    ? { received: outcome.inserted, duplicates: outcome.duplicates }
+    : { received: outcome.inserted };
 }

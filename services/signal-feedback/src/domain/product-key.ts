@@ -41,19 +41,20 @@ const REFUSAL_REASONS: Partial<Record<string, string>> = {
  * batch's `count` signals in `signals_refused_total{reason}`. Shared by POST /api/signals,
  * POST /api/ingest and the MCP tool `send_signals`.
  * @param count the number of signals the caller sent (what a refusal counts)
- * @param ingest parses and stores the batch; returns the number of signals stored
+ * @param ingest parses and stores the batch; returns `{ received }`, the number of signals stored
+ *   (duplicates of a `messageId` are not counted as accepted)
  * @returns what `ingest` returned
  * @throws whatever `ingest` throws, unchanged
  */
-export async function countIngestion(
+export async function countIngestion<T extends { received: number }>(
   events: SignalFeedbackEvents | undefined,
   count: number,
-  ingest: () => Promise<number>,
-): Promise<number> {
+  ingest: () => Promise<T>,
+): Promise<T> {
   try {
-    const received = await ingest();
-    events?.signalsAccepted(received);
-    return received;
+    const result = await ingest();
+    events?.signalsAccepted(result.received);
+    return result;
   } catch (err) {
     const reason = isAppError(err) ? REFUSAL_REASONS[err.code] : undefined;
     if (reason) events?.signalsRefused(reason, count);

@@ -15,6 +15,58 @@ export interface RoutedSignal {
   payload?: Record<string, unknown>;
   contextId: string | null;
   sentiment: Sentiment;
+  /** The client's `timestamp`, normalised to ISO 8601 UTC (milliseconds); undefined: time of receipt. */
+  occurredAt?: string;
+  /** The client's idempotency key. */
+  messageId?: string;
+}
+
+/**
+ * How far before the time of receipt a client `timestamp` may be, in milliseconds: 7 days (README,
+ * "Timestamps and message ids"). That is the longest verification window (`window_minutes` 10080), and
+ * covers a client that queued signals offline for a week; an older signal would land in windows the
+ * analysis and the verification have already judged.
+ */
+export const SIGNAL_TIMESTAMP_MAX_PAST_MS = 7 * 24 * 3_600_000;
+
+/**
+ * How far after the time of receipt a client `timestamp` may be, in milliseconds: 10 minutes of clock
+ * drift (README, "Timestamps and message ids"). A later one would sit in a window that has not begun.
+ */
+export const SIGNAL_TIMESTAMP_MAX_FUTURE_MS = 10 * 60_000;
+
+/**
+ * How long a `messageId` is remembered per product, in milliseconds: 24 hours (README, "Timestamps and
+ * message ids"). Counted from the time of receipt of the signal that carried it.
+ */
+export const MESSAGE_ID_WINDOW_MS = 24 * 3_600_000;
+
+/**
+ * The instant of a client `timestamp` when it lies within the accepted skew of `receivedAt` (README,
+ * "Timestamps and message ids").
+ * @param timestamp ISO 8601 date-time with `Z` or an offset (already validated by `SignalTimestamp`)
+ * @returns the instant as ISO 8601 UTC, or the reason it is refused
+ */
+export function checkSignalTime(
+  timestamp: string,
+  receivedAt: Date,
+): { ok: true; at: string } | { ok: false; message: string } {
+  const at = Date.parse(timestamp);
+  if (Number.isNaN(at)) return { ok: false, message: 'not a valid ISO 8601 date-time' };
+  const skew = at - receivedAt.getTime();
+  if (skew < -SIGNAL_TIMESTAMP_MAX_PAST_MS) {
+    return {
+      ok: false,
+      message: `more than 7 days before the time of receipt (${receivedAt.toISOString()}): send older signals without a timestamp, or not at all`,
+    };
+  }
+  if (skew > SIGNAL_TIMESTAMP_MAX_FUTURE_MS) {
+    return {
+      ok: false,
+      message: `more than 10 minutes after the time of receipt (${receivedAt.toISOString()}): check the client's clock`,
+    };
+  }
+  return { ok: true, at: new Date(at).toISOString() };
 }
 
 /**
@@ -30,9 +82,45 @@ export function classify(type: string, context: ClassifyingContext | undefined):
 }
 
 /**
+ * Checks every client `timestamp` of a batch against the accepted skew (README, "Timestamps and
+ * message ids"), all or nothing like the rest of the batch.
+ * @param receivedAt the time of receipt
+ * @param location the path of the batch in field errors: `body` (HTTP) or `arguments.signals` (MCP)
+ * @returns each signal's time as ISO 8601 UTC, undefined where it sent none
+ * @throws AppError `invalid_request` (400) listing every signal whose timestamp is out of bounds
+ *   (`details: [{ path: "<location>.<index>.timestamp", message }]`)
+ */
+export function checkSignalTimes(
+  signals: SignalInput[],
+  receivedAt: Date,
+  location = 'body',
+): (string | undefined)[] {
+  const problems: { path: string; message: string }[] = [];
+  const times = signals.map((s, i) => {
+    if (s.timestamp === undefined) return undefined;
+    const checked = checkSignalTime(s.timestamp, receivedAt);
+    if (checked.ok) return checked.at;
+    problems.push({ path: `${location}.${i}.timestamp`, message: checked.message });
+    return undefined;
+  });
+  if (problems.length > 0) {
+    const first = problems[0]!;
+    throw new AppError(
+      'invalid_request',
+      `${first.path} is ${first.message}` +
+        (problems.length > 1 ? ` (and ${problems.length - 1} more signal(s) out of bounds)` : ''),
+      { details: problems },
+    );
+  }
+  return times;
+}
+
+/**
  * Routes and classes a batch for a product (README, "Routing, classification and analysis"): a `context_id`
  * must be one of the product's contexts; a signal without one goes to the product's only context when
- * it has exactly one, and stays unrouted otherwise.
+ * it has exactly one, and stays unrouted otherwise. Each routed signal carries its checked time (see
+ * {@link checkSignalTimes}) and its `messageId`.
+ * @param times each signal's checked client time, as {@link checkSignalTimes} returns them
  * @param location the path of the batch in field errors: `body` (HTTP) or `arguments.signals` (MCP)
  * @throws AppError `invalid_request` (400) listing every signal whose context_id is not the product's
  *   (`details: [{ path: "<location>.<index>.context_id", message }]`)
@@ -41,6 +129,7 @@ export function routeSignals(
   signals: SignalInput[],
   contexts: ClassifyingContext[],
   location = 'body',
+  times: readonly (string | undefined)[] = [],
 ): RoutedSignal[] {
   const byId = new Map(contexts.map((c) => [c.id, c]));
   const only = contexts.length === 1 ? contexts[0] : undefined;
@@ -58,6 +147,8 @@ export function routeSignals(
       payload: s.payload,
       contextId: context?.id ?? null,
       sentiment: classify(s.type, context),
+      occurredAt: times[i],
+      messageId: s.messageId,
     };
   });
   if (problems.length > 0) {

@@ -50,24 +50,34 @@ export function signalsRoutes(deps: {
     (schema: z.ZodType<SignalInput, unknown>): RequestHandler =>
     async (req, res) => {
       const count = Array.isArray(req.body) ? req.body.length : 1;
-      const received = await countIngestion(deps.events, count, () => {
+      const result = await countIngestion(deps.events, count, () => {
         requireJsonBody(req);
         const batch = parseSignalBatch(req.body, schema, deps.maxBatch);
         return acceptSignals(deps.signals, deps.keys, requiredKeyOwner(res), batch, deps.now());
       });
-      res.json({ received });
+      res.json(result);
     };
 
   const responses = {
-    '200': { description: 'number of signals accepted', body: ReceivedResponse },
-    '400': errorResponse('invalid JSON, missing or invalid signal type, or a context_id of another product'),
+    '200': {
+      description:
+        'number of signals accepted; a retried batch whose messageIds were already received answers 200 too, ' +
+        'with those signals counted in duplicates (not stored or counted against the quota again)',
+      body: ReceivedResponse,
+    },
+    '400': errorResponse(
+      'invalid JSON, missing or invalid signal type, a timestamp outside 7 days before to 10 minutes after ' +
+        'the time of receipt (details names body.<index>.timestamp), or a context_id of another product',
+    ),
     '401': errorResponse('API key missing or invalid'),
     '413': errorResponse(
       `more than ${maxBatch} signals in one batch (details.max_batch_size), or a body larger than the configured limit`,
     ),
     '415': errorResponse('body not sent as application/json, or not in UTF-8'),
     '429': errorResponse(
-      'the batch would cross the monthly signal limit of the plan; nothing stored (Retry-After: seconds to the month reset)',
+      'the batch would cross the monthly signal limit of the plan; nothing stored. The message says what to do: ' +
+        'split the batch into at most details.remaining signals, wait for details.resets_at, or upgrade to ' +
+        'details.upgrade_to. Retry-After (seconds to the month reset) only when the plan can take the batch at all',
       RETRY_AFTER_HEADER,
     ),
   };
@@ -78,7 +88,7 @@ export function signalsRoutes(deps: {
         method: 'post',
         path: '/api/signals',
         operationId: 'sendSignals',
-        summary: `Send one signal or an array of up to ${maxBatch} (all or nothing)`,
+        summary: `Send one signal or an array of up to ${maxBatch} (all or nothing; messageId makes retries safe)`,
         tags: ['Signals'],
         security: KEY_SECURITY,
         // Parsed by the handler: 415, 413 and per-index 400s of its own, counted as refusals.

@@ -65,8 +65,10 @@ export function signalFeedbackTools(deps: SignalFeedbackToolDeps): McpTool[] {
     name: 'send_signals',
     title: 'Send signals',
     description:
-      `Stores 1 to ${deps.maxBatch} user signals ({ type, payload?, context_id? }) for the key's product, all ` +
-      "or nothing, and returns { received }: the number stored. A context_id must be one of the product's " +
+      `Stores 1 to ${deps.maxBatch} user signals ({ type, payload?, context_id?, timestamp?, messageId? }) for ` +
+      "the key's product, all or nothing, and returns { received, duplicates? }: the number stored, and the " +
+      'number skipped because their messageId was already received in the last 24 hours (send a messageId to ' +
+      "make retries safe; timestamp: ISO 8601, at most 7 days old). A context_id must be one of the product's " +
       "contexts; without one a signal goes to the product's only context, if it has exactly one. Free within " +
       "the plan's monthly signal quota; a batch that would cross it is refused whole with quota_exceeded " +
       `(details.resets_at). ${KEY}`,
@@ -75,10 +77,10 @@ export function signalFeedbackTools(deps: SignalFeedbackToolDeps): McpTool[] {
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     async run(args, context) {
       const owner = await ownerOf(deps.keys, context);
-      const received = await countIngestion(deps.events, args.signals.length, () =>
+      const result = await countIngestion(deps.events, args.signals.length, () =>
         acceptSignals(deps.signals, deps.keys, owner, args.signals, deps.now(), 'arguments.signals'),
       );
-      return { structuredContent: { received } };
+      return { structuredContent: { ...result } };
     },
   };
   const listProposals: McpTool<ListProposalsArgs> = {

@@ -9,14 +9,16 @@ export interface ExpirySweepOptions {
   deleteExpiredSessions(now: Date): Promise<unknown>;
   /** Deletes rate-limit counters expired before `now` (milliseconds since the epoch). */
   sweepRateLimits(now: number): Promise<unknown>;
+  /** Deletes signal message ids whose 24-hour window ended before `now` (README, "Timestamps and message ids"). */
+  deleteExpiredMessageIds?(now: Date): Promise<unknown>;
   logger: Logger;
   metrics?: LoopMetrics;
 }
 
 /**
- * Removes expired sessions and rate-limit counters once an hour (the first sweep an hour after start).
- * Any replica may run it: the deletes are idempotent. Both sweeps run even when one fails; a failure
- * fails the round (logged, counted as an `error` round).
+ * Removes expired sessions, rate-limit counters and signal message ids once an hour (the first sweep an
+ * hour after start). Any replica may run it: the deletes are idempotent. Every sweep runs even when
+ * another fails; a failure fails the round (logged, counted as an `error` round).
  */
 export function expirySweepLoop(options: ExpirySweepOptions): Loop {
   return createLoop({
@@ -30,6 +32,7 @@ export function expirySweepLoop(options: ExpirySweepOptions): Loop {
       const results = await Promise.allSettled([
         options.deleteExpiredSessions(now),
         options.sweepRateLimits(now.getTime()),
+        options.deleteExpiredMessageIds?.(now),
       ]);
       const errors = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
       if (errors.length > 0) throw new AggregateError(errors, 'expiry sweep failed');
