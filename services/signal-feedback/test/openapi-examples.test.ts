@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { CAPTURE_EXAMPLES, writeExamples } from '@repo/service-kit/testing';
 import request from 'supertest';
@@ -51,6 +52,8 @@ describe('The OpenAPI examples', () => {
         await agent.patch('/api/context').set('x-csrf-token', csrf).send(updateRequest).expect(200)
       ).body;
 
+      // Each with the client's time and an idempotency key, as Segment- or PostHog-style clients send them.
+      const sentAt = Date.now();
       const signals = [
         ...Array.from({ length: 6 }, (_, i) => ({
           type: 'payment_failed',
@@ -62,7 +65,11 @@ describe('The OpenAPI examples', () => {
           context_id: context.id,
           payload: { step: 'confirm' },
         })),
-      ];
+      ].map((s, i) => ({
+        ...s,
+        timestamp: new Date(sentAt - (10 - i) * 1000).toISOString(),
+        messageId: randomUUID(),
+      }));
       out['sendSignals request'] = signals;
       out['sendSignals 200'] = (
         await request(h.baseUrl)
