@@ -33,15 +33,21 @@ export function signalFeedbackLlmsTxt(options: { maxBatch: number }): LlmsTxt {
       'Plans: quotas per user (across their products) and calendar month in UTC; using the API, HTTP or MCP, ' +
         'is free within them.',
       planLines(),
-      'A batch that would cross the signal quota stores nothing and is refused with 429 `quota_exceeded` ' +
-        '(`details { plan, limit, used, requested, resets_at }`, `Retry-After` to the month reset).',
+      'A batch that would cross the signal quota stores nothing and is refused with 429 `quota_exceeded`, ' +
+        'whose message says what to do: split the batch into at most `details.remaining` signals, wait for ' +
+        '`details.resets_at`, or upgrade to `details.upgrade_to` (`details { plan, limit, used, remaining, ' +
+        'requested, resets_at, upgrade_to }`; `Retry-After` to the month reset only when the plan can take ' +
+        'the batch at all).',
       'Product key: sign up in the dashboard at `/` (or `POST /api/auth/signup` with `{"email", "password"}`, ' +
         'which sets a session cookie and returns a `csrf_token`), then create a product there (or ' +
         '`POST /api/products` with `{"name"}` and the `x-csrf-token` header): the answer shows its `spk_` key ' +
         'once. Send the key as the `x-api-key` header, over HTTP and over MCP.',
       `Typical use: \`POST /api/signals\` with one signal \`{"type": "payment_failed", "payload": {"error_code": ` +
-        `"card_declined"}}\` (optionally with a \`context_id\`) or an array of up to ` +
-        `${options.maxBatch.toLocaleString('en-US')} (all or nothing), answered \`{"received": n}\`; later ` +
+        `"card_declined"}}\` (optionally with a \`context_id\`, the client's ISO 8601 \`timestamp\` up to 7 ` +
+        `days old, and a \`messageId\` that makes retries safe: one seen in the last 24 hours is not stored ` +
+        `or counted again) or an array of up to ` +
+        `${options.maxBatch.toLocaleString('en-US')} (all or nothing), answered \`{"received": n}\` ` +
+        `(plus \`"duplicates"\` when messageIds repeated); later ` +
         '`GET /api/proposals?status=pending` lists the proposals, highest priority first. Contexts (which ' +
         'signal types mean success or failure) are managed with a session (`/api/context`).',
       "Closing the loop: once an approved proposal's change ships, `POST /api/proposals/{id}/deployments` " +
@@ -58,7 +64,7 @@ export function signalFeedbackLlmsTxt(options: { maxBatch: number }): LlmsTxt {
       {
         name: 'API',
         links: apiLinks(
-          'tools send_signals (store a batch, returns { received }), ' +
+          'tools send_signals (store a batch, returns { received, duplicates? }), ' +
             "list_proposals (the key's proposals), record_deployment and list_deployments (a shipped " +
             'change and its verdict); product key in the x-api-key header',
         ),
