@@ -1,7 +1,7 @@
 // The deployments of an approved proposal, with their verdicts, and the form that records one.
 import { api, state } from './api.js';
 import { el } from './dom.js';
-import { utcHour, verdictText } from './format.js';
+import { dateTime, plural, verdictLabel, verdictText } from './format.js';
 import { flash, guarded, refreshAll } from './session.js';
 
 async function recordDeployment(p, form) {
@@ -11,8 +11,10 @@ async function recordDeployment(p, form) {
     ...(version ? { version } : {}),
     ...(note ? { note } : {}),
   });
+  const hours = plural(d.window_minutes / 60, 'hour');
   flash(
-    `Deployment ${d.version || ''} recorded; the verification compares the next ${d.window_minutes / 60} h with the ${d.window_minutes / 60} h before.`,
+    `Deployment ${d.version ? d.version + ' ' : ''}recorded. Its verdict compares the ${hours} after it with the ${hours} before; ` +
+      `it is final on ${dateTime(Date.parse(d.deployed_at) + d.window_minutes * 60_000)}.`,
   );
   await refreshAll();
 }
@@ -59,14 +61,13 @@ export function deploymentsBlock(p) {
           },
           el(
             'span',
-            { class: `verdict ${d.verification.verdict}` },
-            d.verification.provisional ? 'measuring' : d.verification.verdict,
+            { class: `verdict ${d.verification.provisional ? 'pending' : d.verification.verdict}` },
+            verdictLabel(d),
           ),
           ' ',
-          el('strong', {}, d.version || 'deployment'),
-          el('span', { class: 'meta' }, ` · ${utcHour(Date.parse(d.deployed_at))} · `),
-          verdictText(d),
-          d.regression_proposal_id ? el('span', { class: 'meta' }, ' · a new proposal was raised') : null,
+          el('strong', {}, d.version || 'Deployment'),
+          el('span', { class: 'meta' }, ` · ${dateTime(Date.parse(d.deployed_at))}`),
+          el('div', { class: 'verdict-text' }, verdictText(d)),
         ),
       ),
     ),

@@ -1,8 +1,10 @@
-// Products: the list with rename, key rotation and deletion, creation, and the key shown once.
-/* global document, window */
+// Products: the list with rename, key rotation and deletion, creation, and the key shown once with
+// a first-signal snippet (curl, fetch, MCP) that has the key filled in.
+/* global document, window, navigator */
 import { api, state } from './api.js';
 import { $, el, fillList, itemRow, smallButton } from './dom.js';
-import { plural } from './format.js';
+import { dateTime, plural } from './format.js';
+import { renderProductLimit } from './plans.js';
 import { flash, guarded, refreshAll } from './session.js';
 
 export function renderProducts() {
@@ -10,7 +12,7 @@ export function renderProducts() {
     itemRow(
       { productId: p.id },
       p.name,
-      `key ${p.api_key_prefix}… · ${p.context_count} context(s)`,
+      `key ${p.api_key_prefix}… · ${plural(p.context_count, 'context')} · created ${dateTime(Date.parse(p.created_at))}`,
       smallButton('Rename', 'secondary', () => guarded(() => renameProduct(p))),
       smallButton('Rotate key', 'secondary', () => guarded(() => rotateKey(p))),
       smallButton('Delete', 'danger', () => guarded(() => deleteProduct(p))),
@@ -20,12 +22,53 @@ export function renderProducts() {
   const current = select.value;
   select.replaceChildren(...state.products.map((p) => el('option', { value: p.id }, p.name)));
   if (current) select.value = current;
+  renderProductLimit();
+}
+
+/** The three first-signal snippets for `key`, sending to this page's origin. */
+export function snippets(key, origin) {
+  const signal = { type: 'checkout_completed', payload: { step: 'confirm' } };
+  return {
+    curl:
+      `curl -X POST ${origin}/api/signals \\\n` +
+      `  -H 'content-type: application/json' \\\n` +
+      `  -H 'x-api-key: ${key}' \\\n` +
+      `  -d '${JSON.stringify(signal)}'`,
+    fetch:
+      `await fetch('${origin}/api/signals', {\n` +
+      `  method: 'POST',\n` +
+      `  headers: { 'content-type': 'application/json', 'x-api-key': '${key}' },\n` +
+      `  body: JSON.stringify({ type: 'checkout_completed', payload: { step: 'confirm' } }),\n` +
+      `});`,
+    mcp:
+      `// mcp.json of an MCP client (Claude Code, Cursor, …); then call the tool send_signals\n` +
+      `// with { "signals": [${JSON.stringify(signal)}] }\n` +
+      JSON.stringify(
+        {
+          mcpServers: {
+            'signal-feedback': { type: 'http', url: `${origin}/mcp`, headers: { 'x-api-key': key } },
+          },
+        },
+        null,
+        2,
+      ),
+  };
+}
+
+/** Shows the snippet `which` (curl, fetch or mcp) of the key on display. */
+export function showSnippet(which) {
+  const key = $('new-key-value').textContent;
+  $('snippet-code').textContent = snippets(key, window.location.origin)[which];
+  for (const tab of document.querySelectorAll('[data-snippet]'))
+    tab.setAttribute('aria-selected', String(tab.dataset.snippet === which));
+  $('copy-snippet').textContent = 'Copy snippet';
 }
 
 function showKey(key) {
   $('new-key-value').textContent = key;
   $('new-key').hidden = false;
   $('copy-key').textContent = 'Copy';
+  showSnippet('curl');
 }
 
 export async function createProduct() {
@@ -35,19 +78,21 @@ export async function createProduct() {
   await refreshAll();
 }
 
-export async function copyKey() {
-  const key = $('new-key-value').textContent;
+/** Copies the text of element `sourceId` and says so on `buttonId`. */
+export async function copyText(sourceId, buttonId) {
   try {
-    await navigator.clipboard.writeText(key);
+    await navigator.clipboard.writeText($(sourceId).textContent);
   } catch {
-    // Without clipboard permission, select the key so the user can copy it by hand.
+    // Without clipboard permission, select the text so the user can copy it by hand.
     const range = document.createRange();
-    range.selectNodeContents($('new-key-value'));
+    range.selectNodeContents($(sourceId));
     window.getSelection().removeAllRanges();
     window.getSelection().addRange(range);
   }
-  $('copy-key').textContent = 'Copied';
+  $(buttonId).textContent = 'Copied';
 }
+
+export const copyKey = () => copyText('new-key-value', 'copy-key');
 
 async function rotateKey(p) {
   if (!window.confirm(`Replace the API key of "${p.name}"? The current key stops working at once.`)) return;

@@ -1,7 +1,10 @@
 // Proposals: the list under the status filter, each with its evidence and the status changes it allows.
+// Approving and rejecting are final, so both ask first.
+/* global window */
 import { api, state } from './api.js';
 import { $, el, fillList } from './dom.js';
 import { deploymentsBlock } from './deployments.js';
+import { dateTime } from './format.js';
 import { flash, guarded } from './session.js';
 
 export async function refreshProposals() {
@@ -36,7 +39,7 @@ function renderProposals() {
           el(
             'span',
             { class: 'meta' },
-            ` · ${p.signal_count} signals · ${new Date(p.created_at).toLocaleString()}`,
+            ` · ${p.signal_count} signals · ${dateTime(Date.parse(p.created_at))}`,
           ),
         ),
         el('span', { class: 'status ' + p.status }, p.status),
@@ -76,8 +79,23 @@ function renderProposals() {
   );
 }
 
+/** The question asked before a final change, or null for a change that can be made again. */
+export function confirmation(p, to, contextName) {
+  if (to === 'approved')
+    return (
+      `Approve the proposal for “${contextName}”? Approving is final: the proposal can no longer be ` +
+      'rejected or deferred, and its deployments can then be recorded.'
+    );
+  if (to === 'rejected')
+    return `Reject the proposal for “${contextName}”? Rejecting is final: it cannot be approved later.`;
+  return null;
+}
+
 async function changeStatus(p, to) {
+  const contextName = (state.contexts.find((c) => c.id === p.context_id) || {}).name || 'this context';
+  const question = confirmation(p, to, contextName);
+  if (question && !window.confirm(question)) return;
   await api('PATCH', `/api/proposals/${encodeURIComponent(p.id)}`, { status: to });
-  flash(`Proposal ${to === 'pending' ? 'moved back to pending' : to}.`);
+  flash(`Proposal for “${contextName}” ${to === 'pending' ? 'moved back to pending' : to}.`);
   await refreshProposals();
 }

@@ -1,10 +1,13 @@
 // Signed in or out, the status line, and reading everything again after a change. The sections import
 // guarded and refreshAll while refreshAll renders them: the cycle is safe because no module here runs
 // anything when it loads, only once the page is ready.
+import { refreshReadiness } from './analysis.js';
 import { api, state } from './api.js';
 import { refreshCharts } from './chart.js';
 import { renderContexts } from './contexts.js';
 import { $ } from './dom.js';
+import { startLatest, stopLatest } from './latest.js';
+import { refreshPlans } from './plans.js';
 import { renderProducts } from './products.js';
 import { refreshProposals } from './proposals.js';
 import { renderUsage } from './usage.js';
@@ -30,6 +33,8 @@ export async function guarded(fn) {
 
 export function showAuth(message) {
   state.me = null;
+  state.plans = null;
+  stopLatest();
   $('auth-view').hidden = false;
   $('app-view').hidden = true;
   $('account').hidden = true;
@@ -44,6 +49,7 @@ export async function showApp(me) {
   $('account-email').textContent = me.user.email;
   $('account-plan').textContent = me.user.plan;
   await refreshAll();
+  startLatest();
 }
 
 export async function refreshAll() {
@@ -55,10 +61,11 @@ export async function refreshAll() {
   state.me = me;
   state.products = products;
   state.contexts = contexts;
+  $('account-plan').textContent = me.user.plan;
   renderUsage();
   renderProducts();
   renderContexts();
-  await refreshDeployments();
+  await Promise.all([refreshDeployments(), refreshPlans(), refreshReadiness()]);
   await Promise.all([refreshProposals(), refreshCharts()]);
 }
 

@@ -12,6 +12,7 @@ import {
   type Loop,
 } from '@repo/service-kit';
 import { createApp } from './entry-points/http/app';
+import { DashboardQueries } from './entry-points/http/dashboard-queries';
 import { cookieSecure, llmSettings, type SignalFeedbackConfig } from './config';
 import { AccountRepository } from './data/accounts';
 import { AnalysisRepository } from './data/analysis';
@@ -25,8 +26,8 @@ import { AnalysisService } from './domain/analysis';
 import { DeploymentService } from './domain/deployments';
 import { PasswordHasher } from './domain/passwords';
 import { LlmProposalWriter } from './domain/proposal-writer';
-import { analysisScheduleLoop } from './entry-points/workers/analysis-schedule';
 import { MESSAGE_ID_WINDOW_MS } from './domain/signals';
+import { analysisScheduleLoop } from './entry-points/workers/analysis-schedule';
 import { expirySweepLoop } from './entry-points/workers/expiry-sweep';
 import { verificationScheduleLoop } from './entry-points/workers/verification-schedule';
 import {
@@ -179,6 +180,8 @@ export async function compose(
     now: overrides.now,
     metrics,
     events,
+    dashboard: new DashboardQueries(database.pool),
+    analysisMinSignals: config.ANALYSIS_MIN_SIGNALS,
   });
 
   const analysisSchedule =
@@ -202,11 +205,11 @@ export async function compose(
   const expirySweep = expirySweepLoop({
     deleteExpiredSessions: (now) => accounts.deleteExpiredSessions(now),
     sweepRateLimits: (now) => sweepRateLimits(database.pool, now),
+    deleteExpiredMessageIds: (now) =>
+      signals.deleteExpiredMessageIds(new Date(now.getTime() - MESSAGE_ID_WINDOW_MS)),
     logger,
     metrics: metrics.loops,
   });
-    deleteExpiredMessageIds: (now) =>
-      signals.deleteExpiredMessageIds(new Date(now.getTime() - MESSAGE_ID_WINDOW_MS)),
 
   return {
     http,

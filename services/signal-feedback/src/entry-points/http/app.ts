@@ -19,6 +19,8 @@ import { SERVICE_VERSION, signalFeedbackOpenApi } from './openapi';
 import { productsRoutes } from './products';
 import { proposalsRoutes } from './proposals';
 import { deploymentsRoutes } from './deployments';
+import { dashboardRoutes } from './dashboard';
+import type { DashboardQueries } from './dashboard-queries';
 import { signalsRoutes } from './signals';
 
 /** Everything the app needs, built by the composition root. */
@@ -45,10 +47,22 @@ export interface AppDeps extends ServiceAppDeps {
   now?: () => Date;
   /** Domain counters (signals accepted/refused); omitted in most tests. */
   events?: SignalFeedbackEvents;
+  /** The dashboard's read queries (breakdown by type, latest signals, analysis readiness). */
+  dashboard: DashboardQueries;
+  /** `ANALYSIS_MIN_SIGNALS`, which the dashboard's analysis readiness reports. */
+  analysisMinSignals: number;
 }
 
 /** Folder of the dashboard's static files (same relative place from src/ and dist/). */
 export const PUBLIC_DIR = path.join(__dirname, '../../..', 'public');
+
+/**
+ * Folder of Chart.js's browser build (`chart.umd.min.js`), served at `/vendor/chart.js/` from the
+ * installed package: no CDN, and the version is the one the workspace catalog pins.
+ */
+export const CHART_JS_DIR = path.dirname(require.resolve('chart.js'));
+/** Where the dashboard loads Chart.js from (public/index.html). */
+export const CHART_JS_PATH = '/vendor/chart.js/chart.umd.min.js';
 
 /**
  * The signal-feedback express app (no listen, no env): the endpoints under `/api` (README,
@@ -92,9 +106,14 @@ export function createApp(deps: AppDeps): Application {
     keys: deps.keys,
     now,
   });
+  const dashboard = dashboardRoutes({
+    queries: deps.dashboard,
+    minSignals: deps.analysisMinSignals,
+    now,
+  });
   // The document lists the key-authenticated endpoints first and the account endpoints last.
   const doc = signalFeedbackOpenApi(
-    [signals, proposals, deployments, products, auth].flatMap((routes) => routes.operations),
+    [signals, proposals, deployments, products, dashboard, auth].flatMap((routes) => routes.operations),
   );
 
   return createServiceApp(
@@ -129,6 +148,13 @@ export function createApp(deps: AppDeps): Application {
       openApi: doc,
       routes: [
         express.static(PUBLIC_DIR, { index: 'index.html', maxAge: '5m' }),
+        // Only the package's one browser file, not its sources or maps.
+        express.Router().get(CHART_JS_PATH, (_req, res, next) =>
+          // `root` keeps pnpm's `.pnpm` folder out of the dot-file check, which sees only the file name.
+          res.sendFile('chart.umd.min.js', { root: CHART_JS_DIR, maxAge: '1d' }, (err) => {
+            if (err) next(err);
+          }),
+        ),
         // Everything below may be cookie-authenticated: load the session, then CSRF-check writes.
         {
           path: '/api',
@@ -143,6 +169,7 @@ export function createApp(deps: AppDeps): Application {
         deployments.router,
         products.router,
         proposals.router,
+        dashboard.router,
       ],
     },
   );
