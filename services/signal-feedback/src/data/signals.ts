@@ -170,7 +170,10 @@ export class SignalRepository {
       );
     const all = json(args.rows);
     if (UNSTORABLE.test(all)) throw new UnstorableTextError();
-    const ids = [...new Set(args.rows.flatMap((r) => (r.messageId === undefined ? [] : [r.messageId])))];
+    // A plain loop: this runs for every batch, most of which carry no ids.
+    const idSet = new Set<string>();
+    for (const r of args.rows) if (r.messageId !== undefined) idSet.add(r.messageId);
+    const ids = [...idSet];
     if (ids.length === 0) {
       return this.insertCounted(this.pool, { ...args, n: args.rows.length, json: all, duplicates: 0 });
     }
@@ -198,8 +201,12 @@ export class SignalRepository {
             });
       await client.query(outcome.ok ? 'COMMIT' : 'ROLLBACK');
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      client.release();
+      // A connection that cannot even roll back is destroyed rather than returned to the pool.
+      const broken = await client.query('ROLLBACK').then(
+        () => undefined,
+        (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
+      );
+      client.release(broken);
       throw err;
     }
     client.release();
