@@ -306,6 +306,8 @@ async function main(): Promise<void> {
             }),
             // The `pg` market-intel loads: its claims, answers and ledger rows.
             BENCH_PG_MODULE: require.resolve('pg', { paths: [path.join(ROOT, 'services/market-intel')] }),
+            // The built JSON-RPC client market-intel's settlements call the ledger with.
+            BENCH_RPC_CLIENT_MODULE: path.join(ROOT, 'packages/x402-solana/dist/rpc-client.js'),
           }
         : {}),
     },

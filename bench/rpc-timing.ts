@@ -7,10 +7,12 @@
 //    handler);
 //  - every statement through the `pg` module $BENCH_PG_MODULE (market-intel's claims, answers and
 //    ledger rows), wall time from the call to the result, waiting for the connection's turn included;
-//  - every JSON-RPC call made through the global `fetch` (that is @solana/kit's HTTP transport, so the
-//    facilitator's simulateTransaction / sendTransaction / getSignatureStatuses; the payment verifier
-//    has its own undici pool and is not seen here: its time is market-intel's
-//    `x402_verification_rpc_seconds`), wall time by method, response body included.
+//  - every JSON-RPC call made through the global `fetch` (that is @solana/kit's HTTP transport: the
+//    peer's facilitator's simulateTransaction / sendTransaction / getSignatureStatuses), and every
+//    settlement call of market-intel's pooled client `SolanaRpcClient` ($BENCH_RPC_CLIENT_MODULE, the
+//    built module), wall time by method, response body included; the payment verifier's
+//    getTransaction / getAccountInfo on that client are not counted here: their time is market-intel's
+//    `x402_verification_rpc_seconds`.
 // On SIGUSR2 it writes what it recorded since the last SIGUSR2 to $BENCH_RPC_TIMING_OUT (JSON,
 // {@link TimingSnapshot}) and starts over. The facilitator module is $BENCH_FACILITATOR_MODULE (the file
 // the process resolves, so the patched prototype is the one it uses).
@@ -104,6 +106,26 @@ if (pgModule) {
         },
       );
     return result;
+  };
+}
+
+const rpcClientModule = process.env.BENCH_RPC_CLIENT_MODULE;
+if (rpcClientModule) {
+  type Call = (this: unknown, method: string, params: unknown[]) => Promise<unknown>;
+  const { SolanaRpcClient } = createRequire(__filename)(rpcClientModule) as {
+    SolanaRpcClient: { prototype: { call: Call } };
+  };
+  const verification = new Set(['getTransaction', 'getAccountInfo']);
+  // The private method every call of the client goes through.
+  const call = SolanaRpcClient.prototype.call;
+  SolanaRpcClient.prototype.call = async function timedCall(this: unknown, method, params) {
+    if (verification.has(method)) return call.call(this, method, params);
+    const started = performance.now();
+    try {
+      return await call.call(this, method, params);
+    } finally {
+      (snapshot.rpc[method] ??= []).push(performance.now() - started);
+    }
   };
 }
 
