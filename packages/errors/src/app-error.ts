@@ -57,9 +57,9 @@ export function isAppError(value: unknown): value is AppError {
 }
 
 /**
- * A 404 `not_found`.
- * @param what the thing that was not found, e.g. `"job"`
+ * A 404 `not_found` saying `"<What> not found"` (`notFound('job')`: `"Job not found"`).
+ * @param what the thing that was not found, e.g. `"job"`, without "unknown" (the message says it)
  */
 export function notFound(what: string): AppError {
-  return new AppError('not_found', `${what} not found`);
+  return new AppError('not_found', `${what.charAt(0).toUpperCase()}${what.slice(1)} not found`);
 }

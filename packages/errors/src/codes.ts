@@ -7,10 +7,12 @@
 export const ERROR_CODES = {
   /** The request body is not valid JSON. */
   invalid_json: 400,
-  /** Query, path or body failed validation (market-intel's compute requests use 422 `validation_failed`). */
+  /**
+   * Query, path or body failed validation, or names a parameter or field the operation does not
+   * know: 400, or 422 where a spec names it (market-intel's compute bodies), with `details.issues`
+   * (docs/architecture.md, "One error dialect").
+   */
   invalid_request: 400,
-  /** A compute request body failed validation: 422, nothing charged (README, "What runs where"). */
-  validation_failed: 422,
   /** X-PAYMENT is present but not a valid x402 payment header. */
   invalid_payment_header: 400,
   /**

@@ -2,8 +2,15 @@ export { defineErrorCodes, ERROR_CODES, statusForCode } from './codes';
 export type { ErrorCode, ServiceErrorCode } from './codes';
 export { AppError, isAppError, notFound } from './app-error';
 export type { AppErrorOptions } from './app-error';
-export { ErrorEnvelope, errorEnvelope, fieldErrors, ERROR_CODE_LIST } from './envelope';
-export type { FieldError } from './envelope';
+export {
+  describeIssues,
+  ErrorEnvelope,
+  errorEnvelope,
+  fieldErrors,
+  ERROR_CODE_LIST,
+  validationError,
+} from './envelope';
+export type { FieldError, ValidationIssue } from './envelope';
 export {
   errorHandler,
   isDependencyUnavailable,

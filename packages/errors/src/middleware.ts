@@ -45,22 +45,42 @@ interface BodyParserError {
   type: string;
   status?: number;
   expose?: boolean;
+  /** The configured limit in bytes (`entity.too.large`). */
+  limit?: number;
 }
 
 function isBodyParserError(err: unknown): err is Error & BodyParserError {
   return err instanceof Error && typeof (err as Partial<BodyParserError>).type === 'string';
 }
 
-/** Maps body-parser failures to our codes: malformed JSON 400, too large 413, bad charset 415. */
+/**
+ * Maps body-parser failures to our codes: malformed JSON 400, too large 413 (with `details.limit_bytes`,
+ * the limit in bytes), bad charset or content encoding 415.
+ */
 function fromBodyParser(err: Error & BodyParserError): AppError | undefined {
   switch (err.type) {
     case 'entity.parse.failed':
       return new AppError('invalid_json', 'Request body is not valid JSON', { cause: err });
     case 'entity.too.large':
-      return new AppError('payload_too_large', 'Request body is too large', { cause: err });
+      return typeof err.limit === 'number'
+        ? new AppError(
+            'payload_too_large',
+            `Request body is too large: the limit is ${err.limit} bytes (details.limit_bytes)`,
+            { cause: err, details: { limit_bytes: err.limit } },
+          )
+        : new AppError('payload_too_large', 'Request body is too large', { cause: err });
     case 'charset.unsupported':
+      return new AppError(
+        'unsupported_media_type',
+        'Send the body as UTF-8 JSON (Content-Type: application/json; charset=utf-8)',
+        { cause: err },
+      );
     case 'encoding.unsupported':
-      return new AppError('unsupported_media_type', err.message, { cause: err });
+      return new AppError(
+        'unsupported_media_type',
+        'Unsupported Content-Encoding: send the body uncompressed, or as gzip, deflate or br',
+        { cause: err },
+      );
     case 'request.aborted':
     case 'request.size.invalid':
       return new AppError('invalid_request', 'Request body was incomplete', { cause: err });

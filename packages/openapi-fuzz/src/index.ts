@@ -20,3 +20,5 @@ export type {
   KnownGap,
   OpenApiDocument,
 } from './fuzz-types';
+export { errorDialectProblems } from './error-dialect';
+export type { DialectGap, DialectOptions, DialectRule } from './error-dialect';

@@ -60,3 +60,24 @@ export function hashesEqual(a: string, b: string): boolean {
   const right = Buffer.from(b, 'hex');
   return left.length === right.length && left.length > 0 && timingSafeEqual(left, right);
 }
+
+/** The request headers {@link presentedApiKey} reads (a node `IncomingMessage`'s or express's). */
+interface KeyHeaders {
+  headers: Record<string, string | string[] | undefined>;
+}
+
+/**
+ * The API key a request presents (docs/architecture.md, "One error dialect"): the `x-api-key` header,
+ * else the token of `Authorization: Bearer <key>` (the scheme name in any case), so that clients built
+ * for either convention work wherever a key is accepted. A blank header counts as none.
+ * @returns the key as sent (trimmed), or `undefined` when neither header carries one
+ */
+export function presentedApiKey(req: KeyHeaders): string | undefined {
+  const header = req.headers['x-api-key'];
+  const direct = (typeof header === 'string' ? header : undefined)?.trim();
+  if (direct) return direct;
+  const authorization = req.headers.authorization;
+  if (typeof authorization !== 'string') return undefined;
+  const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization);
+  return match?.[1];
+}

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { errorHandler, notFoundHandler } from '@repo/errors';
 import type { JsonSchema } from '@repo/schemas';
 import { openApiRoutes } from './contract';
+import { CREDENTIAL_QUERY_SETTING } from './validate';
 import { llmsTxtRoutes, type LlmsTxt } from './llms-txt';
 import { httpLogger } from './logger';
 import { mcpRoutes, type McpRoutesOptions } from './mcp';
@@ -43,11 +44,12 @@ export interface BaseAppOptions {
 }
 
 /**
- * Request headers a browser agent may send: JSON, both x402 payment headers, API keys, request ids,
+ * Request headers a browser agent may send: JSON, both x402 payment headers, API keys (`x-api-key` or
+ * `Authorization: Bearer`), request ids,
  * and the MCP protocol version of the Streamable HTTP transport.
  */
 const CORS_REQUEST_HEADERS =
-  'content-type, x-payment, payment-signature, x-api-key, x-request-id, mcp-protocol-version';
+  'content-type, x-payment, payment-signature, x-api-key, authorization, x-request-id, mcp-protocol-version';
 /** Answer headers a browser agent may read: the x402 v1 and v2 headers, request ids, `retry-after`. */
 const CORS_EXPOSED_HEADERS =
   'x-payment-response, payment-required, payment-response, x402-version, x-request-id, retry-after';
@@ -144,10 +146,11 @@ export interface ServiceAppParts {
  */
 export function createServiceApp(base: BaseAppOptions, parts: ServiceAppParts): Application {
   const app = createBaseApp(base);
+  app.set(CREDENTIAL_QUERY_SETTING, credentialQueryParameters(parts.openApi));
   for (const handler of parts.first ?? []) app.use(handler);
   app.use(mcpRoutes({ ...parts.mcp, logger: base.logger, metrics: base.metrics }));
   app.use(llmsTxtRoutes(parts.llmsTxt));
-  app.use(openApiRoutes(parts.openApi));
+  app.use(openApiRoutes(closedRequestBodies(parts.openApi)));
   for (const route of parts.routes) {
     if (typeof route === 'function') app.use(route);
     else app.use(route.path, route.use);
@@ -155,6 +158,65 @@ export function createServiceApp(base: BaseAppOptions, parts: ServiceAppParts): 
   app.use(notFoundHandler);
   app.use(errorHandler(base.logger));
   return app;
+}
+
+/**
+ * The query parameters that carry a credential in `doc`: the names of its `apiKey` security schemes
+ * `in: query` (signal-feedback's `key`), which validation leaves to the authentication middleware.
+ */
+function credentialQueryParameters(doc: JsonSchema): string[] {
+  const components = doc.components as { securitySchemes?: Record<string, unknown> } | undefined;
+  return Object.values(components?.securitySchemes ?? {}).flatMap((scheme) => {
+    const s = scheme as { type?: unknown; in?: unknown; name?: unknown };
+    return s.type === 'apiKey' && s.in === 'query' && typeof s.name === 'string' ? [s.name] : [];
+  });
+}
+
+/**
+ * `doc` with every request body object schema that lists its properties and says nothing of others
+ * marked `additionalProperties: false`: validation refuses fields an operation does not know
+ * (docs/architecture.md, "One error dialect"), and the document says so. Free-form objects (no
+ * `properties`) and ones that allow more keep what they say. Nothing is mutated.
+ */
+export function closedRequestBodies(doc: JsonSchema): JsonSchema {
+  // A map of names to schemas (`properties`, `$defs`): each value is a schema, the map itself is not
+  // (a field may be called `properties`).
+  const closeEach = (map: unknown): unknown =>
+    typeof map === 'object' && map !== null && !Array.isArray(map)
+      ? Object.fromEntries(Object.entries(map).map(([k, v]) => [k, close(v)]))
+      : map;
+  const close = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(close);
+    if (typeof node !== 'object' || node === null) return node;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(node))
+      out[k] =
+        k === 'example' || k === 'examples'
+          ? v
+          : k === 'properties' || k === '$defs' || k === 'patternProperties'
+            ? closeEach(v)
+            : close(v);
+    if (typeof out.properties === 'object' && out.properties !== null && !('additionalProperties' in out))
+      out.additionalProperties = false;
+    return out;
+  };
+  const paths = (doc.paths ?? {}) as Record<string, Record<string, { requestBody?: unknown }>>;
+  return {
+    ...doc,
+    paths: Object.fromEntries(
+      Object.entries(paths).map(([path, item]) => [
+        path,
+        Object.fromEntries(
+          Object.entries(item).map(([method, op]) => [
+            method,
+            typeof op === 'object' && op !== null && op.requestBody !== undefined
+              ? { ...op, requestBody: close(op.requestBody) }
+              : op,
+          ]),
+        ),
+      ]),
+    ),
+  };
 }
 
 /** Runs a readiness check; a throw, a falsy answer or no answer within `timeoutMs` is `false`. */

@@ -9,7 +9,8 @@ import {
   type OpenApiParameter,
   type OpenApiResponse,
 } from '@repo/schemas';
-import { validate, type ValidateOptions } from './validate';
+import { jsonBodyOnly, validate, type ValidateOptions } from './validate';
+import { z as zod } from 'zod';
 
 /** The request half of a {@link RouteContract}: what is validated and documented. */
 export interface RequestContract {
@@ -115,8 +116,10 @@ export interface ContractRouter {
   /** The operations declared so far, in declaration order. */
   readonly operations: readonly OpenApiOperation[];
   /**
-   * Declares an operation and mounts it: `contract.before`, then validation of the declared query,
-   * params and body (the parsed values in `res.locals.valid`), then `handlers`, each typed from the
+   * Declares an operation and mounts it: for an operation with a body, the JSON content-type check
+   * (415), then `contract.before`, then validation of the query (none declared: no parameter is
+   * accepted), params and body, unknown parameters and fields refused (docs/architecture.md, "One
+   * error dialect"; the parsed values in `res.locals.valid`), then `handlers`, each typed from the
    * contract (see {@link ContractHandler}): `res.locals.valid.query` is the `z.output` of
    * `request.query`, and so on.
    * @throws Error when the operation id or the method and path were declared before, or when the
@@ -167,7 +170,7 @@ const DEFAULT_CODES: Readonly<Record<string, string>> = {
   '409': 'conflict',
   '413': 'payload_too_large',
   '415': 'unsupported_media_type',
-  '422': 'validation_failed',
+  '422': 'invalid_request',
   '429': 'rate_limited',
   '500': 'internal_error',
   '502': 'bad_gateway',
@@ -211,13 +214,31 @@ export const RETRY_AFTER_HEADER: NonNullable<OpenApiResponse['headers']> = {
   'Retry-After': { description: 'seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } },
 };
 
-/** What the JSON body parser of `createBaseApp` answers for any operation with a body, before the route runs. */
+/**
+ * What every operation with a JSON body may answer before the route runs (docs/architecture.md, "One
+ * error dialect"); {@link contractRouter} adds them to such an operation's responses when it does not
+ * document them itself.
+ */
 export const BODY_PARSER_ERRORS: Record<'413' | '415', OpenApiResponse> = {
-  '413': errorResponse('the body is larger than the configured limit (BODY_LIMIT; `payload_too_large`)'),
+  '413': errorResponse(
+    'the body is larger than the configured limit (`payload_too_large`; the limit in bytes in details.limit_bytes)',
+  ),
   '415': errorResponse(
-    'the body is not UTF-8 JSON: another charset or content-encoding (`unsupported_media_type`)',
+    'the body is not sent as UTF-8 JSON with Content-Type: application/json (`unsupported_media_type`)',
   ),
 };
+
+/**
+ * The 400 every operation may answer (docs/architecture.md, "One error dialect"): an invalid or unknown
+ * query or path parameter, or body field; {@link contractRouter} adds it where an operation does not
+ * document a 400 itself.
+ */
+export const INVALID_REQUEST_ERROR: OpenApiResponse = errorResponse(
+  'a parameter or field is invalid, or one the operation does not know (`invalid_request`; each problem in details.issues with its path and code)',
+);
+
+/** The query of an operation that declares none: no parameter at all is accepted. */
+const NO_QUERY = zod.object({});
 
 /**
  * The operations with examples added from `examples` (real answers a service captured; an example the
@@ -279,6 +300,22 @@ export function withExamples(
   });
 }
 
+/**
+ * A contract's responses with what every operation may answer under the one error dialect
+ * (docs/architecture.md, "One error dialect"), where it does not document them itself: 400 for an
+ * invalid or unknown parameter or field, and for an operation with a body 413 and 415.
+ */
+function withDialectResponses(contract: RouteContract): Record<string, OpenApiResponse> {
+  const responses = { ...contract.responses };
+  responses['400'] ??= INVALID_REQUEST_ERROR;
+  if (contract.request?.body) {
+    responses['413'] ??= BODY_PARSER_ERRORS['413'];
+    responses['415'] ??= BODY_PARSER_ERRORS['415'];
+  }
+  // Statuses in numeric order, as the document lists them.
+  return Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)));
+}
+
 /** The express path of an OpenAPI path template: `/jobs/{jobId}` -> `/jobs/:jobId`. */
 function expressPath(template: string): string {
   return template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ':$1');
@@ -312,7 +349,7 @@ function operationOf(contract: RouteContract): OpenApiOperation {
           },
         }
       : {}),
-    responses: withEnvelopeExamples(contract.responses),
+    responses: withEnvelopeExamples(withDialectResponses(contract)),
     ...(contract.security ? { security: contract.security } : {}),
     ...(contract.extensions ? { extensions: contract.extensions } : {}),
   };
@@ -348,21 +385,19 @@ export function contractRouter(): ContractRouter {
       }
       seen.add(key);
       operations.push(operation);
-      const { query, params } = contract.request ?? {};
+      const { query = NO_QUERY, params } = contract.request ?? {};
       const body = contract.request?.bodyParsedByHandler ? undefined : contract.request?.body;
-      const validation =
-        query || params || body
-          ? [
-              validate(
-                { ...(query ? { query } : {}), ...(params ? { params } : {}), ...(body ? { body } : {}) },
-                contract.validation,
-              ),
-            ]
-          : [];
+      // Every operation validates its query, so that a parameter it does not know is a 400 naming it
+      // (before any payment is asked), and a body sent as anything but JSON is a 415.
+      const validation = validate(
+        { query, ...(params ? { params } : {}), ...(body ? { body } : {}) },
+        contract.validation,
+      );
       router[contract.method](
         expressPath(contract.path),
+        ...(contract.request?.body ? [jsonBodyOnly] : []),
         ...(contract.before ?? []),
-        ...validation,
+        validation,
         ...handlers,
       );
       return self;

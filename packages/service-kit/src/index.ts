@@ -12,7 +12,7 @@ export {
 } from './config';
 export { REDACT_PATHS, createLogger, httpLogger } from './logger';
 export type { Logger } from './logger';
-export { parseInput, validate } from './validate';
+export { CREDENTIAL_QUERY_SETTING, jsonBodyOnly, parseInput, validate } from './validate';
 export type { RequestSchemas, Validated, ValidateOptions } from './validate';
 export { createBaseApp, createServiceApp } from './app';
 export type { BaseAppOptions, MountedAt, ServiceAppDeps, ServiceAppParts } from './app';
@@ -21,7 +21,7 @@ export type { ShutdownStep } from './shutdown';
 export { cachedFor, createMetrics, createMetricsApp, listenMetrics, SCRAPE_CACHE_MS } from './metrics';
 export type { MetricFactory, MetricSpec, MetricTable, QueueDepthSource, ServiceMetrics } from './metrics';
 export { clientIpKey, createRateLimit, sweepRateLimits } from './rate-limit';
-export { apiKeyScheme, hashApiKey, hashesEqual } from './api-keys';
+export { apiKeyScheme, hashApiKey, hashesEqual, presentedApiKey } from './api-keys';
 export type { ApiKeyScheme, NewApiKey } from './api-keys';
 export { createApiKeyCache } from './api-key-cache';
 export type { ApiKeyCache, ApiKeyCacheOptions } from './api-key-cache';
@@ -39,6 +39,7 @@ export type { ComposedService, RunningService, RuntimeConfig, ServiceDefinition 
 export {
   BODY_PARSER_ERRORS,
   contractRouter,
+  INVALID_REQUEST_ERROR,
   errorResponse,
   openApiRoutes,
   RETRY_AFTER_HEADER,

@@ -1,7 +1,7 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
-import { AppError, fieldErrors, type FieldError } from '@repo/errors';
+import { AppError, fieldErrors, validationError, type ValidationIssue } from '@repo/errors';
 
 /** Schemas for the parts of a request {@link validate} checks. */
 export interface RequestSchemas {
@@ -12,8 +12,11 @@ export interface RequestSchemas {
 
 /** Options of {@link validate}. */
 export interface ValidateOptions {
-  /** Error code for a failed body: `invalid_request` (400, default) or `validation_failed` (422). */
-  bodyCode?: 'invalid_request' | 'validation_failed';
+  /**
+   * Status of a failed body: 400 (default), or 422 where the service's spec names it (market-intel's
+   * compute bodies). The code is `invalid_request` either way (docs/architecture.md, "One error dialect").
+   */
+  bodyStatus?: 400 | 422;
   /**
    * Dotted paths of strings that may hold U+0000 because they are never stored as text (e.g.
    * `body.password`, which is only hashed); every other string is refused with it.
@@ -52,9 +55,83 @@ function nulPath(value: unknown, prefix: string, allowed: ReadonlySet<string>): 
 }
 
 /** What {@link check} found: the parsed value, or the field errors. */
-type Checked = { ok: true; data: unknown } | { ok: false; problems: FieldError[] };
+type Checked = { ok: true; data: unknown } | { ok: false; problems: ValidationIssue[] };
 
-/** Parses `input` with `schema`, then looks for NUL in what was parsed; paths start with `location`. */
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The paths (starting with `prefix`) of the keys of `input` that parsing dropped: a key of an input
+ * object that the parsed object at the same place does not have. zod's plain objects strip the keys
+ * they do not declare, so these are the fields (or query parameters) the operation does not know,
+ * whatever unions or defaults the schema has; a free-form object (`z.record`, `z.unknown`, a loose
+ * object) keeps its keys and is never reported. Iterative, so deep JSON cannot overflow the stack.
+ */
+function droppedKeys(input: unknown, output: unknown, prefix: string): string[] {
+  const found: string[] = [];
+  const stack: { input: unknown; output: unknown; path: string }[] = [{ input, output, path: prefix }];
+  for (let item = stack.pop(); item; item = stack.pop()) {
+    const { input: i, output: o, path } = item;
+    if (i === o) continue; // passed through untouched: nothing was dropped below
+    if (isPlainObject(i) && isPlainObject(o)) {
+      for (const key of Object.keys(i)) {
+        if (!Object.hasOwn(o, key)) found.push(`${path}.${key}`);
+        else stack.push({ input: i[key], output: o[key], path: `${path}.${key}` });
+      }
+    } else if (Array.isArray(i) && Array.isArray(o) && i.length === o.length) {
+      i.forEach((v, n) => stack.push({ input: v, output: o[n], path: `${path}.${n}` }));
+    }
+  }
+  return found.sort();
+}
+
+/** Edit distance of two short names, for "did you mean". */
+function distance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++)
+      next[j] = Math.min(
+        (row[j] ?? 0) + 1,
+        (next[j - 1] ?? 0) + 1,
+        (row[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    row = next;
+  }
+  return row[b.length] ?? 0;
+}
+
+/** The declared property names of an object schema (top level), for suggestions; empty otherwise. */
+function declaredNames(schema: z.ZodType): string[] {
+  const shape = (schema as { shape?: unknown }).shape;
+  return isPlainObject(shape) ? Object.keys(shape) : [];
+}
+
+/** One issue per dropped key, with the nearest declared name when one is close (`sectr` -> `sector`). */
+function unknownIssues(paths: string[], location: string, names: readonly string[]): ValidationIssue[] {
+  return paths.map((path) => {
+    const key = path.slice(path.lastIndexOf('.') + 1);
+    const topLevel = path === `${location}.${key}`;
+    const near = topLevel
+      ? names
+          .map((name) => ({ name, d: distance(key.toLowerCase(), name.toLowerCase()) }))
+          .filter((c) => c.d <= Math.max(1, Math.floor(c.name.length / 3)))
+          .sort((x, y) => x.d - y.d)[0]
+      : undefined;
+    const known =
+      location === 'query' ? 'is not a parameter of this operation' : 'is not a field of this operation';
+    return {
+      path,
+      code: location === 'query' ? 'unknown_parameter' : 'unknown_field',
+      message: near ? `${known}; did you mean \`${near.name}\`?` : known,
+    };
+  });
+}
+
+/**
+ * Parses `input` with `schema`, refuses the keys parsing dropped (unknown fields and parameters),
+ * then looks for NUL in what was parsed; paths start with `location`.
+ */
 function check(
   schema: z.ZodType,
   input: unknown,
@@ -62,10 +139,36 @@ function check(
   nulAllowed: ReadonlySet<string>,
 ): Checked {
   const result = schema.safeParse(input);
-  if (!result.success) return { ok: false, problems: fieldErrors(result.error, location) };
+  if (!result.success) {
+    // The unknown keys too, so that one answer names every problem.
+    const problems = fieldErrors(result.error, location, input);
+    return { ok: false, problems: [...unknownTopLevelKeys(schema, input, location), ...problems] };
+  }
+  const dropped = droppedKeys(input, result.data, location);
+  if (dropped.length > 0)
+    return { ok: false, problems: unknownIssues(dropped, location, declaredNames(schema)) };
   const nul = nulPath(result.data, location, nulAllowed);
-  if (nul) return { ok: false, problems: [{ path: nul.join('.'), message: NUL_MESSAGE }] };
+  if (nul)
+    return {
+      ok: false,
+      problems: [{ path: nul.join('.'), code: 'invalid_characters', message: NUL_MESSAGE }],
+    };
   return { ok: true, data: result.data };
+}
+
+/**
+ * The top-level keys of `input` an object schema does not declare, when parsing failed for another
+ * reason (the parse cannot say what it would have dropped). A schema that is no plain object (a union,
+ * a loose object) reports none.
+ */
+function unknownTopLevelKeys(schema: z.ZodType, input: unknown, location: string): ValidationIssue[] {
+  const names = declaredNames(schema);
+  const def = (schema as { def?: { type?: unknown; catchall?: unknown } }).def;
+  if (!isPlainObject(input) || def?.type !== 'object' || def.catchall !== undefined) return [];
+  const extra = Object.keys(input)
+    .filter((k) => !names.includes(k))
+    .map((k) => `${location}.${k}`);
+  return unknownIssues(extra, location, names);
 }
 
 const NUL_MESSAGE = 'must not contain the NUL character (U+0000)';
@@ -89,11 +192,61 @@ function rawQuery(url: string): string {
   return at < 0 ? '' : url.slice(at);
 }
 
-/** One AppError listing every field error in `details`. */
-function invalid(code: NonNullable<ValidateOptions['bodyCode']>, problems: FieldError[]): AppError {
-  return new AppError(code, `Invalid request: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`, {
-    details: problems,
-  });
+/**
+ * The name of the express app setting that lists the query parameters carrying a credential (an
+ * `apiKey` security scheme `in: query` of the service's document, e.g. signal-feedback's `key`): they
+ * are read by the authentication middleware, so validation neither parses nor refuses them.
+ * `createServiceApp` sets it from the document.
+ */
+export const CREDENTIAL_QUERY_SETTING = 'credential query parameters';
+
+/** `req.query` without the credential parameters of {@link CREDENTIAL_QUERY_SETTING}. */
+function queryOf(req: Request): unknown {
+  const query = req.query;
+  const credentials = req.app?.get(CREDENTIAL_QUERY_SETTING) as readonly string[] | undefined;
+  if (!credentials?.some((name) => Object.hasOwn(query, name))) return query;
+  const rest: Record<string, unknown> = { ...query };
+  for (const name of credentials) delete rest[name];
+  return rest;
+}
+
+/** A JSON body was sent (its length is not zero, or it is chunked). */
+function hasBody(req: Request): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
+/**
+ * Middleware of an operation that takes a JSON body (docs/architecture.md, "One error dialect"): a
+ * body sent with another content type (or none) is a 415 `unsupported_media_type` that says what to
+ * send, before anything else looks at the request; no body at all is left to validation ("the body is
+ * required").
+ * @throws AppError `unsupported_media_type` (415)
+ */
+export const jsonBodyOnly: RequestHandler = (req, _res, next) => {
+  if (hasBody(req) && !req.is('application/json')) {
+    const sent = req.headers['content-type'];
+    next(
+      new AppError(
+        'unsupported_media_type',
+        `Send the body as JSON with Content-Type: application/json (got ${sent ? JSON.stringify(sent.slice(0, 100)) : 'no Content-Type'})`,
+      ),
+    );
+    return;
+  }
+  next();
+};
+
+/** The body's issues when it is absent or not JSON at all: one clear sentence instead of a type error. */
+function missingBody(req: Request): ValidationIssue[] | undefined {
+  if (req.body !== undefined) return undefined;
+  return [
+    {
+      path: 'body',
+      code: 'required',
+      message: 'is required: send a JSON body with Content-Type: application/json',
+    },
+  ];
 }
 
 /**
@@ -103,11 +256,14 @@ function invalid(code: NonNullable<ValidateOptions['bodyCode']>, problems: Field
  * (express 5's `req.query` is a read-only getter) and `req.body`. A string that contains U+0000
  * (NUL) anywhere in a parsed part (unless `options.nulAllowed` names it) is a field error too:
  * PostgreSQL stores it neither in `text` nor in `jsonb`, so it would otherwise fail as a 500 deep
- * inside a repository. Any failure is one AppError
- * listing every field error in `details` (`[{ path: "query.limit", message }]`). A query string
+ * inside a repository. A query parameter or body field the schemas do not declare is refused too
+ * (`unknown_parameter`, `unknown_field`; docs/architecture.md, "One error dialect"), except the
+ * credential query parameters of {@link CREDENTIAL_QUERY_SETTING}. Any failure is one
+ * `invalid_request` listing every problem in `details.issues` (`[{ path: "query.limit", code:
+ * "too_big", message: "must be at most 100" }]`) with a human `error`. A query string
  * that parsed before gets the same parsed query again, frozen, without parsing (the last 500 valid
  * ones of up to 512 characters are kept per middleware).
- * @throws AppError `invalid_request` (400) or `options.bodyCode` for the body
+ * @throws AppError `invalid_request`: 400, or `options.bodyStatus` when the body failed
  */
 export function validate(schemas: RequestSchemas, options: ValidateOptions = {}): RequestHandler {
   const nulAllowed = new Set(options.nulAllowed ?? []);
@@ -116,7 +272,7 @@ export function validate(schemas: RequestSchemas, options: ValidateOptions = {})
   // queries stays a parse each and fills nothing. Values are wrapped: the cache takes no `undefined`.
   const queries = new LRUCache<string, { query: unknown }>({ max: QUERY_CACHE_SIZE });
   return (req, res, next) => {
-    const problems: FieldError[] = [];
+    const problems: ValidationIssue[] = [];
     // express 5 parses the query string on every read of req.query: only read it when it is needed.
     const valid: Validated = {
       query: schemas.query ? undefined : req.query,
@@ -133,7 +289,13 @@ export function validate(schemas: RequestSchemas, options: ValidateOptions = {})
         valid.query = known.query;
         continue;
       }
-      const input: unknown = part === 'body' ? req.body : part === 'query' ? req.query : req.params;
+      const absent = part === 'body' && !schema.safeParse(undefined).success ? missingBody(req) : undefined;
+      if (absent) {
+        problems.push(...absent);
+        bodyFailed = true;
+        continue;
+      }
+      const input: unknown = part === 'body' ? req.body : part === 'query' ? queryOf(req) : req.params;
       const checked = check(schema, input, part, nulAllowed);
       if (checked.ok) {
         valid[part] = checked.data;
@@ -145,7 +307,7 @@ export function validate(schemas: RequestSchemas, options: ValidateOptions = {})
       }
     }
     if (problems.length > 0) {
-      next(invalid(bodyFailed && options.bodyCode ? options.bodyCode : 'invalid_request', problems));
+      next(validationError(problems, bodyFailed ? (options.bodyStatus ?? 400) : 400));
       return;
     }
     res.locals.valid = valid;
@@ -160,7 +322,8 @@ export function validate(schemas: RequestSchemas, options: ValidateOptions = {})
  * query, path or body, such as an MCP tool's arguments.
  * @param location the first segment of every reported path, e.g. `"arguments"`
  * @returns the parsed value
- * @throws AppError `invalid_request` (400), or `options.bodyCode`, listing every field error in `details`
+ * @throws AppError `invalid_request` (400, or `options.bodyStatus`), listing every problem in
+ *   `details.issues`, unknown fields included
  */
 export function parseInput<T>(
   schema: z.ZodType<T>,
@@ -169,6 +332,6 @@ export function parseInput<T>(
   options: ValidateOptions = {},
 ): T {
   const checked = check(schema, input, location, new Set(options.nulAllowed ?? []));
-  if (!checked.ok) throw invalid(options.bodyCode ?? 'invalid_request', checked.problems);
+  if (!checked.ok) throw validationError(checked.problems, options.bodyStatus ?? 400);
   return checked.data as T;
 }

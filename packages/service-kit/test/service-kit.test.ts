@@ -70,7 +70,7 @@ function buildApp(ready = true) {
         operationId: 'compute',
         summary: 'Starts a computation',
         request: { body: z.object({ idea: z.string().min(10) }) },
-        validation: { bodyCode: 'validation_failed' },
+        validation: { bodyStatus: 422 },
         responses: ok,
       },
       (req, res) => {
@@ -93,14 +93,19 @@ describe('service kit', () => {
     const res = await request(buildApp()).get('/items?limit=101');
     expect(res.status).toBe(400);
     expect(res.body.code).toBe('invalid_request');
-    expect(res.body.details).toEqual([expect.objectContaining({ path: 'query.limit' })]);
+    expect(res.body.details.issues).toEqual([expect.objectContaining({ path: 'query.limit' })]);
   });
 
-  it('When a body fails and the route asks for 422, then 422 validation_failed', async () => {
+  it('When a body fails and the route asks for 422, then 422 with the same code, invalid_request', async () => {
     const res = await request(buildApp()).post('/compute').send({ idea: 'short' });
     expect(res.status).toBe(422);
-    expect(res.body.code).toBe('validation_failed');
-    expect(res.body.details[0].path).toBe('body.idea');
+    expect(res.body.code).toBe('invalid_request');
+    expect(res.body.details.issues[0]).toEqual({
+      path: 'body.idea',
+      code: 'too_small',
+      message: 'must be at least 10 characters long',
+    });
+    expect(res.body.error).toBe('`idea` must be at least 10 characters long');
   });
 
   // Found by the OpenAPI fuzz suites: a NUL in a skill's description reached PostgreSQL and answered 500.
@@ -113,10 +118,16 @@ describe('service kit', () => {
       const res = await request(buildApp()).post('/store').send(body);
       expect(res.status).toBe(400);
       expect(res.body.code).toBe('invalid_request');
-      expect(res.body.details).toEqual([{ path, message: 'must not contain the NUL character (U+0000)' }]);
+      expect(res.body.details.issues).toEqual([
+        { path, code: 'invalid_characters', message: 'must not contain the NUL character (U+0000)' },
+      ]);
     }
+    // A parameter the route does not declare is refused by name, whatever it holds.
     const query = await request(buildApp()).get('/items?limit=1&x=%00');
-    expect(query.status).toBe(200);
+    expect(query.status).toBe(400);
+    expect(query.body.details.issues).toEqual([
+      expect.objectContaining({ path: 'query.x', code: 'unknown_parameter' }),
+    ]);
     const ok = await request(buildApp())
       .post('/store')
       .send({ name: 'fine', payload: { a: ['b'] } });
@@ -245,7 +256,7 @@ describe('validate: repeated query strings', () => {
     for (let i = 0; i < 3; i++) {
       const res = await request(app).get('/items?limit=0');
       expect(res.status).toBe(400);
-      expect(res.body.details).toEqual([expect.objectContaining({ path: 'query.limit' })]);
+      expect(res.body.details.issues).toEqual([expect.objectContaining({ path: 'query.limit' })]);
     }
     expect(parses.count).toBe(3);
   });

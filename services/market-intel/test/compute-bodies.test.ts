@@ -72,13 +72,13 @@ describe('Compute bodies (422, never charged)', () => {
     ['a JSON array instead of an object', '/api/v1/forge/ideate', [], 'body'],
   ];
   it.each(bad)(
-    'When the body has %s, then 422 validation_failed with the field error, before any 402',
+    'When the body has %s, then 422 invalid_request with the field error, before any 402',
     async (_name, path, body, field) => {
       const res = await post(path, body);
       expect(res.status).toBe(422);
       const answer = await json(res);
       expect(answer).toMatchObject({
-        code: 'validation_failed',
+        code: 'invalid_request',
         error: expect.any(String),
         requestId: expect.any(String),
       });
@@ -113,7 +113,10 @@ describe('Compute bodies (422, never charged)', () => {
       const res = await post('/api/v1/prove/debate', { idea: IDEA, webhook_url: url });
       expect(res.status).toBe(422);
       const body = await json(res);
-      expect(body).toMatchObject({ code: 'validation_failed', details: [{ path: 'body.webhook_url' }] });
+      expect(body).toMatchObject({
+        code: 'invalid_request',
+        details: { issues: [{ path: 'body.webhook_url' }] },
+      });
       expect(String(body.error)).toMatch(/loopback|metadata|private|link-local/);
     }
   });

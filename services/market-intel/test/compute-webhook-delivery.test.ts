@@ -25,7 +25,7 @@ describe('Webhook delivery', () => {
     expect(String((await json(res)).error)).toContain('loopback');
   });
 
-  it('When a webhook_url host does not resolve, then 422 validation_failed instead of a 402, and an attached payment is not consumed', async () => {
+  it('When a webhook_url host does not resolve, then 422 invalid_request instead of a 402, and an attached payment is not consumed', async () => {
     await beat(HEALTHY, null);
     await waitFor('healthy', async () => (await healthStatus()) === 200);
     // .invalid never resolves (RFC 6761); without a reachable DNS server it times out: refused either way.
@@ -37,8 +37,8 @@ describe('Webhook delivery', () => {
     expect(unpaid.headers.get('x402-version')).toBeNull();
     expect(await json(unpaid)).toEqual({
       error: expect.stringMatching(unresolved),
-      code: 'validation_failed',
-      details: [{ path: 'body.webhook_url', message: expect.stringMatching(unresolved) }],
+      code: 'invalid_request',
+      details: { issues: [{ path: 'body.webhook_url', message: expect.stringMatching(unresolved) }] },
       requestId: expect.any(String),
     });
 
@@ -46,7 +46,7 @@ describe('Webhook delivery', () => {
     const paid = await api.h.postWithProof('/api/v1/prove/debate', { idea: IDEA, webhook_url }, signature);
     expect(paid.status).toBe(422);
     expect(await json(paid)).toMatchObject({
-      code: 'validation_failed',
+      code: 'invalid_request',
       error: expect.stringMatching(unresolved),
     });
     expect(await api.h.paymentRows(signature)).toEqual([]);

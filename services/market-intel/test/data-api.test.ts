@@ -135,9 +135,13 @@ describe.each<[string, string, Record<string, string>]>([
       async (path, field) => {
         const res = await fetch(h.baseUrl + path);
         expect(res.status).toBe(400);
-        const body = (await res.json()) as { code: string; details: { path: string }[]; requestId: string };
+        const body = (await res.json()) as {
+          code: string;
+          details: { issues: { path: string }[] };
+          requestId: string;
+        };
         expect(body.code).toBe('invalid_request');
-        expect(body.details.map((d) => d.path)).toContain(field);
+        expect(body.details.issues.map((d) => d.path)).toContain(field);
         expect(typeof body.requestId).toBe('string');
       },
     );

@@ -4,6 +4,7 @@ import { Broker } from '@repo/queue';
 import { COMPUTE_TOPOLOGY, type RunnerHeartbeat } from '@repo/compute';
 import { waitFor } from '@repo/queue/testing';
 import {
+  errorDialectProblems,
   fuzzCheckAll,
   fuzzOperations,
   fuzzRunSettings,
@@ -230,8 +231,7 @@ describe('fuzzing market-intel from its own OpenAPI document', () => {
           // or a NUL character.
           const code = (response.json as { code?: unknown } | undefined)?.code;
           const validation =
-            (response.status === 400 || response.status === 422) &&
-            (code === 'invalid_request' || code === 'validation_failed');
+            (response.status === 400 || response.status === 422) && code === 'invalid_request';
           if (!validation)
             throw new Error(
               `an unpaid or garbage-paid request answered ${response.status}: ${response.text.slice(0, 300)}`,
@@ -255,6 +255,35 @@ describe('fuzzing market-intel from its own OpenAPI document', () => {
   });
 });
 
+describe('the one error dialect (docs/architecture.md, "One error dialect")', () => {
+  it('When every operation gets an unknown query parameter (twice, through the hot path), an unknown body field, a missing field, a JSON body sent as text/plain and a body over the limit, then 400 (422 for compute bodies) invalid_request naming it before any 402, 415 and 413 with details.limit_bytes', async () => {
+    const doc = (await (await fetch(`${h.baseUrl}/openapi.json`)).json()) as OpenApiDocument;
+    const problems = await errorDialectProblems(doc, operations, {
+      baseUrl: h.baseUrl,
+      credentials: {},
+      bodyLimitBytes: 100 * 1024,
+      headers: { 'x-forwarded-for': FUZZ_CLIENT },
+      bodyStatus: { forgeIdeate: 422, proveDebate: 422 },
+    });
+    expect(problems).toEqual([]);
+  });
+
+  it('When a Data API URL carries a misspelt parameter (?sectr=fintech), then it is a 400 naming it and suggesting `sector` every time, never a 402, and nothing is charged', async () => {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const res = await fetch(`${h.baseUrl}/api/v1/scout/gaps?sectr=fintech`);
+      expect(res.status).toBe(400);
+      expect(res.headers.get('payment-required')).toBeNull();
+      expect(await res.json()).toMatchObject({
+        code: 'invalid_request',
+        error: 'query parameter `sectr` is not a parameter of this operation; did you mean `sector`?',
+        details: { issues: [{ path: 'query.sectr', code: 'unknown_parameter' }] },
+      });
+    }
+    // The URL spelt right is still offered for payment.
+    expect((await fetch(`${h.baseUrl}/api/v1/scout/gaps?sector=fintech`)).status).toBe(402);
+  });
+});
+
 describe('regressions the fuzzing found', () => {
   it('When a path parameter is not valid percent-encoding (GET /api/v1/jobs/%), then 400 invalid_request in the envelope, not 500', async () => {
     const res = await fetch(`${h.baseUrl}/api/v1/jobs/%`);
@@ -275,8 +304,16 @@ describe('regressions the fuzzing found', () => {
     );
     expect(res.status).toBe(422);
     expect(await res.json()).toMatchObject({
-      code: 'validation_failed',
-      details: [{ path: 'body.idea', message: 'must not contain the NUL character (U+0000)' }],
+      code: 'invalid_request',
+      details: {
+        issues: [
+          {
+            path: 'body.idea',
+            code: 'invalid_characters',
+            message: 'must not contain the NUL character (U+0000)',
+          },
+        ],
+      },
     });
     expect(await h.paymentRows(signature)).toEqual([]);
   });

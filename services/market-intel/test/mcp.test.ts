@@ -273,7 +273,7 @@ describe('market-intel MCP endpoint', () => {
     const badLimit = toolErrorOf(await agent.callTool({ name: 'scout_gaps', arguments: { limit: 0 } }));
     expect(badLimit).toMatchObject({
       code: 'invalid_request',
-      details: [{ path: 'arguments.limit', message: expect.any(String) }],
+      details: { issues: [{ path: 'arguments.limit', message: expect.any(String) }] },
     });
     for (const payment of [42, [1], true]) {
       const badMeta = await agent.callTool({
@@ -317,7 +317,7 @@ describe('market-intel MCP endpoint', () => {
     const bad = toolErrorOf(await agent.callTool({ name: 'prove_debate', arguments: { idea: 'short' } }));
     expect(bad).toMatchObject({
       code: 'invalid_request',
-      details: [{ path: 'arguments.idea', message: expect.any(String) }],
+      details: { issues: [{ path: 'arguments.idea', message: expect.any(String) }] },
     });
   });
 

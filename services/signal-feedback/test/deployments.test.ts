@@ -238,7 +238,7 @@ describe('Recording deployments', () => {
     for (const [body, path] of cases) {
       const res = await post(body);
       expect([res.status, res.body.code]).toEqual([400, 'invalid_request']);
-      expect(res.body.details.map((d: { path: string }) => d.path)).toContain(path);
+      expect(res.body.details.issues.map((d: { path: string }) => d.path)).toContain(path);
     }
     const bad = await request(h.baseUrl)
       .post('/api/proposals/not-a-uuid/deployments')

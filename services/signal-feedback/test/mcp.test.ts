@@ -168,7 +168,7 @@ describe('signal-feedback MCP endpoint', () => {
     );
     expect(missingType).toMatchObject({
       code: 'invalid_request',
-      details: [{ path: 'arguments.signals.1.type', message: expect.any(String) }],
+      details: { issues: [{ path: 'arguments.signals.1.type', message: expect.any(String) }] },
     });
 
     const nulType = toolErrorOf(
@@ -176,7 +176,7 @@ describe('signal-feedback MCP endpoint', () => {
     );
     expect(nulType).toMatchObject({
       code: 'invalid_request',
-      details: [{ path: 'arguments.signals.0.type' }],
+      details: { issues: [{ path: 'arguments.signals.0.type' }] },
     });
 
     const nulPayload = toolErrorOf(
@@ -187,9 +187,14 @@ describe('signal-feedback MCP endpoint', () => {
     );
     expect(nulPayload).toMatchObject({
       code: 'invalid_request',
-      details: [
-        { path: 'arguments.signals.1.payload.note', message: 'must not contain the NUL character (U+0000)' },
-      ],
+      details: {
+        issues: [
+          {
+            path: 'arguments.signals.1.payload.note',
+            message: 'must not contain the NUL character (U+0000)',
+          },
+        ],
+      },
     });
 
     const wrongTypes = toolErrorOf(
@@ -199,7 +204,7 @@ describe('signal-feedback MCP endpoint', () => {
       }),
     );
     expect(wrongTypes.code).toBe('invalid_request');
-    const paths = (wrongTypes.details as { path: string }[]).map((d) => d.path).sort();
+    const paths = (wrongTypes.details as { issues: { path: string }[] }).issues.map((d) => d.path).sort();
     expect(paths).toEqual([
       'arguments.signals.0.type',
       'arguments.signals.1.context_id',
@@ -207,7 +212,8 @@ describe('signal-feedback MCP endpoint', () => {
     ]);
 
     for (const envelope of [missingType, nulType, nulPayload, wrongTypes])
-      for (const d of envelope.details as { path: string }[]) expect(d.path).toMatch(/^arguments\.signals\./);
+      for (const d of (envelope.details as { issues: { path: string }[] }).issues)
+        expect(d.path).toMatch(/^arguments\.signals\./);
     expect(await signalRows(product.id)).toHaveLength(0);
   });
 
@@ -216,11 +222,14 @@ describe('signal-feedback MCP endpoint', () => {
     const tooMany = Array.from({ length: MAX_BATCH + 1 }, (_, i) => ({ type: `t${i}` }));
     for (const signals of [tooMany, [], 'page_view']) {
       const envelope = toolErrorOf(await agent.callTool({ name: 'send_signals', arguments: { signals } }));
-      expect(envelope).toMatchObject({ code: 'invalid_request', details: [{ path: 'arguments.signals' }] });
+      expect(envelope).toMatchObject({
+        code: 'invalid_request',
+        details: { issues: [{ path: 'arguments.signals' }] },
+      });
     }
-    expect(toolErrorOf(await agent.callTool({ name: 'send_signals', arguments: {} })).details).toMatchObject([
-      { path: 'arguments.signals' },
-    ]);
+    expect(toolErrorOf(await agent.callTool({ name: 'send_signals', arguments: {} })).details).toMatchObject({
+      issues: [{ path: 'arguments.signals' }],
+    });
     expect(await signalRows(product.id)).toHaveLength(0);
     const exactly = await agent.callTool({
       name: 'send_signals',
@@ -413,14 +422,20 @@ describe('signal-feedback MCP endpoint', () => {
     const bad = toolErrorOf(
       await agent.callTool({ name: 'record_deployment', arguments: { proposal_id: proposalId, alpha: 2 } }),
     );
-    expect(bad).toMatchObject({ code: 'invalid_request', details: [{ path: 'arguments.alpha' }] });
+    expect(bad).toMatchObject({
+      code: 'invalid_request',
+      details: { issues: [{ path: 'arguments.alpha' }] },
+    });
     const future = toolErrorOf(
       await agent.callTool({
         name: 'record_deployment',
         arguments: { proposal_id: proposalId, deployed_at: new Date(Date.now() + 3_600_000).toISOString() },
       }),
     );
-    expect(future).toMatchObject({ code: 'invalid_request', details: [{ path: 'arguments.deployed_at' }] });
+    expect(future).toMatchObject({
+      code: 'invalid_request',
+      details: { issues: [{ path: 'arguments.deployed_at' }] },
+    });
     expect(await h.db.deployment.count({ where: { proposalId } })).toBe(1);
   });
 

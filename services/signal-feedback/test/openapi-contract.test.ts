@@ -67,7 +67,10 @@ describe('The OpenAPI document and the mounted routes', () => {
     // The documented bounds are the enforced ones.
     const over = await list(201);
     expect(over.status).toBe(400);
-    expect(over.body).toMatchObject({ code: 'invalid_request', details: [{ path: 'query.limit' }] });
+    expect(over.body).toMatchObject({
+      code: 'invalid_request',
+      details: { issues: [{ path: 'query.limit' }] },
+    });
     expect((await list(0)).status).toBe(400);
     expect((await list(200)).status).toBe(200);
     expect((await list(1)).status).toBe(200);

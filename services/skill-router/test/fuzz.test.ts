@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import {
+  errorDialectProblems,
   fuzzCheckAll,
   fuzzOperations,
   fuzzRunSettings,
@@ -125,6 +126,18 @@ describe('fuzzing skill-router from its own OpenAPI document', () => {
   });
 });
 
+describe('the one error dialect (docs/architecture.md, "One error dialect")', () => {
+  it('When every operation gets an unknown query parameter, an unknown body field, a missing field, a JSON body sent as text/plain, a body over the limit and its key as Authorization: Bearer, then 400 invalid_request naming it in words, 415, 413 with details.limit_bytes, and the Bearer key is accepted', async () => {
+    const doc = (await (await fetch(`${h.baseUrl}/openapi.json`)).json()) as OpenApiDocument;
+    const problems = await errorDialectProblems(doc, operations, {
+      baseUrl: h.baseUrl,
+      credentials: { ...credentials, bearer: credentials.apiKey ?? '' },
+      bodyLimitBytes: 100 * 1024,
+    });
+    expect(problems).toEqual([]);
+  });
+});
+
 describe('regressions the fuzzing found', () => {
   it('When a path parameter is not valid percent-encoding (GET /api/discover/skills/%), then 400 invalid_request in the envelope, not 500', async () => {
     for (const path of ['/api/discover/skills/%', '/api/discover/skills/%E0%A4%A']) {
@@ -143,7 +156,15 @@ describe('regressions the fuzzing found', () => {
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({
       code: 'invalid_request',
-      details: [{ path: 'body.description', message: 'must not contain the NUL character (U+0000)' }],
+      details: {
+        issues: [
+          {
+            path: 'body.description',
+            code: 'invalid_characters',
+            message: 'must not contain the NUL character (U+0000)',
+          },
+        ],
+      },
     });
   });
 });

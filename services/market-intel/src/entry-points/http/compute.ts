@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import type { z } from 'zod';
-import { AppError, notFound, requestIdOf } from '@repo/errors';
+import { notFound, requestIdOf, validationError } from '@repo/errors';
 import { AgentJob } from '@repo/schemas';
 import { contractRouter, errorResponse, type ContractRouter } from '@repo/service-kit';
 import { checkUrl, type SsrfPolicy } from '@repo/ssrf-guard';
@@ -104,7 +104,7 @@ export function computeRouter(deps: ComputeDeps | undefined): ContractRouter {
     async (_req, res) => {
       const { jobId } = res.locals.valid.params;
       const job = deps ? await deps.jobs.get(jobId) : null;
-      if (!job) throw notFound('Unknown job');
+      if (!job) throw notFound('job');
       res.setHeader('cache-control', 'no-store');
       res.json(job);
     },
@@ -117,7 +117,7 @@ type ComputeBody = { webhook_url?: string | undefined };
 /**
  * Declares on `router` the POST that starts a paid `kind` job: its contract (see `paidComputeParts`,
  * with the price and duration of the kind; `network` in the query, the body validated with 422
- * `validation_failed`), the preflight, then the payment and the job ({@link createJob}).
+ * `invalid_request`), the preflight, then the payment and the job ({@link createJob}).
  * @param job the job's prove session and input, from the validated body
  */
 function computePost<B extends z.ZodType<ComputeBody>>(
@@ -142,7 +142,7 @@ function computePost<B extends z.ZodType<ComputeBody>>(
         body: body as z.ZodType<ComputeBody>,
         headers: PAYMENT_REQUEST_HEADERS,
       },
-      validation: { bodyCode: 'validation_failed' },
+      validation: { bodyStatus: 422 },
     },
     preflight(deps, route),
     async (req, res) => {
@@ -160,7 +160,7 @@ function computePost<B extends z.ZodType<ComputeBody>>(
 }
 
 /**
- * Webhook address check (422) and health preflight (503), both before any payment is asked. The
+ * Webhook address check (422 `invalid_request`) and health preflight (503), both before any payment is asked. The
  * check resolves the caller's host through c-ares within 2 s (never `dns.lookup`, whose thread pool
  * the database also needs), so an unpaid request cannot hold the pool with slow names.
  */
@@ -176,19 +176,23 @@ function preflight(
     const webhookUrl = req.body.webhook_url;
     if (webhookUrl !== undefined) {
       if (!deps.webhooks) {
-        throw new AppError(
-          'validation_failed',
-          'webhook_url is not accepted: webhooks are not enabled on this server',
-          {
-            details: [{ path: 'body.webhook_url', message: 'webhooks are not enabled on this server' }],
-          },
+        throw validationError(
+          [
+            {
+              path: 'body.webhook_url',
+              code: 'custom',
+              message: 'is not accepted: webhooks are not enabled on this server',
+            },
+          ],
+          422,
         );
       }
       const check = await checkUrl(webhookUrl, deps.webhooks.policy);
       if (!check.ok) {
-        throw new AppError('validation_failed', `webhook_url is not allowed: ${check.error.message}`, {
-          details: [{ path: 'body.webhook_url', message: check.error.message }],
-        });
+        throw validationError(
+          [{ path: 'body.webhook_url', code: 'custom', message: `is not allowed: ${check.error.message}` }],
+          422,
+        );
       }
     }
     const health = await deps.health();

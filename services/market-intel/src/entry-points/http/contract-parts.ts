@@ -253,10 +253,12 @@ export function paidComputeParts(
       ),
       '402': PAYMENT_NOT_ACCEPTABLE,
       '409': errorResponse('this payment already started a job: details.jobId'),
-      '413': errorResponse('the body is larger than BODY_LIMIT (100 kB by default; `payload_too_large`)'),
+      '413': errorResponse(
+        'the body is larger than BODY_LIMIT (100 kB by default; `payload_too_large`, the limit in bytes in details.limit_bytes)',
+      ),
       '415': BODY_PARSER_ERRORS['415'],
       '422': errorResponse(
-        'the body or its webhook_url failed validation (`validation_failed`, field errors in details); no payment consumed',
+        'the body or its webhook_url failed validation, or the body has a field the operation does not know (`invalid_request`, each problem in details.issues); no payment consumed',
       ),
       '429': errorResponse(
         `${VERIFICATIONS_LIMITED}; or, paid on devnet, a daily cap on devnet compute jobs is reached ` +

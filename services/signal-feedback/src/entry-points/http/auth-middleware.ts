@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type {} from 'cookie-parser';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError } from '@repo/errors';
-import type { ApiKeyCache } from '@repo/service-kit';
+import { presentedApiKey, type ApiKeyCache } from '@repo/service-kit';
 import type { SessionRecord } from '../../data/accounts';
 import type { KeyOwner } from '../../data/signals';
 import { hashSessionToken, safeEqual } from '../../domain/sessions';
@@ -154,9 +154,9 @@ export function requireCsrf(allowedOrigins: ReadonlySet<string>): RequestHandler
       return;
     }
     const session = sessionOf(res);
-    // Without a session, or with an API key header (which no cross-site form can send), nothing rides
-    // on the cookie.
-    if (!session || req.get('x-api-key') !== undefined) {
+    // Without a session, or with an API key header or Authorization (which no cross-site form can
+    // send), nothing rides on the cookie.
+    if (!session || req.get('x-api-key') !== undefined || req.get('authorization') !== undefined) {
       next();
       return;
     }
@@ -176,7 +176,8 @@ export function requireCsrf(allowedOrigins: ReadonlySet<string>): RequestHandler
 }
 
 /**
- * Authenticates a product API key from `x-api-key` (and, with `allowQuery`, the `key` query parameter,
+ * Authenticates a product API key from `x-api-key` or `Authorization: Bearer` (see `presentedApiKey`;
+ * and, with `allowQuery`, the `key` query parameter,
  * which wins when both are given), with {@link authenticateProductKey}, for {@link keyOwnerOf}.
  * @param required answer 401 when no valid key was presented (else continue without one, unless a key
  *   was presented and is invalid: always 401)
@@ -188,7 +189,7 @@ export function apiKeyAuth(
 ): RequestHandler {
   return async (req, res, next) => {
     const fromQuery = options.allowQuery ? queryKeys.get(req) : undefined;
-    const key = fromQuery ?? req.get('x-api-key');
+    const key = fromQuery ?? presentedApiKey(req);
     if (!options.required && (key === undefined || key === '')) {
       next();
       return;

@@ -14,8 +14,11 @@ import EXAMPLES from './examples.json';
 /** The service's version: of the OpenAPI document and of the MCP server (`initialize`). */
 export const SERVICE_VERSION = '1.0.0';
 
-/** Security requirement of the operations authenticated by a product key in `x-api-key` (README, "API keys"). */
-export const KEY_SECURITY: Record<string, string[]>[] = [{ apiKey: [] }];
+/**
+ * Security requirement of the operations authenticated by a product key (README, "API keys"): in
+ * `x-api-key`, or as `Authorization: Bearer <key>` (docs/architecture.md, "One error dialect").
+ */
+export const KEY_SECURITY: Record<string, string[]>[] = [{ apiKey: [] }, { bearer: [] }];
 
 /** Security requirement of the operations that need a dashboard session (README, "Sessions and CSRF"). */
 export const SESSION_SECURITY: Record<string, string[]>[] = [{ session: [] }];
@@ -34,7 +37,7 @@ export const CSRF_HEADER_PARAMETER: OpenApiParameter = {
 
 /**
  * The OpenAPI 3.1 document of signal-feedback (README, "Endpoints"; document version 1.0.0): the
- * document-level parts (info, the response components, the `apiKey`, `apiKeyQuery` and `session`
+ * document-level parts (info, the response components, the `apiKey`, `bearer`, `apiKeyQuery` and `session`
  * security schemes) around the operations the routes declare (see `contractRouter`), so the document
  * lists exactly what the routes validate and answer.
  * @param operations the operations of the contract routers, in the order the document lists them
@@ -53,6 +56,12 @@ export function signalFeedbackOpenApi(operations: readonly OpenApiOperation[]): 
     components: { ErrorEnvelope, ReceivedResponse, Proposal, CreatedProduct, Context, Me, AnalysisRunResult },
     securitySchemes: {
       apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'product key, spk_...' },
+      bearer: {
+        type: 'http',
+        scheme: 'bearer',
+        description:
+          'the same product key (spk_...) as Authorization: Bearer <key>, wherever x-api-key is accepted',
+      },
       apiKeyQuery: { type: 'apiKey', in: 'query', name: 'key', description: 'product key for /api/ingest' },
       session: {
         type: 'apiKey',

@@ -28,6 +28,9 @@ import { AUTHENTICATED_BODY_ERRORS } from './openapi';
 /** The documented 429 of an operation limited per key. */
 const limited = (description: string) => errorResponse(description, RETRY_AFTER_HEADER);
 
+/** The operations that need a key: in `x-api-key`, or as `Authorization: Bearer <key>`. */
+const KEY_SECURITY: Record<string, string[]>[] = [{ apiKey: [] }, { bearer: [] }];
+
 /**
  * The `/api/discover` endpoints (README, "Endpoints"): route, skills list and detail, register and
  * report, each running its {@link DiscoverOperations} use case. Route, register and report need
@@ -56,7 +59,7 @@ export function discoverRoutes(
     operationId: operation.operationId,
     summary: operation.summary,
     tags: ['Discover'],
-    security: [{ apiKey: [] }],
+    security: KEY_SECURITY,
     request: { body: operation.body },
     responses: { ...AUTHENTICATED_BODY_ERRORS, ...BODY_PARSER_ERRORS, ...operation.responses },
     before: [...(operation.before ?? []), auth],

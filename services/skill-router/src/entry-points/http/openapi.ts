@@ -63,6 +63,12 @@ export function skillRouterOpenApi(operations: readonly OpenApiOperation[]): Jso
         name: 'x-api-key',
         description: `An \`sk_router_\` key. ${GETTING_A_KEY}`,
       },
+      bearer: {
+        type: 'http',
+        scheme: 'bearer',
+        description:
+          'the same `sk_router_` key as `Authorization: Bearer <key>`, wherever `x-api-key` is accepted',
+      },
     },
     operations: withExamples(operations, EXAMPLES),
   });
@@ -72,8 +78,11 @@ export function skillRouterOpenApi(operations: readonly OpenApiOperation[]): Jso
 export const AUTHENTICATED_BODY_ERRORS = {
   '400': {
     description:
-      'invalid JSON (`invalid_json`) or a field failed validation (`invalid_request`, `details` lists the fields)',
+      'invalid JSON (`invalid_json`), or a field failed validation or is not a field of the operation (`invalid_request`, each problem in details.issues)',
     body: ErrorEnvelope,
   },
-  '401': { description: 'missing or unknown x-api-key (`unauthorized`)', body: ErrorEnvelope },
+  '401': {
+    description: 'missing or unknown key in x-api-key or Authorization: Bearer (`unauthorized`)',
+    body: ErrorEnvelope,
+  },
 };

@@ -1,0 +1,207 @@
+import request from 'supertest';
+import { z } from 'zod';
+import { contractRouter, createServiceApp, createLogger, presentedApiKey } from '../src/index';
+
+// The one error dialect (docs/architecture.md, "One error dialect") as the kit enforces it for every
+// declared route: 415 for a body that is not JSON, unknown parameters and fields named in a 400,
+// human messages with details.issues, 413 with details.limit_bytes, credential query parameters left
+// to authentication.
+
+const logger = createLogger({ name: 'test', level: 'silent' });
+
+const Signal = z.object({
+  type: z.string().min(1).max(100),
+  payload: z.record(z.string(), z.unknown()).optional(),
+  context: z.object({ name: z.string() }).optional(),
+});
+
+function buildApp() {
+  const api = contractRouter()
+    .route(
+      {
+        method: 'get',
+        path: '/gaps',
+        operationId: 'gaps',
+        summary: 'Gaps',
+        request: {
+          query: z.object({
+            sector: z.string().optional(),
+            limit: z.coerce.number().int().max(100).optional(),
+          }),
+        },
+        responses: { '200': { description: 'ok' } },
+      },
+      (_req, res) => {
+        res.json(res.locals.valid.query);
+      },
+    )
+    .route(
+      {
+        method: 'get',
+        path: '/plain',
+        operationId: 'plain',
+        summary: 'No query at all',
+        responses: { '200': { description: 'ok' } },
+      },
+      (_req, res) => {
+        res.json({ ok: true });
+      },
+    )
+    .route(
+      {
+        method: 'post',
+        path: '/signals',
+        operationId: 'signals',
+        summary: 'One signal',
+        request: { body: Signal },
+        responses: { '200': { description: 'ok' } },
+      },
+      (req, res) => {
+        res.json(req.body);
+      },
+    );
+  return createServiceApp(
+    { logger, bodyLimit: '1kb' },
+    {
+      mcp: { name: 'svc', version: '1.0.0', tools: [] },
+      llmsTxt: { title: 'svc', summary: 'A test service.', details: [], sections: [] },
+      openApi: {
+        openapi: '3.1.0',
+        paths: {
+          '/signals': {
+            post: {
+              requestBody: {
+                content: {
+                  'application/json': {
+                    schema: { type: 'object', properties: { type: { type: 'string' } } },
+                  },
+                },
+              },
+            },
+          },
+        },
+        components: { securitySchemes: { keyQuery: { type: 'apiKey', in: 'query', name: 'key' } } },
+      },
+      routes: [api.router],
+    },
+  );
+}
+
+const app = buildApp();
+
+describe('the one error dialect of declared routes', () => {
+  it('When a query names a parameter the operation does not know, then 400 invalid_request names it and suggests the near one, every time', async () => {
+    for (let i = 0; i < 2; i++) {
+      const res = await request(app).get('/gaps?sectr=fintech');
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({
+        code: 'invalid_request',
+        error: 'query parameter `sectr` is not a parameter of this operation; did you mean `sector`?',
+        details: { issues: [{ path: 'query.sectr', code: 'unknown_parameter' }] },
+      });
+    }
+    expect((await request(app).get('/gaps?sector=fintech&limit=5')).body).toEqual({
+      sector: 'fintech',
+      limit: 5,
+    });
+  });
+
+  it('When an operation declares no query and one is sent, then 400 names it; without one the route answers', async () => {
+    const res = await request(app).get('/plain?debug=1');
+    expect(res.status).toBe(400);
+    expect(res.body.details.issues).toEqual([
+      { path: 'query.debug', code: 'unknown_parameter', message: 'is not a parameter of this operation' },
+    ]);
+    expect((await request(app).get('/plain')).status).toBe(200);
+  });
+
+  it('When a credential parameter of the document (apiKey in query) is sent, then validation leaves it to authentication', async () => {
+    expect((await request(app).get('/plain?key=spk_x')).status).toBe(200);
+  });
+
+  it('When a body carries unknown fields, at the top or nested, then 400 names each; free-form objects keep theirs', async () => {
+    const res = await request(app)
+      .post('/signals')
+      .send({ type: 'click', timestamp: 'now', context: { name: 'a', nmae: 'b' }, payload: { anything: 1 } });
+    expect(res.status).toBe(400);
+    expect(res.body.details.issues).toEqual([
+      { path: 'body.context.nmae', code: 'unknown_field', message: 'is not a field of this operation' },
+      { path: 'body.timestamp', code: 'unknown_field', message: 'is not a field of this operation' },
+    ]);
+    expect(res.body.error).toBe(
+      '`context.nmae` is not a field of this operation; `timestamp` is not a field of this operation',
+    );
+    const ok = await request(app)
+      .post('/signals')
+      .send({ type: 'click', payload: { anything: { deep: 1 } } });
+    expect(ok.status).toBe(200);
+  });
+
+  it('When a required field is missing or has the wrong type, then the message says so in words and details.issues carries path and code', async () => {
+    const missing = await request(app).post('/signals').send({ payload: {} });
+    expect(missing.status).toBe(400);
+    expect(missing.body).toMatchObject({
+      error: '`type` is required',
+      code: 'invalid_request',
+      details: { issues: [{ path: 'body.type', code: 'required', message: 'is required' }] },
+    });
+    const wrong = await request(app).post('/signals').send({ type: 42 });
+    expect(wrong.body.error).toBe('`type` must be a string (got a number)');
+    expect(wrong.body.error).not.toMatch(/Invalid input|expected|received/);
+    const long = await request(app)
+      .post('/signals')
+      .send({ type: 'x'.repeat(101) });
+    expect(long.body.details.issues).toEqual([
+      { path: 'body.type', code: 'too_big', message: 'must be at most 100 characters long' },
+    ]);
+  });
+
+  it('When a JSON body is sent with another content type, or none, then 415 says what to send; no body at all is a 400 "the body is required"', async () => {
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded']) {
+      const res = await request(app).post('/signals').set('content-type', type).send('type=click');
+      expect(res.status).toBe(415);
+      expect(res.body.code).toBe('unsupported_media_type');
+      expect(res.body.error).toMatch(/^Send the body as JSON with Content-Type: application\/json/);
+    }
+    const none = await request(app).post('/signals');
+    expect(none.status).toBe(400);
+    expect(none.body).toMatchObject({
+      code: 'invalid_request',
+      details: { issues: [{ path: 'body', code: 'required' }] },
+    });
+  });
+
+  it('When the body is over the limit, then 413 payload_too_large with details.limit_bytes', async () => {
+    const res = await request(app)
+      .post('/signals')
+      .send({ type: 'x'.repeat(2000) });
+    expect(res.status).toBe(413);
+    expect(res.body).toMatchObject({
+      code: 'payload_too_large',
+      error: 'Request body is too large: the limit is 1024 bytes (details.limit_bytes)',
+      details: { limit_bytes: 1024 },
+    });
+  });
+
+  it('When the document is served, then request body objects that list their properties are closed (additionalProperties: false)', async () => {
+    const doc = (await request(app).get('/openapi.json')).body;
+    expect(doc.paths['/signals'].post.requestBody.content['application/json'].schema).toEqual({
+      type: 'object',
+      properties: { type: { type: 'string' } },
+      additionalProperties: false,
+    });
+  });
+});
+
+describe('presentedApiKey', () => {
+  it('When a key comes in x-api-key or Authorization: Bearer, then it is found; x-api-key wins; other schemes and blanks are none', () => {
+    expect(presentedApiKey({ headers: { 'x-api-key': ' k1 ' } })).toBe('k1');
+    expect(presentedApiKey({ headers: { authorization: 'Bearer k2' } })).toBe('k2');
+    expect(presentedApiKey({ headers: { authorization: 'bearer   k2' } })).toBe('k2');
+    expect(presentedApiKey({ headers: { 'x-api-key': 'k1', authorization: 'Bearer k2' } })).toBe('k1');
+    expect(presentedApiKey({ headers: { authorization: 'Basic a2V5' } })).toBeUndefined();
+    expect(presentedApiKey({ headers: { authorization: 'Bearer a b' } })).toBeUndefined();
+    expect(presentedApiKey({ headers: { 'x-api-key': ' ' } })).toBeUndefined();
+    expect(presentedApiKey({ headers: {} })).toBeUndefined();
+  });
+});
