@@ -138,6 +138,8 @@ function mainChart(canvas, tip, points, bucket, shown, markers) {
   const text = cssVar('--muted');
   const grid = cssVar('--line');
   const bad = cssVar('--bad');
+  // Axis titles only where there is room for them (not on phones).
+  const titled = canvas.parentElement.clientWidth > 520;
   // A rate point with no neighbour (one bucket, or isolated buckets) is drawn as a dot to stay visible.
   const rates = points.map((p) =>
     p.negative_rate === null ? null : Math.round(p.negative_rate * 1000) / 10,
@@ -224,7 +226,7 @@ function mainChart(canvas, tip, points, bucket, shown, markers) {
           grace: '5%',
           ticks: { color: text, precision: 0, maxTicksLimit: 5 },
           grid: { color: grid },
-          title: { display: true, text: 'signals', color: text },
+          title: { display: titled, text: 'signals', color: text },
         },
         rate: {
           position: 'right',
@@ -232,7 +234,7 @@ function mainChart(canvas, tip, points, bucket, shown, markers) {
           max: 100,
           ticks: { color: text, stepSize: 50, callback: (v) => `${v} %` },
           grid: { drawOnChartArea: false },
-          title: { display: true, text: 'negative', color: text },
+          title: { display: titled, text: 'negative', color: text },
         },
       },
     },
@@ -353,7 +355,7 @@ function contextFigure(c, points, types, deployments, bucket) {
     const button = markers.children[i];
     const d = shown[i];
     showTip(markerTip, button.offsetLeft + MARKER_HIT_PX / 2, button.offsetTop + 24, deploymentTitle(d), [
-      `${verdictLabel(d)}: ${verdictText(d)}`,
+      verdictText(d),
     ]);
     button.classList.add('active');
   };

@@ -4,11 +4,8 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { chromiumPath, expectDocsRender } from '@repo/service-kit/testing';
 import { startHarness, type Harness } from './support/harness';
 
-// The committed screenshot in docs/ is refreshed with UPDATE_SCREENSHOT=1; other runs keep the tree clean.
-const SCREENSHOT =
-  process.env.UPDATE_SCREENSHOT === '1'
-    ? path.resolve(__dirname, '../../../docs/signal-feedback-dashboard.png')
-    : path.join(os.tmpdir(), 'signal-feedback-dashboard.png');
+// A screenshot for a person to look at; the README's is taken by dashboard-charts.test.ts.
+const SCREENSHOT = path.join(os.tmpdir(), 'signal-feedback-dashboard-flow.png');
 
 let h: Harness;
 let browser: Browser;
@@ -172,22 +169,35 @@ test('When a user clicks through the dashboard, then every step reaches the API 
     `[data-deployment-id="${deployment.id}"][data-verdict=improved][data-provisional=false]`,
   );
   await verdict.waitFor();
-  expect(await verdict.textContent()).toContain('payment_failed 33.3 % → 6.3 % (144 → 144 signals, z = ');
+  expect(await verdict.textContent()).toContain(
+    'Improved: “payment_failed” fell from 33.3 % of 144 signals before to 6.3 % of 144 signals after (p = ',
+  );
   expect((await h.db.deployment.findUniqueOrThrow({ where: { id: deployment.id } })).verdict).toBe(
     'improved',
   );
-  const chart = page.locator(`svg.chart[data-context-id="${contexts[0]!.id}"]`);
+  // The chart (Chart.js on a canvas) describes itself, plots 7 days of hours and marks the deployment.
+  const figure = page.locator(`figure[data-context-id="${contexts[0]!.id}"]`);
+  const chart = figure.locator('canvas.main-chart');
   await chart.waitFor();
   expect(await chart.getAttribute('role')).toBe('img');
-  expect(await chart.locator('title').first().textContent()).toBe(
-    'Checkout: signals and negative rate per hour, last 7 days',
-  );
-  expect(await chart.locator('desc').textContent()).toMatch(
-    /^300 signals over the last 7 days, 64 negative \(21\.3 %\)\. .*Deployments marked: v1\.1\.0 on .* \(improved\)\.$/,
+  expect(await chart.getAttribute('aria-label')).toMatch(
+    /^Checkout: signals and negative rate per hour\. 300 signals, 64 negative \(21\.3 %\); .*Deployments: v1\.1\.0 · .* UTC, Improved\.$/,
   );
   // 48 hourly bars of history (6 signals each) and the hour of the burst.
-  expect(await chart.locator('rect.bar').count()).toBe(49);
-  expect(await chart.locator(`g.marker.improved[data-deployment-id="${deployment.id}"]`).count()).toBe(1);
+  const bars = await page.evaluate((id) => {
+    const canvas = document.querySelector(`figure[data-context-id="${id}"] canvas.main-chart`);
+    // The page's global Chart.js (its UMD build), typed loosely here.
+    const found = (
+      window as unknown as {
+        Chart: { getChart(c: Element | null): { data: { datasets: { data: number[] }[] } } };
+      }
+    ).Chart.getChart(canvas);
+    return found.data.datasets[0]!.data.filter((n) => n > 0).length;
+  }, contexts[0]!.id);
+  expect(bars).toBe(49);
+  expect(
+    await figure.locator(`.markers button.marker.improved[data-deployment-id="${deployment.id}"]`).count(),
+  ).toBe(1);
 
   await page.screenshot({ path: SCREENSHOT, fullPage: true });
 

@@ -148,13 +148,20 @@ export function createApp(deps: AppDeps): Application {
       openApi: doc,
       routes: [
         express.static(PUBLIC_DIR, { index: 'index.html', maxAge: '5m' }),
-        // Only the package's one browser file, not its sources or maps.
-        express.Router().get(CHART_JS_PATH, (_req, res, next) =>
-          // `root` keeps pnpm's `.pnpm` folder out of the dot-file check, which sees only the file name.
-          res.sendFile('chart.umd.min.js', { root: CHART_JS_DIR, maxAge: '1d' }, (err) => {
-            if (err) next(err);
-          }),
-        ),
+        // Only the package's one browser file, not its sources or maps; a static file like the
+        // dashboard's own, so it is not an operation of the API document.
+        {
+          path: CHART_JS_PATH,
+          use: [
+            (req, res, next) => {
+              if ((req.method !== 'GET' && req.method !== 'HEAD') || req.path !== '/') return next();
+              // `root` keeps pnpm's `.pnpm` folder out of the dot-file check, which sees only the file name.
+              res.sendFile('chart.umd.min.js', { root: CHART_JS_DIR, maxAge: '1d' }, (err) => {
+                if (err) next(err);
+              });
+            },
+          ],
+        },
         // Everything below may be cookie-authenticated: load the session, then CSRF-check writes.
         {
           path: '/api',
