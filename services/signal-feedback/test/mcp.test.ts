@@ -291,7 +291,9 @@ describe('signal-feedback MCP endpoint', () => {
     );
     expect(envelope).toMatchObject({
       code: 'invalid_request',
-      details: [{ path: 'arguments.signals.1.context_id', message: 'not a context of this product' }],
+      details: {
+        issues: [{ path: 'arguments.signals.1.context_id', message: 'is not a context of this product' }],
+      },
     });
     expect(await signalRows(product.id)).toHaveLength(0);
     expect(await signalRows(owner.product.id)).toHaveLength(0);
@@ -444,7 +446,9 @@ describe('signal-feedback MCP endpoint', () => {
     for (const args of [{ limit: 0 }, { limit: 201 }, { limit: '5' }, { status: 'done' }]) {
       const envelope = toolErrorOf(await agent.callTool({ name: 'list_proposals', arguments: args }));
       expect(envelope.code).toBe('invalid_request');
-      expect((envelope.details as { path: string }[])[0]?.path).toMatch(/^arguments\.(limit|status)$/);
+      expect((envelope.details as { issues: { path: string }[] }).issues[0]?.path).toMatch(
+        /^arguments\.(limit|status)$/,
+      );
     }
     const anonymous = await client();
     expect(toolErrorOf(await anonymous.callTool({ name: 'list_proposals', arguments: {} })).code).toBe(
