@@ -17,12 +17,12 @@ if (!fs.existsSync(dist)) {
     process.exit(2);
   }
   process.stderr.write(
-    'agent-pay: building it once (pnpm exec turbo run build --filter=@repo/agent-client...)\n',
+    'agent-pay: building it once (pnpm exec turbo run build --filter=@repo/agent-client)\n',
   );
   const { spawnSync } = require('node:child_process');
   const built = spawnSync(
     'pnpm',
-    ['exec', 'turbo', 'run', 'build', '--filter=@repo/agent-client...', '--output-logs=errors-only'],
+    ['exec', 'turbo', 'run', 'build', '--filter=@repo/agent-client', '--output-logs=errors-only'],
     { cwd: root, stdio: ['ignore', 2, 2] },
   );
   if (built.status !== 0 || !fs.existsSync(dist)) {

@@ -1,5 +1,6 @@
 import type { FetchWithPaymentResult, PaymentMade } from '@repo/x402-solana/client';
 import { EXIT } from './exit-codes';
+import { firstRequest } from './http';
 import { parseAgentPayArgs, USAGE, UsageError } from './options';
 import type { PaymentFailure } from './pay';
 import { formatUsdc } from './usdc';
@@ -16,7 +17,10 @@ export interface AgentPayIo {
   env: NodeJS.ProcessEnv;
   /** Working directory (for the default keypair). */
   cwd: string;
-  /** Fetch implementation; default the global fetch. */
+  /**
+   * Fetch implementation of every request; default node:http(s) for the first request (see
+   * `firstRequest`) and the global fetch for the paid retry.
+   */
   fetch?: typeof fetch;
 }
 
@@ -65,7 +69,9 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
 
   let first: Response;
   try {
-    first = await fetchImpl(url, init);
+    first = io.fetch
+      ? await io.fetch(url, init)
+      : await firstRequest(url, { method: options.method, headers, body: options.data });
   } catch (error) {
     return fail({ exitCode: EXIT.urlUnreachable, message: `cannot reach ${url}: ${reasonOf(error)}` });
   }
