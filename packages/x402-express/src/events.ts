@@ -3,7 +3,8 @@ import type { X402Network } from '@repo/schemas';
 /**
  * A payment event for metrics and logs:
  * - `challenged`: a 402 with the requirements was answered (no X-PAYMENT);
- * - `verified`: a new payment was proven on chain (`rpcMs` = time spent in RPC);
+ * - `verified`: a new payment was proven on chain (`rpcMs` = time spent in verification RPC calls;
+ *   absent for an official-scheme payment whose own settlement's confirmation proved it);
  * - `rejected`: a proof was refused (`reason`: a verification reason, `invalid_payment_header`,
  *   `payment_reused`, `payment_conflict` or `busy`);
  * - `replayed`: a stored answer was returned for a signature already used on the same endpoint.
@@ -17,7 +18,10 @@ export interface PaymentEvent {
   network: X402Network;
   /** The endpoint, e.g. `"GET /api/v1/scout/gaps"`. */
   endpoint: string;
-  /** Milliseconds spent in RPC calls (for `verified`, and `rejected` after an RPC call). */
+  /**
+   * Milliseconds spent in verification RPC calls (for `verified` when a verification ran, and
+   * `rejected` after an RPC call).
+   */
   rpcMs?: number;
 }
 

@@ -250,10 +250,17 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
       return reject(error.reason, verificationErrorToAppError(error), error.rpcMs);
     throw error;
   }
+  // A settlement's confirmation made no verification call: it has no verification RPC time.
+  const verifiedEvent = {
+    type: 'verified' as const,
+    network,
+    endpoint,
+    ...(settledPayment ? {} : { rpcMs: verified.rpcMs }),
+  };
   // An attempt the claim counted is given back by the statement that records the verification.
   if (!counted) await guard?.verified().catch(() => undefined);
   if (input.deferVerifiedMark) {
-    emitPaymentEvent(onPaymentEvent, { type: 'verified', network, endpoint, rpcMs: verified.rpcMs });
+    emitPaymentEvent(onPaymentEvent, verifiedEvent);
     return { outcome: 'accepted', payment: verified, claim, unrecorded: verified };
   }
   const marked = await ledger.markVerified(claim, verified);
@@ -269,7 +276,7 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
       ),
     );
   }
-  emitPaymentEvent(onPaymentEvent, { type: 'verified', network, endpoint, rpcMs: verified.rpcMs });
+  emitPaymentEvent(onPaymentEvent, verifiedEvent);
   return { outcome: 'accepted', payment: verified, claim };
 }
 
