@@ -148,6 +148,15 @@ describe('The OpenAPI examples', () => {
           .set('x-api-key', product.api_key)
           .expect(200)
       ).body;
+      // The dashboard's reads (README, "Dashboard").
+      out['dashboardTypes 200'] = (
+        await agent.get(`/api/dashboard/types?context_id=${context.id}`).expect(200)
+      ).body;
+      out['dashboardLatestSignals 200'] = (
+        await agent.get('/api/dashboard/signals?limit=2').expect(200)
+      ).body;
+      out['dashboardAnalysis 200'] = (await agent.get('/api/dashboard/analysis').expect(200)).body;
+      out['dashboardPlans 200'] = (await agent.get('/api/dashboard/plans').expect(200)).body;
 
       out['listProducts 200'] = (await agent.get('/api/products').expect(200)).body;
       out['getProduct 200'] = (await agent.get(`/api/products/${product.id}`).expect(200)).body;
