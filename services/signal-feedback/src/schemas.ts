@@ -77,8 +77,11 @@ export const SignalMessageId = StorableString.min(1)
       '24 hours is acknowledged (counted in duplicates) and not stored or counted against the quota again',
   );
 
-/** One signal as POST /api/signals takes it (README, "Endpoints"). */
-export const SignalInput = z.object({
+/**
+ * One signal as POST /api/signals takes it (README, "Endpoints"). Strict: a field it does not declare is
+ * refused naming it (docs/architecture.md, "One error dialect"), not dropped.
+ */
+export const SignalInput = z.strictObject({
   type: SignalType,
   payload: SignalPayload.optional(),
   context_id: z.uuid().optional(),
@@ -91,10 +94,10 @@ export type SignalInput = z.infer<typeof SignalInput>;
 /**
  * One signal as POST /api/ingest takes it (README, "Endpoints"): the type under `type`, `event` or
  * `event_type` and the payload under `payload`, `data` or `properties` (first present name wins, in that
- * order). Normalised to a {@link SignalInput}.
+ * order). Normalised to a {@link SignalInput}. Strict like it: an undeclared field is refused.
  */
 export const IngestSignalInput = z
-  .object({
+  .strictObject({
     type: SignalType.optional(),
     event: SignalType.optional(),
     event_type: SignalType.optional(),

@@ -85,7 +85,9 @@ describe('Classification and routing', () => {
     ).toThrow(
       expect.objectContaining({
         code: 'invalid_request',
-        details: [{ path: 'body.1.context_id', message: expect.any(String) }],
+        details: {
+          issues: [{ path: 'body.1.context_id', code: 'invalid_value', message: expect.any(String) }],
+        },
       }),
     );
     expect(routeSignals([{ type: 'fail', context_id: ctx.id.toUpperCase() }], [ctx])[0]).toMatchObject({
@@ -111,7 +113,11 @@ describe('Signal payloads', () => {
     expect(() => parseSignalBatch([{ type: 'deep', payload: nested(65) }], schema, 10)).toThrow(
       expect.objectContaining({
         code: 'invalid_request',
-        details: [{ path: 'body.0.payload', message: 'must not be nested deeper than 64 levels' }],
+        details: {
+          issues: [
+            { path: 'body.0.payload', code: 'custom', message: 'must not be nested deeper than 64 levels' },
+          ],
+        },
       }),
     );
   });

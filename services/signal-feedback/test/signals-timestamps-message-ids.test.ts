@@ -108,10 +108,11 @@ describe('Signal timestamps', () => {
     ]);
     expect(old.status).toBe(400);
     expect(old.body).toMatchObject({ code: 'invalid_request', requestId: expect.any(String) });
-    expect(old.body.error).toContain('body.1.timestamp');
-    expect(old.body.error).toContain('7 days');
-    expect(JSON.stringify(old.body.details)).toContain('body.1.timestamp');
-    expect(JSON.stringify(old.body.details)).toContain('body.2.timestamp');
+    expect(old.body.error).toContain('`1.timestamp` is more than 7 days before the time of receipt');
+    expect(old.body.details.issues).toEqual([
+      expect.objectContaining({ path: 'body.1.timestamp', code: 'too_small' }),
+      expect.objectContaining({ path: 'body.2.timestamp', code: 'too_big' }),
+    ]);
     for (const timestamp of ['2026-11-28T10:00:00', 'yesterday', '', 1732780800]) {
       const bad = await send(h.baseUrl, product.apiKey, { type: 'x', timestamp });
       expect(bad.status).toBe(400);

@@ -97,8 +97,32 @@ describe('POST /api/signals', () => {
       const res = await request(h.baseUrl).post('/api/signals').set('x-api-key', product.apiKey).send(body);
       expect(res.status).toBe(400);
       expect(res.body.code).toBe('invalid_request');
-      expect(res.body.details.length).toBeGreaterThan(0);
+      expect(res.body.details.issues.length).toBeGreaterThan(0);
     }
+    expect(await signalRows(product.id)).toHaveLength(0);
+  });
+
+  test('When a signal carries a field it does not declare, then 400 names it and nothing is stored', async () => {
+    const { product } = await setup();
+    const res = await request(h.baseUrl)
+      .post('/api/signals')
+      .set('x-api-key', product.apiKey)
+      .send([{ type: 'ok' }, { type: 'x', sentAt: '2026-11-28T10:00:00Z', properties: {} }]);
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('invalid_request');
+    expect(res.body.details.issues).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ path: 'body.1.sentAt', code: 'unknown_field' }),
+        expect.objectContaining({ path: 'body.1.properties', code: 'unknown_field' }),
+      ]),
+    );
+    const ingest = await request(h.baseUrl)
+      .post(`/api/ingest?key=${product.apiKey}`)
+      .send({ event: 'x', userId: 'u1' });
+    expect(ingest.status).toBe(400);
+    expect(ingest.body.details.issues).toEqual([
+      expect.objectContaining({ path: 'body.userId', code: 'unknown_field' }),
+    ]);
     expect(await signalRows(product.id)).toHaveLength(0);
   });
 
@@ -188,7 +212,11 @@ describe('Routing and classification', () => {
       .set('x-api-key', a.product.apiKey)
       .send([{ type: 'ok' }, { type: 'x', context_id: foreign.id }]);
     expect(res.status).toBe(400);
-    expect(res.body).toMatchObject({ code: 'invalid_request', details: [{ path: 'body.1.context_id' }] });
+    expect(res.body).toMatchObject({
+      code: 'invalid_request',
+      details: { issues: [{ path: 'body.1.context_id', code: 'invalid_value' }] },
+    });
+    expect(res.body.error).toContain('is not a context of this product');
     expect(await signalRows(a.product.id)).toHaveLength(0);
   });
 });
@@ -232,7 +260,7 @@ describe('POST /api/ingest', () => {
     const { product } = await setup();
     const noType = await request(h.baseUrl).post(`/api/ingest?key=${product.apiKey}`).send({ data: {} });
     expect(noType.status).toBe(400);
-    expect(noType.body.details[0].path).toBe('body.type');
+    expect(noType.body.details.issues[0].path).toBe('body.type');
     const noKey = await request(h.baseUrl).post('/api/ingest').send({ event: 'x' });
     expect(noKey.status).toBe(401);
     expect(await signalRows(product.id)).toHaveLength(0);
@@ -379,10 +407,11 @@ describe('Access log', () => {
     const logged = await startHarness('unused', { reuseDatabaseUrl: h.databaseUrl, overrides: { logger } });
     try {
       const { product } = await setup();
+      // An unknown parameter is refused (docs/architecture.md, "One error dialect"), and logged too.
       await request(logged.baseUrl)
         .post(`/api/ingest?key=${product.apiKey}&source=zap`)
         .send({ event: 'x' })
-        .expect(200);
+        .expect(400);
       await request(logged.baseUrl)
         .post(`/api/ingest?key=${product.apiKey}x`)
         .send({ event: 'x' })

@@ -1,4 +1,4 @@
-import { AppError, fieldErrors, isAppError, type FieldError } from '@repo/errors';
+import { AppError, fieldErrors, isAppError, validationError, type ValidationIssue } from '@repo/errors';
 import type { ApiKeyCache } from '@repo/service-kit';
 import type { z } from 'zod';
 import type { KeyOwner, SignalRepository } from '../data/signals';
@@ -17,8 +17,10 @@ import type { SignalInput } from '../schemas';
  * @param body the parsed JSON body (undefined when none was sent)
  * @param schema the element schema (plain or with the ingest aliases)
  * @param maxBatch the documented maximum batch size
- * @throws AppError `payload_too_large` (413) for a longer array; `invalid_request` (400) for a missing
- *   body, a non-object element or a missing/invalid type, listing every bad signal by index
+ * @throws AppError `payload_too_large` (413) for a longer array; `invalid_request` (400, the shared
+ *   validation error of docs/architecture.md, "One error dialect") for a missing body, a non-object
+ *   element, a missing/invalid type or a field a signal does not declare, listing every problem in
+ *   `details.issues` (`body.3.type`, `body.0.sentAt`)
  */
 export function parseSignalBatch(
   body: unknown,
@@ -26,10 +28,13 @@ export function parseSignalBatch(
   maxBatch: number,
 ): SignalInput[] {
   if (body === undefined || body === null || (typeof body !== 'object' && !Array.isArray(body))) {
-    throw new AppError(
-      'invalid_request',
-      'Body must be a signal object or an array of signal objects (Content-Type: application/json)',
-    );
+    throw validationError([
+      {
+        path: 'body',
+        code: body === undefined ? 'required' : 'invalid_type',
+        message: 'must be a signal object or an array of signal objects (Content-Type: application/json)',
+      },
+    ]);
   }
   const items: unknown[] = Array.isArray(body) ? body : [body];
   if (items.length > maxBatch) {
@@ -41,23 +46,14 @@ export function parseSignalBatch(
       },
     );
   }
-  const problems: FieldError[] = [];
+  const problems: ValidationIssue[] = [];
   const parsed: SignalInput[] = [];
   items.forEach((item, i) => {
     const r = schema.safeParse(item);
     if (r.success) parsed.push(r.data);
     else problems.push(...fieldErrors(r.error, Array.isArray(body) ? `body.${i}` : 'body'));
   });
-  if (problems.length > 0) {
-    throw new AppError(
-      'invalid_request',
-      `Invalid signal(s): ${problems
-        .slice(0, 5)
-        .map((p) => `${p.path}: ${p.message}`)
-        .join('; ')}`,
-      { details: problems },
-    );
-  }
+  if (problems.length > 0) throw validationError(problems);
   return parsed;
 }
 
@@ -119,11 +115,14 @@ export async function acceptSignals(
       break;
     } catch (err) {
       if (err instanceof UnstorableTextError) {
-        throw new AppError(
-          'invalid_request',
-          'A signal type or payload contains a NUL character or an unpaired surrogate, which cannot be stored',
-          { cause: err },
-        );
+        throw validationError([
+          {
+            path: location,
+            code: 'invalid_characters',
+            message:
+              'has a signal type or payload with a NUL character or an unpaired surrogate, which cannot be stored',
+          },
+        ]);
       }
       if (isProductForeignKeyViolation(err)) {
         // The product was deleted since its key was authenticated: the key no longer exists.
@@ -133,7 +132,13 @@ export async function acceptSignals(
       if (!isContextForeignKeyViolation(err)) throw err;
       // A context deleted since the owner was cached (or meanwhile): route again with fresh contexts.
       if (attempt > 0)
-        throw new AppError('invalid_request', 'context_id does not belong to this product', { cause: err });
+        throw validationError([
+          {
+            path: location,
+            code: 'invalid_value',
+            message: 'names a context_id that no longer belongs to this product',
+          },
+        ]);
       owner = (await keys.refresh(owner.apiKeyHash)) ?? owner;
       rows = routeSignals(signals, owner.contexts, location, times);
     }

@@ -1,4 +1,4 @@
-import { AppError } from '@repo/errors';
+import { validationError, type ValidationIssue } from '@repo/errors';
 import type { Sentiment } from '../data/signals';
 import type { SignalInput } from '../schemas';
 
@@ -50,20 +50,25 @@ export const MESSAGE_ID_WINDOW_MS = 24 * 3_600_000;
 export function checkSignalTime(
   timestamp: string,
   receivedAt: Date,
-): { ok: true; at: string } | { ok: false; message: string } {
+):
+  | { ok: true; at: string }
+  | { ok: false; code: 'invalid_format' | 'too_small' | 'too_big'; message: string } {
   const at = Date.parse(timestamp);
-  if (Number.isNaN(at)) return { ok: false, message: 'not a valid ISO 8601 date-time' };
+  if (Number.isNaN(at))
+    return { ok: false, code: 'invalid_format', message: 'is not a valid ISO 8601 date-time' };
   const skew = at - receivedAt.getTime();
   if (skew < -SIGNAL_TIMESTAMP_MAX_PAST_MS) {
     return {
       ok: false,
-      message: `more than 7 days before the time of receipt (${receivedAt.toISOString()}): send older signals without a timestamp, or not at all`,
+      code: 'too_small',
+      message: `is more than 7 days before the time of receipt (${receivedAt.toISOString()}): send older signals without a timestamp, or not at all`,
     };
   }
   if (skew > SIGNAL_TIMESTAMP_MAX_FUTURE_MS) {
     return {
       ok: false,
-      message: `more than 10 minutes after the time of receipt (${receivedAt.toISOString()}): check the client's clock`,
+      code: 'too_big',
+      message: `is more than 10 minutes after the time of receipt (${receivedAt.toISOString()}): check the client's clock`,
     };
   }
   return { ok: true, at: new Date(at).toISOString() };
@@ -87,31 +92,24 @@ export function classify(type: string, context: ClassifyingContext | undefined):
  * @param receivedAt the time of receipt
  * @param location the path of the batch in field errors: `body` (HTTP) or `arguments.signals` (MCP)
  * @returns each signal's time as ISO 8601 UTC, undefined where it sent none
- * @throws AppError `invalid_request` (400) listing every signal whose timestamp is out of bounds
- *   (`details: [{ path: "<location>.<index>.timestamp", message }]`)
+ * @throws AppError `invalid_request` (400, docs/architecture.md "One error dialect") listing every
+ *   signal whose timestamp is out of bounds in `details.issues` (`{ path:
+ *   "<location>.<index>.timestamp", code: "too_small" | "too_big", message }`)
  */
 export function checkSignalTimes(
   signals: SignalInput[],
   receivedAt: Date,
   location = 'body',
 ): (string | undefined)[] {
-  const problems: { path: string; message: string }[] = [];
+  const problems: ValidationIssue[] = [];
   const times = signals.map((s, i) => {
     if (s.timestamp === undefined) return undefined;
     const checked = checkSignalTime(s.timestamp, receivedAt);
     if (checked.ok) return checked.at;
-    problems.push({ path: `${location}.${i}.timestamp`, message: checked.message });
+    problems.push({ path: `${location}.${i}.timestamp`, code: checked.code, message: checked.message });
     return undefined;
   });
-  if (problems.length > 0) {
-    const first = problems[0]!;
-    throw new AppError(
-      'invalid_request',
-      `${first.path} is ${first.message}` +
-        (problems.length > 1 ? ` (and ${problems.length - 1} more signal(s) out of bounds)` : ''),
-      { details: problems },
-    );
-  }
+  if (problems.length > 0) throw validationError(problems);
   return times;
 }
 
@@ -122,8 +120,9 @@ export function checkSignalTimes(
  * {@link checkSignalTimes}) and its `messageId`.
  * @param times each signal's checked client time, as {@link checkSignalTimes} returns them
  * @param location the path of the batch in field errors: `body` (HTTP) or `arguments.signals` (MCP)
- * @throws AppError `invalid_request` (400) listing every signal whose context_id is not the product's
- *   (`details: [{ path: "<location>.<index>.context_id", message }]`)
+ * @throws AppError `invalid_request` (400, docs/architecture.md "One error dialect") listing every
+ *   signal whose context_id is not the product's in `details.issues` (`{ path:
+ *   "<location>.<index>.context_id", code: "invalid_value", message }`)
  */
 export function routeSignals(
   signals: SignalInput[],
@@ -133,13 +132,17 @@ export function routeSignals(
 ): RoutedSignal[] {
   const byId = new Map(contexts.map((c) => [c.id, c]));
   const only = contexts.length === 1 ? contexts[0] : undefined;
-  const problems: { path: string; message: string }[] = [];
+  const problems: ValidationIssue[] = [];
   const routed = signals.map((s, i): RoutedSignal => {
     let context: ClassifyingContext | undefined;
     if (s.context_id !== undefined) {
       context = byId.get(s.context_id.toLowerCase());
       if (!context)
-        problems.push({ path: `${location}.${i}.context_id`, message: 'not a context of this product' });
+        problems.push({
+          path: `${location}.${i}.context_id`,
+          code: 'invalid_value',
+          message: 'is not a context of this product',
+        });
     } else context = only;
     // One shape for every row, without a spread: this runs for every signal of every batch.
     return {
@@ -151,12 +154,6 @@ export function routeSignals(
       messageId: s.messageId,
     };
   });
-  if (problems.length > 0) {
-    throw new AppError(
-      'invalid_request',
-      `context_id does not belong to this product (${problems.length} signal(s))`,
-      { details: problems },
-    );
-  }
+  if (problems.length > 0) throw validationError(problems);
   return routed;
 }
