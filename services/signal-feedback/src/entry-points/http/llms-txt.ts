@@ -57,7 +57,7 @@ export function signalFeedbackLlmsTxt(options: { maxBatch: number }): LlmsTxt {
         '(24 h by default) closes. A regression raises a new proposal. `GET /api/context/{id}/series` gives ' +
         'signals and negative rate per hour or day.',
       'Errors are `{ "error", "code", "details"?, "requestId" }` with a 4xx status: `unauthorized` (key ' +
-        'missing or invalid), `invalid_request` (`details: [{ path, message }]`), `payload_too_large`, ' +
+        'missing or invalid), `invalid_request` (`details.issues: [{ path, code, message }]`), `payload_too_large`, ' +
         '`quota_exceeded`, `not_found`. Over MCP the same envelope is the JSON text of a tool error.',
     ],
     sections: [
