@@ -248,6 +248,26 @@ test.each([
       ]);
       expect((await h.db.proposal.findUniqueOrThrow({ where: { id: pendingId } })).status).toBe('pending');
       expect(await page.locator(`[data-proposal-id="${pendingId}"][data-status=pending]`).count()).toBe(1);
+      // Analyze now: busy at once, then the reason per context and the warning about unrouted signals.
+      expect(
+        await page.evaluate(() => {
+          const button = document.getElementById('analyze') as HTMLButtonElement;
+          button.click();
+          return [button.disabled, button.textContent, button.getAttribute('aria-busy')];
+        }),
+      ).toEqual([true, 'Analyzing…', 'true']);
+      const report = page.locator('#analysis-report');
+      await report.locator(`li[data-context-id="${checkout.id}"]`).waitFor();
+      expect(await report.locator(`li[data-context-id="${checkout.id}"]`).textContent()).toBe(
+        'Checkout: 30 of 5 signals in 24 h — analysed: nothing new (the evidence matches an existing proposal).',
+      );
+      expect(await report.locator('.warning').textContent()).toBe(
+        '4 signals of the last 24 h reached no context and were not analysed (see Contexts).',
+      );
+      expect(await page.textContent('#unrouted-warning')).toContain(
+        'Acme Shop: 4 signals in the last 30 days',
+      );
+      expect(await page.locator('#analyze').isDisabled()).toBe(false);
       await page.screenshot({ path: path.join(SHOTS, `${name}-dashboard.png`), fullPage: true });
       if (name === 'desktop' && process.env.UPDATE_SCREENSHOT === '1') {
         fs.mkdirSync(path.dirname(README_SHOT), { recursive: true });

@@ -89,6 +89,16 @@ test('When a user clicks through the dashboard, then every step reaches the API 
   await page.locator('#new-key:not([hidden])').waitFor();
   const apiKey = (await page.textContent('#new-key-value')) ?? '';
   expect(apiKey).toMatch(/^spk_/);
+  // The first-signal snippets carry the key: curl first, then fetch and MCP.
+  expect(await page.textContent('#snippet-code')).toBe(
+    `curl -X POST ${h.baseUrl}/api/signals \\\n  -H 'content-type: application/json' \\\n` +
+      `  -H 'x-api-key: ${apiKey}' \\\n  -d '{"type":"checkout_completed","payload":{"step":"confirm"}}'`,
+  );
+  await page.click('[data-snippet=fetch]');
+  expect(await page.textContent('#snippet-code')).toContain(`'x-api-key': '${apiKey}'`);
+  await page.click('[data-snippet=mcp]');
+  expect(await page.textContent('#snippet-code')).toContain(`"url": "${h.baseUrl}/mcp"`);
+  expect(await page.textContent('#snippet-code')).toContain(`"x-api-key": "${apiKey}"`);
   await page.click('#copy-key');
   await page.locator('#copy-key', { hasText: 'Copied' }).waitFor();
   expect(await page.evaluate<string>('navigator.clipboard.readText()')).toBe(apiKey);
