@@ -86,6 +86,9 @@ export function classify(type: string, context: ClassifyingContext | undefined):
   return 'neutral';
 }
 
+/** The times of a batch without client timestamps: every signal takes the time of receipt. */
+const NO_TIMES: readonly (string | undefined)[] = Object.freeze([]);
+
 /**
  * Checks every client `timestamp` of a batch against the accepted skew (README, "Timestamps and
  * message ids"), all or nothing like the rest of the batch.
@@ -100,7 +103,9 @@ export function checkSignalTimes(
   signals: SignalInput[],
   receivedAt: Date,
   location = 'body',
-): (string | undefined)[] {
+): readonly (string | undefined)[] {
+  // Most batches carry no timestamp: they allocate nothing here.
+  if (!signals.some((s) => s.timestamp !== undefined)) return NO_TIMES;
   const problems: ValidationIssue[] = [];
   const times = signals.map((s, i) => {
     if (s.timestamp === undefined) return undefined;
