@@ -2,13 +2,7 @@ import {
   address,
   createKeyPairSignerFromBytes,
   createSolanaRpc,
-  getBase58Decoder,
-  getBase64Encoder,
-  getCompiledTransactionMessageDecoder,
-  getPublicKeyFromAddress,
-  getTransactionDecoder,
   signBytes,
-  verifySignature,
   type KeyPairSigner,
 } from '@solana/kit';
 import { toFacilitatorSvmSigner } from '@x402/svm';
@@ -16,8 +10,9 @@ import { ExactSvmScheme } from '@x402/svm/exact/facilitator';
 import { Keypair, PublicKey } from '@solana/web3.js';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import type { X402Network } from '@repo/schemas';
-import { getAssociatedTokenAddressSync } from './deps';
-import { isTokenProgram, TRANSFER_CHECKED } from './transfers';
+import { bs58, getAssociatedTokenAddressSync } from './deps';
+import { TOKEN_2022_PROGRAM_ADDRESS, TOKEN_PROGRAM_ADDRESS, TRANSFER_CHECKED } from './transfers';
+import { parseWireTransaction, type WireTransaction } from './wire-transaction';
 import { CAIP2_NETWORKS, type PaymentRequirementsV2, type VerifiedPayment } from '@repo/x402-core';
 import { SolanaRpcClient } from './rpc-client';
 import { SettlementSigner, type ConfirmationOptions } from './settlement-signer';
@@ -83,11 +78,6 @@ export class SettlementRefusedError extends Error {
   }
 }
 
-const base64 = getBase64Encoder();
-const base58 = getBase58Decoder();
-const transactions = getTransactionDecoder();
-const messages = getCompiledTransactionMessageDecoder();
-
 /** What {@link ExactSvmSettler.signatureOf} learns of a transaction without any network call. */
 export interface SettlementKey {
   /** The base58 signature the transaction will have once this server co-signs it (its ledger key). */
@@ -125,6 +115,7 @@ export class ExactSvmSettler {
   readonly payTo: string;
   /** The fee payer's address, advertised as `extra.feePayer`. */
   readonly feePayer: string;
+  private readonly feePayerBytes: Buffer;
   /** The merchant's associated token account for the asset, where the official scheme pays. */
   private readonly payToTokenAccount: string;
   private readonly signer: Promise<KeyPairSigner>;
@@ -142,7 +133,9 @@ export class ExactSvmSettler {
     this.caip2 = CAIP2_NETWORKS[config.network];
     this.asset = config.asset;
     this.payTo = config.payTo;
-    this.feePayer = Keypair.fromSecretKey(config.feePayerSecretKey).publicKey.toBase58();
+    const feePayer = Keypair.fromSecretKey(config.feePayerSecretKey).publicKey;
+    this.feePayer = feePayer.toBase58();
+    this.feePayerBytes = feePayer.toBuffer();
     this.payToTokenAccount = associatedTokenAccountOf(config.payTo, config.asset);
     this.signer = createKeyPairSignerFromBytes(config.feePayerSecretKey);
     this.rpc = createSolanaRpc(config.rpcUrl);
@@ -213,49 +206,42 @@ export class ExactSvmSettler {
    *   fee, or the signature of another signer is missing or does not verify
    */
   async signatureOf(transaction: string): Promise<SettlementKey> {
-    let decoded;
-    let message;
+    let wire: WireTransaction;
     try {
-      decoded = transactions.decode(base64.encode(transaction));
-      message = messages.decode(decoded.messageBytes);
+      wire = parseWireTransaction(Buffer.from(transaction, 'base64'));
     } catch {
       throw new SettlementRefusedError(
         'invalid_exact_svm_payload_transaction_could_not_be_decoded',
         'payload.transaction is not a Solana transaction',
       );
     }
-    const signers = Object.entries(decoded.signatures);
-    const firstSigner = signers[0]?.[0];
-    if (firstSigner !== this.feePayer) {
+    const signers = wire.staticAccounts.slice(0, wire.signatures.length);
+    const firstSigner = signers[0];
+    if (!firstSigner || !this.feePayerBytes.equals(firstSigner)) {
       throw new SettlementRefusedError(
         'invalid_exact_svm_fee_payer_not_managed_by_facilitator',
-        `The transaction's fee payer is ${firstSigner ?? 'missing'}; this server pays fees as ${this.feePayer}`,
+        `The transaction's fee payer is ${firstSigner ? bs58.encode(firstSigner) : 'missing'}; this server pays fees as ${this.feePayer}`,
       );
     }
-    const others = signers.slice(1);
     // No other signer: the facilitator refuses it with its own reason (the fee payer moving funds).
-    const payer = others[0]?.[0];
-    for (const [signer, signature] of others) {
-      const valid =
-        signature !== null &&
-        (await verifySignature(
-          await getPublicKeyFromAddress(address(signer)),
-          signature,
-          decoded.messageBytes,
-        ).catch(() => false));
-      if (!valid)
+    for (const [i, signer] of signers.entries()) {
+      if (i === 0) continue;
+      const signature = wire.signatures[i];
+      if (!signature || !(await verifiesEd25519(signer, signature, wire.message)))
         throw new SettlementRefusedError(
           'invalid_exact_svm_payload_signature_invalid',
-          `The transaction's signature by ${signer} is missing or does not verify`,
+          `The transaction's signature by ${bs58.encode(signer)} is missing or does not verify`,
         );
     }
+    const payer = signers[1];
     const signer = await this.signer;
-    const cosignature = await signBytes(signer.keyPair.privateKey, decoded.messageBytes);
+    const cosignature = await signBytes(signer.keyPair.privateKey, wire.message);
     (await this.settlementSigner).rememberCosignature(transaction, cosignature);
+    const source = transferSourceOf(wire);
     return {
-      signature: base58.decode(cosignature),
-      payer,
-      source: transferSourceOf(message),
+      signature: bs58.encode(cosignature),
+      payer: payer && bs58.encode(payer),
+      source: source && bs58.encode(source),
     };
   }
 
@@ -313,16 +299,34 @@ export class ExactSvmSettler {
   }
 }
 
-/** The source account of the first SPL Token `transferChecked` of a compiled message, if static. */
-function transferSourceOf(message: ReturnType<typeof messages.decode>): string | undefined {
-  for (const instruction of message.instructions) {
-    const program = message.staticAccounts[instruction.programAddressIndex];
-    if (!isTokenProgram(program)) continue;
-    if (instruction.data?.[0] !== TRANSFER_CHECKED) continue;
-    const index = instruction.accountIndices?.[0];
-    return index === undefined ? undefined : message.staticAccounts[index];
+const TOKEN_PROGRAMS = [TOKEN_PROGRAM_ADDRESS, TOKEN_2022_PROGRAM_ADDRESS].map((id) =>
+  Buffer.from(bs58.decode(id)),
+);
+
+/** The source account of the first SPL Token `transferChecked` of a transaction, if static. */
+function transferSourceOf(wire: WireTransaction): Uint8Array | undefined {
+  for (const instruction of wire.instructions) {
+    const program = wire.staticAccounts[instruction.programIdIndex];
+    if (!program || !TOKEN_PROGRAMS.some((id) => id.equals(program))) continue;
+    if (instruction.data[0] !== TRANSFER_CHECKED) continue;
+    const index = instruction.accountIndexes[0];
+    return index === undefined ? undefined : wire.staticAccounts[index];
   }
   return undefined;
+}
+
+/** Whether `signature` is `key`'s Ed25519 signature of `message` (false for a key that is not a point). */
+async function verifiesEd25519(
+  key: Uint8Array,
+  signature: Uint8Array,
+  message: Uint8Array,
+): Promise<boolean> {
+  try {
+    const publicKey = await crypto.subtle.importKey('raw', key, 'Ed25519', false, ['verify']);
+    return await crypto.subtle.verify('Ed25519', publicKey, signature, message);
+  } catch {
+    return false;
+  }
 }
 
 /**
