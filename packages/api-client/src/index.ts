@@ -1,74 +1,57 @@
-// @repo/api-client — typed clients of the three services (README), generated from their OpenAPI
-// documents: openapi-typescript's `paths` with openapi-fetch. market-intel's pays its 402s with
-// @repo/x402-solana's client.
+// The package entry (README): typed clients of the three services, generated from their OpenAPI
+// documents (openapi-typescript's `paths` with openapi-fetch); market-intel's pays its 402s within
+// spend limits; jobs followed to their end; webhooks verified.
 import type { Keypair } from '@solana/web3.js';
 import createClient, { type Client } from 'openapi-fetch';
-import { fetchWithPayment } from '@repo/x402-solana/client';
+import { createPayer, type Payer, type PayerOptions } from './payments/payer';
 import type { paths as MarketIntelPaths } from './generated/market-intel';
 import type { paths as SignalFeedbackPaths } from './generated/signal-feedback';
 import type { paths as SkillRouterPaths } from './generated/skill-router';
 
 export type { MarketIntelPaths, SignalFeedbackPaths, SkillRouterPaths };
 
-/** A Solana network as the services name it in x402 (`solana` is mainnet). */
-export type X402Network = 'solana' | 'solana-devnet';
-
 /**
- * How a 402 is paid: `auto` (the official exact scheme when offered, else push), `official` or `push`
- * (the agent sends the transfer itself).
+ * How {@link marketIntelClient} pays: {@link PayerOptions} (`signer`, `rpcUrls`, `limits`, `mode`,
+ * `dryRun`...), or the older shape with `keypair` and `maxAmountAtomic`.
  */
-export type PaymentMode = 'auto' | 'push' | 'official';
+export type PaymentOptions =
+  | PayerOptions
+  | (Omit<PayerOptions, 'signer'> & {
+      /** The paying wallet (same as `signer`). */
+      keypair: Keypair;
+      /** Per-payment cap in atomic USDC units (same as `limits.maxPerPayment`); default 1 USDC. */
+      maxAmountAtomic?: bigint;
+    });
 
-/** How {@link marketIntelClient} pays: the wallet, its RPC URLs, the spend cap and the scheme. */
-export interface PaymentOptions {
-  /** The paying wallet. */
-  keypair: Keypair;
-  /** JSON-RPC URL per network, e.g. `{ solana: "http://127.0.0.1:8899" }`. */
-  rpcUrls: Partial<Record<X402Network, string>>;
-  /** Most a single call may cost, in atomic USDC units; default 1 USDC (compute jobs cost 15 and 25). */
-  maxAmountAtomic?: bigint;
-  /** `auto` (default: the official scheme when offered, else push), `official` or `push`. */
-  mode?: PaymentMode;
+/** The {@link Payer} of `payment`, made once. */
+function payerOf(payment: PaymentOptions | Payer): Payer {
+  if ('fetch' in payment && typeof payment.fetch === 'function' && 'receipts' in payment) return payment;
+  const options = payment as PaymentOptions;
+  if ('signer' in options) return createPayer(options);
+  const { keypair, maxAmountAtomic, ...rest } = options;
+  return createPayer({
+    ...rest,
+    signer: keypair,
+    limits: { ...rest.limits, ...(maxAmountAtomic === undefined ? {} : { maxPerPayment: maxAmountAtomic }) },
+  });
 }
 
 /**
- * A `fetch` that pays a 402 with `fetchWithPayment` and answers the final response, its body intact
- * (the x402 client reads it; openapi-fetch reads it again).
- */
-function payingFetch(payment: PaymentOptions): (request: Request) => Promise<Response> {
-  return async (request) => {
-    const hasBody = request.method !== 'GET' && request.method !== 'HEAD';
-    const { response, body } = await fetchWithPayment(request.url, {
-      keypair: payment.keypair,
-      rpcUrls: payment.rpcUrls,
-      init: {
-        method: request.method,
-        headers: request.headers,
-        ...(hasBody ? { body: await request.text() } : {}),
-      },
-      ...(payment.maxAmountAtomic !== undefined ? { maxAmountAtomic: payment.maxAmountAtomic } : {}),
-      ...(payment.mode ? { mode: payment.mode } : {}),
-    });
-    const text = typeof body === 'string' ? body : JSON.stringify(body);
-    return new Response(response.status === 204 ? null : text, {
-      status: response.status,
-      statusText: response.statusText,
-      headers: response.headers,
-    });
-  };
-}
-
-/**
- * market-intel's typed client (services/market-intel/README.md, "Endpoints"). With `payment`, every
- * 402 is paid (market-intel README, "Paying, in three steps") and the call repeated once, so
- * `GET /api/v1/scout/gaps` answers the gaps; the settlement is in the `PAYMENT-RESPONSE` header of
- * `response`. Without it, a paid call answers its 402 as `error`.
+ * market-intel's typed client (services/market-intel/README.md, "Endpoints"). With `payment` (a
+ * {@link Payer} or its options), every 402 is paid within the payer's spend controls (README, "Paying
+ * within limits") and the call repeated once, so `GET /api/v1/scout/gaps` answers the gaps and
+ * `receiptOf(response)` is the payment's receipt. Without it, a paid call answers its 402 as `error`.
  * @param baseUrl e.g. `http://127.0.0.1:3001`
- * @throws (from a call) the x402 client's errors: `SpendCapExceededError` above `maxAmountAtomic`,
+ * @throws (from a call) the payer's errors: `SpendLimitExceededError`, `PaymentNotAllowedError`,
  *   `InsufficientFundsError`, `RpcUnreachableError`, `PaymentRefusedError`
  */
-export function marketIntelClient(baseUrl: string, payment?: PaymentOptions): Client<MarketIntelPaths> {
-  return createClient<MarketIntelPaths>({ baseUrl, ...(payment ? { fetch: payingFetch(payment) } : {}) });
+export function marketIntelClient(
+  baseUrl: string,
+  payment?: PaymentOptions | Payer,
+): Client<MarketIntelPaths> {
+  if (!payment) return createClient<MarketIntelPaths>({ baseUrl });
+  const payer = payerOf(payment);
+  return createClient<MarketIntelPaths>({ baseUrl, fetch: (request: Request) => payer.fetch(request) });
 }
 
 /**
@@ -91,6 +74,32 @@ export function signalFeedbackClient(baseUrl: string, apiKey?: string): Client<S
 export function skillRouterClient(baseUrl: string, apiKey?: string): Client<SkillRouterPaths> {
   return createClient<SkillRouterPaths>({ baseUrl, ...(apiKey ? { headers: { 'x-api-key': apiKey } } : {}) });
 }
+
+export { createPayer, receiptOf } from './payments/payer';
+export type {
+  Payer,
+  PayerOptions,
+  PaymentOffer,
+  PaymentReceipt,
+  PaidRequest,
+  PaymentMode,
+  X402Network,
+} from './payments/payer';
+export { MemorySpendStore, DEFAULT_MAX_PER_PAYMENT_ATOMIC } from './payments/limits';
+export type { SpendLimits, SpendStore, SpendRecord, UsdcAmount, SpendLimitKind } from './payments/limits';
+export { resolveSigner } from './payments/signer';
+export type { Signer, WalletAdapterSigner, ResolvedSigner } from './payments/signer';
+export { SpendLimitExceededError, PaymentNotAllowedError } from './payments/errors';
+export {
+  X402ClientError,
+  PaymentRefusedError,
+  InsufficientFundsError,
+  RpcUnreachableError,
+  PaymentConfirmationError,
+  formatAtomic,
+  parseUsdc,
+} from '@repo/x402-solana/client';
+export type { InsufficientFundsKind } from '@repo/x402-solana/client';
 
 export {
   waitForJob,

@@ -79,15 +79,16 @@ describe('The packed package', () => {
   it('When an ES module imports it, then a free call and a paid call (official scheme) work and the merchant is paid once', async () => {
     writeFileSync(
       join(dir, 'consumer.mjs'),
-      `import { marketIntelClient } from '${publishName}';
-import { Keypair } from '@solana/web3.js';
-import { readFileSync } from 'node:fs';
-const keypair = Keypair.fromSecretKey(Uint8Array.from(JSON.parse(readFileSync(${JSON.stringify(server.localnet.agent.keypairPath)}, 'utf8'))));
+      `import { marketIntelClient, receiptOf } from '${publishName}';
 const free = marketIntelClient(${JSON.stringify(server.baseUrl)});
 const sectors = await free.GET('/api/v1/sectors');
-const paid = marketIntelClient(${JSON.stringify(server.baseUrl)}, { keypair, rpcUrls: { solana: ${JSON.stringify(server.localnet.networks.solana.rpcUrl)} } });
+const paid = marketIntelClient(${JSON.stringify(server.baseUrl)}, {
+  signer: ${JSON.stringify(server.localnet.agent.keypairPath)},
+  rpcUrls: { solana: ${JSON.stringify(server.localnet.networks.solana.rpcUrl)} },
+  limits: { maxPerPayment: '0.10', maxPerDay: '1' },
+});
 const keywords = await paid.GET('/api/v1/scout/keywords', { params: { query: { limit: 5 } } });
-console.log(JSON.stringify({ sectors: sectors.data, status: keywords.response.status, keywords: keywords.data, settled: keywords.response.headers.has('payment-response') }));
+console.log(JSON.stringify({ sectors: sectors.data, status: keywords.response.status, keywords: keywords.data, receipt: receiptOf(keywords.response) }));
 `,
     );
     const before = await merchantUsdc();
@@ -96,7 +97,12 @@ console.log(JSON.stringify({ sectors: sectors.data, status: keywords.response.st
       sectors: { total_reports: 1 },
       status: 200,
       keywords: { keywords: [{ keyword: 'x402', count: 3 }] },
-      settled: true,
+      receipt: {
+        scheme: 'official',
+        amountUsdc: '0.05',
+        amountAtomic: '50000',
+        payer: server.localnet.agent.publicKey,
+      },
     });
     expect((await merchantUsdc()) - before).toBe(50_000n);
   });
@@ -122,7 +128,7 @@ const { Keypair } = require('@solana/web3.js');
 const { readFileSync } = require('node:fs');
 (async () => {
   const keypair = Keypair.fromSecretKey(Uint8Array.from(JSON.parse(readFileSync(${JSON.stringify(server.localnet.agent.keypairPath)}, 'utf8'))));
-  const client = marketIntelClient(${JSON.stringify(server.baseUrl)}, { keypair, mode: 'push', rpcUrls: { solana: ${JSON.stringify(server.localnet.networks.solana.rpcUrl)} } });
+  const client = marketIntelClient(${JSON.stringify(server.baseUrl)}, { signer: keypair, mode: 'push', rpcUrls: { solana: ${JSON.stringify(server.localnet.networks.solana.rpcUrl)} } });
   const keywords = await client.GET('/api/v1/scout/keywords');
   const outcome = await waitForJob('${jobId}', { baseUrl: ${JSON.stringify(server.baseUrl)} });
   console.log(JSON.stringify({ status: keywords.response.status, count: keywords.data.count, outcome: outcome.status, verdict: outcome.result.verdict }));
@@ -158,10 +164,24 @@ const { readFileSync } = require('node:fs');
     );
     writeFileSync(
       join(dir, 'consumer.ts'),
-      `import { marketIntelClient, waitForJob, verifyWebhook, type JobOutcome } from '${publishName}';
+      `import {
+  createPayer,
+  marketIntelClient,
+  receiptOf,
+  SpendLimitExceededError,
+  verifyWebhook,
+  waitForJob,
+  type JobOutcome,
+  type PaymentReceipt,
+} from '${publishName}';
 
 export async function main(): Promise<number> {
-  const client = marketIntelClient('http://127.0.0.1:1');
+  const payer = createPayer({ signer: '/path/to/keypair.json', rpcUrls: { solana: 'http://127.0.0.1:8899' }, limits: { maxPerHour: '1', maxPerPayment: 200_000n } });
+  const client = marketIntelClient('http://127.0.0.1:1', payer);
+  const paid = await client.GET('/api/v1/scout/gaps', { params: { query: { sector: 'fintech', limit: 5 } } });
+  const receipt: PaymentReceipt | undefined = receiptOf(paid.response);
+  const gapTitles: string[] = paid.data?.gaps.map((gap) => gap.title) ?? [];
+  if (receipt && receipt.amountAtomic !== '0' && gapTitles.length > 0 && !(paid.error instanceof SpendLimitExceededError)) return 1;
   const { data } = await client.GET('/api/v1/sectors');
   const total: number = data?.total_reports ?? 0;
   const outcome: JobOutcome = await waitForJob('job_1', { baseUrl: 'http://127.0.0.1:1', timeoutMs: 1 });
@@ -173,6 +193,10 @@ export async function main(): Promise<number> {
 }
 `,
     );
-    await expect(run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: dir })).resolves.toBeDefined();
+    const errors = await run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: dir }).then(
+      () => '',
+      (error: { stdout?: string }) => error.stdout ?? String(error),
+    );
+    expect(errors).toBe('');
   });
 });

@@ -1,0 +1,61 @@
+import { PaymentRefusedError } from '@repo/x402-solana/client';
+import type { SpendLimitBreach, SpendLimitKind } from './limits';
+import type { PaymentOffer } from './payer';
+
+/**
+ * A payment would pass a spend cap (README, "Spend controls"): refused before anything was signed or
+ * sent, so no money moved. Code `spend_limit_exceeded`.
+ */
+export class SpendLimitExceededError extends PaymentRefusedError {
+  /** The cap: `per_payment`, `per_hour` or `per_day`. */
+  readonly limit: SpendLimitKind;
+  /** The cap, in atomic USDC units. */
+  readonly limitAtomic: bigint;
+  /** Already spent in the cap's window (atomic USDC units; 0 for `per_payment`). */
+  readonly spentAtomic: bigint;
+  /** What was asked. */
+  readonly offer: PaymentOffer;
+
+  /**
+   * @param offer what the server asked
+   * @param breach which cap, and by how much
+   */
+  constructor(offer: PaymentOffer, breach: SpendLimitBreach) {
+    super(`${offer.request.method} ${offer.request.url}: ${breach.message}; nothing was paid`, undefined, {
+      code: 'spend_limit_exceeded',
+    });
+    this.name = 'SpendLimitExceededError';
+    this.limit = breach.limit;
+    this.limitAtomic = breach.limitAtomic;
+    this.spentAtomic = breach.spentAtomic;
+    this.offer = offer;
+  }
+}
+
+/**
+ * The offer's recipient or the request's host is not on the payer's allowlist (README, "Spend
+ * controls"): refused before anything was signed. Code `payment_not_allowed`.
+ */
+export class PaymentNotAllowedError extends PaymentRefusedError {
+  /** What is not allowed: the recipient (`pay_to`) or the host. */
+  readonly rule: 'pay_to' | 'host';
+  /** What was asked. */
+  readonly offer: PaymentOffer;
+
+  /**
+   * @param offer what the server asked
+   * @param rule the allowlist that refused it
+   */
+  constructor(offer: PaymentOffer, rule: 'pay_to' | 'host') {
+    const what =
+      rule === 'host'
+        ? `the host ${new URL(offer.request.url).host} is not in allowHosts`
+        : `the recipient ${offer.payTo} is not in allowPayTo`;
+    super(`${offer.request.method} ${offer.request.url}: ${what}; nothing was paid`, undefined, {
+      code: 'payment_not_allowed',
+    });
+    this.name = 'PaymentNotAllowedError';
+    this.rule = rule;
+    this.offer = offer;
+  }
+}
