@@ -10,6 +10,7 @@ import {
   PaymentRefusedError,
   receiptOf,
   SpendLimitExceededError,
+  waitForJob,
   type PaymentOffer,
   type PaymentReceipt,
   type SpendRecord,
@@ -32,10 +33,10 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-/** A new wallet funded with 10 USDC and SOL on the local ledger, and its keypair file. */
+/** A new wallet funded with 30 USDC and SOL on the local ledger, and its keypair file. */
 async function wallet(): Promise<{ keypair: Keypair; file: string }> {
   const keypair = Keypair.generate();
-  await server.localnet.fund(keypair.publicKey.toBase58(), { usdcAtomic: 10_000_000n });
+  await server.localnet.fund(keypair.publicKey.toBase58(), { usdcAtomic: 30_000_000n });
   const file = join(dir, `${keypair.publicKey.toBase58()}.json`);
   writeFileSync(file, JSON.stringify([...keypair.secretKey]));
   return { keypair, file };
@@ -235,6 +236,43 @@ describe('Paying within limits', () => {
     expect(error).toBeInstanceOf(InsufficientFundsError);
     expect(error).toMatchObject({ kind: 'token_balance', required: 50_000n, available: 10_000n });
     expect(await payer.spent(3_600_000)).toBe(0n);
+  });
+
+  it('When a debate is started (25 USDC under a raised cap) and waited for, then the progress is heard and the verdict returned', async () => {
+    const { keypair } = await wallet();
+    const before = await balances(keypair);
+    const market = marketIntelClient(server.baseUrl, {
+      signer: keypair,
+      rpcUrls: rpcUrls(),
+      limits: { maxPerPayment: '25', maxPerDay: '30' },
+    });
+    const { data, response } = await market.POST('/api/v1/prove/debate', {
+      body: { idea: 'A reconciliation copilot for mid-size fintechs, sold per seat.' },
+    });
+    expect(response.status).toBe(202);
+    expect(receiptOf(response)).toMatchObject({ amountUsdc: '25', amountAtomic: '25000000' });
+    const jobId = data!.jobId;
+    const seen: number[] = [];
+    const waiting = waitForJob(jobId, {
+      baseUrl: server.baseUrl,
+      initialDelayMs: 5,
+      maxDelayMs: 20,
+      onProgress: ({ progressPct }) => {
+        seen.push(progressPct);
+        const job = server.jobs.get(jobId)!;
+        // The runner's part, played by the test: each read moves the debate on.
+        server.jobs.set(
+          jobId,
+          progressPct < 50
+            ? { ...job, status: 'running', progressPct: progressPct + 50 }
+            : { ...job, status: 'completed', progressPct: 100, result: { verdict: 'CONDITIONAL_APPROVED' } },
+        );
+      },
+    });
+    const outcome = await waiting;
+    expect(outcome).toMatchObject({ status: 'completed', result: { verdict: 'CONDITIONAL_APPROVED' } });
+    expect(seen).toEqual([0, 50, 100]);
+    expect(before.payer - (await balances(keypair)).payer).toBe(25_000_000n);
   });
 
   it('When push mode is asked, then the agent sends the transfer to the token account and the receipt says push', async () => {
