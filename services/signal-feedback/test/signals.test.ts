@@ -147,6 +147,7 @@ describe('POST /api/signals', () => {
       code: 'payload_too_large',
       details: { max_batch_size: 50, received: 51 },
     });
+    expect(res.body.error).toContain('split it into batches of at most 50');
     expect(await signalRows(product.id)).toHaveLength(0);
     const ok = await request(h.baseUrl)
       .post('/api/signals')

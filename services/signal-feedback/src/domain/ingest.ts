@@ -40,7 +40,7 @@ export function parseSignalBatch(
   if (items.length > maxBatch) {
     throw new AppError(
       'payload_too_large',
-      `A batch holds at most ${maxBatch} signals; this one has ${items.length}`,
+      `A batch holds at most ${maxBatch} signals and this one has ${items.length}: split it into batches of at most ${maxBatch}`,
       {
         details: { max_batch_size: maxBatch, received: items.length },
       },
