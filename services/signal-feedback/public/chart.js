@@ -130,6 +130,31 @@ function deploymentsPlugin(shown, xValue, markers, colors) {
   };
 }
 
+// Steps between labels on the time axis, in hours and in days, smallest first.
+const HOUR_STEPS = [1, 2, 3, 4, 6, 12];
+const DAY_STEPS = [1, 2, 3, 7, 14, 30, 61, 91, 183];
+// Room one label needs, px: "28 Nov" (the longer of it and "14:00") with a gap.
+const LABEL_PX = 62;
+
+/**
+ * The time axis label of the bucket starting at `ms`, or null for none (Chart.js then draws no tick):
+ * with hours over at most two days, every few hours (midnights as days); otherwise midnights only,
+ * every few days; the steps keep the labels `LABEL_PX` apart over `width` px, so they never collide.
+ */
+function tickLabel(ms, bucket, buckets, width) {
+  const days = bucket === 'day' ? buckets : buckets / 24;
+  const dayIndex = Math.floor(ms / BUCKET_MS.day);
+  if (bucket === 'hour' && buckets <= 48) {
+    const step = HOUR_STEPS.find((h) => (buckets / h) * LABEL_PX <= width) ?? 24;
+    const hour = new Date(ms).getUTCHours();
+    if (hour % step !== 0) return null;
+    return hour === 0 ? day(ms) : clock(ms);
+  }
+  if (ms % BUCKET_MS.day !== 0) return null;
+  const step = DAY_STEPS.find((d) => (days / d) * LABEL_PX <= width) ?? 365;
+  return dayIndex % step === 0 ? day(ms) : null;
+}
+
 function mainChart(canvas, tip, points, bucket, shown, markers) {
   const bucketMs = BUCKET_MS[bucket];
   const first = Date.parse(points[0].start);
@@ -179,6 +204,8 @@ function mainChart(canvas, tip, points, bucket, shown, markers) {
           spanGaps: false,
           pointRadius: (ctx) => (isolated(ctx.dataIndex) ? 4 : points.length <= 48 ? 2 : 0),
           pointHoverRadius: 5,
+          // A dot at 0 % or 100 % stays whole instead of being cut at the plot's edge.
+          clip: 6,
           order: 1,
         },
       ],
@@ -187,6 +214,7 @@ function mainChart(canvas, tip, points, bucket, shown, markers) {
       responsive: true,
       maintainAspectRatio: false,
       animation: false,
+      layout: { padding: { top: 6 } },
       interaction: { mode: 'index', intersect: false },
       plugins: {
         legend: { display: false },
@@ -212,11 +240,16 @@ function mainChart(canvas, tip, points, bucket, shown, markers) {
           ticks: {
             color: text,
             maxRotation: 0,
-            autoSkip: true,
-            autoSkipPadding: 18,
+            // Labels fall on round times (every few hours, or midnights), spaced for the width.
+            autoSkip: false,
             callback(value) {
-              const ms = Number(this.getLabelForValue(value));
-              return bucket === 'day' || ms % BUCKET_MS.day === 0 ? day(ms) : clock(ms);
+              // The canvas less the two y axes: the plot area is not laid out yet when the labels are made.
+              return tickLabel(
+                Number(this.getLabelForValue(value)),
+                bucket,
+                points.length,
+                Math.max(120, this.chart.width - 100),
+              );
             },
           },
         },
