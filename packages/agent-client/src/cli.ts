@@ -6,6 +6,7 @@ runAgentPay(process.argv.slice(2), {
   stderr: (text) => process.stderr.write(text),
   env: process.env,
   cwd: process.cwd(),
+  terminal: process.stderr,
 }).then(
   (code) => {
     process.exitCode = code;

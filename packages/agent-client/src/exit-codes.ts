@@ -7,4 +7,6 @@ export const EXIT = {
   rpcUnreachable: 4,
   paymentFailed: 5,
   urlUnreachable: 6,
+  /** `--wait`: the job failed, or could not be followed to its end. */
+  jobFailed: 7,
 } as const;

@@ -29,11 +29,14 @@ Options:
                         refused before anything is signed. Default: ${usdcArgument(DEFAULT_MAX_AMOUNT_ATOMIC)} USDC.
                         The compute endpoints (forge/ideate 15 USDC, prove/debate 25 USDC) need --max-amount 25
   --push                Pay in push mode even when the server offers the official scheme
+  --wait                When the answer starts a compute job (202 with a jobId), follow it to its end
+                        with a progress bar and print its result (a debate's verdict)
   --json                Print one JSON object instead of text
   -h, --help            Show this help
 
-Exit codes: 0 2xx answer; 1 non-2xx answer; 2 usage error; 3 insufficient funds; 4 RPC unreachable;
-5 payment not completed (price above --max-amount, refused, failed, not confirmed); 6 the URL cannot be reached.`;
+Exit codes: 0 2xx answer (with --wait: the job completed); 1 non-2xx answer; 2 usage error; 3 insufficient
+funds; 4 RPC unreachable; 5 payment not completed (price above --max-amount, refused, failed, not
+confirmed); 6 the URL cannot be reached; 7 --wait: the job failed or could not be followed to its end.`;
 
 /** Parsed command line of `agent-pay`. */
 export interface AgentPayOptions {
@@ -53,6 +56,8 @@ export interface AgentPayOptions {
   mode: 'auto' | 'push';
   /** Machine-readable output. */
   json: boolean;
+  /** Follow the compute job the answer starts to its end (`--wait`). */
+  wait: boolean;
 }
 
 /** A command-line mistake: printed with the usage, exit code 2. */
@@ -91,6 +96,7 @@ export function parseAgentPayArgs(
         'max-amount': { type: 'string' },
         push: { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
+        wait: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -143,6 +149,7 @@ export function parseAgentPayArgs(
     maxAmountAtomic,
     mode: values.push ? 'push' : 'auto',
     json: values.json ?? false,
+    wait: values.wait ?? false,
   };
 }
 

@@ -3,6 +3,7 @@ import { EXIT } from './exit-codes';
 import { firstRequest } from './http';
 import { parseAgentPayArgs, USAGE, UsageError } from './options';
 import type { PaymentFailure } from './pay';
+import type { WaitResult } from './wait';
 import { formatUsdc } from './usdc';
 
 export { EXIT };
@@ -22,6 +23,8 @@ export interface AgentPayIo {
    * `firstRequest`) and the global fetch for the paid retry.
    */
   fetch?: typeof fetch;
+  /** Where `--wait` draws its progress bar when it is a TTY (the CLI passes process.stderr). */
+  terminal?: NodeJS.WriteStream;
 }
 
 /**
@@ -30,7 +33,9 @@ export interface AgentPayIo {
  * and pays it with `fetchWithPayment` — the official x402 scheme when the server offers it, push mode
  * with `--push` or when it does not — refusing a price above `--max-amount` (default 1 USDC); prints
  * the status, the body (pretty JSON), the amount in USDC, the mode, the transaction signature and the
- * payer (`--json`: one object, amounts in USDC and in atomic units).
+ * payer (`--json`: one object, amounts in USDC and in atomic units). With `--wait`, a 2xx answer that
+ * starts a compute job is followed to its end (`followJob`, with `waitForJob` of `@repo/api-client`):
+ * the result (a debate's verdict) is printed, a failed job exits 7 with its refund.
  *
  * @param argv arguments after the program name
  * @returns the exit code ({@link EXIT}); failures print one clear line on stderr
@@ -98,28 +103,20 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
 
   const { response, body, payment } = result;
   const ok = response.status >= 200 && response.status < 300;
-  if (json) {
-    io.stdout(
-      `${JSON.stringify({
-        ok,
-        status: response.status,
-        body,
-        payment: payment
-          ? {
-              mode: payment.mode,
-              signature: payment.signature,
-              network: payment.network,
-              amount: formatUsdc(payment.amountAtomic),
-              amountAtomic: payment.amountAtomic.toString(),
-              asset: payment.asset,
-              payTo: payment.requirements.payTo,
-              payer: payment.payer,
-              feePayer: payment.feePayer,
-            }
-          : null,
-      })}\n`,
-    );
-  } else {
+  const paymentView = payment
+    ? {
+        mode: payment.mode,
+        signature: payment.signature,
+        network: payment.network,
+        amount: formatUsdc(payment.amountAtomic),
+        amountAtomic: payment.amountAtomic.toString(),
+        asset: payment.asset,
+        payTo: payment.requirements.payTo,
+        payer: payment.payer,
+        feePayer: payment.feePayer,
+      }
+    : null;
+  if (!json) {
     io.stdout(`HTTP ${response.status} ${response.statusText}\n`);
     io.stdout(`${typeof body === 'string' ? body : JSON.stringify(body, null, 2)}\n`);
     if (payment) {
@@ -130,6 +127,37 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
       io.stdout(`payer ${payment.payer}\n`);
     }
   }
+
+  let waited: WaitResult | undefined;
+  if (options.wait && ok) {
+    // Lazy: the typed client package and the progress bar, for --wait only.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { followJob } = require('./wait') as typeof import('./wait');
+    waited = await followJob(url, body, {
+      stderr: io.stderr,
+      ...(io.terminal ? { terminal: io.terminal } : {}),
+      ...(io.fetch ? { fetch: io.fetch } : {}),
+    });
+  }
+
+  if (json) {
+    io.stdout(
+      `${JSON.stringify({
+        ok: ok && (waited === undefined || waited.exitCode === EXIT.ok),
+        status: response.status,
+        body,
+        payment: paymentView,
+        ...(waited ? { job: waited.job } : {}),
+      })}\n`,
+    );
+  } else if (waited?.job.status === 'completed') {
+    const { jobId, result: jobResult, elapsedSeconds } = waited.job;
+    io.stdout(`job ${jobId} completed after ${elapsedSeconds} s\n`);
+    const verdict = jobResult?.verdict;
+    if (typeof verdict === 'string') io.stdout(`verdict ${verdict}\n`);
+    io.stdout(`${JSON.stringify(jobResult ?? {}, null, 2)}\n`);
+  }
+
   if (!ok) {
     const detail =
       body && typeof body === 'object' && 'error' in body
@@ -138,7 +166,8 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
     io.stderr(`agent-pay: ${url} answered HTTP ${response.status}${detail}\n`);
     return EXIT.httpError;
   }
-  return EXIT.ok;
+  if (waited?.message !== undefined) io.stderr(`agent-pay: ${waited.message}\n`);
+  return waited?.exitCode ?? EXIT.ok;
 }
 
 function describeMode(payment: PaymentMade): string {

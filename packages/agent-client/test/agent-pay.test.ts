@@ -406,6 +406,26 @@ async function usdcOf(owner: string): Promise<bigint> {
   return BigInt((await connection.getTokenAccountBalance(account)).value.amount);
 }
 
+describe('agent-pay --wait when the job cannot be followed', () => {
+  it('When the service does not know the job the answer names, then exit 7 with one line saying so', async () => {
+    const { code, stdout, stderr } = await run([
+      `${officialUrl}/api/v1/forge/ideate`,
+      '--keypair',
+      localnet.agent.keypairPath,
+      ...rpcFlags(),
+      '--data',
+      '{"sectors":["fintech"]}',
+      '--max-amount',
+      '15',
+      '--wait',
+    ]);
+    expect(code).toBe(EXIT.jobFailed);
+    expect(stdout).toContain('HTTP 202');
+    expect(stdout).toMatch(/^paid 15\.00 USDC on solana, official x402 scheme/m);
+    expect(stderr).toBe('agent-pay: --wait: market-intel knows no job job-1\n');
+  });
+});
+
 describe('agent-pay when the wallet holds less than the price', () => {
   it('When the RPC is the local ledger, then exit 3 says balance and price in USDC and the fund command, which lets the payment through once run', async () => {
     const poor = Keypair.generate();
