@@ -158,14 +158,14 @@ describe('POST /api/discover/register', () => {
     const res = await h.register(key, skill);
     expect(res.status).toBe(400);
     expect(res.body.code).toBe('invalid_request');
-    expect(res.body.details.map((d: { path: string }) => d.path)).toContain(field);
+    expect(res.body.details.issues.map((d: { path: string }) => d.path)).toContain(field);
     expect(await h.sql('SELECT 1 FROM skills WHERE skill_id = $1', skill.skill_id)).toEqual([]);
   });
 
   it('When required fields are missing, then 400 lists each of them', async () => {
     const res = await h.register(key, { skill_id: 'only-id' } as never);
     expect(res.status).toBe(400);
-    const paths = res.body.details.map((d: { path: string }) => d.path);
+    const paths = res.body.details.issues.map((d: { path: string }) => d.path);
     for (const f of [
       'name',
       'provider',
@@ -212,7 +212,7 @@ describe('POST /api/discover/register', () => {
       );
       expect(res.status).toBe(400);
       expect(res.body.code).toBe('invalid_request');
-      expect(res.body.details).toContainEqual(
+      expect(res.body.details.issues).toContainEqual(
         expect.objectContaining({ path: `body.${field}`, message: expect.stringMatching(message) }),
       );
       expect(await h.sql('SELECT 1 FROM skills WHERE skill_id = $1', skill.skill_id)).toEqual([]);
@@ -376,7 +376,7 @@ describe('GET /api/discover/skills', () => {
     const res = await h.call('GET', `/api/discover/skills${qs}`);
     expect(res.status).toBe(400);
     expect(res.body.code).toBe('invalid_request');
-    expect(res.body.details.map((d: { path: string }) => d.path)).toContain(field);
+    expect(res.body.details.issues.map((d: { path: string }) => d.path)).toContain(field);
   });
 });
 

@@ -61,7 +61,7 @@ describe('POST /api/auth/key', () => {
         error: expect.any(String),
         requestId: expect.any(String),
       });
-      expect(res.body.details).toEqual([expect.objectContaining({ path: 'body.name' })]);
+      expect(res.body.details.issues).toEqual([expect.objectContaining({ path: 'body.name' })]);
     }
     const after = await h.sql<{ n: bigint }>('SELECT count(*) AS n FROM api_keys');
     expect(after).toEqual(before);

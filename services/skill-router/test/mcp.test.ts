@@ -165,12 +165,20 @@ describe('skill-router MCP endpoint', () => {
     });
     const envelope = toolErrorOf(missing);
     expect(envelope.code).toBe('invalid_request');
-    expect(envelope.details).toEqual([{ path: 'arguments.description', message: expect.any(String) }]);
+    expect(envelope.details).toEqual({
+      issues: [{ path: 'arguments.description', code: 'required', message: 'is required' }],
+    });
 
     const nul = buildSkill({ name: 'Bad\u0000name' });
-    expect(toolErrorOf(await agent.callTool({ name: 'register_skill', arguments: nul })).details).toEqual([
-      { path: 'arguments.name', message: 'must not contain the NUL character (U+0000)' },
-    ]);
+    expect(toolErrorOf(await agent.callTool({ name: 'register_skill', arguments: nul })).details).toEqual({
+      issues: [
+        {
+          path: 'arguments.name',
+          code: 'invalid_characters',
+          message: 'must not contain the NUL character (U+0000)',
+        },
+      ],
+    });
 
     const metadata = buildSkill({ endpoint: 'http://169.254.169.254/latest/meta-data' });
     const refused = toolErrorOf(await agent.callTool({ name: 'register_skill', arguments: metadata }));

@@ -141,7 +141,7 @@ describe('POST /api/discover/report', () => {
       const res = await report({ skill_id: id, caller: 'c', call_result: 'success', ...override });
       expect(res.status).toBe(400);
       expect(res.body.code).toBe('invalid_request');
-      expect(res.body.details.map((d: { path: string }) => d.path)).toContain(field);
+      expect(res.body.details.issues.map((d: { path: string }) => d.path)).toContain(field);
       expect(await h.sql('SELECT 1 FROM call_reports WHERE skill_id = $1', id)).toEqual([]);
     },
   );

@@ -334,7 +334,7 @@ describe.each([true, false])('Routing with ROUTING_INDEX=%s', (routingIndex) => 
       const res = await h.call('POST', '/api/discover/route', body, { 'x-api-key': key });
       expect(res.status).toBe(400);
       expect(res.body.code).toBe('invalid_request');
-      expect(res.body.details.map((d: { path: string }) => d.path)).toContain(field);
+      expect(res.body.details.issues.map((d: { path: string }) => d.path)).toContain(field);
     });
   });
 });
