@@ -1,4 +1,6 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Connection, Keypair, PublicKey, type Transaction, type VersionedTransaction } from '@solana/web3.js';
@@ -196,6 +198,68 @@ describe('Paying within limits', () => {
       },
     });
     expect((await allowed.fetch(url)).status).toBe(200);
+  });
+
+  it('When the asset is not in allowAssets, then it is refused before anything is signed', async () => {
+    const { keypair } = await wallet();
+    const before = await balances(keypair);
+    const payer = createPayer({
+      signer: keypair,
+      rpcUrls: rpcUrls(),
+      limits: { allowAssets: ['EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v'] },
+    });
+    await expect(payer.fetch(`${server.baseUrl}/api/v1/scout/keywords`)).rejects.toMatchObject({
+      code: 'payment_not_allowed',
+      rule: 'asset',
+    });
+    expect(await balances(keypair)).toEqual(before);
+  });
+
+  it('When a server takes an official payment without reporting its settlement, then it still counts against the caps', async () => {
+    const { keypair } = await wallet();
+    const before = await balances(keypair);
+    // A hostile front: forwards to the server and drops the settlement headers of its answers.
+    const proxy = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const headers = Object.fromEntries(
+          Object.entries(req.headers).filter(([k, v]) => k !== 'host' && typeof v === 'string'),
+        ) as Record<string, string>;
+        fetch(`${server.baseUrl}${req.url}`, {
+          method: req.method,
+          headers,
+          ...(chunks.length ? { body: Buffer.concat(chunks) } : {}),
+        }).then(
+          async (answer) => {
+            const out: Record<string, string> = {};
+            answer.headers.forEach((v, k) => {
+              if (!/payment-response|content-length|content-encoding|transfer-encoding/.test(k)) out[k] = v;
+            });
+            res.writeHead(answer.status, out);
+            res.end(Buffer.from(await answer.arrayBuffer()));
+          },
+          () => res.destroy(),
+        );
+      });
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    try {
+      const payer = createPayer({ signer: keypair, rpcUrls: rpcUrls(), limits: { maxPerHour: '0.05' } });
+      const response = await payer.fetch(`${proxyUrl}/api/v1/scout/keywords`);
+      expect(response.status).toBe(200);
+      expect(receiptOf(response)).toBeUndefined();
+      expect(before.payer - (await balances(keypair)).payer).toBe(50_000n);
+      expect(await payer.spent(3_600_000)).toBe(50_000n);
+      await expect(payer.fetch(`${proxyUrl}/api/v1/scout/keywords`)).rejects.toMatchObject({
+        limit: 'per_hour',
+      });
+      expect(before.payer - (await balances(keypair)).payer).toBe(50_000n);
+    } finally {
+      proxy.closeAllConnections();
+      await new Promise((resolve) => proxy.close(resolve));
+    }
   });
 
   it('When dry-run is on, then the 402 comes back with the offer and nothing is paid; quote tells the same offer', async () => {

@@ -33,12 +33,12 @@ export class SpendLimitExceededError extends PaymentRefusedError {
 }
 
 /**
- * The offer's recipient or the request's host is not on the payer's allowlist (README, "Spend
- * controls"): refused before anything was signed. Code `payment_not_allowed`.
+ * The offer's recipient, the request's host (or the host a redirect led to) or the asset is not
+ * allowed (README, "Spend controls"): refused before anything was signed. Code `payment_not_allowed`.
  */
 export class PaymentNotAllowedError extends PaymentRefusedError {
-  /** What is not allowed: the recipient (`pay_to`) or the host. */
-  readonly rule: 'pay_to' | 'host';
+  /** What is not allowed: the recipient (`pay_to`), the host, or the asset (not in `allowAssets`, or not 6 decimals). */
+  readonly rule: 'pay_to' | 'host' | 'asset';
   /** What was asked. */
   readonly offer: PaymentOffer;
 
@@ -46,11 +46,13 @@ export class PaymentNotAllowedError extends PaymentRefusedError {
    * @param offer what the server asked
    * @param rule the allowlist that refused it
    */
-  constructor(offer: PaymentOffer, rule: 'pay_to' | 'host') {
+  constructor(offer: PaymentOffer, rule: 'pay_to' | 'host' | 'asset') {
     const what =
       rule === 'host'
-        ? `the host ${new URL(offer.request.url).host} is not in allowHosts`
-        : `the recipient ${offer.payTo} is not in allowPayTo`;
+        ? `the host is not in allowHosts`
+        : rule === 'asset'
+          ? `the asset ${offer.asset} is not an allowed 6-decimal USDC mint`
+          : `the recipient ${offer.payTo} is not in allowPayTo`;
     super(`${offer.request.method} ${offer.request.url}: ${what}; nothing was paid`, undefined, {
       code: 'payment_not_allowed',
     });

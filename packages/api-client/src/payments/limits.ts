@@ -11,7 +11,10 @@ export interface SpendRecord {
   at: number;
   /** Atomic USDC units (6 decimals), as a decimal string. */
   amountAtomic: string;
-  /** The payment's transaction signature. */
+  /**
+   * The payment's transaction signature; `""` for an official-scheme payment the server took without
+   * reporting its settlement (counted all the same: it may have been settled).
+   */
   signature: string;
 }
 
@@ -56,8 +59,17 @@ export interface SpendLimits {
    * token account in push mode; list both to allow both). Default: any.
    */
   allowPayTo?: string[];
-  /** Pay only requests to these hosts (`api.example.com`, `127.0.0.1:3001`). Default: any. */
+  /**
+   * Pay only requests to these hosts (`api.example.com`, `127.0.0.1:3001`; a redirect's target host
+   * too). Default: any.
+   */
   allowHosts?: string[];
+  /**
+   * Pay only in these mints (base58), e.g. USDC's `EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v`.
+   * Default: any mint with 6 decimals (the caps count atomic units as USDC, so other decimals are
+   * always refused).
+   */
+  allowAssets?: string[];
   /** Where the rolling caps' payments are kept; default in memory ({@link MemorySpendStore}). */
   store?: SpendStore;
 }

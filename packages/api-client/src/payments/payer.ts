@@ -12,6 +12,7 @@ import {
   decodeSettleResponse,
   formatAtomic,
   isUnreachable,
+  USDC_DECIMALS,
   payForRequirements,
   PaymentRefusedError,
   RpcUnreachableError,
@@ -227,14 +228,37 @@ export function createPayer(options: PayerOptions): Payer {
   }
 
   /** Allowlists and caps: throws before anything is signed; returns the reservation. */
-  async function admit(offer: PaymentOffer): Promise<number> {
-    if (limits.allowHosts && !limits.allowHosts.includes(new URL(offer.request.url).host))
+  async function admit(offer: PaymentOffer, finalUrl: string): Promise<number> {
+    if (
+      limits.allowHosts &&
+      ![offer.request.url, finalUrl].every((u) => limits.allowHosts!.includes(new URL(u).host))
+    )
       throw new PaymentNotAllowedError(offer, 'host');
     if (limits.allowPayTo && !limits.allowPayTo.includes(offer.payTo))
       throw new PaymentNotAllowedError(offer, 'pay_to');
     const reservation = await tracker.reserve(BigInt(offer.amountAtomic));
     if ('breach' in reservation) throw new SpendLimitExceededError(offer, reservation.breach);
     return reservation.id;
+  }
+
+  /**
+   * The wallet can pay `offer` and its asset is one the caps can count: a 6-decimal mint (USDC's),
+   * listed in `allowAssets` when that is set. Checked before anything is signed.
+   */
+  async function checkAsset(offer: PaymentOffer, rpcUrl: string): Promise<void> {
+    if (limits.allowAssets && !limits.allowAssets.includes(offer.asset))
+      throw new PaymentNotAllowedError(offer, 'asset');
+    const { decimals } = await checkTokenFunds({
+      connection: connectionFor(rpcUrl),
+      owner: new PublicKey(signer.address),
+      mint: new PublicKey(offer.asset),
+      amountAtomic: BigInt(offer.amountAtomic),
+      call: (run) =>
+        run().catch((error: unknown) => {
+          throw isUnreachable(error) ? new RpcUnreachableError(rpcUrl, error) : error;
+        }),
+    });
+    if (decimals !== USDC_DECIMALS) throw new PaymentNotAllowedError(offer, 'asset');
   }
 
   async function payOfficial(
@@ -244,17 +268,7 @@ export function createPayer(options: PayerOptions): Payer {
   ): Promise<Response> {
     const { offer, required, requirement, rpcUrl } = chosen;
     // Funds first, so an empty wallet is a typed InsufficientFundsError, not a failed simulation.
-    const connection = connectionFor(rpcUrl);
-    await checkTokenFunds({
-      connection,
-      owner: new PublicKey(signer.address),
-      mint: new PublicKey(requirement.asset),
-      amountAtomic: BigInt(requirement.amount),
-      call: (run) =>
-        run().catch((error: unknown) => {
-          throw isUnreachable(error) ? new RpcUnreachableError(rpcUrl, error) : error;
-        }),
-    });
+    await checkAsset(offer, rpcUrl);
     const client = new x402Client(
       (_version, accepts) => accepts.find((r) => r === requirement) ?? accepts[0]!,
     )
@@ -275,21 +289,26 @@ export function createPayer(options: PayerOptions): Payer {
       );
     }
     for (const [name, value] of Object.entries(headers)) retry.headers.set(name, value);
-    const response = await baseFetch(retry);
-    if (response.status === 402) throw await refused(response, offer, 'nothing was settled');
-    const header = response.headers.get('payment-response');
-    const settlement = header ? decodeSettleResponse(header) : undefined;
-    if (!settlement?.success) {
-      // No settlement reported (e.g. 429 or 503 before settling): nothing was paid.
-      tracker.release(reservation);
-      return response;
+    // From here the server holds a signed payment it may settle whatever it answers: it counts
+    // against the caps even without a reported settlement (else a server could drain the wallet by
+    // never reporting one).
+    let settled = '';
+    let response: Response;
+    try {
+      response = await baseFetch(retry);
+      if (response.status === 402) throw await refused(response, offer, 'the server reports nothing settled');
+      const header = response.headers.get('payment-response');
+      const settlement = header ? decodeSettleResponse(header) : undefined;
+      if (!settlement?.success) return response;
+      settled = settlement.transaction;
+      return record(response, {
+        ...offer,
+        signature: settlement.transaction,
+        payer: settlement.payer || signer.address,
+      });
+    } finally {
+      await tracker.commit(reservation, settled);
     }
-    await tracker.commit(reservation, settlement.transaction);
-    return record(response, {
-      ...offer,
-      signature: settlement.transaction,
-      payer: settlement.payer || signer.address,
-    });
   }
 
   async function payPush(
@@ -302,6 +321,7 @@ export function createPayer(options: PayerOptions): Payer {
       throw new PaymentRefusedError(
         `${offer.request.url} offers push mode only, which needs a keypair signer (a wallet adapter pays offers of the official scheme)`,
       );
+    await checkAsset(offer, rpcUrl);
     const signature = await payForRequirements({ requirements, keypair: signer.keypair, rpcUrl });
     // The transfer is made: it counts against the caps whatever the server answers.
     await tracker.commit(reservation, signature);
@@ -350,7 +370,8 @@ export function createPayer(options: PayerOptions): Payer {
       if (!offers) return first;
       const chosen = offers.official ?? offers.push;
       if (!chosen) throw new PaymentRefusedError(offers.reason);
-      const reservation = await admit(chosen.offer);
+      // A redirect answered the 402 from another host: both must be allowed.
+      const reservation = await admit(chosen.offer, first.url || chosen.offer.request.url);
       try {
         options.onOffer?.(chosen.offer);
       } catch {
