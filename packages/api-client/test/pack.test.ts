@@ -1,5 +1,13 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -57,6 +65,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  // A pack that died between prepack and postpack leaves the published manifest in place: put it back.
+  const saved = join(packageDir, '.package.json.workspace');
+  if (existsSync(saved)) renameSync(saved, join(packageDir, 'package.json'));
   await server?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
