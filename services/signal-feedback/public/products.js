@@ -1,6 +1,6 @@
 // Products: the list with rename, key rotation and deletion, creation, and the key shown once with
 // a first-signal snippet (curl, fetch, MCP) that has the key filled in.
-/* global document, window, navigator */
+/* global document, window */
 import { api, state } from './api.js';
 import { $, el, fillList, itemRow, smallButton } from './dom.js';
 import { dateTime, plural } from './format.js';

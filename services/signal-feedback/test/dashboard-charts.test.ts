@@ -98,32 +98,29 @@ afterAll(async () => {
   await h?.close();
 });
 
+// The page's code runs as JavaScript source: this package's TypeScript has no DOM types.
+
 /** Page width beyond the viewport (0 when nothing overflows horizontally). */
 const overflow = (page: Page) =>
-  page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+
+/** The global Chart.js (its UMD build) instance of the Checkout chart, as JavaScript source. */
+const checkoutChart = () =>
+  `Chart.getChart(document.querySelector('figure[data-context-id="${checkout.id}"] canvas.main-chart'))`;
 
 /** What the Checkout chart plots: its bucket count and the sum of its bars. */
 const plotted = (page: Page) =>
-  page.evaluate((id) => {
-    const canvas = document.querySelector(`figure[data-context-id="${id}"] canvas.main-chart`);
-    // The page's global Chart.js (its UMD build), typed loosely here.
-    const chart = (
-      window as unknown as {
-        Chart: { getChart(c: Element | null): { data: { datasets: { data: number[] }[] } } | undefined };
-      }
-    ).Chart.getChart(canvas);
-    const bars = chart?.data.datasets[0]?.data ?? [];
+  page.evaluate<{ buckets: number; signals: number }>(`(() => {
+    const bars = ${checkoutChart()}?.data.datasets[0].data ?? [];
     return { buckets: bars.length, signals: bars.reduce((a, b) => a + b, 0) };
-  }, checkout.id);
+  })()`);
 
 async function waitForPlotted(page: Page, expected: { buckets: number; signals: number }) {
-  await page.waitForFunction(
-    ({ id, buckets, signals }) => {
-      const f = document.querySelector(`figure[data-context-id="${id}"]`) as HTMLElement | null;
-      return f?.dataset.buckets === String(buckets) && f.dataset.signals === String(signals);
-    },
-    { id: checkout.id, ...expected },
-  );
+  await page
+    .locator(
+      `figure[data-context-id="${checkout.id}"][data-buckets="${expected.buckets}"][data-signals="${expected.signals}"]`,
+    )
+    .waitFor();
   expect(await plotted(page)).toEqual(expected);
 }
 
@@ -136,7 +133,6 @@ test.each([
   async ({ name, width }) => {
     const problems: string[] = [];
     const dialogs: string[] = [];
-    let answer = false;
     const context = await browser.newContext({ viewport: { width, height: 900 } });
     const page = await context.newPage();
     page.on('console', (m) => {
@@ -148,7 +144,8 @@ test.each([
     });
     page.on('dialog', (d) => {
       dialogs.push(d.message());
-      void (answer ? d.accept() : d.dismiss());
+      // Every question is answered No: the test checks that it is asked and that nothing changes.
+      void d.dismiss();
     });
     try {
       // Signed out: only the sign-in form shows, and nothing overflows.
@@ -201,26 +198,15 @@ test.each([
       await waitForPlotted(page, { buckets: 169, signals: 920 });
       const figure = page.locator(`figure[data-context-id="${checkout.id}"]`);
       await figure.locator('canvas.main-chart').scrollIntoViewIfNeeded();
-      const point = await page.evaluate((id) => {
-        const canvas = document.querySelector(`figure[data-context-id="${id}"] canvas.main-chart`)!;
-        // The page's global Chart.js (its UMD build), typed loosely here.
-        const chart = (
-          window as unknown as {
-            Chart: {
-              getChart(c: Element): {
-                data: { datasets: { data: number[] }[] };
-                getDatasetMeta(i: number): { data: { x: number; y: number }[] };
-              };
-            };
-          }
-        ).Chart.getChart(canvas);
-        const bars = chart.data.datasets[0]!.data;
-        // The latest of the busiest, away from the deployment's marker (which covers the bars beside it).
+      // The latest of the busiest bars, away from the deployment's marker (which covers the bars beside it).
+      const point = await page.evaluate<{ x: number; y: number; count: number }>(`(() => {
+        const chart = ${checkoutChart()};
+        const bars = chart.data.datasets[0].data;
         const i = bars.lastIndexOf(Math.max(...bars));
-        const bar = chart.getDatasetMeta(0).data[i]!;
-        const box = canvas.getBoundingClientRect();
-        return { x: box.left + bar.x, y: box.top + bar.y + 3, count: bars[i]! };
-      }, checkout.id);
+        const bar = chart.getDatasetMeta(0).data[i];
+        const box = chart.canvas.getBoundingClientRect();
+        return { x: box.left + bar.x, y: box.top + bar.y + 3, count: bars[i] };
+      })()`);
       await page.mouse.move(point.x, point.y);
       const tip = figure.locator('.chart-canvas-wrap .value-tip');
       await tip.waitFor({ state: 'visible' });
@@ -256,11 +242,11 @@ test.each([
       expect(await page.locator(`[data-proposal-id="${pendingId}"][data-status=pending]`).count()).toBe(1);
       // Analyze now: busy at once, then the reason per context and the warning about unrouted signals.
       expect(
-        await page.evaluate(() => {
-          const button = document.getElementById('analyze') as HTMLButtonElement;
+        await page.evaluate(`(() => {
+          const button = document.getElementById('analyze');
           button.click();
           return [button.disabled, button.textContent, button.getAttribute('aria-busy')];
-        }),
+        })()`),
       ).toEqual([true, 'Analyzing…', 'true']);
       const report = page.locator('#analysis-report');
       await report.locator(`li[data-context-id="${checkout.id}"]`).waitFor();
@@ -296,7 +282,7 @@ test('When the system asks for dark mode at 360 px, then the page follows it and
   await page.fill('#auth-password', PASSWORD);
   await page.click('#login');
   await page.locator(`figure[data-context-id="${checkout.id}"] canvas.main-chart`).waitFor();
-  const background = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  const background = await page.evaluate<string>('getComputedStyle(document.body).backgroundColor');
   expect(background).toBe('rgb(18, 21, 28)');
   expect(await overflow(page)).toBe(0);
   await page.screenshot({ path: path.join(SHOTS, 'phone-360-dark.png'), fullPage: true });

@@ -194,16 +194,11 @@ test('When a user clicks through the dashboard, then every step reaches the API 
     /^Checkout: signals and negative rate per hour\. 300 signals, 64 negative \(21\.3 %\); .*Deployments: v1\.1\.0 · .* UTC, Improved\.$/,
   );
   // 48 hourly bars of history (6 signals each) and the hour of the burst.
-  const bars = await page.evaluate((id) => {
-    const canvas = document.querySelector(`figure[data-context-id="${id}"] canvas.main-chart`);
-    // The page's global Chart.js (its UMD build), typed loosely here.
-    const found = (
-      window as unknown as {
-        Chart: { getChart(c: Element | null): { data: { datasets: { data: number[] }[] } } };
-      }
-    ).Chart.getChart(canvas);
-    return found.data.datasets[0]!.data.filter((n) => n > 0).length;
-  }, contexts[0]!.id);
+  // The page's global Chart.js (its UMD build), read as JavaScript source (no DOM types here).
+  const bars = await page.evaluate<number>(
+    `Chart.getChart(document.querySelector('figure[data-context-id="${contexts[0]!.id}"] canvas.main-chart'))` +
+      '.data.datasets[0].data.filter((n) => n > 0).length',
+  );
   expect(bars).toBe(49);
   expect(
     await figure.locator(`.markers button.marker.improved[data-deployment-id="${deployment.id}"]`).count(),
