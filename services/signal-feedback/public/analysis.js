@@ -10,9 +10,9 @@ export async function refreshReadiness() {
   renderUnroutedWarning();
 }
 
-/** The warning above the contexts when a product has signals without a context in the last 30 days. */
+/** The warning above the contexts when a product has signals without a context in the last 7 days. */
 export function renderUnroutedWarning() {
-  const unrouted = (state.readiness?.unrouted || []).filter((u) => u.signals_30d > 0);
+  const unrouted = (state.readiness?.unrouted || []).filter((u) => u.signals_7d > 0);
   const box = $('unrouted-warning');
   box.hidden = unrouted.length === 0;
   box.replaceChildren(
@@ -20,7 +20,7 @@ export function renderUnroutedWarning() {
       el(
         'span',
         { class: 'line', dataset: { productId: u.product_id } },
-        `${u.name}: ${plural(u.signals_30d, 'signal')} in the last 30 days (${u.signals_24h} in 24 h) reached no context ` +
+        `${u.name}: ${plural(u.signals_7d, 'signal')} in the last 7 days (${u.signals_24h} in 24 h) reached no context ` +
           'and will never be analysed. Send a context_id with each signal; a product with exactly one context ' +
           'routes signals to it by itself, but only those sent after the context exists.',
       ),

@@ -140,7 +140,7 @@ test('When the analysis readiness is asked, then each context has its 24-hour co
         last_analyzed_at: null,
       },
     ],
-    unrouted: [{ product_id: product.id, name: 'Checkout app', signals_24h: 1, signals_30d: 1 }],
+    unrouted: [{ product_id: product.id, name: 'Checkout app', signals_24h: 1, signals_7d: 1 }],
   });
   expect((await user.agent.get('/api/dashboard/analysis?x=1')).status).toBe(400);
 });

@@ -257,7 +257,7 @@ test.each([
         '4 signals of the last 24 h reached no context and were not analysed (see Contexts).',
       );
       expect(await page.textContent('#unrouted-warning')).toContain(
-        'Acme Shop: 4 signals in the last 30 days',
+        'Acme Shop: 4 signals in the last 7 days',
       );
       expect(await page.locator('#analyze').isDisabled()).toBe(false);
       await page.screenshot({ path: path.join(SHOTS, `${name}-dashboard.png`), fullPage: true });

@@ -38,8 +38,8 @@ export interface UnroutedSignals {
   name: string;
   /** Unrouted signals in the last 24 hours. */
   signals_24h: number;
-  /** Unrouted signals in the last 30 days. */
-  signals_30d: number;
+  /** Unrouted signals in the last 7 days. */
+  signals_7d: number;
 }
 
 /** Characters of a payload the live table shows. */
@@ -94,10 +94,15 @@ export class DashboardQueries {
    */
   async latestSignals(userId: string, limit: number, productId?: string): Promise<RecentSignal[]> {
     const rows = await this.rows<Omit<RecentSignal, 'created_at' | 'id'> & { id: string; created_at: Date }>(
+      // Per product, the newest rows by the (product_id, created_at) index, then merged: the cost is
+      // `limit` rows per product whatever the product's volume.
       `SELECT s.id::text AS id, s.product_id, s.context_id, s.type, s.sentiment::text AS sentiment,
               left(s.payload::text, $3) AS payload_preview, s.created_at
-         FROM signals s JOIN products p ON p.id = s.product_id
-        WHERE p.user_id = $1::uuid AND ($2::uuid IS NULL OR s.product_id = $2::uuid)
+         FROM products p
+        CROSS JOIN LATERAL (
+              SELECT * FROM signals s WHERE s.product_id = p.id ORDER BY s.created_at DESC, s.id DESC LIMIT $4
+             ) s
+        WHERE p.user_id = $1::uuid AND ($2::uuid IS NULL OR p.id = $2::uuid)
         ORDER BY s.created_at DESC, s.id DESC LIMIT $4`,
       userId,
       productId ?? null,
@@ -124,12 +129,15 @@ export class DashboardQueries {
     return rows.map((r) => ({ ...r, last_analyzed_at: r.last_analyzed_at?.toISOString() ?? null }));
   }
 
-  /** Each of the user's products with its signals that reached no context, last 24 hours and 30 days. */
+  /**
+   * Each of the user's products with its signals that reached no context, last 24 hours and 7 days
+   * (the analysis reads 24 hours; a week bounds the scan of the (product_id, created_at) index).
+   */
   async unroutedSignals(userId: string, now: Date): Promise<UnroutedSignals[]> {
     return this.rows<UnroutedSignals>(
       `SELECT p.id AS product_id, p.name,
               count(s.id) FILTER (WHERE s.created_at >= $2)::int AS signals_24h,
-              count(s.id)::int AS signals_30d
+              count(s.id)::int AS signals_7d
          FROM products p
          LEFT JOIN signals s ON s.product_id = p.id AND s.context_id IS NULL
                             AND s.created_at >= $3 AND s.created_at <= $4
@@ -137,7 +145,7 @@ export class DashboardQueries {
         GROUP BY p.id, p.name, p.created_at ORDER BY p.created_at, p.id`,
       userId,
       new Date(now.getTime() - DAY_MS),
-      new Date(now.getTime() - 30 * DAY_MS),
+      new Date(now.getTime() - 7 * DAY_MS),
       now,
     );
   }

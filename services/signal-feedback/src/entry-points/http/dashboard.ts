@@ -74,7 +74,7 @@ const AnalysisReadiness = z.object({
         product_id: z.uuid(),
         name: z.string(),
         signals_24h: z.int().min(0),
-        signals_30d: z.int().min(0),
+        signals_7d: z.int().min(0),
       }),
     )
     .describe('per product, signals that reached no context: they are stored and counted, never analysed'),
