@@ -38,7 +38,9 @@ describe('Webhook delivery', () => {
     expect(await json(unpaid)).toEqual({
       error: expect.stringMatching(unresolved),
       code: 'invalid_request',
-      details: { issues: [{ path: 'body.webhook_url', message: expect.stringMatching(unresolved) }] },
+      details: {
+        issues: [{ path: 'body.webhook_url', code: 'custom', message: expect.stringMatching(unresolved) }],
+      },
       requestId: expect.any(String),
     });
 
