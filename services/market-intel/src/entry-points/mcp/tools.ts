@@ -8,6 +8,7 @@ import { COMPUTE_PRICES, DATA_PRICES, type PaidRoute } from '../../domain/prices
 import { ForgeArgs, JobAccepted, JobArgs, NetworkOnlyQuery, ProveArgs } from '../../schemas';
 import { usdc } from '../http/contract-parts';
 import { SCOUT_LISTS } from '../http/scout-lists';
+import { priceMetaOf, type NetworkPayment } from './price-meta';
 
 /** What `initialize` tells an agent about this server (README, "MCP"). */
 export const MARKET_INTEL_MCP_INSTRUCTIONS =
@@ -33,9 +34,18 @@ interface HttpBackedTool<I> {
   call(args: I, raw: Record<string, unknown>): HttpCall;
   /** Non-2xx statuses that are the tool's result (the health report's 503). */
   resultStatuses?: number[];
-  /** Paid with x402: a call without payment answers the `PaymentRequired`. */
-  paid?: boolean;
+  /**
+   * Paid with x402: a call without payment answers the `PaymentRequired`; the listing carries the
+   * price in `_meta` ({@link priceMetaOf}).
+   */
+  paid?: PaidRoute;
 }
+
+/**
+ * A tool with the `_meta` of its listing (a paid tool's price). `McpTool` of @repo/service-kit does not
+ * list a `meta` yet: until it does, tools/list leaves it out.
+ */
+type ListedTool<I> = McpTool<I> & { meta?: Record<string, unknown> };
 
 /**
  * What a paid tool's payment-required result carries: the v2 `PaymentRequired` (official scheme on),
@@ -80,19 +90,26 @@ function price(route: PaidRoute): string {
  * service's own HTTP handler (`dispatchHttp`), so a paid tool asks for, verifies, settles, stores and
  * replays payments in the same ledger and with the same request-bound references as HTTP (a payment
  * made over HTTP is used over MCP too). The x402 MCP transport maps the payment onto the HTTP headers
- * and the answer back (`mcpPaymentHeaders`, `mcpResultOfPaidAnswer`).
+ * and the answer back (`mcpPaymentHeaders`, `mcpResultOfPaidAnswer`). A paid tool carries its price
+ * as data in `meta`, for its listing's `_meta` (`x402/price` and Cloudflare's `agents-x402/*` keys,
+ * {@link priceMetaOf}); its description keeps the price sentence.
  * @param handler the HTTP server's request listener, read at call time (it exists once the app is
  *   composed, after the tools are)
+ * @param networks how each offered network is paid (`networkPaymentsOf` of the payment gateway): the
+ *   offers in the price metadata; none lists the amount, currency and scheme only
  */
-export function marketIntelTools(handler: () => HttpHandler): McpTool[] {
-  const httpTool = <I>(t: HttpBackedTool<I>): McpTool<I> => ({
+export function marketIntelTools(
+  handler: () => HttpHandler,
+  networks: readonly NetworkPayment[] = [],
+): McpTool[] {
+  const httpTool = <I>(t: HttpBackedTool<I>): ListedTool<I> => ({
     name: t.name,
     title: t.title,
     description: t.description,
     input: t.input,
     output: t.output,
     annotations: t.annotations,
-    ...(t.paid ? { errorOutput: PAYMENT_REQUIRED } : {}),
+    ...(t.paid ? { errorOutput: PAYMENT_REQUIRED, meta: priceMetaOf(t.paid, networks) } : {}),
     async run(args, context) {
       const call = t.call(args, context.rawArguments);
       const answer = await dispatchHttp(handler(), context, {
@@ -150,7 +167,7 @@ export function marketIntelTools(handler: () => HttpHandler): McpTool[] {
         input: list.tool.args,
         output: list.response,
         annotations: PAID_DATA,
-        paid: true,
+        paid: DATA_PRICES[list.key],
         call: (args) => ({ method: 'GET', path: list.path, query: { ...args } }),
       }),
     ),
@@ -163,7 +180,7 @@ export function marketIntelTools(handler: () => HttpHandler): McpTool[] {
       input: NetworkOnlyQuery,
       output: BriefResponse,
       annotations: PAID_DATA,
-      paid: true,
+      paid: DATA_PRICES.brief,
       call: getWithNetwork('/api/v1/scout/brief'),
     }),
     httpTool<z.infer<typeof ForgeArgs>>({
@@ -176,7 +193,7 @@ export function marketIntelTools(handler: () => HttpHandler): McpTool[] {
       input: ForgeArgs,
       output: JobAccepted,
       annotations: PAID_COMPUTE,
-      paid: true,
+      paid: COMPUTE_PRICES.forge,
       call: postJob('/api/v1/forge/ideate'),
     }),
     httpTool<z.infer<typeof ProveArgs>>({
@@ -189,7 +206,7 @@ export function marketIntelTools(handler: () => HttpHandler): McpTool[] {
       input: ProveArgs,
       output: JobAccepted,
       annotations: PAID_COMPUTE,
-      paid: true,
+      paid: COMPUTE_PRICES.prove,
       call: postJob('/api/v1/prove/debate'),
     }),
   ];
