@@ -288,3 +288,55 @@ test('When the system asks for dark mode at 360 px, then the page follows it and
   await page.screenshot({ path: path.join(SHOTS, 'phone-360-dark.png'), fullPage: true });
   await context.close();
 }, 60_000);
+
+test("When a new product's first signals arrive, then the chart starts at 24 hours and its one bucket's rate shows", async () => {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  const page = await context.newPage();
+  try {
+    const user = await signUp(h, { password: PASSWORD });
+    await page.goto(h.baseUrl + '/');
+    await page.fill('#auth-email', user.email);
+    await page.fill('#auth-password', PASSWORD);
+    await page.click('#login');
+    await page.locator('#products li.empty').waitFor();
+    expect(await page.textContent('#product-limit')).toBe('The free plan allows 1 product; you have 0. ');
+    await page.fill('#product-name', 'First app');
+    await page.click('#product-submit');
+    await page.locator('#new-key:not([hidden])').waitFor();
+    const apiKey = (await page.textContent('#new-key-value')) ?? '';
+    expect(await page.textContent('#snippet-code')).toContain(`-H 'x-api-key: ${apiKey}'`);
+    // At the free plan's one product, the form says so and is disabled.
+    expect(await page.isDisabled('#product-submit')).toBe(true);
+    expect(await page.textContent('#product-limit')).toBe(
+      'The free plan allows 1 product; you have 1. More products need another plan.',
+    );
+
+    const product = await h.db.product.findFirstOrThrow({ where: { userId: user.userId } });
+    const created = await createContext(user, product.id);
+    const signals = [
+      { type: 'payment_failed' },
+      { type: 'checkout_completed' },
+      { type: 'checkout_completed' },
+    ];
+    await request(h.baseUrl).post('/api/signals').set('x-api-key', apiKey).send(signals).expect(200);
+    // The live table shows them without a reload.
+    await page.locator('#latest tbody tr[data-signal-id]').nth(2).waitFor();
+    await page.reload();
+    const figure = page.locator(`figure[data-context-id="${created.id}"]`);
+    await figure.locator('canvas.main-chart').waitFor();
+    expect(await page.getAttribute('[data-range="24h"]', 'aria-pressed')).toBe('true');
+    expect(await figure.getAttribute('data-buckets')).toBe('25');
+    // The one bucket's negative rate is a dot (radius 4), not a line of no length.
+    const rate = await page.evaluate<{ rate: number | null; radius: number }>(
+      `(() => {
+        const chart = Chart.getChart(document.querySelector('figure[data-context-id="${created.id}"] canvas.main-chart'));
+        const i = chart.data.datasets[0].data.findIndex((n) => n > 0);
+        return { rate: chart.data.datasets[1].data[i], radius: chart.getDatasetMeta(1).data[i].options.radius };
+      })()`,
+    );
+    expect(rate).toEqual({ rate: 33.3, radius: 4 });
+    await figure.screenshot({ path: path.join(SHOTS, 'new-product-chart.png') });
+  } finally {
+    await context.close();
+  }
+}, 60_000);
