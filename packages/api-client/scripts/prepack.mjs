@@ -10,7 +10,7 @@ const SAVED = new URL('../.package.json.workspace', import.meta.url);
 
 if (existsSync(SAVED))
   throw new Error('.package.json.workspace exists: a previous pack did not finish; restore it first');
-execFileSync('pnpm', ['exec', 'tsup'], { cwd: new URL('..', import.meta.url), stdio: 'inherit' });
+execFileSync('pnpm', ['run', 'build'], { cwd: new URL('..', import.meta.url), stdio: 'inherit' });
 
 const manifest = JSON.parse(readFileSync(MANIFEST, 'utf8'));
 if (

@@ -87,19 +87,18 @@ export type {
 } from './payments/payer';
 export { MemorySpendStore, DEFAULT_MAX_PER_PAYMENT_ATOMIC } from './payments/limits';
 export type { SpendLimits, SpendStore, SpendRecord, UsdcAmount, SpendLimitKind } from './payments/limits';
-export { resolveSigner } from './payments/signer';
-export type { Signer, WalletAdapterSigner, ResolvedSigner } from './payments/signer';
-export { SpendLimitExceededError, PaymentNotAllowedError } from './payments/errors';
+export type { Signer, WalletAdapterSigner } from './payments/signer';
 export {
   X402ClientError,
   PaymentRefusedError,
+  SpendLimitExceededError,
+  PaymentNotAllowedError,
   InsufficientFundsError,
   RpcUnreachableError,
   PaymentConfirmationError,
-  formatAtomic,
-  parseUsdc,
-} from '@repo/x402-solana/client';
-export type { InsufficientFundsKind } from '@repo/x402-solana/client';
+} from './payments/errors';
+export type { InsufficientFundsKind } from './payments/errors';
+export { formatAtomic, parseUsdc, USDC_DECIMALS } from './payments/usdc';
 
 export {
   waitForJob,

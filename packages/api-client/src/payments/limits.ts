@@ -1,6 +1,6 @@
 // Spend controls (README, "Spend controls"): a per-payment cap, rolling per-hour and per-day caps kept
 // across calls, checked and reserved before anything is signed.
-import { formatAtomic, parseUsdc } from '@repo/x402-solana/client';
+import { formatAtomic, parseUsdc } from './usdc';
 
 /** An amount of USDC: a decimal string (`"0.25"`) or atomic units as a bigint (`250_000n`). */
 export type UsdcAmount = string | bigint;

@@ -1,6 +1,5 @@
 // Who pays (README, "Paying within limits"): a keypair file, a Keypair, or a wallet adapter that signs
 // transactions, turned into the two signers the schemes need.
-import { readFileSync } from 'node:fs';
 import {
   address,
   getTransactionEncoder,
@@ -43,11 +42,11 @@ export interface ResolvedSigner {
 }
 
 /**
- * Resolves a {@link Signer}.
- * @throws Error when a keypair file cannot be read or does not hold 64 bytes
+ * Resolves a {@link Signer} whose keypair file, if any, was read into its 64 bytes.
+ * @throws Error when the bytes are not a valid secret key
  */
-export function resolveSigner(signer: Signer): ResolvedSigner {
-  if (typeof signer === 'string') return fromKeypair(readKeypairFile(signer));
+export function resolveSigner(signer: Uint8Array | Keypair | WalletAdapterSigner): ResolvedSigner {
+  if (signer instanceof Uint8Array) return fromKeypair(Keypair.fromSecretKey(signer));
   if (signer instanceof Keypair) return fromKeypair(signer);
   if (isKeypairLike(signer)) return fromKeypair(Keypair.fromSecretKey(signer.secretKey));
   const adapter = signer;
@@ -95,20 +94,4 @@ function isKeypairLike(value: unknown): value is { secretKey: Uint8Array } {
     (value as { secretKey?: unknown }).secretKey instanceof Uint8Array &&
     typeof (value as { signTransaction?: unknown }).signTransaction !== 'function'
   );
-}
-
-function readKeypairFile(path: string): Keypair {
-  let bytes: unknown;
-  try {
-    bytes = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (error) {
-    throw new Error(`cannot read the keypair file ${path}`, { cause: error });
-  }
-  if (
-    !Array.isArray(bytes) ||
-    bytes.length !== 64 ||
-    !bytes.every((b) => Number.isInteger(b) && b >= 0 && b < 256)
-  )
-    throw new Error(`${path} is not a Solana keypair file (a JSON array of 64 bytes)`);
-  return Keypair.fromSecretKey(Uint8Array.from(bytes as number[]));
 }
