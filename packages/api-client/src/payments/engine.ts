@@ -288,11 +288,11 @@ export function createEngine(
     }
     if (options.dryRun) {
       tracker.release(reservation);
-      return new Response(text, {
-        status: first.status,
-        statusText: first.statusText,
-        headers: first.headers,
-      });
+      // The body was read (and decoded) to find the offers: answer it again as text.
+      const headers = new Headers(first.headers);
+      headers.delete('content-encoding');
+      headers.delete('content-length');
+      return new Response(text, { status: first.status, statusText: first.statusText, headers });
     }
     try {
       return offers.official
