@@ -40,7 +40,9 @@ export function verdictText(d) {
   const v = d.verification;
   const before = `${pct(v.before.negative_rate)} of ${plural(v.before.signals, 'signal')} before`;
   const after = `${pct(v.after.negative_rate)} of ${plural(v.after.signals, 'signal')} after`;
-  const chance = v.p_value === null ? '' : ` (p = ${v.p_value})`;
+  // The p-value to three decimals: smaller ones read "p < 0.001" rather than in scientific notation.
+  const chance =
+    v.p_value === null ? '' : v.p_value < 0.001 ? ' (p < 0.001)' : ` (p = ${v.p_value.toFixed(3)})`;
   if (v.provisional) {
     const end = dateTime(Date.parse(d.deployed_at) + d.window_minutes * 60_000);
     if (v.reason === 'too_few_signals')

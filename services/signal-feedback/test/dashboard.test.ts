@@ -180,7 +180,7 @@ test('When a user clicks through the dashboard, then every step reaches the API 
   );
   await verdict.waitFor();
   expect(await verdict.textContent()).toContain(
-    'Improved: “payment_failed” fell from 33.3 % of 144 signals before to 6.3 % of 144 signals after (p = ',
+    'Improved: “payment_failed” fell from 33.3 % of 144 signals before to 6.3 % of 144 signals after (p < 0.001).',
   );
   expect((await h.db.deployment.findUniqueOrThrow({ where: { id: deployment.id } })).verdict).toBe(
     'improved',
