@@ -4,6 +4,7 @@ import { firstRequest } from './http';
 import { parseAgentPayArgs, USAGE, UsageError } from './options';
 import type { PaymentFailure } from './pay';
 import type { WaitResult } from './wait';
+import { printable } from './printable';
 import { formatUsdc } from './usdc';
 
 export { EXIT };
@@ -154,14 +155,14 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
     const { jobId, result: jobResult, elapsedSeconds } = waited.job;
     io.stdout(`job ${jobId} completed after ${elapsedSeconds} s\n`);
     const verdict = jobResult?.verdict;
-    if (typeof verdict === 'string') io.stdout(`verdict ${verdict}\n`);
+    if (typeof verdict === 'string') io.stdout(`verdict ${printable(verdict)}\n`);
     io.stdout(`${JSON.stringify(jobResult ?? {}, null, 2)}\n`);
   }
 
   if (!ok) {
     const detail =
       body && typeof body === 'object' && 'error' in body
-        ? `: ${String((body as { error: unknown }).error)}`
+        ? `: ${printable((body as { error: unknown }).error)}`
         : '';
     io.stderr(`agent-pay: ${url} answered HTTP ${response.status}${detail}\n`);
     return EXIT.httpError;

@@ -3,6 +3,7 @@
 import { SingleBar } from 'cli-progress';
 import { JobWaitError, waitForJob, type JobOutcome, type JobProgress } from '@repo/api-client';
 import { EXIT } from './exit-codes';
+import { printable } from './printable';
 import { formatUsdc } from './usdc';
 
 /** Where the wait reports its progress and what it reads. */
@@ -66,7 +67,9 @@ export async function followJob(
     };
   }
   const jobId = answer.jobId;
-  const progress = progressDisplay(jobId, io);
+  // Printed in progress and failure lines: no control characters from the server.
+  const shownId = printable(jobId, 100);
+  const progress = progressDisplay(shownId, io);
   let outcome: JobOutcome;
   try {
     outcome = await waitForJob(jobId, {
@@ -104,11 +107,11 @@ export async function followJob(
       }
     : null;
   const refunded = refundView
-    ? `; refund of ${refundView.amount} USDC ${refundView.status}${refundView.transaction ? ` (transaction ${refundView.transaction})` : ''}`
+    ? `; refund of ${refundView.amount} USDC ${printable(refundView.status)}${refundView.transaction ? ` (transaction ${printable(refundView.transaction)})` : ''}`
     : '';
   return {
     exitCode: EXIT.jobFailed,
-    message: `job ${jobId} failed: ${failure.raw || failure.code}${refunded}`,
+    message: `job ${shownId} failed: ${printable(failure.raw || failure.code)}${refunded}`,
     job: {
       jobId,
       status: 'failed',
@@ -121,12 +124,16 @@ export async function followJob(
 
 /**
  * The service's base URL for `waitForJob`: the `statusUrl` of the answer (resolved against the URL
- * called) without its `api/v1/jobs/<id>` tail, else the origin of the URL called.
+ * called) without its `api/v1/jobs/<id>` tail when it is on the same origin, else the origin of the
+ * URL called (an answer does not send the polling to another host).
  */
 export function serviceBaseUrl(url: string, jobId: string, statusUrl: unknown): string {
+  const origin = new URL(url).origin;
   if (typeof statusUrl === 'string') {
     try {
       const resolved = new URL(statusUrl, url);
+      // Another origin is not followed: the answer must not send the polling elsewhere.
+      if (resolved.origin !== origin) return `${origin}/`;
       resolved.search = '';
       const tail = `api/v1/jobs/${encodeURIComponent(jobId)}`;
       if (resolved.pathname.endsWith(tail))
@@ -135,7 +142,7 @@ export function serviceBaseUrl(url: string, jobId: string, statusUrl: unknown): 
       // not a URL: fall back to the origin
     }
   }
-  return `${new URL(url).origin}/`;
+  return `${origin}/`;
 }
 
 /** The progress display: cli-progress's bar on a TTY, one plain line per change elsewhere. */
@@ -143,7 +150,8 @@ function progressDisplay(jobId: string, io: WaitIo): { update: (p: JobProgress) 
   if (io.terminal?.isTTY) {
     const bar = new SingleBar({
       stream: io.terminal,
-      format: `job ${jobId} [{bar}] {percentage}% {state} {duration}s`,
+      // cli-progress reads {tokens} in the format: none may come from the server.
+      format: `job ${jobId.replace(/[{}]/g, '?')} [{bar}] {percentage}% {state} {duration}s`,
       hideCursor: true,
       clearOnComplete: false,
     });
@@ -151,9 +159,9 @@ function progressDisplay(jobId: string, io: WaitIo): { update: (p: JobProgress) 
     return {
       update: (p) => {
         if (!started) {
-          bar.start(100, p.progressPct, { state: p.status });
+          bar.start(100, p.progressPct, { state: printable(p.status, 20) });
           started = true;
-        } else bar.update(p.progressPct, { state: p.status });
+        } else bar.update(p.progressPct, { state: printable(p.status, 20) });
       },
       stop: () => {
         if (started) bar.stop();
@@ -162,7 +170,9 @@ function progressDisplay(jobId: string, io: WaitIo): { update: (p: JobProgress) 
   }
   return {
     update: (p) =>
-      io.stderr(`job ${jobId} ${p.status} ${p.progressPct} % after ${Math.round(p.elapsedMs / 1000)} s\n`),
+      io.stderr(
+        `job ${jobId} ${printable(p.status, 20)} ${printable(p.progressPct, 5)} % after ${Math.round(p.elapsedMs / 1000)} s\n`,
+      ),
     stop: () => undefined,
   };
 }

@@ -124,5 +124,28 @@ describe('agent-pay --wait progress and failures', () => {
     expect(serviceBaseUrl('https://api.example/api/v1/prove/debate?network=devnet', 'j', 42)).toBe(
       'https://api.example/',
     );
+    // A statusUrl on another origin does not move the polling there.
+    expect(
+      serviceBaseUrl('https://api.example/api/v1/prove/debate', 'j', 'http://169.254.169.254/api/v1/jobs/j'),
+    ).toBe('https://api.example/');
+  });
+
+  it('When the server sends control characters in the job, then the lines printed carry none', async () => {
+    answers = [
+      job('running\u001b[2J', 10),
+      job('failed', 10, { error: 'boom\u001b]0;owned\u0007\nsecond line' }),
+    ];
+    let stderr = '';
+    const waited = await followJob(
+      `${base}/api/v1/prove/debate`,
+      { jobId: 'job\u001b[31m' },
+      { stderr: (t) => (stderr += t) },
+    );
+    expect([...stderr].filter((c) => c !== '\n' && c.charCodeAt(0) < 0x20)).toEqual([]);
+    expect(stderr.split('\n').slice(0, 2)).toEqual([
+      expect.stringMatching(/^job job\?\[31m running\?\[2J 10 % after \d+ s$/),
+      expect.stringMatching(/^job job\?\[31m failed 10 % after \d+ s$/),
+    ]);
+    expect(waited.message).toBe('job job?[31m failed: boom?]0;owned??second line');
   });
 });
