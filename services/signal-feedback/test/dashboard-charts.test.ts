@@ -310,6 +310,7 @@ test("When a new product's first signals arrive, then the chart starts at 24 hou
     await page.locator('#new-key:not([hidden])').waitFor();
     const apiKey = (await page.textContent('#new-key-value')) ?? '';
     expect(await page.textContent('#snippet-code')).toContain(`-H 'x-api-key: ${apiKey}'`);
+    await page.locator('#new-key').screenshot({ path: path.join(SHOTS, 'new-product-key-and-snippet.png') });
     // At the free plan's one product, the form says so and is disabled.
     expect(await page.isDisabled('#product-submit')).toBe(true);
     expect(await page.textContent('#product-limit')).toBe(
