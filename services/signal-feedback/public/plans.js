@@ -10,6 +10,7 @@ export async function refreshPlans() {
   renderPlans();
 }
 
+/** Fills the plans table from `state.plans`, marking the user's plan. */
 export function renderPlans() {
   const mine = state.me.user.plan;
   $('plans-email').textContent = state.me.user.email;

@@ -7,6 +7,7 @@ import { dateTime, plural } from './format.js';
 import { renderProductLimit } from './plans.js';
 import { flash, guarded, refreshAll } from './session.js';
 
+/** Fills the products list and the context form's product choice, and the product limit under the form. */
 export function renderProducts() {
   fillList($('products'), state.products, 'No product yet.', (p) =>
     itemRow(
@@ -71,6 +72,7 @@ function showKey(key) {
   showSnippet('curl');
 }
 
+/** Creates the product named in the form, then shows its key and the first-signal snippet once. */
 export async function createProduct() {
   const created = await api('POST', '/api/products', { name: $('product-name').value });
   $('product-name').value = '';
@@ -92,6 +94,7 @@ export async function copyText(sourceId, buttonId) {
   $(buttonId).textContent = 'Copied';
 }
 
+/** Copies the key on display. */
 export const copyKey = () => copyText('new-key-value', 'copy-key');
 
 async function rotateKey(p) {

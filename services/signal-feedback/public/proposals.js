@@ -7,6 +7,7 @@ import { deploymentsBlock } from './deployments.js';
 import { dateTime } from './format.js';
 import { flash, guarded } from './session.js';
 
+/** Reads the proposals under the status filter and lists them. */
 export async function refreshProposals() {
   const status = $('proposal-filter').value;
   state.proposals = await api('GET', '/api/proposals' + (status ? `?status=${status}` : ''));

@@ -31,6 +31,7 @@ export async function guarded(fn) {
   }
 }
 
+/** Shows the sign-in form (and `message`), hides the account and stops the live table. */
 export function showAuth(message) {
   state.me = null;
   state.plans = null;
@@ -41,6 +42,7 @@ export function showAuth(message) {
   flash(message || '', Boolean(message));
 }
 
+/** Shows the dashboard of the signed-in user `me` (the /api/auth/me answer) and starts the live table. */
 export async function showApp(me) {
   state.me = me;
   $('auth-view').hidden = true;
@@ -52,6 +54,7 @@ export async function showApp(me) {
   startLatest();
 }
 
+/** Reads the account, products, contexts, deployments, plans and analysis readiness again and redraws everything. */
 export async function refreshAll() {
   const [me, products, contexts] = await Promise.all([
     api('GET', '/api/auth/me'),
