@@ -1,14 +1,19 @@
-// Starts Swagger UI on a service's /docs page. A file of its own, not an inline script, so helmet's
-// Content-Security-Policy (script-src 'self') lets it run.
-/* global window, document, SwaggerUIBundle */
+// Starts Scalar's API reference on a service's /docs page. A file of its own, not an inline script, so
+// helmet's Content-Security-Policy (script-src 'self') lets it run. Nothing leaves the service: no web
+// fonts (the system's are used), no telemetry, no AI agent, no proxy; the page follows the system's
+// light or dark mode until the reader switches it.
+/* global window, document, Scalar */
 window.addEventListener('load', function () {
-  window.ui = SwaggerUIBundle({
-    url: document.body.dataset.spec,
-    dom_id: '#swagger-ui',
-    deepLinking: true,
-    // The online validator badge would call a third-party host.
-    validatorUrl: null,
-    defaultModelsExpandDepth: 0,
-    displayRequestDuration: true,
+  var dark = window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches;
+  Scalar.createApiReference('#app', {
+    url: document.body.dataset.openapiUrl,
+    withDefaultFonts: false,
+    telemetry: false,
+    agent: { disabled: true },
+    mcp: { disabled: true },
+    showDeveloperTools: 'never',
+    darkMode: dark,
+    defaultOpenAllTags: true,
+    defaultHttpClient: { targetKey: 'shell', clientKey: 'curl' },
   });
 });

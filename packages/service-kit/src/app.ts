@@ -1,9 +1,12 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import cors from 'cors';
 import express, { type Application, type RequestHandler } from 'express';
 import helmet from 'helmet';
 import type { Logger } from 'pino';
 import { errorHandler, notFoundHandler } from '@repo/errors';
 import type { JsonSchema } from '@repo/schemas';
+import { withCodeSamples } from './code-samples';
 import { openApiRoutes } from './contract';
 import { CREDENTIAL_QUERY_SETTING } from './validate';
 import { llmsTxtRoutes, type LlmsTxt } from './llms-txt';
@@ -139,7 +142,8 @@ export interface ServiceAppParts {
 /**
  * The express app of a service (docs/architecture.md, "Routes own their contracts"): the base app of
  * {@link createBaseApp}, then `parts.first`, the MCP endpoint `/mcp`, `/llms.txt`, `/openapi.json`
- * and `/docs`, then `parts.routes` in order, then `notFoundHandler` (404 `not_found`) and
+ * and `/docs`, then `parts.routes` in order, then `GET /` redirecting to `/docs` (when no route
+ * answered it), then `notFoundHandler` (404 `not_found`) and
  * `errorHandler` of `@repo/errors` (the error envelope with the request id), logging to
  * `base.logger`. No listen.
  * @throws Error when two MCP tools share a name (from `mcpRoutes`)
@@ -150,11 +154,16 @@ export function createServiceApp(base: BaseAppOptions, parts: ServiceAppParts): 
   for (const handler of parts.first ?? []) app.use(handler);
   app.use(mcpRoutes({ ...parts.mcp, logger: base.logger, metrics: base.metrics }));
   app.use(llmsTxtRoutes(parts.llmsTxt));
-  app.use(openApiRoutes(closedRequestBodies(parts.openApi)));
+  app.use(openApiRoutes(withCodeSamples(closedRequestBodies(parts.openApi))));
+  app.use(guideRoutes(parts.openApi));
   for (const route of parts.routes) {
     if (typeof route === 'function') app.use(route);
     else app.use(route.path, route.use);
   }
+  // `/` leads to the reference, unless a route above serves a page there (signal-feedback's dashboard).
+  app.get('/', (_req, res) => {
+    res.redirect(302, '/docs');
+  });
   app.use(notFoundHandler);
   app.use(errorHandler(base.logger));
   return app;
@@ -216,6 +225,38 @@ export function closedRequestBodies(doc: JsonSchema): JsonSchema {
         ),
       ]),
     ),
+  };
+}
+
+/**
+ * The service guides the document links to (`[...](services/<name>/README.md#section)` in its
+ * descriptions), served as Markdown at that path, so the links of the reference page (relative to
+ * `/docs`) resolve. Each file is looked for under the working directory and the repository this
+ * package sits in, and read once; a guide not found is not served (the link answers 404).
+ */
+function guideRoutes(doc: JsonSchema): RequestHandler {
+  const linked = new Set(
+    [...JSON.stringify(doc).matchAll(/\]\((services\/[a-z0-9-]+\/README\.md)(?:#[^)]*)?\)/g)].map(
+      (m) => m[1] ?? '',
+    ),
+  );
+  const guides = new Map<string, string>();
+  for (const file of linked) {
+    for (const root of [process.cwd(), path.resolve(__dirname, '..', '..', '..')]) {
+      const candidate = path.join(root, file);
+      if (existsSync(candidate)) {
+        guides.set(`/${file}`, readFileSync(candidate, 'utf8'));
+        break;
+      }
+    }
+  }
+  return (req, res, next) => {
+    const guide = req.method === 'GET' ? guides.get(req.path) : undefined;
+    if (guide === undefined) {
+      next();
+      return;
+    }
+    res.type('text/markdown; charset=utf-8').send(guide);
   };
 }
 

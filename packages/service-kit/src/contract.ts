@@ -1,5 +1,5 @@
 import path from 'node:path';
-import express, { Router, type Request, type RequestHandler } from 'express';
+import { Router, type Request, type RequestHandler } from 'express';
 import type { z } from 'zod';
 import { ErrorEnvelope, errorEnvelope } from '@repo/errors';
 import {
@@ -406,25 +406,42 @@ export function contractRouter(): ContractRouter {
   return self;
 }
 
-/** Where swagger-ui-dist's files are (its package directory). */
-const SWAGGER_UI_DIR = path.dirname(require.resolve('swagger-ui-dist/package.json'));
+/** Where the browser build of Scalar's API reference is (`dist/browser` of `@scalar/api-reference`). */
+const SCALAR_BROWSER_DIR = path.join(path.dirname(require.resolve('@scalar/api-reference')), 'browser');
 /** This package's own browser files (the page's start-up script). */
 const ASSETS_DIR = path.join(__dirname, '..', 'assets');
 
-/** The files under `/docs/assets/` the page loads; anything else there is 404. */
-const DOCS_ASSETS = new Set([
-  '/swagger-ui.css',
-  '/swagger-ui-bundle.js',
-  '/docs-init.js',
-  '/favicon-32x32.png',
-]);
+/** The files under `/docs/assets/` the page loads, and where each is; anything else there is 404. */
+const DOCS_ASSETS: Readonly<Record<string, string>> = {
+  '/scalar.js': path.join(SCALAR_BROWSER_DIR, 'standalone.js'),
+  '/docs-init.js': path.join(ASSETS_DIR, 'docs-init.js'),
+};
+
+/**
+ * The Content-Security-Policy of the `/docs` page: helmet's, with fonts and connections to the service
+ * itself only, so the page can reach no other host (no CDN, no font service, no telemetry).
+ */
+const DOCS_CSP = [
+  "default-src 'self'",
+  "base-uri 'self'",
+  "font-src 'self' data:",
+  "form-action 'self'",
+  "frame-ancestors 'self'",
+  "img-src 'self' data:",
+  "object-src 'none'",
+  "script-src 'self'",
+  "script-src-attr 'none'",
+  "style-src 'self' 'unsafe-inline'",
+  "connect-src 'self'",
+  'upgrade-insecure-requests',
+].join(';');
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /**
- * The `/docs` page: Swagger UI (swagger-ui-dist, served by the service itself from `/docs/assets/`:
- * no CDN, works offline and under helmet's Content-Security-Policy) rendering the document at
- * `specUrl`, with its resolved schemas, examples and "try it out".
+ * The `/docs` page: Scalar's API reference (search, code samples, dark mode), served by the service
+ * itself from `/docs/assets/` (no CDN, works offline and under the Content-Security-Policy), rendering
+ * the document at `specUrl`.
  */
 function referencePage(doc: JsonSchema, specUrl: string): string {
   const info = (doc.info ?? {}) as { title?: string; version?: string };
@@ -434,13 +451,14 @@ function referencePage(doc: JsonSchema, specUrl: string): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<link rel="icon" href="data:,">
 <title>${title}</title>
-<link rel="icon" type="image/png" href="/docs/assets/favicon-32x32.png">
-<link rel="stylesheet" href="/docs/assets/swagger-ui.css">
 </head>
-<body data-spec="${escapeHtml(specUrl)}">
-<div id="swagger-ui"><noscript>The reference needs JavaScript; the document itself is at <a href="${escapeHtml(specUrl)}">${escapeHtml(specUrl)}</a>.</noscript></div>
-<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<body data-openapi-url="${escapeHtml(specUrl)}">
+<noscript>The reference needs JavaScript; the document itself is at <a href="${escapeHtml(specUrl)}">${escapeHtml(specUrl)}</a>.</noscript>
+<div id="app"></div>
+<script src="/docs/assets/scalar.js"></script>
 <script src="/docs/assets/docs-init.js"></script>
 </body>
 </html>
@@ -448,9 +466,10 @@ function referencePage(doc: JsonSchema, specUrl: string): string {
 }
 
 /**
- * `GET /openapi.json` (the document) and `GET /docs`, its reference page rendered by Swagger UI from
- * files the service serves itself under `/docs/assets/` (docs/architecture.md, "Routes own their
- * contracts"), so the page works offline and under helmet's Content-Security-Policy.
+ * `GET /openapi.json` (the document) and `GET /docs`, its reference page rendered by Scalar's API
+ * reference (search, code samples in several languages, dark mode) from files the service serves
+ * itself under `/docs/assets/` (docs/architecture.md, "Routes own their contracts"), so the page works
+ * offline and under a Content-Security-Policy that lets it reach no other host.
  * @param doc the service's OpenAPI document
  */
 export function openApiRoutes(doc: JsonSchema): Router {
@@ -460,15 +479,17 @@ export function openApiRoutes(doc: JsonSchema): Router {
     res.json(doc);
   });
   router.get('/docs', (_req, res) => {
+    res.setHeader('Content-Security-Policy', DOCS_CSP);
     res.type('html').send(page);
   });
-  const assets = { maxAge: '1d', index: false } as const;
-  router.use(
-    '/docs/assets',
-    // Only what the page loads: swagger-ui-dist also ships a demo page wired to a public petstore.
-    (req, _res, next) => next(DOCS_ASSETS.has(req.path) ? undefined : 'router'),
-    express.static(ASSETS_DIR, assets),
-    express.static(SWAGGER_UI_DIR, assets),
-  );
+  router.get('/docs/assets/:file', (req, res, next) => {
+    const file = DOCS_ASSETS[`/${req.params.file}`];
+    if (!file) {
+      next();
+      return;
+    }
+    // The package sits under node_modules/.pnpm: a dot directory send() would refuse by default.
+    res.sendFile(file, { maxAge: '1d', dotfiles: 'allow' });
+  });
   return router;
 }

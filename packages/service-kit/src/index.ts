@@ -54,3 +54,6 @@ export { apiLinks, llmsTxtRoutes, renderLlmsTxt } from './llms-txt';
 export type { LlmsTxt, LlmsTxtLink } from './llms-txt';
 export { dispatchHttp } from './mcp-dispatch';
 export type { HttpAnswer, HttpCall } from './mcp-dispatch';
+export { packageVersion } from './package-version';
+export { codeSamples, withCodeSamples } from './code-samples';
+export type { CodeSample } from './code-samples';

@@ -231,7 +231,15 @@ describe('contractRouter', () => {
         { method: 'get', path: '/v2/hidden/{x}' },
       ]),
     );
-    expect(routeCoverage(app, doc, ['get /livez', 'get /readyz', 'get /openapi.json', 'get /docs'])).toEqual({
+    expect(
+      routeCoverage(app, doc, [
+        'get /livez',
+        'get /readyz',
+        'get /openapi.json',
+        'get /docs',
+        'get /docs/assets/{file}',
+      ]),
+    ).toEqual({
       undocumented: ['get /v2/hidden/{x}'],
       unmounted: [],
     });
@@ -239,22 +247,21 @@ describe('contractRouter', () => {
     expect(served.body).toEqual(doc);
   });
 
-  it('When /docs is asked, then it is the Swagger UI page of /openapi.json, its assets are served from the service, and nothing else under them', async () => {
+  it("When /docs is asked, then it is Scalar's reference of /openapi.json under a policy that reaches no other host, its assets are served from the service, and nothing else under them", async () => {
     const { app } = buildApp();
     const page = await request(app).get('/docs');
     expect(page.status).toBe(200);
-    expect(page.text).toContain('data-spec="/openapi.json"');
-    for (const asset of [
-      '/docs/assets/swagger-ui-bundle.js',
-      '/docs/assets/docs-init.js',
-      '/docs/assets/swagger-ui.css',
-    ]) {
+    expect(page.text).toContain('data-openapi-url="/openapi.json"');
+    expect(page.headers['content-security-policy']).toContain("connect-src 'self'");
+    expect(page.headers['content-security-policy']).toContain("font-src 'self' data:");
+    for (const asset of ['/docs/assets/scalar.js', '/docs/assets/docs-init.js']) {
       expect(page.text).toContain(asset);
       const res = await request(app).get(asset);
       expect(res.status).toBe(200);
       expect(res.headers['cache-control']).toBe('public, max-age=86400');
     }
     expect((await request(app).get('/docs/assets/index.html')).status).toBe(404);
+    expect((await request(app).get('/docs/assets/standalone.js')).status).toBe(404);
     expect((await request(app).get('/docs/assets/../package.json')).status).toBe(404);
   });
 });
@@ -426,7 +433,7 @@ describe('The /docs page in a browser', () => {
     return { baseUrl: `http://127.0.0.1:${port}`, close: () => server.close() };
   }
 
-  it("When Chromium opens /docs under the base app's Content-Security-Policy, then Swagger UI renders every operation with no error or CSP violation", async () => {
+  it("When Chromium opens /docs under its Content-Security-Policy, then Scalar's reference renders every operation with its search, with no error or CSP violation, and follows a dark color scheme", async () => {
     const { app, doc } = buildApp();
     const { baseUrl, close } = await listen(app);
     const screenshot = path.join(os.tmpdir(), `service-kit-docs-${process.pid}.png`);
@@ -436,6 +443,8 @@ describe('The /docs page in a browser', () => {
       expect(Object.keys(doc.paths as object)).toEqual(['/api/items/{itemId}', '/api/items']);
       // A PNG of the viewport.
       expect(readFileSync(screenshot).subarray(1, 4).toString()).toBe('PNG');
+      expect(render.dark).toBe(false);
+      expect((await expectDocsRender(baseUrl, { colorScheme: 'dark' })).dark).toBe(true);
     } finally {
       rmSync(screenshot, { force: true });
       close();

@@ -67,6 +67,11 @@ function buildApp() {
       llmsTxt: { title: 'svc', summary: 'A test service.', details: [], sections: [] },
       openApi: {
         openapi: '3.1.0',
+        info: {
+          title: 'svc',
+          version: '1.0.0',
+          description: 'See [the guide](services/market-intel/README.md#endpoints).',
+        },
         paths: {
           '/signals': {
             post: {
@@ -190,6 +195,28 @@ describe('the one error dialect of declared routes', () => {
       properties: { type: { type: 'string' } },
       additionalProperties: false,
     });
+  });
+});
+
+describe('the reference page around the document', () => {
+  it('When the document is served, then every operation carries x-codeSamples in curl, TypeScript and Python', async () => {
+    const doc = (await request(app).get('/openapi.json')).body;
+    const samples = doc.paths['/signals'].post['x-codeSamples'] as { lang: string; source: string }[];
+    expect(samples.map((c) => c.lang)).toEqual(['Shell', 'TypeScript', 'Python']);
+    expect(samples[0]?.source).toContain('curl -X POST "$BASE_URL/signals"');
+    expect(samples[1]?.source).toContain("method: 'POST'");
+    expect(samples[2]?.source).toContain('requests.post(os.environ["BASE_URL"] + "/signals"');
+  });
+
+  it('When / is asked and no route serves it, then it leads to /docs; a guide the document links to is served where the link points', async () => {
+    const root = await request(app).get('/');
+    expect(root.status).toBe(302);
+    expect(root.headers.location).toBe('/docs');
+    const guide = await request(app).get('/services/market-intel/README.md');
+    expect(guide.status).toBe(200);
+    expect(guide.headers['content-type']).toMatch(/^text\/markdown/);
+    expect(guide.text).toMatch(/^# /);
+    expect((await request(app).get('/services/skill-router/README.md')).status).toBe(404);
   });
 });
 

@@ -351,8 +351,8 @@ describe.each<[string, string, Record<string, string>]>([
       const res = await fetch(`${h.baseUrl}/docs`);
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toMatch(/text\/html/);
-      expect(await res.text()).toContain('data-spec="/openapi.json"');
-      expect((await fetch(`${h.baseUrl}/docs/assets/swagger-ui-bundle.js`)).status).toBe(200);
+      expect(await res.text()).toContain('data-openapi-url="/openapi.json"');
+      expect((await fetch(`${h.baseUrl}/docs/assets/scalar.js`)).status).toBe(200);
     });
   });
 });

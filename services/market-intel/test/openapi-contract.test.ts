@@ -117,7 +117,7 @@ describe('the OpenAPI document and the mounted routes', () => {
     expect(markdownAnchors(readFileSync(path.join(__dirname, '..', file), 'utf8'))).toContain(anchor);
   });
 
-  it('When Chromium opens /docs of the running service, then Swagger UI shows every operation with no console error or CSP violation (UPDATE_SCREENSHOT=1 refreshes docs/market-intel-docs.png)', async () => {
+  it('When Chromium opens /docs of the running service, then the Scalar reference shows every operation with its search and no console error or CSP violation (UPDATE_SCREENSHOT=1 refreshes docs/market-intel-docs.png)', async () => {
     const render = await expectDocsRender(h.baseUrl, {
       expand: 'getGaps',
       screenshot: screenshotPath(path.resolve(__dirname, '../../../docs/market-intel-docs.png')),

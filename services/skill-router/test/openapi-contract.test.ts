@@ -81,7 +81,7 @@ describe('The OpenAPI document and the mounted routes', () => {
     expect(routed.status).toBe(200);
   });
 
-  it('When Chromium opens /docs of the running service, then Swagger UI shows every operation with no console error or CSP violation', async () => {
+  it('When Chromium opens /docs of the running service, then the Scalar reference shows every operation with its search and no console error or CSP violation', async () => {
     const doc = (await h.call('GET', '/openapi.json')).body as { paths: Record<string, object> };
     const render = await expectDocsRender(h.baseUrl);
     expect(render.operations).toHaveLength(Object.values(doc.paths).flatMap((p) => Object.keys(p)).length);

@@ -1,7 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Locator } from 'playwright-core';
 
 /**
  * The Chromium that browser tests drive: `CHROMIUM_PATH`, else Debian's `/usr/bin/chromium` (what
@@ -51,19 +50,36 @@ export function markdownAnchors(markdown: string): string[] {
 export interface DocsRenderOptions {
   /**
    * Saves a PNG of the page here once everything passed: the viewport (1280 × 1600 CSS pixels) from
-   * the top, with the `expand` operation open. Absent: no screenshot. See {@link screenshotPath}.
+   * the `expand` operation's section (else the top). Absent: no screenshot. See {@link screenshotPath}.
    */
   screenshot?: string;
-  /** The `operationId` of the operation left open at the end (for the screenshot); default none. */
+  /** The `operationId` of the operation scrolled to at the end (for the screenshot); default none. */
   expand?: string;
-  /** Milliseconds to wait for Swagger UI to show the operations, and for each one to open; default 30000. */
+  /** Milliseconds to wait for the reference to show its first operation; default 30000. */
   timeoutMs?: number;
+  /** The browser's `prefers-color-scheme`; default `light`. */
+  colorScheme?: 'light' | 'dark';
 }
 
 /** What {@link expectDocsRender} saw. */
 export interface DocsRender {
   /** `METHOD /path` of every operation the page shows (upper-case method), sorted. */
   operations: string[];
+  /** Whether the page came up in dark mode (it follows the browser's `prefers-color-scheme`). */
+  dark: boolean;
+}
+
+/** A Scalar operation section's id: `api-1/tag/<tag>/<METHOD>/<path>`, or `api-1/<METHOD>/<path>` untagged. */
+const OPERATION_SECTION = /\/(GET|PUT|POST|DELETE|OPTIONS|HEAD|PATCH|TRACE)(\/.*)$/;
+
+/** `METHOD /path` of the operation with `operationId` in an OpenAPI document. */
+function operationById(doc: unknown, operationId: string): string | undefined {
+  const paths =
+    (doc as { paths?: Record<string, Record<string, { operationId?: unknown }>> } | null)?.paths ?? {};
+  for (const [p, item] of Object.entries(paths))
+    for (const [m, op] of Object.entries(item))
+      if (METHODS.has(m) && op.operationId === operationId) return `${m.toUpperCase()} ${p}`;
+  return undefined;
 }
 
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
@@ -92,11 +108,12 @@ document.addEventListener('securitypolicyviolation', function (e) {
 /**
  * Opens a service's reference page, `${baseUrl}/docs`, in headless Chromium (playwright-core, the
  * browser at {@link chromiumPath}) and checks that it works as docs/architecture.md, "Routes own their
- * contracts" describes it: Swagger UI renders, it shows every operation of `${baseUrl}/openapi.json`
- * (method and path) and no other, each operation opens and shows its responses, and nothing went wrong
- * on the way: no console error, no uncaught page error, no Content-Security-Policy violation, no
- * request answered 400 or more or failed, no Swagger UI error box (an unresolvable `$ref`, say).
- * Optionally leaves one operation open and saves a screenshot. Call it against the running service
+ * contracts" describes it: Scalar's API reference renders, with its search, and shows every operation
+ * of `${baseUrl}/openapi.json` (method and path) and no other (scrolling through the page, which
+ * renders sections as they come into view), and nothing went wrong on the way: no console error, no
+ * uncaught page error, no Content-Security-Policy violation, no request answered 400 or more or failed
+ * (a request to another host is refused by the page's policy, so it shows as a violation).
+ * Optionally scrolls to one operation and saves a screenshot. Call it against the running service
  * (behind its real helmet configuration), e.g. from the service's contract test:
  *
  * ```ts
@@ -110,8 +127,8 @@ document.addEventListener('securitypolicyviolation', function (e) {
  * @param baseUrl the service's origin, e.g. `http://127.0.0.1:3001` (no trailing slash)
  * @returns the operations the page shows
  * @throws Error listing every problem found (operations missing from the page or extra on it, console
- *   errors, CSP violations, failed requests, Swagger UI errors), or when `expand` names no operation
- *   of the page, `/openapi.json` does not answer 200, Swagger UI does not render within `timeoutMs`,
+ *   errors, CSP violations, failed requests, no search), or when `expand` names no operation
+ *   of the page, `/openapi.json` does not answer 200, the reference does not render within `timeoutMs`,
  *   or Chromium cannot be launched
  */
 export async function expectDocsRender(
@@ -121,12 +138,16 @@ export async function expectDocsRender(
   const timeout = options.timeoutMs ?? 30_000;
   const served = await fetch(`${baseUrl}/openapi.json`);
   if (served.status !== 200) throw new Error(`${baseUrl}/openapi.json answered ${served.status}`);
-  const expected = documentedOperations(await served.json());
+  const documentBody: unknown = await served.json();
+  const expected = documentedOperations(documentBody);
   // Loaded on first use: most suites that import the testing helpers never open a browser.
   const { chromium } = await import('playwright-core');
   const browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox'] });
   try {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 1600 } });
+    const context = await browser.newContext({
+      viewport: { width: 1280, height: 1600 },
+      colorScheme: options.colorScheme ?? 'light',
+    });
     const page = await context.newPage();
     const problems: string[] = [];
     page.on('console', (m) => {
@@ -142,50 +163,56 @@ export async function expectDocsRender(
     await page.addInitScript({ content: RECORD_CSP_VIOLATIONS });
 
     await page.goto(`${baseUrl}/docs`);
-    await page.locator('.opblock').first().waitFor({ timeout });
-    const blocks = await page.locator('.opblock').all();
-    const shown = new Map<string, Locator>();
-    const ids = new Map<string, Locator>();
-    for (const block of blocks) {
-      const method = (await block.locator('.opblock-summary-method').innerText()).trim().toUpperCase();
-      const route = await block.locator('.opblock-summary-path').getAttribute('data-path');
-      // An operation with several tags appears once per tag: opening one is enough.
-      if (!shown.has(`${method} ${route}`)) shown.set(`${method} ${route}`, block);
-      const id = await block.getAttribute('id');
-      if (id) ids.set(id, block);
+    await page.waitForFunction(
+      `[...document.querySelectorAll('section[id]')].some((s) => ${OPERATION_SECTION.toString()}.test(s.id))`,
+      undefined,
+      { timeout },
+    );
+    // Scalar renders the sections as they come into view: scroll until no new one appears.
+    const shown = new Set<string>();
+    const ids = new Map<string, string>();
+    for (let round = 0, before = -1; round < 200 && shown.size !== before; round++) {
+      before = shown.size;
+      const sectionIds = (await page.evaluate(
+        '[...document.querySelectorAll("section[id]")].map((s) => s.id)',
+      )) as string[];
+      for (const id of sectionIds) {
+        const m = OPERATION_SECTION.exec(id);
+        if (!m) continue;
+        const op = `${m[1]} ${decodeURIComponent(m[2] ?? '')}`;
+        shown.add(op);
+        if (!ids.has(op)) ids.set(op, id);
+      }
+      await page.evaluate('window.scrollBy(0, window.innerHeight * 2)');
+      await page.waitForTimeout(150);
     }
-    const operations = [...shown.keys()].sort();
+    const operations = [...shown].sort();
     for (const op of expected) if (!shown.has(op)) problems.push(`not on the page: ${op}`);
     for (const op of operations)
       if (!expected.includes(op)) problems.push(`on the page but not documented: ${op}`);
-
-    // Each operation renders its parameters, examples and responses only once opened.
-    for (const block of shown.values()) {
-      await block.locator('.opblock-summary-method').click();
-      await block.locator('.responses-wrapper').waitFor({ timeout });
-      await block.locator('.opblock-summary-method').click();
-      await block.locator('.responses-wrapper').waitFor({ state: 'detached', timeout });
-    }
-    for (const text of await page.locator('.errors-wrapper').allInnerTexts())
-      problems.push(`Swagger UI error: ${text.replace(/\s+/g, ' ').trim()}`);
+    const search = await page.locator('.sidebar-search, [role="search"], button:has-text("Search")').count();
+    if (search === 0) problems.push('no search on the page');
+    const dark = (await page.evaluate('document.body.classList.contains("dark-mode")')) as boolean;
     const violations = (await page.evaluate('window.__cspViolations')) as unknown;
-    if (Array.isArray(violations)) for (const v of violations) problems.push(`CSP violation: ${String(v)}`);
+    // zod, inside Scalar's bundle, probes once whether eval is allowed (`Function('')` in a try/catch)
+    // and works without it when it is not: that refusal is the policy holding, not a fault.
+    if (Array.isArray(violations))
+      for (const v of violations)
+        if (String(v) !== 'script-src blocked eval') problems.push(`CSP violation: ${String(v)}`);
     if (problems.length > 0)
       throw new Error(`${baseUrl}/docs does not render cleanly:\n- ${problems.join('\n- ')}`);
 
     if (options.expand !== undefined) {
-      // Swagger UI's ids are `operations-<tag>-<operationId>`.
-      const block = [...ids].find(([id]) => id.endsWith(`-${options.expand}`))?.[1];
-      if (!block) throw new Error(`${baseUrl}/docs shows no operation ${options.expand}`);
-      await block.locator('.opblock-summary-method').click();
-      await block.locator('.responses-wrapper').waitFor({ timeout });
-    }
+      const op = operationById(documentBody, options.expand);
+      const id = op === undefined ? undefined : ids.get(op);
+      if (id === undefined) throw new Error(`${baseUrl}/docs shows no operation ${options.expand}`);
+      await page.evaluate(`document.getElementById(${JSON.stringify(id)}).scrollIntoView()`);
+    } else await page.evaluate('window.scrollTo(0, 0)');
     if (options.screenshot !== undefined) {
       mkdirSync(path.dirname(options.screenshot), { recursive: true });
-      await page.evaluate('window.scrollTo(0, 0)');
       await page.screenshot({ path: options.screenshot });
     }
-    return { operations };
+    return { operations, dark };
   } finally {
     await browser.close();
   }

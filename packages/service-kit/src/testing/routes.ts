@@ -76,7 +76,7 @@ export function routeCoverage(
 
 /**
  * Routes every service mounts deliberately outside its API document: the Kubernetes probes, the
- * document and its reference page, and the agent entry points (the MCP endpoint speaks JSON-RPC and
+ * document, its reference page with its assets, `/` (which leads to it), and the agent entry points (the MCP endpoint speaks JSON-RPC and
  * lists its tools itself; `/llms.txt`). For `routeCoverage`'s `ignore`.
  */
 export const INFRASTRUCTURE_ROUTES: readonly string[] = [
@@ -84,6 +84,8 @@ export const INFRASTRUCTURE_ROUTES: readonly string[] = [
   'get /readyz',
   'get /openapi.json',
   'get /docs',
+  'get /docs/assets/{file}',
+  'get /',
   'post /mcp',
   'get /mcp',
   'delete /mcp',

@@ -13,15 +13,15 @@ import {
   type JsonSchema,
   type OpenApiOperation,
 } from '@repo/schemas';
-import { withExamples } from '@repo/service-kit';
+import { withExamples, packageVersion } from '@repo/service-kit';
 import { ComputeUnavailable, JobAccepted } from '../../schemas';
 import { COMPUTE_PRICES, DATA_PRICES } from '../../domain/prices';
 import { PAYING_README_LINK, payingSteps, usdc, X402_HEADER_COMPONENTS } from './contract-parts';
 // Real answers, captured from the running service by test/openapi-examples.test.ts (UPDATE_OPENAPI_EXAMPLES=1).
 import EXAMPLES from './examples.json';
 
-/** The version of market-intel's contract, in the OpenAPI document and MCP's `initialize`. */
-export const SERVICE_VERSION = '1.0.0';
+/** The version of market-intel's contract, in the OpenAPI document and MCP's `initialize`.: the `version` of the service's package.json, its one version number. */
+export const SERVICE_VERSION = packageVersion(__dirname);
 
 /**
  * The document's description (Markdown): what the service sells, every price from the price tables

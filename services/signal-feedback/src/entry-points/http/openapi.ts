@@ -5,14 +5,14 @@ import {
   type OpenApiOperation,
   type OpenApiParameter,
 } from '@repo/schemas';
-import { withExamples } from '@repo/service-kit';
+import { withExamples, packageVersion } from '@repo/service-kit';
 import { AnalysisRunResult, Context, CreatedProduct, Me, Proposal, ReceivedResponse } from '../../schemas';
 import { CSRF_HEADER } from './auth-middleware';
 // Real answers, captured from the running service by test/openapi-examples.test.ts (UPDATE_OPENAPI_EXAMPLES=1).
 import EXAMPLES from './examples.json';
 
-/** The service's version: of the OpenAPI document and of the MCP server (`initialize`). */
-export const SERVICE_VERSION = '1.0.0';
+/** The service's version: of the OpenAPI document and of the MCP server (`initialize`).: the `version` of the service's package.json, its one version number. */
+export const SERVICE_VERSION = packageVersion(__dirname);
 
 /**
  * Security requirement of the operations authenticated by a product key (README, "API keys"): in

@@ -7,14 +7,15 @@ import {
   RETRY_AFTER_HEADER,
   type ContractRouter,
   type RateLimit,
+  packageVersion,
 } from '@repo/service-kit';
 import type { z } from 'zod';
 import type { ApiKeyRepository } from '../../data/api-keys';
 import { skillRouterKeys } from '../../domain/api-keys';
 import { CreateKeyRequest, CreateKeyResponse, HealthResponse } from '../../schemas';
 
-/** The service version reported by health and the OpenAPI document (README, "Endpoints"). */
-export const SERVICE_VERSION = '0.1.0';
+/** The service version reported by health and the OpenAPI document (README, "Endpoints").: the `version` of the service's package.json, its one version number. */
+export const SERVICE_VERSION = packageVersion(__dirname);
 
 /**
  * GET /api/health and POST /api/auth/key (README, "Endpoints" and "Keys"). Key creation is limited per
