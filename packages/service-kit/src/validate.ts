@@ -109,24 +109,30 @@ function declaredNames(schema: z.ZodType): string[] {
 
 /** One issue per dropped key, with the nearest declared name when one is close (`sectr` -> `sector`). */
 function unknownIssues(paths: string[], location: string, names: readonly string[]): ValidationIssue[] {
-  return paths.map((path) => {
-    const key = path.slice(path.lastIndexOf('.') + 1);
-    const topLevel = path === `${location}.${key}`;
+  const code = location === 'query' ? 'unknown_parameter' : 'unknown_field';
+  const known =
+    location === 'query' ? 'is not a parameter of this operation' : 'is not a field of this operation';
+  // The caller chose the names: the answer names at most MAX_UNKNOWN of them, each cut to a length.
+  const issues = paths.slice(0, MAX_UNKNOWN).map((full): ValidationIssue => {
+    const path = full.length > MAX_PATH ? `${full.slice(0, MAX_PATH)}…` : full;
+    const key = full.slice(full.lastIndexOf('.') + 1);
+    const topLevel = full === `${location}.${key}` && key.length <= 64;
     const near = topLevel
       ? names
           .map((name) => ({ name, d: distance(key.toLowerCase(), name.toLowerCase()) }))
           .filter((c) => c.d <= Math.max(1, Math.floor(c.name.length / 3)))
           .sort((x, y) => x.d - y.d)[0]
       : undefined;
-    const known =
-      location === 'query' ? 'is not a parameter of this operation' : 'is not a field of this operation';
-    return {
-      path,
-      code: location === 'query' ? 'unknown_parameter' : 'unknown_field',
-      message: near ? `${known}; did you mean \`${near.name}\`?` : known,
-    };
+    return { path, code, message: near ? `${known}; did you mean \`${near.name}\`?` : known };
   });
+  if (paths.length > MAX_UNKNOWN)
+    issues.push({ path: location, code, message: `has ${paths.length - MAX_UNKNOWN} more unknown names` });
+  return issues;
 }
+
+/** Most unknown names one answer lists, and the longest path it repeats (characters). */
+const MAX_UNKNOWN = 20;
+const MAX_PATH = 200;
 
 /**
  * Parses `input` with `schema`, refuses the keys parsing dropped (unknown fields and parameters),

@@ -232,3 +232,19 @@ describe('presentedApiKey', () => {
     expect(presentedApiKey({ headers: {} })).toBeUndefined();
   });
 });
+
+describe('unknown names chosen by an attacker', () => {
+  it('When a request carries many unknown names, or a long one, then the answer names twenty, each cut short, and counts the rest', async () => {
+    const body: Record<string, unknown> = { type: 'click' };
+    for (let i = 0; i < 40; i++) body[`f${i}`] = 1;
+    const res = await request(app).post('/signals').send(body);
+    expect(res.status).toBe(400);
+    const issues = res.body.details.issues as { path: string; message: string }[];
+    expect(issues).toHaveLength(21);
+    expect(issues[20]).toEqual({ path: 'body', code: 'unknown_field', message: 'has 20 more unknown names' });
+    const long = await request(app).get(`/gaps?${'k'.repeat(5000)}=1`);
+    expect(long.status).toBe(400);
+    expect(long.body.details.issues[0].path).toHaveLength(201);
+    expect(long.text.length).toBeLessThan(2000);
+  });
+});
