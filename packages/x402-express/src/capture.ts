@@ -31,8 +31,7 @@ function toBuffer(chunk: unknown, encoding: unknown): Buffer | undefined {
 }
 
 /**
- * The package's one response capture, used by the hot path (a 402 it remembers) and by
- * `requirePayment` (the paid answer it stores): wraps `res.write`/`res.end` so that the bytes are
+ * The package's one response capture, used by `requirePayment` (the paid answer it stores): wraps `res.write`/`res.end` so that the bytes are
  * collected as they are written (writes go through at once) and, at the first `end`, restores both and
  * hands the answer to `onEnd`, which ends the response, at once or later, with `send` or `sendInstead`
  * (or destroys it). `end` returns `res`, as node's does.

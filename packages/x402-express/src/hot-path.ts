@@ -2,10 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeaders, RequestListener, ServerResponse } from 'node:http';
 import type { X402Network } from '@repo/schemas';
 import { PAYMENT_HEADER, PAYMENT_SIGNATURE_HEADER } from '@repo/x402-core';
-import { interceptAnswer } from './capture';
 import { emitPaymentEvent, type PaymentEventListener } from './events';
 import type { AnswerStoredListener } from './gateway';
-import { networkOfQuery } from './request';
+import { onChallengeSent } from './request';
 
 /** Options of {@link createHotPath}. */
 export interface HotPathOptions {
@@ -44,7 +43,10 @@ export interface HotPath {
   size(): { challenges: number; replays: number; replayBytes: number };
 }
 
-/** A 402 as the full path sent it, but for the request id it carries in the body and a header. */
+/**
+ * A 402 as the full path sent it, but for the request id it carries in the body and a header: the
+ * body's text around the id (slices of the one string that was sent) and the headers' values as sent.
+ */
 interface Challenge {
   headers: [string, string | string[]][];
   /** The body up to and including `"requestId":`. */
@@ -95,40 +97,26 @@ function replayableHeaders(headers: OutgoingHttpHeaders): [string, string | stri
 }
 
 /**
- * The network a request's 402 is for: its `?network=` as the full path reads it (the body's first
- * requirement is on that network), or `undefined` when the full path would have refused it.
- */
-function networkOfUrl(url: string): X402Network | undefined {
-  try {
-    return networkOfQuery(new URL(url, 'http://localhost').searchParams);
-  } catch {
-    return undefined;
-  }
-}
-
-/**
  * The challenge a 402 of the full path makes: its bytes around the request id it names once in its
  * body, or `undefined` when it is no 402 or cannot be answered again with another request id.
  */
 function challengeOf(
   status: number,
   headers: OutgoingHttpHeaders,
-  body: Buffer,
+  body: string,
   endpoint: string,
-  url: string,
+  network: unknown,
 ): Challenge | undefined {
   const id = headers['x-request-id'];
   if (status !== 402 || typeof id !== 'string') return undefined;
-  const text = body.toString('utf8');
+  if (network !== 'solana' && network !== 'solana-devnet') return undefined;
   const marker = `"requestId":${JSON.stringify(id)}`;
-  const at = text.indexOf(marker);
-  if (at === -1 || text.indexOf(marker, at + 1) !== -1) return undefined;
-  const network = networkOfUrl(url);
-  if (!network) return undefined;
+  const at = body.indexOf(marker);
+  if (at === -1 || body.indexOf(marker, at + 1) !== -1) return undefined;
   return {
     headers: replayableHeaders(headers),
-    prefix: text.slice(0, at + '"requestId":'.length),
-    suffix: text.slice(at + marker.length),
+    prefix: body.slice(0, at + '"requestId":'.length),
+    suffix: body.slice(at + marker.length),
     network,
     endpoint,
   };
@@ -141,7 +129,9 @@ function challengeOf(
  * its host, forwarded protocol and URL when the request has no body (the body and `PAYMENT-REQUIRED`
  * carry the URL and its request reference, nothing else of the request but its id), a stored paid
  * answer of its URL and payment header (one payment, one answer). So the first request of each takes the full path (validation,
- * security headers, access log, metrics, the ledger) and its answer is remembered as bytes (a paid
+ * security headers, access log, metrics, the ledger) and its answer is remembered as bytes (a 402 as
+ * `sendPaymentRequired` sent it, which tells of the challenges it assembles from a route's template
+ * when nothing wraps the response's writes: a 402 sent otherwise is not remembered; a paid
  * answer as the full path stored it in the ledger, told through the `onAnswerStored` option of
  * `requirePayment`, which is given {@link HotPath.onAnswerStored}); the next
  * ones are answered with those bytes, a fresh `x-request-id` (the caller's, as the access log would
@@ -220,14 +210,11 @@ export function createHotPath(options: HotPathOptions): HotPath {
             emitPaymentEvent(options.onPaymentEvent, { type: 'challenged', network: hit.network, endpoint });
             return;
           }
-          interceptAnswer(res, (answer) => {
-            try {
-              const challenge = challengeOf(answer.status, res.getHeaders(), answer.body, endpoint, url);
-              if (challenge) remember402(key, challenge);
-            } catch {
-              // Remembering is an optimisation: a failure leaves the answer as sent.
-            }
-            answer.send();
+          // The full path's sendPaymentRequired tells of the challenge it sent (no capture of the
+          // response's writes, which cost the first request of every URL more than the rest).
+          onChallengeSent(res, (sent) => {
+            const challenge = challengeOf(sent.status, sent.headers, sent.body, endpoint, sent.network);
+            if (challenge) remember402(key, challenge);
           });
           listener(req, res);
           return;

@@ -1,3 +1,4 @@
+import { ServerResponse, type OutgoingHttpHeaders } from 'node:http';
 import type { Request, Response } from 'express';
 import { AppError, requestIdOf } from '@repo/errors';
 import type { PaymentRequirements, X402Network } from '@repo/schemas';
@@ -34,7 +35,38 @@ export function sendPaymentRequired(
   }
   // What res.json does with the JSON it made.
   if (!res.get('Content-Type')) res.set('Content-Type', 'application/json');
-  res.send(prepared.template.json({ ...prepared.values, error, requestId: requestIdOf(req) }));
+  const body = prepared.template.json({ ...prepared.values, error, requestId: requestIdOf(req) });
+  res.send(body);
+  const listener = challengeListeners.get(res);
+  // Only when nothing stands between res.send and the socket (no wrapped write or end that could
+  // change the bytes), so that what is told is what was sent.
+  if (listener && res.write === ServerResponse.prototype.write && res.end === ServerResponse.prototype.end) {
+    try {
+      listener({ status: res.statusCode, headers: res.getHeaders(), body, network: accepts[0]?.network });
+    } catch {
+      // The listener remembers the answer: its failure leaves the answer as sent.
+    }
+  }
+}
+
+/** A 402 challenge as {@link sendPaymentRequired} sent it: its status, final headers and body. */
+export interface SentChallenge {
+  status: number;
+  headers: OutgoingHttpHeaders;
+  body: string;
+  /** The network of its first requirement (the request's). */
+  network: X402Network | undefined;
+}
+
+const challengeListeners = new WeakMap<ServerResponse, (sent: SentChallenge) => void>();
+
+/**
+ * Asks {@link sendPaymentRequired} to tell `listener` of the 402 challenge (no `details`) it sends on
+ * `res`, once sent, when it assembled it from the route's template: the hot path remembers it so,
+ * without capturing the response's writes.
+ */
+export function onChallengeSent(res: ServerResponse, listener: (sent: SentChallenge) => void): void {
+  challengeListeners.set(res, listener);
 }
 
 /** The slots of a 402 body's {@link JsonTemplate}: all that differs between the 402s of one route. */

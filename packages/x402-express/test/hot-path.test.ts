@@ -1,28 +1,50 @@
 import { createServer, request, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createHotPath, type AnswerStoredListener, type PaymentEvent } from '../src/index';
+import express from 'express';
+import { buildPaymentRequirements, paymentRequiredBody } from '@repo/x402-core';
+import {
+  createHotPath,
+  sendPaymentRequired,
+  type AnswerStoredListener,
+  type PaymentEvent,
+} from '../src/index';
+import { compileJsonTemplate, prepareBody } from '../src/request';
 
-// The hot path's own rules, against a stand-in for the full path that counts what reaches it and
-// tells `onAnswerStored` of its paid answers, as requirePayment does with that option.
+// The hot path's own rules, against a stand-in for the full path that counts what reaches it, sends
+// its 402 with sendPaymentRequired as requirePayment does (from a route's template: the hot path
+// remembers what it is told of) unless asked for a hand-written one (`?raw`), and tells
+// `onAnswerStored` of its paid answers, as requirePayment does with that option.
 let fullPathCalls = 0;
-const fullPath =
-  (onAnswerStored: AnswerStoredListener): RequestListener =>
-  (req, res) => {
+const requirement = buildPaymentRequirements({
+  network: 'solana',
+  asset: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v',
+  payTo: 'GSTi7w36WTPCdWzMFKkxAs7xqkyVs6pSJAPdVc7hiRRR',
+  amountAtomic: 1000n,
+  resource: 'http://localhost/',
+  description: 'Paid',
+  mimeType: 'application/json',
+});
+const template = compileJsonTemplate(['requestId', 'error', 'url', 'reference'], (v) =>
+  paymentRequiredBody([{ ...requirement, resource: v.url }], v.error, v.requestId),
+)!;
+const fullPath = (onAnswerStored: AnswerStoredListener): RequestListener => {
+  const app = express();
+  app.use((req, res) => {
     fullPathCalls += 1;
     const id =
       typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'] : `id-${fullPathCalls}`;
+    // As the access log (pino-http) does: the request's id, in its header and for the error envelope.
+    (req as typeof req & { id?: string }).id = id;
     res.setHeader('x-request-id', id);
     res.setHeader('x-content-type-options', 'nosniff');
     if (req.headers['x-payment'] === undefined) {
-      res.statusCode = 402;
-      res.setHeader('content-type', 'application/json; charset=utf-8');
-      res.end(
-        JSON.stringify({
-          x402Version: 1,
-          accepts: [{ network: 'solana', resource: req.url }],
-          requestId: id,
-        }),
-      );
+      if (req.query.raw !== undefined) {
+        res.status(402).json({ x402Version: 1, accepts: [{ network: 'solana' }], requestId: id });
+        return;
+      }
+      const accepts = [{ ...requirement, resource: req.url }];
+      prepareBody(accepts, template, { url: req.url, reference: '' });
+      sendPaymentRequired(req, res, accepts, 'pay');
       return;
     }
     // As requirePayment does once the ledger stored the answer: tell onAnswerStored, then send it.
@@ -38,7 +60,9 @@ const fullPath =
     for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
     onAnswerStored({ network: 'solana', status: 200, headers, body }, res);
     res.end(body);
-  };
+  });
+  return app;
+};
 
 async function serve(listener: RequestListener): Promise<{ url: string; server: Server }> {
   const server = createServer(listener);
@@ -94,6 +118,37 @@ describe('createHotPath', () => {
     await pay(5000, 's4');
     expect(fullPathCalls).toBe(5);
     expect(events.filter((e) => e.type === 'replayed')).toHaveLength(1);
+  });
+});
+
+describe('createHotPath challenges', () => {
+  it('When a 402 is remembered, then the next one is the same bytes with its own request id', async () => {
+    const hot = createHotPath({ routes: { '/paid': 'GET /paid' } });
+    const { url: base, server } = await serve(hot.wrap(fullPath(hot.onAnswerStored)));
+    fullPathCalls = 0;
+    const ask = async (id: string) => {
+      const res = await fetch(`${base}/paid?q=same`, { headers: { 'x-request-id': id } });
+      const { date: _date, ...headers } = Object.fromEntries(res.headers);
+      return { status: res.status, headers, body: await res.text() };
+    };
+    const first = await ask('first-id');
+    const second = await ask('other-id');
+    expect(fullPathCalls).toBe(1);
+    expect(second.status).toBe(402);
+    expect(second.body).toBe(first.body.replace('"first-id"', '"other-id"'));
+    expect(second.headers).toEqual({ ...first.headers, 'x-request-id': 'other-id' });
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  it('When a 402 was not sent by sendPaymentRequired, then it is not remembered', async () => {
+    const hot = createHotPath({ routes: { '/paid': 'GET /paid' } });
+    const { url: base, server } = await serve(hot.wrap(fullPath(hot.onAnswerStored)));
+    fullPathCalls = 0;
+    expect((await fetch(`${base}/paid?raw`)).status).toBe(402);
+    expect((await fetch(`${base}/paid?raw`)).status).toBe(402);
+    expect(fullPathCalls).toBe(2);
+    expect(hot.size().challenges).toBe(0);
+    await new Promise<void>((resolve) => server.close(() => resolve()));
   });
 });
 
