@@ -171,8 +171,9 @@ export async function expectDocsRender(
     // Scalar renders the sections as they come into view: scroll until no new one appears.
     const shown = new Set<string>();
     const ids = new Map<string, string>();
-    for (let round = 0, before = -1; round < 200 && shown.size !== before; round++) {
-      before = shown.size;
+    // Until four rounds in a row (a second and more) bring no new operation.
+    for (let round = 0, quiet = 0; round < 400 && quiet < 4; round++) {
+      const before = shown.size;
       const sectionIds = (await page.evaluate(
         '[...document.querySelectorAll("section[id]")].map((s) => s.id)',
       )) as string[];
@@ -183,8 +184,9 @@ export async function expectDocsRender(
         shown.add(op);
         if (!ids.has(op)) ids.set(op, id);
       }
-      await page.evaluate('window.scrollBy(0, window.innerHeight * 2)');
-      await page.waitForTimeout(150);
+      quiet = shown.size === before ? quiet + 1 : 0;
+      await page.evaluate('window.scrollBy(0, window.innerHeight)');
+      await page.waitForTimeout(250);
     }
     const operations = [...shown].sort();
     for (const op of expected) if (!shown.has(op)) problems.push(`not on the page: ${op}`);
