@@ -282,7 +282,7 @@ test('When a user clicks through the dashboard, then every step reaches the API 
   expect(problems).toEqual([]);
 }, 90_000);
 
-test('When Chromium opens /docs, then Swagger UI shows every operation of the document with no console error or CSP violation', async () => {
+test('When Chromium opens /docs, then the Scalar reference shows every operation of the document with no console error or CSP violation', async () => {
   const doc = (await (await fetch(`${h.baseUrl}/openapi.json`)).json()) as { paths: Record<string, object> };
   const render = await expectDocsRender(h.baseUrl, { expand: 'recordDeployment' });
   expect(render.operations).toHaveLength(Object.values(doc.paths).flatMap((p) => Object.keys(p)).length);
