@@ -62,6 +62,11 @@ export interface McpTool<I = unknown> {
    */
   errorOutput?: z.ZodType;
   annotations?: ToolAnnotations;
+  /**
+   * Listed as the tool's `_meta` (e.g. a paid tool's price: `x402/price`), for clients to read before
+   * calling it.
+   */
+  meta?: Record<string, unknown>;
   /** Options of the argument parsing (which strings may hold NUL; paths start with `arguments`). */
   validation?: ValidateOptions;
   /**
@@ -132,6 +137,7 @@ function definitionOf(tool: McpTool): Tool {
     inputSchema: inputSchema as Tool['inputSchema'],
     ...(outputSchema ? { outputSchema: outputSchema as NonNullable<Tool['outputSchema']> } : {}),
     ...(tool.annotations ? { annotations: tool.annotations } : {}),
+    ...(tool.meta ? { _meta: tool.meta } : {}),
   };
 }
 

@@ -1,3 +1,4 @@
+import { networkPaymentsOf } from './entry-points/mcp/price-meta';
 import { hostname } from 'node:os';
 import type { RequestListener } from 'node:http';
 import type { Application } from 'express';
@@ -289,6 +290,7 @@ export async function compose(
   const served: { handler?: HttpHandler } = {};
   const app = createApp({
     httpHandler: () => served.handler ?? app,
+    mcpPayments: networkPaymentsOf(payments),
     logger,
     reports,
     pay: paymentGate(gateway, {

@@ -6,6 +6,7 @@ import { ScoutService } from '../../domain/scout';
 import { dataApiRouter, type PaymentGate } from './data-api';
 import { computeRouter, type ComputeDeps } from './compute';
 import { MARKET_INTEL_MCP_INSTRUCTIONS, marketIntelTools, type HttpHandler } from '../mcp/tools';
+import type { NetworkPayment } from '../mcp/price-meta';
 import { freeRouter } from './free';
 import { MARKET_INTEL_LLMS_TXT } from './llms-txt';
 import { marketIntelOpenApi, SERVICE_VERSION } from './openapi';
@@ -24,6 +25,8 @@ export interface AppDeps extends ServiceAppDeps {
    * calls are dispatched; default the app itself.
    */
   httpHandler?: () => HttpHandler;
+  /** How each offered network is paid, for the price metadata of the paid MCP tools (`networkPaymentsOf`). */
+  mcpPayments?: readonly NetworkPayment[];
 }
 
 /**
@@ -49,7 +52,7 @@ export function createApp(deps: AppDeps): Application {
       version: SERVICE_VERSION,
       instructions: MARKET_INTEL_MCP_INSTRUCTIONS,
       // Called per tool call, once `app` exists.
-      tools: marketIntelTools(deps.httpHandler ?? (() => app)),
+      tools: marketIntelTools(deps.httpHandler ?? (() => app), deps.mcpPayments),
     },
     llmsTxt: MARKET_INTEL_LLMS_TXT,
     openApi: marketIntelOpenApi(routers.flatMap((r) => r.operations)),

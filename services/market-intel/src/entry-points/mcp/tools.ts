@@ -42,12 +42,6 @@ interface HttpBackedTool<I> {
 }
 
 /**
- * A tool with the `_meta` of its listing (a paid tool's price). `McpTool` of @repo/service-kit does not
- * list a `meta` yet: until it does, tools/list leaves it out.
- */
-type ListedTool<I> = McpTool<I> & { meta?: Record<string, unknown> };
-
-/**
  * What a paid tool's payment-required result carries: the v2 `PaymentRequired` (official scheme on),
  * else the v1 `Error402` body.
  */
@@ -91,7 +85,7 @@ function price(route: PaidRoute): string {
  * replays payments in the same ledger and with the same request-bound references as HTTP (a payment
  * made over HTTP is used over MCP too). The x402 MCP transport maps the payment onto the HTTP headers
  * and the answer back (`mcpPaymentHeaders`, `mcpResultOfPaidAnswer`). A paid tool carries its price
- * as data in `meta`, for its listing's `_meta` (`x402/price` and Cloudflare's `agents-x402/*` keys,
+ * as data in its listing's `_meta` (`x402/price` and Cloudflare's `agents-x402/*` keys,
  * {@link priceMetaOf}); its description keeps the price sentence.
  * @param handler the HTTP server's request listener, read at call time (it exists once the app is
  *   composed, after the tools are)
@@ -102,7 +96,7 @@ export function marketIntelTools(
   handler: () => HttpHandler,
   networks: readonly NetworkPayment[] = [],
 ): McpTool[] {
-  const httpTool = <I>(t: HttpBackedTool<I>): ListedTool<I> => ({
+  const httpTool = <I>(t: HttpBackedTool<I>): McpTool<I> => ({
     name: t.name,
     title: t.title,
     description: t.description,
