@@ -78,7 +78,9 @@ export async function runMcpDemo(options: McpDemoOptions): Promise<void> {
     const { tools } = await market.listTools();
     log(`market-intel's MCP tools (${options.marketIntelUrl}/mcp):`);
     for (const tool of tools) {
-      const price = /Paid: ([0-9.]+ USDC)/.exec(tool.description ?? '')?.[1] ?? 'free';
+      // A paid tool lists its price as data (services/market-intel/README.md, "Prices in the tool list").
+      const listed = tool._meta?.['x402/price'] as { amountUsdc?: string } | undefined;
+      const price = listed?.amountUsdc ? `${listed.amountUsdc} USDC` : 'free';
       log(`  ${tool.name.padEnd(20)} ${price}`);
     }
     const sectors = await market.callTool({ name: 'list_sectors', arguments: {} });

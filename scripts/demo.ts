@@ -19,6 +19,7 @@ import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { getLocalnetInfo, rpcUrlFor } from '@repo/solana-localnet';
 import { CAIP2_NETWORKS, encodePaymentHeader } from '@repo/x402-core';
 import { fetchWithPayment } from '@repo/x402-solana/client';
+import { marketIntelClient, receiptOf, waitForJob } from '@repo/api-client';
 import { runSignalFeedbackDemo } from '@repo/signal-feedback/demo';
 import { runSkillRouterDemo } from '@repo/skill-router/demo';
 import { FIXTURE_SCAN, startFixtureFeeds } from '@repo/compute/testing';
@@ -271,64 +272,58 @@ async function marketIntel(): Promise<void> {
   await debate(keypair, rpcUrls);
 }
 
-/** Pays for a prove/debate (25 USDC) and polls the job to its verdict with a progress bar. */
+/**
+ * Pays for a prove/debate (25 USDC) with the client package, as an agent would (its README), and
+ * follows the job to its verdict with `waitForJob` and a progress bar.
+ */
 async function debate(keypair: Keypair, rpcUrls: Record<'solana' | 'solana-devnet', string>): Promise<void> {
-  const body = JSON.stringify({
-    idea:
-      env.DEMO_IDEA ??
-      'A reconciliation copilot that matches instant payments to invoices for mid-size fintechs, sold per seat.',
-    session_config: {
-      profile: 'Small Team (2-3)',
-      budget: '$25K',
-      timeline: '8-12 weeks',
-      revenue_threshold: '$100K/year',
+  // The debate costs 25 USDC, over the payer's 1 USDC default cap per payment.
+  const market = marketIntelClient(BASE, { signer: keypair, rpcUrls, limits: { maxPerPayment: '25' } });
+  const { data, error, response } = await market.POST('/api/v1/prove/debate', {
+    body: {
+      idea:
+        env.DEMO_IDEA ??
+        'A reconciliation copilot that matches instant payments to invoices for mid-size fintechs, sold per seat.',
+      session_config: {
+        profile: 'Small Team (2-3)',
+        budget: '$25K',
+        timeline: '8-12 weeks',
+        revenue_threshold: '$100K/year',
+      },
     },
   });
-  const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body };
-  const {
-    response,
-    body: answer,
-    payment,
-  } = await fetchWithPayment(`${BASE}/api/v1/prove/debate`, {
-    keypair,
-    rpcUrls,
-    init,
-    maxAmountAtomic: 25_000_000n, // the debate costs 25 USDC, over the client's 1 USDC default cap
-  });
-  show('POST /api/v1/prove/debate (25 USDC)', response.status, answer, payment?.signature);
+  show('POST /api/v1/prove/debate (25 USDC)', response.status, data ?? error, receiptOf(response)?.signature);
   if (response.status === 503) {
     process.stdout.write(
       '\nCompute is unavailable (no payment was asked). Configure an LLM for the runner (README, "LLM") and run the demo again.\n',
     );
     return;
   }
-  if (response.status !== 202) return;
-  const { jobId, statusUrl } = answer as { jobId: string; statusUrl: string };
-  const started = Date.now();
-  let job: {
-    status: string;
-    progressPct: number;
-    result: { verdict?: string; report?: { summary?: unknown; pivot_report?: unknown } } | null;
-    error: string | null;
-  };
-  for (;;) {
-    job = (await (await fetch(BASE + statusUrl)).json()) as typeof job;
-    const width = 30;
-    const filled = Math.round((job.progressPct / 100) * width);
-    process.stdout.write(
-      `\r  ${jobId} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${String(job.progressPct).padStart(3)}% ${job.status.padEnd(9)} ${Math.round((Date.now() - started) / 1000)} s`,
-    );
-    if (job.status === 'completed' || job.status === 'failed') break;
-    await new Promise((r) => setTimeout(r, 1000));
-  }
+  if (!data) return;
+  const width = 30;
+  const outcome = await waitForJob(data.jobId, {
+    baseUrl: BASE,
+    onProgress: ({ progressPct, status, elapsedMs }) => {
+      const filled = Math.round((progressPct / 100) * width);
+      process.stdout.write(
+        `\r  ${data.jobId} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${String(progressPct).padStart(3)}% ${status.padEnd(9)} ${Math.round(elapsedMs / 1000)} s`,
+      );
+    },
+  });
   process.stdout.write('\n');
-  if (job.status === 'failed') show('Debate failed', 200, { error: job.error });
-  else
+  if (outcome.status === 'failed')
+    show('Debate failed', 200, { error: outcome.failure.raw, refund: outcome.refund });
+  else {
+    const result = outcome.result as {
+      verdict?: string;
+      report?: { summary?: unknown; pivot_report?: unknown };
+    };
     show(
-      `Verdict: ${job.result?.verdict ?? '?'}`,
+      `Verdict: ${result.verdict ?? '?'}`,
       200,
-      job.result?.report?.summary ?? job.result?.report?.pivot_report ?? job.result,
+      result.report?.summary ?? result.report?.pivot_report ?? result,
     );
+  }
 }
 
 main().catch((err: unknown) => {
