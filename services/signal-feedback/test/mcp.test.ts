@@ -135,6 +135,29 @@ describe('signal-feedback MCP endpoint', () => {
     expect((await metric('signals_accepted_total')) - acceptedBefore).toBe(3);
   });
 
+  test('When the MCP connection sends the key as Authorization: Bearer, then send_signals and list_proposals work as with x-api-key', async () => {
+    const { product } = await setup();
+    const bearer = await client({ authorization: `Bearer ${product.apiKey}` });
+    const sent = await bearer.callTool({
+      name: 'send_signals',
+      arguments: { signals: [{ type: 'bearer_signal', payload: { via: 'bearer' } }] },
+    });
+    expect(sent.isError).toBeUndefined();
+    expect(sent.structuredContent).toEqual({ received: 1 });
+    expect(await signalRows(product.id)).toEqual([
+      { type: 'bearer_signal', context_id: null, sentiment: 'neutral', payload: { via: 'bearer' } },
+    ]);
+    const listed = await bearer.callTool({ name: 'list_proposals', arguments: {} });
+    expect(listed.isError).toBeUndefined();
+    expect(listed.structuredContent).toEqual({ proposals: [] });
+    // A bearer token that is not a key is refused like a wrong x-api-key.
+    const wrong = await client({ authorization: 'Bearer spk_short' });
+    expect(
+      toolErrorOf(await wrong.callTool({ name: 'send_signals', arguments: { signals: [{ type: 'x' }] } })),
+    ).toMatchObject({ code: 'unauthorized', error: 'API key invalid' });
+    expect(await signalRows(product.id)).toHaveLength(1);
+  });
+
   test('When send_signals is called without a key or with a wrong one, then it is an unauthorized tool error and nothing is stored', async () => {
     const { product } = await setup();
     const before = { rows: await allSignals(), calls: await toolCalls('send_signals', 'unauthorized') };
@@ -143,7 +166,7 @@ describe('signal-feedback MCP endpoint', () => {
     const anonymous = await client();
     expect(toolErrorOf(await anonymous.callTool({ name: 'send_signals', arguments: args }))).toMatchObject({
       code: 'unauthorized',
-      error: 'API key missing: send it in the x-api-key header',
+      error: 'API key missing: send it in the x-api-key header or as Authorization: Bearer <key>',
       requestId: expect.any(String),
     });
     const forged = product.apiKey.slice(0, -2) + (product.apiKey.endsWith('A') ? 'BB' : 'AA');
@@ -479,7 +502,7 @@ describe('signal-feedback MCP endpoint', () => {
       const args = name === 'send_signals' ? { signals: [{ type: 'x' }] } : {};
       expect(toolErrorOf(await cookieOnly.callTool({ name, arguments: args }))).toMatchObject({
         code: 'unauthorized',
-        error: 'API key missing: send it in the x-api-key header',
+        error: 'API key missing: send it in the x-api-key header or as Authorization: Bearer <key>',
       });
     }
     expect(await signalRows(product.id)).toHaveLength(0);

@@ -253,7 +253,12 @@ describe('POST /api/discover/register: SSRF', () => {
       const res = await strict.register(strictKey, skill);
       expect(res.status).toBe(400);
       expect(res.body.code).toBe('invalid_request');
-      expect(res.body.details).toEqual([{ path: 'body.endpoint', message: expect.any(String) }]);
+      expect(res.body.details).toEqual({
+        issues: [
+          { path: 'body.endpoint', code: 'custom', message: expect.stringMatching(/^is not allowed: \S/) },
+        ],
+      });
+      expect(res.body.error).toMatch(/^`endpoint` is not allowed: /);
       expect(await strict.sql('SELECT 1 FROM skills WHERE skill_id = $1', skill.skill_id)).toEqual([]);
     },
   );

@@ -100,7 +100,10 @@ describe('skill-router MCP endpoint', () => {
   it('When route_task is called without a key or with a wrong one, then it is refused as unauthorized and nothing is routed', async () => {
     const before = await scrape(h.metricsUrl);
     const noKey = await anonymous.callTool({ name: 'route_task', arguments: { task: 'translate text' } });
-    expect(toolErrorOf(noKey)).toMatchObject({ code: 'unauthorized', error: 'Missing x-api-key header' });
+    expect(toolErrorOf(noKey)).toMatchObject({
+      code: 'unauthorized',
+      error: 'Missing API key: send it in the x-api-key header or as Authorization: Bearer <key>',
+    });
     const wrong = await client({ 'x-api-key': 'sk_router_notarealkey' });
     const bad = await wrong.callTool({ name: 'route_task', arguments: { task: 'translate text' } });
     expect(toolErrorOf(bad)).toMatchObject({ code: 'unauthorized', error: 'Invalid API key' });
@@ -108,6 +111,28 @@ describe('skill-router MCP endpoint', () => {
     const calls = (text: string) =>
       metricValue(text, 'mcp_tool_calls_total', { tool: 'route_task', code: 'unauthorized' }) ?? 0;
     expect(calls(after) - calls(before)).toBe(2);
+  });
+
+  it('When the MCP connection sends the key as Authorization: Bearer, then route_task answers as with x-api-key', async () => {
+    const word = uniqueWord();
+    const id = await activeSkill({
+      capabilities: [word, 'text'],
+      description: `Handles ${word} tasks well.`,
+    });
+    const bearer = await client({ authorization: `Bearer ${key}` });
+    const body = { task: `${word} this text`, limit: 3 };
+    const viaBearer = await bearer.callTool({ name: 'route_task', arguments: body });
+    const viaHeader = await agent.callTool({ name: 'route_task', arguments: body });
+    expect(viaBearer.isError).toBeUndefined();
+    const { routed_at: _a, ...bearerAnswer } = viaBearer.structuredContent as Record<string, unknown>;
+    const { routed_at: _b, ...headerAnswer } = viaHeader.structuredContent as Record<string, unknown>;
+    expect(bearerAnswer).toEqual(headerAnswer);
+    expect((bearerAnswer.matches as { skill_id: string }[])[0]?.skill_id).toBe(id);
+    const wrong = await client({ authorization: 'Bearer sk_router_notarealkey' });
+    expect(toolErrorOf(await wrong.callTool({ name: 'route_task', arguments: body }))).toMatchObject({
+      code: 'unauthorized',
+      error: 'Invalid API key',
+    });
   });
 
   it('When route_task is called with a key, then it ranks as POST /api/discover/route does and marks the key as routed', async () => {
@@ -184,7 +209,16 @@ describe('skill-router MCP endpoint', () => {
     const refused = toolErrorOf(await agent.callTool({ name: 'register_skill', arguments: metadata }));
     expect(refused).toMatchObject({
       code: 'invalid_request',
-      details: [{ path: 'arguments.endpoint', message: expect.any(String) }],
+      error: expect.stringMatching(/^`endpoint` is not allowed: /),
+      details: {
+        issues: [
+          {
+            path: 'arguments.endpoint',
+            code: 'custom',
+            message: expect.stringMatching(/^is not allowed: \S/),
+          },
+        ],
+      },
     });
 
     const wrongType = await agent.callTool({ name: 'register_skill', arguments: { skill_id: 42 } });

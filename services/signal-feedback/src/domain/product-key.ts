@@ -5,21 +5,24 @@ import { signalFeedbackKeys } from './api-keys';
 import type { SignalFeedbackEvents } from '../metrics';
 
 /**
- * Checks a product API key as presented in `x-api-key` (or `?key=`) (README, "API keys"): malformed
+ * Checks a product API key as presented in `x-api-key`, `Authorization: Bearer` or `?key=` (README, "API keys"): malformed
  * keys are refused before any database work; the owner is found by the key's SHA-256 through the
  * {@link ApiKeyCache}, which compares the stored hash in constant time. Shared by the HTTP middleware
  * (`apiKeyAuth`) and the MCP tools, so both refuse with the same errors.
  * @param presented the key as sent; `undefined` or `''` when none was
  * @returns the product, its owner's plan and its contexts
- * @throws AppError `unauthorized` (401): `API key missing: send it in the x-api-key header` when none
- *   was sent, `API key invalid` when it is malformed or unknown
+ * @throws AppError `unauthorized` (401): `API key missing: send it in the x-api-key header or as
+ *   Authorization: Bearer <key>` when none was sent, `API key invalid` when it is malformed or unknown
  */
 export async function authenticateProductKey(
   keys: ApiKeyCache<KeyOwner>,
   presented: string | undefined,
 ): Promise<KeyOwner> {
   if (presented === undefined || presented === '')
-    throw new AppError('unauthorized', 'API key missing: send it in the x-api-key header');
+    throw new AppError(
+      'unauthorized',
+      'API key missing: send it in the x-api-key header or as Authorization: Bearer <key>',
+    );
   if (!signalFeedbackKeys.looksLike(presented)) throw new AppError('unauthorized', 'API key invalid');
   const owner = await keys.get(hashApiKey(presented));
   if (!owner) throw new AppError('unauthorized', 'API key invalid');

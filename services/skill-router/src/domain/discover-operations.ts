@@ -1,4 +1,4 @@
-import { AppError, notFound } from '@repo/errors';
+import { AppError, notFound, validationError } from '@repo/errors';
 import { createApiKeyCache, hashApiKey, type RateLimit } from '@repo/service-kit';
 import type { z } from 'zod';
 import type { ApiKeyRepository, StoredApiKey } from '../data/api-keys';
@@ -64,7 +64,8 @@ export interface AuthenticatedKey {
  */
 export interface DiscoverOperations {
   /**
-   * Checks an `x-api-key` value (README, "Keys"): hashed (SHA-256), looked up by hash and compared in
+   * Checks the key a request presents (its `x-api-key`, else its `Authorization: Bearer` token; README,
+   * "Keys"): hashed (SHA-256), looked up by hash and compared in
    * constant time; found keys are cached by hash for `keyCacheTtlMs` (`createApiKeyCache` of
    * `@repo/service-kit`), unknown ones never.
    * @throws AppError `unauthorized` (401, with `WWW-Authenticate`) when missing or unknown
@@ -166,7 +167,10 @@ export function discoverOperations(deps: DiscoverDeps): DiscoverOperations {
   return {
     async authenticate(header) {
       const presented = header?.trim() ?? '';
-      if (!presented) throw unauthorized('Missing x-api-key header');
+      if (!presented)
+        throw unauthorized(
+          'Missing API key: send it in the x-api-key header or as Authorization: Bearer <key>',
+        );
       const key = skillRouterKeys.looksLike(presented)
         ? await keyCache.get(hashApiKey(presented))
         : undefined;
@@ -241,9 +245,7 @@ export function discoverOperations(deps: DiscoverDeps): DiscoverOperations {
       const refusal = await deps.endpointRefusal(body.endpoint);
       if (refusal) {
         const path = `${location}.endpoint`;
-        throw new AppError('invalid_request', `Invalid request: ${path}: ${refusal}`, {
-          details: [{ path, message: refusal }],
-        });
+        throw validationError([{ path, code: 'custom', message: `is not allowed: ${refusal}` }]);
       }
       await enforce(deps.registrationLimit, key.id, 'registrations per day');
       const result = await deps.directory.upsert(body, key.id);

@@ -1,4 +1,4 @@
-import type { ApiKeyCache, McpTool, McpToolContext } from '@repo/service-kit';
+import { presentedApiKey, type ApiKeyCache, type McpTool, type McpToolContext } from '@repo/service-kit';
 import type { ProposalRepository } from '../../data/proposals';
 import type { KeyOwner, SignalRepository } from '../../data/signals';
 import { deploymentInput, MAX_LISTED_DEPLOYMENTS, type DeploymentService } from '../../domain/deployments';
@@ -22,12 +22,13 @@ import { authenticateProductKey, countIngestion } from '../../domain/product-key
 export const SIGNAL_FEEDBACK_MCP_INSTRUCTIONS =
   "Send a product's user signals (typed events with a JSON payload) and read the improvement proposals " +
   "the service derives from them. Every tool needs the product's spk_ key (dashboard, or POST /api/products " +
-  'with a session) in the x-api-key header of the MCP connection. send_signals stores a batch all or ' +
+  'with a session) in the x-api-key header of the MCP connection (or as Authorization: Bearer <key>). send_signals stores a batch all or ' +
   "nothing under the plan's monthly signal quota; list_proposals lists the product's proposals, highest " +
   "priority first. Once an approved proposal's change ships, record_deployment records it and " +
   'list_deployments tells whether it helped (the failing signals before and after, a z-test, a verdict).';
 
-const KEY = 'Needs the product key (spk_...) in the x-api-key header of the MCP connection.';
+const KEY =
+  'Needs the product key (spk_...) in the x-api-key header of the MCP connection (or Authorization: Bearer <key>).';
 
 /** Dependencies of {@link signalFeedbackTools}: those of POST /api/signals and GET /api/proposals. */
 export interface SignalFeedbackToolDeps {
@@ -42,9 +43,12 @@ export interface SignalFeedbackToolDeps {
   events?: SignalFeedbackEvents;
 }
 
-/** The product of the key the MCP request carries (the header only: MCP never reads cookies or `?key=`). */
+/**
+ * The product of the key the MCP request carries, in `x-api-key` or `Authorization: Bearer` (headers
+ * only: MCP never reads cookies or `?key=`).
+ */
 const ownerOf = (keys: ApiKeyCache<KeyOwner>, context: McpToolContext): Promise<KeyOwner> =>
-  authenticateProductKey(keys, context.req.get('x-api-key'));
+  authenticateProductKey(keys, presentedApiKey(context.req));
 
 /** What a tool may read and change: the proposals and deployments of the key's product, as for a key request. */
 const productScope = async (

@@ -1,4 +1,4 @@
-import type { McpTool, McpToolContext } from '@repo/service-kit';
+import { presentedApiKey, type McpTool, type McpToolContext } from '@repo/service-kit';
 import { z } from 'zod';
 import type { RouteOutcome } from '../../metrics';
 import {
@@ -18,15 +18,15 @@ import type { DiscoverOperations } from '../../domain/discover-operations';
 /** What `initialize` tells an agent about this server (README, "MCP"). */
 export const SKILL_ROUTER_MCP_INSTRUCTIONS =
   'Find, rank, register and rate agent skills. Free to use with an sk_router_ key (POST /api/auth/key) ' +
-  'sent as the x-api-key header of the MCP connection; list_skills and get_skill need no key. ' +
+  'sent as the x-api-key header of the MCP connection (or as Authorization: Bearer <key>); list_skills and get_skill need no key. ' +
   'route_task ranks active skills for a task; report_call after calling one keeps the ranking honest.';
 
-const KEY = 'Needs an sk_router_ key in the x-api-key header of the MCP connection.';
+const KEY =
+  'Needs an sk_router_ key in the x-api-key header of the MCP connection (or Authorization: Bearer <key>).';
 
-const keyOf = (operations: DiscoverOperations, context: McpToolContext) => {
-  const header = context.req.headers['x-api-key'];
-  return operations.authenticate(typeof header === 'string' ? header : undefined);
-};
+/** The caller of a tool: the key in `x-api-key` or `Authorization: Bearer` of the MCP connection. */
+const keyOf = (operations: DiscoverOperations, context: McpToolContext) =>
+  operations.authenticate(presentedApiKey(context.req));
 
 /**
  * skill-router's MCP tools (README, "MCP"): the `/api/discover` operations with the same schemas,
