@@ -37,7 +37,27 @@ async function tick() {
   if (state.me && timer === null) timer = setTimeout(tick, POLL_MS);
 }
 
-/** Reads the latest signals and fills the table; rows not shown before are marked new. */
+/** A client may date a signal in the past: beyond this gap its own time is shown under its receipt time. */
+const BACKDATED_MS = 60_000;
+
+/** When the signal arrived (the table's order), and its own time when the client dated it earlier. */
+function receivedCell(s) {
+  const received = Date.parse(s.received_at);
+  const own = Date.parse(s.created_at);
+  if (Math.abs(received - own) < BACKDATED_MS) return el('td', { class: 'nowrap' }, dateTime(received));
+  return el(
+    'td',
+    { class: 'nowrap' },
+    dateTime(received),
+    el(
+      'div',
+      { class: 'hint signal-time', title: "The signal's own time, sent by the client" },
+      `dated ${dateTime(own)}`,
+    ),
+  );
+}
+
+/** Reads the latest signals, last received first, and fills the table; rows not shown before are marked new. */
 export async function refreshLatest() {
   const rows = await api('GET', `/api/dashboard/signals?limit=${ROWS}`);
   const contextName = (id) => (state.contexts.find((c) => c.id === id) || {}).name;
@@ -62,7 +82,7 @@ export async function refreshLatest() {
       el(
         'tr',
         { class: first || seen.has(s.id) ? '' : 'new', dataset: { signalId: s.id, sentiment: s.sentiment } },
-        el('td', { class: 'nowrap' }, dateTime(Date.parse(s.created_at))),
+        receivedCell(s),
         el('td', {}, el('span', { class: `type ${s.sentiment}` }, s.type)),
         el(
           'td',

@@ -12,7 +12,7 @@ import {
   type Loop,
 } from '@repo/service-kit';
 import { createApp } from './entry-points/http/app';
-import { DashboardQueries } from './entry-points/http/dashboard-queries';
+import { DashboardRepository } from './data/dashboard';
 import { cookieSecure, llmSettings, type SignalFeedbackConfig } from './config';
 import { AccountRepository } from './data/accounts';
 import { AnalysisRepository } from './data/analysis';
@@ -180,7 +180,7 @@ export async function compose(
     now: overrides.now,
     metrics,
     events,
-    dashboard: new DashboardQueries(database.pool),
+    dashboard: new DashboardRepository(database.pool),
     analysisMinSignals: config.ANALYSIS_MIN_SIGNALS,
   });
 

@@ -85,18 +85,28 @@ test('When the breakdown gets a bad query, then 400 names the problem', async ()
     expect({ query, status: res.status, code: res.body.code }).toEqual({
       query,
       status: 400,
-      code: expect.stringMatching(/^(invalid_request|validation_failed)$/),
+      code: 'invalid_request',
     });
+    expect(res.body.details.issues.length).toBeGreaterThan(0);
   }
+  const backwards = await user.agent.get(
+    `/api/dashboard/types?context_id=${context.id}&from=${new Date(now).toISOString()}&to=${new Date(now - HOUR_MS).toISOString()}`,
+  );
+  expect(backwards.body).toMatchObject({
+    error: 'query parameter `from` must be before `to`',
+    details: { issues: [{ path: 'query.from', code: 'custom', message: 'must be before `to`' }] },
+  });
 });
 
-test("When the latest signals are asked, then the user's come newest first, unrouted ones with a null context, bounded", async () => {
+test("When the latest signals are asked, then the user's come last received first, unrouted ones with a null context, bounded", async () => {
   const { user, product, context } = await owner();
   const res = await user.agent.get('/api/dashboard/signals?limit=5').expect(200);
   expect(res.body).toHaveLength(5);
   const all = await user.agent.get(`/api/dashboard/signals?product_id=${product.id}&limit=100`).expect(200);
   expect(all.body).toHaveLength(10);
-  const times = (all.body as { created_at: string }[]).map((s) => Date.parse(s.created_at));
+  const ids = (all.body as { id: string }[]).map((s) => BigInt(s.id));
+  expect([...ids].sort((a, b) => (b > a ? 1 : b < a ? -1 : 0))).toEqual(ids);
+  const times = (all.body as { received_at: string }[]).map((s) => Date.parse(s.received_at));
   expect([...times].sort((a, b) => b - a)).toEqual(times);
   expect(all.body).toContainEqual(
     expect.objectContaining({
@@ -114,6 +124,28 @@ test("When the latest signals are asked, then the user's come newest first, unro
   expect((await stranger.agent.get('/api/dashboard/signals').expect(200)).body).toEqual([]);
   for (const query of ['limit=0', 'limit=101', 'product_id=x', 'limit=5&extra=1'])
     expect((await user.agent.get(`/api/dashboard/signals?${query}`)).status).toBe(400);
+});
+
+test('When a backdated signal arrives last, then it comes first in the latest signals, with its own time and its receipt time', async () => {
+  const { user, product } = await owner();
+  const backdated = new Date(Date.now() - 3 * 24 * HOUR_MS);
+  const sentAt = Date.now();
+  await request(h.baseUrl)
+    .post('/api/signals')
+    .set('x-api-key', product.apiKey)
+    .send({ type: 'late_arrival', timestamp: backdated.toISOString() })
+    .expect(200);
+  const res = await user.agent.get(`/api/dashboard/signals?product_id=${product.id}&limit=3`).expect(200);
+  const [first, second] = res.body as { type: string; created_at: string; received_at: string }[];
+  expect(first).toMatchObject({ type: 'late_arrival', created_at: backdated.toISOString() });
+  expect(Date.parse(first!.received_at)).toBeGreaterThanOrEqual(sentAt - 1000);
+  // The signals sent before it are newer by their own time, yet listed after it.
+  expect(Date.parse(second!.created_at)).toBeGreaterThan(backdated.getTime());
+  const [row] = await h.db.$queryRawUnsafe<{ received_at: Date }[]>(
+    "SELECT received_at FROM signals WHERE product_id = $1::uuid AND type = 'late_arrival'",
+    product.id,
+  );
+  expect(first!.received_at).toBe(row!.received_at.toISOString());
 });
 
 test('When the analysis readiness is asked, then each context has its 24-hour count against the threshold and unrouted signals are counted', async () => {

@@ -282,6 +282,22 @@ test('When a user clicks through the dashboard, then every step reaches the API 
   expect(problems).toEqual([]);
 }, 90_000);
 
+test('When someone opens /, signed in or not, then a link in its header leads to the API reference at /docs', async () => {
+  const fresh = await browser.newPage();
+  try {
+    await fresh.goto(h.baseUrl + '/');
+    await fresh.locator('#auth-view').waitFor();
+    const link = fresh.locator('header.top a[href="/docs"]');
+    expect(await link.isVisible()).toBe(true);
+    expect(await link.textContent()).toBe('API reference');
+    await link.click();
+    await fresh.waitForURL(`${h.baseUrl}/docs`);
+    await fresh.locator('section[id]').first().waitFor();
+  } finally {
+    await fresh.close();
+  }
+}, 60_000);
+
 test('When Chromium opens /docs, then the Scalar reference shows every operation of the document with no console error or CSP violation', async () => {
   const doc = (await (await fetch(`${h.baseUrl}/openapi.json`)).json()) as { paths: Record<string, object> };
   const render = await expectDocsRender(h.baseUrl, { expand: 'recordDeployment' });

@@ -550,7 +550,23 @@ describe('Series', () => {
     for (const [query, status] of cases) {
       const res = await request(h.baseUrl).get(url).query(query).set('x-api-key', a.product.apiKey);
       expect([res.status, res.body.code]).toEqual([status, 'invalid_request']);
+      expect(res.body.details.issues[0]).toMatchObject({ path: expect.stringMatching(/^query\./) });
     }
+    const tooLong = await request(h.baseUrl)
+      .get(url)
+      .query({ from: new Date(now - 200 * DAY_MS).toISOString(), bucket: 'hour' })
+      .set('x-api-key', a.product.apiKey);
+    expect(tooLong.body.details).toEqual({
+      issues: [
+        {
+          path: 'query.from',
+          code: 'custom',
+          message: expect.stringMatching(
+            /^must be at most 2000 hour buckets before `to` \(this range needs \d+\)$/,
+          ),
+        },
+      ],
+    });
     const year = await request(h.baseUrl)
       .get(url)
       .query({ from: new Date(now - 365 * DAY_MS).toISOString(), bucket: 'day' })

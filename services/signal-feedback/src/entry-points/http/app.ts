@@ -20,7 +20,7 @@ import { productsRoutes } from './products';
 import { proposalsRoutes } from './proposals';
 import { deploymentsRoutes } from './deployments';
 import { dashboardRoutes } from './dashboard';
-import type { DashboardQueries } from './dashboard-queries';
+import type { DashboardRepository } from '../../data/dashboard';
 import { signalsRoutes } from './signals';
 
 /** Everything the app needs, built by the composition root. */
@@ -48,7 +48,7 @@ export interface AppDeps extends ServiceAppDeps {
   /** Domain counters (signals accepted/refused); omitted in most tests. */
   events?: SignalFeedbackEvents;
   /** The dashboard's read queries (breakdown by type, latest signals, analysis readiness). */
-  dashboard: DashboardQueries;
+  dashboard: DashboardRepository;
   /** `ANALYSIS_MIN_SIGNALS`, which the dashboard's analysis readiness reports. */
   analysisMinSignals: number;
 }

@@ -1,11 +1,11 @@
-import { AppError, notFound } from '@repo/errors';
+import { notFound, validationError } from '@repo/errors';
 import { contractRouter, errorResponse, type ContractRouter } from '@repo/service-kit';
 import { z } from 'zod';
 import { PLAN_LIMITS, PLANS } from '../../domain/plans';
 import { PlanName } from '../../schemas';
 import { requiredSession, requireSession } from './auth-middleware';
 import { withAccess } from './access';
-import { PAYLOAD_PREVIEW_CHARS, type DashboardQueries } from './dashboard-queries';
+import { PAYLOAD_PREVIEW_CHARS, type DashboardRepository } from '../../data/dashboard';
 
 const DAY_MS = 24 * 3_600_000;
 /** The longest range a breakdown by type covers, in days (as long as a series of days). */
@@ -50,7 +50,8 @@ const RecentSignal = z.object({
     .string()
     .nullable()
     .describe(`the payload's JSON, first ${PAYLOAD_PREVIEW_CHARS} characters`),
-  created_at: z.iso.datetime(),
+  created_at: z.iso.datetime().describe("the signal's time: the client's timestamp when it sent one"),
+  received_at: z.iso.datetime().describe('when the service stored it; rows come in this order'),
 });
 
 const AnalysisReadiness = z.object({
@@ -99,7 +100,7 @@ const PlanRow = z.object({
  * @param deps.minSignals `ANALYSIS_MIN_SIGNALS`
  */
 export function dashboardRoutes(deps: {
-  queries: DashboardQueries;
+  queries: DashboardRepository;
   minSignals: number;
   now: () => Date;
 }): ContractRouter {
@@ -127,13 +128,15 @@ export function dashboardRoutes(deps: {
         const to = query.to !== undefined ? new Date(query.to) : deps.now();
         const from = query.from !== undefined ? new Date(query.from) : new Date(to.getTime() - 7 * DAY_MS);
         if (from.getTime() >= to.getTime())
-          throw new AppError('invalid_request', 'from must be before to', {
-            details: [{ path: 'query.from', message: 'not before to' }],
-          });
+          throw validationError([{ path: 'query.from', code: 'custom', message: 'must be before `to`' }]);
         if (to.getTime() - from.getTime() > MAX_BREAKDOWN_DAYS * DAY_MS)
-          throw new AppError('invalid_request', `A breakdown covers at most ${MAX_BREAKDOWN_DAYS} days`, {
-            details: [{ path: 'query.from', message: `more than ${MAX_BREAKDOWN_DAYS} days before to` }],
-          });
+          throw validationError([
+            {
+              path: 'query.from',
+              code: 'custom',
+              message: `must be at most ${MAX_BREAKDOWN_DAYS} days before \`to\``,
+            },
+          ]);
         const counts = await deps.queries.typeCounts(
           requiredSession(res).user.id,
           query.context_id,
@@ -149,7 +152,7 @@ export function dashboardRoutes(deps: {
         method: 'get',
         path: '/api/dashboard/signals',
         operationId: 'dashboardLatestSignals',
-        summary: "The user's latest signals, newest first (the dashboard's live table)",
+        summary: "The user's latest signals, last received first (the dashboard's live table)",
         tags: ['Dashboard'],
         request: { query: LatestQuery },
         responses: {

@@ -1,4 +1,4 @@
-import { AppError, notFound } from '@repo/errors';
+import { notFound, validationError } from '@repo/errors';
 import {
   BODY_PARSER_ERRORS,
   contractRouter,
@@ -126,18 +126,18 @@ export function deploymentsRoutes(deps: {
         const from =
           query.from !== undefined ? new Date(query.from) : new Date(to.getTime() - 7 * 24 * HOUR_MS);
         if (from.getTime() >= to.getTime())
-          throw new AppError('invalid_request', 'from must be before to', {
-            details: [{ path: 'query.from', message: 'not before to' }],
-          });
+          throw validationError([{ path: 'query.from', code: 'custom', message: 'must be before `to`' }]);
         const size = BUCKET_MS[query.bucket];
         const buckets = Math.floor((to.getTime() - 1) / size) - Math.floor(from.getTime() / size) + 1;
         const most = MAX_SERIES_BUCKETS[query.bucket];
         if (buckets > most)
-          throw new AppError(
-            'invalid_request',
-            `A series holds at most ${most} ${query.bucket} buckets; this range needs ${buckets}`,
-            { details: [{ path: 'query.from', message: `range too long for bucket=${query.bucket}` }] },
-          );
+          throw validationError([
+            {
+              path: 'query.from',
+              code: 'custom',
+              message: `must be at most ${most} ${query.bucket} buckets before \`to\` (this range needs ${buckets})`,
+            },
+          ]);
         const counts = await deps.signals.series(params.id, callerScope(res), {
           from,
           to,

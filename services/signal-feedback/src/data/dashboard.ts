@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import type { Sentiment } from '../../data/signals';
+import type { Sentiment } from './signals';
 
 /** One signal type's count in a range (GET /api/dashboard/types). */
 export interface TypeCount {
@@ -19,7 +19,13 @@ export interface RecentSignal {
   sentiment: Sentiment;
   /** The payload's JSON, cut to {@link PAYLOAD_PREVIEW_CHARS} characters; null without a payload. */
   payload_preview: string | null;
+  /** The signal's time (ISO 8601): the client's `timestamp` when it sent one, else its receipt time. */
   created_at: string;
+  /**
+   * When the service stored it (ISO 8601); for signals stored before receipt times were kept, their
+   * `created_at`, which was their receipt time.
+   */
+  received_at: string;
 }
 
 /** Why a context was or was not analysed (GET /api/dashboard/analysis). */
@@ -48,11 +54,11 @@ export const PAYLOAD_PREVIEW_CHARS = 160;
 const DAY_MS = 24 * 3_600_000;
 
 /**
- * The dashboard's read-only queries (breakdown by type, latest signals, analysis readiness), in raw
- * SQL on the service's `pg` pool, each scoped to the session's user. They read the tables the data
- * layer writes and change nothing.
+ * The dashboard's read-only queries (README, "Dashboard": breakdown by type, latest signals, analysis
+ * readiness), in raw SQL on the service's `pg` pool, each scoped to the session's user. They read the
+ * tables the other repositories write and change nothing.
  */
-export class DashboardQueries {
+export class DashboardRepository {
   /** @param pool the service's `pg` pool */
   constructor(private readonly pool: Pool) {}
 
@@ -89,27 +95,36 @@ export class DashboardQueries {
   }
 
   /**
-   * The user's latest signals, newest first, optionally of one product only.
+   * The user's latest signals in the order they arrived, last received first (not by `created_at`,
+   * which a client may set in the past), optionally of one product only.
    * @param limit at most this many rows
    */
   async latestSignals(userId: string, limit: number, productId?: string): Promise<RecentSignal[]> {
-    const rows = await this.rows<Omit<RecentSignal, 'created_at' | 'id'> & { id: string; created_at: Date }>(
-      // Per product, the newest rows by the (product_id, created_at) index, then merged: the cost is
-      // `limit` rows per product whatever the product's volume.
+    const rows = await this.rows<
+      Omit<RecentSignal, 'created_at' | 'received_at'> & { created_at: Date; received_at: Date }
+    >(
+      // Ids are assigned on insert, so they are the arrival order, also of rows stored before
+      // received_at existed. Per product, the newest ids by the (product_id, id) index, then merged:
+      // the cost is `limit` rows per product whatever the product's volume.
       `SELECT s.id::text AS id, s.product_id, s.context_id, s.type, s.sentiment::text AS sentiment,
-              left(s.payload::text, $3) AS payload_preview, s.created_at
+              left(s.payload::text, $3) AS payload_preview, s.created_at,
+              coalesce(s.received_at, s.created_at) AS received_at
          FROM products p
         CROSS JOIN LATERAL (
-              SELECT * FROM signals s WHERE s.product_id = p.id ORDER BY s.created_at DESC, s.id DESC LIMIT $4
+              SELECT * FROM signals s WHERE s.product_id = p.id ORDER BY s.id DESC LIMIT $4
              ) s
         WHERE p.user_id = $1::uuid AND ($2::uuid IS NULL OR p.id = $2::uuid)
-        ORDER BY s.created_at DESC, s.id DESC LIMIT $4`,
+        ORDER BY s.id DESC LIMIT $4`,
       userId,
       productId ?? null,
       PAYLOAD_PREVIEW_CHARS,
       limit,
     );
-    return rows.map((r) => ({ ...r, created_at: r.created_at.toISOString() }));
+    return rows.map((r) => ({
+      ...r,
+      created_at: r.created_at.toISOString(),
+      received_at: r.received_at.toISOString(),
+    }));
   }
 
   /** Each of the user's contexts with its signals of the last 24 hours before `now`, oldest context first. */
