@@ -546,6 +546,7 @@ describe('signal-feedback MCP endpoint', () => {
       'send_signals',
       'list_proposals',
       'x-api-key',
+      'over HTTP and over MCP (`Authorization: Bearer <key>` works too)',
       'spk_',
       'POST /api/products',
       'quota_exceeded',

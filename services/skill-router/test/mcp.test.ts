@@ -286,5 +286,6 @@ describe('skill-router MCP endpoint', () => {
     expect(text.startsWith('# skill-router\n\n> ')).toBe(true);
     for (const link of ['(/openapi.json)', '(/docs)', '(/mcp)']) expect(text).toContain(link);
     expect(text).toContain('POST /api/auth/key');
+    expect(text).toContain('over HTTP and over MCP (`Authorization: Bearer <key>` works too)');
   });
 });

@@ -41,7 +41,7 @@ export function signalFeedbackLlmsTxt(options: { maxBatch: number }): LlmsTxt {
       'Product key: sign up in the dashboard at `/` (or `POST /api/auth/signup` with `{"email", "password"}`, ' +
         'which sets a session cookie and returns a `csrf_token`), then create a product there (or ' +
         '`POST /api/products` with `{"name"}` and the `x-csrf-token` header): the answer shows its `spk_` key ' +
-        'once. Send the key as the `x-api-key` header, over HTTP and over MCP (over HTTP, `Authorization: Bearer <key>` ' +
+        'once. Send the key as the `x-api-key` header, over HTTP and over MCP (`Authorization: Bearer <key>` ' +
         'works too).',
       `Typical use: \`POST /api/signals\` with one signal \`{"type": "payment_failed", "payload": {"error_code": ` +
         `"card_declined"}}\` (optionally with a \`context_id\`, the client's ISO 8601 \`timestamp\` up to 7 ` +

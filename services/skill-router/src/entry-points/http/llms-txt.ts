@@ -12,7 +12,7 @@ export const SKILL_ROUTER_LLMS_TXT: LlmsTxt = {
   details: [
     'Free. Routing, registering and reporting need an `sk_router_` key: `POST /api/auth/key` with ' +
       '`{"name": "my-agent"}` answers it once (5 per minute per client address). Send it as the `x-api-key` ' +
-      'header, over HTTP and over MCP (over HTTP, `Authorization: Bearer <key>` works too). Listing and reading ' +
+      'header, over HTTP and over MCP (`Authorization: Bearer <key>` works too). Listing and reading ' +
       'skills need no key.',
     'Typical use: `POST /api/discover/route` with `{"task": "...", "requirements": {"chains": ["solana"], ' +
       '"max_price_usd": 0.01}}`, call the best match at its `endpoint`, then `POST /api/discover/report` with ' +
