@@ -1,6 +1,6 @@
 import { ServerResponse, type OutgoingHttpHeaders } from 'node:http';
 import type { Request, Response } from 'express';
-import { AppError, requestIdOf } from '@repo/errors';
+import { AppError, requestIdOf, validationError } from '@repo/errors';
 import type { PaymentRequirements, X402Network } from '@repo/schemas';
 import { encodeBase64Json, paymentRequiredBody, X402_VERSION, X402_VERSION_HEADER } from '@repo/x402-core';
 
@@ -102,7 +102,8 @@ export function prepareBody(
  * The raw URL is read, so a validation middleware that rewrote `req.query` does not matter.
  *
  * @param req the request
- * @throws AppError `invalid_request` (400) for any other value or a repeated parameter
+ * @throws AppError `invalid_request` (400, `details.issues`: docs/architecture.md, "One error dialect") for
+ *   any other value or a repeated parameter
  */
 export function networkOfRequest(req: Request): X402Network {
   return networkOfQuery(new URL(req.originalUrl || req.url, 'http://localhost').searchParams);
@@ -114,21 +115,20 @@ export function networkOfRequest(req: Request): X402Network {
  */
 export function networkOfQuery(query: URLSearchParams): X402Network {
   const values = query.getAll('network');
-  if (values.length > 1) {
-    throw new AppError('invalid_request', 'query parameter network must be given at most once', {
-      details: [{ path: 'query.network', message: 'repeated' }],
-    });
-  }
+  if (values.length > 1)
+    throw validationError([
+      { path: 'query.network', code: 'invalid_type', message: 'must be given at most once' },
+    ]);
   const value = values[0] ?? '';
   if (value === '' || value === 'solana' || value === 'mainnet') return 'solana';
   if (value === 'devnet' || value === 'solana-devnet') return 'solana-devnet';
-  throw new AppError(
-    'invalid_request',
-    `query parameter network must be "devnet" or absent, got "${value.slice(0, 40)}"`,
+  throw validationError([
     {
-      details: [{ path: 'query.network', message: 'must be "devnet" or absent' }],
+      path: 'query.network',
+      code: 'invalid_value',
+      message: `must be "devnet" or absent, not "${value.slice(0, 40)}"`,
     },
-  );
+  ]);
 }
 
 /**

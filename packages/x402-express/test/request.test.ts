@@ -33,10 +33,18 @@ describe('networkOfRequest', () => {
     expect((await request(app).get('/n?network=devnet')).body.network).toBe('solana-devnet');
   });
 
-  it('When network is anything else, then 400 invalid_request', async () => {
+  it('When network is anything else, or repeated, then 400 invalid_request in words with details.issues', async () => {
     const res = await request(app).get('/n?network=testnet');
     expect(res.status).toBe(400);
-    expect(res.body.code).toBe('invalid_request');
-    expect((await request(app).get('/n?network=devnet&network=devnet')).status).toBe(400);
+    expect(res.body).toMatchObject({
+      code: 'invalid_request',
+      error: 'query parameter `network` must be "devnet" or absent, not "testnet"',
+      details: { issues: [{ path: 'query.network', code: 'invalid_value' }] },
+    });
+    const repeated = await request(app).get('/n?network=devnet&network=devnet');
+    expect(repeated.status).toBe(400);
+    expect(repeated.body.details).toEqual({
+      issues: [{ path: 'query.network', code: 'invalid_type', message: 'must be given at most once' }],
+    });
   });
 });
