@@ -1,6 +1,6 @@
 import { ServerResponse, type OutgoingHttpHeaders } from 'node:http';
 import type { Request, Response } from 'express';
-import { AppError, requestIdOf, validationError } from '@repo/errors';
+import { requestIdOf, validationError } from '@repo/errors';
 import type { PaymentRequirements, X402Network } from '@repo/schemas';
 import { encodeBase64Json, paymentRequiredBody, X402_VERSION, X402_VERSION_HEADER } from '@repo/x402-core';
 
