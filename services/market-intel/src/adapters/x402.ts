@@ -234,7 +234,7 @@ export function createVerificationGuard(config: PaymentConfig, pool: Pool): Veri
  * cache and RPC circuit breaker, the official-scheme settlers ({@link createSettlers}), the
  * Postgres payment ledger (table `x402_payments`), the request-bound references when
  * `X402_REFERENCE_SECRET` is set, and the verification and settlement rate limits (stored through the
- * rate-limit pool); `close()` releases the RPC connection pools. Its `onAnswerStored` hands every
+ * rate-limit pool); `close()` releases the RPC connection pools (the verifiers' and the settlers'). Its `onAnswerStored` hands every
  * stored paid answer to the hot path named with `answersTo(hotPath)` (`@repo/x402-express`'s README,
  * "The hot path (`createHotPath`)"), which remembers it for replays; none is told before.
  * @param pools the service's main pool (`Database.pool`: the ledger's statements, straight through `pg`,
@@ -297,9 +297,12 @@ export function createPaymentGateway(
     answersTo(hotPath) {
       answers = hotPath;
     },
-    /** Closes the verifiers' RPC connection pools (the database pool belongs to the caller). */
+    /** Closes the verifiers' and settlers' RPC connection pools (the database pool belongs to the caller). */
     async close() {
-      await Promise.all(Object.values(verifiers).map((v) => v.close()));
+      await Promise.all([
+        ...Object.values(verifiers).map((v) => v.close()),
+        ...Object.values(settlers).map((s) => s.close()),
+      ]);
     },
   };
 }
