@@ -12,11 +12,12 @@ const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** The header a key-authenticated operation sends, from its first security requirement with one. */
-function keyHeader(doc: JsonSchema, op: Obj): { name: string; variable: string } | undefined {
+/** The headers of the operation's header security schemes (`apiKey` in a header), in order. */
+function securityHeaders(doc: JsonSchema, op: Obj): string[] {
   const schemes =
     isObj(doc.components) && isObj(doc.components.securitySchemes) ? doc.components.securitySchemes : {};
   const security = Array.isArray(op.security) ? op.security : [];
+  const headers: string[] = [];
   for (const requirement of security) {
     if (!isObj(requirement)) continue;
     for (const name of Object.keys(requirement)) {
@@ -27,10 +28,19 @@ function keyHeader(doc: JsonSchema, op: Obj): { name: string; variable: string }
         scheme.in === 'header' &&
         typeof scheme.name === 'string'
       )
-        return { name: scheme.name, variable: 'API_KEY' };
+        headers.push(scheme.name);
     }
   }
-  return undefined;
+  return headers;
+}
+
+/** The x402 payment headers: an operation secured by one is paid, not keyed. */
+const X402_HEADERS = new Set(['x-payment', 'payment-signature']);
+
+/** The header a key-authenticated operation sends, from its first security requirement with one. */
+function keyHeader(doc: JsonSchema, op: Obj): { name: string; variable: string } | undefined {
+  const name = securityHeaders(doc, op)[0];
+  return name === undefined ? undefined : { name, variable: 'API_KEY' };
 }
 
 /** The request body example of an operation, or `undefined` when it takes none. */
@@ -56,6 +66,8 @@ function examplePath(path: string, op: Obj): string {
  * key from `API_KEY` where the operation needs one, and the documented request body example.
  */
 export function codeSamples(doc: JsonSchema, method: string, path: string, op: Obj): CodeSample[] {
+  if (securityHeaders(doc, op).some((name) => X402_HEADERS.has(name.toLowerCase())))
+    return x402Samples(method, examplePath(path, op), bodyExample(op));
   const url = examplePath(path, op);
   const key = keyHeader(doc, op);
   const body = bodyExample(op);
@@ -88,6 +100,71 @@ export function codeSamples(doc: JsonSchema, method: string, path: string, op: O
     ...(json === undefined ? [] : [`body = ${pythonLiteral(body)}`]),
     `res = requests.${method.toLowerCase()}(os.environ["BASE_URL"] + "${url}"${pyHeaders}${json === undefined ? '' : ', json=body'})`,
     'print(res.status_code, res.json())',
+  ].join('\n');
+  return [
+    { lang: 'Shell', label: 'curl', source: curl },
+    { lang: 'TypeScript', label: 'TypeScript', source: ts },
+    { lang: 'Python', label: 'Python', source: py },
+  ];
+}
+
+/**
+ * The samples of an operation paid with x402 (docs/architecture.md, "Routes own their contracts"): curl
+ * asks and shows the 402 (the `PaymentRequirements` and the v2 offer in `PAYMENT-REQUIRED`), then
+ * repeats the request with the proof an x402 client made; TypeScript pays with the official x402
+ * client (`@x402/fetch` with `@x402/svm`'s exact scheme, from a Solana keypair file); Python asks and
+ * prints the offer, then repeats with the proof.
+ */
+function x402Samples(method: string, url: string, body: unknown): CodeSample[] {
+  const upper = method.toUpperCase();
+  const json = body === undefined ? undefined : JSON.stringify(body, null, 2);
+  const curlBody =
+    json === undefined
+      ? []
+      : [`  -H 'content-type: application/json'`, `  -d '${json.replace(/'/g, `'\\''`)}'`];
+  const curl = [
+    '# 1. Without payment: 402, the PaymentRequirements in the body, the x402 v2 offer in PAYMENT-REQUIRED',
+    [`curl -i -X ${upper} "$BASE_URL${url}"`, ...curlBody].join(' \\\n'),
+    '# 2. Pay with an x402 client (see the TypeScript sample), then repeat the request with its proof',
+    [`curl -X ${upper} "$BASE_URL${url}"`, ...curlBody, '  -H "PAYMENT-SIGNATURE: $PAYMENT_SIGNATURE"'].join(
+      ' \\\n',
+    ),
+  ].join('\n');
+  const ts = [
+    "import { readFileSync } from 'node:fs';",
+    "import { createKeyPairSignerFromBytes } from '@solana/kit';",
+    "import { wrapFetchWithPayment, x402Client } from '@x402/fetch';",
+    "import { ExactSvmScheme } from '@x402/svm/exact/client';",
+    '',
+    '// A Solana keypair file (a JSON array of 64 bytes) holding the USDC to pay with.',
+    "const keypair = Uint8Array.from(JSON.parse(readFileSync(process.env.KEYPAIR_PATH ?? '', 'utf8')));",
+    'const client = new x402Client();',
+    "client.register('solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp', new ExactSvmScheme(await createKeyPairSignerFromBytes(keypair)));",
+    '// Answers the 402 by paying the offer, then repeats the request with PAYMENT-SIGNATURE.',
+    'const pay = wrapFetchWithPayment(fetch, client);',
+    `const res = await pay(\`\${process.env.BASE_URL}${url}\`, {`,
+    `  method: '${upper}',`,
+    ...(json === undefined
+      ? []
+      : [
+          "  headers: { 'content-type': 'application/json' },",
+          `  body: JSON.stringify(${json.replace(/\n/g, '\n  ')}),`,
+        ]),
+    '});',
+    "console.log(res.status, res.headers.get('payment-response'), await res.json());",
+  ].join('\n');
+  const call = (headers: string) =>
+    `requests.${method.toLowerCase()}(os.environ["BASE_URL"] + "${url}"${headers}${json === undefined ? '' : ', json=body'})`;
+  const py = [
+    'import base64, json, os',
+    'import requests',
+    '',
+    ...(json === undefined ? [] : [`body = ${pythonLiteral(body)}`]),
+    `asked = ${call('')}`,
+    '# 402: the offer to pay with an x402 client',
+    'print(asked.status_code, json.loads(base64.b64decode(asked.headers["PAYMENT-REQUIRED"])))',
+    `paid = ${call(', headers={"PAYMENT-SIGNATURE": os.environ["PAYMENT_SIGNATURE"]}')}`,
+    'print(paid.status_code, paid.json())',
   ].join('\n');
   return [
     { lang: 'Shell', label: 'curl', source: curl },

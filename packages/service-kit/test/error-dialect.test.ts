@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { z } from 'zod';
-import { contractRouter, createServiceApp, createLogger, presentedApiKey } from '../src/index';
+import { codeSamples, contractRouter, createServiceApp, createLogger, presentedApiKey } from '../src/index';
 
 // The one error dialect (docs/architecture.md, "One error dialect") as the kit enforces it for every
 // declared route: 415 for a body that is not JSON, unknown parameters and fields named in a 400,
@@ -206,6 +206,23 @@ describe('the reference page around the document', () => {
     expect(samples[0]?.source).toContain('curl -X POST "$BASE_URL/signals"');
     expect(samples[1]?.source).toContain("method: 'POST'");
     expect(samples[2]?.source).toContain('requests.post(os.environ["BASE_URL"] + "/signals"');
+  });
+
+  it('When an operation is paid with x402, then its samples ask for the 402, pay with the official x402 client and repeat with the proof, and send no API key', () => {
+    const doc = {
+      components: { securitySchemes: { x402: { type: 'apiKey', in: 'header', name: 'X-PAYMENT' } } },
+    };
+    const [curl, ts, py] = codeSamples(doc, 'post', '/paid', {
+      security: [{ x402: [] }],
+      requestBody: { content: { 'application/json': { example: { idea: "it's" } } } },
+    });
+    expect(curl?.source).toContain('curl -i -X POST "$BASE_URL/paid"');
+    expect(curl?.source).toContain('-H "PAYMENT-SIGNATURE: $PAYMENT_SIGNATURE"');
+    expect(curl?.source).toContain(`"idea": "it'\\''s"`);
+    expect(ts?.source).toContain('wrapFetchWithPayment(fetch, client)');
+    expect(ts?.source).toContain("method: 'POST'");
+    expect(py?.source).toContain('asked.headers["PAYMENT-REQUIRED"]');
+    for (const sample of [curl, ts, py]) expect(sample?.source).not.toContain('API_KEY');
   });
 
   it('When / is asked and no route serves it, then it leads to /docs; a guide the document links to is served where the link points', async () => {
