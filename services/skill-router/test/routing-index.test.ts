@@ -147,9 +147,9 @@ describe('The watermark check finds what no notification announced', () => {
 
     await a.sql(`DELETE FROM skills WHERE skill_id = 'tapir-tool'`);
     // The first check that sees fewer active skills than the index could race a notification; the
-    // second in a row reloads.
+    // second in a row reloads (the worker's own tick may have been the first, so only the outcome of
+    // two checks is asserted).
     await b.service.routingWorker.kick();
-    expect(b.service.routing.has('tapir-tool')).toBe(true);
     await b.service.routingWorker.kick();
     expect(b.service.routing.has('tapir-tool')).toBe(false);
     expect(await routeOnB('tapir')).toEqual([]);
