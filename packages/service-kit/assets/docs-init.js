@@ -1,7 +1,7 @@
 // Starts Scalar's API reference on a service's /docs page. A file of its own, not an inline script, so
 // helmet's Content-Security-Policy (script-src 'self') lets it run. Nothing leaves the service: no web
 // fonts (the system's are used), no telemetry, no AI agent, no proxy; the page follows the system's
-// light or dark mode until the reader switches it.
+// light or dark mode until the reader switches it. The code samples are the document's x-codeSamples.
 /* global window, document, Scalar */
 window.addEventListener('load', function () {
   var dark = window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches;
@@ -14,6 +14,8 @@ window.addEventListener('load', function () {
     showDeveloperTools: 'never',
     darkMode: dark,
     defaultOpenAllTags: true,
-    defaultHttpClient: { targetKey: 'shell', clientKey: 'curl' },
+    // Only the document's own x-codeSamples (curl, TypeScript, Python): the generated clients would
+    // send a paid operation's x402 header as if it were a key.
+    hiddenClients: true,
   });
 });
