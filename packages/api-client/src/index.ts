@@ -112,3 +112,20 @@ export {
 export type { AgentJob, JobRefund, JobProgress, JobFailure, JobOutcome, WaitForJobOptions } from './jobs';
 export { verifyWebhook, WebhookVerificationError } from './webhooks';
 export type { JobWebhookPayload, VerifyWebhookOptions } from './webhooks';
+export {
+  payingMcpClient,
+  toolPrice,
+  MCP_PAYMENT_META,
+  MCP_PAYMENT_RESPONSE_META,
+  MCP_PUSH_PAYMENT_REQUIRED_META,
+  MCP_PRICE_META,
+} from './mcp';
+export type {
+  PayingMcpClient,
+  PayingMcpOptions,
+  PaidToolResult,
+  McpCallToolParams,
+  McpToolClient,
+  McpSettlement,
+  McpToolPrice,
+} from './mcp';

@@ -28,8 +28,15 @@ const { checkTokenFunds, connectionFor, decodeSettleResponse, isUnreachable, pay
 export interface Engine {
   /** The paying wallet's address (base58). */
   address: string;
-  /** See {@link Payer.fetch}. */
-  fetch(input: string | URL | Request, init?: RequestInit): Promise<Response>;
+  /**
+   * See {@link Payer.fetch}. `transport`, when given, carries this request and its paid repeat instead
+   * of the payer's fetch (the MCP helper's bridge, src/mcp.ts), under the same controls and records.
+   */
+  fetch(
+    input: string | URL | Request,
+    init?: RequestInit,
+    transport?: (request: Request) => Promise<Response>,
+  ): Promise<Response>;
   /** See {@link Payer.quote}. */
   quote(input: string | URL | Request, init?: RequestInit): Promise<PaymentOffer | undefined>;
 }
@@ -183,6 +190,7 @@ export function createEngine(
     chosen: NonNullable<Offers['official']>,
     retry: Request,
     reservation: number,
+    send: (request: Request) => Promise<Response>,
   ): Promise<Response> {
     const { offer, required, requirement, rpcUrl } = chosen;
     // Funds first, so an empty wallet is a typed InsufficientFundsError, not a failed simulation.
@@ -213,7 +221,7 @@ export function createEngine(
     let settled = '';
     let response: Response;
     try {
-      response = await baseFetch(retry);
+      response = await send(retry);
       if (response.status === 402) throw await refused(response, offer, 'the server reports nothing settled');
       const header = response.headers.get('payment-response');
       const settlement = header ? decodeSettleResponse(header) : undefined;
@@ -233,6 +241,7 @@ export function createEngine(
     chosen: NonNullable<Offers['push']>,
     retry: Request,
     reservation: number,
+    send: (request: Request) => Promise<Response>,
   ): Promise<Response> {
     const { offer, requirements, rpcUrl } = chosen;
     if (!signer.keypair)
@@ -244,16 +253,20 @@ export function createEngine(
     // The transfer is made: it counts against the caps whatever the server answers.
     await tracker.commit(reservation, signature);
     retry.headers.set('X-PAYMENT', encodePaymentHeader(requirements.network, signature));
-    const response = await baseFetch(retry);
+    const response = await send(retry);
     if (response.status === 402)
       throw await refused(response, offer, `the transfer ${signature} was made`, signature);
     return record(response, { ...offer, signature, payer: signer.address });
   }
 
-  async function probe(input: string | URL | Request, init?: RequestInit) {
+  async function probe(
+    input: string | URL | Request,
+    init: RequestInit | undefined,
+    send: (request: Request) => Promise<Response>,
+  ) {
     const request = new Request(input, init);
     const retry = request.clone();
-    const first = await baseFetch(request);
+    const first = await send(request);
     const paid: PaidRequest = { method: request.method, url: request.url };
     if (first.status !== 402) return { first, retry, paid, offers: undefined, text: '' };
     const { offers, text } = await offersOf(first, paid);
@@ -263,19 +276,23 @@ export function createEngine(
   return {
     address: signer.address,
     quote: (input, init) => converted(quote(input, init)),
-    fetch: (input, init) => converted(pay(input, init)),
+    fetch: (input, init, transport) => converted(pay(input, init, transport ?? baseFetch)),
   };
 
   async function quote(input: string | URL | Request, init?: RequestInit): Promise<PaymentOffer | undefined> {
-    const { offers } = await probe(input, init);
+    const { offers } = await probe(input, init, baseFetch);
     if (!offers) return undefined;
     const chosen = offers.official ?? offers.push;
     if (!chosen) throw new PaymentRefusedError(offers.reason);
     return chosen.offer;
   }
 
-  async function pay(input: string | URL | Request, init?: RequestInit): Promise<Response> {
-    const { first, retry, offers, text } = await probe(input, init);
+  async function pay(
+    input: string | URL | Request,
+    init: RequestInit | undefined,
+    send: (request: Request) => Promise<Response>,
+  ): Promise<Response> {
+    const { first, retry, offers, text } = await probe(input, init, send);
     if (!offers) return first;
     const chosen = offers.official ?? offers.push;
     if (!chosen) throw new PaymentRefusedError(offers.reason);
@@ -296,8 +313,8 @@ export function createEngine(
     }
     try {
       return offers.official
-        ? await payOfficial(offers.official, retry, reservation)
-        : await payPush(offers.push!, retry, reservation);
+        ? await payOfficial(offers.official, retry, reservation, send)
+        : await payPush(offers.push!, retry, reservation, send);
     } catch (error) {
       tracker.release(reservation);
       throw error;

@@ -98,6 +98,31 @@ export interface Payer {
 
 const receipts = new WeakMap<Response, PaymentReceipt>();
 
+/** A request paid through another transport than HTTP (see {@link payThrough}). */
+type Through = (
+  input: string | URL | Request,
+  init: RequestInit | undefined,
+  transport: (request: Request) => Promise<Response>,
+) => Promise<Response>;
+const throughs = new WeakMap<Payer, Through>();
+
+/**
+ * Pays `input` as {@link Payer.fetch} does (same engine, spend controls, receipts and hooks), with
+ * `transport` carrying the request and its paid repeat: how the MCP helper (src/mcp.ts) pays a tool
+ * call. Internal to the package.
+ * @throws TypeError when `payer` was not made by {@link createPayer}; else as {@link Payer.fetch}
+ */
+export function payThrough(
+  payer: Payer,
+  input: string | URL | Request,
+  init: RequestInit | undefined,
+  transport: (request: Request) => Promise<Response>,
+): Promise<Response> {
+  const through = throughs.get(payer);
+  if (!through) throw new TypeError('the payer must be made by createPayer');
+  return through(input, init, transport);
+}
+
 /** The receipt of the payment that bought `response`, when {@link Payer.fetch} paid for it. */
 export function receiptOf(response: Response): PaymentReceipt | undefined {
   return receipts.get(response);
@@ -134,13 +159,15 @@ export function createPayer(options: PayerOptions): Payer {
       return createEngine({ ...options, signer }, tracker, record);
     }));
 
-  return {
+  const payer: Payer = {
     receipts: made,
     address: async () => (await load()).address,
     spent: (windowMs) => tracker.spent(windowMs),
     quote: async (input, init) => (await load()).quote(input, init),
     fetch: async (input, init) => (await load()).fetch(input, init),
   };
+  throughs.set(payer, async (input, init, transport) => (await load()).fetch(input, init, transport));
+  return payer;
 }
 
 /** The 64 bytes of a Solana CLI keypair file (a JSON array). */

@@ -3,9 +3,17 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { Pool } from 'pg';
+import { z } from 'zod';
 import { errorHandler, notFoundHandler } from '@repo/errors';
+import { dispatchHttp, mcpRoutes } from '@repo/service-kit';
 import { spawnLocalnet, type Localnet } from '@repo/solana-localnet';
-import { requirePayment, type PaymentGateway } from '@repo/x402-express';
+import {
+  MCP_PAYMENT_META,
+  mcpPaymentHeaders,
+  mcpResultOfPaidAnswer,
+  requirePayment,
+  type PaymentGateway,
+} from '@repo/x402-express';
 import { PrismaPaymentLedger, type SqlClient } from '@repo/x402-ledger';
 import { TEST_DATABASE_URL } from '@repo/x402-ledger/testing';
 import { ExactSvmSettler, SolanaPaymentVerifier } from '@repo/x402-solana';
@@ -125,6 +133,33 @@ export async function startContractServer(): Promise<ContractServer> {
     }
     res.json(job);
   });
+  // market-intel's MCP convention (services/market-intel/README.md, "Paying over MCP"): the tool runs
+  // the paid HTTP route in process with `_meta["x402/payment"]` as its payment header.
+  const quiet = { error: () => undefined, warn: () => undefined, info: () => undefined };
+  app.use(
+    mcpRoutes({
+      name: 'contract-server',
+      version: '1.0.0',
+      logger: quiet,
+      tools: [
+        {
+          name: 'scout_keywords',
+          title: 'Keywords',
+          description: 'Paid: 0.05 USDC',
+          input: z.object({}),
+          meta: { 'x402/price': { amount: '50000', amountUsdc: '0.05', currency: 'USDC', decimals: 6 } },
+          async run(_args, context) {
+            const answer = await dispatchHttp(app, context, {
+              method: 'GET',
+              path: '/api/v1/scout/keywords',
+              headers: mcpPaymentHeaders(context.meta),
+            });
+            return mcpResultOfPaidAnswer(answer, [], context.meta[MCP_PAYMENT_META] !== undefined);
+          },
+        },
+      ],
+    }),
+  );
   app.use(notFoundHandler);
   app.use(errorHandler({ error: () => undefined, warn: () => undefined }));
   const server: Server = await new Promise((resolve) => {
