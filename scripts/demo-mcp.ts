@@ -1,13 +1,12 @@
 // The MCP part of the demo (`pnpm demo mcp`): an agent that knows nothing but the MCP endpoints uses the
 // MCP SDK's Client to list market-intel's tools, pay for one as the x402 MCP transport says (the
-// PaymentRequired in a tool error, the PaymentPayload in _meta["x402/payment"]), and route a task
-// through skill-router's tools.
+// PaymentRequired in a tool error, the PaymentPayload in _meta["x402/payment"]) with the client
+// package's payingMcpClient, and route a task through skill-router's tools.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Keypair } from '@solana/web3.js';
-import type { PaymentRequirements, X402Network } from '@repo/schemas';
-import { networkOfCaip2 } from '@repo/x402-core';
-import { createOfficialPayment, PaymentRequiredHeader, payForRequirements } from '@repo/x402-solana/client';
+import { createPayer, payingMcpClient, toolPrice } from '@repo/api-client';
+import type { X402Network } from '@repo/schemas';
 
 /** What {@link runMcpDemo} needs: the two services, the agent wallet, and how to print. */
 export interface McpDemoOptions {
@@ -25,51 +24,6 @@ async function connect(url: string, headers: Record<string, string> = {}): Promi
   return client;
 }
 
-/** The `_meta` that pays a payment-required tool result: official scheme when offered, else push mode. */
-async function paymentFor(
-  required: Record<string, unknown> | undefined,
-  resultMeta: Record<string, unknown> | undefined,
-  options: McpDemoOptions,
-): Promise<{ meta: Record<string, unknown>; how: string }> {
-  const v2 = PaymentRequiredHeader.safeParse(required);
-  const offer = v2.success ? v2.data.accepts.find((a) => networkOfCaip2(a.network) !== undefined) : undefined;
-  if (v2.success && offer) {
-    const network = networkOfCaip2(offer.network) ?? 'solana';
-    const payment = await createOfficialPayment({
-      requirement: offer,
-      resource: v2.data.resource,
-      extensions: v2.data.extensions,
-      keypair: options.keypair,
-      rpcUrl: options.rpcUrls[network],
-    });
-    return {
-      meta: { 'x402/payment': payment.payload },
-      how: 'official x402 scheme (market-intel pays the fee)',
-    };
-  }
-  // Push mode: the v1 offer is the structured content itself, or rides in the result's _meta.
-  const v1 = (resultMeta?.['x402-solana/push-payment-required'] ?? required) as
-    { accepts?: PaymentRequirements[] } | undefined;
-  const requirements = v1?.accepts?.[0];
-  if (!requirements) throw new Error(`no payable offer in ${JSON.stringify(required)}`);
-  const signature = await payForRequirements({
-    requirements,
-    keypair: options.keypair,
-    rpcUrl: options.rpcUrls[requirements.network],
-  });
-  return {
-    meta: {
-      'x402/payment': {
-        x402Version: 1,
-        scheme: 'exact',
-        network: requirements.network,
-        payload: { txSignature: signature },
-      },
-    },
-    how: `push mode (transferChecked ${signature})`,
-  };
-}
-
 /** Runs the MCP demo against the stack started by `npm start`. */
 export async function runMcpDemo(options: McpDemoOptions): Promise<void> {
   const { log, show } = options;
@@ -79,8 +33,8 @@ export async function runMcpDemo(options: McpDemoOptions): Promise<void> {
     log(`market-intel's MCP tools (${options.marketIntelUrl}/mcp):`);
     for (const tool of tools) {
       // A paid tool lists its price as data (services/market-intel/README.md, "Prices in the tool list").
-      const listed = tool._meta?.['x402/price'] as { amountUsdc?: string } | undefined;
-      const price = listed?.amountUsdc ? `${listed.amountUsdc} USDC` : 'free';
+      const listed = toolPrice(tool);
+      const price = listed ? `${listed.amountUsdc} USDC` : 'free';
       log(`  ${tool.name.padEnd(20)} ${price}`);
     }
     const sectors = await market.callTool({ name: 'list_sectors', arguments: {} });
@@ -93,18 +47,21 @@ export async function runMcpDemo(options: McpDemoOptions): Promise<void> {
       error: required?.error,
       accepts: required?.accepts,
     });
-    const { meta, how } = await paymentFor(
-      required,
-      asked._meta as Record<string, unknown> | undefined,
-      options,
-    );
-    const paid = await market.callTool({ name: 'scout_gaps', arguments: args, _meta: meta });
-    const settlement = paid._meta?.['x402/payment-response'] as { transaction?: string } | undefined;
+    // The same call through the payer: it pays the payment-required result within the payer's
+    // limits (official scheme when offered, else push mode) and calls again with _meta["x402/payment"].
+    const payer = createPayer({ signer: options.keypair, rpcUrls: options.rpcUrls });
+    const paying = payingMcpClient(market, payer, { serverUrl: new URL('/mcp', options.marketIntelUrl) });
+    const { result: paid, receipt } = await paying.callTool({ name: 'scout_gaps', arguments: args });
+    const how = receipt
+      ? receipt.scheme === 'official'
+        ? `official x402 scheme, ${receipt.amountUsdc} USDC (market-intel pays the fee)`
+        : `push mode, ${receipt.amountUsdc} USDC (transferChecked ${receipt.signature})`
+      : 'not paid';
     show(
       `tools/call scout_gaps with _meta["x402/payment"] (${how})`,
       paid.isError ? 400 : 200,
       paid.structuredContent ?? paid.content,
-      settlement?.transaction,
+      receipt?.signature,
     );
   } finally {
     await market.close();
