@@ -178,13 +178,19 @@ const { readFileSync } = require('node:fs');
       `import {
   createPayer,
   marketIntelClient,
+  payingMcpClient,
   receiptOf,
   SpendLimitExceededError,
+  toolPrice,
   verifyWebhook,
   waitForJob,
   type JobOutcome,
+  type PaidToolResult,
   type PaymentReceipt,
 } from '${publishName}';
+
+// Any client with the MCP SDK's callTool (the SDK is an optional peer, not installed here).
+const mcp = { callTool: async (params: { name: string }) => ({ isError: params.name === '', structuredContent: { n: 1 } }) };
 
 export async function main(): Promise<number> {
   const payer = createPayer({ signer: '/path/to/keypair.json', rpcUrls: { solana: 'http://127.0.0.1:8899' }, limits: { maxPerHour: '1', maxPerPayment: 200_000n } });
@@ -198,6 +204,11 @@ export async function main(): Promise<number> {
   const outcome: JobOutcome = await waitForJob('job_1', { baseUrl: 'http://127.0.0.1:1', timeoutMs: 1 });
   const verdict = outcome.status === 'completed' ? outcome.result['verdict'] : outcome.failure.code;
   verifyWebhook({ secret: 's', headers: {}, body: '' });
+  const tool: PaidToolResult<{ isError: boolean; structuredContent: { n: number } }> = await payingMcpClient(mcp, payer, {
+    serverUrl: 'http://127.0.0.1:1/mcp',
+  }).callTool({ name: 'scout_gaps', arguments: { limit: 2 } });
+  const price: string | undefined = toolPrice({ _meta: {} })?.amountUsdc;
+  if (tool.receipt?.scheme === 'push' || price === '0' || tool.result.structuredContent.n === 0) return 2;
   // @ts-expect-error: not a path of the market-intel contract
   await client.GET('/api/v1/not-a-path');
   return total + String(verdict).length;
