@@ -3,6 +3,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { Connection, Keypair, PublicKey } from '@solana/web3.js';
 import {
   createPayer,
+  marketIntelClient,
+  PaymentNotAllowedError,
+  PaymentRefusedError,
   payingMcpClient,
   SpendLimitExceededError,
   toolPrice,
@@ -140,6 +143,49 @@ describe('Paying MCP tools', () => {
     expect(offers).toMatchObject([{ scheme: 'official', amountAtomic: '50000' }]);
 
     expect(signed).toEqual([]);
+    expect(await balances(keypair)).toEqual(before);
+  });
+
+  it('When the payer has paid over HTTP, then the same rolling cap counts it for an MCP payment; a host not allowed is refused', async () => {
+    const keypair = await wallet();
+    const client = await connect();
+    const payer = createPayer({ signer: keypair, rpcUrls: rpcUrls(), limits: { maxPerHour: '0.08' } });
+    const http = await marketIntelClient(server.baseUrl, payer).GET('/api/v1/scout/keywords');
+    expect(http.response.status).toBe(200);
+    const before = await balances(keypair);
+    const refusal = await payingMcpClient(client, payer, { serverUrl: new URL('/mcp', server.baseUrl) })
+      .callTool(call)
+      .catch((e: unknown) => e);
+    expect(refusal).toMatchObject({ code: 'spend_limit_exceeded', limit: 'per_hour', spentAtomic: 50_000n });
+
+    const allowed = createPayer({
+      signer: keypair,
+      rpcUrls: rpcUrls(),
+      limits: { allowHosts: ['market.example.com'] },
+    });
+    const elsewhere = await payingMcpClient(client, allowed, { serverUrl: new URL('/mcp', server.baseUrl) })
+      .callTool(call)
+      .catch((e: unknown) => e);
+    expect(elsewhere).toBeInstanceOf(PaymentNotAllowedError);
+    expect(elsewhere).toMatchObject({ rule: 'host' });
+    // Without serverUrl the call has no host: an allowlist of hosts refuses it.
+    await expect(payingMcpClient(client, allowed).callTool(call)).rejects.toBeInstanceOf(
+      PaymentNotAllowedError,
+    );
+    expect(await balances(keypair)).toEqual(before);
+  });
+
+  it('When the server refuses the payment it asked for, then PaymentRefusedError is thrown with the reason and nothing is settled', async () => {
+    const keypair = await wallet();
+    const payer = createPayer({ signer: keypair, rpcUrls: rpcUrls() });
+    const before = await balances(keypair);
+    const refusal = await payingMcpClient(await connect(), payer)
+      .callTool({ name: 'bait_and_switch', arguments: {} })
+      .catch((e: unknown) => e);
+    expect(refusal).toBeInstanceOf(PaymentRefusedError);
+    // The brief's payment gate does not accept requirements made for the keywords.
+    expect(refusal).toMatchObject({ code: 'payment_refused', reason: 'invalid_payment_requirements' });
+    expect(payer.receipts).toEqual([]);
     expect(await balances(keypair)).toEqual(before);
   });
 });
