@@ -163,11 +163,16 @@ export async function expectDocsRender(
     await page.addInitScript({ content: RECORD_CSP_VIOLATIONS });
 
     await page.goto(`${baseUrl}/docs`);
-    await page.waitForFunction(
-      `[...document.querySelectorAll('section[id]')].some((s) => ${OPERATION_SECTION.toString()}.test(s.id))`,
-      undefined,
-      { timeout },
-    );
+    // Polled with page.evaluate (the DevTools protocol, which the page's CSP does not govern):
+    // waitForFunction re-evaluates its predicate with eval inside the page, which `script-src 'self'`
+    // refuses whenever the first check is not already true.
+    const firstSection = `[...document.querySelectorAll('section[id]')].some((s) => ${OPERATION_SECTION.toString()}.test(s.id))`;
+    const renderedBy = Date.now() + timeout;
+    while (!((await page.evaluate(firstSection)) as boolean)) {
+      if (Date.now() > renderedBy)
+        throw new Error(`${baseUrl}/docs rendered no operation within ${timeout} ms: ${problems.join('; ')}`);
+      await page.waitForTimeout(50);
+    }
     // Scalar renders the sections as they come into view: scroll until no new one appears.
     const shown = new Set<string>();
     const ids = new Map<string, string>();
