@@ -84,6 +84,25 @@ function showTip(tip, x, y, title, lines) {
   tip.style.top = `${y - h - 12 < 0 ? y + 12 : y - h - 12}px`;
 }
 
+/**
+ * Chart.js's tooltip options drawing `tip` (the chart's HTML tooltip) for the hovered point: `describe`
+ * gives the point's title and lines from its index.
+ */
+function htmlTooltip(tip, describe) {
+  return {
+    enabled: false,
+    external: ({ tooltip }) => {
+      const item = tooltip.dataPoints?.[0];
+      if (tooltip.opacity === 0 || !item) {
+        tip.hidden = true;
+        return;
+      }
+      const [title, lines] = describe(item.dataIndex);
+      showTip(tip, tooltip.caretX, tooltip.caretY, title, lines);
+    },
+  };
+}
+
 function bucketTitle(ms, bucket) {
   return bucket === 'day' ? `${day(ms)} (UTC day)` : `${dateTime(ms)} – ${clock(ms + HOUR_MS)}`;
 }
@@ -218,21 +237,16 @@ function mainChart(canvas, tip, points, bucket, shown, markers) {
       interaction: { mode: 'index', intersect: false },
       plugins: {
         legend: { display: false },
-        tooltip: {
-          enabled: false,
-          external: ({ tooltip }) => {
-            const item = tooltip.dataPoints?.[0];
-            if (tooltip.opacity === 0 || !item) {
-              tip.hidden = true;
-              return;
-            }
-            const p = points[item.dataIndex];
-            showTip(tip, tooltip.caretX, tooltip.caretY, bucketTitle(Date.parse(p.start), bucket), [
+        tooltip: htmlTooltip(tip, (index) => {
+          const p = points[index];
+          return [
+            bucketTitle(Date.parse(p.start), bucket),
+            [
               plural(p.signals, 'signal'),
               `${p.negative.toLocaleString('en-GB')} negative (${pct(p.negative_rate)})`,
-            ]);
-          },
-        },
+            ],
+          ];
+        }),
       },
       scales: {
         x: {
@@ -300,21 +314,16 @@ function breakdownChart(canvas, tip, types, total) {
       interaction: { mode: 'nearest', axis: 'y', intersect: false },
       plugins: {
         legend: { display: false },
-        tooltip: {
-          enabled: false,
-          external: ({ tooltip }) => {
-            const item = tooltip.dataPoints?.[0];
-            if (tooltip.opacity === 0 || !item) {
-              tip.hidden = true;
-              return;
-            }
-            const t = types[item.dataIndex];
-            showTip(tip, tooltip.caretX, tooltip.caretY, t.type, [
+        tooltip: htmlTooltip(tip, (index) => {
+          const t = types[index];
+          return [
+            t.type,
+            [
               `${plural(t.count, 'signal')} (${pct(total ? t.count / total : null)} of the range)`,
               t.sentiment,
-            ]);
-          },
-        },
+            ],
+          ];
+        }),
       },
       scales: {
         x: {
