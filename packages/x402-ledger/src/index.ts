@@ -21,5 +21,11 @@ export type {
   PaymentLedger,
   PaymentLedgerOptions,
 } from './types';
+export {
+  PrismaPaymentIdentifiers,
+  X402_PAYMENT_IDENTIFIERS_TABLE,
+  X402_PAYMENT_IDENTIFIER_PRISMA_MODEL,
+} from './identifiers';
+export type { BindOutcome, IdentifierBinding, PaymentIdentifiers } from './identifiers';
 export { PrismaRefundLedger, X402_REFUNDS_TABLE, X402_REFUND_PRISMA_MODEL } from './refunds';
 export type { RefundStatus, RefundRecord, RefundClaim } from './refunds';

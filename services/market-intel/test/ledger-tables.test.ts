@@ -4,6 +4,7 @@ import { Client } from 'pg';
 import { applyMigrations, resetDatabase } from '@repo/db-migrate';
 import { testDatabaseUrl } from '@repo/service-kit/testing';
 import {
+  X402_PAYMENT_IDENTIFIER_PRISMA_MODEL,
   X402_PAYMENT_PRISMA_MODEL,
   X402_REFUND_PRISMA_MODEL,
   X402_VERIFICATION_ATTEMPT_PRISMA_MODEL,
@@ -15,7 +16,13 @@ import { prepareTestDatabase } from '@repo/x402-ledger/testing';
 // package's test fixtures are generated from the same models. Both must build the same tables.
 jest.setTimeout(60_000);
 
-const TABLES = ['x402_payments', 'x402_refunds', 'x402_verification_attempts', 'rate_limits'];
+const TABLES = [
+  'x402_payments',
+  'x402_refunds',
+  'x402_verification_attempts',
+  'x402_payment_identifiers',
+  'rate_limits',
+];
 
 /** Columns (by name: migrations append the columns added later), constraints and indexes of TABLES. */
 async function shapeOf(databaseUrl: string): Promise<unknown[]> {
@@ -56,6 +63,7 @@ describe("the payment ledger's tables", () => {
       X402_PAYMENT_PRISMA_MODEL,
       X402_REFUND_PRISMA_MODEL,
       X402_VERIFICATION_ATTEMPT_PRISMA_MODEL,
+      X402_PAYMENT_IDENTIFIER_PRISMA_MODEL,
     ]) {
       expect(schema).toContain(model);
     }
