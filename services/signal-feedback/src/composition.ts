@@ -1,6 +1,7 @@
 import type { Application } from 'express';
 import { createSchemaCheck, packageMigrationsDir, type SchemaCheck } from '@repo/db-migrate';
 import { createLlmClient } from '@repo/llm';
+import { parseAllowlist, type LookupFunction } from '@repo/ssrf-guard';
 import {
   createApiKeyCache,
   createReadiness,
@@ -21,14 +22,19 @@ import { DeploymentRepository } from './data/deployments';
 import { KEY_CHANGES_CHANNEL, ProductRepository } from './data/products';
 import { ProposalRepository } from './data/proposals';
 import { AuthRateLimiter } from './data/rate-limits';
+import { MonitorRepository } from './data/regression-monitor';
 import { SignalRepository, type KeyOwner } from './data/signals';
+import { WebhookRepository } from './data/webhooks';
 import { AnalysisService } from './domain/analysis';
 import { DeploymentService } from './domain/deployments';
 import { PasswordHasher } from './domain/passwords';
 import { LlmProposalWriter } from './domain/proposal-writer';
+import { beforeAfterEvaluator, RegressionMonitor } from './domain/regression-monitor';
 import { MESSAGE_ID_WINDOW_MS } from './domain/signals';
 import { analysisScheduleLoop } from './entry-points/workers/analysis-schedule';
 import { expirySweepLoop } from './entry-points/workers/expiry-sweep';
+import { regressionMonitorLoop } from './entry-points/workers/regression-monitor';
+import { webhookDeliveryLoop, type WebhookDelivery } from './entry-points/workers/webhook-delivery';
 import { verificationScheduleLoop } from './entry-points/workers/verification-schedule';
 import {
   createSignalFeedbackMetrics,
@@ -46,6 +52,8 @@ export interface ComposeOverrides {
   metrics?: SignalFeedbackMetrics;
   /** The domain counters (default: those of `metrics`). */
   events?: SignalFeedbackEvents;
+  /** Resolver of webhook hosts instead of the system's, at registration and at every connection (tests). */
+  webhookLookup?: LookupFunction;
 }
 
 /** signal-feedback composed: what the runtime runs, plus the handles the tests and the CLI use. */
@@ -66,6 +74,14 @@ export interface SignalFeedbackService extends ComposedService {
   verificationSchedule?: Loop;
   /** The hourly sweep of expired sessions, rate-limit counters and signal message ids. */
   expirySweep: Loop;
+  /** Product webhook settings and the outbox. */
+  webhooks: WebhookRepository;
+  /** The open-window monitor (README, "The open-window monitor"). */
+  monitor: RegressionMonitor;
+  /** Its loop; absent when `MONITOR_INTERVAL_MS` is 0. */
+  monitorLoop?: Loop;
+  /** The webhook delivery worker; absent when `WEBHOOK_POLL_INTERVAL_MS` is 0. */
+  webhookDelivery?: WebhookDelivery;
 }
 
 /**
@@ -126,8 +142,9 @@ export async function compose(
     signupPerIpPerHour: config.SIGNUP_MAX_PER_IP_PER_HOUR,
   });
 
+  const deploymentRepository = new DeploymentRepository(db);
   const deployments = new DeploymentService({
-    deployments: new DeploymentRepository(db),
+    deployments: deploymentRepository,
     defaults: {
       windowMinutes: config.VERIFICATION_WINDOW_MINUTES,
       alpha: config.VERIFICATION_ALPHA,
@@ -158,6 +175,22 @@ export async function compose(
       ),
   });
 
+  // Webhooks (README, "Webhooks (signal-feedback)") and the open-window monitor that queues them.
+  const webhooks = new WebhookRepository(db);
+  const ssrfPolicy = { allowlist: parseAllowlist(config.SSRF_ALLOWLIST) };
+  const monitor = new RegressionMonitor({
+    store: new MonitorRepository(db, deploymentRepository),
+    evaluate: beforeAfterEvaluator(
+      (contextId, signalType, deployedAt, lengthMs) =>
+        deploymentRepository.windowCounts(contextId, signalType, deployedAt, lengthMs),
+      config.VERIFICATION_MIN_SIGNALS,
+    ),
+    logger,
+    intervalMs: Math.max(config.MONITOR_INTERVAL_MS, 1000),
+    ...(config.PUBLIC_URL ? { publicUrl: config.PUBLIC_URL } : {}),
+    now: overrides.now,
+  });
+
   const readiness = createReadiness({ database: database.ping, schema: schema.isUpToDate });
   const http = createApp({
     logger,
@@ -182,6 +215,12 @@ export async function compose(
     events,
     dashboard: new DashboardRepository(database.pool),
     analysisMinSignals: config.ANALYSIS_MIN_SIGNALS,
+    webhooks: {
+      repository: webhooks,
+      policy: ssrfPolicy,
+      production: config.NODE_ENV === 'production',
+      ...(overrides.webhookLookup ? { lookup: overrides.webhookLookup } : {}),
+    },
   });
 
   const analysisSchedule =
@@ -202,6 +241,29 @@ export async function compose(
           metrics: metrics.loops,
         })
       : undefined;
+  const monitorLoop =
+    config.MONITOR_INTERVAL_MS > 0
+      ? regressionMonitorLoop({
+          monitor,
+          intervalMs: config.MONITOR_INTERVAL_MS,
+          logger,
+          metrics: metrics.loops,
+        })
+      : undefined;
+  const webhookDelivery =
+    config.WEBHOOK_POLL_INTERVAL_MS > 0
+      ? webhookDeliveryLoop({
+          webhooks,
+          policy: ssrfPolicy,
+          timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+          maxAttempts: config.WEBHOOK_MAX_ATTEMPTS,
+          retryBaseMs: config.WEBHOOK_RETRY_BASE_MS,
+          pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
+          ...(overrides.webhookLookup ? { lookup: overrides.webhookLookup } : {}),
+          logger,
+          metrics: metrics.loops,
+        })
+      : undefined;
   const expirySweep = expirySweepLoop({
     deleteExpiredSessions: (now) => accounts.deleteExpiredSessions(now),
     sweepRateLimits: (now) => sweepRateLimits(database.pool, now),
@@ -215,7 +277,9 @@ export async function compose(
     http,
     readiness,
     metrics,
-    loops: [analysisSchedule, verificationSchedule, expirySweep].filter((l): l is Loop => l !== undefined),
+    loops: [analysisSchedule, verificationSchedule, monitorLoop, webhookDelivery, expirySweep].filter(
+      (l): l is Loop => l !== undefined,
+    ),
     close: async () => {
       await keyChanges.close();
       await database.close();
@@ -223,6 +287,7 @@ export async function compose(
     describe: {
       analysisIntervalMs: config.ANALYSIS_INTERVAL_MS,
       verificationIntervalMs: config.VERIFICATION_INTERVAL_MS,
+      monitorIntervalMs: config.MONITOR_INTERVAL_MS,
       llm: llm ? config.LLM_MODEL : 'none (proposals from evidence)',
       maxBatch: config.MAX_BATCH_SIZE,
     },
@@ -235,5 +300,9 @@ export async function compose(
     ...(analysisSchedule ? { analysisSchedule } : {}),
     ...(verificationSchedule ? { verificationSchedule } : {}),
     expirySweep,
+    webhooks,
+    monitor,
+    ...(monitorLoop ? { monitorLoop } : {}),
+    ...(webhookDelivery ? { webhookDelivery } : {}),
   };
 }

@@ -57,6 +57,20 @@ export const SignalFeedbackEnv = z.object({
   VERIFICATION_ALPHA: z.coerce.number().min(0.0001).max(0.2).default(0.05),
   /** Fewest signals each compared window needs for a verdict other than `inconclusive`. */
   VERIFICATION_MIN_SIGNALS: intVar(30, 1, 1_000_000),
+  /** Period of the open-window monitor (README, "The open-window monitor"), ms; 0 disables it. Each open deployment is looked at about once per period. */
+  MONITOR_INTERVAL_MS: intVar(60_000, 0, 86_400_000),
+  /** The service's public origin, e.g. https://feedback.example.com, for links in webhooks; unset: `link` is null. */
+  PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
+  /** Per-attempt webhook deadline (connect, headers, body), ms (README, "Webhooks (signal-feedback)"). */
+  WEBHOOK_TIMEOUT_MS: intVar(10_000, 100, 120_000),
+  /** Webhook attempts before a delivery is given up. */
+  WEBHOOK_MAX_ATTEMPTS: intVar(8, 1, 50),
+  /** Delay before the second webhook attempt, ms; doubles per attempt up to one hour. */
+  WEBHOOK_RETRY_BASE_MS: intVar(5000, 10, 3_600_000),
+  /** How often each replica looks for due webhook deliveries, ms; 0 disables the delivery worker. */
+  WEBHOOK_POLL_INTERVAL_MS: intVar(1000, 0, 60_000),
+  /** Comma-separated hosts, IPs or CIDRs webhooks may reach although private (development only; refused in production). */
+  SSRF_ALLOWLIST: z.string().optional(),
   /** OpenAI-compatible Chat Completions endpoint (e.g. https://api.openai.com/v1); unset: evidence-only proposals. */
   LLM_BASE_URL: z.url().optional(),
   LLM_API_KEY: z.string().optional(),
@@ -81,7 +95,8 @@ export interface LlmSettings {
  * @throws ConfigError naming every invalid or missing variable, or the LLM variables when they are
  *   only partly set; with `NODE_ENV=production` also (README, "Configuration") a `DATABASE_URL` that
  *   reaches this machine (loopback or unspecified address in any form, a `localhost` name, a socket,
- *   pg's `host` parameter), `COOKIE_SECURE=false`, and `*` or an `http:` origin in `CORS_ORIGINS`
+ *   pg's `host` parameter), `COOKIE_SECURE=false`, `*` or an `http:` origin in `CORS_ORIGINS`, and a
+ *   non-empty `SSRF_ALLOWLIST`
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): SignalFeedbackConfig {
   const config = parseConfig(SignalFeedbackEnv, env);
@@ -91,7 +106,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SignalFeedback
       'LLM_BASE_URL and LLM_MODEL must be set together (LLM_API_KEY too, unless the endpoint needs none)',
     ]);
   }
-  // Production refuses a local database, cookies without Secure and open CORS (README, "Configuration").
+  // Production refuses a local database, cookies without Secure, open CORS and SSRF exceptions (README, "Configuration").
   assertProductionReady(config.NODE_ENV, [
     { kind: 'remote', name: 'DATABASE_URL', value: config.DATABASE_URL },
     {
@@ -101,6 +116,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SignalFeedback
       why: 'session cookies would be sent over plain HTTP, without their __Host- prefix',
     },
     { kind: 'cors', name: 'CORS_ORIGINS', value: config.CORS_ORIGINS },
+    { kind: 'empty', name: 'SSRF_ALLOWLIST', value: config.SSRF_ALLOWLIST },
   ]);
   return config;
 }

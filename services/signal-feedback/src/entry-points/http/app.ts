@@ -17,6 +17,7 @@ import { loadSession, requireCsrf, stripQueryKey } from './auth-middleware';
 import { signalFeedbackLlmsTxt } from './llms-txt';
 import { SERVICE_VERSION, signalFeedbackOpenApi } from './openapi';
 import { productsRoutes } from './products';
+import type { ProductsDeps } from './product-routes';
 import { proposalsRoutes } from './proposals';
 import { deploymentsRoutes } from './deployments';
 import { dashboardRoutes } from './dashboard';
@@ -51,6 +52,8 @@ export interface AppDeps extends ServiceAppDeps {
   dashboard: DashboardRepository;
   /** `ANALYSIS_MIN_SIGNALS`, which the dashboard's analysis readiness reports. */
   analysisMinSignals: number;
+  /** Product webhook settings: the repository, the SSRF policy and whether only https is accepted. */
+  webhooks: ProductsDeps['webhooks'];
 }
 
 /** Folder of the dashboard's static files (same relative place from src/ and dist/). */
@@ -98,6 +101,7 @@ export function createApp(deps: AppDeps): Application {
   const products = productsRoutes({
     products: deps.products,
     onContextsChanged: (id) => deps.keys.invalidate((owner) => owner.productId === id),
+    webhooks: deps.webhooks,
   });
   const proposals = proposalsRoutes({ proposals: deps.proposals, keys: deps.keys, analysis: deps.analysis });
   const deployments = deploymentsRoutes({

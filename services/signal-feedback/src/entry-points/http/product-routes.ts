@@ -1,4 +1,5 @@
-import { AppError, notFound } from '@repo/errors';
+import { AppError, notFound, validationError } from '@repo/errors';
+import { checkUrl, type LookupFunction, type SsrfPolicy } from '@repo/ssrf-guard';
 import {
   BODY_PARSER_ERRORS,
   errorResponse,
@@ -9,9 +10,11 @@ import {
 import type { Response } from 'express';
 import { z } from 'zod';
 import type { ProductRecord, ProductRepository } from '../../data/products';
+import type { WebhookRepository } from '../../data/webhooks';
 import { signalFeedbackKeys } from '../../domain/api-keys';
 import { SIGNAL_FEEDBACK_ERRORS } from '../../domain/errors';
 import { PLAN_LIMITS } from '../../domain/plans';
+import { generateWebhookSecret, WEBHOOK_URL_PROBLEMS, webhookUrlProblem } from '../../domain/webhooks';
 import {
   CreatedProduct,
   CreateProductBody,
@@ -20,6 +23,7 @@ import {
   ProductSummary,
   RenameProductBody,
 } from '../../schemas';
+import { SetWebhookBody, WebhookSettings } from '../../webhook-schemas';
 import { requiredSession } from './auth-middleware';
 import { withAccess } from './access';
 
@@ -28,6 +32,16 @@ export interface ProductsDeps {
   products: ProductRepository;
   /** Called after a product's contexts or key changed in this process (drops its cached key lookup). */
   onContextsChanged?: (productId: string) => void;
+  /** Product webhook settings (README, "Webhooks (signal-feedback)"). */
+  webhooks: {
+    repository: WebhookRepository;
+    /** The outbound address policy the URL is checked against (`SSRF_ALLOWLIST`). */
+    policy: SsrfPolicy;
+    /** `NODE_ENV=production`: only https URLs. */
+    production: boolean;
+    /** Resolver instead of the system's (tests). */
+    lookup?: LookupFunction;
+  };
 }
 
 /** Declares one operation of `productsRoutes` on `routes` (returned, for chaining). */
@@ -234,9 +248,133 @@ const listProducts = productOperation(
   },
 );
 
+/** The latest deliveries a webhook answer lists. */
+const LISTED_DELIVERIES = 20;
+
+/** A product's webhook settings on the wire, with its latest deliveries. */
+async function webhookToWire(
+  deps: ProductsDeps,
+  productId: string,
+  settings: { url: string | null; secretSet: boolean },
+  generatedSecret?: string,
+): Promise<WebhookSettings> {
+  const deliveries = await deps.webhooks.repository.recentDeliveries(productId, LISTED_DELIVERIES);
+  return {
+    product_id: productId,
+    url: settings.url,
+    secret_set: settings.secretSet,
+    ...(generatedSecret !== undefined ? { secret: generatedSecret } : {}),
+    deliveries: deliveries.map((d) => ({
+      id: d.id,
+      event_type: d.eventType,
+      webhook_id: d.messageId,
+      status: d.status,
+      attempts: d.attempts,
+      last_status: d.lastStatus,
+      last_error: d.lastError,
+      created_at: d.createdAt.toISOString(),
+      delivered_at: d.deliveredAt?.toISOString() ?? null,
+    })),
+  };
+}
+
+/** GET /api/products/{id}/webhook: the URL, whether a secret is set, the latest deliveries. */
+const getWebhook = productOperation(
+  {
+    method: 'get',
+    path: '/api/products/{id}/webhook',
+    operationId: 'getProductWebhook',
+    summary:
+      "A product's webhook: its URL, whether a signing secret is set (never the secret) and the latest deliveries",
+    request: { params: ProductIdParams },
+    responses: {
+      '200': { description: 'the webhook settings', body: WebhookSettings },
+      ...PRODUCT_ID_ERRORS,
+    },
+  },
+  (deps) => async (_req, res) => {
+    const { params } = res.locals.valid;
+    const settings = await deps.webhooks.repository.settings(requiredSession(res).user.id, params.id);
+    if (!settings) throw notFound('product');
+    res.setHeader('cache-control', 'no-store');
+    res.json(await webhookToWire(deps, params.id, settings));
+  },
+);
+
+/** PUT /api/products/{id}/webhook: sets the URL (checked) and the secret (given, kept or generated). */
+const setWebhook = productOperation(
+  {
+    method: 'put',
+    path: '/api/products/{id}/webhook',
+    operationId: 'setProductWebhook',
+    summary: "Set a product's webhook URL and signing secret; a generated secret is returned this once",
+    description:
+      'The URL must be http(s) (https in production) without credentials or fragment, and its host must resolve ' +
+      'to public addresses only (checked now and again at every delivery). Without `secret`, the stored secret ' +
+      'is kept; when there is none, or with `rotate_secret: true`, a new one is generated and returned once.',
+    request: { params: ProductIdParams, body: SetWebhookBody },
+    responses: {
+      '200': { description: 'the webhook settings (with `secret` when generated)', body: WebhookSettings },
+      '400': errorResponse('invalid id, body or URL (invalid_request with details.issues)'),
+      ...BODY_PARSER_ERRORS,
+      '404': errorResponse('no such product of the user'),
+    },
+  },
+  (deps) => async (_req, res) => {
+    const { params, body } = res.locals.valid;
+    const userId = requiredSession(res).user.id;
+    const problem = webhookUrlProblem(body.url, deps.webhooks.production);
+    if (problem) {
+      throw validationError([{ path: 'body.url', code: 'custom', message: WEBHOOK_URL_PROBLEMS[problem] }]);
+    }
+    const current = await deps.webhooks.repository.settings(userId, params.id);
+    if (!current) throw notFound('product');
+    const check = await checkUrl(body.url, deps.webhooks.policy, {
+      label: 'url',
+      ...(deps.webhooks.lookup ? { lookup: deps.webhooks.lookup } : {}),
+    });
+    if (!check.ok) {
+      throw validationError([
+        { path: 'body.url', code: 'custom', message: `is not allowed: ${check.error.message}` },
+      ]);
+    }
+    const generated =
+      body.secret === undefined && (body.rotate_secret === true || !current.secretSet)
+        ? generateWebhookSecret()
+        : undefined;
+    const secret = body.secret ?? generated ?? null;
+    if (!(await deps.webhooks.repository.setWebhook(userId, params.id, body.url, secret)))
+      throw notFound('product');
+    res.setHeader('cache-control', 'no-store');
+    res.json(await webhookToWire(deps, params.id, { url: body.url, secretSet: true }, generated));
+  },
+);
+
+/** DELETE /api/products/{id}/webhook: no more webhooks; deliveries not yet sent are dropped. */
+const deleteWebhook = productOperation(
+  {
+    method: 'delete',
+    path: '/api/products/{id}/webhook',
+    operationId: 'deleteProductWebhook',
+    summary: "Remove a product's webhook URL and secret; deliveries not yet sent are given up",
+    request: { params: ProductIdParams },
+    responses: {
+      '200': { description: 'the webhook settings, now empty', body: WebhookSettings },
+      ...PRODUCT_ID_ERRORS,
+    },
+  },
+  (deps) => async (_req, res) => {
+    const { params } = res.locals.valid;
+    if (!(await deps.webhooks.repository.removeWebhook(requiredSession(res).user.id, params.id)))
+      throw notFound('product');
+    res.json(await webhookToWire(deps, params.id, { url: null, secretSet: false }));
+  },
+);
+
 /**
- * The session endpoints of products (README, "Endpoints" and "API keys"), in the order they are
- * mounted: create, rotate the key, read, rename, delete, list.
+ * The session endpoints of products (README, "Endpoints", "API keys" and "Webhooks
+ * (signal-feedback)"), in the order they are mounted: create, rotate the key, read, rename, delete,
+ * list, and the webhook's read, set and remove.
  */
 export const PRODUCT_OPERATIONS: readonly ProductsOperation[] = [
   createProduct,
@@ -245,4 +383,7 @@ export const PRODUCT_OPERATIONS: readonly ProductsOperation[] = [
   renameProduct,
   deleteProduct,
   listProducts,
+  getWebhook,
+  setWebhook,
+  deleteWebhook,
 ];

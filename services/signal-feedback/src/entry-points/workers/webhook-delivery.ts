@@ -1,0 +1,140 @@
+import {
+  createGuardedDispatcher,
+  findSsrfBlockedError,
+  type LookupFunction,
+  type SsrfPolicy,
+} from '@repo/ssrf-guard';
+import { backoffDelay, createLoop, type Logger, type Loop, type LoopMetrics } from '@repo/service-kit';
+import { Webhook } from 'standardwebhooks';
+import { request, type Dispatcher } from 'undici';
+import type { ClaimedDelivery, WebhookRepository } from '../../data/webhooks';
+
+/** Options of {@link webhookDeliveryLoop}. */
+export interface WebhookDeliveryOptions {
+  webhooks: Pick<WebhookRepository, 'claimDue' | 'delivered' | 'attemptFailed'>;
+  /** Outbound address policy: loopback, private, link-local and metadata addresses are refused unless allowlisted. */
+  policy: SsrfPolicy;
+  /** Per attempt: connect, headers and body deadline, in milliseconds (`WEBHOOK_TIMEOUT_MS`). */
+  timeoutMs: number;
+  /** Attempts before a delivery is given up (`WEBHOOK_MAX_ATTEMPTS`). */
+  maxAttempts: number;
+  /** Delay before the second attempt, ms (`WEBHOOK_RETRY_BASE_MS`); doubles per attempt up to one hour. */
+  retryBaseMs: number;
+  /** How often due deliveries are looked for, ms (`WEBHOOK_POLL_INTERVAL_MS`). */
+  pollIntervalMs: number;
+  /** Resolver instead of the system's, checked at every connection like it (tests). */
+  lookup?: LookupFunction;
+  logger: Logger;
+  metrics?: LoopMetrics;
+}
+
+/** The delivery worker: a {@link Loop} whose round is one {@link WebhookDelivery.deliverDue}. */
+export interface WebhookDelivery extends Loop {
+  /** Attempts every due delivery once (at most 20 a call); returns how many were attempted. */
+  deliverDue(): Promise<number>;
+}
+
+const MAX_DELAY_MS = 3_600_000;
+const BATCH = 20;
+
+/**
+ * Delivers the webhook outbox (README, "Webhooks (signal-feedback)"): a POST of each queued body to
+ * the URL stored with it, signed with the product's secret in the Standard Webhooks way
+ * (`webhook-id` stable across retries, `webhook-timestamp` and `webhook-signature` new per attempt),
+ * retried with exponential backoff ({@link backoffDelay}: `retryBaseMs` doubling, at most one hour) on
+ * a non-2xx answer (redirects are not followed), a network error or a timeout, for `maxAttempts` in
+ * all. Every connection goes through the SSRF guard (DNS rebinding included); a refused address is
+ * given up at once. Replicas share the outbox through `FOR UPDATE SKIP LOCKED`. `stop` also closes
+ * the outbound connection pool.
+ */
+export function webhookDeliveryLoop(options: WebhookDeliveryOptions): WebhookDelivery {
+  const dispatcher: Dispatcher = createGuardedDispatcher(options.policy, {
+    connectTimeoutMs: options.timeoutMs,
+    ...(options.lookup ? { lookup: options.lookup } : {}),
+  });
+  const retryBackoff = { initialDelayMs: options.retryBaseMs, maxDelayMs: MAX_DELAY_MS };
+  const { webhooks, logger } = options;
+
+  const deliver = async (row: ClaimedDelivery): Promise<void> => {
+    if (row.secret === null) {
+      await webhooks.attemptFailed(row.id, {
+        status: null,
+        error: 'the product has no webhook secret any more',
+        giveUp: true,
+        retryInMs: 0,
+      });
+      return;
+    }
+    let status: number | null = null;
+    let error: string | null = null;
+    let permanent = false;
+    try {
+      // Signed per attempt: a receiver's freshness window applies to each retry.
+      const at = new Date(Math.floor(Date.now() / 1000) * 1000);
+      const signature = new Webhook(row.secret).sign(row.messageId, at, row.body);
+      const response = await request(row.url, {
+        method: 'POST',
+        body: row.body,
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'signal-feedback-webhooks/1',
+          'webhook-id': row.messageId,
+          'webhook-timestamp': String(at.getTime() / 1000),
+          'webhook-signature': signature,
+          'x-webhook-attempt': String(row.attempts),
+        },
+        dispatcher,
+        headersTimeout: options.timeoutMs,
+        bodyTimeout: options.timeoutMs,
+      });
+      status = response.statusCode;
+      await response.body.dump();
+      if (status < 200 || status >= 300) error = `receiver answered ${status}`;
+    } catch (err) {
+      const blocked = findSsrfBlockedError(err);
+      permanent = blocked !== undefined;
+      error = blocked ? blocked.message : err instanceof Error ? err.message : String(err);
+    }
+    if (error === null && status !== null) {
+      await webhooks.delivered(row.id, status);
+      logger.info({ webhookId: row.messageId, attempts: row.attempts }, 'webhook delivered');
+      return;
+    }
+    const giveUp = permanent || row.attempts >= options.maxAttempts;
+    const message = error ?? 'no answer';
+    await webhooks.attemptFailed(row.id, {
+      status,
+      error: message,
+      giveUp,
+      retryInMs: backoffDelay(retryBackoff, row.attempts - 1),
+    });
+    logger.warn(
+      { webhookId: row.messageId, attempts: row.attempts, error: message, giveUp },
+      'webhook delivery failed',
+    );
+  };
+
+  const deliverDue = async (): Promise<number> => {
+    // The claim outlives an attempt's three deadlines (connect, headers, body) before another replica may retry it.
+    const rows = await webhooks.claimDue(BATCH, options.timeoutMs * 3);
+    await Promise.all(rows.map((row) => deliver(row)));
+    return rows.length;
+  };
+
+  const loop = createLoop({
+    name: 'webhook-delivery',
+    intervalMs: options.pollIntervalMs,
+    logger,
+    metrics: options.metrics,
+    // A full batch means more may be due: the next round runs at once.
+    round: async () => (await deliverDue()) === BATCH,
+  });
+  return {
+    ...loop,
+    async stop() {
+      await loop.stop();
+      await dispatcher.close();
+    },
+    deliverDue,
+  };
+}
