@@ -3,6 +3,7 @@ import { ApiKeyRepository } from '../src/data/api-keys';
 import { openDatabase } from '../src/data/prisma';
 import { SkillDirectory } from '../src/data/skill-directory';
 import { skillRouterKeys } from '../src/domain/api-keys';
+import { definitionHash } from '../src/domain/definition';
 import type { RegisterSkillRequest } from '../src/schemas';
 
 export { startLocalSkills } from './local-skills';
@@ -43,7 +44,7 @@ export async function openDirectorySeeder(databaseUrl: string, poolSize = 20): P
   return {
     pool: database.pool,
     async upsert(skill) {
-      await directory.upsert(skill, owner.id);
+      await directory.upsert(skill, owner.id, definitionHash(skill));
     },
     close: () => database.close(),
   };

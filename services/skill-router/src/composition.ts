@@ -11,6 +11,7 @@ import { parseAllowlist } from '@repo/ssrf-guard';
 import { createApp } from './entry-points/http/app';
 import type { SkillRouterConfig } from './config';
 import { ApiKeyRepository } from './data/api-keys';
+import { ConformanceChecks } from './data/conformance-checks';
 import { HealthChecks } from './data/health-checks';
 import { openDatabase, type PrismaDb } from './data/prisma';
 import { RouteCandidates } from './data/route-candidates';
@@ -26,11 +27,16 @@ import { createHealthWorker } from './entry-points/workers/health';
 import { createSkillHttp, type GuardedSkillHttp } from './adapters/skill-http';
 import { createVerificationWorker } from './entry-points/workers/verification';
 
-/** The background workers of one replica: two loops and the schema sandbox the verification loop uses. */
+import { createConformanceWorker } from './entry-points/workers/conformance';
+/**
+ * The background workers of one replica: three loops and the schema sandbox the verification and
+ * conformance loops use.
+ */
 export interface SkillRouterWorkers {
   verification: Loop;
   health: Loop;
   sandbox: SchemaSandbox;
+  conformance: Loop;
 }
 
 /**
@@ -50,6 +56,7 @@ export interface SkillRouterService extends ComposedService {
   verificationQueue: VerificationQueue;
   healthChecks: HealthChecks;
   stats: SkillStats;
+  conformanceChecks: ConformanceChecks;
   /** The SSRF-guarded client of skill endpoints (verification and registration checks). */
   skillHttp: GuardedSkillHttp;
   /**
@@ -129,6 +136,7 @@ export async function compose({
     },
   );
   const verificationQueue = new VerificationQueue(db.prisma);
+  const conformanceChecks = new ConformanceChecks(db.prisma);
   const healthChecks = new HealthChecks(db.prisma);
   const stats = new SkillStats(db.prisma);
 
@@ -184,6 +192,8 @@ export async function compose({
         leaseMs: config.VERIFY_LEASE_MS,
         healthIntervalMs: config.HEALTH_CHECK_INTERVAL_MS,
         maxAttempts: config.VERIFY_MAX_ATTEMPTS,
+        conformanceIntervalMs: config.CONFORMANCE_INTERVAL_MS,
+        conformanceJitterPercent: config.CONFORMANCE_JITTER_PERCENT,
         onVerified: metrics.onVerified,
         loopMetrics: metrics.loops,
       },
@@ -201,8 +211,22 @@ export async function compose({
       },
     );
     createdSandboxes.push(sandbox);
-    createdLoops.push(verification, health);
-    return { verification, health, sandbox };
+    const conformance = createConformanceWorker(
+      { checks: conformanceChecks, http: skillHttp, schemas: sandbox, logger },
+      {
+        intervalMs: config.CONFORMANCE_POLL_INTERVAL_MS,
+        batchSize: config.CONFORMANCE_BATCH_SIZE,
+        callIntervalMs: config.CONFORMANCE_INTERVAL_MS,
+        jitterPercent: config.CONFORMANCE_JITTER_PERCENT,
+        leaseMs: config.VERIFY_LEASE_MS,
+        failuresToDegrade: config.CONFORMANCE_FAILURES_TO_DEGRADE,
+        successesToRecover: config.CONFORMANCE_SUCCESSES_TO_RECOVER,
+        onChecked: metrics.onConformanceChecked,
+        loopMetrics: metrics.loops,
+      },
+    );
+    createdLoops.push(verification, health, conformance);
+    return { verification, health, conformance, sandbox };
   };
   const workers = config.WORKERS_ENABLED ? createWorkers() : undefined;
 
@@ -212,7 +236,7 @@ export async function compose({
     metrics,
     loops: [
       ...(config.ROUTING_INDEX ? [routingWorker] : []),
-      ...(workers ? [workers.verification, workers.health] : []),
+      ...(workers ? [workers.verification, workers.health, workers.conformance] : []),
     ],
     describe: { workers: config.WORKERS_ENABLED, ssrfAllowlist: config.SSRF_ALLOWLIST || null },
     db,
@@ -224,6 +248,7 @@ export async function compose({
     verificationQueue,
     healthChecks,
     stats,
+    conformanceChecks,
     skillHttp,
     workers,
     startWorkers() {
@@ -231,6 +256,7 @@ export async function compose({
       current.verification.start();
       current.health.start();
       return current;
+      current.conformance.start();
     },
     async close() {
       readiness.markShuttingDown();

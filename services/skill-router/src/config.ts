@@ -60,6 +60,22 @@ export const SkillRouterEnv = z.object({
   /** Consecutive successful health checks after which a suspended skill is active again. */
   HEALTH_SUCCESSES_TO_RESUME: intVar(3, 1, 1000),
   /**
+   * Interval between two conformance calls of one active or degraded skill (README, "Pinned
+   * definitions"): each is one call with a generated input, so a provider with N skills gets N calls
+   * per interval from the whole service, never two at once for one skill.
+   */
+  CONFORMANCE_INTERVAL_MS: intVar(900_000, 10, 86_400_000),
+  /** How far each conformance interval is moved at random either way, in percent. */
+  CONFORMANCE_JITTER_PERCENT: intVar(20, 0, 90),
+  /** How often the conformance worker looks for due calls. */
+  CONFORMANCE_POLL_INTERVAL_MS: intVar(10_000, 10, 3_600_000),
+  /** Conformance calls claimed per poll (per replica), run concurrently. */
+  CONFORMANCE_BATCH_SIZE: intVar(8, 1, 1000),
+  /** Non-conforming answers in a row that make an active skill `degraded` (out of routing). */
+  CONFORMANCE_FAILURES_TO_DEGRADE: intVar(2, 1, 1000),
+  /** Conforming answers in a row that make a degraded skill `active` again. */
+  CONFORMANCE_SUCCESSES_TO_RECOVER: intVar(2, 1, 1000),
+  /**
    * Most candidates a route request ranked in PostgreSQL scores (best full-text rank first); the
    * routing index scores every match.
    */

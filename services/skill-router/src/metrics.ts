@@ -7,6 +7,8 @@ export interface SkillRouterMetrics extends ServiceMetrics {
   onRegistered(outcome: 'created' | 'updated'): void;
   onVerified(passed: boolean): void;
   onHealthChecked(ok: boolean, status: string): void;
+  /** Counts a recorded conformance call (`skill_conformance_calls_total{verdict, status}`). */
+  onConformanceChecked(verdict: 'conforms' | 'nonconforming' | 'inconclusive', status: string): void;
   onRouted(matches: number): void;
   /** Counts a finished `POST /api/discover/route` (`skill_routes_served_total{outcome}`). */
   onRouteServed(outcome: RouteOutcome): void;
@@ -45,6 +47,11 @@ export function createSkillRouterMetrics(): SkillRouterMetrics {
       type: 'counter',
       help: 'Periodic health checks by result (ok, failed) and the status after the check',
       labels: ['result', 'status'],
+    },
+    skill_conformance_calls_total: {
+      type: 'counter',
+      help: 'Conformance calls by verdict (conforms, nonconforming, inconclusive) and the status after the call',
+      labels: ['verdict', 'status'],
     },
     skill_route_matches: {
       type: 'histogram',
@@ -106,6 +113,7 @@ export function createSkillRouterMetrics(): SkillRouterMetrics {
     onVerified: (passed) => series.skill_verifications_total.inc({ result: passed ? 'passed' : 'failed' }),
     onHealthChecked: (ok, status) =>
       series.skill_health_checks_total.inc({ result: ok ? 'ok' : 'failed', status }),
+    onConformanceChecked: (verdict, status) => series.skill_conformance_calls_total.inc({ verdict, status }),
     onRouted: (matches) => series.skill_route_matches.observe(matches),
     onRouteServed: (outcome) => series.skill_routes_served_total.inc({ outcome }),
     onSandboxTask: (task, outcome) => series.skill_sandbox_tasks_total.inc({ task, outcome }),

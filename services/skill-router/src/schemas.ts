@@ -6,8 +6,18 @@ import { schemaLimitProblem } from './domain/schema-limits';
  * validate requests and to generate the OpenAPI document.
  */
 
-/** Skill statuses: pending_verification -> active | verification_failed; active <-> suspended. */
-export const SkillStatus = z.enum(['pending_verification', 'active', 'verification_failed', 'suspended']);
+/**
+ * Skill statuses: pending_verification -> active | verification_failed; active <-> suspended (health
+ * checks); active <-> degraded (conformance calls); any -> pending_verification on update. Only
+ * `active` skills are routed (services/skill-router/README.md, "Registration and verification").
+ */
+export const SkillStatus = z.enum([
+  'pending_verification',
+  'active',
+  'verification_failed',
+  'suspended',
+  'degraded',
+]);
 export type SkillStatus = z.infer<typeof SkillStatus>;
 
 /**
@@ -211,10 +221,37 @@ export const VerificationStepResult = z.object({
 });
 export type VerificationStepResult = z.infer<typeof VerificationStepResult>;
 
+/**
+ * Lowercase hex SHA-256 of the canonical JSON (RFC 8785) of a definition: endpoint, description,
+ * pricing and both schemas (services/skill-router/README.md, "Pinned definitions"); null for a
+ * revision registered before definitions were pinned.
+ */
+const DefinitionHash = z
+  .string()
+  .regex(/^[0-9a-f]{64}$/)
+  .nullable()
+  .meta({ description: 'SHA-256 (hex) of the canonical JSON of endpoint, description, pricing and schemas' });
+
+/**
+ * The conformance calls of a skill (services/skill-router/README.md, "Pinned definitions"): live
+ * answers checked against `output_schema`.
+ */
+export const SkillConformance = z.object({
+  last_check_at: z.iso.datetime().nullable(),
+  /** Non-conforming answers in a row (inconclusive calls, such as timeouts, do not count). */
+  consecutive_failures: z.number().int(),
+  /** Why the last judged answer did not conform; null when it did or none was judged yet. */
+  last_error: z.string().nullable(),
+  next_check_at: z.iso.datetime().nullable(),
+});
+
 /** Answer of GET /api/discover/skills/:id: the skill, its schemas, verification and live metrics. */
 export const SkillDetail = SkillSummary.extend({
   input_schema: z.record(z.string(), z.unknown()),
   output_schema: z.record(z.string(), z.unknown()),
+  /** The revision shown, incremented by every update. */
+  revision: z.number().int(),
+  definition_hash: DefinitionHash,
   verification: z.object({
     steps: z.array(VerificationStepResult),
     reason: z.string().nullable(),
@@ -225,7 +262,58 @@ export const SkillDetail = SkillSummary.extend({
     consecutive_failures: z.number().int(),
     checks_24h: z.number().int(),
   }),
+  conformance: SkillConformance,
   metrics_at: z.iso.datetime(),
+});
+
+/** What happened to one registered revision: awaiting, passed or failed its verification, or replaced first. */
+export const SkillVersionStatus = z.enum(['pending_verification', 'passed', 'failed', 'superseded']);
+export type SkillVersionStatus = z.infer<typeof SkillVersionStatus>;
+
+/** One registered revision of a skill and the verification of exactly that definition. */
+export const SkillVersion = z.object({
+  revision: z.number().int(),
+  definition_hash: DefinitionHash,
+  /** The reviewed definition (the register body's fields of that revision). */
+  definition: z.object({
+    endpoint: z.string(),
+    description: z.string(),
+    pricing: z.object({ model: z.string(), price_usd: z.number() }),
+    input_schema: z.record(z.string(), z.unknown()),
+    output_schema: z.record(z.string(), z.unknown()),
+  }),
+  registered_at: z.iso.datetime(),
+  /** Whether this is the revision the skill has now. */
+  current: z.boolean(),
+  verification: z.object({
+    status: SkillVersionStatus,
+    steps: z.array(VerificationStepResult),
+    reason: z.string().nullable(),
+    verified_at: z.iso.datetime().nullable(),
+  }),
+});
+
+/** The page size of a versions listing: 1–50 (each version carries both schemas, up to 64 KiB). */
+const VERSIONS_LIMIT = z.number().int().min(1).max(50);
+
+/** Query of GET /api/discover/skills/{id}/versions. */
+export const ListVersionsQuery = z.object({
+  limit: queryInteger(VERSIONS_LIMIT, 'must be an integer from 1 to 50')
+    .default(10)
+    .meta({ description: 'page size' }),
+  offset: queryInteger(PAGE_OFFSET, 'must be a non-negative integer')
+    .default(0)
+    .meta({ description: 'versions to skip' }),
+});
+export type ListVersionsQuery = z.infer<typeof ListVersionsQuery>;
+
+/** Answer of GET /api/discover/skills/{id}/versions: newest revision first. */
+export const SkillVersionList = z.object({
+  skill_id: z.string(),
+  versions: z.array(SkillVersion),
+  total: z.number().int(),
+  limit: z.number().int(),
+  offset: z.number().int(),
 });
 
 /** Body of POST /api/discover/report (services/skill-router/README.md, "Endpoints"). */

@@ -213,7 +213,12 @@ describe('Verifications that never finish', () => {
       http: h.service.skillHttp,
       schemas: sandbox,
     };
-    const options = { healthIntervalMs: 60_000, maxAttempts: 3 };
+    const options = {
+      healthIntervalMs: 60_000,
+      conformanceIntervalMs: 60_000,
+      conformanceJitterPercent: 0,
+      maxAttempts: 3,
+    };
 
     // Three replicas that died mid-verification: claimed, never completed.
     for (const attempt of [1, 2, 3]) expect((await claim()).attempts).toBe(attempt);

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { RoutingRows, type RoutableSkill } from '../src/data/routing-rows';
 import { RoutingIndex } from '../src/domain/routing-index';
+import { definitionHash } from '../src/domain/definition';
 import { rankSkills } from '../src/domain/scoring';
 import type { RegisterSkillRequest } from '../src/schemas';
 import { buildSkill } from './support/factories';
@@ -115,7 +116,9 @@ describe('The routing index against the SQL ranking', () => {
               pricing: { model: 'per_call', price_usd: s.price },
             });
             // The registration's own statement: the same vectors and lexemes as the API stores.
-            expect((await h.service.directory.upsert(body, ownerKeyId)).outcome).not.toBe('forbidden');
+            expect(
+              (await h.service.directory.upsert(body, ownerKeyId, definitionHash(body))).outcome,
+            ).not.toBe('forbidden');
             await h.sql(`UPDATE skills SET status = $2 WHERE skill_id = $1`, body.skill_id, s.status);
             await h.sql(
               `UPDATE skill_stats SET success_rate_24h = $2, avg_latency_ms = $3, calls_30d = $4,

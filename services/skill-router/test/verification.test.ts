@@ -268,7 +268,7 @@ describe('Verification: updates and revisions', () => {
       const applied = await queue.complete(
         job!,
         { passed: true, steps: [], reason: null, probes: [] },
-        60_000,
+        { healthIntervalMs: 60_000, conformanceDelayMs: 60_000 },
       );
       expect(applied).toBe(false);
       expect(

@@ -35,7 +35,7 @@ export class HealthChecks {
   constructor(private readonly prisma: PrismaDb) {}
 
   /**
-   * Claims up to `batch` active or suspended skills whose health check is due, pushing their next
+   * Claims up to `batch` active, suspended or degraded skills whose health check is due, pushing their next
    * check `intervalMs` ahead in the same statement (`FOR UPDATE SKIP LOCKED`: one replica each).
    * @param intervalMs time to the next check, in milliseconds
    */
@@ -48,7 +48,7 @@ export class HealthChecks {
         WHERE s.skill_id = st.skill_id
           AND st.skill_id IN (
             SELECT d.skill_id FROM skill_stats d JOIN skills k ON k.skill_id = d.skill_id
-             WHERE d.next_health_check_at <= now() AND k.status IN ('active', 'suspended')
+             WHERE d.next_health_check_at <= now() AND k.status IN ('active', 'suspended', 'degraded')
              ORDER BY d.next_health_check_at, d.skill_id
              LIMIT $1
              FOR UPDATE OF d SKIP LOCKED)
@@ -80,7 +80,7 @@ export class HealthChecks {
     return this.prisma.$transaction(async (tx) => {
       // Locks the skill row first, so an update (new revision) cannot interleave.
       const current = await tx.$queryRawUnsafe<{ status: string }[]>(
-        `SELECT status FROM skills WHERE skill_id = $1 AND revision = $2 AND status IN ('active', 'suspended') FOR UPDATE`,
+        `SELECT status FROM skills WHERE skill_id = $1 AND revision = $2 AND status IN ('active', 'suspended', 'degraded') FOR UPDATE`,
         job.skillId,
         job.revision,
       );

@@ -1,5 +1,10 @@
 import { notifyRouting } from './routing-rows';
-import type { RegisterSkillRequest, SkillStatus, VerificationStepResult } from '../schemas';
+import type {
+  RegisterSkillRequest,
+  SkillStatus,
+  SkillVersionStatus,
+  VerificationStepResult,
+} from '../schemas';
 import type { PrismaDb } from './prisma';
 
 /** A skill as the directory reads it (plain object, times as Dates). */
@@ -33,7 +38,36 @@ export interface SkillDetailRecord extends SkillRecord {
   verifiedAt: Date | null;
   lastHealthCheckAt: Date | null;
   consecutiveFailures: number;
+  revision: number;
+  /** Hex SHA-256 of the current revision's definition; null when registered before pinning. */
+  definitionHash: string | null;
+  lastConformanceAt: Date | null;
+  nextConformanceAt: Date | null;
+  /** Non-conforming answers in a row. */
+  conformanceFailures: number;
+  lastConformanceError: string | null;
 }
+
+/** One registered revision of a skill (`skill_versions`), newest first in {@link SkillDirectory.versions}. */
+export interface SkillVersionRecord {
+  revision: number;
+  definitionHash: string | null;
+  definition: {
+    endpoint: string;
+    description: string;
+    pricing: { model: string; price_usd: number };
+    input_schema: Record<string, unknown>;
+    output_schema: Record<string, unknown>;
+  };
+  status: SkillVersionStatus;
+  verification: VerificationStepResult[];
+  verificationReason: string | null;
+  verifiedAt: Date | null;
+  createdAt: Date;
+}
+
+/** Versions kept per skill: older ones are deleted when a new one is registered. */
+export const VERSIONS_KEPT = 100;
 
 /** Filters and paging of the directory listing. */
 export interface ListFilter {
@@ -108,18 +142,26 @@ export class SkillDirectory {
 
   /**
    * Registers a skill or updates it when the same key registered it; either way it becomes
-   * `pending_verification` (an update increments `revision`, so it is verified again).
+   * `pending_verification` (an update increments `revision`, so it is verified again and is out of
+   * routing until then) and the revision is recorded in `skill_versions` with its definition and
+   * hash; a revision still pending when the next one arrives becomes `superseded`, and only the last
+   * {@link VERSIONS_KEPT} revisions are kept (README, "Pinned definitions").
    * @param input the validated register body (capabilities and chains lowercased)
    * @param ownerKeyId the API key registering it
+   * @param definitionHash lowercase hex SHA-256 of the canonical definition (domain/definition.ts)
    * @returns created/updated with the new revision, or `forbidden` when another key owns the id
    */
-  async upsert(input: RegisterSkillRequest, ownerKeyId: string): Promise<UpsertOutcome> {
+  async upsert(
+    input: RegisterSkillRequest,
+    ownerKeyId: string,
+    definitionHash: string,
+  ): Promise<UpsertOutcome> {
     const rows = await this.prisma.$queryRawUnsafe<{ revision: number; inserted: boolean }[]>(
       `WITH up AS (
        INSERT INTO skills (skill_id, name, provider, description, capabilities, chains, pricing_model, price_usd,
-         endpoint, input_schema, output_schema, owner_key_id, status, revision, search_vector, route_vector, match_terms,
-         created_at, updated_at, changed_at)
-       VALUES ($1, $2, $3, $4, $5::text[], $6::text[], $7, $8, $9, $10::jsonb, $11::jsonb, $12::uuid, 'pending_verification', 1,
+         endpoint, input_schema, output_schema, owner_key_id, status, revision, definition_hash, search_vector, route_vector,
+         match_terms, created_at, updated_at, changed_at)
+       VALUES ($1, $2, $3, $4, $5::text[], $6::text[], $7, $8, $9, $10::jsonb, $11::jsonb, $12::uuid, 'pending_verification', 1, $13,
          to_tsvector('english', $2 || ' ' || $4),
          setweight(to_tsvector('english', $2), 'A')
            || setweight(to_tsvector('english', array_to_string($5::text[], ' ')), 'B')
@@ -130,7 +172,8 @@ export class SkillDirectory {
          name = EXCLUDED.name, provider = EXCLUDED.provider, description = EXCLUDED.description,
          capabilities = EXCLUDED.capabilities, chains = EXCLUDED.chains, pricing_model = EXCLUDED.pricing_model,
          price_usd = EXCLUDED.price_usd, endpoint = EXCLUDED.endpoint, input_schema = EXCLUDED.input_schema,
-         output_schema = EXCLUDED.output_schema, search_vector = EXCLUDED.search_vector,
+         output_schema = EXCLUDED.output_schema, definition_hash = EXCLUDED.definition_hash,
+         search_vector = EXCLUDED.search_vector,
          route_vector = EXCLUDED.route_vector, match_terms = EXCLUDED.match_terms,
          status = 'pending_verification', revision = skills.revision + 1, verification = NULL,
          verification_reason = NULL, verification_lease_until = NULL, verification_attempts = 0, updated_at = now(),
@@ -138,9 +181,21 @@ export class SkillDirectory {
        WHERE skills.owner_key_id = EXCLUDED.owner_key_id
        RETURNING skill_id, revision, (xmax = 0) AS inserted),
      stats AS (
-       -- No periodic health checks until the new revision is verified.
+       -- No periodic health checks or conformance calls until the new revision is verified.
        INSERT INTO skill_stats (skill_id) SELECT skill_id FROM up
-       ON CONFLICT (skill_id) DO UPDATE SET next_health_check_at = NULL, consecutive_failures = 0, consecutive_successes = 0)
+       ON CONFLICT (skill_id) DO UPDATE SET next_health_check_at = NULL, consecutive_failures = 0, consecutive_successes = 0,
+         next_conformance_at = NULL, conformance_failures = 0, conformance_successes = 0, last_conformance_error = NULL),
+     version AS (
+       INSERT INTO skill_versions (skill_id, revision, definition_hash, definition)
+       SELECT skill_id, revision, $13, jsonb_build_object('endpoint', $9::text, 'description', $4::text,
+         'pricing', jsonb_build_object('model', $7::text, 'price_usd', $8::float8),
+         'input_schema', $10::jsonb, 'output_schema', $11::jsonb) FROM up
+       ON CONFLICT (skill_id, revision) DO NOTHING),
+     superseded AS (
+       UPDATE skill_versions v SET status = 'superseded' FROM up
+        WHERE v.skill_id = up.skill_id AND v.revision < up.revision AND v.status = 'pending_verification'),
+     pruned AS (
+       DELETE FROM skill_versions v USING up WHERE v.skill_id = up.skill_id AND v.revision <= up.revision - ${VERSIONS_KEPT})
      SELECT revision, inserted, ${notifyRouting('skill_id')} FROM up`,
       input.skill_id,
       input.name,
@@ -154,6 +209,7 @@ export class SkillDirectory {
       JSON.stringify(input.input_schema),
       JSON.stringify(input.output_schema),
       ownerKeyId,
+      definitionHash,
     );
     const row = rows[0];
     if (!row) return { outcome: 'forbidden' };
@@ -209,10 +265,17 @@ export class SkillDirectory {
         verified_at: Date | null;
         last_health_check_at: Date | null;
         consecutive_failures: number;
+        revision: number;
+        definition_hash: string | null;
+        last_conformance_at: Date | null;
+        next_conformance_at: Date | null;
+        conformance_failures: number;
+        last_conformance_error: string | null;
       })[]
     >(
       `SELECT ${SKILL_COLUMNS}, s.input_schema, s.output_schema, s.verification, s.verification_reason, s.verified_at,
-              st.last_health_check_at, st.consecutive_failures
+              st.last_health_check_at, st.consecutive_failures, s.revision, s.definition_hash,
+              st.last_conformance_at, st.next_conformance_at, st.conformance_failures, st.last_conformance_error
          FROM ${FROM_SKILLS} WHERE s.skill_id = $1`,
       skillId,
     );
@@ -227,6 +290,47 @@ export class SkillDirectory {
       verifiedAt: r.verified_at,
       lastHealthCheckAt: r.last_health_check_at,
       consecutiveFailures: Number(r.consecutive_failures),
+      revision: Number(r.revision),
+      definitionHash: r.definition_hash,
+      lastConformanceAt: r.last_conformance_at,
+      nextConformanceAt: r.next_conformance_at,
+      conformanceFailures: Number(r.conformance_failures),
+      lastConformanceError: r.last_conformance_error,
+    };
+  }
+
+  /**
+   * One page of a skill's recorded revisions, newest first, and how many there are.
+   * @returns `null` when the skill does not exist
+   */
+  async versions(
+    skillId: string,
+    page: { limit: number; offset: number },
+  ): Promise<{ currentRevision: number; items: SkillVersionRecord[]; total: number } | null> {
+    const skill = await this.prisma.skill.findUnique({ where: { skillId }, select: { revision: true } });
+    if (!skill) return null;
+    const [rows, total] = await Promise.all([
+      this.prisma.skillVersion.findMany({
+        where: { skillId },
+        orderBy: { revision: 'desc' },
+        take: page.limit,
+        skip: page.offset,
+      }),
+      this.prisma.skillVersion.count({ where: { skillId } }),
+    ]);
+    return {
+      currentRevision: skill.revision,
+      total,
+      items: rows.map((r) => ({
+        revision: r.revision,
+        definitionHash: r.definitionHash,
+        definition: r.definition as unknown as SkillVersionRecord['definition'],
+        status: r.status as SkillVersionStatus,
+        verification: (r.verification as unknown as VerificationStepResult[] | null) ?? [],
+        verificationReason: r.verificationReason,
+        verifiedAt: r.verifiedAt,
+        createdAt: r.createdAt,
+      })),
     };
   }
 

@@ -11,6 +11,8 @@ export interface VerificationJob {
   endpoint: string;
   inputSchema: unknown;
   outputSchema: unknown;
+  /** Hex SHA-256 of the claimed revision's definition (what the result will be bound to). */
+  definitionHash: string | null;
   /** Claims of this revision so far, this one included (1 on the first claim). */
   attempts: number;
 }
@@ -47,6 +49,7 @@ export class VerificationQueue {
         endpoint: string;
         input_schema: unknown;
         output_schema: unknown;
+        definition_hash: string | null;
         verification_attempts: number;
       }[]
     >(
@@ -59,7 +62,7 @@ export class VerificationQueue {
            ORDER BY updated_at, skill_id
            LIMIT $1
            FOR UPDATE SKIP LOCKED)
-        RETURNING skill_id, revision, endpoint, input_schema, output_schema, verification_attempts`,
+        RETURNING skill_id, revision, endpoint, input_schema, output_schema, definition_hash, verification_attempts`,
       batch,
       leaseMs,
     );
@@ -69,6 +72,7 @@ export class VerificationQueue {
       endpoint: r.endpoint,
       inputSchema: r.input_schema,
       outputSchema: r.output_schema,
+      definitionHash: r.definition_hash,
       attempts: Number(r.verification_attempts),
     }));
   }
@@ -94,16 +98,18 @@ export class VerificationQueue {
 
   /**
    * Applies a verification result to the revision that was verified, in one transaction: `active`
-   * (first health check due after `healthIntervalMs`) or `verification_failed`, with the per-step
-   * results and the reason; the probes are recorded as health checks of kind `verification`. The
+   * (first health check due after `schedule.healthIntervalMs`, first conformance call after
+   * `schedule.conformanceDelayMs`) or `verification_failed`, with the per-step results and the reason,
+   * also on the revision's `skill_versions` row (`passed` / `failed`: the result is bound to that
+   * revision's definition hash); the probes are recorded as health checks of kind `verification`. The
    * skill's metrics are not refreshed here: the caller does it once this returns `true`.
-   * @param healthIntervalMs delay of the first periodic health check of a skill that passed, in milliseconds
+   * @param schedule delays after activation, in milliseconds
    * @returns `false` when the skill changed meanwhile (an update re-queued it) and nothing was applied
    */
   async complete(
     job: { skillId: string; revision: number },
     result: VerificationOutcome,
-    healthIntervalMs: number,
+    schedule: { healthIntervalMs: number; conformanceDelayMs: number },
   ): Promise<boolean> {
     return this.prisma.$transaction(async (tx) => {
       const n = await tx.$executeRawUnsafe(
@@ -122,12 +128,25 @@ export class VerificationQueue {
       );
       if (n !== 1) return false;
       await tx.$executeRawUnsafe(
-        `INSERT INTO skill_stats (skill_id, next_health_check_at) VALUES ($1, CASE WHEN $2 THEN now() + ${msInterval(3)} END)
+        `UPDATE skill_versions SET status = CASE WHEN $3 THEN 'passed' ELSE 'failed' END,
+           verification = $4::jsonb, verification_reason = $5, verified_at = now()
+         WHERE skill_id = $1 AND revision = $2`,
+        job.skillId,
+        job.revision,
+        result.passed,
+        JSON.stringify(result.steps),
+        result.reason,
+      );
+      await tx.$executeRawUnsafe(
+        `INSERT INTO skill_stats (skill_id, next_health_check_at, next_conformance_at)
+         VALUES ($1, CASE WHEN $2 THEN now() + ${msInterval(3)} END, CASE WHEN $2 THEN now() + ${msInterval(4)} END)
          ON CONFLICT (skill_id) DO UPDATE SET next_health_check_at = EXCLUDED.next_health_check_at,
-           consecutive_failures = 0, consecutive_successes = 0`,
+           consecutive_failures = 0, consecutive_successes = 0, next_conformance_at = EXCLUDED.next_conformance_at,
+           conformance_failures = 0, conformance_successes = 0, last_conformance_error = NULL`,
         job.skillId,
         result.passed,
-        healthIntervalMs,
+        schedule.healthIntervalMs,
+        schedule.conformanceDelayMs,
       );
       if (result.probes.length > 0) {
         await tx.healthCheck.createMany({

@@ -5,6 +5,7 @@ import type { ApiKeyRepository, StoredApiKey } from '../data/api-keys';
 import type { SkillDirectory, SkillRecord } from '../data/skill-directory';
 import type { SkillStats } from '../data/skill-stats';
 import { skillRouterKeys } from './api-keys';
+import { definitionHash } from './definition';
 import { submitReport } from './reports';
 import { routeTask, type RoutingSources } from './routing';
 import { withLiveMetrics } from './skill-metrics';
@@ -12,6 +13,7 @@ import type { RouteOutcome } from '../metrics';
 import {
   VERIFICATION_STEPS,
   type ListSkillsQuery,
+  type ListVersionsQuery,
   type RegisterSkillRequest,
   type RegisterSkillResponse,
   type ReportRequest,
@@ -21,6 +23,7 @@ import {
   type SkillList,
   type SkillSummary,
 } from '../schemas';
+  type SkillVersionList,
 
 /** Dependencies of {@link discoverOperations}. */
 export interface DiscoverDeps {
@@ -84,6 +87,12 @@ export interface DiscoverOperations {
    */
   get(id: string): Promise<z.infer<typeof SkillDetail>>;
   /**
+  /**
+   * One page of a skill's registered revisions, newest first, each with its definition, hash and
+   * verification (README, "Pinned definitions").
+   * @throws AppError `not_found` (404)
+   */
+  versions(id: string, query: ListVersionsQuery): Promise<z.infer<typeof SkillVersionList>>;
    * Registers or updates a skill; it is verified before it is routed.
    * @param location where the body came from, the first segment of a field error's path (`body`)
    * @returns whether it was `created` (HTTP 201) or `updated` (200), and the answer
@@ -102,7 +111,7 @@ export interface DiscoverOperations {
   report(key: AuthenticatedKey, body: ReportRequest): Promise<{ ok: true }>;
 }
 
-/** Keys already marked as routed, at most this many (a bounded set: the write is idempotent anyway). */
+/** Keys already marked as routed today, at most this many (a bounded set: the write is idempotent anyway). */
 const ROUTED_KEYS_MAX = 100_000;
 
 const round = (x: number, digits: number) => Math.round(x * 10 ** digits) / 10 ** digits;
@@ -231,6 +240,8 @@ export function discoverOperations(deps: DiscoverDeps): DiscoverOperations {
           steps: skill.verification,
           reason: skill.verificationReason,
           verified_at: skill.verifiedAt?.toISOString() ?? null,
+        revision: skill.revision,
+        definition_hash: skill.definitionHash,
         },
         health: {
           last_check_at: skill.lastHealthCheckAt?.toISOString() ?? null,
@@ -241,14 +252,44 @@ export function discoverOperations(deps: DiscoverDeps): DiscoverOperations {
       };
     },
 
+        conformance: {
+          last_check_at: skill.lastConformanceAt?.toISOString() ?? null,
+          consecutive_failures: skill.conformanceFailures,
+          last_error: skill.lastConformanceError,
+          next_check_at: skill.nextConformanceAt?.toISOString() ?? null,
+        },
     async register(key, body, location = 'body') {
       const refusal = await deps.endpointRefusal(body.endpoint);
       if (refusal) {
         const path = `${location}.endpoint`;
+    async versions(id, query) {
+      const page = await deps.directory.versions(id, query);
+      if (!page) throw notFound(`Skill ${id}`);
+      return {
+        skill_id: id,
+        versions: page.items.map((v) => ({
+          revision: v.revision,
+          definition_hash: v.definitionHash,
+          definition: v.definition,
+          registered_at: v.createdAt.toISOString(),
+          current: v.revision === page.currentRevision,
+          verification: {
+            status: v.status,
+            steps: v.verification,
+            reason: v.verificationReason,
+            verified_at: v.verifiedAt?.toISOString() ?? null,
+          },
+        })),
+        total: page.total,
+        limit: query.limit,
+        offset: query.offset,
+      };
+    },
+
         throw validationError([{ path, code: 'custom', message: `is not allowed: ${refusal}` }]);
       }
       await enforce(deps.registrationLimit, key.id, 'registrations per day');
-      const result = await deps.directory.upsert(body, key.id);
+      const result = await deps.directory.upsert(body, key.id, definitionHash(body));
       if (result.outcome === 'forbidden') {
         throw new AppError(
           'forbidden',

@@ -66,6 +66,69 @@ export async function probeHealth(http: SkillHttp, endpoint: string): Promise<Pr
 }
 
 /**
+ * What a call of a skill with a generated input showed (the `test_call` step and the conformance
+ * calls, README "Pinned definitions"):
+ * - `conforms`: 2xx JSON valid against `output_schema`;
+ * - `nonconforming`: the skill answered, but not so (another status, not JSON, invalid, too large, or a
+ *   reply whose check reached a sandbox limit);
+ * - `inconclusive`: nothing to judge the answer by: no test input could be made (our sandbox), no
+ *   answer came (timeout, network, SSRF refusal: the health checks judge reachability), or the skill
+ *   asked to be called later (429, 503).
+ */
+export type CallVerdict = 'conforms' | 'nonconforming' | 'inconclusive';
+
+/** Result of {@link callWithGeneratedInput}: the verdict, a one-line detail and the probe when a request was sent. */
+export interface CallCheck {
+  verdict: CallVerdict;
+  detail: string;
+  probe?: Probe;
+}
+
+/**
+ * POSTs an input generated from `inputSchema` to the endpoint and checks the answer against
+ * `outputSchema`; every computation on the schemas and the reply runs in `schemas` (the sandbox).
+ * @throws only what `schemas` throws when it is shut down
+ */
+export async function callWithGeneratedInput(
+  http: SkillHttp,
+  schemas: SchemaChecks,
+  skill: { endpoint: string; inputSchema: unknown; outputSchema: unknown },
+): Promise<CallCheck> {
+  const input = await schemas.generateInput(skill.inputSchema);
+  if (!input.ok) return { verdict: 'inconclusive', detail: input.error };
+  const res = await http.postJson(skill.endpoint, input.value);
+  if (!res.ok) {
+    return {
+      verdict: res.kind === 'too_large' ? 'nonconforming' : 'inconclusive',
+      detail: res.error,
+      probe: {
+        ok: false,
+        latencyMs: res.kind === 'timeout' ? null : res.latencyMs,
+        statusCode: null,
+        error: res.error,
+      },
+    };
+  }
+  const fail = (verdict: CallVerdict, detail: string): CallCheck => ({
+    verdict,
+    detail,
+    probe: { ok: false, latencyMs: res.latencyMs, statusCode: res.status, error: detail },
+  });
+  if (res.status < 200 || res.status > 299)
+    return fail(
+      res.status === 429 || res.status === 503 ? 'inconclusive' : 'nonconforming',
+      `HTTP ${res.status} from POST ${skill.endpoint}`,
+    );
+  const reply = await schemas.checkReply(skill.outputSchema, res.body);
+  if (!reply.ok) return fail('nonconforming', reply.error);
+  return {
+    verdict: 'conforms',
+    detail: `HTTP ${res.status} in ${res.latencyMs} ms, response valid against output_schema`,
+    probe: { ok: true, latencyMs: res.latencyMs, statusCode: res.status, error: null },
+  };
+}
+
+/**
  * Verifies a registered skill (README, "Registration and verification"):
  * 1. `endpoint_health_check`: {@link probeHealth};
  * 2. `schema_validation`: input_schema and output_schema are valid JSON Schema (ajv);
@@ -138,43 +201,12 @@ export async function verifySkill(
       duration_ms: 0,
     });
   } else {
-    const [outcome, duration] = await timed(
-      async (): Promise<{ ok: boolean; detail: string; probe?: Probe }> => {
-        const input = await schemas.generateInput(skill.inputSchema);
-        if (!input.ok) return { ok: false, detail: input.error };
-        const res = await http.postJson(skill.endpoint, input.value);
-        if (!res.ok) {
-          return {
-            ok: false,
-            detail: res.error,
-            probe: {
-              ok: false,
-              latencyMs: res.kind === 'timeout' ? null : res.latencyMs,
-              statusCode: null,
-              error: res.error,
-            },
-          };
-        }
-        const fail = (detail: string) => ({
-          ok: false,
-          detail,
-          probe: { ok: false, latencyMs: res.latencyMs, statusCode: res.status, error: detail },
-        });
-        if (res.status < 200 || res.status > 299)
-          return fail(`HTTP ${res.status} from POST ${skill.endpoint}`);
-        const reply = await schemas.checkReply(skill.outputSchema, res.body);
-        if (!reply.ok) return fail(reply.error);
-        return {
-          ok: true,
-          detail: `HTTP ${res.status} in ${res.latencyMs} ms, response valid against output_schema`,
-          probe: { ok: true, latencyMs: res.latencyMs, statusCode: res.status, error: null },
-        };
-      },
-    );
+    // Verification is strict: anything but a conforming answer fails the step.
+    const [outcome, duration] = await timed(() => callWithGeneratedInput(http, schemas, skill));
     if (outcome.probe) probes.push(outcome.probe);
     steps.push({
       step: 'test_call',
-      status: outcome.ok ? 'passed' : 'failed',
+      status: outcome.verdict === 'conforms' ? 'passed' : 'failed',
       detail: outcome.detail,
       duration_ms: duration,
     });

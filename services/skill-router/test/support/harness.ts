@@ -145,11 +145,11 @@ export async function startWorkers(h: Harness): Promise<void> {
   await startServiceWorkers(h.service);
 }
 
-/** Stops `h`'s verification and health loops and closes their sandbox, so that none of them runs on. */
+/** Stops `h`'s verification, health and conformance loops and closes their sandbox, so that none of them runs on. */
 export async function stopWorkers(h: Harness): Promise<void> {
   const workers = h.service.workers;
   if (!workers) return;
-  await Promise.all([workers.verification.stop(), workers.health.stop()]);
+  await Promise.all([workers.verification.stop(), workers.health.stop(), workers.conformance.stop()]);
   await workers.sandbox.close();
   h.service.workers = undefined;
 }

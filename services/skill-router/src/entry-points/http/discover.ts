@@ -11,6 +11,7 @@ import { z } from 'zod';
 import type { RouteOutcome } from '../../metrics';
 import {
   ListSkillsQuery,
+  ListVersionsQuery,
   RegisterSkillRequest,
   ReportRequest,
   RouteRequest,
@@ -20,6 +21,7 @@ import {
   ReportResponse,
   RouteResponse,
   SkillList,
+  SkillVersionList,
 } from '../../schemas';
 import type { DiscoverOperations } from '../../domain/discover-operations';
 import { authenticatedKey, requireApiKey } from './auth';
@@ -140,6 +142,25 @@ export function discoverRoutes(
       },
       async (_req, res) => {
         res.json(await operations.get(res.locals.valid.params.id));
+      },
+    )
+    .route(
+      {
+        method: 'get',
+        path: '/api/discover/skills/{id}/versions',
+        operationId: 'listSkillVersions',
+        summary:
+          "A skill's registered revisions, newest first: each definition, its SHA-256 and its verification",
+        tags: ['Discover'],
+        request: { params: z.object({ id: SkillId }), query: ListVersionsQuery },
+        responses: {
+          '200': { description: 'one page of revisions', body: SkillVersionList },
+          '400': errorResponse('invalid id or query parameter (`invalid_request`)'),
+          '404': errorResponse('no such skill (`not_found`)'),
+        },
+      },
+      async (_req, res) => {
+        res.json(await operations.versions(res.locals.valid.params.id, res.locals.valid.query));
       },
     )
     .route(

@@ -2,6 +2,7 @@ import type { Logger, Loop } from '@repo/service-kit';
 import type { SkillStats } from '../../data/skill-stats';
 import type { VerificationJob, VerificationQueue } from '../../data/verification-queue';
 import { VERIFICATION_STEPS } from '../../schemas';
+import { jitteredDelay } from '../../domain/conformance';
 import { refreshSkillMetrics } from '../../domain/skill-metrics';
 import { verifySkill, type SchemaChecks, type VerificationResult } from '../../domain/verification';
 import type { GuardedSkillHttp } from '../../adapters/skill-http';
@@ -12,6 +13,12 @@ export interface VerificationWorkerOptions extends ClaimLoopSettings {
   leaseMs: number;
   /** The first periodic health check of a newly active skill is due this long after activation. */
   healthIntervalMs: number;
+  /**
+   * The first conformance call of a newly active skill is due this long after activation, moved by
+   * up to `conformanceJitterPercent` percent either way (CONFORMANCE_INTERVAL_MS, CONFORMANCE_JITTER_PERCENT).
+   */
+  conformanceIntervalMs: number;
+  conformanceJitterPercent: number;
   /**
    * Claims of one revision that may end without a result (the verifying process crashed or stalled);
    * the next claim fails the skill instead of verifying it again.
@@ -36,9 +43,9 @@ export function abandonedVerification(unfinished: number): VerificationResult {
 }
 
 /**
- * Verifies one claimed skill and applies the result to the revision that was claimed, then refreshes
- * the skill's metrics; a revision already claimed `maxAttempts` times without a result is failed
- * without running anything.
+ * Verifies one claimed skill and applies the result to the revision that was claimed (and to its
+ * `skill_versions` row, bound to its definition hash), then refreshes the skill's metrics; a revision
+ * already claimed `maxAttempts` times without a result is failed without running anything.
  * @returns whether the skill passed; `null` when it changed meanwhile and the result was discarded
  * @throws SandboxClosedError when the service shuts down mid-verification (the lease then expires
  *   and another replica verifies it)
@@ -46,7 +53,12 @@ export function abandonedVerification(unfinished: number): VerificationResult {
 export async function verifyJob(
   deps: { queue: VerificationQueue; stats: SkillStats; http: GuardedSkillHttp; schemas: SchemaChecks },
   job: VerificationJob,
-  options: { healthIntervalMs: number; maxAttempts: number },
+  options: {
+    healthIntervalMs: number;
+    conformanceIntervalMs: number;
+    conformanceJitterPercent: number;
+    maxAttempts: number;
+  },
 ): Promise<boolean | null> {
   let result: VerificationResult;
   if (job.attempts > options.maxAttempts) {
@@ -55,7 +67,14 @@ export async function verifyJob(
     const refusal = await deps.http.refusal(job.endpoint);
     result = await verifySkill(deps.http, deps.schemas, job, refusal ?? undefined);
   }
-  const applied = await deps.queue.complete(job, result, options.healthIntervalMs);
+  const applied = await deps.queue.complete(job, result, {
+    healthIntervalMs: options.healthIntervalMs,
+    conformanceDelayMs: jitteredDelay(
+      options.conformanceIntervalMs,
+      options.conformanceJitterPercent,
+      Math.random(),
+    ),
+  });
   if (!applied) return null;
   await refreshSkillMetrics(deps.stats, job.skillId);
   return result.passed;

@@ -1,0 +1,144 @@
+import { notifyRouting } from './routing-rows';
+import type { SkillStatus } from '../schemas';
+import type { PrismaDb } from './prisma';
+import { msInterval } from './sql';
+
+/** A skill whose conformance call is due, claimed by one replica. */
+export interface ConformanceJob {
+  skillId: string;
+  revision: number;
+  endpoint: string;
+  inputSchema: unknown;
+  outputSchema: unknown;
+  status: SkillStatus;
+}
+
+/** The runs of judged conformance calls as stored in `skill_stats`. */
+export interface StoredConformanceCounters {
+  failures: number;
+  successes: number;
+}
+
+/** What one conformance call found, as {@link ConformanceChecks.record} stores it. */
+export interface ConformanceRecord {
+  /** Whether the answer was judged at all (false: inconclusive, the counters stay). */
+  judged: boolean;
+  /** Why the answer did not conform; `null` when it did (ignored when not judged). */
+  error: string | null;
+}
+
+/**
+ * Conformance calls (README, "Pinned definitions"): the schedule (`skill_stats.next_conformance_at`),
+ * the per-skill lease that keeps at most one call in flight, the runs of (non-)conforming answers and
+ * the status change they decide.
+ */
+export class ConformanceChecks {
+  constructor(private readonly prisma: PrismaDb) {}
+
+  /**
+   * Claims up to `batch` active or degraded skills whose conformance call is due and not in flight,
+   * leasing each for `leaseMs` (`FOR UPDATE SKIP LOCKED`: one replica each; an expired lease, from a
+   * replica that died mid-call, is claimed again).
+   * @param leaseMs the lease, from now, in milliseconds
+   */
+  async claimDue(batch: number, leaseMs: number): Promise<ConformanceJob[]> {
+    const rows = await this.prisma.$queryRawUnsafe<
+      {
+        skill_id: string;
+        revision: number;
+        endpoint: string;
+        input_schema: unknown;
+        output_schema: unknown;
+        status: string;
+      }[]
+    >(
+      `UPDATE skill_stats st SET conformance_lease_until = now() + ${msInterval(2)}
+         FROM skills s
+        WHERE s.skill_id = st.skill_id
+          AND st.skill_id IN (
+            SELECT d.skill_id FROM skill_stats d JOIN skills k ON k.skill_id = d.skill_id
+             WHERE d.next_conformance_at <= now() AND k.status IN ('active', 'degraded')
+               AND (d.conformance_lease_until IS NULL OR d.conformance_lease_until < now())
+             ORDER BY d.next_conformance_at, d.skill_id
+             LIMIT $1
+             FOR UPDATE OF d SKIP LOCKED)
+        RETURNING s.skill_id, s.revision, s.endpoint, s.input_schema, s.output_schema, s.status`,
+      batch,
+      leaseMs,
+    );
+    return rows.map((r) => ({
+      skillId: r.skill_id,
+      revision: Number(r.revision),
+      endpoint: r.endpoint,
+      inputSchema: r.input_schema,
+      outputSchema: r.output_schema,
+      status: r.status as SkillStatus,
+    }));
+  }
+
+  /**
+   * Records a conformance call in one transaction and releases its lease: the next call is due in
+   * `nextInMs`; `decide` gets the status before and the counters after and answers the status, which is
+   * stored (and announced to the routing index) when it changed.
+   * @param count the counters after this call, from those before it
+   * @param decide the status after the call
+   * @returns the status after the call, or `null` when the skill changed meanwhile (a new revision, or
+   *   no longer active or degraded) and only the lease was released
+   */
+  async record(
+    job: { skillId: string; revision: number },
+    result: ConformanceRecord,
+    nextInMs: number,
+    count: (before: StoredConformanceCounters) => StoredConformanceCounters,
+    decide: (before: SkillStatus, counters: StoredConformanceCounters) => SkillStatus,
+  ): Promise<SkillStatus | null> {
+    return this.prisma.$transaction(async (tx) => {
+      // Locks the skill row first, so an update (new revision) cannot interleave.
+      const current = await tx.$queryRawUnsafe<{ status: string }[]>(
+        `SELECT status FROM skills WHERE skill_id = $1 AND revision = $2 AND status IN ('active', 'degraded') FOR UPDATE`,
+        job.skillId,
+        job.revision,
+      );
+      const before = current[0]?.status as SkillStatus | undefined;
+      if (!before) {
+        await tx.$executeRawUnsafe(
+          `UPDATE skill_stats SET conformance_lease_until = NULL WHERE skill_id = $1`,
+          job.skillId,
+        );
+        return null;
+      }
+      const stored = await tx.$queryRawUnsafe<
+        { conformance_failures: number; conformance_successes: number }[]
+      >(
+        `SELECT conformance_failures, conformance_successes FROM skill_stats WHERE skill_id = $1 FOR UPDATE`,
+        job.skillId,
+      );
+      const counters = count({
+        failures: Number(stored[0]?.conformance_failures ?? 0),
+        successes: Number(stored[0]?.conformance_successes ?? 0),
+      });
+      await tx.$executeRawUnsafe(
+        `UPDATE skill_stats SET conformance_lease_until = NULL, next_conformance_at = now() + ${msInterval(2)},
+           last_conformance_at = now(), conformance_failures = $3, conformance_successes = $4,
+           last_conformance_error = CASE WHEN $5 THEN $6 ELSE last_conformance_error END
+         WHERE skill_id = $1`,
+        job.skillId,
+        nextInMs,
+        counters.failures,
+        counters.successes,
+        result.judged,
+        result.error,
+      );
+      const after = decide(before, counters);
+      if (after !== before) {
+        await tx.$executeRawUnsafe(
+          `UPDATE skills SET status = $2, changed_at = clock_timestamp() WHERE skill_id = $1
+           RETURNING ${notifyRouting('skill_id')}`,
+          job.skillId,
+          after,
+        );
+      }
+      return after;
+    });
+  }
+}

@@ -1,0 +1,89 @@
+import type { Logger, Loop } from '@repo/service-kit';
+import type { ConformanceChecks, ConformanceJob } from '../../data/conformance-checks';
+import {
+  countConformance,
+  jitteredDelay,
+  statusAfterConformance,
+  type ConformanceThresholds,
+} from '../../domain/conformance';
+import { callWithGeneratedInput, type CallVerdict, type SchemaChecks } from '../../domain/verification';
+import type { GuardedSkillHttp } from '../../adapters/skill-http';
+import type { SkillStatus } from '../../schemas';
+import { createClaimLoop, type ClaimLoopSettings } from './claim-loop';
+
+/**
+ * Settings of the conformance worker (config CONFORMANCE_*): `intervalMs` between polls for due
+ * calls (CONFORMANCE_POLL_INTERVAL_MS), `batchSize` calls claimed per poll (CONFORMANCE_BATCH_SIZE).
+ */
+export interface ConformanceWorkerOptions extends ClaimLoopSettings, ConformanceThresholds {
+  /** Time between two conformance calls of one skill, in milliseconds (CONFORMANCE_INTERVAL_MS). */
+  callIntervalMs: number;
+  /** How far each interval is moved at random either way, in percent (CONFORMANCE_JITTER_PERCENT). */
+  jitterPercent: number;
+  /** A claimed call not recorded within this time may be claimed again, in milliseconds (VERIFY_LEASE_MS). */
+  leaseMs: number;
+  /** Called after each recorded call (metrics). */
+  onChecked?: (verdict: CallVerdict, status: SkillStatus) => void;
+  /** Numbers in [0, 1) for the jitter (default Math.random). */
+  random?: () => number;
+}
+
+/**
+ * Runs one claimed conformance call (README, "Pinned definitions"): an input generated from the
+ * skill's `input_schema` is POSTed through the SSRF guard and the answer checked against its
+ * `output_schema`, both in the schema sandbox; the verdict moves the skill between `active` and
+ * `degraded` and schedules the next call.
+ * @returns the verdict and the status after it; `null` status when the skill changed meanwhile
+ * @throws SandboxClosedError when the service shuts down mid-call (the lease then expires)
+ */
+export async function runConformanceCall(
+  deps: { checks: ConformanceChecks; http: GuardedSkillHttp; schemas: SchemaChecks },
+  job: ConformanceJob,
+  options: Pick<
+    ConformanceWorkerOptions,
+    'callIntervalMs' | 'jitterPercent' | 'failuresToDegrade' | 'successesToRecover' | 'random'
+  >,
+): Promise<{ verdict: CallVerdict; detail: string; status: SkillStatus | null }> {
+  const refusal = await deps.http.refusal(job.endpoint);
+  const call = refusal
+    ? { verdict: 'inconclusive' as const, detail: `endpoint refused: ${refusal}` }
+    : await callWithGeneratedInput(deps.http, deps.schemas, job);
+  const next = jitteredDelay(
+    options.callIntervalMs,
+    options.jitterPercent,
+    (options.random ?? Math.random)(),
+  );
+  const status = await deps.checks.record(
+    job,
+    { judged: call.verdict !== 'inconclusive', error: call.verdict === 'conforms' ? null : call.detail },
+    next,
+    (before) => countConformance(before, call.verdict),
+    (before, counters) => statusAfterConformance(before, counters, options),
+  );
+  return { verdict: call.verdict, detail: call.detail, status };
+}
+
+/**
+ * The conformance worker: claims active and degraded skills whose call is due (one replica each, at
+ * most one call in flight per skill under a lease), calls them concurrently and records the verdicts.
+ * Nothing runs until the loop is started or kicked.
+ */
+export function createConformanceWorker(
+  deps: { checks: ConformanceChecks; http: GuardedSkillHttp; schemas: SchemaChecks; logger: Logger },
+  options: ConformanceWorkerOptions,
+): Loop {
+  return createClaimLoop('conformance', deps.logger, options, {
+    claim: (batchSize) => deps.checks.claimDue(batchSize, options.leaseMs),
+    work: async (job) => {
+      const { verdict, detail, status } = await runConformanceCall(deps, job, options);
+      if (!status) return;
+      options.onChecked?.(verdict, status);
+      if (status !== job.status)
+        deps.logger.warn(
+          { skillId: job.skillId, from: job.status, to: status, verdict, detail },
+          'skill status changed by conformance calls',
+        );
+    },
+    failure: 'conformance call failed unexpectedly',
+  });
+}
