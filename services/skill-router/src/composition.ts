@@ -26,8 +26,8 @@ import { SchemaSandbox } from './adapters/sandbox/schema-sandbox';
 import { createHealthWorker } from './entry-points/workers/health';
 import { createSkillHttp, type GuardedSkillHttp } from './adapters/skill-http';
 import { createVerificationWorker } from './entry-points/workers/verification';
-
 import { createConformanceWorker } from './entry-points/workers/conformance';
+
 /**
  * The background workers of one replica: three loops and the schema sandbox the verification and
  * conformance loops use.
@@ -35,8 +35,8 @@ import { createConformanceWorker } from './entry-points/workers/conformance';
 export interface SkillRouterWorkers {
   verification: Loop;
   health: Loop;
-  sandbox: SchemaSandbox;
   conformance: Loop;
+  sandbox: SchemaSandbox;
 }
 
 /**
@@ -55,8 +55,8 @@ export interface SkillRouterService extends ComposedService {
   routingWorker: Loop;
   verificationQueue: VerificationQueue;
   healthChecks: HealthChecks;
-  stats: SkillStats;
   conformanceChecks: ConformanceChecks;
+  stats: SkillStats;
   /** The SSRF-guarded client of skill endpoints (verification and registration checks). */
   skillHttp: GuardedSkillHttp;
   /**
@@ -135,8 +135,8 @@ export async function compose({
       loopMetrics: metrics.loops,
     },
   );
-  const verificationQueue = new VerificationQueue(db.prisma);
   const conformanceChecks = new ConformanceChecks(db.prisma);
+  const verificationQueue = new VerificationQueue(db.prisma);
   const healthChecks = new HealthChecks(db.prisma);
   const stats = new SkillStats(db.prisma);
 
@@ -191,9 +191,9 @@ export async function compose({
         batchSize: config.VERIFY_BATCH_SIZE,
         leaseMs: config.VERIFY_LEASE_MS,
         healthIntervalMs: config.HEALTH_CHECK_INTERVAL_MS,
-        maxAttempts: config.VERIFY_MAX_ATTEMPTS,
         conformanceIntervalMs: config.CONFORMANCE_INTERVAL_MS,
         conformanceJitterPercent: config.CONFORMANCE_JITTER_PERCENT,
+        maxAttempts: config.VERIFY_MAX_ATTEMPTS,
         onVerified: metrics.onVerified,
         loopMetrics: metrics.loops,
       },
@@ -210,7 +210,6 @@ export async function compose({
         loopMetrics: metrics.loops,
       },
     );
-    createdSandboxes.push(sandbox);
     const conformance = createConformanceWorker(
       { checks: conformanceChecks, http: skillHttp, schemas: sandbox, logger },
       {
@@ -225,6 +224,7 @@ export async function compose({
         loopMetrics: metrics.loops,
       },
     );
+    createdSandboxes.push(sandbox);
     createdLoops.push(verification, health, conformance);
     return { verification, health, conformance, sandbox };
   };
@@ -247,16 +247,16 @@ export async function compose({
     routingWorker,
     verificationQueue,
     healthChecks,
-    stats,
     conformanceChecks,
+    stats,
     skillHttp,
     workers,
     startWorkers() {
       const current = (service.workers ??= createWorkers());
       current.verification.start();
       current.health.start();
-      return current;
       current.conformance.start();
+      return current;
     },
     async close() {
       readiness.markShuttingDown();

@@ -22,8 +22,8 @@ import {
   type SkillDetail,
   type SkillList,
   type SkillSummary,
-} from '../schemas';
   type SkillVersionList,
+} from '../schemas';
 
 /** Dependencies of {@link discoverOperations}. */
 export interface DiscoverDeps {
@@ -87,12 +87,12 @@ export interface DiscoverOperations {
    */
   get(id: string): Promise<z.infer<typeof SkillDetail>>;
   /**
-  /**
    * One page of a skill's registered revisions, newest first, each with its definition, hash and
    * verification (README, "Pinned definitions").
    * @throws AppError `not_found` (404)
    */
   versions(id: string, query: ListVersionsQuery): Promise<z.infer<typeof SkillVersionList>>;
+  /**
    * Registers or updates a skill; it is verified before it is routed.
    * @param location where the body came from, the first segment of a field error's path (`body`)
    * @returns whether it was `created` (HTTP 201) or `updated` (200), and the answer
@@ -236,32 +236,28 @@ export function discoverOperations(deps: DiscoverDeps): DiscoverOperations {
         ...summary(current),
         input_schema: skill.inputSchema,
         output_schema: skill.outputSchema,
+        revision: skill.revision,
+        definition_hash: skill.definitionHash,
         verification: {
           steps: skill.verification,
           reason: skill.verificationReason,
           verified_at: skill.verifiedAt?.toISOString() ?? null,
-        revision: skill.revision,
-        definition_hash: skill.definitionHash,
         },
         health: {
           last_check_at: skill.lastHealthCheckAt?.toISOString() ?? null,
           consecutive_failures: skill.consecutiveFailures,
           checks_24h: live.checks24h,
         },
-        metrics_at: deps.now().toISOString(),
-      };
-    },
-
         conformance: {
           last_check_at: skill.lastConformanceAt?.toISOString() ?? null,
           consecutive_failures: skill.conformanceFailures,
           last_error: skill.lastConformanceError,
           next_check_at: skill.nextConformanceAt?.toISOString() ?? null,
         },
-    async register(key, body, location = 'body') {
-      const refusal = await deps.endpointRefusal(body.endpoint);
-      if (refusal) {
-        const path = `${location}.endpoint`;
+        metrics_at: deps.now().toISOString(),
+      };
+    },
+
     async versions(id, query) {
       const page = await deps.directory.versions(id, query);
       if (!page) throw notFound(`Skill ${id}`);
@@ -286,6 +282,10 @@ export function discoverOperations(deps: DiscoverDeps): DiscoverOperations {
       };
     },
 
+    async register(key, body, location = 'body') {
+      const refusal = await deps.endpointRefusal(body.endpoint);
+      if (refusal) {
+        const path = `${location}.endpoint`;
         throw validationError([{ path, code: 'custom', message: `is not allowed: ${refusal}` }]);
       }
       await enforce(deps.registrationLimit, key.id, 'registrations per day');
