@@ -42,3 +42,5 @@ export {
   mcpResultOfPaidAnswer,
 } from './mcp';
 export type { McpPaidAnswer } from './mcp';
+export { mcpBazaarExtensions } from './discovery';
+export type { McpToolDiscovery } from './discovery';

@@ -62,6 +62,13 @@ function decodedHeader(headers: IncomingHttpHeaders, name: string): Record<strin
   }
 }
 
+/** `value` when it is a plain object, else an empty one. */
+function asRecord(value: unknown): Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};
+}
+
 /** A tool answer in the shape `McpToolAnswer` of `@repo/service-kit` has. */
 export interface McpPaidAnswer {
   structuredContent?: Record<string, unknown>;
@@ -91,17 +98,24 @@ export interface McpPaidAnswer {
  * @param resultStatuses non-2xx statuses that are the tool's result (a health report's 503)
  * @param paymentSent whether the call carried `_meta["x402/payment"]`; without one, a 402's `error`
  *   (which names the HTTP header) becomes {@link MCP_PAYMENT_MISSING}
+ * @param extensions entries that replace the HTTP route's in the v2 `PaymentRequired`'s `extensions`:
+ *   the tool's own MCP `bazaar` declaration (`mcpBazaarExtensions`; docs/payments.md, "Discovery")
  */
 export function mcpResultOfPaidAnswer(
   answer: { status: number; headers: IncomingHttpHeaders; body: unknown },
   resultStatuses: readonly number[] = [],
   paymentSent = true,
+  extensions?: Record<string, unknown>,
 ): McpPaidAnswer {
   const body =
     typeof answer.body === 'object' && answer.body !== null && !Array.isArray(answer.body)
       ? (answer.body as Record<string, unknown>)
       : { value: answer.body };
-  const v2 = decodedHeader(answer.headers, PAYMENT_REQUIRED_HEADER);
+  const header = decodedHeader(answer.headers, PAYMENT_REQUIRED_HEADER);
+  const v2 =
+    header && extensions
+      ? { ...header, extensions: { ...asRecord(header.extensions), ...extensions } }
+      : header;
   const failed = decodedHeader(answer.headers, PAYMENT_V2_RESPONSE_HEADER);
   const settlement = failed?.success === false ? { [MCP_PAYMENT_RESPONSE_META]: failed } : {};
   if (answer.status === 402) {

@@ -1,5 +1,10 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { PaymentRequiredV2Schema } from '@x402/core/schemas';
+import {
+  extractDiscoveryInfoFromExtension,
+  validateDiscoveryExtension,
+  type DiscoveryExtension,
+} from '@x402/extensions/bazaar';
 import type { PaymentRequired } from '@x402/core/types';
 import {
   BriefResponse,
@@ -123,6 +128,37 @@ describe('market-intel MCP endpoint', () => {
       maxAmountRequired: '100000',
       payTo: h.ledger.networks.solana.merchantTokenAccount,
     });
+  });
+
+  it('When a paid tool asks for payment, then its PaymentRequired declares the tool as an MCP Bazaar entry, and the HTTP 402 keeps its HTTP entry', async () => {
+    const listed = (await agent.listTools()).tools.find((t) => t.name === 'scout_gaps')!;
+    const result = await agent.callTool({ name: 'scout_gaps', arguments: { sector: 'fintech', limit: 5 } });
+    const required = PaymentRequiredV2Schema.parse(result.structuredContent);
+    const bazaar = required.extensions?.bazaar;
+    // The official validator's Ajv has no formats and warns about each `date-time` it skips.
+    jest.spyOn(console, 'warn').mockImplementation(() => undefined);
+    expect(validateDiscoveryExtension(bazaar as DiscoveryExtension)).toEqual({ valid: true });
+    expect(extractDiscoveryInfoFromExtension(bazaar as DiscoveryExtension)).toEqual({
+      input: {
+        type: 'mcp',
+        toolName: 'scout_gaps',
+        description: listed.description,
+        transport: 'streamable-http',
+        inputSchema: listed.inputSchema,
+        example: { sector: 'ai', limit: 1 },
+      },
+      output: { type: 'json', example: expect.objectContaining({ sector: 'ai', count: 1 }) },
+    });
+    expect(
+      SectorLimitArgs.safeParse({
+        ...(bazaar as { info: { input: { example: object } } }).info.input.example,
+      }).success,
+    ).toBe(true);
+
+    const http = await fetch(`${h.baseUrl}/api/v1/scout/gaps?sector=fintech&limit=5`);
+    const header = JSON.parse(Buffer.from(http.headers.get('payment-required')!, 'base64').toString('utf8'));
+    expect(header.extensions.bazaar.info.input).toMatchObject({ type: 'http', method: 'GET' });
+    expect(header.extensions.bazaar.info.input.toolName).toBeUndefined();
   });
 
   it('When a push payment is sent in _meta, then the tool answers, settles, stores the payment, and a retry replays the same answer without charging again', async () => {

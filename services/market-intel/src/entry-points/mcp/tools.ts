@@ -1,12 +1,18 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { dispatchHttp, type HttpCall, type McpTool } from '@repo/service-kit';
-import { AgentJob, BriefResponse, Error402, HealthResponse, SectorList } from '@repo/schemas';
-import { PaymentRequiredV2 } from '@repo/x402-core';
-import { MCP_PAYMENT_META, mcpPaymentHeaders, mcpResultOfPaidAnswer } from '@repo/x402-express';
+import { AgentJob, BriefResponse, Error402, HealthResponse, SectorList, toJsonSchema } from '@repo/schemas';
+import { PaymentRequiredV2, type ResourceDiscovery } from '@repo/x402-core';
+import {
+  MCP_PAYMENT_META,
+  mcpBazaarExtensions,
+  mcpPaymentHeaders,
+  mcpResultOfPaidAnswer,
+} from '@repo/x402-express';
 import { z } from 'zod';
 import { COMPUTE_PRICES, DATA_PRICES, type PaidRoute } from '../../domain/prices';
 import { ForgeArgs, JobAccepted, JobArgs, NetworkOnlyQuery, ProveArgs } from '../../schemas';
 import { usdc } from '../http/contract-parts';
+import { DISCOVERY } from '../http/discovery';
 import { SCOUT_LISTS } from '../http/scout-lists';
 import { priceMetaOf, type NetworkPayment } from './price-meta';
 
@@ -39,6 +45,31 @@ interface HttpBackedTool<I> {
    * price in `_meta` ({@link priceMetaOf}).
    */
   paid?: PaidRoute;
+  /**
+   * The x402 discovery metadata of the paid route: its answer's schema and examples, which the tool's
+   * MCP `bazaar` entry repeats ({@link mcpDiscoveryOf}).
+   */
+  discovery?: ResourceDiscovery;
+}
+
+/**
+ * A paid tool's MCP `bazaar` entry (docs/payments.md, "Discovery"): its name, description, arguments'
+ * schema and the route's answer schema and example; the input example is the route's when the tool's
+ * arguments accept it (a query's digits read as numbers).
+ */
+function mcpDiscoveryOf(t: HttpBackedTool<unknown>, discovery: ResourceDiscovery): Record<string, unknown> {
+  const example = discovery.inputExample ?? {};
+  const asArguments = Object.fromEntries(
+    Object.entries(example).map(([k, v]) => [k, typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v]),
+  );
+  const inputExample = [example, asArguments].find((e) => t.input.safeParse(e).success);
+  return mcpBazaarExtensions({
+    toolName: t.name,
+    description: t.description,
+    inputSchema: toJsonSchema(t.input, 'input'),
+    ...(inputExample ? { inputExample } : {}),
+    output: { schema: discovery.output, example: discovery.outputExample },
+  });
 }
 
 /**
@@ -96,23 +127,31 @@ export function marketIntelTools(
   handler: () => HttpHandler,
   networks: readonly NetworkPayment[] = [],
 ): McpTool[] {
-  const httpTool = <I>(t: HttpBackedTool<I>): McpTool<I> => ({
-    name: t.name,
-    title: t.title,
-    description: t.description,
-    input: t.input,
-    output: t.output,
-    annotations: t.annotations,
-    ...(t.paid ? { errorOutput: PAYMENT_REQUIRED, meta: priceMetaOf(t.paid, networks) } : {}),
-    async run(args, context) {
-      const call = t.call(args, context.rawArguments);
-      const answer = await dispatchHttp(handler(), context, {
-        ...call,
-        headers: { ...call.headers, ...mcpPaymentHeaders(context.meta) },
-      });
-      return mcpResultOfPaidAnswer(answer, t.resultStatuses, context.meta[MCP_PAYMENT_META] !== undefined);
-    },
-  });
+  const httpTool = <I>(t: HttpBackedTool<I>): McpTool<I> => {
+    const extensions = t.discovery ? mcpDiscoveryOf(t as HttpBackedTool<unknown>, t.discovery) : undefined;
+    return {
+      name: t.name,
+      title: t.title,
+      description: t.description,
+      input: t.input,
+      output: t.output,
+      annotations: t.annotations,
+      ...(t.paid ? { errorOutput: PAYMENT_REQUIRED, meta: priceMetaOf(t.paid, networks) } : {}),
+      async run(args, context) {
+        const call = t.call(args, context.rawArguments);
+        const answer = await dispatchHttp(handler(), context, {
+          ...call,
+          headers: { ...call.headers, ...mcpPaymentHeaders(context.meta) },
+        });
+        return mcpResultOfPaidAnswer(
+          answer,
+          t.resultStatuses,
+          context.meta[MCP_PAYMENT_META] !== undefined,
+          extensions,
+        );
+      },
+    };
+  };
   return [
     httpTool<z.infer<typeof NetworkOnlyQuery>>({
       name: 'list_sectors',
@@ -162,6 +201,7 @@ export function marketIntelTools(
         output: list.response,
         annotations: PAID_DATA,
         paid: DATA_PRICES[list.key],
+        discovery: DISCOVERY[list.key],
         call: (args) => ({ method: 'GET', path: list.path, query: { ...args } }),
       }),
     ),
@@ -175,6 +215,7 @@ export function marketIntelTools(
       output: BriefResponse,
       annotations: PAID_DATA,
       paid: DATA_PRICES.brief,
+      discovery: DISCOVERY.brief,
       call: getWithNetwork('/api/v1/scout/brief'),
     }),
     httpTool<z.infer<typeof ForgeArgs>>({
@@ -188,6 +229,7 @@ export function marketIntelTools(
       output: JobAccepted,
       annotations: PAID_COMPUTE,
       paid: COMPUTE_PRICES.forge,
+      discovery: DISCOVERY.forge,
       call: postJob('/api/v1/forge/ideate'),
     }),
     httpTool<z.infer<typeof ProveArgs>>({
@@ -201,6 +243,7 @@ export function marketIntelTools(
       output: JobAccepted,
       annotations: PAID_COMPUTE,
       paid: COMPUTE_PRICES.prove,
+      discovery: DISCOVERY.prove,
       call: postJob('/api/v1/prove/debate'),
     }),
   ];
