@@ -57,11 +57,19 @@ async function approvedProposal(plan = 'scale'): Promise<Approved> {
 }
 
 /**
- * Writes a signal history straight into the table (the API stamps signals with the current time):
- * `total` signals of the context spread evenly over `[from, to)`, `failing` of them, spread evenly too,
- * `payment_failed` (negative), the others `checkout_completed` (positive).
+ * Writes a signal history straight into the table (the API accepts timestamps at most 7 days old, and
+ * the before-window lies a week before the after-window): `total` signals of `contextId` (default the
+ * proposal's) spread evenly over `[from, to)`, `failing` of them, spread evenly too, `payment_failed`
+ * (negative), the others `checkout_completed` (positive).
  */
-async function history(a: Approved, from: Date, to: Date, total: number, failing: number): Promise<void> {
+async function history(
+  a: Approved,
+  from: Date,
+  to: Date,
+  total: number,
+  failing: number,
+  contextId = a.context.id,
+): Promise<void> {
   await h.db.$executeRawUnsafe(
     `INSERT INTO signals (product_id, context_id, type, sentiment, created_at)
      SELECT $1::uuid, $2::uuid,
@@ -70,7 +78,7 @@ async function history(a: Approved, from: Date, to: Date, total: number, failing
             $5::timestamptz + (g - 1) * ($6::timestamptz - $5::timestamptz) / $3::int
        FROM generate_series(1, $3::int) AS g`,
     a.product.id,
-    a.context.id,
+    contextId,
     total,
     failing,
     from,
@@ -78,23 +86,52 @@ async function history(a: Approved, from: Date, to: Date, total: number, failing
   );
 }
 
+const WEEK_MS = 7 * DAY_MS;
+
+/** The 24-hour windows of a deployment at `at`: after, before (a week earlier), placebo-before (two). */
+const windowsOf = (at: Date) => ({
+  after: [at, new Date(at.getTime() + DAY_MS)] as const,
+  before: [new Date(at.getTime() - WEEK_MS), new Date(at.getTime() - WEEK_MS + DAY_MS)] as const,
+  placeboBefore: [
+    new Date(at.getTime() - 2 * WEEK_MS),
+    new Date(at.getTime() - 2 * WEEK_MS + DAY_MS),
+  ] as const,
+});
+
+type Counts = { total: number; failing: number };
+
 /**
  * A deployment whose 24-hour after-window has closed but that nobody verified yet: recorded now (open),
- * then moved two days back in the table, as if that time had passed, with both windows' histories.
+ * then moved two days back in the table, as if that time had passed, with the histories of its windows
+ * in the proposal's context (`placeboBefore` only when given) and in each of `controls`.
  */
 async function closedDeployment(
   a: Approved,
-  before: { total: number; failing: number },
-  after: { total: number; failing: number },
+  before: Counts,
+  after: Counts,
+  options: {
+    body?: Record<string, unknown>;
+    placeboBefore?: Counts;
+    controls?: { id: string; placeboBefore?: Counts; before: Counts; after: Counts }[];
+  } = {},
 ): Promise<{ id: string; deployedAt: Date }> {
   const res = await request(replica.baseUrl)
     .post(`/api/proposals/${a.proposalId}/deployments`)
     .set('x-api-key', a.product.apiKey)
-    .send({ version: 'v2.4.0', window_minutes: 1440 });
+    .send({ version: 'v2.4.0', window_minutes: 1440, ...options.body });
   expect(res.status).toBe(201);
   const deployedAt = new Date(Date.now() - 2 * DAY_MS);
-  await history(a, new Date(deployedAt.getTime() - DAY_MS), deployedAt, before.total, before.failing);
-  await history(a, deployedAt, new Date(deployedAt.getTime() + DAY_MS), after.total, after.failing);
+  const w = windowsOf(deployedAt);
+  const groups = [
+    { id: a.context.id, placeboBefore: options.placeboBefore, before, after },
+    ...(options.controls ?? []),
+  ];
+  for (const g of groups) {
+    await history(a, ...w.before, g.before.total, g.before.failing, g.id);
+    await history(a, ...w.after, g.after.total, g.after.failing, g.id);
+    if (g.placeboBefore)
+      await history(a, ...w.placeboBefore, g.placeboBefore.total, g.placeboBefore.failing, g.id);
+  }
   // Moved back last: once closed, a scheduled verification may store its verdict at once.
   await h.db.deployment.update({ where: { id: res.body.id }, data: { deployedAt } });
   return { id: res.body.id as string, deployedAt };
@@ -203,8 +240,8 @@ describe('Recording deployments', () => {
   test('When deployed_at is so long ago that the after-window has closed, then the answer carries the final verdict', async () => {
     const a = await approvedProposal();
     const deployedAt = new Date(Date.now() - 3 * DAY_MS);
-    await history(a, new Date(deployedAt.getTime() - DAY_MS), deployedAt, 200, 80);
-    await history(a, deployedAt, new Date(deployedAt.getTime() + DAY_MS), 200, 20);
+    await history(a, ...windowsOf(deployedAt).before, 200, 80);
+    await history(a, ...windowsOf(deployedAt).after, 200, 20);
     const res = await request(h.baseUrl)
       .post(`/api/proposals/${a.proposalId}/deployments`)
       .set('x-api-key', a.product.apiKey)
@@ -296,8 +333,8 @@ describe('Verification', () => {
       reason: 'significant',
       provisional: false,
       before: {
-        from: new Date(d.deployedAt.getTime() - DAY_MS).toISOString(),
-        to: d.deployedAt.toISOString(),
+        from: new Date(d.deployedAt.getTime() - WEEK_MS).toISOString(),
+        to: new Date(d.deployedAt.getTime() - WEEK_MS + DAY_MS).toISOString(),
         signals: 200,
         negative: 80,
         negative_rate: 0.4,
@@ -392,7 +429,22 @@ describe('Verification', () => {
   test('When the after-window is still open, then the figures are provisional over the elapsed time and nothing is stored', async () => {
     const a = await approvedProposal();
     const deployedAt = new Date(Date.now() - 30 * 60_000);
-    await history(a, new Date(deployedAt.getTime() - 30 * 60_000), deployedAt, 60, 30);
+    // The same half hour a week earlier, and the half hour before that (outside the window).
+    await history(
+      a,
+      new Date(deployedAt.getTime() - WEEK_MS - 30 * 60_000),
+      new Date(deployedAt.getTime() - WEEK_MS),
+      40,
+      10,
+    );
+    await history(
+      a,
+      new Date(deployedAt.getTime() - WEEK_MS),
+      new Date(deployedAt.getTime() - WEEK_MS + 30 * 60_000),
+      60,
+      30,
+    );
+    await history(a, deployedAt, new Date(), 60, 30);
     const created = await request(h.baseUrl)
       .post(`/api/proposals/${a.proposalId}/deployments`)
       .set('x-api-key', a.product.apiKey)
@@ -400,12 +452,26 @@ describe('Verification', () => {
       .expect(201);
     expect(created.body.verification).toMatchObject({
       provisional: true,
+      provisional_note: expect.stringMatching(/^Not final/),
+      verdict: 'inconclusive',
+      reason: 'provisional',
       before: { signals: 60, negative: 30 },
+      // No fixed-horizon p-value while the window is open, anywhere.
+      z: null,
+      p_value: null,
+      effect: { p_value: null, z: null, adjusted_p_value: null },
+      naive: { p_value: null },
+      monitor: { always_valid_p_value: expect.any(Number), regression_detected: false },
     });
-    // The before-window is as long as the time elapsed: the signals an hour ago are outside it.
-    expect(Date.parse(created.body.verification.before.from)).toBeGreaterThan(
-      deployedAt.getTime() - 31 * 60_000,
+    // The before-window is as long as the time elapsed, a week earlier: the half hour before it is outside.
+    expect(Date.parse(created.body.verification.before.from)).toBeGreaterThanOrEqual(
+      deployedAt.getTime() - WEEK_MS,
     );
+    expect(
+      created.body.verification.per_type.every(
+        (t: { adjusted_p_value: unknown }) => t.adjusted_p_value === null,
+      ),
+    ).toBe(true);
     expect(await h.service.deployments.verifyDue()).toBe(0);
     expect(await stored(created.body.id)).toMatchObject({
       verdict: 'pending',
@@ -488,6 +554,279 @@ describe('Verification', () => {
     expect(listed.verification.verdict).toBe('regressed');
     expect(listed.regression_proposal_id).toBeNull();
     expect(await h.db.proposal.count({ where: { regressionOfId: d.id } })).toBe(0);
+  });
+});
+
+/** Two more contexts of the proposal's product, the controls of its deployments. */
+async function withControls(a: Approved): Promise<{ id: string }[]> {
+  return [
+    await createContext(a.user, a.product.id, { name: 'Search' }),
+    await createContext(a.user, a.product.id, { name: 'Account' }),
+  ];
+}
+
+describe('Controlled verdicts', () => {
+  test('When every context drifts the same way and the change did nothing, then the verdict is inconclusive, though the naive test says regressed', async () => {
+    const a = await approvedProposal();
+    const [search, account] = await withControls(a);
+    // The failing share doubles everywhere (an upstream outage), in proportion to each context's volume.
+    const d = await closedDeployment(
+      a,
+      { total: 400, failing: 40 },
+      { total: 400, failing: 80 },
+      {
+        placeboBefore: { total: 400, failing: 40 },
+        controls: [search!, account!].map((c) => ({
+          id: c.id,
+          placeboBefore: { total: 600, failing: 60 },
+          before: { total: 600, failing: 60 },
+          after: { total: 600, failing: 120 },
+        })),
+      },
+    );
+    expect(await h.service.deployments.verifyDue()).toBeGreaterThanOrEqual(1);
+    const [listed] = (await listDeployments(a).expect(200)).body;
+    const v = listed.verification;
+    expect(v).toMatchObject({
+      verdict: 'inconclusive',
+      reason: 'not_significant',
+      label: 'observational',
+      provisional: false,
+      provisional_note: null,
+      method: {
+        estimator: 'did',
+        treated_contexts: [a.context.id],
+        control_selection: 'automatic',
+        signal_types: ['payment_failed'],
+        windows: { whole_weeks: false, reweighted: true, period_minutes: 10_080 },
+      },
+      control: {
+        before: { signals: 1200, negative: 120, negative_rate: 0.1 },
+        after: { signals: 1200, negative: 240, negative_rate: 0.2 },
+      },
+      before: { signals: 400, negative: 40 },
+      after: { signals: 400, negative: 80 },
+      placebo: { significant: false },
+      traffic: { significant: false, observed_treated_after: 400 },
+      monitor: null,
+    });
+    expect(v.method.control_contexts.map((c: { context_id: string }) => c.context_id).sort()).toEqual(
+      [search!.id, account!.id].sort(),
+    );
+    // The difference-in-differences is about zero, its interval spans it; the old test alone would
+    // have called this a regression.
+    expect(Math.abs(v.effect.estimate)).toBeLessThan(0.05);
+    expect(v.effect.ci_low).toBeLessThan(0);
+    expect(v.effect.ci_high).toBeGreaterThan(0);
+    expect(v.p_value).toBeLessThan(0.05);
+    expect(v.naive.estimate).toBeGreaterThan(0.5);
+    expect(v.per_type).toEqual([
+      expect.objectContaining({ signal_type: 'payment_failed', adjusted_p_value: expect.any(Number) }),
+    ]);
+    expect((await stored(d.id)).verdict).toBe('inconclusive');
+    expect(await h.db.proposal.count({ where: { regressionOfId: d.id } })).toBe(0);
+  });
+
+  test('When only the treated context gets worse, then the verdict is regressed with the DiD interval above 0, and one proposal cites it', async () => {
+    const a = await approvedProposal();
+    const [search, account] = await withControls(a);
+    const d = await closedDeployment(
+      a,
+      { total: 400, failing: 40 },
+      { total: 400, failing: 100 },
+      {
+        placeboBefore: { total: 400, failing: 40 },
+        controls: [search!, account!].map((c) => ({
+          id: c.id,
+          placeboBefore: { total: 400, failing: 40 },
+          before: { total: 400, failing: 40 },
+          after: { total: 400, failing: 40 },
+        })),
+      },
+    );
+    const [listed] = (await listDeployments(a).expect(200)).body;
+    const v = listed.verification;
+    expect(v).toMatchObject({
+      verdict: 'regressed',
+      reason: 'significant',
+      label: 'observational',
+      method: { estimator: 'did' },
+      placebo: { significant: false },
+      traffic: { significant: false },
+    });
+    // ln of (100/300) / (40/360) = ln 3 against flat controls.
+    expect(v.effect.estimate).toBeCloseTo(Math.log(3), 1);
+    expect(v.effect.ci_low).toBeGreaterThan(0);
+    expect(v.effect.odds_ratio_ci_low).toBeGreaterThan(1);
+    expect(v.effect.p_value).toBeLessThan(0.05);
+    expect((await stored(d.id)).verdict).toBe('regressed');
+    const raised = await h.db.proposal.findMany({ where: { regressionOfId: d.id } });
+    expect(raised).toHaveLength(1);
+    expect(raised[0]!.evidence).toMatchObject({ kind: 'regression', label: 'observational', method: 'did' });
+    expect(listed.regression_proposal_id).toBe(raised[0]!.id);
+  });
+
+  test('When the treated volume doubles against the controls, then the verdict is inconclusive (unreliable: volume_shift) with its figures, and raises nothing', async () => {
+    const a = await approvedProposal();
+    const [search] = await withControls(a);
+    const d = await closedDeployment(
+      a,
+      { total: 300, failing: 30 },
+      { total: 900, failing: 270 },
+      {
+        controls: [
+          { id: search!.id, before: { total: 600, failing: 60 }, after: { total: 600, failing: 60 } },
+        ],
+      },
+    );
+    const [listed] = (await listDeployments(a).expect(200)).body;
+    expect(listed.verification).toMatchObject({
+      verdict: 'inconclusive',
+      reason: 'unreliable',
+      label: 'unreliable: volume_shift',
+      traffic: { significant: true, observed_treated_after: 900 },
+    });
+    // Independence of group and window: (300 + 900)(900 + 600) / 2400.
+    expect(listed.verification.traffic.expected_treated_after).toBeCloseTo(750, 0);
+    // The estimate is still shown, so people see what it said.
+    expect(listed.verification.effect.ci_low).toBeGreaterThan(0);
+    expect(await h.db.proposal.count({ where: { regressionOfId: d.id } })).toBe(0);
+  });
+
+  test('When the treated context was already drifting from the controls before the change, then the placebo marks it unreliable: pre_trend', async () => {
+    const a = await approvedProposal();
+    const [search] = await withControls(a);
+    await closedDeployment(
+      a,
+      { total: 400, failing: 100 },
+      { total: 400, failing: 160 },
+      {
+        placeboBefore: { total: 400, failing: 40 },
+        controls: [
+          {
+            id: search!.id,
+            placeboBefore: { total: 400, failing: 40 },
+            before: { total: 400, failing: 40 },
+            after: { total: 400, failing: 40 },
+          },
+        ],
+      },
+    );
+    const [listed] = (await listDeployments(a).expect(200)).body;
+    expect(listed.verification).toMatchObject({
+      verdict: 'inconclusive',
+      reason: 'unreliable',
+      label: 'unreliable: pre_trend',
+      placebo: { significant: true },
+    });
+    expect(listed.verification.placebo.ci_low).toBeGreaterThan(0);
+  });
+
+  test('When the deployment names its controls, then only those are counted, not the busier automatic one', async () => {
+    const a = await approvedProposal();
+    const [search, account] = await withControls(a);
+    const d = await closedDeployment(
+      a,
+      { total: 200, failing: 20 },
+      { total: 200, failing: 20 },
+      {
+        body: { control_contexts: [search!.id] },
+        controls: [
+          { id: search!.id, before: { total: 40, failing: 4 }, after: { total: 40, failing: 4 } },
+          { id: account!.id, before: { total: 500, failing: 50 }, after: { total: 500, failing: 50 } },
+        ],
+      },
+    );
+    const [listed] = (await listDeployments(a).expect(200)).body;
+    expect(listed).toMatchObject({ id: d.id, contexts: [a.context.id], control_contexts: [search!.id] });
+    expect(listed.verification.method).toMatchObject({
+      control_selection: 'explicit',
+      control_contexts: [{ context_id: search!.id, before_signals: 40, after_signals: 40 }],
+    });
+    expect(listed.verification.control.before.signals).toBe(40);
+  });
+
+  test('When no other context has enough signals, then the verdict falls back to before/after, labelled uncontrolled', async () => {
+    const a = await approvedProposal();
+    const [search] = await withControls(a);
+    await closedDeployment(
+      a,
+      { total: 200, failing: 80 },
+      { total: 200, failing: 20 },
+      { controls: [{ id: search!.id, before: { total: 29, failing: 3 }, after: { total: 29, failing: 3 } }] },
+    );
+    const [listed] = (await listDeployments(a).expect(200)).body;
+    expect(listed.verification).toMatchObject({
+      verdict: 'improved',
+      label: 'uncontrolled',
+      method: { estimator: 'before_after', control_contexts: [] },
+      control: null,
+      traffic: null,
+    });
+    expect(listed.verification.effect.ci_high).toBeLessThan(0);
+  });
+
+  test("When the deployment's alpha is 0.01 and the p-value about 0.02, then the verdict is inconclusive", async () => {
+    const a = await approvedProposal();
+    const d = await closedDeployment(
+      a,
+      { total: 120, failing: 30 },
+      { total: 90, failing: 36 },
+      { body: { alpha: 0.01 } },
+    );
+    const [listed] = (await listDeployments(a).expect(200)).body;
+    expect(listed.verification.effect.p_value).toBeGreaterThan(0.01);
+    expect(listed.verification.effect.p_value).toBeLessThan(0.05);
+    expect(listed.verification).toMatchObject({
+      verdict: 'inconclusive',
+      reason: 'not_significant',
+      alpha: 0.01,
+    });
+    expect(await h.db.proposal.count({ where: { regressionOfId: d.id } })).toBe(0);
+  });
+
+  test('When the named contexts are wrong, then each case is a 400 naming the field, nothing is stored and nothing counted', async () => {
+    const a = await approvedProposal();
+    const [search] = await withControls(a);
+    const elsewhere = await createContext(a.user, (await createProduct(a.user)).id, {
+      name: 'Other product',
+    });
+    const post = (body: unknown) =>
+      request(h.baseUrl)
+        .post(`/api/proposals/${a.proposalId}/deployments`)
+        .set('x-api-key', a.product.apiKey)
+        .send(body as object);
+    const unknownId = '3f2c1a7e-0000-4000-8000-000000000000';
+    const ids = (n: number) =>
+      Array.from({ length: n }, (_, i) => `3f2c1a7e-0000-4000-8000-${String(i).padStart(12, '0')}`);
+    const cases: [unknown, string, string][] = [
+      [{ contexts: [unknownId] }, 'body.contexts.0', 'invalid_value'],
+      [{ contexts: [a.context.id, elsewhere.id] }, 'body.contexts.1', 'invalid_value'],
+      [{ control_contexts: [elsewhere.id] }, 'body.control_contexts.0', 'invalid_value'],
+      [{ control_contexts: [a.context.id] }, 'body.control_contexts.0', 'custom'],
+      [{ contexts: [search!.id], control_contexts: [search!.id] }, 'body.control_contexts.0', 'custom'],
+      [{ contexts: [] }, 'body.contexts', 'too_small'],
+      [{ contexts: [a.context.id, a.context.id] }, 'body.contexts', 'custom'],
+      [{ contexts: ids(21) }, 'body.contexts', 'too_big'],
+      [{ control_contexts: ids(51) }, 'body.control_contexts', 'too_big'],
+      [{ control_contexts: ['not-a-uuid'] }, 'body.control_contexts.0', 'invalid_format'],
+    ];
+    for (const [body, path, code] of cases) {
+      const res = await post(body);
+      expect([res.status, res.body.code]).toEqual([400, 'invalid_request']);
+      expect(res.body.details.issues).toContainEqual(expect.objectContaining({ path, code }));
+    }
+    expect(await h.db.deployment.count({ where: { proposalId: a.proposalId } })).toBe(0);
+    const usage = await h.db.usageCounter.findMany({ where: { userId: a.user.userId } });
+    expect(usage.every((u) => u.deployments === 0)).toBe(true);
+    // Named rightly, it is stored as named.
+    const ok = await post({ contexts: [a.context.id, search!.id] }).expect(201);
+    expect(ok.body).toMatchObject({ contexts: [a.context.id, search!.id], control_contexts: null });
+    expect(await h.db.deployment.findUniqueOrThrow({ where: { id: ok.body.id } })).toMatchObject({
+      treatedContextIds: [a.context.id, search!.id],
+      controlContextIds: [],
+      signalTypes: ['payment_failed'],
+    });
   });
 });
 

@@ -24,11 +24,31 @@ export interface DeploymentRecord {
   windowMinutes: number;
   signalType: string | null;
   alpha: number;
+  /**
+   * The contexts the change touched (the treated group): the proposal's context unless the
+   * deployment named others.
+   */
+  treatedContextIds: string[];
+  /** The control contexts the deployment named; empty: chosen automatically at each verification. */
+  controlContextIds: string[];
+  /**
+   * The failing signal types the verdict covers: the proposal's leading failing types when it was
+   * deployed (at most {@link MAX_COVERED_TYPES}); empty: every negative signal, as `signalType` null.
+   */
+  signalTypes: string[];
   verdict: 'pending' | VerificationResult['verdict'];
   /** The stored figures once the after-window closed. */
   verification: VerificationResult | null;
   regressionProposalId: string | null;
   createdAt: Date;
+}
+
+/** The JSON one {@link DeploymentRepository.windowSetCounts} query answers. */
+interface QueryResult {
+  /** `[treated, window 0|1|2, hour of week, failing type or null, signals]` */
+  cells: [boolean, number, number, string | null, number][];
+  /** `[context id, before-window signals, after-window signals]` */
+  controls: [string, number, number][];
 }
 
 /** Who asks: a product key sees its product's proposals, a session all of its user's. */
@@ -54,6 +74,9 @@ type Row = {
   window_minutes: number;
   signal_type: string | null;
   alpha: number;
+  treated_context_ids: string[];
+  control_context_ids: string[];
+  signal_types: string[];
   verdict: DeploymentRecord['verdict'];
   verification: VerificationResult | null;
   regression_proposal_id: string | null;
@@ -61,7 +84,10 @@ type Row = {
 };
 
 const SELECT = `SELECT d.id, d.proposal_id, p.context_id, p.product_id, pr.user_id, u.plan::text AS plan, d.deployed_at,
-         d.version, d.note, d.window_minutes, d.signal_type, d.alpha, d.verdict::text AS verdict, d.verification,
+         d.version, d.note, d.window_minutes, d.signal_type, d.alpha, coalesce(d.treated_context_ids::text[], '{}') AS treated_context_ids,
+         coalesce(d.control_context_ids::text[], '{}') AS control_context_ids,
+         coalesce(d.signal_types::text[], '{}') AS signal_types,
+         d.verdict::text AS verdict, d.verification,
          (SELECT r.id FROM proposals r WHERE r.regression_of_id = d.id LIMIT 1) AS regression_proposal_id, d.created_at
     FROM deployments d JOIN proposals p ON p.id = d.proposal_id
     JOIN products pr ON pr.id = p.product_id JOIN users u ON u.id = pr.user_id`;
@@ -84,16 +110,189 @@ const toRecord = (r: Row): DeploymentRecord => ({
   windowMinutes: r.window_minutes,
   signalType: r.signal_type,
   alpha: r.alpha,
+  // Deployments recorded before treated contexts were stored treat the proposal's context.
+  treatedContextIds: r.treated_context_ids.length > 0 ? r.treated_context_ids : [r.context_id],
+  controlContextIds: r.control_context_ids,
+  signalTypes: r.signal_types.length > 0 ? r.signal_types : r.signal_type !== null ? [r.signal_type] : [],
   verdict: r.verdict,
   verification: r.verification,
   regressionProposalId: r.regression_proposal_id,
   createdAt: r.created_at,
 });
 
+/**
+ * The most failing types one verdict covers: the proposal's leading ones (README, "Deployments and
+ * verification"). The analysis fingerprints a proposal by its first three.
+ */
+export const MAX_COVERED_TYPES = 3;
+
+/** Hour-of-week buckets: 168, bucket 0 = Monday 00:00–01:00 UTC. */
+export const HOURS_PER_WEEK = 168;
+
+/** A half-open time window `[from, to)`. */
+export interface TimeWindow {
+  from: Date;
+  to: Date;
+}
+
+/** Signals of one group in one window per hour-of-week bucket (168 entries each). */
+export interface HourOfWeekCells {
+  /** Every signal of the group's contexts, per bucket. */
+  signals: number[];
+  /**
+   * Failing signals per covered type, per bucket; the key `''` holds every negative signal when the
+   * deployment covers no named type.
+   */
+  failing: Record<string, number[]>;
+}
+
+/** One control context the counts used, with its signals in the before- and after-window. */
+export interface UsedControl {
+  contextId: string;
+  beforeSignals: number;
+  afterSignals: number;
+}
+
+/** Outcome of {@link DeploymentRepository.windowSetCounts}. */
+export interface WindowSetCounts {
+  treated: { placeboBefore: HourOfWeekCells; before: HourOfWeekCells; after: HourOfWeekCells };
+  /** The pooled control contexts; their cells are all zero when none was usable. */
+  control: { placeboBefore: HourOfWeekCells; before: HourOfWeekCells; after: HourOfWeekCells };
+  /** The control contexts counted, most signals first. */
+  controls: UsedControl[];
+}
+
+const emptyCells = (types: readonly string[]): HourOfWeekCells => ({
+  signals: new Array<number>(HOURS_PER_WEEK).fill(0),
+  failing: Object.fromEntries(
+    (types.length > 0 ? types : ['']).map((t) => [t, new Array<number>(HOURS_PER_WEEK).fill(0)]),
+  ),
+});
+
 /** Deployments of approved proposals, their verification leases and the window counts they compare. */
 export class DeploymentRepository {
   /** @param db the Prisma client */
   constructor(private readonly db: Db) {}
+
+  /**
+   * What a new deployment of a proposal may name: the proposal's context and every context of its
+   * product (checked before the deployment is recorded).
+   * @returns undefined when the scope has no such proposal
+   */
+  async deploymentTargets(
+    proposalId: string,
+    scope: DeploymentScope,
+  ): Promise<{ proposalContextId: string; productContextIds: string[] } | undefined> {
+    const rows = await this.db.$queryRawUnsafe<{ context_id: string; product_context_ids: string[] }[]>(
+      `SELECT p.context_id, ARRAY(SELECT c.id::text FROM contexts c WHERE c.product_id = p.product_id) AS product_context_ids
+         FROM proposals p JOIN products pr ON pr.id = p.product_id
+        WHERE p.id = $1::uuid AND ${scopeClause(scope, 2)}`,
+      proposalId,
+      scopeValue(scope),
+    );
+    const r = rows[0];
+    return r ? { proposalContextId: r.context_id, productContextIds: r.product_context_ids } : undefined;
+  }
+
+  /**
+   * The hour-of-week counts of one window set, in one query over the product's signals by
+   * `(product_id, created_at)`: per group (the treated contexts; the control contexts pooled), per
+   * window (placebo-before, before, after; they may overlap), per hour-of-week bucket (UTC), every
+   * signal and those of each covered failing type (every negative signal when `signalTypes` is empty).
+   * The controls are `controlContextIds`, or when it is empty every other context of the product
+   * with at least `minSignals` signals in both the before- and the after-window (at most
+   * `maxControls`, the busiest).
+   * @param productId the product whose contexts are counted
+   */
+  async windowSetCounts(args: {
+    productId: string;
+    treatedContextIds: readonly string[];
+    controlContextIds: readonly string[];
+    signalTypes: readonly string[];
+    windows: { placeboBefore: TimeWindow; before: TimeWindow; after: TimeWindow };
+    minSignals: number;
+    maxControls: number;
+  }): Promise<WindowSetCounts> {
+    const w = args.windows;
+    const all = [w.placeboBefore, w.before, w.after];
+    const from = new Date(Math.min(...all.map((x) => x.from.getTime())));
+    const to = new Date(Math.max(...all.map((x) => x.to.getTime())));
+    const rows = await this.db.$queryRawUnsafe<{ result: QueryResult }[]>(
+      `WITH win(k, f, t) AS (VALUES (0, $5::timestamptz, $6::timestamptz), (1, $7::timestamptz, $8::timestamptz),
+                                    (2, $9::timestamptz, $10::timestamptz)),
+            -- One pass over the signals, down to (context, window, hour of week, failing type) counts.
+            s AS (
+              SELECT s.context_id, win.k,
+                     -- Hour-of-week from the epoch, which began on a Thursday (72 hours after a Monday).
+                     ((floor(date_part('epoch', s.created_at) / 3600)::bigint + 72) % 168)::int AS how,
+                     CASE WHEN cardinality($4::text[]) = 0 THEN CASE WHEN s.sentiment = 'negative' THEN '' END
+                          WHEN s.type = ANY($4::text[]) THEN s.type END AS ftype,
+                     count(*)::int AS n
+                FROM signals s JOIN win ON s.created_at >= win.f AND s.created_at < win.t
+               WHERE s.product_id = $1::uuid AND s.created_at >= $11::timestamptz AND s.created_at < $12::timestamptz
+                 AND s.context_id IS NOT NULL
+                 AND (s.context_id = ANY($2::uuid[])
+                      OR (cardinality($3::uuid[]) = 0 OR s.context_id = ANY($3::uuid[])))
+               GROUP BY 1, 2, 3, 4),
+            per_context AS (
+              SELECT context_id, coalesce(sum(n) FILTER (WHERE k = 1), 0)::int AS before_n,
+                     coalesce(sum(n) FILTER (WHERE k = 2), 0)::int AS after_n
+                FROM s WHERE NOT (context_id = ANY($2::uuid[])) GROUP BY context_id),
+            controls AS (
+              SELECT context_id, before_n, after_n FROM per_context
+               WHERE cardinality($3::uuid[]) > 0 OR (before_n >= $13 AND after_n >= $13)
+               ORDER BY before_n + after_n DESC, context_id LIMIT $14),
+            cells AS (
+              SELECT s.context_id = ANY($2::uuid[]) AS treated, s.k, s.how, s.ftype, sum(s.n)::int AS n
+                FROM s
+               WHERE s.context_id = ANY($2::uuid[]) OR s.context_id IN (SELECT context_id FROM controls)
+               GROUP BY 1, 2, 3, 4)
+       SELECT json_build_object(
+                'cells', coalesce((SELECT json_agg(json_build_array(treated, k, how, ftype, n)) FROM cells), '[]'::json),
+                'controls', coalesce((SELECT json_agg(json_build_array(context_id, before_n, after_n)
+                                               ORDER BY before_n + after_n DESC, context_id) FROM controls), '[]'::json)
+              ) AS result`,
+      args.productId,
+      args.treatedContextIds,
+      args.controlContextIds,
+      args.signalTypes,
+      w.placeboBefore.from,
+      w.placeboBefore.to,
+      w.before.from,
+      w.before.to,
+      w.after.from,
+      w.after.to,
+      from,
+      to,
+      args.minSignals,
+      args.maxControls,
+    );
+    const result = rows[0]?.result ?? { cells: [], controls: [] };
+    const group = () => ({
+      placeboBefore: emptyCells(args.signalTypes),
+      before: emptyCells(args.signalTypes),
+      after: emptyCells(args.signalTypes),
+    });
+    const out: WindowSetCounts = {
+      treated: group(),
+      control: group(),
+      controls: result.controls.map(([contextId, beforeSignals, afterSignals]) => ({
+        contextId,
+        beforeSignals,
+        afterSignals,
+      })),
+    };
+    const windowKeys = ['placeboBefore', 'before', 'after'] as const;
+    for (const [treated, k, how, ftype, n] of result.cells) {
+      const key = windowKeys[k];
+      if (key === undefined || how < 0 || how >= HOURS_PER_WEEK) continue;
+      const cells = (treated ? out.treated : out.control)[key];
+      cells.signals[how] = (cells.signals[how] ?? 0) + n;
+      const failing = ftype === null ? undefined : cells.failing[ftype];
+      if (failing) failing[how] = (failing[how] ?? 0) + n;
+    }
+    return out;
+  }
 
   /**
    * Records a deployment of an approved proposal under the owner's monthly deployment quota, in one
@@ -109,15 +308,32 @@ export class DeploymentRepository {
     note: string | null;
     windowMinutes: number;
     alpha: number;
+    /** The treated contexts; undefined: the proposal's context. */
+    treatedContextIds?: string[];
+    /** The named control contexts; empty: automatic. */
+    controlContextIds: string[];
     month: string;
     limitOf: (plan: PlanName) => number | null;
   }): Promise<DeploymentCreateOutcome> {
     return this.db.$transaction(async (tx) => {
       const found = await tx.$queryRawUnsafe<
-        { status: ProposalStatus; user_id: string; plan: PlanName; failing: string | null }[]
+        {
+          status: ProposalStatus;
+          user_id: string;
+          plan: PlanName;
+          context_id: string;
+          failing: string | null;
+          types: string[];
+        }[]
       >(
-        `SELECT p.status::text AS status, pr.user_id, u.plan::text AS plan,
-                p.evidence #>> '{top_failing_types,0,type}' AS failing
+        `SELECT p.status::text AS status, pr.user_id, u.plan::text AS plan, p.context_id,
+                p.evidence #>> '{top_failing_types,0,type}' AS failing,
+                ARRAY(SELECT t.value ->> 'type'
+                        FROM jsonb_array_elements(CASE WHEN jsonb_typeof(p.evidence -> 'top_failing_types') = 'array'
+                                                       THEN p.evidence -> 'top_failing_types' ELSE '[]'::jsonb END)
+                             WITH ORDINALITY AS t(value, i)
+                       WHERE t.value ->> 'type' IS NOT NULL
+                       ORDER BY t.i LIMIT ${MAX_COVERED_TYPES}) AS types
            FROM proposals p JOIN products pr ON pr.id = p.product_id JOIN users u ON u.id = pr.user_id
           WHERE p.id = $1::uuid AND ${scopeClause(args.scope, 2)}
             FOR SHARE OF p`,
@@ -139,8 +355,10 @@ export class DeploymentRepository {
       );
       if (counted.length === 0) return { quota: { plan: proposal.plan, limit: limit ?? 0 } };
       const inserted = await tx.$queryRawUnsafe<{ id: string }[]>(
-        `INSERT INTO deployments (id, proposal_id, deployed_at, version, note, window_minutes, signal_type, alpha)
-         VALUES (gen_random_uuid(), $1::uuid, $2, $3, $4, $5, $6, $7) RETURNING id`,
+        `INSERT INTO deployments (id, proposal_id, deployed_at, version, note, window_minutes, signal_type, alpha,
+                                  treated_context_ids, control_context_ids, signal_types)
+         VALUES (gen_random_uuid(), $1::uuid, $2, $3, $4, $5, $6, $7, $8::uuid[], $9::uuid[], $10::varchar(100)[])
+         RETURNING id`,
         args.proposalId,
         args.deployedAt,
         args.version,
@@ -148,6 +366,9 @@ export class DeploymentRepository {
         args.windowMinutes,
         proposal.failing,
         args.alpha,
+        args.treatedContextIds ?? [proposal.context_id],
+        args.controlContextIds,
+        proposal.types,
       );
       const rows = await tx.$queryRawUnsafe<Row[]>(`${SELECT} WHERE d.id = $1::uuid`, inserted[0]!.id);
       return { created: toRecord(rows[0]!) };

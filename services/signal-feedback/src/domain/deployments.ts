@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
-import { AppError, notFound } from '@repo/errors';
+import { AppError, notFound, validationError, type ValidationIssue } from '@repo/errors';
 import type { Logger } from '@repo/service-kit';
 import type { DeploymentRecord, DeploymentRepository, DeploymentScope } from '../data/deployments';
 import type { NewProposal } from '../data/proposals';
-import type { CreateDeploymentBody, Deployment } from '../schemas';
+import { MAX_CONTROL_CONTEXTS, type CreateDeploymentBody, type Deployment } from '../schemas';
+import { comparisonWindows } from './causal-statistics';
 import { SIGNAL_FEEDBACK_ERRORS } from './errors';
 import { monthKey, nextMonthStart, PLAN_LIMITS } from './plans';
-import { verify, type Verification, type VerificationRules } from './verification';
+import { upgradeStoredVerification, verify, type Verification, type VerificationRules } from './verification';
 
 /** Defaults of a deployment's verification (README, "Configuration": `VERIFICATION_*`). */
 export interface VerificationDefaults {
@@ -51,19 +52,42 @@ export class DeploymentService {
 
   /**
    * Records that an approved proposal's change shipped.
-   * @param input `deployedAt` defaults to now; `windowMinutes` and `alpha` to the service's defaults
-   * @param input as parsed by {@link CreateDeploymentBody} (which refuses a `deployed_at` in the future)
-   * @throws AppError `not_found` (404) when the
-   *   scope has no such proposal; `proposal_not_approved` (409, details.status) when it is not approved;
+   * @param input as parsed by {@link CreateDeploymentBody} (which refuses a `deployed_at` in the future
+   *   and bounds and de-duplicates the context lists): `deployedAt` defaults to now; `windowMinutes`
+   *   and `alpha` to the service's defaults; `contexts` (treated) to the proposal's context;
+   *   `controlContexts` to automatic (README, "Deployments and verification")
+   * @param fields where the caller's fields are, for the paths of validation issues (`body` over HTTP,
+   *   `arguments` over MCP)
+   * @throws AppError `not_found` (404) when the scope has no such proposal; `invalid_request` (400,
+   *   details.issues) when a named context is not one of the product's, or is both treated and control;
+   *   `proposal_not_approved` (409, details.status) when the proposal is not approved;
    *   `quota_exceeded` (429, Retry-After until the month resets) past the plan's monthly deployments
    */
   async record(
     proposalId: string,
     scope: DeploymentScope,
-    input: { deployedAt?: Date; version?: string; note?: string; windowMinutes?: number; alpha?: number },
+    input: {
+      deployedAt?: Date;
+      version?: string;
+      note?: string;
+      windowMinutes?: number;
+      alpha?: number;
+      contexts?: string[];
+      controlContexts?: string[];
+    },
+    fields: 'body' | 'arguments' = 'body',
   ): Promise<Deployment> {
     const now = this.now();
     const deployedAt = input.deployedAt ?? now;
+    const targets = await this.deps.deployments.deploymentTargets(proposalId, scope);
+    if (!targets) throw notFound('proposal');
+    const treated = input.contexts ?? [targets.proposalContextId];
+    const issues = contextIssues(
+      { treated, controls: input.controlContexts ?? [], named: input.contexts !== undefined },
+      new Set(targets.productContextIds),
+      fields,
+    );
+    if (issues.length > 0) throw validationError(issues);
     const outcome = await this.deps.deployments.create({
       proposalId,
       scope,
@@ -72,6 +96,8 @@ export class DeploymentService {
       note: input.note ?? null,
       windowMinutes: input.windowMinutes ?? this.deps.defaults.windowMinutes,
       alpha: input.alpha ?? this.deps.defaults.alpha,
+      treatedContextIds: treated,
+      controlContextIds: input.controlContexts ?? [],
       month: monthKey(now),
       limitOf: (plan) => PLAN_LIMITS[plan].deploymentsPerMonth,
     });
@@ -121,6 +147,24 @@ export class DeploymentService {
   }
 
   /**
+   * The provisional verification of an open deployment, for the open-window monitor (README,
+   * "Deployments and verification"): the figures over the time elapsed since `deployed_at` with
+   * `monitor` (the always-valid regression check at the deployment's alpha), `verdict` `inconclusive`
+   * and no fixed-horizon p-value. Reads only; stores nothing.
+   * @param deploymentId any deployment (the monitor's own reads: no scope)
+   * @returns undefined when there is no such deployment, or its verdict is stored, or its after-window
+   *   has closed (the scheduled verification decides it then)
+   */
+  async provisionalDecision(
+    deploymentId: string,
+  ): Promise<{ deployment: DeploymentRecord; verification: Verification } | undefined> {
+    const d = await this.deps.deployments.get(deploymentId);
+    const now = this.now();
+    if (!d || d.verdict !== 'pending' || afterWindowEnd(d).getTime() <= now.getTime()) return undefined;
+    return { deployment: d, verification: await this.compute(d, now) };
+  }
+
+  /**
    * One pass of the scheduled verification: claims up to `limit` deployments whose after-window has
    * closed and stores their verdicts.
    * @returns how many verdicts this call stored
@@ -156,8 +200,11 @@ export class DeploymentService {
   private async complete(d: DeploymentRecord, now: Date): Promise<DeploymentRecord> {
     try {
       const verification = await this.compute(d, now);
+      // Only a reliable regression raises a proposal: an unreliable one is already `inconclusive`.
       const regression =
-        verification.verdict === 'regressed' ? regressionProposal(d, verification) : undefined;
+        verification.verdict === 'regressed' && !verification.label.startsWith('unreliable')
+          ? regressionProposal(d, verification)
+          : undefined;
       const outcome = await this.deps.deployments.complete(
         d.id,
         verification,
@@ -175,8 +222,9 @@ export class DeploymentService {
           deploymentId: d.id,
           proposalId: d.proposalId,
           verdict: verification.verdict,
-          z: verification.z,
-          pValue: verification.p_value,
+          label: verification.label,
+          estimate: verification.effect?.estimate,
+          pValue: verification.effect?.p_value,
           regressionProposalId: outcome.regressionProposalId,
         },
         'deployment verified',
@@ -193,20 +241,37 @@ export class DeploymentService {
     }
   }
 
-  /** The comparison as of `now`: final once the after-window closed, else over the elapsed time. */
+  /**
+   * The comparison as of `now`: final once the after-window closed, else over the elapsed time (the
+   * windows of `comparisonWindows` for that length), in one counting query.
+   */
   private async compute(d: DeploymentRecord, now: Date): Promise<Verification> {
     const windowMs = d.windowMinutes * 60_000;
     const at = d.deployedAt.getTime();
     const closed = at + windowMs <= now.getTime();
-    const length = closed ? windowMs : Math.max(0, now.getTime() - at);
-    const before = { from: new Date(at - length), to: d.deployedAt };
-    const after = { from: d.deployedAt, to: new Date(at + length) };
-    const counts = await this.deps.deployments.windowCounts(d.contextId, d.signalType, d.deployedAt, length);
+    // At least a millisecond: the windows of a deployment recorded this very instant are empty.
+    const length = closed ? windowMs : Math.max(1, now.getTime() - at);
+    const windows = comparisonWindows(d.deployedAt, length / 60_000);
     const rules: VerificationRules = { alpha: d.alpha, minSignals: this.deps.defaults.minSignals };
+    const counts = await this.deps.deployments.windowSetCounts({
+      productId: d.productId,
+      treatedContextIds: d.treatedContextIds,
+      controlContextIds: d.controlContextIds,
+      signalTypes: d.signalTypes,
+      windows,
+      minSignals: rules.minSignals,
+      maxControls: MAX_CONTROL_CONTEXTS,
+    });
     return verify(
-      { before: { ...before, ...counts.before }, after: { ...after, ...counts.after } },
-      rules,
-      !closed,
+      {
+        windows,
+        counts,
+        signalTypes: d.signalTypes,
+        treatedContextIds: d.treatedContextIds,
+        controlSelection: d.controlContextIds.length > 0 ? 'explicit' : 'automatic',
+        rules,
+        provisional: !closed,
+      },
       now,
     );
   }
@@ -220,7 +285,11 @@ export class DeploymentService {
       note: d.note,
       window_minutes: d.windowMinutes,
       signal_type: d.signalType,
-      verification: d.verification ?? (await this.compute(d, now)),
+      contexts: d.treatedContextIds,
+      control_contexts: d.controlContextIds.length > 0 ? d.controlContextIds : null,
+      verification: d.verification
+        ? upgradeStoredVerification(d.verification, d.treatedContextIds)
+        : await this.compute(d, now),
       regression_proposal_id: d.regressionProposalId,
       created_at: d.createdAt.toISOString(),
     };
@@ -238,7 +307,44 @@ export function deploymentInput(body: CreateDeploymentBody): Parameters<Deployme
     ...(body.note !== undefined && body.note !== '' ? { note: body.note } : {}),
     ...(body.window_minutes !== undefined ? { windowMinutes: body.window_minutes } : {}),
     ...(body.alpha !== undefined ? { alpha: body.alpha } : {}),
+    ...(body.contexts !== undefined ? { contexts: body.contexts } : {}),
+    ...(body.control_contexts !== undefined ? { controlContexts: body.control_contexts } : {}),
   };
+}
+
+/**
+ * What is wrong with a deployment's context lists: a context that is not one of the product's, or one
+ * named both treated and control (when the treated default to the proposal's context, a control equal
+ * to it).
+ * @param lists.named whether the treated contexts were named (their issues point at `contexts`)
+ * @returns one issue per problem, at `<fields>.contexts.<i>` or `<fields>.control_contexts.<i>`
+ */
+export function contextIssues(
+  lists: { treated: readonly string[]; controls: readonly string[]; named: boolean },
+  productContextIds: ReadonlySet<string>,
+  fields: 'body' | 'arguments',
+): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  const unknown = "is not a context of the proposal's product";
+  if (lists.named)
+    lists.treated.forEach((id, i) => {
+      if (!productContextIds.has(id))
+        issues.push({ path: `${fields}.contexts.${i}`, code: 'invalid_value', message: unknown });
+    });
+  const treated = new Set(lists.treated);
+  lists.controls.forEach((id, i) => {
+    const path = `${fields}.control_contexts.${i}`;
+    if (!productContextIds.has(id)) issues.push({ path, code: 'invalid_value', message: unknown });
+    else if (treated.has(id))
+      issues.push({
+        path,
+        code: 'custom',
+        message: lists.named
+          ? 'is also among `contexts`: a context is either treated or a control'
+          : "is the proposal's context, which the change treats: name `contexts` to treat others instead",
+      });
+  });
+  return issues;
 }
 
 /** When a deployment's after-window closes. */
@@ -249,33 +355,54 @@ export function afterWindowEnd(d: Pick<DeploymentRecord, 'deployedAt' | 'windowM
 const pct = (rate: number | null) => (rate === null ? 'n/a' : `${(rate * 100).toFixed(1)} %`);
 
 /**
- * The proposal a regression raises (README, "Deployments and verification"): same product and context,
- * citing the deployment, with the figures as its evidence. Its evidence hash is the deployment's, so a
- * deployment never raises two.
+ * The proposal a reliable regression raises (README, "Deployments and verification"): same product and
+ * context, citing the deployment, with the figures (effect, label, method, checks) as its evidence.
+ * Its evidence hash is the deployment's, so a deployment never raises two.
  */
 export function regressionProposal(d: DeploymentRecord, v: Verification): NewProposal {
-  const what = d.signalType ? `"${d.signalType}" signals` : 'negative signals';
+  const what =
+    d.signalTypes.length > 1
+      ? `${d.signalTypes.map((t) => `"${t}"`).join(', ')} signals`
+      : d.signalType
+        ? `"${d.signalType}" signals`
+        : 'negative signals';
   const shipped = d.version ? `version ${d.version}` : `the change deployed at ${d.deployedAt.toISOString()}`;
+  const e = v.effect;
+  const against =
+    v.method.estimator === 'did'
+      ? `against ${v.method.control_contexts.length} control context(s)`
+      : 'before against after, without usable controls';
+  const effect = e
+    ? `odds ratio ${e.odds_ratio} (${Math.round((1 - v.alpha) * 100)} % interval ${e.odds_ratio_ci_low}–${e.odds_ratio_ci_high}), p = ${e.adjusted_p_value ?? e.p_value}, ${against}, ${v.label}`
+    : v.label;
   const evidence = {
     kind: 'regression',
     deployment_id: d.id,
     proposal_id: d.proposalId,
     signal_type: d.signalType,
+    signal_types: d.signalTypes,
     before: v.before,
     after: v.after,
     z: v.z,
     p_value: v.p_value,
     alpha: v.alpha,
+    label: v.label,
+    method: v.method.estimator,
+    treated_contexts: v.method.treated_contexts,
+    control_contexts: v.method.control_contexts.map((c) => c.context_id),
+    effect: v.effect,
+    placebo: v.placebo,
+    traffic: v.traffic,
     top_failing_types: d.signalType ? [{ type: d.signalType, count: v.after.negative }] : [],
   };
   return {
     productId: d.productId,
     contextId: d.contextId,
     priorityScore: Math.min(100, Math.round((50 + (v.after.negative_rate ?? 0) * 50) * 10) / 10),
-    diagnosis: `Regression after ${shipped} of proposal ${d.proposalId}: the share of ${what} rose from ${pct(v.before.negative_rate)} to ${pct(v.after.negative_rate)}.`,
+    diagnosis: `Regression after ${shipped} of proposal ${d.proposalId}: the share of ${what} rose from ${pct(v.before.negative_rate)} to ${pct(v.after.negative_rate)} (${effect}).`,
     currentState: `Before the deployment: ${v.before.negative} of ${v.before.signals} signals were ${what}.\nAfter it: ${v.after.negative} of ${v.after.signals}.`,
     proposedChange: `Review or roll back deployment ${d.id} (${shipped}) and address what made ${what} more frequent.`,
-    evidenceSummary: `Deployment ${d.id}: ${what} ${pct(v.before.negative_rate)} -> ${pct(v.after.negative_rate)} over two ${d.windowMinutes}-minute windows (z = ${v.z}, p = ${v.p_value}, alpha ${v.alpha}).`,
+    evidenceSummary: `Deployment ${d.id}: ${what} ${pct(v.before.negative_rate)} -> ${pct(v.after.negative_rate)} over ${d.windowMinutes}-minute windows a week apart; ${effect}.`,
     predictedImpact: `Bringing the share of ${what} back to ${pct(v.before.negative_rate)}.`,
     signalCount: v.after.signals,
     evidence,

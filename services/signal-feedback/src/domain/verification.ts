@@ -1,26 +1,52 @@
 import cdf from '@stdlib/stats-base-dists-normal-cdf';
-import type { WindowCounts } from '../data/deployments';
-import type { VerificationResult, WindowFigures } from '../schemas';
+import type { HourOfWeekCells, WindowCounts, WindowSetCounts } from '../data/deployments';
+import type { EffectFigures, VerificationResult, WindowFigures } from '../schemas';
+import {
+  comparisonWindows,
+  decideVerdict,
+  logOddsBeforeAfter,
+  type Estimate,
+  type HourOfWeekCounts,
+  type VerdictDecision,
+} from './causal-statistics';
 
 /**
- * The outcome of comparing the two windows of a deployment: the wire's `VerificationResult` (README,
+ * The outcome of comparing a deployment's windows: the wire's `VerificationResult` (README,
  * "Deployments and verification").
  */
 export type Verification = VerificationResult;
 
 /** The thresholds a verification applies. */
 export interface VerificationRules {
-  /** Two-sided significance level, 0 < alpha < 1. */
+  /** Two-sided significance level, 0 < alpha < 1: the deployment's own. */
   alpha: number;
-  /** Minimum signals in each window. */
+  /** Fewest signals each compared cell needs (each group in each window). */
   minSignals: number;
 }
 
+/** A half-open window `[from, to)`. */
+export interface Window {
+  from: Date;
+  to: Date;
+}
+
+/** The windows of one verification: `comparisonWindows` of causal-statistics. */
+export type VerificationWindows = ReturnType<typeof comparisonWindows>;
+
 const round = (x: number, digits: number) => Math.round(x * 10 ** digits) / 10 ** digits;
+const sig = (x: number, digits = 4) => Number(x.toPrecision(digits));
+const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
+
+/** The note every provisional verification carries (README, "Deployments and verification"). */
+export const PROVISIONAL_NOTE =
+  'Not final: the after-window is still open. These figures cover the time elapsed so far and carry no ' +
+  'fixed-horizon p-value; only the always-valid monitor (monitor.always_valid_p_value) may be acted on ' +
+  'before the window closes.';
 
 /**
  * The two-proportion z-test of the failing rate before and after a change, with the pooled standard
  * error: `z = (p_after - p_before) / sqrt(p (1 - p) (1/n_before + 1/n_after))`, `p` the pooled rate.
+ * It is the naive figure kept beside the controlled effect.
  * @returns z and the two-sided p-value, unrounded; null for both when a window is empty or the pooled
  *   rate is 0 or 1 (no variance: nothing changed)
  */
@@ -37,49 +63,216 @@ export function twoProportionZTest(
   return { z, pValue: Math.min(1, 2 * cdf(-Math.abs(z), 0, 1)) };
 }
 
+/** Total signals and failing signals (all covered types) of hour-of-week cells. */
+export function totals(cells: HourOfWeekCells): WindowCounts {
+  return {
+    signals: sum(cells.signals),
+    negative: sum(Object.values(cells.failing).map(sum)),
+  };
+}
+
+/** The wire figures of an estimate (log odds, four decimals; odds ratios, four significant digits). */
+function effectFigures(e: Estimate, provisional: boolean): EffectFigures {
+  return {
+    estimate: round(e.estimate, 4),
+    standard_error: round(e.standardError, 4),
+    ci_low: round(e.ciLow, 4),
+    ci_high: round(e.ciHigh, 4),
+    odds_ratio: sig(Math.exp(e.estimate)),
+    odds_ratio_ci_low: sig(Math.exp(e.ciLow)),
+    odds_ratio_ci_high: sig(Math.exp(e.ciHigh)),
+    // A fixed-horizon test read while the window is open is peeking (README, "Deployments and verification").
+    z: provisional ? null : round(e.z, 4),
+    p_value: provisional ? null : sig(e.pValue),
+  };
+}
+
+const windowWire = (w: Window) => ({ from: w.from.toISOString(), to: w.to.toISOString() });
+
 /**
- * The verdict of a deployment from the counts of its two windows (README, "Deployments and
- * verification"): `inconclusive` (`too_few_signals`) when either window has fewer than
- * `rules.minSignals` signals, `inconclusive` (`not_significant`) when the z-test's p-value is not
- * below `rules.alpha`, else `improved` when the failing rate fell and `regressed` when it rose.
- * @param windows the counts with their bounds
- * @param provisional whether the after-window is still open
+ * The verification of a deployment from the counts of its window set (README, "Deployments and
+ * verification"): the verdict, label, effect, per-type effects, placebo, traffic check and monitor of
+ * `decideVerdict` (causal-statistics), with the naive before/after figures of the treated contexts
+ * beside them.
+ *
+ * The controls are usable when they hold at least `rules.minSignals` signals in both the before- and
+ * the after-window together; otherwise the verdict is before/after and labelled `uncontrolled`.
+ * While `provisional`, every fixed-horizon p-value (and z) is null and `provisional_note` says so.
+ * @param input.counts the hour-of-week counts of the treated and the pooled control contexts
+ * @param input.signalTypes the covered failing types; empty: every negative signal (key `''` in counts)
+ * @param input.controlSelection whether the deployment named its controls
  * @param now when the figures were computed
  */
 export function verify(
-  windows: {
-    before: WindowCounts & { from: Date; to: Date };
-    after: WindowCounts & { from: Date; to: Date };
+  input: {
+    windows: VerificationWindows;
+    counts: WindowSetCounts;
+    signalTypes: readonly string[];
+    treatedContextIds: readonly string[];
+    controlSelection: 'automatic' | 'explicit';
+    rules: VerificationRules;
+    provisional: boolean;
   },
-  rules: VerificationRules,
-  provisional: boolean,
   now: Date,
 ): Verification {
-  const figures = (w: WindowCounts & { from: Date; to: Date }): WindowFigures => ({
-    from: w.from.toISOString(),
-    to: w.to.toISOString(),
-    signals: w.signals,
-    negative: w.negative,
-    negative_rate: w.signals > 0 ? round(w.negative / w.signals, 4) : null,
-  });
-  const test = twoProportionZTest(windows.before, windows.after);
-  const enough = windows.before.signals >= rules.minSignals && windows.after.signals >= rules.minSignals;
-  let verdict: Verification['verdict'] = 'inconclusive';
-  let reason: Verification['reason'] = enough ? 'not_significant' : 'too_few_signals';
-  if (enough && test && test.pValue < rules.alpha) {
-    verdict = test.z < 0 ? 'improved' : 'regressed';
-    reason = 'significant';
-  }
-  return {
-    verdict,
-    reason,
+  const { windows, counts, rules, provisional } = input;
+  const types = input.signalTypes.length > 0 ? [...input.signalTypes] : [''];
+  const controlBefore = totals(counts.control.before);
+  const controlAfter = totals(counts.control.after);
+  const usableControl =
+    counts.controls.length > 0 &&
+    controlBefore.signals >= rules.minSignals &&
+    controlAfter.signals >= rules.minSignals;
+  const decision: VerdictDecision = decideVerdict({
+    treated: {
+      placeboBefore: asCounts(counts.treated.placeboBefore),
+      before: asCounts(counts.treated.before),
+      after: asCounts(counts.treated.after),
+    },
+    control: usableControl
+      ? {
+          placeboBefore: asCounts(counts.control.placeboBefore),
+          before: asCounts(counts.control.before),
+          after: asCounts(counts.control.after),
+        }
+      : null,
+    types,
+    reweighted: windows.reweighted,
+    alpha: rules.alpha,
+    minSignals: rules.minSignals,
     provisional,
-    before: figures(windows.before),
-    after: figures(windows.after),
-    z: test ? round(test.z, 4) : null,
-    p_value: test ? Number(test.pValue.toPrecision(4)) : null,
+  });
+
+  const before = totals(counts.treated.before);
+  const after = totals(counts.treated.after);
+  const naiveTest = provisional ? null : twoProportionZTest(before, after);
+  const naive = logOddsBeforeAfter(
+    { signals: before.signals, failing: before.negative },
+    { signals: after.signals, failing: after.negative },
+    rules.alpha,
+  );
+  const figures = (w: Window, c: WindowCounts): WindowFigures => ({
+    ...windowWire(w),
+    signals: c.signals,
+    negative: c.negative,
+    negative_rate: rate(c),
+  });
+  const adjusted = (p: number | null | undefined) =>
+    provisional || p === null || p === undefined ? null : sig(p);
+  return {
+    verdict: decision.verdict,
+    reason: decision.reason,
+    provisional,
+    provisional_note: provisional ? PROVISIONAL_NOTE : null,
+    label: decision.label,
+    effect: decision.effect && {
+      ...effectFigures(decision.effect, provisional),
+      adjusted_p_value: adjusted(decision.effect.adjustedPValue),
+    },
+    method: {
+      estimator: decision.method,
+      treated_contexts: [...input.treatedContextIds],
+      control_selection: input.controlSelection,
+      control_contexts: counts.controls.map((c) => ({
+        context_id: c.contextId,
+        before_signals: c.beforeSignals,
+        after_signals: c.afterSignals,
+      })),
+      signal_types: [...input.signalTypes],
+      windows: {
+        before: windowWire(windows.before),
+        after: windowWire(windows.after),
+        placebo_before: windowWire(windows.placeboBefore),
+        placebo_after: windowWire(windows.placeboAfter),
+        period_minutes: Math.round(windows.periodMinutes),
+        whole_weeks: windows.wholeWeeks,
+        reweighted: windows.reweighted,
+      },
+    },
+    control: usableControl
+      ? {
+          before: { ...controlBefore, negative_rate: rate(controlBefore) },
+          after: { ...controlAfter, negative_rate: rate(controlAfter) },
+        }
+      : null,
+    naive: naive && effectFigures(naive, provisional),
+    placebo: decision.placebo && {
+      ...effectFigures(decision.placebo, provisional),
+      significant: decision.placebo.significant,
+    },
+    traffic: decision.traffic && {
+      chi_square: round(decision.traffic.chiSquare, 4),
+      p_value: sig(decision.traffic.pValue),
+      expected_treated_after: round(decision.traffic.expectedTreatedAfter, 2),
+      observed_treated_after: decision.traffic.observedTreatedAfter,
+      significant: decision.traffic.significant,
+    },
+    per_type: decision.perType.map((t) => ({
+      signal_type: t.type === '' ? null : t.type,
+      effect: t.effect && effectFigures(t.effect, provisional),
+      adjusted_p_value: adjusted(t.adjustedPValue),
+    })),
+    monitor: decision.monitor && {
+      always_valid_p_value: sig(decision.monitor.alwaysValidPValue),
+      regression_detected: decision.monitor.regressionDetected,
+    },
+    before: figures(windows.before, before),
+    after: figures(windows.after, after),
+    z: naiveTest ? round(naiveTest.z, 4) : null,
+    p_value: naiveTest ? sig(naiveTest.pValue) : null,
     alpha: rules.alpha,
     min_signals: rules.minSignals,
     computed_at: now.toISOString(),
+  };
+}
+
+const rate = (c: WindowCounts) => (c.signals > 0 ? round(c.negative / c.signals, 4) : null);
+
+/** The repository's cells as causal-statistics' input (the same shape, copied so neither aliases). */
+function asCounts(cells: HourOfWeekCells): HourOfWeekCounts {
+  return {
+    signals: [...cells.signals],
+    failing: Object.fromEntries(Object.entries(cells.failing).map(([t, xs]) => [t, [...xs]])),
+  };
+}
+
+/**
+ * A verification stored before verdicts were controlled (it has no `label`), shown in today's shape:
+ * what it was, an uncontrolled before/after z-test over two adjacent windows, nothing else computed.
+ * @param treatedContextIds the deployment's treated contexts (its proposal's context)
+ */
+export function upgradeStoredVerification(
+  stored: VerificationResult,
+  treatedContextIds: readonly string[],
+): VerificationResult {
+  if (typeof (stored as Partial<VerificationResult>).label === 'string') return stored;
+  const w = (f: WindowFigures) => ({ from: f.from, to: f.to });
+  return {
+    ...stored,
+    provisional_note: null,
+    label: 'uncontrolled',
+    effect: null,
+    method: {
+      estimator: 'before_after',
+      treated_contexts: [...treatedContextIds],
+      control_selection: 'automatic',
+      control_contexts: [],
+      signal_types: [],
+      windows: {
+        before: w(stored.before),
+        after: w(stored.after),
+        placebo_before: null,
+        placebo_after: null,
+        period_minutes: Math.round((Date.parse(stored.after.from) - Date.parse(stored.before.from)) / 60_000),
+        whole_weeks: false,
+        reweighted: false,
+      },
+    },
+    control: null,
+    naive: null,
+    placebo: null,
+    traffic: null,
+    per_type: [],
+    monitor: null,
   };
 }

@@ -55,16 +55,21 @@ export function deploymentsRoutes(deps: {
         path: '/api/proposals/{id}/deployments',
         operationId: 'recordDeployment',
         summary:
-          "Record that an approved proposal's change shipped; its verification compares equal windows before and after deployed_at",
+          "Record that an approved proposal's change shipped; its verification compares the treated contexts with control contexts, before and after deployed_at",
         description:
           "Counts against the plan's monthly deployments (free 3, builder 10, growth and scale unlimited; 429 quota_exceeded beyond). " +
-          "The verification compares the share of the proposal's most frequent failing signal type among the context's signals " +
-          'in the window before deployed_at and the window after it (window_minutes each, default 24 h) with a two-proportion z-test.',
+          "The verification compares the share of the proposal's failing signal types in the window after deployed_at " +
+          '(window_minutes, default 24 h) with the same weekdays and hours one or more whole weeks earlier, in the treated ' +
+          "contexts (`contexts`, default the proposal's) against the control contexts (`control_contexts`, default the product's " +
+          'other contexts with enough signals): a difference-in-differences of the log odds with its interval, a placebo ' +
+          'one period earlier, a traffic check, Holm across types, and the naive before/after figures beside them.',
         tags: ['Deployments'],
         request: { params: ProposalIdParams, body: CreateDeploymentBody },
         responses: {
           '201': { description: 'the deployment, with its (provisional) verification', body: Deployment },
-          '400': errorResponse('invalid body or id, or deployed_at in the future'),
+          '400': errorResponse(
+            "invalid body or id, deployed_at in the future, a context that is not the product's, or a context both treated and control",
+          ),
           ...BODY_PARSER_ERRORS,
           '404': errorResponse('no such proposal for this key or user'),
           '409': errorResponse('the proposal is not approved (`proposal_not_approved`; details.status)'),

@@ -111,10 +111,13 @@ export function signalFeedbackTools(deps: SignalFeedbackToolDeps): McpTool[] {
     title: 'Record a deployment',
     description:
       "Records that an approved proposal's change shipped (deployed_at defaults to now; version and note " +
-      "optional) and returns the deployment with its verification: the share of the proposal's failing " +
-      "signal type among the context's signals in window_minutes (default 1440) before and after " +
-      'deployed_at, a two-proportion z-test and a verdict (improved, regressed, inconclusive), provisional ' +
-      "until the after-window closes. Free within the plan's monthly deployments " +
+      "optional; contexts: the treated contexts, default the proposal's; control_contexts: default the " +
+      "product's other contexts with enough signals) and returns the deployment with its verification: " +
+      "the proposal's failing types in window_minutes (default 1440) after deployed_at against the same " +
+      'weekdays and hours a week earlier, a difference-in-differences of the log odds against the control ' +
+      'contexts with its interval, a placebo and a traffic check, a label (observational, uncontrolled, ' +
+      'unreliable) and a verdict (improved, regressed, inconclusive), provisional (not final, no p-value, ' +
+      "an always-valid monitor instead) until the after-window closes. Free within the plan's monthly deployments " +
       `(free ${PLAN_LIMITS.free.deploymentsPerMonth}, builder ${PLAN_LIMITS.builder.deploymentsPerMonth}); ` +
       `proposal_not_approved for a proposal that is not approved. ${KEY}`,
     input: RecordDeploymentArgs,
@@ -125,6 +128,7 @@ export function signalFeedbackTools(deps: SignalFeedbackToolDeps): McpTool[] {
         proposal_id,
         await productScope(deps.keys, context),
         deploymentInput(body),
+        'arguments',
       );
       return { structuredContent: created };
     },
@@ -134,8 +138,9 @@ export function signalFeedbackTools(deps: SignalFeedbackToolDeps): McpTool[] {
     title: 'List deployments',
     description:
       `Returns { deployments }: a proposal's deployments, newest first (at most ${MAX_LISTED_DEPLOYMENTS}), each with its ` +
-      'verification (verdict, reason, the before and after windows with their signal counts and negative ' +
-      'rates, z, p_value; provisional while the after-window is open) and the proposal a regression raised. ' +
+      'verification (verdict, reason, label, the effect with its interval, method, placebo, traffic, per ' +
+      'type, the naive before and after figures; provisional while the after-window is open) and the ' +
+      'proposal a regression raised. ' +
       `Free within the plan's quota: listing uses none of it. ${KEY}`,
     input: ListDeploymentsArgs,
     output: DeploymentList,
