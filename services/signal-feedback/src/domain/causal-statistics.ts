@@ -7,8 +7,13 @@
  *   verdict is `inconclusive` for that reason (only `monitor` may report a regression).
  * - `comparisonWindows` also returns `periodMinutes`, the lag between the before- and the after-window
  *   (whole weeks: the before-window is the after-window one or more weeks earlier).
- * - `DEFAULT_MIXING_VARIANCE` is exported (the mSPRT's default mixing variance).
+ * - `DEFAULT_MIXING_VARIANCE` (the mSPRT's default mixing variance), `HOURS_PER_WEEK` (168), `TimeWindow`
+ *   and `GroupWindows` are exported; `VerdictInput['types']` is `readonly string[]`.
  */
+
+import chisquareCdf from '@stdlib/stats-base-dists-chisquare-cdf';
+import normalCdf from '@stdlib/stats-base-dists-normal-cdf';
+import normalQuantile from '@stdlib/stats-base-dists-normal-quantile';
 
 /** Signals and failing signals of one group in one window; `failing` may be fractional after reweighting. */
 export interface Cell {
@@ -54,10 +59,111 @@ export interface HourOfWeekCounts {
 /** The mSPRT's default mixing variance τ² on the log-odds scale (τ ≈ 0.32: odds ratios around 1.4). */
 export const DEFAULT_MIXING_VARIANCE = 0.1;
 
-// Until the implementations land: the arguments are taken so the signatures type-check and lint.
-const notImplemented = (..._args: unknown[]): never => {
-  throw new Error('not implemented');
-};
+/** Buckets of an hour-of-week array: 7 days × 24 hours. */
+export const HOURS_PER_WEEK = 168;
+
+const WEEK_MINUTES = 7 * 24 * 60;
+const MINUTE_MS = 60_000;
+
+const sum = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0);
+
+function checkAlpha(alpha: number): void {
+  if (!(alpha > 0 && alpha < 1)) throw new RangeError(`alpha must be in (0, 1), got ${alpha}`);
+}
+
+function checkBuckets(xs: readonly number[], what: string): void {
+  if (xs.length !== HOURS_PER_WEEK) {
+    throw new RangeError(`${what} must have ${HOURS_PER_WEEK} hour-of-week buckets, got ${xs.length}`);
+  }
+  for (const x of xs) {
+    if (!(Number.isFinite(x) && x >= 0))
+      throw new RangeError(`${what} must hold finite counts ≥ 0, got ${x}`);
+  }
+}
+
+/** The failing signals per bucket of one type (missing: 0) or, without a type, of every type. */
+function failingBuckets(counts: HourOfWeekCounts, type?: string): number[] {
+  if (type !== undefined) return counts.failing[type] ?? new Array<number>(HOURS_PER_WEEK).fill(0);
+  const pooled = new Array<number>(HOURS_PER_WEEK).fill(0);
+  for (const xs of Object.values(counts.failing)) {
+    checkBuckets(xs, 'failing');
+    xs.forEach((x, h) => (pooled[h] = (pooled[h] ?? 0) + x));
+  }
+  return pooled;
+}
+
+/** The counts with only the given types' failing signals, pooled under one key. */
+function restrict(counts: HourOfWeekCounts, types: readonly string[]): HourOfWeekCounts {
+  const pooled = new Array<number>(HOURS_PER_WEEK).fill(0);
+  for (const type of types) {
+    const xs = failingBuckets(counts, type);
+    checkBuckets(xs, `failing[${JSON.stringify(type)}]`);
+    xs.forEach((x, h) => (pooled[h] = (pooled[h] ?? 0) + x));
+  }
+  checkBuckets(counts.signals, 'signals');
+  return { signals: counts.signals, failing: { pooled } };
+}
+
+/**
+ * The pooled two-proportion z-test (the naive before/after figure): the same formula as
+ * verification.ts's `twoProportionZTest`, kept here so this module imports nothing of the verification
+ * that composes it.
+ */
+function pooledZTest(before: Cell, after: Cell): { z: number; pValue: number } | null {
+  if (before.signals === 0 || after.signals === 0) return null;
+  const pooled = (before.failing + after.failing) / (before.signals + after.signals);
+  const se = Math.sqrt(pooled * (1 - pooled) * (1 / before.signals + 1 / after.signals));
+  if (!(se > 0)) return null;
+  const z = (after.failing / after.signals - before.failing / before.signals) / se;
+  return { z, pValue: Math.min(1, 2 * normalCdf(-Math.abs(z), 0, 1)) };
+}
+
+/** A cell's failing and non-failing counts; null when the cell has no signals or is not a count. */
+function split(cell: Cell): [number, number] | null {
+  if (!(Number.isFinite(cell.signals) && Number.isFinite(cell.failing) && cell.signals > 0)) return null;
+  if (cell.failing < 0 || cell.failing > cell.signals) {
+    throw new RangeError(`a cell's failing (${cell.failing}) must lie in [0, signals (${cell.signals})]`);
+  }
+  return [cell.failing, cell.signals - cell.failing];
+}
+
+/** The Wald interval, z and two-sided p-value of an estimate with its variance. */
+function wald(estimate: number, variance: number, alpha: number): Estimate {
+  const standardError = Math.sqrt(variance);
+  const q = normalQuantile(1 - alpha / 2, 0, 1);
+  const z = estimate / standardError;
+  return {
+    estimate,
+    standardError,
+    ciLow: estimate - q * standardError,
+    ciHigh: estimate + q * standardError,
+    z,
+    // The lower tail keeps its precision where 1 − Φ(|z|) would round to 0.
+    pValue: Math.min(1, 2 * normalCdf(-Math.abs(z), 0, 1)),
+  };
+}
+
+/**
+ * The log-odds contrast `Σ sign_i (ln f_i − ln (n_i − f_i))` with Woolf's variance over the counts of
+ * the given cells, 0.5 added to every count when one is 0 (Haldane–Anscombe).
+ */
+function logOddsContrast(cells: ReadonlyArray<[Cell, 1 | -1]>, alpha: number): Estimate | null {
+  checkAlpha(alpha);
+  const counts: Array<[number, number, 1 | -1]> = [];
+  for (const [cell, sign] of cells) {
+    const c = split(cell);
+    if (!c) return null;
+    counts.push([c[0], c[1], sign]);
+  }
+  const add = counts.some(([f, g]) => f === 0 || g === 0) ? 0.5 : 0;
+  let estimate = 0;
+  let variance = 0;
+  for (const [f, g, sign] of counts) {
+    estimate += sign * (Math.log(f + add) - Math.log(g + add));
+    variance += 1 / (f + add) + 1 / (g + add);
+  }
+  return wald(estimate, variance, alpha);
+}
 
 /**
  * The difference-in-differences of the failing log-odds, treated against control, after against
@@ -76,7 +182,15 @@ const notImplemented = (..._args: unknown[]): never => {
  * @throws RangeError when alpha is not in (0, 1)
  */
 export function logOddsDid(cells: DidCells, alpha: number): Estimate | null {
-  return notImplemented(cells, alpha);
+  return logOddsContrast(
+    [
+      [cells.treatedAfter, 1],
+      [cells.treatedBefore, -1],
+      [cells.controlAfter, -1],
+      [cells.controlBefore, 1],
+    ],
+    alpha,
+  );
 }
 
 /**
@@ -88,7 +202,13 @@ export function logOddsDid(cells: DidCells, alpha: number): Estimate | null {
  * @throws RangeError when alpha is not in (0, 1)
  */
 export function logOddsBeforeAfter(before: Cell, after: Cell, alpha: number): Estimate | null {
-  return notImplemented(before, after, alpha);
+  return logOddsContrast(
+    [
+      [after, 1],
+      [before, -1],
+    ],
+    alpha,
+  );
 }
 
 /**
@@ -104,7 +224,25 @@ export function logOddsBeforeAfter(before: Cell, after: Cell, alpha: number): Es
  * @throws RangeError when an array does not have 168 entries
  */
 export function reweightToAfter(before: HourOfWeekCounts, after: HourOfWeekCounts, type?: string): Cell {
-  return notImplemented(before, after, type);
+  const bf = failingBuckets(before, type);
+  checkBuckets(before.signals, 'before.signals');
+  checkBuckets(after.signals, 'after.signals');
+  checkBuckets(bf, 'before.failing');
+  let covered = 0;
+  for (let h = 0; h < HOURS_PER_WEEK; h++) if ((before.signals[h] ?? 0) > 0) covered += after.signals[h] ?? 0;
+  if (covered === 0) return { signals: sum(before.signals), failing: sum(bf) };
+  let rate = 0;
+  let inverseSize = 0;
+  for (let h = 0; h < HOURS_PER_WEEK; h++) {
+    const n = before.signals[h] ?? 0;
+    if (n === 0) continue;
+    const w = (after.signals[h] ?? 0) / covered;
+    rate += (w * (bf[h] ?? 0)) / n;
+    inverseSize += (w * w) / n;
+  }
+  const signals = 1 / inverseSize;
+  // Rounding may push a weighted mean of rates a hair past 1.
+  return { signals, failing: Math.min(1, Math.max(0, rate)) * signals };
 }
 
 /**
@@ -123,7 +261,31 @@ export function volumeShiftTest(volumes: {
   controlBefore: number;
   controlAfter: number;
 }): { chiSquare: number; pValue: number; expectedTreatedAfter: number; observedTreatedAfter: number } | null {
-  return notImplemented(volumes);
+  const { treatedBefore: tb, treatedAfter: ta, controlBefore: cb, controlAfter: ca } = volumes;
+  for (const x of [tb, ta, cb, ca]) {
+    if (!(Number.isFinite(x) && x >= 0)) throw new RangeError(`volumes must be finite counts ≥ 0, got ${x}`);
+  }
+  const n = tb + ta + cb + ca;
+  const rows = [tb + ta, cb + ca];
+  const cols = [tb + cb, ta + ca];
+  if (rows.some((r) => r === 0) || cols.some((c) => c === 0)) return null;
+  const observed = [
+    [tb, ta],
+    [cb, ca],
+  ];
+  let chiSquare = 0;
+  for (let i = 0; i < 2; i++) {
+    for (let j = 0; j < 2; j++) {
+      const expected = ((rows[i] ?? 0) * (cols[j] ?? 0)) / n;
+      chiSquare += ((observed[i]?.[j] ?? 0) - expected) ** 2 / expected;
+    }
+  }
+  return {
+    chiSquare,
+    pValue: Math.min(1, Math.max(0, 1 - chisquareCdf(chiSquare, 1))),
+    expectedTreatedAfter: ((rows[0] ?? 0) * (cols[1] ?? 0)) / n,
+    observedTreatedAfter: ta,
+  };
 }
 
 /**
@@ -134,7 +296,18 @@ export function volumeShiftTest(volumes: {
  * @throws RangeError when a p-value is not in [0, 1]
  */
 export function holmAdjust(pValues: readonly number[]): number[] {
-  return notImplemented(pValues);
+  for (const p of pValues) {
+    if (!(p >= 0 && p <= 1)) throw new RangeError(`p-values must lie in [0, 1], got ${p}`);
+  }
+  const m = pValues.length;
+  const order = pValues.map((p, i) => [p, i] as const).sort((a, b) => a[0] - b[0]);
+  const adjusted = new Array<number>(m).fill(1);
+  let running = 0;
+  order.forEach(([p, i], rank) => {
+    running = Math.max(running, Math.min(1, (m - rank) * p));
+    adjusted[i] = running;
+  });
+  return adjusted;
 }
 
 /**
@@ -145,8 +318,8 @@ export function holmAdjust(pValues: readonly number[]): number[] {
  * `Λ = 2 · sqrt(V / (V + τ²)) · exp(θ̂² τ² / (2 V (V + τ²))) · Φ(θ̂ τ / sqrt(V (V + τ²)))`.
  * Λ is a non-negative supermartingale under "no harm" (θ ≤ 0), so by Ville's inequality checking
  * `Λ ≥ 1/alpha` after every new hour keeps the chance of ever crossing falsely at most alpha. The
- * always-valid p-value is `min(1, 1/Λ)`, and never below the fixed-horizon one-sided p-value `Φ(−θ̂ /
- * se)` (taking the larger keeps it valid). Callers that want it monotone keep the running minimum.
+ * always-valid p-value is `min(1, 1/Λ)`, and never below the fixed-horizon two-sided p-value `2 Φ(−|θ̂|
+ * / se)` of the same estimate (taking the larger keeps it valid; the mixture is above it anyway). Callers that want it monotone keep the running minimum.
  * @param estimate the current estimate on the log-odds scale (positive: harm) and its standard error
  * @param alpha the deployment's significance level, 0 < alpha < 1
  * @param mixingVariance τ² > 0, default `DEFAULT_MIXING_VARIANCE`
@@ -159,7 +332,27 @@ export function alwaysValidRegression(
   alpha: number,
   mixingVariance: number = DEFAULT_MIXING_VARIANCE,
 ): { alwaysValidPValue: number; crossed: boolean } {
-  return notImplemented(estimate, alpha, mixingVariance);
+  checkAlpha(alpha);
+  if (!(Number.isFinite(mixingVariance) && mixingVariance > 0)) {
+    throw new RangeError(`mixingVariance must be a finite number > 0, got ${mixingVariance}`);
+  }
+  const { estimate: theta, standardError: se } = estimate;
+  if (!(Number.isFinite(theta) && Number.isFinite(se) && se > 0))
+    return { alwaysValidPValue: 1, crossed: false };
+  const v = se * se;
+  const t2 = mixingVariance;
+  // In logs: the exponential overflows long before the p-value stops being meaningful.
+  const logLambda =
+    Math.LN2 +
+    0.5 * Math.log(v / (v + t2)) +
+    (theta * theta * t2) / (2 * v * (v + t2)) +
+    Math.log(normalCdf((theta * Math.sqrt(t2)) / Math.sqrt(v * (v + t2)), 0, 1));
+  const mixture = Math.min(1, Math.exp(-logLambda));
+  // Never below the fixed-horizon two-sided p-value (the mixture is already above it in practice; a
+  // larger p-value stays valid).
+  const fixedHorizon = Math.min(1, 2 * normalCdf(-Math.abs(theta / se), 0, 1));
+  const alwaysValidPValue = Math.max(mixture, fixedHorizon);
+  return { alwaysValidPValue, crossed: theta > 0 && alwaysValidPValue <= alpha };
 }
 
 /** A half-open time window `[from, to)`. */
@@ -193,7 +386,23 @@ export function comparisonWindows(
   wholeWeeks: boolean;
   reweighted: boolean;
 } {
-  return notImplemented(deployedAt, windowMinutes);
+  if (!(Number.isFinite(windowMinutes) && windowMinutes > 0)) {
+    throw new RangeError(`windowMinutes must be a finite number > 0, got ${windowMinutes}`);
+  }
+  const periodMinutes = Math.ceil(windowMinutes / WEEK_MINUTES) * WEEK_MINUTES;
+  const at = (minutesFromDeployment: number) =>
+    new Date(deployedAt.getTime() + minutesFromDeployment * MINUTE_MS);
+  const window = (start: number): TimeWindow => ({ from: at(start), to: at(start + windowMinutes) });
+  const wholeWeeks = windowMinutes % WEEK_MINUTES === 0;
+  return {
+    before: window(-periodMinutes),
+    after: window(0),
+    placeboBefore: window(-2 * periodMinutes),
+    placeboAfter: window(-periodMinutes),
+    periodMinutes,
+    wholeWeeks,
+    reweighted: !wholeWeeks,
+  };
 }
 
 /** One group's hour-of-week counts in the placebo-before, before and after windows. */
@@ -210,7 +419,7 @@ export interface VerdictInput {
   /** The control contexts, summed; null: no usable controls (the verdict is `uncontrolled`). */
   control: GroupWindows | null;
   /** The failing types the verdict covers (≥ 1); types missing from `failing` count 0. */
-  types: string[];
+  types: readonly string[];
   /** From `comparisonWindows`: post-stratify each before-window to its after-window. */
   reweighted: boolean;
   /** The deployment's two-sided significance level, 0 < alpha < 1. */
@@ -270,5 +479,117 @@ export interface VerdictDecision {
  * @throws RangeError when alpha is not in (0, 1), `types` is empty, or an array is not 168 long
  */
 export function decideVerdict(input: VerdictInput): VerdictDecision {
-  return notImplemented(input);
+  const { treated, control, types, alpha, minSignals, provisional } = input;
+  checkAlpha(alpha);
+  if (types.length === 0) throw new RangeError('types must name at least one failing type');
+
+  const totals = (c: HourOfWeekCounts): Cell => ({
+    signals: sum(c.signals),
+    failing: sum(failingBuckets(c, 'pooled')),
+  });
+  // One group's before (reweighted when asked) and after cells for the covered `only` types.
+  const cells = (
+    g: GroupWindows,
+    only: readonly string[],
+    placebo: boolean,
+  ): { before: Cell; after: Cell } => {
+    const before = restrict(placebo ? g.placeboBefore : g.before, only);
+    const after = restrict(placebo ? g.before : g.after, only);
+    return {
+      before: input.reweighted ? reweightToAfter(before, after, 'pooled') : totals(before),
+      after: totals(after),
+    };
+  };
+  const estimateOf = (only: readonly string[], placebo: boolean): Estimate | null => {
+    const t = cells(treated, only, placebo);
+    if (!control) return logOddsBeforeAfter(t.before, t.after, alpha);
+    const c = cells(control, only, placebo);
+    return logOddsDid(
+      { treatedBefore: t.before, treatedAfter: t.after, controlBefore: c.before, controlAfter: c.after },
+      alpha,
+    );
+  };
+  const enoughIn = (groups: Array<HourOfWeekCounts>) => groups.every((c) => sum(c.signals) >= minSignals);
+
+  const enough = enoughIn(
+    control
+      ? [treated.before, treated.after, control.before, control.after]
+      : [treated.before, treated.after],
+  );
+  const overall = estimateOf(types, false);
+  const perTypeEstimates = types.length > 1 ? types.map((type) => estimateOf([type], false)) : [overall];
+  // Holm over the overall test and, with several types, each type's test.
+  const family = types.length > 1 ? [overall, ...perTypeEstimates] : [overall];
+  const tested = family.flatMap((e, i) => (e ? [[i, e.pValue] as const] : []));
+  const adjusted = new Map<number, number>();
+  holmAdjust(tested.map(([, p]) => p)).forEach((p, k) => adjusted.set(tested[k]?.[0] ?? -1, p));
+  const offset = types.length > 1 ? 1 : 0;
+  const effect = overall
+    ? { ...overall, oddsRatio: Math.exp(overall.estimate), adjustedPValue: adjusted.get(0) ?? overall.pValue }
+    : null;
+  const perType = types.map((type, i) => {
+    const e = perTypeEstimates[i] ?? null;
+    return { type, effect: e, adjustedPValue: e ? (adjusted.get(i + offset) ?? null) : null };
+  });
+
+  const naiveBefore = totals(restrict(treated.before, types));
+  const naiveAfter = totals(restrict(treated.after, types));
+  const naiveTest = pooledZTest(naiveBefore, naiveAfter);
+  const naive = {
+    before: naiveBefore,
+    after: naiveAfter,
+    z: naiveTest?.z ?? null,
+    pValue: naiveTest?.pValue ?? null,
+  };
+
+  // The placebo needs as many signals in its own windows; without them it is not run.
+  const placeboEnough = enoughIn(
+    control ? [treated.placeboBefore, control.placeboBefore] : [treated.placeboBefore],
+  );
+  const placeboEstimate = placeboEnough ? estimateOf(types, true) : null;
+  const placebo = placeboEstimate
+    ? { ...placeboEstimate, significant: placeboEstimate.pValue < alpha }
+    : null;
+
+  const volumes = control
+    ? volumeShiftTest({
+        treatedBefore: sum(treated.before.signals),
+        treatedAfter: sum(treated.after.signals),
+        controlBefore: sum(control.before.signals),
+        controlAfter: sum(control.after.signals),
+      })
+    : null;
+  const traffic = volumes ? { ...volumes, significant: volumes.pValue < alpha } : null;
+
+  const label: VerdictLabel = traffic?.significant
+    ? 'unreliable: volume_shift'
+    : placebo?.significant
+      ? 'unreliable: pre_trend'
+      : control
+        ? 'observational'
+        : 'uncontrolled';
+  const method = control ? 'did' : 'before_after';
+  const common = { label, method, effect, perType, naive, placebo, traffic } as const;
+
+  if (provisional) {
+    const monitor = enough && overall ? alwaysValidRegression(overall, alpha) : null;
+    return {
+      verdict: 'inconclusive',
+      reason: enough ? 'provisional' : 'too_few_signals',
+      ...common,
+      monitor: {
+        alwaysValidPValue: monitor?.alwaysValidPValue ?? 1,
+        regressionDetected: monitor?.crossed ?? false,
+      },
+    };
+  }
+  let verdict: VerdictDecision['verdict'] = 'inconclusive';
+  let reason: VerdictDecision['reason'] = 'not_significant';
+  if (!enough) reason = 'too_few_signals';
+  else if (label.startsWith('unreliable')) reason = 'unreliable';
+  else if (effect && effect.adjustedPValue < alpha) {
+    verdict = effect.estimate > 0 ? 'regressed' : 'improved';
+    reason = 'significant';
+  }
+  return { verdict, reason, ...common, monitor: null };
 }
