@@ -53,9 +53,8 @@ describe('The definition hash', () => {
       pricing: { price_usd: skill.pricing.price_usd, model: skill.pricing.model },
     };
     expect(definitionHash(reordered)).toBe(hash);
-    expect(definitionHash({ ...skill, name: 'Another name', capabilities: ['other'], chains: [] })).toBe(
-      hash,
-    );
+    const relabelled = { ...skill, name: 'Another name', capabilities: ['other'], chains: [] };
+    expect(definitionHash(relabelled)).toBe(hash);
     for (const changed of [
       { endpoint: 'http://127.0.0.1:9/other' },
       { description: `${skill.description} Now faster.` },
