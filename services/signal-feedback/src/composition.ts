@@ -28,6 +28,7 @@ import { WebhookRepository } from './data/webhooks';
 import { AnalysisService } from './domain/analysis';
 import { DeploymentService } from './domain/deployments';
 import { PasswordHasher } from './domain/passwords';
+import { PRIORITY_FEEDBACK } from './domain/proposal-priority';
 import { LlmProposalWriter } from './domain/proposal-writer';
 import { beforeAfterEvaluator, RegressionMonitor } from './domain/regression-monitor';
 import { MESSAGE_ID_WINDOW_MS } from './domain/signals';
@@ -117,7 +118,7 @@ export async function compose(
   const events = overrides.events ?? metrics.events;
 
   const accounts = new AccountRepository(db);
-  const proposals = new ProposalRepository(db);
+  const proposals = new ProposalRepository(db, PRIORITY_FEEDBACK);
   const signals = new SignalRepository(database.pool);
   const llm = llmSettings(config);
   const analysis = new AnalysisService({

@@ -26,6 +26,63 @@ export interface NewProposal extends ProposalFields {
 /** Outcome of {@link ProposalRepository.insertWithinQuota}. */
 export type ProposalInsertOutcome = { created: Proposal } | { skipped: 'duplicate' | 'quota' };
 
+/**
+ * The latest deployment of a proposal's kind: any proposal of the same context whose compared failing
+ * type is this proposal's most frequent failing type (README, "Priority feedback").
+ */
+export interface LastChange {
+  deploymentId: string;
+  proposalId: string;
+  deployedAt: Date;
+  version: string | null;
+  verdict: 'pending' | 'improved' | 'regressed' | 'inconclusive';
+  /** Whether the open-window monitor detected a regression. */
+  regressionDetected: boolean;
+}
+
+/**
+ * The priority feedback as the repository applies it (README, "Priority feedback"); the composition
+ * passes the domain's rule (`domain/proposal-priority.ts`). Without it, scores are the analysis's.
+ */
+export interface PriorityFeedback {
+  /** The outcome a last change stands for. */
+  outcome(verdict: LastChange['verdict'], regressionDetected: boolean): ChangeOutcome;
+  /** The factor of an outcome (1: unchanged); the listing orders by `score × factor`. */
+  factor(outcome: ChangeOutcome | null): number;
+  /** The scaled score on the wire, 0 to 100. */
+  score(base: number, outcome: ChangeOutcome | null, isRevert: boolean): number;
+}
+
+/** What happened to a change, as the feedback reads it. */
+export type ChangeOutcome = 'improved' | 'regressed' | 'inconclusive' | 'pending';
+
+/** No feedback: the analysis's score, unscaled. */
+const NO_FEEDBACK: PriorityFeedback = {
+  outcome: (verdict) => verdict,
+  factor: () => 1,
+  score: (base) => base,
+};
+
+/**
+ * The latest deployment of each kind (context, compared failing type) among the proposals matching
+ * `$1` (a product id, or a user id with `$2` an optional product id), as SQL. Deployments are few (a
+ * monthly plan limit), so this is small whatever the number of proposals.
+ */
+const lastChangeOfKind = (scope: 'product' | 'user') => `
+  SELECT DISTINCT ON (q.context_id, d.signal_type)
+         q.context_id, d.signal_type, d.id AS deployment_id, d.proposal_id, d.deployed_at, d.version,
+         d.verdict::text AS verdict, d.regression_detected_at IS NOT NULL AS regression_detected
+    FROM deployments d JOIN proposals q ON q.id = d.proposal_id
+   WHERE ${
+     scope === 'product'
+       ? 'q.product_id = $1::uuid'
+       : 'q.product_id IN (SELECT id FROM products WHERE user_id = $1::uuid) AND ($2::uuid IS NULL OR q.product_id = $2::uuid)'
+   }
+   ORDER BY q.context_id, d.signal_type, d.deployed_at DESC, d.created_at DESC`;
+
+/** A proposal's kind: its most frequent failing type (null when it has none). */
+const KIND_TYPE = `(p.evidence #>> '{top_failing_types,0,type}')`;
+
 /** Outcome of {@link ProposalRepository.changeStatus}. */
 export type StatusChangeOutcome = { updated: Proposal } | { notFound: true } | { conflict: ProposalStatus };
 
@@ -40,6 +97,7 @@ type Row = ProposalFields & {
     verdict: DeploymentSummary['verdict'];
   }[];
   regressionOf?: { id: string; proposalId: string } | null;
+  regressionOfId?: string | null;
 };
 
 /** What a listed proposal carries beside its row: its latest deployment and the deployment it cites. */
@@ -52,14 +110,21 @@ const LINKS = {
   regressionOf: { select: { id: true, proposalId: true } },
 } satisfies Prisma.ProposalInclude;
 
-/** A stored proposal as the wire shape (README, "Endpoints"). */
-export function toWire(p: Row): Proposal {
+/**
+ * A stored proposal as the wire shape (README, "Endpoints"), its score scaled by the priority feedback
+ * (README, "Priority feedback").
+ * @param last the latest deployment of its kind; null: none; undefined: not looked up (score unscaled)
+ */
+export function toWire(p: Row, last?: LastChange | null, feedback: PriorityFeedback = NO_FEEDBACK): Proposal {
+  const outcome = last ? feedback.outcome(last.verdict, last.regressionDetected) : null;
+  const isRevert = (p.regressionOfId ?? p.regressionOf?.id ?? null) !== null;
   return {
     id: p.id,
     product_id: p.productId,
     context_id: p.contextId,
     status: p.status,
-    priority_score: p.priorityScore,
+    priority_score: last === undefined ? p.priorityScore : feedback.score(p.priorityScore, outcome, isRevert),
+    base_priority_score: p.priorityScore,
     diagnosis: p.diagnosis,
     current_state: p.currentState,
     proposed_change: p.proposedChange,
@@ -80,13 +145,75 @@ export function toWire(p: Row): Proposal {
     ...(p.regressionOf
       ? { regression_of: { deployment_id: p.regressionOf.id, proposal_id: p.regressionOf.proposalId } }
       : {}),
+    ...(last !== undefined
+      ? {
+          last_change_of_kind: last && {
+            deployment_id: last.deploymentId,
+            proposal_id: last.proposalId,
+            deployed_at: last.deployedAt.toISOString(),
+            version: last.version,
+            verdict: last.verdict,
+            regression_detected: last.regressionDetected,
+            outcome: outcome ?? last.verdict,
+          },
+        }
+      : {}),
   };
+}
+
+type LastChangeRow = {
+  context_id: string;
+  signal_type: string | null;
+  deployment_id: string;
+  proposal_id: string;
+  deployed_at: Date;
+  version: string | null;
+  verdict: LastChange['verdict'];
+  regression_detected: boolean;
+};
+
+const toLastChange = (r: LastChangeRow): LastChange => ({
+  deploymentId: r.deployment_id,
+  proposalId: r.proposal_id,
+  deployedAt: r.deployed_at,
+  version: r.version,
+  verdict: r.verdict,
+  regressionDetected: r.regression_detected,
+});
+
+/** The kind of a stored proposal: its context and most frequent failing type. */
+function kindOf(p: { contextId: string; evidence?: unknown }): string {
+  const evidence = p.evidence as { top_failing_types?: { type?: unknown }[] } | null | undefined;
+  const type = evidence?.top_failing_types?.[0]?.type;
+  return `${p.contextId}\u0000${typeof type === 'string' ? type : ''}`;
 }
 
 /** Proposals and the monthly proposal counters. */
 export class ProposalRepository {
-  /** @param db the Prisma client */
-  constructor(private readonly db: Db) {}
+  /**
+   * @param db the Prisma client
+   * @param feedback the priority feedback (README, "Priority feedback"); default none
+   */
+  constructor(
+    private readonly db: Db,
+    private readonly feedback: PriorityFeedback = NO_FEEDBACK,
+  ) {}
+
+  /** The latest change of each kind among `rows`' products, keyed as {@link kindOf}. */
+  private async lastChanges(productIds: readonly string[]): Promise<Map<string, LastChange>> {
+    const out = new Map<string, LastChange>();
+    for (const productId of new Set(productIds)) {
+      const rows = await this.db.$queryRawUnsafe<LastChangeRow[]>(lastChangeOfKind('product'), productId);
+      for (const r of rows) out.set(`${r.context_id}\u0000${r.signal_type ?? ''}`, toLastChange(r));
+    }
+    return out;
+  }
+
+  /** Rows as the wire shape with the priority feedback applied. */
+  private async withFeedback(rows: (Row & { evidence: unknown; productId: string })[]): Promise<Proposal[]> {
+    const last = await this.lastChanges(rows.map((r) => r.productId));
+    return rows.map((r) => toWire(r, last.get(kindOf(r)) ?? null, this.feedback));
+  }
 
   /**
    * Proposals visible to a product key or a user, highest priority first, then newest.
@@ -96,19 +223,32 @@ export class ProposalRepository {
     scope: { productId: string } | { userId: string; productId?: string },
     filter: { status?: ProposalStatus; limit: number },
   ): Promise<Proposal[]> {
-    const where: Prisma.ProposalWhereInput = {
-      ...('userId' in scope
-        ? { product: { userId: scope.userId }, ...(scope.productId ? { productId: scope.productId } : {}) }
-        : { productId: scope.productId }),
-      ...(filter.status ? { status: filter.status } : {}),
-    };
-    const rows = await this.db.proposal.findMany({
-      where,
-      orderBy: [{ priorityScore: 'desc' }, { createdAt: 'desc' }],
-      take: filter.limit,
-      include: LINKS,
-    });
-    return rows.map(toWire);
+    // Ordered by the scaled score (README, "Priority feedback"): the outcome here is the one of
+    // PriorityFeedback.outcome (a detected regression counts unless the verdict is improved).
+    const byUser = 'userId' in scope;
+    const ordered = await this.db.$queryRawUnsafe<{ id: string }[]>(
+      `WITH kinds AS (${lastChangeOfKind(byUser ? 'user' : 'product')})
+       SELECT p.id FROM proposals p
+         LEFT JOIN kinds k ON k.context_id = p.context_id AND k.signal_type IS NOT DISTINCT FROM ${KIND_TYPE}
+        WHERE ${byUser ? 'p.product_id IN (SELECT id FROM products WHERE user_id = $1::uuid) AND ($2::uuid IS NULL OR p.product_id = $2::uuid)' : 'p.product_id = $1::uuid AND $2::uuid IS NULL'}
+          AND ($3::text IS NULL OR p.status::text = $3::text)
+        ORDER BY LEAST(100, p.priority_score * CASE
+                   WHEN p.regression_of_id IS NOT NULL OR k.verdict IS NULL THEN 1
+                   WHEN k.verdict = 'improved' THEN $4::float8
+                   WHEN k.verdict = 'regressed' OR k.regression_detected THEN $5::float8
+                   ELSE 1 END) DESC, p.created_at DESC, p.id
+        LIMIT $6`,
+      byUser ? scope.userId : scope.productId,
+      byUser ? (scope.productId ?? null) : null,
+      filter.status ?? null,
+      this.feedback.factor('improved'),
+      this.feedback.factor('regressed'),
+      filter.limit,
+    );
+    const ids = ordered.map((r) => r.id);
+    const rows = await this.db.proposal.findMany({ where: { id: { in: ids } }, include: LINKS });
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return this.withFeedback(ids.flatMap((id) => byId.get(id) ?? []));
   }
 
   /**
@@ -132,7 +272,7 @@ export class ProposalRepository {
     });
     const current = await this.db.proposal.findFirst({ where: { id, ...owned }, include: LINKS });
     if (!current) return { notFound: true };
-    if (r.count === 1) return { updated: toWire(current) };
+    if (r.count === 1) return { updated: (await this.withFeedback([current]))[0]! };
     return { conflict: current.status };
   }
 
@@ -166,8 +306,13 @@ export class ProposalRepository {
           RETURNING u.proposals`;
         if (counted.length === 0) throw new QuotaReached();
         const created = await tx.proposal.findUniqueOrThrow({ where: { id: row.id }, include: LINKS });
-        return { created: toWire(created) };
+        return { created };
       })
+      .then(async (outcome): Promise<ProposalInsertOutcome> =>
+        outcome.created
+          ? { created: (await this.withFeedback([outcome.created]))[0]! }
+          : { skipped: 'duplicate' },
+      )
       .catch((err: unknown) => {
         if (err instanceof QuotaReached) return { skipped: 'quota' as const };
         throw err;
