@@ -28,6 +28,12 @@ export const ERROR_CODES = {
   payment_required: 402,
   /** The payment proof was already used on an asynchronous endpoint: it paid for a job already. */
   payment_conflict: 409,
+  /**
+   * The x402 `payment-identifier` id was already used by this payer for another request (another
+   * endpoint, network, query or body): a new request needs a new identifier (docs/payments.md,
+   * "Retrying safely: payment identifiers").
+   */
+  payment_identifier_conflict: 409,
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,

@@ -15,7 +15,8 @@ import { networkOfCaip2, PaymentPayloadV2, type PaymentRequirementsV2 } from './
  * - `signature`: push mode (x402 v1): the payer sent the transfer; `txSignature` is base58;
  * - `transaction`: the official exact SVM scheme (v1 or v2 envelope): a partially signed transaction
  *   (base64 wire format) the server co-signs as fee payer and sends; `accepted` is the offer a v2
- *   client says it accepted.
+ *   client says it accepted, `extensions` the v2 payload's extensions (docs/payments.md, "Retrying
+ *   safely: payment identifiers").
  */
 export type PaymentProof =
   | { kind: 'signature'; x402Version: 1; network: X402Network; txSignature: string }
@@ -25,6 +26,8 @@ export type PaymentProof =
       network: X402Network;
       transaction: string;
       accepted?: PaymentRequirementsV2;
+      /** A v2 payload's `extensions` as sent (e.g. `payment-identifier`), unvalidated. */
+      extensions?: Record<string, unknown>;
     };
 
 /** Longest accepted header value, in characters (a v2 payload with its transaction is about 2,000). */
@@ -85,7 +88,7 @@ export function parsePaymentProof(
   if (version === 2) {
     const parsed = V2Payload.safeParse(raw);
     if (!parsed.success) throw schemaMismatch(parsed.error.issues, header);
-    const { accepted } = parsed.data;
+    const { accepted, extensions } = parsed.data;
     if (accepted.scheme !== 'exact')
       throw invalidPaymentHeader(
         `accepted.scheme "${accepted.scheme.slice(0, 40)}" is not offered (exact is)`,
@@ -107,6 +110,7 @@ export function parsePaymentProof(
       network,
       transaction: parsed.data.payload.transaction,
       accepted,
+      ...(extensions ? { extensions } : {}),
     };
   } else if (
     version === 1 &&

@@ -18,6 +18,7 @@ import {
   type PaymentProof,
   type SettleResponseV2,
 } from '@repo/x402-core';
+import type { IdentifierBinding, PaymentIdentifiers } from '@repo/x402-ledger';
 import { SettlementRefusedError, type SettlementKey } from '@repo/x402-solana';
 import { captureAnswer } from './capture';
 import { emitPaymentEvent } from './events';
@@ -28,7 +29,13 @@ import type {
   RequirePaymentOptions,
   SettlementLimit,
 } from './gateway';
-import { processPayment } from './process';
+import { paymentIdentifierOf } from './identifier';
+import {
+  IdentifierMovedError,
+  processPayment,
+  type ProcessPaymentInput,
+  type ProcessPaymentResult,
+} from './process';
 import { sendPaymentRequired } from './request';
 import {
   canonicalTextOf,
@@ -133,10 +140,13 @@ export async function acceptPayment(
     let signature: string;
     let payer: string | undefined;
     let source: string | undefined;
+    let identifier: string | undefined;
     try {
       proof = parsePaymentProof(header, network, v2Header === undefined ? 'X-PAYMENT' : 'PAYMENT-SIGNATURE');
       if (proof.kind === 'signature') signature = proof.txSignature;
       else {
+        // Checked before anything is claimed: a malformed identifier is the payer's mistake (400).
+        if (offer && options.identifiers) identifier = paymentIdentifierOf(proof.extensions);
         ({ signature, payer, source } = await signatureToClaim(proof, offer));
         official = { transaction: signature, payer, network };
       }
@@ -149,8 +159,9 @@ export async function acceptPayment(
         endpoint,
       });
       // A malformed payment header is a 402 with the Error402 body (docs/payments.md, "Paying with our client"),
-      // `details.reason` the specification's code the parser named (`invalid_payload`, ...).
-      if (malformed)
+      // `details.reason` the specification's code the parser named (`invalid_payload`, ...); a
+      // malformed payment identifier stays the 400 it was raised as.
+      if (malformed && !isIdentifierRefusal(error))
         throw new AppError('payment_required', error.message, {
           details: {
             reason: 'invalid_payload',
@@ -192,7 +203,7 @@ export async function acceptPayment(
         }
       : undefined;
     const verificationGuard = options.verificationGuard;
-    const result = await processPayment({
+    const paid: ProcessPaymentInput = {
       ledger: options.ledger,
       verifier,
       signature,
@@ -216,7 +227,13 @@ export async function acceptPayment(
       requestHash: requestHash(request.canonical ?? canonicalTextOf(req, request.url)),
       ...(options.onPaymentEvent ? { onPaymentEvent: options.onPaymentEvent } : {}),
       ...(options.deferVerifiedMark ? { deferVerifiedMark: true } : {}),
-    });
+    };
+    const result =
+      identifier !== undefined && payer !== undefined && options.identifiers && official
+        ? await processIdentified(paid, options.identifiers, { identifier, payer }, (transaction) => {
+            official = { ...official!, transaction };
+          })
+        : await processPayment(paid);
     if (result.outcome === 'replay') {
       sendStoredResponse(res, result.response, network, options.onAnswerStored);
       return undefined;
@@ -285,4 +302,86 @@ async function signatureToClaim(
     if (error instanceof SettlementRefusedError) return refuse(error.reason, error.message);
     throw error;
   }
+}
+
+/** How many times a request reads a payment identifier that moved under it before answering 503. */
+const IDENTIFIER_ROUNDS = 4;
+
+/** Whether `error` is the refusal of a malformed `payment-identifier` ({@link paymentIdentifierOf}). */
+function isIdentifierRefusal(error: AppError): boolean {
+  const details = error.details as { reason?: unknown } | null | undefined;
+  return details?.reason === 'invalid_payment_identifier';
+}
+
+/**
+ * {@link processPayment} for an official-scheme payment carrying a `payment-identifier` (docs/payments.md,
+ * "Retrying safely: payment identifiers"): the identifier is bound (or read) before any network call;
+ * when it names this payment, this payment is processed, settled only if the identifier still names
+ * it once its claim is held; when it names an earlier payment of the same request, that payment
+ * answers (its stored answer, its verified claim, or a bounded wait while it settles) and this
+ * request's transaction is never sent, unless the earlier payment did not land on chain, in which
+ * case the identifier moves to this one. `following` is told the signature the request answers with.
+ *
+ * @throws AppError `payment_identifier_conflict` (409) when the identifier was used for another
+ *   request; `service_unavailable` (503, `Retry-After: 1`) when it kept moving; whatever
+ *   {@link processPayment} throws
+ */
+async function processIdentified(
+  paid: ProcessPaymentInput,
+  identifiers: PaymentIdentifiers,
+  who: { identifier: string; payer: string },
+  following: (signature: string) => void,
+): Promise<ProcessPaymentResult> {
+  const own = paid.signature;
+  const binding: IdentifierBinding = {
+    payer: who.payer,
+    identifier: who.identifier,
+    signature: own,
+    network: paid.network,
+    endpoint: paid.endpoint,
+    requestHash: paid.requestHash ?? '',
+  };
+  for (let round = 0; round < IDENTIFIER_ROUNDS; round++) {
+    const bound = await identifiers.bind(binding);
+    if (bound.outcome === 'conflict') {
+      emitPaymentEvent(paid.onPaymentEvent, {
+        type: 'rejected',
+        reason: 'payment_identifier_conflict',
+        network: paid.network,
+        endpoint: paid.endpoint,
+      });
+      throw new AppError(
+        'payment_identifier_conflict',
+        'This payment identifier was already used for another request; a new request needs a new identifier',
+      );
+    }
+    following(bound.signature);
+    try {
+      if (bound.signature === own)
+        return await processPayment({
+          ...paid,
+          identifier: {
+            stillBound: async () => (await identifiers.boundTo(who.payer, who.identifier)) === own,
+          },
+        });
+      // The earlier payment answers: this request's transaction is not sent, and it is looked up on
+      // chain as it is (its memo binds it to the request; no reference to check).
+      const earlier: ProcessPaymentInput = {
+        ...paid,
+        signature: bound.signature,
+        identifier: { rebind: () => identifiers.rebind(binding, bound.signature) },
+      };
+      delete earlier.settle;
+      delete earlier.reference;
+      delete earlier.requireReference;
+      return await processPayment(earlier);
+    } catch (error) {
+      if (!(error instanceof IdentifierMovedError)) throw error;
+    }
+  }
+  throw new AppError(
+    'service_unavailable',
+    'This payment identifier is being used by concurrent requests; retry shortly',
+    { headers: { 'Retry-After': '1' } },
+  );
 }

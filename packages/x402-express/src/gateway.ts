@@ -1,7 +1,13 @@
 import type { ServerResponse } from 'node:http';
 import type { PaymentRequirements, X402Network } from '@repo/schemas';
 import type { PaymentVerifier, ResourceDiscovery, VerifiedPayment } from '@repo/x402-core';
-import type { AttemptCounter, PaymentClaim, PaymentKind, PaymentLedger } from '@repo/x402-ledger';
+import type {
+  AttemptCounter,
+  PaymentClaim,
+  PaymentIdentifiers,
+  PaymentKind,
+  PaymentLedger,
+} from '@repo/x402-ledger';
 import type { ExactSvmSettler } from '@repo/x402-solana';
 import type { PaymentEventListener } from './events';
 
@@ -9,6 +15,14 @@ import type { PaymentEventListener } from './events';
 export interface PaymentGateway {
   /** The payment ledger (usually a {@link PrismaPaymentLedger} over the service's Prisma client). */
   ledger: PaymentLedger;
+  /**
+   * The x402 `payment-identifier` store, in the ledger's database (`PrismaPaymentIdentifiers`):
+   * `PAYMENT-REQUIRED` then declares the extension, and an official-scheme payment carrying an
+   * identifier is settled at most once per payer and identifier, every retry of the same request
+   * getting its answer (docs/payments.md, "Retrying safely: payment identifiers"). Absent: the
+   * extension is neither declared nor read.
+   */
+  identifiers?: PaymentIdentifiers;
   /** The verifier of each offered network; its `asset` and `payTo` are advertised in the 402. */
   verifiers: Partial<Record<X402Network, PaymentVerifier>>;
   /**

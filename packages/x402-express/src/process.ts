@@ -20,6 +20,20 @@ import { emitPaymentEvent, type PaymentEventListener } from './events';
 /** Seconds a client is told to wait (`Retry-After`) when the RPC or a concurrent holder is in the way. */
 export const RETRY_AFTER_SECONDS = 5;
 
+/**
+ * Thrown by {@link processPayment} when the payment identifier it works under no longer names the
+ * payment it claimed (`ProcessPaymentInput.identifier`): the claim was let go and nothing was sent;
+ * the caller reads the identifier again and starts over. `rebound`: this request moved it to its own
+ * payment.
+ */
+export class IdentifierMovedError extends Error {
+  /** @param rebound whether the identifier now names the caller's own payment */
+  constructor(readonly rebound: boolean) {
+    super('the payment identifier names another payment now');
+    this.name = 'IdentifierMovedError';
+  }
+}
+
 /** Input of {@link processPayment}. */
 export interface ProcessPaymentInput {
   /** The payment ledger. */
@@ -70,6 +84,20 @@ export interface ProcessPaymentInput {
     verified(): Promise<void>;
     counter?: AttemptCounter;
   };
+  /**
+   * The x402 `payment-identifier` this payment is processed under (docs/payments.md, "Retrying safely:
+   * payment identifiers"); the rule is that a payment is settled only by the holder of its claim that
+   * read, after taking the claim, that the identifier names it, and that the identifier is moved only
+   * by the holder of the claim of the payment it names:
+   * - `stillBound` (with `settle`: the identifier names this payment): asked once the claim is held
+   *   and before anything is settled; `false` → the claim is let go and {@link IdentifierMovedError}
+   *   thrown;
+   * - `rebind` (without `settle`: `signature` is the payment an earlier request made under the
+   *   identifier): when that payment does not verify on chain (one look), asked with its claim still
+   *   held to move the identifier to this request's own payment; then the claim is let go and
+   *   {@link IdentifierMovedError} thrown.
+   */
+  identifier?: { stillBound?: () => Promise<boolean>; rebind?: () => Promise<boolean> };
   /** Optional metrics hook. */
   onPaymentEvent?: PaymentEventListener;
   /**
@@ -117,6 +145,8 @@ export type ProcessPaymentResult =
  *   holds the signature after the ledger's wait timeout, or an unverified claim for another endpoint
  *   holds it (`Retry-After: 1`);
  * - `rate_limited` (429, `Retry-After`) when `guard` refuses the verification.
+ * @throws IdentifierMovedError when `identifier` says the payment identifier names another payment
+ *   (nothing was sent; the claim was let go)
  */
 export async function processPayment(input: ProcessPaymentInput): Promise<ProcessPaymentResult> {
   const { ledger, verifier, signature, network, amountAtomic, endpoint, kind, onPaymentEvent } = input;
@@ -179,6 +209,19 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
 
   const { claim } = claimed;
   if (claim.verified) return { outcome: 'accepted', payment: claim.verified, claim };
+  // A claim that binds nothing yet leaves no trace; one taken over keeps its first sighting.
+  const letGo = () => (claim.takenOver ? ledger.release(claim) : ledger.forget(claim));
+  const stillBound = input.settle ? input.identifier?.stillBound : undefined;
+  if (stillBound) {
+    const bound = await stillBound().catch(async (error: unknown) => {
+      await letGo();
+      throw error;
+    });
+    if (!bound) {
+      await letGo();
+      throw new IdentifierMovedError(false);
+    }
+  }
 
   // Counted by the claim statement when the ledger could (one round trip fewer), else asked now.
   const counted = claim.attempt;
@@ -193,7 +236,7 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
         });
     if (!decision.allowed) {
       // A sighting that came before stays; a claim made just now leaves no trace.
-      await (claim.takenOver ? ledger.release(claim) : ledger.forget(claim));
+      await letGo();
       return reject(
         'rate_limited',
         new AppError(
@@ -233,6 +276,18 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
           : { reference: input.reference, requireReference: input.requireReference ?? false }),
       }));
   } catch (error) {
+    // An earlier payment under the identifier did not land: the identifier moves to this request's
+    // own payment while the claim on that one is still held.
+    const rebind = input.settle ? undefined : input.identifier?.rebind;
+    if (rebind && isPaymentVerificationError(error) && error.reason !== 'rpc_unavailable') {
+      let rebound: boolean;
+      try {
+        rebound = await rebind();
+      } finally {
+        await (error.reason === 'not_found' ? ledger.forget(claim) : ledger.release(claim));
+      }
+      throw new IdentifierMovedError(rebound);
+    }
     // A refusal on chain keeps the first sighting for a retry; a transaction not on chain, or a
     // settlement stopped before anything was sent (a rate limit), leaves nothing to remember.
     const seen = isPaymentVerificationError(error) && error.reason !== 'not_found';

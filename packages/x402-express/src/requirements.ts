@@ -19,6 +19,7 @@ import {
 import type { ExactSvmSettler } from '@repo/x402-solana';
 import { bazaarExtensions } from './discovery';
 import type { PaidRoute, PaymentGateway } from './gateway';
+import { PAYMENT_IDENTIFIER_EXTENSIONS } from './identifier';
 import {
   compileJsonTemplate,
   networkOfQuery,
@@ -43,7 +44,10 @@ export interface OfferV2 {
   requirements: PaymentRequirementsV2;
   /** What is paid for (`resource` of the `PAYMENT-REQUIRED` header). */
   resource: { url: string; description: string; mimeType: string };
-  /** `extensions` of the `PAYMENT-REQUIRED` header (the `bazaar` discovery extension, or none). */
+  /**
+   * `extensions` of the `PAYMENT-REQUIRED` header: the `bazaar` discovery extension, if any, and
+   * `payment-identifier` when the gateway keeps identifiers.
+   */
   extensions: Record<string, unknown>;
   /**
    * This request's Solana Pay reference, advertised in the offer's `extra.reference` and as its
@@ -120,7 +124,7 @@ export function requirementsForRequest(
     settler,
     requirements: official!.v2,
     resource: { url: resource, description: template.description, mimeType: template.mimeType },
-    extensions: extensionsOf(route),
+    extensions: extensionsOf(route, gateway.identifiers !== undefined),
     ...(reference === undefined ? {} : { reference }),
   };
   const body = bodyTemplateOf(template, official, reference !== undefined);
@@ -240,15 +244,20 @@ export function canonicalTextOf(req: Request, url: URL): string {
 }
 
 const offers = new WeakMap<ExactSvmSettler, WeakMap<PaidRoute, PaymentRequirementsV2>>();
-// Keyed by the discovery object, which routes declare once (options objects may be per request).
+// Keyed by the discovery object, which routes declare once (options objects may be per request);
+// without and with the payment-identifier declaration.
 const discoveryExtensions = new WeakMap<ResourceDiscovery, Record<string, unknown>>();
+const identifiedExtensions = new WeakMap<ResourceDiscovery, Record<string, unknown>>();
 
-function extensionsOf(route: PaidRoute): Record<string, unknown> {
-  if (!route.discovery) return {};
-  let extensions = discoveryExtensions.get(route.discovery);
+function extensionsOf(route: PaidRoute, identified: boolean): Record<string, unknown> {
+  if (!route.discovery) return identified ? PAYMENT_IDENTIFIER_EXTENSIONS : {};
+  const cache = identified ? identifiedExtensions : discoveryExtensions;
+  let extensions = cache.get(route.discovery);
   if (!extensions) {
-    extensions = bazaarExtensions(route.discovery);
-    discoveryExtensions.set(route.discovery, extensions);
+    extensions = identified
+      ? { ...bazaarExtensions(route.discovery), ...PAYMENT_IDENTIFIER_EXTENSIONS }
+      : bazaarExtensions(route.discovery);
+    cache.set(route.discovery, extensions);
   }
   return extensions;
 }

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { errorHandler, requestIdOf } from '@repo/errors';
 import { toJsonSchema } from '@repo/schemas';
 import { encodeBase64Json, paymentRequiredBody, type ResourceDiscovery } from '@repo/x402-core';
-import { PrismaPaymentLedger } from '@repo/x402-ledger';
+import { PrismaPaymentIdentifiers, PrismaPaymentLedger } from '@repo/x402-ledger';
 import { PgSqlClient } from '@repo/x402-ledger/testing';
 import { ExactSvmSettler, SolanaPaymentVerifier } from '@repo/x402-solana';
 import { requirePayment, requirementsForRequest, type PaymentGateway, type PaidRoute } from '../src/index';
@@ -59,6 +59,8 @@ function buildApp(plainJson: boolean): Express {
     verifiers: { solana: verifier('solana'), 'solana-devnet': verifier('solana-devnet') },
     settlers: { solana: settler('solana'), 'solana-devnet': settler('solana-devnet') },
     references: { secret: 'a reference secret of at least thirty-two bytes' },
+    // PAYMENT-REQUIRED then declares payment-identifier beside bazaar (or alone, on /plain).
+    identifiers: new PrismaPaymentIdentifiers(db),
   };
   const pushOnly: PaymentGateway = { ledger, verifiers: { solana: verifier('solana') } };
   const app = express();

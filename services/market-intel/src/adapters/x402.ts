@@ -10,7 +10,12 @@ import {
   type VerificationAttempt,
   type VerificationGuard,
 } from '@repo/x402-express';
-import { PoolSqlClient, PrismaPaymentLedger, VerificationAttemptLimit } from '@repo/x402-ledger';
+import {
+  PoolSqlClient,
+  PrismaPaymentIdentifiers,
+  PrismaPaymentLedger,
+  VerificationAttemptLimit,
+} from '@repo/x402-ledger';
 import {
   associatedTokenAccountOf,
   ExactSvmSettler,
@@ -232,7 +237,8 @@ export function createVerificationGuard(config: PaymentConfig, pool: Pool): Veri
  * Builds the x402 payment gateway from the configuration: one verifier per configured network
  * (`solana` always, `solana-devnet` when enabled and its mint and merchant account are set) with its not-found
  * cache and RPC circuit breaker, the official-scheme settlers ({@link createSettlers}), the
- * Postgres payment ledger (table `x402_payments`), the request-bound references when
+ * Postgres payment ledger (table `x402_payments`), with a settler the payment identifiers (table
+ * `x402_payment_identifiers`, docs/payments.md, "Retrying safely: payment identifiers"), the request-bound references when
  * `X402_REFERENCE_SECRET` is set, and the verification and settlement rate limits (stored through the
  * rate-limit pool); `close()` releases the RPC connection pools (the verifiers' and the settlers'). Its `onAnswerStored` hands every
  * stored paid answer to the hot path named with `answersTo(hotPath)` (`@repo/x402-express`'s README,
@@ -281,8 +287,12 @@ export function createPaymentGateway(
   const settlers = createSettlers(config);
   // The hot path is built after the routes that take payments: they tell it through this relay.
   let answers: Pick<HotPath, 'onAnswerStored'> | undefined;
+  const sql = new PoolSqlClient(pools.main);
   return {
-    ledger: new PrismaPaymentLedger(new PoolSqlClient(pools.main)),
+    ledger: new PrismaPaymentLedger(sql),
+    // The official scheme's retries carry new transactions: the payment-identifier extension ties
+    // them to the first (docs/payments.md, "Retrying safely: payment identifiers").
+    ...(Object.keys(settlers).length > 0 ? { identifiers: new PrismaPaymentIdentifiers(sql) } : {}),
     verifiers,
     settlers,
     verificationGuard: createVerificationGuard(config, pools.rateLimit),
