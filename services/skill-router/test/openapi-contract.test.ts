@@ -51,6 +51,7 @@ describe('The OpenAPI document and the mounted routes', () => {
       '/api/discover/route',
       '/api/discover/skills',
       '/api/discover/skills/{id}',
+      '/api/discover/skills/{id}/versions',
       '/api/health',
     ]);
   });

@@ -55,6 +55,9 @@ describe('The OpenAPI examples', () => {
       out['routeTask 200'] = (await h.call('POST', '/api/discover/route', route, { 'x-api-key': key })).body;
       out['listSkills 200'] = (await h.call('GET', '/api/discover/skills?category=translation&limit=2')).body;
       out['getSkill 200'] = (await h.call('GET', `/api/discover/skills/${skill.skill_id}`)).body;
+      out['listSkillVersions 200'] = (
+        await h.call('GET', `/api/discover/skills/${skill.skill_id}/versions?limit=2`)
+      ).body;
       const report = {
         skill_id: skill.skill_id,
         caller: 'research-agent',
