@@ -100,13 +100,26 @@ describe('The OpenAPI examples', () => {
           .expect(200)
       ).body;
 
-      // The change shipped two days ago: the day before and the day after it, written into the table
-      // (the API stamps signals with the current time), give the verification real figures.
+      // The change shipped two days ago. Its day after, the same weekday a week earlier (before) and two
+      // weeks earlier (the placebo's before), in the checkout context and in a search context that
+      // serves as its control, are written into the table (the API accepts timestamps at most 7 days old).
+      const search = (
+        await agent
+          .post('/api/context')
+          .set('x-csrf-token', csrf)
+          .send({ ...contextRequest, name: 'Search', content: 'Product search and filters' })
+          .expect(201)
+      ).body as { id: string };
       const day = 24 * 3_600_000;
+      const week = 7 * day;
       const deployedAt = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 2 * day);
-      for (const [from, total, failing] of [
-        [deployedAt.getTime() - day, 240, 62],
-        [deployedAt.getTime(), 226, 21],
+      for (const [contextId, from, total, failing] of [
+        [context.id, deployedAt.getTime() - 2 * week, 236, 60],
+        [context.id, deployedAt.getTime() - week, 240, 62],
+        [context.id, deployedAt.getTime(), 226, 21],
+        [search.id, deployedAt.getTime() - 2 * week, 180, 18],
+        [search.id, deployedAt.getTime() - week, 190, 20],
+        [search.id, deployedAt.getTime(), 185, 19],
       ] as const) {
         await h.db.$executeRawUnsafe(
           `INSERT INTO signals (product_id, context_id, type, sentiment, created_at)
@@ -115,7 +128,7 @@ describe('The OpenAPI examples', () => {
                   $5::timestamptz + (g - 1) * interval '1 day' / $3::int
              FROM generate_series(1, $3::int) AS g`,
           product.id,
-          context.id,
+          contextId,
           total,
           failing,
           new Date(from),
@@ -125,6 +138,7 @@ describe('The OpenAPI examples', () => {
         deployed_at: deployedAt.toISOString(),
         version: 'v2.4.0',
         note: 'Offer another payment method after a card decline',
+        control_contexts: [search.id],
       };
       out['recordDeployment request'] = deployment;
       out['recordDeployment 201'] = (
