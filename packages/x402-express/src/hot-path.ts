@@ -1,10 +1,45 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeaders, RequestListener, ServerResponse } from 'node:http';
+import { parse as parseQueryString, type ParsedUrlQuery } from 'node:querystring';
+import { errorEnvelope, isAppError } from '@repo/errors';
 import type { X402Network } from '@repo/schemas';
-import { PAYMENT_HEADER, PAYMENT_SIGNATURE_HEADER } from '@repo/x402-core';
+import {
+  canonicalRequestText,
+  PAYMENT_HEADER,
+  PAYMENT_REQUIRED_HEADER,
+  PAYMENT_SIGNATURE_HEADER,
+  requestReference,
+  sha256Hex,
+  X402_VERSION_HEADER,
+} from '@repo/x402-core';
 import { emitPaymentEvent, type PaymentEventListener } from './events';
-import type { AnswerStoredListener } from './gateway';
-import { onChallengeSent } from './request';
+import type { AnswerStoredListener, PaymentGateway } from './gateway';
+import {
+  compileJsonTemplate,
+  networkOfQuery,
+  onChallengeSent,
+  type BodySlot,
+  type JsonTemplate,
+  type SentChallenge,
+} from './request';
+
+/**
+ * A paid synchronous `GET` route of {@link HotPathOptions.routes} whose 402 the hot path may answer for
+ * a URL it has not seen (docs/architecture.md, "Fast paths").
+ */
+export interface HotRoute {
+  /** Endpoint identity, as the middleware names it in events (`"GET /api/v1/scout/gaps"`). */
+  endpoint: string;
+  /**
+   * The route's own query validation, the one its full path runs before the payment middleware
+   * (market-intel: `parseInput` of `@repo/service-kit` with the route's declared query schema, as its
+   * `validate` middleware does): given the query as Express's `req.query` holds it
+   * (`querystring.parse` of the raw query string), it returns when the full path accepts the query
+   * and throws the AppError of the full path's 400 when it refuses it. Any other throw, or an
+   * AppError with another status or with headers, leaves the request to the full path.
+   */
+  validateQuery(query: ParsedUrlQuery): void;
+}
 
 /** Options of {@link createHotPath}. */
 export interface HotPathOptions {
@@ -14,7 +49,13 @@ export interface HotPathOptions {
    * A route that must check something before its 402 (a resource that may not exist) does not belong
    * here.
    */
-  routes: Readonly<Record<string, string>>;
+  routes: Readonly<Record<string, string | HotRoute>>;
+  /**
+   * The payment gateway's `references` (the very object its routes use): a 402 the hot path builds
+   * for a new URL carries that URL's request reference. A route whose 402s carry references the hot
+   * path cannot compute is never answered for a new URL.
+   */
+  references?: PaymentGateway['references'];
   /** Told of every answer from memory: `challenged` for a 402, `replayed` for a stored answer. */
   onPaymentEvent?: PaymentEventListener;
   /** With CORS configured, a request carrying `Origin` takes the full path (the CORS middleware answers it). */
@@ -39,8 +80,11 @@ export interface HotPath {
    * of its URL and payment header. Answers of other requests are ignored.
    */
   onAnswerStored: AnswerStoredListener;
-  /** Entries held: 402 challenges and stored paid answers. */
-  size(): { challenges: number; replays: number; replayBytes: number };
+  /**
+   * Entries held: 402 challenges of URLs, stored paid answers, and the routes' 402 templates learned
+   * (one per route, network, host and forwarded protocol).
+   */
+  size(): { challenges: number; replays: number; replayBytes: number; routes: number };
 }
 
 /**
@@ -79,6 +123,107 @@ const PER_REQUEST_HEADERS = new Set([
 ]);
 
 const REQUEST_ID_MAX = 200;
+
+/** The headers the payment middleware adds to a 402 (the rest, helmet's and the type, every answer has). */
+const X402_HEADERS = new Set([X402_VERSION_HEADER, PAYMENT_REQUIRED_HEADER]);
+
+/** Longest URL whose 402 is remembered whole: longer ones are built from the route's template each time. */
+const MAX_REMEMBERED_URL = 512;
+
+/** Most routes' templates (route, network, host, forwarded protocol) and hosts' header lists kept. */
+const MAX_ROUTE_TEMPLATES = 64;
+
+/**
+ * A query string as Express's query parser and `new URL` read it alike and the hot path may answer:
+ * printable ASCII without `#` (raw Unicode, spaces or a fragment take the full path).
+ */
+const PLAIN_QUERY = /^[\x21\x22\x24-\x7e]*$/;
+
+/** The body hash of a request without a body, as the request reference's canonical text has it. */
+const NO_BODY_SHA256 = sha256Hex(JSON.stringify(null));
+
+type HeaderSlot = 'error' | 'url' | 'reference';
+
+/**
+ * What every 402 of one route on one network, host and forwarded protocol shares, learned from the
+ * first one the full path sent: its headers (but `PAYMENT-REQUIRED`), its resource URL's origin, and
+ * the templates of its body and `PAYMENT-REQUIRED`.
+ */
+interface RouteChallenge {
+  headers: [string, string | string[]][];
+  /** `resource` is this followed by the request URL. */
+  base: string;
+  error: string;
+  body: JsonTemplate<BodySlot>;
+  paymentRequired: PaymentRequiredTemplate | undefined;
+  network: X402Network;
+}
+
+/** A `PAYMENT-REQUIRED` template learned from a header the full path sent, and its `error`. */
+interface PaymentRequiredTemplate {
+  template: JsonTemplate<HeaderSlot>;
+  error: string;
+}
+
+/** The URL's reference-bearing values of a sent `PAYMENT-REQUIRED`, decoded. */
+interface DecodedPaymentRequired {
+  error: string;
+  resource: Record<string, unknown>;
+  accepts: Record<string, unknown>[];
+}
+
+function decodePaymentRequired(header: string): DecodedPaymentRequired | undefined {
+  let decoded: unknown;
+  try {
+    decoded = JSON.parse(Buffer.from(header, 'base64').toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  const d = decoded as Partial<DecodedPaymentRequired> | null;
+  if (typeof d !== 'object' || d === null || typeof d.error !== 'string') return undefined;
+  if (typeof d.resource !== 'object' || d.resource === null || !Array.isArray(d.accepts)) return undefined;
+  if (!d.accepts.every((a) => typeof a === 'object' && a !== null)) return undefined;
+  return d as DecodedPaymentRequired;
+}
+
+/**
+ * The template of a route's `PAYMENT-REQUIRED`, learned from one the full path sent for the URL whose
+ * `resource` is `url` and reference `reference` (`''`: none): the error, `resource.url`, and each
+ * requirement's `extra` values equal to the reference (`reference`, `memo`) are its slots. `undefined`
+ * when the template does not give the sent header back byte for byte.
+ */
+function learnPaymentRequired(
+  header: string,
+  url: string,
+  reference: string,
+): PaymentRequiredTemplate | undefined {
+  const decoded = decodePaymentRequired(header);
+  if (!decoded || decoded.resource.url !== url) return undefined;
+  const withReference = (requirement: Record<string, unknown>, value: string): Record<string, unknown> => {
+    const extra = requirement.extra as Record<string, unknown> | undefined;
+    if (reference === '' || typeof extra !== 'object' || extra === null) return requirement;
+    const filled: Record<string, unknown> = {};
+    for (const [key, v] of Object.entries(extra)) filled[key] = v === reference ? value : v;
+    return { ...requirement, extra: filled };
+  };
+  const template = compileJsonTemplate(['error', 'url', 'reference'], (v) => ({
+    ...decoded,
+    error: v.error,
+    resource: { ...decoded.resource, url: v.url },
+    accepts: decoded.accepts.map((requirement) => withReference(requirement, v.reference)),
+  }));
+  if (!template || template.base64({ error: decoded.error, url, reference }) !== header) return undefined;
+  return { template, error: decoded.error };
+}
+
+/** Adds `value` under `key`, forgetting the oldest entry when `map` holds `max`. */
+function setBounded<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
+  if (!map.has(key) && map.size >= max) {
+    const oldest = map.keys().next();
+    if (!oldest.done) map.delete(oldest.value);
+  }
+  map.set(key, value);
+}
 
 function requestIdOf(req: IncomingMessage): string {
   const header = req.headers['x-request-id'];
@@ -123,39 +268,61 @@ function challengeOf(
 }
 
 /**
- * The hot paths of x402 answered from memory (docs/architecture.md, "How a paid request flows"): the
- * unpaid 402 challenge of a paid `GET` route and the replay of a used payment on the route it paid
- * for. Both answers are pure functions of the request once the full path has given them: a 402 of
- * its host, forwarded protocol and URL when the request has no body (the body and `PAYMENT-REQUIRED`
- * carry the URL and its request reference, nothing else of the request but its id), a stored paid
- * answer of its URL and payment header (one payment, one answer). So the first request of each takes the full path (validation,
- * security headers, access log, metrics, the ledger) and its answer is remembered as bytes (a 402 as
- * `sendPaymentRequired` sent it, which tells of the challenges it assembles from a route's template
- * when nothing wraps the response's writes: a 402 sent otherwise is not remembered; a paid
- * answer as the full path stored it in the ledger, told through the `onAnswerStored` option of
- * `requirePayment`, which is given {@link HotPath.onAnswerStored}); the next
- * ones are answered with those bytes, a fresh `x-request-id` (the caller's, as the access log would
- * have, or a new one), and a `challenged` or `replayed` payment event, without the middleware stack,
- * the router, the query validation, the reference HMAC or a database query. They are counted in the
- * payment events, not timed in the HTTP histogram, and not access-logged.
- * Memory is bounded: the oldest entries go first.
+ * The hot paths of x402 answered before Express (docs/architecture.md, "How a paid request flows (market-intel)"
+ * and "Fast paths"): the unpaid 402 challenge of a paid `GET` route and the replay of a used payment
+ * on the route it paid for.
+ *
+ * - **A 402 of a URL already answered** (the same host, forwarded protocol and URL, no body): its
+ *   bytes as the full path sent them (`sendPaymentRequired` tells of the 402s it assembles from a
+ *   route's template when nothing wraps the response's writes; a 402 sent otherwise is not
+ *   remembered), with a fresh `x-request-id` (the caller's, as the access log would have, or a new
+ *   one).
+ * - **A 402 of a URL not seen yet**, for a {@link HotRoute} (one with `validateQuery`): the query is
+ *   validated with the route's own validation; a query it refuses is the full path's 400 envelope,
+ *   one it accepts is the 402 built from what the first 402 of the route, network, host and
+ *   forwarded protocol taught (its headers, the origin of its `resource`, the templates of its body
+ *   and `PAYMENT-REQUIRED`, each checked to give that 402 back byte for byte) with this URL's
+ *   `resource` and request reference. Until that first 402 has been sent, or when the URL's query is
+ *   not plain printable ASCII, the full path answers.
+ * - **A replay**: the stored paid answer of its URL and payment header (one payment, one answer), as
+ *   the ledger stored it, told through the `onAnswerStored` option of `requirePayment`, which is
+ *   given {@link HotPath.onAnswerStored}.
+ *
+ * Anything else (another method or path, a payment header that was not answered before, a body, a
+ * CORS request when CORS is configured, a network the full path refuses) goes to the full path
+ * unchanged. Answers from here skip the middleware stack, the router, the access log and the HTTP
+ * histogram: 402s and replays are counted in the payment events (`challenged`, `replayed`), 400s
+ * not at all. Memory is bounded: at most `maxChallenges` URLs' 402s (URLs of up to 512 characters),
+ * `maxReplayBytes` of paid answers and 64 routes' templates, the oldest going first; a flood of new
+ * URLs costs a validation and a template fill each, and remembers no more than that.
  */
 export function createHotPath(options: HotPathOptions): HotPath {
-  const routes = new Map(Object.entries(options.routes));
+  const routes = new Map(
+    Object.entries(options.routes).map(
+      ([path, route]): [string, Partial<HotRoute> & { endpoint: string }] => [
+        path,
+        typeof route === 'string' ? { endpoint: route } : route,
+      ],
+    ),
+  );
+  const secret = options.references?.secret;
   const maxChallenges = options.maxChallenges ?? 500;
   const maxReplayBytes = options.maxReplayBytes ?? 4 * 1024 * 1024;
   const challenges = new Map<string, Challenge>();
   const replays = new Map<string, Replay>();
+  // Per route, network, host and forwarded protocol: what its 402s share.
+  const routeChallenges = new Map<string, RouteChallenge>();
+  // Per host and forwarded protocol: the headers every answer of the full path carries (helmet's,
+  // the content type), for the 400s of refused queries.
+  const originHeaders = new Map<string, [string, string | string[]][]>();
+  // Per route and network: the last PAYMENT-REQUIRED template learned, tried first for another host.
+  const paymentRequiredTemplates = new Map<string, PaymentRequiredTemplate>();
   // The paid requests passed on to the full path, until it tells of their stored answer.
   const awaitingAnswer = new WeakMap<ServerResponse, { key: string; endpoint: string }>();
   let replayBytes = 0;
 
   const remember402 = (key: string, entry: Challenge): void => {
-    if (challenges.size >= maxChallenges) {
-      const oldest = challenges.keys().next();
-      if (!oldest.done) challenges.delete(oldest.value);
-    }
-    challenges.set(key, entry);
+    setBounded(challenges, key, entry, maxChallenges);
   };
   const rememberReplay = (key: string, entry: Replay): void => {
     if (entry.bytes > maxReplayBytes || replays.has(key)) return;
@@ -166,6 +333,69 @@ export function createHotPath(options: HotPathOptions): HotPath {
       replays.delete(oldKey);
       replayBytes -= old.bytes;
     }
+  };
+
+  // The request reference of a body-less GET of `url`, as requirementsForRequest computes it.
+  const referenceOf = (url: URL): string =>
+    secret === undefined
+      ? ''
+      : requestReference(
+          secret,
+          canonicalRequestText({
+            method: 'GET',
+            path: url.pathname,
+            query: url.searchParams,
+            bodySha256: NO_BODY_SHA256,
+          }),
+        );
+
+  /**
+   * Learns what the 402s of the route share from one the full path sent for `url`, unless known: only
+   * when the URL's reference, the body and `PAYMENT-REQUIRED` are given back byte for byte.
+   */
+  const learnRoute = (sent: SentChallenge, path: string, url: string, origin: string): void => {
+    const network = sent.network;
+    if (sent.status !== 402 || (network !== 'solana' && network !== 'solana-devnet')) return;
+    const key = `${path}\n${network}\n${origin}`;
+    if (routeChallenges.has(key)) return;
+    const { template, values } = sent;
+    const id = sent.headers['x-request-id'];
+    if (typeof id !== 'string' || !values.url.endsWith(url)) return;
+    if (template.json({ requestId: id, error: sent.error, ...values }) !== sent.body) return;
+    if (referenceOf(new URL(url, 'http://localhost')) !== values.reference) return;
+    const header = sent.headers[PAYMENT_REQUIRED_HEADER];
+    let paymentRequired: PaymentRequiredTemplate | undefined;
+    if (header !== undefined) {
+      if (typeof header !== 'string') return;
+      const templateKey = `${path}\n${network}`;
+      const known = paymentRequiredTemplates.get(templateKey);
+      paymentRequired =
+        known && known.template.base64({ error: known.error, ...values }) === header
+          ? known
+          : learnPaymentRequired(header, values.url, values.reference);
+      if (!paymentRequired) return;
+      paymentRequiredTemplates.set(templateKey, paymentRequired);
+    }
+    const headers = replayableHeaders(sent.headers).filter(([name]) => name !== PAYMENT_REQUIRED_HEADER);
+    setBounded(
+      routeChallenges,
+      key,
+      {
+        headers,
+        base: values.url.slice(0, values.url.length - url.length),
+        error: sent.error,
+        body: template,
+        paymentRequired,
+        network,
+      },
+      MAX_ROUTE_TEMPLATES,
+    );
+    setBounded(
+      originHeaders,
+      origin,
+      headers.filter(([name]) => !X402_HEADERS.has(name)),
+      MAX_ROUTE_TEMPLATES,
+    );
   };
 
   const send = (
@@ -182,17 +412,75 @@ export function createHotPath(options: HotPathOptions): HotPath {
     res.end(body);
   };
 
+  /**
+   * Answers the unpaid `GET` of a URL not remembered from the route's template, or its 400; `false`
+   * when the full path must answer it.
+   */
+  const answerNewUrl = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: HotRoute,
+    path: string,
+    url: string,
+    query: number,
+    origin: string,
+    urlKey: string,
+  ): boolean => {
+    const raw = query === -1 ? '' : url.slice(query + 1);
+    if (!PLAIN_QUERY.test(raw)) return false;
+    try {
+      route.validateQuery(parseQueryString(raw));
+    } catch (error) {
+      const headers = originHeaders.get(origin);
+      if (!headers || !isAppError(error) || error.status !== 400 || Object.keys(error.headers).length > 0)
+        return false;
+      const id = requestIdOf(req);
+      const body = JSON.stringify(errorEnvelope(error.code, error.message, id, error.details));
+      send(res, 400, headers, id, Buffer.from(body));
+      return true;
+    }
+    const parsed = new URL(url, 'http://localhost');
+    let network: X402Network;
+    try {
+      network = networkOfQuery(parsed.searchParams);
+    } catch {
+      return false;
+    }
+    const learned = routeChallenges.get(`${path}\n${network}\n${origin}`);
+    if (!learned) return false;
+    const values = { url: learned.base + url, reference: referenceOf(parsed) };
+    const id = requestIdOf(req);
+    const body = learned.body.json({ requestId: id, error: learned.error, ...values });
+    const headers = learned.paymentRequired
+      ? [
+          ...learned.headers,
+          [
+            PAYMENT_REQUIRED_HEADER,
+            learned.paymentRequired.template.base64({ error: learned.paymentRequired.error, ...values }),
+          ] as [string, string],
+        ]
+      : learned.headers;
+    send(res, 402, headers, id, Buffer.from(body));
+    emitPaymentEvent(options.onPaymentEvent, { type: 'challenged', network, endpoint: route.endpoint });
+    if (url.length <= MAX_REMEMBERED_URL) {
+      const challenge = challengeOf(402, { 'x-request-id': id }, body, route.endpoint, network);
+      if (challenge) remember402(urlKey, { ...challenge, headers });
+    }
+    return true;
+  };
+
   return {
     wrap(listener) {
       return (req, res) => {
         const url = req.url ?? '/';
         const q = url.indexOf('?');
         const path = q === -1 ? url : url.slice(0, q);
-        const endpoint = req.method === 'GET' ? routes.get(path) : undefined;
-        if (endpoint === undefined || (options.corsConfigured && req.headers.origin !== undefined)) {
+        const route = req.method === 'GET' ? routes.get(path) : undefined;
+        if (route === undefined || (options.corsConfigured && req.headers.origin !== undefined)) {
           listener(req, res);
           return;
         }
+        const { endpoint } = route;
         const v2 = req.headers[PAYMENT_SIGNATURE_HEADER];
         const v1 = req.headers[PAYMENT_HEADER];
         const payment = typeof v2 === 'string' ? `2 ${v2}` : typeof v1 === 'string' ? `1 ${v1}` : undefined;
@@ -202,7 +490,8 @@ export function createHotPath(options: HotPathOptions): HotPath {
           (req.headers['content-length'] === undefined || req.headers['content-length'] === '0');
         if (payment === undefined && v2 === undefined && v1 === undefined && bodyless) {
           const proto = req.headers['x-forwarded-proto'];
-          const key = `${req.headers.host ?? ''}\n${typeof proto === 'string' ? proto : ''}\n${url}`;
+          const origin = `${req.headers.host ?? ''}\n${typeof proto === 'string' ? proto : ''}`;
+          const key = `${origin}\n${url}`;
           const hit = challenges.get(key);
           if (hit) {
             const id = requestIdOf(req);
@@ -210,11 +499,16 @@ export function createHotPath(options: HotPathOptions): HotPath {
             emitPaymentEvent(options.onPaymentEvent, { type: 'challenged', network: hit.network, endpoint });
             return;
           }
+          const { validateQuery } = route;
+          if (validateQuery && answerNewUrl(req, res, route as HotRoute, path, url, q, origin, key)) return;
           // The full path's sendPaymentRequired tells of the challenge it sent (no capture of the
           // response's writes, which cost the first request of every URL more than the rest).
           onChallengeSent(res, (sent) => {
-            const challenge = challengeOf(sent.status, sent.headers, sent.body, endpoint, sent.network);
-            if (challenge) remember402(key, challenge);
+            if (url.length <= MAX_REMEMBERED_URL) {
+              const challenge = challengeOf(sent.status, sent.headers, sent.body, endpoint, sent.network);
+              if (challenge) remember402(key, challenge);
+            }
+            if (validateQuery) learnRoute(sent, path, url, origin);
           });
           listener(req, res);
           return;
@@ -258,6 +552,11 @@ export function createHotPath(options: HotPathOptions): HotPath {
         endpoint: awaited.endpoint,
       });
     },
-    size: () => ({ challenges: challenges.size, replays: replays.size, replayBytes }),
+    size: () => ({
+      challenges: challenges.size,
+      replays: replays.size,
+      replayBytes,
+      routes: routeChallenges.size,
+    }),
   };
 }

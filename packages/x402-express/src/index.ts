@@ -31,7 +31,7 @@ export type {
 export { emitPaymentEvent } from './events';
 export type { PaymentEvent, PaymentEventListener } from './events';
 export { createHotPath } from './hot-path';
-export type { HotPath, HotPathOptions } from './hot-path';
+export type { HotPath, HotPathOptions, HotRoute } from './hot-path';
 export {
   MCP_PAYMENT_META,
   MCP_PAYMENT_MISSING,

@@ -42,7 +42,15 @@ export function sendPaymentRequired(
   // change the bytes), so that what is told is what was sent.
   if (listener && res.write === ServerResponse.prototype.write && res.end === ServerResponse.prototype.end) {
     try {
-      listener({ status: res.statusCode, headers: res.getHeaders(), body, network: accepts[0]?.network });
+      listener({
+        status: res.statusCode,
+        headers: res.getHeaders(),
+        body,
+        network: accepts[0]?.network,
+        error,
+        template: prepared.template,
+        values: prepared.values,
+      });
     } catch {
       // The listener remembers the answer: its failure leaves the answer as sent.
     }
@@ -56,6 +64,14 @@ export interface SentChallenge {
   body: string;
   /** The network of its first requirement (the request's). */
   network: X402Network | undefined;
+  /** The body's `error`. */
+  error: string;
+  /**
+   * The route's template the body was assembled from (every 402 of the route and network, whatever
+   * its URL) and this request's values of its `url` (`resource`) and `reference` (`''` without one).
+   */
+  template: JsonTemplate<BodySlot>;
+  values: { url: string; reference: string };
 }
 
 const challengeListeners = new WeakMap<ServerResponse, (sent: SentChallenge) => void>();

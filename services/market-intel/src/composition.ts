@@ -8,13 +8,14 @@ import { createSchemaCheck, packageMigrationsDir } from '@repo/db-migrate';
 import {
   createLoop,
   createReadiness,
+  parseInput,
   sweepRateLimits,
   type ComposedService,
   type Logger,
   type Loop,
 } from '@repo/service-kit';
 import { parseAllowlist } from '@repo/ssrf-guard';
-import { createHotPath, type HotPath, type PaymentEventListener } from '@repo/x402-express';
+import { createHotPath, type HotPath, type HotRoute, type PaymentEventListener } from '@repo/x402-express';
 import { PrismaRefundLedger } from '@repo/x402-ledger';
 import type { MarketIntelConfig } from './config';
 import { JobRepository } from './data/jobs';
@@ -30,6 +31,7 @@ import { jobRefunds } from './domain/refunds';
 import { loadSourcesFile } from './domain/scout-sources';
 import { heartbeatTopology, startComputeConsumers } from './entry-points/consumers/compute-events';
 import { createApp } from './entry-points/http/app';
+import { SCOUT_LISTS } from './entry-points/http/scout-lists';
 import type { HttpHandler } from './entry-points/mcp/tools';
 import { createPaymentGateway, createRefundSenders, paymentGate } from './adapters/x402';
 import { FEE_PAYER_CHECK_INTERVAL_MS, createFeePayerMonitor } from './entry-points/workers/fee-payer-monitor';
@@ -250,8 +252,9 @@ export async function compose(
       }),
     );
   // Sightings of payments never completed are kept X402_SIGHTING_RETENTION_HOURS, then pruned, with
-  // the verification attempt counters ended an hour ago. Rate limit counters expired for an hour go
-  // too: the limiter deletes them only now and then during its own calls.
+  // the verification attempt counters ended an hour ago and the payment identifiers of payments that
+  // never verified. Rate limit counters expired for an hour go too: the limiter deletes them only now
+  // and then during its own calls.
   loops.push(
     createLoop({
       name: 'payment-sighting-pruner',
@@ -259,6 +262,7 @@ export async function compose(
       initialDelayMs: SIGHTING_PRUNE_INTERVAL_MS,
       round: async () => {
         await payments.ledger.pruneSightings(config.X402_SIGHTING_RETENTION_HOURS * 3_600_000);
+        await payments.identifiers?.prune(config.X402_SIGHTING_RETENTION_HOURS * 3_600_000);
         await sweepRateLimits(database.pool, Date.now() - 3_600_000);
       },
       logger,
@@ -324,14 +328,20 @@ export async function compose(
     corsOrigins: config.CORS_ORIGINS,
   });
 
-  // The brief is not here: its 402 comes only after a brief exists, which can change.
+  // The scout lists, each validated with the query schema its route declares (the one its validate
+  // middleware parses with). The brief is not here: its 402 comes only after a brief exists, which
+  // can change.
   const hotPath = createHotPath({
     routes: Object.fromEntries(
-      [DATA_PRICES.gaps, DATA_PRICES.painClusters, DATA_PRICES.trends, DATA_PRICES.keywords].map((route) => [
-        route.endpoint.slice('GET '.length),
-        route.endpoint,
+      SCOUT_LISTS.map((list): [string, HotRoute] => [
+        list.path,
+        {
+          endpoint: DATA_PRICES[list.key].endpoint,
+          validateQuery: (query) => void parseInput(list.query, query, 'query'),
+        },
       ]),
     ),
+    ...(payments.references ? { references: payments.references } : {}),
     onPaymentEvent: gateway.onPaymentEvent,
     corsConfigured: Boolean(config.CORS_ORIGINS),
   });

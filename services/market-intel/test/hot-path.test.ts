@@ -1,4 +1,6 @@
 import { randomInt } from 'node:crypto';
+import { createServer, request, type RequestListener, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { buildReport, startHarness, type Harness } from './support/harness';
 
 // The x402 hot paths answered from memory (docs/architecture.md, "How a paid request flows"): the
@@ -41,7 +43,8 @@ describe('The 402 challenge from memory', () => {
     const second = await fetch(url, { headers: { 'x-request-id': 'second-request' } });
     const third = await fetch(url);
     expect([first.status, second.status, third.status]).toEqual([402, 402, 402]);
-    expect(h.service.hotPath.size().challenges).toBe(before + 1);
+    // (At most 500 URLs are remembered: then the oldest made room.)
+    expect(h.service.hotPath.size().challenges).toBe(Math.min(before + 1, 500));
     expect(eventsOf('challenged')).toBe(challenged + 3);
 
     const [a, b, c] = [await first.text(), await second.text(), await third.text()];
@@ -68,7 +71,7 @@ describe('The 402 challenge from memory', () => {
     expect(again.accepts).toEqual(one.accepts);
   });
 
-  it('When a query is invalid, then every ask is a 400 from the full path and nothing is remembered', async () => {
+  it('When a query is invalid, then every ask is a 400 and nothing is remembered', async () => {
     const before = h.service.hotPath.size().challenges;
     for (let i = 0; i < 2; i++) {
       const res = await fetch(`${h.baseUrl}/api/v1/scout/gaps?limit=500`);
@@ -113,5 +116,198 @@ describe('Replays from memory', () => {
     // The same header asked on devnet names the wrong network: a 402, as the full path answers it.
     const devnet = await h.getWithProof(`${url}&network=devnet`, signature);
     expect(devnet.status).toBe(402);
+  });
+});
+
+/** An answer as received: status, headers (lower-case names) and body bytes. */
+interface Raw {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+async function listen(listener: RequestListener): Promise<{ server: Server; port: number }> {
+  const server = createServer(listener);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, port: (server.address() as AddressInfo).port };
+}
+
+/** A GET of `path` as sent (no normalisation of the URL), with the given headers. */
+function rawGet(port: number, path: string, headers: Record<string, string>): Promise<Raw> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, method: 'GET', headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+        }),
+      );
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Everything of an answer that does not depend on when it was sent. */
+function stable({ status, headers, body }: Raw) {
+  const { date: _date, connection: _connection, 'keep-alive': _keepAlive, ...rest } = headers;
+  return { status, headers: rest, body };
+}
+
+// The 402 of a URL never asked, and the 400 of a refused query, answered before Express: the same
+// status, headers and bytes as the full path's (the app alone, as with X402_HOT_PATH=false), for the
+// same Host and request id.
+describe('The 402 of a new URL from the route template', () => {
+  let fullPathCalls = 0;
+  let hot: { server: Server; port: number };
+  let full: { server: Server; port: number };
+  const host = 'market-intel.example';
+
+  beforeAll(async () => {
+    hot = await listen(
+      h.service.hotPath.wrap((req, res) => {
+        fullPathCalls += 1;
+        h.service.app(req, res);
+      }),
+    );
+    full = await listen(h.service.app);
+  });
+  afterAll(async () => {
+    for (const { server } of [hot, full]) await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  /** The same request to the hot path and to the full path alone. */
+  const both = async (path: string, id: string) => {
+    const headers = { host, 'x-request-id': id };
+    return { hot: await rawGet(hot.port, path, headers), full: await rawGet(full.port, path, headers) };
+  };
+
+  it('When the first 402 of a route and network was sent, then the 402s of its new URLs and its 400s are the full path’s bytes without the full path', async () => {
+    // The first 402 of each route and network takes the full path, which teaches the hot path.
+    for (const path of ['/api/v1/scout/gaps', '/api/v1/scout/trends', '/api/v1/scout/keywords'])
+      for (const network of ['', '?network=devnet']) {
+        const first = await rawGet(hot.port, path + network, { host });
+        expect(first.status).toBe(402);
+      }
+    const learned = h.service.hotPath.size().routes;
+    expect(learned).toBeGreaterThanOrEqual(6);
+
+    const longSector = 'a'.repeat(600);
+    const urls: [string, number][] = [
+      ['/api/v1/scout/gaps?sector=fintech&limit=7', 402],
+      ['/api/v1/scout/gaps?limit=7&sector=fintech', 402],
+      ['/api/v1/scout/gaps?network=devnet&limit=3', 402],
+      ['/api/v1/scout/gaps?network=solana-devnet', 402],
+      ['/api/v1/scout/gaps?network=mainnet&limit=100', 402],
+      ['/api/v1/scout/gaps?', 402],
+      ['/api/v1/scout/gaps?sector=fin%74ech', 402],
+      ['/api/v1/scout/gaps?sector=fintech&&limit=2', 402],
+      ['/api/v1/scout/trends?days=30&limit=1&sector=ai', 402],
+      ['/api/v1/scout/keywords?limit=200', 402],
+      [`/api/v1/scout/gaps?sector=${longSector}`, 400],
+      [`/api/v1/scout/gaps?limit=${'0'.repeat(600)}5`, 402],
+      // Refused queries: the full path's 400 envelope.
+      ['/api/v1/scout/gaps?limit=0', 400],
+      ['/api/v1/scout/gaps?limit=7&limit=8', 400],
+      ['/api/v1/scout/gaps?sectr=fintech', 400],
+      ['/api/v1/scout/gaps?network=mars', 400],
+      ['/api/v1/scout/gaps?network=devnet&network=devnet', 400],
+      ['/api/v1/scout/trends?days=31', 400],
+      ['/api/v1/scout/keywords?limit=201&x=1&y=2', 400],
+      ['/api/v1/scout/gaps?limit=%2B5', 400],
+      ['/api/v1/scout/gaps?limit=+5', 400],
+      ['/api/v1/scout/gaps?sector=%E2%9C%93', 400],
+      ['/api/v1/scout/gaps?sector=a%00b', 400],
+      ['/api/v1/scout/gaps?sector=%ZZ', 400],
+      [`/api/v1/scout/gaps?${Array.from({ length: 300 }, (_, i) => `p${i}=${i}`).join('&')}`, 400],
+      [`/api/v1/scout/gaps?limit=${'9'.repeat(4000)}`, 400],
+      [`/api/v1/scout/gaps?${'limit=1&'.repeat(500)}`, 400],
+    ];
+    for (const [i, [url, status]] of urls.entries()) {
+      const calls = fullPathCalls;
+      const answers = await both(url, `request-${i}`);
+      expect({ url, status: answers.hot.status }).toEqual({ url, status });
+      expect(fullPathCalls).toBe(calls);
+      expect({ url, ...stable(answers.hot) }).toEqual({ url, ...stable(answers.full) });
+    }
+    // The 402 carries the URL's own resource and reference.
+    const [a, b] = await Promise.all(
+      ['/api/v1/scout/gaps?limit=11', '/api/v1/scout/gaps?limit=12'].map((url) =>
+        rawGet(hot.port, url, { host }).then((r) => JSON.parse(r.body) as Challenge402),
+      ),
+    );
+    expect(a?.accepts[0]?.resource).toBe(`http://${host}/api/v1/scout/gaps?limit=11`);
+    expect(a?.accepts[0]?.extra.reference).not.toBe(b?.accepts[0]?.extra.reference);
+    expect(h.service.hotPath.size().routes).toBe(learned);
+  });
+
+  it('When a request is one the hot path cannot decide, then the full path answers it, with its own bytes', async () => {
+    await rawGet(hot.port, '/api/v1/scout/pain-clusters', { host });
+    const undecided = [
+      // Forms the router reads otherwise, or the query parser and URL parser might: a fragment,
+      // another case, a trailing slash; and the brief, whose 402 needs a brief. (Raw Unicode never
+      // reaches a listener: Node's HTTP parser refuses it.)
+      '/api/v1/scout/pain-clusters?sector=fintech#x',
+      '/api/v1/scout/PAIN-clusters?limit=2',
+      '/api/v1/scout/pain-clusters/?limit=2',
+      '/api/v1/scout/brief?x=1',
+    ];
+    for (const [i, url] of undecided.entries()) {
+      const calls = fullPathCalls;
+      const answers = await both(url, `undecided-${i}`);
+      expect({ url, calls: fullPathCalls }).toEqual({ url, calls: calls + 1 });
+      expect({ url, ...stable(answers.hot) }).toEqual({ url, ...stable(answers.full) });
+    }
+    // A HEAD, a payment header, a body: the full path.
+    const calls = fullPathCalls;
+    const head = await new Promise<number>((resolve, reject) => {
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port: hot.port,
+          path: '/api/v1/scout/pain-clusters?limit=4',
+          method: 'HEAD',
+          headers: { host },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    expect(head).toBe(402);
+    expect(
+      (await rawGet(hot.port, '/api/v1/scout/pain-clusters?limit=5', { host, 'x-payment': 'e30=' })).status,
+    ).toBe(402);
+    expect(fullPathCalls).toBe(calls + 2);
+  });
+
+  it('When a host has not had its first 402 yet, then its new URLs take the full path, and a refused query too', async () => {
+    const calls = fullPathCalls;
+    const other = 'another-host.example';
+    expect((await rawGet(hot.port, '/api/v1/scout/keywords?limit=0', { host: other })).status).toBe(400);
+    expect((await rawGet(hot.port, '/api/v1/scout/keywords?limit=3', { host: other })).status).toBe(402);
+    expect(fullPathCalls).toBe(calls + 2);
+    const again = await rawGet(hot.port, '/api/v1/scout/keywords?limit=4', { host: other });
+    const refused = await rawGet(hot.port, '/api/v1/scout/keywords?limit=0', { host: other });
+    expect([again.status, refused.status]).toEqual([402, 400]);
+    expect(fullPathCalls).toBe(calls + 2);
+  });
+
+  it('When a flood of distinct URLs is asked, then what is remembered stays within its bounds', async () => {
+    expect((await rawGet(hot.port, '/api/v1/scout/gaps?limit=1', { host })).status).toBe(402);
+    const before = h.service.hotPath.size();
+    for (let i = 0; i < 600; i++) {
+      const res = await rawGet(hot.port, `/api/v1/scout/gaps?limit=${(i % 100) + 1}&sector=s${i}`, { host });
+      expect(res.status).toBe(402);
+    }
+    const after = h.service.hotPath.size();
+    expect(after.challenges).toBeLessThanOrEqual(500);
+    expect(after.routes).toBe(before.routes);
   });
 });
