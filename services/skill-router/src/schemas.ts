@@ -293,12 +293,15 @@ export const SkillVersion = z.object({
   }),
 });
 
-/** The page size of a versions listing: 1–50 (each version carries both schemas, up to 64 KiB). */
-const VERSIONS_LIMIT = z.number().int().min(1).max(50);
+/**
+ * The page size of a versions listing: 1–20. Each version carries both schemas (up to 64 KiB), so a
+ * page of this public endpoint stays under about 1.3 MB.
+ */
+const VERSIONS_LIMIT = z.number().int().min(1).max(20);
 
 /** Query of GET /api/discover/skills/{id}/versions. */
 export const ListVersionsQuery = z.object({
-  limit: queryInteger(VERSIONS_LIMIT, 'must be an integer from 1 to 50')
+  limit: queryInteger(VERSIONS_LIMIT, 'must be an integer from 1 to 20')
     .default(10)
     .meta({ description: 'page size' }),
   offset: queryInteger(PAGE_OFFSET, 'must be a non-negative integer')

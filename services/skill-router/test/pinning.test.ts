@@ -226,7 +226,7 @@ describe('Pinned definitions and their versions', () => {
       '/api/discover/skills/%00/versions',
       `/api/discover/skills/${'a'.repeat(200)}/versions`,
       `${base}?limit=0`,
-      `${base}?limit=51`,
+      `${base}?limit=21`,
       `${base}?limit=-1`,
       `${base}?limit=1e3`,
       `${base}?offset=x`,
