@@ -30,7 +30,7 @@ import { DeploymentService } from './domain/deployments';
 import { PasswordHasher } from './domain/passwords';
 import { PRIORITY_FEEDBACK } from './domain/proposal-priority';
 import { LlmProposalWriter } from './domain/proposal-writer';
-import { beforeAfterEvaluator, RegressionMonitor } from './domain/regression-monitor';
+import { RegressionMonitor, verificationEvaluator } from './domain/regression-monitor';
 import { MESSAGE_ID_WINDOW_MS } from './domain/signals';
 import { analysisScheduleLoop } from './entry-points/workers/analysis-schedule';
 import { expirySweepLoop } from './entry-points/workers/expiry-sweep';
@@ -181,11 +181,7 @@ export async function compose(
   const ssrfPolicy = { allowlist: parseAllowlist(config.SSRF_ALLOWLIST) };
   const monitor = new RegressionMonitor({
     store: new MonitorRepository(db, deploymentRepository),
-    evaluate: beforeAfterEvaluator(
-      (contextId, signalType, deployedAt, lengthMs) =>
-        deploymentRepository.windowCounts(contextId, signalType, deployedAt, lengthMs),
-      config.VERIFICATION_MIN_SIGNALS,
-    ),
+    evaluate: verificationEvaluator((id) => deployments.provisionalDecision(id)),
     logger,
     intervalMs: Math.max(config.MONITOR_INTERVAL_MS, 1000),
     ...(config.PUBLIC_URL ? { publicUrl: config.PUBLIC_URL } : {}),

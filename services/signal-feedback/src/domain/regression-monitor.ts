@@ -3,7 +3,8 @@ import type { Logger } from '@repo/service-kit';
 import type { DeploymentRecord } from '../data/deployments';
 import type { MonitorStore } from '../data/regression-monitor';
 import type { NewProposal } from '../data/proposals';
-import { alwaysValidRegression, logOddsBeforeAfter, type Cell } from './causal-statistics';
+import type { Cell } from './causal-statistics';
+import type { Verification } from './verification';
 import { monthKey } from './plans';
 import { webhookMessageId } from './webhooks';
 
@@ -39,49 +40,37 @@ export interface MonitorReading {
 export type ProvisionalEvaluator = (d: DeploymentRecord, now: Date) => Promise<MonitorReading | null>;
 
 /**
- * The evaluator used until the verdict's own provisional decision is wired in: the treated context's
- * log-odds before/after estimate over the elapsed part of the window and an equal window before it,
- * judged by {@link alwaysValidRegression} at the deployment's alpha. Needs `minSignals` signals in each
- * window before it reads anything.
- * @param counts the repository's window counts (`DeploymentRepository.windowCounts`)
+ * The evaluator of the running service: the deployment's provisional verification (README,
+ * "Deployments and verification"), whose `monitor` is the always-valid mSPRT at the deployment's alpha
+ * over the effect the verdict estimates (difference-in-differences against the controls, or
+ * before/after when there are none). Nothing is read while the verification has no monitor figures
+ * (too few signals) or the window has closed.
+ * @param provisional `DeploymentService.provisionalDecision`
  */
-export function beforeAfterEvaluator(
-  counts: (
-    contextId: string,
-    signalType: string | null,
-    deployedAt: Date,
-    lengthMs: number,
-  ) => Promise<{
-    before: { signals: number; negative: number };
-    after: { signals: number; negative: number };
-  }>,
-  minSignals: number,
+export function verificationEvaluator(
+  provisional: (
+    deploymentId: string,
+  ) => Promise<{ deployment: DeploymentRecord; verification: Verification } | undefined>,
 ): ProvisionalEvaluator {
   return async (d, now) => {
-    const elapsedMs = Math.min(d.windowMinutes * 60_000, now.getTime() - d.deployedAt.getTime());
-    if (elapsedMs <= 0) return null;
-    const c = await counts(d.contextId, d.signalType, d.deployedAt, elapsedMs);
-    const before: Cell = { signals: c.before.signals, failing: c.before.negative };
-    const after: Cell = { signals: c.after.signals, failing: c.after.negative };
-    if (before.signals < minSignals || after.signals < minSignals) return null;
-    const estimate = logOddsBeforeAfter(before, after, d.alpha);
-    if (!estimate) return null;
-    const av = alwaysValidRegression(estimate, d.alpha);
+    const found = await provisional(d.id);
+    const v = found?.verification;
+    if (!v?.monitor) return null;
     return {
-      crossed: av.crossed,
-      alwaysValidPValue: av.alwaysValidPValue,
-      alpha: d.alpha,
-      method: 'before_after',
-      effect: {
-        estimate: estimate.estimate,
-        standardError: estimate.standardError,
-        ciLow: estimate.ciLow,
-        ciHigh: estimate.ciHigh,
-        oddsRatio: Math.exp(estimate.estimate),
+      crossed: v.monitor.regression_detected,
+      alwaysValidPValue: v.monitor.always_valid_p_value,
+      alpha: v.alpha,
+      method: v.method.estimator,
+      effect: v.effect && {
+        estimate: v.effect.estimate,
+        standardError: v.effect.standard_error,
+        ciLow: v.effect.ci_low,
+        ciHigh: v.effect.ci_high,
+        oddsRatio: v.effect.odds_ratio,
       },
-      before,
-      after,
-      elapsedMinutes: Math.round(elapsedMs / 60_000),
+      before: { signals: v.before.signals, failing: v.before.negative },
+      after: { signals: v.after.signals, failing: v.after.negative },
+      elapsedMinutes: Math.max(0, Math.round((now.getTime() - d.deployedAt.getTime()) / 60_000)),
     };
   };
 }
