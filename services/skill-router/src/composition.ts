@@ -20,6 +20,7 @@ import { RoutingIndexSync } from './domain/routing-sync';
 import { createRoutingIndexWorker } from './entry-points/workers/routing-index';
 import { SkillDirectory } from './data/skill-directory';
 import { SkillStats } from './data/skill-stats';
+import { RELIABILITY_MODEL } from './domain/skill-metrics';
 import { VerificationQueue } from './data/verification-queue';
 import { createSkillRouterMetrics, type SkillRouterMetrics } from './metrics';
 import { SchemaSandbox } from './adapters/sandbox/schema-sandbox';
@@ -138,7 +139,7 @@ export async function compose({
   const conformanceChecks = new ConformanceChecks(db.prisma);
   const verificationQueue = new VerificationQueue(db.prisma);
   const healthChecks = new HealthChecks(db.prisma);
-  const stats = new SkillStats(db.prisma);
+  const stats = new SkillStats(db.prisma, RELIABILITY_MODEL);
 
   // Every limit counts in PostgreSQL, so that it holds across replicas: `points` per `durationSeconds`.
   const rateLimit = (keyPrefix: string, points: number, durationSeconds: number) =>

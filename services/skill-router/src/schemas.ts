@@ -330,8 +330,16 @@ export const ReportRequest = z.object({
 });
 export type ReportRequest = z.infer<typeof ReportRequest>;
 
-/** Answer of POST /api/discover/report. */
-export const ReportResponse = z.object({ ok: z.literal(true) });
+/**
+ * Answer of POST /api/discover/report: `ok`, and how the report was taken (services/skill-router/README.md,
+ * "Reputation"): `counted` whether it moves the skill's metrics, `weight` how much (0..1; 1 for a paid
+ * report, 0 when it does not count).
+ */
+export const ReportResponse = z.object({
+  ok: z.literal(true),
+  counted: z.boolean(),
+  weight: z.number().min(0).max(1),
+});
 
 /** Answer of GET /api/health. */
 export const HealthResponse = z.object({

@@ -328,7 +328,8 @@ describe('GET /api/discover/skills', () => {
     expect(body.skills[0]).toMatchObject({
       status: 'active',
       pricing: { model: 'per_call', price_usd: 0.002 },
-      metrics: expect.objectContaining({ success_rate_24h: 1, calls_30d: 0 }),
+      // Nothing observed yet: the reliability estimate is its prior mean (README, "Reputation").
+      metrics: expect.objectContaining({ success_rate_24h: 0.9, calls_30d: 0 }),
     });
   });
 
@@ -398,7 +399,7 @@ describe('GET /api/discover/skills/:id', () => {
       input_schema: skill.input_schema,
       output_schema: skill.output_schema,
       verification: { steps: [], reason: null, verified_at: null },
-      metrics: { success_rate_24h: 1, avg_latency_ms: 0, calls_30d: 0, rating: null, ratings_30d: 0 },
+      metrics: { success_rate_24h: 0.9, avg_latency_ms: 0, calls_30d: 0, rating: null, ratings_30d: 0 },
       health: { last_check_at: null, consecutive_failures: 0, checks_24h: 0 },
     });
   });

@@ -114,6 +114,7 @@ describe('Periodic health checks', () => {
     await checkOnce(skill.skill_id);
     const detail = await h.call('GET', `/api/discover/skills/${skill.skill_id}`);
     expect(detail.body.metrics.avg_latency_ms).toBeGreaterThanOrEqual(120);
-    expect(detail.body.metrics.success_rate_24h).toBe(1);
+    // Only good checks: the reliability estimate rises above its prior mean 0.9 (README, "Reputation").
+    expect(detail.body.metrics.success_rate_24h).toBeGreaterThan(0.9);
   });
 });

@@ -116,6 +116,35 @@ describe('POST /api/auth/key', () => {
   });
 });
 
+describe('POST /api/auth/key: reporter cohorts', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness('skill_router_keys_cohort_test', { TRUST_PROXY: '1' });
+  });
+  afterAll(() => h.close());
+
+  const cohortOf = async (name: string, ip: string): Promise<string> => {
+    await h.createKey(name, { 'x-forwarded-for': ip });
+    const [row] = await h.sql<{ cohort: string }>('SELECT cohort FROM api_keys WHERE name = $1', name);
+    return row?.cohort ?? '';
+  };
+
+  it('When keys are created on one day from one IPv4 /24 or one IPv6 /64, then they share a cohort; another network has another; the address is not stored', async () => {
+    const a = await cohortOf('v4-a', '203.0.113.10');
+    expect(a).toMatch(/^[0-9a-f]{32}$/);
+    expect(await cohortOf('v4-b', '203.0.113.250')).toBe(a);
+    // An IPv6 address carrying an IPv4 client's (NAT64) is that client.
+    expect(await cohortOf('v4-nat64', '64:ff9b::cb00:7163')).toBe(a);
+    expect(await cohortOf('v4-other', '203.0.114.10')).not.toBe(a);
+    const v6 = await cohortOf('v6-a', '2001:db8:1:2::1');
+    expect(await cohortOf('v6-b', '2001:db8:1:2:ffff:ffff:ffff:9')).toBe(v6);
+    expect(await cohortOf('v6-other', '2001:db8:1:3::1')).not.toBe(v6);
+    expect(v6).not.toBe(a);
+    const stored = JSON.stringify(await h.sql('SELECT * FROM api_keys'));
+    expect(stored).not.toMatch(/203\.0\.11|2001:db8/);
+  });
+});
+
 describe('POST /api/auth/key without a trusted proxy', () => {
   let h: Harness;
   beforeAll(async () => {

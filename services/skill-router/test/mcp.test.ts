@@ -236,7 +236,8 @@ describe('skill-router MCP endpoint', () => {
     expect((await h.call('POST', '/api/discover/report', report, { 'x-api-key': key })).status).toBe(200);
     for (let i = 0; i < 2; i++) {
       const ok = await agent.callTool({ name: 'report_call', arguments: report });
-      expect(ok.structuredContent).toEqual({ ok: true });
+      // A key created today: its reports are kept but weigh nothing (README, "Reputation").
+      expect(ok.structuredContent).toEqual({ ok: true, counted: false, weight: 0 });
     }
     const limited = toolErrorOf(await agent.callTool({ name: 'report_call', arguments: report }));
     expect(limited).toMatchObject({

@@ -93,7 +93,8 @@ describe('Verification worker: every step passing', () => {
       { kind: 'verification', ok: true, status_code: 200 },
       { kind: 'verification', ok: true, status_code: 200 },
     ]);
-    expect(d.metrics.success_rate_24h).toBe(1);
+    // Two good probes lift the reliability estimate above its prior mean 0.9 (README, "Reputation").
+    expect(d.metrics.success_rate_24h).toBeGreaterThan(0.9);
     expect(d.health.checks_24h).toBe(2);
     const [row] = await h.sql<{ next_health_check_at: Date | null; avg_latency_ms: number | null }>(
       'SELECT next_health_check_at, avg_latency_ms FROM skill_stats WHERE skill_id = $1',

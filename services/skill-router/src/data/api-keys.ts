@@ -8,11 +8,15 @@ export interface StoredApiKey {
   keyHash: string;
 }
 
-/** What decides whether a key's call reports count (README, "Security"). */
+/** What decides the weight of a key's call reports (README, "Reputation"). */
 export interface KeyStanding {
   createdAt: Date;
   /** When the key first got a route with matches; `null` if it never did. */
   firstRoutedAt: Date | null;
+  /** Distinct UTC days on which the key got a route with matches. */
+  routedDays: number;
+  /** The key's reporter cohort (creation day and network); `null` for keys older than cohorts. */
+  cohort: string | null;
 }
 
 /** The `api_keys` table. Only hashes are stored. */
@@ -21,9 +25,16 @@ export class ApiKeyRepository {
 
   /**
    * Stores a new key.
+   * @param input.cohort the key's reporter cohort (domain/api-keys.ts `keyCohort`); without one
+   *   (seeded keys) the key is a cohort of its own
    * @returns the stored row (without any secret)
    */
-  async create(input: { name: string; prefix: string; keyHash: string }): Promise<StoredApiKey> {
+  async create(input: {
+    name: string;
+    prefix: string;
+    keyHash: string;
+    cohort?: string;
+  }): Promise<StoredApiKey> {
     return this.prisma.apiKey.create({
       data: input,
       select: { id: true, name: true, prefix: true, keyHash: true },
@@ -31,12 +42,15 @@ export class ApiKeyRepository {
   }
 
   /**
-   * Records that a key got a route with matches (once: later calls change nothing). Its reports
-   * count towards skills' metrics from then on, once it is a day old (README, "Security").
+   * Records that a key got a route with matches today (UTC): sets `first_routed_at` once and counts
+   * each UTC day once in `routed_days` (later calls the same day change nothing). The routed days
+   * are the history part of the weight of the key's reports (README, "Reputation").
    */
   async markRouted(keyId: string): Promise<void> {
     await this.prisma.$executeRawUnsafe(
-      'UPDATE api_keys SET first_routed_at = now() WHERE id = $1::uuid AND first_routed_at IS NULL',
+      `UPDATE api_keys SET first_routed_at = COALESCE(first_routed_at, now()), routed_days = routed_days + 1,
+              last_routed_on = (now() AT TIME ZONE 'UTC')::date
+        WHERE id = $1::uuid AND last_routed_on IS DISTINCT FROM (now() AT TIME ZONE 'UTC')::date`,
       keyId,
     );
   }
@@ -49,11 +63,11 @@ export class ApiKeyRepository {
     });
   }
 
-  /** The age and routing history of the key with this id, or `null`. */
+  /** The age, routing history and cohort of the key with this id, or `null`. */
   async standing(keyId: string): Promise<KeyStanding | null> {
     return this.prisma.apiKey.findUnique({
       where: { id: keyId },
-      select: { createdAt: true, firstRoutedAt: true },
+      select: { createdAt: true, firstRoutedAt: true, routedDays: true, cohort: true },
     });
   }
 }

@@ -17,6 +17,7 @@ import {
   type RegisterSkillRequest,
   type RegisterSkillResponse,
   type ReportRequest,
+  type ReportResponse,
   type RouteRequest,
   type RouteResponse,
   type SkillDetail,
@@ -105,10 +106,11 @@ export interface DiscoverOperations {
     location?: string,
   ): Promise<{ outcome: 'created' | 'updated'; answer: z.infer<typeof RegisterSkillResponse> }>;
   /**
-   * Records a call report.
+   * Records a call report with its weight (README, "Reputation"): `counted` says whether it moves the
+   * skill's metrics, `weight` (0..1) how much.
    * @throws AppError `not_found` (unknown skill), `rate_limited` (per key and skill)
    */
-  report(key: AuthenticatedKey, body: ReportRequest): Promise<{ ok: true }>;
+  report(key: AuthenticatedKey, body: ReportRequest): Promise<z.infer<typeof ReportResponse>>;
 }
 
 /** Keys already marked as routed today, at most this many (a bounded set: the write is idempotent anyway). */
@@ -202,10 +204,12 @@ export function discoverOperations(deps: DiscoverDeps): DiscoverOperations {
       );
       deps.onRouted?.(outcome.matches.length);
       deps.onRanked?.(outcome.source);
-      if (outcome.matches.length > 0 && !routedKeys.has(key.id)) {
+      // Each UTC day with routed matches counts once in the key's history (README, "Reputation").
+      const routedToday = `${key.id}:${deps.now().toISOString().slice(0, 10)}`;
+      if (outcome.matches.length > 0 && !routedKeys.has(routedToday)) {
         await deps.keys.markRouted(key.id);
         if (routedKeys.size >= ROUTED_KEYS_MAX) routedKeys.clear();
-        routedKeys.add(key.id);
+        routedKeys.add(routedToday);
       }
       return {
         matches: outcome.matches.map((m) => ({
@@ -311,7 +315,7 @@ export function discoverOperations(deps: DiscoverDeps): DiscoverOperations {
     async report(key, body) {
       if (!(await deps.directory.exists(body.skill_id))) throw notFound(`Skill ${body.skill_id}`);
       await enforce(deps.reportLimit, `${key.id}:${body.skill_id}`, `reports for skill ${body.skill_id}`);
-      await submitReport(deps, {
+      const outcome = await submitReport(deps, {
         skillId: body.skill_id,
         apiKeyId: key.id,
         caller: body.caller,
@@ -320,7 +324,7 @@ export function discoverOperations(deps: DiscoverDeps): DiscoverOperations {
         satisfaction: body.satisfaction,
         notes: body.notes,
       });
-      return { ok: true };
+      return { ok: true, counted: outcome.counted, weight: round(outcome.weight, 4) };
     },
   };
 }

@@ -141,13 +141,19 @@ export function priceFitValue(priceUsd: number, budgetUsd?: number): number {
   return clamp01(1 / (1 + priceUsd / PRICE_REFERENCE_USD));
 }
 
-/** `reliability`: the 24-hour success rate itself. */
+/**
+ * `reliability`: the stored reliability estimate (README, "Reputation"; domain/skill-metrics.ts
+ * `reliabilityEstimate`): the success of the last 24 hours' health checks and weighted call reports,
+ * decayed by age and shrunk toward the prior. Computed when a check or report is written, so the
+ * routing index and the PostgreSQL ranking read the same number.
+ * @param successRate24h the stored estimate (`skill_stats.success_rate_24h`), 0..1
+ */
 export function reliability(successRate24h: number, explain = true): FactorResult {
   const value = reliabilityValue(successRate24h);
   return value > 0 && explain
     ? {
         value,
-        reason: `reliability ${value.toFixed(2)}: ${pct(value)} of checks and calls succeeded in the last 24 h`,
+        reason: `reliability ${value.toFixed(2)}: estimated success rate ${pct(value)} from recent checks and weighted call reports`,
       }
     : { value };
 }

@@ -11,7 +11,7 @@ import {
 } from '@repo/service-kit';
 import type { z } from 'zod';
 import type { ApiKeyRepository } from '../../data/api-keys';
-import { skillRouterKeys } from '../../domain/api-keys';
+import { keyCohort, skillRouterKeys } from '../../domain/api-keys';
 import { CreateKeyRequest, CreateKeyResponse, HealthResponse } from '../../schemas';
 
 /** The service version reported by health and the OpenAPI document (README, "Endpoints").: the `version` of the service's package.json, its one version number. */
@@ -92,10 +92,12 @@ export function publicRoutes(deps: {
           },
         ],
       },
-      async (_req, res) => {
+      async (req, res) => {
         const { body } = res.locals.valid;
         const { key, hash, displayPrefix } = skillRouterKeys.generate();
-        await deps.keys.create({ name: body.name, prefix: displayPrefix, keyHash: hash });
+        // Keys from one network and day are one reporter (README, "Reputation"); the address is not kept.
+        const cohort = keyCohort(req.ip, deps.now());
+        await deps.keys.create({ name: body.name, prefix: displayPrefix, keyHash: hash, cohort });
         res.setHeader('cache-control', 'no-store');
         const answer: z.infer<typeof CreateKeyResponse> = {
           ok: true,
