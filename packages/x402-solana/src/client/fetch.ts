@@ -1,4 +1,3 @@
-import type { Keypair } from '@solana/web3.js';
 import { Error402, type PaymentRequirements, type PaymentResponse, type X402Network } from '@repo/schemas';
 import {
   decodePaymentResponse,
@@ -10,8 +9,9 @@ import {
   type PaymentRequirementsV2,
   type SettleResponseV2,
 } from '@repo/x402-core';
-import { DEFAULT_MAX_AMOUNT_ATOMIC, formatAtomic } from './amounts';
-import { PaymentRefusedError, SpendCapExceededError } from './errors';
+import { DEFAULT_MAX_AMOUNT_ATOMIC, formatAtomic } from '../client-core/amounts';
+import { readBody } from '../client-core/body';
+import { PaymentRefusedError, SpendCapExceededError } from '../client-core/errors';
 import {
   createOfficialPayment,
   decodePaymentRequired,
@@ -20,6 +20,7 @@ import {
   type PaymentRequiredHeader,
 } from './official';
 import { payForRequirements } from './pay';
+import { signerOf, type PayingWallet, type PaymentSigner } from './signer';
 
 /**
  * How {@link fetchWithPayment} pays a 402:
@@ -30,10 +31,15 @@ import { payForRequirements } from './pay';
  */
 export type PaymentMode = 'auto' | 'push' | 'official';
 
-/** Options of {@link fetchWithPayment}. */
-export interface FetchWithPaymentOptions {
-  /** The paying wallet. */
-  keypair: Keypair;
+/**
+ * Options of {@link fetchWithPayment}: the paying wallet, `keypair` (a web3.js `Keypair`) or `signer`
+ * (a Keypair, a wallet adapter `{ publicKey, signTransaction }` or a `@solana/kit` signer; README
+ * "The client", "Signers"), and {@link FetchWithPaymentSettings}.
+ */
+export type FetchWithPaymentOptions = FetchWithPaymentSettings & PayingWallet;
+
+/** How {@link fetchWithPayment} requests and pays, besides the wallet. */
+export interface FetchWithPaymentSettings {
   /** JSON-RPC URL per network, e.g. `{ solana: "http://127.0.0.1:8899", "solana-devnet": "http://127.0.0.1:8899/devnet" }`. */
   rpcUrls: Partial<Record<X402Network, string>>;
   /** The request (method, headers, body). A body must be re-sendable (string, Buffer...): it is sent twice. */
@@ -115,7 +121,8 @@ export interface FetchWithPaymentResult {
  * - push mode (mode `push`, or `auto` without a v2 offer): pays `accepts[0]` of the Error402 body with
  *   {@link payForRequirements} and retries with `X-PAYMENT: base64({ x402Version: 1, scheme: "exact",
  *   network, payload: { txSignature } })`. The agent pays the fee in SOL.
- * Before anything is signed, a price above `maxAmountAtomic` (default 1 USDC) is refused.
+ * Before anything is signed, a price above `maxAmountAtomic` (default 1 USDC) is refused: the signer
+ * is not asked.
  *
  * @returns the final response, its body, and the payment made
  * @throws SpendCapExceededError (a PaymentRefusedError) the price is above `maxAmountAtomic`; nothing was signed or sent
@@ -127,6 +134,8 @@ export interface FetchWithPaymentResult {
  * @throws RpcUnreachableError the RPC of the network cannot be reached
  * @throws PaymentConfirmationError push mode: the transfer failed or did not confirm
  * @throws X402ClientError `payment_build_failed` (official client) or `send_failed` (push)
+ * @throws X402ClientError `signature_missing`: the signer answered without its valid signature
+ * @throws TypeError when `signer` is not a Keypair, a wallet adapter or a kit signer
  * @throws whatever `fetch` throws when `url` cannot be reached
  */
 export async function fetchWithPayment(
@@ -134,6 +143,8 @@ export async function fetchWithPayment(
   options: FetchWithPaymentOptions,
 ): Promise<FetchWithPaymentResult> {
   const doFetch = options.fetch ?? fetch;
+  // Resolved before the first request, so a signer of the wrong shape fails without a request.
+  const signer = signerOf(options);
   const first = await doFetch(url, options.init);
   if (first.status !== 402) return { response: first, body: await readBody(first) };
 
@@ -147,7 +158,7 @@ export async function fetchWithPayment(
 
   if (mode !== 'push') {
     const offer = required && officialOfferOf(required, options.rpcUrls);
-    if (offer) return payOfficial(url, options, { required, ...offer, v1, cap });
+    if (offer) return payOfficial(url, options, signer, { required, ...offer, v1, cap });
     if (mode === 'official') {
       throw new PaymentRefusedError(
         required
@@ -166,7 +177,7 @@ export async function fetchWithPayment(
 
   const signature = await payForRequirements({
     requirements: v1,
-    keypair: options.keypair,
+    signer,
     rpcUrl,
     ...(options.confirmTimeoutMs === undefined ? {} : { confirmTimeoutMs: options.confirmTimeoutMs }),
   });
@@ -179,7 +190,7 @@ export async function fetchWithPayment(
     throw refused(url, response, body, `the transfer ${signature} was made`, signature);
   const paymentResponse = paymentResponseOf(response);
   const settlement = settlementOf(response);
-  const payer = options.keypair.publicKey.toBase58();
+  const payer = signer.address;
   return {
     response,
     body,
@@ -202,6 +213,7 @@ export async function fetchWithPayment(
 async function payOfficial(
   url: string,
   options: FetchWithPaymentOptions,
+  signer: PaymentSigner,
   offer: {
     required: PaymentRequiredHeader;
     requirement: PaymentRequirementsV2;
@@ -218,7 +230,7 @@ async function payOfficial(
     requirement,
     ...(required.resource ? { resource: required.resource } : {}),
     ...(required.extensions ? { extensions: required.extensions } : {}),
-    keypair: options.keypair,
+    signer,
     rpcUrl,
   });
 
@@ -315,17 +327,4 @@ function paymentResponseOf(response: Response): PaymentResponse | undefined {
   } catch {
     return undefined;
   }
-}
-
-async function readBody(response: Response): Promise<unknown> {
-  const text = await response.text();
-  if (text === '') return undefined;
-  if (/json/i.test(response.headers.get('content-type') ?? '')) {
-    try {
-      return JSON.parse(text) as unknown;
-    } catch {
-      return text;
-    }
-  }
-  return text;
 }

@@ -1,5 +1,4 @@
-import { Keypair, PublicKey } from '@solana/web3.js';
-import { createKeyPairSignerFromBytes } from '@solana/kit';
+import { PublicKey } from '@solana/web3.js';
 import type { PaymentRequirements as CorePaymentRequirements } from '@x402/core/types';
 import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { z } from 'zod';
@@ -14,8 +13,9 @@ import {
   type PaymentPayloadV2,
   type SettleResponseV2,
 } from '@repo/x402-core';
-import { PaymentRefusedError, RpcUnreachableError, X402ClientError } from './errors';
+import { PaymentRefusedError, RpcUnreachableError, X402ClientError } from '../client-core/errors';
 import { checkTokenFunds, connectionFor, isUnreachable } from './pay';
+import { signerOf, type PayingWallet, type PaymentSigner } from './signer';
 
 /**
  * The decoded `PAYMENT-REQUIRED` header of a 402 (x402 v2 `PaymentRequired`; docs/payments.md "Paying with an
@@ -89,16 +89,20 @@ export function officialOfferOf(
   return undefined;
 }
 
-/** Input of {@link createOfficialPayment}. */
-export interface CreateOfficialPaymentInput {
+/**
+ * Input of {@link createOfficialPayment}: the options and the paying wallet, `keypair` or `signer`
+ * (README "The client", "Signers"); it signs the transfer and pays no SOL.
+ */
+export type CreateOfficialPaymentInput = CreateOfficialPaymentOptions & PayingWallet;
+
+/** What {@link createOfficialPayment} pays, besides the wallet. */
+export interface CreateOfficialPaymentOptions {
   /** The `exact` requirement to pay (an element of `PAYMENT-REQUIRED`'s `accepts`, CAIP-2 network, `extra.feePayer`). */
   requirement: PaymentRequirementsV2;
   /** `resource` of the `PaymentRequired`, echoed in the payload as the official client does. */
   resource?: NonNullable<PaymentRequiredHeader['resource']>;
   /** `extensions` of the `PaymentRequired`, echoed likewise. */
   extensions?: Record<string, unknown>;
-  /** The paying wallet: signs the transfer; it pays no SOL. */
-  keypair: Keypair;
   /** JSON-RPC URL of the requirement's network. */
   rpcUrl: string;
   /** Timeout of each balance-check RPC call in milliseconds; default 10000. */
@@ -119,17 +123,15 @@ export interface OfficialPayment {
   destination: string;
 }
 
-const schemes = new WeakMap<Keypair, Map<string, Promise<ExactSvmScheme>>>();
+const schemes = new WeakMap<PaymentSigner, Map<string, Promise<ExactSvmScheme>>>();
 
 /** One official client scheme per wallet and RPC URL, so its mint cache is reused across payments. */
-function schemeFor(keypair: Keypair, rpcUrl: string): Promise<ExactSvmScheme> {
-  let byUrl = schemes.get(keypair);
-  if (!byUrl) schemes.set(keypair, (byUrl = new Map()));
+function schemeFor(signer: PaymentSigner, rpcUrl: string): Promise<ExactSvmScheme> {
+  let byUrl = schemes.get(signer);
+  if (!byUrl) schemes.set(signer, (byUrl = new Map()));
   let scheme = byUrl.get(rpcUrl);
   if (!scheme) {
-    scheme = createKeyPairSignerFromBytes(keypair.secretKey).then(
-      (signer) => new ExactSvmScheme(signer, { rpcUrl }),
-    );
+    scheme = signer.kitSigner().then((kit) => new ExactSvmScheme(kit, { rpcUrl }));
     byUrl.set(rpcUrl, scheme);
   }
   return scheme;
@@ -149,9 +151,12 @@ function schemeFor(keypair: Keypair, rpcUrl: string): Promise<ExactSvmScheme> {
  * @throws InsufficientFundsError `no_token_account` or `token_balance` (checked before signing)
  * @throws RpcUnreachableError the RPC cannot be reached
  * @throws X402ClientError `payment_build_failed`: the official client could not build the transaction
+ *   (or the signer did not sign it)
+ * @throws TypeError when `signer` is not a Keypair, a wallet adapter or a kit signer
  */
 export async function createOfficialPayment(input: CreateOfficialPaymentInput): Promise<OfficialPayment> {
-  const { requirement, keypair, rpcUrl } = input;
+  const { requirement, rpcUrl } = input;
+  const signer = signerOf(input);
   const network = networkOfCaip2(requirement.network);
   if (requirement.scheme !== 'exact' || network === undefined || !requirement.network.includes(':'))
     throw new PaymentRefusedError(
@@ -168,7 +173,7 @@ export async function createOfficialPayment(input: CreateOfficialPaymentInput): 
   const mint = new PublicKey(requirement.asset);
   const { programId } = await checkTokenFunds({
     connection,
-    owner: keypair.publicKey,
+    owner: signer.publicKey,
     mint,
     amountAtomic: BigInt(requirement.amount),
     call,
@@ -176,12 +181,14 @@ export async function createOfficialPayment(input: CreateOfficialPaymentInput): 
 
   let partial;
   try {
-    const scheme = await schemeFor(keypair, rpcUrl);
+    const scheme = await schemeFor(signer, rpcUrl);
     // Our zod shape of a v2 requirement; the official type narrows `network` to `${string}:${string}`,
     // checked above.
     partial = await scheme.createPaymentPayload(2, requirement as CorePaymentRequirements);
   } catch (error) {
     if (isUnreachable(error)) throw new RpcUnreachableError(rpcUrl, error);
+    // The signer's own refusal (signature_missing) keeps its code.
+    if (error instanceof X402ClientError) throw error;
     throw new X402ClientError(
       'payment_build_failed',
       `The official x402 client could not build the payment: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
@@ -199,7 +206,7 @@ export async function createOfficialPayment(input: CreateOfficialPaymentInput): 
     header: encodeBase64Json(payload),
     payload,
     network,
-    payer: keypair.publicKey.toBase58(),
+    payer: signer.address,
     destination: getAssociatedTokenAddressSync(
       mint,
       new PublicKey(requirement.payTo),

@@ -2,7 +2,6 @@ import { randomInt } from 'node:crypto';
 import {
   ComputeBudgetProgram,
   Connection,
-  type Keypair,
   PublicKey,
   SendTransactionError,
   Transaction,
@@ -14,19 +13,24 @@ import {
   PaymentConfirmationError,
   RpcUnreachableError,
   X402ClientError,
-} from './errors';
+} from '../client-core/errors';
+import { signerOf, type PayingWallet } from './signer';
 import { createTransferCheckedInstruction, unpackAccount } from '../deps';
 import { tokenSourceOf } from '../token-source';
 
 /** Lamports one signature costs in fees on Solana. */
 const LAMPORTS_PER_SIGNATURE = 5000n;
 
-/** Input of {@link payForRequirements}. */
-export interface PayForRequirementsInput {
+/**
+ * Input of {@link payForRequirements}: the options and the paying wallet (owner of the source
+ * associated token account and fee payer), `keypair` or `signer` (README "The client", "Signers").
+ */
+export type PayForRequirementsInput = PayForRequirementsOptions & PayingWallet;
+
+/** What {@link payForRequirements} pays and how, besides the wallet. */
+export interface PayForRequirementsOptions {
   /** The requirements to pay (an element of a 402's `accepts`): exactly `maxAmountRequired` of `asset` to `payTo`. */
   requirements: PaymentRequirements;
-  /** The paying wallet (owner of the source associated token account and fee payer). */
-  keypair: Keypair;
   /** JSON-RPC URL of the requirements' network (or pass `connection`). */
   rpcUrl?: string;
   /** A ready web3.js v1 connection. */
@@ -45,19 +49,22 @@ export interface PayForRequirementsInput {
  * `payTo` (decimals read from the mint account, 6 if unreadable; SPL Token or Token-2022 by the mint's
  * owner), carrying `extra.reference` when the requirements have one (a read-only, non-signer account
  * of the instruction, as Solana Pay does: the payment then buys only the request it was offered for),
- * preceded by a compute-unit limit that makes each payment a distinct transaction, signed,
- * sent, and confirmed by polling `getSignatureStatuses` until `confirmed` (no
- * websocket).
+ * preceded by a compute-unit limit that makes each payment a distinct transaction, signed (by the
+ * keypair, or by the signer once, after the funds are checked), sent, and confirmed by polling
+ * `getSignatureStatuses` until `confirmed` (no websocket).
  *
  * @returns the base58 transaction signature
  * @throws InsufficientFundsError no token account, too few tokens, or no SOL for the fee (checked up
  *   front and recognised in the RPC's simulation error)
  * @throws RpcUnreachableError the RPC cannot be reached (the error carries the URL)
  * @throws PaymentConfirmationError not confirmed within `confirmTimeoutMs`, or failed on chain
- * @throws X402ClientError any other refusal by the RPC (`send_failed`)
+ * @throws X402ClientError any other refusal by the RPC (`send_failed`); `signature_missing` when the
+ *   signer answered without its valid signature (nothing was sent)
+ * @throws TypeError when `signer` is not a Keypair, a wallet adapter or a kit signer
  */
 export async function payForRequirements(input: PayForRequirementsInput): Promise<string> {
-  const { requirements, keypair } = input;
+  const { requirements } = input;
+  const signer = signerOf(input);
   const connection = input.connection ?? connectionFor(requiredUrl(input), input.rpcTimeoutMs ?? 10_000);
   const url = connection.rpcEndpoint;
   const call = <T>(run: () => Promise<T>): Promise<T> =>
@@ -65,7 +72,7 @@ export async function payForRequirements(input: PayForRequirementsInput): Promis
       throw isUnreachable(error) ? new RpcUnreachableError(url, error) : error;
     });
 
-  const owner = keypair.publicKey;
+  const owner = signer.publicKey;
   const mint = new PublicKey(requirements.asset);
   const payTo = new PublicKey(requirements.payTo);
   const amount = BigInt(requirements.maxAmountRequired);
@@ -104,12 +111,10 @@ export async function payForRequirements(input: PayForRequirementsInput): Promis
     ComputeBudgetProgram.setComputeUnitLimit({ units: computeUnitLimit() }),
     transfer,
   );
-  tx.sign(keypair);
+  const wire = await signer.signWire(tx.serialize({ requireAllSignatures: false, verifySignatures: false }));
   let signature: string;
   try {
-    signature = await call(() =>
-      connection.sendRawTransaction(tx.serialize(), { preflightCommitment: 'confirmed' }),
-    );
+    signature = await call(() => connection.sendRawTransaction(wire, { preflightCommitment: 'confirmed' }));
   } catch (error) {
     throw classifySendError(error, owner.toBase58());
   }

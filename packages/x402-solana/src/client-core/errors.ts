@@ -1,3 +1,5 @@
+// The errors of the paying client (README "The client"), each with a stable `code`. Solana-free, so
+// `@repo/x402-solana/client-core` can give them to callers that do not load the Solana libraries.
 /** Base of every error the paying client throws on purpose; `code` is stable for programs and CLIs. */
 export class X402ClientError extends Error {
   /** Machine-readable code, e.g. `"insufficient_funds"`. */
