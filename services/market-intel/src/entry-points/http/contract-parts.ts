@@ -184,12 +184,16 @@ function paidParts(route: PaidRoute, tag: string, summarySuffix = '', details?: 
   };
 }
 
+/** The 409 of an x402 payment-identifier used again for another request (docs/payments.md, "Retrying safely: payment identifiers"). */
+const IDENTIFIER_CONFLICT =
+  'the payment-identifier id of this official-scheme payment was already used by the payer for another request (payment_identifier_conflict); nothing is charged: a new request needs a new identifier';
+
 /**
  * The contract fragment of a paid Data API route (services/market-intel/README.md, "Endpoints" and
  * "Paying, in three steps"): summary, description with the price and the payment steps, tag, security
  * and price extensions (see {@link paidParts}), and its responses: 200 with `body` and the settlement headers, 400 (invalid query, answered before
  * any payment is asked; a payment reused elsewhere or of the wrong amount or mint), 402 `Error402`
- * with the offer headers, 429 (verification budget, with `Retry-After` in seconds), 503 (Solana RPC
+ * with the offer headers, 409 (a payment identifier used for another request), 429 (verification budget, with `Retry-After` in seconds), 503 (Solana RPC
  * unreachable), plus `extra` (e.g. the brief's 404).
  * @param route the price and ledger endpoint of the route (`amountAtomic` in atomic USDC units)
  * @param body the zod schema of the 200 answer; a component of the document becomes a `$ref`
@@ -208,9 +212,10 @@ export function paidDataParts(
         headers: PAID_HEADERS,
       },
       '400': errorResponse(
-        'invalid query (no payment asked), payment reused on another endpoint, amount or mint mismatch',
+        'invalid query (no payment asked), payment reused on another endpoint, amount or mint mismatch, malformed payment-identifier extension (invalid_payment_header, details.reason invalid_payment_identifier)',
       ),
       '402': PAYMENT_NOT_ACCEPTABLE,
+      '409': errorResponse(IDENTIFIER_CONFLICT),
       '429': errorResponse(VERIFICATIONS_LIMITED, RETRY_AFTER_HEADER),
       ...extra,
       '503': errorResponse('the Solana RPC is unreachable; retry later'),
@@ -249,10 +254,12 @@ export function paidComputeParts(
         headers: PAID_HEADERS,
       },
       '400': errorResponse(
-        'malformed JSON, invalid query (network), payment reused on another endpoint, amount or mint mismatch',
+        'malformed JSON, invalid query (network), payment reused on another endpoint, amount or mint mismatch, malformed payment-identifier extension (invalid_payment_header, details.reason invalid_payment_identifier)',
       ),
       '402': PAYMENT_NOT_ACCEPTABLE,
-      '409': errorResponse('this payment already started a job: details.jobId'),
+      '409': errorResponse(
+        `this payment already started a job: details.jobId (payment_conflict); or ${IDENTIFIER_CONFLICT}`,
+      ),
       '413': errorResponse(
         'the body is larger than BODY_LIMIT (100 kB by default; `payload_too_large`, the limit in bytes in details.limit_bytes)',
       ),
