@@ -87,7 +87,7 @@ export type {
 } from './payments/payer';
 export { MemorySpendStore, DEFAULT_MAX_PER_PAYMENT_ATOMIC } from './payments/limits';
 export type { SpendLimits, SpendStore, SpendRecord, UsdcAmount, SpendLimitKind } from './payments/limits';
-export type { Signer, WalletAdapterSigner } from './payments/signer';
+export type { Signer, WalletAdapterSigner, KitPaymentSigner } from './payments/signer';
 export {
   X402ClientError,
   PaymentRefusedError,

@@ -9,7 +9,6 @@ import {
   InsufficientFundsError,
   marketIntelClient,
   PaymentNotAllowedError,
-  PaymentRefusedError,
   receiptOf,
   SpendLimitExceededError,
   waitForJob,
@@ -353,7 +352,7 @@ describe('Paying within limits', () => {
     expect(before.payer - (await balances(keypair)).payer).toBe(50_000n);
   });
 
-  it('When a wallet adapter signs, then the official scheme pays with its signature; push mode needs a keypair', async () => {
+  it('When a wallet adapter signs, then the official scheme pays with its signature (test/signers.test.ts: every signer, both schemes)', async () => {
     const { keypair } = await wallet();
     const before = await balances(keypair);
     let signed = 0;
@@ -372,10 +371,5 @@ describe('Paying within limits', () => {
     expect(signed).toBe(1);
     expect(receiptOf(response)).toMatchObject({ scheme: 'official', payer: keypair.publicKey.toBase58() });
     expect(before.payer - (await balances(keypair)).payer).toBe(50_000n);
-
-    const push = createPayer({ signer: adapter, rpcUrls: rpcUrls(), mode: 'push' });
-    await expect(push.fetch(`${server.baseUrl}/api/v1/scout/keywords`)).rejects.toBeInstanceOf(
-      PaymentRefusedError,
-    );
   });
 });

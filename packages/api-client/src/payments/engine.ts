@@ -1,16 +1,22 @@
 // The payment engine behind a Payer (README, "Paying within limits"), loaded on the first payment:
 // the official x402 exact SVM scheme through @x402/fetch's client and @x402/svm when offered, push
 // mode otherwise; every cap and allowlist is checked, and the amount reserved, before anything is
-// signed. The internal x402 client's errors are converted into the package's own.
+// signed. Any signer pays either scheme (resolvePaymentSigner of the internal client); its errors are
+// the package's own (the same classes, from @repo/x402-solana/client-core).
 import { PublicKey } from '@solana/web3.js';
 import { x402Client, x402HTTPClient, type PaymentRequired, type PaymentRequirements } from '@x402/fetch';
 import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { Error402, type PaymentRequirements as V1Requirements } from '@repo/schemas';
 import { encodePaymentHeader, networkOfCaip2 } from '@repo/x402-core';
-import * as internal from '@repo/x402-solana/client';
 import {
-  InsufficientFundsError,
-  PaymentConfirmationError,
+  checkTokenFunds,
+  connectionFor,
+  decodeSettleResponse,
+  isUnreachable,
+  payForRequirements,
+  resolvePaymentSigner,
+} from '@repo/x402-solana/client';
+import {
   PaymentNotAllowedError,
   PaymentRefusedError,
   RpcUnreachableError,
@@ -19,10 +25,7 @@ import {
 } from './errors';
 import type { SpendTracker } from './limits';
 import type { PaidRequest, PayerOptions, PaymentOffer, PaymentReceipt, X402Network } from './payer';
-import { resolveSigner, type WalletAdapterSigner } from './signer';
 import { formatAtomic, USDC_DECIMALS } from './usdc';
-
-const { checkTokenFunds, connectionFor, decodeSettleResponse, isUnreachable, payForRequirements } = internal;
 
 /** What a payer does once loaded. */
 export interface Engine {
@@ -63,7 +66,7 @@ export function createEngine(
   tracker: SpendTracker,
   record: (response: Response, receipt: Omit<PaymentReceipt, 'paidAt'>) => Response,
 ): Engine {
-  const signer = resolveSigner(options.signer as Uint8Array | WalletAdapterSigner);
+  const signer = resolvePaymentSigner(options.signer);
   const baseFetch =
     options.fetch ?? ((input: string | URL | Request, init?: RequestInit) => fetch(input, init));
   const mode = options.mode ?? 'auto';
@@ -180,7 +183,7 @@ export function createEngine(
       amountAtomic: BigInt(offer.amountAtomic),
       call: (run) =>
         run().catch((error: unknown) => {
-          throw isUnreachable(error) ? new internal.RpcUnreachableError(rpcUrl, error) : error;
+          throw isUnreachable(error) ? new RpcUnreachableError(rpcUrl, error) : error;
         }),
     });
     if (decimals !== USDC_DECIMALS) throw new PaymentNotAllowedError(offer, 'asset');
@@ -207,7 +210,9 @@ export function createEngine(
     try {
       headers = http.encodePaymentSignatureHeader(await client.createPaymentPayload(required));
     } catch (error) {
-      if (isUnreachable(error)) throw new internal.RpcUnreachableError(rpcUrl, error);
+      if (isUnreachable(error)) throw new RpcUnreachableError(rpcUrl, error);
+      // The signer's own refusal (signature_missing) keeps its code.
+      if (error instanceof X402ClientError) throw error;
       throw new X402ClientError(
         'payment_build_failed',
         `The official x402 client could not build the payment: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
@@ -244,12 +249,8 @@ export function createEngine(
     send: (request: Request) => Promise<Response>,
   ): Promise<Response> {
     const { offer, requirements, rpcUrl } = chosen;
-    if (!signer.keypair)
-      throw new PaymentRefusedError(
-        `${offer.request.url} offers push mode only, which needs a keypair signer (a wallet adapter pays offers of the official scheme)`,
-      );
     await checkAsset(offer, rpcUrl);
-    const signature = await payForRequirements({ requirements, keypair: signer.keypair, rpcUrl });
+    const signature = await payForRequirements({ requirements, signer, rpcUrl });
     // The transfer is made: it counts against the caps whatever the server answers.
     await tracker.commit(reservation, signature);
     retry.headers.set('X-PAYMENT', encodePaymentHeader(requirements.network, signature));
@@ -275,8 +276,8 @@ export function createEngine(
 
   return {
     address: signer.address,
-    quote: (input, init) => converted(quote(input, init)),
-    fetch: (input, init, transport) => converted(pay(input, init, transport ?? baseFetch)),
+    quote: (input, init) => quote(input, init),
+    fetch: (input, init, transport) => pay(input, init, transport ?? baseFetch),
   };
 
   async function quote(input: string | URL | Request, init?: RequestInit): Promise<PaymentOffer | undefined> {
@@ -322,36 +323,6 @@ export function createEngine(
   }
 }
 
-/** The internal client's errors as the package's own (same code, fields and message). */
-async function converted<T>(run: Promise<T>): Promise<T> {
-  try {
-    return await run;
-  } catch (error) {
-    throw convert(error);
-  }
-}
-
-function convert(error: unknown): unknown {
-  if (error instanceof X402ClientError || !(error instanceof internal.X402ClientError)) return error;
-  if (error instanceof internal.InsufficientFundsError)
-    return new InsufficientFundsError(error.kind, error.message, {
-      required: error.required,
-      available: error.available,
-      cause: error,
-    });
-  if (error instanceof internal.RpcUnreachableError)
-    return new RpcUnreachableError(error.url, error.message, error);
-  if (error instanceof internal.PaymentConfirmationError)
-    return new PaymentConfirmationError(error.code, error.signature, error.message);
-  if (error instanceof internal.PaymentRefusedError)
-    return new PaymentRefusedError(
-      error.message,
-      { code: error.code, reason: error.reason, status: error.status, signature: error.signature },
-      error,
-    );
-  return new X402ClientError(error.code, error.message, error);
-}
-
 function offerFrom(
   scheme: PaymentOffer['scheme'],
   network: X402Network,
@@ -388,6 +359,7 @@ async function refused(
   const message = parsed.success ? parsed.data.error : `HTTP ${response.status}`;
   return new PaymentRefusedError(
     `${offer.request.url} refused the payment (${what}): ${message}${typeof reason === 'string' && !message.includes(reason) ? ` (${reason})` : ''}`,
+    undefined,
     {
       status: response.status,
       ...(typeof reason === 'string' ? { reason } : {}),

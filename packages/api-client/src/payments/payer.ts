@@ -54,7 +54,10 @@ export interface PaymentReceipt extends PaymentOffer {
 
 /** Options of {@link createPayer}. */
 export interface PayerOptions {
-  /** Who pays: a keypair file path, a `Keypair`, or a wallet adapter. */
+  /**
+   * Who pays (README, "Signers"): a keypair file path, a `Keypair`, a wallet adapter
+   * `{ publicKey, signTransaction }`, or a `@solana/kit` signer. Its address is read on the first payment.
+   */
   signer: Signer;
   /** JSON-RPC URL per network, e.g. `{ solana: "http://127.0.0.1:8899" }`: offers on other networks are not paid. */
   rpcUrls: Partial<Record<X402Network, string>>;
@@ -132,6 +135,7 @@ export function receiptOf(response: Response): PaymentReceipt | undefined {
  * Creates a {@link Payer} (README, "Paying within limits"). A keypair file is read and checked here;
  * the Solana libraries load on the first payment.
  * @throws Error when a keypair file cannot be read or is not 64 bytes; RangeError when a cap is not a USDC amount
+ *   (a signer of the wrong shape, or a wallet adapter not connected, is a TypeError of the first payment)
  */
 export function createPayer(options: PayerOptions): Payer {
   const signer = typeof options.signer === 'string' ? readKeypairFile(options.signer) : options.signer;
@@ -151,13 +155,19 @@ export function createPayer(options: PayerOptions): Payer {
     return response;
   };
   const load = (): Promise<Engine> =>
-    (engine ??= Promise.resolve().then(() => {
-      // Loaded on first use, not at import: the engine brings the Solana libraries (about half a
-      // second). A require, which the bundler keeps lazy in both the ESM and CommonJS builds.
-      // eslint-disable-next-line @typescript-eslint/no-require-imports -- see above
-      const { createEngine } = require('./engine') as typeof import('./engine');
-      return createEngine({ ...options, signer }, tracker, record);
-    }));
+    (engine ??= Promise.resolve()
+      .then(() => {
+        // Loaded on first use, not at import: the engine brings the Solana libraries (about half a
+        // second). A require, which the bundler keeps lazy in both the ESM and CommonJS builds.
+        // eslint-disable-next-line @typescript-eslint/no-require-imports -- see above
+        const { createEngine } = require('./engine') as typeof import('./engine');
+        return createEngine({ ...options, signer }, tracker, record);
+      })
+      .catch((error: unknown) => {
+        // A signer that cannot be resolved yet (a wallet adapter not connected) is tried again next time.
+        engine = undefined;
+        throw error;
+      }));
 
   const payer: Payer = {
     receipts: made,
