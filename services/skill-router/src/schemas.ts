@@ -310,6 +310,13 @@ export const ListVersionsQuery = z.object({
 });
 export type ListVersionsQuery = z.infer<typeof ListVersionsQuery>;
 
+/** Arguments of the MCP tool `list_skill_versions`: the skill id and {@link ListVersionsQuery} with JSON numbers. */
+export const ListVersionsArgs = z.object({
+  id: SkillId,
+  limit: VERSIONS_LIMIT.default(10).meta({ description: 'page size' }),
+  offset: PAGE_OFFSET.default(0).meta({ description: 'versions to skip' }),
+});
+
 /** Answer of GET /api/discover/skills/{id}/versions: newest revision first. */
 export const SkillVersionList = z.object({
   skill_id: z.string(),

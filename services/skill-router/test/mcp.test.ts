@@ -4,6 +4,7 @@ import { toJsonSchema } from '@repo/schemas';
 import { mcpClientPool, metricValue, scrape, toolErrorOf } from '@repo/service-kit/testing';
 import {
   ListSkillsArgs,
+  ListVersionsArgs,
   RegisterSkillRequest,
   RegisterSkillResponse,
   ReportRequest,
@@ -11,6 +12,7 @@ import {
   RouteResponse,
   SkillDetail,
   SkillList,
+  SkillVersionList,
 } from '../src/schemas';
 import { buildSkill, uniqueWord } from './support/factories';
 import { startHarness, type Harness } from './support/harness';
@@ -48,10 +50,11 @@ async function activeSkill(overrides: Parameters<typeof buildSkill>[0] = {}): Pr
 }
 
 describe('skill-router MCP endpoint', () => {
-  it('When an agent lists the tools, then it gets the five discover tools with the HTTP API schemas', async () => {
+  it('When an agent lists the tools, then it gets the six discover tools with the HTTP API schemas', async () => {
     const { tools } = await anonymous.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual([
       'get_skill',
+      'list_skill_versions',
       'list_skills',
       'register_skill',
       'report_call',
@@ -66,10 +69,12 @@ describe('skill-router MCP endpoint', () => {
     expect(byName.get('list_skills')?.inputSchema).toEqual(toJsonSchema(ListSkillsArgs, 'input'));
     expect(byName.get('list_skills')?.outputSchema).toEqual(toJsonSchema(SkillList, 'output'));
     expect(byName.get('get_skill')?.outputSchema).toEqual(toJsonSchema(SkillDetail, 'output'));
+    expect(byName.get('list_skill_versions')?.inputSchema).toEqual(toJsonSchema(ListVersionsArgs, 'input'));
+    expect(byName.get('list_skill_versions')?.outputSchema).toEqual(toJsonSchema(SkillVersionList, 'output'));
     for (const tool of tools) {
       expect(tool.description).toMatch(/Free/);
       expect(tool.annotations?.readOnlyHint).toBe(
-        ['get_skill', 'list_skills', 'route_task'].includes(tool.name),
+        ['get_skill', 'list_skills', 'list_skill_versions', 'route_task'].includes(tool.name),
       );
     }
     expect(anonymous.getInstructions()).toMatch(/sk_router_ key/);
@@ -90,6 +95,25 @@ describe('skill-router MCP endpoint', () => {
     const { metrics_at: _httpAt, ...httpRest } = httpDetail.body as Record<string, unknown>;
     expect(mcpRest).toEqual(httpRest);
     expect(JSON.parse((detail.content as { text: string }[])[0]!.text)).toEqual(detail.structuredContent);
+  });
+
+  it('When list_skill_versions is called without a key, then it answers what the HTTP API answers, and refuses bad arguments and unknown skills', async () => {
+    const id = await activeSkill({ description: `Finds ${uniqueWord()} archives quickly.` });
+    const listed = await anonymous.callTool({ name: 'list_skill_versions', arguments: { id, limit: 2 } });
+    const http = await h.call('GET', `/api/discover/skills/${id}/versions?limit=2`);
+    expect(listed.isError).toBeUndefined();
+    expect(listed.structuredContent).toEqual(http.body);
+    expect((listed.structuredContent as { total: number }).total).toBe(1);
+    const unknown = await anonymous.callTool({
+      name: 'list_skill_versions',
+      arguments: { id: 'no-such-skill' },
+    });
+    expect(toolErrorOf(unknown)).toMatchObject({ code: 'not_found' });
+    const bad = await anonymous.callTool({ name: 'list_skill_versions', arguments: { id, limit: 21 } });
+    expect(toolErrorOf(bad)).toMatchObject({
+      code: 'invalid_request',
+      details: { issues: [expect.objectContaining({ path: 'arguments.limit' })] },
+    });
   });
 
   it('When get_skill names no skill, then the tool error carries the not_found envelope', async () => {

@@ -40,6 +40,11 @@ describe('migrations', () => {
           '20261123220000_verification_attempts',
           '20261124040000_report_weighting',
           '20261125120000_routing_watermark',
+          '20261128193524_definition_pinning',
+          '20261128193624_definition_pinning_backfill',
+          '20261128194000_report_reputation',
+          '20261128194100_routed_days_backfill',
+          '20261128194200_reliability_prior',
         ]);
         const { rows } = await pg.query(
           'SELECT skill_id, success_rate_24h, avg_latency_ms, calls_30d, rating_sum, rating_count, popularity, consecutive_failures FROM skill_stats',
@@ -62,6 +67,30 @@ describe('migrations', () => {
         expect(cols.rows).toEqual([]);
         const attempts = await pg.query('SELECT verification_attempts FROM skills');
         expect(attempts.rows).toEqual([{ verification_attempts: 0 }]);
+        // Its current revision is its first recorded version, from before definitions were pinned, and
+        // its first conformance call is due within ten minutes.
+        const versions = await pg.query(
+          'SELECT skill_id, revision, definition_hash, status, definition FROM skill_versions',
+        );
+        expect(versions.rows).toEqual([
+          {
+            skill_id: 'old',
+            revision: 1,
+            definition_hash: null,
+            status: 'passed',
+            definition: {
+              endpoint: 'https://example.com',
+              description: 'an old skill',
+              pricing: { model: 'per_call', price_usd: 0.01 },
+              input_schema: {},
+              output_schema: {},
+            },
+          },
+        ]);
+        const due = await pg.query(
+          `SELECT next_conformance_at BETWEEN now() - interval '1 minute' AND now() + interval '10 minutes' AS soon FROM skill_stats`,
+        );
+        expect(due.rows).toEqual([{ soon: true }]);
       } finally {
         await pg.end();
       }

@@ -24,7 +24,9 @@ export const SKILL_ROUTER_LLMS_TXT: LlmsTxt = {
   sections: [
     {
       name: 'API',
-      links: apiLinks('tools route_task, list_skills, get_skill, register_skill, report_call'),
+      links: apiLinks(
+        'tools route_task, list_skills, get_skill, list_skill_versions, register_skill, report_call',
+      ),
     },
     {
       name: 'Optional',

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { RouteOutcome } from '../../metrics';
 import {
   ListSkillsArgs,
+  ListVersionsArgs,
   RegisterSkillRequest,
   RegisterSkillResponse,
   ReportRequest,
@@ -12,6 +13,7 @@ import {
   SkillDetail,
   SkillId,
   SkillList,
+  SkillVersionList,
 } from '../../schemas';
 import type { DiscoverOperations } from '../../domain/discover-operations';
 
@@ -85,6 +87,19 @@ export function skillRouterTools(
       return { structuredContent: await operations.get(args.id) };
     },
   };
+  const listSkillVersions: McpTool<z.infer<typeof ListVersionsArgs>> = {
+    name: 'list_skill_versions',
+    title: "List a skill's versions",
+    description:
+      "A skill's registered revisions, newest first: each definition (endpoint, description, pricing, schemas), " +
+      'its SHA-256 and its verification. Free; no key needed.',
+    input: ListVersionsArgs,
+    output: SkillVersionList,
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async run({ id, ...page }) {
+      return { structuredContent: await operations.versions(id, page) };
+    },
+  };
   const registerSkill: McpTool<RegisterSkillRequest> = {
     name: 'register_skill',
     title: 'Register a skill',
@@ -114,5 +129,5 @@ export function skillRouterTools(
       return { structuredContent: await operations.report(await keyOf(operations, context), args) };
     },
   };
-  return [routeTask, listSkills, getSkill, registerSkill, reportCall];
+  return [routeTask, listSkills, getSkill, listSkillVersions, registerSkill, reportCall];
 }
