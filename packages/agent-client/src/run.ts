@@ -1,4 +1,5 @@
 import type { FetchWithPaymentResult, PaymentMade } from '@repo/x402-solana/client';
+import { readBody } from '@repo/x402-solana/client-core';
 import { EXIT } from './exit-codes';
 import { firstRequest } from './http';
 import { parseAgentPayArgs, USAGE, UsageError } from './options';
@@ -181,18 +182,4 @@ function describeMode(payment: PaymentMade): string {
 function reasonOf(error: unknown): string {
   const cause = error instanceof Error ? ((error as Error & { cause?: unknown }).cause ?? error) : error;
   return cause instanceof Error ? cause.message : String(cause);
-}
-
-/** The body: parsed JSON when the answer says JSON, else text; `undefined` when empty. */
-async function readBody(response: Response): Promise<unknown> {
-  const text = await response.text();
-  if (text === '') return undefined;
-  if (/json/i.test(response.headers.get('content-type') ?? '')) {
-    try {
-      return JSON.parse(text) as unknown;
-    } catch {
-      return text;
-    }
-  }
-  return text;
 }

@@ -1,29 +1,11 @@
-// USDC amounts as agent-pay reads and prints them. Kept here rather than imported from
-// @repo/x402-solana/client so that a free call or --help loads none of the Solana modules.
+// USDC amounts as agent-pay reads and prints them. The parsing, the default cap and the plain
+// formatting are the paying client's own, from the Solana-free `@repo/x402-solana/client-core`, so
+// that a free call or --help loads none of the Solana modules.
+import { formatAtomic, USDC_DECIMALS } from '@repo/x402-solana/client-core';
 
-/** Decimals of USDC (and of the local ledger's test USDC): 1 USDC = 1,000,000 atomic units. */
-export const USDC_DECIMALS = 6;
+export { DEFAULT_MAX_AMOUNT_ATOMIC, parseUsdc, USDC_DECIMALS } from '@repo/x402-solana/client-core';
 
 const SCALE = 10n ** BigInt(USDC_DECIMALS);
-
-/**
- * The default per-payment spend cap of `agent-pay`, in atomic USDC units: 1 USDC, like the official
- * x402 clients' `$1` (packages/agent-client/README.md, "Options").
- */
-export const DEFAULT_MAX_AMOUNT_ATOMIC = 1_000_000n;
-
-/**
- * Parses a decimal USDC amount (`"25"`, `"0.5"`, `"1.000001"`) into atomic units.
- * @param text a non-negative decimal with at most 6 fractional digits
- * @returns the amount in atomic USDC units
- * @throws RangeError when `text` is not such a decimal
- */
-export function parseUsdc(text: string): bigint {
-  const match = /^([0-9]+)(?:\.([0-9]{1,6}))?$/.exec(text.trim());
-  if (!match) throw new RangeError(`not a USDC amount with at most ${USDC_DECIMALS} decimals: "${text}"`);
-  const [, whole = '0', fraction = ''] = match;
-  return BigInt(whole) * SCALE + BigInt(fraction.padEnd(USDC_DECIMALS, '0'));
-}
 
 /**
  * An amount as a person reads it: at least two decimals, more only when the amount has them
@@ -31,8 +13,7 @@ export function parseUsdc(text: string): bigint {
  * @param atomic amount in atomic USDC units (non-negative)
  */
 export function formatUsdc(atomic: bigint): string {
-  const whole = atomic / SCALE;
-  const fraction = (atomic % SCALE).toString().padStart(USDC_DECIMALS, '0').replace(/0+$/, '');
+  const [whole, fraction = ''] = formatAtomic(atomic).split('.');
   return `${whole}.${fraction.padEnd(2, '0')}`;
 }
 
@@ -42,9 +23,7 @@ export function formatUsdc(atomic: bigint): string {
  * @param atomic amount in atomic USDC units (non-negative)
  */
 export function usdcArgument(atomic: bigint): string {
-  const whole = atomic / SCALE;
-  const fraction = (atomic % SCALE).toString().padStart(USDC_DECIMALS, '0').replace(/0+$/, '');
-  return fraction === '' ? whole.toString() : `${whole}.${fraction}`;
+  return formatAtomic(atomic);
 }
 
 /**

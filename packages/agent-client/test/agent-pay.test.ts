@@ -243,11 +243,12 @@ describe('agent-pay', () => {
 
   it('When a free URL is called as a process, then it answers without loading the Solana or x402 modules or reading a keypair', async () => {
     const cli = join(__dirname, '..', 'src', 'cli.ts');
-    // Prints, at exit, the loaded modules that belong to the paying path.
+    // Prints, at exit, the loaded modules that belong to the paying path (the Solana-free client-core
+    // of @repo/x402-solana, errors and amounts, is not one of them).
     const probe = join(dir, 'loaded-probe.js');
     writeFileSync(
       probe,
-      "process.on('exit', () => { process.stderr.write('loaded:' + JSON.stringify(Object.keys(require.cache).filter((m) => /@solana|@x402|x402-solana/.test(m)).length) + '\\n'); });",
+      "process.on('exit', () => { process.stderr.write('loaded:' + JSON.stringify(Object.keys(require.cache).filter((m) => /@solana|@x402|x402-solana[\\\\/](src|dist)[\\\\/](?!client-core[\\\\/])/.test(m)).length) + '\\n'); });",
     );
     const result = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       execFile(
