@@ -1,8 +1,10 @@
-// signal-feedback demo: against a running service, a product owner signs up, creates a product and two
-// contexts, the product sends a realistic burst of signals through /api/signals (batches) and
+// signal-feedback demo: against a running service, a product owner signs up, creates a product and
+// three contexts, the product sends a realistic burst of signals through /api/signals (batches) and
 // /api/ingest (automation-style single events with the aliases), the analysis runs, and the proposals
-// are printed; then the checkout proposal is approved, its deployment recorded, the after-window's
-// signals sent, and the verification's verdict printed once that window has closed. Run alone with `pnpm --filter @repo/signal-feedback exec tsx scripts/demo.ts`
+// are printed; then the checkout proposal is approved and its deployment recorded with the express
+// checkout as its control group, both contexts' signals are sent for the after-window and for the same
+// minutes a week earlier (client timestamps), and the verification's verdict, effect and checks are
+// printed once the after-window has closed. Run alone with `pnpm --filter @repo/signal-feedback exec tsx scripts/demo.ts`
 // (SIGNAL_FEEDBACK_URL, default http://127.0.0.1:3002).
 
 /** Options of {@link runSignalFeedbackDemo}. */
@@ -15,11 +17,44 @@ export interface SignalFeedbackDemoOptions {
   pollMs?: number;
 }
 
+/** An effect of a verification (README, "Deployments and verification"). */
+export interface DemoEffect {
+  estimate: number;
+  ci_low: number;
+  ci_high: number;
+  odds_ratio: number;
+  odds_ratio_ci_low: number;
+  odds_ratio_ci_high: number;
+  p_value: number | null;
+}
+
 /** A deployment's verification as GET /api/proposals/{id}/deployments returns it (README, "Deployments and verification"). */
 export interface DemoVerification {
   verdict: 'improved' | 'regressed' | 'inconclusive';
   reason: string;
   provisional: boolean;
+  label: string;
+  effect: DemoEffect | null;
+  method: {
+    estimator: 'did' | 'before_after';
+    control_selection: string;
+    control_contexts: { context_id: string; before_signals: number; after_signals: number }[];
+    windows: { before: { from: string; to: string }; after: { from: string; to: string } };
+  };
+  control: {
+    before: { signals: number; negative: number; negative_rate: number | null };
+    after: { signals: number; negative: number; negative_rate: number | null };
+  } | null;
+  placebo: (DemoEffect & { significant: boolean }) | null;
+  traffic: {
+    chi_square: number;
+    p_value: number;
+    expected_treated_after: number;
+    observed_treated_after: number;
+    significant: boolean;
+  } | null;
+  monitor: { always_valid_p_value: number; regression_detected: boolean } | null;
+  per_type: { signal_type: string | null; effect: DemoEffect | null; adjusted_p_value: number | null }[];
   before: { signals: number; negative: number; negative_rate: number | null };
   after: { signals: number; negative: number; negative_rate: number | null };
   z: number | null;
@@ -105,6 +140,14 @@ const ONBOARDING: DemoContext = {
   negative_signals: ['verification_failed', 'onboarding_skipped'],
 };
 
+/** The express checkout: the same payment step, which the checkout's change does not touch (the control). */
+const EXPRESS_CHECKOUT: DemoContext = {
+  name: 'Express checkout',
+  content: 'One-click purchase with a saved card, from the product page.',
+  positive_signals: ['checkout_completed'],
+  negative_signals: ['payment_failed', 'checkout_abandoned'],
+};
+
 /**
  * Runs the demo against a running signal-feedback.
  * @returns the account, product, number of signals sent and the proposals made from them
@@ -137,7 +180,10 @@ export async function runSignalFeedbackDemo(
     s.call<{ id: string }>('POST', '/api/context', { product_id: product.id, ...context });
   const checkout = await createContext(CHECKOUT);
   const onboarding = await createContext(ONBOARDING);
-  log(`created contexts Checkout ${checkout.id} and Onboarding ${onboarding.id}`);
+  const express = await createContext(EXPRESS_CHECKOUT);
+  log(
+    `created contexts Checkout ${checkout.id}, Onboarding ${onboarding.id} and Express checkout ${express.id}`,
+  );
 
   // Checkout: card declines dominate the failures, mostly on the payment step with 3-D Secure.
   const checkoutSignals = Array.from({ length: 60 }, (_, i) => {
@@ -160,7 +206,6 @@ export async function runSignalFeedbackDemo(
     };
   });
   let sent = 0;
-  const checkoutSentAt = Date.now();
   for (let i = 0; i < checkoutSignals.length; i += 25) {
     const batch = checkoutSignals.slice(i, i + 25);
     const r = await s.call<{ received: number }>('POST', '/api/signals', batch, {
@@ -215,8 +260,8 @@ export async function runSignalFeedbackDemo(
     log(`  predicted impact: ${p.predicted_impact}`);
   }
 
-  const deployment = await deployAndVerify(s, product.api_key, checkout.id, proposals, {
-    checkoutSentAt,
+  const deployment = await deployAndVerify(s, product.api_key, checkout.id, express.id, proposals, {
+    checkoutSignals,
     log,
     pollMs: options.pollMs ?? 10_000,
   });
@@ -238,36 +283,125 @@ export async function runSignalFeedbackDemo(
 
 const pct = (rate: number | null) => (rate === null ? 'n/a' : `${(rate * 100).toFixed(1)} %`);
 
+/** A signal as POST /api/signals takes it. */
+interface DemoSignal {
+  type: string;
+  context_id: string;
+  payload?: Record<string, unknown>;
+  timestamp?: string;
+}
+
+/** The after-window of the demo's deployment, minutes: short, so the demo waits two minutes. */
+const DEMO_WINDOW_MINUTES = 2;
+const WEEK_MS = 7 * 24 * 3_600_000;
+
 /**
- * Approves the checkout proposal, records its deployment with windows as long as the time since the
- * checkout signals were sent (at least a minute, so they fall in the before-window), sends the fixed
- * checkout's signals and polls the verification until the after-window has closed.
+ * `signals` stamped evenly over `[from + 10 s, from + window − 10 s)`: inside the window whatever the
+ * few seconds the requests take, and (a week back) within the 7 days a timestamp may be old.
+ */
+function stamped(signals: readonly DemoSignal[], from: number): DemoSignal[] {
+  const span = DEMO_WINDOW_MINUTES * 60_000 - 20_000;
+  return signals.map((x, i) => ({
+    ...x,
+    timestamp: new Date(from + 10_000 + Math.floor((i * span) / signals.length)).toISOString(),
+  }));
+}
+
+const effectLine = (e: DemoEffect, alpha: number) =>
+  `odds ratio ${e.odds_ratio} (${Math.round((1 - alpha) * 100)} % interval ${e.odds_ratio_ci_low} to ${e.odds_ratio_ci_high}; ` +
+  `log odds ${e.estimate}, ${e.ci_low} to ${e.ci_high})${e.p_value === null ? '' : `, p = ${e.p_value}`}`;
+
+/** Prints what a final verification found, check by check. */
+function printVerification(v: DemoVerification & { alpha?: number }, log: (line: string) => void): void {
+  const alpha = v.alpha ?? 0.05;
+  log(`verification: ${v.verdict.toUpperCase()} (${v.reason.replace(/_/g, ' ')}), label ${v.label}`);
+  log(
+    `  treated (checkout): ${pct(v.before.negative_rate)} of ${v.before.signals} a week earlier -> ` +
+      `${pct(v.after.negative_rate)} of ${v.after.signals} after`,
+  );
+  if (v.control)
+    log(
+      `  control (${v.method.control_selection}, ${v.method.control_contexts.length} context(s)): ` +
+        `${pct(v.control.before.negative_rate)} of ${v.control.before.signals} -> ` +
+        `${pct(v.control.after.negative_rate)} of ${v.control.after.signals}`,
+    );
+  if (v.effect) log(`  effect (${v.method.estimator}): ${effectLine(v.effect, alpha)}`);
+  for (const t of v.per_type)
+    log(
+      `    ${t.signal_type ?? 'negative signals'}: ` +
+        (t.effect
+          ? `odds ratio ${t.effect.odds_ratio}, Holm-adjusted p = ${t.adjusted_p_value}`
+          : 'no estimate'),
+    );
+  log(`  naive before/after z-test: z = ${v.z}, p = ${v.p_value}`);
+  log(
+    v.placebo
+      ? `  placebo one week earlier: ${effectLine(v.placebo, alpha)}, ${v.placebo.significant ? 'SIGNIFICANT (pre-trend)' : 'not significant'}`
+      : '  placebo one week earlier: not computed (no signals two weeks back: a timestamp may be at most 7 days old)',
+  );
+  if (v.traffic)
+    log(
+      `  traffic check: ${v.traffic.observed_treated_after} treated signals after, ${v.traffic.expected_treated_after} expected ` +
+        `from the control (chi-square ${v.traffic.chi_square}, p = ${v.traffic.p_value}), ` +
+        `${v.traffic.significant ? 'SIGNIFICANT (volume shift)' : 'no volume shift'}`,
+    );
+}
+
+/**
+ * Approves the checkout proposal and records its deployment now, with a two-minute window and the
+ * express checkout as its control group; sends both contexts' signals for the after-window and for
+ * the same minutes a week earlier (the before-window, client timestamps): the checkout's burst
+ * before and rare declines after, the express checkout unchanged; then polls the verification until
+ * the after-window has closed and prints its verdict, effect and checks.
  */
 async function deployAndVerify(
   s: Session,
   apiKey: string,
   checkoutId: string,
+  expressId: string,
   proposals: DemoProposal[],
-  o: { checkoutSentAt: number; log: (line: string) => void; pollMs: number },
+  o: { checkoutSignals: readonly DemoSignal[]; log: (line: string) => void; pollMs: number },
 ): Promise<{ id: string; proposalId: string; sent: number; verification: DemoVerification }> {
   const proposal = proposals.find((p) => p.context_id === checkoutId);
   if (!proposal) throw new Error('the analysis made no checkout proposal');
   await s.call('PATCH', `/api/proposals/${proposal.id}`, { status: 'approved' }, { 'x-api-key': apiKey });
   o.log('');
   o.log(`approved the checkout proposal ${proposal.id}`);
-  const windowMinutes = Math.max(1, Math.ceil((Date.now() - o.checkoutSentAt + 5_000) / 60_000));
-  const deployment = await s.call<{ id: string; deployed_at: string; signal_type: string | null }>(
+  const deployment = await s.call<{
+    id: string;
+    deployed_at: string;
+    signal_type: string | null;
+    contexts: string[];
+    control_contexts: string[] | null;
+  }>(
     'POST',
     `/api/proposals/${proposal.id}/deployments`,
-    { version: 'v2.5.0', note: 'Retry with another card after a decline', window_minutes: windowMinutes },
+    {
+      version: 'v2.5.0',
+      note: 'Retry with another card after a decline',
+      window_minutes: DEMO_WINDOW_MINUTES,
+      control_contexts: [expressId],
+    },
     { 'x-api-key': apiKey },
   );
+  const at = Date.parse(deployment.deployed_at);
   o.log(
-    `recorded deployment v2.5.0 ${deployment.id}: ${deployment.signal_type ?? 'negative'} signals are compared over the ` +
-      `${windowMinutes} minute(s) before and after ${deployment.deployed_at}`,
+    `recorded deployment v2.5.0 ${deployment.id}: the failing signals of the checkout ` +
+      `(treated) against the express checkout (control), in the ${DEMO_WINDOW_MINUTES} minutes after ` +
+      `${deployment.deployed_at} and the same minutes a week earlier`,
   );
-  // After the fix: declines are rare.
-  const after = Array.from({ length: 60 }, (_, i) =>
+  const express = (n: number, failing: number): DemoSignal[] =>
+    Array.from({ length: n }, (_, i) =>
+      i % Math.round(n / failing) === 0
+        ? {
+            type: 'payment_failed',
+            context_id: expressId,
+            payload: { step: 'payment', error_code: 'card_declined' },
+          }
+        : { type: 'checkout_completed', context_id: expressId, payload: { step: 'confirm' } },
+    );
+  // After the fix: declines are rare in the checkout; the express checkout, untouched, stays as it was.
+  const fixed: DemoSignal[] = Array.from({ length: 60 }, (_, i) =>
     i % 15 === 7
       ? {
           type: 'payment_failed',
@@ -280,14 +414,29 @@ async function deployAndVerify(
           payload: { step: 'confirm', provider: 'stripe' },
         },
   );
-  const r = await s.call<{ received: number }>('POST', '/api/signals', after, { 'x-api-key': apiKey });
-  o.log(
-    `POST /api/signals: ${r.received} signals after the deployment (${after.filter((x) => x.type === 'payment_failed').length} payment_failed)`,
-  );
+  const weekEarlier = [
+    ...stamped(o.checkoutSignals, at - WEEK_MS),
+    ...stamped(express(40, 10), at - WEEK_MS),
+  ];
+  const afterwards = [...stamped(fixed, at), ...stamped(express(40, 10), at)];
+  let sent = 0;
+  for (const [what, batch] of [
+    ['the same minutes a week earlier', weekEarlier],
+    ['the after-window', afterwards],
+  ] as const) {
+    const r = await s.call<{ received: number }>('POST', '/api/signals', batch, { 'x-api-key': apiKey });
+    sent += r.received;
+    const declines = (ctx: string) =>
+      batch.filter((x) => x.context_id === ctx && x.type === 'payment_failed').length;
+    o.log(
+      `POST /api/signals: ${r.received} signals with timestamps in ${what} ` +
+        `(checkout ${declines(checkoutId)} payment_failed, express ${declines(expressId)})`,
+    );
+  }
 
-  const closesAt = Date.parse(deployment.deployed_at) + windowMinutes * 60_000;
+  const closesAt = at + DEMO_WINDOW_MINUTES * 60_000;
   for (;;) {
-    const [current] = await s.call<{ id: string; verification: DemoVerification }[]>(
+    const [current] = await s.call<{ id: string; verification: DemoVerification & { alpha: number } }[]>(
       'GET',
       `/api/proposals/${proposal.id}/deployments`,
       undefined,
@@ -295,17 +444,18 @@ async function deployAndVerify(
     );
     if (!current) throw new Error('the deployment is not listed');
     const v = current.verification;
-    const figures =
-      `${pct(v.before.negative_rate)} of ${v.before.signals} before -> ${pct(v.after.negative_rate)} of ${v.after.signals} after` +
-      (v.z === null ? '' : `, z = ${v.z}, p = ${v.p_value}`);
     if (!v.provisional) {
-      o.log(`verification: ${v.verdict.toUpperCase()} (${v.reason.replace(/_/g, ' ')}): ${figures}`);
-      return { id: current.id, proposalId: proposal.id, sent: r.received, verification: v };
+      printVerification(v, o.log);
+      return { id: current.id, proposalId: proposal.id, sent, verification: v };
     }
     // The first request after the window closes stores the verdict; a minute past it, something is wrong.
     if (Date.now() > closesAt + 60_000) throw new Error(`deployment ${current.id} has no final verdict yet`);
     const left = Math.max(0, Math.ceil((closesAt - Date.now()) / 1000));
-    o.log(`  provisional (${left} s until the after-window closes): ${v.verdict}, ${figures}`);
+    o.log(
+      `  provisional, not final (${left} s until the after-window closes): ${pct(v.before.negative_rate)} -> ` +
+        `${pct(v.after.negative_rate)} so far; always-valid monitor p = ${v.monitor?.always_valid_p_value ?? 'n/a'}` +
+        `${v.monitor?.regression_detected ? ', REGRESSION DETECTED' : ''}`,
+    );
     await new Promise((done) =>
       setTimeout(done, Math.min(o.pollMs, Math.max(250, closesAt - Date.now() + 250))),
     );

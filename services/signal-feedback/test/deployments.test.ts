@@ -830,6 +830,111 @@ describe('Controlled verdicts', () => {
   });
 });
 
+describe("Verdicts stored before controls, and the monitor's provisional decision", () => {
+  test('When a verdict was stored before controls existed, then it is shown as it was, uncontrolled, with nothing invented', async () => {
+    const a = await approvedProposal();
+    const d = await closedDeployment(a, { total: 10, failing: 1 }, { total: 10, failing: 1 });
+    const at = d.deployedAt.getTime();
+    const legacy = {
+      verdict: 'regressed',
+      reason: 'significant',
+      provisional: false,
+      before: {
+        from: new Date(at - DAY_MS).toISOString(),
+        to: d.deployedAt.toISOString(),
+        signals: 120,
+        negative: 30,
+        negative_rate: 0.25,
+      },
+      after: {
+        from: d.deployedAt.toISOString(),
+        to: new Date(at + DAY_MS).toISOString(),
+        signals: 90,
+        negative: 36,
+        negative_rate: 0.4,
+      },
+      z: 2.3172,
+      p_value: 0.02049,
+      alpha: 0.05,
+      min_signals: 30,
+      computed_at: new Date().toISOString(),
+    };
+    await h.db.$executeRawUnsafe(
+      `UPDATE deployments SET verdict = 'regressed', verification = $2::jsonb, verified_at = now(),
+              treated_context_ids = '{}', signal_types = '{}' WHERE id = $1::uuid`,
+      d.id,
+      JSON.stringify(legacy),
+    );
+    const [listed] = (await listDeployments(a).expect(200)).body;
+    expect(listed.contexts).toEqual([a.context.id]);
+    expect(listed.verification).toEqual({
+      ...legacy,
+      provisional_note: null,
+      label: 'uncontrolled',
+      effect: null,
+      method: {
+        estimator: 'before_after',
+        treated_contexts: [a.context.id],
+        control_selection: 'automatic',
+        control_contexts: [],
+        signal_types: [],
+        windows: {
+          before: { from: legacy.before.from, to: legacy.before.to },
+          after: { from: legacy.after.from, to: legacy.after.to },
+          placebo_before: null,
+          placebo_after: null,
+          period_minutes: 1440,
+          whole_weeks: false,
+          reweighted: false,
+        },
+      },
+      control: null,
+      naive: null,
+      placebo: null,
+      traffic: null,
+      per_type: [],
+      monitor: null,
+    });
+  });
+
+  test('When the monitor asks for an open deployment, then it gets the provisional figures with the always-valid check; for a closed or unknown one, nothing', async () => {
+    const a = await approvedProposal();
+    const [search] = await withControls(a);
+    const deployedAt = new Date(Date.now() - 60 * 60_000);
+    const hour = (from: Date) => [from, new Date(from.getTime() + 60 * 60_000)] as const;
+    // A week earlier 10 % failing in both contexts; since the deployment 40 % in the treated one only.
+    await history(a, ...hour(new Date(deployedAt.getTime() - WEEK_MS)), 300, 30);
+    await history(a, ...hour(new Date(deployedAt.getTime() - WEEK_MS)), 300, 30, search!.id);
+    await history(a, deployedAt, new Date(), 300, 120);
+    await history(a, deployedAt, new Date(), 300, 30, search!.id);
+    const open = await request(h.baseUrl)
+      .post(`/api/proposals/${a.proposalId}/deployments`)
+      .set('x-api-key', a.product.apiKey)
+      .send({ deployed_at: deployedAt.toISOString(), window_minutes: 240 })
+      .expect(201);
+    const decision = await h.service.deployments.provisionalDecision(open.body.id);
+    expect(decision?.deployment).toMatchObject({ id: open.body.id, treatedContextIds: [a.context.id] });
+    expect(decision?.verification).toMatchObject({
+      provisional: true,
+      verdict: 'inconclusive',
+      reason: 'provisional',
+      label: 'observational',
+      p_value: null,
+      effect: { p_value: null },
+      monitor: { regression_detected: true },
+    });
+    expect(decision!.verification.monitor!.always_valid_p_value).toBeLessThan(0.05);
+    expect(decision!.verification.effect!.estimate).toBeGreaterThan(1);
+    // Reading stores nothing.
+    expect(await stored(open.body.id)).toMatchObject({ verdict: 'pending', verification: null });
+    const closed = await closedDeployment(a, { total: 40, failing: 4 }, { total: 40, failing: 4 });
+    expect(await h.service.deployments.provisionalDecision(closed.id)).toBeUndefined();
+    expect(
+      await h.service.deployments.provisionalDecision('3f2c1a7e-0000-4000-8000-000000000000'),
+    ).toBeUndefined();
+  });
+});
+
 describe('Series', () => {
   test('When a context has signals in some hours, then the series has every hour with exact counts and empty ones at zero', async () => {
     const a = await approvedProposal();
