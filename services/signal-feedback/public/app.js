@@ -38,6 +38,9 @@ document.addEventListener('DOMContentLoaded', () => {
   for (const tab of document.querySelectorAll('[data-snippet]'))
     tab.addEventListener('click', () => showSnippet(tab.dataset.snippet));
   $('copy-snippet').addEventListener('click', () => copyText('snippet-code', 'copy-snippet'));
+  $('copy-webhook-secret').addEventListener('click', () =>
+    copyText('new-webhook-secret-value', 'copy-webhook-secret'),
+  );
   $('context-form').addEventListener('submit', (e) => {
     e.preventDefault();
     guarded(saveContext);

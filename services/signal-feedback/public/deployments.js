@@ -1,7 +1,17 @@
 // The deployments of an approved proposal, with their verdicts, and the form that records one.
 import { api, state } from './api.js';
 import { el } from './dom.js';
-import { dateTime, plural, verdictLabel, verdictText } from './format.js';
+import {
+  checksText,
+  dateTime,
+  effectText,
+  LABELS,
+  methodText,
+  monitorText,
+  plural,
+  verdictLabel,
+  verdictText,
+} from './format.js';
 import { flash, guarded, refreshAll } from './session.js';
 
 async function recordDeployment(p, form) {
@@ -17,6 +27,28 @@ async function recordDeployment(p, form) {
       `it is final on ${dateTime(Date.parse(d.deployed_at) + d.window_minutes * 60_000)}.`,
   );
   await refreshAll();
+}
+
+/**
+ * The figures behind a verdict (README, "Deployments and verification"): "not final" while the window
+ * is open, the label, the effect with its interval, the method and the checks, and the monitor.
+ */
+function verdictDetails(v) {
+  return el(
+    'div',
+    { class: 'verdict-details' },
+    el(
+      'p',
+      {},
+      v.provisional ? el('span', { class: 'verdict-badge not-final' }, 'not final') : null,
+      v.provisional ? ' ' : null,
+      el('span', { class: 'verdict-badge label', dataset: { label: v.label } }, LABELS[v.label] || v.label),
+    ),
+    el('p', { class: 'effect' }, effectText(v)),
+    el('p', { class: 'method' }, methodText(v)),
+    el('p', { class: 'checks' }, checksText(v)),
+    v.provisional ? el('p', { class: 'monitor' }, monitorText(v)) : null,
+  );
 }
 
 export function deploymentsBlock(p) {
@@ -61,13 +93,22 @@ export function deploymentsBlock(p) {
           },
           el(
             'span',
-            { class: `verdict ${d.verification.provisional ? 'pending' : d.verification.verdict}` },
+            {
+              class: `verdict ${
+                d.verification.provisional
+                  ? d.verification.monitor?.regression_detected
+                    ? 'regressed'
+                    : 'pending'
+                  : d.verification.verdict
+              }`,
+            },
             verdictLabel(d),
           ),
           ' ',
           el('strong', {}, d.version || 'Deployment'),
           el('span', { class: 'meta' }, ` · ${dateTime(Date.parse(d.deployed_at))}`),
           el('div', { class: 'verdict-text' }, verdictText(d)),
+          verdictDetails(d.verification),
         ),
       ),
     ),

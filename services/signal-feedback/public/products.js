@@ -16,6 +16,7 @@ export function renderProducts() {
       `key ${p.api_key_prefix}… · ${plural(p.context_count, 'context')} · created ${dateTime(Date.parse(p.created_at))}`,
       smallButton('Rename', 'secondary', () => guarded(() => renameProduct(p))),
       smallButton('Rotate key', 'secondary', () => guarded(() => rotateKey(p))),
+      smallButton('Webhook', 'secondary', () => guarded(() => editWebhook(p))),
       smallButton('Delete', 'danger', () => guarded(() => deleteProduct(p))),
     ),
   );
@@ -123,4 +124,33 @@ async function deleteProduct(p) {
   $('new-key').hidden = true;
   flash(`Deleted "${p.name}" with ${what}.`);
   await refreshAll();
+}
+
+/**
+ * Asks for the product's webhook URL (README, "Webhooks (signal-feedback)"): a URL sets it (a new
+ * signing secret is shown once when the service generated one), an empty answer removes it.
+ */
+async function editWebhook(p) {
+  const path = `/api/products/${encodeURIComponent(p.id)}/webhook`;
+  const current = await api('GET', path);
+  const url = window.prompt(
+    `Webhook URL of "${p.name}" for regression_detected events (https). Leave empty to remove it.`,
+    current.url || '',
+  );
+  if (url === null) return;
+  if (url.trim() === '') {
+    if (!current.url) return;
+    if (!window.confirm(`Remove the webhook of "${p.name}"? Deliveries not yet sent are dropped.`)) return;
+    await api('DELETE', path);
+    $('new-webhook-secret').hidden = true;
+    flash(`Removed the webhook of "${p.name}".`);
+    return;
+  }
+  const set = await api('PUT', path, { url: url.trim() });
+  if (set.secret) {
+    $('new-webhook-secret-value').textContent = set.secret;
+    $('new-webhook-secret').hidden = false;
+    $('copy-webhook-secret').textContent = 'Copy';
+  }
+  flash(`Webhook of "${p.name}" set to ${set.url}.` + (set.secret ? ' Store its signing secret now.' : ''));
 }

@@ -4,7 +4,7 @@
 import { api, state } from './api.js';
 import { $, el, fillList } from './dom.js';
 import { deploymentsBlock } from './deployments.js';
-import { dateTime } from './format.js';
+import { dateTime, lastChangeText } from './format.js';
 import { flash, guarded } from './session.js';
 
 /** Reads the proposals under the status filter and lists them. */
@@ -59,6 +59,7 @@ function renderProposals() {
         el('dt', {}, 'Predicted impact'),
         el('dd', {}, p.predicted_impact),
       ),
+      lastChangeBlock(p),
       deploymentsBlock(p),
       el(
         'div',
@@ -78,6 +79,14 @@ function renderProposals() {
       ),
     ),
   );
+}
+
+/** What happened to the last change of the proposal's kind (README, "Priority feedback"). */
+function lastChangeBlock(p) {
+  const text = lastChangeText(p);
+  if (!text) return null;
+  const outcome = p.last_change_of_kind.outcome;
+  return el('p', { class: `last-change ${outcome}`, dataset: { outcome } }, text);
 }
 
 /** The question asked before a final change, or null for a change that can be made again. */
