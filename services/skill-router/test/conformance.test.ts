@@ -110,6 +110,17 @@ describe('Conformance calls', () => {
     });
     const listed = await h.call('GET', `/api/discover/skills?search=${word}`);
     expect(listed.body.total).toBe(0);
+    // Health checks go on for a degraded skill (its metrics stay current) and leave it degraded.
+    await h.sql(
+      "UPDATE skill_stats SET next_health_check_at = now() - interval '1 second' WHERE skill_id = $1",
+      id,
+    );
+    await waitFor('a periodic health check', async () => {
+      await h.service.workers?.health.kick();
+      const checks = await h.sql(`SELECT 1 FROM health_checks WHERE skill_id = $1 AND kind = 'periodic'`, id);
+      return checks.length === 1;
+    });
+    expect((await row(id)).status).toBe('degraded');
 
     skills.set('drift', { kind: 'healthy', respond: translate });
     expect(await callOnce(id)).toMatchObject({ status: 'degraded', conformance_successes: 1 });

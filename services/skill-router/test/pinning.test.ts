@@ -214,6 +214,18 @@ describe('Pinned definitions and their versions', () => {
     expect(count).toEqual({ n: VERSIONS_KEPT, oldest: 3 });
   });
 
+  it('When another key registers the same skill_id, then it is refused and no version is recorded', async () => {
+    skills.set('pin-owned', { kind: 'healthy', respond: translate });
+    const skill = buildSkill({ endpoint: skills.url('pin-owned') });
+    expect((await h.register(key, skill)).status).toBe(201);
+    const intruder = await h.createKey('intruder');
+    const hijack = await h.register(intruder, { ...skill, endpoint: skills.url('pin-elsewhere') });
+    expect(hijack.status).toBe(403);
+    const versions = await h.call('GET', `/api/discover/skills/${skill.skill_id}/versions`);
+    expect(versions.body.total).toBe(1);
+    expect(versions.body.versions[0].definition.endpoint).toBe(skills.url('pin-owned'));
+  });
+
   it('When the versions of an unknown or invalid skill or with bad paging are asked for, then the answer is 404 or 400 in the error envelope', async () => {
     const skill = buildSkill();
     await h.register(key, skill);
