@@ -372,9 +372,9 @@ const deleteWebhook = productOperation(
 );
 
 /**
- * The session endpoints of products (README, "Endpoints", "API keys" and "Webhooks
- * (signal-feedback)"), in the order they are mounted: create, rotate the key, read, rename, delete,
- * list, and the webhook's read, set and remove.
+ * The session endpoints of products (README, "Endpoints" and "API keys"), in the order they are
+ * mounted: create, rotate the key, read, rename, delete, list, and the webhook's read, set and remove
+ * (README, "Webhooks (signal-feedback)").
  */
 export const PRODUCT_OPERATIONS: readonly ProductsOperation[] = [
   createProduct,
