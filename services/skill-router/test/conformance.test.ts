@@ -202,6 +202,22 @@ describe('Conformance calls', () => {
     expect((await checks.claimDue(1000, 60_000)).map((j) => j.skillId)).not.toContain(id);
   });
 
+  it('When an active skill has no conformance call scheduled (suspended when the schedule was introduced), then it is due at once', async () => {
+    const id = await activeSkill('unscheduled', uniqueWord());
+    await h.sql('UPDATE skill_stats SET next_conformance_at = NULL WHERE skill_id = $1', id);
+    const called = await waitFor('a conformance call', async () => {
+      await h.service.workers?.conformance.kick();
+      const r = await row(id);
+      return r.last_conformance_at !== null && r;
+    });
+    expect(called).toMatchObject({ status: 'active', conformance_successes: 1 });
+    const [next] = await h.sql<{ next_conformance_at: Date | null }>(
+      'SELECT next_conformance_at FROM skill_stats WHERE skill_id = $1',
+      id,
+    );
+    expect(next?.next_conformance_at?.getTime()).toBeGreaterThan(Date.now());
+  });
+
   it('When a skill is updated while a call is in flight, then the result of the old revision is not applied', async () => {
     const word = uniqueWord();
     const id = await activeSkill('moving', word);

@@ -36,7 +36,8 @@ export class ConformanceChecks {
   constructor(private readonly prisma: PrismaDb) {}
 
   /**
-   * Claims up to `batch` active or degraded skills whose conformance call is due and not in flight,
+   * Claims up to `batch` active or degraded skills whose conformance call is due (or was never
+   * scheduled: a skill suspended when the schedule was introduced and resumed since) and not in flight,
    * leasing each for `leaseMs` (`FOR UPDATE SKIP LOCKED`: one replica each; an expired lease, from a
    * replica that died mid-call, is claimed again).
    * @param leaseMs the lease, from now, in milliseconds
@@ -57,9 +58,10 @@ export class ConformanceChecks {
         WHERE s.skill_id = st.skill_id
           AND st.skill_id IN (
             SELECT d.skill_id FROM skill_stats d JOIN skills k ON k.skill_id = d.skill_id
-             WHERE d.next_conformance_at <= now() AND k.status IN ('active', 'degraded')
+             WHERE (d.next_conformance_at <= now() OR d.next_conformance_at IS NULL)
+               AND k.status IN ('active', 'degraded')
                AND (d.conformance_lease_until IS NULL OR d.conformance_lease_until < now())
-             ORDER BY d.next_conformance_at, d.skill_id
+             ORDER BY d.next_conformance_at NULLS FIRST, d.skill_id
              LIMIT $1
              FOR UPDATE OF d SKIP LOCKED)
         RETURNING s.skill_id, s.revision, s.endpoint, s.input_schema, s.output_schema, s.status`,
