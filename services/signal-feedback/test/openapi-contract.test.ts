@@ -48,6 +48,7 @@ describe('The OpenAPI document and the mounted routes', () => {
       '/api/products',
       '/api/products/{id}',
       '/api/products/{id}/rotate-key',
+      '/api/products/{id}/webhook',
       '/api/proposals',
       '/api/proposals/{id}',
       '/api/proposals/{id}/deployments',

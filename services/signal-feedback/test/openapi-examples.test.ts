@@ -16,7 +16,10 @@ jest.setTimeout(120_000);
 
 describe('The OpenAPI examples', () => {
   run('When every operation is called for real, then its answers are written to examples.json', async () => {
-    const h = await startHarness('signal_feedback_openapi_examples_test');
+    // The webhook example's host is allowlisted, so its check needs no DNS.
+    const h = await startHarness('signal_feedback_openapi_examples_test', {
+      env: { SSRF_ALLOWLIST: 'hooks.example.com' },
+    });
     try {
       const out: Record<string, unknown> = {};
       const agent = h.agent();
@@ -174,6 +177,22 @@ describe('The OpenAPI examples', () => {
 
       out['listProducts 200'] = (await agent.get('/api/products').expect(200)).body;
       out['getProduct 200'] = (await agent.get(`/api/products/${product.id}`).expect(200)).body;
+      // The product's webhook (README, "Webhooks (signal-feedback)"): the secret is shown on the first set only.
+      const webhookRequest = { url: 'https://hooks.example.com/signal-feedback' };
+      out['setProductWebhook request'] = webhookRequest;
+      out['setProductWebhook 200'] = (
+        await agent
+          .put(`/api/products/${product.id}/webhook`)
+          .set('x-csrf-token', csrf)
+          .send(webhookRequest)
+          .expect(200)
+      ).body;
+      out['getProductWebhook 200'] = (
+        await agent.get(`/api/products/${product.id}/webhook`).expect(200)
+      ).body;
+      out['deleteProductWebhook 200'] = (
+        await agent.delete(`/api/products/${product.id}/webhook`).set('x-csrf-token', csrf).expect(200)
+      ).body;
       const rename = { name: 'Checkout app (web)' };
       out['renameProduct request'] = rename;
       out['renameProduct 200'] = (
