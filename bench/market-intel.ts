@@ -1,7 +1,9 @@
 // market-intel benchmarks (targets and results in docs/benchmarks.md):
 //  1. unpaid 402 challenge throughput of market-intel and of the reference middleware x402-express 1.2
 //     (bench/x402-express-server.ts), each as a ratio to a bare Express JSON route, the three measured
-//     alternately for BENCH_ROUNDS rounds (target: market-intel >= 0.9 and above x402-express);
+//     alternately for BENCH_ROUNDS rounds (target: market-intel >= 0.9 and above x402-express); in
+//     each round also market-intel's 402 with every request a URL never asked (target >= 0.5) and its
+//     400 with every request a new URL with an unknown query parameter (target >= 0.5, as the 402);
 //  2. paid requests with fresh signatures at 32 concurrent clients on the local ledger, after
 //     BENCH_PAID_WARMUP unmeasured ones: throughput as a ratio to the bare route measured right
 //     before and after (target 2 × 0.044), p50/p99 latency (target p99 <= 50 ms), the part spent
@@ -79,6 +81,8 @@ const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const DATABASE_URL =
   process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/market_intel_bench';
 const GAPS = '/api/v1/scout/gaps?sector=fintech&limit=5';
+/** The URLs of the new-URL runs: a sector tag never asked before, then `&limit=5`. */
+const COLD_GAPS = '/api/v1/scout/gaps?sector=fintech-';
 const BESIDE = { database: new URL(DATABASE_URL).pathname.slice(1), ledgerPort: LEDGER_PORT };
 const METRICS_URL = `http://127.0.0.1:${MI_METRICS_PORT}/metrics`;
 /** Extra node flags for market-intel, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile a run. */
@@ -141,6 +145,12 @@ function start(cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT):
   });
   children.push(child);
   return child;
+}
+
+/** How many of a run's answers had `status`. */
+function statusCount(result: autocannon.Result, status: number): number {
+  const stats = (result as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats;
+  return stats?.[String(status)]?.count ?? 0;
 }
 
 function rssMb(pid: number): { rss: number; peak: number } {
@@ -340,6 +350,12 @@ async function main(): Promise<void> {
     peer: number;
     challenge: number;
     cold: number;
+    /** 402s among the cold run's answers, and answers in all. */
+    cold402: number;
+    coldTotal: number;
+    unknown: number;
+    unknown400: number;
+    unknownTotal: number;
     challenge402: number;
   }[] = [];
   let nonce = 0;
@@ -350,25 +366,37 @@ async function main(): Promise<void> {
     const challengeRun = await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, {
       duration: ONE_PHASE ? 1 : DURATION_S,
     });
-    // Every request a URL never asked before (an extra query parameter the route ignores but the
-    // request reference covers): the full path, which the first ask of each URL takes.
-    // With BENCH_CPU_PROFILE, the first round's run of new URLs has a profile of its own.
+    // Every request a URL never asked before (a sector never asked, valid: each is a 402 whose
+    // resource and request reference are its own), then every request a new URL with a query
+    // parameter the route does not declare (each a 400 unknown_parameter). With BENCH_CPU_PROFILE,
+    // the first round's run of new URLs has a profile of its own.
     const profileCold = CPU_PROFILE_DIR && preloadFile && i === 0;
     if (profileCold) await takeTiming(mi.pid ?? 0, timingFile);
     const coldRun = await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, {
       duration: ONE_PHASE ? 1 : DURATION_S,
-      requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `${GAPS}&nonce=${nonce++}` }) }],
+      requests: [
+        { method: 'GET', setupRequest: (req) => ({ ...req, path: `${COLD_GAPS}${nonce++}&limit=5` }) },
+      ],
     });
     if (profileCold) coldProfile = (await takeTiming(mi.pid ?? 0, timingFile)).profile;
+    const unknownRun = await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, {
+      duration: ONE_PHASE ? 1 : DURATION_S,
+      requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `${GAPS}&nonce=${nonce++}` }) }],
+    });
     challengeRounds.push({
       bare: bareRun.requests.average,
       peer: peerRun.requests.average,
       challenge: challengeRun.requests.average,
       cold: coldRun.requests.average,
+      cold402: statusCount(coldRun, 402),
+      coldTotal: coldRun.requests.total,
+      unknown: unknownRun.requests.average,
+      unknown400: statusCount(unknownRun, 400),
+      unknownTotal: unknownRun.requests.total,
       challenge402: challengeRun['4xx'],
     });
     log(
-      `  round ${i + 1}: bare ${Math.round(bareRun.requests.average)}, x402-express ${Math.round(peerRun.requests.average)}, market-intel ${Math.round(challengeRun.requests.average)} (every URL new: ${Math.round(coldRun.requests.average)}) req/s`,
+      `  round ${i + 1}: bare ${Math.round(bareRun.requests.average)}, x402-express ${Math.round(peerRun.requests.average)}, market-intel ${Math.round(challengeRun.requests.average)} (every URL new: ${Math.round(coldRun.requests.average)}; with an unknown parameter, 400: ${Math.round(unknownRun.requests.average)}) req/s`,
     );
   }
 
@@ -527,6 +555,11 @@ async function main(): Promise<void> {
     challengeOffersV2,
     coldChallengeRps: r(mean(challengeRounds.map((c) => c.cold))),
     coldChallengeRatio: r(mean(challengeRounds.map((c) => c.cold / c.bare))),
+    // Answers of the new URLs' runs that were not the 402 (or the 400) expected: a run with any is no result.
+    coldChallengeOther: challengeRounds.reduce((n, c) => n + c.coldTotal - c.cold402, 0),
+    unknownParameterRps: r(mean(challengeRounds.map((c) => c.unknown))),
+    unknownParameterRatio: r(mean(challengeRounds.map((c) => c.unknown / c.bare))),
+    unknownParameterOther: challengeRounds.reduce((n, c) => n + c.unknownTotal - c.unknown400, 0),
     ...(coldProfile ? { coldChallengeProfile: coldProfile } : {}),
     peerRps: r(mean(challengeRounds.map((c) => c.peer))),
     peerRatio: r(mean(challengeRounds.map((c) => c.peer / c.bare))),
@@ -575,7 +608,8 @@ async function main(): Promise<void> {
       `| bare Express JSON route | ${results.bareRps} req/s, ratio 1 | |`,
       `| x402-express 1.2 unpaid 402 (its README's route) | ${results.peerRps} req/s, ratio ${results.peerRatio} | |`,
       `| market-intel unpaid 402 challenge${challengeOffersV2 ? ' (with PAYMENT-REQUIRED)' : ''}, one URL | ${results.challengeRps} req/s, ratio ${results.challengeRatio} | ≥ 0.9 and above x402-express |`,
-      `| market-intel unpaid 402, every URL new (the full path) | ${results.coldChallengeRps} req/s, ratio ${results.coldChallengeRatio} | |`,
+      `| market-intel unpaid 402, every URL new${FAST_PATHS.X402_HOT_PATH === 'false' ? ' (the full path)' : ''} | ${results.coldChallengeRps} req/s, ratio ${results.coldChallengeRatio}${results.coldChallengeOther ? ` (${results.coldChallengeOther} answers not 402)` : ''} | ≥ 0.5 (${results.coldChallengeRatio >= 0.5 && !results.coldChallengeOther ? 'met' : 'not met'}) |`,
+      `| market-intel 400 of an unknown query parameter, every URL new | ${results.unknownParameterRps} req/s, ratio ${results.unknownParameterRatio}${results.unknownParameterOther ? ` (${results.unknownParameterOther} answers not 400)` : ''} | ≥ 0.5, as the 402 (${results.unknownParameterRatio >= 0.5 && !results.unknownParameterOther ? 'met' : 'not met'}) |`,
       `| paid, fresh signatures, ${CONNECTIONS} clients (after ${ONLY_OFFICIAL ? 32 : PAID_WARMUP} unmeasured) | ${results.paid.rps} req/s, ratio ${results.paid.ratio} to the bare route measured right before and after it (${results.paid.bareRps} req/s); p50 ${results.paid.p50} ms, p99 ${results.paid.p99} ms (${results.paid.non2xx} non-2xx) | 2 × 0.044 |`,
       `| its CPU: market-intel's main thread per paid request, against the bare route's per request | ${results.paid.mainThreadUsPerRequest} µs (all threads ${results.paid.allThreadsUsPerRequest} µs; main thread waiting for a core ${Math.round(results.paid.mainThreadWaitShare * 100)} % of its runnable time) against ${results.paid.bareMainThreadUsPerRequest} µs: ratio ${results.paid.cpuRatio} | |`,
       `| beside it, per paid request: PostgreSQL's processes, the ledger, the load generator (autocannon, here) | ${results.paid.postgresUsPerRequest} µs, ${results.paid.ledgerUsPerRequest} µs, ${results.paid.loadGeneratorUsPerRequest} µs of CPU | |`,

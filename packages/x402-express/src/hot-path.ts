@@ -156,6 +156,8 @@ interface RouteChallenge {
   error: string;
   body: JsonTemplate<BodySlot>;
   paymentRequired: PaymentRequiredTemplate | undefined;
+  /** Whether its 402s carry a request reference (its gateway has `references`). */
+  withReference: boolean;
   network: X402Network;
 }
 
@@ -253,7 +255,8 @@ function challengeOf(
   network: unknown,
 ): Challenge | undefined {
   const id = headers['x-request-id'];
-  if (status !== 402 || typeof id !== 'string') return undefined;
+  // An ETag is computed from the bytes, which differ with the request id.
+  if (status !== 402 || typeof id !== 'string' || headers.etag !== undefined) return undefined;
   if (network !== 'solana' && network !== 'solana-devnet') return undefined;
   const marker = `"requestId":${JSON.stringify(id)}`;
   const at = body.indexOf(marker);
@@ -336,9 +339,9 @@ export function createHotPath(options: HotPathOptions): HotPath {
   };
 
   // The request reference of a body-less GET of `url`, as requirementsForRequest computes it.
-  const referenceOf = (url: URL): string =>
+  const referenceOf = (url: URL): string | undefined =>
     secret === undefined
-      ? ''
+      ? undefined
       : requestReference(
           secret,
           canonicalRequestText({
@@ -360,9 +363,13 @@ export function createHotPath(options: HotPathOptions): HotPath {
     if (routeChallenges.has(key)) return;
     const { template, values } = sent;
     const id = sent.headers['x-request-id'];
-    if (typeof id !== 'string' || !values.url.endsWith(url)) return;
+    // An ETag is computed from the bytes, which differ with the URL and the request id.
+    if (typeof id !== 'string' || sent.headers.etag !== undefined || !values.url.endsWith(url)) return;
     if (template.json({ requestId: id, error: sent.error, ...values }) !== sent.body) return;
-    if (referenceOf(new URL(url, 'http://localhost')) !== values.reference) return;
+    // A route whose gateway has no references offers none; one whose reference the hot path
+    // cannot compute (another secret, another canonical request) is not learned.
+    const withReference = values.reference !== '';
+    if (withReference && referenceOf(new URL(url, 'http://localhost')) !== values.reference) return;
     const header = sent.headers[PAYMENT_REQUIRED_HEADER];
     let paymentRequired: PaymentRequiredTemplate | undefined;
     if (header !== undefined) {
@@ -386,6 +393,7 @@ export function createHotPath(options: HotPathOptions): HotPath {
         error: sent.error,
         body: template,
         paymentRequired,
+        withReference,
         network,
       },
       MAX_ROUTE_TEMPLATES,
@@ -448,7 +456,10 @@ export function createHotPath(options: HotPathOptions): HotPath {
     }
     const learned = routeChallenges.get(`${path}\n${network}\n${origin}`);
     if (!learned) return false;
-    const values = { url: learned.base + url, reference: referenceOf(parsed) };
+    const values = {
+      url: learned.base + url,
+      reference: learned.withReference ? (referenceOf(parsed) ?? '') : '',
+    };
     const id = requestIdOf(req);
     const body = learned.body.json({ requestId: id, error: learned.error, ...values });
     const headers = learned.paymentRequired

@@ -1,4 +1,9 @@
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type RequestListener,
+} from 'node:http';
 import express, { type Express } from 'express';
 import { Keypair } from '@solana/web3.js';
 import { z } from 'zod';
@@ -8,7 +13,13 @@ import { encodeBase64Json, paymentRequiredBody, type ResourceDiscovery } from '@
 import { PrismaPaymentIdentifiers, PrismaPaymentLedger } from '@repo/x402-ledger';
 import { PgSqlClient } from '@repo/x402-ledger/testing';
 import { ExactSvmSettler, SolanaPaymentVerifier } from '@repo/x402-solana';
-import { requirePayment, requirementsForRequest, type PaymentGateway, type PaidRoute } from '../src/index';
+import {
+  createHotPath,
+  requirePayment,
+  requirementsForRequest,
+  type PaymentGateway,
+  type PaidRoute,
+} from '../src/index';
 import { paymentRequiredOf, type OfferV2 } from '../src/requirements';
 import { compileJsonTemplate } from '../src/request';
 
@@ -58,13 +69,20 @@ function buildApp(plainJson: boolean): Express {
     ledger,
     verifiers: { solana: verifier('solana'), 'solana-devnet': verifier('solana-devnet') },
     settlers: { solana: settler('solana'), 'solana-devnet': settler('solana-devnet') },
-    references: { secret: 'a reference secret of at least thirty-two bytes' },
+    references: { secret },
     // PAYMENT-REQUIRED then declares payment-identifier beside bazaar (or alone, on /plain).
     identifiers: new PrismaPaymentIdentifiers(db),
   };
   const pushOnly: PaymentGateway = { ledger, verifiers: { solana: verifier('solana') } };
   const app = express();
   if (plainJson) app.set('json replacer', (_key: string, value: unknown) => value);
+  // As the services' base app: no ETag (a 402 with one, which depends on its bytes, is not learned by
+  // the hot path); as the access log (pino-http) does: the request's id, echoed in its header.
+  app.set('etag', false);
+  app.use((req, res, next) => {
+    res.setHeader('x-request-id', requestIdOf(req));
+    next();
+  });
   const route = (path: string, gateway: PaymentGateway, paid: PaidRoute) => {
     const options = { ...gateway, ...paid };
     app.get(
@@ -116,10 +134,25 @@ function get(base: string, path: string, headers: Record<string, string>): Promi
 
 let fast: { url: string; close: () => void };
 let plain: { url: string; close: () => void };
+// The hot path in front of the served app: the 402s of new URLs built from what each route's first
+// 402 taught. The routes validate no query, so the hot path accepts every one, as they do.
+const secret = 'a reference secret of at least thirty-two bytes';
+const hotPath = createHotPath({
+  routes: Object.fromEntries(
+    ['/gaps', '/plain', '/abroad', '/push'].map((path) => [
+      path,
+      { endpoint: `GET ${path}`, validateQuery: () => undefined },
+    ]),
+  ),
+  references: { secret },
+});
+let hot: { url: string; close: () => void };
+let fullPathCalls = 0;
 
-function listen(app: Express): Promise<{ url: string; close: () => void }> {
+function listen(app: Express | RequestListener): Promise<{ url: string; close: () => void }> {
   return new Promise((resolve) => {
-    const server = app.listen(0, '127.0.0.1', () => {
+    const server = createServer(app);
+    server.listen(0, '127.0.0.1', () => {
       const address = server.address();
       const port = typeof address === 'object' && address ? address.port : 0;
       resolve({
@@ -137,11 +170,19 @@ beforeAll(async () => {
   db = new PgSqlClient();
   fast = await listen(buildApp(false));
   plain = await listen(buildApp(true));
+  const served = buildApp(false);
+  hot = await listen(
+    hotPath.wrap((req, res) => {
+      fullPathCalls += 1;
+      served(req, res);
+    }),
+  );
 });
 
 afterAll(async () => {
   fast?.close();
   plain?.close();
+  hot?.close();
   await db?.close();
 });
 
@@ -233,6 +274,47 @@ describe('the 402 bytes', () => {
       alignments.set(route, seen);
     }
     for (const seen of alignments.values()) expect([...seen].sort()).toEqual([0, 1, 2]);
+  });
+});
+
+describe('the 402 bytes of a new URL from the hot path', () => {
+  // Without a payment header (the hot path leaves the others to the full path).
+  const unpaid = requestHeaders.filter(([, headers]) =>
+    Object.keys(headers).every((name) => name === 'host' || name === 'x-request-id'),
+  );
+  it.each(paths.flatMap((path) => unpaid.map(([what, headers]) => [path, what, headers] as const)))(
+    'When a new URL like %s is asked with %s once its route taught the hot path, then its 402 is the plain build’s, without the full path',
+    async (path, _what, headers) => {
+      const withHost = { host: 'api.example', ...headers };
+      // The first 402 of the route, network and host takes the full path (or was taken before).
+      const first = await get(hot.url, `${path}&first=${Math.random()}`, withHost);
+      expect(first.status).toBe(402);
+      for (const n of ['1', '12', '123']) {
+        const url = `${path}&new=${Math.random().toString(36).slice(2)}&m=${n}`;
+        const id = `hot-${Math.random().toString(36).slice(2)}`;
+        const calls = fullPathCalls;
+        const a = await get(hot.url, url, { 'x-request-id': id, ...withHost });
+        expect(fullPathCalls).toBe(calls);
+        const b = await get(plain.url, url, { 'x-request-id': id, ...withHost });
+        expect(a.status).toBe(402);
+        expect(a.body.toString('utf8')).toBe(b.body.toString('utf8'));
+        const { date: _da, ...aHeaders } = a.headers;
+        const { date: _db, ...bHeaders } = b.headers;
+        expect(aHeaders).toEqual(bHeaders);
+      }
+    },
+  );
+
+  it('When a route answers the first 402 of a network, then that network’s new URLs are built from it and the other’s are not', async () => {
+    const host = { host: 'one-network.example' };
+    expect((await get(hot.url, '/plain?x=1', host)).status).toBe(402);
+    const calls = fullPathCalls;
+    expect((await get(hot.url, '/plain?x=2', host)).status).toBe(402);
+    expect(fullPathCalls).toBe(calls);
+    expect((await get(hot.url, '/plain?x=3&network=devnet', host)).status).toBe(402);
+    expect(fullPathCalls).toBe(calls + 1);
+    expect((await get(hot.url, '/plain?x=4&network=devnet', host)).status).toBe(402);
+    expect(fullPathCalls).toBe(calls + 1);
   });
 });
 
