@@ -21,6 +21,35 @@ import { emitPaymentEvent, type PaymentEventListener } from './events';
 export const RETRY_AFTER_SECONDS = 5;
 
 /**
+ * Seconds an official-scheme transaction may still land after the service first saw it: its
+ * blockhash lives 150 slots (about 60 to 90 s) from before it was signed, with a margin. A payment
+ * under an identifier that was not found on chain within this window may still land, so the
+ * identifier does not move to another payment until it is over (docs/payments.md, "Retrying safely:
+ * payment identifiers").
+ */
+export const LANDING_WINDOW_SECONDS = 120;
+
+/**
+ * Whether the official facilitator refused a transaction before sending it (its verification or
+ * simulation): nothing can land. Any other refusal (an RPC error while sending or confirming, a
+ * confirmation that timed out...) may have sent it.
+ */
+function refusedBeforeSending(reason: string): boolean {
+  // The facilitator's verification codes all start so; its one post-sending code among them is the
+  // on-chain failure.
+  if (reason.startsWith('invalid_exact_svm_')) return reason !== 'invalid_exact_svm_transaction_failed';
+  return NEVER_SENT.has(reason);
+}
+
+const NEVER_SENT = new Set([
+  'transaction_simulation_failed',
+  'fee_payer_not_managed_by_facilitator',
+  'verification_failed',
+  'network_mismatch',
+  'unsupported_scheme',
+]);
+
+/**
  * Thrown by {@link processPayment} when the payment identifier it works under no longer names the
  * payment it claimed (`ProcessPaymentInput.identifier`): the claim was let go and nothing was sent;
  * the caller reads the identifier again and starts over. `rebound`: this request moved it to its own
@@ -280,6 +309,23 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
     // own payment while the claim on that one is still held.
     const rebind = input.settle ? undefined : input.identifier?.rebind;
     if (rebind && isPaymentVerificationError(error) && error.reason !== 'rpc_unavailable') {
+      // Not found, but kept by a settlement that may have sent it (or a holder that died): it may
+      // still land until its blockhash expires, and then it is the one payment of the identifier.
+      const landingMs =
+        error.reason === 'not_found' && claim.takenOver
+          ? claim.firstSeenAt.getTime() + LANDING_WINDOW_SECONDS * 1000 - Date.now()
+          : 0;
+      if (landingMs > 0) {
+        await ledger.release(claim);
+        return reject(
+          'busy',
+          new AppError(
+            'service_unavailable',
+            'The first payment under this payment identifier may still land; retry shortly with the same identifier',
+            { headers: { 'Retry-After': String(Math.min(10, Math.ceil(landingMs / 1000))) } },
+          ),
+        );
+      }
       let rebound: boolean;
       try {
         rebound = await rebind();
@@ -291,7 +337,11 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
     // A refusal on chain keeps the first sighting for a retry; a transaction not on chain, or a
     // settlement stopped before anything was sent (a rate limit), leaves nothing to remember.
     const seen = isPaymentVerificationError(error) && error.reason !== 'not_found';
-    await (seen ? ledger.release(claim) : ledger.forget(claim));
+    // Under a payment identifier, a settlement that may have sent its transaction keeps its row: a
+    // retry must not settle another payment while this one may still land.
+    const maybeSent =
+      input.identifier !== undefined && refused !== undefined && !refusedBeforeSending(refused.reason);
+    await (seen || maybeSent ? ledger.release(claim) : ledger.forget(claim));
     // An unreachable RPC is our failure, not the client's: the attempt is given back.
     if (guard && isPaymentVerificationError(error) && error.reason === 'rpc_unavailable') {
       await guard.verified().catch(() => undefined);

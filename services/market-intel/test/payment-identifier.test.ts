@@ -1,4 +1,4 @@
-import { Keypair, VersionedTransaction } from '@solana/web3.js';
+import { Connection, Keypair, VersionedTransaction } from '@solana/web3.js';
 import type { PaymentPayload, PaymentRequired } from '@x402/core/types';
 import {
   appendPaymentIdentifierToExtensions,
@@ -198,6 +198,98 @@ describe('Payment identifiers (x402 payment-identifier extension)', () => {
     expect(await rowsOf(payer)).toHaveLength(1);
     const after = await balances(h, 'solana', payer);
     expect(before.payerUsdc - after.payerUsdc).toBe(100_000n);
+  });
+
+  it('When the first settlement outlives its RPC call and a retry reaches another replica, then the retry gets 503 settlement_pending (never a second settlement), and once the first lands a retry gets its answer', async () => {
+    const payer = await wallet();
+    const id = generatePaymentId();
+    const url = '/api/v1/scout/gaps?sector=fintech';
+    const before = await balances(h, 'solana', payer);
+    const pay = await identifiedFetch(payer, id);
+    const sendsBefore = sends();
+
+    // The first settlement's sendTransaction is held past the settler's RPC timeout (10 s): its
+    // outcome is unknown to market-intel, and the transaction may still land.
+    let open: () => void = () => undefined;
+    let reached = false;
+    const held = rpc.beforeNext('sendTransaction', () => {
+      reached = true;
+      return new Promise<void>((resolve) => (open = resolve));
+    });
+    const first = pay(replica.baseUrl + url);
+    await waitFor('the first settlement to reach sendTransaction', async () => (reached ? true : undefined));
+    const pending = await pay(h.baseUrl + url);
+    expect(pending.status).toBe(503);
+    expect(Number(pending.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await pending.json()).toMatchObject({ code: 'service_unavailable' });
+    const [row] = await h.db.$queryRawUnsafe<{ signature: string }[]>(
+      'SELECT signature FROM x402_payment_identifiers WHERE payer = $1',
+      payer.publicKey.toBase58(),
+    );
+    expect(row).toBeDefined();
+    expect(decodePaymentResponseHeader(pending.headers.get('payment-response') ?? '')).toMatchObject({
+      success: false,
+      errorReason: 'settlement_pending',
+      transaction: row!.signature,
+      payer: payer.publicKey.toBase58(),
+    });
+    expect((await first).status).toBeGreaterThanOrEqual(400);
+
+    // The held transaction reaches the chain after all.
+    open();
+    await held;
+    const connection = new Connection(h.rpcUrls.solana, 'confirmed');
+    await waitFor(
+      'the first transaction to land',
+      async () => ((await connection.getSignatureStatuses([row!.signature])).value[0] ? true : undefined),
+      15_000,
+    );
+    // A retry within the not-found cache's 2 s may still be told settlement_pending: the agent retries.
+    const answered = await waitFor(
+      'a retry to get the answer of the first payment',
+      async () => {
+        const res = await pay(h.baseUrl + url);
+        if (res.status === 503) return undefined;
+        return res;
+      },
+      20_000,
+      1_000,
+    );
+    expect(answered.status).toBe(200);
+    expect(decodePaymentResponseHeader(answered.headers.get('payment-response') ?? '')).toMatchObject({
+      success: true,
+      transaction: row!.signature,
+    });
+    const again = await pay(replica.baseUrl + url);
+    expect(again.headers.get('payment-response')).toBe(answered.headers.get('payment-response'));
+    expect(sends() - sendsBefore).toBe(1);
+    expect(await rowsOf(payer)).toEqual([
+      { signature: row!.signature, status: 'completed', endpoint: 'GET /api/v1/scout/gaps' },
+    ]);
+    const after = await balances(h, 'solana', payer);
+    expect(before.payerUsdc - after.payerUsdc).toBe(100_000n);
+  });
+
+  it('When the first payment under an identifier was refused (funds short), then the retry settles its own transaction once', async () => {
+    const payer = Keypair.generate();
+    await h.ledger.fund(payer.publicKey.toBase58(), { network: 'solana', usdcAtomic: 10_000n });
+    const id = generatePaymentId();
+    const pay = await identifiedFetch(payer, id);
+    const url = `${h.baseUrl}/api/v1/scout/keywords?sector=fintech`;
+    const refused = await pay(url);
+    expect(refused.status).toBe(402);
+    await h.ledger.fund(payer.publicKey.toBase58(), { network: 'solana', usdcAtomic: 100_000n });
+    const before = await balances(h, 'solana', payer);
+    const retry = await pay(url);
+    expect(retry.status).toBe(200);
+    const settlement = decodePaymentResponseHeader(retry.headers.get('payment-response') ?? '');
+    expect(await rowsOf(payer)).toEqual([
+      { signature: settlement.transaction, status: 'completed', endpoint: 'GET /api/v1/scout/keywords' },
+    ]);
+    const again = await pay(url);
+    expect(again.headers.get('payment-response')).toBe(retry.headers.get('payment-response'));
+    const after = await balances(h, 'solana', payer);
+    expect(before.payerUsdc - after.payerUsdc).toBe(50_000n);
   });
 
   it('When four retries with one identifier arrive at once, on two replicas, then one settlement answers all four', async () => {
