@@ -69,6 +69,8 @@ beforeAll(async () => {
   await history(product.id, checkout.id, now - 47 * HOUR_MS, 22 * HOUR_MS, 220, 8);
   await history(product.id, checkout.id, now - 23 * HOUR_MS, 22 * HOUR_MS, 220, 8);
   await history(product.id, checkout.id, now - 20 * DAY_MS, 12 * HOUR_MS, 100);
+  // The verdict's before-window is the deployment's day a week earlier: 120 more, a third failing.
+  await history(product.id, checkout.id, now - 9 * DAY_MS, DAY_MS, 120);
   await history(product.id, null, now - 2 * HOUR_MS, HOUR_MS, 4);
   const failing = Array.from({ length: 6 }, () => ({ type: 'captcha_failed', context_id: signup.id }));
   await request(h.baseUrl).post('/api/signals').set('x-api-key', product.apiKey).send(failing).expect(200);
@@ -175,9 +177,9 @@ test.each([
       expect(await page.getAttribute('[data-range="24h"]', 'aria-pressed')).toBe('true');
       await page.click('[data-range="30d"]');
       expect(await page.inputValue('#bucket')).toBe('day');
-      await waitForPlotted(page, { buckets: 31, signals: 1020 });
+      await waitForPlotted(page, { buckets: 31, signals: 1140 });
       await page.selectOption('#bucket', 'hour');
-      await waitForPlotted(page, { buckets: 721, signals: 1020 });
+      await waitForPlotted(page, { buckets: 721, signals: 1140 });
       expect(await overflow(page)).toBe(0);
       // Custom: three days around the burst of twenty days ago, per day.
       await page.click('[data-range="custom"]');

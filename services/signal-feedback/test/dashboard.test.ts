@@ -155,11 +155,15 @@ test('When a user clicks through the dashboard, then every step reaches the API 
   });
   await page.locator('[data-meter=deployments] .value', { hasText: '1 / 3' }).waitFor();
 
-  // Two days later (the deployment moved back in the table) with the signals of the day before and
-  // after it: the verdict is beside the proposal and the deployment is marked on the context's chart.
+  // Two days later (the deployment moved back in the table) with the signals of the day after it, the
+  // day before and the same day a week earlier: the verdict is beside the proposal and the deployment is
+  // marked on the context's chart.
   const deployedAt = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000 - 2 * 24 * 3_600_000);
   await h.db.deployment.update({ where: { id: deployment.id }, data: { deployedAt } });
+  // The verdict compares the day after with the same day a week earlier (README, "Deployments and
+  // verification"); the day just before shows on the chart.
   for (const [from, failing] of [
+    [deployedAt.getTime() - 7 * 24 * 3_600_000, 48],
     [deployedAt.getTime() - 24 * 3_600_000, 48],
     [deployedAt.getTime(), 9],
   ] as const)
