@@ -32,7 +32,7 @@ export interface DirectorySeeder {
 export async function openDirectorySeeder(databaseUrl: string, poolSize = 20): Promise<DirectorySeeder> {
   const database = openDatabase(databaseUrl, poolSize);
   await database.pool.query(
-    'TRUNCATE call_reports, health_checks, skill_stats, skills, api_keys, rate_limits',
+    'TRUNCATE call_reports, health_checks, skill_stats, skill_versions, skills, api_keys, rate_limits',
   );
   const { hash, displayPrefix } = skillRouterKeys.generate();
   const owner = await new ApiKeyRepository(database.prisma).create({

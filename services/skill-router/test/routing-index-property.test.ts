@@ -105,7 +105,7 @@ describe('The routing index against the SQL ranking', () => {
         fc.array(queryArb, { minLength: 1, maxLength: 6 }),
         async (skills, queries) => {
           runs++;
-          await h.sql('TRUNCATE call_reports, health_checks, skill_stats, skills');
+          await h.sql('TRUNCATE call_reports, health_checks, skill_stats, skill_versions, skills');
           for (const [i, s] of skills.entries()) {
             const body: RegisterSkillRequest = buildSkill({
               skill_id: `p-${String(i).padStart(2, '0')}`,
