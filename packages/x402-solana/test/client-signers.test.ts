@@ -1,5 +1,9 @@
 import { Connection, Keypair, PublicKey, type Transaction, type VersionedTransaction } from '@solana/web3.js';
-import { createKeyPairSignerFromBytes, type TransactionPartialSigner } from '@solana/kit';
+import {
+  createKeyPairSignerFromBytes,
+  type TransactionModifyingSigner,
+  type TransactionPartialSigner,
+} from '@solana/kit';
 import { spawnLocalnet, type Localnet } from '@repo/solana-localnet';
 import type { PaymentRequirements } from '@repo/schemas';
 import { associatedTokenAccountOf, ExactSvmSettler } from '../src/index';
@@ -211,6 +215,47 @@ describe('Paying with a signer that is not a keypair', () => {
     );
     expect(outcome).toMatchObject({ ok: true });
     expect(before.payer - (await balances(keypair)).payer).toBe(20_000n);
+  });
+
+  it('When a @solana/kit modifying signer (a Wallet Standard signer) pays, then push mode and the official scheme both move the price', async () => {
+    const keypair = await funded();
+    const kit = await createKeyPairSignerFromBytes(keypair.secretKey);
+    let asked = 0;
+    const modifying: TransactionModifyingSigner = {
+      address: kit.address,
+      modifyAndSignTransactions: async (transactions) => {
+        asked++;
+        const signatures = await kit.signTransactions(
+          transactions as Parameters<TransactionPartialSigner['signTransactions']>[0],
+        );
+        // kit's size and lifetime brands are type-level only; the transactions are those given.
+        return transactions.map((transaction, i) => ({
+          ...transaction,
+          signatures: { ...transaction.signatures, ...signatures[i] },
+        })) as unknown as Awaited<ReturnType<TransactionModifyingSigner['modifyAndSignTransactions']>>;
+      },
+    };
+    const before = await balances(keypair);
+    await payForRequirements({
+      requirements: pushRequirements(15_000n),
+      signer: modifying,
+      rpcUrl: localnet.networks.solana.rpcUrl,
+    });
+    const requirement = settler.requirements(25_000n, 60);
+    const payment = await createOfficialPayment({
+      requirement,
+      signer: modifying,
+      rpcUrl: localnet.networks.solana.rpcUrl,
+    });
+    const outcome = await settler.settle(
+      (payment.payload.payload as { transaction: string }).transaction,
+      requirement,
+    );
+    expect(outcome).toMatchObject({ ok: true, payer: keypair.publicKey.toBase58() });
+    expect(asked).toBe(2);
+    const after = await balances(keypair);
+    expect(before.payer - after.payer).toBe(40_000n);
+    expect(after.merchant - before.merchant).toBe(40_000n);
   });
 
   it('When the signer has no usable shape, then a TypeError says what is accepted; a disconnected adapter is refused', () => {

@@ -135,7 +135,7 @@ export function receiptOf(response: Response): PaymentReceipt | undefined {
  * Creates a {@link Payer} (README, "Paying within limits"). A keypair file is read and checked here;
  * the Solana libraries load on the first payment.
  * @throws Error when a keypair file cannot be read or is not 64 bytes; RangeError when a cap is not a USDC amount
- *   (a signer of the wrong shape, or a wallet adapter not connected, is a TypeError of the first payment)
+ *   (a signer of the wrong shape, or a wallet adapter not connected, is a TypeError of the payer's calls)
  */
 export function createPayer(options: PayerOptions): Payer {
   const signer = typeof options.signer === 'string' ? readKeypairFile(options.signer) : options.signer;

@@ -63,8 +63,10 @@ export interface PaymentSigner {
 /**
  * Adapts any {@link PaymentSignerInput} into a {@link PaymentSigner} (README "The client", "Signers").
  * A keypair signs locally; a wallet adapter gets a legacy `Transaction` (push) or a
- * `VersionedTransaction` (official); a kit signer gets the kit transaction. Every signature a wallet
- * answers is verified (ed25519, over the message it answered) before anything is sent.
+ * `VersionedTransaction` (official); a kit signer gets the kit transaction. Every signature `signWire`
+ * answers (push mode, and a wallet adapter in either scheme) is verified (ed25519, over the message it
+ * answered) before anything is sent; a kit signer signs official payments as it is (the server
+ * verifies every signature before it co-signs).
  * @throws TypeError when `signer` is none of these (a sending-only kit signer included), or a
  *   wallet adapter that is not connected (`publicKey` null)
  * @throws Error when 64 bytes are not a valid secret key
