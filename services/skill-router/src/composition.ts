@@ -20,6 +20,8 @@ import { RoutingIndexSync } from './domain/routing-sync';
 import { createRoutingIndexWorker } from './entry-points/workers/routing-index';
 import { SkillDirectory } from './data/skill-directory';
 import { SkillStats } from './data/skill-stats';
+import { ReportPayments } from './data/report-payments';
+import { createSolanaPaymentChecker } from './adapters/solana-payments';
 import { RELIABILITY_MODEL } from './domain/skill-metrics';
 import { VerificationQueue } from './data/verification-queue';
 import { createSkillRouterMetrics, type SkillRouterMetrics } from './metrics';
@@ -140,6 +142,17 @@ export async function compose({
   const verificationQueue = new VerificationQueue(db.prisma);
   const healthChecks = new HealthChecks(db.prisma);
   const stats = new SkillStats(db.prisma, RELIABILITY_MODEL);
+  const paymentChecker = createSolanaPaymentChecker({
+    networks: {
+      ...(config.SOLANA_RPC_URL && config.USDC_MINT
+        ? { solana: { rpcUrl: config.SOLANA_RPC_URL, mint: config.USDC_MINT } }
+        : {}),
+      ...(config.SOLANA_DEVNET_RPC_URL && config.USDC_MINT_DEVNET
+        ? { 'solana-devnet': { rpcUrl: config.SOLANA_DEVNET_RPC_URL, mint: config.USDC_MINT_DEVNET } }
+        : {}),
+    },
+    maxAgeSeconds: config.PAYMENT_PROOF_MAX_AGE_SECONDS,
+  });
 
   // Every limit counts in PostgreSQL, so that it holds across replicas: `points` per `durationSeconds`.
   const rateLimit = (keyPrefix: string, points: number, durationSeconds: number) =>
@@ -154,6 +167,11 @@ export async function compose({
       candidates,
     },
     stats,
+    paymentProofs: {
+      payments: new ReportPayments(db.prisma),
+      checker: paymentChecker,
+      proofLimit: rateLimit('payment_proof_key', config.PAYMENT_PROOFS_PER_KEY_PER_HOUR, 3600),
+    },
     keyCreationLimit: rateLimit('auth_key_ip', config.KEY_CREATION_LIMIT_PER_MINUTE, 60),
     reportLimit: rateLimit(
       'report_key_skill',
@@ -264,6 +282,7 @@ export async function compose({
       await Promise.all([routingWorker, ...createdLoops].map((loop) => loop.stop()));
       await Promise.all(createdSandboxes.map((sandbox) => sandbox.close()));
       await skillHttp.close();
+      await paymentChecker.close();
       if (healthHttp !== skillHttp) await healthHttp.close();
       await db.close();
     },

@@ -1,7 +1,9 @@
 import { z } from 'zod';
+import { SolanaAddress } from './schemas';
 import {
   assertProductionReady,
   boolVar,
+  ConfigError,
   DatabaseEnv,
   intVar,
   parseConfig,
@@ -92,6 +94,19 @@ export const SkillRouterEnv = z.object({
   ROUTE_DEFAULT_MATCHES: intVar(10, 1, 100),
   /** Largest response body read from a skill endpoint, in bytes. */
   MAX_RESPONSE_BYTES: intVar(1_048_576, 1024, 100 * 1_048_576),
+  /**
+   * JSON-RPC URL of Solana's main network and its USDC mint, to check paid call reports there (README,
+   * "Reputation"); both or neither. Unset: payment proofs on `solana` are refused.
+   */
+  SOLANA_RPC_URL: z.url().optional(),
+  USDC_MINT: SolanaAddress.optional(),
+  /** The same for `solana-devnet`. */
+  SOLANA_DEVNET_RPC_URL: z.url().optional(),
+  USDC_MINT_DEVNET: SolanaAddress.optional(),
+  /** How old (block time, seconds) a payment may be when it is first offered with a report. */
+  PAYMENT_PROOF_MAX_AGE_SECONDS: intVar(86_400, 60, 30 * 86_400),
+  /** Payment proofs one API key may have checked per hour (each can cost RPC calls), across replicas. */
+  PAYMENT_PROOFS_PER_KEY_PER_HOUR: intVar(60, 1, 1_000_000),
 });
 
 /** The parsed configuration. */
@@ -102,7 +117,8 @@ export type SkillRouterConfig = z.infer<typeof SkillRouterEnv>;
  * @throws ConfigError naming every invalid or missing variable, and with `NODE_ENV=production`
  *   (services/skill-router/README.md, "Security") a `DATABASE_URL` that reaches this machine (loopback
  *   or unspecified address in any form, a `localhost` name, a socket, pg's `host` parameter), a
- *   non-empty `SSRF_ALLOWLIST`, or `*` or an `http:` origin in `CORS_ORIGINS`
+ *   non-empty `SSRF_ALLOWLIST`, or `*` or an `http:` origin in `CORS_ORIGINS`, or a Solana RPC URL
+ *   that reaches this machine; always when a Solana RPC URL and its USDC mint are not set together
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): SkillRouterConfig {
   const config = parseConfig(SkillRouterEnv, env);
@@ -112,6 +128,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SkillRouterCon
     { kind: 'remote', name: 'DATABASE_URL', value: config.DATABASE_URL },
     { kind: 'empty', name: 'SSRF_ALLOWLIST', value: config.SSRF_ALLOWLIST },
     { kind: 'cors', name: 'CORS_ORIGINS', value: config.CORS_ORIGINS },
+    ...(config.SOLANA_RPC_URL
+      ? [{ kind: 'remote' as const, name: 'SOLANA_RPC_URL', value: config.SOLANA_RPC_URL }]
+      : []),
+    ...(config.SOLANA_DEVNET_RPC_URL
+      ? [{ kind: 'remote' as const, name: 'SOLANA_DEVNET_RPC_URL', value: config.SOLANA_DEVNET_RPC_URL }]
+      : []),
   ]);
+  const pairs = [
+    ['SOLANA_RPC_URL', 'USDC_MINT'],
+    ['SOLANA_DEVNET_RPC_URL', 'USDC_MINT_DEVNET'],
+  ] as const;
+  const unpaired = pairs.filter(([url, mint]) => Boolean(config[url]) !== Boolean(config[mint]));
+  if (unpaired.length > 0)
+    throw new ConfigError(unpaired.map(([url, mint]) => `${url} and ${mint} must be set together`));
   return config;
 }

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { X402Network } from '@repo/schemas';
+import { base58ByteLength } from './domain/payment-proofs';
 import { schemaLimitProblem } from './domain/schema-limits';
 
 /**
@@ -50,6 +52,13 @@ const tag = (what: string) =>
     .regex(/\S/, `${what} must not be blank`)
     .transform((s) => s.toLowerCase());
 
+/** A Solana address (base58 of a 32-byte public key), such as a USDC token account. */
+export const SolanaAddress = z
+  .string()
+  .regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/, 'must be a base58 Solana address')
+  // The length bound first: decoding is quadratic in the length.
+  .refine((s) => s.length <= 44 && base58ByteLength(s) === 32, 'must be a base58 Solana address of 32 bytes');
+
 /** Body of POST /api/auth/key. */
 export const CreateKeyRequest = z.object({ name: z.string().trim().min(1).max(100) });
 export type CreateKeyRequest = z.infer<typeof CreateKeyRequest>;
@@ -85,6 +94,11 @@ export const RegisterSkillRequest = z.object({
   pricing: z.object({
     model: z.string().trim().min(1).max(50),
     price_usd: z.number().min(0).max(1_000_000),
+    /**
+     * Extension: the Solana USDC token account calls are paid into (the x402 push-mode `payTo`); paid
+     * call reports must pay it (services/skill-router/README.md, "Reputation").
+     */
+    pay_to: SolanaAddress.optional(),
   }),
   endpoint: z.url({ protocol: /^https?$/, error: 'must be an http or https URL' }).max(2048),
   input_schema: JsonSchemaObject,
@@ -326,6 +340,22 @@ export const SkillVersionList = z.object({
   offset: z.number().int(),
 });
 
+/**
+ * A paid call's proof in a report (services/skill-router/README.md, "Reputation"): the network and
+ * the signature of the x402 payment into the skill's `pricing.pay_to`.
+ */
+export const ReportPayment = z.object({
+  network: X402Network,
+  signature: z
+    .string()
+    .regex(/^[1-9A-HJ-NP-Za-km-z]{64,88}$/, 'must be a base58 transaction signature')
+    // The length bound first: decoding is quadratic in the length.
+    .refine(
+      (s) => s.length <= 88 && base58ByteLength(s) === 64,
+      'must be a base58 transaction signature of 64 bytes',
+    ),
+});
+
 /** Body of POST /api/discover/report (services/skill-router/README.md, "Endpoints"). */
 export const ReportRequest = z.object({
   skill_id: SkillId,
@@ -334,6 +364,8 @@ export const ReportRequest = z.object({
   latency_ms: z.number().int().min(0).max(3_600_000).optional(),
   satisfaction: z.number().int().min(1).max(5).optional(),
   notes: z.string().max(2000).optional(),
+  /** Extension: proof that the call was paid; such a report weighs 1 (README, "Reputation"). */
+  payment: ReportPayment.optional(),
 });
 export type ReportRequest = z.infer<typeof ReportRequest>;
 

@@ -160,18 +160,18 @@ export class SkillDirectory {
       `WITH up AS (
        INSERT INTO skills (skill_id, name, provider, description, capabilities, chains, pricing_model, price_usd,
          endpoint, input_schema, output_schema, owner_key_id, status, revision, definition_hash, search_vector, route_vector,
-         match_terms, created_at, updated_at, changed_at)
+         match_terms, created_at, updated_at, changed_at, pay_to)
        VALUES ($1, $2, $3, $4, $5::text[], $6::text[], $7, $8, $9, $10::jsonb, $11::jsonb, $12::uuid, 'pending_verification', 1, $13,
          to_tsvector('english', $2 || ' ' || $4),
          setweight(to_tsvector('english', $2), 'A')
            || setweight(to_tsvector('english', array_to_string($5::text[], ' ')), 'B')
            || setweight(to_tsvector('english', $4), 'C'),
          tsvector_to_array(to_tsvector('english', array_to_string($5::text[], ' ') || ' ' || $4)),
-         now(), now(), clock_timestamp())
+         now(), now(), clock_timestamp(), $14)
        ON CONFLICT (skill_id) DO UPDATE SET
          name = EXCLUDED.name, provider = EXCLUDED.provider, description = EXCLUDED.description,
          capabilities = EXCLUDED.capabilities, chains = EXCLUDED.chains, pricing_model = EXCLUDED.pricing_model,
-         price_usd = EXCLUDED.price_usd, endpoint = EXCLUDED.endpoint, input_schema = EXCLUDED.input_schema,
+         price_usd = EXCLUDED.price_usd, pay_to = EXCLUDED.pay_to, endpoint = EXCLUDED.endpoint, input_schema = EXCLUDED.input_schema,
          output_schema = EXCLUDED.output_schema, definition_hash = EXCLUDED.definition_hash,
          search_vector = EXCLUDED.search_vector,
          route_vector = EXCLUDED.route_vector, match_terms = EXCLUDED.match_terms,
@@ -188,7 +188,7 @@ export class SkillDirectory {
      version AS (
        INSERT INTO skill_versions (skill_id, revision, definition_hash, definition)
        SELECT skill_id, revision, $13, jsonb_build_object('endpoint', $9::text, 'description', $4::text,
-         'pricing', jsonb_build_object('model', $7::text, 'price_usd', $8::float8),
+         'pricing', jsonb_strip_nulls(jsonb_build_object('model', $7::text, 'price_usd', $8::float8, 'pay_to', $14::text)),
          'input_schema', $10::jsonb, 'output_schema', $11::jsonb) FROM up
        ON CONFLICT (skill_id, revision) DO NOTHING),
      superseded AS (
@@ -210,6 +210,7 @@ export class SkillDirectory {
       JSON.stringify(input.output_schema),
       ownerKeyId,
       definitionHash,
+      input.pricing.pay_to ?? null,
     );
     const row = rows[0];
     if (!row) return { outcome: 'forbidden' };

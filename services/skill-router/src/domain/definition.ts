@@ -8,8 +8,8 @@ import { createHash } from 'node:crypto';
 export interface SkillDefinition {
   endpoint: string;
   description: string;
-  /** `price_usd` in USD per call. */
-  pricing: { model: string; price_usd: number };
+  /** `price_usd` in USD per call; `pay_to` the Solana USDC token account paid, when declared. */
+  pricing: { model: string; price_usd: number; pay_to?: string };
   input_schema: Record<string, unknown>;
   output_schema: Record<string, unknown>;
 }
@@ -22,7 +22,12 @@ export function definitionOf(input: SkillDefinition): SkillDefinition {
   return {
     endpoint: input.endpoint,
     description: input.description,
-    pricing: { model: input.pricing.model, price_usd: input.pricing.price_usd },
+    // Without a pay_to the key is left out, so definitions registered before it hash as they did.
+    pricing: {
+      model: input.pricing.model,
+      price_usd: input.pricing.price_usd,
+      ...(input.pricing.pay_to === undefined ? {} : { pay_to: input.pricing.pay_to }),
+    },
     input_schema: input.input_schema,
     output_schema: input.output_schema,
   };

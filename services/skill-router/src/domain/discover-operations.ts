@@ -6,6 +6,7 @@ import type { SkillDirectory, SkillRecord } from '../data/skill-directory';
 import type { SkillStats } from '../data/skill-stats';
 import { skillRouterKeys } from './api-keys';
 import { definitionHash } from './definition';
+import { provePaidCall, type PaymentProofDeps } from './payment-proofs';
 import { submitReport } from './reports';
 import { routeTask, type RoutingSources } from './routing';
 import { withLiveMetrics } from './skill-metrics';
@@ -32,6 +33,8 @@ export interface DiscoverDeps {
   directory: SkillDirectory;
   routing: RoutingSources;
   stats: SkillStats;
+  /** How paid call reports are proved (README, "Reputation"). */
+  paymentProofs: PaymentProofDeps;
   /** Reports per key and skill (REPORT_LIMIT_*). */
   reportLimit: RateLimit;
   /** Registrations per key and day (REGISTRATIONS_PER_KEY_PER_DAY). */
@@ -108,7 +111,8 @@ export interface DiscoverOperations {
   /**
    * Records a call report with its weight (README, "Reputation"): `counted` says whether it moves the
    * skill's metrics, `weight` (0..1) how much.
-   * @throws AppError `not_found` (unknown skill), `rate_limited` (per key and skill)
+   * @throws AppError `not_found` (unknown skill), `rate_limited` (per key and skill, or payment proofs
+   *   per key), and for a `payment` the refusals of `provePaidCall` (domain/payment-proofs.ts)
    */
   report(key: AuthenticatedKey, body: ReportRequest): Promise<z.infer<typeof ReportResponse>>;
 }
@@ -315,15 +319,27 @@ export function discoverOperations(deps: DiscoverDeps): DiscoverOperations {
     async report(key, body) {
       if (!(await deps.directory.exists(body.skill_id))) throw notFound(`Skill ${body.skill_id}`);
       await enforce(deps.reportLimit, `${key.id}:${body.skill_id}`, `reports for skill ${body.skill_id}`);
-      const outcome = await submitReport(deps, {
-        skillId: body.skill_id,
-        apiKeyId: key.id,
-        caller: body.caller,
-        callResult: body.call_result,
-        latencyMs: body.latency_ms,
-        satisfaction: body.satisfaction,
-        notes: body.notes,
-      });
+      const paid = body.payment
+        ? await provePaidCall(deps.paymentProofs, {
+            skillId: body.skill_id,
+            apiKeyId: key.id,
+            network: body.payment.network,
+            signature: body.payment.signature,
+          })
+        : undefined;
+      const outcome = await submitReport(
+        deps,
+        {
+          skillId: body.skill_id,
+          apiKeyId: key.id,
+          caller: body.caller,
+          callResult: body.call_result,
+          latencyMs: body.latency_ms,
+          satisfaction: body.satisfaction,
+          notes: body.notes,
+        },
+        paid,
+      );
       return { ok: true, counted: outcome.counted, weight: round(outcome.weight, 4) };
     },
   };

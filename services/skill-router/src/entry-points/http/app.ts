@@ -9,6 +9,7 @@ import type { ApiKeyRepository } from '../../data/api-keys';
 import type { SkillDirectory } from '../../data/skill-directory';
 import type { SkillStats } from '../../data/skill-stats';
 import type { RoutingSources } from '../../domain/routing';
+import type { PaymentProofDeps } from '../../domain/payment-proofs';
 import type { RouteOutcome } from '../../metrics';
 import { discoverOperations } from '../../domain/discover-operations';
 import { SKILL_ROUTER_MCP_INSTRUCTIONS, skillRouterTools } from '../mcp/tools';
@@ -24,6 +25,8 @@ export interface AppDeps extends ServiceAppDeps {
   /** Where routes are ranked: the routing index while current, else PostgreSQL. */
   routing: RoutingSources;
   stats: SkillStats;
+  /** How paid call reports are proved (README, "Reputation"). */
+  paymentProofs: PaymentProofDeps;
   /** POST /api/auth/key per client IP. */
   keyCreationLimit: RateLimit;
   /** POST /api/discover/report per key and skill. */
@@ -58,6 +61,7 @@ export function createApp(deps: AppDeps): Application {
     directory: deps.directory,
     routing: deps.routing,
     stats: deps.stats,
+    paymentProofs: deps.paymentProofs,
     reportLimit: deps.reportLimit,
     registrationLimit: deps.registrationLimit,
     routeLimit: deps.routeLimit,

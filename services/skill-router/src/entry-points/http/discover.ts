@@ -188,12 +188,22 @@ export function discoverRoutes(
       keyedPost({
         path: '/api/discover/report',
         operationId: 'reportCall',
-        summary: 'Report a call outcome; feeds reliability, latency and popularity',
+        summary:
+          'Report a call outcome, optionally with proof of payment; feeds reliability, latency and popularity by the report weight',
         body: ReportRequest,
         responses: {
-          '200': { description: 'recorded', body: ReportResponse },
+          '200': { description: 'recorded; whether and how much it counts', body: ReportResponse },
+          '400': errorResponse(
+            'invalid JSON or body (`invalid_json`, `invalid_request`), a payment proof refused (`invalid_request` on `body.payment.*` with the reason: a free skill or one without pay_to, a network not accepted, not found on chain, another amount, mint or recipient, too old), or a signature that already proved a report (`payment_reused`)',
+          ),
           '404': errorResponse('no such skill (`not_found`)'),
-          '429': limited('too many reports for this skill from this key (`rate_limited`)'),
+          '429': limited(
+            'too many reports for this skill from this key, or too many payment proofs from this key this hour (`rate_limited`)',
+          ),
+          '503': errorResponse(
+            'the payment signature is being checked by another request, or the Solana RPC cannot answer (`service_unavailable`)',
+            RETRY_AFTER_HEADER,
+          ),
         },
       }),
       async (_req, res) => {
