@@ -89,6 +89,7 @@ describe('fuzzing skill-router from its own OpenAPI document', () => {
     expect(operations.map((o) => `${o.method} ${o.path}`).sort()).toEqual([
       'GET /api/discover/skills',
       'GET /api/discover/skills/{id}',
+      'GET /api/discover/skills/{id}/versions',
       'GET /api/health',
       'POST /api/auth/key',
       'POST /api/discover/register',
