@@ -61,7 +61,7 @@ interface Scenario {
   name: string;
   /** True effect on the treated context's failing log-odds from the deployment on (0: none). */
   effect: number;
-  /** Global drift in every context: an hourly random walk (sd 0.02) and a step of ±0.4 within a day of the deployment. */
+  /** Global drift in every context: an hourly random walk (sd 0.02), a step of ±0.4 within a day of the deployment. */
   drift: boolean;
   /** Every context's volume × 1.5 from the deployment on. */
   globalVolumeShift: boolean;

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import normalCdf from '@stdlib/stats-base-dists-normal-cdf';
 import {
@@ -592,6 +594,65 @@ describe('decideVerdict', () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe('the worked example of the verdicts page', () => {
+  // docs/verdicts.md, "Worked example": every figure it prints must be what the code computes.
+  const page = readFileSync(join(__dirname, '..', 'docs', 'verdicts.md'), 'utf8');
+  // Whitespace normalised: reflowing the paragraphs must not break the test.
+  const section = page
+    .slice(page.indexOf('## Worked example'), page.indexOf('## What the simulation shows'))
+    .replace(/\s+/g, ' ');
+  const fixed = (x: number, digits = 4) => x.toFixed(digits).replace('-', '−');
+  const significant = (x: number, digits = 4) => Number(x.toPrecision(digits)).toString();
+  const counts = {
+    treated: group(one(3900, 190), one(4100, 205), one(4050, 284)),
+    control: group(one(20000, 1000), one(20400, 1020), one(20200, 1212)),
+  };
+
+  it('prints the figures of decideVerdict', () => {
+    const d = decideVerdict(input({ ...counts }));
+    const treated = logOddsBeforeAfter(
+      { signals: 4100, failing: 205 },
+      { signals: 4050, failing: 284 },
+      0.05,
+    )!;
+    const control = logOddsBeforeAfter(
+      { signals: 20400, failing: 1020 },
+      { signals: 20200, failing: 1212 },
+      0.05,
+    )!;
+    const e = d.effect!;
+    const expected = [
+      `z = ${fixed(d.naive.z!)}, p = ${significant(d.naive.pValue!)}`,
+      `= ${fixed(treated.estimate)}. Control:`,
+      `= ${fixed(control.estimate)}.`,
+      `θ = ${fixed(treated.estimate)} − ${fixed(control.estimate)} = ${fixed(e.estimate)} (odds ratio ${significant(e.oddsRatio)})`,
+      `= ${fixed(e.standardError)}, 95% interval (${fixed(e.ciLow)}, ${fixed(e.ciHigh)}), z = ${fixed(e.z)},`,
+      `p = ${fixed(e.pValue)}.`,
+      `**Placebo**: ${fixed(d.placebo!.estimate)}, p = ${fixed(d.placebo!.pValue)}`,
+      `χ² = ${fixed(d.traffic!.chiSquare)}, p = ${fixed(d.traffic!.pValue)}`,
+      `expected ${d.traffic!.expectedTreatedAfter.toLocaleString('en-US', { maximumFractionDigits: 1 })} signals, observed ${d.traffic!.observedTreatedAfter.toLocaleString('en-US')}`,
+      `\`${d.verdict}\` (\`${d.reason}\`), label \`${d.label}\``,
+    ];
+    for (const text of expected) expect(section).toContain(text);
+    expect(d).toMatchObject({ verdict: 'inconclusive', reason: 'not_significant', label: 'observational' });
+  });
+
+  it('prints the regression variant and its monitor', () => {
+    const worse = { ...counts, treated: group(one(3900, 190), one(4100, 205), one(4050, 360)) };
+    const d = decideVerdict(input(worse));
+    const e = d.effect!;
+    expect(d.verdict).toBe('regressed');
+    expect(section).toContain(
+      `θ = ${fixed(e.estimate)}, 95% interval (${fixed(e.ciLow)}, ${fixed(e.ciHigh)}), p = ${fixed(e.pValue, 7)}: \`regressed\``,
+    );
+    const open = decideVerdict(input({ ...worse, provisional: true }));
+    expect(open.monitor!.regressionDetected).toBe(true);
+    expect(section).toContain(
+      `always-valid p-value would be ${significant(open.monitor!.alwaysValidPValue)}`,
     );
   });
 });

@@ -167,8 +167,8 @@ function logOddsContrast(cells: ReadonlyArray<[Cell, 1 | -1]>, alpha: number): E
 
 /**
  * The difference-in-differences of the failing log-odds, treated against control, after against
- * before (Angrist & Pischke, "Mostly Harmless Econometrics", ch. 5; the closed form of a logistic
- * model with a group × period term):
+ * before (services/signal-feedback/docs/verdicts.md, "The effect"). Following Angrist & Pischke, "Mostly
+ * Harmless Econometrics", ch. 5, it is the closed form of a logistic model with a group × period term:
  * `θ = [logit(p_TA) − logit(p_TB)] − [logit(p_CA) − logit(p_CB)]`, `logit(p) = ln(f / (n − f))`, i.e.
  * the log of the ratio of the two groups' odds ratios.
  * Its variance is Woolf's (Woolf 1955; Agresti, "Categorical Data Analysis", 3rd ed., §3.1.1), the sum
@@ -194,7 +194,8 @@ export function logOddsDid(cells: DidCells, alpha: number): Estimate | null {
 }
 
 /**
- * The change of the failing log-odds after against before, one group without control: the log odds
+ * The change of the failing log-odds after against before, one group without control
+ * (services/signal-feedback/docs/verdicts.md, "The effect", "Without controls"): the log odds
  * ratio `θ = logit(p_after) − logit(p_before)` with Woolf's variance `1/f_a + 1/(n_a − f_a) + 1/f_b +
  * 1/(n_b − f_b)` and the Haldane–Anscombe 0.5 when a count is 0 (Woolf 1955; Agresti, "Categorical Data
  * Analysis", §3.1.1). The fallback when there are no usable controls (label `uncontrolled`).
@@ -212,7 +213,8 @@ export function logOddsBeforeAfter(before: Cell, after: Cell, alpha: number): Es
 }
 
 /**
- * Post-stratifies the before-window to the after-window's hour-of-week mix: with `n_h`, `f_h` the
+ * Post-stratifies the before-window to the after-window's hour-of-week mix
+ * (services/signal-feedback/docs/verdicts.md, "Windows", "Reweighting"): with `n_h`, `f_h` the
  * before-window's signals and failing signals in bucket h and `w_h` the after-window's share of
  * signals in h (over the buckets where both windows have signals, renormalised), the reweighted
  * failing rate is `p = Σ_h w_h f_h / n_h` and its effective sample size (Kish) `n_eff = 1 / Σ_h
@@ -246,7 +248,8 @@ export function reweightToAfter(before: HourOfWeekCounts, after: HourOfWeekCount
 }
 
 /**
- * The traffic check (SRM-style): Pearson's chi-square test of independence on the 2 × 2 table of signal
+ * The traffic check (services/signal-feedback/docs/verdicts.md, "The traffic check"), SRM-style:
+ * Pearson's chi-square test of independence on the 2 × 2 table of signal
  * volumes (group × window), 1 degree of freedom, without continuity correction. Under no shift the
  * treated group's share of the volume is the same before and after, and the table's expected count for
  * treated-after is `(TB + TA)(TA + CA) / N`. `χ² = Σ (O − E)² / E`, p-value from the chi-square
@@ -289,7 +292,8 @@ export function volumeShiftTest(volumes: {
 }
 
 /**
- * Holm's step-down adjustment (Holm 1979, "A simple sequentially rejective multiple test procedure"):
+ * Holm's step-down adjustment (services/signal-feedback/docs/verdicts.md, "Several failing types"),
+ * after Holm 1979, "A simple sequentially rejective multiple test procedure":
  * with the m p-values sorted ascending `p_(1) ≤ … ≤ p_(m)`, `p̃_(i) = min(1, max_{j ≤ i} (m − j + 1)
  * p_(j))`. Rejecting where `p̃ < alpha` controls the family-wise error rate at alpha.
  * @returns the adjusted p-values in the input's order
@@ -311,7 +315,8 @@ export function holmAdjust(pValues: readonly number[]): number[] {
 }
 
 /**
- * The always-valid monitor of a regression while the window is open: a one-sided normal-mixture
+ * The always-valid monitor of a regression while the window is open (services/signal-feedback/docs/verdicts.md,
+ * "While the window is open"): a one-sided normal-mixture
  * sequential probability ratio test (mSPRT; Johari, Koomen, Pekelis & Walsh 2017, "Peeking at A/B
  * Tests"; Robbins 1970) on the estimate θ̂ with variance V = standardError². With a half-normal mixing
  * distribution on the harmful side (θ > 0, scale τ² = `mixingVariance`):
@@ -319,7 +324,8 @@ export function holmAdjust(pValues: readonly number[]): number[] {
  * Λ is a non-negative supermartingale under "no harm" (θ ≤ 0), so by Ville's inequality checking
  * `Λ ≥ 1/alpha` after every new hour keeps the chance of ever crossing falsely at most alpha. The
  * always-valid p-value is `min(1, 1/Λ)`, and never below the fixed-horizon two-sided p-value `2 Φ(−|θ̂|
- * / se)` of the same estimate (taking the larger keeps it valid; the mixture is above it anyway). Callers that want it monotone keep the running minimum.
+ * / se)` of the same estimate (taking the larger keeps it valid; the mixture is above it anyway).
+ * Callers that want it monotone keep the running minimum.
  * @param estimate the current estimate on the log-odds scale (positive: harm) and its standard error
  * @param alpha the deployment's significance level, 0 < alpha < 1
  * @param mixingVariance τ² > 0, default `DEFAULT_MIXING_VARIANCE`
@@ -362,7 +368,7 @@ export interface TimeWindow {
 }
 
 /**
- * The windows of a deployment (docs/verdicts.md, "Windows"): the after-window is `[deployedAt,
+ * The windows of a deployment (services/signal-feedback/docs/verdicts.md, "Windows"): the after-window is `[deployedAt,
  * deployedAt + windowMinutes)`; the before-window is the after-window moved back by `periodMinutes`,
  * the smallest whole number of weeks ≥ the window (one week for every window of at most 7 days), so
  * both windows cover the same weekdays and hours of the day. The placebo compares the before-window
@@ -441,7 +447,10 @@ export interface VerdictDecision {
   /** The worst that applies: volume_shift, then pre_trend, then uncontrolled, then observational. */
   label: VerdictLabel;
   method: 'did' | 'before_after';
-  /** Overall (all covered types pooled); `adjustedPValue` is Holm-adjusted with the per-type tests when there are several types. */
+  /**
+   * Overall (all covered types pooled); `adjustedPValue` is Holm-adjusted with the per-type tests when
+   * there are several types.
+   */
   effect: (Estimate & { oddsRatio: number; adjustedPValue: number }) | null;
   /** Per covered type, Holm across the types and the overall test. */
   perType: Array<{ type: string; effect: Estimate | null; adjustedPValue: number | null }>;
@@ -462,7 +471,8 @@ export interface VerdictDecision {
 }
 
 /**
- * The verdict of a deployment (docs/verdicts.md). The overall effect is the log-odds DiD of the pooled
+ * The verdict of a deployment (services/signal-feedback/docs/verdicts.md, "Labels and reasons"). The
+ * overall effect is the log-odds DiD of the pooled
  * covered types (`logOddsDid`; `logOddsBeforeAfter` without controls, label `uncontrolled`), each
  * before-window reweighted when `input.reweighted`. With several types, the per-type tests and the
  * overall test are Holm-adjusted together (`holmAdjust`). The placebo (same estimator on placebo-before
