@@ -599,7 +599,7 @@ describe('decideVerdict', () => {
 });
 
 describe('the worked example of the verdicts page', () => {
-  // docs/verdicts.md, "Worked example": every figure it prints must be what the code computes.
+  // services/signal-feedback/docs/verdicts.md, "Worked example": every figure it prints must be what the code computes.
   const page = readFileSync(join(__dirname, '..', 'docs', 'verdicts.md'), 'utf8');
   // Whitespace normalised: reflowing the paragraphs must not break the test.
   const section = page
