@@ -362,6 +362,7 @@ async function processIdentified(
           ...paid,
           identifier: {
             stillBound: async () => (await identifiers.boundTo(who.payer, who.identifier)) === own,
+            unbind: () => identifiers.unbind(binding),
           },
         });
       // The earlier payment answers: this request's transaction is not sent, and it is looked up on

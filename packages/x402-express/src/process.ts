@@ -126,7 +126,16 @@ export interface ProcessPaymentInput {
    *   held to move the identifier to this request's own payment; then the claim is let go and
    *   {@link IdentifierMovedError} thrown.
    */
-  identifier?: { stillBound?: () => Promise<boolean>; rebind?: () => Promise<boolean> };
+  identifier?: {
+    stillBound?: () => Promise<boolean>;
+    rebind?: () => Promise<boolean>;
+    /**
+     * With `settle`: the payment was refused before anything was sent (a limit, the facilitator's
+     * verification); asked, with the claim still held, to free the identifier if it names this
+     * payment, so that refused attempts leave no identifier behind.
+     */
+    unbind?: () => Promise<void>;
+  };
   /** Optional metrics hook. */
   onPaymentEvent?: PaymentEventListener;
   /**
@@ -341,6 +350,8 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
     // retry must not settle another payment while this one may still land.
     const maybeSent =
       input.identifier !== undefined && refused !== undefined && !refusedBeforeSending(refused.reason);
+    const unbind = input.settle ? input.identifier?.unbind : undefined;
+    if (unbind && !seen && !maybeSent) await unbind().catch(() => undefined);
     await (seen || maybeSent ? ledger.release(claim) : ledger.forget(claim));
     // An unreachable RPC is our failure, not the client's: the attempt is given back.
     if (guard && isPaymentVerificationError(error) && error.reason === 'rpc_unavailable') {

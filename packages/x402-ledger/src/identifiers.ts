@@ -72,6 +72,12 @@ export interface PaymentIdentifiers {
    * @returns `false` when the identifier no longer names `from`
    */
   rebind(binding: IdentifierBinding, from: string): Promise<boolean>;
+  /**
+   * Deletes the identifier if it still names `binding.signature` (compare-and-set): call it only while
+   * holding that payment's ledger claim, when it was refused before anything was sent, so that
+   * refused attempts leave nothing behind.
+   */
+  unbind(binding: IdentifierBinding): Promise<void>;
   /** The signature the identifier of `payer` names, or `null`. */
   boundTo(payer: string, identifier: string): Promise<string | null>;
   /**
@@ -155,6 +161,16 @@ export class PrismaPaymentIdentifiers implements PaymentIdentifiers {
       binding.requestHash,
     );
     return count > 0;
+  }
+
+  /** {@inheritDoc PaymentIdentifiers.unbind} */
+  async unbind(binding: IdentifierBinding): Promise<void> {
+    await this.db.$executeRawUnsafe(
+      `DELETE FROM ${X402_PAYMENT_IDENTIFIERS_TABLE} WHERE payer = $1 AND identifier = $2 AND signature = $3`,
+      binding.payer,
+      binding.identifier,
+      binding.signature,
+    );
   }
 
   /** {@inheritDoc PaymentIdentifiers.boundTo} */

@@ -109,6 +109,18 @@ describe('PrismaPaymentIdentifiers', () => {
     expect(await identifiers.rebind({ ...other, requestHash: 'd'.repeat(64) }, retry.signature)).toBe(false);
   });
 
+  it('When unbound, then only while it names the payment given, and the identifier is free again', async () => {
+    const identifiers = new PrismaPaymentIdentifiers(db);
+    const first = buildBinding();
+    await identifiers.bind(first);
+    await identifiers.unbind({ ...first, signature: buildSignature() });
+    expect(await identifiers.boundTo(first.payer, first.identifier)).toBe(first.signature);
+    await identifiers.unbind(first);
+    expect(await identifiers.boundTo(first.payer, first.identifier)).toBeNull();
+    const retry = { ...first, signature: buildSignature() };
+    expect(await identifiers.bind(retry)).toEqual({ outcome: 'bound', signature: retry.signature });
+  });
+
   it('When pruned, then identifiers of payments that never verified go and those of answered payments stay', async () => {
     const identifiers = new PrismaPaymentIdentifiers(db);
     const ledger = new PrismaPaymentLedger(db);

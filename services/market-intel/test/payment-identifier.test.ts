@@ -114,6 +114,7 @@ describe('Payment identifiers (x402 payment-identifier extension)', () => {
     const before = await balances(h, 'solana', payer);
     const sent: Sent = { payloads: [] };
     const pay = await identifiedFetch(payer, id, sent);
+    const sendsBefore = sends();
 
     // The first settlement waits at the RPC's door while the agent gives up on its request.
     let open: () => void = () => undefined;
@@ -142,7 +143,7 @@ describe('Payment identifiers (x402 payment-identifier extension)', () => {
     // Each retry signed a new transaction; none of them was sent.
     expect(sent.payloads).toHaveLength(3);
     expect(new Set(sent.payloads.map(payerSignatureOf)).size).toBe(3);
-    expect(sends()).toBe(1);
+    expect(sends() - sendsBefore).toBe(1);
 
     const rows = await rowsOf(payer);
     expect(rows).toEqual([
@@ -278,6 +279,13 @@ describe('Payment identifiers (x402 payment-identifier extension)', () => {
     const url = `${h.baseUrl}/api/v1/scout/keywords?sector=fintech`;
     const refused = await pay(url);
     expect(refused.status).toBe(402);
+    // Refused before anything was sent: the attempt leaves no identifier and no payment row behind.
+    expect(
+      await h.db.$queryRawUnsafe(
+        'SELECT 1 FROM x402_payment_identifiers WHERE payer = $1',
+        payer.publicKey.toBase58(),
+      ),
+    ).toEqual([]);
     await h.ledger.fund(payer.publicKey.toBase58(), { network: 'solana', usdcAtomic: 100_000n });
     const before = await balances(h, 'solana', payer);
     const retry = await pay(url);
