@@ -454,7 +454,10 @@ export interface VerdictDecision {
   effect: (Estimate & { oddsRatio: number; adjustedPValue: number }) | null;
   /** Per covered type, Holm across the types and the overall test. */
   perType: Array<{ type: string; effect: Estimate | null; adjustedPValue: number | null }>;
-  /** The old two-proportion z-test (pooled standard error) of the treated group, raw before/after counts. */
+  /**
+   * The old two-proportion z-test (pooled standard error) of the treated group alone on the raw counts
+   * of the same before- and after-windows (covered types pooled): what the verdict said before controls.
+   */
   naive: { before: Cell; after: Cell; z: number | null; pValue: number | null };
   /** The same estimate on the before period with a fake deployment one period earlier. */
   placebo: (Estimate & { significant: boolean }) | null;
