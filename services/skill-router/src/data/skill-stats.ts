@@ -70,6 +70,9 @@ export interface CallReportRecord {
   paymentSignature?: string;
 }
 
+/** Waiting for a connection and running the report's transaction, in ms (Prisma's defaults are 2 s and 5 s). */
+const TRANSACTION_LIMITS = { maxWait: 10_000, timeout: 10_000 };
+
 /** Counted-report slots older than this are deleted (the current UTC hour's are needed). */
 const SLOT_RETENTION = `interval '2 hours'`;
 
@@ -132,7 +135,8 @@ export class SkillStats {
         },
       });
       return counted;
-    });
+      // A flood of reports queues for connections: wait for one rather than fail the report.
+    }, TRANSACTION_LIMITS);
   }
 
   /**
