@@ -461,6 +461,22 @@ describe('signal-feedback MCP endpoint', () => {
       code: 'invalid_request',
       details: { issues: [{ path: 'arguments.deployed_at' }] },
     });
+    // A control that is the treated context, or not the product's, is refused at its argument.
+    const contexts = toolErrorOf(
+      await agent.callTool({
+        name: 'record_deployment',
+        arguments: { proposal_id: proposalId, control_contexts: [context.id, other.product.id] },
+      }),
+    );
+    expect(contexts).toMatchObject({
+      code: 'invalid_request',
+      details: {
+        issues: [
+          { path: 'arguments.control_contexts.0', code: 'custom' },
+          { path: 'arguments.control_contexts.1', code: 'invalid_value' },
+        ],
+      },
+    });
     expect(await h.db.deployment.count({ where: { proposalId } })).toBe(1);
   });
 
