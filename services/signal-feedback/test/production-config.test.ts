@@ -95,3 +95,23 @@ describe('signal-feedback cookies and CORS in production', () => {
     ).toBe(false);
   });
 });
+
+describe('signal-feedback webhooks in production', () => {
+  const remote = { NODE_ENV: 'production', DATABASE_URL: 'postgresql://svc:pw@db.internal:5432/x' };
+
+  it('When production sets SSRF_ALLOWLIST, then it refuses to boot naming it; development accepts it', () => {
+    expect(refusal({ ...remote, SSRF_ALLOWLIST: '127.0.0.1' }).problems).toEqual([
+      'SSRF_ALLOWLIST: must be empty in production (it lets requests reach private addresses)',
+    ]);
+    expect(
+      loadConfig({ DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/x', SSRF_ALLOWLIST: '127.0.0.1' })
+        .SSRF_ALLOWLIST,
+    ).toBe('127.0.0.1');
+  });
+
+  it('When PUBLIC_URL is not an http(s) URL, then the service refuses to boot naming it', () => {
+    expect(refusal({ ...remote, PUBLIC_URL: 'ftp://feedback.example.com' }).problems.join('\n')).toMatch(
+      /PUBLIC_URL/,
+    );
+  });
+});
