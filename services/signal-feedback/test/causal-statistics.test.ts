@@ -268,11 +268,14 @@ describe('volumeShiftTest (Pearson chi-square, 1 df)', () => {
 });
 
 describe('holmAdjust', () => {
-  it('follows Holm 1979 step-down on a worked example', () => {
-    // Sorted 0.005, 0.01, 0.03, 0.04 with m = 4: 4·0.005 = 0.02, 3·0.01 = 0.03, 2·0.03 = 0.06,
-    // max(0.06, 1·0.04) = 0.06; returned in the input's order.
+  it('follows Holm 1979 step-down on the textbook example', () => {
+    // The worked example of the encyclopedia article "Holm–Bonferroni method": four hypotheses with
+    // p-values 0.01, 0.04, 0.03 and 0.005 at alpha 0.05; H1 and H4 are rejected, H2 and H3 are not.
+    // Adjusted by hand (sorted 0.005, 0.01, 0.03, 0.04, m = 4): 4·0.005 = 0.02, 3·0.01 = 0.03,
+    // 2·0.03 = 0.06, max(0.06, 1·0.04) = 0.06; returned in the input's order.
     const adjusted = holmAdjust([0.01, 0.04, 0.03, 0.005]);
     [0.03, 0.06, 0.06, 0.02].forEach((p, i) => expect(adjusted[i]).toBeCloseTo(p, 12));
+    expect(adjusted.map((p) => p < 0.05)).toEqual([true, false, false, true]);
   });
 
   it('caps at 1, keeps one p-value and refuses values outside [0, 1]', () => {
