@@ -186,6 +186,7 @@ export async function compose(
     intervalMs: Math.max(config.MONITOR_INTERVAL_MS, 1000),
     ...(config.PUBLIC_URL ? { publicUrl: config.PUBLIC_URL } : {}),
     now: overrides.now,
+    onDetected: () => events.regressionDetected(),
   });
 
   const readiness = createReadiness({ database: database.ping, schema: schema.isUpToDate });
@@ -257,6 +258,7 @@ export async function compose(
           retryBaseMs: config.WEBHOOK_RETRY_BASE_MS,
           pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
           ...(overrides.webhookLookup ? { lookup: overrides.webhookLookup } : {}),
+          onAttempt: (outcome) => events.webhookAttempt(outcome),
           logger,
           metrics: metrics.loops,
         })

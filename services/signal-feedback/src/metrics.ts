@@ -10,6 +10,10 @@ export interface SignalFeedbackEvents {
   proposalCreated(source: 'llm' | 'evidence'): void;
   /** A deployment's verification stored its final `verdict`. */
   deploymentVerified(verdict: 'improved' | 'regressed' | 'inconclusive'): void;
+  /** The open-window monitor recorded a regression (README, "The open-window monitor"). */
+  regressionDetected(): void;
+  /** A webhook attempt ended: `delivered`, `retry` (another attempt follows) or `failed` (given up). */
+  webhookAttempt(outcome: 'delivered' | 'retry' | 'failed'): void;
 }
 
 /** signal-feedback's metrics: the shared HTTP ones plus signals and proposals. */
@@ -19,8 +23,9 @@ export interface SignalFeedbackMetrics extends ServiceMetrics {
 
 /**
  * Creates the registry (`service="signal-feedback"`) with `signals_accepted_total`,
- * `signals_refused_total{reason}`, `proposals_created_total{source}` and
- * `deployments_verified_total{verdict}`.
+ * `signals_refused_total{reason}`, `proposals_created_total{source}`,
+ * `deployments_verified_total{verdict}`, `regressions_detected_total` and
+ * `webhook_attempts_total{outcome}`.
  */
 export function createSignalFeedbackMetrics(): SignalFeedbackMetrics {
   const { series, ...base } = createMetrics('signal-feedback', {
@@ -36,6 +41,15 @@ export function createSignalFeedbackMetrics(): SignalFeedbackMetrics {
       help: 'Deployments whose final verdict was stored, by verdict',
       labels: ['verdict'],
     },
+    regressions_detected_total: {
+      type: 'counter',
+      help: 'Regressions the open-window monitor detected while a deployment window was open',
+    },
+    webhook_attempts_total: {
+      type: 'counter',
+      help: 'Webhook delivery attempts, by outcome (delivered, retry, failed)',
+      labels: ['outcome'],
+    },
   });
   return {
     ...base,
@@ -44,6 +58,8 @@ export function createSignalFeedbackMetrics(): SignalFeedbackMetrics {
       signalsRefused: (reason, count) => series.signals_refused_total.inc({ reason }, count),
       proposalCreated: (source) => series.proposals_created_total.inc({ source }),
       deploymentVerified: (verdict) => series.deployments_verified_total.inc({ verdict }),
+      regressionDetected: () => series.regressions_detected_total.inc(),
+      webhookAttempt: (outcome) => series.webhook_attempts_total.inc({ outcome }),
     },
   };
 }

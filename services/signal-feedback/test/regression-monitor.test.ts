@@ -259,6 +259,10 @@ describe('The open-window monitor', () => {
       const row = await h.db.webhookDelivery.findFirst({ where: { productId: a.product.id } });
       return row?.status === 'delivered';
     }, 'the outbox row marked delivered');
+    const metrics = await (await fetch(`${h.metricsUrl}/metrics`)).text();
+    expect(metrics).toMatch(/regressions_detected_total\{service="signal-feedback"\} 1\b/);
+    expect(metrics).toMatch(/webhook_attempts_total\{outcome="retry",service="signal-feedback"\} 1\b/);
+    expect(metrics).toMatch(/webhook_attempts_total\{outcome="delivered",service="signal-feedback"\} [1-9]/);
     const settings = await a.user.agent.get(`/api/products/${a.product.id}/webhook`).expect(200);
     expect(settings.body.deliveries).toEqual([
       expect.objectContaining({

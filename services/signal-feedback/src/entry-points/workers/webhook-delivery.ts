@@ -24,6 +24,8 @@ export interface WebhookDeliveryOptions {
   pollIntervalMs: number;
   /** Resolver instead of the system's, checked at every connection like it (tests). */
   lookup?: LookupFunction;
+  /** Told how each attempt ended (metrics). */
+  onAttempt?: (outcome: 'delivered' | 'retry' | 'failed') => void;
   logger: Logger;
   metrics?: LoopMetrics;
 }
@@ -63,6 +65,7 @@ export function webhookDeliveryLoop(options: WebhookDeliveryOptions): WebhookDel
         giveUp: true,
         retryInMs: 0,
       });
+      options.onAttempt?.('failed');
       return;
     }
     let status: number | null = null;
@@ -97,6 +100,7 @@ export function webhookDeliveryLoop(options: WebhookDeliveryOptions): WebhookDel
     }
     if (error === null && status !== null) {
       await webhooks.delivered(row.id, status);
+      options.onAttempt?.('delivered');
       logger.info({ webhookId: row.messageId, attempts: row.attempts }, 'webhook delivered');
       return;
     }
@@ -108,6 +112,7 @@ export function webhookDeliveryLoop(options: WebhookDeliveryOptions): WebhookDel
       giveUp,
       retryInMs: backoffDelay(retryBackoff, row.attempts - 1),
     });
+    options.onAttempt?.(giveUp ? 'failed' : 'retry');
     logger.warn(
       { webhookId: row.messageId, attempts: row.attempts, error: message, giveUp },
       'webhook delivery failed',
