@@ -356,12 +356,27 @@ async function main(): Promise<void> {
     unknown: number;
     unknown400: number;
     unknownTotal: number;
+    /** Main-thread CPU per request (µs) of the bare route, the new URLs' 402s and their 400s. */
+    bareUs: number;
+    coldUs: number;
+    unknownUs: number;
     challenge402: number;
   }[] = [];
   let nonce = 0;
   let coldProfile: string | undefined;
+  // Main-thread CPU per request (µs, schedstat) of a run of `pid`: what other processes on the cores
+  // move far less than throughput.
+  const cpuPerRequest = async (pid: number, measured: () => ReturnType<typeof bench>) => {
+    const before = cpuTimes(pid);
+    const result = await measured();
+    const spent = cpuSpent(before, cpuTimes(pid));
+    return { result, usPerRequest: (spent.mainMs * 1000) / Math.max(1, result.requests.total) };
+  };
   for (let i = 0; i < rounds; i++) {
-    const bareRun = await bench(BARE, { duration: ONE_PHASE ? 1 : DURATION_S });
+    const bareCpuRun = await cpuPerRequest(barePid, () =>
+      bench(BARE, { duration: ONE_PHASE ? 1 : DURATION_S }),
+    );
+    const bareRun = bareCpuRun.result;
     const peerRun = await bench(PEER, { duration: ONE_PHASE ? 1 : DURATION_S });
     const challengeRun = await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, {
       duration: ONE_PHASE ? 1 : DURATION_S,
@@ -372,17 +387,23 @@ async function main(): Promise<void> {
     // the first round's run of new URLs has a profile of its own.
     const profileCold = CPU_PROFILE_DIR && preloadFile && i === 0;
     if (profileCold) await takeTiming(mi.pid ?? 0, timingFile);
-    const coldRun = await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, {
-      duration: ONE_PHASE ? 1 : DURATION_S,
-      requests: [
-        { method: 'GET', setupRequest: (req) => ({ ...req, path: `${COLD_GAPS}${nonce++}&limit=5` }) },
-      ],
-    });
+    const coldCpuRun = await cpuPerRequest(mi.pid ?? 0, () =>
+      bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, {
+        duration: ONE_PHASE ? 1 : DURATION_S,
+        requests: [
+          { method: 'GET', setupRequest: (req) => ({ ...req, path: `${COLD_GAPS}${nonce++}&limit=5` }) },
+        ],
+      }),
+    );
+    const coldRun = coldCpuRun.result;
     if (profileCold) coldProfile = (await takeTiming(mi.pid ?? 0, timingFile)).profile;
-    const unknownRun = await bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, {
-      duration: ONE_PHASE ? 1 : DURATION_S,
-      requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `${GAPS}&nonce=${nonce++}` }) }],
-    });
+    const unknownCpuRun = await cpuPerRequest(mi.pid ?? 0, () =>
+      bench(`http://127.0.0.1:${MI_PORT}${GAPS}`, {
+        duration: ONE_PHASE ? 1 : DURATION_S,
+        requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `${GAPS}&nonce=${nonce++}` }) }],
+      }),
+    );
+    const unknownRun = unknownCpuRun.result;
     challengeRounds.push({
       bare: bareRun.requests.average,
       peer: peerRun.requests.average,
@@ -393,10 +414,13 @@ async function main(): Promise<void> {
       unknown: unknownRun.requests.average,
       unknown400: statusCount(unknownRun, 400),
       unknownTotal: unknownRun.requests.total,
+      bareUs: bareCpuRun.usPerRequest,
+      coldUs: coldCpuRun.usPerRequest,
+      unknownUs: unknownCpuRun.usPerRequest,
       challenge402: challengeRun['4xx'],
     });
     log(
-      `  round ${i + 1}: bare ${Math.round(bareRun.requests.average)}, x402-express ${Math.round(peerRun.requests.average)}, market-intel ${Math.round(challengeRun.requests.average)} (every URL new: ${Math.round(coldRun.requests.average)}; with an unknown parameter, 400: ${Math.round(unknownRun.requests.average)}) req/s`,
+      `  round ${i + 1}: bare ${Math.round(bareRun.requests.average)}, x402-express ${Math.round(peerRun.requests.average)}, market-intel ${Math.round(challengeRun.requests.average)} (every URL new: ${Math.round(coldRun.requests.average)}; with an unknown parameter, 400: ${Math.round(unknownRun.requests.average)}) req/s; main-thread CPU per request: bare ${Math.round(bareCpuRun.usPerRequest)}, every URL new ${Math.round(coldCpuRun.usPerRequest)}, unknown parameter ${Math.round(unknownCpuRun.usPerRequest)} µs`,
     );
   }
 
@@ -560,6 +584,12 @@ async function main(): Promise<void> {
     unknownParameterRps: r(mean(challengeRounds.map((c) => c.unknown))),
     unknownParameterRatio: r(mean(challengeRounds.map((c) => c.unknown / c.bare))),
     unknownParameterOther: challengeRounds.reduce((n, c) => n + c.unknownTotal - c.unknown400, 0),
+    // By main-thread CPU per request: the bare route's over market-intel's (higher is better).
+    bareUsPerRequest: r(mean(challengeRounds.map((c) => c.bareUs))),
+    coldChallengeUsPerRequest: r(mean(challengeRounds.map((c) => c.coldUs))),
+    coldChallengeCpuRatio: r(mean(challengeRounds.map((c) => c.bareUs / c.coldUs))),
+    unknownParameterUsPerRequest: r(mean(challengeRounds.map((c) => c.unknownUs))),
+    unknownParameterCpuRatio: r(mean(challengeRounds.map((c) => c.bareUs / c.unknownUs))),
     ...(coldProfile ? { coldChallengeProfile: coldProfile } : {}),
     peerRps: r(mean(challengeRounds.map((c) => c.peer))),
     peerRatio: r(mean(challengeRounds.map((c) => c.peer / c.bare))),
@@ -608,8 +638,8 @@ async function main(): Promise<void> {
       `| bare Express JSON route | ${results.bareRps} req/s, ratio 1 | |`,
       `| x402-express 1.2 unpaid 402 (its README's route) | ${results.peerRps} req/s, ratio ${results.peerRatio} | |`,
       `| market-intel unpaid 402 challenge${challengeOffersV2 ? ' (with PAYMENT-REQUIRED)' : ''}, one URL | ${results.challengeRps} req/s, ratio ${results.challengeRatio} | ≥ 0.9 and above x402-express |`,
-      `| market-intel unpaid 402, every URL new${FAST_PATHS.X402_HOT_PATH === 'false' ? ' (the full path)' : ''} | ${results.coldChallengeRps} req/s, ratio ${results.coldChallengeRatio}${results.coldChallengeOther ? ` (${results.coldChallengeOther} answers not 402)` : ''} | ≥ 0.5 (${results.coldChallengeRatio >= 0.5 && !results.coldChallengeOther ? 'met' : 'not met'}) |`,
-      `| market-intel 400 of an unknown query parameter, every URL new | ${results.unknownParameterRps} req/s, ratio ${results.unknownParameterRatio}${results.unknownParameterOther ? ` (${results.unknownParameterOther} answers not 400)` : ''} | ≥ 0.5, as the 402 (${results.unknownParameterRatio >= 0.5 && !results.unknownParameterOther ? 'met' : 'not met'}) |`,
+      `| market-intel unpaid 402, every URL new${FAST_PATHS.X402_HOT_PATH === 'false' ? ' (the full path)' : ''} | ${results.coldChallengeRps} req/s, ratio ${results.coldChallengeRatio}${results.coldChallengeOther ? ` (${results.coldChallengeOther} answers not 402)` : ''}; main-thread CPU ${results.coldChallengeUsPerRequest} µs per request against the bare route's ${results.bareUsPerRequest} µs: CPU ratio ${results.coldChallengeCpuRatio} | ≥ 0.5 (${results.coldChallengeRatio >= 0.5 && !results.coldChallengeOther ? 'met' : 'not met'}) |`,
+      `| market-intel 400 of an unknown query parameter, every URL new | ${results.unknownParameterRps} req/s, ratio ${results.unknownParameterRatio}${results.unknownParameterOther ? ` (${results.unknownParameterOther} answers not 400)` : ''}; main-thread CPU ${results.unknownParameterUsPerRequest} µs per request: CPU ratio ${results.unknownParameterCpuRatio} | ≥ 0.5, as the 402 (${results.unknownParameterRatio >= 0.5 && !results.unknownParameterOther ? 'met' : 'not met'}) |`,
       `| paid, fresh signatures, ${CONNECTIONS} clients (after ${ONLY_OFFICIAL ? 32 : PAID_WARMUP} unmeasured) | ${results.paid.rps} req/s, ratio ${results.paid.ratio} to the bare route measured right before and after it (${results.paid.bareRps} req/s); p50 ${results.paid.p50} ms, p99 ${results.paid.p99} ms (${results.paid.non2xx} non-2xx) | 2 × 0.044 |`,
       `| its CPU: market-intel's main thread per paid request, against the bare route's per request | ${results.paid.mainThreadUsPerRequest} µs (all threads ${results.paid.allThreadsUsPerRequest} µs; main thread waiting for a core ${Math.round(results.paid.mainThreadWaitShare * 100)} % of its runnable time) against ${results.paid.bareMainThreadUsPerRequest} µs: ratio ${results.paid.cpuRatio} | |`,
       `| beside it, per paid request: PostgreSQL's processes, the ledger, the load generator (autocannon, here) | ${results.paid.postgresUsPerRequest} µs, ${results.paid.ledgerUsPerRequest} µs, ${results.paid.loadGeneratorUsPerRequest} µs of CPU | |`,

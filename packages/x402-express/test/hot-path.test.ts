@@ -27,8 +27,10 @@ const requirement = buildPaymentRequirements({
 const template = compileJsonTemplate(['requestId', 'error', 'url', 'reference'], (v) =>
   paymentRequiredBody([{ ...requirement, resource: v.url }], v.error, v.requestId),
 )!;
-const fullPath = (onAnswerStored: AnswerStoredListener): RequestListener => {
+const fullPath = (onAnswerStored: AnswerStoredListener, etag = false): RequestListener => {
   const app = express();
+  // As the services' base app: no ETag, unless asked (one is computed from the bytes).
+  app.set('etag', etag);
   app.use((req, res) => {
     fullPathCalls += 1;
     const id =
@@ -137,6 +139,18 @@ describe('createHotPath challenges', () => {
     expect(second.status).toBe(402);
     expect(second.body).toBe(first.body.replace('"first-id"', '"other-id"'));
     expect(second.headers).toEqual({ ...first.headers, 'x-request-id': 'other-id' });
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  it('When a 402 carries an ETag (computed from its bytes), then it is not remembered', async () => {
+    const hot = createHotPath({ routes: { '/paid': 'GET /paid' } });
+    const { url: base, server } = await serve(hot.wrap(fullPath(hot.onAnswerStored, true)));
+    fullPathCalls = 0;
+    const first = await fetch(`${base}/paid?q=etag`);
+    expect(first.headers.get('etag')).not.toBeNull();
+    expect((await fetch(`${base}/paid?q=etag`)).status).toBe(402);
+    expect(fullPathCalls).toBe(2);
+    expect(hot.size().challenges).toBe(0);
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
 

@@ -146,6 +146,76 @@ describe.each<[string, string, Record<string, string>]>([
       },
     );
 
+    it('When new URLs of a route are asked without payment, then each 402 offers its own URL and reference, the rest the same', async () => {
+      // The first 402 of the route may teach the hot path; the next ones are built from what it taught.
+      const paths = ['limit=31&sector=ai', 'limit=32', 'sector=fin%74ech&limit=33', 'limit=034'].map(
+        (q) => `/api/v1/scout/pain-clusters?${q}`,
+      );
+      const answers = [];
+      for (const path of paths) {
+        const res = await fetch(h.baseUrl + path, { headers: { 'x-request-id': 'same-id' } });
+        expect(res.status).toBe(402);
+        const offer = JSON.parse(
+          Buffer.from(res.headers.get('payment-required') ?? '', 'base64').toString('utf8'),
+        ) as { resource: { url: string }; accepts: { extra: { reference?: string; memo?: string } }[] };
+        const text = await res.text();
+        expect(Number(res.headers.get('content-length'))).toBe(Buffer.byteLength(text));
+        const body = Error402.parse(JSON.parse(text));
+        expect(body.accepts.map((a) => a.resource)).toEqual([h.baseUrl + path, h.baseUrl + path]);
+        expect(offer.resource.url).toBe(h.baseUrl + path);
+        const reference = body.accepts[0]?.extra?.reference;
+        expect(offer.accepts[0]?.extra.reference).toBe(reference);
+        const { ['content-length']: _length, ['payment-required']: _offer, ...headers } = stableHeaders(res);
+        answers.push({ headers, reference, text: text.split(h.baseUrl + path).join('URL') });
+      }
+      // With request-bound references (X402_REFERENCE_SECRET), each URL has its own.
+      const referenced = Boolean(h.config.X402_REFERENCE_SECRET);
+      expect(new Set(answers.map((a) => a.reference)).size).toBe(referenced ? paths.length : 1);
+      const masked = ({ text, reference }: { text: string; reference?: string }) =>
+        reference ? text.split(reference).join('REF') : text;
+      for (const answer of answers.slice(1)) {
+        expect(answer.headers).toEqual(answers[0]?.headers);
+        expect(masked(answer)).toBe(masked(answers[0]!));
+      }
+    });
+
+    it.each([
+      ['an unknown parameter', '/api/v1/scout/gaps?limit=5&nonce=1', ['query.nonce']],
+      ['a repeated parameter', '/api/v1/scout/gaps?limit=5&limit=6', ['query.limit']],
+      ['a repeated network', '/api/v1/scout/trends?network=devnet&network=devnet', ['query.network']],
+      ['encoded Unicode in a tag', '/api/v1/scout/keywords?sector=%E2%9C%93%F0%9F%98%80', ['query.sector']],
+      ['an encoded NUL', '/api/v1/scout/gaps?sector=a%00b', ['query.sector']],
+      ['a huge number', `/api/v1/scout/gaps?limit=${'9'.repeat(3000)}`, ['query.limit']],
+      [
+        'hundreds of unknown parameters',
+        `/api/v1/scout/gaps?${Array.from({ length: 400 }, (_, i) => `p${i}=1`).join('&')}`,
+        ['query'],
+      ],
+    ])(
+      'When a query has %s, then every ask is the same 400 invalid_request naming it, with its own request id',
+      async (_what, path, fields) => {
+        const bodies: string[] = [];
+        for (const id of ['bad-1', 'bad-2', 'bad-3']) {
+          const res = await fetch(h.baseUrl + path, { headers: { 'x-request-id': id } });
+          expect(res.status).toBe(400);
+          expect(res.headers.get('x-request-id')).toBe(id);
+          expect(res.headers.get('payment-required')).toBeNull();
+          expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+          const text = await res.text();
+          const body = JSON.parse(text) as {
+            code: string;
+            details: { issues: { path: string }[] };
+            requestId: string;
+          };
+          expect(body.code).toBe('invalid_request');
+          expect(body.requestId).toBe(id);
+          for (const field of fields) expect(body.details.issues.map((d) => d.path)).toContain(field);
+          bodies.push(text.replace(`"${id}"`, '"ID"'));
+        }
+        expect(new Set(bodies).size).toBe(1);
+      },
+    );
+
     it('When a paid request has a parameter out of range, then 400 and the signature is not consumed', async () => {
       const signature = await h.transfer({ amountAtomic: 100_000n });
       const bad = await h.getWithProof('/api/v1/scout/gaps?limit=500', signature);
