@@ -150,11 +150,27 @@ export const RouteMatch = z.object({
   endpoint: z.string(),
 });
 
+/**
+ * One element of `rejected` (services/skill-router/README.md, "Routing receipts"): an active skill
+ * sharing a lexeme with the task that the chain filter removed, with its capability match (0..1) and
+ * the requirements it fails (`chain` first).
+ */
+export const RejectedCandidate = z.object({
+  skill_id: z.string(),
+  name: z.string(),
+  capability_match: z.number().min(0).max(1),
+  reasons: z.array(z.enum(['chain', 'over_max_price', 'over_max_latency'])).min(1),
+});
+
 /** Answer of POST /api/discover/route. */
 export const RouteResponse = z.object({
   matches: z.array(RouteMatch),
   total_matches: z.number().int(),
   routed_at: z.iso.datetime(),
+  /** Extension: the nearest skills the chain filter removed, at most 10, nearest first. */
+  rejected: z.array(RejectedCandidate).max(10),
+  /** Extension: when the health and reliability data the route used were read (the database's clock). */
+  snapshot_at: z.iso.datetime(),
 });
 
 /** The page size of a skills listing: 1–100. */

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { RoutingRows, type RoutableSkill } from '../src/data/routing-rows';
 import { RoutingIndex } from '../src/domain/routing-index';
 import { definitionHash } from '../src/domain/definition';
+import { nearestRejected } from '../src/domain/route-receipts';
 import { rankSkills } from '../src/domain/scoring';
 import type { RegisterSkillRequest } from '../src/schemas';
 import { buildSkill } from './support/factories';
@@ -99,6 +100,7 @@ describe('The routing index against the SQL ranking', () => {
     const rows = new RoutingRows(h.service.db.pool);
     let runs = 0;
     let nonEmpty = 0;
+    let withRejected = 0;
     await fc.assert(
       fc.asyncProperty(
         fc.array(skillArb, { minLength: 1, maxLength: 25 }),
@@ -161,6 +163,18 @@ describe('The routing index against the SQL ranking', () => {
             expect(actual.total).toBe(reference.total);
             expect(actual.matches.map(view)).toEqual(expected.map(view));
             if (expected.length > 0) nonEmpty++;
+            // Receipts: the same nearest skills the chain filter removed, with the same reasons.
+            const removed = await h.service.candidates.rejected(q.task, q.chains, 10);
+            const expectedRejected =
+              removed.taskTermCount > 0
+                ? nearestRejected(
+                    removed.skills,
+                    { taskTerms, maxPriceUsd: q.maxPriceUsd, maxLatencyMs: q.maxLatencyMs },
+                    removed.taskTermCount,
+                  )
+                : [];
+            expect(actual.rejected).toEqual(expectedRejected);
+            if (expectedRejected.length > 0) withRejected++;
           }
         },
       ),
@@ -169,6 +183,7 @@ describe('The routing index against the SQL ranking', () => {
     // The property was exercised on real matches, not only on empty answers.
     expect(runs).toBeGreaterThanOrEqual(30);
     expect(nonEmpty).toBeGreaterThan(10);
+    expect(withRejected).toBeGreaterThan(5);
   }, 180_000);
 });
 
@@ -273,6 +288,24 @@ describe('The routing index under updates', () => {
             }) => r.matches.map((m) => [m.skill.skillId, m.score, m.reasons]);
             expect(view(updated.route(query, limit))).toEqual(view(fresh.route(query, limit)));
             expect(view(updated.route(query, limit))).toEqual(view({ matches: reference }));
+            const wanted = query.chains ?? [];
+            const rejectedReference = nearestRejected(
+              [...directory.values()]
+                .filter(
+                  (sk) =>
+                    wanted.length > 0 &&
+                    !sk.chains.some((c) => wanted.includes(c)) &&
+                    sk.routeTerms.some((t) => query.taskTerms.includes(t)),
+                )
+                .map((sk) => ({
+                  ...sk,
+                  sharedTerms: sk.matchTerms.filter((t) => query.taskTerms.includes(t)).length,
+                })),
+              query,
+              query.taskTerms.length,
+            );
+            expect(updated.route(query, limit).rejected).toEqual(fresh.route(query, limit).rejected);
+            expect(updated.route(query, limit).rejected).toEqual(rejectedReference);
           }
         },
       ),
@@ -387,6 +420,19 @@ describe('The routing index at scale, with any text', () => {
                 const { routeTerms: _routeTerms, ...candidate } = m.skill;
                 return { ...m, skill: candidate };
               }),
+            );
+            const wanted = query.chains ?? [];
+            expect(actual.rejected).toEqual(
+              nearestRejected(
+                matching
+                  .filter((sk) => wanted.length > 0 && !sk.chains.some((c) => wanted.includes(c)))
+                  .map((sk) => ({
+                    ...sk,
+                    sharedTerms: sk.matchTerms.filter((t) => query.taskTerms.includes(t)).length,
+                  })),
+                query,
+                query.taskTerms.length,
+              ),
             );
           }
         },

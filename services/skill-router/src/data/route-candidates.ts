@@ -39,6 +39,18 @@ export const candidateColumns = (matchTerms: string) =>
   `s.skill_id, s.name, s.endpoint, s.chains, s.price_usd, ${matchTerms} AS match_terms,
    st.success_rate_24h, st.avg_latency_ms, st.calls_30d, st.rating_sum, st.rating_count`;
 
+/** What a route's rejected candidate needs of a skill (domain/route-receipts.ts). */
+export interface RejectableSkill {
+  skillId: string;
+  name: string;
+  /** How many of the task's distinct lexemes are among the skill's capability and description lexemes. */
+  sharedTerms: number;
+  /** Price per call in USD. */
+  priceUsd: number;
+  /** Average latency in ms over the last 24 hours; `null` when unknown. */
+  avgLatencyMs: number | null;
+}
+
 /** The columns {@link candidateColumns} selects, as `pg` returns them. */
 export interface CandidateColumns {
   skill_id: string;
@@ -127,6 +139,62 @@ export class RouteCandidates {
       taskTerms: rows.find((r) => r.task_terms)?.task_terms ?? [],
       candidates: rows.map(candidateOf),
       total: Number(rows[0]?.total ?? 0),
+    };
+  }
+
+  /**
+   * The route's snapshot instant and the skills its chain filter removes (README, "Routing
+   * receipts"): active skills sharing a lexeme with the task (as {@link find} matches them) that
+   * support none of `chains`, the nearest `max` by shared capability and description lexemes plus
+   * every skill tied with the last of them (the caller orders ties by `skill_id` in code-unit order,
+   * which no PostgreSQL collation gives).
+   * @param chains required chains (lowercase); empty or absent: nothing is removed, none are read
+   * @param max how many nearest to keep (at least one)
+   * @returns `snapshotAt`, the database's clock when the read started (every write committed before
+   *   it is seen), the task's distinct lexeme count, and the skills
+   * @throws whatever PostgreSQL throws
+   */
+  async rejected(
+    task: string,
+    chains: string[] | undefined,
+    max: number,
+  ): Promise<{ snapshotAt: Date; taskTermCount: number; skills: RejectableSkill[] }> {
+    const { rows } = await this.pool.query<{
+      snapshot_at: Date;
+      term_count: number;
+      rejected: {
+        skill_id: string;
+        name: string;
+        price_usd: number;
+        avg_latency_ms: number | null;
+        shared: number;
+      }[];
+    }>(
+      `WITH q AS (SELECT replace(plainto_tsquery('english', $1)::text, ' & ', ' | ')::tsquery AS tsq,
+                         tsvector_to_array(to_tsvector('english', $1)) AS terms),
+            r AS (SELECT s.skill_id, s.name, s.price_usd, st.avg_latency_ms,
+                         (SELECT count(*) FROM (SELECT unnest(s.match_terms) INTERSECT SELECT unnest(q.terms)) i)::int AS shared
+                    FROM q, skills s JOIN skill_stats st ON st.skill_id = s.skill_id
+                   WHERE cardinality($2::text[]) > 0 AND s.status = 'active' AND s.route_vector @@ q.tsq
+                     AND NOT coalesce(s.chains && $2::text[], false)),
+            cut AS (SELECT coalesce((SELECT shared FROM r ORDER BY shared DESC OFFSET $3 - 1 LIMIT 1), 0) AS shared)
+       SELECT now() AS snapshot_at, cardinality(q.terms) AS term_count,
+              coalesce((SELECT json_agg(r) FROM r, cut WHERE r.shared >= cut.shared), '[]') AS rejected
+         FROM q`,
+      [task, chains ?? [], max],
+    );
+    const row = rows[0];
+    if (!row) throw new Error('the rejected-candidates query returned no row');
+    return {
+      snapshotAt: row.snapshot_at,
+      taskTermCount: Number(row.term_count),
+      skills: row.rejected.map((r) => ({
+        skillId: r.skill_id,
+        name: r.name,
+        sharedTerms: r.shared,
+        priceUsd: Number(r.price_usd),
+        avgLatencyMs: r.avg_latency_ms === null ? null : Number(r.avg_latency_ms),
+      })),
     };
   }
 }

@@ -147,6 +147,7 @@ function summary(s: SkillRecord): z.infer<typeof SkillSummary> {
       ratings_30d: s.ratingCount,
       popularity: round(s.popularity, 4),
     },
+    quality: s.quality ?? { score: null, parts: [] },
     created_at: s.createdAt.toISOString(),
     updated_at: s.updatedAt.toISOString(),
   };
@@ -227,6 +228,13 @@ export function discoverOperations(deps: DiscoverDeps): DiscoverOperations {
         })),
         total_matches: outcome.totalMatches,
         routed_at: deps.now().toISOString(),
+        rejected: outcome.rejected.map((r) => ({
+          skill_id: r.skillId,
+          name: r.name,
+          capability_match: r.capabilityMatch,
+          reasons: r.reasons,
+        })),
+        snapshot_at: outcome.snapshotAt.toISOString(),
       };
     },
 

@@ -25,6 +25,12 @@ export interface RankedSlots {
   slots: number[];
   /** Slots sharing a lexeme with the task and passing the chain filter. */
   total: number;
+  /**
+   * Of the slots sharing a lexeme with the task that the chain filter removed, the nearest
+   * `rejectedMax` (README, "Routing receipts"): more shared capability and description lexemes
+   * first, then skill id ascending.
+   */
+  rejected: number[];
   /** The task's lexemes the index knows, by posting number. */
   task: Map<number, string>;
 }
@@ -36,12 +42,14 @@ export interface RankedSlots {
  * ranking (README, "Routing and the score"), touching only typed arrays.
  * @param taskTerms the task's distinct lexemes (at least one)
  * @param limit how many slots to keep (at least one; at most 100 keeps the sorted window cheap)
+ * @param rejectedMax how many of the slots the chain filter removed to keep (0: none)
  */
 export function rankSlots(
   index: RankingSource,
   taskTerms: string[],
   query: RouteQuery,
   limit: number,
+  rejectedMax = 0,
 ): RankedSlots {
   const { postings, chainPostings, columns } = index;
   const routeId = columns.nextRoute();
@@ -129,10 +137,42 @@ export function rankSlots(
   const topScores: number[] = [];
   const topIds: (string | undefined)[] = [];
   const idAt = (k: number): string => (topIds[k] ??= index.idOf(topSlots[k] as number));
+  // The nearest slots the chain filter removed, the same way: a sorted window of at most rejectedMax.
+  const rejected: number[] = [];
+  const rejectedIds: (string | undefined)[] = [];
+  const rejectedIdAt = (k: number): string => (rejectedIds[k] ??= index.idOf(rejected[k] as number));
+  const reject = (slot: number): void => {
+    const near = shared[slot] as number;
+    const full = rejected.length === rejectedMax;
+    const last = rejected.length - 1;
+    if (full && (last < 0 || near < (shared[rejected[last] as number] as number))) return;
+    let skillId: string | undefined;
+    if (
+      full &&
+      near === shared[rejected[last] as number] &&
+      (skillId = index.idOf(slot)) > rejectedIdAt(last)
+    )
+      return;
+    let at = rejected.length;
+    while (at > 0) {
+      const before = shared[rejected[at - 1] as number] as number;
+      if (near < before || (near === before && (skillId ??= index.idOf(slot)) > rejectedIdAt(at - 1))) break;
+      at--;
+    }
+    rejected.splice(at, 0, slot);
+    rejectedIds.splice(at, 0, skillId);
+    if (rejected.length > rejectedMax) {
+      rejected.pop();
+      rejectedIds.pop();
+    }
+  };
   for (const slot of candidates) {
     let chainMatch = 1;
     if (wanted.length > 0) {
-      if (chainSeenBy[slot] !== routeId) continue;
+      if (chainSeenBy[slot] !== routeId) {
+        if (rejectedMax > 0) reject(slot);
+        continue;
+      }
       chainMatch = (chainHits[slot] as number) / wanted.length;
     }
     total++;
@@ -170,5 +210,5 @@ export function rankSlots(
       topIds.pop();
     }
   }
-  return { slots: topSlots, total, task };
+  return { slots: topSlots, total, task, rejected };
 }

@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import type { CandidateRecord } from '../data/route-candidates';
 import type { RoutableSkill } from '../data/routing-rows';
+import { REJECTED_MAX, rejectionOf, type RejectedCandidate } from './route-receipts';
 import { scoreSkill, type RouteQuery, type ScoredSkill } from './scoring';
 import { rankSlots } from './routing-index-ranking';
 import { COUNT_ONLY, MATCH, NAME_ONLY, SlotColumns } from './routing-index-slots';
@@ -11,6 +12,11 @@ export interface IndexRoute {
   matches: ScoredSkill<CandidateRecord>[];
   /** Active skills sharing a lexeme with the task and passing the chain filter. */
   total: number;
+  /**
+   * The nearest active skills sharing a lexeme with the task that the chain filter removed, at most
+   * {@link REJECTED_MAX} (README, "Routing receipts").
+   */
+  rejected: RejectedCandidate[];
 }
 
 /** Most ranked answers kept per index. */
@@ -221,7 +227,7 @@ export class RoutingIndex {
    */
   route(query: RouteQuery, limit: number): IndexRoute {
     const taskTerms = [...new Set(query.taskTerms)];
-    if (taskTerms.length === 0 || limit <= 0) return { matches: [], total: 0 };
+    if (taskTerms.length === 0 || limit <= 0) return { matches: [], total: 0, rejected: [] };
     const key = JSON.stringify([
       taskTerms,
       query.chains ?? null,
@@ -245,13 +251,18 @@ export class RoutingIndex {
       taskTerms,
       query,
       limit,
+      REJECTED_MAX,
     );
     const matches: ScoredSkill<CandidateRecord>[] = [];
     for (const slot of ranked.slots) {
       const scored = scoreSkill(this.candidate(slot, ranked.task), query, true);
       if (scored) matches.push(scored);
     }
-    return { matches, total: ranked.total };
+    const rejected = ranked.rejected.map((slot) => {
+      const skill = this.candidate(slot, ranked.task);
+      return rejectionOf({ ...skill, sharedTerms: skill.matchTerms.length }, query, taskTerms.length);
+    });
+    return { matches, total: ranked.total, rejected };
   }
 
   /**
@@ -354,5 +365,6 @@ function answerBytes(answer: IndexRoute, key: string): number {
     bytes += 16 * (skill.chains.length + skill.matchTerms.length);
     for (const reason of reasons) bytes += 32 + reason.length;
   }
+  for (const { skillId, name } of answer.rejected) bytes += 300 + skillId.length + name.length;
   return bytes;
 }

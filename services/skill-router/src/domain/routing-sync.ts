@@ -61,6 +61,15 @@ export class RoutingIndexSync {
     return this.listening && this.loadedGeneration === this.generation;
   }
 
+  /**
+   * The database's clock at the last watermark check or full load: every write committed and
+   * stamped before it (less the stamping lag the margin covers) is in the index; `null` before the
+   * first load (README, "Routing receipts").
+   */
+  get snapshotAt(): Date | null {
+    return this.watermark;
+  }
+
   /** Active skills in the index. */
   get size(): number {
     return this.index.size;

@@ -1,4 +1,10 @@
 import type { CandidateRecord } from '../data/route-candidates';
+import {
+  nearestRejected,
+  REJECTED_MAX,
+  type RejectableSkill,
+  type RejectedCandidate,
+} from './route-receipts';
 import type { IndexRoute } from './routing-index';
 import { rankSkills, type RouteQuery, type ScoredSkill } from './scoring';
 
@@ -9,12 +15,23 @@ export interface CandidateSource {
     chains: string[] | undefined,
     limit: number,
   ): Promise<{ taskTerms: string[]; candidates: CandidateRecord[]; total: number }>;
+  /** The snapshot instant and the skills the chain filter removes (data/route-candidates.ts). */
+  rejected(
+    task: string,
+    chains: string[] | undefined,
+    max: number,
+  ): Promise<{ snapshotAt: Date; taskTermCount: number; skills: RejectableSkill[] }>;
 }
 
 /** The in-memory routing index as routing uses it (domain/routing-sync.ts). */
 export interface IndexSource {
   /** `true` while the index is loaded and kept current; otherwise routes go to PostgreSQL. */
   readonly current: boolean;
+  /**
+   * The database's clock at the index's last watermark check or full load: every write committed
+   * (and stamped) before it is in the index; `null` before the first load.
+   */
+  readonly snapshotAt: Date | null;
   route(query: RouteQuery, limit: number): IndexRoute;
 }
 
@@ -44,13 +61,21 @@ export interface RouteOutcome {
   totalMatches: number;
   /** `index`: the in-memory routing index; `database`: the SQL ranking. */
   source: 'index' | 'database';
+  /** The nearest skills the chain filter removed, at most {@link REJECTED_MAX} (README, "Routing receipts"). */
+  rejected: RejectedCandidate[];
+  /**
+   * When the health and reliability data used were read: the index's {@link IndexSource.snapshotAt},
+   * or the database's clock at the start of the SQL ranking's reads.
+   */
+  snapshotAt: Date;
 }
 
 /**
  * Routes a task (README, "Routing and the score"; POST /api/discover/route): from the replica's
  * routing index while it is current, which scores every matching skill; otherwise from PostgreSQL
  * full text (at most `candidateLimit` candidates, best text rank first), each scored with the six
- * weighted factors. Both order by score then `skill_id`.
+ * weighted factors. Both order by score then `skill_id`, and both list the same nearest skills the
+ * chain filter removed, with the instant of the data they read (README, "Routing receipts").
  * @throws whatever PostgreSQL throws
  */
 export async function routeTask(
@@ -67,16 +92,23 @@ export async function routeTask(
   if (sources.index.current) {
     const taskTerms = await sources.taskTerms(input.task);
     // Checked again: the index may have stopped being current while the lexemes were computed.
-    if (sources.index.current) {
-      const { matches, total } = sources.index.route(query(taskTerms), input.limit);
-      return { matches, totalMatches: total, source: 'index' };
+    const snapshotAt = sources.index.snapshotAt;
+    if (sources.index.current && snapshotAt) {
+      const { matches, total, rejected } = sources.index.route(query(taskTerms), input.limit);
+      return { matches, totalMatches: total, source: 'index', rejected, snapshotAt };
     }
   }
+  // The rejected read first: its clock is then no later than either read's snapshot.
+  const removed = await sources.candidates.rejected(input.task, input.chains, REJECTED_MAX);
   const { taskTerms, candidates, total } = await sources.candidates.find(
     input.task,
     input.chains,
     candidateLimit,
   );
   const matches = rankSkills(candidates, query(taskTerms), input.limit);
-  return { matches, totalMatches: total, source: 'database' };
+  const rejected =
+    removed.taskTermCount > 0
+      ? nearestRejected(removed.skills, query(taskTerms), removed.taskTermCount, REJECTED_MAX)
+      : [];
+  return { matches, totalMatches: total, source: 'database', rejected, snapshotAt: removed.snapshotAt };
 }
