@@ -23,6 +23,7 @@ import { SkillStats } from './data/skill-stats';
 import { ReportPayments } from './data/report-payments';
 import { createSolanaPaymentChecker } from './adapters/solana-payments';
 import { RELIABILITY_MODEL } from './domain/skill-metrics';
+import { backfillDefinitionQuality } from './domain/definition-quality';
 import { VerificationQueue } from './data/verification-queue';
 import { createSkillRouterMetrics, type SkillRouterMetrics } from './metrics';
 import { SchemaSandbox } from './adapters/sandbox/schema-sandbox';
@@ -249,6 +250,21 @@ export async function compose({
   };
   const workers = config.WORKERS_ENABLED ? createWorkers() : undefined;
 
+  // Skills registered before the definition quality score existed get theirs, a batch at a time
+  // (README, "Definition quality"); idempotent, so replicas starting together do no harm.
+  let backfillStopping = false;
+  const qualityBackfill = (async () => {
+    let scored = 0;
+    while (!backfillStopping) {
+      const n = await backfillDefinitionQuality(directory);
+      if (n === 0) break;
+      scored += n;
+    }
+    if (scored > 0) logger.info({ scored }, 'definition quality backfilled');
+  })().catch((err: unknown) => {
+    logger.warn({ err }, 'definition quality backfill stopped; the next start continues it');
+  });
+
   const service: SkillRouterService = {
     http: app,
     readiness,
@@ -279,6 +295,8 @@ export async function compose({
     },
     async close() {
       readiness.markShuttingDown();
+      backfillStopping = true; // at most the batch in progress is finished
+      await qualityBackfill;
       await Promise.all([routingWorker, ...createdLoops].map((loop) => loop.stop()));
       await Promise.all(createdSandboxes.map((sandbox) => sandbox.close()));
       await skillHttp.close();

@@ -168,9 +168,14 @@ export const RouteResponse = z.object({
   total_matches: z.number().int(),
   routed_at: z.iso.datetime(),
   /** Extension: the nearest skills the chain filter removed, at most 10, nearest first. */
-  rejected: z.array(RejectedCandidate).max(10),
+  rejected: z.array(RejectedCandidate).max(10).meta({
+    description:
+      'the nearest active skills sharing a lexeme with the task that the chain filter removed, at most 10, nearest first; empty without a chain requirement',
+  }),
   /** Extension: when the health and reliability data the route used were read (the database's clock). */
-  snapshot_at: z.iso.datetime(),
+  snapshot_at: z.iso.datetime().meta({
+    description: 'when the health and reliability data the route used were read (the database clock)',
+  }),
 });
 
 /** The page size of a skills listing: 1–100. */
@@ -194,10 +199,10 @@ export const ListSkillsQuery = z.object({
     description:
       'full-text search in name and description (web-search syntax: all words, "phrases", -excluded)',
   }),
-  sort: z
-    .enum(['popularity', 'newest'])
-    .default('popularity')
-    .meta({ description: 'popularity (default) or newest' }),
+  sort: z.enum(['popularity', 'newest', 'quality']).default('popularity').meta({
+    description:
+      'popularity (default), newest, or quality (definition quality score, best first; not a routing factor)',
+  }),
   limit: queryInteger(PAGE_LIMIT, 'must be an integer from 1 to 100')
     .default(20)
     .meta({ description: 'page size' }),
@@ -212,6 +217,27 @@ export const ListSkillsArgs = ListSkillsQuery.extend({
   limit: PAGE_LIMIT.default(20).meta({ description: 'page size' }),
   offset: PAGE_OFFSET.default(0).meta({ description: 'skills to skip' }),
 });
+
+/**
+ * The definition quality score of a skill's current revision (services/skill-router/README.md,
+ * "Definition quality"): 0–100, the sum of five explained parts. It sorts the listing on request and
+ * is never a routing factor. `score` is null (and `parts` empty) until it is computed.
+ */
+export const DefinitionQuality = z.object({
+  score: z.number().int().min(0).max(100).nullable(),
+  parts: z.array(
+    z.object({
+      part: z.enum(['description', 'parameters', 'examples', 'schema_completeness', 'error_documentation']),
+      points: z.number().int().min(0),
+      max_points: z.number().int().min(1),
+      /** Why, in one short sentence, e.g. "4 of 6 input parameters described". */
+      explanation: z.string(),
+    }),
+  ),
+});
+
+/** One explained part of a {@link DefinitionQuality}. */
+export type DefinitionQualityPart = z.infer<typeof DefinitionQuality>['parts'][number];
 
 /** A skill in the directory listing. */
 export const SkillSummary = z.object({
@@ -230,6 +256,8 @@ export const SkillSummary = z.object({
     ratings_30d: z.number().int(),
     popularity: z.number(),
   }),
+  /** Extension: how well the definition documents itself (README, "Definition quality"). */
+  quality: DefinitionQuality,
   created_at: z.iso.datetime(),
   updated_at: z.iso.datetime(),
 });

@@ -1,11 +1,18 @@
 import { notifyRouting } from './routing-rows';
 import type {
+  DefinitionQualityPart,
   RegisterSkillRequest,
   SkillStatus,
   SkillVersionStatus,
   VerificationStepResult,
 } from '../schemas';
 import type { PrismaDb } from './prisma';
+
+/** A stored definition quality score (0–100) and its explained parts (README, "Definition quality"). */
+export interface StoredQuality {
+  score: number;
+  parts: DefinitionQualityPart[];
+}
 
 /** A skill as the directory reads it (plain object, times as Dates). */
 export interface SkillRecord {
@@ -25,6 +32,8 @@ export interface SkillRecord {
   ratingSum: number;
   ratingCount: number;
   popularity: number;
+  /** The definition quality score and its parts (README, "Definition quality"); null until computed. */
+  quality: StoredQuality | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -74,7 +83,8 @@ export interface ListFilter {
   category?: string;
   chain?: string;
   search?: string;
-  sort: 'popularity' | 'newest';
+  /** `quality`: definition quality score, best first (README, "Definition quality"). */
+  sort: 'popularity' | 'newest' | 'quality';
   limit: number;
   offset: number;
 }
@@ -85,7 +95,7 @@ export type UpsertOutcome = { outcome: 'created' | 'updated'; revision: number }
 /** Columns of a {@link SkillRecord}: `s` is `skills`, `st` its `skill_stats` row (always present). */
 const SKILL_COLUMNS = `s.skill_id, s.name, s.provider, s.description, s.capabilities, s.chains, s.pricing_model, s.price_usd,
   s.endpoint, s.status, st.success_rate_24h, st.avg_latency_ms, st.calls_30d, st.rating_sum, st.rating_count, st.popularity,
-  s.created_at, s.updated_at`;
+  s.quality_score, s.quality_parts, s.created_at, s.updated_at`;
 const FROM_SKILLS = 'skills s JOIN skill_stats st ON st.skill_id = s.skill_id';
 
 interface SkillRow {
@@ -105,6 +115,8 @@ interface SkillRow {
   rating_sum: number;
   rating_count: number;
   popularity: number;
+  quality_score: number | null;
+  quality_parts: DefinitionQualityPart[] | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -127,6 +139,10 @@ function toRecord(r: SkillRow): SkillRecord {
     ratingSum: Number(r.rating_sum),
     ratingCount: Number(r.rating_count),
     popularity: Number(r.popularity),
+    quality:
+      r.quality_score === null || r.quality_parts === null
+        ? null
+        : { score: Number(r.quality_score), parts: r.quality_parts },
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
@@ -149,30 +165,34 @@ export class SkillDirectory {
    * @param input the validated register body (capabilities and chains lowercased)
    * @param ownerKeyId the API key registering it
    * @param definitionHash lowercase hex SHA-256 of the canonical definition (domain/definition.ts)
+   * @param quality the definition quality of `input` (domain/definition-quality.ts), stored for the
+   *   listing's sort; without it the column stays null until `backfillDefinitionQuality` scores the row
    * @returns created/updated with the new revision, or `forbidden` when another key owns the id
    */
   async upsert(
     input: RegisterSkillRequest,
     ownerKeyId: string,
     definitionHash: string,
+    quality?: StoredQuality,
   ): Promise<UpsertOutcome> {
     const rows = await this.prisma.$queryRawUnsafe<{ revision: number; inserted: boolean }[]>(
       `WITH up AS (
        INSERT INTO skills (skill_id, name, provider, description, capabilities, chains, pricing_model, price_usd,
          endpoint, input_schema, output_schema, owner_key_id, status, revision, definition_hash, search_vector, route_vector,
-         match_terms, created_at, updated_at, changed_at, pay_to)
+         match_terms, created_at, updated_at, changed_at, pay_to, quality_score, quality_parts)
        VALUES ($1, $2, $3, $4, $5::text[], $6::text[], $7, $8, $9, $10::jsonb, $11::jsonb, $12::uuid, 'pending_verification', 1, $13,
          to_tsvector('english', $2 || ' ' || $4),
          setweight(to_tsvector('english', $2), 'A')
            || setweight(to_tsvector('english', array_to_string($5::text[], ' ')), 'B')
            || setweight(to_tsvector('english', $4), 'C'),
          tsvector_to_array(to_tsvector('english', array_to_string($5::text[], ' ') || ' ' || $4)),
-         now(), now(), clock_timestamp(), $14)
+         now(), now(), clock_timestamp(), $14, $15, $16::jsonb)
        ON CONFLICT (skill_id) DO UPDATE SET
          name = EXCLUDED.name, provider = EXCLUDED.provider, description = EXCLUDED.description,
          capabilities = EXCLUDED.capabilities, chains = EXCLUDED.chains, pricing_model = EXCLUDED.pricing_model,
          price_usd = EXCLUDED.price_usd, pay_to = EXCLUDED.pay_to, endpoint = EXCLUDED.endpoint, input_schema = EXCLUDED.input_schema,
          output_schema = EXCLUDED.output_schema, definition_hash = EXCLUDED.definition_hash,
+         quality_score = EXCLUDED.quality_score, quality_parts = EXCLUDED.quality_parts,
          search_vector = EXCLUDED.search_vector,
          route_vector = EXCLUDED.route_vector, match_terms = EXCLUDED.match_terms,
          status = 'pending_verification', revision = skills.revision + 1, verification = NULL,
@@ -211,6 +231,8 @@ export class SkillDirectory {
       ownerKeyId,
       definitionHash,
       input.pricing.pay_to ?? null,
+      quality?.score ?? null,
+      quality ? JSON.stringify(quality.parts) : null,
     );
     const row = rows[0];
     if (!row) return { outcome: 'forbidden' };
@@ -237,7 +259,11 @@ export class SkillDirectory {
       where.push(`s.search_vector @@ websearch_to_tsquery('english', $${args.length})`);
     }
     const order =
-      filter.sort === 'newest' ? 's.created_at DESC, s.skill_id' : 'st.popularity DESC, s.skill_id';
+      filter.sort === 'newest'
+        ? 's.created_at DESC, s.skill_id'
+        : filter.sort === 'quality'
+          ? 's.quality_score DESC NULLS LAST, st.popularity DESC, s.skill_id'
+          : 'st.popularity DESC, s.skill_id';
     const whereSql = where.join(' AND ');
     const [items, count] = await Promise.all([
       this.prisma.$queryRawUnsafe<SkillRow[]>(
@@ -333,6 +359,52 @@ export class SkillDirectory {
         createdAt: r.createdAt,
       })),
     };
+  }
+
+  /**
+   * Up to `batch` skills without a definition quality score (rows registered before it existed),
+   * with what the score reads: the current revision's description and schemas.
+   */
+  async unscoredDefinitions(
+    batch: number,
+  ): Promise<
+    { skillId: string; revision: number; description: string; inputSchema: unknown; outputSchema: unknown }[]
+  > {
+    const rows = await this.prisma.$queryRawUnsafe<
+      {
+        skill_id: string;
+        revision: number;
+        description: string;
+        input_schema: unknown;
+        output_schema: unknown;
+      }[]
+    >(
+      `SELECT skill_id, revision, description, input_schema, output_schema FROM skills
+        WHERE quality_score IS NULL ORDER BY skill_id LIMIT $1`,
+      batch,
+    );
+    return rows.map((r) => ({
+      skillId: r.skill_id,
+      revision: Number(r.revision),
+      description: r.description,
+      inputSchema: r.input_schema,
+      outputSchema: r.output_schema,
+    }));
+  }
+
+  /**
+   * Stores the definition quality of a skill's `revision` when it has none yet (an update in between
+   * stored its own), so that concurrent backfills are harmless.
+   */
+  async storeQuality(skillId: string, revision: number, quality: StoredQuality): Promise<void> {
+    await this.prisma.$executeRawUnsafe(
+      `UPDATE skills SET quality_score = $3, quality_parts = $4::jsonb
+        WHERE skill_id = $1 AND revision = $2 AND quality_score IS NULL`,
+      skillId,
+      revision,
+      quality.score,
+      JSON.stringify(quality.parts),
+    );
   }
 
   /** Whether a skill with this id exists (any status). */

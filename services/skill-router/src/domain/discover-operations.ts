@@ -6,6 +6,7 @@ import type { SkillDirectory, SkillRecord } from '../data/skill-directory';
 import type { SkillStats } from '../data/skill-stats';
 import { skillRouterKeys } from './api-keys';
 import { definitionHash } from './definition';
+import { definitionQuality } from './definition-quality';
 import { provePaidCall, type PaymentProofDeps } from './payment-proofs';
 import { submitReport } from './reports';
 import { routeTask, type RoutingSources } from './routing';
@@ -305,7 +306,8 @@ export function discoverOperations(deps: DiscoverDeps): DiscoverOperations {
         throw validationError([{ path, code: 'custom', message: `is not allowed: ${refusal}` }]);
       }
       await enforce(deps.registrationLimit, key.id, 'registrations per day');
-      const result = await deps.directory.upsert(body, key.id, definitionHash(body));
+      // Bounded work on the registrant's schemas: walked, never compiled (domain/definition-quality.ts).
+      const result = await deps.directory.upsert(body, key.id, definitionHash(body), definitionQuality(body));
       if (result.outcome === 'forbidden') {
         throw new AppError(
           'forbidden',

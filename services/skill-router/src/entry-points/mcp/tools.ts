@@ -65,7 +65,7 @@ export function skillRouterTools(
     name: 'list_skills',
     title: 'List skills',
     description:
-      'Active skills, filtered by capability tag, chain or full-text search, sorted by popularity or newest, ' +
+      'Active skills, filtered by capability tag, chain or full-text search, sorted by popularity, newest or definition quality, ' +
       'one page with the total. Free; no key needed.',
     input: ListSkillsArgs,
     output: SkillList,
