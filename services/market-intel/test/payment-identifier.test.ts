@@ -11,6 +11,7 @@ import { encodeBase64Json } from '@repo/x402-core';
 import { buildReport, startHarness, startReplica, type Harness, type Replica } from './support/harness';
 import { balances, officialClient } from './support/official-client';
 import { RpcInterceptor } from './support/rpc-interceptor';
+import { startScriptedRunner, type ScriptedRunner } from './support/runner';
 
 // The x402 payment-identifier extension (docs/payments.md, "Retrying safely: payment identifiers"):
 // an agent paying with the official client (@x402/fetch + @x402/svm) and an identifier retries after
@@ -20,6 +21,7 @@ jest.setTimeout(120_000);
 let h: Harness;
 let rpc: RpcInterceptor;
 let replica: Replica;
+let compute: ScriptedRunner | undefined;
 const sends = () => rpc.calls.filter((method) => method === 'sendTransaction').length;
 
 beforeAll(async () => {
@@ -35,6 +37,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
+  await compute?.close();
   await replica?.close();
   await rpc?.close();
   await h?.close();
@@ -342,6 +345,29 @@ describe('Payment identifiers (x402 payment-identifier extension)', () => {
     // Another payer may use the same identifier for its own request.
     const other = await identifiedFetch(await wallet(), id);
     expect((await other(`${h.baseUrl}/api/v1/scout/trends`)).status).toBe(200);
+  });
+
+  it('When a compute job paid under an identifier is asked again with the same identifier (a lost 202), then the retry is the 409 payment_conflict naming the job, and nothing is charged again', async () => {
+    compute = await startScriptedRunner(h, 'identifier');
+    const payer = await wallet();
+    const id = generatePaymentId();
+    const pay = await identifiedFetch(payer, id);
+    const ask = () =>
+      pay(`${h.baseUrl}/api/v1/prove/debate`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ idea: 'A reconciliation copilot for mid-size fintechs' }),
+      });
+    const before = await balances(h, 'solana', payer);
+    const accepted = await ask();
+    expect(accepted.status).toBe(202);
+    const { jobId } = (await accepted.json()) as { jobId: string };
+    const retry = await ask();
+    expect(retry.status).toBe(409);
+    expect(await retry.json()).toMatchObject({ code: 'payment_conflict', details: { jobId } });
+    const after = await balances(h, 'solana', payer);
+    expect(before.payerUsdc - after.payerUsdc).toBe(25_000_000n);
+    expect(await rowsOf(payer)).toHaveLength(1);
   });
 
   it.each<[string, unknown]>([
