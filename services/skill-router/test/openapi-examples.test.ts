@@ -50,6 +50,21 @@ describe('The OpenAPI examples', () => {
         async () => (await h.call('GET', `/api/discover/skills/${skill.skill_id}`)).body.status === 'active',
         60_000,
       );
+      // A translator on another chain, for the route's receipts (README, "Routing receipts").
+      const offChain = buildSkill({
+        skill_id: 'ledger-translator',
+        name: 'Ledger translator',
+        description: 'Translates documents between languages for agents on Ethereum.',
+        capabilities: ['text', 'languages'],
+        chains: ['ethereum'],
+        endpoint: skills.url('translate'),
+      });
+      await h.register(key, offChain);
+      await waitFor(
+        'the off-chain skill to be verified',
+        async () => (await h.call('GET', `/api/discover/skills/${offChain.skill_id}`)).body.status === 'active',
+        60_000,
+      );
       const route = { task: 'translate this text to french', requirements: { chains: ['solana'] }, limit: 3 };
       out['routeTask request'] = route;
       out['routeTask 200'] = (await h.call('POST', '/api/discover/route', route, { 'x-api-key': key })).body;
