@@ -163,7 +163,7 @@ describe.each<[string, string, Record<string, string>]>([
         const body = Error402.parse(JSON.parse(text));
         expect(body.accepts.map((a) => a.resource)).toEqual([h.baseUrl + path, h.baseUrl + path]);
         expect(offer.resource.url).toBe(h.baseUrl + path);
-        const reference = body.accepts[0]?.extra?.reference;
+        const reference = body.accepts[0]?.extra?.reference as string | undefined;
         expect(offer.accepts[0]?.extra.reference).toBe(reference);
         const { ['content-length']: _length, ['payment-required']: _offer, ...headers } = stableHeaders(res);
         answers.push({ headers, reference, text: text.split(h.baseUrl + path).join('URL') });
