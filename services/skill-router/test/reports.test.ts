@@ -309,6 +309,23 @@ describe('one counted report per reporter, skill and hour', () => {
     expect(stats?.success_rate_24h).toBeCloseTo(estimate(0, 2), 4);
   });
 
+  it('When one cohort sends 20 reports about a skill at the same moment from 4 keys, then exactly one counts', async () => {
+    const id = await activeSkill();
+    const keys = await Promise.all([1, 2, 3, 4].map((i) => establishedKey(`burst-${i}`)));
+    await h.sql(`UPDATE api_keys SET cohort = 'burst-cohort' WHERE name LIKE 'burst-%'`);
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        report({ skill_id: id, caller: 'burst', call_result: 'failure' }, keys[i % 4]),
+      ),
+    );
+    expect(answers.map((a) => a.status)).toEqual(Array(20).fill(200));
+    expect(answers.filter((a) => a.body.counted)).toHaveLength(1);
+    expect((await countedOf(id)).filter((r) => r.counted)).toHaveLength(1);
+    expect(await h.sql('SELECT calls_30d FROM skill_stats WHERE skill_id = $1', id)).toEqual([
+      { calls_30d: 1 },
+    ]);
+  });
+
   it('When the hour of a counted report has passed, then the same key counts again', async () => {
     const id = await activeSkill();
     const k = await establishedKey('hourly');
