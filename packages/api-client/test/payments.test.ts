@@ -95,6 +95,7 @@ describe('Paying within limits', () => {
       payer: keypair.publicKey.toBase58(),
       request: { method: 'GET', url: `${server.baseUrl}/api/v1/scout/keywords?limit=5` },
       paidAt: expect.any(String),
+      paymentId: expect.stringMatching(/^pay_[0-9a-f]{32}$/),
     });
     expect(seen).toEqual([receipt]);
     const tx = await connection.getTransaction(receipt!.signature, {
@@ -105,6 +106,68 @@ describe('Paying within limits', () => {
     const after = await balances(keypair);
     expect(before.payer - after.payer).toBe(50_000n);
     expect(after.merchant - before.merchant).toBe(50_000n);
+  });
+
+  it('When the paid answer is lost on the way back, then the payer sends the same payment with its payment identifier again and is charged once', async () => {
+    const { keypair, file } = await wallet();
+    const before = await balances(keypair);
+    const paidSends: string[] = [];
+    const payer = createPayer({
+      signer: file,
+      rpcUrls: rpcUrls(),
+      fetch: async (input, init) => {
+        const request = new Request(input, init);
+        const payment = request.headers.get('payment-signature');
+        const response = await fetch(request);
+        if (payment === null) return response;
+        paidSends.push(payment);
+        if (paidSends.length > 1) return response;
+        // The server answered (and settled); the agent never hears it.
+        await response.arrayBuffer();
+        throw new TypeError('fetch failed', { cause: new Error('socket hang up') });
+      },
+    });
+    const response = await payer.fetch(`${server.baseUrl}/api/v1/scout/keywords?limit=7`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ keywords: [{ keyword: 'x402', count: 3 }] });
+    expect(paidSends).toHaveLength(2);
+    expect(paidSends[1]).toBe(paidSends[0]);
+    const sent = JSON.parse(Buffer.from(paidSends[0]!, 'base64').toString('utf8')) as {
+      extensions: Record<string, { info: { id: string } }>;
+    };
+    const receipt = receiptOf(response)!;
+    expect(sent.extensions['payment-identifier']?.info.id).toBe(receipt.paymentId);
+    const after = await balances(keypair);
+    expect(before.payer - after.payer).toBe(50_000n);
+    expect(after.merchant - before.merchant).toBe(50_000n);
+    expect(payer.receipts).toEqual([receipt]);
+    expect(await payer.spent(3_600_000)).toBe(50_000n);
+  });
+
+  it('When paymentRetries is 0 and the paid answer is lost, then the network error reaches the caller and the payment still counts against the caps', async () => {
+    const { keypair, file } = await wallet();
+    const before = await balances(keypair);
+    let paidSends = 0;
+    const payer = createPayer({
+      signer: file,
+      rpcUrls: rpcUrls(),
+      paymentRetries: 0,
+      fetch: async (input, init) => {
+        const request = new Request(input, init);
+        const response = await fetch(request);
+        if (!request.headers.has('payment-signature')) return response;
+        paidSends += 1;
+        await response.arrayBuffer();
+        throw new TypeError('fetch failed');
+      },
+    });
+    await expect(payer.fetch(`${server.baseUrl}/api/v1/scout/keywords?limit=8`)).rejects.toThrow(
+      'fetch failed',
+    );
+    expect(paidSends).toBe(1);
+    expect(await payer.spent(3_600_000)).toBe(50_000n);
+    const after = await balances(keypair);
+    expect(before.payer - after.payer).toBe(50_000n);
   });
 
   it('When the price is above the per-payment cap, then it is refused before anything is signed and no balance moves', async () => {

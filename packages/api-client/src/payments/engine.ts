@@ -3,7 +3,9 @@
 // mode otherwise; every cap and allowlist is checked, and the amount reserved, before anything is
 // signed. Any signer pays either scheme (resolvePaymentSigner of the internal client); its errors are
 // the package's own (the same classes, from @repo/x402-solana/client-core).
+import { randomUUID } from 'node:crypto';
 import { PublicKey } from '@solana/web3.js';
+import { ExponentialBackoff } from 'cockatiel';
 import { x402Client, x402HTTPClient, type PaymentRequired, type PaymentRequirements } from '@x402/fetch';
 import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { Error402, type PaymentRequirements as V1Requirements } from '@repo/schemas';
@@ -23,6 +25,7 @@ import {
   SpendLimitExceededError,
   X402ClientError,
 } from './errors';
+import { retryAfterOf } from '../jobs';
 import type { SpendTracker } from './limits';
 import type { PaidRequest, PayerOptions, PaymentOffer, PaymentReceipt, X402Network } from './payer';
 import { formatAtomic, USDC_DECIMALS } from './usdc';
@@ -207,8 +210,11 @@ export function createEngine(
       .setSpendControls(false);
     const http = new x402HTTPClient(client);
     let headers: Record<string, string>;
+    let paymentId: string | undefined;
     try {
-      headers = http.encodePaymentSignatureHeader(await client.createPaymentPayload(required));
+      const payload = await client.createPaymentPayload(required);
+      paymentId = identify(payload.extensions);
+      headers = http.encodePaymentSignatureHeader(payload);
     } catch (error) {
       if (isUnreachable(error)) throw new RpcUnreachableError(rpcUrl, error);
       // The signer's own refusal (signature_missing) keeps its code.
@@ -226,7 +232,7 @@ export function createEngine(
     let settled = '';
     let response: Response;
     try {
-      response = await send(retry);
+      response = await sendPaid(retry, paymentId, send);
       if (response.status === 402) throw await refused(response, offer, 'the server reports nothing settled');
       const header = response.headers.get('payment-response');
       const settlement = header ? decodeSettleResponse(header) : undefined;
@@ -236,9 +242,39 @@ export function createEngine(
         ...offer,
         signature: settlement.transaction,
         payer: settlement.payer || signer.address,
+        ...(paymentId ? { paymentId } : {}),
       });
     } finally {
       await tracker.commit(reservation, settled);
+    }
+  }
+
+  /**
+   * Sends the paid request; with a payment identifier, sends it again (the same payment and id) after
+   * a network error or a `503 settlement_pending`, waiting `Retry-After` or a backoff: the server
+   * settles one payment per id, so a retry never pays twice. The caller's abort is not retried.
+   */
+  async function sendPaid(
+    request: Request,
+    paymentId: string | undefined,
+    send: (request: Request) => Promise<Response>,
+  ): Promise<Response> {
+    const retries = paymentId ? Math.max(0, Math.floor(options.paymentRetries ?? 2)) : 0;
+    let backoff = new ExponentialBackoff({ initialDelay: 500, maxDelay: MAX_RETRY_DELAY_MS }).next();
+    for (let attempt = 0; ; attempt++) {
+      let delay = backoff.duration;
+      backoff = backoff.next(undefined);
+      try {
+        const response = await send(request.clone());
+        if (attempt >= retries || response.status !== 503 || !settlementPending(response)) return response;
+        delay = Math.min(retryAfterOf(response.headers.get('retry-after')) ?? delay, MAX_RETRY_DELAY_MS);
+        await response.body?.cancel();
+      } catch (error) {
+        request.signal.throwIfAborted();
+        if (attempt >= retries || error instanceof X402ClientError) throw error;
+      }
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      request.signal.throwIfAborted();
     }
   }
 
@@ -321,6 +357,32 @@ export function createEngine(
       throw error;
     }
   }
+}
+
+/** The longest wait before a paid request is sent again, in milliseconds. */
+const MAX_RETRY_DELAY_MS = 30_000;
+
+/**
+ * Gives the payload's x402 `payment-identifier` extension (copied from the 402 by the official client)
+ * a new id, as `@x402/extensions`' `appendPaymentIdentifierToExtensions` does (`pay_` and 32 hex
+ * digits, within the extension's 16–128 characters of `[A-Za-z0-9_-]`); that package is not a
+ * dependency because it brings EVM sign-in libraries a Solana client does not need.
+ * @returns the id, or undefined when the server did not declare the extension
+ */
+function identify(extensions: Record<string, unknown> | undefined): string | undefined {
+  const declared = extensions?.['payment-identifier'];
+  if (typeof declared !== 'object' || declared === null) return undefined;
+  const info = (declared as { info?: unknown }).info;
+  if (typeof info !== 'object' || info === null) return undefined;
+  const id = `pay_${randomUUID().replace(/-/g, '')}`;
+  (info as { id?: string }).id = id;
+  return id;
+}
+
+/** Whether a 503 is the server still settling this payment (`PAYMENT-RESPONSE` `settlement_pending`). */
+function settlementPending(response: Response): boolean {
+  const header = response.headers.get('payment-response');
+  return header ? decodeSettleResponse(header)?.errorReason === 'settlement_pending' : false;
 }
 
 function offerFrom(

@@ -50,6 +50,11 @@ export interface PaymentReceipt extends PaymentOffer {
   payer: string;
   /** When the paid answer arrived (ISO 8601). */
   paidAt: string;
+  /**
+   * The x402 `payment-identifier` id the payment carried (official scheme, when the server declares
+   * the extension): the idempotency key its retries shared (README, "Paying within limits").
+   */
+  paymentId?: string;
 }
 
 /** Options of {@link createPayer}. */
@@ -76,6 +81,13 @@ export interface PayerOptions {
   onPayment?: (receipt: PaymentReceipt) => void;
   /** The fetch implementation; default the global fetch. */
   fetch?: typeof fetch;
+  /**
+   * How many times a paid official-scheme request is sent again, with the same payment and x402
+   * `payment-identifier` id, after its answer was lost (a network error) or the server answered
+   * `503 settlement_pending`; default 2. Only when the server declares `payment-identifier`, which
+   * makes it settle one payment per id whatever the retries (README, "Paying within limits").
+   */
+  paymentRetries?: number;
 }
 
 /** A wallet that pays 402s within its limits. */

@@ -14,7 +14,7 @@ import {
   requirePayment,
   type PaymentGateway,
 } from '@repo/x402-express';
-import { PrismaPaymentLedger, type SqlClient } from '@repo/x402-ledger';
+import { PrismaPaymentIdentifiers, PrismaPaymentLedger, type SqlClient } from '@repo/x402-ledger';
 import { TEST_DATABASE_URL } from '@repo/x402-ledger/testing';
 import { ExactSvmSettler, SolanaPaymentVerifier } from '@repo/x402-solana';
 import type { AgentJob } from '../../src/jobs';
@@ -67,6 +67,8 @@ export async function startContractServer(): Promise<ContractServer> {
     ledger: new PrismaPaymentLedger(db),
     verifiers: { solana: verifier('solana'), 'solana-devnet': verifier('solana-devnet') },
     settlers: { solana: settler('solana'), 'solana-devnet': settler('solana-devnet') },
+    // The 402 declares x402's payment-identifier extension, as market-intel's does.
+    identifiers: new PrismaPaymentIdentifiers(db),
   };
   const jobs = new Map<string, AgentJob>();
 
