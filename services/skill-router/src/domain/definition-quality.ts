@@ -48,7 +48,7 @@ export interface QualityInput {
   output_schema: unknown;
 }
 
-/** Most schema nodes (objects reached through schema keywords) walked per schema. */
+/** Most schema nodes (values reached through schema keywords) walked, and most fields counted, per schema. */
 export const QUALITY_MAX_NODES = 2_000;
 
 /** A description this long (characters) and with this many words earns the description part in full. */
@@ -86,9 +86,13 @@ interface SchemaFields {
 function fieldsOf(schema: unknown): SchemaFields {
   const fields: Field[] = [];
   const queue: unknown[] = [schema];
-  let visited = 0;
+  let truncated = false;
+  // The queue never holds more than the budget can visit, however wide a branch list is.
+  const push = (child: unknown) => {
+    if (queue.length < QUALITY_MAX_NODES) queue.push(child);
+    else truncated = true;
+  };
   for (let i = 0; i < queue.length; i++) {
-    if (++visited > QUALITY_MAX_NODES) return { fields, truncated: true };
     const node = queue[i];
     if (!isObject(node)) continue;
     if (isObject(node.properties)) {
@@ -96,16 +100,16 @@ function fieldsOf(schema: unknown): SchemaFields {
         if (!isObject(child)) continue;
         if (fields.length >= QUALITY_MAX_NODES) return { fields, truncated: true };
         fields.push({ schema: child });
-        queue.push(child);
+        push(child);
       }
     }
-    for (const key of ['items', 'additionalProperties']) if (isObject(node[key])) queue.push(node[key]);
+    for (const key of ['items', 'additionalProperties']) if (isObject(node[key])) push(node[key]);
     for (const key of ['prefixItems', 'oneOf', 'anyOf', 'allOf']) {
       const list = node[key];
-      if (Array.isArray(list)) for (const branch of list) queue.push(branch);
+      if (Array.isArray(list)) for (const branch of list.slice(0, QUALITY_MAX_NODES)) push(branch);
     }
   }
-  return { fields, truncated: false };
+  return { fields, truncated };
 }
 
 /** Whether an output schema declares an error answer: an error field at the top or in a top-level branch. */
