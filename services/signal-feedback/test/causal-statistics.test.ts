@@ -517,7 +517,7 @@ describe('decideVerdict', () => {
     expect(d.naive.after).toEqual({ signals: 2000, failing: 250 });
   });
 
-  it('naive is the pooled two-proportion z-test of verification.ts on the treated counts', () => {
+  it('naive is the pooled two-proportion z-test (verification.ts twoProportionZTest) on the treated counts', () => {
     const d = decideVerdict(input({ treated: group(one(1000, 100), one(1000, 100), one(900, 120)) }));
     const old = twoProportionZTest({ signals: 1000, negative: 100 }, { signals: 900, negative: 120 })!;
     expect(d.naive.z).toBeCloseTo(old.z, 12);

@@ -105,16 +105,19 @@ function restrict(counts: HourOfWeekCounts, types: readonly string[]): HourOfWee
 }
 
 /**
- * The pooled two-proportion z-test (the naive before/after figure): the same formula as
- * verification.ts's `twoProportionZTest`, kept here so this module imports nothing of the verification
- * that composes it.
+ * The two-proportion z-test of the failing rate before and after a change, with the pooled standard
+ * error (the naive before/after figure kept beside the controlled effect):
+ * `z = (p_after − p_before) / sqrt(p (1 − p) (1/n_before + 1/n_after))`, `p` the pooled rate.
+ * @returns z and the two-sided p-value, unrounded; null when a window is empty or the pooled rate is 0
+ *   or 1 (no variance: nothing changed)
  */
-function pooledZTest(before: Cell, after: Cell): { z: number; pValue: number } | null {
+export function pooledZTest(before: Cell, after: Cell): { z: number; pValue: number } | null {
   if (before.signals === 0 || after.signals === 0) return null;
   const pooled = (before.failing + after.failing) / (before.signals + after.signals);
   const se = Math.sqrt(pooled * (1 - pooled) * (1 / before.signals + 1 / after.signals));
   if (!(se > 0)) return null;
   const z = (after.failing / after.signals - before.failing / before.signals) / se;
+  // The lower tail keeps its precision where 1 − Φ(|z|) would round to 0.
   return { z, pValue: Math.min(1, 2 * normalCdf(-Math.abs(z), 0, 1)) };
 }
 

@@ -1,10 +1,10 @@
-import cdf from '@stdlib/stats-base-dists-normal-cdf';
 import type { HourOfWeekCells, WindowCounts, WindowSetCounts } from '../data/deployments';
 import type { EffectFigures, VerificationResult, WindowFigures } from '../schemas';
 import {
   comparisonWindows,
   decideVerdict,
   logOddsBeforeAfter,
+  pooledZTest,
   type Estimate,
   type HourOfWeekCounts,
   type VerdictDecision,
@@ -44,23 +44,19 @@ export const PROVISIONAL_NOTE =
   'before the window closes.';
 
 /**
- * The two-proportion z-test of the failing rate before and after a change, with the pooled standard
- * error: `z = (p_after - p_before) / sqrt(p (1 - p) (1/n_before + 1/n_after))`, `p` the pooled rate.
- * It is the naive figure kept beside the controlled effect.
- * @returns z and the two-sided p-value, unrounded; null for both when a window is empty or the pooled
- *   rate is 0 or 1 (no variance: nothing changed)
+ * The two-proportion z-test of the failing rate before and after a change ({@link pooledZTest} over a
+ * window's counts): the naive figure kept beside the controlled effect.
+ * @returns z and the two-sided p-value, unrounded; null when a window is empty or the pooled rate is 0
+ *   or 1 (no variance: nothing changed)
  */
 export function twoProportionZTest(
   before: WindowCounts,
   after: WindowCounts,
 ): { z: number; pValue: number } | null {
-  if (before.signals === 0 || after.signals === 0) return null;
-  const pooled = (before.negative + after.negative) / (before.signals + after.signals);
-  const se = Math.sqrt(pooled * (1 - pooled) * (1 / before.signals + 1 / after.signals));
-  if (!(se > 0)) return null;
-  const z = (after.negative / after.signals - before.negative / before.signals) / se;
-  // The lower tail keeps its precision where 1 - cdf(|z|) would round to 0.
-  return { z, pValue: Math.min(1, 2 * cdf(-Math.abs(z), 0, 1)) };
+  return pooledZTest(
+    { signals: before.signals, failing: before.negative },
+    { signals: after.signals, failing: after.negative },
+  );
 }
 
 /** Total signals and failing signals (all covered types) of hour-of-week cells. */
