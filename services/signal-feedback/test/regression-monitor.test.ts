@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import request from 'supertest';
 import { Webhook } from 'standardwebhooks';
 import {
@@ -9,6 +10,9 @@ import {
   type SignedIn,
   waitFor,
 } from './support/harness';
+import { DeploymentRepository } from '../src/data/deployments';
+import { monthKey } from '../src/domain/plans';
+import type { VerificationResult } from '../src/schemas';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
 // The open-window monitor and product webhooks (README, "The open-window monitor" and "Webhooks
@@ -272,6 +276,52 @@ describe('The open-window monitor', () => {
         last_status: 200,
       }),
     ]);
+  });
+
+  it('When the monitor already raised the revert and the closed window then says regressed, then the verdict is stored and the month counts the one proposal once', async () => {
+    const a = await approvedProposal();
+    const deploymentId = await openDeployment(a, 120);
+    expect((await h.service.monitor.runOnce()).detected).toBe(1);
+    const month = monthKey(new Date());
+    const counted = async () =>
+      (
+        await h.db.$queryRawUnsafe<{ proposals: number }[]>(
+          `SELECT proposals FROM usage_counters WHERE user_id = $1::uuid AND month = $2::date`,
+          a.user.userId,
+          month,
+        )
+      )[0]?.proposals;
+    const before = await counted();
+    const open = await h.db.deployment.findUniqueOrThrow({ where: { id: deploymentId } });
+    const verification = {
+      ...(open.regressionEvidence as object),
+      verdict: 'regressed',
+    } as VerificationResult;
+    const outcome = await new DeploymentRepository(h.db).complete(deploymentId, verification, {
+      proposal: {
+        productId: a.product.id,
+        contextId: a.context.id,
+        priorityScore: 90,
+        diagnosis: 'd',
+        currentState: 'c',
+        proposedChange: 'p',
+        evidenceSummary: 'e',
+        predictedImpact: 'i',
+        signalCount: 1,
+        evidence: {},
+        // The verdict's proposal and the monitor's revert share their evidence hash.
+        evidenceHash: createHash('sha256').update(`regression:${deploymentId}`).digest('hex'),
+        source: 'evidence',
+      },
+      userId: a.user.userId,
+      month,
+      limit: null,
+    });
+    expect(outcome).toEqual({ stored: true, regressionProposalId: null });
+    expect(await counted()).toBe(before);
+    expect((await h.db.deployment.findUniqueOrThrow({ where: { id: deploymentId } })).verdict).toBe(
+      'regressed',
+    );
   });
 
   it('When an open deployment does not change the failing rate, then nothing is recorded and no webhook is queued', async () => {

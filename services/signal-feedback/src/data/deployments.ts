@@ -532,7 +532,16 @@ export class DeploymentRepository {
         p.source,
         id,
       );
-      return { stored: true, regressionProposalId: inserted[0]?.id ?? null };
+      const raised = inserted[0]?.id ?? null;
+      // The same proposal was raised already (the open-window monitor's evidence): nothing new to count.
+      if (raised === null) {
+        await tx.$executeRawUnsafe(
+          `UPDATE usage_counters SET proposals = proposals - 1 WHERE user_id = $1::uuid AND month = $2::date`,
+          regression.userId,
+          regression.month,
+        );
+      }
+      return { stored: true, regressionProposalId: raised };
     });
   }
 }
