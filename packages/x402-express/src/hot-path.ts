@@ -45,9 +45,9 @@ export interface HotRoute {
 export interface HotPathOptions {
   /**
    * The paid synchronous `GET` routes answered from memory, as request paths without a query, each
-   * with its endpoint identity (`"GET /api/v1/scout/gaps"`, as the middleware names it in events).
-   * A route that must check something before its 402 (a resource that may not exist) does not belong
-   * here.
+   * with its endpoint identity (`"GET /api/v1/scout/gaps"`, as the middleware names it in events), or
+   * a {@link HotRoute} with the route's query validation, whose new URLs are answered too. A route
+   * that must check something before its 402 (a resource that may not exist) does not belong here.
    */
   routes: Readonly<Record<string, string | HotRoute>>;
   /**
@@ -60,7 +60,10 @@ export interface HotPathOptions {
   onPaymentEvent?: PaymentEventListener;
   /** With CORS configured, a request carrying `Origin` takes the full path (the CORS middleware answers it). */
   corsConfigured?: boolean;
-  /** Most 402 challenges kept (default 500): one per distinct host, forwarded protocol and URL. */
+  /**
+   * Most 402 challenges kept (default 500): one per distinct host, forwarded protocol and URL of up
+   * to 512 characters.
+   */
   maxChallenges?: number;
   /** Most bytes of stored paid answers (bodies and headers) kept for replays (default 4 MiB). */
   maxReplayBytes?: number;
