@@ -1,5 +1,6 @@
 import { createSchemaCheck, packageMigrationsDir } from '@repo/db-migrate';
 import {
+  createLoop,
   createRateLimit,
   createReadiness,
   type ComposedService,
@@ -250,19 +251,15 @@ export async function compose({
   };
   const workers = config.WORKERS_ENABLED ? createWorkers() : undefined;
 
-  // Skills registered before the definition quality score existed get theirs, a batch at a time
-  // (README, "Definition quality"); idempotent, so replicas starting together do no harm.
-  let backfillStopping = false;
-  const qualityBackfill = (async () => {
-    let scored = 0;
-    while (!backfillStopping) {
-      const n = await backfillDefinitionQuality(directory);
-      if (n === 0) break;
-      scored += n;
-    }
-    if (scored > 0) logger.info({ scored }, 'definition quality backfilled');
-  })().catch((err: unknown) => {
-    logger.warn({ err }, 'definition quality backfill stopped; the next start continues it');
+  // Skills without a definition quality score (registered before it existed, or by an older replica
+  // during a rolling update) get theirs, 200 a round, at start and every 10 minutes (README,
+  // "Definition quality"); idempotent, so replicas running it at once do no harm.
+  const qualityBackfill = createLoop({
+    name: 'definition-quality-backfill',
+    intervalMs: 600_000,
+    round: async () => (await backfillDefinitionQuality(directory)) > 0,
+    logger,
+    metrics: metrics.loops,
   });
 
   const service: SkillRouterService = {
@@ -271,6 +268,7 @@ export async function compose({
     metrics,
     loops: [
       ...(config.ROUTING_INDEX ? [routingWorker] : []),
+      qualityBackfill,
       ...(workers ? [workers.verification, workers.health, workers.conformance] : []),
     ],
     describe: { workers: config.WORKERS_ENABLED, ssrfAllowlist: config.SSRF_ALLOWLIST || null },
@@ -295,9 +293,7 @@ export async function compose({
     },
     async close() {
       readiness.markShuttingDown();
-      backfillStopping = true; // at most the batch in progress is finished
-      await qualityBackfill;
-      await Promise.all([routingWorker, ...createdLoops].map((loop) => loop.stop()));
+      await Promise.all([routingWorker, qualityBackfill, ...createdLoops].map((loop) => loop.stop()));
       await Promise.all(createdSandboxes.map((sandbox) => sandbox.close()));
       await skillHttp.close();
       await paymentChecker.close();
