@@ -368,6 +368,12 @@ export const Deployment = z.object({
     ),
   verification: VerificationResult,
   regression_proposal_id: z.uuid().nullable().describe('the proposal a regression raised'),
+  regression_detected_at: z.iso
+    .datetime()
+    .nullable()
+    .describe(
+      'when the open-window monitor detected a regression, before the window closed; null: it did not',
+    ),
   created_at: z.iso.datetime(),
 });
 /** A {@link Deployment}. */

@@ -109,6 +109,12 @@ async function openDeployment(a: Approved, failingAfter: number): Promise<string
   return res.body.id as string;
 }
 
+/** `regressions_detected_total` as /metrics reports it now. */
+async function detectedTotal(): Promise<number> {
+  const metrics = await (await fetch(`${h.metricsUrl}/metrics`)).text();
+  return Number(/regressions_detected_total\{service="signal-feedback"\} (\d+)/.exec(metrics)?.[1] ?? 0);
+}
+
 const setWebhook = (a: Approved, body: Record<string, unknown>) =>
   a.user.agent.put(`/api/products/${a.product.id}/webhook`).set('x-csrf-token', a.user.csrf).send(body);
 
@@ -194,6 +200,7 @@ describe('The open-window monitor', () => {
     const deploymentId = await openDeployment(a, 120);
     receiver.plan([503]);
     const seen = receiver.received.length;
+    const detectedBefore = await detectedTotal();
 
     const passes = await Promise.all([h.service.monitor.runOnce(), h.service.monitor.runOnce()]);
     expect(passes.reduce((n, p) => n + p.detected, 0)).toBe(1);
@@ -207,6 +214,14 @@ describe('The open-window monitor', () => {
     const d = await h.db.deployment.findUniqueOrThrow({ where: { id: deploymentId } });
     expect(d.regressionDetectedAt).toBeInstanceOf(Date);
     expect(d.verdict).toBe('pending');
+    const listed = await request(h.baseUrl)
+      .get(`/api/proposals/${a.proposalId}/deployments`)
+      .set('x-api-key', a.product.apiKey)
+      .expect(200);
+    expect(listed.body[0]).toMatchObject({
+      id: deploymentId,
+      regression_detected_at: d.regressionDetectedAt!.toISOString(),
+    });
     const evidence = d.regressionEvidence as { always_valid_p_value: number; effect: { ci_low: number } };
     expect(evidence.always_valid_p_value).toBeLessThanOrEqual(0.05);
     expect(evidence.effect.ci_low).toBeGreaterThan(0);
@@ -264,7 +279,8 @@ describe('The open-window monitor', () => {
       return row?.status === 'delivered';
     }, 'the outbox row marked delivered');
     const metrics = await (await fetch(`${h.metricsUrl}/metrics`)).text();
-    expect(metrics).toMatch(/regressions_detected_total\{service="signal-feedback"\} 1\b/);
+    // Other tests of this file detect regressions too, in a random order.
+    expect(await detectedTotal()).toBe(detectedBefore + 1);
     expect(metrics).toMatch(/webhook_attempts_total\{outcome="retry",service="signal-feedback"\} 1\b/);
     expect(metrics).toMatch(/webhook_attempts_total\{outcome="delivered",service="signal-feedback"\} [1-9]/);
     const settings = await a.user.agent.get(`/api/products/${a.product.id}/webhook`).expect(200);
@@ -332,6 +348,11 @@ describe('The open-window monitor', () => {
     const d = await h.db.deployment.findUniqueOrThrow({ where: { id: deploymentId } });
     expect(d.monitoredAt).toBeInstanceOf(Date);
     expect(d.regressionDetectedAt).toBeNull();
+    const listed = await request(h.baseUrl)
+      .get(`/api/proposals/${a.proposalId}/deployments`)
+      .set('x-api-key', a.product.apiKey)
+      .expect(200);
+    expect(listed.body[0]).toMatchObject({ id: deploymentId, regression_detected_at: null });
     expect(await h.db.webhookDelivery.count({ where: { productId: a.product.id } })).toBe(0);
   });
 

@@ -40,6 +40,8 @@ export interface DeploymentRecord {
   /** The stored figures once the after-window closed. */
   verification: VerificationResult | null;
   regressionProposalId: string | null;
+  /** When the open-window monitor detected a regression; null: it did not. */
+  regressionDetectedAt: Date | null;
   createdAt: Date;
 }
 
@@ -80,6 +82,7 @@ type Row = {
   verdict: DeploymentRecord['verdict'];
   verification: VerificationResult | null;
   regression_proposal_id: string | null;
+  regression_detected_at: Date | null;
   created_at: Date;
 };
 
@@ -88,7 +91,7 @@ const SELECT = `SELECT d.id, d.proposal_id, p.context_id, p.product_id, pr.user_
          coalesce(d.control_context_ids::text[], '{}') AS control_context_ids,
          coalesce(d.signal_types::text[], '{}') AS signal_types,
          d.verdict::text AS verdict, d.verification,
-         (SELECT r.id FROM proposals r WHERE r.regression_of_id = d.id LIMIT 1) AS regression_proposal_id, d.created_at
+         (SELECT r.id FROM proposals r WHERE r.regression_of_id = d.id LIMIT 1) AS regression_proposal_id, d.regression_detected_at, d.created_at
     FROM deployments d JOIN proposals p ON p.id = d.proposal_id
     JOIN products pr ON pr.id = p.product_id JOIN users u ON u.id = pr.user_id`;
 
@@ -117,6 +120,7 @@ const toRecord = (r: Row): DeploymentRecord => ({
   verdict: r.verdict,
   verification: r.verification,
   regressionProposalId: r.regression_proposal_id,
+  regressionDetectedAt: r.regression_detected_at,
   createdAt: r.created_at,
 });
 

@@ -291,6 +291,7 @@ export class DeploymentService {
         ? upgradeStoredVerification(d.verification, d.treatedContextIds)
         : await this.compute(d, now),
       regression_proposal_id: d.regressionProposalId,
+      regression_detected_at: d.regressionDetectedAt?.toISOString() ?? null,
       created_at: d.createdAt.toISOString(),
     };
   }
