@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { canonicalize } from 'json-canonicalize';
 
 /**
  * What a skill's verification reviews and pins (README, "Pinned definitions"): the endpoint, the
@@ -34,27 +35,14 @@ export function definitionOf(input: SkillDefinition): SkillDefinition {
 }
 
 /**
- * The JSON Canonicalization Scheme (RFC 8785) of a JSON value: object members sorted by the UTF-16
- * code units of their names, no whitespace, strings and numbers as ECMAScript's `JSON.stringify`
- * writes them (which is what RFC 8785 prescribes). Written here because the npm `canonicalize` package
- * is ESM only, which jest cannot load on Node 20.
+ * The JSON Canonicalization Scheme (RFC 8785) of a JSON value, by `json-canonicalize`: object members
+ * sorted by the UTF-16 code units of their names, no whitespace, strings and numbers as ECMAScript's
+ * `JSON.stringify` writes them.
  * @param value a value that came from JSON (objects, arrays, strings, finite numbers, booleans, null)
- * @throws TypeError for a value JSON cannot carry (a non-finite number, `undefined`, a function, a bigint)
+ * @throws Error for a non-finite number
  */
 export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value === 'boolean' || typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw new TypeError('canonical JSON has no non-finite numbers');
-    return JSON.stringify(value);
-  }
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
-    // Default sort compares UTF-16 code units, as RFC 8785 requires.
-    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  throw new TypeError(`canonical JSON cannot carry a ${typeof value}`);
+  return canonicalize(value);
 }
 
 /**
