@@ -62,7 +62,8 @@ describe('The OpenAPI examples', () => {
       await h.register(key, offChain);
       await waitFor(
         'the off-chain skill to be verified',
-        async () => (await h.call('GET', `/api/discover/skills/${offChain.skill_id}`)).body.status === 'active',
+        async () =>
+          (await h.call('GET', `/api/discover/skills/${offChain.skill_id}`)).body.status === 'active',
         60_000,
       );
       const route = { task: 'translate this text to french', requirements: { chains: ['solana'] }, limit: 3 };
