@@ -85,7 +85,11 @@ describe('The routing index of every replica follows the writes of any replica',
     await bConverges('has the verified skill', () => b.service.routing.has(id));
     expect((await routeOnB(task)).map((m) => m.skill_id)).toEqual([id]);
 
-    // A call report moves the metrics.
+    // A call report of an established key (README, "Reputation": its unpaid reports weigh 1) moves the metrics.
+    await a.sql(
+      `UPDATE api_keys SET created_at = now() - interval '30 days', first_routed_at = now(), routed_days = 7,
+              cohort = 'own-provider' WHERE name = 'provider'`,
+    );
     const res = await a.call(
       'POST',
       '/api/discover/report',
