@@ -514,28 +514,7 @@ export class DeploymentRepository {
         regression.limit ?? 2_147_483_647,
       );
       if (counted.length === 0) return { stored: true, regressionProposalId: null };
-      const p = regression.proposal;
-      const inserted = await tx.$queryRawUnsafe<{ id: string }[]>(
-        `INSERT INTO proposals (id, product_id, context_id, priority_score, diagnosis, current_state, proposed_change,
-                                evidence_summary, predicted_impact, signal_count, evidence, evidence_hash, source,
-                                regression_of_id, updated_at)
-         VALUES (gen_random_uuid(), $1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13::uuid, now())
-         ON CONFLICT (context_id, evidence_hash) DO NOTHING
-         RETURNING id`,
-        p.productId,
-        p.contextId,
-        p.priorityScore,
-        p.diagnosis,
-        p.currentState,
-        p.proposedChange,
-        p.evidenceSummary,
-        p.predictedImpact,
-        p.signalCount,
-        JSON.stringify(p.evidence),
-        p.evidenceHash,
-        p.source,
-        id,
-      );
+      const inserted = await insertRegressionProposal(tx, regression.proposal, id);
       const raised = inserted[0]?.id ?? null;
       // The same proposal was raised already (the open-window monitor's evidence): nothing new to count.
       if (raised === null) {
@@ -548,4 +527,37 @@ export class DeploymentRepository {
       return { stored: true, regressionProposalId: raised };
     });
   }
+}
+
+/**
+ * Inserts the proposal a regression of deployment `deploymentId` raises (`regression_of_id`), unless
+ * the same one (context and evidence hash) exists: the verdict's and the open-window monitor's share it.
+ * @returns the new proposal's id in a one-row array, or an empty array when it existed
+ */
+export function insertRegressionProposal(
+  tx: Pick<Db, '$queryRawUnsafe'>,
+  p: NewProposal,
+  deploymentId: string,
+): Promise<{ id: string }[]> {
+  return tx.$queryRawUnsafe<{ id: string }[]>(
+    `INSERT INTO proposals (id, product_id, context_id, priority_score, diagnosis, current_state, proposed_change,
+                            evidence_summary, predicted_impact, signal_count, evidence, evidence_hash, source,
+                            regression_of_id, updated_at)
+     VALUES (gen_random_uuid(), $1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13::uuid, now())
+     ON CONFLICT (context_id, evidence_hash) DO NOTHING
+     RETURNING id`,
+    p.productId,
+    p.contextId,
+    p.priorityScore,
+    p.diagnosis,
+    p.currentState,
+    p.proposedChange,
+    p.evidenceSummary,
+    p.predictedImpact,
+    p.signalCount,
+    JSON.stringify(p.evidence),
+    p.evidenceHash,
+    p.source,
+    deploymentId,
+  );
 }

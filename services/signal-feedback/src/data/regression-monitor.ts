@@ -1,4 +1,4 @@
-import type { DeploymentRecord, DeploymentRepository } from './deployments';
+import { insertRegressionProposal, type DeploymentRecord, type DeploymentRepository } from './deployments';
 import type { Db } from './prisma';
 import type { NewProposal } from './proposals';
 import { queueWebhook } from './webhooks';
@@ -91,27 +91,7 @@ export class MonitorRepository implements MonitorStore {
         JSON.stringify(figures),
       );
       if (updated !== 1) return { recorded: false, revertProposalId: null, webhookQueued: false };
-      const inserted = await tx.$queryRawUnsafe<{ id: string }[]>(
-        `INSERT INTO proposals (id, product_id, context_id, priority_score, diagnosis, current_state, proposed_change,
-                                evidence_summary, predicted_impact, signal_count, evidence, evidence_hash, source,
-                                regression_of_id, updated_at)
-         VALUES (gen_random_uuid(), $1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13::uuid, now())
-         ON CONFLICT (context_id, evidence_hash) DO NOTHING
-         RETURNING id`,
-        p.productId,
-        p.contextId,
-        p.priorityScore,
-        p.diagnosis,
-        p.currentState,
-        p.proposedChange,
-        p.evidenceSummary,
-        p.predictedImpact,
-        p.signalCount,
-        JSON.stringify(p.evidence),
-        p.evidenceHash,
-        p.source,
-        d.id,
-      );
+      const inserted = await insertRegressionProposal(tx, p, d.id);
       const revertProposalId = inserted[0]?.id ?? null;
       if (revertProposalId) {
         await tx.$executeRawUnsafe(
