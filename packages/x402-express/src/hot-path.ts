@@ -1,27 +1,21 @@
-import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, OutgoingHttpHeaders, RequestListener, ServerResponse } from 'node:http';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { parse as parseQueryString, type ParsedUrlQuery } from 'node:querystring';
 import { errorEnvelope, isAppError } from '@repo/errors';
 import type { X402Network } from '@repo/schemas';
-import {
-  canonicalRequestText,
-  PAYMENT_HEADER,
-  PAYMENT_REQUIRED_HEADER,
-  PAYMENT_SIGNATURE_HEADER,
-  requestReference,
-  sha256Hex,
-  X402_VERSION_HEADER,
-} from '@repo/x402-core';
+import { PAYMENT_HEADER, PAYMENT_SIGNATURE_HEADER } from '@repo/x402-core';
 import { emitPaymentEvent, type PaymentEventListener } from './events';
 import type { AnswerStoredListener, PaymentGateway } from './gateway';
 import {
-  compileJsonTemplate,
-  networkOfQuery,
-  onChallengeSent,
-  type BodySlot,
-  type JsonTemplate,
-  type SentChallenge,
-} from './request';
+  challengeOf,
+  createReplayMemory,
+  replayableHeaders,
+  requestIdOf,
+  sendFromMemory,
+  setBounded,
+  type Challenge,
+} from './hot-path-memory';
+import { createRouteTemplates } from './hot-path-routes';
+import { networkOfQuery, onChallengeSent } from './request';
 
 /**
  * A paid synchronous `GET` route of {@link HotPathOptions.routes} whose 402 the hot path may answer for
@@ -90,188 +84,14 @@ export interface HotPath {
   size(): { challenges: number; replays: number; replayBytes: number; routes: number };
 }
 
-/**
- * A 402 as the full path sent it, but for the request id it carries in the body and a header: the
- * body's text around the id (slices of the one string that was sent) and the headers' values as sent.
- */
-interface Challenge {
-  headers: [string, string | string[]][];
-  /** The body up to and including `"requestId":`. */
-  prefix: string;
-  /** The body after the request id's JSON string. */
-  suffix: string;
-  network: X402Network;
-  endpoint: string;
-}
-
-/** A paid answer as the full path sent it (the stored answer the ledger replays). */
-interface Replay {
-  /** Bytes it holds: body, headers and key, as counted against `maxReplayBytes`. */
-  bytes: number;
-  status: number;
-  headers: [string, string | string[]][];
-  body: Buffer;
-  network: X402Network;
-  endpoint: string;
-}
-
-// Set per request by node or by us, never replayed from a remembered answer.
-const PER_REQUEST_HEADERS = new Set([
-  'x-request-id',
-  'content-length',
-  'date',
-  'connection',
-  'keep-alive',
-  'transfer-encoding',
-]);
-
-const REQUEST_ID_MAX = 200;
-
-/** The headers the payment middleware adds to a 402 (the rest, helmet's and the type, every answer has). */
-const X402_HEADERS = new Set([X402_VERSION_HEADER, PAYMENT_REQUIRED_HEADER]);
-
 /** Longest URL whose 402 is remembered whole: longer ones are built from the route's template each time. */
 const MAX_REMEMBERED_URL = 512;
-
-/** Most routes' templates (route, network, host, forwarded protocol) and hosts' header lists kept. */
-const MAX_ROUTE_TEMPLATES = 64;
 
 /**
  * A query string as Express's query parser and `new URL` read it alike and the hot path may answer:
  * printable ASCII without `#` (raw Unicode, spaces or a fragment take the full path).
  */
 const PLAIN_QUERY = /^[\x21\x22\x24-\x7e]*$/;
-
-/** The body hash of a request without a body, as the request reference's canonical text has it. */
-const NO_BODY_SHA256 = sha256Hex(JSON.stringify(null));
-
-type HeaderSlot = 'error' | 'url' | 'reference';
-
-/**
- * What every 402 of one route on one network, host and forwarded protocol shares, learned from the
- * first one the full path sent: its headers (but `PAYMENT-REQUIRED`), its resource URL's origin, and
- * the templates of its body and `PAYMENT-REQUIRED`.
- */
-interface RouteChallenge {
-  headers: [string, string | string[]][];
-  /** `resource` is this followed by the request URL. */
-  base: string;
-  error: string;
-  body: JsonTemplate<BodySlot>;
-  paymentRequired: PaymentRequiredTemplate | undefined;
-  /** Whether its 402s carry a request reference (its gateway has `references`). */
-  withReference: boolean;
-  network: X402Network;
-}
-
-/** A `PAYMENT-REQUIRED` template learned from a header the full path sent, and its `error`. */
-interface PaymentRequiredTemplate {
-  template: JsonTemplate<HeaderSlot>;
-  error: string;
-}
-
-/** The URL's reference-bearing values of a sent `PAYMENT-REQUIRED`, decoded. */
-interface DecodedPaymentRequired {
-  error: string;
-  resource: Record<string, unknown>;
-  accepts: Record<string, unknown>[];
-}
-
-function decodePaymentRequired(header: string): DecodedPaymentRequired | undefined {
-  let decoded: unknown;
-  try {
-    decoded = JSON.parse(Buffer.from(header, 'base64').toString('utf8'));
-  } catch {
-    return undefined;
-  }
-  const d = decoded as Partial<DecodedPaymentRequired> | null;
-  if (typeof d !== 'object' || d === null || typeof d.error !== 'string') return undefined;
-  if (typeof d.resource !== 'object' || d.resource === null || !Array.isArray(d.accepts)) return undefined;
-  if (!d.accepts.every((a) => typeof a === 'object' && a !== null)) return undefined;
-  return d as DecodedPaymentRequired;
-}
-
-/**
- * The template of a route's `PAYMENT-REQUIRED`, learned from one the full path sent for the URL whose
- * `resource` is `url` and reference `reference` (`''`: none): the error, `resource.url`, and each
- * requirement's `extra` values equal to the reference (`reference`, `memo`) are its slots. `undefined`
- * when the template does not give the sent header back byte for byte.
- */
-function learnPaymentRequired(
-  header: string,
-  url: string,
-  reference: string,
-): PaymentRequiredTemplate | undefined {
-  const decoded = decodePaymentRequired(header);
-  if (!decoded || decoded.resource.url !== url) return undefined;
-  const withReference = (requirement: Record<string, unknown>, value: string): Record<string, unknown> => {
-    const extra = requirement.extra as Record<string, unknown> | undefined;
-    if (reference === '' || typeof extra !== 'object' || extra === null) return requirement;
-    const filled: Record<string, unknown> = {};
-    for (const [key, v] of Object.entries(extra)) filled[key] = v === reference ? value : v;
-    return { ...requirement, extra: filled };
-  };
-  const template = compileJsonTemplate(['error', 'url', 'reference'], (v) => ({
-    ...decoded,
-    error: v.error,
-    resource: { ...decoded.resource, url: v.url },
-    accepts: decoded.accepts.map((requirement) => withReference(requirement, v.reference)),
-  }));
-  if (!template || template.base64({ error: decoded.error, url, reference }) !== header) return undefined;
-  return { template, error: decoded.error };
-}
-
-/** Adds `value` under `key`, forgetting the oldest entry when `map` holds `max`. */
-function setBounded<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
-  if (!map.has(key) && map.size >= max) {
-    const oldest = map.keys().next();
-    if (!oldest.done) map.delete(oldest.value);
-  }
-  map.set(key, value);
-}
-
-function requestIdOf(req: IncomingMessage): string {
-  const header = req.headers['x-request-id'];
-  return typeof header === 'string' && header.length > 0 && header.length <= REQUEST_ID_MAX
-    ? header
-    : randomUUID();
-}
-
-function replayableHeaders(headers: OutgoingHttpHeaders): [string, string | string[]][] {
-  const out: [string, string | string[]][] = [];
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || PER_REQUEST_HEADERS.has(name)) continue;
-    out.push([name, Array.isArray(value) ? value.map(String) : String(value)]);
-  }
-  return out;
-}
-
-/**
- * The challenge a 402 of the full path makes: its bytes around the request id it names once in its
- * body, or `undefined` when it is no 402 or cannot be answered again with another request id.
- */
-function challengeOf(
-  status: number,
-  headers: OutgoingHttpHeaders,
-  body: string,
-  endpoint: string,
-  network: unknown,
-): Challenge | undefined {
-  const id = headers['x-request-id'];
-  // An ETag is computed from the bytes, which differ with the request id.
-  if (status !== 402 || typeof id !== 'string' || headers.etag !== undefined) return undefined;
-  if (network !== 'solana' && network !== 'solana-devnet') return undefined;
-  const marker = `"requestId":${JSON.stringify(id)}`;
-  const at = body.indexOf(marker);
-  if (at === -1 || body.indexOf(marker, at + 1) !== -1) return undefined;
-  return {
-    headers: replayableHeaders(headers),
-    prefix: body.slice(0, at + '"requestId":'.length),
-    suffix: body.slice(at + marker.length),
-    network,
-    endpoint,
-  };
-}
 
 /**
  * The hot paths of x402 answered before Express (docs/architecture.md, "How a paid request flows (market-intel)"
@@ -311,116 +131,15 @@ export function createHotPath(options: HotPathOptions): HotPath {
       ],
     ),
   );
-  const secret = options.references?.secret;
   const maxChallenges = options.maxChallenges ?? 500;
-  const maxReplayBytes = options.maxReplayBytes ?? 4 * 1024 * 1024;
   const challenges = new Map<string, Challenge>();
-  const replays = new Map<string, Replay>();
-  // Per route, network, host and forwarded protocol: what its 402s share.
-  const routeChallenges = new Map<string, RouteChallenge>();
-  // Per host and forwarded protocol: the headers every answer of the full path carries (helmet's,
-  // the content type), for the 400s of refused queries.
-  const originHeaders = new Map<string, [string, string | string[]][]>();
-  // Per route and network: the last PAYMENT-REQUIRED template learned, tried first for another host.
-  const paymentRequiredTemplates = new Map<string, PaymentRequiredTemplate>();
+  const replays = createReplayMemory(options.maxReplayBytes ?? 4 * 1024 * 1024);
+  const templates = createRouteTemplates(options.references?.secret);
   // The paid requests passed on to the full path, until it tells of their stored answer.
   const awaitingAnswer = new WeakMap<ServerResponse, { key: string; endpoint: string }>();
-  let replayBytes = 0;
 
   const remember402 = (key: string, entry: Challenge): void => {
     setBounded(challenges, key, entry, maxChallenges);
-  };
-  const rememberReplay = (key: string, entry: Replay): void => {
-    if (entry.bytes > maxReplayBytes || replays.has(key)) return;
-    replayBytes += entry.bytes;
-    replays.set(key, entry);
-    for (const [oldKey, old] of replays) {
-      if (replayBytes <= maxReplayBytes) break;
-      replays.delete(oldKey);
-      replayBytes -= old.bytes;
-    }
-  };
-
-  // The request reference of a body-less GET of `url`, as requirementsForRequest computes it.
-  const referenceOf = (url: URL): string | undefined =>
-    secret === undefined
-      ? undefined
-      : requestReference(
-          secret,
-          canonicalRequestText({
-            method: 'GET',
-            path: url.pathname,
-            query: url.searchParams,
-            bodySha256: NO_BODY_SHA256,
-          }),
-        );
-
-  /**
-   * Learns what the 402s of the route share from one the full path sent for `url`, unless known: only
-   * when the URL's reference, the body and `PAYMENT-REQUIRED` are given back byte for byte.
-   */
-  const learnRoute = (sent: SentChallenge, path: string, url: string, origin: string): void => {
-    const network = sent.network;
-    if (sent.status !== 402 || (network !== 'solana' && network !== 'solana-devnet')) return;
-    const key = `${path}\n${network}\n${origin}`;
-    if (routeChallenges.has(key)) return;
-    const { template, values } = sent;
-    const id = sent.headers['x-request-id'];
-    // An ETag is computed from the bytes, which differ with the URL and the request id.
-    if (typeof id !== 'string' || sent.headers.etag !== undefined || !values.url.endsWith(url)) return;
-    if (template.json({ requestId: id, error: sent.error, ...values }) !== sent.body) return;
-    // A route whose gateway has no references offers none; one whose reference the hot path
-    // cannot compute (another secret, another canonical request) is not learned.
-    const withReference = values.reference !== '';
-    if (withReference && referenceOf(new URL(url, 'http://localhost')) !== values.reference) return;
-    const header = sent.headers[PAYMENT_REQUIRED_HEADER];
-    let paymentRequired: PaymentRequiredTemplate | undefined;
-    if (header !== undefined) {
-      if (typeof header !== 'string') return;
-      const templateKey = `${path}\n${network}`;
-      const known = paymentRequiredTemplates.get(templateKey);
-      paymentRequired =
-        known && known.template.base64({ error: known.error, ...values }) === header
-          ? known
-          : learnPaymentRequired(header, values.url, values.reference);
-      if (!paymentRequired) return;
-      paymentRequiredTemplates.set(templateKey, paymentRequired);
-    }
-    const headers = replayableHeaders(sent.headers).filter(([name]) => name !== PAYMENT_REQUIRED_HEADER);
-    setBounded(
-      routeChallenges,
-      key,
-      {
-        headers,
-        base: values.url.slice(0, values.url.length - url.length),
-        error: sent.error,
-        body: template,
-        paymentRequired,
-        withReference,
-        network,
-      },
-      MAX_ROUTE_TEMPLATES,
-    );
-    setBounded(
-      originHeaders,
-      origin,
-      headers.filter(([name]) => !X402_HEADERS.has(name)),
-      MAX_ROUTE_TEMPLATES,
-    );
-  };
-
-  const send = (
-    res: ServerResponse,
-    status: number,
-    headers: [string, string | string[]][],
-    requestId: string,
-    body: Buffer,
-  ): void => {
-    for (const [name, value] of headers) res.setHeader(name, value);
-    res.setHeader('x-request-id', requestId);
-    res.setHeader('content-length', body.length);
-    res.writeHead(status);
-    res.end(body);
   };
 
   /**
@@ -442,12 +161,12 @@ export function createHotPath(options: HotPathOptions): HotPath {
     try {
       route.validateQuery(parseQueryString(raw));
     } catch (error) {
-      const headers = originHeaders.get(origin);
+      const headers = templates.originHeaders(origin);
       if (!headers || !isAppError(error) || error.status !== 400 || Object.keys(error.headers).length > 0)
         return false;
       const id = requestIdOf(req);
       const body = JSON.stringify(errorEnvelope(error.code, error.message, id, error.details));
-      send(res, 400, headers, id, Buffer.from(body));
+      sendFromMemory(res, 400, headers, id, Buffer.from(body));
       return true;
     }
     const parsed = new URL(url, 'http://localhost');
@@ -457,24 +176,11 @@ export function createHotPath(options: HotPathOptions): HotPath {
     } catch {
       return false;
     }
-    const learned = routeChallenges.get(`${path}\n${network}\n${origin}`);
-    if (!learned) return false;
-    const values = {
-      url: learned.base + url,
-      reference: learned.withReference ? (referenceOf(parsed) ?? '') : '',
-    };
     const id = requestIdOf(req);
-    const body = learned.body.json({ requestId: id, error: learned.error, ...values });
-    const headers = learned.paymentRequired
-      ? [
-          ...learned.headers,
-          [
-            PAYMENT_REQUIRED_HEADER,
-            learned.paymentRequired.template.base64({ error: learned.paymentRequired.error, ...values }),
-          ] as [string, string],
-        ]
-      : learned.headers;
-    send(res, 402, headers, id, Buffer.from(body));
+    const built = templates.challenge(path, network, origin, url, parsed, id);
+    if (!built) return false;
+    const { headers, body } = built;
+    sendFromMemory(res, 402, headers, id, Buffer.from(body));
     emitPaymentEvent(options.onPaymentEvent, { type: 'challenged', network, endpoint: route.endpoint });
     if (url.length <= MAX_REMEMBERED_URL) {
       const challenge = challengeOf(402, { 'x-request-id': id }, body, route.endpoint, network);
@@ -509,7 +215,13 @@ export function createHotPath(options: HotPathOptions): HotPath {
           const hit = challenges.get(key);
           if (hit) {
             const id = requestIdOf(req);
-            send(res, 402, hit.headers, id, Buffer.from(hit.prefix + JSON.stringify(id) + hit.suffix));
+            sendFromMemory(
+              res,
+              402,
+              hit.headers,
+              id,
+              Buffer.from(hit.prefix + JSON.stringify(id) + hit.suffix),
+            );
             emitPaymentEvent(options.onPaymentEvent, { type: 'challenged', network: hit.network, endpoint });
             return;
           }
@@ -522,7 +234,7 @@ export function createHotPath(options: HotPathOptions): HotPath {
               const challenge = challengeOf(sent.status, sent.headers, sent.body, endpoint, sent.network);
               if (challenge) remember402(key, challenge);
             }
-            if (validateQuery) learnRoute(sent, path, url, origin);
+            if (validateQuery) templates.learn(sent, path, url, origin);
           });
           listener(req, res);
           return;
@@ -538,7 +250,7 @@ export function createHotPath(options: HotPathOptions): HotPath {
         const key = `${url}\n${payment}`;
         const hit = replays.get(key);
         if (hit) {
-          send(res, hit.status, hit.headers, requestIdOf(req), hit.body);
+          sendFromMemory(res, hit.status, hit.headers, requestIdOf(req), hit.body);
           emitPaymentEvent(options.onPaymentEvent, { type: 'replayed', network: hit.network, endpoint });
           return;
         }
@@ -557,7 +269,7 @@ export function createHotPath(options: HotPathOptions): HotPath {
         body.length +
         awaited.key.length +
         kept.reduce((n, [name, value]) => n + name.length + String(value).length, 0);
-      rememberReplay(awaited.key, {
+      replays.remember(awaited.key, {
         bytes,
         status,
         headers: kept,
@@ -568,9 +280,8 @@ export function createHotPath(options: HotPathOptions): HotPath {
     },
     size: () => ({
       challenges: challenges.size,
-      replays: replays.size,
-      replayBytes,
-      routes: routeChallenges.size,
+      ...replays.size(),
+      routes: templates.size(),
     }),
   };
 }
