@@ -21,13 +21,9 @@
 import mt19937 from '@stdlib/random-base-mt19937';
 import binomialDraws from '@stdlib/random-base-binomial';
 import poissonDraws from '@stdlib/random-base-poisson';
-import {
-  comparisonWindows,
-  decideVerdict,
-  HOURS_PER_WEEK,
-  type GroupWindows,
-  type HourOfWeekCounts,
-} from '../src/domain/causal-statistics';
+import { HOURS_PER_WEEK, type HourOfWeekCounts } from '../src/domain/causal-statistics/hour-of-week';
+import { decideVerdict, type GroupWindows } from '../src/domain/causal-statistics/verdict';
+import { comparisonWindows } from '../src/domain/causal-statistics/windows';
 import { twoProportionZTest } from '../src/domain/verification';
 
 const HOUR_MS = 3_600_000;

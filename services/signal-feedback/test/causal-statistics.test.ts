@@ -2,21 +2,19 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import normalCdf from '@stdlib/stats-base-dists-normal-cdf';
+import { logOddsBeforeAfter, logOddsDid, type Cell } from '../src/domain/causal-statistics/estimates';
+import {
+  HOURS_PER_WEEK,
+  reweightToAfter,
+  type HourOfWeekCounts,
+} from '../src/domain/causal-statistics/hour-of-week';
 import {
   alwaysValidRegression,
-  comparisonWindows,
-  decideVerdict,
   holmAdjust,
-  HOURS_PER_WEEK,
-  logOddsBeforeAfter,
-  logOddsDid,
-  reweightToAfter,
   volumeShiftTest,
-  type Cell,
-  type GroupWindows,
-  type HourOfWeekCounts,
-  type VerdictInput,
-} from '../src/domain/causal-statistics';
+} from '../src/domain/causal-statistics/significance';
+import { decideVerdict, type GroupWindows, type VerdictInput } from '../src/domain/causal-statistics/verdict';
+import { comparisonWindows } from '../src/domain/causal-statistics/windows';
 import { twoProportionZTest } from '../src/domain/verification';
 
 /** Hour-of-week counts from `{ bucket: [signals, { type: failing }] }`; other buckets are empty. */

@@ -12,7 +12,7 @@ import { monthKey, nextMonthStart, PLAN_LIMITS } from '../src/domain/plans';
 import { ALLOWED_TRANSITIONS, canTransition } from '../src/domain/proposal-status';
 import { parseSignalBatch } from '../src/domain/ingest';
 import { classify, routeSignals } from '../src/domain/signals';
-import { SignalInput } from '../src/schemas';
+import { SignalInput } from '../src/schemas/signals';
 import type { WindowStats } from '../src/data/analysis';
 
 const stats = (negative: number, positive: number, neutral = 0, failing = 'payment_failed'): WindowStats => ({

@@ -2,15 +2,9 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import request from 'supertest';
 import { toJsonSchema } from '@repo/schemas';
 import { mcpClientPool, metricValue, scrape, toolErrorOf } from '@repo/service-kit/testing';
-import {
-  Deployment,
-  DeploymentList,
-  ListProposalsArgs,
-  ProposalList,
-  ReceivedResponse,
-  RecordDeploymentArgs,
-  sendSignalsArgs,
-} from '../src/schemas';
+import { Deployment, DeploymentList, RecordDeploymentArgs } from '../src/schemas/deployments';
+import { ListProposalsArgs, ProposalList } from '../src/schemas/proposals';
+import { ReceivedResponse, sendSignalsArgs } from '../src/schemas/signals';
 import {
   createContext,
   createProduct,

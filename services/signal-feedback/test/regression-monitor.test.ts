@@ -12,7 +12,7 @@ import {
 } from './support/harness';
 import { DeploymentRepository } from '../src/data/deployments';
 import { monthKey } from '../src/domain/plans';
-import type { VerificationResult } from '../src/schemas';
+import type { VerificationResult } from '../src/schemas/verification';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
 // The open-window monitor and product webhooks (README, "The open-window monitor" and "Webhooks

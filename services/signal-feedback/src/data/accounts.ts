@@ -1,5 +1,5 @@
 import type { Db } from './prisma';
-import type { PlanName } from '../schemas';
+import type { PlanName } from '../schemas/accounts';
 
 /** A user as the routes see it. */
 export interface UserRecord {

@@ -1,5 +1,5 @@
 import type { Db } from './prisma';
-import type { PlanName } from '../schemas';
+import type { PlanName } from '../schemas/accounts';
 import type { Sentiment } from './signals';
 
 /** A context due for analysis, with what the analysis needs to know about it. */

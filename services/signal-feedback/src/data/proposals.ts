@@ -1,6 +1,7 @@
 import type { Db } from './prisma';
 import type { Prisma } from '../generated/prisma/client';
-import type { DeploymentSummary, Proposal, ProposalStatus } from '../schemas';
+import type { DeploymentSummary } from '../schemas/deployments';
+import type { Proposal, ProposalStatus } from '../schemas/proposals';
 
 /** The wire fields of a proposal that its analysis computes, as stored (README, "Endpoints"). */
 export interface ProposalFields {

@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import type { PlanName } from '../schemas';
+import type { PlanName } from '../schemas/accounts';
 
 /**
  * How a signal counts for its context, as stored in `signals.sentiment` (README, "Routing,

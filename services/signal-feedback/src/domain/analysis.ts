@@ -1,7 +1,7 @@
 import type { Logger } from '@repo/service-kit';
 import type { AnalysisCandidate, AnalysisRepository } from '../data/analysis';
 import type { ProposalRepository } from '../data/proposals';
-import type { Proposal } from '../schemas';
+import type { Proposal } from '../schemas/proposals';
 import {
   buildEvidence,
   evidenceHash,

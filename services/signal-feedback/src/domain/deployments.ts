@@ -3,8 +3,8 @@ import { AppError, notFound, validationError, type ValidationIssue } from '@repo
 import type { Logger } from '@repo/service-kit';
 import type { DeploymentRecord, DeploymentRepository, DeploymentScope } from '../data/deployments';
 import type { NewProposal } from '../data/proposals';
-import { MAX_CONTROL_CONTEXTS, type CreateDeploymentBody, type Deployment } from '../schemas';
-import { comparisonWindows } from './causal-statistics';
+import { MAX_CONTROL_CONTEXTS, type CreateDeploymentBody, type Deployment } from '../schemas/deployments';
+import { comparisonWindows } from './causal-statistics/windows';
 import { SIGNAL_FEEDBACK_ERRORS } from './errors';
 import { monthKey, nextMonthStart, PLAN_LIMITS } from './plans';
 import { upgradeStoredVerification, verify, type Verification, type VerificationRules } from './verification';

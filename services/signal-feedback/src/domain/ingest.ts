@@ -10,7 +10,7 @@ import {
 import { monthKey, PLAN_LIMITS } from './plans';
 import { checkSignalTimes, MESSAGE_ID_WINDOW_MS, routeSignals, type RoutedSignal } from './signals';
 import { signalQuotaError } from './signals-quota';
-import type { SignalInput } from '../schemas';
+import type { SignalInput } from '../schemas/signals';
 
 /**
  * Parses a request body that is one signal object or an array of them (README, "Endpoints").

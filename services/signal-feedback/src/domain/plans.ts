@@ -1,4 +1,4 @@
-import { PlanName } from '../schemas';
+import { PlanName } from '../schemas/accounts';
 
 /** Plan names, cheapest first (README, "Plans and quotas"). */
 export const PLANS: readonly PlanName[] = PlanName.options;

@@ -1,6 +1,6 @@
 import { AppError, notFound } from '@repo/errors';
 import type { ProposalRepository } from '../data/proposals';
-import type { Proposal, ProposalStatus } from '../schemas';
+import type { Proposal, ProposalStatus } from '../schemas/proposals';
 import { SIGNAL_FEEDBACK_ERRORS } from './errors';
 
 /**

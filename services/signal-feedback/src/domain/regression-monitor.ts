@@ -3,7 +3,7 @@ import type { Logger } from '@repo/service-kit';
 import type { DeploymentRecord } from '../data/deployments';
 import type { MonitorStore } from '../data/regression-monitor';
 import type { NewProposal } from '../data/proposals';
-import type { Cell } from './causal-statistics';
+import type { Cell } from './causal-statistics/estimates';
 import type { Verification } from './verification';
 import { monthKey } from './plans';
 import { webhookMessageId } from './webhooks';

@@ -1,5 +1,5 @@
 import { AppError } from '@repo/errors';
-import type { PlanName } from '../schemas';
+import type { PlanName } from '../schemas/accounts';
 import { SIGNAL_FEEDBACK_ERRORS } from './errors';
 import { nextMonthStart, PLAN_LIMITS, PLANS } from './plans';
 

@@ -1,6 +1,6 @@
 import { validationError, type ValidationIssue } from '@repo/errors';
 import type { Sentiment } from '../data/signals';
-import type { SignalInput } from '../schemas';
+import type { SignalInput } from '../schemas/signals';
 
 /** A context's signal lists (README, "Routing, classification and analysis"). */
 export interface ClassifyingContext {

@@ -1,14 +1,9 @@
-import type { HourOfWeekCells, WindowCounts, WindowSetCounts } from '../data/deployments';
-import type { EffectFigures, VerificationResult, WindowFigures } from '../schemas';
-import {
-  comparisonWindows,
-  decideVerdict,
-  logOddsBeforeAfter,
-  pooledZTest,
-  type Estimate,
-  type HourOfWeekCounts,
-  type VerdictDecision,
-} from './causal-statistics';
+import type { HourOfWeekCells, WindowCounts, WindowSetCounts } from '../data/deployment-windows';
+import type { EffectFigures, VerificationResult, WindowFigures } from '../schemas/verification';
+import { logOddsBeforeAfter, pooledZTest, type Estimate } from './causal-statistics/estimates';
+import { type HourOfWeekCounts } from './causal-statistics/hour-of-week';
+import { decideVerdict, type VerdictDecision } from './causal-statistics/verdict';
+import { comparisonWindows } from './causal-statistics/windows';
 
 /**
  * The outcome of comparing a deployment's windows: the wire's `VerificationResult` (README,

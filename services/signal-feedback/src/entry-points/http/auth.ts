@@ -14,7 +14,7 @@ import type { AuthRateLimiter } from '../../data/rate-limits';
 import type { PasswordHasher } from '../../domain/passwords';
 import { monthKey, nextMonthStart, PLAN_LIMITS } from '../../domain/plans';
 import { newSessionTokens } from '../../domain/sessions';
-import { Credentials, Me, SignupBody } from '../../schemas';
+import { Credentials, Me, SignupBody } from '../../schemas/accounts';
 import {
   checkOrigin,
   requiredSession,

@@ -7,7 +7,7 @@ import {
 } from '@repo/service-kit';
 import { z } from 'zod';
 import type { ContextRecord } from '../../data/products';
-import { Context, ContextIdQuery, CreateContextBody, UpdateContextBody } from '../../schemas';
+import { Context, ContextIdQuery, CreateContextBody, UpdateContextBody } from '../../schemas/contexts';
 import { requiredSession } from './auth-middleware';
 import { productsOperation, type ProductsDeps, type ProductsOperation } from './product-routes';
 

@@ -2,7 +2,7 @@ import { notFound, validationError } from '@repo/errors';
 import { contractRouter, errorResponse, type ContractRouter } from '@repo/service-kit';
 import { z } from 'zod';
 import { PLAN_LIMITS, PLANS } from '../../domain/plans';
-import { PlanName } from '../../schemas';
+import { PlanName } from '../../schemas/accounts';
 import { requiredSession, requireSession } from './auth-middleware';
 import { withAccess } from './access';
 import { PAYLOAD_PREVIEW_CHARS, type DashboardRepository } from '../../data/dashboard';

@@ -10,7 +10,8 @@ import {
 import { z } from 'zod';
 import type { KeyOwner, SignalRepository } from '../../data/signals';
 import { deploymentInput, MAX_LISTED_DEPLOYMENTS, type DeploymentService } from '../../domain/deployments';
-import { CreateDeploymentBody, Deployment, SeriesPoint, SeriesQuery } from '../../schemas';
+import { SeriesPoint, SeriesQuery } from '../../schemas/contexts';
+import { CreateDeploymentBody, Deployment } from '../../schemas/deployments';
 import { callerScope, keyOrSession } from './auth-middleware';
 import { withAccess } from './access';
 

@@ -6,7 +6,11 @@ import {
   type OpenApiParameter,
 } from '@repo/schemas';
 import { withExamples, packageVersion } from '@repo/service-kit';
-import { AnalysisRunResult, Context, CreatedProduct, Me, Proposal, ReceivedResponse } from '../../schemas';
+import { Me } from '../../schemas/accounts';
+import { Context } from '../../schemas/contexts';
+import { CreatedProduct } from '../../schemas/products';
+import { AnalysisRunResult, Proposal } from '../../schemas/proposals';
+import { ReceivedResponse } from '../../schemas/signals';
 import { CSRF_HEADER } from './auth-middleware';
 // Real answers, captured from the running service by test/openapi-examples.test.ts (UPDATE_OPENAPI_EXAMPLES=1).
 import EXAMPLES from './examples.json';

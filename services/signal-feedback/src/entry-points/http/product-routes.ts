@@ -22,8 +22,8 @@ import {
   ProductDetails,
   ProductSummary,
   RenameProductBody,
-} from '../../schemas';
-import { SetWebhookBody, WebhookSettings } from '../../webhook-schemas';
+} from '../../schemas/products';
+import { SetWebhookBody, WebhookSettings } from '../../schemas/webhooks';
 import { requiredSession } from './auth-middleware';
 import { withAccess } from './access';
 

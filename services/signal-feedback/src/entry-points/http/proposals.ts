@@ -11,7 +11,7 @@ import type { ProposalRepository } from '../../data/proposals';
 import type { KeyOwner } from '../../data/signals';
 import type { AnalysisService } from '../../domain/analysis';
 import { changeProposalStatus } from '../../domain/proposal-status';
-import { AnalysisRunResult, Proposal, ProposalStatusChange, ProposalsQuery } from '../../schemas';
+import { AnalysisRunResult, Proposal, ProposalStatusChange, ProposalsQuery } from '../../schemas/proposals';
 import { callerScope, keyOrSession, keyOwnerOf, requiredSession, requireSession } from './auth-middleware';
 import { withAccess } from './access';
 

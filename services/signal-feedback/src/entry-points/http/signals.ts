@@ -11,7 +11,7 @@ import {
 import type { KeyOwner, SignalRepository } from '../../data/signals';
 import { acceptSignals, parseSignalBatch } from '../../domain/ingest';
 import type { SignalFeedbackEvents } from '../../metrics';
-import { IngestSignalInput, ReceivedResponse, SignalInput } from '../../schemas';
+import { IngestSignalInput, ReceivedResponse, SignalInput } from '../../schemas/signals';
 import { countIngestion } from '../../domain/product-key';
 import { apiKeyAuth, requiredKeyOwner } from './auth-middleware';
 import { KEY_SECURITY } from './openapi';

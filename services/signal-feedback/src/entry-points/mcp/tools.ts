@@ -9,13 +9,10 @@ import {
   Deployment,
   DeploymentList,
   ListDeploymentsArgs,
-  ListProposalsArgs,
-  ProposalList,
   RecordDeploymentArgs,
-  ReceivedResponse,
-  sendSignalsArgs,
-  type SendSignalsArgs,
-} from '../../schemas';
+} from '../../schemas/deployments';
+import { ListProposalsArgs, ProposalList } from '../../schemas/proposals';
+import { ReceivedResponse, sendSignalsArgs, type SendSignalsArgs } from '../../schemas/signals';
 import { authenticateProductKey, countIngestion } from '../../domain/product-key';
 
 /** What `initialize` tells an agent about this server (README, "MCP"). */
