@@ -32,11 +32,9 @@ import { PRIORITY_FEEDBACK } from './domain/proposal-priority';
 import { LlmProposalWriter } from './domain/proposal-writer';
 import { RegressionMonitor, verificationEvaluator } from './domain/regression-monitor';
 import { MESSAGE_ID_WINDOW_MS } from './domain/signals';
-import { analysisScheduleLoop } from './entry-points/workers/analysis-schedule';
 import { expirySweepLoop } from './entry-points/workers/expiry-sweep';
-import { regressionMonitorLoop } from './entry-points/workers/regression-monitor';
+import { scheduledPasses } from './entry-points/workers/schedules';
 import { webhookDeliveryLoop, type WebhookDelivery } from './entry-points/workers/webhook-delivery';
-import { verificationScheduleLoop } from './entry-points/workers/verification-schedule';
 import {
   createSignalFeedbackMetrics,
   type SignalFeedbackEvents,
@@ -221,33 +219,15 @@ export async function compose(
     },
   });
 
-  const analysisSchedule =
-    config.ANALYSIS_INTERVAL_MS > 0
-      ? analysisScheduleLoop({
-          analysis,
-          intervalMs: config.ANALYSIS_INTERVAL_MS,
-          logger,
-          metrics: metrics.loops,
-        })
-      : undefined;
-  const verificationSchedule =
-    config.VERIFICATION_INTERVAL_MS > 0
-      ? verificationScheduleLoop({
-          deployments,
-          intervalMs: config.VERIFICATION_INTERVAL_MS,
-          logger,
-          metrics: metrics.loops,
-        })
-      : undefined;
-  const monitorLoop =
-    config.MONITOR_INTERVAL_MS > 0
-      ? regressionMonitorLoop({
-          monitor,
-          intervalMs: config.MONITOR_INTERVAL_MS,
-          logger,
-          metrics: metrics.loops,
-        })
-      : undefined;
+  const { analysisSchedule, verificationSchedule, monitorLoop } = scheduledPasses(
+    { analysis, deployments, monitor },
+    {
+      analysisMs: config.ANALYSIS_INTERVAL_MS,
+      verificationMs: config.VERIFICATION_INTERVAL_MS,
+      monitorMs: config.MONITOR_INTERVAL_MS,
+    },
+    { logger, metrics: metrics.loops },
+  );
   const webhookDelivery =
     config.WEBHOOK_POLL_INTERVAL_MS > 0
       ? webhookDeliveryLoop({

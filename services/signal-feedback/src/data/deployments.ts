@@ -1,6 +1,6 @@
 import { countWindowSet, type WindowSetCounts, type WindowSetQuery } from './deployment-windows';
 import type { Db } from './prisma';
-import type { NewProposal } from './proposals';
+import { countProposal, insertProposal, type NewProposal } from './proposals';
 import type { PlanName } from '../schemas/accounts';
 import type { ProposalStatus } from '../schemas/proposals';
 import type { VerificationResult } from '../schemas/verification';
@@ -316,17 +316,8 @@ export class DeploymentRepository {
       );
       if (updated !== 1) return { stored: false, regressionProposalId: null };
       if (!regression) return { stored: true, regressionProposalId: null };
-      const counted = await tx.$queryRawUnsafe<unknown[]>(
-        `INSERT INTO usage_counters AS u (user_id, month, signals, proposals)
-         SELECT $1::uuid, $2::date, 0, 1 WHERE 1 <= $3::int
-         ON CONFLICT (user_id, month) DO UPDATE SET proposals = u.proposals + 1 WHERE u.proposals + 1 <= $3::int
-         RETURNING u.proposals`,
-        regression.userId,
-        regression.month,
-        regression.limit ?? 2_147_483_647,
-      );
-      if (counted.length === 0) return { stored: true, regressionProposalId: null };
-      const inserted = await insertRegressionProposal(tx, regression.proposal, id);
+      if (!(await countProposal(tx, regression))) return { stored: true, regressionProposalId: null };
+      const inserted = await insertProposal(tx, regression.proposal, id);
       const raised = inserted[0]?.id ?? null;
       // The same proposal was raised already (the open-window monitor's evidence): nothing new to count.
       if (raised === null) {
@@ -339,37 +330,4 @@ export class DeploymentRepository {
       return { stored: true, regressionProposalId: raised };
     });
   }
-}
-
-/**
- * Inserts the proposal a regression of deployment `deploymentId` raises (`regression_of_id`), unless
- * the same one (context and evidence hash) exists: the verdict's and the open-window monitor's share it.
- * @returns the new proposal's id in a one-row array, or an empty array when it existed
- */
-export function insertRegressionProposal(
-  tx: Pick<Db, '$queryRawUnsafe'>,
-  p: NewProposal,
-  deploymentId: string,
-): Promise<{ id: string }[]> {
-  return tx.$queryRawUnsafe<{ id: string }[]>(
-    `INSERT INTO proposals (id, product_id, context_id, priority_score, diagnosis, current_state, proposed_change,
-                            evidence_summary, predicted_impact, signal_count, evidence, evidence_hash, source,
-                            regression_of_id, updated_at)
-     VALUES (gen_random_uuid(), $1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13::uuid, now())
-     ON CONFLICT (context_id, evidence_hash) DO NOTHING
-     RETURNING id`,
-    p.productId,
-    p.contextId,
-    p.priorityScore,
-    p.diagnosis,
-    p.currentState,
-    p.proposedChange,
-    p.evidenceSummary,
-    p.predictedImpact,
-    p.signalCount,
-    JSON.stringify(p.evidence),
-    p.evidenceHash,
-    p.source,
-    deploymentId,
-  );
 }

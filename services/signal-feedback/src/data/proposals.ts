@@ -289,23 +289,9 @@ export class ProposalRepository {
   ): Promise<ProposalInsertOutcome> {
     return this.db
       .$transaction(async (tx) => {
-        const inserted = await tx.$queryRaw<{ id: string }[]>`
-          INSERT INTO proposals (id, product_id, context_id, priority_score, diagnosis, current_state, proposed_change,
-                                 evidence_summary, predicted_impact, signal_count, evidence, evidence_hash, source, updated_at)
-          VALUES (gen_random_uuid(), ${p.productId}::uuid, ${p.contextId}::uuid, ${p.priorityScore}, ${p.diagnosis}, ${p.currentState},
-                  ${p.proposedChange}, ${p.evidenceSummary}, ${p.predictedImpact}, ${p.signalCount}, ${JSON.stringify(p.evidence)}::jsonb,
-                  ${p.evidenceHash}, ${p.source}, now())
-          ON CONFLICT (context_id, evidence_hash) DO NOTHING
-          RETURNING id`;
-        const row = inserted[0];
+        const row = (await insertProposal(tx, p, null))[0];
         if (!row) return { skipped: 'duplicate' as const };
-        const limit = owner.limit ?? 2_147_483_647;
-        const counted = await tx.$queryRaw<{ proposals: number }[]>`
-          INSERT INTO usage_counters AS u (user_id, month, signals, proposals)
-          SELECT ${owner.userId}::uuid, ${owner.month}::date, 0, 1 WHERE 1 <= ${limit}::int
-          ON CONFLICT (user_id, month) DO UPDATE SET proposals = u.proposals + 1 WHERE u.proposals + 1 <= ${limit}::int
-          RETURNING u.proposals`;
-        if (counted.length === 0) throw new QuotaReached();
+        if (!(await countProposal(tx, owner))) throw new QuotaReached();
         const created = await tx.proposal.findUniqueOrThrow({ where: { id: row.id }, include: LINKS });
         return { created };
       })
@@ -336,3 +322,61 @@ export class ProposalRepository {
 
 /** Rolls the proposal transaction back when the monthly quota is used up. */
 class QuotaReached extends Error {}
+
+/**
+ * Inserts a proposal unless its context already has one with the same evidence hash (README, "Routing,
+ * classification and analysis": no new proposal for unchanged evidence). The analysis's proposals and
+ * those a deployment's regression raises (the verdict's and the open-window monitor's) share it.
+ * @param regressionOfId the deployment whose regression raised it; null for the analysis's
+ * @returns the new proposal's id in a one-row array, or an empty array when it existed
+ */
+export function insertProposal(
+  tx: Pick<Db, '$queryRawUnsafe'>,
+  p: NewProposal,
+  regressionOfId: string | null,
+): Promise<{ id: string }[]> {
+  return tx.$queryRawUnsafe<{ id: string }[]>(
+    `INSERT INTO proposals (id, product_id, context_id, priority_score, diagnosis, current_state, proposed_change,
+                            evidence_summary, predicted_impact, signal_count, evidence, evidence_hash, source,
+                            regression_of_id, updated_at)
+     VALUES (gen_random_uuid(), $1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13::uuid, now())
+     ON CONFLICT (context_id, evidence_hash) DO NOTHING
+     RETURNING id`,
+    p.productId,
+    p.contextId,
+    p.priorityScore,
+    p.diagnosis,
+    p.currentState,
+    p.proposedChange,
+    p.evidenceSummary,
+    p.predictedImpact,
+    p.signalCount,
+    JSON.stringify(p.evidence),
+    p.evidenceHash,
+    p.source,
+    regressionOfId,
+  );
+}
+
+/**
+ * Counts one proposal in the owner's month of `usage_counters` unless that would pass the plan's limit
+ * (README, "Plans and quotas": a conditional upsert, so concurrent proposals cannot pass it together).
+ * @param owner.month first day of the UTC month, `YYYY-MM-01`
+ * @param owner.limit the plan's monthly proposal limit; null: unlimited
+ * @returns whether it was counted (false: the month's proposals are used up)
+ */
+export async function countProposal(
+  tx: Pick<Db, '$queryRawUnsafe'>,
+  owner: { userId: string; month: string; limit: number | null },
+): Promise<boolean> {
+  const counted = await tx.$queryRawUnsafe<unknown[]>(
+    `INSERT INTO usage_counters AS u (user_id, month, signals, proposals)
+     SELECT $1::uuid, $2::date, 0, 1 WHERE 1 <= $3::int
+     ON CONFLICT (user_id, month) DO UPDATE SET proposals = u.proposals + 1 WHERE u.proposals + 1 <= $3::int
+     RETURNING u.proposals`,
+    owner.userId,
+    owner.month,
+    owner.limit ?? 2_147_483_647,
+  );
+  return counted.length > 0;
+}

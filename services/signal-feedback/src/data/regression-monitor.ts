@@ -1,6 +1,6 @@
-import { insertRegressionProposal, type DeploymentRecord, type DeploymentRepository } from './deployments';
+import type { DeploymentRecord, DeploymentRepository } from './deployments';
 import type { Db } from './prisma';
-import type { NewProposal } from './proposals';
+import { countProposal, insertProposal, type NewProposal } from './proposals';
 import { queueWebhook } from './webhooks';
 
 /** What the open-window monitor needs of the database (README, "The open-window monitor"). */
@@ -13,19 +13,30 @@ export interface MonitorStore {
   /**
    * Records the crossing once (conditional update), raises the revert proposal and queues the webhook,
    * in one transaction.
-   * @param month the UTC month the revert proposal counts in, `YYYY-MM-01`
-   * @param figures the monitor's figures, stored as `regression_evidence`
-   * @param webhook builds the event from the revert proposal's id (null: the deployment had raised one already)
    * @returns whether this call recorded it, the revert proposal's id and whether a webhook was queued
    */
-  recordRegression(
-    d: DeploymentRecord,
-    detectedAt: Date,
-    month: string,
-    figures: Record<string, unknown>,
-    proposal: NewProposal,
-    webhook: (revertProposalId: string | null) => { messageId: string; body: string },
-  ): Promise<{ recorded: boolean; revertProposalId: string | null; webhookQueued: boolean }>;
+  recordRegression(r: RegressionRecord): Promise<RegressionRecorded>;
+}
+
+/** A regression the open-window monitor detected, as {@link MonitorStore.recordRegression} records it. */
+export interface RegressionRecord {
+  deployment: DeploymentRecord;
+  detectedAt: Date;
+  /** The UTC month the revert proposal counts in, `YYYY-MM-01`. */
+  month: string;
+  /** The monitor's figures, stored as `regression_evidence`. */
+  figures: Record<string, unknown>;
+  /** The revert proposal. */
+  proposal: NewProposal;
+  /** Builds the event from the revert proposal's id (null: the deployment had raised one already). */
+  webhook: (revertProposalId: string | null) => { messageId: string; body: string };
+}
+
+/** Outcome of {@link MonitorStore.recordRegression}. */
+export interface RegressionRecorded {
+  recorded: boolean;
+  revertProposalId: string | null;
+  webhookQueued: boolean;
 }
 
 /**
@@ -74,33 +85,21 @@ export class MonitorRepository implements MonitorStore {
    * proposals but never refused by the quota: a revert must not wait for next month) unless the
    * deployment already raised one, and queues the webhook when the product has a URL.
    */
-  async recordRegression(
-    d: DeploymentRecord,
-    detectedAt: Date,
-    month: string,
-    figures: Record<string, unknown>,
-    p: NewProposal,
-    webhook: (revertProposalId: string | null) => { messageId: string; body: string },
-  ): Promise<{ recorded: boolean; revertProposalId: string | null; webhookQueued: boolean }> {
+  async recordRegression(r: RegressionRecord): Promise<RegressionRecorded> {
+    const { deployment: d, month } = r;
     return this.db.$transaction(async (tx) => {
       const updated = await tx.$executeRawUnsafe(
         `UPDATE deployments SET regression_detected_at = $2, regression_evidence = $3::jsonb
           WHERE id = $1::uuid AND regression_detected_at IS NULL AND verdict = 'pending'`,
         d.id,
-        detectedAt,
-        JSON.stringify(figures),
+        r.detectedAt,
+        JSON.stringify(r.figures),
       );
       if (updated !== 1) return { recorded: false, revertProposalId: null, webhookQueued: false };
-      const inserted = await insertRegressionProposal(tx, p, d.id);
+      const inserted = await insertProposal(tx, r.proposal, d.id);
       const revertProposalId = inserted[0]?.id ?? null;
-      if (revertProposalId) {
-        await tx.$executeRawUnsafe(
-          `INSERT INTO usage_counters AS u (user_id, month, signals, proposals) VALUES ($1::uuid, $2::date, 0, 1)
-           ON CONFLICT (user_id, month) DO UPDATE SET proposals = u.proposals + 1`,
-          d.userId,
-          month,
-        );
-      }
+      // Counted, never refused: a revert must not wait for next month.
+      if (revertProposalId) await countProposal(tx, { userId: d.userId, month, limit: null });
       const product = await tx.$queryRawUnsafe<{ webhook_url: string | null }[]>(
         `SELECT webhook_url FROM products WHERE id = $1::uuid`,
         d.productId,
@@ -108,7 +107,7 @@ export class MonitorRepository implements MonitorStore {
       const url = product[0]?.webhook_url ?? null;
       let webhookQueued = false;
       if (url !== null) {
-        const event = webhook(revertProposalId);
+        const event = r.webhook(revertProposalId);
         webhookQueued = await queueWebhook(tx, {
           productId: d.productId,
           eventType: 'regression_detected',

@@ -229,17 +229,17 @@ export class RegressionMonitor {
     const link = this.deps.publicUrl
       ? `${this.deps.publicUrl.replace(/\/+$/, '')}/api/proposals/${d.proposalId}/deployments`
       : null;
-    const outcome = await this.deps.store.recordRegression(
-      d,
-      now,
-      monthKey(now),
+    const outcome = await this.deps.store.recordRegression({
+      deployment: d,
+      detectedAt: now,
+      month: monthKey(now),
       figures,
-      revertProposal(d, figures),
-      (revertProposalId) => ({
+      proposal: revertProposal(d, figures),
+      webhook: (revertProposalId) => ({
         messageId: webhookMessageId('regression_detected', d.id),
         body: regressionDetectedBody(d, figures, now, revertProposalId, link),
       }),
-    );
+    });
     if (!outcome.recorded) return false;
     this.deps.onDetected?.();
     this.deps.logger.warn(

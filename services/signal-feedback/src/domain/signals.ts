@@ -1,5 +1,5 @@
 import { validationError, type ValidationIssue } from '@repo/errors';
-import type { Sentiment } from '../data/signals';
+import type { Sentiment, SignalRow } from '../data/signals';
 import type { SignalInput } from '../schemas/signals';
 
 /** A context's signal lists (README, "Routing, classification and analysis"). */
@@ -9,17 +9,11 @@ export interface ClassifyingContext {
   negativeSignals: string[];
 }
 
-/** A signal after routing and classification. */
-export interface RoutedSignal {
-  type: string;
-  payload?: Record<string, unknown>;
-  contextId: string | null;
-  sentiment: Sentiment;
-  /** The client's `timestamp`, normalised to ISO 8601 UTC (milliseconds); undefined: time of receipt. */
-  occurredAt?: string;
-  /** The client's idempotency key. */
-  messageId?: string;
-}
+/**
+ * A signal after routing and classification: the row the repository stores (`occurredAt`, the
+ * client's `timestamp` normalised to ISO 8601 UTC in milliseconds; undefined: time of receipt).
+ */
+export type RoutedSignal = SignalRow;
 
 /**
  * How far before the time of receipt a client `timestamp` may be, in milliseconds: 7 days (README,

@@ -1,15 +1,10 @@
 import { AppError, notFound } from '@repo/errors';
-import {
-  BODY_PARSER_ERRORS,
-  errorResponse,
-  type ContractHandler,
-  type RouteContract,
-} from '@repo/service-kit';
+import { BODY_PARSER_ERRORS, errorResponse } from '@repo/service-kit';
 import { z } from 'zod';
 import type { ContextRecord } from '../../data/products';
 import { Context, ContextIdQuery, CreateContextBody, UpdateContextBody } from '../../schemas/contexts';
 import { requiredSession } from './auth-middleware';
-import { productsOperation, type ProductsDeps, type ProductsOperation } from './product-routes';
+import { productsOperation, type ProductsOperation } from './product-routes';
 
 function contextToWire(c: ContextRecord): Context {
   return {
@@ -44,10 +39,7 @@ function checkLists(positive: string[] | undefined, negative: string[] | undefin
 const unique = (list: string[] | undefined) => (list ? [...new Set(list)] : undefined);
 
 /** An operation on the contexts of the user's products (group `Contexts`). */
-const contextOperation = <C extends RouteContract>(
-  contract: C,
-  handler: (deps: ProductsDeps) => ContractHandler<C>,
-): ProductsOperation => productsOperation('Contexts', contract, handler);
+const contextOperation = productsOperation('Contexts');
 
 /** POST /api/context: a context in one of the user's products. */
 const createContext = contextOperation(

@@ -5,6 +5,7 @@ import { PLAN_LIMITS, PLANS } from '../../domain/plans';
 import { PlanName } from '../../schemas/accounts';
 import { requiredSession, requireSession } from './auth-middleware';
 import { withAccess } from './access';
+import { queryRange } from './time-range';
 import { PAYLOAD_PREVIEW_CHARS, type DashboardRepository } from '../../data/dashboard';
 
 const DAY_MS = 24 * 3_600_000;
@@ -125,10 +126,7 @@ export function dashboardRoutes(deps: {
       }),
       async (_req, res) => {
         const { query } = res.locals.valid;
-        const to = query.to !== undefined ? new Date(query.to) : deps.now();
-        const from = query.from !== undefined ? new Date(query.from) : new Date(to.getTime() - 7 * DAY_MS);
-        if (from.getTime() >= to.getTime())
-          throw validationError([{ path: 'query.from', code: 'custom', message: 'must be before `to`' }]);
+        const { from, to } = queryRange(query, deps.now());
         if (to.getTime() - from.getTime() > MAX_BREAKDOWN_DAYS * DAY_MS)
           throw validationError([
             {

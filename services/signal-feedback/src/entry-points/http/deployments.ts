@@ -14,6 +14,7 @@ import { SeriesPoint, SeriesQuery } from '../../schemas/contexts';
 import { CreateDeploymentBody, Deployment } from '../../schemas/deployments';
 import { callerScope, keyOrSession } from './auth-middleware';
 import { withAccess } from './access';
+import { queryRange } from './time-range';
 
 const ProposalIdParams = z.object({ id: z.uuid().meta({ description: 'an approved proposal' }) });
 const ContextIdParams = z.object({ id: z.uuid().meta({ description: 'the context' }) });
@@ -128,11 +129,7 @@ export function deploymentsRoutes(deps: {
       }),
       async (_req, res) => {
         const { params, query } = res.locals.valid;
-        const to = query.to !== undefined ? new Date(query.to) : deps.now();
-        const from =
-          query.from !== undefined ? new Date(query.from) : new Date(to.getTime() - 7 * 24 * HOUR_MS);
-        if (from.getTime() >= to.getTime())
-          throw validationError([{ path: 'query.from', code: 'custom', message: 'must be before `to`' }]);
+        const { from, to } = queryRange(query, deps.now());
         const size = BUCKET_MS[query.bucket];
         const buckets = Math.floor((to.getTime() - 1) / size) - Math.floor(from.getTime() / size) + 1;
         const most = MAX_SERIES_BUCKETS[query.bucket];

@@ -48,25 +48,23 @@ export interface ProductsDeps {
 export type ProductsOperation = (routes: ContractRouter, deps: ProductsDeps) => ContractRouter;
 
 /**
- * An operation of `productsRoutes` (README, "Endpoints"): `contract` in the document's group `tag`,
- * declared with session access (see {@link withAccess}: every path of the router needs a session), and
- * the handler made from the router's deps.
- * @param tag the operation's group in the document: `Products` or `Contexts`
- * @param contract the operation's own parts: method, path, summary, request, its other responses
+ * The declarer of the operations of `productsRoutes` (README, "Endpoints") in the document's group
+ * `tag`: each takes `contract` (the operation's own parts: method, path, summary, request, its other
+ * responses), declares it with session access (see {@link withAccess}: every path of the router needs a
+ * session), and makes the handler from the router's deps.
+ * @param tag the operations' group in the document: `Products` or `Contexts`
  */
-export function productsOperation<C extends RouteContract>(
-  tag: 'Products' | 'Contexts',
-  contract: C,
-  handler: (deps: ProductsDeps) => ContractHandler<C>,
-): ProductsOperation {
-  return (routes, deps) => routes.route(withAccess('session', { ...contract, tags: [tag] }), handler(deps));
+export function productsOperation(tag: 'Products' | 'Contexts') {
+  return <C extends RouteContract>(
+      contract: C,
+      handler: (deps: ProductsDeps) => ContractHandler<C>,
+    ): ProductsOperation =>
+    (routes, deps) =>
+      routes.route(withAccess('session', { ...contract, tags: [tag] }), handler(deps));
 }
 
 /** An operation on the user's products (group `Products`). */
-const productOperation = <C extends RouteContract>(
-  contract: C,
-  handler: (deps: ProductsDeps) => ContractHandler<C>,
-): ProductsOperation => productsOperation('Products', contract, handler);
+const productOperation = productsOperation('Products');
 
 function productToWire(p: ProductRecord): ProductSummary {
   return {
