@@ -30,6 +30,8 @@ export type { ProductionCheck } from './production';
 export type { RateDecision, RateLimit } from './rate-limit';
 export { backoffDelay, createLoop, createLoopMetrics, withJitter } from './loop';
 export type { BackoffPolicy, Loop, LoopMetrics, LoopOptions, RoundResult } from './loop';
+export { createWebhookSender } from './webhooks';
+export type { WebhookAttempt, WebhookAttemptOutcome, WebhookSender, WebhookSenderOptions } from './webhooks';
 export { createDatabase } from './database';
 export type { Database, DatabaseOptions, PrismaLike } from './database';
 export { createReadiness } from './readiness';

@@ -1,13 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
-import {
-  createGuardedDispatcher,
-  findSsrfBlockedError,
-  type LookupFunction,
-  type SsrfPolicy,
-} from '@repo/ssrf-guard';
-import { backoffDelay, type Logger, type Loop } from '@repo/service-kit';
-import { Webhook } from 'standardwebhooks';
-import { request, type Dispatcher } from 'undici';
+import type { LookupFunction, SsrfPolicy } from '@repo/ssrf-guard';
+import { createWebhookSender, type Logger, type Loop } from '@repo/service-kit';
 import type { Db } from '../../data/prisma';
 import { workerLoop, type WorkerLoopOptions } from './worker-loop';
 
@@ -35,51 +28,6 @@ export function webhookMessageId(jobId: string, status: string): string {
   return `msg_${digest.slice(0, 32)}`;
 }
 
-/**
- * The signature headers of one delivery attempt (README, "Webhooks (market-intel)"): the
- * `x-service-signature` and the Standard Webhooks trio.
- */
-export interface WebhookSignatureHeaders {
-  /** Lowercase hex HMAC-SHA256 of the body ({@link signWebhookBody}). */
-  'x-service-signature': string;
-  /** Stable per job and terminal state across retries ({@link webhookMessageId}). */
-  'webhook-id': string;
-  /** When this attempt was signed, in Unix seconds (decimal). */
-  'webhook-timestamp': string;
-  /** `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`. */
-  'webhook-signature': string;
-}
-
-/**
- * Signs deliveries with the one configured secret, both ways (README, "Webhooks (market-intel)"). The
- * Standard Webhooks key is the secret's bytes, which for the printable-ASCII secrets the config
- * accepts equals `new Webhook(secret, { format: 'raw' })` and
- * `new Webhook('whsec_' + base64(secret))` on the receiving side.
- */
-export class WebhookSigner {
-  private readonly standard: Webhook;
-
-  /** @param secret `WEBHOOK_SECRET` (printable ASCII, see `config.ts`) */
-  constructor(private readonly secret: string) {
-    this.standard = new Webhook(Buffer.from(secret, 'utf8'), { format: 'raw' });
-  }
-
-  /**
-   * The headers of one attempt.
-   * @param id the delivery's `webhook-id`
-   * @param body the exact body sent
-   * @param timestampSeconds when the attempt is made, in Unix seconds (an integer)
-   */
-  sign(id: string, body: string, timestampSeconds: number): WebhookSignatureHeaders {
-    return {
-      'x-service-signature': signWebhookBody(this.secret, body),
-      'webhook-id': id,
-      'webhook-timestamp': String(timestampSeconds),
-      'webhook-signature': this.standard.sign(id, new Date(timestampSeconds * 1000), body),
-    };
-  }
-}
-
 /** The terminal state a stored body reports; every body is written by `JobRepository`, so this only guards. */
 function statusOf(body: string): string {
   try {
@@ -99,7 +47,11 @@ function statusOf(body: string): string {
 
 /** Options of {@link createWebhookDispatcher}. */
 export interface WebhookOptions extends WorkerLoopOptions {
-  /** `WEBHOOK_SECRET`: keys both signatures ({@link WebhookSigner}). */
+  /**
+   * `WEBHOOK_SECRET`: keys both signatures, `x-service-signature` ({@link signWebhookBody}) and the
+   * Standard Webhooks one, whose key is the secret's UTF-8 bytes (for the printable-ASCII secrets the
+   * config accepts, `new Webhook('whsec_' + base64(secret))` on the receiving side).
+   */
   secret: string;
   /** Outbound address policy: loopback, private, link-local and metadata addresses are refused unless allowlisted. */
   policy: SsrfPolicy;
@@ -123,8 +75,6 @@ interface DeliveryRow {
   attempts: number;
 }
 
-const MAX_DELAY_MS = 3_600_000;
-
 /** The webhook dispatcher: the `webhook-dispatcher` loop, whose round is one {@link WebhookDispatcher.deliverDue}. */
 export interface WebhookDispatcher extends Loop {
   /** Delivers every due webhook once; returns how many were attempted. */
@@ -135,19 +85,23 @@ export interface WebhookDispatcher extends Loop {
  * Delivers completion webhooks (table `webhook_deliveries`; README, "Webhooks (market-intel)"): a
  * signed POST of `{ jobId, status, result }` (+ `error` for failed jobs) with `x-service-signature`
  * and the Standard Webhooks headers (`webhook-id` stable across retries, `webhook-timestamp` and
- * `webhook-signature` new per attempt), retried with exponential backoff ({@link backoffDelay}:
- * `retryBaseMs` doubling per attempt, at most one hour) on any non-2xx answer or network error;
- * addresses are checked against SSRF at connect time (DNS rebinding included). Deliveries are
+ * `webhook-signature` new per attempt), retried with exponential backoff (`retryBaseMs` doubling per
+ * attempt, at most one hour) on any non-2xx answer or network error; addresses are checked against
+ * SSRF at connect time (DNS rebinding included). The attempts are `createWebhookSender`'s of
+ * `@repo/service-kit`, shared with signal-feedback. Deliveries are
  * claimed with `FOR UPDATE SKIP LOCKED`, so replicas share them. Its `stop` also closes the
  * connection pool.
  */
 export function createWebhookDispatcher(db: Db, options: WebhookOptions, logger: Logger): WebhookDispatcher {
-  const dispatcher: Dispatcher = createGuardedDispatcher(options.policy, {
-    connectTimeoutMs: options.timeoutMs,
+  const sender = createWebhookSender({
+    policy: options.policy,
+    timeoutMs: options.timeoutMs,
+    maxAttempts: options.maxAttempts,
+    retryBaseMs: options.retryBaseMs,
+    userAgent: 'market-intel-webhooks/1',
     ...(options.lookup ? { lookup: options.lookup } : {}),
   });
-  const signer = new WebhookSigner(options.secret);
-  const retryBackoff = { initialDelayMs: options.retryBaseMs, maxDelayMs: MAX_DELAY_MS };
+  const signingKey = Buffer.from(options.secret, 'utf8');
 
   const deliverDue = async (): Promise<number> => {
     // "Due" at the column's millisecond precision: a delivery stored just now may be rounded up.
@@ -163,48 +117,24 @@ export function createWebhookDispatcher(db: Db, options: WebhookOptions, logger:
   };
 
   const deliver = async (row: DeliveryRow): Promise<void> => {
-    let status: number | null = null;
-    let error: string | null = null;
-    let permanent = false;
-    // Signed per attempt: a receiver's freshness window applies to each retry, not to the first attempt.
-    const signature = signer.sign(
-      webhookMessageId(row.job_id, statusOf(row.body)),
-      row.body,
-      Math.floor(Date.now() / 1000),
-    );
-    try {
-      const response = await request(row.url, {
-        method: 'POST',
-        body: row.body,
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': 'market-intel-webhooks/1',
-          ...signature,
-          'x-webhook-attempt': String(row.attempts),
-        },
-        dispatcher,
-        headersTimeout: options.timeoutMs,
-        bodyTimeout: options.timeoutMs,
-      });
-      status = response.statusCode;
-      await response.body.dump();
-      if (status < 200 || status >= 300) error = `receiver answered ${status}`;
-    } catch (err) {
-      const blocked = findSsrfBlockedError(err);
-      permanent = blocked !== undefined;
-      error = blocked ? blocked.message : err instanceof Error ? err.message : String(err);
-    }
-    if (error === null) {
+    const outcome = await sender.send({
+      url: row.url,
+      body: row.body,
+      messageId: webhookMessageId(row.job_id, statusOf(row.body)),
+      secret: signingKey,
+      attempt: row.attempts,
+      headers: { 'x-service-signature': signWebhookBody(options.secret, row.body) },
+    });
+    if (outcome.delivered) {
       await db.$executeRawUnsafe(
         `UPDATE webhook_deliveries SET status = 'delivered', delivered_at = now(), last_status = $2, last_error = NULL WHERE id = $1`,
         row.id,
-        status,
+        outcome.status,
       );
       logger.info({ jobId: row.job_id, attempts: row.attempts }, 'webhook delivered');
       return;
     }
-    const giveUp = permanent || row.attempts >= options.maxAttempts;
-    const delay = backoffDelay(retryBackoff, row.attempts - 1);
+    const { status, error, giveUp, retryInMs } = outcome;
     await db.$executeRawUnsafe(
       `UPDATE webhook_deliveries SET status = $2, last_status = $3, last_error = $4,
          next_attempt_at = now() + ($5::int * interval '1 millisecond') WHERE id = $1`,
@@ -212,7 +142,7 @@ export function createWebhookDispatcher(db: Db, options: WebhookOptions, logger:
       giveUp ? 'failed' : 'pending',
       status,
       error.slice(0, 1000),
-      delay,
+      retryInMs,
     );
     logger.warn({ jobId: row.job_id, attempts: row.attempts, error, giveUp }, 'webhook delivery failed');
   };
@@ -233,7 +163,7 @@ export function createWebhookDispatcher(db: Db, options: WebhookOptions, logger:
     ...loop,
     async stop() {
       await loop.stop();
-      await dispatcher.close();
+      await sender.close();
     },
     deliverDue,
   };

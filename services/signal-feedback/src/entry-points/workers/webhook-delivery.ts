@@ -1,12 +1,5 @@
-import {
-  createGuardedDispatcher,
-  findSsrfBlockedError,
-  type LookupFunction,
-  type SsrfPolicy,
-} from '@repo/ssrf-guard';
-import { backoffDelay, createLoop, type Logger, type Loop, type LoopMetrics } from '@repo/service-kit';
-import { Webhook } from 'standardwebhooks';
-import { request, type Dispatcher } from 'undici';
+import type { LookupFunction, SsrfPolicy } from '@repo/ssrf-guard';
+import { createLoop, createWebhookSender, type Logger, type Loop, type LoopMetrics } from '@repo/service-kit';
 import type { ClaimedDelivery, WebhookRepository } from '../../data/webhooks';
 
 /** Options of {@link webhookDeliveryLoop}. */
@@ -36,25 +29,27 @@ export interface WebhookDelivery extends Loop {
   deliverDue(): Promise<number>;
 }
 
-const MAX_DELAY_MS = 3_600_000;
 const BATCH = 20;
 
 /**
  * Delivers the webhook outbox (README, "Webhooks (signal-feedback)"): a POST of each queued body to
  * the URL stored with it, signed with the product's secret in the Standard Webhooks way
  * (`webhook-id` stable across retries, `webhook-timestamp` and `webhook-signature` new per attempt),
- * retried with exponential backoff ({@link backoffDelay}: `retryBaseMs` doubling, at most one hour) on
- * a non-2xx answer (redirects are not followed), a network error or a timeout, for `maxAttempts` in
- * all. Every connection goes through the SSRF guard (DNS rebinding included); a refused address is
- * given up at once. Replicas share the outbox through `FOR UPDATE SKIP LOCKED`. `stop` also closes
+ * retried with exponential backoff (`retryBaseMs` doubling, at most one hour) on a non-2xx answer
+ * (redirects are not followed), a network error or a timeout, for `maxAttempts` in all. Every
+ * connection goes through the SSRF guard (DNS rebinding included); a refused address is given up at
+ * once. The attempts are `createWebhookSender`'s of `@repo/service-kit`, shared with market-intel. Replicas share the outbox through `FOR UPDATE SKIP LOCKED`. `stop` also closes
  * the outbound connection pool.
  */
 export function webhookDeliveryLoop(options: WebhookDeliveryOptions): WebhookDelivery {
-  const dispatcher: Dispatcher = createGuardedDispatcher(options.policy, {
-    connectTimeoutMs: options.timeoutMs,
+  const sender = createWebhookSender({
+    policy: options.policy,
+    timeoutMs: options.timeoutMs,
+    maxAttempts: options.maxAttempts,
+    retryBaseMs: options.retryBaseMs,
+    userAgent: 'signal-feedback-webhooks/1',
     ...(options.lookup ? { lookup: options.lookup } : {}),
   });
-  const retryBackoff = { initialDelayMs: options.retryBaseMs, maxDelayMs: MAX_DELAY_MS };
   const { webhooks, logger } = options;
 
   const deliver = async (row: ClaimedDelivery): Promise<void> => {
@@ -68,53 +63,24 @@ export function webhookDeliveryLoop(options: WebhookDeliveryOptions): WebhookDel
       options.onAttempt?.('failed');
       return;
     }
-    let status: number | null = null;
-    let error: string | null = null;
-    let permanent = false;
-    try {
-      // Signed per attempt: a receiver's freshness window applies to each retry.
-      const at = new Date(Math.floor(Date.now() / 1000) * 1000);
-      const signature = new Webhook(row.secret).sign(row.messageId, at, row.body);
-      const response = await request(row.url, {
-        method: 'POST',
-        body: row.body,
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': 'signal-feedback-webhooks/1',
-          'webhook-id': row.messageId,
-          'webhook-timestamp': String(at.getTime() / 1000),
-          'webhook-signature': signature,
-          'x-webhook-attempt': String(row.attempts),
-        },
-        dispatcher,
-        headersTimeout: options.timeoutMs,
-        bodyTimeout: options.timeoutMs,
-      });
-      status = response.statusCode;
-      await response.body.dump();
-      if (status < 200 || status >= 300) error = `receiver answered ${status}`;
-    } catch (err) {
-      const blocked = findSsrfBlockedError(err);
-      permanent = blocked !== undefined;
-      error = blocked ? blocked.message : err instanceof Error ? err.message : String(err);
-    }
-    if (error === null && status !== null) {
-      await webhooks.delivered(row.id, status);
+    const outcome = await sender.send({
+      url: row.url,
+      body: row.body,
+      messageId: row.messageId,
+      secret: row.secret,
+      attempt: row.attempts,
+    });
+    if (outcome.delivered) {
+      await webhooks.delivered(row.id, outcome.status);
       options.onAttempt?.('delivered');
       logger.info({ webhookId: row.messageId, attempts: row.attempts }, 'webhook delivered');
       return;
     }
-    const giveUp = permanent || row.attempts >= options.maxAttempts;
-    const message = error ?? 'no answer';
-    await webhooks.attemptFailed(row.id, {
-      status,
-      error: message,
-      giveUp,
-      retryInMs: backoffDelay(retryBackoff, row.attempts - 1),
-    });
+    const { status, error, giveUp, retryInMs } = outcome;
+    await webhooks.attemptFailed(row.id, { status, error, giveUp, retryInMs });
     options.onAttempt?.(giveUp ? 'failed' : 'retry');
     logger.warn(
-      { webhookId: row.messageId, attempts: row.attempts, error: message, giveUp },
+      { webhookId: row.messageId, attempts: row.attempts, error, giveUp },
       'webhook delivery failed',
     );
   };
@@ -138,7 +104,7 @@ export function webhookDeliveryLoop(options: WebhookDeliveryOptions): WebhookDel
     ...loop,
     async stop() {
       await loop.stop();
-      await dispatcher.close();
+      await sender.close();
     },
     deliverDue,
   };
