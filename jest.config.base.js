@@ -26,3 +26,26 @@ module.exports = function jestConfig(dir, overrides = {}) {
     ...overrides,
   };
 };
+
+/**
+ * The configuration of a package whose suites keep payments in the x402 ledger table (a paid test
+ * server): the table lives in the package's own test database, so packages tested side by side never
+ * share one. The database and its `x402_payments` table are created once per run and dropped with the
+ * run's other test databases (and those of runs that died).
+ * @param {string} dir the package directory (pass __dirname)
+ * @param {string} name the database's name before `_p<run id>`
+ * @param {string} [urlVariable] a variable naming the database's URL instead, when set
+ */
+module.exports.withLedgerDatabase = function withLedgerDatabase(dir, name, urlVariable) {
+  process.env.X402_TEST_DATABASE_URL ??=
+    (urlVariable ? process.env[urlVariable] : undefined) ??
+    `postgresql://postgres@127.0.0.1:5432/${name}_p${process.env.TEST_RUN_ID}`;
+  // Resolved as the package's own config would, so x402-ledger finds itself by name.
+  const packageRequire = require('node:module').createRequire(
+    require('node:path').join(dir, 'jest.config.js'),
+  );
+  return module.exports(dir, {
+    globalSetup: packageRequire.resolve('@repo/x402-ledger/jest-global-setup'),
+    globalTeardown: packageRequire.resolve('@repo/service-kit/jest-global-teardown'),
+  });
+};

@@ -1,12 +1,6 @@
 // These suites' database (the x402 ledger table of the paid test server), apart from other packages'.
-const base = require('../../jest.config.base.js');
-process.env.X402_TEST_DATABASE_URL ??=
-  process.env.AGENT_CLIENT_TEST_DATABASE_URL ??
-  `postgresql://postgres@127.0.0.1:5432/agent_client_test_p${process.env.TEST_RUN_ID}`;
-
-module.exports = base(__dirname, {
-  // Creates the database and the x402_payments table once per run.
-  globalSetup: require.resolve('@repo/x402-ledger/jest-global-setup'),
-  // Drops this run's test databases and vhosts (and those of runs that died).
-  globalTeardown: require.resolve('@repo/service-kit/jest-global-teardown'),
-});
+module.exports = require('../../jest.config.base.js').withLedgerDatabase(
+  __dirname,
+  'agent_client_test',
+  'AGENT_CLIENT_TEST_DATABASE_URL',
+);

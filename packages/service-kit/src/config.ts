@@ -43,6 +43,22 @@ export function parseConfig<T extends z.ZodObject>(
   return result.data;
 }
 
+/**
+ * Refuses settings that only work in pairs when one of a pair is set without the other (a URL and
+ * the credential or address it needs), after {@link parseConfig} (README, "Configuration").
+ * @param config the parsed configuration
+ * @param pairs the names of the variables set together or not at all
+ * @throws ConfigError with one `A and B must be set together` per pair set only in part
+ */
+export function assertSetTogether<C extends object>(
+  config: C,
+  pairs: readonly (readonly [keyof C & string, keyof C & string])[],
+): void {
+  const unpaired = pairs.filter(([a, b]) => Boolean(config[a]) !== Boolean(config[b]));
+  if (unpaired.length > 0)
+    throw new ConfigError(unpaired.map(([a, b]) => `${a} and ${b} must be set together`));
+}
+
 /** An integer environment variable within `[min, max]`, with a default. */
 export function intVar(defaultValue: number, min = 0, max = Number.MAX_SAFE_INTEGER) {
   return z.coerce.number().int().min(min).max(max).default(defaultValue);

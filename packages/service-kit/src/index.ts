@@ -2,6 +2,7 @@ export {
   BaseHttpEnv,
   BrokerEnv,
   ConfigError,
+  assertSetTogether,
   DatabaseEnv,
   boolVar,
   intVar,

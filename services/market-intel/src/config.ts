@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import {
   assertProductionReady,
+  assertSetTogether,
   boolVar,
   BrokerEnv,
-  ConfigError,
   DatabaseEnv,
   intVar,
   parseConfig,
@@ -202,8 +202,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MarketIntelCon
     { kind: 'secret', name: 'X402_REFERENCE_SECRET', value: config.X402_REFERENCE_SECRET },
     { kind: 'cors', name: 'CORS_ORIGINS', value: config.CORS_ORIGINS },
   ]);
-  if (Boolean(config.USDC_MINT_DEVNET) !== Boolean(config.MERCHANT_TOKEN_ACCOUNT_DEVNET)) {
-    throw new ConfigError(['USDC_MINT_DEVNET and MERCHANT_TOKEN_ACCOUNT_DEVNET must be set together']);
-  }
+  assertSetTogether(config, [['USDC_MINT_DEVNET', 'MERCHANT_TOKEN_ACCOUNT_DEVNET']]);
   return config;
 }

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { SolanaAddress } from './schemas';
 import {
   assertProductionReady,
+  assertSetTogether,
   boolVar,
-  ConfigError,
   DatabaseEnv,
   intVar,
   parseConfig,
@@ -135,12 +135,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SkillRouterCon
       ? [{ kind: 'remote' as const, name: 'SOLANA_DEVNET_RPC_URL', value: config.SOLANA_DEVNET_RPC_URL }]
       : []),
   ]);
-  const pairs = [
+  assertSetTogether(config, [
     ['SOLANA_RPC_URL', 'USDC_MINT'],
     ['SOLANA_DEVNET_RPC_URL', 'USDC_MINT_DEVNET'],
-  ] as const;
-  const unpaired = pairs.filter(([url, mint]) => Boolean(config[url]) !== Boolean(config[mint]));
-  if (unpaired.length > 0)
-    throw new ConfigError(unpaired.map(([url, mint]) => `${url} and ${mint} must be set together`));
+  ]);
   return config;
 }

@@ -16,6 +16,7 @@ import {
   decodeSettleResponse,
   isUnreachable,
   payForRequirements,
+  paymentBuildError,
   resolvePaymentSigner,
 } from '@repo/x402-solana/client';
 import {
@@ -216,14 +217,7 @@ export function createEngine(
       paymentId = identify(payload.extensions);
       headers = http.encodePaymentSignatureHeader(payload);
     } catch (error) {
-      if (isUnreachable(error)) throw new RpcUnreachableError(rpcUrl, error);
-      // The signer's own refusal (signature_missing) keeps its code.
-      if (error instanceof X402ClientError) throw error;
-      throw new X402ClientError(
-        'payment_build_failed',
-        `The official x402 client could not build the payment: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
-        error,
-      );
+      throw paymentBuildError(error, rpcUrl);
     }
     for (const [name, value] of Object.entries(headers)) retry.headers.set(name, value);
     // From here the server holds a signed payment it may settle whatever it answers: it counts

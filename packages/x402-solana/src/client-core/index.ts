@@ -2,14 +2,7 @@
 // its errors, USDC amounts and body reading. It imports no Solana or x402 library, so a caller that
 // must stay light until it pays (agent-pay's free calls, the api-client package's entry) can use the
 // same classes and helpers as `@repo/x402-solana/client`, which re-exports them.
-export {
-  X402ClientError,
-  InsufficientFundsError,
-  RpcUnreachableError,
-  PaymentConfirmationError,
-  PaymentRefusedError,
-  SpendCapExceededError,
-} from './errors';
-export type { InsufficientFundsKind, PaymentRefusalDetails } from './errors';
-export { DEFAULT_MAX_AMOUNT_ATOMIC, USDC_DECIMALS, formatAtomic, parseUsdc } from './amounts';
-export { readBody } from './body';
+// Every export of these three modules is public.
+export * from './errors';
+export * from './amounts';
+export * from './body';

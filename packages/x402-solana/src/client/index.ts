@@ -9,6 +9,7 @@ export {
   decodePaymentRequired,
   decodeSettleResponse,
   officialOfferOf,
+  paymentBuildError,
   PaymentRequiredHeader,
 } from './official';
 export type { CreateOfficialPaymentInput, CreateOfficialPaymentOptions, OfficialPayment } from './official';
@@ -28,18 +29,6 @@ export type {
   WalletAdapterSigner,
   KitPaymentSigner,
 } from './signer';
-export {
-  DEFAULT_MAX_AMOUNT_ATOMIC,
-  USDC_DECIMALS,
-  formatAtomic,
-  parseUsdc,
-  readBody,
-  X402ClientError,
-  InsufficientFundsError,
-  RpcUnreachableError,
-  PaymentConfirmationError,
-  PaymentRefusedError,
-  SpendCapExceededError,
-} from '../client-core';
-export type { InsufficientFundsKind, PaymentRefusalDetails } from '../client-core';
+// The whole of client-core (errors, amounts, body reading), so both entries throw the same classes.
+export * from '../client-core';
 export { encodePaymentHeader, decodePaymentResponse } from '@repo/x402-core';

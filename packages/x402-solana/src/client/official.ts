@@ -27,6 +27,25 @@ export const PaymentRequiredHeader = PaymentRequiredV2.extend({
 export type PaymentRequiredHeader = z.infer<typeof PaymentRequiredHeader>;
 
 /**
+ * What the official x402 scheme's failure to build a payment is thrown as (docs/payments.md "Paying
+ * with an official x402 client"), by this client and by any payer built on the official client.
+ * @param error what building the payment threw
+ * @param rpcUrl the RPC the payment was built against
+ * @returns an `RpcUnreachableError` when the RPC could not be reached; the signer's own
+ *   `X402ClientError` (`signature_missing`) as it is; else an `X402ClientError` `payment_build_failed`
+ *   carrying the first line of the cause's message
+ */
+export function paymentBuildError(error: unknown, rpcUrl: string): X402ClientError {
+  if (isUnreachable(error)) return new RpcUnreachableError(rpcUrl, error);
+  if (error instanceof X402ClientError) return error;
+  return new X402ClientError(
+    'payment_build_failed',
+    `The official x402 client could not build the payment: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
+    error,
+  );
+}
+
+/**
  * Decodes a `PAYMENT-REQUIRED` header value (base64 JSON, or raw JSON).
  * @returns the v2 `PaymentRequired`, or `undefined` when the value is not one
  */
@@ -186,14 +205,7 @@ export async function createOfficialPayment(input: CreateOfficialPaymentInput): 
     // checked above.
     partial = await scheme.createPaymentPayload(2, requirement as CorePaymentRequirements);
   } catch (error) {
-    if (isUnreachable(error)) throw new RpcUnreachableError(rpcUrl, error);
-    // The signer's own refusal (signature_missing) keeps its code.
-    if (error instanceof X402ClientError) throw error;
-    throw new X402ClientError(
-      'payment_build_failed',
-      `The official x402 client could not build the payment: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
-      error,
-    );
+    throw paymentBuildError(error, rpcUrl);
   }
   const payload: PaymentPayloadV2 = {
     x402Version: 2,

@@ -1,13 +1,17 @@
-import { notifyRouting } from './routing-rows';
 import type { SkillStatus } from '../schemas';
 import type { PrismaDb } from './prisma';
+import {
+  changeSkillStatus,
+  claimSkills,
+  lockClaimedSkill,
+  statsClaimSql,
+  type ClaimedSkill,
+  type ClaimedSkillRow,
+} from './skill-claims';
 import { msInterval } from './sql';
 
 /** A skill whose conformance call is due, claimed by one replica. */
-export interface ConformanceJob {
-  skillId: string;
-  revision: number;
-  endpoint: string;
+export interface ConformanceJob extends ClaimedSkill {
   inputSchema: unknown;
   outputSchema: unknown;
   status: SkillStatus;
@@ -43,39 +47,24 @@ export class ConformanceChecks {
    * @param leaseMs the lease, from now, in milliseconds
    */
   async claimDue(batch: number, leaseMs: number): Promise<ConformanceJob[]> {
-    const rows = await this.prisma.$queryRawUnsafe<
-      {
-        skill_id: string;
-        revision: number;
-        endpoint: string;
-        input_schema: unknown;
-        output_schema: unknown;
-        status: string;
-      }[]
-    >(
-      `UPDATE skill_stats st SET conformance_lease_until = now() + ${msInterval(2)}
-         FROM skills s
-        WHERE s.skill_id = st.skill_id
-          AND st.skill_id IN (
-            SELECT d.skill_id FROM skill_stats d JOIN skills k ON k.skill_id = d.skill_id
-             WHERE (d.next_conformance_at <= now() OR d.next_conformance_at IS NULL)
-               AND k.status IN ('active', 'degraded')
-               AND (d.conformance_lease_until IS NULL OR d.conformance_lease_until < now())
-             ORDER BY d.next_conformance_at NULLS FIRST, d.skill_id
-             LIMIT $1
-             FOR UPDATE OF d SKIP LOCKED)
-        RETURNING s.skill_id, s.revision, s.endpoint, s.input_schema, s.output_schema, s.status`,
+    return claimSkills(
+      this.prisma,
+      statsClaimSql({
+        set: `conformance_lease_until = now() + ${msInterval(2)}`,
+        where: `(d.next_conformance_at <= now() OR d.next_conformance_at IS NULL)
+                AND k.status IN ('active', 'degraded')
+                AND (d.conformance_lease_until IS NULL OR d.conformance_lease_until < now())`,
+        orderBy: 'd.next_conformance_at NULLS FIRST',
+        returning: 's.input_schema, s.output_schema, s.status',
+      }),
       batch,
       leaseMs,
+      (r: ClaimedSkillRow & { input_schema: unknown; output_schema: unknown; status: SkillStatus }) => ({
+        inputSchema: r.input_schema,
+        outputSchema: r.output_schema,
+        status: r.status,
+      }),
     );
-    return rows.map((r) => ({
-      skillId: r.skill_id,
-      revision: Number(r.revision),
-      endpoint: r.endpoint,
-      inputSchema: r.input_schema,
-      outputSchema: r.output_schema,
-      status: r.status as SkillStatus,
-    }));
   }
 
   /**
@@ -96,12 +85,7 @@ export class ConformanceChecks {
   ): Promise<SkillStatus | null> {
     return this.prisma.$transaction(async (tx) => {
       // Locks the skill row first, so an update (new revision) cannot interleave.
-      const current = await tx.$queryRawUnsafe<{ status: string }[]>(
-        `SELECT status FROM skills WHERE skill_id = $1 AND revision = $2 AND status IN ('active', 'degraded') FOR UPDATE`,
-        job.skillId,
-        job.revision,
-      );
-      const before = current[0]?.status as SkillStatus | undefined;
+      const before = await lockClaimedSkill(tx, job, ['active', 'degraded']);
       if (!before) {
         await tx.$executeRawUnsafe(
           `UPDATE skill_stats SET conformance_lease_until = NULL WHERE skill_id = $1`,
@@ -132,14 +116,7 @@ export class ConformanceChecks {
         result.error,
       );
       const after = decide(before, counters);
-      if (after !== before) {
-        await tx.$executeRawUnsafe(
-          `UPDATE skills SET status = $2, changed_at = clock_timestamp() WHERE skill_id = $1
-           RETURNING ${notifyRouting('skill_id')}`,
-          job.skillId,
-          after,
-        );
-      }
+      await changeSkillStatus(tx, job.skillId, before, after);
       return after;
     });
   }

@@ -1,13 +1,17 @@
-import { notifyRouting } from './routing-rows';
 import type { SkillStatus } from '../schemas';
 import type { PrismaDb } from './prisma';
+import {
+  changeSkillStatus,
+  claimSkills,
+  lockClaimedSkill,
+  statsClaimSql,
+  type ClaimedSkill,
+  type ClaimedSkillRow,
+} from './skill-claims';
 import { msInterval } from './sql';
 
 /** A skill due for a periodic health check. */
-export interface HealthJob {
-  skillId: string;
-  revision: number;
-  endpoint: string;
+export interface HealthJob extends ClaimedSkill {
   status: SkillStatus;
 }
 
@@ -40,28 +44,18 @@ export class HealthChecks {
    * @param intervalMs time to the next check, in milliseconds
    */
   async claimDue(batch: number, intervalMs: number): Promise<HealthJob[]> {
-    const rows = await this.prisma.$queryRawUnsafe<
-      { skill_id: string; revision: number; endpoint: string; status: string }[]
-    >(
-      `UPDATE skill_stats st SET next_health_check_at = now() + ${msInterval(2)}
-         FROM skills s
-        WHERE s.skill_id = st.skill_id
-          AND st.skill_id IN (
-            SELECT d.skill_id FROM skill_stats d JOIN skills k ON k.skill_id = d.skill_id
-             WHERE d.next_health_check_at <= now() AND k.status IN ('active', 'suspended', 'degraded')
-             ORDER BY d.next_health_check_at, d.skill_id
-             LIMIT $1
-             FOR UPDATE OF d SKIP LOCKED)
-        RETURNING s.skill_id, s.revision, s.endpoint, s.status`,
+    return claimSkills(
+      this.prisma,
+      statsClaimSql({
+        set: `next_health_check_at = now() + ${msInterval(2)}`,
+        where: `d.next_health_check_at <= now() AND k.status IN ('active', 'suspended', 'degraded')`,
+        orderBy: 'd.next_health_check_at',
+        returning: 's.status',
+      }),
       batch,
       intervalMs,
+      (r: ClaimedSkillRow & { status: SkillStatus }) => ({ status: r.status }),
     );
-    return rows.map((r) => ({
-      skillId: r.skill_id,
-      revision: Number(r.revision),
-      endpoint: r.endpoint,
-      status: r.status as SkillStatus,
-    }));
   }
 
   /**
@@ -79,12 +73,7 @@ export class HealthChecks {
   ): Promise<SkillStatus | null> {
     return this.prisma.$transaction(async (tx) => {
       // Locks the skill row first, so an update (new revision) cannot interleave.
-      const current = await tx.$queryRawUnsafe<{ status: string }[]>(
-        `SELECT status FROM skills WHERE skill_id = $1 AND revision = $2 AND status IN ('active', 'suspended', 'degraded') FOR UPDATE`,
-        job.skillId,
-        job.revision,
-      );
-      const before = current[0]?.status as SkillStatus | undefined;
+      const before = await lockClaimedSkill(tx, job, ['active', 'suspended', 'degraded']);
       if (!before) return null;
       const counters = await tx.$queryRawUnsafe<
         { consecutive_failures: number; consecutive_successes: number }[]
@@ -105,14 +94,7 @@ export class HealthChecks {
             consecutiveSuccesses: Number(c.consecutive_successes),
           })
         : before;
-      if (after !== before) {
-        await tx.$executeRawUnsafe(
-          `UPDATE skills SET status = $2, changed_at = clock_timestamp() WHERE skill_id = $1
-           RETURNING ${notifyRouting('skill_id')}`,
-          job.skillId,
-          after,
-        );
-      }
+      await changeSkillStatus(tx, job.skillId, before, after);
       await tx.healthCheck.create({ data: { skillId: job.skillId, kind: 'periodic', ...probe } });
       return after;
     });

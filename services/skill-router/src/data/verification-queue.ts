@@ -2,13 +2,11 @@ import { notifyRouting } from './routing-rows';
 import type { VerificationStepResult } from '../schemas';
 import type { ProbeRecord } from './health-checks';
 import type { PrismaDb } from './prisma';
+import { claimSkills, type ClaimedSkill, type ClaimedSkillRow } from './skill-claims';
 import { msInterval } from './sql';
 
 /** A pending skill claimed by a verification worker. */
-export interface VerificationJob {
-  skillId: string;
-  revision: number;
-  endpoint: string;
+export interface VerificationJob extends ClaimedSkill {
   inputSchema: unknown;
   outputSchema: unknown;
   /** Hex SHA-256 of the claimed revision's definition (what the result will be bound to). */
@@ -42,17 +40,8 @@ export class VerificationQueue {
    * @param leaseMs the lease, from now, in milliseconds
    */
   async claim(batch: number, leaseMs: number): Promise<VerificationJob[]> {
-    const rows = await this.prisma.$queryRawUnsafe<
-      {
-        skill_id: string;
-        revision: number;
-        endpoint: string;
-        input_schema: unknown;
-        output_schema: unknown;
-        definition_hash: string | null;
-        verification_attempts: number;
-      }[]
-    >(
+    return claimSkills(
+      this.prisma,
       `UPDATE skills SET verification_lease_until = now() + ${msInterval(2)},
               verification_attempts = verification_attempts + 1
         WHERE skill_id IN (
@@ -65,16 +54,20 @@ export class VerificationQueue {
         RETURNING skill_id, revision, endpoint, input_schema, output_schema, definition_hash, verification_attempts`,
       batch,
       leaseMs,
+      (
+        r: ClaimedSkillRow & {
+          input_schema: unknown;
+          output_schema: unknown;
+          definition_hash: string | null;
+          verification_attempts: number;
+        },
+      ) => ({
+        inputSchema: r.input_schema,
+        outputSchema: r.output_schema,
+        definitionHash: r.definition_hash,
+        attempts: Number(r.verification_attempts),
+      }),
     );
-    return rows.map((r) => ({
-      skillId: r.skill_id,
-      revision: Number(r.revision),
-      endpoint: r.endpoint,
-      inputSchema: r.input_schema,
-      outputSchema: r.output_schema,
-      definitionHash: r.definition_hash,
-      attempts: Number(r.verification_attempts),
-    }));
   }
 
   /**

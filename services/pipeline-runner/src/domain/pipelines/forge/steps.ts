@@ -1,13 +1,17 @@
+import type { z } from 'zod';
 import type { ForgeIdea, ForgeJobInput, ForgeResult } from '@repo/compute';
 import { assessFeasibility, tagsFor } from '../../feasibility';
 import { riceScore } from '../../rice';
 import { askModel } from '../ask-model';
+import type { Prompt } from '../render';
+import type { PhaseStep } from '../phased';
 import type { PipelineDeps } from '../types';
 import {
   CHAIR,
   FORGE_TASKS,
   REFINER,
   SCORER,
+  type Brainstormer,
   critiquePrompt,
   ideasPrompt,
   rankPrompt,
@@ -31,20 +35,60 @@ import {
   withIdea,
 } from './state';
 
+/** One step of the brainstorm: the step of its state's phase (`phasedPipeline`), never mutating the state. */
+type Step = PhaseStep<ForgeJobInput, ForgeState, ForgeResult>;
+
+/** What a brainstormer is asked in rounds 1 and 2: the task name, the prompt, the answer's schema, the temperature. */
+interface BrainstormerTurn<T> {
+  task: string;
+  prompt: (input: ForgeJobInput, state: ForgeState, deps: PipelineDeps, agent: Brainstormer) => Prompt;
+  schema: z.ZodType<T>;
+  temperature: number;
+}
+
+const IDEAS_TURN: BrainstormerTurn<z.infer<typeof IdeasAnswer>> = {
+  task: FORGE_TASKS.ideas,
+  prompt: ideasPrompt,
+  schema: IdeasAnswer,
+  temperature: 0.9,
+};
+const CRITIQUE_TURN: BrainstormerTurn<z.infer<typeof CritiqueAnswer>> = {
+  task: FORGE_TASKS.critique,
+  prompt: critiquePrompt,
+  schema: CritiqueAnswer,
+  temperature: 0.5,
+};
+
+/**
+ * The turn of the brainstormer at `state.cursor` (README, "forge/ideate"): the prompt `turn` builds
+ * for that agent, and the model's answer validated by its schema.
+ * @throws what `deps.llm.complete` throws (README, "Pipelines", errors)
+ */
+async function askBrainstormer<T>(
+  turn: BrainstormerTurn<T>,
+  input: ForgeJobInput,
+  state: ForgeState,
+  deps: PipelineDeps,
+): Promise<{ agent: Brainstormer; answer: T }> {
+  const agent = BRAINSTORMERS[state.cursor] ?? BRAINSTORMERS[0];
+  const answer = await askModel(
+    deps,
+    turn.task,
+    turn.prompt(input, state, deps, agent),
+    turn.schema,
+    turn.temperature,
+  );
+  return { agent, answer };
+}
+
 /**
  * Phase `r1`, round 1 (README, "forge/ideate", divergent generation): the agent at `cursor` proposes
  * 1–3 ideas; duplicates by name are dropped, at most {@link MAX_CANDIDATES} are kept (ids `I1`, …).
  * After the last agent the state moves to `r2`.
  * @throws what `deps.llm.complete` throws (README, "Pipelines", errors)
  */
-export async function ideasStep(
-  input: ForgeJobInput,
-  state: ForgeState,
-  deps: PipelineDeps,
-): Promise<ForgeOutcome> {
-  const agent = BRAINSTORMERS[state.cursor] ?? BRAINSTORMERS[0];
-  const prompt = ideasPrompt(input, state, deps, agent);
-  const answer = await askModel(deps, FORGE_TASKS.ideas, prompt, IdeasAnswer, 0.9);
+export const ideasStep: Step = async (input, state, deps) => {
+  const { agent, answer } = await askBrainstormer(IDEAS_TURN, input, state, deps);
   const candidates = [...state.candidates];
   const added: Candidate[] = [];
   for (const idea of answer.ideas) {
@@ -71,7 +115,7 @@ export async function ideasStep(
   return afterTurn(state, BRAINSTORMERS.length, { candidates, rounds }, `Round 1 · ${agent}`, {
     phase: 'r2',
   });
-}
+};
 
 /**
  * Phase `r2`, round 2 (README, "forge/ideate", critique): the agent at `cursor` critiques the
@@ -79,14 +123,8 @@ export async function ideasStep(
  * After the last agent the shortlist is drawn ({@link shortlistOf}) and the state moves to `r3`.
  * @throws what `deps.llm.complete` throws (README, "Pipelines", errors)
  */
-export async function critiqueStep(
-  input: ForgeJobInput,
-  state: ForgeState,
-  deps: PipelineDeps,
-): Promise<ForgeOutcome> {
-  const agent = BRAINSTORMERS[state.cursor] ?? BRAINSTORMERS[0];
-  const prompt = critiquePrompt(input, state, deps, agent);
-  const answer = await askModel(deps, FORGE_TASKS.critique, prompt, CritiqueAnswer, 0.5);
+export const critiqueStep: Step = async (input, state, deps) => {
+  const { agent, answer } = await askBrainstormer(CRITIQUE_TURN, input, state, deps);
   const known = new Set(state.candidates.map((c) => c.id));
   const mine = answer.critiques
     .filter((c) => known.has(c.idea_id.trim()))
@@ -100,7 +138,7 @@ export async function critiqueStep(
     phase: 'r3',
     shortlist: shortlistOf(state.candidates, critiques),
   });
-}
+};
 
 /**
  * Phase `r3`, round 3 (README, "forge/ideate", refinement): the shortlisted idea at `cursor` is
@@ -108,11 +146,7 @@ export async function critiqueStep(
  * session_config (README, "session_config in the math"). After the last idea the state moves to `r4`.
  * @throws what `deps.llm.complete` throws (README, "Pipelines", errors)
  */
-export async function refineStep(
-  input: ForgeJobInput,
-  state: ForgeState,
-  deps: PipelineDeps,
-): Promise<ForgeOutcome> {
+export const refineStep: Step = async (input, state, deps) => {
   const id = state.shortlist[state.cursor] as string;
   const candidate = state.candidates.find((c) => c.id === id) as Candidate;
   const critiques = state.critiques.filter((c) => c.idea_id === id);
@@ -143,18 +177,14 @@ export async function refineStep(
   return afterTurn(state, state.shortlist.length, { refined, rounds }, `Round 3 · refine ${id}`, {
     phase: 'r4',
   });
-}
+};
 
 /**
  * Phase `r4`, round 4 (README, "forge/ideate", scoring): the refined idea at `cursor` gets its RICE
  * score (computed by {@link riceScore}) and kill score. After the last idea the state moves to `r5`.
  * @throws what `deps.llm.complete` throws (README, "Pipelines", errors)
  */
-export async function scoreStep(
-  input: ForgeJobInput,
-  state: ForgeState,
-  deps: PipelineDeps,
-): Promise<ForgeOutcome> {
+export const scoreStep: Step = async (input, state, deps) => {
   const id = state.shortlist[state.cursor] as string;
   const refinedIdea = state.refined.find((r) => r.id === id) as Refined;
   const prompt = scorePrompt(input, deps, refinedIdea);
@@ -175,18 +205,14 @@ export async function scoreStep(
   return afterTurn(state, state.shortlist.length, { scored, rounds }, `Round 4 · score ${id}`, {
     phase: 'r5',
   });
-}
+};
 
 /**
  * Phase `r5`, round 5 (README, "forge/ideate", final ranking): the chair ranks the ideas; the order is
  * {@link finalOrder}; the step ends the job with the `ForgeResult`.
  * @throws what `deps.llm.complete` throws (README, "Pipelines", errors)
  */
-export async function rankStep(
-  input: ForgeJobInput,
-  state: ForgeState,
-  deps: PipelineDeps,
-): Promise<ForgeOutcome> {
+export const rankStep: Step = async (input, state, deps) => {
   const answer = await askModel(deps, FORGE_TASKS.rank, rankPrompt(input, state, deps), RankAnswer, 0.2);
   const order = finalOrder(state.shortlist, answer.ranking, state.scored);
   const rationale = new Map(answer.ranking.map((r) => [r.idea_id.trim(), r.rationale]));
@@ -210,7 +236,7 @@ export async function rankStep(
     scout_generated_from: input.scout.map((s) => ({ sector: s.sector, generatedFrom: s.generatedFrom })),
   };
   return { kind: 'done', result, label: 'Round 5 · final ranking' };
-}
+};
 
 /**
  * The outcome of one turn of a round that walks a list with `cursor` (the agents in rounds 1 and 2, the

@@ -15,6 +15,7 @@ import { assessFeasibility, type FeasibilityEstimates } from '../../feasibility'
 import { countVotes, verdictFor } from '../../tally';
 import { clip } from '../render';
 import { askModel } from '../ask-model';
+import type { PhaseStep } from '../phased';
 import type { PipelineDeps } from '../types';
 import {
   REPORT_TASKS,
@@ -42,9 +43,11 @@ import {
   appendTurn,
   mergedConditions,
   type Persona,
-  type ProveOutcome,
   type ProveState,
 } from './state';
+
+/** One step of the debate: the step of its state's phase (`phasedPipeline`), never mutating the state. */
+type Step = PhaseStep<ProveJobInput, ProveState, ProveResult>;
 
 /** Results kept per search query (README, "prove/debate", turns). */
 export const RESULTS_PER_QUERY = 3;
@@ -80,11 +83,7 @@ type DebateTurnAnswer = TurnAnswer & { estimates?: FeasibilityEstimates };
  * round starts, or the vote when the debate is over (round {@link MAX_ROUNDS}, or `end_debate`).
  * @throws what `deps.llm.complete` throws (README, "Pipelines", errors)
  */
-export async function debateStep(
-  input: ProveJobInput,
-  state: ProveState,
-  deps: PipelineDeps,
-): Promise<ProveOutcome> {
+export const debateStep: Step = async (input, state, deps) => {
   const persona = PERSONAS[state.speaker] as Persona;
   const isAnalyst = persona === 'Analyst';
   const prompt = turnPrompt(input, state, deps, persona);
@@ -132,7 +131,7 @@ export async function debateStep(
       answer.end_debate ? `${label} · debate closed` : label,
     );
   return advance(state, { rounds, feasibility, round: state.round + 1, speaker: 0 }, label);
-}
+};
 
 /**
  * Phase `vote` (README, "prove/debate", vote and tally): the persona at `speaker` votes (a re-run
@@ -140,11 +139,7 @@ export async function debateStep(
  * the state moves to `report`.
  * @throws what `deps.llm.complete` throws (README, "Pipelines", errors)
  */
-export async function voteStep(
-  input: ProveJobInput,
-  state: ProveState,
-  deps: PipelineDeps,
-): Promise<ProveOutcome> {
+export const voteStep: Step = async (input, state, deps) => {
   const persona = PERSONAS[state.speaker] as Persona;
   const prompt = votePrompt(input, state, deps, persona);
   const answer = await askModel(deps, voteTask(persona), prompt, VoteAnswer, 0.2);
@@ -160,7 +155,7 @@ export async function voteStep(
     return advance(state, { votes, speaker: state.speaker + 1 }, label);
   const verdict = verdictFor(countVotes(votes));
   return advance(state, { votes, verdict, phase: 'report', speaker: 0 }, `${label} · ${verdict}`);
-}
+};
 
 /**
  * Phase `report` (README, "prove/debate", report), two steps: first the execution roadmap (APPROVED,
@@ -169,11 +164,7 @@ export async function voteStep(
  * @throws what `deps.llm.complete` throws (README, "Pipelines", errors); `Error` when `output` does not
  *   match the verdict (a state no step produces)
  */
-export async function reportStep(
-  input: ProveJobInput,
-  state: ProveState,
-  deps: PipelineDeps,
-): Promise<ProveOutcome> {
+export const reportStep: Step = async (input, state, deps) => {
   const verdict = state.verdict ?? verdictFor(countVotes(state.votes));
   const approved = verdict !== 'REJECTED';
   const counts = countVotes(state.votes);
@@ -228,7 +219,7 @@ export async function reportStep(
     return { kind: 'done', result, label: 'Report · decision brief' };
   }
   throw new Error(`prove state is inconsistent: verdict ${verdict} with a ${state.output.kind}`);
-}
+};
 
 function pivotResult(
   input: ProveJobInput,

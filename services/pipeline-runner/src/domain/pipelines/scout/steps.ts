@@ -13,6 +13,7 @@ import { keywordCounts } from '../../scout/keywords';
 import { scoutSettings } from '../../scout/settings';
 import { clip } from '../render';
 import { askModel } from '../ask-model';
+import type { PhaseStep } from '../phased';
 import type { PipelineDeps } from '../types';
 import { SCOUT_TASKS, briefPrompt, clustersPrompt, gapsPrompt, painsPrompt, trendsPrompt } from './prompts';
 import { BriefAnswer, ClustersAnswer, GapsAnswer, PainsAnswer, TrendsAnswer } from './schemas';
@@ -25,6 +26,9 @@ import {
   type ScoutState,
   type Trend,
 } from './state';
+
+/** One step of the scan: the step of its state's phase (`phasedPipeline`), never mutating the state. */
+type Step = PhaseStep<ScoutJobInput, ScoutState, ScoutResult>;
 
 /** Articles shown in the brief's `top_articles` at most (README, "Scout pipeline"). */
 export const TOP_ARTICLES = 5;
@@ -45,11 +49,7 @@ function validIndexes(raw: readonly number[], size: number, allowed?: ReadonlySe
  * source ({@link fetchSources}); a failing source never fails the step: it is logged and reported in
  * the state's `sources`. Moves to `trends`.
  */
-export async function fetchStep(
-  input: ScoutJobInput,
-  state: ScoutState,
-  deps: PipelineDeps,
-): Promise<ScoutOutcome> {
+export const fetchStep: Step = async (input, state, deps) => {
   const fetchedAt = deps.now();
   const scan = await fetchSources(input, scoutSettings(deps.scout), fetchedAt);
   const failed = scan.sources.filter((s) => s.status === 'failed');
@@ -73,7 +73,7 @@ export async function fetchStep(
     },
     label,
   );
-}
+};
 
 /**
  * Phase `trends`, step 1 (README, "Scout pipeline"): trends from the articles (from every item when
@@ -81,11 +81,7 @@ export async function fetchStep(
  * velocity, provenance and score are computed from the cited items. Moves to `pains`.
  * @throws what `deps.llm.complete` throws (README, "Pipelines", errors)
  */
-export async function trendsStep(
-  input: ScoutJobInput,
-  state: ScoutState,
-  deps: PipelineDeps,
-): Promise<ScoutOutcome> {
+export const trendsStep: Step = async (input, state, deps) => {
   const articles = state.items.flatMap((item, i) => (item.kind === 'article' ? [i] : []));
   // Without articles the discussions are the only trend material.
   const shown = articles.length ? articles : state.items.map((_, i) => i);
@@ -117,18 +113,14 @@ export async function trendsStep(
     });
   }
   return advance(state, { phase: 'pains', trends }, `extracted ${trends.length} trends`);
-}
+};
 
 /**
  * Phase `pains`, step 2 (README, "Scout pipeline"): pains from the discussions and articles; a pain
  * without a valid cited item is dropped. Moves to `clusters`.
  * @throws what `deps.llm.complete` throws (README, "Pipelines", errors)
  */
-export async function painsStep(
-  input: ScoutJobInput,
-  state: ScoutState,
-  deps: PipelineDeps,
-): Promise<ScoutOutcome> {
+export const painsStep: Step = async (input, state, deps) => {
   const answer = await askModel(deps, SCOUT_TASKS.pains, painsPrompt(input, state, deps), PainsAnswer, 0.3);
   const pains: Pain[] = [];
   for (const p of answer.pains) {
@@ -142,7 +134,7 @@ export async function painsStep(
     });
   }
   return advance(state, { phase: 'clusters', pains }, `extracted ${pains.length} pains`);
-}
+};
 
 /** Builds clusters from the model's grouping: each pain in its first cluster; ungrouped pains alone. */
 function buildClusters(
@@ -176,11 +168,7 @@ function buildClusters(
  * LLM call. Moves to `gaps`.
  * @throws what `deps.llm.complete` throws (README, "Pipelines", errors)
  */
-export async function clustersStep(
-  input: ScoutJobInput,
-  state: ScoutState,
-  deps: PipelineDeps,
-): Promise<ScoutOutcome> {
+export const clustersStep: Step = async (input, state, deps) => {
   if (state.pains.length === 0) return advance(state, { phase: 'gaps', clusters: [] }, 'no pains to cluster');
   const prompt = clustersPrompt(input, state, deps);
   const answer = await askModel(deps, SCOUT_TASKS.clusters, prompt, ClustersAnswer, 0.2);
@@ -190,7 +178,7 @@ export async function clustersStep(
     { phase: 'gaps', clusters },
     `grouped ${state.pains.length} pains into ${clusters.length} clusters`,
   );
-}
+};
 
 /**
  * Phase `gaps`, step 4 (README, "Scout pipeline"): gaps crossing a trend with the clusters it
@@ -198,11 +186,7 @@ export async function clustersStep(
  * or clusters, no LLM call. Moves to `brief`.
  * @throws what `deps.llm.complete` throws (README, "Pipelines", errors)
  */
-export async function gapsStep(
-  input: ScoutJobInput,
-  state: ScoutState,
-  deps: PipelineDeps,
-): Promise<ScoutOutcome> {
+export const gapsStep: Step = async (input, state, deps) => {
   if (state.trends.length === 0 || state.clusters.length === 0)
     return advance(state, { phase: 'brief', gaps: [] }, 'no gaps (no trends or no pains)');
   const answer = await askModel(deps, SCOUT_TASKS.gaps, gapsPrompt(input, state, deps), GapsAnswer, 0.4);
@@ -232,7 +216,7 @@ export async function gapsStep(
     });
   }
   return advance(state, { phase: 'brief', gaps }, `found ${gaps.length} gaps`);
-}
+};
 
 function stats(input: ScoutJobInput, state: ScoutState, keywords: number): ScoutStats {
   return {
@@ -353,11 +337,7 @@ export function finish(
  * by title), then {@link finish}: ends the job with the `ScoutResult`.
  * @throws what `deps.llm.complete` throws (README, "Pipelines", errors)
  */
-export async function briefStep(
-  input: ScoutJobInput,
-  state: ScoutState,
-  deps: PipelineDeps,
-): Promise<ScoutOutcome> {
+export const briefStep: Step = async (input, state, deps) => {
   const answer = await askModel(deps, SCOUT_TASKS.brief, briefPrompt(input, state, deps), BriefAnswer, 0.5);
   const narratives = answer.narratives.map((n) => ({
     title: clip(n.title, 200),
@@ -371,4 +351,4 @@ export async function briefStep(
     { overview: answer.overview, takeaway: answer.takeaway, narratives },
     `wrote the brief of ${state.items.length} items`,
   );
-}
+};
