@@ -14,6 +14,8 @@ checks() {
   pnpm exec eslint scripts bench
   pnpm exec tsx scripts/check-doc-references.ts
   pnpm exec tsx --test scripts/check-doc-references.test.ts
+  pnpm exec tsx scripts/check-endpoint-map.ts
+  pnpm exec tsx --test scripts/check-endpoint-map.test.ts
   pnpm exec prettier --check . --log-level warn
   if command -v kubectl >/dev/null 2>&1 || command -v kustomize >/dev/null 2>&1; then
     bash scripts/check-deploy.sh
