@@ -20,7 +20,7 @@ import {
 } from '@repo/x402-core';
 import type { IdentifierBinding, PaymentIdentifiers } from '@repo/x402-ledger';
 import { SettlementRefusedError, type SettlementKey } from '@repo/x402-solana';
-import { captureAnswer } from './capture';
+import { captureAnswer, interceptAnswer } from './capture';
 import { emitPaymentEvent } from './events';
 import type {
   AcceptedPayment,
@@ -36,6 +36,7 @@ import {
   type ProcessPaymentInput,
   type ProcessPaymentResult,
 } from './process';
+import { receiptSigner } from './receipts';
 import { sendPaymentRequired } from './request';
 import {
   canonicalTextOf,
@@ -87,7 +88,15 @@ export function requirePayment(options: RequirePaymentOptions): RequestHandler {
         // never a 304 computed from this request's conditional headers.
         delete req.headers['if-none-match'];
         delete req.headers['if-modified-since'];
-        captureAnswer(req, res, options.ledger, accepted.claim, accepted.unrecorded, options.onAnswerStored);
+        captureAnswer(
+          req,
+          res,
+          options.ledger,
+          accepted.claim,
+          accepted.unrecorded,
+          options.onAnswerStored,
+          accepted.signReceipt,
+        );
         next();
       },
       (error: unknown) => next(error),
@@ -203,6 +212,7 @@ export async function acceptPayment(
         }
       : undefined;
     const verificationGuard = options.verificationGuard;
+    const paidRequestHash = requestHash(request.canonical ?? canonicalTextOf(req, request.url));
     const paid: ProcessPaymentInput = {
       ledger: options.ledger,
       verifier,
@@ -224,7 +234,7 @@ export async function acceptPayment(
       amountAtomic: options.amountAtomic,
       endpoint,
       kind: options.kind,
-      requestHash: requestHash(request.canonical ?? canonicalTextOf(req, request.url)),
+      requestHash: paidRequestHash,
       ...(options.onPaymentEvent ? { onPaymentEvent: options.onPaymentEvent } : {}),
       ...(options.deferVerifiedMark ? { deferVerifiedMark: true } : {}),
     };
@@ -245,11 +255,26 @@ export async function acceptPayment(
       PAYMENT_V2_RESPONSE_HEADER,
       encodeBase64Json({ ...settlement, network: CAIP2_NETWORKS[network] }),
     );
+    const signReceipt =
+      options.receipts &&
+      receiptSigner(options.receipts, res, {
+        base: request.base,
+        resourceUrl: request.resource,
+        payment: result.payment,
+        network,
+        requestHash: paidRequestHash,
+      });
+    // An asynchronous endpoint's caller sends its answer itself: its receipt is signed on the way out.
+    if (signReceipt && options.kind === 'async')
+      interceptAnswer(res, (ended) => {
+        signReceipt(ended.status, ended.body).then(ended.send, ended.send);
+      });
     return {
       payment: result.payment,
       claim: result.claim,
       requirements,
       ...(result.unrecorded ? { unrecorded: result.unrecorded } : {}),
+      ...(signReceipt ? { signReceipt } : {}),
     };
   } catch (error) {
     // A settlement that was tried and failed, or that another request is still running (x402 v2,

@@ -97,7 +97,9 @@ const ANSWER_HEADERS = [
  * failed store or a closed response, the released lease) records it in the same statement, or the
  * verified mark does once the handler has run for {@link VERIFIED_MARK_DELAY_MS}.
  *
- * `onAnswerStored` is told of the stored answer before it is sent.
+ * `onAnswerStored` is told of the stored answer before it is sent. `beforeStore` (the receipt's
+ * signature, `receiptSigner`) runs on a sub-500 answer before it is stored and may set its headers;
+ * its failure leaves the answer as it was.
  */
 export function captureAnswer(
   req: Request,
@@ -106,6 +108,7 @@ export function captureAnswer(
   claim: PaymentClaim,
   unrecorded: VerifiedPayment | undefined,
   onAnswerStored: AnswerStoredListener | undefined,
+  beforeStore?: (status: number, body: Buffer) => Promise<void>,
 ): void {
   const held = holdClaim(ledger, claim, unrecorded);
   let finished = false;
@@ -123,8 +126,11 @@ export function captureAnswer(
         () => true, // the lease expires on its own; a 5xx is no answer to keep
       );
     } else {
-      answer = { status, headers: storedHeaders(res), body: ended.body };
-      stored = held.store({ status, headers: answer.headers, body: answer.body.toString('utf8') });
+      const store = () => {
+        answer = { status, headers: storedHeaders(res), body: ended.body };
+        return held.store({ status, headers: answer.headers, body: answer.body.toString('utf8') });
+      };
+      stored = beforeStore ? beforeStore(status, ended.body).then(store, store) : store();
     }
     stored
       .catch(() => false)

@@ -8,6 +8,7 @@ import type {
   PaymentKind,
   PaymentLedger,
 } from '@repo/x402-ledger';
+import type { ReceiptIssuer } from '@repo/x402-core/receipts';
 import type { ExactSvmSettler } from '@repo/x402-solana';
 import type { PaymentEventListener } from './events';
 
@@ -40,6 +41,12 @@ export interface PaymentGateway {
   /** Public origin for `resource` URLs, e.g. `https://api.example.com`; default: from the request. */
   publicBaseUrl?: string;
   /**
+   * Signed offers and receipts (x402 `offer-receipt`, docs/payments.md, "Signed offers and
+   * receipts"): every `PAYMENT-REQUIRED` carries the signed offer of its requirement, and every 2xx
+   * paid answer a signed receipt in `PAYMENT-RESPONSE` and `X-PAYMENT-RESPONSE`, stored with the
+   * answer. Serve its keys with `receiptKeysHandler`. Absent: neither is signed.
+   */
+  receipts?: ReceiptIssuer;
   /**
    * Told of each paid answer of a synchronous endpoint once the ledger stored it (or replayed it), just
    * before it is sent: the hot path's {@link HotPath.onAnswerStored} remembers it for replays, so that
@@ -168,6 +175,11 @@ export interface AcceptedPayment {
   unrecorded?: VerifiedPayment;
   /** The requirements that were paid. */
   requirements: PaymentRequirements;
+  /**
+   * With the gateway's `receipts`: signs the receipt of the answer (its status and body) into its
+   * payment response headers, before it is stored (`receiptSigner`).
+   */
+  signReceipt?: (status: number, body: Buffer) => Promise<void>;
 }
 
 /** The request object carries the accepted payment for the route handler. */

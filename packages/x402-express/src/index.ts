@@ -1,7 +1,8 @@
 // @repo/x402-express — the Express adapter of x402 (README "@repo/x402-express"): the middleware that
 // answers 402 with both offers, parses the payment header, claims and verifies or settles the payment
 // through the ledger, stores and replays answers, and maps verification outcomes to HTTP.
-export { sendPaymentRequired, networkOfRequest, resourceUrlOf } from './request';
+export { sendPaymentRequired, networkOfRequest, resourceUrlOf, publicBaseOf } from './request';
+export { receiptKeysHandler } from './receipts';
 export { processPayment, verificationErrorToAppError, RETRY_AFTER_SECONDS } from './process';
 export type { ProcessPaymentInput, ProcessPaymentResult } from './process';
 export { requirePayment, acceptPayment } from './accept';

@@ -156,10 +156,17 @@ export function networkOfQuery(query: URLSearchParams): X402Network {
  * @param publicBaseUrl optional origin such as `https://api.example.com`
  */
 export function resourceUrlOf(req: Request, publicBaseUrl?: string): string {
-  const base = publicBaseUrl
+  return `${publicBaseOf(req, publicBaseUrl)}${req.originalUrl || req.url}`;
+}
+
+/**
+ * The public origin (and base path) of a request's resource URLs: `publicBaseUrl` without a trailing
+ * `/`, else the request's protocol and host.
+ */
+export function publicBaseOf(req: Request, publicBaseUrl: string | undefined): string {
+  return publicBaseUrl
     ? publicBaseUrl.replace(/\/+$/, '')
     : `${req.protocol}://${req.get('host') ?? 'localhost'}`;
-  return `${base}${req.originalUrl || req.url}`;
 }
 
 /**

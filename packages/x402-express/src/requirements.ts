@@ -20,11 +20,12 @@ import type { ExactSvmSettler } from '@repo/x402-solana';
 import { bazaarExtensions } from './discovery';
 import type { PaidRoute, PaymentGateway } from './gateway';
 import { PAYMENT_IDENTIFIER_EXTENSIONS } from './identifier';
+import { extensionsWithOffer } from './receipts';
 import {
   compileJsonTemplate,
   networkOfQuery,
   prepareBody,
-  resourceUrlOf,
+  publicBaseOf,
   type BodySlot,
   type JsonTemplate,
 } from './request';
@@ -101,6 +102,10 @@ export function requirementsForRequest(
   canonical: string | undefined;
   /** The request URL, parsed once. */
   url: URL;
+  /** The public origin (and base path) of its resource URLs. */
+  base: string;
+  /** `resource`: the absolute request URL. */
+  resource: string;
 } {
   const url = new URL(req.originalUrl || req.url, 'http://localhost');
   const network = networkOfQuery(url.searchParams);
@@ -112,7 +117,8 @@ export function requirementsForRequest(
     gateway.references && canonical !== undefined
       ? requestReference(gateway.references.secret, canonical)
       : undefined;
-  const resource = resourceUrlOf(req, gateway.publicBaseUrl);
+  const base = publicBaseOf(req, gateway.publicBaseUrl);
+  const resource = `${base}${req.originalUrl || req.url}`;
   const settler = gateway.settlers?.[network];
   const official = settler && {
     v1: officialV1Template(settler, route),
@@ -124,12 +130,20 @@ export function requirementsForRequest(
     settler,
     requirements: official!.v2,
     resource: { url: resource, description: template.description, mimeType: template.mimeType },
-    extensions: extensionsOf(route, gateway.identifiers !== undefined),
+    extensions: gateway.receipts
+      ? extensionsWithOffer(
+          gateway.receipts,
+          extensionsOf(route, gateway.identifiers !== undefined),
+          official!.v2,
+          base,
+          url.pathname,
+        )
+      : extensionsOf(route, gateway.identifiers !== undefined),
     ...(reference === undefined ? {} : { reference }),
   };
   const body = bodyTemplateOf(template, official, reference !== undefined);
   if (body) prepareBody(accepts, body, { url: resource, reference: reference ?? '' });
-  return { network, verifier, requirements, accepts, offer, reference, canonical, url };
+  return { network, verifier, requirements, accepts, offer, reference, canonical, url, base, resource };
 }
 
 /** The official scheme's requirements of a route on one network: in the v1 body, and the v2 offer. */

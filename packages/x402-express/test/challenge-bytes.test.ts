@@ -10,6 +10,13 @@ import { z } from 'zod';
 import { errorHandler, requestIdOf } from '@repo/errors';
 import { toJsonSchema } from '@repo/schemas';
 import { encodeBase64Json, paymentRequiredBody, type ResourceDiscovery } from '@repo/x402-core';
+import type { PaymentRequired } from '@x402/core/types';
+import {
+  extractOffersFromPaymentRequired,
+  verifyOfferSignatureJWS,
+  type JWSSignedOffer,
+} from '@x402/extensions/offer-receipt';
+import { ReceiptIssuer } from '@repo/x402-core/receipts';
 import { PrismaPaymentIdentifiers, PrismaPaymentLedger } from '@repo/x402-ledger';
 import { PgSqlClient } from '@repo/x402-ledger/testing';
 import { ExactSvmSettler, SolanaPaymentVerifier } from '@repo/x402-solana';
@@ -58,6 +65,7 @@ function settler(network: 'solana' | 'solana-devnet'): ExactSvmSettler {
 }
 
 let db: PgSqlClient;
+const receipts = new ReceiptIssuer({ signingKey: ReceiptIssuer.generateKey() });
 // What each request was offered, by request id, as the plain build makes it.
 const offered = new Map<string, { offer: OfferV2 | undefined; accepts: unknown }>();
 
@@ -72,6 +80,8 @@ function buildApp(plainJson: boolean): Express {
     references: { secret },
     // PAYMENT-REQUIRED then declares payment-identifier beside bazaar (or alone, on /plain).
     identifiers: new PrismaPaymentIdentifiers(db),
+    // And the signed offer of offer-receipt: one per route, network and origin.
+    receipts,
   };
   const pushOnly: PaymentGateway = { ledger, verifiers: { solana: verifier('solana') } };
   const app = express();
@@ -238,6 +248,14 @@ describe('the 402 bytes', () => {
           JSON.parse(Buffer.from(String(header), 'base64').toString('utf8')) as { error: string }
         ).error;
         expect(header).toBe(encodeBase64Json(paymentRequiredOf(fastOffer!.offer!, error)));
+        // The signed offer: the route's URL without its query, whatever the query.
+        const [signed] = extractOffersFromPaymentRequired(
+          JSON.parse(Buffer.from(String(header), 'base64').toString('utf8')) as PaymentRequired,
+        );
+        const terms = await verifyOfferSignatureJWS(signed as JWSSignedOffer, {
+          ...receipts.keySet('https://api.example').keys[0]!,
+        });
+        expect(terms.resourceUrl).toBe(fastOffer!.offer!.resource.url.split('?')[0]);
       }
       if (Object.keys(headers).every((name) => name === 'host' || name === 'x-request-id'))
         expect(a.body.toString('utf8')).toBe(
