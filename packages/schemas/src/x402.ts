@@ -74,5 +74,7 @@ export const PaymentResponse = z.object({
   transaction: Base58,
   network: X402Network,
   payer: Base58,
+  /** Extension data, e.g. the signed receipt of x402 `offer-receipt` (`extensions["offer-receipt"].info.receipt`). */
+  extensions: z.record(z.string(), z.unknown()).optional(),
 });
 export type PaymentResponse = z.infer<typeof PaymentResponse>;

@@ -94,6 +94,11 @@ export const SettleResponseV2 = z.object({
   transaction: z.string(),
   network: z.string(),
   payer: z.string().optional(),
+  /**
+   * Extension data of the settlement, e.g. the signed receipt of x402 `offer-receipt`
+   * (`extensions["offer-receipt"].info.receipt`: docs/payments.md, "Signed offers and receipts").
+   */
+  extensions: z.record(z.string(), z.unknown()).optional(),
 });
 export type SettleResponseV2 = z.infer<typeof SettleResponseV2>;
 

@@ -33,7 +33,7 @@ import { heartbeatTopology, startComputeConsumers } from './entry-points/consume
 import { createApp } from './entry-points/http/app';
 import { SCOUT_LISTS } from './entry-points/http/scout-lists';
 import type { HttpHandler } from './entry-points/mcp/tools';
-import { createPaymentGateway, createRefundSenders, paymentGate } from './adapters/x402';
+import { createPaymentGateway, createReceiptIssuer, createRefundSenders, paymentGate } from './adapters/x402';
 import { FEE_PAYER_CHECK_INTERVAL_MS, createFeePayerMonitor } from './entry-points/workers/fee-payer-monitor';
 import { createJobWatchdog, type JobWatchdog } from './entry-points/workers/job-watchdog';
 import { createOutboxRelay, type OutboxRelay } from './entry-points/workers/outbox-relay';
@@ -110,8 +110,14 @@ export async function compose(
     { main: database.pool, rateLimit: database.rateLimitPool },
     (call) => metrics.onRpcCall(call),
   );
+  const receipts = createReceiptIssuer(config, () =>
+    logger.warn(
+      'x402 receipts are signed with a key generated for this process: set X402_RECEIPT_SIGNING_KEY so that receipts verify after a restart',
+    ),
+  );
   const gateway = {
     ...payments,
+    receipts,
     onPaymentEvent: extra.onPaymentEvent
       ? (event: Parameters<PaymentEventListener>[0]) => {
           metrics.onPaymentEvent(event);
@@ -295,6 +301,7 @@ export async function compose(
   const app = createApp({
     httpHandler: () => served.handler ?? app,
     mcpPayments: networkPaymentsOf(payments),
+    receiptKeys: { issuer: receipts, publicBaseUrl: config.PUBLIC_BASE_URL },
     logger,
     reports,
     pay: paymentGate(gateway, {

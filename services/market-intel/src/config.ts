@@ -1,9 +1,11 @@
 import { z } from 'zod';
+import { ReceiptIssuer } from '@repo/x402-core/receipts';
 import {
   assertProductionReady,
   assertSetTogether,
   boolVar,
   BrokerEnv,
+  ConfigError,
   DatabaseEnv,
   intVar,
   parseConfig,
@@ -61,6 +63,19 @@ export const MarketIntelEnv = z.object({
   X402_REFERENCE_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   /** With X402_REFERENCE_SECRET: push payments without a reference are refused too (402 reference_missing). */
   X402_REQUIRE_REFERENCE: boolVar(false),
+  /**
+   * The Ed25519 key signing the 402's offers and the paid answers' receipts (x402 `offer-receipt`,
+   * docs/payments.md, "Signed offers and receipts"): PKCS#8 PEM or a private JWK. Required in
+   * production; unset elsewhere, a key is generated at each start (receipts then verify only
+   * against that process's published keys).
+   */
+  X402_RECEIPT_SIGNING_KEY: z.string().optional(),
+  /**
+   * Public keys published beside the signing key at `/.well-known/jwks.json` and `did.json`: the
+   * previous keys (their receipts still verify) and, during a rotation, the next one. PEM blocks or
+   * JSON (a JWK, an array of JWKs or a JWKS).
+   */
+  X402_RECEIPT_PREVIOUS_KEYS: z.string().optional(),
   /**
    * Push payments that fail verification (random, foreign or wrong signatures: each costs RPC calls)
    * per client (IPv4 address, IPv6 /64), network and minute, across replicas; then 429.
@@ -176,7 +191,9 @@ export type MarketIntelConfig = z.infer<typeof MarketIntelEnv>;
  *   `SSRF_ALLOWLIST`, a `WEBHOOK_SECRET` or `X402_REFERENCE_SECRET` shorter than 32 bytes, holding the
  *   template's `CHANGE_ME` or visibly not random, `*` or an `http:` origin in `CORS_ORIGINS`, and, while
  *   devnet is offered (`X402_DEVNET_ENABLED` with a devnet mint), no explicit
- *   `X402_DEVNET_COMPUTE_GLOBAL_PER_DAY`
+ *   `X402_DEVNET_COMPUTE_GLOBAL_PER_DAY`, no `X402_RECEIPT_SIGNING_KEY` or no `PUBLIC_BASE_URL`; and
+ *   at any `NODE_ENV` a receipt key that is not Ed25519 (`X402_RECEIPT_SIGNING_KEY`,
+ *   `X402_RECEIPT_PREVIOUS_KEYS`)
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): MarketIntelConfig {
   const config = parseConfig(MarketIntelEnv, env);
@@ -200,8 +217,33 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MarketIntelCon
     { kind: 'empty', name: 'SSRF_ALLOWLIST', value: config.SSRF_ALLOWLIST },
     { kind: 'secret', name: 'WEBHOOK_SECRET', value: config.WEBHOOK_SECRET },
     { kind: 'secret', name: 'X402_REFERENCE_SECRET', value: config.X402_REFERENCE_SECRET },
+    {
+      kind: 'set',
+      name: 'X402_RECEIPT_SIGNING_KEY',
+      value: config.X402_RECEIPT_SIGNING_KEY,
+      why: 'the Ed25519 key signing offers and receipts, which payers keep as evidence (openssl genpkey -algorithm ed25519)',
+    },
+    {
+      kind: 'set',
+      name: 'PUBLIC_BASE_URL',
+      value: config.PUBLIC_BASE_URL,
+      why: 'the public origin of resource URLs and of the did:web key id of signed offers and receipts',
+    },
     { kind: 'cors', name: 'CORS_ORIGINS', value: config.CORS_ORIGINS },
   ]);
   assertSetTogether(config, [['USDC_MINT_DEVNET', 'MERCHANT_TOKEN_ACCOUNT_DEVNET']]);
+  try {
+    new ReceiptIssuer({
+      signingKey: config.X402_RECEIPT_SIGNING_KEY ?? ReceiptIssuer.generateKey(),
+      publishedKeys: config.X402_RECEIPT_PREVIOUS_KEYS ?? '',
+    });
+  } catch (error) {
+    const message = (error as Error).message;
+    throw new ConfigError([
+      message.startsWith('signing key')
+        ? `X402_RECEIPT_SIGNING_KEY: ${message.slice('signing key '.length)}`
+        : `X402_RECEIPT_PREVIOUS_KEYS: ${message}`,
+    ]);
+  }
   return config;
 }

@@ -1,5 +1,6 @@
-import { randomBytes } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { configRefusal } from '@repo/service-kit/testing';
+import { ReceiptIssuer } from '@repo/x402-core/receipts';
 import { loadConfig } from '../src/config';
 
 // The webhook secret rules of the configuration (README, "Webhooks (market-intel)"): production refuses
@@ -20,9 +21,13 @@ function productionEnv(overrides: Record<string, string | undefined> = {}): Node
     DATABASE_URL: 'postgresql://market_intel:pw@postgres.internal:5432/market_intel',
     AMQP_URL: 'amqps://agents:a-broker-password@rabbitmq.internal:5671',
     SOLANA_RPC_URL: 'https://api.mainnet-beta.solana.com',
+    PUBLIC_BASE_URL: 'https://market-intel.example.com',
+    X402_RECEIPT_SIGNING_KEY: RECEIPT_KEY,
     ...overrides,
   });
 }
+
+const RECEIPT_KEY = ReceiptIssuer.generateKey();
 
 const refusal = (env: NodeJS.ProcessEnv) => configRefusal(loadConfig, env);
 
@@ -97,6 +102,8 @@ describe('insecure settings in production', () => {
       'SOLANA_RPC_URL: points at 127.0.0.1, a loopback address, in production',
       'SSRF_ALLOWLIST: must be empty in production (it lets requests reach private addresses)',
       'X402_REFERENCE_SECRET: still the CHANGE_ME placeholder of the secret template; set a random value',
+      'X402_RECEIPT_SIGNING_KEY: must be set explicitly in production (the Ed25519 key signing offers and receipts, which payers keep as evidence (openssl genpkey -algorithm ed25519))',
+      'PUBLIC_BASE_URL: must be set explicitly in production (the public origin of resource URLs and of the did:web key id of signed offers and receipts)',
     ]);
     expect(error.message).not.toContain('CHANGE_ME_reference');
   });
@@ -193,6 +200,33 @@ describe('devnet compute caps', () => {
     expect(config.X402_DEVNET_COMPUTE_PER_DAY).toBe(3);
     expect(config.X402_DEVNET_COMPUTE_PER_CLIENT_PER_DAY).toBe(10);
     expect(config.X402_DEVNET_COMPUTE_GLOBAL_PER_DAY).toBe(100);
+  });
+});
+
+describe('the receipt keys', () => {
+  it('When a key is not an Ed25519 key, then the service refuses to boot naming the variable without echoing the key', () => {
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 })
+      .privateKey.export({ format: 'pem', type: 'pkcs8' })
+      .toString();
+    expect(refusal(productionEnv({ X402_RECEIPT_SIGNING_KEY: rsa })).problems).toEqual([
+      'X402_RECEIPT_SIGNING_KEY: must be an Ed25519 key, not rsa',
+    ]);
+    const error = refusal(buildEnv({ X402_RECEIPT_SIGNING_KEY: 'not a key at all' }));
+    expect(error.problems).toEqual([
+      expect.stringMatching(/^X402_RECEIPT_SIGNING_KEY: is not an Ed25519 key/),
+    ]);
+    expect(error.message).not.toContain(rsa.split('\n')[1]!);
+    expect(refusal(buildEnv({ X402_RECEIPT_PREVIOUS_KEYS: '{"kty":"EC"' })).problems).toEqual([
+      'X402_RECEIPT_PREVIOUS_KEYS: published keys: not valid JSON',
+    ]);
+  });
+
+  it('When the signing key is PEM or a JWK and previous keys are published, then the service boots', () => {
+    const jwk = JSON.stringify(createPrivateKey(ReceiptIssuer.generateKey()).export({ format: 'jwk' }));
+    const config = loadConfig(
+      productionEnv({ X402_RECEIPT_SIGNING_KEY: jwk, X402_RECEIPT_PREVIOUS_KEYS: RECEIPT_KEY }),
+    );
+    expect(config.X402_RECEIPT_SIGNING_KEY).toBe(jwk);
   });
 });
 

@@ -86,6 +86,8 @@ describe('The OpenAPI examples', () => {
       };
 
       await call('listSectors', '/api/v1/sectors');
+      await call('getReceiptKeys', '/.well-known/jwks.json');
+      await call('getDidDocument', '/.well-known/did.json');
       const data: [string, string][] = [
         ['getGaps', '/api/v1/scout/gaps?sector=fintech&limit=2'],
         ['getPainClusters', '/api/v1/scout/pain-clusters?sector=fintech&limit=2'],

@@ -25,6 +25,7 @@ import {
   type RpcCallEvent,
   type SolanaPaymentVerifierOptions,
 } from '@repo/x402-solana';
+import { ReceiptIssuer } from '@repo/x402-core/receipts';
 import type { MarketIntelConfig } from '../config';
 import type { PaymentGate } from '../entry-points/http/data-api';
 
@@ -315,6 +316,22 @@ export function createPaymentGateway(
       ]);
     },
   };
+}
+
+/**
+ * The signer of the 402's offers and the paid answers' receipts (docs/payments.md, "Signed offers and
+ * receipts"): `X402_RECEIPT_SIGNING_KEY`, with `X402_RECEIPT_PREVIOUS_KEYS` published beside it; without
+ * a key (development and tests only: production refuses to start), a new one each start, and
+ * `onEphemeralKey` is told so.
+ * @throws Error naming the key that cannot be read (`loadConfig` already refused it)
+ */
+export function createReceiptIssuer(
+  config: Pick<MarketIntelConfig, 'X402_RECEIPT_SIGNING_KEY' | 'X402_RECEIPT_PREVIOUS_KEYS'>,
+  onEphemeralKey: () => void,
+): ReceiptIssuer {
+  const signingKey = config.X402_RECEIPT_SIGNING_KEY ?? ReceiptIssuer.generateKey();
+  if (!config.X402_RECEIPT_SIGNING_KEY) onEphemeralKey();
+  return new ReceiptIssuer({ signingKey, publishedKeys: config.X402_RECEIPT_PREVIOUS_KEYS ?? '' });
 }
 
 /**
