@@ -4,7 +4,7 @@
 // devnet pair when they are unset, then runs the compiled service. Production sets them explicitly.
 // It also sets the merchant wallets (MERCHANT_WALLET*, the official scheme's payTo), keeps
 // X402_FEE_PAYER_KEYPAIR and X402_REFUND_KEYPAIR only when the ledger's key files are readable, and draws a random
-// WEBHOOK_SECRET when none is given (the image runs with NODE_ENV=production,
+// WEBHOOK_SECRET and X402_RECEIPT_SIGNING_KEY when none is given (the image runs with NODE_ENV=production,
 // which refuses short or placeholder secrets, and a fixed one in this file would be public).
 'use strict';
 
@@ -35,6 +35,16 @@ async function main() {
   if (!process.env.X402_REFERENCE_SECRET?.trim()) {
     // Request-bound payment references (docs/payments.md, "Request-bound payments"): a random key per start.
     process.env.X402_REFERENCE_SECRET = require('node:crypto').randomBytes(32).toString('base64url');
+  }
+  if (!process.env.X402_RECEIPT_SIGNING_KEY?.trim()) {
+    // Signed offers and receipts (docs/payments.md, "Signed offers and receipts"): a key per start.
+    process.env.X402_RECEIPT_SIGNING_KEY = require('node:crypto')
+      .generateKeyPairSync('ed25519')
+      .privateKey.export({ format: 'pem', type: 'pkcs8' })
+      .toString();
+    process.stderr.write(
+      'localnet-env: generated an Ed25519 X402_RECEIPT_SIGNING_KEY (set it to keep receipts verifiable across starts)\n',
+    );
   }
   for (const [urlVar, mintVar, accountVar, walletVar] of networks) {
     const rpcUrl = process.env[urlVar];

@@ -38,6 +38,13 @@ random() {
   cat "$file"
 }
 
+# The Ed25519 key signing offers and receipts (PKCS#8 PEM), kept in $E2E_STATE, drawn on first use.
+receipt_key() {
+  local file="$E2E_STATE/receipt-key.pem"
+  [ -s "$file" ] || (umask 077 && openssl genpkey -algorithm ed25519 -out "$file")
+  cat "$file"
+}
+
 # Hides every value kept in $E2E_STATE from the job's log from now on.
 mask() {
   [ -n "${GITHUB_ACTIONS:-}" ] || return 0
@@ -143,7 +150,8 @@ configure() {
   apply_secret market-intel --from-literal=DATABASE_URL="$postgres/market_intel" \
     --from-literal=AMQP_URL="$rabbitmq" \
     --from-literal=WEBHOOK_SECRET="$(random webhook-secret -base64 32)" \
-    --from-literal=X402_REFERENCE_SECRET="$(random reference-secret -hex 32)"
+    --from-literal=X402_REFERENCE_SECRET="$(random reference-secret -hex 32)" \
+    --from-literal=X402_RECEIPT_SIGNING_KEY="$(receipt_key)"
   apply_secret pipeline-runner --from-literal=AMQP_URL="$rabbitmq"
   apply_secret signal-feedback --from-literal=DATABASE_URL="$postgres/signal_feedback"
   apply_secret skill-router --from-literal=DATABASE_URL="$postgres/skill_router"

@@ -9,4 +9,6 @@ export const EXIT = {
   urlUnreachable: 6,
   /** `--wait`: the job failed, or could not be followed to its end. */
   jobFailed: 7,
+  /** `verify-receipt`: the receipt does not check (signature, key, body). */
+  receiptInvalid: 8,
 } as const;

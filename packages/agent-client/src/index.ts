@@ -9,7 +9,7 @@ export {
   DEFAULT_DEVNET_RPC_URL,
   LOCAL_AGENT_KEYPAIR,
 } from './options';
-export type { AgentPayOptions } from './options';
+export type { AgentPayOptions, VerifyReceiptOptions } from './options';
 export { loadKeypair } from './keypair';
 export { describeShortfall, isLocalLedger } from './funds';
 export type { PaymentNetwork, Shortfall, ShortfallInput } from './funds';

@@ -12,6 +12,7 @@ export const LOCAL_AGENT_KEYPAIR = join('.data', 'ledger', 'keys', 'agent.json')
 
 /** Usage text of `agent-pay`. */
 export const USAGE = `Usage: agent-pay <url> [options]
+       agent-pay verify-receipt <file> [body] [--jwks <file>] [--json]
 
 Calls an x402-paid URL. On 402 it pays the advertised USDC amount on Solana and retries: with the
 official x402 exact scheme when the server offers it (PAYMENT-REQUIRED; the server pays the network
@@ -31,12 +32,18 @@ Options:
   --push                Pay in push mode even when the server offers the official scheme
   --wait                When the answer starts a compute job (202 with a jobId), follow it to its end
                         with a progress bar and print its result (a debate's verdict)
+  --receipts <dir>      Keep the paid answer's signed receipt, checked against the service's
+                        /.well-known/jwks.json and the body: <dir>/<transaction>.json and .body
   --json                Print one JSON object instead of text
   -h, --help            Show this help
 
+verify-receipt checks a kept receipt offline: its signature against the keys kept in <file> (or
+--jwks <file>, the service's JWKS archived apart) and, with [body], that body's SHA-256.
+
 Exit codes: 0 2xx answer (with --wait: the job completed); 1 non-2xx answer; 2 usage error; 3 insufficient
 funds; 4 RPC unreachable; 5 payment not completed (price above --max-amount, refused, failed, not
-confirmed); 6 the URL cannot be reached; 7 --wait: the job failed or could not be followed to its end.`;
+confirmed); 6 the URL cannot be reached; 7 --wait: the job failed or could not be followed to its end;
+8 verify-receipt: the receipt does not check.`;
 
 /** Parsed command line of `agent-pay`. */
 export interface AgentPayOptions {
@@ -58,6 +65,20 @@ export interface AgentPayOptions {
   json: boolean;
   /** Follow the compute job the answer starts to its end (`--wait`). */
   wait: boolean;
+  /** Directory where the paid answer's receipt and body are kept (`--receipts`). */
+  receiptsDir: string | undefined;
+}
+
+/** Parsed command line of `agent-pay verify-receipt`. */
+export interface VerifyReceiptOptions {
+  command: 'verify-receipt';
+  /** The receipt file (`--receipts` wrote it). */
+  file: string;
+  /** The body file, when its SHA-256 is to be checked. */
+  body: string | undefined;
+  /** A JWKS file to check against instead of the keys kept in `file`. */
+  jwks: string | undefined;
+  json: boolean;
 }
 
 /** A command-line mistake: printed with the usage, exit code 2. */
@@ -69,7 +90,7 @@ export class UsageError extends Error {
 }
 
 /**
- * Parses `agent-pay` arguments.
+ * Parses `agent-pay` arguments (`verify-receipt` first: {@link VerifyReceiptOptions}).
  *
  * @param argv arguments after the program name
  * @param env environment (AGENT_KEYPAIR, SOLANA_RPC_URL, SOLANA_DEVNET_RPC_URL)
@@ -81,7 +102,8 @@ export function parseAgentPayArgs(
   argv: string[],
   env: NodeJS.ProcessEnv,
   cwd: string,
-): AgentPayOptions | 'help' {
+): AgentPayOptions | VerifyReceiptOptions | 'help' {
+  if (argv[0] === 'verify-receipt') return parseVerifyReceiptArgs(argv.slice(1), cwd);
   let parsed;
   try {
     parsed = parseArgs({
@@ -97,6 +119,7 @@ export function parseAgentPayArgs(
         push: { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
         wait: { type: 'boolean', default: false },
+        receipts: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -150,6 +173,40 @@ export function parseAgentPayArgs(
     mode: values.push ? 'push' : 'auto',
     json: values.json ?? false,
     wait: values.wait ?? false,
+    receiptsDir: values.receipts === undefined ? undefined : resolve(cwd, values.receipts),
+  };
+}
+
+/**
+ * Parses `agent-pay verify-receipt <file> [body] [--jwks <file>] [--json]`.
+ * @throws UsageError for a missing file or an unknown option
+ */
+function parseVerifyReceiptArgs(argv: string[], cwd: string): VerifyReceiptOptions | 'help' {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        jwks: { type: 'string' },
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return 'help';
+  const [file, body, ...extra] = positionals;
+  if (!file) throw new UsageError('verify-receipt: missing <file>');
+  if (extra.length > 0) throw new UsageError(`verify-receipt: unexpected argument ${extra[0]}`);
+  return {
+    command: 'verify-receipt',
+    file: resolve(cwd, file),
+    body: body === undefined ? undefined : resolve(cwd, body),
+    jwks: values.jwks === undefined ? undefined : resolve(cwd, values.jwks),
+    json: values.json ?? false,
   };
 }
 

@@ -36,14 +36,15 @@ export interface PaymentFailure {
  * first answer is handed to `fetchWithPayment` as its first response.
  * @param init the request as first sent (method, headers, body)
  * @param fetchImpl the fetch implementation of the run
- * @returns the final answer and the payment made, or the failure with its exit code
+ * @returns the final answer and the payment made (with `--receipts`, `answer`: an unread copy of the
+ *   last answer, whose bytes the receipt covers), or the failure with its exit code
  */
 export async function payAndRetry(
   options: AgentPayOptions,
   challenge: Response,
   init: RequestInit,
   fetchImpl: typeof fetch,
-): Promise<FetchWithPaymentResult | PaymentFailure> {
+): Promise<(FetchWithPaymentResult & { answer?: Response }) | PaymentFailure> {
   let keypair;
   try {
     keypair = loadKeypair(options.keypairPath);
@@ -54,13 +55,18 @@ export async function payAndRetry(
   // The 402 is read twice: by fetchWithPayment, and here when funds are short (which network, asset).
   const offer = challenge.clone();
   let pending: Response | undefined = challenge;
-  const replayFirst: typeof fetch = (input, requestInit) => {
+  let answer: Response | undefined;
+  const replayFirst: typeof fetch = async (input, requestInit) => {
     const first = pending;
     pending = undefined;
-    return first ? Promise.resolve(first) : fetchImpl(input, requestInit);
+    if (first) return first;
+    const response = await fetchImpl(input, requestInit);
+    // The body as received, for the receipt's responseSha256 (the result's body is parsed).
+    if (options.receiptsDir !== undefined) answer = response.clone();
+    return response;
   };
   try {
-    return await fetchWithPayment(options.url, {
+    const result = await fetchWithPayment(options.url, {
       keypair,
       rpcUrls: options.rpcUrls,
       init,
@@ -68,6 +74,7 @@ export async function payAndRetry(
       maxAmountAtomic: options.maxAmountAtomic,
       mode: options.mode,
     });
+    return answer ? { ...result, answer } : result;
   } catch (error) {
     if (error instanceof SpendCapExceededError) {
       return {

@@ -4,6 +4,7 @@ import { EXIT } from './exit-codes';
 import { firstRequest } from './http';
 import { parseAgentPayArgs, USAGE, UsageError } from './options';
 import type { PaymentFailure } from './pay';
+import type { KeptReceipt } from './receipts';
 import type { WaitResult } from './wait';
 import { printable } from './printable';
 import { formatUsdc } from './usdc';
@@ -50,6 +51,11 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
       io.stdout(`${USAGE}\n`);
       return EXIT.ok;
     }
+    if ('command' in options) {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- lazy: the receipt check's libraries
+      const { runVerifyReceipt } = require('./receipts') as typeof import('./receipts');
+      return await runVerifyReceipt(options, io);
+    }
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr(`agent-pay: ${error.message}\n\n${USAGE}\n`);
@@ -84,6 +90,7 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
   }
 
   let result: FetchWithPaymentResult;
+  let answer: Response | undefined;
   if (first.status === 402) {
     // Lazy on purpose: the paying code loads @solana/web3.js and the x402 clients, most of the start
     // time, which a free call must not pay (packages/agent-client/README.md, "Start time").
@@ -91,7 +98,7 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
     const { payAndRetry } = require('./pay') as typeof import('./pay');
     const paid = await payAndRetry(options, first, init, fetchImpl);
     if ('exitCode' in paid) return fail(paid);
-    result = paid;
+    ({ answer, ...result } = paid);
   } else {
     try {
       result = { response: first, body: await readBody(first) };
@@ -118,6 +125,18 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
         feePayer: payment.feePayer,
       }
     : null;
+  let kept: KeptReceipt | undefined;
+  if (options.receiptsDir !== undefined && payment && answer) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- lazy: the receipt check's libraries
+    const { keepReceipt } = require('./receipts') as typeof import('./receipts');
+    kept = await keepReceipt(
+      options.receiptsDir,
+      { method: options.method, url },
+      answer,
+      payment,
+      fetchImpl,
+    );
+  }
   if (!json) {
     io.stdout(`HTTP ${response.status} ${response.statusText}\n`);
     io.stdout(`${typeof body === 'string' ? body : JSON.stringify(body, null, 2)}\n`);
@@ -128,7 +147,9 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
       io.stdout(`transaction ${payment.signature}\n`);
       io.stdout(`payer ${payment.payer}\n`);
     }
+    if (kept) io.stdout(`${describeReceipt(kept)}\n`);
   }
+  if (kept && kept.status !== 'verified') io.stderr(`agent-pay: ${describeReceipt(kept)}\n`);
 
   let waited: WaitResult | undefined;
   if (options.wait && ok) {
@@ -149,6 +170,7 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
         status: response.status,
         body,
         payment: paymentView,
+        ...(kept ? { receipt: kept } : {}),
         ...(waited ? { job: waited.job } : {}),
       })}\n`,
     );
@@ -170,6 +192,19 @@ export async function runAgentPay(argv: string[], io: AgentPayIo): Promise<numbe
   }
   if (waited?.message !== undefined) io.stderr(`agent-pay: ${waited.message}\n`);
   return waited?.exitCode ?? EXIT.ok;
+}
+
+function describeReceipt(kept: KeptReceipt): string {
+  switch (kept.status) {
+    case 'verified':
+      return `receipt verified, saved to ${kept.file}`;
+    case 'invalid':
+      return `receipt does not verify (${kept.problem}), saved to ${kept.file} as evidence`;
+    case 'absent':
+      return 'the answer carries no signed receipt';
+    default:
+      return `receipt not saved: ${kept.problem}`;
+  }
 }
 
 function describeMode(payment: PaymentMade): string {

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,7 +9,8 @@ import { Pool } from 'pg';
 import { Connection, Keypair, PublicKey } from '@solana/web3.js';
 import { errorHandler, notFoundHandler } from '@repo/errors';
 import { spawnLocalnet, type Localnet } from '@repo/solana-localnet';
-import { requirePayment, type PaymentGateway } from '@repo/x402-express';
+import { ReceiptIssuer } from '@repo/x402-core/receipts';
+import { receiptKeysHandler, requirePayment, type PaymentGateway } from '@repo/x402-express';
 import { PrismaPaymentLedger, type SqlClient } from '@repo/x402-ledger';
 import { associatedTokenAccountOf, ExactSvmSettler, SolanaPaymentVerifier } from '@repo/x402-solana';
 import { EXIT, runAgentPay } from '../src/index';
@@ -23,6 +24,8 @@ let baseUrl: string;
 let officialServer: import('node:http').Server;
 let officialUrl: string;
 const dir = mkdtempSync(join(tmpdir(), 'agent-pay-e2e-'));
+/** The official server signs offers and receipts (x402 offer-receipt) and publishes its key. */
+const receipts = new ReceiptIssuer({ signingKey: ReceiptIssuer.generateKey() });
 
 function writeKeypair(name: string, keypair: Keypair): string {
   const path = join(dir, name);
@@ -84,8 +87,10 @@ beforeAll(async () => {
   const both: PaymentGateway = {
     ...gateway,
     settlers: { solana: settler('solana'), 'solana-devnet': settler('solana-devnet') },
+    receipts,
   };
   const official = express();
+  official.get(['/.well-known/jwks.json', '/.well-known/did.json'], receiptKeysHandler(receipts, undefined));
   official.get(
     '/api/v1/scout/keywords',
     requirePayment({ ...both, amountAtomic: 50_000n, description: 'Keywords' }),
@@ -511,5 +516,82 @@ describe('agent-pay when the wallet holds less than the price', () => {
     } finally {
       await cluster.close();
     }
+  });
+
+  describe('receipts', () => {
+    const receiptsDir = join(dir, 'receipts');
+
+    async function payKeeping(): Promise<{ file: string; body: string; stdout: string }> {
+      const { code, stdout, stderr } = await run([
+        `${officialUrl}/api/v1/scout/keywords`,
+        '--keypair',
+        localnet.agent.keypairPath,
+        ...rpcFlags(),
+        '--receipts',
+        receiptsDir,
+      ]);
+      expect(stderr).toBe('');
+      expect(code).toBe(EXIT.ok);
+      const signature = /^transaction (\S+)$/m.exec(stdout)![1]!;
+      return {
+        file: join(receiptsDir, `${signature}.json`),
+        body: join(receiptsDir, `${signature}.body`),
+        stdout,
+      };
+    }
+
+    it('When --receipts is given, then the paid answer’s receipt is checked and saved with its body, and verify-receipt checks them offline', async () => {
+      const { file, body, stdout } = await payKeeping();
+      expect(stdout).toContain(`receipt verified, saved to ${file}`);
+      expect(existsSync(body)).toBe(true);
+      const kept = JSON.parse(readFileSync(file, 'utf8')) as { status: string; claims: { amount: string } };
+      expect(kept).toMatchObject({ status: 'verified', claims: { amount: '50000' } });
+      expect(JSON.parse(readFileSync(body, 'utf8'))).toEqual({ keywords: [{ keyword: 'x402', count: 3 }] });
+
+      const checked = await run(['verify-receipt', file, body]);
+      expect(checked.code).toBe(EXIT.ok);
+      expect(checked.stdout).toContain('receipt verified: signed by did:web:127.0.0.1');
+      expect(checked.stdout).toContain('body matches responseSha256');
+      const json = await run(['verify-receipt', file, '--json']);
+      expect(JSON.parse(json.stdout)).toMatchObject({
+        ok: true,
+        bodyChecked: false,
+        claims: { amount: '50000' },
+      });
+    });
+
+    it('When the body or the receipt was altered, or the key is not the service’s, then verify-receipt exits 8 naming why', async () => {
+      const { file, body } = await payKeeping();
+      const otherBody = join(dir, 'other.body');
+      writeFileSync(otherBody, readFileSync(body, 'utf8').replace('3', '4'));
+      const wrongBody = await run(['verify-receipt', file, otherBody]);
+      expect(wrongBody.code).toBe(EXIT.receiptInvalid);
+      expect(wrongBody.stderr).toContain('(body_mismatch)');
+
+      const record = JSON.parse(readFileSync(file, 'utf8')) as { receipt: { signature: string } };
+      const [header, payload, sig] = record.receipt.signature.split('.') as [string, string, string];
+      const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<
+        string,
+        unknown
+      >;
+      const forged = Buffer.from(JSON.stringify({ ...claims, amount: '1' })).toString('base64url');
+      const tamperedFile = join(dir, 'tampered.json');
+      writeFileSync(
+        tamperedFile,
+        JSON.stringify({ ...record, receipt: { format: 'jws', signature: `${header}.${forged}.${sig}` } }),
+      );
+      const tampered = await run(['verify-receipt', tamperedFile, '--json']);
+      expect(tampered.code).toBe(EXIT.receiptInvalid);
+      expect(JSON.parse(tampered.stdout)).toMatchObject({ ok: false, reason: 'bad_signature' });
+
+      const jwks = join(dir, 'other-jwks.json');
+      const other = new ReceiptIssuer({ signingKey: ReceiptIssuer.generateKey() });
+      writeFileSync(jwks, JSON.stringify(other.keySet(officialUrl)));
+      const foreign = await run(['verify-receipt', file, '--jwks', jwks]);
+      expect(foreign.code).toBe(EXIT.receiptInvalid);
+      expect(foreign.stderr).toContain('(unknown_key)');
+      const missing = await run(['verify-receipt', join(dir, 'nope.json')]);
+      expect(missing.code).toBe(EXIT.usage);
+    });
   });
 });

@@ -15,7 +15,7 @@ const cwd = mkdtempSync(join(tmpdir(), 'agent-pay-'));
 
 function parse(argv: string[], env: NodeJS.ProcessEnv = {}, dir = cwd): AgentPayOptions {
   const options = parseAgentPayArgs(argv, env, dir);
-  if (options === 'help') throw new Error('unexpected help');
+  if (options === 'help' || 'command' in options) throw new Error('unexpected help or command');
   return options;
 }
 

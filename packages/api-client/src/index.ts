@@ -110,6 +110,18 @@ export {
   JobReadError,
 } from './jobs';
 export type { AgentJob, JobRefund, JobProgress, JobFailure, JobOutcome, WaitForJobOptions } from './jobs';
+export { directoryReceiptStore, verifyPaidAnswer, verifyReceiptFile, ReceiptCheckError } from './receipts';
+export type {
+  ReceiptEvidence,
+  ReceiptClaims,
+  ReceiptKey,
+  ReceiptProblem,
+  ReceiptStore,
+  StoredReceipt,
+  ReceiptFile,
+  ReceiptFileCheck,
+  PaidAnswerFacts,
+} from './receipts';
 export { verifyWebhook, WebhookVerificationError } from './webhooks';
 export type { JobWebhookPayload, VerifyWebhookOptions } from './webhooks';
 export {

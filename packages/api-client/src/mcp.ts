@@ -228,10 +228,10 @@ function challengeOf(result: unknown): Response {
 /**
  * The HTTP answer a paid call's result stands for: a payment-required error (the payment refused) is
  * a 402 whose body names the reason; another result is a 200 (400 for a tool error) with the
- * settlement in `PAYMENT-RESPONSE`.
+ * settlement in `PAYMENT-RESPONSE` and the structured content as its JSON body.
  */
 function answerOf(result: unknown): Response {
-  const { isError, meta } = fieldsOf(result);
+  const { isError, meta, structured } = fieldsOf(result);
   const required = paymentRequiredOf(result);
   if (required) {
     const envelope = asObject(meta[MCP_PAYMENT_ERROR_META]);
@@ -251,7 +251,9 @@ function answerOf(result: unknown): Response {
     });
   }
   const settlement = asObject(meta[MCP_PAYMENT_RESPONSE_META]);
-  return new Response('{}', {
+  // The endpoint's body as it serialised it (JSON.stringify of the structured content it parsed):
+  // what a receipt's `responseSha256` covers.
+  return new Response(structured ? JSON.stringify(structured) : '{}', {
     status: isError ? 400 : 200,
     headers: settlement ? { 'payment-response': base64Json(settlement) } : {},
   });

@@ -68,7 +68,7 @@ interface Offers {
 export function createEngine(
   options: Omit<PayerOptions, 'signer'> & { signer: Uint8Array | Exclude<PayerOptions['signer'], string> },
   tracker: SpendTracker,
-  record: (response: Response, receipt: Omit<PaymentReceipt, 'paidAt'>) => Response,
+  record: (response: Response, receipt: Omit<PaymentReceipt, 'paidAt'>) => Promise<Response>,
 ): Engine {
   const signer = resolvePaymentSigner(options.signer);
   const baseFetch =
@@ -232,7 +232,7 @@ export function createEngine(
       const settlement = header ? decodeSettleResponse(header) : undefined;
       if (!settlement?.success) return response;
       settled = settlement.transaction;
-      return record(response, {
+      return await record(response, {
         ...offer,
         signature: settlement.transaction,
         payer: settlement.payer || signer.address,
@@ -287,7 +287,7 @@ export function createEngine(
     const response = await send(retry);
     if (response.status === 402)
       throw await refused(response, offer, `the transfer ${signature} was made`, signature);
-    return record(response, { ...offer, signature, payer: signer.address });
+    return await record(response, { ...offer, signature, payer: signer.address });
   }
 
   async function probe(

@@ -2,7 +2,9 @@
 // The engine (payment schemes, Solana libraries) is loaded on the first payment, so importing the
 // package for its typed clients, waitForJob or verifyWebhook stays fast.
 import { readFileSync } from 'node:fs';
+import type { ReceiptEvidence, ReceiptStore } from '../receipts';
 import type { Engine } from './engine';
+import type { receiptChecker } from './evidence';
 import { SpendTracker } from './limits';
 import type { SpendLimits } from './limits';
 import type { Signer } from './signer';
@@ -55,6 +57,12 @@ export interface PaymentReceipt extends PaymentOffer {
    * the extension): the idempotency key its retries shared (README, "Paying within limits").
    */
   paymentId?: string;
+  /**
+   * The answer's signed receipt (x402 `offer-receipt`), checked against the service's published
+   * keys, the body received and this payment (README, "Receipts as evidence"); absent when the
+   * answer carries none or `verifyReceipts` is false.
+   */
+  evidence?: ReceiptEvidence;
 }
 
 /** Options of {@link createPayer}. */
@@ -81,6 +89,18 @@ export interface PayerOptions {
   onPayment?: (receipt: PaymentReceipt) => void;
   /** The fetch implementation; default the global fetch. */
   fetch?: typeof fetch;
+  /**
+   * Check each paid answer's signed receipt (x402 `offer-receipt`) against the service's keys
+   * (`/.well-known/jwks.json` of the request's origin, cached 5 minutes) and the body received, into
+   * the {@link PaymentReceipt}'s `evidence` (README, "Receipts as evidence"); default true. A receipt
+   * that does not check is kept as `invalid` with its `problem`: the paid answer is returned either way.
+   */
+  verifyReceipts?: boolean;
+  /**
+   * Where to keep each checked receipt with the body it covers, e.g. `directoryReceiptStore(dir)`.
+   * A store that fails leaves the answer as it is and `evidence.stored` false.
+   */
+  receiptStore?: ReceiptStore;
   /**
    * How many times a paid official-scheme request is sent again, with the same payment and x402
    * `payment-identifier` id, after its answer was lost (a network error) or the server answered
@@ -155,7 +175,44 @@ export function createPayer(options: PayerOptions): Payer {
   const made: PaymentReceipt[] = [];
   let engine: Promise<Engine> | undefined;
 
-  const record = (response: Response, receipt: Omit<PaymentReceipt, 'paidAt'>): Response => {
+  let checker: ReturnType<typeof receiptChecker> | undefined;
+  const evidenceOf = async (
+    response: Response,
+    receipt: Omit<PaymentReceipt, 'paidAt'>,
+  ): Promise<ReceiptEvidence | undefined> => {
+    if (options.verifyReceipts === false) return undefined;
+    try {
+      const body = new Uint8Array(await response.clone().arrayBuffer());
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded with the engine, see load()
+      checker ??= (require('./evidence') as typeof import('./evidence')).receiptChecker(
+        options.fetch ?? fetch,
+      );
+      const evidence = await checker(response, body, {
+        url: receipt.request.url,
+        signature: receipt.signature,
+        payer: receipt.payer,
+        amountAtomic: receipt.amountAtomic,
+      });
+      if (!evidence || !options.receiptStore) return evidence;
+      try {
+        await options.receiptStore.save({
+          ...evidence,
+          request: receipt.request,
+          signature: receipt.signature,
+          body,
+        });
+        return { ...evidence, stored: true };
+      } catch {
+        return { ...evidence, stored: false };
+      }
+    } catch {
+      // A body that cannot be read again is the caller's to read; no evidence is taken of it.
+      return undefined;
+    }
+  };
+  const record = async (response: Response, paid: Omit<PaymentReceipt, 'paidAt'>): Promise<Response> => {
+    const evidence = await evidenceOf(response, paid);
+    const receipt = evidence ? { ...paid, evidence } : paid;
     const full: PaymentReceipt = { ...receipt, paidAt: new Date().toISOString() };
     made.push(full);
     receipts.set(response, full);

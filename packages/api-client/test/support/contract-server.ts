@@ -11,12 +11,14 @@ import {
   MCP_PAYMENT_META,
   mcpPaymentHeaders,
   mcpResultOfPaidAnswer,
+  receiptKeysHandler,
   requirePayment,
   type PaymentGateway,
 } from '@repo/x402-express';
 import { PrismaPaymentIdentifiers, PrismaPaymentLedger, type SqlClient } from '@repo/x402-ledger';
 import { TEST_DATABASE_URL } from '@repo/x402-ledger/testing';
 import { ExactSvmSettler, SolanaPaymentVerifier } from '@repo/x402-solana';
+import { ReceiptIssuer } from '@repo/x402-core/receipts';
 import type { AgentJob } from '../../src/jobs';
 import { buildJob } from './job-server';
 
@@ -39,6 +41,7 @@ export interface ContractServer {
 
 /** Starts the local ledger, the payment ledger's pool and the server on a free port. */
 export async function startContractServer(): Promise<ContractServer> {
+  const receipts = new ReceiptIssuer({ signingKey: ReceiptIssuer.generateKey() });
   const localnet = await spawnLocalnet({ port: 0 });
   const pool = new Pool({ connectionString: TEST_DATABASE_URL, max: 5 });
   const db: SqlClient = {
@@ -69,11 +72,27 @@ export async function startContractServer(): Promise<ContractServer> {
     settlers: { solana: settler('solana'), 'solana-devnet': settler('solana-devnet') },
     // The 402 declares x402's payment-identifier extension, as market-intel's does.
     identifiers: new PrismaPaymentIdentifiers(db),
+    // Offers and receipts signed (x402 offer-receipt), the key published as market-intel publishes it.
+    receipts,
   };
   const jobs = new Map<string, AgentJob>();
 
   const app = express();
   app.use(express.json());
+  app.get(['/.well-known/jwks.json', '/.well-known/did.json'], receiptKeysHandler(receipts, undefined));
+  // A route whose receipts are signed by a key the server does not publish.
+  app.get(
+    '/rogue/keywords',
+    requirePayment({
+      ...gateway,
+      receipts: new ReceiptIssuer({ signingKey: ReceiptIssuer.generateKey() }),
+      amountAtomic: 50_000n,
+      description: 'Keywords, signed by a key nobody published',
+    }),
+    (_req, res) => {
+      res.json({ keywords: [] });
+    },
+  );
   app.get('/api/v1/health', (_req, res) => {
     res.json({
       ok: true,
