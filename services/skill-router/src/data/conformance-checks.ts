@@ -1,17 +1,10 @@
 import type { SkillStatus } from '../schemas';
 import type { PrismaDb } from './prisma';
-import {
-  changeSkillStatus,
-  claimSkills,
-  lockClaimedSkill,
-  statsClaimSql,
-  type ClaimedSkill,
-  type ClaimedSkillRow,
-} from './skill-claims';
+import * as claims from './skill-claims';
 import { msInterval } from './sql';
 
 /** A skill whose conformance call is due, claimed by one replica. */
-export interface ConformanceJob extends ClaimedSkill {
+export interface ConformanceJob extends claims.ClaimedSkill {
   inputSchema: unknown;
   outputSchema: unknown;
   status: SkillStatus;
@@ -47,9 +40,9 @@ export class ConformanceChecks {
    * @param leaseMs the lease, from now, in milliseconds
    */
   async claimDue(batch: number, leaseMs: number): Promise<ConformanceJob[]> {
-    return claimSkills(
+    return claims.claimSkills(
       this.prisma,
-      statsClaimSql({
+      claims.statsClaimSql({
         set: `conformance_lease_until = now() + ${msInterval(2)}`,
         where: `(d.next_conformance_at <= now() OR d.next_conformance_at IS NULL)
                 AND k.status IN ('active', 'degraded')
@@ -59,7 +52,9 @@ export class ConformanceChecks {
       }),
       batch,
       leaseMs,
-      (r: ClaimedSkillRow & { input_schema: unknown; output_schema: unknown; status: SkillStatus }) => ({
+      (
+        r: claims.ClaimedSkillRow & { input_schema: unknown; output_schema: unknown; status: SkillStatus },
+      ) => ({
         inputSchema: r.input_schema,
         outputSchema: r.output_schema,
         status: r.status,
@@ -85,7 +80,7 @@ export class ConformanceChecks {
   ): Promise<SkillStatus | null> {
     return this.prisma.$transaction(async (tx) => {
       // Locks the skill row first, so an update (new revision) cannot interleave.
-      const before = await lockClaimedSkill(tx, job, ['active', 'degraded']);
+      const before = await claims.lockClaimedSkill(tx, job, ['active', 'degraded']);
       if (!before) {
         await tx.$executeRawUnsafe(
           `UPDATE skill_stats SET conformance_lease_until = NULL WHERE skill_id = $1`,
@@ -116,7 +111,7 @@ export class ConformanceChecks {
         result.error,
       );
       const after = decide(before, counters);
-      await changeSkillStatus(tx, job.skillId, before, after);
+      await claims.changeSkillStatus(tx, job.skillId, before, after);
       return after;
     });
   }

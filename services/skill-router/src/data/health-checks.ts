@@ -1,17 +1,10 @@
 import type { SkillStatus } from '../schemas';
 import type { PrismaDb } from './prisma';
-import {
-  changeSkillStatus,
-  claimSkills,
-  lockClaimedSkill,
-  statsClaimSql,
-  type ClaimedSkill,
-  type ClaimedSkillRow,
-} from './skill-claims';
+import * as claims from './skill-claims';
 import { msInterval } from './sql';
 
 /** A skill due for a periodic health check. */
-export interface HealthJob extends ClaimedSkill {
+export interface HealthJob extends claims.ClaimedSkill {
   status: SkillStatus;
 }
 
@@ -44,9 +37,9 @@ export class HealthChecks {
    * @param intervalMs time to the next check, in milliseconds
    */
   async claimDue(batch: number, intervalMs: number): Promise<HealthJob[]> {
-    return claimSkills(
+    return claims.claimSkills(
       this.prisma,
-      statsClaimSql({
+      claims.statsClaimSql({
         set: `next_health_check_at = now() + ${msInterval(2)}`,
         where: `d.next_health_check_at <= now() AND k.status IN ('active', 'suspended', 'degraded')`,
         orderBy: 'd.next_health_check_at',
@@ -54,7 +47,7 @@ export class HealthChecks {
       }),
       batch,
       intervalMs,
-      (r: ClaimedSkillRow & { status: SkillStatus }) => ({ status: r.status }),
+      (r: claims.ClaimedSkillRow & { status: SkillStatus }) => ({ status: r.status }),
     );
   }
 
@@ -73,7 +66,7 @@ export class HealthChecks {
   ): Promise<SkillStatus | null> {
     return this.prisma.$transaction(async (tx) => {
       // Locks the skill row first, so an update (new revision) cannot interleave.
-      const before = await lockClaimedSkill(tx, job, ['active', 'suspended', 'degraded']);
+      const before = await claims.lockClaimedSkill(tx, job, ['active', 'suspended', 'degraded']);
       if (!before) return null;
       const counters = await tx.$queryRawUnsafe<
         { consecutive_failures: number; consecutive_successes: number }[]
@@ -94,7 +87,7 @@ export class HealthChecks {
             consecutiveSuccesses: Number(c.consecutive_successes),
           })
         : before;
-      await changeSkillStatus(tx, job.skillId, before, after);
+      await claims.changeSkillStatus(tx, job.skillId, before, after);
       await tx.healthCheck.create({ data: { skillId: job.skillId, kind: 'periodic', ...probe } });
       return after;
     });
