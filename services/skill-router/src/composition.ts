@@ -30,6 +30,8 @@ import { createSkillRouterMetrics, type SkillRouterMetrics } from './metrics';
 import { SchemaSandbox } from './adapters/sandbox/schema-sandbox';
 import { createHealthWorker } from './entry-points/workers/health';
 import { createSkillHttp, type GuardedSkillHttp } from './adapters/skill-http';
+import { createMcpServers } from './adapters/mcp-client';
+import type { McpServers } from './domain/mcp-tools';
 import { createVerificationWorker } from './entry-points/workers/verification';
 import { createConformanceWorker } from './entry-points/workers/conformance';
 
@@ -64,6 +66,8 @@ export interface SkillRouterService extends ComposedService {
   stats: SkillStats;
   /** The SSRF-guarded client of skill endpoints (verification and registration checks). */
   skillHttp: GuardedSkillHttp;
+  /** The SSRF-guarded client of MCP servers (README, "MCP servers as skills"). */
+  mcp: McpServers;
   /**
    * The current workers: created by {@link compose} when `WORKERS_ENABLED` (and then returned in
    * `loops`, which the runtime starts), or by {@link SkillRouterService.startWorkers}. A caller that
@@ -103,6 +107,12 @@ export async function compose({
 
   const policy = { allowlist: parseAllowlist(config.SSRF_ALLOWLIST) };
   const skillHttp = createSkillHttp({
+    policy,
+    timeoutMs: config.VERIFY_TIMEOUT_MS,
+    maxResponseBytes: config.MAX_RESPONSE_BYTES,
+  });
+  // The same guard, timeout and response cap for MCP servers (README, "MCP servers as skills").
+  const mcp = createMcpServers({
     policy,
     timeoutMs: config.VERIFY_TIMEOUT_MS,
     maxResponseBytes: config.MAX_RESPONSE_BYTES,
@@ -183,6 +193,7 @@ export async function compose({
     registrationLimit: rateLimit('register_key', config.REGISTRATIONS_PER_KEY_PER_DAY, 86_400),
     routeLimit: rateLimit('route_key', config.ROUTES_PER_KEY_PER_MINUTE, 60),
     endpointRefusal: (url) => skillHttp.refusal(url),
+    mcp,
     dbReady: db.ping,
     isReady: readiness.isReady,
     routeCandidateLimit: config.ROUTE_CANDIDATE_LIMIT,
@@ -206,7 +217,7 @@ export async function compose({
       onTask: metrics.onSandboxTask,
     });
     const verification = createVerificationWorker(
-      { queue: verificationQueue, stats, http: skillHttp, schemas: sandbox, logger },
+      { queue: verificationQueue, stats, http: skillHttp, mcp, schemas: sandbox, logger },
       {
         intervalMs: config.VERIFY_INTERVAL_MS,
         batchSize: config.VERIFY_BATCH_SIZE,
@@ -232,7 +243,7 @@ export async function compose({
       },
     );
     const conformance = createConformanceWorker(
-      { checks: conformanceChecks, http: skillHttp, schemas: sandbox, logger },
+      { checks: conformanceChecks, directory, http: skillHttp, mcp, schemas: sandbox, logger },
       {
         intervalMs: config.CONFORMANCE_POLL_INTERVAL_MS,
         batchSize: config.CONFORMANCE_BATCH_SIZE,
@@ -283,6 +294,7 @@ export async function compose({
     conformanceChecks,
     stats,
     skillHttp,
+    mcp,
     workers,
     startWorkers() {
       const current = (service.workers ??= createWorkers());
@@ -296,6 +308,7 @@ export async function compose({
       await Promise.all([routingWorker, qualityBackfill, ...createdLoops].map((loop) => loop.stop()));
       await Promise.all(createdSandboxes.map((sandbox) => sandbox.close()));
       await skillHttp.close();
+      await mcp.close();
       await paymentChecker.close();
       if (healthHttp !== skillHttp) await healthHttp.close();
       await db.close();

@@ -106,6 +106,57 @@ export const RegisterSkillRequest = z.object({
 });
 export type RegisterSkillRequest = z.infer<typeof RegisterSkillRequest>;
 
+/**
+ * Body of POST /api/discover/register/mcp (services/skill-router/README.md, "MCP servers as skills"):
+ * an MCP server (Streamable HTTP transport) whose tools each become a skill `<server_id>.<tool>`.
+ */
+export const RegisterMcpServerRequest = z.object({
+  server_id: z
+    .string()
+    .regex(
+      /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/,
+      'must be 1-64 characters: letters, digits, "_", "-", starting with a letter or digit',
+    )
+    .meta({ description: "prefix of the skill ids of the server's tools: `<server_id>.<tool name>`" }),
+  url: z
+    .url({ protocol: /^https?$/, error: 'must be an http or https URL' })
+    .max(2048)
+    .meta({ description: 'the MCP endpoint of the server (Streamable HTTP transport)' }),
+  provider: z.string().trim().min(1).max(200),
+  capabilities: z
+    .array(tag('a capability'))
+    .max(49)
+    .optional()
+    .meta({ description: "capability tags given to every tool, beside the tool's name" }),
+  chains: z.array(tag('a chain')).max(50),
+  pricing: RegisterSkillRequest.shape.pricing,
+});
+export type RegisterMcpServerRequest = z.infer<typeof RegisterMcpServerRequest>;
+
+/** One tool of an MCP server registration's answer. */
+export const ImportedTool = z.object({
+  tool: z.string(),
+  skill_id: z.string(),
+  /**
+   * `pending_verification`: registered or updated, verified before it is routed; `unchanged`: already
+   * registered with this definition, left as it is.
+   */
+  status: z.enum(['pending_verification', 'unchanged']),
+});
+
+/** Answer of POST /api/discover/register/mcp. */
+export const RegisterMcpServerResponse = z.object({
+  ok: z.literal(true),
+  server_id: z.string(),
+  url: z.string(),
+  /** What the server said of itself in the MCP handshake. */
+  server: z.object({ name: z.string(), version: z.string(), protocol_version: z.string() }),
+  skills: z.array(ImportedTool),
+  /** Listed tools that could not become skills, with the reason (for example a missing description). */
+  skipped: z.array(z.object({ tool: z.string(), reason: z.string() })),
+  verification_steps: z.array(z.enum(VERIFICATION_STEPS)),
+});
+
 /** Answer of POST /api/discover/register. */
 export const RegisterSkillResponse = z.object({
   ok: z.literal(true),
@@ -139,6 +190,22 @@ export const SkillMetrics = z.object({
   calls_30d: z.number().int(),
 });
 
+/**
+ * How a caller calls a skill (services/skill-router/README.md, "MCP servers as skills"): an HTTP `POST`
+ * of the input to `url`, or, for a tool imported from an MCP server, a `tools/call` of `tool` over the
+ * MCP Streamable HTTP transport at `url`.
+ */
+export const SkillCall = z
+  .discriminatedUnion('transport', [
+    z.object({ transport: z.literal('http'), method: z.literal('POST'), url: z.string() }),
+    z.object({ transport: z.literal('mcp-streamable-http'), url: z.string(), tool: z.string() }),
+  ])
+  .meta({
+    description:
+      'how to call the skill: POST the input as JSON to url, or (transport mcp-streamable-http) call the MCP tool `tool` with tools/call on the MCP server at url',
+  });
+export type SkillCall = z.infer<typeof SkillCall>;
+
 /** One element of `matches` (services/skill-router/README.md, "Routing and the score"). */
 export const RouteMatch = z.object({
   skill_id: z.string(),
@@ -148,6 +215,8 @@ export const RouteMatch = z.object({
   pricing: z.object({ per_call_usd: z.number() }),
   metrics: SkillMetrics,
   endpoint: z.string(),
+  /** Extension: how to call it (HTTP POST, or an MCP tool). */
+  call: SkillCall,
 });
 
 /**
@@ -249,6 +318,8 @@ export const SkillSummary = z.object({
   chains: z.array(z.string()),
   pricing: z.object({ model: z.string(), price_usd: z.number() }),
   endpoint: z.string(),
+  /** Extension: how to call it (HTTP POST, or an MCP tool). */
+  call: SkillCall,
   status: SkillStatus,
   metrics: SkillMetrics.extend({
     /** Average satisfaction 1–5 over 30 days, null when unrated. */
@@ -339,6 +410,8 @@ export const SkillVersion = z.object({
     pricing: z.object({ model: z.string(), price_usd: z.number() }),
     input_schema: z.record(z.string(), z.unknown()),
     output_schema: z.record(z.string(), z.unknown()),
+    /** For a tool imported from an MCP server, the tool's name (README, "MCP servers as skills"). */
+    mcp_tool: z.string().optional(),
   }),
   registered_at: z.iso.datetime(),
   /** Whether this is the revision the skill has now. */

@@ -211,6 +211,7 @@ describe('Verifications that never finish', () => {
       queue: h.service.verificationQueue,
       stats: h.service.stats,
       http: h.service.skillHttp,
+      mcp: h.service.mcp,
       schemas: sandbox,
     };
     const options = {

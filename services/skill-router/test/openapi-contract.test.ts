@@ -47,6 +47,7 @@ describe('The OpenAPI document and the mounted routes', () => {
     expect(Object.keys(doc.paths).sort()).toEqual([
       '/api/auth/key',
       '/api/discover/register',
+      '/api/discover/register/mcp',
       '/api/discover/report',
       '/api/discover/route',
       '/api/discover/skills',

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { CAPTURE_EXAMPLES, TcpProxy, testDatabaseUrl, writeExamples } from '@repo/service-kit/testing';
+import { startLocalMcpServers, structured } from '../scripts/local-mcp-servers';
 import { startLocalSkills } from '../scripts/local-skills';
 import { buildSkill, translate } from './support/factories';
 import { startHarness, waitFor } from './support/harness';
@@ -15,6 +16,7 @@ jest.setTimeout(120_000);
 describe('The OpenAPI examples', () => {
   run('When every operation is called for real, then its answers are written to examples.json', async () => {
     const skills = await startLocalSkills();
+    const mcpServers = await startLocalMcpServers();
     const h = await startHarness('skill_router_openapi_examples_test', {
       WORKERS_ENABLED: 'true',
       HEALTH_CHECK_INTERVAL_MS: '60000',
@@ -66,6 +68,51 @@ describe('The OpenAPI examples', () => {
           (await h.call('GET', `/api/discover/skills/${offChain.skill_id}`)).body.status === 'active',
         60_000,
       );
+      // An MCP server whose tool is imported as a skill (README, "MCP servers as skills").
+      mcpServers.set('acme', {
+        tools: [
+          {
+            name: 'translate_text',
+            title: 'Acme MCP translator',
+            description: 'Translates a text into French, Spanish or German over MCP.',
+            inputSchema: {
+              type: 'object',
+              properties: {
+                text: { type: 'string', description: 'the text to translate', examples: ['Hello'] },
+                target: { type: 'string', enum: ['fr', 'es', 'de'] },
+              },
+              required: ['text', 'target'],
+            },
+            outputSchema: {
+              type: 'object',
+              properties: { translation: { type: 'string' } },
+              required: ['translation'],
+            },
+            call: (args) => structured({ translation: `[${String(args.target)}] ${String(args.text)}` }),
+          },
+        ],
+      });
+      const mcpServer = {
+        server_id: 'acme-mcp',
+        url: mcpServers.url('acme'),
+        provider: 'Acme',
+        capabilities: ['translation'],
+        chains: ['solana'],
+        pricing: { model: 'per_call', price_usd: 0.001 },
+      };
+      out['registerMcpServer request'] = mcpServer;
+      out['registerMcpServer 201'] = (
+        await h.call('POST', '/api/discover/register/mcp', mcpServer, { 'x-api-key': key })
+      ).body;
+      await waitFor(
+        'the MCP tool to be verified',
+        async () =>
+          (await h.call('GET', '/api/discover/skills/acme-mcp.translate_text')).body.status === 'active',
+        60_000,
+      );
+      out['registerMcpServer 200'] = (
+        await h.call('POST', '/api/discover/register/mcp', mcpServer, { 'x-api-key': key })
+      ).body;
       const route = { task: 'translate this text to french', requirements: { chains: ['solana'] }, limit: 3 };
       out['routeTask request'] = route;
       out['routeTask 200'] = (await h.call('POST', '/api/discover/route', route, { 'x-api-key': key })).body;
@@ -90,6 +137,7 @@ describe('The OpenAPI examples', () => {
     } finally {
       await h.close();
       await skills.close();
+      await mcpServers.close();
     }
   });
 });

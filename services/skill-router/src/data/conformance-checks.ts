@@ -5,6 +5,9 @@ import { msInterval } from './sql';
 
 /** A skill whose conformance call is due, claimed by one replica. */
 export interface ConformanceJob extends claims.ClaimedSkill {
+  /** The MCP tool called at `endpoint`, or `null` for an HTTP skill (README, "MCP servers as skills"). */
+  mcpTool: string | null;
+  description: string;
   inputSchema: unknown;
   outputSchema: unknown;
   status: SkillStatus;
@@ -48,13 +51,21 @@ export class ConformanceChecks {
                 AND k.status IN ('active', 'degraded')
                 AND (d.conformance_lease_until IS NULL OR d.conformance_lease_until < now())`,
         orderBy: 'd.next_conformance_at NULLS FIRST',
-        returning: 's.input_schema, s.output_schema, s.status',
+        returning: 's.mcp_tool, s.description, s.input_schema, s.output_schema, s.status',
       }),
       batch,
       leaseMs,
       (
-        r: claims.ClaimedSkillRow & { input_schema: unknown; output_schema: unknown; status: SkillStatus },
+        r: claims.ClaimedSkillRow & {
+          mcp_tool: string | null;
+          description: string;
+          input_schema: unknown;
+          output_schema: unknown;
+          status: SkillStatus;
+        },
       ) => ({
+        mcpTool: r.mcp_tool,
+        description: r.description,
         inputSchema: r.input_schema,
         outputSchema: r.output_schema,
         status: r.status,

@@ -2,12 +2,17 @@ import type { Pool } from 'pg';
 
 /**
  * A routing candidate: the fields of a route match and everything scoring reads (the one declaration
- * of these fields; domain/scoring.ts's `ScoringSkill` is this without `name` and `endpoint`).
+ * of these fields; domain/scoring.ts's `ScoringSkill` is this without `name`, `endpoint` and `mcpTool`).
  */
 export interface CandidateRecord {
   skillId: string;
   name: string;
   endpoint: string;
+  /**
+   * The MCP tool the skill calls at `endpoint`; `null` or absent for an HTTP skill (README, "MCP
+   * servers as skills").
+   */
+  mcpTool?: string | null;
   /**
    * Stemmed lexemes of the skill's capabilities and description (`match_terms`); a candidate carries
    * only those that also occur in the task, which is all capability_match needs.
@@ -36,7 +41,7 @@ export interface CandidateRecord {
  *   task's lexemes; the index reads them all)
  */
 export const candidateColumns = (matchTerms: string) =>
-  `s.skill_id, s.name, s.endpoint, s.chains, s.price_usd, ${matchTerms} AS match_terms,
+  `s.skill_id, s.name, s.endpoint, s.mcp_tool, s.chains, s.price_usd, ${matchTerms} AS match_terms,
    st.success_rate_24h, st.avg_latency_ms, st.calls_30d, st.rating_sum, st.rating_count`;
 
 /** What a route's rejected candidate needs of a skill (domain/route-receipts.ts). */
@@ -56,6 +61,7 @@ export interface CandidateColumns {
   skill_id: string;
   name: string;
   endpoint: string;
+  mcp_tool: string | null;
   chains: string[] | null;
   price_usd: number;
   match_terms: string[] | null;
@@ -79,6 +85,7 @@ export function candidateOf(r: CandidateColumns): CandidateRecord {
     skillId: r.skill_id,
     name: r.name,
     endpoint: r.endpoint,
+    mcpTool: r.mcp_tool,
     chains: r.chains ?? [],
     priceUsd: Number(r.price_usd),
     matchTerms: r.match_terms ?? [],

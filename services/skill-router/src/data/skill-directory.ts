@@ -25,6 +25,8 @@ export interface SkillRecord {
   pricingModel: string;
   priceUsd: number;
   endpoint: string;
+  /** The MCP tool the skill calls at `endpoint`, or `null` for an HTTP skill (README, "MCP servers as skills"). */
+  mcpTool: string | null;
   status: SkillStatus;
   successRate24h: number;
   avgLatencyMs: number | null;
@@ -67,6 +69,7 @@ export interface SkillVersionRecord {
     pricing: { model: string; price_usd: number };
     input_schema: Record<string, unknown>;
     output_schema: Record<string, unknown>;
+    mcp_tool?: string;
   };
   status: SkillVersionStatus;
   verification: VerificationStepResult[];
@@ -94,7 +97,7 @@ export type UpsertOutcome = { outcome: 'created' | 'updated'; revision: number }
 
 /** Columns of a {@link SkillRecord}: `s` is `skills`, `st` its `skill_stats` row (always present). */
 const SKILL_COLUMNS = `s.skill_id, s.name, s.provider, s.description, s.capabilities, s.chains, s.pricing_model, s.price_usd,
-  s.endpoint, s.status, st.success_rate_24h, st.avg_latency_ms, st.calls_30d, st.rating_sum, st.rating_count, st.popularity,
+  s.endpoint, s.mcp_tool, s.status, st.success_rate_24h, st.avg_latency_ms, st.calls_30d, st.rating_sum, st.rating_count, st.popularity,
   s.quality_score, s.quality_parts, s.created_at, s.updated_at`;
 const FROM_SKILLS = 'skills s JOIN skill_stats st ON st.skill_id = s.skill_id';
 
@@ -108,6 +111,7 @@ interface SkillRow {
   pricing_model: string;
   price_usd: number;
   endpoint: string;
+  mcp_tool: string | null;
   status: string;
   success_rate_24h: number;
   avg_latency_ms: number | null;
@@ -132,6 +136,7 @@ function toRecord(r: SkillRow): SkillRecord {
     pricingModel: r.pricing_model,
     priceUsd: Number(r.price_usd),
     endpoint: r.endpoint,
+    mcpTool: r.mcp_tool,
     status: r.status as SkillStatus,
     successRate24h: Number(r.success_rate_24h),
     avgLatencyMs: r.avg_latency_ms === null ? null : Number(r.avg_latency_ms),
@@ -162,7 +167,8 @@ export class SkillDirectory {
    * routing until then) and the revision is recorded in `skill_versions` with its definition and
    * hash; a revision still pending when the next one arrives becomes `superseded`, and only the last
    * {@link VERSIONS_KEPT} revisions are kept (README, "Pinned definitions").
-   * @param input the validated register body (capabilities and chains lowercased)
+   * @param input the validated register body (capabilities and chains lowercased), with `mcp_tool` for
+   *   a tool imported from an MCP server (README, "MCP servers as skills"; part of the pinned definition)
    * @param ownerKeyId the API key registering it
    * @param definitionHash lowercase hex SHA-256 of the canonical definition (domain/definition.ts)
    * @param quality the definition quality of `input` (domain/definition-quality.ts), stored for the
@@ -170,7 +176,7 @@ export class SkillDirectory {
    * @returns created/updated with the new revision, or `forbidden` when another key owns the id
    */
   async upsert(
-    input: RegisterSkillRequest,
+    input: RegisterSkillRequest & { mcp_tool?: string },
     ownerKeyId: string,
     definitionHash: string,
     quality?: StoredQuality,
@@ -179,18 +185,18 @@ export class SkillDirectory {
       `WITH up AS (
        INSERT INTO skills (skill_id, name, provider, description, capabilities, chains, pricing_model, price_usd,
          endpoint, input_schema, output_schema, owner_key_id, status, revision, definition_hash, search_vector, route_vector,
-         match_terms, created_at, updated_at, changed_at, pay_to, quality_score, quality_parts)
+         match_terms, created_at, updated_at, changed_at, pay_to, quality_score, quality_parts, mcp_tool)
        VALUES ($1, $2, $3, $4, $5::text[], $6::text[], $7, $8, $9, $10::jsonb, $11::jsonb, $12::uuid, 'pending_verification', 1, $13,
          to_tsvector('english', $2 || ' ' || $4),
          setweight(to_tsvector('english', $2), 'A')
            || setweight(to_tsvector('english', array_to_string($5::text[], ' ')), 'B')
            || setweight(to_tsvector('english', $4), 'C'),
          tsvector_to_array(to_tsvector('english', array_to_string($5::text[], ' ') || ' ' || $4)),
-         now(), now(), clock_timestamp(), $14, $15, $16::jsonb)
+         now(), now(), clock_timestamp(), $14, $15, $16::jsonb, $17)
        ON CONFLICT (skill_id) DO UPDATE SET
          name = EXCLUDED.name, provider = EXCLUDED.provider, description = EXCLUDED.description,
          capabilities = EXCLUDED.capabilities, chains = EXCLUDED.chains, pricing_model = EXCLUDED.pricing_model,
-         price_usd = EXCLUDED.price_usd, pay_to = EXCLUDED.pay_to, endpoint = EXCLUDED.endpoint, input_schema = EXCLUDED.input_schema,
+         price_usd = EXCLUDED.price_usd, pay_to = EXCLUDED.pay_to, endpoint = EXCLUDED.endpoint, mcp_tool = EXCLUDED.mcp_tool, input_schema = EXCLUDED.input_schema,
          output_schema = EXCLUDED.output_schema, definition_hash = EXCLUDED.definition_hash,
          quality_score = EXCLUDED.quality_score, quality_parts = EXCLUDED.quality_parts,
          search_vector = EXCLUDED.search_vector,
@@ -209,7 +215,8 @@ export class SkillDirectory {
        INSERT INTO skill_versions (skill_id, revision, definition_hash, definition)
        SELECT skill_id, revision, $13, jsonb_build_object('endpoint', $9::text, 'description', $4::text,
          'pricing', jsonb_strip_nulls(jsonb_build_object('model', $7::text, 'price_usd', $8::float8, 'pay_to', $14::text)),
-         'input_schema', $10::jsonb, 'output_schema', $11::jsonb) FROM up
+         'input_schema', $10::jsonb, 'output_schema', $11::jsonb)
+         || CASE WHEN $17::text IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('mcp_tool', $17::text) END FROM up
        ON CONFLICT (skill_id, revision) DO NOTHING),
      superseded AS (
        UPDATE skill_versions v SET status = 'superseded' FROM up
@@ -233,6 +240,7 @@ export class SkillDirectory {
       input.pricing.pay_to ?? null,
       quality?.score ?? null,
       quality ? JSON.stringify(quality.parts) : null,
+      input.mcp_tool ?? null,
     );
     const row = rows[0];
     if (!row) return { outcome: 'forbidden' };
@@ -405,6 +413,45 @@ export class SkillDirectory {
       quality.score,
       JSON.stringify(quality.parts),
     );
+  }
+
+  /**
+   * What a skill was registered with (its current revision), for re-registering it: the register body,
+   * the owning key, the status and the definition hash.
+   * @returns `null` when the skill does not exist
+   */
+  async registration(skillId: string): Promise<{
+    body: RegisterSkillRequest & { mcp_tool?: string };
+    ownerKeyId: string;
+    status: SkillStatus;
+    revision: number;
+    definitionHash: string | null;
+  } | null> {
+    const r = await this.prisma.skill.findUnique({ where: { skillId } });
+    if (!r) return null;
+    return {
+      body: {
+        skill_id: r.skillId,
+        name: r.name,
+        provider: r.provider,
+        description: r.description,
+        capabilities: r.capabilities,
+        chains: r.chains,
+        pricing: {
+          model: r.pricingModel,
+          price_usd: r.priceUsd,
+          ...(r.payTo === null ? {} : { pay_to: r.payTo }),
+        },
+        endpoint: r.endpoint,
+        input_schema: r.inputSchema as Record<string, unknown>,
+        output_schema: r.outputSchema as Record<string, unknown>,
+        ...(r.mcpTool === null ? {} : { mcp_tool: r.mcpTool }),
+      },
+      ownerKeyId: r.ownerKeyId,
+      status: r.status as SkillStatus,
+      revision: r.revision,
+      definitionHash: r.definitionHash,
+    };
   }
 
   /** Whether a skill with this id exists (any status). */

@@ -7,6 +7,9 @@ import { msInterval } from './sql';
 
 /** A pending skill claimed by a verification worker. */
 export interface VerificationJob extends ClaimedSkill {
+  /** The MCP tool verified at `endpoint`, or `null` for an HTTP skill (README, "MCP servers as skills"). */
+  mcpTool: string | null;
+  description: string;
   inputSchema: unknown;
   outputSchema: unknown;
   /** Hex SHA-256 of the claimed revision's definition (what the result will be bound to). */
@@ -51,17 +54,21 @@ export class VerificationQueue {
            ORDER BY updated_at, skill_id
            LIMIT $1
            FOR UPDATE SKIP LOCKED)
-        RETURNING skill_id, revision, endpoint, input_schema, output_schema, definition_hash, verification_attempts`,
+        RETURNING skill_id, revision, endpoint, mcp_tool, description, input_schema, output_schema, definition_hash, verification_attempts`,
       batch,
       leaseMs,
       (
         r: ClaimedSkillRow & {
+          mcp_tool: string | null;
+          description: string;
           input_schema: unknown;
           output_schema: unknown;
           definition_hash: string | null;
           verification_attempts: number;
         },
       ) => ({
+        mcpTool: r.mcp_tool,
+        description: r.description,
         inputSchema: r.input_schema,
         outputSchema: r.output_schema,
         definitionHash: r.definition_hash,

@@ -3,7 +3,7 @@ import { canonicalize } from 'json-canonicalize';
 
 /**
  * What a skill's verification reviews and pins (README, "Pinned definitions"): the endpoint, the
- * description, the pricing and both schemas. Name, provider, capabilities and chains are directory
+ * description, the pricing and both schemas, and for a tool imported from an MCP server its name. Name, provider, capabilities and chains are directory
  * metadata, not part of the pinned definition.
  */
 export interface SkillDefinition {
@@ -13,6 +13,8 @@ export interface SkillDefinition {
   pricing: { model: string; price_usd: number; pay_to?: string };
   input_schema: Record<string, unknown>;
   output_schema: Record<string, unknown>;
+  /** The tool, for a skill imported from an MCP server (README, "MCP servers as skills"). */
+  mcp_tool?: string;
 }
 
 /**
@@ -31,6 +33,8 @@ export function definitionOf(input: SkillDefinition): SkillDefinition {
     },
     input_schema: input.input_schema,
     output_schema: input.output_schema,
+    // Absent for HTTP skills, so their definitions hash as they did.
+    ...(input.mcp_tool === undefined ? {} : { mcp_tool: input.mcp_tool }),
   };
 }
 

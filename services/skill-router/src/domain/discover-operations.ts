@@ -7,6 +7,8 @@ import type { SkillStats } from '../data/skill-stats';
 import { skillRouterKeys } from './api-keys';
 import { definitionHash } from './definition';
 import { definitionQuality } from './definition-quality';
+import { canonicalJson } from './definition';
+import { MCP_LIMITS, skillCall, toolRegistration, type McpServers, type ToolRegistration } from './mcp-tools';
 import { provePaidCall, type PaymentProofDeps } from './payment-proofs';
 import { submitReport } from './reports';
 import { routeTask, type RoutingSources } from './routing';
@@ -16,6 +18,8 @@ import {
   VERIFICATION_STEPS,
   type ListSkillsQuery,
   type ListVersionsQuery,
+  type RegisterMcpServerRequest,
+  type RegisterMcpServerResponse,
   type RegisterSkillRequest,
   type RegisterSkillResponse,
   type ReportRequest,
@@ -44,6 +48,8 @@ export interface DiscoverDeps {
   routeLimit: RateLimit;
   /** Refuses endpoints the SSRF policy does not allow; `null` when allowed. */
   endpointRefusal: (url: string) => Promise<string | null>;
+  /** MCP servers, for importing their tools (README, "MCP servers as skills"). */
+  mcp: McpServers;
   routeCandidateLimit: number;
   routeDefaultMatches: number;
   now: () => Date;
@@ -110,6 +116,23 @@ export interface DiscoverOperations {
     location?: string,
   ): Promise<{ outcome: 'created' | 'updated'; answer: z.infer<typeof RegisterSkillResponse> }>;
   /**
+   * Imports the tools of an MCP server (Streamable HTTP) as skills `<server_id>.<tool>` (README, "MCP
+   * servers as skills"): the handshake and `tools/list` (at most {@link MCP_LIMITS}), then each tool
+   * that can become a skill is registered like `register` does, unless it is already registered with
+   * the same definition and labels and not failed (`unchanged`). Every tool written counts against
+   * REGISTRATIONS_PER_KEY_PER_DAY; nothing is written when the key may not write them all.
+   * @param location where the body came from, the first segment of a field error's path (`body`)
+   * @returns whether any skill was `created` (HTTP 201) or not (200), and the answer
+   * @throws AppError `invalid_request` on `<location>.url` (refused by the SSRF policy, no MCP answer,
+   *   more tools than the limit, or no tool that can become a skill), `rate_limited`, `forbidden` (a
+   *   tool's skill id belongs to another key)
+   */
+  registerMcp(
+    key: AuthenticatedKey,
+    body: RegisterMcpServerRequest,
+    location?: string,
+  ): Promise<{ outcome: 'created' | 'updated'; answer: z.infer<typeof RegisterMcpServerResponse> }>;
+  /**
    * Records a call report with its weight (README, "Reputation"): `counted` says whether it moves the
    * skill's metrics, `weight` (0..1) how much.
    * @throws AppError `not_found` (unknown skill), `rate_limited` (per key and skill, or payment proofs
@@ -141,6 +164,7 @@ function summary(s: SkillRecord): z.infer<typeof SkillSummary> {
     chains: s.chains,
     pricing: { model: s.pricingModel, price_usd: s.priceUsd },
     endpoint: s.endpoint,
+    call: skillCall(s.endpoint, s.mcpTool),
     status: s.status,
     metrics: {
       ...metricsOf(s),
@@ -226,6 +250,7 @@ export function discoverOperations(deps: DiscoverDeps): DiscoverOperations {
           pricing: { per_call_usd: m.skill.priceUsd },
           metrics: metricsOf(m.skill),
           endpoint: m.skill.endpoint,
+          call: skillCall(m.skill.endpoint, m.skill.mcpTool ?? null),
         })),
         total_matches: outcome.totalMatches,
         routed_at: deps.now().toISOString(),
@@ -321,6 +346,112 @@ export function discoverOperations(deps: DiscoverDeps): DiscoverOperations {
           ok: true,
           skill_id: body.skill_id,
           status: 'pending_verification',
+          verification_steps: [...VERIFICATION_STEPS],
+        },
+      };
+    },
+
+    async registerMcp(key, body, location = 'body') {
+      const urlPath = `${location}.url`;
+      const refusal = await deps.endpointRefusal(body.url);
+      if (refusal)
+        throw validationError([{ path: urlPath, code: 'custom', message: `is not allowed: ${refusal}` }]);
+      await enforce(deps.registrationLimit, key.id, 'registrations per day');
+      const unusable = (why: string) =>
+        validationError([{ path: urlPath, code: 'custom', message: `is not a usable MCP server: ${why}` }]);
+      const opened = await deps.mcp.open(body.url);
+      if (!opened.ok) throw unusable(opened.error);
+      const { session } = opened;
+      let listed: Awaited<ReturnType<typeof session.listTools>>;
+      try {
+        listed = await session.listTools(MCP_LIMITS.maxTools, MCP_LIMITS.maxPages);
+      } finally {
+        await session.close();
+      }
+      if (!listed.ok) throw unusable(listed.error);
+
+      const skipped: { tool: string; reason: string }[] = [];
+      const tools: ToolRegistration[] = [];
+      for (const tool of listed.tools) {
+        const made = toolRegistration(body, tool);
+        if (made.ok) tools.push(made.body);
+        else skipped.push({ tool: tool.name.slice(0, 200), reason: made.reason });
+      }
+      if (tools.length === 0)
+        throw validationError([
+          {
+            path: urlPath,
+            code: 'custom',
+            message:
+              listed.tools.length === 0
+                ? 'is an MCP server that lists no tools'
+                : `is an MCP server none of whose ${listed.tools.length} tools can become a skill (${skipped[0]?.tool}: ${skipped[0]?.reason})`,
+          },
+        ]);
+
+      // Every ownership is checked before anything is written.
+      const current = await Promise.all(tools.map((t) => deps.directory.registration(t.skill_id)));
+      const foreign = tools.find((t, i) => current[i] && current[i].ownerKeyId !== key.id);
+      if (foreign)
+        throw new AppError(
+          'forbidden',
+          `Skill ${foreign.skill_id} was registered with another API key; only that key may update it`,
+        );
+      const toWrite = tools.filter((t, i) => {
+        const was = current[i];
+        return !(was && was.status !== 'verification_failed' && canonicalJson(was.body) === canonicalJson(t));
+      });
+      // The import itself counted once above; every further tool written counts too.
+      let consumed = 0;
+      for (let i = 1; i < toWrite.length; i++) {
+        const decision = await deps.registrationLimit.consume(key.id);
+        if (!decision.allowed) {
+          for (let j = 0; j < consumed; j++) await deps.registrationLimit.reward(key.id);
+          throw new AppError(
+            'rate_limited',
+            `Importing ${toWrite.length} tools needs ${toWrite.length} registrations, more than this API key has left today; retry in ${decision.retryAfterSeconds} s`,
+            {
+              headers: { 'Retry-After': String(decision.retryAfterSeconds) },
+              details: { retry_after_seconds: decision.retryAfterSeconds },
+            },
+          );
+        }
+        consumed++;
+      }
+      let created = false;
+      for (const tool of toWrite) {
+        const result = await deps.directory.upsert(
+          tool,
+          key.id,
+          definitionHash(tool),
+          definitionQuality(tool),
+        );
+        if (result.outcome === 'forbidden')
+          throw new AppError(
+            'forbidden',
+            `Skill ${tool.skill_id} was registered with another API key; only that key may update it`,
+          );
+        created ||= result.outcome === 'created';
+        deps.onRegistered?.(result.outcome);
+      }
+      const written = new Set(toWrite);
+      return {
+        outcome: created ? 'created' : 'updated',
+        answer: {
+          ok: true,
+          server_id: body.server_id,
+          url: body.url,
+          server: {
+            name: session.server.name,
+            version: session.server.version,
+            protocol_version: session.server.protocolVersion,
+          },
+          skills: tools.map((t) => ({
+            tool: t.mcp_tool,
+            skill_id: t.skill_id,
+            status: written.has(t) ? ('pending_verification' as const) : ('unchanged' as const),
+          })),
+          skipped,
           verification_steps: [...VERIFICATION_STEPS],
         },
       };

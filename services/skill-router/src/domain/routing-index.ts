@@ -77,6 +77,11 @@ export class RoutingIndex {
   private text: SlotArena<Buffer>;
   /** Of slots where one of them has a lone surrogate, which UTF-8 would change: kept as they are. */
   private oddText = new Map<number, { skillId: string; name: string; endpoint: string }>();
+  /**
+   * Of slots holding a tool imported from an MCP server, the tool's name (README, "MCP servers as
+   * skills"); HTTP skills, almost all of them, have no entry and cost nothing here.
+   */
+  private mcpTools = new Map<number, string>();
   /** Each slot's entry counts, text lengths, metrics, factors and route marks. */
   private readonly columns = new SlotColumns();
   /**
@@ -168,6 +173,7 @@ export class RoutingIndex {
       columns.nameBytes[slot] = nameLength;
     }
     this.addId(skillId, slot);
+    if (skill.mcpTool != null) this.mcpTools.set(slot, skill.mcpTool);
 
     columns.set(slot, skill);
   }
@@ -218,6 +224,7 @@ export class RoutingIndex {
     this.terms.free(slot);
     this.text.free(slot);
     this.oddText.delete(slot);
+    this.mcpTools.delete(slot);
   }
 
   /**
@@ -298,6 +305,7 @@ export class RoutingIndex {
       skillId: text.skillId,
       name: text.name,
       endpoint: text.endpoint,
+      mcpTool: this.mcpTools.get(slot) ?? null,
       chains,
       priceUsd: columns.priceUsd[slot] as number,
       matchTerms,

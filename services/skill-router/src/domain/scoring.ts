@@ -45,8 +45,8 @@ export interface RouteQuery {
   maxLatencyMs?: number;
 }
 
-/** What scoring needs from a skill: a routing candidate's fields without its name and endpoint. */
-export type ScoringSkill = Omit<CandidateRecord, 'name' | 'endpoint'>;
+/** What scoring needs from a skill: a routing candidate's fields without its name, endpoint and MCP tool. */
+export type ScoringSkill = Omit<CandidateRecord, 'name' | 'endpoint' | 'mcpTool'>;
 
 /** A factor's value and, when it counted (value > 0), the human-readable reason. */
 export interface FactorResult {

@@ -1,3 +1,4 @@
+import type { McpServers } from '../../domain/mcp-tools';
 import type { Application } from 'express';
 import {
   createServiceApp,
@@ -37,6 +38,8 @@ export interface AppDeps extends ServiceAppDeps {
   routeLimit: RateLimit;
   /** SSRF check of a registered endpoint: `null` when allowed, else the refusal. */
   endpointRefusal: (url: string) => Promise<string | null>;
+  /** MCP servers, for POST /api/discover/register/mcp (README, "MCP servers as skills"). */
+  mcp: McpServers;
   /** GET /api/health: PostgreSQL answers. */
   dbReady: () => Promise<boolean>;
   routeCandidateLimit: number;
@@ -66,6 +69,7 @@ export function createApp(deps: AppDeps): Application {
     registrationLimit: deps.registrationLimit,
     routeLimit: deps.routeLimit,
     endpointRefusal: deps.endpointRefusal,
+    mcp: deps.mcp,
     routeCandidateLimit: deps.routeCandidateLimit,
     routeDefaultMatches: deps.routeDefaultMatches,
     now,

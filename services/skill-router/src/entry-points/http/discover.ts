@@ -12,6 +12,8 @@ import type { RouteOutcome } from '../../metrics';
 import {
   ListSkillsQuery,
   ListVersionsQuery,
+  RegisterMcpServerRequest,
+  RegisterMcpServerResponse,
   RegisterSkillRequest,
   ReportRequest,
   RouteRequest,
@@ -181,6 +183,41 @@ export function discoverRoutes(
       }),
       async (_req, res) => {
         const { outcome, answer } = await operations.register(authenticatedKey(res), res.locals.valid.body);
+        res.status(outcome === 'created' ? 201 : 200).json(answer);
+      },
+    )
+    .route(
+      keyedPost({
+        path: '/api/discover/register/mcp',
+        operationId: 'registerMcpServer',
+        summary:
+          "Import an MCP server's tools (Streamable HTTP) as skills `<server_id>.<tool>`; each is verified over MCP before it is routed",
+        body: RegisterMcpServerRequest,
+        responses: {
+          '201': {
+            description: 'imported: at least one new skill, pending verification',
+            body: RegisterMcpServerResponse,
+          },
+          '200': {
+            description: 'imported again: changed tools pending verification, the others unchanged',
+            body: RegisterMcpServerResponse,
+          },
+          '400': errorResponse(
+            'invalid JSON or body, or a `url` that is refused by the SSRF policy, does not complete the MCP handshake or tools/list in time, lists more than 50 tools, or lists no tool that can become a skill (`invalid_request` on `body.url` with the reason)',
+          ),
+          '403': errorResponse(
+            "one of the tools' skill ids belongs to another key (`forbidden`); nothing is written",
+          ),
+          '429': limited(
+            'the tools to write need more registrations than REGISTRATIONS_PER_KEY_PER_DAY leaves the key today (`rate_limited`); nothing is written',
+          ),
+        },
+      }),
+      async (_req, res) => {
+        const { outcome, answer } = await operations.registerMcp(
+          authenticatedKey(res),
+          res.locals.valid.body,
+        );
         res.status(outcome === 'created' ? 201 : 200).json(answer);
       },
     )

@@ -8,6 +8,12 @@ import {
 } from '../../domain/conformance';
 import { callWithGeneratedInput, type CallVerdict, type SchemaChecks } from '../../domain/verification';
 import type { GuardedSkillHttp } from '../../adapters/skill-http';
+import {
+  mcpConformanceCall,
+  registerChangedTool,
+  type McpServers,
+  type ToolRevisions,
+} from '../../domain/mcp-tools';
 import type { SkillStatus } from '../../schemas';
 import { createClaimLoop, type ClaimLoopSettings } from './claim-loop';
 
@@ -28,16 +34,29 @@ export interface ConformanceWorkerOptions extends ClaimLoopSettings, Conformance
   random?: () => number;
 }
 
+/** What a conformance call needs: the schedule, the outbound clients, the sandbox, and the directory for re-listed MCP tools. */
+export interface ConformanceDeps {
+  checks: ConformanceChecks;
+  /** Where a tool whose listed definition changed is registered as a new revision. */
+  directory: ToolRevisions;
+  http: GuardedSkillHttp;
+  mcp: McpServers;
+  schemas: SchemaChecks;
+}
+
 /**
  * Runs one claimed conformance call (README, "Pinned definitions"): an input generated from the
  * skill's `input_schema` is POSTed through the SSRF guard and the answer checked against its
  * `output_schema`, both in the schema sandbox; the verdict moves the skill between `active` and
- * `degraded` and schedules the next call.
+ * `degraded` and schedules the next call. For a tool imported from an MCP server the server's tools
+ * are listed again first (README, "MCP servers as skills"): a tool listed with another description or
+ * other schemas is registered as a new revision (`pending_verification`, out of routing until it
+ * verifies) and its status is then `pending_verification`.
  * @returns the verdict and the status after it; `null` status when the skill changed meanwhile
  * @throws SandboxClosedError when the service shuts down mid-call (the lease then expires)
  */
 export async function runConformanceCall(
-  deps: { checks: ConformanceChecks; http: GuardedSkillHttp; schemas: SchemaChecks },
+  deps: ConformanceDeps,
   job: ConformanceJob,
   options: Pick<
     ConformanceWorkerOptions,
@@ -45,9 +64,22 @@ export async function runConformanceCall(
   >,
 ): Promise<{ verdict: CallVerdict; detail: string; status: SkillStatus | null }> {
   const refusal = await deps.http.refusal(job.endpoint);
-  const call = refusal
-    ? { verdict: 'inconclusive' as const, detail: `endpoint refused: ${refusal}` }
-    : await callWithGeneratedInput(deps.http, deps.schemas, job);
+  let call: { verdict: CallVerdict; detail: string };
+  if (refusal) call = { verdict: 'inconclusive', detail: `endpoint refused: ${refusal}` };
+  else if (job.mcpTool === null) call = await callWithGeneratedInput(deps.http, deps.schemas, job);
+  else {
+    const checked = await mcpConformanceCall(deps.mcp, deps.schemas, { ...job, mcpTool: job.mcpTool });
+    if (checked.verdict !== 'changed') call = checked;
+    else {
+      const revised = await registerChangedTool(deps.directory, job.skillId, job.revision, checked.tool);
+      if (revised === null)
+        return { verdict: 'inconclusive', detail: 'the skill changed meanwhile', status: null };
+      // The next call is scheduled when the new revision verifies; the lease just expires.
+      if (revised.ok)
+        return { verdict: 'nonconforming', detail: checked.detail, status: 'pending_verification' };
+      call = { verdict: 'nonconforming', detail: revised.reason };
+    }
+  }
   const next = jitteredDelay(
     options.callIntervalMs,
     options.jitterPercent,
@@ -69,7 +101,7 @@ export async function runConformanceCall(
  * Nothing runs until the loop is started or kicked.
  */
 export function createConformanceWorker(
-  deps: { checks: ConformanceChecks; http: GuardedSkillHttp; schemas: SchemaChecks; logger: Logger },
+  deps: ConformanceDeps & { logger: Logger },
   options: ConformanceWorkerOptions,
 ): Loop {
   return createClaimLoop('conformance', deps.logger, options, {

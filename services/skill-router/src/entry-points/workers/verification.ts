@@ -5,6 +5,7 @@ import { VERIFICATION_STEPS } from '../../schemas';
 import { jitteredDelay } from '../../domain/conformance';
 import { refreshSkillMetrics } from '../../domain/skill-metrics';
 import { verifySkill, type SchemaChecks, type VerificationResult } from '../../domain/verification';
+import { verifyMcpTool, type McpServers } from '../../domain/mcp-tools';
 import type { GuardedSkillHttp } from '../../adapters/skill-http';
 import { createClaimLoop, type ClaimLoopSettings } from './claim-loop';
 
@@ -51,7 +52,13 @@ export function abandonedVerification(unfinished: number): VerificationResult {
  *   and another replica verifies it)
  */
 export async function verifyJob(
-  deps: { queue: VerificationQueue; stats: SkillStats; http: GuardedSkillHttp; schemas: SchemaChecks },
+  deps: {
+    queue: VerificationQueue;
+    stats: SkillStats;
+    http: GuardedSkillHttp;
+    mcp: McpServers;
+    schemas: SchemaChecks;
+  },
   job: VerificationJob,
   options: {
     healthIntervalMs: number;
@@ -65,7 +72,10 @@ export async function verifyJob(
     result = abandonedVerification(job.attempts - 1);
   } else {
     const refusal = await deps.http.refusal(job.endpoint);
-    result = await verifySkill(deps.http, deps.schemas, job, refusal ?? undefined);
+    result =
+      job.mcpTool === null
+        ? await verifySkill(deps.http, deps.schemas, job, refusal ?? undefined)
+        : await verifyMcpTool(deps.mcp, deps.schemas, { ...job, mcpTool: job.mcpTool }, refusal ?? undefined);
   }
   const applied = await deps.queue.complete(job, result, {
     healthIntervalMs: options.healthIntervalMs,
@@ -91,6 +101,7 @@ export function createVerificationWorker(
     queue: VerificationQueue;
     stats: SkillStats;
     http: GuardedSkillHttp;
+    mcp: McpServers;
     schemas: SchemaChecks;
     logger: Logger;
   },

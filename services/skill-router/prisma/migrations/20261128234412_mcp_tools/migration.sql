@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "skills" ADD COLUMN     "mcp_tool" TEXT;
+

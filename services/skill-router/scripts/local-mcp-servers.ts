@@ -1,0 +1,107 @@
+import { createServer, type Server } from 'node:http';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
+
+/** One tool of a local MCP server: its definition as `tools/list` shows it, and what a call answers. */
+export interface LocalTool {
+  name: string;
+  title?: string;
+  description?: string;
+  /** A JSON Schema object, as any MCP server may declare it. */
+  inputSchema: Record<string, unknown>;
+  outputSchema?: Record<string, unknown>;
+  /** The answer of `tools/call` with `args`. */
+  call(args: Record<string, unknown>): CallToolResult | Promise<CallToolResult>;
+}
+
+/** How one local MCP server behaves: its tools, and a delay before every answer, in milliseconds. */
+export interface LocalMcpBehaviour {
+  tools: LocalTool[];
+  delayMs?: number;
+}
+
+/** Local MCP servers on one port, each at `/<name>/mcp`, whose tools can change while they run. */
+export interface LocalMcpServers {
+  /** The MCP endpoint (Streamable HTTP) of `name`. */
+  url(name: string): string;
+  /** Sets (or replaces) what `name` lists and answers. */
+  set(name: string, behaviour: LocalMcpBehaviour): void;
+  /** `tools/call` requests received by `name`, per tool. */
+  calls(name: string, tool: string): number;
+  close(): Promise<void>;
+}
+
+/** A tool result whose structured content is `value`, also given as JSON text (MCP's advice for older clients). */
+export function structured(value: Record<string, unknown>): CallToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(value) }], structuredContent: value };
+}
+
+/**
+ * Starts MCP servers on 127.0.0.1 and a free port, built with the official SDK's `McpServer` over its
+ * Streamable HTTP server transport (stateless: no session id, JSON answers): stand-ins for providers
+ * that offer their skills as MCP tools. Tools are declared with raw JSON Schemas, as any server may
+ * send them, so that tests can also list hostile ones. Unknown names answer 404.
+ */
+export async function startLocalMcpServers(): Promise<LocalMcpServers> {
+  const behaviours = new Map<string, LocalMcpBehaviour>();
+  const counts = new Map<string, number>();
+  const http: Server = createServer((req, res) => {
+    void (async () => {
+      const match = /^\/([^/?]+)\/mcp(?:\?.*)?$/.exec(req.url ?? '');
+      const name = match?.[1];
+      const behaviour = name === undefined ? undefined : behaviours.get(name);
+      if (!name || !behaviour) {
+        res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"no such server"}');
+        return;
+      }
+      if (behaviour.delayMs) await new Promise((r) => setTimeout(r, behaviour.delayMs));
+      if (res.destroyed) return;
+      const mcp = new McpServer(
+        { name: `${name}-server`, version: '1.0.0' },
+        { capabilities: { tools: {} } },
+      );
+      mcp.server.setRequestHandler(ListToolsRequestSchema, () => ({
+        tools: behaviour.tools.map(({ call: _call, ...definition }) => definition),
+      }));
+      mcp.server.setRequestHandler(CallToolRequestSchema, async (request) => {
+        const tool = behaviour.tools.find((t) => t.name === request.params.name);
+        if (!tool) return { content: [{ type: 'text', text: 'unknown tool' }], isError: true };
+        const key = `${name}/${tool.name}`;
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+        return tool.call(request.params.arguments ?? {});
+      });
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+        enableJsonResponse: true,
+      });
+      res.once('close', () => {
+        void transport.close();
+        void mcp.close();
+      });
+      await mcp.connect(transport);
+      await transport.handleRequest(req, res);
+    })().catch(() => {
+      if (!res.headersSent) res.writeHead(500);
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  const address = http.address();
+  if (!address || typeof address === 'string') throw new Error('no address');
+  const baseUrl = `http://127.0.0.1:${address.port}`;
+  return {
+    url: (name) => `${baseUrl}/${name}/mcp`,
+    set: (name, behaviour) => void behaviours.set(name, behaviour),
+    calls: (name, tool) => counts.get(`${name}/${tool}`) ?? 0,
+    close: () =>
+      new Promise<void>((resolve) => {
+        http.close(() => resolve());
+        http.closeAllConnections();
+      }),
+  };
+}
