@@ -76,7 +76,7 @@ async function main(): Promise<void> {
     await runSignalFeedbackDemo({ baseUrl: SIGNAL_FEEDBACK_URL, log });
   }
   if (!only || only === 'skill-router') {
-    section('skill-router: skills registered, verified, routed and rated');
+    section('skill-router: skills (HTTP endpoints and MCP tools) registered, verified, routed and rated');
     await reachable(SKILL_ROUTER_URL, 'npm start');
     await runSkillRouterDemo({ baseUrl: SKILL_ROUTER_URL, log });
   }

@@ -1,11 +1,16 @@
 // skill-router demo: against a running service, a provider agent gets a key, starts a few small skill
 // endpoints on this machine, registers them, waits for the verification worker (health check, schema
 // validation, test call), routes three tasks, calls the best match for real and reports the outcome.
+// Then it starts a small MCP server, registers it (each tool becomes a skill, verified over MCP),
+// routes a task to one of its tools and calls it with an MCP client, as the route answer says.
 // The service must allow the local endpoints: SSRF_ALLOWLIST=127.0.0.1. Run alone with
 // `pnpm --filter @repo/skill-router exec tsx --conditions=@repo/source scripts/demo.ts`
 // (SKILL_ROUTER_URL, default http://127.0.0.1:3003).
 import { randomBytes } from 'node:crypto';
-import type { RegisterSkillRequest } from '../src/schemas';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { RegisterSkillRequest, SkillCall } from '../src/schemas';
+import { startLocalMcpServers, structured, type LocalTool } from './local-mcp-servers';
 import { startLocalSkills, type SkillBehaviour } from './local-skills';
 
 /** Options of {@link runSkillRouterDemo}. */
@@ -25,6 +30,8 @@ export interface SkillRouterDemoResult {
   skills: Record<string, string>;
   /** Per routed task: the ranked skill ids and the best match's score. */
   routes: { task: string; ranked: string[]; topScore: number | null }[];
+  /** The MCP part: the skills its server's tools became, and the one a task was routed to. */
+  mcp: { skills: Record<string, string>; routedTo: string | null };
 }
 
 interface RouteAnswer {
@@ -34,10 +41,52 @@ interface RouteAnswer {
     match_score: number;
     match_reasons: string[];
     endpoint: string;
+    call: SkillCall;
     pricing: { per_call_usd: number };
   }[];
   total_matches: number;
 }
+
+/** The demo's MCP server: a currency desk with two tools (rates are made up). */
+const RATES: Record<string, number> = { USD: 1, EUR: 0.92, GBP: 0.79, JPY: 151.2 };
+const CURRENCY_TOOLS: LocalTool[] = [
+  {
+    name: 'convert_currency',
+    title: 'Currency converter',
+    description: "Converts an amount of money between USD, EUR, GBP and JPY at today's exchange rate.",
+    inputSchema: {
+      type: 'object',
+      properties: {
+        amount: { type: 'number', exclusiveMinimum: 0, examples: [25] },
+        from: { type: 'string', enum: Object.keys(RATES) },
+        to: { type: 'string', enum: Object.keys(RATES) },
+      },
+      required: ['amount', 'from', 'to'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: { amount: { type: 'number' }, currency: { type: 'string' }, rate: { type: 'number' } },
+      required: ['amount', 'currency', 'rate'],
+    },
+    call: (args) => {
+      const rate = (RATES[String(args.to)] ?? 1) / (RATES[String(args.from)] ?? 1);
+      const amount = Math.round(Number(args.amount) * rate * 100) / 100;
+      return structured({ amount, currency: String(args.to), rate: Math.round(rate * 10_000) / 10_000 });
+    },
+  },
+  {
+    name: 'list_currencies',
+    title: 'Supported currencies',
+    description: 'Lists the currencies the converter knows, with their exchange rate against USD.',
+    inputSchema: { type: 'object' },
+    outputSchema: {
+      type: 'object',
+      properties: { rates: { type: 'object', additionalProperties: { type: 'number' } } },
+      required: ['rates'],
+    },
+    call: () => structured({ rates: RATES }),
+  },
+];
 
 /** A skill the demo provides on this machine. */
 interface DemoSkill {
@@ -332,9 +381,106 @@ export async function runSkillRouterDemo(options: SkillRouterDemoOptions): Promi
     log(
       `GET /api/discover/skills?category=translation -> ${list.total} active skill(s): ${list.skills.map((s) => s.skill_id).join(', ')}`,
     );
-    return { keyPrefix: key.prefix, skills: statuses, routes };
+    const mcp = await mcpServerPart(call, log, run, options.verifyTimeoutMs ?? 60_000);
+    return { keyPrefix: key.prefix, skills: statuses, routes, mcp };
   } finally {
     await endpoints.close();
+  }
+}
+
+/**
+ * The MCP part of the demo: a provider whose skills are tools of an MCP server registers the server;
+ * each tool becomes a skill `<server_id>.<tool>`, verified over MCP (handshake, tools/list, a test
+ * tools/call); a task is routed to one of them, and the agent calls it with an MCP client at the URL
+ * and tool the route answer names.
+ */
+async function mcpServerPart(
+  call: <T>(method: string, path: string, body?: unknown) => Promise<T>,
+  log: (line: string) => void,
+  run: string,
+  verifyTimeoutMs: number,
+): Promise<SkillRouterDemoResult['mcp']> {
+  const servers = await startLocalMcpServers();
+  try {
+    servers.set('currency', { tools: CURRENCY_TOOLS });
+    const serverId = `demo-fx-${run}`;
+    log('');
+    log(`An MCP server (Streamable HTTP) with two tools runs at ${servers.url('currency')}`);
+    const registered = await call<{
+      server: { name: string; version: string };
+      skills: { tool: string; skill_id: string; status: string }[];
+      skipped: { tool: string; reason: string }[];
+    }>('POST', '/api/discover/register/mcp', {
+      server_id: serverId,
+      url: servers.url('currency'),
+      provider: 'FX Desk',
+      capabilities: ['currency', 'finance'],
+      chains: ['solana'],
+      pricing: { model: 'per_call', price_usd: 0.001 },
+    });
+    log(
+      `POST /api/discover/register/mcp ${serverId} -> ${registered.server.name} ${registered.server.version} lists ${registered.skills.length} tool(s), each now a skill:`,
+    );
+    for (const s of registered.skills) log(`  ${s.skill_id} (tool ${s.tool}): ${s.status}`);
+
+    log('waiting for the verification worker (MCP handshake, tools/list, a test tools/call)…');
+    const deadline = Date.now() + verifyTimeoutMs;
+    const statuses: Record<string, string> = {};
+    for (const s of registered.skills) {
+      for (;;) {
+        const d = await call<{
+          status: string;
+          verification: { steps: { step: string; status: string; detail: string }[]; reason: string | null };
+        }>('GET', `/api/discover/skills/${s.skill_id}`);
+        if (d.status !== 'pending_verification') {
+          statuses[s.skill_id] = d.status;
+          log(`  ${s.skill_id}: ${d.status}${d.verification.reason ? ` — ${d.verification.reason}` : ''}`);
+          for (const step of d.verification.steps) log(`    ${step.step}: ${step.status} (${step.detail})`);
+          break;
+        }
+        if (Date.now() > deadline) throw new Error(`verification of ${s.skill_id} did not finish in time`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+
+    const task = { task: 'Convert 25 US dollars to euros', requirements: { chains: ['solana'] } };
+    const r = await call<RouteAnswer>('POST', '/api/discover/route', task);
+    const ours = r.matches.filter((m) => m.skill_id.startsWith(`${serverId}.`));
+    log('');
+    log(`POST /api/discover/route "${task.task}" -> ${r.total_matches} match(es)`);
+    for (const m of ours)
+      log(`  ${m.match_score.toFixed(4)}  ${m.skill_id}  call: ${JSON.stringify(m.call)}`);
+    const best = ours[0];
+    if (!best || best.call.transport !== 'mcp-streamable-http') return { skills: statuses, routedTo: null };
+
+    // The route answer says how to call it: an MCP client at call.url, tools/call of call.tool.
+    const client = new Client({ name: 'demo-agent', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(best.call.url)));
+    try {
+      const t0 = performance.now();
+      const result = await client.callTool({
+        name: best.call.tool,
+        arguments: { amount: 25, from: 'USD', to: 'EUR' },
+      });
+      const latency = Math.round(performance.now() - t0);
+      log(
+        `  tools/call ${best.call.tool} at ${best.call.url} in ${latency} ms -> ${JSON.stringify(result.structuredContent)}`,
+      );
+      await call('POST', '/api/discover/report', {
+        skill_id: best.skill_id,
+        caller: 'demo-agent',
+        call_result: result.isError ? 'failure' : 'success',
+        latency_ms: latency,
+        satisfaction: 5,
+        notes: 'demo MCP call',
+      });
+      log('  POST /api/discover/report -> ok');
+    } finally {
+      await client.close();
+    }
+    return { skills: statuses, routedTo: best.skill_id };
+  } finally {
+    await servers.close();
   }
 }
 

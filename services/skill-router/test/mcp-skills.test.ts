@@ -5,6 +5,7 @@ import {
   type LocalTool,
 } from '../scripts/local-mcp-servers';
 import { startLocalSkills, type LocalSkills } from '../scripts/local-skills';
+import { mcpClientPool } from '@repo/service-kit/testing';
 import { translate, uniqueWord } from './support/factories';
 import { startHarness, waitFor, withWorkersStopped, type Harness } from './support/harness';
 
@@ -247,6 +248,25 @@ describe('An MCP server registered as skills', () => {
     expect(first).toMatchObject({ revision: 1, verification: { status: 'passed' } });
     // The unchanged tool of the same server is untouched.
     expect(await status('relisted.forecast')).toBe('active');
+  });
+
+  it("When an agent calls register_mcp_server on the service's own MCP endpoint, then the tools are imported as over HTTP", async () => {
+    const pool = mcpClientPool(() => h.baseUrl);
+    try {
+      servers.set('via-mcp', { tools: weatherTools(uniqueWord()) });
+      const agent = await pool.connect({ 'x-api-key': key });
+      const result = await agent.callTool({
+        name: 'register_mcp_server',
+        arguments: serverBody('via-mcp', servers.url('via-mcp')),
+      });
+      expect(result.isError).toBeFalsy();
+      expect(
+        (result.structuredContent as { skills: { skill_id: string }[] }).skills.map((s) => s.skill_id),
+      ).toEqual(['via-mcp.forecast', 'via-mcp.convert_units']);
+      await waitForStatus('via-mcp.forecast', 'active');
+    } finally {
+      await pool.closeAll();
+    }
   });
 
   it('When another key registered a tool skill id, then the import is 403 and writes nothing', async () => {

@@ -50,12 +50,13 @@ async function activeSkill(overrides: Parameters<typeof buildSkill>[0] = {}): Pr
 }
 
 describe('skill-router MCP endpoint', () => {
-  it('When an agent lists the tools, then it gets the six discover tools with the HTTP API schemas', async () => {
+  it('When an agent lists the tools, then it gets the seven discover tools with the HTTP API schemas', async () => {
     const { tools } = await anonymous.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual([
       'get_skill',
       'list_skill_versions',
       'list_skills',
+      'register_mcp_server',
       'register_skill',
       'report_call',
       'route_task',

@@ -9,7 +9,10 @@ import type { McpFailure, McpServers, McpSession, McpTool } from '../domain/mcp-
 export interface McpServersOptions {
   /** Addresses and hosts allowed although not public (development, tests). */
   policy: SsrfPolicy;
-  /** Deadline of each MCP request (handshake, one `tools/list` page, `tools/call`), in milliseconds. */
+  /**
+   * Deadline of each MCP request (handshake, one `tools/list` page, `tools/call`), in milliseconds; a
+   * whole session (handshake to close) lasts at most {@link SESSION_REQUESTS} times this.
+   */
   timeoutMs: number;
   /** Largest HTTP response body read, in bytes; a larger answer fails the request with `too_large`. */
   maxResponseBytes: number;
@@ -20,6 +23,9 @@ export interface ClosableMcpServers extends McpServers {
   /** Closes the pooled connections. */
   close(): Promise<void>;
 }
+
+/** A session's deadline, in request timeouts: a handshake, two pages of tools/list and a call, with room to spare. */
+export const SESSION_REQUESTS = 4;
 
 /** Thrown by the guarded fetch when a response body passes the byte cap. */
 class ResponseTooLarge extends Error {
@@ -78,7 +84,14 @@ export function createMcpServers(options: McpServersOptions): ClosableMcpServers
     return new Response(capped, { status: res.status, statusText: res.statusText, headers });
   };
 
-  const failure = (err: unknown, what: string): McpFailure => {
+  const sessionMs = options.timeoutMs * SESSION_REQUESTS;
+  const failure = (err: unknown, what: string, deadline: AbortSignal): McpFailure => {
+    if (deadline.aborted)
+      return {
+        ok: false,
+        kind: 'timeout',
+        error: `${what}: the MCP session took longer than ${sessionMs} ms`,
+      };
     const blocked = findSsrfBlockedError(err);
     if (blocked) return { ok: false, kind: 'refused', error: `endpoint refused: ${blocked.message}` };
     const tooLarge = findCause(err, (e) => e instanceof ResponseTooLarge);
@@ -93,8 +106,8 @@ export function createMcpServers(options: McpServersOptions): ClosableMcpServers
     if (network)
       return { ok: false, kind: 'network', error: `${what}: unreachable (${String(codeOf(network))})` };
     const message = err instanceof Error ? err.message : String(err);
-    // Server text is untrusted: one line, bounded.
-    const text = message.replace(/\s+/g, ' ').slice(0, 300);
+    // It may carry the server's own error text.
+    const text = excerpt(message);
     // The SDK's McpError messages already start with "MCP error <code>: ".
     return { ok: false, kind: 'protocol', error: `${what}: ${text}` };
   };
@@ -116,7 +129,12 @@ export function createMcpServers(options: McpServersOptions): ClosableMcpServers
       );
       // Errors of the background GET stream are expected (most servers answer it with 405).
       client.onerror = () => {};
-      const requestOptions = { timeout: options.timeoutMs, maxTotalTimeout: options.timeoutMs };
+      const deadline = AbortSignal.timeout(sessionMs);
+      const requestOptions = {
+        timeout: options.timeoutMs,
+        maxTotalTimeout: options.timeoutMs,
+        signal: deadline,
+      };
       const close = async () => {
         await client.close().catch(() => {});
       };
@@ -124,7 +142,7 @@ export function createMcpServers(options: McpServersOptions): ClosableMcpServers
         await client.connect(transport, requestOptions);
       } catch (err) {
         await close();
-        return failure(err, 'MCP handshake');
+        return failure(err, 'MCP handshake', deadline);
       }
       const server = client.getServerVersion();
       const session: McpSession = {
@@ -158,7 +176,7 @@ export function createMcpServers(options: McpServersOptions): ClosableMcpServers
               if (cursor === undefined) return { ok: true, tools };
             }
           } catch (err) {
-            return failure(err, 'tools/list');
+            return failure(err, 'tools/list', deadline);
           }
           return { ok: false, kind: 'too_many_tools', error: `tools/list has more than ${maxPages} pages` };
         },
@@ -174,7 +192,7 @@ export function createMcpServers(options: McpServersOptions): ClosableMcpServers
               text: firstText(result.content),
             };
           } catch (err) {
-            return { ...failure(err, 'tools/call'), latencyMs: Math.round(performance.now() - t0) };
+            return { ...failure(err, 'tools/call', deadline), latencyMs: Math.round(performance.now() - t0) };
           }
         },
         close,
@@ -185,13 +203,21 @@ export function createMcpServers(options: McpServersOptions): ClosableMcpServers
   };
 }
 
-/** The first text content of a tool result, one line, at most 200 characters (for failure reasons). */
+/** One line of printable ASCII, at most 200 characters: how a server's own text appears in reasons. */
+function excerpt(text: string): string {
+  return text
+    .replace(/\s+/g, ' ')
+    .replace(/[^\x20-\x7e]/g, '?')
+    .slice(0, 200);
+}
+
+/** The first text content of a tool result as an {@link excerpt} (for failure reasons). */
 function firstText(content: unknown): string | undefined {
   if (!Array.isArray(content)) return undefined;
   for (const item of content) {
     const text = (item as { type?: unknown; text?: unknown } | null)?.text;
     if ((item as { type?: unknown } | null)?.type === 'text' && typeof text === 'string')
-      return text.replace(/\s+/g, ' ').slice(0, 200);
+      return excerpt(text);
   }
   return undefined;
 }

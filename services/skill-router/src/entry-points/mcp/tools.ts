@@ -4,6 +4,8 @@ import type { RouteOutcome } from '../../metrics';
 import {
   ListSkillsArgs,
   ListVersionsArgs,
+  RegisterMcpServerRequest,
+  RegisterMcpServerResponse,
   RegisterSkillRequest,
   RegisterSkillResponse,
   ReportRequest,
@@ -116,6 +118,22 @@ export function skillRouterTools(
       return { structuredContent: answer };
     },
   };
+  const registerMcpServer: McpTool<RegisterMcpServerRequest> = {
+    name: 'register_mcp_server',
+    title: 'Register an MCP server',
+    description:
+      "Imports an MCP server's tools (Streamable HTTP transport) as skills <server_id>.<tool>: each tool's description " +
+      "and schemas become the skill's. Each is verified over MCP (handshake, tools/list, a test tools/call) before it " +
+      `is routed; route_task then says how to call it. Free. ${KEY} Each tool written counts as a registration.`,
+    input: RegisterMcpServerRequest,
+    output: RegisterMcpServerResponse,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+    async run(args, context) {
+      const key = await keyOf(operations, context);
+      const { answer } = await operations.registerMcp(key, args, 'arguments');
+      return { structuredContent: answer };
+    },
+  };
   const reportCall: McpTool<ReportRequest> = {
     name: 'report_call',
     title: 'Report a call',
@@ -129,5 +147,5 @@ export function skillRouterTools(
       return { structuredContent: await operations.report(await keyOf(operations, context), args) };
     },
   };
-  return [routeTask, listSkills, getSkill, listSkillVersions, registerSkill, reportCall];
+  return [routeTask, listSkills, getSkill, listSkillVersions, registerSkill, registerMcpServer, reportCall];
 }
