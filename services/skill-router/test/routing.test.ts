@@ -267,6 +267,7 @@ describe.each([true, false])('Routing with ROUTING_INDEX=%s', (routingIndex) => 
           pricing: { per_call_usd: 0.004 },
           metrics: { success_rate_24h: 0.9, avg_latency_ms: 250, calls_30d: 9 },
           endpoint: 'http://127.0.0.1:9/ibex',
+          call: { transport: 'http', method: 'POST', url: 'http://127.0.0.1:9/ibex' },
         },
       ]);
     });
