@@ -48,7 +48,7 @@ export async function claimSkills<Row extends ClaimedSkillRow, Job extends objec
  * `$1` rows of `skill_stats` (alias `d`) whose skill (alias `k`) matches `where`, taken in `orderBy`
  * order then by skill id and locked `FOR UPDATE OF d SKIP LOCKED` (one replica each), get `set` (which
  * may use `$2`); the statement returns the {@link ClaimedSkillRow} columns and the skill's (alias
- * `s`) columns in `returning`.
+ * `s`) columns in `returning`. The parts are SQL written in the code, never input: they are pasted in.
  */
 export function statsClaimSql(parts: {
   set: string;
