@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Pool } from 'pg';
+import type { RequestHandler } from 'express';
 import { clientIpKey, ConfigError, createRateLimit } from '@repo/service-kit';
 import type { X402Network } from '@repo/schemas';
 import {
@@ -25,9 +26,10 @@ import {
   type RpcCallEvent,
   type SolanaPaymentVerifierOptions,
 } from '@repo/x402-solana';
+import type { ResourceDiscovery } from '@repo/x402-core';
 import { ReceiptIssuer } from '@repo/x402-core/receipts';
 import type { MarketIntelConfig } from '../config';
-import type { PaymentGate } from '../entry-points/http/data-api';
+import type { PaidRoute } from '../domain/prices';
 
 /** The configuration {@link createPaymentGateway} reads. */
 export type PaymentConfig = Pick<
@@ -55,6 +57,12 @@ export type PaymentConfig = Pick<
   | 'X402_REFUND_KEYPAIR'
   | 'DATABASE_URL'
 >;
+
+/**
+ * Builds the x402 payment middleware of one paid route (answers 402 until paid, replays reuse), with
+ * its discovery metadata (docs/payments.md, "Discovery").
+ */
+export type PaymentGate = (route: PaidRoute, discovery: ResourceDiscovery) => RequestHandler;
 
 /** Reads a keypair file named by a variable, or stops the boot naming it. */
 function readKeypairVariable(name: string, file: string): Uint8Array {

@@ -1,19 +1,12 @@
-import type { RequestHandler } from 'express';
 import { contractRouter, errorResponse, type ContractRouter } from '@repo/service-kit';
 import { BriefResponse } from '@repo/schemas';
-import type { ResourceDiscovery } from '@repo/x402-core';
-import { DATA_PRICES, type PaidRoute } from '../../domain/prices';
+import type { PaymentGate } from '../../adapters/x402';
+import { DATA_PRICES } from '../../domain/prices';
 import type { ScoutService } from '../../domain/scout';
 import { paidDataParts, PAYMENT_REQUEST_HEADERS } from './contract-parts';
 import { DISCOVERY } from './discovery';
 import { SCOUT_LISTS } from './scout-lists';
 import { NetworkOnlyQuery } from '../../schemas';
-
-/**
- * Builds the x402 payment middleware of one paid route (answers 402 until paid, replays reuse), with
- * its discovery metadata (docs/payments.md, "Discovery").
- */
-export type PaymentGate = (route: PaidRoute, discovery: ResourceDiscovery) => RequestHandler;
 
 /**
  * The paid Data API (services/market-intel/README.md, "Endpoints" and "Paying, in three steps"), each
