@@ -1,7 +1,9 @@
 // The agent demo: against the stack started by `npm start`, an agent wallet reads the free endpoints,
 // then pays for every Data API endpoint with a signed SPL transferChecked on the local ledger and
 // prints each answer with its transaction signature; it pays once more with the official x402 client
-// (@x402/fetch); it shows a replay and a devnet payment; finally,
+// (@x402/fetch); it loses a paid answer and retries it under the same payment identifier (charged
+// once), checks the answer's signed receipt, comes back signed in instead of paying again (when
+// market-intel offers sign-in-with-x), and shows a replay and a devnet payment; finally,
 // when an LLM is configured, it pays for a prove/debate and follows the job to its verdict. Then the
 // signal-feedback demo (signals in, proposals out) and the skill-router demo (register, verify, route,
 // report). `pnpm demo scan` runs a scout scan over local fixture feeds (no internet needed) with the
@@ -12,14 +14,22 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Keypair } from '@solana/web3.js';
+import { Connection, Keypair, PublicKey } from '@solana/web3.js';
 import { createKeyPairSignerFromBytes } from '@solana/kit';
+import { decodePaymentRequiredHeader } from '@x402/core/http';
+import type { PaymentRequired } from '@x402/core/types';
+import {
+  appendPaymentIdentifierToExtensions,
+  generatePaymentId,
+  PAYMENT_IDENTIFIER,
+} from '@x402/extensions/payment-identifier';
+import { SIGN_IN_WITH_X, wrapFetchWithSIWx } from '@x402/extensions/sign-in-with-x';
 import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from '@x402/fetch';
 import { ExactSvmScheme } from '@x402/svm/exact/client';
-import { getLocalnetInfo, rpcUrlFor } from '@repo/solana-localnet';
+import { getAssociatedTokenAddressSync, getLocalnetInfo, rpcUrlFor } from '@repo/solana-localnet';
 import { CAIP2_NETWORKS, encodePaymentHeader } from '@repo/x402-core';
 import { fetchWithPayment } from '@repo/x402-solana/client';
-import { marketIntelClient, receiptOf, waitForJob } from '@repo/api-client';
+import { formatAtomic, marketIntelClient, receiptOf, verifyPaidAnswer, waitForJob } from '@repo/api-client';
 import { runSignalFeedbackDemo } from '@repo/signal-feedback/demo';
 import { runSkillRouterDemo } from '@repo/skill-router/demo';
 import { FIXTURE_SCAN, startFixtureFeeds } from '@repo/compute/testing';
@@ -43,6 +53,11 @@ function show(title: string, status: number, body: unknown, signature?: string):
 
 function section(title: string): void {
   process.stdout.write(`\n\x1b[1;35m=== ${title} ===\x1b[0m\n`);
+}
+
+/** Prints a bold title and its indented lines. */
+function note(title: string, lines: string[]): void {
+  process.stdout.write(`\n\x1b[1m${title}\x1b[0m\n${lines.map((line) => `  ${line}`).join('\n')}\n`);
 }
 
 async function reachable(url: string, start: string): Promise<void> {
@@ -111,23 +126,11 @@ async function agentWallet(): Promise<{
   return { keypair, keypairPath, rpcUrls };
 }
 
-/**
- * Pays one Data API call with the official x402 v2 client (`@x402/fetch` + `@x402/svm`, docs/payments.md,
- * "Paying with an official x402 client"): it answers the `PAYMENT-REQUIRED` offer with a transaction market-intel
- * co-signs as fee payer, so the agent pays the price and no SOL.
- */
-async function payWithOfficialClient(
+/** The official x402 v2 client (`@x402/fetch` + `@x402/svm`) paying from `keypair` on both ledgers. */
+async function officialClient(
   keypair: Keypair,
   rpcUrls: Record<'solana' | 'solana-devnet', string>,
-  pathAndQuery: string,
-): Promise<void> {
-  const unpaid = await fetch(BASE + pathAndQuery);
-  if (!unpaid.headers.get('payment-required')) {
-    process.stdout.write(
-      '\n(market-intel offers no official-scheme payment: X402_FEE_PAYER_KEYPAIR is not set)\n',
-    );
-    return;
-  }
+): Promise<x402Client> {
   const signer = await createKeyPairSignerFromBytes(keypair.secretKey);
   const client = new x402Client();
   const allowedAssets = [];
@@ -139,7 +142,210 @@ async function payWithOfficialClient(
     allowedAssets.push({ network: caip2, asset: mint, maxAmountPerPayment: '30000000' });
   }
   client.setSpendControls({ allowedAssets });
-  const response = await wrapFetchWithPayment(fetch, client)(BASE + pathAndQuery);
+  return client;
+}
+
+/** The v2 offer of a paid route's 402 (its `PAYMENT-REQUIRED` header), or `undefined` when it makes none. */
+async function offerOf(url: string): Promise<PaymentRequired | undefined> {
+  const unpaid = await fetch(url);
+  await unpaid.body?.cancel();
+  const header = unpaid.headers.get('payment-required');
+  return header ? decodePaymentRequiredHeader(header) : undefined;
+}
+
+/** The wallet's USDC balance on the ledger, in atomic units (its associated token account's). */
+async function usdcBalance(rpcUrl: string, owner: PublicKey): Promise<bigint> {
+  const { mint } = await getLocalnetInfo(rpcUrl);
+  const account = getAssociatedTokenAddressSync(new PublicKey(mint), owner);
+  const { value } = await new Connection(rpcUrl, 'confirmed').getTokenAccountBalance(account);
+  return BigInt(value.amount);
+}
+
+/** A paid answer the demo received, with what it paid. */
+interface PaidAnswer {
+  url: string;
+  response: Response;
+  body: string;
+  /** The price in atomic USDC units, as the offer asked. */
+  price: string;
+}
+
+/**
+ * Pays for one request with the official client under an x402 payment identifier (docs/payments.md,
+ * "Retrying safely: payment identifiers") and loses the answer on its way back, as a dropped
+ * connection would; the retry signs a new transaction under the same identifier and gets the first
+ * payment's answer, charged once. Then the same identifier on another request: 409.
+ * @returns the retry's answer, or `undefined` when market-intel makes no official offer
+ */
+async function retryWithPaymentIdentifier(
+  keypair: Keypair,
+  rpcUrls: Record<'solana' | 'solana-devnet', string>,
+  sector: string,
+): Promise<PaidAnswer | undefined> {
+  const url = `${BASE}/api/v1/scout/pain-clusters?sector=${sector}&limit=1`;
+  const offer = await offerOf(url);
+  const price = offer?.accepts[0]?.amount;
+  if (!offer || !price || !offer.extensions?.[PAYMENT_IDENTIFIER]) {
+    note('Payment identifiers', ['(not offered: market-intel has no fee payer, X402_FEE_PAYER_KEYPAIR)']);
+    return undefined;
+  }
+  const paymentId = generatePaymentId();
+  const client = await officialClient(keypair, rpcUrls);
+  // As the extension's documentation shows: every payment of this client carries the identifier.
+  client.onBeforePaymentCreation(async ({ paymentRequired }) => {
+    if (paymentRequired.extensions)
+      appendPaymentIdentifierToExtensions(paymentRequired.extensions, paymentId);
+  });
+
+  // The network between agent and service: it counts the payments sent, and loses the first paid
+  // answer after it left the service (kept here only to compare it with the retry's).
+  let signed = 0;
+  let lost: { body: string; paymentResponse: string | null } | undefined;
+  const network: typeof fetch = async (input, init) => {
+    const request = new Request(input, init);
+    const paid = request.headers.has('payment-signature');
+    if (paid) signed += 1;
+    const response = await fetch(request);
+    if (!paid || lost) return response;
+    lost = { body: await response.text(), paymentResponse: response.headers.get('payment-response') };
+    throw new TypeError('fetch failed: the connection closed before the answer arrived');
+  };
+  const pay = wrapFetchWithPayment(network, client);
+
+  const before = await usdcBalance(rpcUrls.solana, keypair.publicKey);
+  const first = await pay(url).then(
+    (res) => `HTTP ${res.status}`,
+    (error: unknown) => (error instanceof Error ? error.message : String(error)),
+  );
+  const retry = await pay(url);
+  const body = await retry.text();
+  const settlement = decodePaymentResponseHeader(retry.headers.get('payment-response') ?? '');
+  const after = await usdcBalance(rpcUrls.solana, keypair.publicKey);
+  const same = (yes: boolean) => (yes ? 'the same' : 'NOT the same');
+  note(`GET ${url.slice(BASE.length)} paid with payment identifier ${paymentId}`, [
+    `first attempt: ${first} (did it pay? the agent cannot tell)`,
+    `retry, same identifier, a new transaction signed -> HTTP ${retry.status}`,
+    `  ${same(body === lost?.body)} answer as the lost one, ${same(
+      retry.headers.get('payment-response') === lost?.paymentResponse,
+    )} PAYMENT-RESPONSE (transaction ${settlement.transaction})`,
+    `${signed} payments signed, wallet USDC ${formatAtomic(before)} -> ${formatAtomic(after)}: ` +
+      `charged ${formatAtomic(before - after)} USDC, the price (${formatAtomic(BigInt(price))} USDC) once`,
+  ]);
+
+  // A new request needs a new identifier: the same one on another query is refused, nothing sent.
+  const otherPath = `/api/v1/scout/pain-clusters?sector=${sector}&limit=2`;
+  const conflict = await wrapFetchWithPayment(fetch, client)(BASE + otherPath);
+  show(`The same identifier on another request, GET ${otherPath}`, conflict.status, await conflict.json());
+  const unchanged = await usdcBalance(rpcUrls.solana, keypair.publicKey);
+  process.stdout.write(`  wallet USDC ${formatAtomic(unchanged)}: nothing charged\n`);
+  return { url, response: retry, body, price };
+}
+
+/**
+ * Checks a paid answer's signed receipt (docs/payments.md, "Signed offers and receipts") with the
+ * client package's `verifyPaidAnswer`: against the keys the service publishes at
+ * `/.well-known/jwks.json`, the SHA-256 of the body received and the payment made; then the same
+ * receipt with a tampered body.
+ */
+async function checkReceipt(answer: PaidAnswer, payer: PublicKey): Promise<void> {
+  const settlement = decodePaymentResponseHeader(answer.response.headers.get('payment-response') ?? '');
+  const facts = {
+    url: answer.url,
+    signature: settlement.transaction,
+    payer: payer.toBase58(),
+    amountAtomic: answer.price,
+  };
+  const evidence = await verifyPaidAnswer(answer.response, Buffer.from(answer.body), facts);
+  if (!evidence) {
+    note('Signed receipt', ['(the answer carries none)']);
+    return;
+  }
+  const changed = answer.body.replace(/\d/, (d) => String((Number(d) + 1) % 10));
+  const tampered = await verifyPaidAnswer(
+    answer.response,
+    Buffer.from(changed === answer.body ? `${changed} ` : changed),
+    facts,
+  );
+  const claims = evidence.claims;
+  note(
+    `Signed receipt of that answer: ${evidence.status}${evidence.problem ? ` (${evidence.problem})` : ''}`,
+    [
+      `checked against ${new URL(answer.url).origin}/.well-known/jwks.json, the body's SHA-256 and the payment`,
+      ...(claims
+        ? [
+            `payer ${claims.payer} paid ${formatAtomic(BigInt(claims.amount))} USDC`,
+            `transaction ${claims.transaction}`,
+            `at ${new Date(claims.issuedAt * 1000).toISOString()}, body SHA-256 ${claims.responseSha256.slice(0, 16)}...`,
+          ]
+        : []),
+      `the same receipt with one digit of the body changed: ${tampered?.status ?? 'no receipt'}` +
+        `${tampered?.problem ? ` (${tampered.problem})` : ''}`,
+    ],
+  );
+}
+
+/** Whether `url`'s 402 declares a sign-in-with-x challenge (docs/payments.md, "Signing in instead of paying again"). */
+async function signInOffered(url: string): Promise<boolean> {
+  return Boolean((await offerOf(url))?.extensions?.[SIGN_IN_WITH_X]);
+}
+
+/** The wallet as a Solana message signer for sign-in-with-x (`@solana/kit`'s key pair signer, wallet-adapter shape). */
+async function messageSigner(keypair: Keypair): Promise<{
+  publicKey: string;
+  signMessage: (message: Uint8Array) => Promise<Uint8Array>;
+}> {
+  const kit = await createKeyPairSignerFromBytes(keypair.secretKey);
+  return {
+    publicKey: kit.address,
+    signMessage: async (message) => {
+      const [signatures] = await kit.signMessages([{ content: message, signatures: {} }]);
+      const signature = signatures?.[kit.address];
+      if (!signature) throw new Error('the key pair signer returned no signature');
+      return signature;
+    },
+  };
+}
+
+/**
+ * Gets a paid answer again without paying: the payer signs the 402's sign-in-with-x challenge with the
+ * official client's `wrapFetchWithSIWx` (docs/payments.md, "Signing in instead of paying again"), within
+ * the access window; a wallet that paid for nothing signs in too and is refused with a 402.
+ */
+async function signInAgain(answer: PaidAnswer, keypair: Keypair, rpcUrl: string): Promise<void> {
+  const path = answer.url.slice(BASE.length);
+  const before = await usdcBalance(rpcUrl, keypair.publicKey);
+  const again = await wrapFetchWithSIWx(fetch, await messageSigner(keypair))(answer.url);
+  const body = await again.text();
+  const after = await usdcBalance(rpcUrl, keypair.publicKey);
+  note(`Signed in as the payer, GET ${path} again`, [
+    `HTTP ${again.status}, ${again.headers.get('payment-response') ? 'PAID AGAIN' : 'no payment made'}, ` +
+      `${body === answer.body ? 'the same answer' : 'a fresh answer'}`,
+    `wallet USDC ${formatAtomic(before)} -> ${formatAtomic(after)}`,
+  ]);
+  const stranger = await wrapFetchWithSIWx(fetch, await messageSigner(Keypair.generate()))(answer.url);
+  show(`Another wallet signed in, GET ${path}`, stranger.status, await stranger.json());
+}
+
+/**
+ * Pays one Data API call with the official x402 v2 client (`@x402/fetch` + `@x402/svm`, docs/payments.md,
+ * "Paying with an official x402 client"): it answers the `PAYMENT-REQUIRED` offer with a transaction market-intel
+ * co-signs as fee payer, so the agent pays the price and no SOL.
+ */
+async function payWithOfficialClient(
+  keypair: Keypair,
+  rpcUrls: Record<'solana' | 'solana-devnet', string>,
+  pathAndQuery: string,
+): Promise<void> {
+  if (!(await offerOf(BASE + pathAndQuery))) {
+    process.stdout.write(
+      '\n(market-intel offers no official-scheme payment: X402_FEE_PAYER_KEYPAIR is not set)\n',
+    );
+    return;
+  }
+  const response = await wrapFetchWithPayment(
+    fetch,
+    await officialClient(keypair, rpcUrls),
+  )(BASE + pathAndQuery);
   const settlement = decodePaymentResponseHeader(response.headers.get('payment-response') ?? '');
   show(
     `GET ${pathAndQuery} (paid with the official @x402/fetch client; market-intel paid the network fee)`,
@@ -243,13 +449,40 @@ async function marketIntel(): Promise<void> {
 
   await payWithOfficialClient(keypair, rpcUrls, `/api/v1/scout/gaps?sector=${sector}&limit=1`);
 
+  // Pay once, prove it: a retry that is charged once, a receipt anyone can check, a sign-in instead
+  // of a second payment.
+  const identified = await retryWithPaymentIdentifier(keypair, rpcUrls, sector);
+  if (identified) await checkReceipt(identified, keypair.publicKey);
+  const signIn = identified ? await signInOffered(identified.url) : false;
+  if (identified && signIn) await signInAgain(identified, keypair, rpcUrls.solana);
+  else
+    note('Signing in instead of paying again', [
+      "(skipped: this market-intel's 402 declares no sign-in-with-x challenge)",
+    ]);
+
   if (last) {
-    const replay = await fetch(BASE + last.path, {
-      headers: { 'X-PAYMENT': encodePaymentHeader('solana', last.signature) },
-    });
+    // The push payment presented again: the same signature in X-PAYMENT.
+    const replayed: typeof fetch = (input, init) => {
+      const request = new Request(input, init);
+      request.headers.set('X-PAYMENT', encodePaymentHeader('solana', last.signature));
+      return fetch(request);
+    };
+    if (signIn) {
+      // With sign-in-with-x on, a used payment's answer goes only to its payer signed in: the
+      // signature is public on chain, so a watcher who presents it gets nothing.
+      const watcher = await replayed(BASE + last.path);
+      show(
+        `Replay of ${last.signature} without signing in (what a watcher of the chain can do)`,
+        watcher.status,
+        await watcher.json(),
+      );
+    }
+    const replay = signIn
+      ? await wrapFetchWithSIWx(replayed, await messageSigner(keypair))(BASE + last.path)
+      : await replayed(BASE + last.path);
     const replayBody: unknown = await replay.json();
     process.stdout.write(
-      `\n\x1b[1mReplay\x1b[0m of ${last.signature} on the same endpoint -> HTTP ${replay.status}, ` +
+      `\n\x1b[1mReplay\x1b[0m of ${last.signature} on the same endpoint${signIn ? ', signed in as the payer,' : ''} -> HTTP ${replay.status}, ` +
         `${JSON.stringify(replayBody) === JSON.stringify(last.body) ? 'identical body, no second charge' : 'DIFFERENT body'}\n`,
     );
     const reuse = await fetch(`${BASE}/api/v1/scout/gaps`, {
