@@ -284,7 +284,7 @@ async function checkReceipt(answer: PaidAnswer, payer: PublicKey): Promise<void>
   );
 }
 
-/** Whether `url`'s 402 declares a sign-in-with-x challenge (docs/payments.md, "Signing in instead of paying again"). */
+/** Whether `url`'s 402 declares a challenge of the x402 `sign-in-with-x` extension in `PAYMENT-REQUIRED`. */
 async function signInOffered(url: string): Promise<boolean> {
   return Boolean((await offerOf(url))?.extensions?.[SIGN_IN_WITH_X]);
 }
@@ -308,8 +308,8 @@ async function messageSigner(keypair: Keypair): Promise<{
 
 /**
  * Gets a paid answer again without paying: the payer signs the 402's sign-in-with-x challenge with the
- * official client's `wrapFetchWithSIWx` (docs/payments.md, "Signing in instead of paying again"), within
- * the access window; a wallet that paid for nothing signs in too and is refused with a 402.
+ * official client's `wrapFetchWithSIWx` (`@x402/extensions/sign-in-with-x`), within the access window;
+ * a wallet that paid for nothing signs in too and is refused with a 402.
  */
 async function signInAgain(answer: PaidAnswer, keypair: Keypair, rpcUrl: string): Promise<void> {
   const path = answer.url.slice(BASE.length);
