@@ -47,6 +47,14 @@ import {
   type OfferV2,
 } from './requirements';
 import { reasonOf, sendPaymentError, sendStoredResponse, V2_PAYMENT_MISSING } from './responses';
+import {
+  requirePayerSignIn,
+  SIGN_IN_HEADER,
+  signedInAccess,
+  signInChallenge,
+  signInOriginOf,
+  type SignedInAccess,
+} from './sign-in';
 
 /** The message of a settlement refused by each limit, given the seconds to wait. */
 const SETTLEMENT_REFUSALS: Readonly<Record<SettlementLimit, (seconds: number) => string>> = {
@@ -78,10 +86,15 @@ export function requirePayment(options: RequirePaymentOptions): RequestHandler {
     ...options,
     kind: 'sync',
     deferVerifiedMark: options.deferVerifiedMark ?? true,
+    onSignedIn: (access, _req, res) => {
+      (res.locals as PaidRequestLocals).x402Access = access;
+    },
   };
   return (req: Request, res: Response, next: NextFunction) => {
     acceptPayment(req, res, accept).then(
       (accepted) => {
+        // A payer signed in within the access window: the handler runs, nothing is stored.
+        if (!accepted && (res.locals as PaidRequestLocals).x402Access && !res.headersSent) next();
         if (!accepted) return;
         (res.locals as PaidRequestLocals).x402Payment = accepted.payment;
         // The stored answer is replayed to every holder of the signature: it must be a full answer,
@@ -130,15 +143,36 @@ export async function acceptPayment(
   // An official-scheme payment once its key is known, and whether its settlement was tried.
   let official: { transaction: string; payer: string | undefined; network: X402Network } | undefined;
   let settleTried = false;
+  // Sign-in-with-x, where the network makes the official offer: its origin, and this request's own
+  // payment (a replay of another one, named by a payment identifier, is the payer's own retry).
+  const signIn = options.signInWithX;
+  let signInOrigin: { origin: URL; network: X402Network } | undefined;
+  let ownSignature: string | undefined;
   try {
     const request = requirementsForRequest(req, options, options);
     const { network, verifier, requirements } = request;
     accepts = request.accepts;
     offer = request.offer;
+    if (signIn && offer) {
+      signInOrigin = { origin: signInOriginOf(req, options.publicBaseUrl), network };
+      offer = { ...offer, signIn: signInChallenge(signIn, signInOrigin.origin, offer.resource.url, network) };
+    }
     const endpoint = options.endpoint ?? endpointOf(req);
     const v2Header = req.get(PAYMENT_SIGNATURE_HEADER);
     const header = v2Header ?? req.get(PAYMENT_HEADER);
     if (header === undefined || header.trim() === '') {
+      if (signIn && signInOrigin && options.onSignedIn && req.get(SIGN_IN_HEADER) !== undefined) {
+        const access: SignedInAccess = await signedInAccess(req, signIn, {
+          origin: signInOrigin.origin,
+          network,
+          endpoint,
+          kind: options.kind,
+          requestHash: requestHash(request.canonical ?? canonicalTextOf(req, request.url)),
+        });
+        emitPaymentEvent(options.onPaymentEvent, { type: 'signed_in', network, endpoint });
+        await options.onSignedIn(access, req, res);
+        return undefined;
+      }
       emitPaymentEvent(options.onPaymentEvent, { type: 'challenged', network, endpoint });
       const error = 'X-PAYMENT header is required';
       if (offer) res.setHeader(PAYMENT_REQUIRED_HEADER, paymentRequiredHeader(offer, V2_PAYMENT_MISSING));
@@ -152,11 +186,12 @@ export async function acceptPayment(
     let identifier: string | undefined;
     try {
       proof = parsePaymentProof(header, network, v2Header === undefined ? 'X-PAYMENT' : 'PAYMENT-SIGNATURE');
-      if (proof.kind === 'signature') signature = proof.txSignature;
+      if (proof.kind === 'signature') signature = ownSignature = proof.txSignature;
       else {
         // Checked before anything is claimed: a malformed identifier is the payer's mistake (400).
         if (offer && options.identifiers) identifier = paymentIdentifierOf(proof.extensions);
         ({ signature, payer, source } = await signatureToClaim(proof, offer));
+        ownSignature = signature;
         official = { transaction: signature, payer, network };
       }
     } catch (error) {
@@ -245,6 +280,9 @@ export async function acceptPayment(
           })
         : await processPayment(paid);
     if (result.outcome === 'replay') {
+      // Its own payment's signature is public once on chain: only its payer, signed in, gets it again.
+      if (signIn?.requiredForReplay && signInOrigin && result.record.signature === ownSignature)
+        await requirePayerSignIn(req, signIn, signInOrigin.origin, network, result.record.payer);
       sendStoredResponse(res, result.response, network, options.onAnswerStored);
       return undefined;
     }
@@ -292,8 +330,36 @@ export async function acceptPayment(
           ...(official.payer === undefined ? {} : { payer: official.payer }),
         } satisfies SettleResponseV2),
       );
-    if (sendPaymentError(req, res, error, accepts, offer)) return undefined;
-    throw error;
+    const refusal = await payerOnlyConflict(error, signIn, signInOrigin, ownSignature, official, req);
+    if (sendPaymentError(req, res, refusal, accepts, offer)) return undefined;
+    throw refusal;
+  }
+}
+
+/**
+ * With `signInWithX.requiredForReplay`, the 409 of a used compute payment names its job only to its
+ * payer signed in (the job id is the job's capability): the request's own payment answered with a
+ * job id and no valid proof of its payer becomes the sign-in's 402. Any other error is returned as is.
+ */
+async function payerOnlyConflict(
+  error: unknown,
+  signIn: AcceptPaymentOptions['signInWithX'],
+  signInOrigin: { origin: URL; network: X402Network } | undefined,
+  ownSignature: string | undefined,
+  official: { transaction: string } | undefined,
+  req: Request,
+): Promise<unknown> {
+  if (!signIn?.requiredForReplay || !signInOrigin || ownSignature === undefined) return error;
+  if (!isAppError(error) || error.code !== 'payment_conflict') return error;
+  const details = error.details as { jobId?: unknown } | null | undefined;
+  // A retry under a payment identifier answered with an earlier payment's job is the payer's own.
+  if (details?.jobId === undefined || (official && official.transaction !== ownSignature)) return error;
+  try {
+    const { origin, network } = signInOrigin;
+    await requirePayerSignIn(req, signIn, origin, network, await signIn.records.payerOf(ownSignature));
+    return error;
+  } catch (refused) {
+    return refused;
   }
 }
 

@@ -7,11 +7,13 @@ import type { X402Network } from '@repo/schemas';
  *   absent for an official-scheme payment whose own settlement's confirmation proved it);
  * - `rejected`: a proof was refused (`reason`: a verification reason, `invalid_payment_header`,
  *   `payment_reused`, `payment_conflict` or `busy`);
- * - `replayed`: a stored answer was returned for a signature already used on the same endpoint.
+ * - `replayed`: a stored answer was returned for a signature already used on the same endpoint;
+ * - `signed_in`: a request was served to the payer who signed in, without paying again
+ *   (docs/payments.md, "Signing in instead of paying again").
  */
 export interface PaymentEvent {
   /** What happened. */
-  type: 'challenged' | 'verified' | 'rejected' | 'replayed';
+  type: 'challenged' | 'verified' | 'rejected' | 'replayed' | 'signed_in';
   /** Why a proof was refused (only for `rejected`). */
   reason?: string;
   /** The request's network. */

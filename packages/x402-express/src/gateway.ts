@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { Request, Response } from 'express';
 import type { PaymentRequirements, X402Network } from '@repo/schemas';
 import type { PaymentVerifier, ResourceDiscovery, VerifiedPayment } from '@repo/x402-core';
 import type {
@@ -11,6 +12,7 @@ import type {
 import type { ReceiptIssuer } from '@repo/x402-core/receipts';
 import type { ExactSvmSettler } from '@repo/x402-solana';
 import type { PaymentEventListener } from './events';
+import type { SignedInAccess, SignInWithX } from './sign-in';
 
 /** What every paid route of a service shares: the ledger, one verifier per offered network, hooks. */
 export interface PaymentGateway {
@@ -66,6 +68,14 @@ export interface PaymentGateway {
    * nothing is consumed. Absent: no limit.
    */
   verificationGuard?: VerificationGuard;
+  /**
+   * The x402 `sign-in-with-x` extension (docs/payments.md, "Signing in instead of paying again"): every
+   * `PAYMENT-REQUIRED` carries a fresh challenge bound to `publicBaseUrl` (else the request's origin),
+   * a payer who signs it gets a request it paid for again within the access window without paying,
+   * and, with `requiredForReplay`, a used payment's answer (or its job id) is given again only to its
+   * payer signed in. Only networks with the official offer (`settlers`) declare it. Absent: off.
+   */
+  signInWithX?: SignInWithX;
 }
 
 /** A client's push payment attempt: `ip` is the client address (`req.ip`). */
@@ -160,7 +170,16 @@ export type RequirePaymentOptions = PaymentGateway & PaidRoute & { deferVerified
  * leaves the verified mark to the caller's completion ({@link processPayment}'s option of that name).
  */
 export type AcceptPaymentOptions = PaymentGateway &
-  PaidRoute & { kind: PaymentKind; deferVerifiedMark?: boolean };
+  PaidRoute & {
+    kind: PaymentKind;
+    deferVerifiedMark?: boolean;
+    /**
+     * Answers a request without a payment whose payer signed in and paid for it within the access
+     * window (`signInWithX`): `access` names the payment (and its job). Absent: a sign-in proof is
+     * ignored and the request gets its 402.
+     */
+    onSignedIn?: (access: SignedInAccess, req: Request, res: Response) => void | Promise<void>;
+  };
 
 /** A payment accepted by {@link acceptPayment}: proven and claimed by this request. */
 export interface AcceptedPayment {
@@ -186,6 +205,8 @@ export interface AcceptedPayment {
 export interface PaidRequestLocals {
   /** The verified payment of this request (set by {@link requirePayment}). */
   x402Payment?: VerifiedPayment;
+  /** The earlier payment of a payer who signed in instead of paying (set by {@link requirePayment}). */
+  x402Access?: SignedInAccess;
 }
 
 /**

@@ -45,3 +45,13 @@ export {
 export type { McpPaidAnswer } from './mcp';
 export { mcpBazaarExtensions } from './discovery';
 export type { McpToolDiscovery } from './discovery';
+export {
+  SIGN_IN_HEADER,
+  SIGN_IN_CHALLENGE_SECONDS,
+  signInChallenge,
+  signInOriginOf,
+  signedInAccess,
+  verifySignIn,
+  requirePayerSignIn,
+} from './sign-in';
+export type { SignInWithX, SignedInAccess } from './sign-in';

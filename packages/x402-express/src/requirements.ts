@@ -17,6 +17,7 @@ import {
   type ResourceDiscovery,
 } from '@repo/x402-core';
 import type { ExactSvmSettler } from '@repo/x402-solana';
+import { SIGN_IN_WITH_X, type SIWxExtension } from '@x402/extensions/sign-in-with-x';
 import { bazaarExtensions } from './discovery';
 import type { PaidRoute, PaymentGateway } from './gateway';
 import { PAYMENT_IDENTIFIER_EXTENSIONS } from './identifier';
@@ -57,6 +58,12 @@ export interface OfferV2 {
    * is bound to its request on chain too.
    */
   reference?: string;
+  /**
+   * This 402's `sign-in-with-x` challenge (fresh for each 402), added to `extensions` of the
+   * `PAYMENT-REQUIRED` header, which is then serialised whole (docs/payments.md, "Signing in instead of
+   * paying again").
+   */
+  signIn?: SIWxExtension;
 }
 
 /**
@@ -307,7 +314,7 @@ function offerTemplate(settler: ExactSvmSettler, route: PaidRoute): PaymentRequi
  * official-scheme offer (docs/payments.md, "Paying with an official x402 client").
  */
 export function paymentRequiredHeader(offer: OfferV2, error: string): string {
-  const template = headerTemplateOf(offer);
+  const template = offer.signIn ? undefined : headerTemplateOf(offer);
   return template
     ? template.base64({ error, url: offer.resource.url, reference: offer.reference ?? '' })
     : encodeBase64Json(paymentRequiredOf(offer, error));
@@ -324,7 +331,7 @@ export function paymentRequiredOf(offer: OfferV2, error: string): PaymentRequire
     error,
     resource: offer.resource,
     accepts: [offeredRequirements(offer)],
-    extensions: offer.extensions,
+    extensions: offer.signIn ? { ...offer.extensions, [SIGN_IN_WITH_X]: offer.signIn } : offer.extensions,
   };
 }
 

@@ -29,3 +29,5 @@ export {
 export type { BindOutcome, IdentifierBinding, PaymentIdentifiers } from './identifiers';
 export { PrismaRefundLedger, X402_REFUNDS_TABLE, X402_REFUND_PRISMA_MODEL } from './refunds';
 export type { RefundStatus, RefundRecord, RefundClaim } from './refunds';
+export { PrismaSignInRecords, X402_SIWX_NONCES_TABLE, X402_SIWX_NONCE_PRISMA_MODEL } from './sign-in';
+export type { PaidAccess, PaidAccessQuery, SignInRecords } from './sign-in';

@@ -269,6 +269,7 @@ export async function compose(
       round: async () => {
         await payments.ledger.pruneSightings(config.X402_SIGHTING_RETENTION_HOURS * 3_600_000);
         await payments.identifiers?.prune(config.X402_SIGHTING_RETENTION_HOURS * 3_600_000);
+        await payments.signInWithX?.records.pruneNonces(new Date());
         await sweepRateLimits(database.pool, Date.now() - 3_600_000);
       },
       logger,
@@ -353,7 +354,10 @@ export async function compose(
     corsConfigured: Boolean(config.CORS_ORIGINS),
   });
   // requirePayment tells the hot path of each stored paid answer (onAnswerStored), for its replays.
-  if (config.X402_HOT_PATH) payments.answersTo(hotPath);
+  // With sign-in-with-x, every 402 carries a fresh challenge and a replay needs the payer's proof,
+  // which only the full path gives and checks: the hot path stands aside (docs/architecture.md, "Fast paths").
+  const hotPathOn = config.X402_HOT_PATH && !payments.signInWithX;
+  if (hotPathOn) payments.answersTo(hotPath);
 
   // The Data API reads the latest reports from memory while every stored report is heard.
   const reportChanges = config.REPORT_CACHE
@@ -370,7 +374,7 @@ export async function compose(
     : null;
 
   // Each fast path has its switch (docs/architecture.md, "Fast paths"); off, the app answers everything.
-  const http = config.X402_HOT_PATH ? hotPath.wrap(app) : app;
+  const http = hotPathOn ? hotPath.wrap(app) : app;
   served.handler = http;
   return {
     http,

@@ -13,6 +13,58 @@ import {
   replicaIdVar,
 } from '@repo/service-kit';
 
+/** Default access windows, in seconds: an hour for the Data API, a day for a compute job's status. */
+export const ACCESS_WINDOW_DEFAULTS: Readonly<AccessWindows> = { data: 3600, jobs: 86_400 };
+
+/** The longest access window accepted, in seconds (30 days). */
+const ACCESS_WINDOW_MAX = 2_592_000;
+
+/** Seconds after a payment during which its payer, signed in, gets the request again without paying. */
+export interface AccessWindows {
+  /** The Data API (`GET /api/v1/scout/*`): the same query answered again. */
+  data: number;
+  /** The compute endpoints: the same request answered with its job's status. */
+  jobs: number;
+}
+
+/**
+ * `X402_ACCESS_WINDOW_SECONDS` (README, "Configuration"): whole seconds from 0 to 2592000 (30 days),
+ * either one number for both route classes or `data=<s>,jobs=<s>` (either or both; a class left out
+ * keeps its default, {@link ACCESS_WINDOW_DEFAULTS}).
+ */
+const accessWindowsVar = z
+  .string()
+  .optional()
+  .transform((raw, ctx): AccessWindows => {
+    const windows = { ...ACCESS_WINDOW_DEFAULTS };
+    if (raw === undefined) return windows;
+    const seconds = (text: string): number | undefined => {
+      if (!/^\d{1,7}$/.test(text)) return undefined;
+      const value = Number(text);
+      return value <= ACCESS_WINDOW_MAX ? value : undefined;
+    };
+    const fail = (message: string): AccessWindows => {
+      ctx.addIssue({ code: 'custom', message });
+      return windows;
+    };
+    const both = seconds(raw.trim());
+    if (both !== undefined) return { data: both, jobs: both };
+    const seen = new Set<string>();
+    for (const part of raw.split(',')) {
+      const [name, value, extra] = part.trim().split('=');
+      if ((name !== 'data' && name !== 'jobs') || value === undefined || extra !== undefined)
+        return fail(
+          `must be seconds, or "data=<seconds>,jobs=<seconds>"; "${part.trim().slice(0, 40)}" is neither`,
+        );
+      if (seen.has(name)) return fail(`names ${name} twice`);
+      seen.add(name);
+      const parsed = seconds(value.trim());
+      if (parsed === undefined) return fail(`${name} must be whole seconds from 0 to ${ACCESS_WINDOW_MAX}`);
+      windows[name] = parsed;
+    }
+    return windows;
+  });
+
 const base58 = z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/, 'must be a base58 Solana address');
 
 /**
@@ -128,6 +180,18 @@ export const MarketIntelEnv = z.object({
    */
   X402_DEFER_VERIFIED_MARK: boolVar(true),
   /**
+   * The x402 `sign-in-with-x` extension (docs/payments.md, "Signing in instead of paying again"): every
+   * `PAYMENT-REQUIRED` carries a sign-in challenge, a payer signed in gets what it paid for again within
+   * the access window, and a used payment is answered again only to its payer signed in. Unset: on with
+   * `NODE_ENV=production`, off otherwise ({@link signInWithXEnabled}).
+   */
+  X402_SIGN_IN_WITH_X: z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'])
+    .optional()
+    .transform((v) => (v === undefined ? undefined : v === 'true' || v === '1' || v === 'yes')),
+  /** The access windows of sign-in-with-x, per route class ({@link AccessWindows}). */
+  X402_ACCESS_WINDOW_SECONDS: accessWindowsVar,
+  /**
    * The latest reports are read from memory while every stored report is heard, LISTEN plus the
    * `report-watermark` loop (docs/architecture.md, "Fast paths"); false: from the database on every
    * read, with neither the listener nor the loop.
@@ -181,6 +245,13 @@ export const MarketIntelEnv = z.object({
 /** The parsed configuration. */
 export type MarketIntelConfig = z.infer<typeof MarketIntelEnv>;
 
+/** Whether sign-in-with-x is on: `X402_SIGN_IN_WITH_X`, by default only with `NODE_ENV=production`. */
+export function signInWithXEnabled(
+  config: Pick<MarketIntelConfig, 'X402_SIGN_IN_WITH_X' | 'NODE_ENV'>,
+): boolean {
+  return config.X402_SIGN_IN_WITH_X ?? config.NODE_ENV === 'production';
+}
+
 /**
  * Reads the configuration from the environment.
  * @throws ConfigError naming every invalid or missing variable, `USDC_MINT_DEVNET` without
@@ -191,7 +262,8 @@ export type MarketIntelConfig = z.infer<typeof MarketIntelEnv>;
  *   `SSRF_ALLOWLIST`, a `WEBHOOK_SECRET` or `X402_REFERENCE_SECRET` shorter than 32 bytes, holding the
  *   template's `CHANGE_ME` or visibly not random, `*` or an `http:` origin in `CORS_ORIGINS`, and, while
  *   devnet is offered (`X402_DEVNET_ENABLED` with a devnet mint), no explicit
- *   `X402_DEVNET_COMPUTE_GLOBAL_PER_DAY`, no `X402_RECEIPT_SIGNING_KEY` or no `PUBLIC_BASE_URL`; and
+ *   `X402_DEVNET_COMPUTE_GLOBAL_PER_DAY`, no `X402_RECEIPT_SIGNING_KEY` or no `PUBLIC_BASE_URL` (to which sign-in proofs are bound too); a bad
+ *   `X402_ACCESS_WINDOW_SECONDS`; and
  *   at any `NODE_ENV` a receipt key that is not Ed25519 (`X402_RECEIPT_SIGNING_KEY`,
  *   `X402_RECEIPT_PREVIOUS_KEYS`)
  */

@@ -1,7 +1,7 @@
 import { createPrivateKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { configRefusal } from '@repo/service-kit/testing';
 import { ReceiptIssuer } from '@repo/x402-core/receipts';
-import { loadConfig } from '../src/config';
+import { loadConfig, signInWithXEnabled } from '../src/config';
 
 // The webhook secret rules of the configuration (README, "Webhooks (market-intel)"): production refuses
 // a secret a receiver could not rely on; development keeps accepting what it accepted before.
@@ -256,6 +256,42 @@ describe('the fast-path switches', () => {
       expect(loadConfig(buildEnv({ [name]: ' ' }))[name]).toBe(true);
       for (const off of ['false', '0', 'no']) expect(loadConfig(buildEnv({ [name]: off }))[name]).toBe(false);
       expect(refusal(buildEnv({ [name]: 'off' })).problems).toEqual([expect.stringMatching(`^${name}: `)]);
+    }
+  });
+});
+
+describe('sign-in-with-x and its access windows', () => {
+  it('When X402_SIGN_IN_WITH_X is unset, then it is on in production only; set, it wins', () => {
+    expect(signInWithXEnabled(loadConfig(buildEnv()))).toBe(false);
+    expect(signInWithXEnabled(loadConfig(productionEnv()))).toBe(true);
+    expect(signInWithXEnabled(loadConfig(productionEnv({ X402_SIGN_IN_WITH_X: 'false' })))).toBe(false);
+    expect(signInWithXEnabled(loadConfig(buildEnv({ X402_SIGN_IN_WITH_X: 'yes' })))).toBe(true);
+    expect(refusal(buildEnv({ X402_SIGN_IN_WITH_X: 'maybe' })).problems).toEqual([
+      expect.stringMatching(/^X402_SIGN_IN_WITH_X: /),
+    ]);
+  });
+
+  it('When X402_ACCESS_WINDOW_SECONDS is unset, one number, or per class, then the windows follow; else it is refused naming it', () => {
+    const windows = (value?: string) =>
+      loadConfig(buildEnv({ X402_ACCESS_WINDOW_SECONDS: value })).X402_ACCESS_WINDOW_SECONDS;
+    expect(windows()).toEqual({ data: 3600, jobs: 86_400 });
+    expect(windows(' ')).toEqual({ data: 3600, jobs: 86_400 });
+    expect(windows('600')).toEqual({ data: 600, jobs: 600 });
+    expect(windows('data=60, jobs=0')).toEqual({ data: 60, jobs: 0 });
+    expect(windows('jobs=7200')).toEqual({ data: 3600, jobs: 7200 });
+    for (const bad of [
+      '-1',
+      '1.5',
+      'data=2592001',
+      'data=60,data=70',
+      'compute=60',
+      'data',
+      'data=1=2',
+      'an hour',
+    ]) {
+      expect(refusal(buildEnv({ X402_ACCESS_WINDOW_SECONDS: bad })).problems).toEqual([
+        expect.stringMatching(/^X402_ACCESS_WINDOW_SECONDS: /),
+      ]);
     }
   });
 });

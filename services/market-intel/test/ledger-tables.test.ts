@@ -7,6 +7,7 @@ import {
   X402_PAYMENT_IDENTIFIER_PRISMA_MODEL,
   X402_PAYMENT_PRISMA_MODEL,
   X402_REFUND_PRISMA_MODEL,
+  X402_SIWX_NONCE_PRISMA_MODEL,
   X402_VERIFICATION_ATTEMPT_PRISMA_MODEL,
 } from '@repo/x402-ledger';
 import { prepareTestDatabase } from '@repo/x402-ledger/testing';
@@ -21,6 +22,7 @@ const TABLES = [
   'x402_refunds',
   'x402_verification_attempts',
   'x402_payment_identifiers',
+  'x402_siwx_nonces',
   'rate_limits',
 ];
 
@@ -64,6 +66,7 @@ describe("the payment ledger's tables", () => {
       X402_REFUND_PRISMA_MODEL,
       X402_VERIFICATION_ATTEMPT_PRISMA_MODEL,
       X402_PAYMENT_IDENTIFIER_PRISMA_MODEL,
+      X402_SIWX_NONCE_PRISMA_MODEL,
     ]) {
       expect(schema).toContain(model);
     }

@@ -5,9 +5,10 @@ import { TEST_DATABASE_URL } from './pg-sql-client';
 
 /**
  * Creates the test database if needed and (re)creates the `x402_payments`, `x402_refunds`,
- * `x402_verification_attempts` and `x402_payment_identifiers` tables from the fixtures generated from
- * `X402_PAYMENT_PRISMA_MODEL`, `X402_REFUND_PRISMA_MODEL`, `X402_VERIFICATION_ATTEMPT_PRISMA_MODEL` and
- * `X402_PAYMENT_IDENTIFIER_PRISMA_MODEL`, and the `rate_limits` table
+ * `x402_verification_attempts`, `x402_payment_identifiers` and `x402_siwx_nonces` tables from the
+ * fixtures generated from `X402_PAYMENT_PRISMA_MODEL`, `X402_REFUND_PRISMA_MODEL`,
+ * `X402_VERIFICATION_ATTEMPT_PRISMA_MODEL`, `X402_PAYMENT_IDENTIFIER_PRISMA_MODEL` and
+ * `X402_SIWX_NONCE_PRISMA_MODEL`, and the `rate_limits` table
  * of `@repo/service-kit`'s rate limits, whose layout an `AttemptCounter` may also name: for a jest
  * `globalSetup`, once per run, before the test files run in parallel workers.
  *
@@ -31,13 +32,14 @@ export async function prepareTestDatabase(url: string = TEST_DATABASE_URL): Prom
   await db.connect();
   try {
     await db.query(
-      'DROP TABLE IF EXISTS x402_payments, x402_refunds, x402_verification_attempts, x402_payment_identifiers, rate_limits',
+      'DROP TABLE IF EXISTS x402_payments, x402_refunds, x402_verification_attempts, x402_payment_identifiers, x402_siwx_nonces, rate_limits',
     );
     for (const fixture of [
       'x402_payments.sql',
       'x402_refunds.sql',
       'x402_verification_attempts.sql',
       'x402_payment_identifiers.sql',
+      'x402_siwx_nonces.sql',
       'rate_limits.sql',
     ]) {
       await db.query(readFileSync(join(__dirname, '..', '..', 'fixtures', fixture), 'utf8'));

@@ -15,6 +15,7 @@ import {
   PoolSqlClient,
   PrismaPaymentIdentifiers,
   PrismaPaymentLedger,
+  PrismaSignInRecords,
   VerificationAttemptLimit,
 } from '@repo/x402-ledger';
 import {
@@ -28,7 +29,7 @@ import {
 } from '@repo/x402-solana';
 import type { ResourceDiscovery } from '@repo/x402-core';
 import { ReceiptIssuer } from '@repo/x402-core/receipts';
-import type { MarketIntelConfig } from '../config';
+import { signInWithXEnabled, type MarketIntelConfig } from '../config';
 import type { PaidRoute } from '../domain/prices';
 
 /** The configuration {@link createPaymentGateway} reads. */
@@ -56,6 +57,9 @@ export type PaymentConfig = Pick<
   | 'X402_DEVNET_ENABLED'
   | 'X402_REFUND_KEYPAIR'
   | 'DATABASE_URL'
+  | 'NODE_ENV'
+  | 'X402_SIGN_IN_WITH_X'
+  | 'X402_ACCESS_WINDOW_SECONDS'
 >;
 
 /**
@@ -247,7 +251,9 @@ export function createVerificationGuard(config: PaymentConfig, pool: Pool): Veri
  * (`solana` always, `solana-devnet` when enabled and its mint and merchant account are set) with its not-found
  * cache and RPC circuit breaker, the official-scheme settlers ({@link createSettlers}), the
  * Postgres payment ledger (table `x402_payments`), with a settler the payment identifiers (table
- * `x402_payment_identifiers`, docs/payments.md, "Retrying safely: payment identifiers"), the request-bound references when
+ * `x402_payment_identifiers`, docs/payments.md, "Retrying safely: payment identifiers"), with a settler and
+ * `X402_SIGN_IN_WITH_X` on sign-in-with-x (table `x402_siwx_nonces`, windows from
+ * `X402_ACCESS_WINDOW_SECONDS`: docs/payments.md, "Signing in instead of paying again"), the request-bound references when
  * `X402_REFERENCE_SECRET` is set, and the verification and settlement rate limits (stored through the
  * rate-limit pool); `close()` releases the RPC connection pools (the verifiers' and the settlers'). Its `onAnswerStored` hands every
  * stored paid answer to the hot path named with `answersTo(hotPath)` (`@repo/x402-express`'s README,
@@ -310,6 +316,21 @@ export function createPaymentGateway(
       : {}),
     ...(config.X402_REFERENCE_SECRET
       ? { references: { secret: config.X402_REFERENCE_SECRET, required: config.X402_REQUIRE_REFERENCE } }
+      : {}),
+    // Sign-in-with-x is declared with the official offer (docs/payments.md, "Signing in instead of
+    // paying again").
+    ...(signInWithXEnabled(config) && Object.keys(settlers).length > 0
+      ? {
+          signInWithX: {
+            records: new PrismaSignInRecords(sql),
+            accessWindowSeconds: {
+              sync: config.X402_ACCESS_WINDOW_SECONDS.data,
+              async: config.X402_ACCESS_WINDOW_SECONDS.jobs,
+            },
+            requiredForReplay: true,
+            statement: 'Sign in to market-intel with the wallet that paid',
+          },
+        }
       : {}),
     publicBaseUrl: config.PUBLIC_BASE_URL,
     onAnswerStored: (answer, res) => answers?.onAnswerStored(answer, res),

@@ -10,6 +10,7 @@ import {
   recordPaymentSighting,
   type AcceptPaymentOptions,
   type PaymentGateway,
+  type SignedInAccess,
 } from '@repo/x402-express';
 import type { JobRepository } from '../../data/jobs';
 import type { ReportRepository } from '../../data/reports';
@@ -256,7 +257,19 @@ function optionsFor(deps: ComputeDeps, route: PaidRoute): AcceptPaymentOptions {
     maxTimeoutSeconds: deps.maxTimeoutSeconds,
     kind: 'async',
     discovery: route === COMPUTE_PRICES.forge ? DISCOVERY.forge : DISCOVERY.prove,
+    onSignedIn: (access, _req, res) => answerSignedIn(access, res),
   };
+}
+
+/**
+ * The answer to the payer of a job who signed in within the access window instead of paying again
+ * (README, "Paying, in three steps"): `303 See Other` to the job's status, which is free.
+ */
+function answerSignedIn(access: SignedInAccess, res: Response): void {
+  if (access.jobId === null) throw new Error('a completed compute payment without its job');
+  res.setHeader('Location', `/api/v1/jobs/${encodeURIComponent(access.jobId)}`);
+  res.setHeader('cache-control', 'no-store');
+  res.status(303).end();
 }
 
 /**

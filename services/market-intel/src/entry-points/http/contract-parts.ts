@@ -228,7 +228,7 @@ export function paidDataParts(
  * README, "Failed jobs and health (market-intel)"): summary with price and duration, the
  * description with the price, the payment steps and the order of checks, tag, security and price
  * extensions (see {@link paidParts}), and its responses:
- * 202 `JobAccepted` with the settlement headers, 400, 402 `Error402`, 409 (payment already used for a
+ * 202 `JobAccepted` with the settlement headers, 303 to the job of a payer signed in, 400, 402 `Error402`, 409 (payment already used for a
  * job), 413 and 415 (body parser), 422 (body or `webhook_url`, nothing charged), 429 (verification
  * budget or a devnet cap: per client, global or per payer, `Retry-After` in seconds) and 503
  * `ComputeUnavailable` (health preflight, `Retry-After` in seconds, no payment requested).
@@ -252,6 +252,17 @@ export function paidComputeParts(
         description: 'job accepted (status pending); Location = statusUrl',
         body: JobAccepted,
         headers: PAID_HEADERS,
+      },
+      '303': {
+        description:
+          'no payment header, and a SIGN-IN-WITH-X proof of the wallet that paid for this very request (same body) within X402_ACCESS_WINDOW_SECONDS (jobs): Location = the statusUrl of its job; nothing charged (sign-in-with-x, when on)',
+        headers: {
+          Location: {
+            description: 'the job status path, GET /api/v1/jobs/{jobId}',
+            schema: { type: 'string' },
+            example: '/api/v1/jobs/5TfQmzmz4pXJtW3mNnQqYb8aJm1oXqv2oTzS8zq1b9kC',
+          },
+        },
       },
       '400': errorResponse(
         'malformed JSON, invalid query (network), payment reused on another endpoint, amount or mint mismatch, malformed payment-identifier extension (invalid_payment_header, details.reason invalid_payment_identifier)',

@@ -1,0 +1,200 @@
+import { randomBytes } from 'node:crypto';
+import type { Request } from 'express';
+import {
+  buildSIWxSchema,
+  parseSIWxHeader,
+  SIGN_IN_WITH_X,
+  validateSIWxMessage,
+  verifySIWxSignature,
+  type SIWxExtension,
+  type SIWxPayload,
+} from '@x402/extensions/sign-in-with-x';
+import { AppError } from '@repo/errors';
+import type { X402Network } from '@repo/schemas';
+import { CAIP2_NETWORKS } from '@repo/x402-core';
+import type { PaidAccess, PaymentKind, SignInRecords } from '@repo/x402-ledger';
+
+/** The request header carrying a sign-in proof (base64 JSON of the signed SIWX message). */
+export const SIGN_IN_HEADER = SIGN_IN_WITH_X;
+
+/** Default seconds a 402's sign-in challenge may be signed and presented in. */
+export const SIGN_IN_CHALLENGE_SECONDS = 300;
+
+/**
+ * The gateway's `signInWithX` option: the x402 `sign-in-with-x` extension on Solana (docs/payments.md,
+ * "Signing in instead of paying again").
+ */
+export interface SignInWithX {
+  /** Single-use nonces and the payments of a wallet, in the ledger's database. */
+  records: SignInRecords;
+  /**
+   * Seconds after a payment's verification during which its payer, signed in, gets the same request
+   * again without paying, per endpoint kind (`sync`: the Data API, `async`: a compute job's status);
+   * 0: no access without paying.
+   */
+  accessWindowSeconds: Readonly<Record<PaymentKind, number>>;
+  /**
+   * Whether a replay of a stored answer (a used payment presented again) needs a sign-in proof from
+   * the payer: without one, or from another wallet, it is a 402 and nothing is replayed.
+   */
+  requiredForReplay: boolean;
+  /** The challenge's `statement`, shown by wallets. */
+  statement?: string;
+  /** Seconds a challenge may be signed and presented in (`expirationTime`; default 300). */
+  challengeSeconds?: number;
+}
+
+/** A request served to its payer without paying again ({@link SignInWithX.accessWindowSeconds}). */
+export interface SignedInAccess extends PaidAccess {
+  /** The wallet that signed in, the payment's payer. */
+  payer: string;
+}
+
+/**
+ * The origin a sign-in is bound to: the gateway's `publicBaseUrl`, else the request's protocol and
+ * host (which only a deployment that knows its public origin can trust: production sets it).
+ */
+export function signInOriginOf(req: Request, publicBaseUrl: string | undefined): URL {
+  return new URL(publicBaseUrl ?? `${req.protocol}://${req.get('host') ?? 'localhost'}`);
+}
+
+/**
+ * A fresh `sign-in-with-x` declaration for a 402's `extensions` (x402 v2, "sign-in-with-x"): the
+ * domain and URI of `origin` (the resource's path and query on it), a random 128-bit nonce, the time
+ * of issue and an expiry `challengeSeconds` later, and the request's Solana network as the one chain
+ * (Ed25519, SIWS).
+ */
+export function signInChallenge(
+  options: SignInWithX,
+  origin: URL,
+  resourceUrl: string,
+  network: X402Network,
+): SIWxExtension {
+  const resource = new URL(resourceUrl);
+  const uri = new URL(resource.pathname + resource.search, origin.origin).toString();
+  const now = Date.now();
+  return {
+    info: {
+      domain: origin.host,
+      uri,
+      ...(options.statement ? { statement: options.statement } : {}),
+      version: '1',
+      nonce: randomBytes(16).toString('hex'),
+      issuedAt: new Date(now).toISOString(),
+      expirationTime: new Date(now + challengeMsOf(options)).toISOString(),
+      resources: [uri],
+    },
+    supportedChains: [{ chainId: CAIP2_NETWORKS[network], type: 'ed25519', signatureScheme: 'siws' }],
+    schema: buildSIWxSchema(),
+  };
+}
+
+function challengeMsOf(options: SignInWithX): number {
+  return (options.challengeSeconds ?? SIGN_IN_CHALLENGE_SECONDS) * 1000;
+}
+
+/** A refused sign-in: a 402 whose `details.reason` names why (and whose `PAYMENT-REQUIRED` has a new challenge). */
+function refuse(reason: string, message: string): never {
+  throw new AppError('payment_required', message, { details: { reason } });
+}
+
+/**
+ * Checks the request's sign-in proof (the `SIGN-IN-WITH-X` header) and uses its nonce: parsed with
+ * `@x402/extensions` (`parseSIWxHeader`), for the request's network, its domain and URI on `origin`,
+ * issued at most `challengeSeconds` ago and not expired (`validateSIWxMessage`), its Ed25519
+ * signature valid for its address (`verifySIWxSignature`), then its nonce recorded as used, once
+ * across replicas.
+ *
+ * @returns the wallet that signed
+ * @throws AppError `payment_required` (402) with `details.reason`: `siwx_required` (no proof),
+ *   `invalid_siwx_header` (not base64 JSON of a proof), `invalid_siwx_unsupported_chain` (another
+ *   chain than the request's network), the extension's own codes (`invalid_siwx_domain_mismatch`,
+ *   `invalid_siwx_uri_mismatch`, `invalid_siwx_expired`, `invalid_siwx_issued_at_too_old`,
+ *   `invalid_siwx_signature`, ...), or `invalid_siwx_nonce` (the nonce was used before)
+ */
+export async function verifySignIn(
+  req: Request,
+  options: SignInWithX,
+  origin: URL,
+  network: X402Network,
+): Promise<string> {
+  const header = req.get(SIGN_IN_HEADER);
+  if (header === undefined || header.trim() === '')
+    return refuse(
+      'siwx_required',
+      'Sign in with the wallet that paid (the SIGN-IN-WITH-X header) to get this again',
+    );
+  let payload: SIWxPayload;
+  try {
+    payload = parseSIWxHeader(header.trim());
+  } catch {
+    return refuse('invalid_siwx_header', 'The SIGN-IN-WITH-X header is not base64 JSON of a sign-in proof');
+  }
+  if (payload.chainId !== CAIP2_NETWORKS[network] || payload.type !== 'ed25519')
+    return refuse(
+      'invalid_siwx_unsupported_chain',
+      `The sign-in proof must be signed for ${CAIP2_NETWORKS[network]} (ed25519)`,
+    );
+  const maxAge = challengeMsOf(options);
+  const validation = await validateSIWxMessage(payload, origin, { maxAge });
+  if (!validation.isValid) return refuse(validation.invalidReason, validation.invalidMessage);
+  const verification = await verifySIWxSignature(payload);
+  if (!verification.isValid) return refuse(verification.invalidReason, verification.invalidMessage);
+  // A proof older than maxAge is refused anyway: its nonce need not be kept longer.
+  const expiresAt = new Date(new Date(payload.issuedAt).getTime() + maxAge);
+  if (!(await options.records.useNonce(payload.nonce, verification.payer, expiresAt)))
+    return refuse('invalid_siwx_nonce', 'This sign-in proof was used already; sign the new challenge');
+  return verification.payer;
+}
+
+/**
+ * The access a signed-in request gets without paying (docs/payments.md, "Signing in instead of paying
+ * again"): the proof is checked ({@link verifySignIn}), then the payer's latest completed payment of
+ * this very request (endpoint, network, request hash) verified within the access window of `kind`.
+ *
+ * @throws AppError `payment_required` (402) as {@link verifySignIn}, or with `details.reason:
+ *   "siwx_no_access"` when the wallet paid for no such request within the window
+ */
+export async function signedInAccess(
+  req: Request,
+  options: SignInWithX,
+  request: { origin: URL; network: X402Network; endpoint: string; kind: PaymentKind; requestHash: string },
+): Promise<SignedInAccess> {
+  const payer = await verifySignIn(req, options, request.origin, request.network);
+  const windowSeconds = options.accessWindowSeconds[request.kind];
+  const access =
+    windowSeconds > 0
+      ? await options.records.paidAccess({
+          payer,
+          network: request.network,
+          endpoint: request.endpoint,
+          requestHash: request.requestHash,
+          since: new Date(Date.now() - windowSeconds * 1000),
+        })
+      : undefined;
+  if (!access)
+    return refuse(
+      'siwx_no_access',
+      `This wallet has not paid for this request within the last ${windowSeconds} s; pay for it`,
+    );
+  return { ...access, payer };
+}
+
+/**
+ * Checks that a replay of a used payment comes from its payer (docs/payments.md, "Signing in instead of
+ * paying again"): a valid sign-in proof ({@link verifySignIn}) by `payer`.
+ *
+ * @throws AppError `payment_required` (402) as {@link verifySignIn}, or with `details.reason:
+ *   "siwx_not_payer"` when another wallet signed in
+ */
+export async function requirePayerSignIn(
+  req: Request,
+  options: SignInWithX,
+  origin: URL,
+  network: X402Network,
+  payer: string | null,
+): Promise<void> {
+  const signedIn = await verifySignIn(req, options, origin, network);
+  if (payer === null || signedIn !== payer)
+    refuse('siwx_not_payer', 'Only the wallet that paid gets this payment answered again');
+}
