@@ -295,24 +295,12 @@ export async function runSkillRouterDemo(options: SkillRouterDemoOptions): Promi
     }
 
     log('waiting for the verification worker…');
-    const deadline = Date.now() + (options.verifyTimeoutMs ?? 60_000);
-    const statuses: Record<string, string> = {};
-    for (const s of skills) {
-      for (;;) {
-        const d = await call<{
-          status: string;
-          verification: { steps: { step: string; status: string; detail: string }[]; reason: string | null };
-        }>('GET', `/api/discover/skills/${s.skill_id}`);
-        if (d.status !== 'pending_verification') {
-          statuses[s.skill_id] = d.status;
-          log(`  ${s.skill_id}: ${d.status}${d.verification.reason ? ` — ${d.verification.reason}` : ''}`);
-          for (const step of d.verification.steps) log(`    ${step.step}: ${step.status} (${step.detail})`);
-          break;
-        }
-        if (Date.now() > deadline) throw new Error(`verification of ${s.skill_id} did not finish in time`);
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    }
+    const statuses = await waitForVerification(
+      call,
+      log,
+      skills.map((sk) => sk.skill_id),
+      options.verifyTimeoutMs ?? 60_000,
+    );
 
     const tasks = [
       {
@@ -389,6 +377,38 @@ export async function runSkillRouterDemo(options: SkillRouterDemoOptions): Promi
 }
 
 /**
+ * Waits until each skill has left `pending_verification`, printing its status and verification steps.
+ * @returns the status of each skill id
+ * @throws Error when a verification does not finish within `timeoutMs` milliseconds
+ */
+async function waitForVerification(
+  call: <T>(method: string, path: string, body?: unknown) => Promise<T>,
+  log: (line: string) => void,
+  skillIds: string[],
+  timeoutMs: number,
+): Promise<Record<string, string>> {
+  const deadline = Date.now() + timeoutMs;
+  const statuses: Record<string, string> = {};
+  for (const id of skillIds) {
+    for (;;) {
+      const d = await call<{
+        status: string;
+        verification: { steps: { step: string; status: string; detail: string }[]; reason: string | null };
+      }>('GET', `/api/discover/skills/${id}`);
+      if (d.status !== 'pending_verification') {
+        statuses[id] = d.status;
+        log(`  ${id}: ${d.status}${d.verification.reason ? ` — ${d.verification.reason}` : ''}`);
+        for (const step of d.verification.steps) log(`    ${step.step}: ${step.status} (${step.detail})`);
+        break;
+      }
+      if (Date.now() > deadline) throw new Error(`verification of ${id} did not finish in time`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  return statuses;
+}
+
+/**
  * The MCP part of the demo: a provider whose skills are tools of an MCP server registers the server;
  * each tool becomes a skill `<server_id>.<tool>`, verified over MCP (handshake, tools/list, a test
  * tools/call); a task is routed to one of them, and the agent calls it with an MCP client at the URL
@@ -424,24 +444,12 @@ async function mcpServerPart(
     for (const s of registered.skills) log(`  ${s.skill_id} (tool ${s.tool}): ${s.status}`);
 
     log('waiting for the verification worker (MCP handshake, tools/list, a test tools/call)…');
-    const deadline = Date.now() + verifyTimeoutMs;
-    const statuses: Record<string, string> = {};
-    for (const s of registered.skills) {
-      for (;;) {
-        const d = await call<{
-          status: string;
-          verification: { steps: { step: string; status: string; detail: string }[]; reason: string | null };
-        }>('GET', `/api/discover/skills/${s.skill_id}`);
-        if (d.status !== 'pending_verification') {
-          statuses[s.skill_id] = d.status;
-          log(`  ${s.skill_id}: ${d.status}${d.verification.reason ? ` — ${d.verification.reason}` : ''}`);
-          for (const step of d.verification.steps) log(`    ${step.step}: ${step.status} (${step.detail})`);
-          break;
-        }
-        if (Date.now() > deadline) throw new Error(`verification of ${s.skill_id} did not finish in time`);
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    }
+    const statuses = await waitForVerification(
+      call,
+      log,
+      registered.skills.map((sk) => sk.skill_id),
+      verifyTimeoutMs,
+    );
 
     const task = { task: 'Convert 25 US dollars to euros', requirements: { chains: ['solana'] } };
     const r = await call<RouteAnswer>('POST', '/api/discover/route', task);

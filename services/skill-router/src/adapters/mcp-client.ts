@@ -1,8 +1,9 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
-import { createGuardedDispatcher, findSsrfBlockedError, type SsrfPolicy } from '@repo/ssrf-guard';
-import { fetch as undiciFetch, type Dispatcher } from 'undici';
+import { findSsrfBlockedError, type SsrfPolicy } from '@repo/ssrf-guard';
+import { fetch as undiciFetch } from 'undici';
+import { createSkillDispatcher } from './skill-http';
 import type { McpFailure, McpServers, McpSession, McpTool } from '../domain/mcp-tools';
 
 /** Options of {@link createMcpServers}. */
@@ -51,14 +52,7 @@ const acceptAll = {
  * servers as skills").
  */
 export function createMcpServers(options: McpServersOptions): ClosableMcpServers {
-  const dispatcher: Dispatcher = createGuardedDispatcher(options.policy, {
-    connectTimeoutMs: options.timeoutMs,
-    agentOptions: {
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
-      keepAliveTimeout: 4000,
-    },
-  });
+  const dispatcher = createSkillDispatcher(options.policy, options.timeoutMs);
 
   const guardedFetch = async (url: string | URL, init?: RequestInit): Promise<Response> => {
     // The global fetch's and undici's types describe the same objects but are declared apart.

@@ -24,19 +24,24 @@ export interface GuardedSkillHttp extends SkillHttp {
 }
 
 /**
+ * The undici dispatcher of every outbound request to a skill or MCP server: `@repo/ssrf-guard`'s
+ * guarded dispatcher (each connection's addresses checked against `policy` when it is made), with
+ * connect, headers and body timeouts of `timeoutMs` milliseconds.
+ */
+export function createSkillDispatcher(policy: SsrfPolicy, timeoutMs: number): Dispatcher {
+  return createGuardedDispatcher(policy, {
+    connectTimeoutMs: timeoutMs,
+    agentOptions: { headersTimeout: timeoutMs, bodyTimeout: timeoutMs, keepAliveTimeout: 4000 },
+  });
+}
+
+/**
  * Outbound HTTP to skill endpoints through `@repo/ssrf-guard`'s guarded undici dispatcher (every
  * connection's addresses are re-checked when it is made, so DNS rebinding and redirects to internal
  * addresses are refused). Redirects are not followed. Responses are read up to `maxResponseBytes`.
  */
 export function createSkillHttp(options: SkillHttpOptions): GuardedSkillHttp {
-  const dispatcher: Dispatcher = createGuardedDispatcher(options.policy, {
-    connectTimeoutMs: options.timeoutMs,
-    agentOptions: {
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
-      keepAliveTimeout: 4000,
-    },
-  });
+  const dispatcher = createSkillDispatcher(options.policy, options.timeoutMs);
 
   async function send(url: string, init: { method: 'GET' | 'POST'; body?: string }): Promise<HttpOutcome> {
     const t0 = performance.now();

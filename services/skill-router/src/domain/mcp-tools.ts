@@ -1,7 +1,14 @@
 import type { SkillDirectory } from '../data/skill-directory';
 import { canonicalJson, definitionHash } from './definition';
 import { definitionQuality } from './definition-quality';
-import type { CallCheck, Probe, SchemaChecks, VerificationResult } from './verification';
+import {
+  refusedHealthCheck,
+  unansweredProbe,
+  type CallCheck,
+  type Probe,
+  type SchemaChecks,
+  type VerificationResult,
+} from './verification';
 import {
   RegisterSkillRequest,
   SkillId,
@@ -188,18 +195,7 @@ export async function callMcpTool(
       ? (input.value as Record<string, unknown>)
       : {};
   const res = await session.callTool(skill.mcpTool, args);
-  if (!res.ok) {
-    return {
-      verdict: failureVerdict(res),
-      detail: res.error,
-      probe: {
-        ok: false,
-        latencyMs: res.kind === 'timeout' ? null : res.latencyMs,
-        statusCode: null,
-        error: res.error,
-      },
-    };
-  }
+  if (!res.ok) return { verdict: failureVerdict(res), detail: res.error, probe: unansweredProbe(res) };
   const fail = (detail: string): CallCheck => ({
     verdict: 'nonconforming',
     detail,
@@ -260,12 +256,7 @@ export async function verifyMcpTool(
   };
 
   if (refusal) {
-    steps.push({
-      step: 'endpoint_health_check',
-      status: 'failed',
-      detail: `endpoint refused: ${refusal}`,
-      duration_ms: 0,
-    });
+    steps.push(refusedHealthCheck(refusal));
     skipRest('endpoint_health_check failed');
     return finish();
   }
@@ -273,12 +264,7 @@ export async function verifyMcpTool(
   const since = () => Math.round(performance.now() - t0);
   const opened = await servers.open(skill.endpoint);
   if (!opened.ok) {
-    probes.push({
-      ok: false,
-      latencyMs: opened.kind === 'timeout' ? null : since(),
-      statusCode: null,
-      error: opened.error,
-    });
+    probes.push(unansweredProbe({ ...opened, latencyMs: since() }));
     steps.push({
       step: 'endpoint_health_check',
       status: 'failed',

@@ -85,6 +85,19 @@ export interface CallCheck {
 }
 
 /**
+ * The probe of a request that got no answer: no status, the error, and the time spent unless it
+ * timed out (a timeout says nothing of the endpoint's latency).
+ */
+export function unansweredProbe(res: { kind: string; latencyMs: number; error: string }): Probe {
+  return {
+    ok: false,
+    latencyMs: res.kind === 'timeout' ? null : res.latencyMs,
+    statusCode: null,
+    error: res.error,
+  };
+}
+
+/**
  * POSTs an input generated from `inputSchema` to the endpoint and checks the answer against
  * `outputSchema`; every computation on the schemas and the reply runs in `schemas` (the sandbox).
  * @throws only what `schemas` throws when it is shut down
@@ -101,12 +114,7 @@ export async function callWithGeneratedInput(
     return {
       verdict: res.kind === 'too_large' ? 'nonconforming' : 'inconclusive',
       detail: res.error,
-      probe: {
-        ok: false,
-        latencyMs: res.kind === 'timeout' ? null : res.latencyMs,
-        statusCode: null,
-        error: res.error,
-      },
+      probe: unansweredProbe(res),
     };
   }
   const fail = (verdict: CallVerdict, detail: string): CallCheck => ({
@@ -125,6 +133,16 @@ export async function callWithGeneratedInput(
     verdict: 'conforms',
     detail: `HTTP ${res.status} in ${res.latencyMs} ms, response valid against output_schema`,
     probe: { ok: true, latencyMs: res.latencyMs, statusCode: res.status, error: null },
+  };
+}
+
+/** The failed `endpoint_health_check` of an endpoint the SSRF policy refused (no request is sent). */
+export function refusedHealthCheck(refusal: string): VerificationStepResult {
+  return {
+    step: 'endpoint_health_check',
+    status: 'failed',
+    detail: `endpoint refused: ${refusal}`,
+    duration_ms: 0,
   };
 }
 
@@ -155,12 +173,7 @@ export async function verifySkill(
 
   // 1. endpoint_health_check
   if (refusal) {
-    steps.push({
-      step: 'endpoint_health_check',
-      status: 'failed',
-      detail: `endpoint refused: ${refusal}`,
-      duration_ms: 0,
-    });
+    steps.push(refusedHealthCheck(refusal));
   } else {
     const [probe, duration] = await timed(() => probeHealth(http, skill.endpoint));
     const { detail, ...stored } = probe;

@@ -43,6 +43,15 @@ export function abandonedVerification(unfinished: number): VerificationResult {
   };
 }
 
+/** What a verification needs: the queue, the metrics, the outbound clients (HTTP and MCP) and the sandbox. */
+export interface VerificationDeps {
+  queue: VerificationQueue;
+  stats: SkillStats;
+  http: GuardedSkillHttp;
+  mcp: McpServers;
+  schemas: SchemaChecks;
+}
+
 /**
  * Verifies one claimed skill and applies the result to the revision that was claimed (and to its
  * `skill_versions` row, bound to its definition hash), then refreshes the skill's metrics; a revision
@@ -52,13 +61,7 @@ export function abandonedVerification(unfinished: number): VerificationResult {
  *   and another replica verifies it)
  */
 export async function verifyJob(
-  deps: {
-    queue: VerificationQueue;
-    stats: SkillStats;
-    http: GuardedSkillHttp;
-    mcp: McpServers;
-    schemas: SchemaChecks;
-  },
+  deps: VerificationDeps,
   job: VerificationJob,
   options: {
     healthIntervalMs: number;
@@ -97,14 +100,7 @@ export async function verifyJob(
  * `verification_failed`. Nothing runs until the loop is started or kicked.
  */
 export function createVerificationWorker(
-  deps: {
-    queue: VerificationQueue;
-    stats: SkillStats;
-    http: GuardedSkillHttp;
-    mcp: McpServers;
-    schemas: SchemaChecks;
-    logger: Logger;
-  },
+  deps: VerificationDeps & { logger: Logger },
   options: VerificationWorkerOptions,
 ): Loop {
   return createClaimLoop('verification', deps.logger, options, {
