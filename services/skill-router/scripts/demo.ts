@@ -53,7 +53,8 @@ const CURRENCY_TOOLS: LocalTool[] = [
   {
     name: 'convert_currency',
     title: 'Currency converter',
-    description: "Converts an amount of money between USD, EUR, GBP and JPY at today's exchange rate.",
+    description:
+      "Converts an amount of money between US dollars, euros, British pounds and Japanese yen at today's exchange rate.",
     inputSchema: {
       type: 'object',
       properties: {
@@ -77,7 +78,7 @@ const CURRENCY_TOOLS: LocalTool[] = [
   {
     name: 'list_currencies',
     title: 'Supported currencies',
-    description: 'Lists the currencies the converter knows, with their exchange rate against USD.',
+    description: 'Lists the supported currency codes with their exchange rate against USD.',
     inputSchema: { type: 'object' },
     outputSchema: {
       type: 'object',
@@ -462,6 +463,7 @@ async function mcpServerPart(
     if (!best || best.call.transport !== 'mcp-streamable-http') return { skills: statuses, routedTo: null };
 
     // The route answer says how to call it: an MCP client at call.url, tools/call of call.tool.
+    log(`  the best match is an MCP tool: connect an MCP client to call.url and call "${best.call.tool}"`);
     const client = new Client({ name: 'demo-agent', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(best.call.url)));
     try {
