@@ -1,5 +1,6 @@
 import { COMPUTE_TOPOLOGY, StepCommand } from '@repo/compute';
 import { waitFor } from '@repo/queue/testing';
+import { receiptOfSettlement, verifyReceipt, type ReceiptKeySet } from '@repo/x402-core/receipts';
 import { useComputeApi, HEALTHY, IDEA, json } from './support/compute-api';
 
 // Paying for compute jobs: the 202, the job row, its first step command, and what is refused.
@@ -42,6 +43,17 @@ describe('Paid jobs', () => {
     );
     expect(res.status).toBe(202);
     expect(res.headers.get('x-payment-response')).toBeTruthy();
+    // The 202 carries a signed receipt of the payment and of the very bytes of this answer
+    // (docs/payments.md, "Signed offers and receipts").
+    const settlement = JSON.parse(
+      Buffer.from(res.headers.get('payment-response') ?? '', 'base64').toString('utf8'),
+    ) as unknown;
+    const keys = (await (await fetch(`${api.h.baseUrl}/.well-known/jwks.json`)).json()) as ReceiptKeySet;
+    const { payload } = await verifyReceipt(receiptOfSettlement(settlement), {
+      keys,
+      body: await res.clone().text(),
+    });
+    expect(payload).toMatchObject({ transaction: signature, amount: '25000000' });
     const body = await json(res);
     expect(body).toEqual({
       jobId: expect.stringMatching(/^job_[A-Za-z0-9_-]{22}$/),
