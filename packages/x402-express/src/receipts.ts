@@ -17,11 +17,12 @@ import { publicBaseOf } from './request';
 /** Most signed offers kept per route's extensions and requirements (one per origin, 402's path). */
 const MAX_OFFERS = 256;
 
-// Per route extensions object, then per offered requirements: the extensions with the signed offer,
+// Per issuer, route extensions object and offered requirements: the extensions with the signed offer,
 // per offer resource URL. Identity matters: the `PAYMENT-REQUIRED` templates are found by it.
+type OffersByUrl = Map<string, Record<string, unknown>>;
 const signedExtensions = new WeakMap<
-  object,
-  WeakMap<PaymentRequirementsV2, Map<string, Record<string, unknown>>>
+  ReceiptIssuer,
+  WeakMap<object, WeakMap<PaymentRequirementsV2, OffersByUrl>>
 >();
 
 /**
@@ -38,8 +39,10 @@ export function extensionsWithOffer(
   base: string,
   path: string,
 ): Record<string, unknown> {
-  let byRequirements = signedExtensions.get(extensions);
-  if (!byRequirements) signedExtensions.set(extensions, (byRequirements = new WeakMap()));
+  let byExtensions = signedExtensions.get(issuer);
+  if (!byExtensions) signedExtensions.set(issuer, (byExtensions = new WeakMap()));
+  let byRequirements = byExtensions.get(extensions);
+  if (!byRequirements) byExtensions.set(extensions, (byRequirements = new WeakMap()));
   let byUrl = byRequirements.get(requirements);
   if (!byUrl) byRequirements.set(requirements, (byUrl = new Map()));
   const resourceUrl = `${base}${path}`;

@@ -17,6 +17,8 @@ import type {
 
 /** Keys fetched per origin, kept for 5 minutes (the service's own cache time). */
 const KEYS_TTL_MS = 300_000;
+/** Largest JWKS read: a handful of keys is a few hundred bytes; a server sending more is refused. */
+const MAX_KEYS_BYTES = 64 * 1024;
 
 /**
  * Verifies `receipt` against `keys` (and `body`, when given).
@@ -56,7 +58,9 @@ export function receiptChecker(
       headers: { accept: 'application/json' },
     }).then(async (res) => {
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      const set = (await res.json()) as { keys?: unknown };
+      const text = await res.text();
+      if (text.length > MAX_KEYS_BYTES) throw new Error('the JWKS is too large');
+      const set = JSON.parse(text) as { keys?: unknown };
       if (!Array.isArray(set.keys)) throw new Error('not a JWKS');
       return set as { keys: ReceiptKey[] };
     });
