@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DEFAULT_MAX_AMOUNT_ATOMIC, parseUsdc, usdcArgument } from './usdc';
 
 /** Default JSON-RPC URL of the main network (the local ledger). */
@@ -104,28 +104,23 @@ export function parseAgentPayArgs(
   cwd: string,
 ): AgentPayOptions | VerifyReceiptOptions | 'help' {
   if (argv[0] === 'verify-receipt') return parseVerifyReceiptArgs(argv.slice(1), cwd);
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        keypair: { type: 'string' },
-        rpc: { type: 'string' },
-        'devnet-rpc': { type: 'string' },
-        method: { type: 'string' },
-        data: { type: 'string' },
-        'max-amount': { type: 'string' },
-        push: { type: 'boolean', default: false },
-        json: { type: 'boolean', default: false },
-        wait: { type: 'boolean', default: false },
-        receipts: { type: 'string' },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    });
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
+  const parsed = parseOrUsage({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      keypair: { type: 'string' },
+      rpc: { type: 'string' },
+      'devnet-rpc': { type: 'string' },
+      method: { type: 'string' },
+      data: { type: 'string' },
+      'max-amount': { type: 'string' },
+      push: { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
+      wait: { type: 'boolean', default: false },
+      receipts: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
   const { values, positionals } = parsed;
   if (values.help) return 'help';
   const [url, ...extra] = positionals;
@@ -182,20 +177,15 @@ export function parseAgentPayArgs(
  * @throws UsageError for a missing file or an unknown option
  */
 function parseVerifyReceiptArgs(argv: string[], cwd: string): VerifyReceiptOptions | 'help' {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        jwks: { type: 'string' },
-        json: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    });
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
+  const parsed = parseOrUsage({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      jwks: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
   const { values, positionals } = parsed;
   if (values.help) return 'help';
   const [file, body, ...extra] = positionals;
@@ -208,6 +198,15 @@ function parseVerifyReceiptArgs(argv: string[], cwd: string): VerifyReceiptOptio
     jwks: values.jwks === undefined ? undefined : resolve(cwd, values.jwks),
     json: values.json ?? false,
   };
+}
+
+/** `parseArgs` of `config`, its refusal a {@link UsageError}. */
+function parseOrUsage<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
+  try {
+    return parseArgs(config);
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
 }
 
 function nonBlank(value: string | undefined): string | undefined {

@@ -5,13 +5,8 @@ import {
   findAcceptsObjectFromSignedOffer,
   verifyOfferSignatureJWS,
 } from '@x402/extensions/offer-receipt';
-import {
-  didWebOf,
-  ReceiptIssuer,
-  ReceiptVerificationError,
-  verifyReceipt,
-  type ReceiptPayload,
-} from '../src/receipts';
+import { didWebOf, ReceiptIssuer, verifyReceipt, type ReceiptPayload } from '../src/receipts';
+import { receiptRefusal as refusal } from '../src/testing';
 
 const origin = 'https://api.example.com';
 
@@ -29,16 +24,6 @@ function payload(overrides: Partial<ReceiptPayload> = {}): ReceiptPayload {
     responseSha256: createHash('sha256').update('{"gaps":[]}').digest('hex'),
     ...overrides,
   };
-}
-
-async function refusal(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof ReceiptVerificationError) return error.code;
-    throw error;
-  }
-  return 'verified';
 }
 
 describe('ReceiptIssuer', () => {

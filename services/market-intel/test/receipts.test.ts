@@ -15,13 +15,13 @@ import { decodePaymentResponseHeader } from '@x402/fetch';
 import { canonicalRequestText, CAIP2_NETWORKS, requestHash, sha256Hex } from '@repo/x402-core';
 import {
   ReceiptIssuer,
-  ReceiptVerificationError,
   receiptOfSettlement,
   verifyReceipt,
   type ReceiptKeySet,
 } from '@repo/x402-core/receipts';
 import { buildReport, startHarness, startReplica, type Harness, type Replica } from './support/harness';
 import { officialFetch } from './support/official-client';
+import { receiptRefusal as refusal } from '@repo/x402-core/testing';
 
 // Signed offers and receipts (x402 offer-receipt; docs/payments.md, "Signed offers and receipts"):
 // the 402's offer and the paid answer's receipt are JWS signed with X402_RECEIPT_SIGNING_KEY, and the
@@ -67,16 +67,6 @@ function getHash(pathAndQuery: string): string {
       bodySha256: sha256Hex(JSON.stringify(null)),
     }),
   );
-}
-
-async function refusal(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof ReceiptVerificationError) return error.code;
-    throw error;
-  }
-  return 'verified';
 }
 
 describe('Signed offers and receipts (x402 offer-receipt)', () => {

@@ -1,7 +1,23 @@
 // @repo/x402-core/testing — test data for the packages and services that speak x402.
 import { randomBytes } from 'node:crypto';
 import { bs58 } from '../deps';
+import { ReceiptVerificationError } from '../receipts';
 import { buildPaymentRequirements, type BuildPaymentRequirementsInput } from '../requirements';
+
+/**
+ * The `code` of the {@link ReceiptVerificationError} `check` rejects with, or `"verified"` when it
+ * resolves (docs/payments.md, "Signed offers and receipts").
+ * @throws whatever `check` rejects with that is not a ReceiptVerificationError
+ */
+export async function receiptRefusal(check: Promise<unknown>): Promise<string> {
+  try {
+    await check;
+  } catch (error) {
+    if (error instanceof ReceiptVerificationError) return error.code;
+    throw error;
+  }
+  return 'verified';
+}
 
 /** A fresh random 64-byte transaction signature in base58, never on any ledger. */
 export function buildSignature(): string {
