@@ -24,6 +24,10 @@ export const MARKET_INTEL_LLMS_TXT: LlmsTxt = {
       'request again with `X-PAYMENT` (push: base64 JSON with `payload.txSignature`) or `PAYMENT-SIGNATURE` ' +
       '(official). The answer carries `PAYMENT-RESPONSE`. The same payment on the same request replays the ' +
       'answer; on another endpoint it is refused. `?network=devnet` selects the test network.',
+    "Evidence: the 402 carries the route's offer and every paid answer a receipt, both signed (x402 " +
+      '`offer-receipt`, JWS EdDSA; the receipt in `PAYMENT-RESPONSE` `extensions["offer-receipt"].info.receipt`: ' +
+      'transaction, payer, amount, request hash, SHA-256 of the body, time); the keys are at ' +
+      '`/.well-known/jwks.json` and `/.well-known/did.json`. Keep the receipt with the body.',
     'Paying over MCP: a paid tool called without payment returns a tool error whose structured content is ' +
       'the x402 `PaymentRequired`; call it again with the same arguments and the `PaymentPayload` in ' +
       '`_meta["x402/payment"]`; the result carries `_meta["x402/payment-response"]`.',
