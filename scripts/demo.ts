@@ -153,6 +153,24 @@ async function offerOf(url: string): Promise<PaymentRequired | undefined> {
   return header ? decodePaymentRequiredHeader(header) : undefined;
 }
 
+/** The decoded `PAYMENT-RESPONSE` of an answer, or `undefined` when it carries none (a refusal). */
+function settlementOf(response: Response): ReturnType<typeof decodePaymentResponseHeader> | undefined {
+  const header = response.headers.get('payment-response');
+  return header ? decodePaymentResponseHeader(header) : undefined;
+}
+
+/** A body as JSON when it is JSON, else as text; of a 402, only why (its `accepts` are the offer again). */
+function parsed(text: string): unknown {
+  try {
+    const body = JSON.parse(text) as unknown;
+    if (typeof body !== 'object' || body === null || !('accepts' in body)) return body;
+    const { error, code, details } = body as { error?: unknown; code?: unknown; details?: unknown };
+    return { error, code, details };
+  } catch {
+    return text;
+  }
+}
+
 /** The wallet's USDC balance on the ledger, in atomic units (its associated token account's). */
 async function usdcBalance(rpcUrl: string, owner: PublicKey): Promise<bigint> {
   const { mint } = await getLocalnetInfo(rpcUrl);
@@ -219,10 +237,15 @@ async function retryWithPaymentIdentifier(
   );
   const retry = await pay(url);
   const body = await retry.text();
-  const settlement = decodePaymentResponseHeader(retry.headers.get('payment-response') ?? '');
+  const settlement = settlementOf(retry);
+  const title = `GET ${url.slice(BASE.length)} paid with payment identifier ${paymentId}`;
+  if (retry.status !== 200 || !settlement) {
+    show(`${title}: first attempt ${first}; the retry refused`, retry.status, parsed(body));
+    return undefined;
+  }
   const after = await usdcBalance(rpcUrls.solana, keypair.publicKey);
   const same = (yes: boolean) => (yes ? 'the same' : 'NOT the same');
-  note(`GET ${url.slice(BASE.length)} paid with payment identifier ${paymentId}`, [
+  note(title, [
     `first attempt: ${first} (did it pay? the agent cannot tell)`,
     `retry, same identifier, a new transaction signed -> HTTP ${retry.status}`,
     `  ${same(body === lost?.body)} answer as the lost one, ${same(
@@ -248,10 +271,9 @@ async function retryWithPaymentIdentifier(
  * receipt with a tampered body.
  */
 async function checkReceipt(answer: PaidAnswer, payer: PublicKey): Promise<void> {
-  const settlement = decodePaymentResponseHeader(answer.response.headers.get('payment-response') ?? '');
   const facts = {
     url: answer.url,
-    signature: settlement.transaction,
+    signature: settlementOf(answer.response)?.transaction ?? '',
     payer: payer.toBase58(),
     amountAtomic: answer.price,
   };
@@ -311,19 +333,22 @@ async function messageSigner(keypair: Keypair): Promise<{
  * official client's `wrapFetchWithSIWx` (`@x402/extensions/sign-in-with-x`), within the access window;
  * a wallet that paid for nothing signs in too and is refused with a 402.
  */
-async function signInAgain(answer: PaidAnswer, keypair: Keypair, rpcUrl: string): Promise<void> {
-  const path = answer.url.slice(BASE.length);
+async function signInAgain(path: string, paidBody: unknown, keypair: Keypair, rpcUrl: string): Promise<void> {
   const before = await usdcBalance(rpcUrl, keypair.publicKey);
-  const again = await wrapFetchWithSIWx(fetch, await messageSigner(keypair))(answer.url);
-  const body = await again.text();
+  const again = await wrapFetchWithSIWx(fetch, await messageSigner(keypair))(BASE + path);
+  const body = parsed(await again.text());
   const after = await usdcBalance(rpcUrl, keypair.publicKey);
+  if (again.status !== 200) {
+    show(`Signed in as the payer, GET ${path} again: refused`, again.status, body);
+    return;
+  }
   note(`Signed in as the payer, GET ${path} again`, [
     `HTTP ${again.status}, ${again.headers.get('payment-response') ? 'PAID AGAIN' : 'no payment made'}, ` +
-      `${body === answer.body ? 'the same answer' : 'a fresh answer'}`,
+      `${JSON.stringify(body) === JSON.stringify(paidBody) ? 'the same answer' : 'a fresh answer'}`,
     `wallet USDC ${formatAtomic(before)} -> ${formatAtomic(after)}`,
   ]);
-  const stranger = await wrapFetchWithSIWx(fetch, await messageSigner(Keypair.generate()))(answer.url);
-  show(`Another wallet signed in, GET ${path}`, stranger.status, await stranger.json());
+  const stranger = await wrapFetchWithSIWx(fetch, await messageSigner(Keypair.generate()))(BASE + path);
+  show(`Another wallet signed in, GET ${path}`, stranger.status, parsed(await stranger.text()));
 }
 
 /**
@@ -346,12 +371,11 @@ async function payWithOfficialClient(
     fetch,
     await officialClient(keypair, rpcUrls),
   )(BASE + pathAndQuery);
-  const settlement = decodePaymentResponseHeader(response.headers.get('payment-response') ?? '');
   show(
     `GET ${pathAndQuery} (paid with the official @x402/fetch client; market-intel paid the network fee)`,
     response.status,
-    await response.json(),
-    settlement.transaction,
+    parsed(await response.text()),
+    settlementOf(response)?.transaction,
   );
 }
 
@@ -453,8 +477,8 @@ async function marketIntel(): Promise<void> {
   // of a second payment.
   const identified = await retryWithPaymentIdentifier(keypair, rpcUrls, sector);
   if (identified) await checkReceipt(identified, keypair.publicKey);
-  const signIn = identified ? await signInOffered(identified.url) : false;
-  if (identified && signIn) await signInAgain(identified, keypair, rpcUrls.solana);
+  const signIn = last ? await signInOffered(BASE + last.path) : false;
+  if (last && signIn) await signInAgain(last.path, last.body, keypair, rpcUrls.solana);
   else
     note('Signing in instead of paying again', [
       "(skipped: this market-intel's 402 declares no sign-in-with-x challenge)",
@@ -474,7 +498,7 @@ async function marketIntel(): Promise<void> {
       show(
         `Replay of ${last.signature} without signing in (what a watcher of the chain can do)`,
         watcher.status,
-        await watcher.json(),
+        parsed(await watcher.text()),
       );
     }
     const replay = signIn
@@ -482,7 +506,7 @@ async function marketIntel(): Promise<void> {
       : await replayed(BASE + last.path);
     const replayBody: unknown = await replay.json();
     process.stdout.write(
-      `\n\x1b[1mReplay\x1b[0m of ${last.signature} on the same endpoint${signIn ? ', signed in as the payer,' : ''} -> HTTP ${replay.status}, ` +
+      `\n\x1b[1mReplay\x1b[0m of ${last.signature} on the same endpoint${signIn ? ' (signed in as the payer)' : ''} -> HTTP ${replay.status}, ` +
         `${JSON.stringify(replayBody) === JSON.stringify(last.body) ? 'identical body, no second charge' : 'DIFFERENT body'}\n`,
     );
     const reuse = await fetch(`${BASE}/api/v1/scout/gaps`, {
