@@ -306,7 +306,10 @@ async function checkReceipt(answer: PaidAnswer, payer: PublicKey): Promise<void>
   );
 }
 
-/** Whether `url`'s 402 declares a challenge of the x402 `sign-in-with-x` extension in `PAYMENT-REQUIRED`. */
+/**
+ * Whether `url`'s 402 declares a challenge of the x402 `sign-in-with-x` extension in `PAYMENT-REQUIRED`
+ * (docs/payments.md, "Signing in instead of paying again"): market-intel does with `X402_SIGN_IN_WITH_X`.
+ */
 async function signInOffered(url: string): Promise<boolean> {
   return Boolean((await offerOf(url))?.extensions?.[SIGN_IN_WITH_X]);
 }
@@ -330,8 +333,8 @@ async function messageSigner(keypair: Keypair): Promise<{
 
 /**
  * Gets a paid answer again without paying: the payer signs the 402's sign-in-with-x challenge with the
- * official client's `wrapFetchWithSIWx` (`@x402/extensions/sign-in-with-x`), within the access window;
- * a wallet that paid for nothing signs in too and is refused with a 402.
+ * official client's `wrapFetchWithSIWx` (docs/payments.md, "Signing in instead of paying again"),
+ * within the access window; a wallet that paid for nothing signs in too and is refused with a 402.
  */
 async function signInAgain(path: string, paidBody: unknown, keypair: Keypair, rpcUrl: string): Promise<void> {
   const before = await usdcBalance(rpcUrl, keypair.publicKey);
@@ -481,7 +484,7 @@ async function marketIntel(): Promise<void> {
   if (last && signIn) await signInAgain(last.path, last.body, keypair, rpcUrls.solana);
   else
     note('Signing in instead of paying again', [
-      "(skipped: this market-intel's 402 declares no sign-in-with-x challenge)",
+      "(skipped: this market-intel's 402 declares no sign-in-with-x challenge; it does when started with X402_SIGN_IN_WITH_X=true)",
     ]);
 
   if (last) {
