@@ -118,8 +118,9 @@ export interface DiscoverOperations {
    * Imports the tools of an MCP server (Streamable HTTP) as skills `<server_id>.<tool>` (README, "MCP
    * servers as skills"): the handshake and `tools/list` (at most {@link MCP_LIMITS}), then each tool
    * that can become a skill is registered like `register` does, unless it is already registered with
-   * the same definition and labels and not failed (`unchanged`). Every tool written counts against
-   * REGISTRATIONS_PER_KEY_PER_DAY; nothing is written when the key may not write them all.
+   * the same definition and labels and not failed (`unchanged`). Against REGISTRATIONS_PER_KEY_PER_DAY
+   * the import counts once and every tool written beyond the first once more; nothing is written when
+   * the key may not write them all.
    * @param location where the body came from, the first segment of a field error's path (`body`)
    * @returns whether any skill was `created` (HTTP 201) or not (200), and the answer
    * @throws AppError `invalid_request` on `<location>.url` (refused by the SSRF policy, no MCP answer,
