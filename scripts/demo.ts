@@ -191,7 +191,7 @@ interface PaidAnswer {
 /**
  * Pays for one request with the official client under an x402 payment identifier (docs/payments.md,
  * "Retrying safely: payment identifiers") and loses the answer on its way back, as a dropped
- * connection would; the retry signs a new transaction under the same identifier and gets the first
+ * connection would; the retry signs the payment again under the same identifier and gets the first
  * payment's answer, charged once. Then the same identifier on another request: 409.
  * @returns the retry's answer, or `undefined` when market-intel makes no official offer
  */
@@ -247,7 +247,7 @@ async function retryWithPaymentIdentifier(
   const same = (yes: boolean) => (yes ? 'the same' : 'NOT the same');
   note(title, [
     `first attempt: ${first} (did it pay? the agent cannot tell)`,
-    `retry, same identifier, a new transaction signed -> HTTP ${retry.status}`,
+    `retry, same identifier, the payment signed again -> HTTP ${retry.status}`,
     `  ${same(body === lost?.body)} answer as the lost one, ${same(
       retry.headers.get('payment-response') === lost?.paymentResponse,
     )} PAYMENT-RESPONSE (transaction ${settlement.transaction})`,
@@ -258,7 +258,11 @@ async function retryWithPaymentIdentifier(
   // A new request needs a new identifier: the same one on another query is refused, nothing sent.
   const otherPath = `/api/v1/scout/pain-clusters?sector=${sector}&limit=2`;
   const conflict = await wrapFetchWithPayment(fetch, client)(BASE + otherPath);
-  show(`The same identifier on another request, GET ${otherPath}`, conflict.status, await conflict.json());
+  show(
+    `The same identifier on another request, GET ${otherPath}`,
+    conflict.status,
+    parsed(await conflict.text()),
+  );
   const unchanged = await usdcBalance(rpcUrls.solana, keypair.publicKey);
   process.stdout.write(`  wallet USDC ${formatAtomic(unchanged)}: nothing charged\n`);
   return { url, response: retry, body, price };
