@@ -99,25 +99,26 @@ function refuse(reason: string, message: string): never {
 }
 
 /**
- * Checks the request's sign-in proof (the `SIGN-IN-WITH-X` header) and uses its nonce: parsed with
+ * Checks the request's sign-in proof (the `SIGN-IN-WITH-X` header): parsed with
  * `@x402/extensions` (`parseSIWxHeader`), for the request's network, its domain and URI on `origin`,
  * issued at most `challengeSeconds` ago and not expired (`validateSIWxMessage`), its Ed25519
- * signature valid for its address (`verifySIWxSignature`), then its nonce recorded as used, once
- * across replicas.
+ * signature valid for its address (`verifySIWxSignature`). Its nonce is used only once the proof
+ * would be granted something ({@link SignedIn.useNonce}), so that proofs of wallets that paid for
+ * nothing leave no rows.
  *
- * @returns the wallet that signed
+ * @returns the wallet that signed, and the use of its nonce
  * @throws AppError `payment_required` (402) with `details.reason`: `siwx_required` (no proof),
  *   `invalid_siwx_header` (not base64 JSON of a proof), `invalid_siwx_unsupported_chain` (another
  *   chain than the request's network), the extension's own codes (`invalid_siwx_domain_mismatch`,
  *   `invalid_siwx_uri_mismatch`, `invalid_siwx_expired`, `invalid_siwx_issued_at_too_old`,
- *   `invalid_siwx_signature`, ...), or `invalid_siwx_nonce` (the nonce was used before)
+ *   `invalid_siwx_signature`, ...)
  */
 export async function verifySignIn(
   req: Request,
   options: SignInWithX,
   origin: URL,
   network: X402Network,
-): Promise<string> {
+): Promise<SignedIn> {
   const header = req.get(SIGN_IN_HEADER);
   if (header === undefined || header.trim() === '')
     return refuse(
@@ -140,11 +141,27 @@ export async function verifySignIn(
   if (!validation.isValid) return refuse(validation.invalidReason, validation.invalidMessage);
   const verification = await verifySIWxSignature(payload);
   if (!verification.isValid) return refuse(verification.invalidReason, verification.invalidMessage);
+  const address = verification.payer;
   // A proof older than maxAge is refused anyway: its nonce need not be kept longer.
   const expiresAt = new Date(new Date(payload.issuedAt).getTime() + maxAge);
-  if (!(await options.records.useNonce(payload.nonce, verification.payer, expiresAt)))
-    return refuse('invalid_siwx_nonce', 'This sign-in proof was used already; sign the new challenge');
-  return verification.payer;
+  return {
+    address,
+    useNonce: async () => {
+      if (!(await options.records.useNonce(payload.nonce, address, expiresAt)))
+        refuse('invalid_siwx_nonce', 'This sign-in proof was used already; sign the new challenge');
+    },
+  };
+}
+
+/** A verified sign-in proof ({@link verifySignIn}). */
+export interface SignedIn {
+  /** The wallet that signed (base58). */
+  address: string;
+  /**
+   * Records the proof's nonce as used, once across replicas.
+   * @throws AppError `payment_required` (402) with `details.reason: "invalid_siwx_nonce"` when it was used before
+   */
+  useNonce(): Promise<void>;
 }
 
 /**
@@ -152,15 +169,17 @@ export async function verifySignIn(
  * again"): the proof is checked ({@link verifySignIn}), then the payer's latest completed payment of
  * this very request (endpoint, network, request hash) verified within the access window of `kind`.
  *
- * @throws AppError `payment_required` (402) as {@link verifySignIn}, or with `details.reason:
- *   "siwx_no_access"` when the wallet paid for no such request within the window
+ * @throws AppError `payment_required` (402) as {@link verifySignIn}, with `details.reason:
+ *   "siwx_no_access"` when the wallet paid for no such request within the window, or
+ *   `invalid_siwx_nonce` when the proof was used before
  */
 export async function signedInAccess(
   req: Request,
   options: SignInWithX,
   request: { origin: URL; network: X402Network; endpoint: string; kind: PaymentKind; requestHash: string },
 ): Promise<SignedInAccess> {
-  const payer = await verifySignIn(req, options, request.origin, request.network);
+  const signedIn = await verifySignIn(req, options, request.origin, request.network);
+  const payer = signedIn.address;
   const windowSeconds = options.accessWindowSeconds[request.kind];
   const access =
     windowSeconds > 0
@@ -177,6 +196,7 @@ export async function signedInAccess(
       'siwx_no_access',
       `This wallet has not paid for this request within the last ${windowSeconds} s; pay for it`,
     );
+  await signedIn.useNonce();
   return { ...access, payer };
 }
 
@@ -185,7 +205,7 @@ export async function signedInAccess(
  * paying again"): a valid sign-in proof ({@link verifySignIn}) by `payer`.
  *
  * @throws AppError `payment_required` (402) as {@link verifySignIn}, or with `details.reason:
- *   "siwx_not_payer"` when another wallet signed in
+ *   "siwx_not_payer"` when another wallet signed in, or `invalid_siwx_nonce` when the proof was used before
  */
 export async function requirePayerSignIn(
   req: Request,
@@ -195,6 +215,7 @@ export async function requirePayerSignIn(
   payer: string | null,
 ): Promise<void> {
   const signedIn = await verifySignIn(req, options, origin, network);
-  if (payer === null || signedIn !== payer)
+  if (payer === null || signedIn.address !== payer)
     refuse('siwx_not_payer', 'Only the wallet that paid gets this payment answered again');
+  await signedIn.useNonce();
 }

@@ -183,6 +183,13 @@ describe('sign-in-with-x', () => {
     });
     expect(signedStranger.status).toBe(402);
     expect(await reasonOf(signedStranger)).toBe('siwx_not_payer');
+    // A proof that buys nothing leaves no nonce behind.
+    expect(
+      await h.db.$queryRawUnsafe(
+        'SELECT 1 FROM x402_siwx_nonces WHERE address = $1',
+        stranger.publicKey.toBase58(),
+      ),
+    ).toEqual([]);
 
     const payer = await fetch(h.baseUrl + path, {
       headers: { 'X-PAYMENT': paymentHeaderOf(signature), [SIGN_IN_WITH_X]: await signIn(h.agent, path) },
