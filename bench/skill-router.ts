@@ -12,6 +12,9 @@
 //     run the health check, schema validation and test call of every one.
 // skill-router runs from its build as its start script runs it (bench/start-script.ts: its V8 memory
 // flags included) in its own process; autocannon, the seeding and the local skill endpoints run here.
+// BENCH_EMBEDDINGS=1 turns search by meaning on: a scripted OpenAI-compatible embeddings server in
+// this process (BENCH_EMBEDDING_DIMS dimensions, 256 by default) that the service's embeddings worker
+// embeds every skill from before routing starts, and that each new task is embedded by.
 // BENCH_RESEED=0 keeps a database that already holds exactly BENCH_SKILLS active seeded skills
 // (seeding 100,000 takes minutes); BENCH_HEAP_SNAPSHOT_DIR makes the service write a V8 heap snapshot
 // there after the route runs.
@@ -22,7 +25,12 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { Pool } from 'pg';
 import { applyMigrations, ensureDatabase } from '@repo/db-migrate';
-import { openDirectorySeeder, startLocalSkills, type RegisterSkillRequest } from '@repo/skill-router/bench';
+import {
+  openDirectorySeeder,
+  startLocalSkills,
+  startScriptedEmbeddings,
+  type RegisterSkillRequest,
+} from '@repo/skill-router/bench';
 import { describeMemory, memory } from './memory';
 import { prng } from './prng';
 import { startScript } from './start-script';
@@ -44,6 +52,9 @@ const SKIP_BUILD = process.env.BENCH_SKIP_BUILD === '1';
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const RESEED = process.env.BENCH_RESEED !== '0';
 const SNAPSHOT_DIR = process.env.BENCH_HEAP_SNAPSHOT_DIR;
+const EMBEDDINGS = process.env.BENCH_EMBEDDINGS === '1';
+const EMBEDDING_DIMS = Number(process.env.BENCH_EMBEDDING_DIMS ?? 256);
+const EMBEDDING_MODEL = `bench-embed-${EMBEDDING_DIMS}`;
 /**
  * The service inherits this process's environment: `ROUTING_INDEX=false pnpm bench skill-router` ranks
  * every route in PostgreSQL (docs/architecture.md, "Fast paths"), and nothing waits for an index.
@@ -188,6 +199,15 @@ async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise
   );
 }
 
+/** The sum of every sample of a series on skill-router's metrics port (0 when absent). */
+async function metricSum(name: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${METRICS_PORT}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`))
+    .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+}
+
 /** The first sample of a series on skill-router's metrics port, or NaN when absent. */
 async function metric(name: string): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${METRICS_PORT}/metrics`)).text();
@@ -300,8 +320,22 @@ async function main(): Promise<void> {
 
   const bare = start('pnpm', ['exec', 'tsx', 'bench/bare-server.ts'], { PORT: String(BARE_PORT) });
   const BARE = `http://127.0.0.1:${BARE_PORT}/bare`;
+  const embeddings = EMBEDDINGS ? await startScriptedEmbeddings({ dims: EMBEDDING_DIMS }) : undefined;
+  const embeddingsEnv: Record<string, string> = embeddings
+    ? { EMBEDDINGS_BASE_URL: embeddings.baseUrl, EMBEDDINGS_MODEL: EMBEDDING_MODEL }
+    : {};
+  const embedded = async () =>
+    Number(
+      (
+        await db.pool.query<{ n: string }>(
+          `SELECT count(*) AS n FROM skills WHERE embedding_model = $1 AND embedding_revision = revision`,
+          [EMBEDDING_MODEL],
+        )
+      ).rows[0]?.n ?? 0,
+    );
+  const embeddedBefore = embeddings ? await embedded() : 0;
   const started = performance.now();
-  let service = startService({ WORKERS_ENABLED: 'true' });
+  let service = startService({ WORKERS_ENABLED: 'true', ...embeddingsEnv });
   await waitFor(async () => (await fetch(`${BASE}/readyz`)).ok, 'skill-router');
   let indexLoad: Record<string, number> | 'off (ROUTING_INDEX=false)' = 'off (ROUTING_INDEX=false)';
   if (ROUTING_INDEX) {
@@ -317,6 +351,19 @@ async function main(): Promise<void> {
     };
   }
   log(`routing index: ${JSON.stringify(indexLoad)}`);
+  if (embeddings && embeddedBefore < SKILLS) {
+    // The embeddings worker embeds every seeded skill (32 per request); each store notifies the index.
+    const t0 = performance.now();
+    await waitFor(async () => (await embedded()) >= SKILLS, 'the embeddings of every skill', 1_200_000);
+    if (ROUTING_INDEX)
+      await waitFor(
+        async () => (await metricSum('skill_routing_index_updates_total')) >= SKILLS - embeddedBefore,
+        'the routing index to hear of the embeddings',
+        600_000,
+      );
+    log(`embedded ${SKILLS - embeddedBefore} skills in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  }
+  log(`embeddings: ${embeddings ? `on, ${EMBEDDING_DIMS} dimensions (scripted server)` : 'off'}`);
   await waitFor(async () => (await fetch(BARE)).ok, 'the bare server');
   const keyRes = await fetch(`${BASE}/api/auth/key`, {
     method: 'POST',
@@ -450,9 +497,12 @@ async function main(): Promise<void> {
     log(`heap snapshot: ${path.join(SNAPSHOT_DIR, await heapSnapshot(service, SNAPSHOT_DIR))}`);
   await stop(bare);
 
+  await embeddings?.close();
+
   const summary: Record<string, unknown> = {
     machine: machine(),
     index: indexLoad,
+    embeddings: embeddings ? { dims: EMBEDDING_DIMS, model: EMBEDDING_MODEL } : 'off',
     route: routeResult,
     route_every_task_new: freshResult,
     route_single_connection: singleResult,

@@ -7,6 +7,8 @@ import { definitionHash } from '../src/domain/definition';
 import type { RegisterSkillRequest } from '../src/schemas';
 
 export { startLocalSkills } from './local-skills';
+export { startScriptedEmbeddings } from './scripted-embeddings';
+export type { ScriptedEmbeddings } from './scripted-embeddings';
 export type { LocalSkills, SkillBehaviour } from './local-skills';
 export type { RegisterSkillRequest } from '../src/schemas';
 

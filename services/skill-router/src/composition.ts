@@ -10,7 +10,10 @@ import {
 } from '@repo/service-kit';
 import { parseAllowlist } from '@repo/ssrf-guard';
 import { createApp } from './entry-points/http/app';
-import type { SkillRouterConfig } from './config';
+import { embeddingsSettings, type SkillRouterConfig } from './config';
+import { createEmbeddingsClient, type EmbeddingsClient } from './adapters/embeddings';
+import { SkillEmbeddings } from './data/skill-embeddings';
+import { embedVerifiedSkills, TaskEmbeddings } from './domain/semantic';
 import { ApiKeyRepository } from './data/api-keys';
 import { ConformanceChecks } from './data/conformance-checks';
 import { HealthChecks } from './data/health-checks';
@@ -68,6 +71,10 @@ export interface SkillRouterService extends ComposedService {
   skillHttp: GuardedSkillHttp;
   /** The SSRF-guarded client of MCP servers (README, "MCP servers as skills"). */
   mcp: McpServers;
+  /** The stored embeddings of skills (README, "Search by meaning"). */
+  skillEmbeddings: SkillEmbeddings;
+  /** The embeddings worker's loop, when an embeddings endpoint is configured (started with the workers). */
+  embeddingsLoop?: Loop;
   /**
    * The current workers: created by {@link compose} when `WORKERS_ENABLED` (and then returned in
    * `loops`, which the runtime starts), or by {@link SkillRouterService.startWorkers}. A caller that
@@ -129,7 +136,30 @@ export async function compose({
   const keys = new ApiKeyRepository(db.prisma);
   const directory = new SkillDirectory(db.prisma);
   const candidates = new RouteCandidates(db.pool);
-  const routingRows = new RoutingRows(db.pool);
+  // Search by meaning (README, "Search by meaning"): only with an embeddings endpoint configured.
+  const embeddingsConfig = embeddingsSettings(config);
+  const embedder: EmbeddingsClient | undefined =
+    embeddingsConfig &&
+    createEmbeddingsClient({
+      baseUrl: embeddingsConfig.baseUrl,
+      model: embeddingsConfig.model,
+      ...(embeddingsConfig.apiKey ? { apiKey: embeddingsConfig.apiKey } : {}),
+      timeoutMs: embeddingsConfig.timeoutMs,
+      policy,
+    });
+  const taskEmbeddings =
+    embedder &&
+    embeddingsConfig &&
+    new TaskEmbeddings(embedder, {
+      cacheEntries: embeddingsConfig.taskCacheEntries,
+      minSimilarity: embeddingsConfig.minSimilarity,
+      onFallback: (err) => {
+        metrics.onEmbeddingFallback();
+        logger.debug({ err }, 'route ranked by words alone: the embeddings endpoint failed');
+      },
+    });
+  const skillEmbeddings = new SkillEmbeddings(db.pool);
+  const routingRows = new RoutingRows(db.pool, undefined, undefined, embedder?.model ?? null);
   const routing = new RoutingIndexSync(routingRows, {
     // 250 rows of hostile descriptions are about 25 MB of heap, well within the service's V8 limit.
     pageSize: 250,
@@ -177,6 +207,7 @@ export async function compose({
       index: routing,
       taskTerms: (task) => routingRows.taskTerms(task),
       candidates,
+      ...(taskEmbeddings && embedder ? { semantic: { tasks: taskEmbeddings, model: embedder.model } } : {}),
     },
     stats,
     paymentProofs: {
@@ -207,6 +238,27 @@ export async function compose({
   // Every loop and sandbox ever created, also those a test replaced by starting new workers.
   const createdLoops: Loop[] = [];
   const createdSandboxes: SchemaSandbox[] = [];
+  // Embeds verified skills (README, "Search by meaning"): woken by every passed verification, and
+  // every 10 s for skills verified elsewhere or before embeddings were configured. Replicas may embed
+  // the same skill at once; the second write stores the same vector.
+  const embeddingsLoop =
+    embedder &&
+    createLoop({
+      name: 'skill-embeddings',
+      intervalMs: 10_000,
+      round: async () => {
+        try {
+          const read = await embedVerifiedSkills(skillEmbeddings, embedder);
+          metrics.onEmbedded('stored', read);
+          return read === 32;
+        } catch (err) {
+          metrics.onEmbedded('failed', 1);
+          throw err;
+        }
+      },
+      logger,
+      metrics: metrics.loops,
+    });
   const createWorkers = (): SkillRouterWorkers => {
     const sandbox = new SchemaSandbox({
       threads: config.SANDBOX_THREADS,
@@ -226,7 +278,10 @@ export async function compose({
         conformanceIntervalMs: config.CONFORMANCE_INTERVAL_MS,
         conformanceJitterPercent: config.CONFORMANCE_JITTER_PERCENT,
         maxAttempts: config.VERIFY_MAX_ATTEMPTS,
-        onVerified: metrics.onVerified,
+        onVerified: (passed) => {
+          metrics.onVerified(passed);
+          if (passed) void embeddingsLoop?.kick();
+        },
         loopMetrics: metrics.loops,
       },
     );
@@ -281,6 +336,7 @@ export async function compose({
       ...(config.ROUTING_INDEX ? [routingWorker] : []),
       qualityBackfill,
       ...(workers ? [workers.verification, workers.health, workers.conformance] : []),
+      ...(workers && embeddingsLoop ? [embeddingsLoop] : []),
     ],
     describe: { workers: config.WORKERS_ENABLED, ssrfAllowlist: config.SSRF_ALLOWLIST || null },
     db,
@@ -295,21 +351,29 @@ export async function compose({
     stats,
     skillHttp,
     mcp,
+    skillEmbeddings,
+    ...(embeddingsLoop ? { embeddingsLoop } : {}),
     workers,
     startWorkers() {
       const current = (service.workers ??= createWorkers());
       current.verification.start();
       current.health.start();
       current.conformance.start();
+      embeddingsLoop?.start();
       return current;
     },
     async close() {
       readiness.markShuttingDown();
-      await Promise.all([routingWorker, qualityBackfill, ...createdLoops].map((loop) => loop.stop()));
+      await Promise.all(
+        [routingWorker, qualityBackfill, ...createdLoops, ...(embeddingsLoop ? [embeddingsLoop] : [])].map(
+          (loop) => loop.stop(),
+        ),
+      );
       await Promise.all(createdSandboxes.map((sandbox) => sandbox.close()));
       await skillHttp.close();
       await mcp.close();
       await paymentChecker.close();
+      await embedder?.close();
       if (healthHttp !== skillHttp) await healthHttp.close();
       await db.close();
     },

@@ -107,6 +107,21 @@ export const SkillRouterEnv = z.object({
   PAYMENT_PROOF_MAX_AGE_SECONDS: intVar(86_400, 60, 30 * 86_400),
   /** Payment proofs one API key may have checked per hour (each can cost RPC calls), across replicas. */
   PAYMENT_PROOFS_PER_KEY_PER_HOUR: intVar(60, 1, 1_000_000),
+  /**
+   * OpenAI-compatible embeddings endpoint, e.g. https://api.openai.com/v1 (`POST {base}/embeddings`),
+   * and its model: with both, capability_match blends meaning with words (services/skill-router/
+   * README.md, "Search by meaning"); both or neither. Unset: words alone.
+   */
+  EMBEDDINGS_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
+  EMBEDDINGS_MODEL: z.string().max(200).optional(),
+  /** Sent as `Authorization: Bearer`; unset for endpoints that need none. */
+  EMBEDDINGS_API_KEY: z.string().optional(),
+  /** Deadline of one embeddings request (connect, headers, body), in milliseconds. */
+  EMBEDDINGS_TIMEOUT_MS: intVar(2000, 50, 120_000),
+  /** Cosine similarity from which a skill sharing no word with the task still matches it, in hundredths (50: 0.50). */
+  EMBEDDINGS_MIN_SIMILARITY_PERCENT: intVar(50, 0, 100),
+  /** Distinct tasks whose embeddings each replica remembers. */
+  EMBEDDINGS_TASK_CACHE: intVar(10_000, 0, 1_000_000),
 });
 
 /** The parsed configuration. */
@@ -118,7 +133,8 @@ export type SkillRouterConfig = z.infer<typeof SkillRouterEnv>;
  *   (services/skill-router/README.md, "Security") a `DATABASE_URL` that reaches this machine (loopback
  *   or unspecified address in any form, a `localhost` name, a socket, pg's `host` parameter), a
  *   non-empty `SSRF_ALLOWLIST`, or `*` or an `http:` origin in `CORS_ORIGINS`, or a Solana RPC URL
- *   that reaches this machine; always when a Solana RPC URL and its USDC mint are not set together
+ *   that reaches this machine; always when a Solana RPC URL and its USDC mint are not set together,
+ *   or one of EMBEDDINGS_BASE_URL and EMBEDDINGS_MODEL without the other
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): SkillRouterConfig {
   const config = parseConfig(SkillRouterEnv, env);
@@ -138,6 +154,34 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SkillRouterCon
   assertSetTogether(config, [
     ['SOLANA_RPC_URL', 'USDC_MINT'],
     ['SOLANA_DEVNET_RPC_URL', 'USDC_MINT_DEVNET'],
+    ['EMBEDDINGS_BASE_URL', 'EMBEDDINGS_MODEL'],
   ]);
   return config;
+}
+
+/** The embeddings settings when both EMBEDDINGS_BASE_URL and EMBEDDINGS_MODEL are set. */
+export interface EmbeddingsSettings {
+  /** Base URL; requests go to `{baseUrl}/embeddings`. */
+  baseUrl: string;
+  model: string;
+  apiKey?: string;
+  /** Per-request deadline in ms. */
+  timeoutMs: number;
+  /** Cosine similarity (0..1) from which a skill sharing no word with the task matches it. */
+  minSimilarity: number;
+  /** Distinct task texts whose embeddings are remembered. */
+  taskCacheEntries: number;
+}
+
+/** The embeddings settings of a configuration, or undefined when search by meaning is off. */
+export function embeddingsSettings(config: SkillRouterConfig): EmbeddingsSettings | undefined {
+  if (!config.EMBEDDINGS_BASE_URL || !config.EMBEDDINGS_MODEL) return undefined;
+  return {
+    baseUrl: config.EMBEDDINGS_BASE_URL,
+    model: config.EMBEDDINGS_MODEL,
+    ...(config.EMBEDDINGS_API_KEY ? { apiKey: config.EMBEDDINGS_API_KEY } : {}),
+    timeoutMs: config.EMBEDDINGS_TIMEOUT_MS,
+    minSimilarity: config.EMBEDDINGS_MIN_SIMILARITY_PERCENT / 100,
+    taskCacheEntries: config.EMBEDDINGS_TASK_CACHE,
+  };
 }

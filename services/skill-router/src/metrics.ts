@@ -16,6 +16,13 @@ export interface SkillRouterMetrics extends ServiceMetrics {
   onSandboxTask(task: SandboxTaskKind, outcome: SandboxOutcome): void;
   /** Counts a ranked route by the path that ranked it (`skill_route_rankings_total{source}`). */
   onRanked(source: 'index' | 'database'): void;
+  /**
+   * Counts a route ranked by words alone although search by meaning is on, because the embeddings
+   * endpoint failed or failed recently (`skill_route_embedding_fallbacks_total`).
+   */
+  onEmbeddingFallback(): void;
+  /** Counts a round of the embeddings worker (`skill_embeddings_stored_total{result}`: stored skills, or a failed round). */
+  onEmbedded(result: 'stored' | 'failed', count: number): void;
   /** A full load of the routing index: skills loaded, duration in milliseconds. */
   onIndexLoaded(skills: number, ms: number): void;
   /** Skills re-read into the routing index (`skill_routing_index_updates_total{cause}`). */
@@ -73,6 +80,15 @@ export function createSkillRouterMetrics(): SkillRouterMetrics {
       help: 'Route requests ranked, by source (index: the in-memory routing index, database: the SQL ranking)',
       labels: ['source'],
     },
+    skill_route_embedding_fallbacks_total: {
+      type: 'counter',
+      help: 'Routes ranked by words alone although search by meaning is on (the embeddings endpoint failed)',
+    },
+    skill_embeddings_stored_total: {
+      type: 'counter',
+      help: 'Skill embeddings computed by the embeddings worker (stored: skills; failed: rounds whose request failed)',
+      labels: ['result'],
+    },
     skill_routing_index_load_seconds: {
       type: 'histogram',
       help: 'Full loads of the routing index, by duration',
@@ -104,6 +120,8 @@ export function createSkillRouterMetrics(): SkillRouterMetrics {
   return {
     ...base,
     onRanked: (source) => series.skill_route_rankings_total.inc({ source }),
+    onEmbeddingFallback: () => series.skill_route_embedding_fallbacks_total.inc(),
+    onEmbedded: (result, count) => series.skill_embeddings_stored_total.inc({ result }, count),
     onIndexLoaded: (_skills, ms) => series.skill_routing_index_load_seconds.observe(ms / 1000),
     onIndexApplied: (skills, cause) => series.skill_routing_index_updates_total.inc({ cause }, skills),
     watchIndex: (index) => {

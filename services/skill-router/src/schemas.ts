@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { X402Network } from '@repo/schemas';
 import { base58ByteLength } from './domain/payment-proofs';
+import { REJECTION_REASONS } from './domain/route-receipts';
 import { schemaLimitProblem } from './domain/schema-limits';
 
 /**
@@ -220,15 +221,19 @@ export const RouteMatch = z.object({
 });
 
 /**
- * One element of `rejected` (services/skill-router/README.md, "Routing receipts"): an active skill
- * sharing a lexeme with the task that the chain filter removed, with its capability match (0..1) and
- * the requirements it fails (`chain` first).
+ * One element of `rejected` (services/skill-router/README.md, "Routing receipts"): a skill sharing a
+ * lexeme with the task that the route removed, with its capability match (0..1) and the reasons:
+ * first why routing cannot return it at all (`unhealthy`, `degraded`, `unverified_version`), then
+ * `chain` when it supports none of the requested chains, then the budgets it exceeds.
  */
 export const RejectedCandidate = z.object({
   skill_id: z.string(),
   name: z.string(),
   capability_match: z.number().min(0).max(1),
-  reasons: z.array(z.enum(['chain', 'over_max_price', 'over_max_latency'])).min(1),
+  reasons: z.array(z.enum(REJECTION_REASONS)).min(1).meta({
+    description:
+      'unhealthy (suspended by health checks), degraded (answers stopped conforming to output_schema), unverified_version (an update awaiting verification; the earlier verified version is not served), chain (supports none of the requested chains), over_max_price, over_max_latency; in that order',
+  }),
 });
 
 /** Answer of POST /api/discover/route. */
@@ -236,10 +241,10 @@ export const RouteResponse = z.object({
   matches: z.array(RouteMatch),
   total_matches: z.number().int(),
   routed_at: z.iso.datetime(),
-  /** Extension: the nearest skills the chain filter removed, at most 10, nearest first. */
+  /** Extension: the nearest skills the route removed, at most 10, nearest first. */
   rejected: z.array(RejectedCandidate).max(10).meta({
     description:
-      'the nearest active skills sharing a lexeme with the task that the chain filter removed, at most 10, nearest first; empty without a chain requirement',
+      'the nearest skills sharing a lexeme with the task that the route removed (unhealthy, degraded or an unverified update, or off the requested chains), at most 10, nearest first (most shared task lexemes, then skill_id)',
   }),
   /** Extension: when the health and reliability data the route used were read (the database's clock). */
   snapshot_at: z.iso.datetime().meta({

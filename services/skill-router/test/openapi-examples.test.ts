@@ -113,9 +113,37 @@ describe('The OpenAPI examples', () => {
       out['registerMcpServer 200'] = (
         await h.call('POST', '/api/discover/register/mcp', mcpServer, { 'x-api-key': key })
       ).body;
+      // A verified translator whose update awaits verification (its endpoint now answers slowly, so
+      // the verification takes VERIFY_TIMEOUT_MS): `unverified_version` in the receipts.
+      skills.set('translate-updated', { kind: 'healthy', respond: translate });
+      const updated = buildSkill({
+        skill_id: 'swift-translator',
+        name: 'Swift translator',
+        description: 'Translates short texts into French and Spanish.',
+        capabilities: ['translation'],
+        chains: ['solana'],
+        endpoint: skills.url('translate-updated'),
+      });
+      await h.register(key, updated);
+      await waitFor(
+        'the skill to be updated to be verified',
+        async () =>
+          (await h.call('GET', `/api/discover/skills/${updated.skill_id}`)).body.status === 'active',
+        60_000,
+      );
+      skills.set('translate-updated', { kind: 'slow', delayMs: 8_000, respond: translate });
+      await h.register(key, {
+        ...updated,
+        description: 'Translates short texts into French, Spanish and Italian.',
+      });
       const route = { task: 'translate this text to french', requirements: { chains: ['solana'] }, limit: 3 };
       out['routeTask request'] = route;
-      out['routeTask 200'] = (await h.call('POST', '/api/discover/route', route, { 'x-api-key': key })).body;
+      let routed: { rejected: { skill_id: string }[] } | undefined;
+      await waitFor('the update to be named in the receipts', async () => {
+        routed = (await h.call('POST', '/api/discover/route', route, { 'x-api-key': key })).body;
+        return routed?.rejected.some((r) => r.skill_id === updated.skill_id) ?? false;
+      });
+      out['routeTask 200'] = routed;
       out['listSkills 200'] = (await h.call('GET', '/api/discover/skills?category=translation&limit=2')).body;
       out['getSkill 200'] = (await h.call('GET', `/api/discover/skills/${skill.skill_id}`)).body;
       out['listSkillVersions 200'] = (

@@ -54,7 +54,7 @@ describe.each([true, false])('Routing receipts with ROUTING_INDEX=%s', (routingI
   });
   afterAll(() => h.close());
 
-  it('When chains are required, then the skills the chain filter removed are listed nearest first with every requirement they fail, and skills routing would not return are not', async () => {
+  it('When chains are required, then the skills the chain filter removed are listed nearest first with every requirement they fail, and skills never verified are not', async () => {
     await seed({ skill_id: 'quokka-sol', capabilities: ['quokka', 'wombat'], chains: ['solana'] });
     // Off-chain, both task words, over both budgets.
     await seed(
@@ -72,8 +72,8 @@ describe.each([true, false])('Routing receipts with ROUTING_INDEX=%s', (routingI
       { skill_id: 'quokka-nochain', capabilities: ['quokka'], chains: [] },
       { avg_latency_ms: null },
     );
-    // Off-chain and near, but not routable: never listed.
-    for (const status of ['suspended', 'degraded', 'pending_verification', 'verification_failed'])
+    // Near but never verified: never listed, whatever their chains.
+    for (const status of ['pending_verification', 'verification_failed'])
       await seed(
         { skill_id: `quokka-${status}`, capabilities: ['quokka', 'wombat'], chains: ['ethereum'] },
         { status },
@@ -126,7 +126,7 @@ describe.each([true, false])('Routing receipts with ROUTING_INDEX=%s', (routingI
     ]);
   });
 
-  it('When no chain is required, then nothing is rejected: over-budget and slow skills stay in the matches with that factor at 0', async () => {
+  it('When no chain is required, then the chain filter removes nothing: over-budget and slow skills stay in the matches with that factor at 0', async () => {
     await seed(
       { skill_id: 'numbat-dear', capabilities: ['numbat'], pricing: { model: 'per_call', price_usd: 0.5 } },
       { avg_latency_ms: 9000 },
@@ -136,6 +136,68 @@ describe.each([true, false])('Routing receipts with ROUTING_INDEX=%s', (routingI
     expect(body.matches.map((m) => m.skill_id)).toEqual(['numbat-dear']);
     expect(body.rejected).toEqual([]);
     expect(Number.isNaN(Date.parse(body.snapshot_at))).toBe(false);
+  });
+
+  it('When near skills are suspended, degraded or updated and awaiting verification, then each is listed with its reason (and chain when it also fails it), and leaves when it is routable again', async () => {
+    await seed({ skill_id: 'echidna-ok', capabilities: ['echidna'], chains: ['solana'] });
+    await seed(
+      { skill_id: 'echidna-down', capabilities: ['echidna', 'platypus'], chains: ['solana'] },
+      {
+        status: 'suspended',
+      },
+    );
+    await seed(
+      { skill_id: 'echidna-drift', capabilities: ['echidna'], chains: ['ethereum'] },
+      {
+        status: 'degraded',
+      },
+    );
+    // A verified skill updated by its owner: the update itself makes it pending (README, "Pinned definitions").
+    await seed({ skill_id: 'echidna-new', capabilities: ['echidna'], chains: ['solana'] });
+    await h.sql(`UPDATE skill_versions SET status = 'passed' WHERE skill_id = 'echidna-new'`);
+    const update = await h.register(
+      key,
+      buildSkill({
+        skill_id: 'echidna-new',
+        name: 'echidna-new',
+        capabilities: ['echidna'],
+        chains: ['solana'],
+        pricing: { model: 'per_call', price_usd: 0.5 },
+      }),
+    );
+    expect(update.status).toBe(200);
+    const [row] = await h.sql<{ status: string }>(`SELECT status FROM skills WHERE skill_id = 'echidna-new'`);
+    expect(row?.status).toBe('pending_verification');
+    // Never verified: not named.
+    await seed({ skill_id: 'echidna-fresh', capabilities: ['echidna'] }, { status: 'pending_verification' });
+    await seeded();
+
+    const body = await route({ task: 'echidna platypus', requirements: { max_price_usd: 0.01 } });
+    expect(body.matches.map((m) => m.skill_id)).toEqual(['echidna-ok']);
+    expect(body.total_matches).toBe(1);
+    expect(body.rejected).toEqual([
+      { skill_id: 'echidna-down', name: 'echidna-down', capability_match: 1, reasons: ['unhealthy'] },
+      { skill_id: 'echidna-drift', name: 'echidna-drift', capability_match: 0.5, reasons: ['degraded'] },
+      {
+        skill_id: 'echidna-new',
+        name: 'echidna-new',
+        capability_match: 0.5,
+        reasons: ['unverified_version', 'over_max_price'],
+      },
+    ]);
+    const onSolana = await route({ task: 'echidna', requirements: { chains: ['solana'] } });
+    expect(onSolana.rejected.map((r) => [r.skill_id, r.reasons])).toEqual([
+      ['echidna-down', ['unhealthy']],
+      ['echidna-drift', ['degraded', 'chain']],
+      ['echidna-new', ['unverified_version']],
+    ]);
+
+    // Back in routing: out of the receipts (the index hears of it as of any write).
+    await h.sql(`UPDATE skills SET status = 'active' WHERE skill_id = 'echidna-down'`);
+    await seeded();
+    const again = await route({ task: 'echidna platypus' });
+    expect(again.matches.map((m) => m.skill_id)).toContain('echidna-down');
+    expect(again.rejected.map((r) => r.skill_id)).toEqual(['echidna-drift', 'echidna-new']);
   });
 
   it('When more than 10 skills are removed by the chain filter, then the nearest 10 are listed, ties by skill_id', async () => {

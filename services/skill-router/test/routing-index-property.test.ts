@@ -74,7 +74,17 @@ const skillArb = fc.record({
     fc.constant(0),
     fc.integer({ min: 1, max: 500 }).map((n) => n / 10_000),
   ),
-  status: fc.constantFrom('active', 'active', 'active', 'suspended', 'pending_verification'),
+  // `unverified_version`: pending its update's verification after an earlier revision passed.
+  status: fc.constantFrom(
+    'active',
+    'active',
+    'active',
+    'suspended',
+    'degraded',
+    'pending_verification',
+    'unverified_version',
+    'verification_failed',
+  ),
   successRate: fc.integer({ min: 0, max: 1000 }).map((n) => n / 1000),
   latency: fc.option(fc.integer({ min: 1, max: 5000 }), { nil: null }),
   calls: fc.integer({ min: 0, max: 20_000 }),
@@ -101,6 +111,7 @@ describe('The routing index against the SQL ranking', () => {
     let runs = 0;
     let nonEmpty = 0;
     let withRejected = 0;
+    const reasonsSeen = new Set<string>();
     await fc.assert(
       fc.asyncProperty(
         fc.array(skillArb, { minLength: 1, maxLength: 25 }),
@@ -121,7 +132,14 @@ describe('The routing index against the SQL ranking', () => {
             expect(
               (await h.service.directory.upsert(body, ownerKeyId, definitionHash(body))).outcome,
             ).not.toBe('forbidden');
-            await h.sql(`UPDATE skills SET status = $2 WHERE skill_id = $1`, body.skill_id, s.status);
+            const updated = s.status === 'unverified_version';
+            if (updated)
+              await h.sql(`UPDATE skill_versions SET status = 'passed' WHERE skill_id = $1`, body.skill_id);
+            await h.sql(
+              `UPDATE skills SET status = $2 WHERE skill_id = $1`,
+              body.skill_id,
+              updated ? 'pending_verification' : s.status,
+            );
             await h.sql(
               `UPDATE skill_stats SET success_rate_24h = $2, avg_latency_ms = $3, calls_30d = $4,
                  rating_count = $5, rating_sum = $6 WHERE skill_id = $1`,
@@ -163,18 +181,19 @@ describe('The routing index against the SQL ranking', () => {
             expect(actual.total).toBe(reference.total);
             expect(actual.matches.map(view)).toEqual(expected.map(view));
             if (expected.length > 0) nonEmpty++;
-            // Receipts: the same nearest skills the chain filter removed, with the same reasons.
+            // Receipts: the same nearest skills the route removed, with the same reasons.
             const removed = await h.service.candidates.rejected(q.task, q.chains, 10);
             const expectedRejected =
               removed.taskTermCount > 0
                 ? nearestRejected(
                     removed.skills,
-                    { taskTerms, maxPriceUsd: q.maxPriceUsd, maxLatencyMs: q.maxLatencyMs },
+                    { taskTerms, chains: q.chains, maxPriceUsd: q.maxPriceUsd, maxLatencyMs: q.maxLatencyMs },
                     removed.taskTermCount,
                   )
                 : [];
             expect(actual.rejected).toEqual(expectedRejected);
             if (expectedRejected.length > 0) withRejected++;
+            for (const r of expectedRejected) for (const reason of r.reasons) reasonsSeen.add(reason);
           }
         },
       ),
@@ -184,6 +203,9 @@ describe('The routing index against the SQL ranking', () => {
     expect(runs).toBeGreaterThanOrEqual(30);
     expect(nonEmpty).toBeGreaterThan(10);
     expect(withRejected).toBeGreaterThan(5);
+    expect([...reasonsSeen].sort()).toEqual(
+      ['chain', 'degraded', 'over_max_latency', 'over_max_price', 'unhealthy', 'unverified_version'].sort(),
+    );
   }, 180_000);
 });
 
@@ -214,9 +236,17 @@ describe('The routing index under updates', () => {
         successRate24h: fc.constantFrom(0, 0.5, 1),
         avgLatencyMs: fc.constantFrom(null, 50, 900),
         calls30d: fc.constantFrom(0, 10, 5000),
+        state: fc.constantFrom(
+          'active',
+          'active',
+          'unhealthy',
+          'degraded',
+          'unverified_version',
+        ) as fc.Arbitrary<RoutableSkill['state']>,
       })
       .map((r): RoutableSkill => ({
         skillId: `s-${id}`,
+        state: r.state,
         name: r.name.join(' '),
         endpoint: `https://example.com/${id}`,
         chains: r.chains,
@@ -269,12 +299,14 @@ describe('The routing index under updates', () => {
           }
           const fresh = new RoutingIndex();
           for (const skill of directory.values()) fresh.upsert(skill);
-          expect(updated.size).toBe(directory.size);
+          const active = [...directory.values()].filter((sk) => sk.state === 'active');
+          expect(updated.size).toBe(active.length);
+          expect(updated.held).toBe(directory.size);
           for (const q of queries) {
             const { limit, ...query } = q;
             // Every match of the fresh index is scored against the directory by rankSkills too.
             const reference = rankSkills(
-              [...directory.values()]
+              active
                 .filter((sk) => sk.routeTerms.some((t) => query.taskTerms.includes(t)))
                 .map((sk) => ({
                   ...sk,
@@ -293,8 +325,8 @@ describe('The routing index under updates', () => {
               [...directory.values()]
                 .filter(
                   (sk) =>
-                    wanted.length > 0 &&
-                    !sk.chains.some((c) => wanted.includes(c)) &&
+                    (sk.state !== 'active' ||
+                      (wanted.length > 0 && !sk.chains.some((c) => wanted.includes(c)))) &&
                     sk.routeTerms.some((t) => query.taskTerms.includes(t)),
                 )
                 .map((sk) => ({
@@ -339,6 +371,7 @@ describe('The routing index at scale, with any text', () => {
       })
       .map((r): RoutableSkill => ({
         skillId: idOf(id),
+        state: 'active',
         name: r.name,
         endpoint: r.endpoint,
         chains: r.chains,

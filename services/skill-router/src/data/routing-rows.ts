@@ -3,8 +3,11 @@ import type { Pool } from 'pg';
 import {
   candidateColumns,
   candidateOf,
+  LISTED_SKILLS,
+  ROUTE_STATE,
   type CandidateColumns,
   type CandidateRecord,
+  type RouteState,
 } from './route-candidates';
 
 /**
@@ -21,8 +24,18 @@ export const ROUTING_CHANNEL = 'skill_router_routing';
 export const notifyRouting = (skillIdSql: string) =>
   `pg_notify('${ROUTING_CHANNEL}', ${skillIdSql})::text AS notified`;
 
-/** An active skill as the routing index holds it: a candidate with all its lexemes. */
+/**
+ * A skill as the routing index holds it: a candidate with all its lexemes, and whether routing may
+ * return it (the others are only named among a route's rejected candidates).
+ */
 export interface RoutableSkill extends CandidateRecord {
+  /** `active`, or why routing cannot return it (README, "Routing receipts"). */
+  state: RouteState;
+  /**
+   * The skill's unit embedding of the configured model (README, "Search by meaning"); `null` or absent
+   * when it has none (or search by meaning is off).
+   */
+  embedding?: Float32Array | null;
   /** Stemmed lexemes of the name, capabilities and description (`route_vector`), distinct. */
   routeTerms: string[];
   /** Every stemmed lexeme of the capabilities and description (`match_terms`), distinct. */
@@ -31,12 +44,22 @@ export interface RoutableSkill extends CandidateRecord {
 
 interface RoutableRow extends CandidateColumns {
   route_terms: string[] | null;
+  state: RouteState;
+  embedding: number[] | null;
 }
 
-const ROUTABLE_COLUMNS = `${candidateColumns('s.match_terms')}, tsvector_to_array(s.route_vector) AS route_terms`;
+/** The columns of a {@link RoutableSkill}; `modelParam` is the parameter holding the embeddings model (NULL: none). */
+const routableColumns = (modelParam: string) =>
+  `${candidateColumns('s.match_terms')}, tsvector_to_array(s.route_vector) AS route_terms,
+   ${ROUTE_STATE} AS state, CASE WHEN s.embedding_model = ${modelParam}::text THEN s.embedding END AS embedding`;
 
 function toRoutable(r: RoutableRow): RoutableSkill {
-  return { ...candidateOf(r), routeTerms: r.route_terms ?? [] };
+  return {
+    ...candidateOf(r),
+    routeTerms: r.route_terms ?? [],
+    state: r.state,
+    embedding: r.embedding && r.embedding.length > 0 ? Float32Array.from(r.embedding) : null,
+  };
 }
 
 /** What {@link RoutingRows.changedSince} found. */
@@ -45,13 +68,13 @@ export interface RoutingChanges {
   checkedAt: Date;
   /** Skills whose routing columns were written after the given instant, in any status. */
   skillIds: string[];
-  /** Active skills in the database at the time of the check. */
-  activeSkills: number;
+  /** Skills a route may name ({@link LISTED_SKILLS}: active or not) at the time of the check. */
+  listedSkills: number;
 }
 
 /**
- * The routing index's reads from PostgreSQL (`skills` joined with `skill_stats`): active skills in
- * pages, chosen skills again after a notification, the ids written since a watermark, and the task's
+ * The routing index's reads from PostgreSQL (`skills` joined with `skill_stats`): the skills a route
+ * may name (active ones, and those listed among its rejected candidates) in pages, chosen skills again after a notification, the ids written since a watermark, and the task's
  * lexemes computed by PostgreSQL's own `english` configuration, so that the index and the SQL ranking
  * stem identically (README, "Routing and the score").
  */
@@ -69,11 +92,14 @@ export class RoutingRows {
    * @param taskCacheBytes most bytes they take, about (a typical task of 70 characters with its
    *   lexemes about 350 bytes, so the entry count binds first; of tasks of 2,000 characters about
    *   3,800 fit in the default 8 MiB)
+   * @param embeddingModel the `EMBEDDINGS_MODEL` whose stored embeddings are read (README, "Search by
+   *   meaning"); absent: none are
    */
   constructor(
     private readonly pool: Pool,
     taskCacheEntries = 10_000,
     taskCacheBytes = 8 * 2 ** 20,
+    private readonly embeddingModel: string | null = null,
   ) {
     this.taskTermsCache = new LRUCache({
       max: taskCacheEntries,
@@ -83,55 +109,56 @@ export class RoutingRows {
   }
 
   /**
-   * One page of active skills in `skill_id` order (keyset pagination, so a full load never holds
-   * more than a page of rows from the driver at once).
+   * One page of listed skills ({@link LISTED_SKILLS}) in `skill_id` order (keyset pagination, so a
+   * full load never holds more than a page of rows from the driver at once).
    * @param after the last `skill_id` of the previous page, or `null` for the first
    * @param size rows per page
    */
-  async activePage(after: string | null, size: number): Promise<RoutableSkill[]> {
+  async listedPage(after: string | null, size: number): Promise<RoutableSkill[]> {
     const { rows } = await this.pool.query<RoutableRow>(
-      `SELECT ${ROUTABLE_COLUMNS}
+      `SELECT ${routableColumns('$3')}
          FROM skills s JOIN skill_stats st ON st.skill_id = s.skill_id
-        WHERE s.status = 'active' AND ($1::text IS NULL OR s.skill_id > $1)
+        WHERE ${LISTED_SKILLS} AND ($1::text IS NULL OR s.skill_id > $1)
         ORDER BY s.skill_id
         LIMIT $2`,
-      [after, size],
+      [after, size, this.embeddingModel],
     );
     return rows.map(toRoutable);
   }
 
   /**
    * The given skills as they are now.
-   * @returns the active ones; an id not returned is not routable (another status, or gone)
+   * @returns the listed ones ({@link LISTED_SKILLS}); an id not returned is neither routed nor named
+   *   (never verified, failed, or gone)
    */
-  async active(skillIds: readonly string[]): Promise<RoutableSkill[]> {
+  async listed(skillIds: readonly string[]): Promise<RoutableSkill[]> {
     if (skillIds.length === 0) return [];
     const { rows } = await this.pool.query<RoutableRow>(
-      `SELECT ${ROUTABLE_COLUMNS}
+      `SELECT ${routableColumns('$2')}
          FROM skills s JOIN skill_stats st ON st.skill_id = s.skill_id
-        WHERE s.status = 'active' AND s.skill_id = ANY ($1::text[])`,
-      [skillIds],
+        WHERE ${LISTED_SKILLS} AND s.skill_id = ANY ($1::text[])`,
+      [skillIds, this.embeddingModel],
     );
     return rows.map(toRoutable);
   }
 
   /**
    * The watermark check: skills whose routing columns (`skills.changed_at`, `skill_stats.changed_at`,
-   * both indexed) were written after `since`, and the number of active skills, in one snapshot.
+   * both indexed) were written after `since`, and the number of listed skills, in one snapshot.
    * @param since an instant of the database's clock; `null` returns no ids (only the clock and count)
    */
   async changedSince(since: Date | null): Promise<RoutingChanges> {
-    const { rows } = await this.pool.query<{ checked_at: Date; skill_ids: string[] | null; active: string }>(
+    const { rows } = await this.pool.query<{ checked_at: Date; skill_ids: string[] | null; listed: string }>(
       `SELECT clock_timestamp() AS checked_at,
               CASE WHEN $1::timestamptz IS NULL THEN '{}'::text[] ELSE ARRAY(
                 SELECT skill_id FROM skills WHERE changed_at > $1
                 UNION SELECT skill_id FROM skill_stats WHERE changed_at > $1) END AS skill_ids,
-              (SELECT count(*) FROM skills WHERE status = 'active') AS active`,
+              (SELECT count(*) FROM skills s WHERE ${LISTED_SKILLS}) AS listed`,
       [since],
     );
     const row = rows[0];
     if (!row) throw new Error('the routing watermark query returned no row');
-    return { checkedAt: row.checked_at, skillIds: row.skill_ids ?? [], activeSkills: Number(row.active) };
+    return { checkedAt: row.checked_at, skillIds: row.skill_ids ?? [], listedSkills: Number(row.listed) };
   }
 
   /**

@@ -1,7 +1,7 @@
 // The routing index's ranking: the postings walk from the task's lexemes, the chain filter, and the best `limit` slots by score.
 import type { PostingTable, SlotArena } from './routing-index-storage';
 import { COUNT_ONLY as COUNT_ONLY_KIND, MATCH as MATCH_KIND, type SlotColumns } from './routing-index-slots';
-import { latencyFitValue, priceFitValue, weightedScore, type RouteQuery } from './scoring';
+import { capabilityValue, latencyFitValue, priceFitValue, weightedScore, type RouteQuery } from './scoring';
 
 // Module constants, not imported bindings, in the postings walk: a bound import is read through the
 // module's exports at every comparison (a getter under the test and bench loaders).
@@ -15,6 +15,10 @@ export interface RankingSource {
   /** Each slot's chain numbers, then its lexeme entries (`termId << 2 | kind`). */
   terms: SlotArena<Int32Array>;
   columns: SlotColumns;
+  /** Each slot's unit embedding (none: size 0; README, "Search by meaning"). */
+  vectors: SlotArena<Float32Array>;
+  /** Slots ever used (free ones included). */
+  slotCount: number;
   /** The skill id of a slot in use (read only when two scores tie). */
   idOf: (slot: number) => string;
 }
@@ -23,12 +27,12 @@ export interface RankingSource {
 export interface RankedSlots {
   /** At most `limit` slots, by score descending, then skill id ascending. */
   slots: number[];
-  /** Slots sharing a lexeme with the task and passing the chain filter. */
+  /** Active slots sharing a lexeme with the task and passing the chain filter. */
   total: number;
   /**
-   * Of the slots sharing a lexeme with the task that the chain filter removed, the nearest
-   * `rejectedMax` (README, "Routing receipts"): more shared capability and description lexemes
-   * first, then skill id ascending.
+   * Of the slots sharing a lexeme with the task that the route removed (not active, or by the chain
+   * filter), the nearest `rejectedMax` (README, "Routing receipts"): more shared capability and
+   * description lexemes first, then skill id ascending.
    */
   rejected: number[];
   /** The task's lexemes the index knows, by posting number. */
@@ -37,12 +41,13 @@ export interface RankedSlots {
 
 /**
  * Ranks the slots for a route: walks the postings of the task's lexemes (marking each slot it meets
- * and counting its shared capability and description lexemes), keeps the slots holding a wanted
- * chain, and scores them with the same factor functions and {@link weightedScore} as the SQL
+ * and counting its shared capability and description lexemes), with the task's embedding also every
+ * active slot whose embedding is similar enough (README, "Search by meaning"), keeps the active
+ * slots holding a wanted chain, and scores them with the same factor functions and {@link weightedScore} as the SQL
  * ranking (README, "Routing and the score"), touching only typed arrays.
  * @param taskTerms the task's distinct lexemes (at least one)
  * @param limit how many slots to keep (at least one; at most 100 keeps the sorted window cheap)
- * @param rejectedMax how many of the slots the chain filter removed to keep (0: none)
+ * @param rejectedMax how many of the slots removed (not active, or by the chain filter) to keep (0: none)
  */
 export function rankSlots(
   index: RankingSource,
@@ -74,6 +79,32 @@ export function rankSlots(
         candidates.push(slot);
       }
       if (kind === MATCH) shared[slot] = (shared[slot] as number) + 1;
+    }
+  }
+  // Search by meaning: every active slot whose embedding is near enough matches too, and every
+  // slot met gets its similarity (NaN without an embedding of the task's length).
+  const { similarity, state } = columns;
+  const semantic = query.semantic;
+  if (semantic) {
+    const vector = semantic.vector;
+    const dims = vector.length;
+    const { data, start, size } = index.vectors;
+    for (let slot = 0; slot < index.slotCount; slot++) {
+      const seen = seenBy[slot] === routeId;
+      if ((size[slot] ?? 0) !== dims) {
+        if (seen) similarity[slot] = NaN;
+        continue;
+      }
+      if (!seen && state[slot] !== 0) continue;
+      const from = start[slot] as number;
+      let sum = 0;
+      for (let i = 0; i < dims; i++) sum += (data[from + i] as number) * (vector[i] as number);
+      similarity[slot] = sum;
+      if (!seen && sum >= semantic.minSimilarity) {
+        seenBy[slot] = routeId;
+        shared[slot] = 0;
+        candidates.push(slot);
+      }
     }
   }
   // After every slot met was reset: lexemes that count without matching.
@@ -167,6 +198,10 @@ export function rankSlots(
     }
   };
   for (const slot of candidates) {
+    if (state[slot] !== 0) {
+      if (rejectedMax > 0) reject(slot);
+      continue;
+    }
     let chainMatch = 1;
     if (wanted.length > 0) {
       if (chainSeenBy[slot] !== routeId) {
@@ -177,8 +212,9 @@ export function rankSlots(
     }
     total++;
     const latency = avgLatencyMs[slot] as number;
+    const lexical = (shared[slot] as number) / terms;
     const score = weightedScore(
-      (shared[slot] as number) / terms,
+      semantic ? capabilityValue(lexical, similarity[slot]) : lexical,
       chainMatch,
       maxPriceUsd === undefined
         ? (priceFit[slot] as number)

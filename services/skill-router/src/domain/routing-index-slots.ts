@@ -1,4 +1,5 @@
 // The routing index's per-slot columns: each skill's metrics, factors and lengths, and the marks of the route in progress.
+import type { RouteState } from '../data/route-candidates';
 import type { RoutableSkill } from '../data/routing-rows';
 import { fit } from './routing-index-storage';
 import { latencyFitValue, popularityValue, priceFitValue, reliabilityValue } from './scoring';
@@ -11,6 +12,9 @@ export const MATCH = 0;
 export const NAME_ONLY = 1;
 /** A capability or description lexeme missing from the route vector: it counts without matching (none in practice, kept exact). */
 export const COUNT_ONLY = 2;
+
+/** A slot's {@link RouteState} as a number: 0 is `active` (routed), the others are only named by receipts. */
+export const ROUTE_STATES: readonly RouteState[] = ['active', 'unhealthy', 'degraded', 'unverified_version'];
 
 /**
  * The per-slot columns of a {@link RoutingIndex}, typed arrays indexed by slot (1,024 slots at
@@ -25,6 +29,8 @@ export class SlotColumns {
   /** UTF-8 bytes of the slot's skill id, then of its name, in the index's text. */
   idBytes = new Int32Array(1024);
   nameBytes = new Int32Array(1024);
+  /** The skill's {@link ROUTE_STATES} number (0: active). */
+  state = new Uint8Array(1024);
   priceUsd = new Float64Array(1024);
   /** NaN: unknown. */
   avgLatencyMs = new Float64Array(1024);
@@ -41,10 +47,15 @@ export class SlotColumns {
   shared = new Int32Array(1024);
   chainHits = new Int32Array(1024);
   chainSeenBy = new Int32Array(1024);
+  /** Scratch of the route in progress: the slot's similarity to the task's embedding (NaN: none). */
+  similarity = new Float64Array(1024);
   private routes = 0;
 
   /** Writes a skill's metrics and factors into its slot, and clears the slot's route marks. */
   set(slot: number, skill: RoutableSkill): void {
+    const state = ROUTE_STATES.indexOf(skill.state);
+    if (state < 0) throw new Error(`unknown route state ${String(skill.state)}`);
+    this.state[slot] = state;
     this.priceUsd[slot] = skill.priceUsd;
     this.avgLatencyMs[slot] = skill.avgLatencyMs ?? NaN;
     this.successRate24h[slot] = skill.successRate24h;
@@ -73,6 +84,7 @@ export class SlotColumns {
   grow(slot: number): void {
     const f64 = (n: number) => new Float64Array(n);
     const i32 = (n: number) => new Int32Array(n);
+    this.state = fit(this.state, slot, (n) => new Uint8Array(n));
     this.idBytes = fit(this.idBytes, slot, i32);
     this.chainCount = fit(this.chainCount, slot, i32);
     this.matchCount = fit(this.matchCount, slot, i32);
@@ -91,13 +103,15 @@ export class SlotColumns {
     this.shared = fit(this.shared, slot, i32);
     this.chainHits = fit(this.chainHits, slot, i32);
     this.chainSeenBy = fit(this.chainSeenBy, slot, i32);
+    this.similarity = fit(this.similarity, slot, f64);
   }
 
   /** Gives back the room kept for growth beyond `slots` (never below 1,024 slots). */
   trim(slots: number): void {
     const keep = Math.max(1024, slots);
-    const cut = <T extends Float64Array | Int32Array>(array: T): T =>
+    const cut = <T extends Float64Array | Int32Array | Uint8Array>(array: T): T =>
       array.length > keep ? (array.slice(0, keep) as T) : array;
+    this.state = cut(this.state);
     this.idBytes = cut(this.idBytes);
     this.chainCount = cut(this.chainCount);
     this.matchCount = cut(this.matchCount);
@@ -116,5 +130,6 @@ export class SlotColumns {
     this.shared = cut(this.shared);
     this.chainHits = cut(this.chainHits);
     this.chainSeenBy = cut(this.chainSeenBy);
+    this.similarity = cut(this.similarity);
   }
 }

@@ -5,7 +5,7 @@
 
 import { randomBytes } from 'node:crypto';
 
-type Numbers = Int32Array | Uint16Array | Buffer;
+type Numbers = Int32Array | Uint16Array | Buffer | Float32Array;
 
 /** The typed array, or one twice as long when `slot` does not fit, with the old values kept. */
 export function fit<T extends Float64Array | Int32Array | Uint8Array>(

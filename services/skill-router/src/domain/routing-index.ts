@@ -4,7 +4,7 @@ import type { RoutableSkill } from '../data/routing-rows';
 import { REJECTED_MAX, rejectionOf, type RejectedCandidate } from './route-receipts';
 import { scoreSkill, type RouteQuery, type ScoredSkill } from './scoring';
 import { rankSlots } from './routing-index-ranking';
-import { COUNT_ONLY, MATCH, NAME_ONLY, SlotColumns } from './routing-index-slots';
+import { COUNT_ONLY, MATCH, NAME_ONLY, ROUTE_STATES, SlotColumns } from './routing-index-slots';
 import { HashedNumbers, PostingTable, SlotArena } from './routing-index-storage';
 
 /** A route answered from the index: the best matches, explained, and how many skills matched. */
@@ -13,8 +13,8 @@ export interface IndexRoute {
   /** Active skills sharing a lexeme with the task and passing the chain filter. */
   total: number;
   /**
-   * The nearest active skills sharing a lexeme with the task that the chain filter removed, at most
-   * {@link REJECTED_MAX} (README, "Routing receipts").
+   * The nearest skills sharing a lexeme with the task that the route removed (not routable, or by the
+   * chain filter), at most {@link REJECTED_MAX} (README, "Routing receipts").
    */
   rejected: RejectedCandidate[];
 }
@@ -32,8 +32,9 @@ const ANSWER_CACHE_MAX_BYTES = 4 * 2 ** 20;
 const LONE_SURROGATE = /\p{Cs}/u;
 
 /**
- * The in-memory routing index of one replica (README, "Routing and the score"): every active skill
- * in a numbered slot, its query-independent factors (`price_fit` and `latency_fit` without a budget
+ * The in-memory routing index of one replica (README, "Routing and the score"): every active skill,
+ * and every skill a route names among its rejected candidates (README, "Routing receipts"), in a
+ * numbered slot with its route state, its query-independent factors (`price_fit` and `latency_fit` without a budget
  * or a limit, `reliability`, `popularity`) and its metrics in typed arrays indexed by slot, and
  * postings from each lexeme of its name, capabilities and description to the slots that have it;
  * chains have postings too. A slot's lexemes and chains are numbers packed in one typed array, its
@@ -47,8 +48,10 @@ const LONE_SURROGATE = /\p{Cs}/u;
  * update. The per-slot arrays are a {@link SlotColumns}; the ranking is {@link rankSlots}.
  */
 export class RoutingIndex {
-  /** Skills in the index. */
+  /** Active skills in the index. */
   private skills = 0;
+  /** Skills in the index, active or not. */
+  private heldSkills = 0;
   /** Slots ever used (free ones included). */
   private slotCount = 0;
   private free: number[] = [];
@@ -75,6 +78,8 @@ export class RoutingIndex {
   private terms: SlotArena<Int32Array>;
   /** Each slot's skill id, name and endpoint, UTF-8: `idBytes` of id, then `nameBytes` of name. */
   private text: SlotArena<Buffer>;
+  /** Each slot's unit embedding, if it has one (README, "Search by meaning"). */
+  private vectors: SlotArena<Float32Array>;
   /** Of slots where one of them has a lone surrogate, which UTF-8 would change: kept as they are. */
   private oddText = new Map<number, { skillId: string; name: string; endpoint: string }>();
   /**
@@ -105,6 +110,7 @@ export class RoutingIndex {
     // back what a full load did not use.
     this.terms = new SlotArena((n) => new Int32Array(n), expectedSkills * 16, expectedSkills);
     this.text = new SlotArena((n) => Buffer.alloc(n), expectedSkills * 80, expectedSkills);
+    this.vectors = new SlotArena((n) => new Float32Array(n), 0, expectedSkills);
     if (expectedSkills > 1024) this.columns.grow(expectedSkills - 1);
   }
 
@@ -113,13 +119,19 @@ export class RoutingIndex {
     return this.skills;
   }
 
-  /** Whether the index holds the skill. */
+  /** Skills in the index, active or only named by receipts. */
+  get held(): number {
+    return this.heldSkills;
+  }
+
+  /** Whether the index holds the skill as active (routes may return it). */
   has(skillId: string): boolean {
-    return this.slotOf(skillId) >= 0;
+    const slot = this.slotOf(skillId);
+    return slot >= 0 && this.columns.state[slot] === 0;
   }
 
   /**
-   * Adds an active skill, or replaces what the index held for its id. Of the given objects it keeps
+   * Adds a skill, or replaces what the index held for its id. Of the given objects it keeps
    * the id string and the string of a lexeme or chain no other skill has yet; everything else is
    * copied into the index's own arrays, so a loaded row is garbage once added.
    */
@@ -129,7 +141,8 @@ export class RoutingIndex {
     const slot = this.free.pop() ?? this.slotCount++;
     const { columns } = this;
     columns.grow(slot);
-    this.skills++;
+    if (skill.state === 'active') this.skills++;
+    this.heldSkills++;
 
     const chains = [...new Set(skill.chains)];
     const matchTerms = [...new Set(skill.matchTerms)];
@@ -176,6 +189,9 @@ export class RoutingIndex {
     if (skill.mcpTool != null) this.mcpTools.set(slot, skill.mcpTool);
 
     columns.set(slot, skill);
+    const embedding = skill.embedding;
+    if (embedding && embedding.length > 0)
+      this.vectors.data.set(embedding, this.vectors.alloc(slot, embedding.length));
   }
 
   /**
@@ -188,20 +204,22 @@ export class RoutingIndex {
     const slots = this.slotCount;
     this.terms.trim(slots);
     this.text.trim(slots);
+    this.vectors.trim(slots);
     this.columns.trim(slots);
     this.ids.trim(slots);
     this.postings.trim();
     this.chainPostings.trim();
   }
 
-  /** Drops a skill (no longer active, or gone); unknown ids are ignored. */
+  /** Drops a skill (no longer listed, or gone); unknown ids are ignored. */
   remove(skillId: string): void {
     const slot = this.slotOf(skillId);
     if (slot < 0) return;
     this.fillPostings();
     this.answers.clear();
     this.dropId(skillId, slot);
-    this.skills--;
+    if (this.columns.state[slot] === 0) this.skills--;
+    this.heldSkills--;
     this.free.push(slot);
     const entries = this.terms.data;
     const from = this.terms.start[slot] as number;
@@ -223,6 +241,7 @@ export class RoutingIndex {
     }
     this.terms.free(slot);
     this.text.free(slot);
+    this.vectors.free(slot);
     this.oddText.delete(slot);
     this.mcpTools.delete(slot);
   }
@@ -241,6 +260,7 @@ export class RoutingIndex {
       query.maxPriceUsd ?? null,
       query.maxLatencyMs ?? null,
       limit,
+      query.semantic ? [query.semantic.key, query.semantic.minSimilarity] : null,
     ]);
     const known = this.answers.get(key);
     if (known) return known;
@@ -252,9 +272,9 @@ export class RoutingIndex {
   /** {@link route} without the cache: ranks the slots ({@link rankSlots}) and explains the best. */
   private rank(taskTerms: string[], query: RouteQuery, limit: number): IndexRoute {
     this.fillPostings();
-    const { postings, chainPostings, terms, columns } = this;
+    const { postings, chainPostings, terms, columns, vectors, slotCount } = this;
     const ranked = rankSlots(
-      { postings, chainPostings, terms, columns, idOf: (slot) => this.idOf(slot) },
+      { postings, chainPostings, terms, columns, vectors, slotCount, idOf: (slot) => this.idOf(slot) },
       taskTerms,
       query,
       limit,
@@ -262,12 +282,16 @@ export class RoutingIndex {
     );
     const matches: ScoredSkill<CandidateRecord>[] = [];
     for (const slot of ranked.slots) {
-      const scored = scoreSkill(this.candidate(slot, ranked.task), query, true);
+      const candidate = this.candidate(slot, ranked.task);
+      const similarity = this.columns.similarity[slot] as number;
+      if (query.semantic && !Number.isNaN(similarity)) candidate.similarity = similarity;
+      const scored = scoreSkill(candidate, query, true);
       if (scored) matches.push(scored);
     }
     const rejected = ranked.rejected.map((slot) => {
       const skill = this.candidate(slot, ranked.task);
-      return rejectionOf({ ...skill, sharedTerms: skill.matchTerms.length }, query, taskTerms.length);
+      const state = ROUTE_STATES[this.columns.state[slot] as number] ?? 'active';
+      return rejectionOf({ ...skill, state, sharedTerms: skill.matchTerms.length }, query, taskTerms.length);
     });
     return { matches, total: ranked.total, rejected };
   }

@@ -4,8 +4,8 @@ import type { RouteQuery } from './scoring';
 
 /** Where the index reads the directory (data/routing-rows.ts). */
 export interface RoutingStore {
-  activePage(after: string | null, size: number): Promise<RoutableSkill[]>;
-  active(skillIds: readonly string[]): Promise<RoutableSkill[]>;
+  listedPage(after: string | null, size: number): Promise<RoutableSkill[]>;
+  listed(skillIds: readonly string[]): Promise<RoutableSkill[]>;
   changedSince(since: Date | null): Promise<RoutingChanges>;
 }
 
@@ -33,7 +33,7 @@ export interface RoutingSyncOptions {
  * Keeps one replica's {@link RoutingIndex} equal to the directory (README, "Routing and the score").
  * A full load at start and whenever the change listener (re)connects; then every notification of a
  * skill id re-reads that skill; a periodic watermark check re-reads what was written since the last
- * check (a notification the listener missed without noticing) and reloads when the number of active
+ * check (a notification the listener missed without noticing) and reloads when the number of listed
  * skills still differs twice in a row (rows deleted by hand). Every read-and-apply runs one after
  * another, so an older read never overwrites a newer one. Routes use the index only while it is
  * {@link RoutingIndexSync.current}; otherwise they fall back to the SQL ranking.
@@ -112,7 +112,7 @@ export class RoutingIndexSync {
    * One watermark round (nothing while the listener is down): loads in full when no load counts
    * yet, as after a load that failed; otherwise re-reads the skills written
    * since the previous check (minus the margin) and any notified skill a failed read left pending,
-   * and reloads when the count of active skills differs from the index twice in a row.
+   * and reloads when the count of listed skills (active or named by receipts) differs from the index twice in a row.
    * @returns whether it did any work
    * @throws whatever PostgreSQL throws (the loop backs off and tries again)
    */
@@ -129,7 +129,7 @@ export class RoutingIndexSync {
       for (const id of changes.skillIds) this.pending.add(id);
       const applied = await this.flush('watermark');
       this.watermark = changes.checkedAt;
-      if (this.pending.size === 0 && changes.activeSkills !== this.index.size) {
+      if (this.pending.size === 0 && changes.listedSkills !== this.index.held) {
         if (++this.countMismatches >= 2) {
           await this.load(this.generation);
           return true;
@@ -161,11 +161,11 @@ export class RoutingIndexSync {
 
   private async load(generation: number): Promise<void> {
     const started = performance.now();
-    const { checkedAt, activeSkills } = await this.store.changedSince(null);
-    const next = new RoutingIndex(activeSkills);
+    const { checkedAt, listedSkills } = await this.store.changedSince(null);
+    const next = new RoutingIndex(listedSkills);
     let after: string | null = null;
     for (;;) {
-      const page = await this.store.activePage(after, this.options.pageSize);
+      const page = await this.store.listedPage(after, this.options.pageSize);
       for (const skill of page) next.upsert(skill);
       const last = page[page.length - 1];
       if (!last || page.length < this.options.pageSize) break;
@@ -189,17 +189,17 @@ export class RoutingIndexSync {
       for (const id of ids) this.pending.delete(id);
       let rows: RoutableSkill[];
       try {
-        rows = await this.store.active(ids);
+        rows = await this.store.listed(ids);
       } catch (err) {
         for (const id of ids) this.pending.add(id);
         throw err;
       }
-      const active = new Set<string>();
+      const listed = new Set<string>();
       for (const skill of rows) {
         this.index.upsert(skill);
-        active.add(skill.skillId);
+        listed.add(skill.skillId);
       }
-      for (const id of ids) if (!active.has(id)) this.index.remove(id);
+      for (const id of ids) if (!listed.has(id)) this.index.remove(id);
       applied += ids.length;
     }
     if (applied > 0) this.options.onApplied?.(applied, cause);

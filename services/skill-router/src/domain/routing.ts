@@ -7,6 +7,7 @@ import {
 } from './route-receipts';
 import type { IndexRoute } from './routing-index';
 import { rankSkills, type RouteQuery, type ScoredSkill } from './scoring';
+import type { SemanticQuery, TaskEmbeddings } from './semantic';
 
 /** Where routing gets its candidates from PostgreSQL full text (data/route-candidates.ts). */
 export interface CandidateSource {
@@ -14,6 +15,7 @@ export interface CandidateSource {
     task: string,
     chains: string[] | undefined,
     limit: number,
+    semantic?: { vector: Float64Array; minSimilarity: number; embeddingModel: string },
   ): Promise<{ taskTerms: string[]; candidates: CandidateRecord[]; total: number }>;
   /** The snapshot instant and the skills the chain filter removes (data/route-candidates.ts). */
   rejected(
@@ -42,6 +44,11 @@ export interface RoutingSources {
   taskTerms(task: string): Promise<string[]>;
   /** The SQL ranking: the reference, and the fallback while the index is not current. */
   candidates: CandidateSource;
+  /**
+   * Search by meaning, when an embeddings endpoint is configured (README, "Search by meaning"): the
+   * task embeddings and the model whose stored embeddings count.
+   */
+  semantic?: { tasks: Pick<TaskEmbeddings, 'query'>; model: string };
 }
 
 /** A route request as the domain sees it. */
@@ -74,7 +81,8 @@ export interface RouteOutcome {
  * Routes a task (README, "Routing and the score"; POST /api/discover/route): from the replica's
  * routing index while it is current, which scores every matching skill; otherwise from PostgreSQL
  * full text (at most `candidateLimit` candidates, best text rank first), each scored with the six
- * weighted factors. Both order by score then `skill_id`, and both list the same nearest skills the
+ * weighted factors; with search by meaning, capability_match blends the similarity of the task's
+ * embedding (README, "Search by meaning"), and a failed embeddings request ranks by words alone. Both order by score then `skill_id`, and both list the same nearest skills the
  * chain filter removed, with the instant of the data they read (README, "Routing receipts").
  * @throws whatever PostgreSQL throws
  */
@@ -83,14 +91,19 @@ export async function routeTask(
   input: RouteInput,
   candidateLimit: number,
 ): Promise<RouteOutcome> {
+  // The task's embedding (one request per distinct task, remembered); undefined: words alone.
+  const semanticQuery = sources.semantic ? sources.semantic.tasks.query(input.task) : undefined;
+  let semantic: SemanticQuery | undefined;
   const query = (taskTerms: string[]): RouteQuery => ({
     taskTerms,
     chains: input.chains,
     maxPriceUsd: input.maxPriceUsd,
     maxLatencyMs: input.maxLatencyMs,
+    ...(semantic ? { semantic } : {}),
   });
   if (sources.index.current) {
-    const taskTerms = await sources.taskTerms(input.task);
+    const [taskTerms, found] = await Promise.all([sources.taskTerms(input.task), semanticQuery]);
+    semantic = found;
     // Checked again: the index may have stopped being current while the lexemes were computed.
     const snapshotAt = sources.index.snapshotAt;
     if (sources.index.current && snapshotAt) {
@@ -98,12 +111,20 @@ export async function routeTask(
       return { matches, totalMatches: total, source: 'index', rejected, snapshotAt };
     }
   }
+  semantic = await semanticQuery;
   // The rejected read first: its clock is then no later than either read's snapshot.
   const removed = await sources.candidates.rejected(input.task, input.chains, REJECTED_MAX);
   const { taskTerms, candidates, total } = await sources.candidates.find(
     input.task,
     input.chains,
     candidateLimit,
+    semantic && sources.semantic
+      ? {
+          vector: semantic.vector,
+          minSimilarity: semantic.minSimilarity,
+          embeddingModel: sources.semantic.model,
+        }
+      : undefined,
   );
   const matches = rankSkills(candidates, query(taskTerms), input.limit);
   const rejected =

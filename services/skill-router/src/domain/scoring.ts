@@ -5,6 +5,7 @@
  */
 
 import type { CandidateRecord } from '../data/route-candidates';
+import { SEMANTIC_SHARE, type SemanticQuery } from './semantic';
 
 /** The factor weights (README, "Routing and the score"); they sum to 1. */
 export const WEIGHTS = {
@@ -43,6 +44,11 @@ export interface RouteQuery {
   maxPriceUsd?: number;
   /** Largest acceptable average latency in ms. */
   maxLatencyMs?: number;
+  /**
+   * The task's embedding when search by meaning is on and the endpoint answered (README, "Search by
+   * meaning"); absent: words alone.
+   */
+  semantic?: SemanticQuery;
 }
 
 /** What scoring needs from a skill: a routing candidate's fields without its name, endpoint and MCP tool. */
@@ -69,26 +75,49 @@ const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 const usd = (x: number) => `$${x.toFixed(x < 0.01 ? 4 : 3)}`;
 
 /**
+ * `capability_match` from its parts (README, "Search by meaning"): the lexical share alone, or, when
+ * the skill has a similarity to the task's embedding, {@link SEMANTIC_SHARE} of the similarity (0 when
+ * negative) plus the rest of the lexical share. Both rankers call this one function.
+ * @param lexical |task ∩ skill| / |task|, 0..1
+ * @param similarity cosine similarity of the embeddings, or `undefined`/`NaN` when there is none
+ */
+export function capabilityValue(lexical: number, similarity: number | undefined): number {
+  if (similarity === undefined || Number.isNaN(similarity)) return lexical;
+  return SEMANTIC_SHARE * Math.max(0, similarity) + (1 - SEMANTIC_SHARE) * lexical;
+}
+
+/**
  * `capability_match`: the share of the task's terms found among the skill's capability and
- * description terms, |task ∩ skill| / |task|. No task terms: 0.
+ * description terms, |task ∩ skill| / |task| (no task terms: 0), blended with the similarity of
+ * meaning when the route has one for the skill ({@link capabilityValue}).
+ * @param similarity cosine similarity of the skill's and the task's embeddings, if any
  */
 export function capabilityMatch(
   taskTerms: string[],
   skillTerms: string[],
   explain = true,
+  similarity?: number,
 ): FactorResult & { matched: string[] } {
   const task = new Set(taskTerms);
   if (task.size === 0) return { value: 0, matched: [] };
   const matched = [...new Set(skillTerms)].filter((t) => task.has(t));
-  const value = matched.length / task.size;
+  const value = capabilityValue(matched.length / task.size, similarity);
   if (!explain) return { value, matched };
   matched.sort();
+  const words =
+    matched.length > 0
+      ? `task terms ${matched.map((m) => `"${m}"`).join(', ')} found in capabilities or description (${matched.length} of ${task.size})`
+      : undefined;
+  const meaning =
+    similarity !== undefined && !Number.isNaN(similarity)
+      ? `similar in meaning to the task (${similarity.toFixed(2)})`
+      : undefined;
   return {
     value,
     matched,
     reason:
-      matched.length > 0
-        ? `capability_match ${value.toFixed(2)}: task terms ${matched.map((m) => `"${m}"`).join(', ')} found in capabilities or description (${matched.length} of ${task.size})`
+      value > 0
+        ? `capability_match ${value.toFixed(2)}: ${[meaning, words].filter(Boolean).join('; ')}`
         : undefined,
   };
 }
@@ -261,7 +290,12 @@ export function scoreSkill<S extends ScoringSkill>(
   const chain = chainMatch(query.chains, skill.chains, explain);
   if (!chain) return null;
   const results: Record<Factor, FactorResult> = {
-    capability_match: capabilityMatch(query.taskTerms, skill.matchTerms, explain),
+    capability_match: capabilityMatch(
+      query.taskTerms,
+      skill.matchTerms,
+      explain,
+      query.semantic ? skill.similarity : undefined,
+    ),
     chain_match: chain,
     price_fit: priceFit(skill.priceUsd, query.maxPriceUsd, explain),
     reliability: reliability(skill.successRate24h, explain),
