@@ -1,8 +1,10 @@
 import fc from 'fast-check';
 import { createEmbeddingsClient, type EmbeddingsClient } from '../src/adapters/embeddings';
 import { definitionHash } from '../src/domain/definition';
+import type { RoutableSkill } from '../src/data/routing-rows';
+import { RoutingIndex } from '../src/domain/routing-index';
 import { rankSkills } from '../src/domain/scoring';
-import { TaskEmbeddings } from '../src/domain/semantic';
+import { similarity, TaskEmbeddings } from '../src/domain/semantic';
 import type { RegisterSkillRequest } from '../src/schemas';
 import { startScriptedEmbeddings, type ScriptedEmbeddings } from '../scripts/scripted-embeddings';
 import { buildSkill } from './support/factories';
@@ -324,4 +326,86 @@ describe('The routing index against the SQL ranking, with embeddings', () => {
     // Matches by meaning alone were among those compared.
     expect(semanticOnly).toBeGreaterThan(3);
   }, 240_000);
+});
+
+describe('The routing index holding embeddings', () => {
+  const LEXEMES = ['chart', 'swap', 'token', 'translat', 'agent'];
+  const DIMS = 48;
+  const unit = (values: number[]): Float32Array | null => {
+    const norm = Math.hypot(...values);
+    return norm === 0 ? null : Float32Array.from(values, (v) => v / norm);
+  };
+  const vectorArb = fc.array(fc.integer({ min: -4, max: 4 }), { minLength: DIMS, maxLength: DIMS });
+  const op = fc.record({
+    id: fc.nat(299),
+    terms: fc.uniqueArray(fc.constantFrom(...LEXEMES), { minLength: 1, maxLength: 2 }),
+    vector: fc.option(vectorArb, { nil: null, freq: 4 }),
+    state: fc.constantFrom('active', 'active', 'active', 'degraded') as fc.Arbitrary<RoutableSkill['state']>,
+    remove: fc.integer({ min: 0, max: 5 }).map((n) => n === 0),
+  });
+
+  it('When hundreds of skills with embeddings are added, replaced and removed (their vectors grow, move and are trimmed), then routes by meaning equal the reference over the final directory', () => {
+    fc.assert(
+      fc.property(
+        fc.array(op, { minLength: 100, maxLength: 700 }),
+        vectorArb,
+        fc.uniqueArray(fc.constantFrom(...LEXEMES), { minLength: 1, maxLength: 2 }),
+        fc.constantFrom(0, 0.2, 0.5),
+        fc.nat(),
+        (ops, taskValues, taskTerms, minSimilarity, split) => {
+          const index = new RoutingIndex();
+          const directory = new Map<string, RoutableSkill>();
+          for (const [i, o] of ops.entries()) {
+            if (i === split % ops.length) index.trim();
+            const skillId = `v-${o.id}`;
+            if (o.remove) {
+              index.remove(skillId);
+              directory.delete(skillId);
+              continue;
+            }
+            const skill: RoutableSkill = {
+              skillId,
+              name: skillId,
+              endpoint: `https://example.com/${o.id}`,
+              chains: [],
+              priceUsd: 0,
+              routeTerms: o.terms,
+              matchTerms: o.terms,
+              successRate24h: 0.9,
+              avgLatencyMs: null,
+              calls30d: 0,
+              ratingSum: 0,
+              ratingCount: 0,
+              state: o.state,
+              embedding: o.vector && unit(o.vector),
+            };
+            index.upsert(skill);
+            directory.set(skillId, skill);
+          }
+          const vector = unit(taskValues);
+          if (!vector) return;
+          const semantic = { vector: Float64Array.from(vector), key: 'task', minSimilarity };
+          const query = { taskTerms, semantic };
+          const candidates = [...directory.values()]
+            .filter((sk) => sk.state === 'active')
+            .map((sk) => ({
+              ...sk,
+              matchTerms: sk.matchTerms.filter((t) => taskTerms.includes(t)),
+              ...(sk.embedding ? { similarity: similarity(sk.embedding, semantic.vector) } : {}),
+            }))
+            .filter((sk) => sk.matchTerms.length > 0 || (sk.similarity ?? -Infinity) >= minSimilarity);
+          const reference = rankSkills(candidates, query, 20);
+          const actual = index.route(query, 20);
+          const view = (m: { skill: { skillId: string }; score: number; reasons: string[] }) => [
+            m.skill.skillId,
+            m.score,
+            m.reasons,
+          ];
+          expect(actual.total).toBe(candidates.length);
+          expect(actual.matches.map(view)).toEqual(reference.map(view));
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
 });

@@ -190,8 +190,11 @@ export class RoutingIndex {
 
     columns.set(slot, skill);
     const embedding = skill.embedding;
-    if (embedding && embedding.length > 0)
-      this.vectors.data.set(embedding, this.vectors.alloc(slot, embedding.length));
+    if (embedding && embedding.length > 0) {
+      // The offset first: allocating may move the array.
+      const at = this.vectors.alloc(slot, embedding.length);
+      this.vectors.data.set(embedding, at);
+    }
   }
 
   /**
