@@ -450,7 +450,7 @@ describe('The routing index at scale, with any text', () => {
             expect(actual.matches).toEqual(
               reference.map((m) => {
                 // The reference carries every field of the written skill; a match carries a candidate's.
-                const { routeTerms: _routeTerms, ...candidate } = m.skill;
+                const { routeTerms: _routeTerms, state: _state, ...candidate } = m.skill;
                 return { ...m, skill: candidate };
               }),
             );
