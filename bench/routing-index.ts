@@ -51,6 +51,7 @@ function measure(size: number): Record<string, number> {
       calls30d: Math.floor(rand() * 5000),
       ratingSum: 60,
       ratingCount: 20,
+      state: 'active',
     };
     index.upsert(skill);
   }
@@ -122,6 +123,7 @@ function measureVocabulary(): Record<string, number> {
       calls30d: 0,
       ratingSum: 0,
       ratingCount: 0,
+      state: 'active',
     });
   }
   index.trim();
