@@ -46,6 +46,7 @@ describe('migrations', () => {
           '20261128194100_routed_days_backfill',
           '20261128194200_reliability_prior',
           '20261128204229_definition_quality',
+          '20261128234412_mcp_tools',
           '20261129000003_skill_embeddings',
         ]);
         const { rows } = await pg.query(

@@ -1,8 +1,9 @@
-import { createGuardedDispatcher, findSsrfBlockedError, type SsrfPolicy } from '@repo/ssrf-guard';
+import { findSsrfBlockedError, type SsrfPolicy } from '@repo/ssrf-guard';
 import { ExponentialBackoff, handleWhen, retry } from 'cockatiel';
 import { request, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import type { Embedder } from '../domain/semantic';
+import { createSkillDispatcher } from './skill-http';
 
 /** Options of {@link createEmbeddingsClient}. */
 export interface EmbeddingsClientOptions {
@@ -63,16 +64,9 @@ const EmbeddingsAnswer = z.object({
 export function createEmbeddingsClient(options: EmbeddingsClientOptions): EmbeddingsClient {
   const url = `${options.baseUrl.replace(/\/+$/, '')}/embeddings`;
   const host = new URL(url).hostname;
-  const dispatcher: Dispatcher = createGuardedDispatcher(
+  const dispatcher: Dispatcher = createSkillDispatcher(
     { ...options.policy, allowlist: [...(options.policy.allowlist ?? []), host] },
-    {
-      connectTimeoutMs: options.timeoutMs,
-      agentOptions: {
-        headersTimeout: options.timeoutMs,
-        bodyTimeout: options.timeoutMs,
-        keepAliveTimeout: 4000,
-      },
-    },
+    options.timeoutMs,
   );
   const maxBytes = options.maxResponseBytes ?? 16 * 2 ** 20;
 
