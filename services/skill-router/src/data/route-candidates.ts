@@ -9,7 +9,7 @@ export interface CandidateRecord {
   name: string;
   endpoint: string;
   /**
-   * The MCP tool the skill calls at `endpoint`; `null` or absent for an HTTP skill (README, "MCP
+   * The MCP tool the skill calls at `endpoint`; absent (or `null`) for an HTTP skill (README, "MCP
    * servers as skills").
    */
   mcpTool?: string | null;
@@ -115,7 +115,8 @@ export function candidateOf(r: CandidateColumns): CandidateRecord {
     skillId: r.skill_id,
     name: r.name,
     endpoint: r.endpoint,
-    mcpTool: r.mcp_tool,
+    // Absent for HTTP skills, so that candidates equal the skills as written (the property tests).
+    ...(r.mcp_tool === null ? {} : { mcpTool: r.mcp_tool }),
     chains: r.chains ?? [],
     priceUsd: Number(r.price_usd),
     matchTerms: r.match_terms ?? [],

@@ -328,11 +328,12 @@ export class RoutingIndex {
       };
     }
     const latency = columns.avgLatencyMs[slot] as number;
+    const mcpTool = this.mcpTools.get(slot);
     return {
       skillId: text.skillId,
       name: text.name,
       endpoint: text.endpoint,
-      mcpTool: this.mcpTools.get(slot) ?? null,
+      ...(mcpTool === undefined ? {} : { mcpTool }),
       chains,
       priceUsd: columns.priceUsd[slot] as number,
       matchTerms,
