@@ -372,8 +372,6 @@ describe('The routing index at scale, with any text', () => {
       .map((r): RoutableSkill => ({
         skillId: idOf(id),
         state: 'active',
-        // As the index's matches carry it: no MCP tool.
-        mcpTool: null,
         name: r.name,
         endpoint: r.endpoint,
         chains: r.chains,
