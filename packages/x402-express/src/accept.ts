@@ -153,9 +153,10 @@ export async function acceptPayment(
     const { network, verifier, requirements } = request;
     accepts = request.accepts;
     offer = request.offer;
-    if (signIn && offer) {
-      signInOrigin = { origin: signInOriginOf(req, options.publicBaseUrl), network };
-      offer = { ...offer, signIn: signInChallenge(signIn, signInOrigin.origin, offer.resource.url, network) };
+    const origin = signIn && offer ? signInOriginOf(req, options.publicBaseUrl) : undefined;
+    if (signIn && offer && origin) {
+      signInOrigin = { origin, network };
+      offer = { ...offer, signIn: signInChallenge(signIn, origin, req.originalUrl || req.url, network) };
     }
     const endpoint = options.endpoint ?? endpointOf(req);
     const v2Header = req.get(PAYMENT_SIGNATURE_HEADER);

@@ -53,25 +53,29 @@ export interface SignedInAccess extends PaidAccess {
 /**
  * The origin a sign-in is bound to: the gateway's `publicBaseUrl`, else the request's protocol and
  * host (which only a deployment that knows its public origin can trust: production sets it).
+ * `undefined` when those make no URL (a hostile `Host`): the request then gets no challenge.
  */
-export function signInOriginOf(req: Request, publicBaseUrl: string | undefined): URL {
-  return new URL(publicBaseUrl ?? `${req.protocol}://${req.get('host') ?? 'localhost'}`);
+export function signInOriginOf(req: Request, publicBaseUrl: string | undefined): URL | undefined {
+  try {
+    return new URL(publicBaseUrl ?? `${req.protocol}://${req.get('host') ?? 'localhost'}`);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
  * A fresh `sign-in-with-x` declaration for a 402's `extensions` (x402 v2, "sign-in-with-x"): the
- * domain and URI of `origin` (the resource's path and query on it), a random 128-bit nonce, the time
+ * domain and URI of `origin` (`path`, the request's path and query, on it), a random 128-bit nonce, the time
  * of issue and an expiry `challengeSeconds` later, and the request's Solana network as the one chain
  * (Ed25519, SIWS).
  */
 export function signInChallenge(
   options: SignInWithX,
   origin: URL,
-  resourceUrl: string,
+  path: string,
   network: X402Network,
 ): SIWxExtension {
-  const resource = new URL(resourceUrl);
-  const uri = new URL(resource.pathname + resource.search, origin.origin).toString();
+  const uri = uriOn(origin, path);
   const now = Date.now();
   return {
     info: {
@@ -87,6 +91,16 @@ export function signInChallenge(
     supportedChains: [{ chainId: CAIP2_NETWORKS[network], type: 'ed25519', signatureScheme: 'siws' }],
     schema: buildSIWxSchema(),
   };
+}
+
+/** `path` on `origin`, appended (never resolved: `//host/...` stays a path of `origin`). */
+function uriOn(origin: URL, path: string): string {
+  const text = origin.origin + (path.startsWith('/') ? path : `/${path}`);
+  try {
+    return new URL(text).toString();
+  } catch {
+    return `${origin.origin}/`;
+  }
 }
 
 function challengeMsOf(options: SignInWithX): number {
