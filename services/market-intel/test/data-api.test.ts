@@ -261,6 +261,10 @@ describe.each<[string, string, Record<string, string>]>([
         transaction: payment?.signature,
         network: 'solana',
         payer: h.agent.publicKey.toBase58(),
+        // The signed receipt (docs/payments.md, "Signed offers and receipts"; test/receipts.test.ts).
+        extensions: {
+          'offer-receipt': { info: { receipt: { format: 'jws', signature: expect.any(String) } } },
+        },
       });
     });
 
@@ -399,6 +403,8 @@ describe.each<[string, string, Record<string, string>]>([
       };
       expect(doc.openapi).toBe('3.1.0');
       expect(Object.keys(doc.paths).sort()).toEqual([
+        '/.well-known/did.json',
+        '/.well-known/jwks.json',
         '/api/v1/forge/ideate',
         '/api/v1/health',
         '/api/v1/jobs/{jobId}',

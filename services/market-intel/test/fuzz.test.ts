@@ -186,6 +186,8 @@ const options = (extra: Partial<FuzzCheckOptions> = {}): FuzzCheckOptions => ({
 describe('fuzzing market-intel from its own OpenAPI document', () => {
   it('When the document is read from the running service, then it has every operation of the contract', () => {
     expect(operations.map((o) => `${o.method} ${o.path}`).sort()).toEqual([
+      'GET /.well-known/did.json',
+      'GET /.well-known/jwks.json',
       'GET /api/v1/health',
       'GET /api/v1/jobs/{jobId}',
       'GET /api/v1/scout/brief',
