@@ -13,59 +13,34 @@ import {
 import {
   canonicalize,
   createJWS,
-  extractJWSHeader,
-  OFFER_RECEIPT,
-  verifyReceiptSignatureJWS,
   type JWSSignedOffer,
   type JWSSignedReceipt,
   type JWSSigner,
 } from '@x402/extensions/offer-receipt';
-import { z } from 'zod';
+import {
+  didWebOf,
+  RECEIPT_JWS_ALG,
+  type ReceiptKeySet,
+  type ReceiptPayload,
+} from './receipt-check';
 
-export { OFFER_RECEIPT };
+export {
+  didWebOf,
+  OFFER_RECEIPT,
+  RECEIPT_JWS_ALG,
+  ReceiptPayload,
+  ReceiptVerificationError,
+  receiptOfSettlement,
+  verifyReceipt,
+} from './receipt-check';
+export type {
+  PublishedKey,
+  ReceiptKeySet,
+  ReceiptRefusal,
+  VerifiedReceipt,
+  VerifyReceiptOptions,
+} from './receipt-check';
 export type { JWSSignedOffer, JWSSignedReceipt };
-
-/** The JWS algorithm of every offer and receipt: Ed25519 (RFC 8037), the key type Solana uses. */
-export const RECEIPT_JWS_ALG = 'EdDSA';
-
-/** A public Ed25519 key as published: an OKP JWK with its `kid` (a DID URL), `alg` and `use`. */
-export interface PublishedKey {
-  kty: 'OKP';
-  crv: 'Ed25519';
-  /** base64url of the 32-byte public key. */
-  x: string;
-  /** `did:web:<host>#<RFC 7638 thumbprint>`, the JWS header's `kid`. */
-  kid: string;
-  alg: typeof RECEIPT_JWS_ALG;
-  use: 'sig';
-}
-
-/** The keys of a JWKS document (`/.well-known/jwks.json`). */
-export interface ReceiptKeySet {
-  keys: PublishedKey[];
-}
-
-/**
- * The payload of a receipt this service signs: the extension's receipt fields (x402 offer-receipt,
- * §5.2: `version`, CAIP-2 `network`, `resourceUrl`, `payer`, `issuedAt` in Unix seconds, and the
- * optional `transaction`, always present here) and the evidence this service adds: `amount` paid
- * (atomic USDC units, decimal string), `asset` (the mint), `requestHash` (hex SHA-256 of the canonical
- * request the payment is bound to: docs/payments.md, "Request-bound payments") and `responseSha256`
- * (hex SHA-256 of the response body as sent).
- */
-export const ReceiptPayload = z.object({
-  version: z.literal(1),
-  network: z.string().min(1),
-  resourceUrl: z.string().min(1),
-  payer: z.string().min(1),
-  issuedAt: z.number().int().nonnegative(),
-  transaction: z.string().min(1),
-  amount: z.string().regex(/^\d+$/),
-  asset: z.string().min(1),
-  requestHash: z.string().regex(/^[0-9a-f]{64}$/),
-  responseSha256: z.string().regex(/^[0-9a-f]{64}$/),
-});
-export type ReceiptPayload = z.infer<typeof ReceiptPayload>;
 
 /** The fields of an offer (x402 offer-receipt, §4.2), without `validUntil` (see {@link ReceiptIssuer.offer}). */
 export interface OfferTerms {
@@ -124,16 +99,6 @@ function thumbprint(x: string): string {
   return createHash('sha256')
     .update(JSON.stringify({ crv: 'Ed25519', kty: 'OKP', x }))
     .digest('base64url');
-}
-
-/**
- * The `did:web` identifier of an origin (W3C did:web: the host, its port percent-encoded), e.g.
- * `did:web:api.example.com` or `did:web:127.0.0.1%3A3001`; its document is at
- * `<origin>/.well-known/did.json`.
- * @throws TypeError when `origin` is not a URL
- */
-export function didWebOf(origin: string): string {
-  return `did:web:${encodeURIComponent(new URL(origin).host)}`;
 }
 
 /** Options of {@link ReceiptIssuer}. */
@@ -302,115 +267,4 @@ function publishedKeysOf(text: string): string[] {
       throw new Error(`published key ${i + 1} ${(error as Error).message}`, { cause: error });
     }
   });
-}
-
-/** Why {@link verifyReceipt} refused a receipt. */
-export type ReceiptRefusal =
-  | 'invalid_receipt'
-  | 'unknown_key'
-  | 'key_not_for_resource'
-  | 'bad_signature'
-  | 'body_mismatch'
-  | 'request_mismatch';
-
-/** A receipt {@link verifyReceipt} refused; `code` says why. */
-export class ReceiptVerificationError extends Error {
-  constructor(
-    readonly code: ReceiptRefusal,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'ReceiptVerificationError';
-  }
-}
-
-/** What {@link verifyReceipt} checks a receipt against. */
-export interface VerifyReceiptOptions {
-  /** The service's published keys (its `/.well-known/jwks.json`, or a copy kept with the receipt). */
-  keys: ReceiptKeySet | readonly PublishedKey[];
-  /** The response body as received: its SHA-256 must be the receipt's `responseSha256`. */
-  body?: Uint8Array | string;
-  /** The request hash the payer computed: must be the receipt's `requestHash`. */
-  requestHash?: string;
-}
-
-/** A receipt that verified: its payload and the key that signed it. */
-export interface VerifiedReceipt {
-  payload: ReceiptPayload;
-  key: PublishedKey;
-}
-
-/**
- * Checks a receipt (docs/payments.md, "Signed offers and receipts"): a JWS `offer-receipt` receipt
- * whose `kid` is one of `keys`, whose key's `did:web` host is the host of its `resourceUrl` (a key of
- * one service does not vouch for another's resource), whose Ed25519 signature verifies with the
- * extension's `verifyReceiptSignatureJWS`, whose payload is this service's receipt
- * ({@link ReceiptPayload}), and, when given, whose `responseSha256` is the SHA-256 of `body` and whose
- * `requestHash` is `requestHash`. Works offline: nothing is fetched.
- * @throws ReceiptVerificationError with `code` `invalid_receipt`, `unknown_key`,
- *   `key_not_for_resource`, `bad_signature`, `body_mismatch` or `request_mismatch`
- */
-export async function verifyReceipt(
-  receipt: unknown,
-  options: VerifyReceiptOptions,
-): Promise<VerifiedReceipt> {
-  const r = receipt as Partial<JWSSignedReceipt> | null;
-  if (typeof r !== 'object' || r === null || r.format !== 'jws' || typeof r.signature !== 'string')
-    throw new ReceiptVerificationError('invalid_receipt', 'Not a JWS offer-receipt receipt');
-  let kid: string | undefined;
-  let alg: string;
-  try {
-    ({ kid, alg } = extractJWSHeader(r.signature));
-  } catch {
-    throw new ReceiptVerificationError('invalid_receipt', 'The receipt is not a JWS compact serialization');
-  }
-  if (alg !== RECEIPT_JWS_ALG)
-    throw new ReceiptVerificationError('invalid_receipt', `Unexpected JWS algorithm ${String(alg)}`);
-  const keys: readonly PublishedKey[] = Array.isArray(options.keys)
-    ? options.keys
-    : (options.keys as ReceiptKeySet).keys;
-  const key = keys.find((k) => k.kid === kid);
-  if (!key) throw new ReceiptVerificationError('unknown_key', `No published key has kid ${String(kid)}`);
-  let verified: unknown;
-  try {
-    verified = await verifyReceiptSignatureJWS({ format: 'jws', signature: r.signature }, { ...key });
-  } catch {
-    throw new ReceiptVerificationError('bad_signature', 'The receipt signature does not verify');
-  }
-  const parsed = ReceiptPayload.safeParse(verified);
-  if (!parsed.success)
-    throw new ReceiptVerificationError('invalid_receipt', 'The signed payload is not a receipt of this kind');
-  const payload = parsed.data;
-  let resourceHost: string;
-  try {
-    resourceHost = new URL(payload.resourceUrl).host;
-  } catch {
-    throw new ReceiptVerificationError('invalid_receipt', 'The receipt resourceUrl is not a URL');
-  }
-  if (key.kid.split('#')[0] !== `did:web:${encodeURIComponent(resourceHost)}`)
-    throw new ReceiptVerificationError(
-      'key_not_for_resource',
-      `Key ${key.kid} does not belong to ${resourceHost}, the host of the paid resource`,
-    );
-  if (options.body !== undefined) {
-    const digest = createHash('sha256').update(options.body).digest('hex');
-    if (digest !== payload.responseSha256)
-      throw new ReceiptVerificationError(
-        'body_mismatch',
-        'The body is not the one the receipt was signed for',
-      );
-  }
-  if (options.requestHash !== undefined && options.requestHash !== payload.requestHash)
-    throw new ReceiptVerificationError('request_mismatch', 'The receipt is for another request');
-  return { payload, key };
-}
-
-/**
- * The receipt in a settlement response (`PAYMENT-RESPONSE` or `X-PAYMENT-RESPONSE`, decoded):
- * `extensions["offer-receipt"].info.receipt`, or `undefined`.
- */
-export function receiptOfSettlement(settlement: unknown): unknown {
-  const extensions = (settlement as { extensions?: Record<string, { info?: { receipt?: unknown } }> } | null)
-    ?.extensions;
-  return extensions?.[OFFER_RECEIPT]?.info?.receipt;
 }

@@ -6,7 +6,7 @@ import {
   ReceiptVerificationError,
   verifyReceipt,
   type ReceiptKeySet,
-} from '@repo/x402-core/receipts';
+} from '@repo/x402-core/receipt-check';
 import type {
   PaidAnswerFacts,
   ReceiptClaims,
