@@ -96,6 +96,8 @@ describe('Paying within limits', () => {
       request: { method: 'GET', url: `${server.baseUrl}/api/v1/scout/keywords?limit=5` },
       paidAt: expect.any(String),
       paymentId: expect.stringMatching(/^pay_[0-9a-f]{32}$/),
+      // The answer's signed receipt, checked (test/receipts.test.ts).
+      evidence: expect.objectContaining({ status: 'verified' }),
     });
     expect(seen).toEqual([receipt]);
     const tx = await connection.getTransaction(receipt!.signature, {
