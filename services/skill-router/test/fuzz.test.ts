@@ -93,6 +93,7 @@ describe('fuzzing skill-router from its own OpenAPI document', () => {
       'GET /api/health',
       'POST /api/auth/key',
       'POST /api/discover/register',
+      'POST /api/discover/register/mcp',
       'POST /api/discover/report',
       'POST /api/discover/route',
     ]);
