@@ -116,6 +116,8 @@ export async function startScriptedEmbeddings(
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  // A bench that fails must still exit: the server alone keeps no process alive.
+  server.unref();
   const address = server.address();
   if (!address || typeof address === 'string') throw new Error('the scripted embeddings server has no port');
   return {
