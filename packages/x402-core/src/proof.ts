@@ -30,8 +30,12 @@ export type PaymentProof =
       extensions?: Record<string, unknown>;
     };
 
-/** Longest accepted header value, in characters (a v2 payload with its transaction is about 2,000). */
-const MAX_PROOF_LENGTH = 8192;
+/**
+ * Longest accepted header value, in characters. A v2 payload is about 2,000 plus what the official
+ * client copies from the 402's `extensions` (bazaar schemas, the sign-in challenge): about 10,000
+ * for the largest route. Node refuses a request whose headers pass 16 KiB in all before this runs.
+ */
+const MAX_PROOF_LENGTH = 16384;
 /** Longest base64 transaction: Solana's packet limit of 1232 bytes, in base64. */
 const MAX_TRANSACTION_BASE64 = 1644;
 

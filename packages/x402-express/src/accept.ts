@@ -148,6 +148,8 @@ export async function acceptPayment(
   const signIn = options.signInWithX;
   let signInOrigin: { origin: URL; network: X402Network } | undefined;
   let ownSignature: string | undefined;
+  // Whether this payment's identifier was bound by an earlier request (processIdentified's 'existing').
+  let retryOfKnownIdentifier = false;
   try {
     const request = requirementsForRequest(req, options, options);
     const { network, verifier, requirements } = request;
@@ -276,13 +278,21 @@ export async function acceptPayment(
     };
     const result =
       identifier !== undefined && payer !== undefined && options.identifiers && official
-        ? await processIdentified(paid, options.identifiers, { identifier, payer }, (transaction) => {
+        ? await processIdentified(paid, options.identifiers, { identifier, payer }, (transaction, known) => {
             official = { ...official!, transaction };
+            retryOfKnownIdentifier = known;
           })
         : await processPayment(paid);
     if (result.outcome === 'replay') {
       // Its own payment's signature is public once on chain: only its payer, signed in, gets it again.
-      if (signIn?.requiredForReplay && signInOrigin && result.record.signature === ownSignature)
+      // An identifier bound before this request never went on chain: whoever sends it is the payer
+      // retrying (an official client signs the same transaction again within one blockhash).
+      if (
+        signIn?.requiredForReplay &&
+        signInOrigin &&
+        result.record.signature === ownSignature &&
+        !retryOfKnownIdentifier
+      )
         await requirePayerSignIn(req, signIn, signInOrigin.origin, network, result.record.payer);
       sendStoredResponse(res, result.response, network, options.onAnswerStored);
       return undefined;
@@ -412,7 +422,8 @@ function isIdentifierRefusal(error: AppError): boolean {
  * it once its claim is held; when it names an earlier payment of the same request, that payment
  * answers (its stored answer, its verified claim, or a bounded wait while it settles) and this
  * request's transaction is never sent, unless the earlier payment did not land on chain, in which
- * case the identifier moves to this one. `following` is told the signature the request answers with.
+ * case the identifier moves to this one. `following` is told the signature the request answers with,
+ * and whether the identifier was bound before this request (`known`: the payer's own retry).
  *
  * @throws AppError `payment_identifier_conflict` (409) when the identifier was used for another
  *   request; `service_unavailable` (503, `Retry-After: 1`) when it kept moving; whatever
@@ -422,7 +433,7 @@ async function processIdentified(
   paid: ProcessPaymentInput,
   identifiers: PaymentIdentifiers,
   who: { identifier: string; payer: string },
-  following: (signature: string) => void,
+  following: (signature: string, known: boolean) => void,
 ): Promise<ProcessPaymentResult> {
   const own = paid.signature;
   const binding: IdentifierBinding = {
@@ -447,7 +458,7 @@ async function processIdentified(
         'This payment identifier was already used for another request; a new request needs a new identifier',
       );
     }
-    following(bound.signature);
+    following(bound.signature, bound.outcome === 'existing');
     try {
       if (bound.signature === own)
         return await processPayment({

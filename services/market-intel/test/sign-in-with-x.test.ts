@@ -11,9 +11,12 @@ import {
   type SIWxSigner,
 } from '@x402/extensions/sign-in-with-x';
 
+import { appendPaymentIdentifierToExtensions, generatePaymentId } from '@x402/extensions/payment-identifier';
+import { wrapFetchWithPayment } from '@x402/fetch';
+
 type WalletAdapterSigner = Extract<SIWxSigner, { signMessage: (message: Uint8Array) => Promise<Uint8Array> }>;
 import { buildReport, startHarness, type Harness } from './support/harness';
-import { balances, officialFetch } from './support/official-client';
+import { balances, officialClient, officialFetch } from './support/official-client';
 import { startScriptedRunner, type ScriptedRunner } from './support/runner';
 
 // Sign-in-with-x (docs/payments.md, "Signing in instead of paying again"): the payer of a request signs
@@ -197,6 +200,45 @@ describe('sign-in-with-x', () => {
     expect(payer.status).toBe(200);
     expect(await payer.text()).toBe(firstBody);
     expect(payer.headers.get('x-payment-response')).toBe(first.headers.get('x-payment-response'));
+  });
+
+  it("When the payer sends its identified official payment again (the answer lost), then it gets the stored answer without signing in; the same payment under another identifier is a watcher's and gets a 402", async () => {
+    // The scout gaps route has the largest 402: the official client copies its extensions (bazaar,
+    // the sign-in challenge) into the payment, which must still be accepted.
+    const url = `${h.baseUrl}/api/v1/scout/gaps?sector=fintech`;
+    const payer = await wallet();
+    const id = generatePaymentId();
+    const client = await officialClient(h, payer);
+    client.onBeforePaymentCreation(async ({ paymentRequired }) => {
+      if (paymentRequired.extensions) appendPaymentIdentifierToExtensions(paymentRequired.extensions, id);
+    });
+    const sent: string[] = [];
+    const recording: typeof fetch = (input, init) => {
+      const request = new Request(input, init);
+      const header = request.headers.get('payment-signature');
+      if (header) sent.push(header);
+      return fetch(request);
+    };
+    const first = await wrapFetchWithPayment(recording, client)(url);
+    expect(first.status).toBe(200);
+    const firstBody = await first.text();
+    expect(sent).toHaveLength(1);
+
+    const again = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': sent[0]! } });
+    expect(again.status).toBe(200);
+    expect(await again.text()).toBe(firstBody);
+    expect(again.headers.get('payment-response')).toBe(first.headers.get('payment-response'));
+
+    const decoded = Buffer.from(sent[0]!, 'base64').toString('utf8');
+    expect(decoded).toContain(id);
+    const watcher = await fetch(url, {
+      headers: {
+        'PAYMENT-SIGNATURE': Buffer.from(decoded.replace(id, generatePaymentId())).toString('base64'),
+      },
+    });
+    expect(watcher.status).toBe(402);
+    expect(await reasonOf(watcher)).toBe('siwx_required');
+    expect(await paymentRows(payer)).toBe(1);
   });
 
   it('When a sign-in proof is sent twice, then its nonce is refused the second time', async () => {
