@@ -412,7 +412,8 @@ export const SkillVersion = z.object({
   definition: z.object({
     endpoint: z.string(),
     description: z.string(),
-    pricing: z.object({ model: z.string(), price_usd: z.number() }),
+    /** `pay_to` when that revision named the token account its calls are paid into (README, "Reputation"). */
+    pricing: z.object({ model: z.string(), price_usd: z.number(), pay_to: z.string().optional() }),
     input_schema: z.record(z.string(), z.unknown()),
     output_schema: z.record(z.string(), z.unknown()),
     /** For a tool imported from an MCP server, the tool's name (README, "MCP servers as skills"). */
