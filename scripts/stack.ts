@@ -146,6 +146,9 @@ async function main(): Promise<void> {
     MERCHANT_WALLET_DEVNET: devnet.merchantOwner,
     WEBHOOK_SECRET: webhookSecret,
     X402_REFERENCE_SECRET: referenceSecret,
+    // As in production: a paid answer goes again only to its payer signed in (docs/payments.md,
+    // "Signing in instead of paying again"); X402_SIGN_IN_WITH_X=false turns it off.
+    X402_SIGN_IN_WITH_X: env.X402_SIGN_IN_WITH_X ?? 'true',
     // Scheduled scout scans of the shipped sectors (daily unless SCOUT_SCAN_INTERVAL_MINUTES says otherwise).
     SCOUT_SOURCES_FILE:
       env.SCOUT_SOURCES_FILE ?? path.join(ROOT, 'services/market-intel/config/scout-sources.json'),
