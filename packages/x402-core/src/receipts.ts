@@ -17,12 +17,7 @@ import {
   type JWSSignedReceipt,
   type JWSSigner,
 } from '@x402/extensions/offer-receipt';
-import {
-  didWebOf,
-  RECEIPT_JWS_ALG,
-  type ReceiptKeySet,
-  type ReceiptPayload,
-} from './receipt-check';
+import { didWebOf, RECEIPT_JWS_ALG, type ReceiptKeySet, type ReceiptPayload } from './receipt-check';
 
 export {
   didWebOf,
