@@ -2,7 +2,17 @@ import { z } from 'zod';
 import { X402Network } from '@repo/schemas';
 import { base58ByteLength } from './domain/payment-proofs';
 import { REJECTION_REASONS } from './domain/route-receipts';
-import { schemaLimitProblem } from './domain/schema-limits';
+import {
+  JsonSchemaObject,
+  PAGE_LIMIT,
+  PAGE_OFFSET,
+  queryInteger,
+  SkillId,
+  SolanaAddress,
+  tag,
+} from './schema-parts';
+
+export { SkillId, SolanaAddress } from './schema-parts';
 
 /**
  * Wire schemas of the skill-router API (services/skill-router/README.md, "Endpoints"), used to
@@ -35,31 +45,6 @@ export type VerificationStep = (typeof VERIFICATION_STEPS)[number];
 export const CallResult = z.enum(['success', 'failure', 'timeout', 'error']);
 export type CallResult = z.infer<typeof CallResult>;
 
-/** An id usable in a URL path: letters, digits, `.`, `_`, `:`, `-`; 1–128 characters. */
-export const SkillId = z
-  .string()
-  .regex(
-    /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/,
-    'must be 1-128 characters: letters, digits, ".", "_", ":", "-", starting with a letter or digit',
-  );
-
-const tag = (what: string) =>
-  z
-    .string()
-    .trim()
-    .min(1, `${what} must not be empty`)
-    .max(64)
-    // Redundant after trim and min(1), but it documents "not blank" in the OpenAPI parameter.
-    .regex(/\S/, `${what} must not be blank`)
-    .transform((s) => s.toLowerCase());
-
-/** A Solana address (base58 of a 32-byte public key), such as a USDC token account. */
-export const SolanaAddress = z
-  .string()
-  .regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/, 'must be a base58 Solana address')
-  // The length bound first: decoding is quadratic in the length.
-  .refine((s) => s.length <= 44 && base58ByteLength(s) === 32, 'must be a base58 Solana address of 32 bytes');
-
 /** Body of POST /api/auth/key. */
 export const CreateKeyRequest = z.object({ name: z.string().trim().min(1).max(100) });
 export type CreateKeyRequest = z.infer<typeof CreateKeyRequest>;
@@ -70,15 +55,6 @@ export const CreateKeyResponse = z.object({
   api_key: z.string(),
   prefix: z.string(),
   message: z.string(),
-});
-
-/**
- * A JSON Schema document: an object within the size and depth limits (services/skill-router/README.md,
- * "Security"); whether it is a valid schema is the schema_validation step's job, in the sandbox.
- */
-const JsonSchemaObject = z.record(z.string(), z.unknown()).superRefine((schema, ctx) => {
-  const problem = schemaLimitProblem(schema);
-  if (problem) ctx.addIssue({ code: 'custom', message: problem });
 });
 
 /**
@@ -251,19 +227,6 @@ export const RouteResponse = z.object({
     description: 'when the health and reliability data the route used were read (the database clock)',
   }),
 });
-
-/** The page size of a skills listing: 1–100. */
-const PAGE_LIMIT = z.number().int().min(1).max(100);
-/** How many skills a listing page skips: 0–1,000,000. */
-const PAGE_OFFSET = z.number().int().min(0).max(1_000_000);
-
-/** A query-string integer: digits only (`message` otherwise), then checked against `range`. */
-const queryInteger = (range: z.ZodNumber, message: string) =>
-  z
-    .string()
-    .regex(/^[0-9]+$/, message)
-    .transform(Number)
-    .pipe(range);
 
 /** Query of GET /api/discover/skills. */
 export const ListSkillsQuery = z.object({
