@@ -1,6 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
-import type { LookupFunction, SsrfPolicy } from '@repo/ssrf-guard';
-import { createWebhookSender, type Logger, type Loop } from '@repo/service-kit';
+import { createWebhookSender, type Logger, type Loop, type WebhookSenderOptions } from '@repo/service-kit';
 import type { Db } from '../../data/prisma';
 import { workerLoop, type WorkerLoopOptions } from './worker-loop';
 
@@ -46,25 +45,18 @@ function statusOf(body: string): string {
 }
 
 /** Options of {@link createWebhookDispatcher}. */
-export interface WebhookOptions extends WorkerLoopOptions {
+export interface WebhookOptions
+  extends
+    WorkerLoopOptions,
+    Pick<WebhookSenderOptions, 'policy' | 'timeoutMs' | 'maxAttempts' | 'retryBaseMs' | 'lookup'> {
   /**
    * `WEBHOOK_SECRET`: keys both signatures, `x-service-signature` ({@link signWebhookBody}) and the
    * Standard Webhooks one, whose key is the secret's UTF-8 bytes (for the printable-ASCII secrets the
    * config accepts, `new Webhook('whsec_' + base64(secret))` on the receiving side).
    */
   secret: string;
-  /** Outbound address policy: loopback, private, link-local and metadata addresses are refused unless allowlisted. */
-  policy: SsrfPolicy;
-  /** Per attempt: connect + response deadline, in milliseconds. */
-  timeoutMs: number;
-  /** Attempts before a delivery is given up (status `failed`). */
-  maxAttempts: number;
-  /** Delay before the second attempt, in milliseconds; doubles per attempt up to one hour. */
-  retryBaseMs: number;
   /** How often due deliveries are looked for, in milliseconds. */
   pollIntervalMs: number;
-  /** Resolver instead of the system's (`dns.lookup`), checked at every connection like it. */
-  lookup?: LookupFunction;
 }
 
 interface DeliveryRow {

@@ -1,22 +1,21 @@
-import type { LookupFunction, SsrfPolicy } from '@repo/ssrf-guard';
-import { createLoop, createWebhookSender, type Logger, type Loop, type LoopMetrics } from '@repo/service-kit';
+import {
+  createLoop,
+  createWebhookSender,
+  type Logger,
+  type Loop,
+  type LoopMetrics,
+  type WebhookSenderOptions,
+} from '@repo/service-kit';
 import type { ClaimedDelivery, WebhookRepository } from '../../data/webhooks';
 
 /** Options of {@link webhookDeliveryLoop}. */
-export interface WebhookDeliveryOptions {
+export interface WebhookDeliveryOptions extends Pick<
+  WebhookSenderOptions,
+  'policy' | 'timeoutMs' | 'maxAttempts' | 'retryBaseMs' | 'lookup'
+> {
   webhooks: Pick<WebhookRepository, 'claimDue' | 'delivered' | 'attemptFailed'>;
-  /** Outbound address policy: loopback, private, link-local and metadata addresses are refused unless allowlisted. */
-  policy: SsrfPolicy;
-  /** Per attempt: connect, headers and body deadline, in milliseconds (`WEBHOOK_TIMEOUT_MS`). */
-  timeoutMs: number;
-  /** Attempts before a delivery is given up (`WEBHOOK_MAX_ATTEMPTS`). */
-  maxAttempts: number;
-  /** Delay before the second attempt, ms (`WEBHOOK_RETRY_BASE_MS`); doubles per attempt up to one hour. */
-  retryBaseMs: number;
   /** How often due deliveries are looked for, ms (`WEBHOOK_POLL_INTERVAL_MS`). */
   pollIntervalMs: number;
-  /** Resolver instead of the system's, checked at every connection like it (tests). */
-  lookup?: LookupFunction;
   /** Told how each attempt ended (metrics). */
   onAttempt?: (outcome: 'delivered' | 'retry' | 'failed') => void;
   logger: Logger;
