@@ -14,23 +14,12 @@ import {
   buildStoredResponse,
   buildVerifiedPayment,
 } from '@repo/x402-ledger/testing';
-import { claimedOf } from './support';
+import { claimedOf, replicaClients } from './support';
 
 // Payment identifiers (README, "Payment identifiers"): one row per payer wallet and identifier, bound
 // before any network call, naming the payment that answers every retry carrying it.
 
-let db: PgSqlClient;
-let replicaDb: PgSqlClient;
-
-beforeAll(() => {
-  db = new PgSqlClient();
-  replicaDb = new PgSqlClient();
-});
-
-afterAll(async () => {
-  await db.close();
-  await replicaDb.close();
-});
+const { db, replicaDb } = replicaClients();
 
 function buildBinding(overrides: Partial<IdentifierBinding> = {}): IdentifierBinding {
   return {

@@ -2,26 +2,10 @@ import { isAppError, type AppError } from '@repo/errors';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PrismaPaymentLedger, X402_PAYMENT_PRISMA_MODEL, type ClaimRequest } from '../src/index';
-import {
-  PgSqlClient,
-  buildClaimRequest,
-  buildStoredResponse,
-  buildVerifiedPayment,
-} from '@repo/x402-ledger/testing';
-import { claimedOf, countingClient, rowOf } from './support';
+import { buildClaimRequest, buildStoredResponse, buildVerifiedPayment } from '@repo/x402-ledger/testing';
+import { claimedOf, countingClient, rowOf, replicaClients } from './support';
 
-let db: PgSqlClient;
-let replicaDb: PgSqlClient;
-
-beforeAll(() => {
-  db = new PgSqlClient();
-  replicaDb = new PgSqlClient();
-});
-
-afterAll(async () => {
-  await db.close();
-  await replicaDb.close();
-});
+const { db, replicaDb } = replicaClients();
 
 describe('PrismaPaymentLedger: claims for another endpoint while unverified', () => {
   it('When another endpoint holds an unverified claim, then the answer is busy (retry in 1 s), not a final refusal', async () => {

@@ -2,29 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PrismaPaymentLedger, PrismaSignInRecords, X402_SIWX_NONCE_PRISMA_MODEL } from '../src/index';
-import {
-  PgSqlClient,
-  buildClaimRequest,
-  buildStoredResponse,
-  buildVerifiedPayment,
-} from '@repo/x402-ledger/testing';
-import { claimedOf } from './support';
+import { buildClaimRequest, buildStoredResponse, buildVerifiedPayment } from '@repo/x402-ledger/testing';
+import { claimedOf, replicaClients } from './support';
 
 // Sign-in-with-x's records (README, "Sign-in-with-x"): single-use nonces across replicas, and the
 // completed payments of a wallet within an access window.
 
-let db: PgSqlClient;
-let replicaDb: PgSqlClient;
-
-beforeAll(() => {
-  db = new PgSqlClient();
-  replicaDb = new PgSqlClient();
-});
-
-afterAll(async () => {
-  await db.close();
-  await replicaDb.close();
-});
+const { db, replicaDb } = replicaClients();
 
 const nonce = () => randomBytes(16).toString('hex');
 const inMinutes = (minutes: number) => new Date(Date.now() + minutes * 60_000);

@@ -1,4 +1,5 @@
 import type { ClaimOutcome, PaymentClaim, SqlClient } from '../src/index';
+import { PgSqlClient } from '@repo/x402-ledger/testing';
 
 /** The claim of a `claimed` outcome. */
 export function claimedOf(outcome: ClaimOutcome): PaymentClaim {
@@ -29,4 +30,18 @@ export function countingClient(db: SqlClient): { client: SqlClient; statements: 
     },
   };
   return { client, statements };
+}
+
+/**
+ * Two clients of the test database, as two replicas would hold: pools that connect on first use,
+ * closed after the file's tests.
+ */
+export function replicaClients(): { db: PgSqlClient; replicaDb: PgSqlClient } {
+  const db = new PgSqlClient();
+  const replicaDb = new PgSqlClient();
+  afterAll(async () => {
+    await db.close();
+    await replicaDb.close();
+  });
+  return { db, replicaDb };
 }
