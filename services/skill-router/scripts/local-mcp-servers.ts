@@ -4,6 +4,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import {
   CallToolRequestSchema,
   ListToolsRequestSchema,
+  PingRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
 
@@ -19,10 +20,16 @@ export interface LocalTool {
   call(args: Record<string, unknown>): CallToolResult | Promise<CallToolResult>;
 }
 
-/** How one local MCP server behaves: its tools, and a delay before every answer, in milliseconds. */
+/**
+ * How one local MCP server behaves: its tools, a delay before every answer (milliseconds), whether it
+ * answers a `GET` by opening an event stream it never ends (as servers that push notifications do),
+ * and whether it has stopped answering altogether (requests are read and left hanging).
+ */
 export interface LocalMcpBehaviour {
   tools: LocalTool[];
   delayMs?: number;
+  holdGetStreams?: boolean;
+  unresponsive?: boolean;
 }
 
 /** Local MCP servers on one port, each at `/<name>/mcp`, whose tools can change while they run. */
@@ -33,6 +40,10 @@ export interface LocalMcpServers {
   set(name: string, behaviour: LocalMcpBehaviour): void;
   /** `tools/call` requests received by `name`, per tool. */
   calls(name: string, tool: string): number;
+  /** HTTP requests (any method) received by `name`. */
+  requests(name: string): number;
+  /** `ping` requests received by `name`. */
+  pings(name: string): number;
   close(): Promise<void>;
 }
 
@@ -59,12 +70,23 @@ export async function startLocalMcpServers(): Promise<LocalMcpServers> {
         res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"no such server"}');
         return;
       }
+      counts.set(`${name} requests`, (counts.get(`${name} requests`) ?? 0) + 1);
+      if (behaviour.unresponsive) return;
+      if (req.method === 'GET' && behaviour.holdGetStreams) {
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+        res.write(': stream open\n\n');
+        return;
+      }
       if (behaviour.delayMs) await new Promise((r) => setTimeout(r, behaviour.delayMs));
       if (res.destroyed) return;
       const mcp = new McpServer(
         { name: `${name}-server`, version: '1.0.0' },
         { capabilities: { tools: {} } },
       );
+      mcp.server.setRequestHandler(PingRequestSchema, () => {
+        counts.set(`${name} pings`, (counts.get(`${name} pings`) ?? 0) + 1);
+        return {};
+      });
       mcp.server.setRequestHandler(ListToolsRequestSchema, () => ({
         tools: behaviour.tools.map(({ call: _call, ...definition }) => definition),
       }));
@@ -98,6 +120,8 @@ export async function startLocalMcpServers(): Promise<LocalMcpServers> {
     url: (name) => `${baseUrl}/${name}/mcp`,
     set: (name, behaviour) => void behaviours.set(name, behaviour),
     calls: (name, tool) => counts.get(`${name}/${tool}`) ?? 0,
+    requests: (name) => counts.get(`${name} requests`) ?? 0,
+    pings: (name) => counts.get(`${name} pings`) ?? 0,
     close: () =>
       new Promise<void>((resolve) => {
         http.close(() => resolve());

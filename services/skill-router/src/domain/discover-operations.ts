@@ -120,7 +120,7 @@ export interface DiscoverOperations {
    * that can become a skill is registered like `register` does, unless it is already registered with
    * the same definition and labels and not failed (`unchanged`). Against REGISTRATIONS_PER_KEY_PER_DAY
    * the import counts once and every tool written beyond the first once more; nothing is written when
-   * the key may not write them all.
+   * the key may not write them all, and such a refused import costs the key one registration.
    * @param location where the body came from, the first segment of a field error's path (`body`)
    * @returns whether any skill was `created` (HTTP 201) or not (200), and the answer
    * @throws AppError `invalid_request` on `<location>.url` (refused by the SSRF policy, no MCP answer,
@@ -401,12 +401,14 @@ export function discoverOperations(deps: DiscoverDeps): DiscoverOperations {
         const was = current[i];
         return !(was && was.status !== 'verification_failed' && canonicalJson(was.body) === canonicalJson(t));
       });
-      // The import itself counted once above; every further tool written counts too.
+      // The import itself counted once above; every further tool written counts too. A refused
+      // import gives back what it counted for its tools (the refused one included: the limiter counts
+      // refusals), so it costs the key the one registration its request to the server did.
       let consumed = 0;
       for (let i = 1; i < toWrite.length; i++) {
         const decision = await deps.registrationLimit.consume(key.id);
         if (!decision.allowed) {
-          for (let j = 0; j < consumed; j++) await deps.registrationLimit.reward(key.id);
+          for (let j = 0; j <= consumed; j++) await deps.registrationLimit.reward(key.id);
           throw new AppError(
             'rate_limited',
             `Importing ${toWrite.length} tools needs ${toWrite.length} registrations, more than this API key has left today; retry in ${decision.retryAfterSeconds} s`,
