@@ -3,7 +3,8 @@
 // ledger (`localnet_info`, on each network's RPC path) and sets USDC_MINT, MERCHANT_TOKEN_ACCOUNT and the
 // devnet pair when they are unset, then runs the compiled service. Production sets them explicitly.
 // It also sets the merchant wallets (MERCHANT_WALLET*, the official scheme's payTo), keeps
-// X402_FEE_PAYER_KEYPAIR and X402_REFUND_KEYPAIR only when the ledger's key files are readable, and draws a random
+// X402_FEE_PAYER_KEYPAIR and X402_REFUND_KEYPAIR only when the ledger's key files are readable (without the
+// fee payer, sign-in-with-x is turned off: it travels in the official offer), and draws a random
 // WEBHOOK_SECRET and X402_RECEIPT_SIGNING_KEY when none is given (the image runs with NODE_ENV=production,
 // which refuses short or placeholder secrets, and a fixed one in this file would be public).
 'use strict';
@@ -70,6 +71,11 @@ async function main() {
     } catch {
       delete process.env[name];
       process.stderr.write(`localnet-env: ${file} is not readable: ${without}\n`);
+      // Sign-in-with-x travels in the official offer: without a fee payer it cannot be on.
+      if (name === 'X402_FEE_PAYER_KEYPAIR' && process.env.X402_SIGN_IN_WITH_X === undefined) {
+        process.env.X402_SIGN_IN_WITH_X = 'false';
+        process.stderr.write('localnet-env: no official offer, so X402_SIGN_IN_WITH_X=false\n');
+      }
     }
   }
   require(require('node:path').resolve('dist/main.js'));

@@ -253,6 +253,25 @@ export function signInWithXEnabled(
 }
 
 /**
+ * With sign-in-with-x on, every network offered must make the official offer: the sign-in challenge
+ * travels in its `PAYMENT-REQUIRED`, and without it a used payment's answer would go to whoever
+ * presents the payment again (docs/payments.md, "Signing in instead of paying again").
+ * @throws ConfigError naming `X402_FEE_PAYER_KEYPAIR`, `MERCHANT_WALLET` and, while devnet is offered,
+ *   `MERCHANT_WALLET_DEVNET` where unset
+ */
+function assertSignInOffered(config: MarketIntelConfig, devnetOffered: boolean): void {
+  if (!signInWithXEnabled(config)) return;
+  const why =
+    'sign-in-with-x is on (X402_SIGN_IN_WITH_X, the default in production) and its challenge travels in the official x402 offer, which needs it; set it, or X402_SIGN_IN_WITH_X=false, with which a used payment is answered again to whoever presents it';
+  const missing = [
+    ['X402_FEE_PAYER_KEYPAIR', config.X402_FEE_PAYER_KEYPAIR],
+    ['MERCHANT_WALLET', config.MERCHANT_WALLET],
+    ...(devnetOffered ? [['MERCHANT_WALLET_DEVNET', config.MERCHANT_WALLET_DEVNET]] : []),
+  ].filter(([, value]) => !value);
+  if (missing.length > 0) throw new ConfigError(missing.map(([name]) => `${name}: ${why}`));
+}
+
+/**
  * Reads the configuration from the environment.
  * @throws ConfigError naming every invalid or missing variable, `USDC_MINT_DEVNET` without
  *   `MERCHANT_TOKEN_ACCOUNT_DEVNET` or the reverse, and with `NODE_ENV=production` every
@@ -265,7 +284,8 @@ export function signInWithXEnabled(
  *   `X402_DEVNET_COMPUTE_GLOBAL_PER_DAY`, no `X402_RECEIPT_SIGNING_KEY` or no `PUBLIC_BASE_URL` (to which sign-in proofs are bound too); a bad
  *   `X402_ACCESS_WINDOW_SECONDS`; and
  *   at any `NODE_ENV` a receipt key that is not Ed25519 (`X402_RECEIPT_SIGNING_KEY`,
- *   `X402_RECEIPT_PREVIOUS_KEYS`)
+ *   `X402_RECEIPT_PREVIOUS_KEYS`); with sign-in-with-x on, no fee payer or merchant wallet for a
+ *   network offered
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): MarketIntelConfig {
   const config = parseConfig(MarketIntelEnv, env);
@@ -304,6 +324,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MarketIntelCon
     { kind: 'cors', name: 'CORS_ORIGINS', value: config.CORS_ORIGINS },
   ]);
   assertSetTogether(config, [['USDC_MINT_DEVNET', 'MERCHANT_TOKEN_ACCOUNT_DEVNET']]);
+  assertSignInOffered(config, devnetOffered);
   try {
     new ReceiptIssuer({
       signingKey: config.X402_RECEIPT_SIGNING_KEY ?? ReceiptIssuer.generateKey(),

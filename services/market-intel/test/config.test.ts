@@ -23,9 +23,15 @@ function productionEnv(overrides: Record<string, string | undefined> = {}): Node
     SOLANA_RPC_URL: 'https://api.mainnet-beta.solana.com',
     PUBLIC_BASE_URL: 'https://market-intel.example.com',
     X402_RECEIPT_SIGNING_KEY: RECEIPT_KEY,
+    // Sign-in-with-x, on in production, needs the official offer on every network offered.
+    X402_FEE_PAYER_KEYPAIR: '/var/run/secrets/x402/fee-payer.json',
+    MERCHANT_WALLET: MERCHANT_WALLET,
+    MERCHANT_WALLET_DEVNET: MERCHANT_WALLET,
     ...overrides,
   });
 }
+
+const MERCHANT_WALLET = 'Ga1xWFSRv4H3rh9rbTLfHEJ3Wy3nrbNDXAXzpaHyqJ9k';
 
 const RECEIPT_KEY = ReceiptIssuer.generateKey();
 
@@ -265,10 +271,44 @@ describe('sign-in-with-x and its access windows', () => {
     expect(signInWithXEnabled(loadConfig(buildEnv()))).toBe(false);
     expect(signInWithXEnabled(loadConfig(productionEnv()))).toBe(true);
     expect(signInWithXEnabled(loadConfig(productionEnv({ X402_SIGN_IN_WITH_X: 'false' })))).toBe(false);
-    expect(signInWithXEnabled(loadConfig(buildEnv({ X402_SIGN_IN_WITH_X: 'yes' })))).toBe(true);
+    expect(
+      signInWithXEnabled(
+        loadConfig(
+          buildEnv({
+            X402_SIGN_IN_WITH_X: 'yes',
+            X402_FEE_PAYER_KEYPAIR: '/keys/fee-payer.json',
+            MERCHANT_WALLET: MERCHANT_WALLET,
+          }),
+        ),
+      ),
+    ).toBe(true);
     expect(refusal(buildEnv({ X402_SIGN_IN_WITH_X: 'maybe' })).problems).toEqual([
       expect.stringMatching(/^X402_SIGN_IN_WITH_X: /),
     ]);
+  });
+
+  it('When sign-in-with-x is on and a network offered has no official offer, then the service refuses to boot naming what is missing; off, it boots', () => {
+    const bare = { X402_FEE_PAYER_KEYPAIR: undefined, MERCHANT_WALLET: undefined };
+    expect(refusal(productionEnv(bare)).problems).toEqual([
+      expect.stringMatching(/^X402_FEE_PAYER_KEYPAIR: sign-in-with-x is on .*X402_SIGN_IN_WITH_X=false/),
+      expect.stringMatching(/^MERCHANT_WALLET: sign-in-with-x is on /),
+    ]);
+    const devnet = {
+      USDC_MINT_DEVNET: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU',
+      MERCHANT_TOKEN_ACCOUNT_DEVNET: '9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM',
+      X402_DEVNET_COMPUTE_GLOBAL_PER_DAY: '40',
+      SOLANA_DEVNET_RPC_URL: 'https://api.devnet.solana.com',
+    };
+    expect(refusal(productionEnv({ ...devnet, MERCHANT_WALLET_DEVNET: undefined })).problems).toEqual([
+      expect.stringMatching(/^MERCHANT_WALLET_DEVNET: sign-in-with-x is on /),
+    ]);
+    expect(refusal(buildEnv({ X402_SIGN_IN_WITH_X: 'true' })).problems).toHaveLength(2);
+    expect(loadConfig(productionEnv({ ...bare, X402_SIGN_IN_WITH_X: 'false' })).NODE_ENV).toBe('production');
+    expect(
+      loadConfig(
+        productionEnv({ ...devnet, MERCHANT_WALLET_DEVNET: undefined, X402_DEVNET_ENABLED: 'false' }),
+      ).NODE_ENV,
+    ).toBe('production');
   });
 
   it('When X402_ACCESS_WINDOW_SECONDS is unset, one number, or per class, then the windows follow; else it is refused naming it', () => {
