@@ -32,7 +32,7 @@ export {
   PaymentRequirementsV2,
   PaymentPayloadV2,
 } from './v2';
-export { PaymentRequiredV2, ResourceInfoV2, SettleResponseV2 } from './v2';
+export { PaymentRequiredV2, ResourceInfoV2, SettleResponseV2, SignInWithXProof } from './v2';
 export {
   PaymentVerificationError,
   isPaymentVerificationError,

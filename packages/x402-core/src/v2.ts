@@ -102,6 +102,33 @@ export const SettleResponseV2 = z.object({
 });
 export type SettleResponseV2 = z.infer<typeof SettleResponseV2>;
 
+/**
+ * The decoded `SIGN-IN-WITH-X` request header (x402 v2 `sign-in-with-x` extension, "Client Request"):
+ * the 402's challenge (`domain`, `uri`, `version`, `nonce`, `issuedAt`, `expirationTime`, ...) as
+ * signed, with the CAIP-2 `chainId`, the signature `type` (`ed25519` on Solana), the signing wallet's
+ * `address` (base58 on Solana) and its `signature` of the CAIP-122 message (base58 on Solana). Times
+ * are ISO 8601. Documents the header (docs/payments.md, "Signing in instead of paying again"); the
+ * proof is parsed and checked with the extension's own functions.
+ */
+export const SignInWithXProof = z.object({
+  domain: NonEmpty,
+  address: NonEmpty,
+  statement: z.string().optional(),
+  uri: NonEmpty,
+  version: NonEmpty,
+  chainId: NonEmpty,
+  type: z.enum(['eip191', 'ed25519']),
+  nonce: NonEmpty,
+  issuedAt: NonEmpty,
+  expirationTime: z.string().optional(),
+  notBefore: z.string().optional(),
+  requestId: z.string().optional(),
+  resources: z.array(z.string()).optional(),
+  signatureScheme: z.enum(['eip191', 'eip1271', 'eip6492', 'siws']).optional(),
+  signature: NonEmpty,
+});
+export type SignInWithXProof = z.infer<typeof SignInWithXProof>;
+
 /** Base64 of the JSON of `value` (every x402 header's encoding). */
 export function encodeBase64Json(value: unknown): string {
   return Buffer.from(JSON.stringify(value), 'utf8').toString('base64');

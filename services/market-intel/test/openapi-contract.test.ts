@@ -16,9 +16,10 @@ import {
   parsePaymentProof,
   PaymentRequiredV2,
   SettleResponseV2,
+  SignInWithXProof,
 } from '@repo/x402-core';
 import { COMPUTE_PRICES, DATA_PRICES } from '../src/domain/prices';
-import { PAYING_README_LINK, usdc } from '../src/entry-points/http/contract-parts';
+import { PAYING_README_LINK, SIGN_IN_DOCS_LINK, usdc } from '../src/entry-points/http/contract-parts';
 import { startHarness, type Harness } from './support/harness';
 
 // Routes own their contracts: the document served at /openapi.json is generated from the routes'
@@ -28,7 +29,7 @@ import { startHarness, type Harness } from './support/harness';
 type Header = { example?: unknown };
 type Operation = {
   description?: string;
-  parameters?: { name: string; in: string; example?: unknown }[];
+  parameters?: { name: string; in: string; example?: unknown; description?: string }[];
   responses: Record<string, { headers?: Record<string, Header> }>;
   [key: string]: unknown;
 };
@@ -66,7 +67,7 @@ describe('the OpenAPI document and the mounted routes', () => {
     expect(check.missingHeaders.filter((where) => !/ 429 header Retry-After$/.test(where))).toEqual([]);
   });
 
-  it("When the x402 header examples are decoded, then they are the protocol's payloads for the route's price: a v2 offer, a v1 push payment, a v2 payment and the settlements of that push payment", () => {
+  it("When the x402 header examples are decoded, then they are the protocol's payloads for the route's price: a v2 offer, a v1 push payment, a v2 payment, a sign-in proof for the offer's network and the settlements of that push payment", () => {
     for (const route of PAID_ROUTES) {
       const operation = operationOf(route.endpoint);
       const paid = route.kind === 'sync' ? '200' : '202';
@@ -83,6 +84,11 @@ describe('the OpenAPI document and the mounted routes', () => {
         kind: 'transaction',
         x402Version: 2,
         accepted: { amount: route.amountAtomic.toString() },
+      });
+      expect(SignInWithXProof.parse(decode(parameter('SIGN-IN-WITH-X')))).toMatchObject({
+        chainId: offer.accepts[0]?.network,
+        type: 'ed25519',
+        uri: expect.stringContaining(route.endpoint.split(' ')[1]!),
       });
       // The answer's settlement names the very transfer the X-PAYMENT example presented.
       expect(decodePaymentResponse(String(header(paid, 'X-PAYMENT-RESPONSE')))).toMatchObject({
@@ -111,6 +117,14 @@ describe('the OpenAPI document and the mounted routes', () => {
         `\`${route.endpoint}\`: ${route.amountAtomic} (${usdc(route)} USDC)`,
       );
     }
+    for (const route of PAID_ROUTES) {
+      const header = operationOf(route.endpoint).parameters?.find((p) => p.name === 'SIGN-IN-WITH-X');
+      expect(header?.description).toContain(SIGN_IN_DOCS_LINK);
+    }
+    const [, docsAnchor = ''] = /\]\(docs\/payments\.md#([^)]+)\)$/.exec(SIGN_IN_DOCS_LINK) ?? [];
+    expect(
+      markdownAnchors(readFileSync(path.join(__dirname, '../../../docs/payments.md'), 'utf8')),
+    ).toContain(docsAnchor);
     expect(doc.info.description).toContain(PAYING_README_LINK);
     const [, file = '', anchor = ''] =
       /\]\(services\/market-intel\/(README\.md)#([^)]+)\)$/.exec(PAYING_README_LINK) ?? [];
@@ -147,7 +161,7 @@ describe('the OpenAPI document and the mounted routes', () => {
         endpoint: route.endpoint,
         price: route.amountAtomic.toString(),
       });
-      expect(operation?.security).toEqual([{ x402: [] }, { x402v2: [] }]);
+      expect(operation?.security).toEqual([{ x402: [] }, { x402v2: [] }, { siwx: [] }]);
     }
   });
 });

@@ -4,16 +4,18 @@ import { CAPTURE_EXAMPLES, headerExamples, writeExamples } from '@repo/service-k
 import type { AgentJob } from '@repo/schemas';
 import { waitFor } from '@repo/queue/testing';
 import { fetchWithPayment } from '@repo/x402-solana/client';
+import { SIGN_IN_WITH_X, wrapFetchWithSIWx } from '@x402/extensions/sign-in-with-x';
 import { parseReportFile, shiftReportToNow } from '../src/domain/report-file';
 import { startHarness } from './support/harness';
 import { startScriptedRunner, type ScriptedRunner } from './support/runner';
+import { siwxSignerOf } from './support/sign-in';
 
 // The generator of src/entry-points/http/examples.json: every operation called for real against the
 // service wired as production wires it (the sample report npm start imports, the local ledger, a
 // runner on the scripted LLM), and its answers written down, arrays cut to two items, with the
 // headers the document lists: those of each answer (PAYMENT-REQUIRED of a 402, the settlement of a
 // paid answer, Retry-After of a 503) and the payment headers sent (X-PAYMENT in push mode,
-// PAYMENT-SIGNATURE from the official scheme). Runs only with UPDATE_OPENAPI_EXAMPLES=1;
+// PAYMENT-SIGNATURE from the official scheme, SIGN-IN-WITH-X of the payer getting it again). Runs only with UPDATE_OPENAPI_EXAMPLES=1;
 // openapi-contract.test.ts checks the examples against their schemas.
 const EXAMPLES_FILE = path.join(__dirname, '../src/entry-points/http/examples.json');
 const run = CAPTURE_EXAMPLES ? it : it.skip;
@@ -21,7 +23,10 @@ jest.setTimeout(240_000);
 
 describe('The OpenAPI examples', () => {
   run('When every operation is called for real, then its answers are written to examples.json', async () => {
-    const h = await startHarness('market_intel_openapi_examples_test');
+    // Sign-in-with-x on, as production runs: its challenge is in every PAYMENT-REQUIRED.
+    const h = await startHarness('market_intel_openapi_examples_test', {
+      env: { X402_SIGN_IN_WITH_X: 'true' },
+    });
     let compute: ScriptedRunner | undefined;
     try {
       const file = path.join(__dirname, '../fixtures/sample-report.json');
@@ -85,6 +90,27 @@ describe('The OpenAPI examples', () => {
           : result.body;
       };
 
+      // The payer signs the challenge of a fresh 402 and gets the paid request again: the proof sent.
+      const signer = await siwxSignerOf(h.agent);
+      const signIn = async (operationId: string, p: string, body?: unknown) => {
+        let sent = new Headers();
+        const res = await wrapFetchWithSIWx((input: string | URL | Request, init?: RequestInit) => {
+          const headers = new Headers(
+            init?.headers ?? (input instanceof Request ? input.headers : undefined),
+          );
+          if (headers.has(SIGN_IN_WITH_X)) sent = headers;
+          return fetch(input, init);
+        }, signer)(
+          h.baseUrl + p,
+          body === undefined
+            ? {}
+            : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) },
+        );
+        if (!res.ok || !sent.has(SIGN_IN_WITH_X))
+          throw new Error(`${operationId} was not answered to the signed-in payer: ${res.status}`);
+        Object.assign(out, headerExamples(doc, operationId, 'request', sent));
+      };
+
       await call('listSectors', '/api/v1/sectors');
       await call('getReceiptKeys', '/.well-known/jwks.json');
       await call('getDidDocument', '/.well-known/did.json');
@@ -99,6 +125,7 @@ describe('The OpenAPI examples', () => {
         await call(operationId, p);
         await pay(operationId, p, 'push');
         await pay(operationId, p, 'official');
+        await signIn(operationId, p);
       }
 
       const forge = {
@@ -135,6 +162,8 @@ describe('The OpenAPI examples', () => {
       // After the job the examples show: the jobs these start are left to the runner.
       await pay('proveDebate', '/api/v1/prove/debate', 'official', prove, 25_000_000n);
       await pay('forgeIdeate', '/api/v1/forge/ideate', 'official', forge, 15_000_000n);
+      await signIn('proveDebate', '/api/v1/prove/debate', prove);
+      await signIn('forgeIdeate', '/api/v1/forge/ideate', forge);
       writeExamples(EXAMPLES_FILE, out);
     } finally {
       await compute?.close();

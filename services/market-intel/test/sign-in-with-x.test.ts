@@ -1,5 +1,4 @@
 import { Keypair } from '@solana/web3.js';
-import { createKeyPairSignerFromBytes } from '@solana/kit';
 import { decodePaymentRequiredHeader } from '@x402/core/http';
 import {
   createSIWxPayload,
@@ -8,16 +7,14 @@ import {
   wrapFetchWithSIWx,
   type CompleteSIWxInfo,
   type SIWxExtension,
-  type SIWxSigner,
 } from '@x402/extensions/sign-in-with-x';
 
 import { appendPaymentIdentifierToExtensions, generatePaymentId } from '@x402/extensions/payment-identifier';
 import { wrapFetchWithPayment } from '@x402/fetch';
-
-type WalletAdapterSigner = Extract<SIWxSigner, { signMessage: (message: Uint8Array) => Promise<Uint8Array> }>;
 import { buildReport, startHarness, type Harness } from './support/harness';
 import { balances, officialClient, officialFetch } from './support/official-client';
 import { startScriptedRunner, type ScriptedRunner } from './support/runner';
+import { siwxSignerOf as signerOf } from './support/sign-in';
 
 // Sign-in-with-x (docs/payments.md, "Signing in instead of paying again"): the payer of a request signs
 // the 402's challenge with its wallet, using the official client's SIWX support (@x402/extensions), to
@@ -46,21 +43,6 @@ async function wallet(): Promise<Keypair> {
   const payer = Keypair.generate();
   await h.ledger.fund(payer.publicKey.toBase58(), { network: 'solana' });
   return payer;
-}
-
-/** The wallet as a Solana message signer (`@solana/kit`'s key pair signer behind the wallet-adapter shape). */
-async function signerOf(payer: Keypair): Promise<SIWxSigner> {
-  const kit = await createKeyPairSignerFromBytes(payer.secretKey);
-  const signer: WalletAdapterSigner = {
-    publicKey: kit.address,
-    signMessage: async (message: Uint8Array) => {
-      const [signatures] = await kit.signMessages([{ content: message, signatures: {} }]);
-      const signature = signatures?.[kit.address];
-      if (!signature) throw new Error('the key pair signer returned no signature');
-      return signature;
-    },
-  };
-  return signer;
 }
 
 /** The sign-in challenge of a 402 (its `PAYMENT-REQUIRED` extension). */

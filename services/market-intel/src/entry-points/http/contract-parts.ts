@@ -13,6 +13,7 @@ import {
   PaymentHeaderJson,
   PaymentRequiredV2,
   SettleResponseV2,
+  SignInWithXProof,
 } from '@repo/x402-core';
 import { ComputeUnavailable, JobAccepted } from '../../schemas';
 import type { PaidRoute } from '../../domain/prices';
@@ -25,12 +26,13 @@ import type { PaidRoute } from '../../domain/prices';
 /**
  * The decoded payloads of the x402 headers, as components of the document (the `contentSchema` of
  * each header refers to one): the v2 offer of a 402 (`PAYMENT-REQUIRED`), a payment in any accepted
- * form (`X-PAYMENT`, `PAYMENT-SIGNATURE`), and the v1 and v2 settlements of a paid answer
- * (`X-PAYMENT-RESPONSE`, `PAYMENT-RESPONSE`).
+ * form (`X-PAYMENT`, `PAYMENT-SIGNATURE`), a sign-in proof (`SIGN-IN-WITH-X`), and the v1 and v2
+ * settlements of a paid answer (`X-PAYMENT-RESPONSE`, `PAYMENT-RESPONSE`).
  */
 export const X402_HEADER_COMPONENTS = {
   PaymentRequiredV2,
   PaymentHeaderJson,
+  SignInWithXProof,
   PaymentResponse,
   SettleResponseV2,
 } as const;
@@ -70,7 +72,15 @@ export function payingSteps(amount: string): string {
   ].join('\n');
 }
 
-/** The payment headers a paid route reads (step 3 of {@link payingSteps}); absent, the answer is the 402. */
+/** The section of docs/payments.md on sign-in-with-x, as a Markdown link (GitHub's anchor of its heading). */
+export const SIGN_IN_DOCS_LINK =
+  '[docs/payments.md, "Signing in instead of paying again"](docs/payments.md#signing-in-instead-of-paying-again)';
+
+/**
+ * The payment headers a paid route reads (step 3 of {@link payingSteps}), and the sign-in proof that
+ * stands in for a payment already made (docs/payments.md, "Signing in instead of paying again");
+ * none of them: the answer is the 402.
+ */
 export const PAYMENT_REQUEST_HEADERS: OpenApiParameter[] = [
   {
     name: 'X-PAYMENT',
@@ -88,6 +98,17 @@ export const PAYMENT_REQUEST_HEADERS: OpenApiParameter[] = [
       'x402 v2: base64 JSON PaymentPayload { x402Version: 2, accepted (the PAYMENT-REQUIRED offer), resource, ' +
       'payload: { transaction } } as an official x402 client sends it',
     schema: base64Json('PaymentHeaderJson'),
+  },
+  {
+    name: 'SIGN-IN-WITH-X',
+    in: 'header',
+    description:
+      "x402 sign-in-with-x (when X402_SIGN_IN_WITH_X is on): base64 JSON of the proof, the 402's " +
+      'PAYMENT-REQUIRED extensions["sign-in-with-x"] challenge signed by the wallet that paid (SIWS, ' +
+      'Ed25519), as the official client sends it. Without a payment header it gets the same request ' +
+      'again without paying within the access window; with a used payment it proves the payer, which a ' +
+      `replay needs. A bad proof is a 402 whose details.reason names why. See ${SIGN_IN_DOCS_LINK}.`,
+    schema: base64Json('SignInWithXProof'),
   },
 ];
 
@@ -171,7 +192,7 @@ function paidDescription(route: PaidRoute): string {
 /**
  * The summary with the price (in USDC and in atomic USDC units, 6 decimals), the description (price
  * and payment steps, see {@link paidDescription}, then `details`), the tag, the security schemes of
- * both x402 versions and the price as `x-price-usdc` and `x-max-amount-required` (atomic units) of a
+ * both x402 versions and of sign-in-with-x, and the price as `x-price-usdc` and `x-max-amount-required` (atomic units) of a
  * paid route.
  */
 function paidParts(route: PaidRoute, tag: string, summarySuffix = '', details?: string): PaidParts {
@@ -179,7 +200,7 @@ function paidParts(route: PaidRoute, tag: string, summarySuffix = '', details?: 
     summary: `${route.description} (paid: ${usdc(route)} USDC, ${route.amountAtomic} atomic units${summarySuffix})`,
     description: [paidDescription(route), ...(details ? [details] : [])].join('\n\n'),
     tags: [tag],
-    security: [{ x402: [] }, { x402v2: [] }],
+    security: [{ x402: [] }, { x402v2: [] }, { siwx: [] }],
     extensions: { 'x-price-usdc': usdc(route), 'x-max-amount-required': route.amountAtomic.toString() },
   };
 }

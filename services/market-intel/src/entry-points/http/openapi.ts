@@ -81,6 +81,13 @@ export function marketIntelOpenApi(operations: readonly OpenApiOperation[]): Jso
         description:
           'x402 v2: base64 JSON PaymentPayload { x402Version: 2, accepted (the PAYMENT-REQUIRED offer), payload: { transaction } }',
       },
+      siwx: {
+        type: 'apiKey',
+        in: 'header',
+        name: 'SIGN-IN-WITH-X',
+        description:
+          'x402 sign-in-with-x (when on): base64 JSON of the PAYMENT-REQUIRED challenge signed by the wallet that paid; gets a request paid within the access window again without paying (docs/payments.md, "Signing in instead of paying again")',
+      },
     },
     operations: withExamples(operations, EXAMPLES),
   });
