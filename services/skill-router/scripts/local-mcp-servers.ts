@@ -30,6 +30,8 @@ export interface LocalMcpBehaviour {
   delayMs?: number;
   holdGetStreams?: boolean;
   unresponsive?: boolean;
+  /** How `ping` is answered when not with `{}`: a 2 MiB result, or an error with a long text of junk. */
+  ping?: 'huge' | 'error';
 }
 
 /** Local MCP servers on one port, each at `/<name>/mcp`, whose tools can change while they run. */
@@ -85,6 +87,8 @@ export async function startLocalMcpServers(): Promise<LocalMcpServers> {
       );
       mcp.server.setRequestHandler(PingRequestSchema, () => {
         counts.set(`${name} pings`, (counts.get(`${name} pings`) ?? 0) + 1);
+        if (behaviour.ping === 'huge') return { _meta: { padding: 'x'.repeat(2 * 1024 * 1024) } };
+        if (behaviour.ping === 'error') throw new Error(`pong\n\u0007${'\u00e9'.repeat(500)}`);
         return {};
       });
       mcp.server.setRequestHandler(ListToolsRequestSchema, () => ({

@@ -133,6 +133,16 @@ export async function compose({
           maxResponseBytes: config.MAX_RESPONSE_BYTES,
         });
 
+  // MCP servers' health checks (the handshake and a ping) with the health check timeout.
+  const healthMcp =
+    config.HEALTH_CHECK_TIMEOUT_MS === config.VERIFY_TIMEOUT_MS
+      ? mcp
+      : createMcpServers({
+          policy,
+          timeoutMs: config.HEALTH_CHECK_TIMEOUT_MS,
+          maxResponseBytes: config.MAX_RESPONSE_BYTES,
+        });
+
   const keys = new ApiKeyRepository(db.prisma);
   const directory = new SkillDirectory(db.prisma);
   const candidates = new RouteCandidates(db.pool);
@@ -286,7 +296,7 @@ export async function compose({
       },
     );
     const health = createHealthWorker(
-      { healthChecks, stats, http: healthHttp, logger },
+      { healthChecks, stats, http: healthHttp, mcp: healthMcp, logger },
       {
         intervalMs: config.HEALTH_POLL_INTERVAL_MS,
         checkIntervalMs: config.HEALTH_CHECK_INTERVAL_MS,
@@ -375,6 +385,7 @@ export async function compose({
       await paymentChecker.close();
       await embedder?.close();
       if (healthHttp !== skillHttp) await healthHttp.close();
+      if (healthMcp !== mcp) await healthMcp.close();
       await db.close();
     },
   };

@@ -1,5 +1,5 @@
 import { startLocalMcpServers, type LocalMcpServers, type LocalTool } from '../scripts/local-mcp-servers';
-import { buildSkill } from './support/factories';
+import { buildMcpServer, buildSkill } from './support/factories';
 import { startHarness, type Harness } from './support/harness';
 
 // Keys are free, so what one key may do is capped across replicas (README, "Security").
@@ -30,18 +30,9 @@ const tools = (count: number): LocalTool[] =>
   }));
 
 const importServer = (on: Harness, apiKey: string, serverId: string) =>
-  on.call(
-    'POST',
-    '/api/discover/register/mcp',
-    {
-      server_id: serverId,
-      url: servers.url(serverId),
-      provider: 'Local MCP provider',
-      chains: [],
-      pricing: { model: 'per_call', price_usd: 0.001 },
-    },
-    { 'x-api-key': apiKey },
-  );
+  on.call('POST', '/api/discover/register/mcp', buildMcpServer(serverId, servers.url(serverId)), {
+    'x-api-key': apiKey,
+  });
 
 const importedSkills = (serverId: string) =>
   h.sql<{ skill_id: string }>(`SELECT skill_id FROM skills WHERE skill_id LIKE $1`, `${serverId}.%`);

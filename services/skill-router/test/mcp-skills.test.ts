@@ -6,7 +6,7 @@ import {
 } from '../scripts/local-mcp-servers';
 import { startLocalSkills, type LocalSkills } from '../scripts/local-skills';
 import { mcpClientPool } from '@repo/service-kit/testing';
-import { translate, uniqueWord } from './support/factories';
+import { buildMcpServer, translate, uniqueWord } from './support/factories';
 import { startHarness, waitFor, withWorkersStopped, type Harness } from './support/harness';
 
 jest.setTimeout(120_000);
@@ -39,14 +39,8 @@ afterAll(async () => {
 const registerMcp = (body: Record<string, unknown>, apiKey = key) =>
   h.call('POST', '/api/discover/register/mcp', body, { 'x-api-key': apiKey });
 
-const serverBody = (serverId: string, url: string) => ({
-  server_id: serverId,
-  url,
-  provider: 'Local MCP provider',
-  capabilities: ['weather'],
-  chains: [],
-  pricing: { model: 'per_call', price_usd: 0.001 },
-});
+const serverBody = (serverId: string, url: string) =>
+  buildMcpServer(serverId, url, { capabilities: ['weather'] });
 
 const status = async (id: string) =>
   (await h.sql<{ status: string }>('SELECT status FROM skills WHERE skill_id = $1', id))[0]?.status;

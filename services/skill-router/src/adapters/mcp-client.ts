@@ -174,6 +174,15 @@ export function createMcpServers(options: McpServersOptions): ClosableMcpServers
           }
           return { ok: false, kind: 'too_many_tools', error: `tools/list has more than ${maxPages} pages` };
         },
+        async ping() {
+          const t0 = performance.now();
+          try {
+            await client.ping(requestOptions);
+            return { ok: true, latencyMs: Math.round(performance.now() - t0) };
+          } catch (err) {
+            return { ...failure(err, 'ping', deadline), latencyMs: Math.round(performance.now() - t0) };
+          }
+        },
         async callTool(name, args) {
           const t0 = performance.now();
           try {

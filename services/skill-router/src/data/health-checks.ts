@@ -6,6 +6,8 @@ import { msInterval } from './sql';
 /** A skill due for a periodic health check. */
 export interface HealthJob extends claims.ClaimedSkill {
   status: SkillStatus;
+  /** The tool of a skill imported from an MCP server (checked over MCP), `null` for an HTTP skill. */
+  mcpTool: string | null;
 }
 
 /** One endpoint probe, as stored in `health_checks`. */
@@ -33,21 +35,31 @@ export class HealthChecks {
 
   /**
    * Claims up to `batch` active, suspended or degraded skills whose health check is due, pushing their next
-   * check `intervalMs` ahead in the same statement (`FOR UPDATE SKIP LOCKED`: one replica each).
+   * check `intervalMs` ahead in the same statement (`FOR UPDATE SKIP LOCKED`: one replica each). The
+   * tools of an MCP server whose check is due come with every other checked tool of the same server
+   * URL, due or not (after the due ones), so that one probe of the server checks them all and their
+   * schedules stay together from then on.
    * @param intervalMs time to the next check, in milliseconds
    */
   async claimDue(batch: number, intervalMs: number): Promise<HealthJob[]> {
+    const checked = `('active', 'suspended', 'degraded')`;
     return claims.claimSkills(
       this.prisma,
       claims.statsClaimSql({
         set: `next_health_check_at = now() + ${msInterval(2)}`,
-        where: `d.next_health_check_at <= now() AND k.status IN ('active', 'suspended', 'degraded')`,
+        where: `k.status IN ${checked} AND (d.next_health_check_at <= now()
+          OR (k.mcp_tool IS NOT NULL AND d.next_health_check_at IS NOT NULL AND k.endpoint IN (
+            SELECT ms.endpoint FROM skill_stats md JOIN skills ms ON ms.skill_id = md.skill_id
+             WHERE md.next_health_check_at <= now() AND ms.mcp_tool IS NOT NULL AND ms.status IN ${checked})))`,
         orderBy: 'd.next_health_check_at',
-        returning: 's.status',
+        returning: 's.status, s.mcp_tool',
       }),
       batch,
       intervalMs,
-      (r: claims.ClaimedSkillRow & { status: SkillStatus }) => ({ status: r.status }),
+      (r: claims.ClaimedSkillRow & { status: SkillStatus; mcp_tool: string | null }) => ({
+        status: r.status,
+        mcpTool: r.mcp_tool,
+      }),
     );
   }
 

@@ -118,7 +118,7 @@ export interface DiscoverOperations {
    * Imports the tools of an MCP server (Streamable HTTP) as skills `<server_id>.<tool>` (README, "MCP
    * servers as skills"): the handshake and `tools/list` (at most {@link MCP_LIMITS}), then each tool
    * that can become a skill is registered like `register` does, unless it is already registered with
-   * the same definition and labels and not failed (`unchanged`). Against REGISTRATIONS_PER_KEY_PER_DAY
+   * the same definition and labels and is active or pending verification (`unchanged`). Against REGISTRATIONS_PER_KEY_PER_DAY
    * the import counts once and every tool written beyond the first once more; nothing is written when
    * the key may not write them all, and such a refused import costs the key one registration.
    * @param location where the body came from, the first segment of a field error's path (`body`)
@@ -397,9 +397,12 @@ export function discoverOperations(deps: DiscoverDeps): DiscoverOperations {
           'forbidden',
           `Skill ${foreign.skill_id} was registered with another API key; only that key may update it`,
         );
+      // An unchanged tool that is routed or being verified is left alone; one out of routing (failed,
+      // suspended, degraded) is verified again, as a re-registered HTTP skill is.
       const toWrite = tools.filter((t, i) => {
         const was = current[i];
-        return !(was && was.status !== 'verification_failed' && canonicalJson(was.body) === canonicalJson(t));
+        const inService = was?.status === 'active' || was?.status === 'pending_verification';
+        return !(was && inService && canonicalJson(was.body) === canonicalJson(t));
       });
       // The import itself counted once above; every further tool written counts too. A refused
       // import gives back what it counted for its tools (the refused one included: the limiter counts

@@ -62,6 +62,8 @@ export interface McpSession {
   listTools(maxTools: number, maxPages: number): Promise<{ ok: true; tools: McpTool[] } | McpFailure>;
   /** `tools/call` of `name` with `args`. */
   callTool(name: string, args: Record<string, unknown>): Promise<McpCallOutcome>;
+  /** MCP `ping`: whether the server answers in the session; `latencyMs` in milliseconds. */
+  ping(): Promise<{ ok: true; latencyMs: number } | (McpFailure & { latencyMs: number })>;
   /** Ends the session (never throws). */
   close(): Promise<void>;
 }

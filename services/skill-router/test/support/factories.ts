@@ -47,3 +47,19 @@ export function uniqueWord(): string {
   const letters = Array.from({ length: 10 }, () => String.fromCharCode(97 + Math.floor(Math.random() * 26)));
   return `zq${letters.join('')}`;
 }
+
+/** A valid `POST /api/discover/register/mcp` body for the MCP server `serverId` at `url`; `overrides` replace top-level fields. */
+export function buildMcpServer(
+  serverId: string,
+  url: string,
+  overrides: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    server_id: serverId,
+    url,
+    provider: 'Local MCP provider',
+    chains: [],
+    pricing: { model: 'per_call', price_usd: 0.001 },
+    ...overrides,
+  };
+}
