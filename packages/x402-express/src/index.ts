@@ -54,4 +54,4 @@ export {
   verifySignIn,
   requirePayerSignIn,
 } from './sign-in';
-export type { SignInWithX, SignedIn, SignedInAccess } from './sign-in';
+export type { SignInGuard, SignInLimit, SignInWithX, SignedIn, SignedInAccess } from './sign-in';

@@ -42,7 +42,34 @@ export interface SignInWithX {
   statement?: string;
   /** Seconds a challenge may be signed and presented in (`expirationTime`; default 300). */
   challengeSeconds?: number;
+  /**
+   * Limits the sign-in proofs checked, asked once a proof's header is parsed and before its signature
+   * is checked or anything is read (each check costs an Ed25519 verification and a database read);
+   * absent: no limit.
+   */
+  guard?: SignInGuard;
 }
+
+/** Which limit refused a sign-in proof: per client (IPv4 address, IPv6 /64) or per claimed wallet. */
+export type SignInLimit = 'client' | 'address';
+
+/**
+ * Decides whether a sign-in proof may be checked (docs/payments.md, "Signing in instead of paying
+ * again"): `ip` the client's address (`req.ip`), `address` the wallet the proof claims (not yet
+ * checked), `network` the request's. Refused: the seconds until the limit's window ends (at least 1).
+ * Its failures become 500s: a limit that cannot be read refuses nothing silently.
+ */
+export type SignInGuard = (attempt: {
+  ip: string | undefined;
+  address: string;
+  network: X402Network;
+}) => Promise<{ allowed: true } | { allowed: false; retryAfterSeconds: number; limit: SignInLimit }>;
+
+/** The message of a sign-in refused by each limit, given the seconds to wait. */
+const SIGN_IN_REFUSALS: Readonly<Record<SignInLimit, (seconds: number) => string>> = {
+  client: (s) => `Too many sign-in proofs from this client; retry in ${s} s`,
+  address: (s) => `Too many sign-in proofs for this wallet; retry in ${s} s`,
+};
 
 /** A request served to its payer without paying again ({@link SignInWithX.accessWindowSeconds}). */
 export interface SignedInAccess extends PaidAccess {
@@ -107,6 +134,9 @@ function challengeMsOf(options: SignInWithX): number {
   return (options.challengeSeconds ?? SIGN_IN_CHALLENGE_SECONDS) * 1000;
 }
 
+/** A base58 Solana address (32 bytes). */
+const SOLANA_ADDRESS = /^[1-9A-HJ-NP-Za-km-z]{32,44}$/;
+
 /** A refused sign-in: a 402 whose `details.reason` names why (and whose `PAYMENT-REQUIRED` has a new challenge). */
 function refuse(reason: string, message: string): never {
   throw new AppError('payment_required', message, { details: { reason } });
@@ -123,9 +153,10 @@ function refuse(reason: string, message: string): never {
  * @returns the wallet that signed, and the use of its nonce
  * @throws AppError `payment_required` (402) with `details.reason`: `siwx_required` (no proof),
  *   `invalid_siwx_header` (not base64 JSON of a proof), `invalid_siwx_unsupported_chain` (another
- *   chain than the request's network), the extension's own codes (`invalid_siwx_domain_mismatch`,
+ *   chain than the request's network), `invalid_siwx_address` (not a base58 Solana address), the extension's own codes (`invalid_siwx_domain_mismatch`,
  *   `invalid_siwx_uri_mismatch`, `invalid_siwx_expired`, `invalid_siwx_issued_at_too_old`,
- *   `invalid_siwx_signature`, ...)
+ *   `invalid_siwx_signature`, ...); `rate_limited` (429, `Retry-After`, `details: { reason:
+ *   "siwx_rate_limited", limit }`) when {@link SignInWithX.guard} refuses the proof, before it is checked
  */
 export async function verifySignIn(
   req: Request,
@@ -150,6 +181,15 @@ export async function verifySignIn(
       'invalid_siwx_unsupported_chain',
       `The sign-in proof must be signed for ${CAIP2_NETWORKS[network]} (ed25519)`,
     );
+  // Checked before the limits count it: an address is a limit's key (and a Solana key is 32 bytes).
+  if (!SOLANA_ADDRESS.test(payload.address))
+    return refuse('invalid_siwx_address', "The sign-in proof's address is not a Solana wallet address");
+  const decision = await options.guard?.({ ip: req.ip, address: payload.address, network });
+  if (decision && !decision.allowed)
+    throw new AppError('rate_limited', SIGN_IN_REFUSALS[decision.limit](decision.retryAfterSeconds), {
+      details: { reason: 'siwx_rate_limited', limit: decision.limit },
+      headers: { 'Retry-After': String(decision.retryAfterSeconds) },
+    });
   const maxAge = challengeMsOf(options);
   const validation = await validateSIWxMessage(payload, origin, { maxAge });
   if (!validation.isValid) return refuse(validation.invalidReason, validation.invalidMessage);

@@ -192,6 +192,14 @@ export const MarketIntelEnv = z.object({
   /** The access windows of sign-in-with-x, per route class ({@link AccessWindows}). */
   X402_ACCESS_WINDOW_SECONDS: accessWindowsVar,
   /**
+   * Sign-in-with-x proofs checked per client (IPv4 address, IPv6 /64), network and minute, across
+   * replicas (each costs an Ed25519 verification and a database read); then 429 before the proof is
+   * checked (docs/payments.md, "Signing in instead of paying again").
+   */
+  X402_SIGN_INS_PER_MINUTE_PER_CLIENT: intVar(120, 1, 1_000_000),
+  /** Sign-in-with-x proofs checked per claimed wallet, network and minute, across replicas; then 429. */
+  X402_SIGN_INS_PER_MINUTE_PER_ADDRESS: intVar(30, 1, 1_000_000),
+  /**
    * The latest reports are read from memory while every stored report is heard, LISTEN plus the
    * `report-watermark` loop (docs/architecture.md, "Fast paths"); false: from the database on every
    * read, with neither the listener nor the loop.

@@ -8,6 +8,7 @@ import {
   type HotPath,
   type PaymentGateway,
   type SettlementGuard,
+  type SignInGuard,
   type VerificationAttempt,
   type VerificationGuard,
 } from '@repo/x402-express';
@@ -60,6 +61,8 @@ export type PaymentConfig = Pick<
   | 'NODE_ENV'
   | 'X402_SIGN_IN_WITH_X'
   | 'X402_ACCESS_WINDOW_SECONDS'
+  | 'X402_SIGN_INS_PER_MINUTE_PER_CLIENT'
+  | 'X402_SIGN_INS_PER_MINUTE_PER_ADDRESS'
 >;
 
 /**
@@ -183,15 +186,18 @@ const SETTLEMENT_IN_FLIGHT_SECONDS = 60;
  * @param pool the service's rate-limit pool (`Database.rateLimitPool`: asynchronous commit)
  */
 export function createSettlementGuard(config: PaymentConfig, pool: Pool): SettlementGuard {
-  const perClient = createRateLimit(pool, {
-    keyPrefix: 'x402_settle_client',
-    points: config.X402_SETTLEMENTS_PER_MINUTE_PER_CLIENT,
-    durationSeconds: 60,
-  });
-  const perPayer = createRateLimit(pool, {
-    keyPrefix: 'x402_settle_payer',
-    points: config.X402_SETTLEMENTS_PER_MINUTE_PER_PAYER,
-    durationSeconds: 60,
+  type SettlementAttempt = Parameters<SettlementGuard>[0];
+  const perMinute = minuteLimitsInTurn(pool, {
+    client: {
+      keyPrefix: 'x402_settle_client',
+      points: config.X402_SETTLEMENTS_PER_MINUTE_PER_CLIENT,
+      keyOf: ({ ip, network }: SettlementAttempt) => `${network}:${clientIpKey(ip)}`,
+    },
+    payer: {
+      keyPrefix: 'x402_settle_payer',
+      points: config.X402_SETTLEMENTS_PER_MINUTE_PER_PAYER,
+      keyOf: ({ payer, network }: SettlementAttempt) => `${network}:${payer ?? 'unknown'}`,
+    },
   });
   // Every slot taken is given back, refused or not, so the count is the settlements in flight.
   const inFlight = createRateLimit(pool, {
@@ -200,13 +206,10 @@ export function createSettlementGuard(config: PaymentConfig, pool: Pool): Settle
     durationSeconds: SETTLEMENT_IN_FLIGHT_SECONDS,
     inMemoryRefusal: false,
   });
-  return async ({ ip, payer, source, network }) => {
-    const client = await perClient.consume(`${network}:${clientIpKey(ip)}`);
-    if (!client.allowed)
-      return { allowed: false, retryAfterSeconds: client.retryAfterSeconds, limit: 'client' };
-    const byPayer = await perPayer.consume(`${network}:${payer ?? 'unknown'}`);
-    if (!byPayer.allowed)
-      return { allowed: false, retryAfterSeconds: byPayer.retryAfterSeconds, limit: 'payer' };
+  return async (attempt) => {
+    const limited = await perMinute(attempt);
+    if (!limited.allowed) return limited;
+    const { payer, source, network } = attempt;
     const slot = `${network}:${payer ?? 'unknown'}:${source ?? 'unknown'}`;
     const held = await inFlight.consume(slot);
     if (!held.allowed) {
@@ -214,6 +217,59 @@ export function createSettlementGuard(config: PaymentConfig, pool: Pool): Settle
       return { allowed: false, retryAfterSeconds: 1, limit: 'payer_in_flight' };
     }
     return { allowed: true, release: () => inFlight.reward(slot) };
+  };
+}
+
+/**
+ * The sign-in limits (docs/payments.md, "Signing in instead of paying again"): sign-in proofs checked
+ * per client (IPv4 address or IPv6 /64) and per claimed wallet, each per network and minute, in the
+ * `rate_limits` table so that they hold across replicas. Asked before a proof's signature is checked,
+ * so the wallet is the one it claims: a flood of forged proofs naming a wallet delays that wallet's
+ * sign-ins by at most the minute (paying still works).
+ * @param pool the service's rate-limit pool (`Database.rateLimitPool`: asynchronous commit)
+ */
+export function createSignInGuard(config: PaymentConfig, pool: Pool): SignInGuard {
+  type SignInAttempt = Parameters<SignInGuard>[0];
+  return minuteLimitsInTurn(pool, {
+    client: {
+      keyPrefix: 'x402_siwx_client',
+      points: config.X402_SIGN_INS_PER_MINUTE_PER_CLIENT,
+      keyOf: ({ ip, network }: SignInAttempt) => `${network}:${clientIpKey(ip)}`,
+    },
+    address: {
+      keyPrefix: 'x402_siwx_address',
+      points: config.X402_SIGN_INS_PER_MINUTE_PER_ADDRESS,
+      keyOf: ({ address, network }: SignInAttempt) => `${network}:${address}`,
+    },
+  });
+}
+
+/** One per-minute limit of {@link minuteLimitsInTurn}: its key prefix, events per minute and key. */
+interface MinuteLimit<A> {
+  keyPrefix: string;
+  points: number;
+  keyOf: (attempt: A) => string;
+}
+
+/**
+ * Limits of events per minute (`createRateLimit`, the `rate_limits` table), counted in the order
+ * given: the first that refuses answers, with its name and the seconds until its window ends, and the
+ * later ones count nothing.
+ */
+function minuteLimitsInTurn<A, L extends string>(
+  pool: Pool,
+  limits: Record<L, MinuteLimit<A>>,
+): (attempt: A) => Promise<{ allowed: true } | { allowed: false; retryAfterSeconds: number; limit: L }> {
+  const counted = (Object.entries(limits) as [L, MinuteLimit<A>][]).map(
+    ([limit, { keyPrefix, points, keyOf }]) =>
+      [limit, keyOf, createRateLimit(pool, { keyPrefix, points, durationSeconds: 60 })] as const,
+  );
+  return async (attempt) => {
+    for (const [limit, keyOf, rate] of counted) {
+      const decision = await rate.consume(keyOf(attempt));
+      if (!decision.allowed) return { allowed: false, retryAfterSeconds: decision.retryAfterSeconds, limit };
+    }
+    return { allowed: true };
   };
 }
 
@@ -253,7 +309,7 @@ export function createVerificationGuard(config: PaymentConfig, pool: Pool): Veri
  * Postgres payment ledger (table `x402_payments`), with a settler the payment identifiers (table
  * `x402_payment_identifiers`, docs/payments.md, "Retrying safely: payment identifiers"), with a settler and
  * `X402_SIGN_IN_WITH_X` on sign-in-with-x (table `x402_siwx_nonces`, windows from
- * `X402_ACCESS_WINDOW_SECONDS`: docs/payments.md, "Signing in instead of paying again"), the request-bound references when
+ * `X402_ACCESS_WINDOW_SECONDS`, its proofs limited by {@link createSignInGuard}: docs/payments.md, "Signing in instead of paying again"), the request-bound references when
  * `X402_REFERENCE_SECRET` is set, and the verification and settlement rate limits (stored through the
  * rate-limit pool); `close()` releases the RPC connection pools (the verifiers' and the settlers'). Its `onAnswerStored` hands every
  * stored paid answer to the hot path named with `answersTo(hotPath)` (`@repo/x402-express`'s README,
@@ -329,6 +385,7 @@ export function createPaymentGateway(
             },
             requiredForReplay: true,
             statement: 'Sign in to market-intel with the wallet that paid',
+            guard: createSignInGuard(config, pools.rateLimit),
           },
         }
       : {}),

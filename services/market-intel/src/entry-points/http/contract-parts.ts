@@ -158,7 +158,10 @@ const PAYMENT_NOT_ACCEPTABLE: OpenApiResponse = {
 
 const VERIFICATIONS_LIMITED =
   'too many payment verifications from this client (IPv4 address or IPv6 /64) on this network this minute ' +
-  '(X402_VERIFICATIONS_PER_MINUTE_PER_CLIENT); nothing consumed; retry after Retry-After';
+  '(X402_VERIFICATIONS_PER_MINUTE_PER_CLIENT); nothing consumed; retry after Retry-After. With sign-in-with-x on, ' +
+  'also too many SIGN-IN-WITH-X proofs from this client or for the wallet a proof claims, on this network this ' +
+  'minute (X402_SIGN_INS_PER_MINUTE_PER_CLIENT, X402_SIGN_INS_PER_MINUTE_PER_ADDRESS; details: { reason: ' +
+  'siwx_rate_limited, limit: client | address }), refused before the proof is checked';
 
 /**
  * The 400 of a free route whose only query parameter, `network`, is not one of the accepted values
