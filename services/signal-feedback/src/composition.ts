@@ -152,6 +152,10 @@ export async function compose(
     logger,
     now: overrides.now,
     onVerdict: (verdict) => events.deploymentVerified(verdict),
+    // Two monitor periods (the monitor's own, at least a second): one look may be late, not two.
+    ...(config.DEPLOYMENT_LISTING_SNAPSHOTS
+      ? { listingSnapshots: { maxAgeMs: 2 * Math.max(config.MONITOR_INTERVAL_MS, 1000) } }
+      : {}),
   });
 
   // A rotated or deleted key is dropped from every replica's key cache as soon as its change commits;

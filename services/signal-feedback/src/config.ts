@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   assertProductionReady,
+  boolVar,
   ConfigError,
   DatabaseEnv,
   intVar,
@@ -59,6 +60,12 @@ export const SignalFeedbackEnv = z.object({
   VERIFICATION_MIN_SIGNALS: intVar(30, 1, 1_000_000),
   /** Period of the open-window monitor (README, "The open-window monitor"), ms; 0 disables it. Each open deployment is looked at about once per period. */
   MONITOR_INTERVAL_MS: intVar(60_000, 0, 86_400_000),
+  /**
+   * The open-deployment listing's fast path (README, "The open-window monitor"; docs/architecture.md,
+   * "Fast paths"): the monitor stores each open deployment's provisional figures, and a listing serves
+   * them while they are current; false: every listing computes them.
+   */
+  DEPLOYMENT_LISTING_SNAPSHOTS: boolVar(true),
   /** The service's public origin, e.g. https://feedback.example.com, for links in webhooks; unset: `link` is null. */
   PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
   /** Per-attempt webhook deadline (connect, headers, body), ms (README, "Webhooks (signal-feedback)"). */

@@ -38,6 +38,28 @@ export interface DeploymentRecord {
   /** When the open-window monitor detected a regression; null: it did not. */
   regressionDetectedAt: Date | null;
   createdAt: Date;
+  /**
+   * The open-window monitor's stored provisional figures, read only by a listing
+   * ({@link DeploymentRepository.listForProposal}); undefined elsewhere, null when none are stored.
+   */
+  storedFigures?: StoredFigures | null;
+}
+
+/**
+ * An open deployment's provisional verification as the open-window monitor stored it (README, "The
+ * open-window monitor"), with what it covers: read from the deployment's row, never from memory, so
+ * every replica judges it alike.
+ */
+export interface StoredFigures {
+  /** The provisional verification, exactly as it was computed. */
+  verification: VerificationResult;
+  /** When it was computed (its `computed_at`). */
+  computedAt: Date;
+  /**
+   * Whether the deployment's product has a signal newer (a greater id: the arrival order) than the
+   * newest it had when the figures were computed; true: they may miss it.
+   */
+  superseded: boolean;
 }
 
 /** Who asks: a product key sees its product's proposals, a session all of its user's. */
@@ -49,6 +71,12 @@ export type DeploymentCreateOutcome =
   | { notFound: true }
   | { notApproved: ProposalStatus }
   | { quota: { plan: PlanName; limit: number } };
+
+type StoredFiguresRow = {
+  provisional_figures: VerificationResult | null;
+  provisional_at: Date | null;
+  provisional_superseded: boolean;
+};
 
 type Row = {
   id: string;
@@ -73,14 +101,24 @@ type Row = {
   created_at: Date;
 };
 
-const SELECT = `SELECT d.id, d.proposal_id, p.context_id, p.product_id, pr.user_id, u.plan::text AS plan, d.deployed_at,
+const COLUMNS = `SELECT d.id, d.proposal_id, p.context_id, p.product_id, pr.user_id, u.plan::text AS plan, d.deployed_at,
          d.version, d.note, d.window_minutes, d.signal_type, d.alpha, coalesce(d.treated_context_ids::text[], '{}') AS treated_context_ids,
          coalesce(d.control_context_ids::text[], '{}') AS control_context_ids,
          coalesce(d.signal_types::text[], '{}') AS signal_types,
          d.verdict::text AS verdict, d.verification,
-         (SELECT r.id FROM proposals r WHERE r.regression_of_id = d.id LIMIT 1) AS regression_proposal_id, d.regression_detected_at, d.created_at
+         (SELECT r.id FROM proposals r WHERE r.regression_of_id = d.id LIMIT 1) AS regression_proposal_id, d.regression_detected_at, d.created_at`;
+const FROM = `
     FROM deployments d JOIN proposals p ON p.id = d.proposal_id
     JOIN products pr ON pr.id = p.product_id JOIN users u ON u.id = pr.user_id`;
+const SELECT = COLUMNS + FROM;
+/**
+ * The stored figures and whether a newer signal of the deployment's own product (`p.product_id`, never
+ * the caller's) exists: one probe of the `(product_id, id)` index.
+ */
+const STORED_FIGURES = `, d.provisional_figures, d.provisional_at,
+         (d.provisional_figures IS NOT NULL AND EXISTS (
+            SELECT 1 FROM signals s WHERE s.product_id = p.product_id AND s.id > coalesce(d.provisional_signal_id, 0))
+         ) AS provisional_superseded`;
 
 /** `$n` matches the scope: a product id or the owning user's id. */
 const scopeClause = (scope: DeploymentScope, n: number) =>
@@ -243,12 +281,61 @@ export class DeploymentRepository {
       scopeValue(scope),
     );
     if (owned.length === 0) return undefined;
-    const rows = await this.db.$queryRawUnsafe<Row[]>(
-      `${SELECT} WHERE d.proposal_id = $1::uuid ORDER BY d.deployed_at DESC, d.created_at DESC LIMIT $2`,
+    const rows = await this.db.$queryRawUnsafe<(Row & StoredFiguresRow)[]>(
+      `${COLUMNS}${STORED_FIGURES}${FROM} WHERE d.proposal_id = $1::uuid ORDER BY d.deployed_at DESC, d.created_at DESC LIMIT $2`,
       proposalId,
       limit,
     );
-    return rows.map(toRecord);
+    return rows.map((r) => ({
+      ...toRecord(r),
+      storedFigures:
+        r.provisional_figures && r.provisional_at
+          ? {
+              verification: r.provisional_figures,
+              computedAt: r.provisional_at,
+              superseded: r.provisional_superseded,
+            }
+          : null,
+    }));
+  }
+
+  /**
+   * The id of the product's newest signal (the arrival order), read before figures are computed so
+   * that they cover at least every signal up to it; null when the product has none. Signals of one
+   * owner are stored under the row lock of their monthly counter (`insertWithinQuota`), so their ids
+   * commit in order and none below this one can appear later.
+   * @returns the id as a decimal string (a bigint)
+   */
+  async newestSignalId(productId: string): Promise<string | null> {
+    const rows = await this.db.$queryRawUnsafe<{ id: string | null }[]>(
+      `SELECT max(id)::text AS id FROM signals WHERE product_id = $1::uuid`,
+      productId,
+    );
+    return rows[0]?.id ?? null;
+  }
+
+  /**
+   * Stores an open deployment's provisional figures for the listing (README, "The open-window
+   * monitor"), with the newest signal they cover and when they were computed; never over newer
+   * figures another replica stored, and never once the verdict is stored.
+   * @param coversSignalId {@link newestSignalId} read before the figures were computed
+   * @returns whether they were stored
+   */
+  async storeProvisional(
+    id: string,
+    verification: VerificationResult,
+    coversSignalId: string | null,
+    computedAt: Date,
+  ): Promise<boolean> {
+    const updated = await this.db.$executeRawUnsafe(
+      `UPDATE deployments SET provisional_figures = $2::jsonb, provisional_signal_id = $3::bigint, provisional_at = $4
+        WHERE id = $1::uuid AND verdict = 'pending' AND (provisional_at IS NULL OR provisional_at <= $4)`,
+      id,
+      JSON.stringify(verification),
+      coversSignalId,
+      computedAt,
+    );
+    return updated === 1;
   }
 
   /** One deployment, whoever owns it (the verification's own reads). */

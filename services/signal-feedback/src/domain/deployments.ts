@@ -29,6 +29,13 @@ export interface DeploymentServiceDeps {
   leaseMs?: number;
   /** Told about each stored verdict (metrics). */
   onVerdict?: (verdict: Verification['verdict']) => void;
+  /**
+   * The listing's stored figures (`DEPLOYMENT_LISTING_SNAPSHOTS`, README, "The open-window monitor"):
+   * the monitor stores each open deployment's provisional figures, and a listing serves them while no
+   * newer signal of the product exists and they are at most `maxAgeMs` old (two monitor periods);
+   * undefined: nothing is stored and every listing computes.
+   */
+  listingSnapshots?: { maxAgeMs: number };
 }
 
 /** The most deployments a listing holds, the newest (each open one is counted anew when listed). */
@@ -133,7 +140,8 @@ export class DeploymentService {
   /**
    * A proposal's deployments, newest first, each with its verification: the stored one once the
    * after-window closed (verified now if no replica did yet), else provisional figures over the time
-   * elapsed since `deployed_at` and an equal window before it.
+   * elapsed since `deployed_at` and an equal window before it: those the open-window monitor stored
+   * while they are current (see {@link DeploymentServiceDeps.listingSnapshots}), else computed now.
    * @param limit the most deployments listed (the newest)
    * @throws AppError `not_found` (404) when the scope has no such proposal
    */
@@ -142,15 +150,35 @@ export class DeploymentService {
     if (!rows) throw notFound('proposal');
     const now = this.now();
     const out: Deployment[] = [];
-    for (const row of rows) out.push(await this.toWire(await this.verifyIfDue(row, now), now));
+    for (const row of rows) {
+      const d = await this.verifyIfDue(row, now);
+      const stored = d.verification ? undefined : this.currentStoredFigures(d, now);
+      out.push(await this.toWire(d, now, stored));
+    }
     return out;
+  }
+
+  /**
+   * An open deployment's stored provisional figures when they may be served as of `now` (README, "The
+   * open-window monitor"): the switch is on, the row carries them, no newer signal of the product
+   * exists, they are provisional, the after-window is still open and they are at most `maxAgeMs` old
+   * (and not from the future of this replica's clock).
+   */
+  private currentStoredFigures(d: DeploymentRecord, now: Date): Verification | undefined {
+    const snapshots = this.deps.listingSnapshots;
+    const stored = d.storedFigures;
+    if (!snapshots || !stored || stored.superseded || !stored.verification.provisional) return undefined;
+    if (d.verdict !== 'pending' || afterWindowEnd(d).getTime() <= now.getTime()) return undefined;
+    const age = now.getTime() - stored.computedAt.getTime();
+    return age >= 0 && age <= snapshots.maxAgeMs ? stored.verification : undefined;
   }
 
   /**
    * The provisional verification of an open deployment, for the open-window monitor (README,
    * "Deployments and verification"): the figures over the time elapsed since `deployed_at` with
    * `monitor` (the always-valid regression check at the deployment's alpha), `verdict` `inconclusive`
-   * and no fixed-horizon p-value. Reads only; stores nothing.
+   * and no fixed-horizon p-value. With `listingSnapshots`, it stores them on the deployment with the
+   * newest signal of the product they cover, for the listing (README, "The open-window monitor").
    * @param deploymentId any deployment (the monitor's own reads: no scope)
    * @returns undefined when there is no such deployment, or its verdict is stored, or its after-window
    *   has closed (the scheduled verification decides it then)
@@ -161,7 +189,12 @@ export class DeploymentService {
     const d = await this.deps.deployments.get(deploymentId);
     const now = this.now();
     if (!d || d.verdict !== 'pending' || afterWindowEnd(d).getTime() <= now.getTime()) return undefined;
-    return { deployment: d, verification: await this.compute(d, now) };
+    if (!this.deps.listingSnapshots) return { deployment: d, verification: await this.compute(d, now) };
+    // Read before the counts: the figures cover at least every signal up to this one.
+    const covers = await this.deps.deployments.newestSignalId(d.productId);
+    const verification = await this.compute(d, now);
+    await this.deps.deployments.storeProvisional(d.id, verification, covers, now);
+    return { deployment: d, verification };
   }
 
   /**
@@ -276,7 +309,8 @@ export class DeploymentService {
     );
   }
 
-  private async toWire(d: DeploymentRecord, now: Date): Promise<Deployment> {
+  /** @param stored provisional figures to show instead of computing them (the listing's fast path) */
+  private async toWire(d: DeploymentRecord, now: Date, stored?: Verification): Promise<Deployment> {
     return {
       id: d.id,
       proposal_id: d.proposalId,
@@ -289,7 +323,7 @@ export class DeploymentService {
       control_contexts: d.controlContextIds.length > 0 ? d.controlContextIds : null,
       verification: d.verification
         ? upgradeStoredVerification(d.verification, d.treatedContextIds)
-        : await this.compute(d, now),
+        : (stored ?? (await this.compute(d, now))),
       regression_proposal_id: d.regressionProposalId,
       regression_detected_at: d.regressionDetectedAt?.toISOString() ?? null,
       created_at: d.createdAt.toISOString(),
