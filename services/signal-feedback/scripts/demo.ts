@@ -337,7 +337,9 @@ function printVerification(v: DemoVerification & { alpha?: number }, log: (line:
   log(
     v.placebo
       ? `  placebo one week earlier: ${effectLine(v.placebo, alpha)}, ${v.placebo.significant ? 'SIGNIFICANT (pre-trend)' : 'not significant'}`
-      : '  placebo one week earlier: not computed (no signals two weeks back: a timestamp may be at most 7 days old)',
+      : '  placebo one week earlier: not computed: its windows start two weeks back (the before-window is ' +
+          'always whole weeks back, one week for any window up to 7 days) and a signal sent through the ' +
+          'API may be at most 7 days old',
   );
   if (v.traffic)
     log(
