@@ -75,7 +75,7 @@ export type DeploymentCreateOutcome =
 type StoredFiguresRow = {
   provisional_figures: VerificationResult | null;
   provisional_at: Date | null;
-  provisional_superseded: boolean;
+  provisional_signal_id: string | null;
 };
 
 type Row = {
@@ -111,14 +111,8 @@ const FROM = `
     FROM deployments d JOIN proposals p ON p.id = d.proposal_id
     JOIN products pr ON pr.id = p.product_id JOIN users u ON u.id = pr.user_id`;
 const SELECT = COLUMNS + FROM;
-/**
- * The stored figures and whether a newer signal of the deployment's own product (`p.product_id`, never
- * the caller's) exists: one probe of the `(product_id, id)` index.
- */
-const STORED_FIGURES = `, d.provisional_figures, d.provisional_at,
-         (d.provisional_figures IS NOT NULL AND EXISTS (
-            SELECT 1 FROM signals s WHERE s.product_id = p.product_id AND s.id > coalesce(d.provisional_signal_id, 0))
-         ) AS provisional_superseded`;
+/** The stored figures and the newest signal they cover. */
+const STORED_FIGURES = `, d.provisional_figures, d.provisional_at, d.provisional_signal_id::text AS provisional_signal_id`;
 
 /** `$n` matches the scope: a product id or the owning user's id. */
 const scopeClause = (scope: DeploymentScope, n: number) =>
@@ -286,17 +280,47 @@ export class DeploymentRepository {
       proposalId,
       limit,
     );
-    return rows.map((r) => ({
-      ...toRecord(r),
-      storedFigures:
-        r.provisional_figures && r.provisional_at
-          ? {
-              verification: r.provisional_figures,
-              computedAt: r.provisional_at,
-              superseded: r.provisional_superseded,
-            }
-          : null,
-    }));
+    const newest = await this.newestSignalsAbove(rows);
+    return rows.map((r) => {
+      const covers = BigInt(r.provisional_signal_id ?? 0);
+      const latest = newest.get(r.product_id);
+      return {
+        ...toRecord(r),
+        storedFigures:
+          r.provisional_figures && r.provisional_at
+            ? {
+                verification: r.provisional_figures,
+                computedAt: r.provisional_at,
+                superseded: latest !== undefined && latest > covers,
+              }
+            : null,
+      };
+    });
+  }
+
+  /**
+   * Per product of `rows` with stored figures, its newest signal above the oldest those figures cover
+   * (absent: none arrived since): one query per product, with the values in it so PostgreSQL plans
+   * the `id >` bound as the short range it is. The product is the deployment's own.
+   */
+  private async newestSignalsAbove(rows: readonly (Row & StoredFiguresRow)[]): Promise<Map<string, bigint>> {
+    const oldest = new Map<string, bigint>();
+    for (const r of rows) {
+      if (!r.provisional_figures) continue;
+      const covers = BigInt(r.provisional_signal_id ?? 0);
+      const seen = oldest.get(r.product_id);
+      if (seen === undefined || covers < seen) oldest.set(r.product_id, covers);
+    }
+    const newest = new Map<string, bigint>();
+    for (const [productId, covers] of oldest) {
+      const found = await this.db.$queryRawUnsafe<{ id: string | null }[]>(
+        `SELECT max(id)::text AS id FROM signals WHERE product_id = $1::uuid AND id > $2::bigint`,
+        productId,
+        covers.toString(),
+      );
+      if (found[0]?.id) newest.set(productId, BigInt(found[0].id));
+    }
+    return newest;
   }
 
   /**
