@@ -11,14 +11,14 @@
 // BENCH_NODE_ARGS when given; logging at info to a discarded stdout) in its own process; autocannon
 // and the pg baseline run here. Requests rotate over BENCH_PRODUCTS products of as many Scale users, and
 // the month's usage is reset before each round, so the monthly quota (500,000) never interferes.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { Pool } from 'pg';
-import { applyMigrations, ensureDatabase } from '@repo/db-migrate';
 import { describeMemory, memory, type MemoryBreakdown } from './memory';
+import { buildService, migrateDatabase } from './service-setup';
 
 const ROOT = path.resolve(__dirname, '..');
 const SERVICE_DIR = path.join(ROOT, 'services/signal-feedback');
@@ -170,21 +170,8 @@ async function main(): Promise<void> {
   log(
     `machine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}`,
   );
-  if (!SKIP_BUILD) {
-    log('building signal-feedback');
-    const build = spawnSync(
-      'pnpm',
-      ['exec', 'turbo', 'run', 'build', '--filter=@repo/signal-feedback...', '--output-logs=errors-only'],
-      { cwd: ROOT, stdio: ['ignore', 2, 2] },
-    );
-    if (build.status !== 0) throw new Error('build failed');
-  }
-  await ensureDatabase(DATABASE_URL);
-  await applyMigrations({
-    databaseUrl: DATABASE_URL,
-    migrationsDir: path.join(SERVICE_DIR, 'prisma/migrations'),
-    log: { info: () => undefined, warn: log },
-  });
+  if (!SKIP_BUILD) buildService(ROOT, '@repo/signal-feedback', log);
+  await migrateDatabase(DATABASE_URL, path.join(SERVICE_DIR, 'prisma/migrations'), log);
   const pool = new Pool({ connectionString: DATABASE_URL, max: CONNECTIONS });
   await pool.query(
     'TRUNCATE signals, proposals, usage_counters, sessions, contexts, products, users, rate_limits, analysis_runs CASCADE',
