@@ -29,7 +29,7 @@ export type { ApiKeyCache, ApiKeyCacheOptions } from './api-key-cache';
 export { assertProductionReady, productionProblems } from './production';
 export type { ProductionCheck } from './production';
 export type { RateDecision, RateLimit } from './rate-limit';
-export { backoffDelay, createLoop, createLoopMetrics, withJitter } from './loop';
+export { backoffDelay, createLoop, createLoopMetrics, releaseOnStop, withJitter } from './loop';
 export type { BackoffPolicy, Loop, LoopMetrics, LoopOptions, RoundResult } from './loop';
 export { createWebhookSender } from './webhooks';
 export type { WebhookAttempt, WebhookAttemptOutcome, WebhookSender, WebhookSenderOptions } from './webhooks';

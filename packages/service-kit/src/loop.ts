@@ -197,3 +197,21 @@ export function createLoop(options: LoopOptions): Loop {
     },
   };
 }
+
+/**
+ * `loop` (or a worker extending one, its other members kept) whose {@link Loop.stop} also releases
+ * what the rounds use (docs/architecture.md, "Runtime"): it stops the loop, waiting for the round in
+ * progress, then awaits `release` — a webhook sender's connection pool, for example — so no round is
+ * still using it when it goes. A stop whose `release` rejects rejects with that error.
+ * @param loop the loop, e.g. a `createLoop` one spread into a worker
+ * @param release run after every stop, once the loop has stopped
+ */
+export function releaseOnStop<L extends Loop>(loop: L, release: () => Promise<void>): L {
+  return {
+    ...loop,
+    async stop() {
+      await loop.stop();
+      await release();
+    },
+  };
+}

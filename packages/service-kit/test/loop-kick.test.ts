@@ -4,6 +4,7 @@ import {
   backoffDelay,
   createLogger,
   createLoop,
+  releaseOnStop,
   withJitter,
   type Loop,
   type LoopOptions,
@@ -129,6 +130,45 @@ describe('createLoop restarts', () => {
     expect(at.map((t) => t - t0)).toEqual([0, 100]);
     releases.shift()?.();
     await loop.stop();
+  });
+});
+
+describe('releaseOnStop', () => {
+  it('When stopped during a round, then the release runs only after that round ended, and the worker keeps its members', async () => {
+    const events: string[] = [];
+    let endRound: () => void = () => undefined;
+    const loop = createLoop({
+      name: 'releasing',
+      intervalMs: 60_000,
+      logger,
+      round: () => {
+        events.push('round started');
+        return new Promise<void>((resolve) => {
+          endRound = () => {
+            events.push('round ended');
+            resolve();
+          };
+        });
+      },
+    });
+    const worker = releaseOnStop({ ...loop, extra: 'kept' }, async () => {
+      events.push('released');
+    });
+    expect(worker.extra).toBe('kept');
+    const kicked = worker.kick();
+    expect(events).toEqual(['round started']);
+    const stopping = worker.stop();
+    await Promise.resolve();
+    expect(events).toEqual(['round started']);
+    endRound();
+    await Promise.all([kicked, stopping]);
+    expect(events).toEqual(['round started', 'round ended', 'released']);
+  });
+
+  it('When the release rejects, then stop rejects with its error', async () => {
+    const loop = createLoop({ name: 'failing-release', intervalMs: 60_000, logger, round: async () => {} });
+    const worker = releaseOnStop(loop, () => Promise.reject(new Error('pool already closed')));
+    await expect(worker.stop()).rejects.toThrow('pool already closed');
   });
 });
 

@@ -1,5 +1,11 @@
 import { createHash, createHmac } from 'node:crypto';
-import { createWebhookSender, type Logger, type Loop, type WebhookSenderOptions } from '@repo/service-kit';
+import {
+  createWebhookSender,
+  releaseOnStop,
+  type Logger,
+  type Loop,
+  type WebhookSenderOptions,
+} from '@repo/service-kit';
 import type { Db } from '../../data/prisma';
 import { workerLoop, type WorkerLoopOptions } from './worker-loop';
 
@@ -151,12 +157,5 @@ export function createWebhookDispatcher(db: Db, options: WebhookOptions, logger:
     logger,
   );
 
-  return {
-    ...loop,
-    async stop() {
-      await loop.stop();
-      await sender.close();
-    },
-    deliverDue,
-  };
+  return { ...releaseOnStop(loop, () => sender.close()), deliverDue };
 }

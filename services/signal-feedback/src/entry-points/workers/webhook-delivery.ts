@@ -1,6 +1,7 @@
 import {
   createLoop,
   createWebhookSender,
+  releaseOnStop,
   type Logger,
   type Loop,
   type LoopMetrics,
@@ -99,12 +100,5 @@ export function webhookDeliveryLoop(options: WebhookDeliveryOptions): WebhookDel
     // A full batch means more may be due: the next round runs at once.
     round: async () => (await deliverDue()) === BATCH,
   });
-  return {
-    ...loop,
-    async stop() {
-      await loop.stop();
-      await sender.close();
-    },
-    deliverDue,
-  };
+  return { ...releaseOnStop(loop, () => sender.close()), deliverDue };
 }
