@@ -1,4 +1,3 @@
-import { createServer, type Server } from 'node:http';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
@@ -7,6 +6,7 @@ import {
   PingRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
+import { startLoopbackServer } from './loopback-server';
 
 /** One tool of a local MCP server: its definition as `tools/list` shows it, and what a call answers. */
 export interface LocalTool {
@@ -63,73 +63,57 @@ export function structured(value: Record<string, unknown>): CallToolResult {
 export async function startLocalMcpServers(): Promise<LocalMcpServers> {
   const behaviours = new Map<string, LocalMcpBehaviour>();
   const counts = new Map<string, number>();
-  const http: Server = createServer((req, res) => {
-    void (async () => {
-      const match = /^\/([^/?]+)\/mcp(?:\?.*)?$/.exec(req.url ?? '');
-      const name = match?.[1];
-      const behaviour = name === undefined ? undefined : behaviours.get(name);
-      if (!name || !behaviour) {
-        res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"no such server"}');
-        return;
-      }
-      counts.set(`${name} requests`, (counts.get(`${name} requests`) ?? 0) + 1);
-      if (behaviour.unresponsive) return;
-      if (req.method === 'GET' && behaviour.holdGetStreams) {
-        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-        res.write(': stream open\n\n');
-        return;
-      }
-      if (behaviour.delayMs) await new Promise((r) => setTimeout(r, behaviour.delayMs));
-      if (res.destroyed) return;
-      const mcp = new McpServer(
-        { name: `${name}-server`, version: '1.0.0' },
-        { capabilities: { tools: {} } },
-      );
-      mcp.server.setRequestHandler(PingRequestSchema, () => {
-        counts.set(`${name} pings`, (counts.get(`${name} pings`) ?? 0) + 1);
-        if (behaviour.ping === 'huge') return { _meta: { padding: 'x'.repeat(2 * 1024 * 1024) } };
-        if (behaviour.ping === 'error') throw new Error(`pong\n\u0007${'\u00e9'.repeat(500)}`);
-        return {};
-      });
-      mcp.server.setRequestHandler(ListToolsRequestSchema, () => ({
-        tools: behaviour.tools.map(({ call: _call, ...definition }) => definition),
-      }));
-      mcp.server.setRequestHandler(CallToolRequestSchema, async (request) => {
-        const tool = behaviour.tools.find((t) => t.name === request.params.name);
-        if (!tool) return { content: [{ type: 'text', text: 'unknown tool' }], isError: true };
-        const key = `${name}/${tool.name}`;
-        counts.set(key, (counts.get(key) ?? 0) + 1);
-        return tool.call(request.params.arguments ?? {});
-      });
-      const transport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: undefined,
-        enableJsonResponse: true,
-      });
-      res.once('close', () => {
-        void transport.close();
-        void mcp.close();
-      });
-      await mcp.connect(transport);
-      await transport.handleRequest(req, res);
-    })().catch(() => {
-      if (!res.headersSent) res.writeHead(500);
-      res.end();
+  const http = await startLoopbackServer(async (req, res) => {
+    const match = /^\/([^/?]+)\/mcp(?:\?.*)?$/.exec(req.url ?? '');
+    const name = match?.[1];
+    const behaviour = name === undefined ? undefined : behaviours.get(name);
+    if (!name || !behaviour) {
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"no such server"}');
+      return;
+    }
+    counts.set(`${name} requests`, (counts.get(`${name} requests`) ?? 0) + 1);
+    if (behaviour.unresponsive) return;
+    if (req.method === 'GET' && behaviour.holdGetStreams) {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      res.write(': stream open\n\n');
+      return;
+    }
+    if (behaviour.delayMs) await new Promise((r) => setTimeout(r, behaviour.delayMs));
+    if (res.destroyed) return;
+    const mcp = new McpServer({ name: `${name}-server`, version: '1.0.0' }, { capabilities: { tools: {} } });
+    mcp.server.setRequestHandler(PingRequestSchema, () => {
+      counts.set(`${name} pings`, (counts.get(`${name} pings`) ?? 0) + 1);
+      if (behaviour.ping === 'huge') return { _meta: { padding: 'x'.repeat(2 * 1024 * 1024) } };
+      if (behaviour.ping === 'error') throw new Error(`pong\n\u0007${'\u00e9'.repeat(500)}`);
+      return {};
     });
+    mcp.server.setRequestHandler(ListToolsRequestSchema, () => ({
+      tools: behaviour.tools.map(({ call: _call, ...definition }) => definition),
+    }));
+    mcp.server.setRequestHandler(CallToolRequestSchema, async (request) => {
+      const tool = behaviour.tools.find((t) => t.name === request.params.name);
+      if (!tool) return { content: [{ type: 'text', text: 'unknown tool' }], isError: true };
+      const key = `${name}/${tool.name}`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+      return tool.call(request.params.arguments ?? {});
+    });
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    res.once('close', () => {
+      void transport.close();
+      void mcp.close();
+    });
+    await mcp.connect(transport);
+    await transport.handleRequest(req, res);
   });
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  const address = http.address();
-  if (!address || typeof address === 'string') throw new Error('no address');
-  const baseUrl = `http://127.0.0.1:${address.port}`;
   return {
-    url: (name) => `${baseUrl}/${name}/mcp`,
+    url: (name) => `${http.baseUrl}/${name}/mcp`,
     set: (name, behaviour) => void behaviours.set(name, behaviour),
     calls: (name, tool) => counts.get(`${name}/${tool}`) ?? 0,
     requests: (name) => counts.get(`${name} requests`) ?? 0,
     pings: (name) => counts.get(`${name} pings`) ?? 0,
-    close: () =>
-      new Promise<void>((resolve) => {
-        http.close(() => resolve());
-        http.closeAllConnections();
-      }),
+    close: () => http.close(),
   };
 }

@@ -1,4 +1,5 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import { startLoopbackServer } from './loopback-server';
 
 /** How a local skill endpoint answers. */
 export type SkillBehaviour =
@@ -42,54 +43,42 @@ export async function startLocalSkills(): Promise<LocalSkills> {
   const behaviours = new Map<string, SkillBehaviour>();
   const counts = new Map<string, { GET: number; POST: number }>();
   const inputs = new Map<string, unknown>();
-  const server: Server = createServer((req, res) => {
-    void (async () => {
-      const name = (req.url ?? '/').split('?')[0]!.replace(/^\//, '');
-      const b = behaviours.get(name);
-      const method = req.method === 'POST' ? 'POST' : 'GET';
-      const c = counts.get(name) ?? { GET: 0, POST: 0 };
-      c[method] += 1;
-      counts.set(name, c);
-      const send = (status: number, body: unknown) => {
-        res.writeHead(status, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(body));
-      };
-      if (!b) return send(404, { error: 'no such skill' });
-      if (b.kind === 'status') return send(b.status, { error: `configured ${b.status}` });
-      if ((b.kind === 'slow' || b.kind === 'healthy') && b.delayMs)
-        await new Promise((r) => setTimeout(r, b.delayMs));
-      if (method === 'GET') return send(200, { ok: true });
-      let input: unknown;
-      try {
-        input = await readJson(req);
-      } catch {
-        return send(400, { error: 'invalid JSON' });
-      }
-      inputs.set(name, input);
-      if (b.kind === 'not_json') {
-        res.writeHead(200, { 'content-type': 'text/plain' });
-        return res.end('this is not json');
-      }
-      send(200, b.respond(input));
-    })().catch(() => {
-      if (!res.headersSent) res.writeHead(500);
-      res.end();
-    });
+  const server = await startLoopbackServer(async (req, res) => {
+    const name = (req.url ?? '/').split('?')[0]!.replace(/^\//, '');
+    const b = behaviours.get(name);
+    const method = req.method === 'POST' ? 'POST' : 'GET';
+    const c = counts.get(name) ?? { GET: 0, POST: 0 };
+    c[method] += 1;
+    counts.set(name, c);
+    const send = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    if (!b) return send(404, { error: 'no such skill' });
+    if (b.kind === 'status') return send(b.status, { error: `configured ${b.status}` });
+    if ((b.kind === 'slow' || b.kind === 'healthy') && b.delayMs)
+      await new Promise((r) => setTimeout(r, b.delayMs));
+    if (method === 'GET') return send(200, { ok: true });
+    let input: unknown;
+    try {
+      input = await readJson(req);
+    } catch {
+      return send(400, { error: 'invalid JSON' });
+    }
+    inputs.set(name, input);
+    if (b.kind === 'not_json') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('this is not json');
+      return;
+    }
+    send(200, b.respond(input));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (!address || typeof address === 'string') throw new Error('no address');
-  const baseUrl = `http://127.0.0.1:${address.port}`;
+  const { baseUrl } = server;
   return {
     baseUrl,
     url: (name) => `${baseUrl}/${name}`,
     set: (name, behaviour) => void behaviours.set(name, behaviour),
     hits: (name) => counts.get(name) ?? { GET: 0, POST: 0 },
     lastInput: (name) => inputs.get(name),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: () => server.close(),
   };
 }
