@@ -60,6 +60,22 @@ function examplePath(path: string, op: Obj): string {
   });
 }
 
+/** The three samples of one request in the order the documents list them: curl, TypeScript, Python. */
+function samplesOf(curl: string, ts: string, py: string): CodeSample[] {
+  return [
+    { lang: 'Shell', label: 'curl', source: curl },
+    { lang: 'TypeScript', label: 'TypeScript', source: ts },
+    { lang: 'Python', label: 'Python', source: py },
+  ];
+}
+
+/** The curl lines sending `json` as the body (single quotes escaped for the shell); none without a body. */
+function curlJsonBody(json: string | undefined): string[] {
+  return json === undefined
+    ? []
+    : [`  -H 'content-type: application/json'`, `  -d '${json.replace(/'/g, `'\\''`)}'`];
+}
+
 /**
  * The `x-codeSamples` of one operation (docs/architecture.md, "Routes own their contracts"): the same
  * request with curl, TypeScript (`fetch`) and Python (`requests`), the base URL from `BASE_URL` and a
@@ -76,9 +92,7 @@ export function codeSamples(doc: JsonSchema, method: string, path: string, op: O
   const curl = [
     `curl -X ${upper} "$BASE_URL${url}"`,
     ...(key ? [`  -H "${key.name}: $${key.variable}"`] : []),
-    ...(json === undefined
-      ? []
-      : [`  -H 'content-type: application/json'`, `  -d '${json.replace(/'/g, `'\\''`)}'`]),
+    ...curlJsonBody(json),
   ].join(' \\\n');
   const tsHeaders = [
     ...(key ? [`'${key.name}': process.env.${key.variable} ?? ''`] : []),
@@ -101,11 +115,7 @@ export function codeSamples(doc: JsonSchema, method: string, path: string, op: O
     `res = requests.${method.toLowerCase()}(os.environ["BASE_URL"] + "${url}"${pyHeaders}${json === undefined ? '' : ', json=body'})`,
     'print(res.status_code, res.json())',
   ].join('\n');
-  return [
-    { lang: 'Shell', label: 'curl', source: curl },
-    { lang: 'TypeScript', label: 'TypeScript', source: ts },
-    { lang: 'Python', label: 'Python', source: py },
-  ];
+  return samplesOf(curl, ts, py);
 }
 
 /**
@@ -118,10 +128,7 @@ export function codeSamples(doc: JsonSchema, method: string, path: string, op: O
 function x402Samples(method: string, url: string, body: unknown): CodeSample[] {
   const upper = method.toUpperCase();
   const json = body === undefined ? undefined : JSON.stringify(body, null, 2);
-  const curlBody =
-    json === undefined
-      ? []
-      : [`  -H 'content-type: application/json'`, `  -d '${json.replace(/'/g, `'\\''`)}'`];
+  const curlBody = curlJsonBody(json);
   const curl = [
     '# 1. Without payment: 402, the PaymentRequirements in the body, the x402 v2 offer in PAYMENT-REQUIRED',
     [`curl -i -X ${upper} "$BASE_URL${url}"`, ...curlBody].join(' \\\n'),
@@ -166,11 +173,7 @@ function x402Samples(method: string, url: string, body: unknown): CodeSample[] {
     `paid = ${call(', headers={"PAYMENT-SIGNATURE": os.environ["PAYMENT_SIGNATURE"]}')}`,
     'print(paid.status_code, paid.json())',
   ].join('\n');
-  return [
-    { lang: 'Shell', label: 'curl', source: curl },
-    { lang: 'TypeScript', label: 'TypeScript', source: ts },
-    { lang: 'Python', label: 'Python', source: py },
-  ];
+  return samplesOf(curl, ts, py);
 }
 
 /** A JSON value as a Python literal (`true` -> `True`, `null` -> `None`). */
