@@ -5,6 +5,7 @@ import {
   refusedHealthCheck,
   unansweredProbe,
   type CallCheck,
+  type Generated,
   type Probe,
   type SchemaChecks,
   type VerificationResult,
@@ -180,17 +181,18 @@ function failureVerdict(failure: McpFailure): 'inconclusive' | 'nonconforming' {
 }
 
 /**
- * `tools/call` of the skill's tool with an input generated from its `inputSchema`, judged like an HTTP
- * skill's test call (README, "MCP servers as skills"): the call must answer without `isError`, and its
- * `structuredContent`, when the tool declared an `outputSchema`, must be valid against it. Input
- * generation and the check run in `schemas` (the sandbox).
+ * `tools/call` of the skill's tool with `input`, generated from its `inputSchema` (in the sandbox)
+ * before the session was opened, judged like an HTTP skill's test call (README, "MCP servers as
+ * skills"): the call must answer without `isError`, and its `structuredContent`, when the tool
+ * declared an `outputSchema`, must be valid against it (checked in `schemas`, the sandbox). The input
+ * comes first so that a busy sandbox never eats into the session's deadline.
  */
 export async function callMcpTool(
   session: McpSession,
   schemas: SchemaChecks,
   skill: McpToolSkill,
+  input: Generated,
 ): Promise<CallCheck> {
-  const input = await schemas.generateInput(skill.inputSchema);
   if (!input.ok) return { verdict: 'inconclusive', detail: input.error };
   const args =
     typeof input.value === 'object' && input.value !== null && !Array.isArray(input.value)
@@ -231,6 +233,8 @@ export async function callMcpTool(
  * 2. `schema_validation`: `tools/list` still lists the tool with the description and schemas of the
  *    revision being verified, and both schemas compile (in the sandbox);
  * 3. `test_call`: {@link callMcpTool}. Skipped when a step before failed.
+ * The sandbox's work on the revision's schemas (both compiled, the test input generated) runs before
+ * the session opens, so that a busy sandbox cannot run the session past its deadline.
  * @param refusal when set, the endpoint was refused by the SSRF policy: step 1 fails with it and no
  *   request is sent
  * @throws only what `schemas` throws when it is shut down (the verification is then retried later)
@@ -262,8 +266,17 @@ export async function verifyMcpTool(
     skipRest('endpoint_health_check failed');
     return finish();
   }
+  // The sandbox's work comes before the session: waiting for a busy sandbox (other registrants'
+  // schemas) must not count against the session's deadline.
   let t0 = performance.now();
   const since = () => Math.round(performance.now() - t0);
+  const [inputChecked, outputChecked, input] = await Promise.all([
+    schemas.checkSchema(skill.inputSchema),
+    schemas.checkSchema(skill.outputSchema),
+    schemas.generateInput(skill.inputSchema),
+  ]);
+  const sandboxMs = since();
+  t0 = performance.now();
   const opened = await servers.open(skill.endpoint);
   if (!opened.ok) {
     probes.push(unansweredProbe({ ...opened, latencyMs: since() }));
@@ -297,24 +310,19 @@ export async function verifyMcpTool(
       else if (listedFingerprint(tool) !== toolFingerprint(skill))
         problem = `the tool ${skill.mcpTool} changed since this revision was registered (description or schemas differ)`;
     }
-    if (!problem) {
-      const [input, output] = await Promise.all([
-        schemas.checkSchema(skill.inputSchema),
-        schemas.checkSchema(skill.outputSchema),
-      ]);
+    if (!problem)
       problem =
         [
-          ...(input.ok ? [] : [`inputSchema ${input.error}`]),
-          ...(output.ok ? [] : [`outputSchema ${output.error}`]),
+          ...(inputChecked.ok ? [] : [`inputSchema ${inputChecked.error}`]),
+          ...(outputChecked.ok ? [] : [`outputSchema ${outputChecked.error}`]),
         ].join('; ') || undefined;
-    }
     steps.push({
       step: 'schema_validation',
       status: problem ? 'failed' : 'passed',
       detail:
         problem ??
         `tools/list lists ${skill.mcpTool} as registered; inputSchema and outputSchema are valid JSON Schema`,
-      duration_ms: since(),
+      duration_ms: since() + sandboxMs,
     });
     if (problem) {
       skipRest('schema_validation failed');
@@ -322,7 +330,7 @@ export async function verifyMcpTool(
     }
 
     t0 = performance.now();
-    const call = await callMcpTool(session, schemas, skill);
+    const call = await callMcpTool(session, schemas, skill, input);
     if (call.probe) probes.push(call.probe);
     steps.push({
       step: 'test_call',
@@ -347,6 +355,8 @@ export async function mcpConformanceCall(
   schemas: SchemaChecks,
   skill: McpToolSkill,
 ): Promise<CallCheck | { verdict: 'changed'; detail: string; tool: McpTool }> {
+  // Before the session, as in verifyMcpTool: a busy sandbox must not eat into its deadline.
+  const input = await schemas.generateInput(skill.inputSchema);
   const opened = await servers.open(skill.endpoint);
   if (!opened.ok) return { verdict: failureVerdict(opened), detail: opened.error };
   const { session } = opened;
@@ -362,7 +372,7 @@ export async function mcpConformanceCall(
         detail: `the tool ${skill.mcpTool} changed its description or schemas: registered as a new revision`,
         tool,
       };
-    return await callMcpTool(session, schemas, skill);
+    return await callMcpTool(session, schemas, skill, input);
   } finally {
     await session.close();
   }
