@@ -35,22 +35,16 @@ export class HealthChecks {
 
   /**
    * Claims up to `batch` active, suspended or degraded skills whose health check is due, pushing their next
-   * check `intervalMs` ahead in the same statement (`FOR UPDATE SKIP LOCKED`: one replica each). The
-   * tools of an MCP server whose check is due come with every other checked tool of the same server
-   * URL, due or not (after the due ones), so that one probe of the server checks them all and their
-   * schedules stay together from then on.
+   * check `intervalMs` ahead in the same statement (`FOR UPDATE SKIP LOCKED`: one replica each). Tools
+   * of one MCP server claimed together get the same next check, so they stay together.
    * @param intervalMs time to the next check, in milliseconds
    */
   async claimDue(batch: number, intervalMs: number): Promise<HealthJob[]> {
-    const checked = `('active', 'suspended', 'degraded')`;
     return claims.claimSkills(
       this.prisma,
       claims.statsClaimSql({
         set: `next_health_check_at = now() + ${msInterval(2)}`,
-        where: `k.status IN ${checked} AND (d.next_health_check_at <= now()
-          OR (k.mcp_tool IS NOT NULL AND d.next_health_check_at IS NOT NULL AND k.endpoint IN (
-            SELECT ms.endpoint FROM skill_stats md JOIN skills ms ON ms.skill_id = md.skill_id
-             WHERE md.next_health_check_at <= now() AND ms.mcp_tool IS NOT NULL AND ms.status IN ${checked})))`,
+        where: `d.next_health_check_at <= now() AND k.status IN ('active', 'suspended', 'degraded')`,
         orderBy: 'd.next_health_check_at',
         returning: 's.status, s.mcp_tool',
       }),
