@@ -46,7 +46,13 @@ import {
   requirementsForRequest,
   type OfferV2,
 } from './requirements';
-import { reasonOf, sendPaymentError, sendStoredResponse, V2_PAYMENT_MISSING } from './responses';
+import {
+  answerListenerOf,
+  reasonOf,
+  sendPaymentError,
+  sendStoredResponse,
+  V2_PAYMENT_MISSING,
+} from './responses';
 import {
   requirePayerSignIn,
   SIGN_IN_HEADER,
@@ -107,7 +113,7 @@ export function requirePayment(options: RequirePaymentOptions): RequestHandler {
           options.ledger,
           accepted.claim,
           accepted.unrecorded,
-          options.onAnswerStored,
+          answerListenerOf(options),
           accepted.signReceipt,
         );
         next();
@@ -294,7 +300,7 @@ export async function acceptPayment(
         !retryOfKnownIdentifier
       )
         await requirePayerSignIn(req, signIn, signInOrigin.origin, network, result.record.payer);
-      sendStoredResponse(res, result.response, network, options.onAnswerStored);
+      sendStoredResponse(res, result.response, network, answerListenerOf(options));
       return undefined;
     }
     const settlement = { success: true, transaction: result.payment.signature, payer: result.payment.payer };

@@ -222,6 +222,12 @@ export interface PaidAnswer {
   headers: Record<string, string | string[]>;
   /** The body as sent. */
   body: Buffer;
+  /**
+   * Whether it is answered again only to its payer signed in (the gateway's
+   * `signInWithX.requiredForReplay`): whoever else presents the payment gets a 402, so it must not be
+   * replayed without the proof checked (the hot path keeps none of these).
+   */
+  payerOnly?: boolean;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { X402Network } from '@repo/schemas';
+import { PAYMENT_REQUIRED_HEADER } from '@repo/x402-core';
 
 /** A header list as the hot path sets it again: `[name, value]` pairs, names lower case. */
 export type HeaderList = [string, string | string[]][];
@@ -10,7 +11,13 @@ export type HeaderList = [string, string | string[]][];
  * body's text around the id (slices of the one string that was sent) and the headers' values as sent.
  */
 export interface Challenge {
+  /** Its headers; with a sign-in challenge, all but `PAYMENT-REQUIRED` ({@link Challenge.paymentRequired}). */
   headers: HeaderList;
+  /**
+   * With sign-in-with-x: its `PAYMENT-REQUIRED` with a fresh challenge, built for every 402 sent
+   * (a challenge is never sent twice).
+   */
+  paymentRequired?: () => string;
   /** The body up to and including `"requestId":`. */
   prefix: string;
   /** The body after the request id's JSON string. */
@@ -96,15 +103,20 @@ export function challengeOf(
   };
 }
 
-/** Sends an answer from memory: its headers, the request's id, its length, then the body. */
+/**
+ * Sends an answer from memory: its headers (and `PAYMENT-REQUIRED` when `paymentRequired` is given),
+ * the request's id, its length, then the body.
+ */
 export function sendFromMemory(
   res: ServerResponse,
   status: number,
   headers: HeaderList,
   requestId: string,
   body: Buffer,
+  paymentRequired?: string,
 ): void {
   for (const [name, value] of headers) res.setHeader(name, value);
+  if (paymentRequired !== undefined) res.setHeader(PAYMENT_REQUIRED_HEADER, paymentRequired);
   res.setHeader('x-request-id', requestId);
   res.setHeader('content-length', body.length);
   res.writeHead(status);

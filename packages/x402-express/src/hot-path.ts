@@ -2,7 +2,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import { parse as parseQueryString, type ParsedUrlQuery } from 'node:querystring';
 import { errorEnvelope, isAppError } from '@repo/errors';
 import type { X402Network } from '@repo/schemas';
-import { PAYMENT_HEADER, PAYMENT_SIGNATURE_HEADER } from '@repo/x402-core';
+import { PAYMENT_HEADER, PAYMENT_REQUIRED_HEADER, PAYMENT_SIGNATURE_HEADER } from '@repo/x402-core';
 import { emitPaymentEvent, type PaymentEventListener } from './events';
 import type { AnswerStoredListener, PaymentGateway } from './gateway';
 import {
@@ -16,6 +16,7 @@ import {
 } from './hot-path-memory';
 import { createRouteTemplates } from './hot-path-routes';
 import { networkOfQuery, onChallengeSent } from './request';
+import { SIGN_IN_HEADER } from './sign-in';
 
 /**
  * A paid synchronous `GET` route of {@link HotPathOptions.routes} whose 402 the hot path may answer for
@@ -179,12 +180,13 @@ export function createHotPath(options: HotPathOptions): HotPath {
     const id = requestIdOf(req);
     const built = templates.challenge(path, network, origin, url, parsed, id);
     if (!built) return false;
-    const { headers, body } = built;
-    sendFromMemory(res, 402, headers, id, Buffer.from(body));
+    const { headers, body, paymentRequired } = built;
+    sendFromMemory(res, 402, headers, id, Buffer.from(body), paymentRequired?.());
     emitPaymentEvent(options.onPaymentEvent, { type: 'challenged', network, endpoint: route.endpoint });
     if (url.length <= MAX_REMEMBERED_URL) {
       const challenge = challengeOf(402, { 'x-request-id': id }, body, route.endpoint, network);
-      if (challenge) remember402(urlKey, { ...challenge, headers });
+      if (challenge)
+        remember402(urlKey, { ...challenge, headers, ...(paymentRequired ? { paymentRequired } : {}) });
     }
     return true;
   };
@@ -196,7 +198,12 @@ export function createHotPath(options: HotPathOptions): HotPath {
         const q = url.indexOf('?');
         const path = q === -1 ? url : url.slice(0, q);
         const route = req.method === 'GET' ? routes.get(path) : undefined;
-        if (route === undefined || (options.corsConfigured && req.headers.origin !== undefined)) {
+        // A sign-in proof is checked against the database (re-access, or a replay's payer): full path.
+        if (
+          route === undefined ||
+          (options.corsConfigured && req.headers.origin !== undefined) ||
+          req.headers[SIGN_IN_HEADER] !== undefined
+        ) {
           listener(req, res);
           return;
         }
@@ -221,6 +228,7 @@ export function createHotPath(options: HotPathOptions): HotPath {
               hit.headers,
               id,
               Buffer.from(hit.prefix + JSON.stringify(id) + hit.suffix),
+              hit.paymentRequired?.(),
             );
             emitPaymentEvent(options.onPaymentEvent, { type: 'challenged', network: hit.network, endpoint });
             return;
@@ -230,11 +238,23 @@ export function createHotPath(options: HotPathOptions): HotPath {
           // The full path's sendPaymentRequired tells of the challenge it sent (no capture of the
           // response's writes, which cost the first request of every URL more than the rest).
           onChallengeSent(res, (sent) => {
-            if (url.length <= MAX_REMEMBERED_URL) {
-              const challenge = challengeOf(sent.status, sent.headers, sent.body, endpoint, sent.network);
-              if (challenge) remember402(key, challenge);
-            }
-            if (validateQuery) templates.learn(sent, path, url, origin);
+            // Every route learns its template: a 402 with a sign-in challenge is answered again only
+            // with a fresh one, which the template builds.
+            templates.learn(sent, path, url, origin);
+            if (url.length > MAX_REMEMBERED_URL) return;
+            const challenge = challengeOf(sent.status, sent.headers, sent.body, endpoint, sent.network);
+            const paymentRequired = challenge && templates.freshPaymentRequired(sent, path, url, origin);
+            if (!challenge || paymentRequired === undefined) return;
+            remember402(
+              key,
+              paymentRequired === null
+                ? challenge
+                : {
+                    ...challenge,
+                    headers: challenge.headers.filter(([name]) => name !== PAYMENT_REQUIRED_HEADER),
+                    paymentRequired,
+                  },
+            );
           });
           listener(req, res);
           return;
@@ -259,11 +279,12 @@ export function createHotPath(options: HotPathOptions): HotPath {
         listener(req, res);
       };
     },
-    onAnswerStored: ({ status, headers, body, network }, res) => {
+    onAnswerStored: ({ status, headers, body, network, payerOnly }, res) => {
       const awaited = awaitingAnswer.get(res);
       if (!awaited) return;
       awaitingAnswer.delete(res);
-      if (status < 200 || status >= 300) return;
+      // Answered again only to its payer signed in: the full path checks the proof every time.
+      if (status < 200 || status >= 300 || payerOnly) return;
       const kept = replayableHeaders(headers);
       const bytes =
         body.length +

@@ -3,7 +3,7 @@ import { isAppError, sendAppError, type AppError } from '@repo/errors';
 import type { PaymentRequirements, X402Network } from '@repo/schemas';
 import { PAYMENT_REQUIRED_HEADER, X402_VERSION, X402_VERSION_HEADER } from '@repo/x402-core';
 import type { StoredResponse } from '@repo/x402-ledger';
-import type { AnswerStoredListener, PaidAnswer } from './gateway';
+import type { AnswerStoredListener, PaidAnswer, PaymentGateway } from './gateway';
 import { paymentRequiredHeader, type OfferV2 } from './requirements';
 import { sendPaymentRequired } from './request';
 
@@ -70,6 +70,26 @@ export function tellAnswerStored(
   } catch {
     // The answer is sent as stored whatever the listener did.
   }
+}
+
+// Per listener: the same listener telling every answer `payerOnly`.
+const payerOnlyListeners = new WeakMap<AnswerStoredListener, AnswerStoredListener>();
+
+/**
+ * The `onAnswerStored` listener of a gateway's paid routes: the gateway's own, told `payerOnly` of
+ * every answer when `signInWithX.requiredForReplay` is set (one wrapper per listener, not per request).
+ */
+export function answerListenerOf(
+  gateway: Pick<PaymentGateway, 'onAnswerStored' | 'signInWithX'>,
+): AnswerStoredListener | undefined {
+  const listener = gateway.onAnswerStored;
+  if (!listener || !gateway.signInWithX?.requiredForReplay) return listener;
+  let marked = payerOnlyListeners.get(listener);
+  if (!marked) {
+    marked = (answer, res) => listener({ ...answer, payerOnly: true }, res);
+    payerOnlyListeners.set(listener, marked);
+  }
+  return marked;
 }
 
 /** The `PaymentRequired.error` of a 402 without a payment (the x402 v2 HTTP transport's wording). */

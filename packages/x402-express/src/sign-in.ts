@@ -102,17 +102,17 @@ export function signInChallenge(
   path: string,
   network: X402Network,
 ): SIWxExtension {
-  const uri = uriOn(origin, path);
-  const now = Date.now();
+  const uri = signInUri(origin, path);
+  const { nonce, issuedAt, expirationTime } = freshSignIn(challengeMsOf(options));
   return {
     info: {
       domain: origin.host,
       uri,
       ...(options.statement ? { statement: options.statement } : {}),
       version: '1',
-      nonce: randomBytes(16).toString('hex'),
-      issuedAt: new Date(now).toISOString(),
-      expirationTime: new Date(now + challengeMsOf(options)).toISOString(),
+      nonce,
+      issuedAt,
+      expirationTime,
       resources: [uri],
     },
     supportedChains: [{ chainId: CAIP2_NETWORKS[network], type: 'ed25519', signatureScheme: 'siws' }],
@@ -120,8 +120,49 @@ export function signInChallenge(
   };
 }
 
-/** `path` on `origin`, appended (never resolved: `//host/...` stays a path of `origin`). */
-function uriOn(origin: URL, path: string): string {
+/**
+ * What differs between two sign-in challenges of one URL (docs/payments.md, "Signing in instead of
+ * paying again"): a random 128-bit nonce from the CSPRNG (32 hex digits), the time of issue and the
+ * expiry `challengeMs` milliseconds later (ISO 8601 in UTC, milliseconds included).
+ */
+export interface FreshSignIn {
+  nonce: string;
+  issuedAt: string;
+  expirationTime: string;
+}
+
+// Random bytes for nonces, drawn from the CSPRNG 4 KiB at a time (one call costs about as much as
+// 256 nonces' worth of slicing), each byte handed out once.
+const NONCE_BYTES = 16;
+let noncePool = Buffer.alloc(0);
+let noncePoolAt = 0;
+
+/** A new 128-bit nonce in hex, from `randomBytes` (never the same bytes twice). */
+function nextNonce(): string {
+  if (noncePoolAt + NONCE_BYTES > noncePool.length) {
+    noncePool = randomBytes(256 * NONCE_BYTES);
+    noncePoolAt = 0;
+  }
+  const nonce = noncePool.toString('hex', noncePoolAt, noncePoolAt + NONCE_BYTES);
+  noncePoolAt += NONCE_BYTES;
+  return nonce;
+}
+
+/** A new {@link FreshSignIn}: every 402's challenge has its own, whichever path sends it. */
+export function freshSignIn(challengeMs: number): FreshSignIn {
+  const now = Date.now();
+  return {
+    nonce: nextNonce(),
+    issuedAt: new Date(now).toISOString(),
+    expirationTime: new Date(now + challengeMs).toISOString(),
+  };
+}
+
+/**
+ * The challenge's `uri` (and its one `resources` entry): `path` (the request's path and query) on
+ * `origin`, appended, never resolved (`//host/...` stays a path of `origin`), as a URL serialises it.
+ */
+export function signInUri(origin: URL, path: string): string {
   const text = origin.origin + (path.startsWith('/') ? path : `/${path}`);
   try {
     return new URL(text).toString();

@@ -17,7 +17,7 @@ import {
   type JWSSignedOffer,
 } from '@x402/extensions/offer-receipt';
 import { ReceiptIssuer } from '@repo/x402-core/receipts';
-import { PrismaPaymentIdentifiers, PrismaPaymentLedger } from '@repo/x402-ledger';
+import { PrismaPaymentIdentifiers, PrismaPaymentLedger, PrismaSignInRecords } from '@repo/x402-ledger';
 import { PgSqlClient } from '@repo/x402-ledger/testing';
 import { ExactSvmSettler, SolanaPaymentVerifier } from '@repo/x402-solana';
 import {
@@ -118,6 +118,20 @@ function buildApp(plainJson: boolean): Express {
     },
   );
   route('/push', pushOnly, { amountAtomic: 100_000n, description: 'Push only', discovery });
+  // Sign-in-with-x: every PAYMENT-REQUIRED declares a fresh challenge (compared but for its nonce and
+  // times), on the request's origin or on a public base URL.
+  const signInWithX = {
+    records: new PrismaSignInRecords(db),
+    accessWindowSeconds: { sync: 600, async: 600 },
+    requiredForReplay: true,
+    statement: 'Sign in "here" — ünïcödé \\ ok',
+  };
+  route('/signed', { ...full, signInWithX }, { amountAtomic: 100_000n, description: 'Signed', discovery });
+  route(
+    '/signed-abroad',
+    { ...full, signInWithX, publicBaseUrl: 'https://dönüş.example/π/' },
+    { amountAtomic: 50_000n, description: 'Signed abroad' },
+  );
   app.use(errorHandler({ error: () => undefined, warn: () => undefined }));
   return app;
 }
@@ -149,7 +163,7 @@ let plain: { url: string; close: () => void };
 const secret = 'a reference secret of at least thirty-two bytes';
 const hotPath = createHotPath({
   routes: Object.fromEntries(
-    ['/gaps', '/plain', '/abroad', '/push'].map((path) => [
+    ['/gaps', '/plain', '/abroad', '/push', '/signed', '/signed-abroad'].map((path) => [
       path,
       { endpoint: `GET ${path}`, validateQuery: () => undefined },
     ]),
@@ -295,12 +309,48 @@ describe('the 402 bytes', () => {
   });
 });
 
+/**
+ * An answer's headers without `date`, and, in `PAYMENT-REQUIRED` with a sign-in challenge, its nonce,
+ * `issuedAt` and `expirationTime` put as `*` in the decoded JSON (everything else byte for byte),
+ * each checked: 32 hex digits, not `nonces`' (to which it is added), and an expiry 300 s after issue.
+ */
+function withoutFreshSignIn(headers: IncomingHttpHeaders, nonces: Set<string>): IncomingHttpHeaders {
+  const { date: _date, ...rest } = headers;
+  const header = rest['payment-required'];
+  const decoded = typeof header === 'string' ? Buffer.from(header, 'base64').toString('utf8') : '';
+  if (!decoded.includes('"sign-in-with-x"')) return rest;
+  const fresh: Record<string, string> = {};
+  const masked = decoded.replace(
+    /"(nonce|issuedAt|expirationTime)":"([^"]*)"/g,
+    (_all, name: string, value: string) => {
+      fresh[name] = value;
+      return `"${name}":"*"`;
+    },
+  );
+  expect(fresh.nonce).toMatch(/^[0-9a-f]{32}$/);
+  expect(nonces.has(fresh.nonce!)).toBe(false);
+  nonces.add(fresh.nonce!);
+  expect(Date.parse(fresh.expirationTime!) - Date.parse(fresh.issuedAt!)).toBe(300_000);
+  return { ...rest, 'payment-required': masked };
+}
+
 describe('the 402 bytes of a new URL from the hot path', () => {
   // Without a payment header (the hot path leaves the others to the full path).
   const unpaid = requestHeaders.filter(([, headers]) =>
     Object.keys(headers).every((name) => name === 'host' || name === 'x-request-id'),
   );
-  it.each(paths.flatMap((path) => unpaid.map(([what, headers]) => [path, what, headers] as const)))(
+  // With sign-in-with-x: the same queries on the routes declaring it.
+  const signed = paths
+    .filter((path) => path.startsWith('/gaps') || path.startsWith('/abroad'))
+    .map((path) =>
+      path.replace(/^\/(gaps|abroad)/, (_all, route: string) =>
+        route === 'gaps' ? '/signed' : '/signed-abroad',
+      ),
+    );
+  const nonces = new Set<string>();
+  it.each(
+    [...paths, ...signed].flatMap((path) => unpaid.map(([what, headers]) => [path, what, headers] as const)),
+  )(
     'When a new URL like %s is asked with %s once its route taught the hot path, then its 402 is the plain build’s, without the full path',
     async (path, _what, headers) => {
       const withHost = { host: 'api.example', ...headers };
@@ -316,10 +366,13 @@ describe('the 402 bytes of a new URL from the hot path', () => {
         const b = await get(plain.url, url, { 'x-request-id': id, ...withHost });
         expect(a.status).toBe(402);
         expect(a.body.toString('utf8')).toBe(b.body.toString('utf8'));
-        const { date: _da, ...aHeaders } = a.headers;
-        const { date: _db, ...bHeaders } = b.headers;
-        expect(aHeaders).toEqual(bHeaders);
+        expect(withoutFreshSignIn(a.headers, nonces)).toEqual(withoutFreshSignIn(b.headers, nonces));
+        // Asked again: remembered, with a challenge of its own.
+        const again = await get(hot.url, url, { 'x-request-id': id, ...withHost });
+        expect(fullPathCalls).toBe(calls);
+        expect(withoutFreshSignIn(again.headers, nonces)).toEqual(withoutFreshSignIn(b.headers, new Set()));
       }
+      if (path.startsWith('/signed')) expect(nonces.size).toBeGreaterThan(0);
     },
   );
 
