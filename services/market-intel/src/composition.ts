@@ -354,9 +354,9 @@ export async function compose(
     corsConfigured: Boolean(config.CORS_ORIGINS),
   });
   // requirePayment tells the hot path of each stored paid answer (onAnswerStored), for its replays.
-  // With sign-in-with-x, every 402 carries a fresh challenge and a replay needs the payer's proof,
-  // which only the full path gives and checks: the hot path stands aside (docs/architecture.md, "Fast paths").
-  const hotPathOn = config.X402_HOT_PATH && !payments.signInWithX;
+  // With sign-in-with-x its 402s carry a fresh challenge each, and sign-ins and the replays that need
+  // the payer's proof take the full path (docs/architecture.md, "Fast paths").
+  const hotPathOn = config.X402_HOT_PATH;
   if (hotPathOn) payments.answersTo(hotPath);
 
   // The Data API reads the latest reports from memory while every stored report is heard.

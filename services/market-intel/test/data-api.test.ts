@@ -1,7 +1,9 @@
 import { Error402, GapsResponse } from '@repo/schemas';
 import { waitFor } from '@repo/queue/testing';
-import { decodePaymentResponse } from '@repo/x402-core';
+import { decodePaymentResponse, encodePaymentHeader } from '@repo/x402-core';
 import { buildReport, startHarness, type Harness } from './support/harness';
+import { signedProof } from './support/sign-in';
+import { signInWithXEnabled } from '../src/config';
 
 const PRICES: [string, string][] = [
   ['/api/v1/scout/gaps', '100000'],
@@ -11,12 +13,20 @@ const PRICES: [string, string][] = [
   ['/api/v1/scout/keywords', '50000'],
 ];
 
-/** The response headers that do not depend on the request (its id, date and connection), by name. */
+/**
+ * The response headers that do not depend on the request (its id, date and connection), by name; a
+ * `PAYMENT-REQUIRED` with a sign-in challenge decoded, its nonce and times (fresh in every 402) as `*`.
+ */
 function stableHeaders(res: Response): Record<string, string> {
   const out: Record<string, string> = {};
   res.headers.forEach((value, name) => {
     if (!['date', 'x-request-id', 'connection', 'keep-alive'].includes(name)) out[name] = value;
   });
+  const required = out['payment-required'];
+  if (required?.length && Buffer.from(required, 'base64').includes('"sign-in-with-x"'))
+    out['payment-required'] = Buffer.from(required, 'base64')
+      .toString('utf8')
+      .replace(/"(nonce|issuedAt|expirationTime)":"[^"]*"/g, '"$1":"*"');
   return out;
 }
 
@@ -31,6 +41,13 @@ describe.each<[string, string, Record<string, string>]>([
     { X402_DEFER_VERIFIED_MARK: 'false' },
   ],
   ['REPORT_CACHE=false', 'market_intel_data_api_no_report_cache_test', { REPORT_CACHE: 'false' }],
+  // As production runs: every 402 declares a fresh sign-in challenge, a replay needs the payer's proof.
+  ['X402_SIGN_IN_WITH_X=true', 'market_intel_data_api_sign_in_test', { X402_SIGN_IN_WITH_X: 'true' }],
+  [
+    'X402_SIGN_IN_WITH_X=true and X402_HOT_PATH=false',
+    'market_intel_data_api_sign_in_no_hot_path_test',
+    { X402_SIGN_IN_WITH_X: 'true', X402_HOT_PATH: 'false' },
+  ],
 ])('Data API with %s', (_label, dbName, env) => {
   let h: Harness;
 
@@ -236,8 +253,18 @@ describe.each<[string, string, Record<string, string>]>([
       const paid = await h.getWithProof(url, signature);
       expect(paid.status).toBe(200);
       const paidBody = await paid.text();
+      // With sign-in-with-x, only the payer signed in gets it again (a watcher: a 402).
+      const signIn = signInWithXEnabled(h.config);
+      if (signIn) expect((await h.getWithProof(url, signature)).status).toBe(402);
       for (let i = 0; i < 2; i++) {
-        const again = await h.getWithProof(url, signature);
+        const again = signIn
+          ? await fetch(h.baseUrl + url, {
+              headers: {
+                'X-PAYMENT': encodePaymentHeader('solana', signature),
+                'SIGN-IN-WITH-X': await signedProof(h.agent, h.baseUrl + url),
+              },
+            })
+          : await h.getWithProof(url, signature);
         expect(again.status).toBe(paid.status);
         expect(await again.text()).toBe(paidBody);
         expect(stableHeaders(again)).toEqual(stableHeaders(paid));

@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { createServer, request, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { buildReport, startHarness, type Harness } from './support/harness';
+import { buildReport, startHarness, startReplica, type Harness, type Replica } from './support/harness';
 
 // The x402 hot paths answered from memory (docs/architecture.md, "How a paid request flows"): the
 // second identical 402 and every replay after the first are the full path's bytes with a fresh
@@ -14,7 +14,7 @@ beforeAll(async () => {
     env: { X402_REFERENCE_SECRET: 'a hot path test reference secret of 32+ bytes' },
   });
   await h.reports.importReport(buildReport(), 'import');
-});
+}, 120_000);
 afterAll(() => h.close());
 
 /** The response headers that do not depend on the request (its id, and so the body's length), by name. */
@@ -151,32 +151,77 @@ function rawGet(port: number, path: string, headers: Record<string, string>): Pr
   });
 }
 
-/** Everything of an answer that does not depend on when it was sent. */
+/** The values of a sign-in challenge that differ per 402, each checked to be a valid one. */
+const FRESH_SIGN_IN = /"(nonce|issuedAt|expirationTime)":"([^"]*)"/g;
+
+/**
+ * A `PAYMENT-REQUIRED` decoded, with its sign-in challenge's nonce, `issuedAt` and `expirationTime`
+ * (each checked: 128 random bits in hex, a time of issue within the last minute, an expiry 300 s
+ * later) put as `*`: everything else byte for byte.
+ */
+function withoutFreshSignIn(header: string): { text: string; nonce: string | undefined } {
+  const fresh: Record<string, string> = {};
+  const text = Buffer.from(header, 'base64')
+    .toString('utf8')
+    .replace(FRESH_SIGN_IN, (_all, name: string, value: string) => {
+      fresh[name] = value;
+      return `"${name}":"*"`;
+    });
+  if (fresh.nonce !== undefined) {
+    expect(fresh.nonce).toMatch(/^[0-9a-f]{32}$/);
+    const issued = Date.parse(fresh.issuedAt ?? '');
+    expect(Math.abs(Date.now() - issued)).toBeLessThan(60_000);
+    expect(Date.parse(fresh.expirationTime ?? '') - issued).toBe(300_000);
+  }
+  return { text, nonce: fresh.nonce };
+}
+
+/**
+ * Everything of an answer that does not depend on when it was sent: with sign-in-with-x, its
+ * `PAYMENT-REQUIRED` decoded without the challenge's fresh values ({@link withoutFreshSignIn}).
+ */
 function stable({ status, headers, body }: Raw) {
   const { date: _date, connection: _connection, 'keep-alive': _keepAlive, ...rest } = headers;
+  const required = rest['payment-required'];
+  if (typeof required === 'string') rest['payment-required'] = withoutFreshSignIn(required).text;
   return { status, headers: rest, body };
 }
 
 // The 402 of a URL never asked, and the 400 of a refused query, answered before Express: the same
 // status, headers and bytes as the full path's (the app alone, as with X402_HOT_PATH=false), for the
-// same Host and request id.
-describe('The 402 of a new URL from the route template', () => {
+// same Host and request id; with sign-in-with-x on (a replica configured so, as production runs), but
+// for the fresh values of each 402's sign-in challenge.
+describe.each([
+  { signIn: false, name: 'sign-in-with-x off' },
+  { signIn: true, name: 'sign-in-with-x on' },
+])('The 402 of a new URL from the route template ($name)', ({ signIn }) => {
   let fullPathCalls = 0;
   let hot: { server: Server; port: number };
   let full: { server: Server; port: number };
+  let replica: Replica | undefined;
+  let service: Harness['service'];
   const host = 'market-intel.example';
 
   beforeAll(async () => {
+    replica = signIn
+      ? await startReplica({
+          ...h.config,
+          X402_SIGN_IN_WITH_X: true,
+          INSTANCE_ID: `test-sign-in-${process.pid}`,
+        })
+      : undefined;
+    service = replica?.service ?? h.service;
     hot = await listen(
-      h.service.hotPath.wrap((req, res) => {
+      service.hotPath.wrap((req, res) => {
         fullPathCalls += 1;
-        h.service.app(req, res);
+        service.app(req, res);
       }),
     );
-    full = await listen(h.service.app);
-  });
+    full = await listen(service.app);
+  }, 60_000);
   afterAll(async () => {
     for (const { server } of [hot, full]) await new Promise<void>((resolve) => server.close(() => resolve()));
+    await replica?.close();
   });
 
   /** The same request to the hot path and to the full path alone. */
@@ -192,7 +237,7 @@ describe('The 402 of a new URL from the route template', () => {
         const first = await rawGet(hot.port, path + network, { host });
         expect(first.status).toBe(402);
       }
-    const learned = h.service.hotPath.size().routes;
+    const learned = service.hotPath.size().routes;
     expect(learned).toBeGreaterThanOrEqual(6);
 
     const longSector = 'a'.repeat(600);
@@ -232,6 +277,17 @@ describe('The 402 of a new URL from the route template', () => {
       expect({ url, status: answers.hot.status }).toEqual({ url, status });
       expect(fullPathCalls).toBe(calls);
       expect({ url, ...stable(answers.hot) }).toEqual({ url, ...stable(answers.full) });
+      // With sign-in on, each 402 has its own challenge, as the full path's has.
+      const nonces = [answers.hot, answers.full].map(({ headers }) => {
+        const header = headers['payment-required'];
+        return typeof header === 'string' ? withoutFreshSignIn(header).nonce : undefined;
+      });
+      const challenged = signIn && status === 402;
+      expect({
+        url,
+        challenged: nonces.map((nonce) => nonce !== undefined),
+        distinct: nonces[0] !== nonces[1],
+      }).toEqual({ url, challenged: [challenged, challenged], distinct: challenged });
     }
     // The 402 carries the URL's own resource and reference.
     const [a, b] = await Promise.all(
@@ -241,7 +297,7 @@ describe('The 402 of a new URL from the route template', () => {
     );
     expect(a?.accepts[0]?.resource).toBe(`http://${host}/api/v1/scout/gaps?limit=11`);
     expect(a?.accepts[0]?.extra.reference).not.toBe(b?.accepts[0]?.extra.reference);
-    expect(h.service.hotPath.size().routes).toBe(learned);
+    expect(service.hotPath.size().routes).toBe(learned);
   });
 
   it('When a request is one the hot path cannot decide, then the full path answers it, with its own bytes', async () => {
@@ -284,7 +340,16 @@ describe('The 402 of a new URL from the route template', () => {
     expect(
       (await rawGet(hot.port, '/api/v1/scout/pain-clusters?limit=5', { host, 'x-payment': 'e30=' })).status,
     ).toBe(402);
-    expect(fullPathCalls).toBe(calls + 2);
+    // A sign-in proof (malformed here): the full path checks it.
+    const proof = await rawGet(hot.port, '/api/v1/scout/pain-clusters?limit=4', {
+      host,
+      'sign-in-with-x': 'e30=',
+    });
+    expect(proof.status).toBe(402);
+    expect((JSON.parse(proof.body) as { details?: { reason?: string } }).details?.reason).toBe(
+      signIn ? 'invalid_siwx_header' : undefined,
+    );
+    expect(fullPathCalls).toBe(calls + 3);
   });
 
   it('When a host has not had its first 402 yet, then its new URLs take the full path, and a refused query too', async () => {
@@ -301,12 +366,12 @@ describe('The 402 of a new URL from the route template', () => {
 
   it('When a flood of distinct URLs is asked, then what is remembered stays within its bounds', async () => {
     expect((await rawGet(hot.port, '/api/v1/scout/gaps?limit=1', { host })).status).toBe(402);
-    const before = h.service.hotPath.size();
+    const before = service.hotPath.size();
     for (let i = 0; i < 600; i++) {
       const res = await rawGet(hot.port, `/api/v1/scout/gaps?limit=${(i % 100) + 1}&sector=s${i}`, { host });
       expect(res.status).toBe(402);
     }
-    const after = h.service.hotPath.size();
+    const after = service.hotPath.size();
     expect(after.challenges).toBeLessThanOrEqual(500);
     expect(after.routes).toBe(before.routes);
   });

@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Keypair } from '@solana/web3.js';
 import { decodePaymentRequiredHeader } from '@x402/core/http';
 import {
@@ -56,10 +58,10 @@ function challengeOf(res: Response): SIWxExtension {
 }
 
 /**
- * A `SIGN-IN-WITH-X` header signed by `payer` for the challenge of a fresh 402 of `path`, as the
- * official client builds it (`createSIWxPayload`), with `change` applied to the challenge first (a
- * forged domain, an expired message), `origin` the URL the client believes it talks to and `init`
- * the unpaid request that gets the 402 (a GET by default).
+ * A `SIGN-IN-WITH-X` header signed by `payer` for the challenge of a fresh 402 of `path` from
+ * `server` (the harness's by default), as the official client builds it (`createSIWxPayload`), with
+ * `change` applied to the challenge first (a forged domain, an expired message), `origin` the URL the
+ * client believes it talks to and `init` the unpaid request that gets the 402 (a GET by default).
  */
 async function signIn(
   payer: Keypair,
@@ -67,8 +69,9 @@ async function signIn(
   change: Partial<CompleteSIWxInfo> = {},
   origin = h.baseUrl,
   init?: RequestInit,
+  server = origin,
 ): Promise<string> {
-  const challenge = challengeOf(await fetch(h.baseUrl + path, init));
+  const challenge = challengeOf(await fetch(server + path, init));
   const chain = challenge.supportedChains[0]!;
   const info: CompleteSIWxInfo = { ...challenge.info, chainId: chain.chainId, type: chain.type, ...change };
   return encodeSIWxHeader(await createSIWxPayload(info, await signerOf(payer), origin + path));
@@ -254,6 +257,8 @@ describe('sign-in-with-x', () => {
         path,
         { domain: 'intel.example.org', uri: `https://intel.example.org${path}` },
         'https://intel.example.org',
+        undefined,
+        h.baseUrl,
       ),
     );
     expect(phishing.status).toBe(402);
@@ -345,6 +350,90 @@ describe('sign-in-with-x', () => {
     });
     expect(owner.status).toBe(409);
     expect(await owner.json()).toMatchObject({ code: 'payment_conflict', details: { jobId: pushJob } });
+  });
+});
+
+// With sign-in on, the hot path answers the Data API's 402s with fresh challenges and leaves sign-ins
+// and the replays of stored answers (which need the payer's proof) to the full path: a listener of the
+// service's hot path in front of its app, counting what reaches the app.
+describe('sign-in-with-x through the hot path', () => {
+  let server: Server;
+  let base: string;
+  let fullPathCalls = 0;
+
+  beforeAll(async () => {
+    server = createServer(
+      h.service.hotPath.wrap((req, res) => {
+        fullPathCalls += 1;
+        h.service.app(req, res);
+      }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    // The first 402 of the route on this host teaches the hot path its template.
+    expect((await fetch(`${base}/api/v1/scout/gaps?limit=9`)).status).toBe(402);
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('When a new URL is asked twice, then the hot path answers two different valid challenges for it, without the full path', async () => {
+    const url = `${base}/api/v1/scout/gaps?limit=8&sector=fintech`;
+    const calls = fullPathCalls;
+    const [first, second] = [challengeOf(await fetch(url)), challengeOf(await fetch(url))];
+    expect(fullPathCalls).toBe(calls);
+    for (const challenge of [first, second]) {
+      expect(challenge.info).toMatchObject({ domain: new URL(base).host, uri: url, resources: [url] });
+      expect(challenge.info.nonce).toMatch(/^[0-9a-f]{32}$/);
+      expect(Date.parse(challenge.info.expirationTime!) - Date.parse(challenge.info.issuedAt)).toBe(300_000);
+    }
+    expect(second.info.nonce).not.toBe(first.info.nonce);
+  });
+
+  it('When the payer signs in with the official client on a challenge the hot path issued, then it gets the paid answer again', async () => {
+    const payer = await wallet();
+    const path = '/api/v1/scout/gaps?limit=6&sector=fintech';
+    const paid = await (await officialFetch(h, payer))(base + path);
+    expect(paid.status).toBe(200);
+    const paidBody = await paid.text();
+
+    const calls = fullPathCalls;
+    const statuses: number[] = [];
+    const recording: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      statuses.push(res.status);
+      return res;
+    };
+    const again = await wrapFetchWithSIWx(recording, await signerOf(payer))(base + path);
+
+    expect(again.status).toBe(200);
+    expect(await again.text()).toBe(paidBody);
+    // The 402 came from the hot path; only the signed request reached the full path.
+    expect(statuses).toEqual([402, 200]);
+    expect(fullPathCalls).toBe(calls + 1);
+    expect(await paymentRows(payer)).toBe(1);
+  });
+
+  it("When a watcher replays a stored answer's payment, then the full path answers its 402 every time and nothing is replayed; the payer signed in gets the answer", async () => {
+    const path = '/api/v1/scout/keywords?limit=7';
+    const signature = await h.transfer({ amountAtomic: 50_000n });
+    const pay = (headers: Record<string, string> = {}) =>
+      fetch(base + path, { headers: { 'X-PAYMENT': paymentHeaderOf(signature), ...headers } });
+    const first = await pay();
+    expect(first.status).toBe(200);
+    const firstBody = await first.text();
+    const replays = h.service.hotPath.size().replays;
+    const calls = fullPathCalls;
+
+    for (const watcher of [await pay(), await pay()]) {
+      expect(watcher.status).toBe(402);
+      expect(await reasonOf(watcher)).toBe('siwx_required');
+    }
+    expect(fullPathCalls).toBe(calls + 2);
+    expect(h.service.hotPath.size().replays).toBe(replays);
+
+    const payer = await pay({ [SIGN_IN_WITH_X]: await signIn(h.agent, path, {}, base) });
+    expect(payer.status).toBe(200);
+    expect(await payer.text()).toBe(firstBody);
+    expect(h.service.hotPath.size().replays).toBe(replays);
   });
 });
 
