@@ -125,6 +125,14 @@ const RPC_TIMING = process.env.BENCH_RPC_TIMING !== '0';
  * paths"): `X402_HOT_PATH=false pnpm bench market-intel` measures the full path alone. Printed with the
  * figures, unset ones as their default.
  */
+/**
+ * Sign-in-with-x on in market-intel (`X402_SIGN_IN_WITH_X=true`, as production runs; docs/payments.md,
+ * "Signing in instead of paying again"): every 402 declares a fresh challenge, which needs the
+ * official offer, so the fee payer is configured even with `BENCH_OFFICIAL_REQUESTS=0`; a replay of
+ * a used payment without the payer's proof is then the full path's 402 (`siwx_required`), and the
+ * replay phase measures those. Off by default (`NODE_ENV=development`).
+ */
+const SIGN_IN = process.env.BENCH_SIGN_IN_WITH_X === '1';
 const FAST_PATHS = Object.fromEntries(
   ['X402_HOT_PATH', 'X402_DEFER_VERIFIED_MARK', 'REPORT_CACHE'].map((name) => [
     name,
@@ -275,6 +283,7 @@ async function main(): Promise<void> {
   const preloadFile = RPC_TIMING ? compileTimingPreload(tmp) : undefined;
   const preload = preloadFile ? ['--require', preloadFile] : [];
   const official = OFFICIAL_REQUESTS > 0;
+  if (SIGN_IN) log('sign-in-with-x on: every 402 declares a fresh challenge; replays need a proof');
   const mi = start(
     startCmd,
     [...NODE_ARGS, ...preload, ...startArgs],
@@ -295,10 +304,11 @@ async function main(): Promise<void> {
       // The container's NODE_ENV=production adds only the boot-time refusal of loopback hosts and
       // default credentials, which this machine's PostgreSQL and RabbitMQ are; no request path reads it.
       NODE_ENV: 'development',
+      X402_SIGN_IN_WITH_X: String(SIGN_IN),
       // The official scheme, as the dev stack passes it (scripts/stack.ts). The settlement rate limits
       // (60 per payer and 120 per client a minute by default) would refuse a benchmark's one payer and
       // one address after the first hundred payments: raised, still checked on every settlement.
-      ...(official
+      ...(official || SIGN_IN
         ? {
             X402_FEE_PAYER_KEYPAIR: info.feePayerKeypairPath,
             MERCHANT_WALLET: info.merchantOwner,
@@ -547,7 +557,9 @@ async function main(): Promise<void> {
     }
   }
 
-  log(`4/4 replays of one used signature, alternated with the bare route, ${rounds} round(s)`);
+  log(
+    `4/4 replays of one used signature${SIGN_IN ? ' without a sign-in proof (each the full path’s 402 siwx_required)' : ''}, alternated with the bare route, ${rounds} round(s)`,
+  );
   const replayRounds: { bare: number; replay: number; non2xx: number }[] = [];
   for (let i = 0; i < rounds; i++) {
     const bareRun = await bench(BARE, { duration: ONE_PHASE ? 1 : DURATION_S });
@@ -570,6 +582,7 @@ async function main(): Promise<void> {
     machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, ${os.type()} ${os.release()}, node ${process.version}`,
     loadAverage: os.loadavg().map(r),
     fastPaths: FAST_PATHS,
+    signInWithX: SIGN_IN,
     rounds,
     bareRps: r(bareRps),
     challengeRps: r(mean(challengeRounds.map((c) => c.challenge))),
