@@ -54,7 +54,7 @@ describe.each<[string, string, Record<string, string>]>([
   beforeAll(async () => {
     h = await startHarness(dbName, { env });
     await h.reports.importReport(buildReport(), 'import');
-  });
+  }, 120_000);
   afterAll(() => h.close());
 
   it('When the service started, then each fast path is on or off as its switch says', async () => {
