@@ -81,6 +81,68 @@ const CLAIM_MESSAGE_IDS = {
     RETURNING message_id`,
 };
 
+/**
+ * Rows as the insert statements read them (`jsonb_to_recordset`), one short key per column: context,
+ * type, payload, sentiment, time, message id.
+ */
+function serialiseRows(rows: readonly SignalRow[]): string {
+  return JSON.stringify(
+    rows.map((r) => ({
+      c: r.contextId,
+      t: r.type,
+      p: r.payload,
+      s: r.sentiment,
+      at: r.occurredAt,
+      m: r.messageId,
+    })),
+  );
+}
+
+/**
+ * The history import (see {@link SignalRepository.importHistory}): the columns of `INSERT_WITHIN_QUOTA`
+ * without the quota, skipping a signal whose message id this product already stored at the same time.
+ * The lookup runs on the `(product_id, created_at)` index.
+ */
+const IMPORT_HISTORY = {
+  name: 'signal-feedback/import-history',
+  text: `WITH inserted AS (
+      INSERT INTO signals (product_id, context_id, type, payload, sentiment, created_at, received_at, message_id)
+      SELECT $1::uuid, x.c, x.t, x.p, x.s::"Sentiment", x.at, now(), x.m
+        FROM jsonb_to_recordset($2::jsonb) AS x(c uuid, t text, p jsonb, s text, at timestamptz, m text)
+       WHERE x.m IS NULL OR NOT EXISTS (
+         SELECT 1 FROM signals s WHERE s.product_id = $1::uuid AND s.created_at = x.at AND s.message_id = x.m)
+      RETURNING context_id
+    )
+    SELECT context_id, count(*)::int AS inserted FROM inserted GROUP BY context_id`,
+};
+
+/**
+ * Runs `work` in a transaction on one pooled connection: committed when it says so, rolled back
+ * otherwise or when it throws. A connection that cannot even roll back is destroyed rather than
+ * returned to the pool.
+ */
+async function inTransaction<T>(
+  pool: Pool,
+  work: (client: PoolClient) => Promise<{ value: T; commit: boolean }>,
+): Promise<T> {
+  const client = await pool.connect();
+  let result: { value: T; commit: boolean };
+  try {
+    await client.query('BEGIN');
+    result = await work(client);
+    await client.query(result.commit ? 'COMMIT' : 'ROLLBACK');
+  } catch (err) {
+    const broken = await client.query('ROLLBACK').then(
+      () => undefined,
+      (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
+    );
+    client.release(broken);
+    throw err;
+  }
+  client.release();
+  return result.value;
+}
+
 /** Thrown when a signal holds text PostgreSQL cannot store (NUL, unpaired surrogate); nothing was written. */
 export class UnstorableTextError extends Error {
   constructor() {
@@ -103,6 +165,18 @@ export class SignalRepository {
 
   /** The product whose key hashes to `apiKeyHash`, with its plan and contexts; undefined when none. */
   async findKeyOwner(apiKeyHash: string): Promise<KeyOwner | undefined> {
+    return this.findOwner('p.api_key_hash = $1', apiKeyHash);
+  }
+
+  /**
+   * The product `productId` (a UUID), with its plan and contexts, as {@link findKeyOwner} reads it;
+   * undefined when none (the operator's history import, README "Importing history").
+   */
+  async findProductOwner(productId: string): Promise<KeyOwner | undefined> {
+    return this.findOwner('p.id = $1::uuid', productId);
+  }
+
+  private async findOwner(where: string, value: string): Promise<KeyOwner | undefined> {
     const rows = await this.query<
       {
         product_id: string;
@@ -116,8 +190,8 @@ export class SignalRepository {
               COALESCE((SELECT json_agg(json_build_object('id', c.id, 'p', c.positive_signals, 'n', c.negative_signals))
                         FROM contexts c WHERE c.product_id = p.id), '[]'::json) AS contexts
          FROM products p JOIN users u ON u.id = p.user_id
-        WHERE p.api_key_hash = $1`,
-      apiKeyHash,
+        WHERE ${where}`,
+      value,
     );
     const r = rows[0];
     if (!r) return undefined;
@@ -128,6 +202,42 @@ export class SignalRepository {
       apiKeyHash: r.api_key_hash,
       contexts: r.contexts.map((c) => ({ id: c.id, positiveSignals: c.p, negativeSignals: c.n })),
     };
+  }
+
+  /**
+   * Stores dated history for a product (README, "Importing history"): the columns POST /api/signals
+   * stores, without the monthly quota (history is not this month's traffic: `usage_counters` is not
+   * touched). A signal with a `messageId` is already present when this product has a stored signal
+   * with the same id at the same time (also earlier in `rows`): it is skipped, so importing a file
+   * again stores nothing twice; a signal without one is always stored. One transaction under a
+   * per-product advisory lock, so concurrent imports of one file cannot both store a signal.
+   * @param rows routed signals, each with its `occurredAt` (ISO 8601)
+   * @returns the signals stored per context id (null: unrouted)
+   * @throws {@link UnstorableTextError} for text PostgreSQL cannot store; the database's foreign-key
+   *   error (code 23503) when a context or the product was deleted meanwhile
+   */
+  async importHistory(productId: string, rows: readonly SignalRow[]): Promise<Map<string | null, number>> {
+    const seen = new Set<string>();
+    const fresh = rows.filter((r) => {
+      if (r.messageId === undefined) return true;
+      const key = `${r.occurredAt ?? ''} ${r.messageId}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+    const json = serialiseRows(fresh);
+    if (UNSTORABLE.test(json)) throw new UnstorableTextError();
+    return inTransaction(this.pool, async (client) => {
+      await client.query("SELECT pg_advisory_xact_lock(hashtextextended('signal-import:' || $1, 0))", [
+        productId,
+      ]);
+      const { rows: counts } = await client.query<{ context_id: string | null; inserted: number }>({
+        name: IMPORT_HISTORY.name,
+        text: IMPORT_HISTORY.text,
+        values: [productId, json],
+      });
+      return { value: new Map(counts.map((c) => [c.context_id, c.inserted])), commit: true };
+    });
   }
 
   /**
@@ -157,18 +267,7 @@ export class SignalRepository {
     rows: SignalRow[];
     messageIdWindowMs: number;
   }): Promise<InsertOutcome> {
-    const json = (rows: SignalRow[]) =>
-      JSON.stringify(
-        rows.map((r) => ({
-          c: r.contextId,
-          t: r.type,
-          p: r.payload,
-          s: r.sentiment,
-          at: r.occurredAt,
-          m: r.messageId,
-        })),
-      );
-    const all = json(args.rows);
+    const all = serialiseRows(args.rows);
     if (UNSTORABLE.test(all)) throw new UnstorableTextError();
     // A plain loop: this runs for every batch, most of which carry no ids.
     const idSet = new Set<string>();
@@ -177,10 +276,7 @@ export class SignalRepository {
     if (ids.length === 0) {
       return this.insertCounted(this.pool, { ...args, n: args.rows.length, json: all, duplicates: 0 });
     }
-    const client = await this.pool.connect();
-    let outcome: InsertOutcome | undefined;
-    try {
-      await client.query('BEGIN');
+    return inTransaction(this.pool, async (client) => {
       const { rows: claimedRows } = await client.query<{ message_id: string }>({
         name: CLAIM_MESSAGE_IDS.name,
         text: CLAIM_MESSAGE_IDS.text,
@@ -190,27 +286,17 @@ export class SignalRepository {
       // A claimed id is stored with its first signal; a later signal with it is a duplicate.
       const fresh = args.rows.filter((r) => r.messageId === undefined || claimed.delete(r.messageId));
       const duplicates = args.rows.length - fresh.length;
-      outcome =
+      const outcome: InsertOutcome =
         fresh.length === 0
           ? { ok: true, inserted: 0, duplicates }
           : await this.insertCounted(client, {
               ...args,
               n: fresh.length,
-              json: fresh.length === args.rows.length ? all : json(fresh),
+              json: fresh.length === args.rows.length ? all : serialiseRows(fresh),
               duplicates,
             });
-      await client.query(outcome.ok ? 'COMMIT' : 'ROLLBACK');
-    } catch (err) {
-      // A connection that cannot even roll back is destroyed rather than returned to the pool.
-      const broken = await client.query('ROLLBACK').then(
-        () => undefined,
-        (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
-      );
-      client.release(broken);
-      throw err;
-    }
-    client.release();
-    return outcome;
+      return { value: outcome, commit: outcome.ok };
+    });
   }
 
   /** The counted insert of {@link insertWithinQuota} for `n` new signals serialised as `json`. */
