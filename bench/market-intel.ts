@@ -328,6 +328,8 @@ async function main(): Promise<void> {
             BENCH_PG_MODULE: require.resolve('pg', { paths: [path.join(ROOT, 'services/market-intel')] }),
             // The built JSON-RPC client market-intel's settlements call the ledger with.
             BENCH_RPC_CLIENT_MODULE: path.join(ROOT, 'packages/x402-solana/dist/rpc-client.js'),
+            // The built settler whose `settle` is market-intel's settlement.
+            BENCH_SETTLER_MODULE: path.join(ROOT, 'packages/x402-solana/dist/exact-svm.js'),
           }
         : {}),
     },

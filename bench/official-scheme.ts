@@ -108,7 +108,10 @@ export interface OfficialRun {
   mean: number;
   /** CPU per payment, µs: the server's main thread, all its threads, the ledger's, PostgreSQL's. */
   cpu: { mainUs: number; allUs: number; ledgerUs: number; postgresUs: number };
-  /** The official facilitator's `settle` (verify, co-sign, send, confirm): wall time, how many settled. */
+  /**
+   * The settlement (verify, co-sign, send, confirm: the official facilitator's `settle`, or
+   * market-intel's own `ExactSvmSettler.settle`): wall time, how many settled.
+   */
   settlements: ReturnType<typeof summary> & { succeeded: number };
   /**
    * The facilitator's verification (its checks and `simulateTransaction`, inside `settle` and in
@@ -266,9 +269,15 @@ export function officialTable(runs: readonly OfficialRun[], bareRps: number): st
       'settlement (verify, co-sign, send, confirm), mean / p99',
       (o) => `${o.settlements.mean} / ${o.settlements.p99} ms`,
     ],
-    ['facilitator verify: calls per payment × mean', (o) => `${o.verify.perPayment} × ${o.verify.meanMs} ms`],
+    [
+      'facilitator verify: calls per payment × mean',
+      (o) =>
+        o.verify.perPayment
+          ? `${o.verify.perPayment} × ${o.verify.meanMs} ms`
+          : 'none (own checks in the settlement)',
+    ],
     ['of which simulateTransaction', (o) => rpc(o, 'simulateTransaction')],
-    ['sendTransaction', (o) => rpc(o, 'sendTransaction')],
+    ['sendTransaction (with its preflight: market-intel)', (o) => rpc(o, 'sendTransaction')],
     [
       'confirm: getSignatureStatuses calls per settlement × mean',
       (o) => `${o.statusPollsPerSettlement} × ${rpc(o, 'getSignatureStatuses')}`,

@@ -4,7 +4,8 @@
 //  - every call of the official facilitator's `ExactSvmScheme.settle` (verify with its simulation,
 //    co-sign, send, confirm), wall time and outcome, and of its verification `_verify` (the checks and
 //    the simulation: run by `settle`, and by `verify`, which the reference middleware calls before the
-//    handler);
+//    handler): the peer's; market-intel's settlements are `ExactSvmSettler.settle` ($BENCH_SETTLER_MODULE,
+//    the built module: its checks, co-signing, the send with its preflight and the confirmation);
 //  - every statement through the `pg` module $BENCH_PG_MODULE (market-intel's claims, answers and
 //    ledger rows), wall time from the call to the result, waiting for the connection's turn included;
 //  - every JSON-RPC call made through the global `fetch` (that is @solana/kit's HTTP transport: the
@@ -24,7 +25,10 @@ import { performance } from 'node:perf_hooks';
 
 /** What the preload hands back on SIGUSR2, all durations in milliseconds. */
 export interface TimingSnapshot {
-  /** `ExactSvmScheme.settle` calls: wall time of each, and how many settled (`success: true`). */
+  /**
+   * `ExactSvmScheme.settle` (or `ExactSvmSettler.settle`) calls: wall time of each, and how many
+   * settled (`success: true`, `ok: true`).
+   */
   settle: { ms: number[]; succeeded: number };
   /** `ExactSvmScheme._verify` calls (inside `settle` or `verify`): wall time of each. */
   verify: number[];
@@ -73,6 +77,22 @@ if (facilitatorModule) {
     const result = await settle.apply(this, args);
     snapshot.settle.ms.push(performance.now() - started);
     if (result.success) snapshot.settle.succeeded += 1;
+    return result;
+  };
+}
+
+const settlerModule = process.env.BENCH_SETTLER_MODULE;
+if (settlerModule) {
+  type SettlerSettle = (this: unknown, ...args: unknown[]) => Promise<{ ok?: boolean }>;
+  const { ExactSvmSettler } = createRequire(__filename)(settlerModule) as {
+    ExactSvmSettler: { prototype: { settle: SettlerSettle } };
+  };
+  const settle = ExactSvmSettler.prototype.settle;
+  ExactSvmSettler.prototype.settle = async function timedSettle(this: unknown, ...args: unknown[]) {
+    const started = performance.now();
+    const result = await settle.apply(this, args);
+    snapshot.settle.ms.push(performance.now() - started);
+    if (result.ok) snapshot.settle.succeeded += 1;
     return result;
   };
 }

@@ -30,13 +30,13 @@ export const RETRY_AFTER_SECONDS = 5;
 export const LANDING_WINDOW_SECONDS = 120;
 
 /**
- * Whether the official facilitator refused a transaction before sending it (its verification or
- * simulation): nothing can land. Any other refusal (an RPC error while sending or confirming, a
+ * Whether the settlement refused a transaction before sending it (the scheme's checks, or the node's
+ * preflight simulation refusing the send): nothing can land. Any other refusal (an RPC error while sending or confirming, a
  * confirmation that timed out...) may have sent it.
  */
 function refusedBeforeSending(reason: string): boolean {
-  // The facilitator's verification codes all start so; its one post-sending code among them is the
-  // on-chain failure.
+  // The scheme's verification codes (the official facilitator's) all start so; the one post-sending
+  // code among them is the on-chain failure.
   if (reason.startsWith('invalid_exact_svm_')) return reason !== 'invalid_exact_svm_transaction_failed';
   return NEVER_SENT.has(reason);
 }
@@ -130,8 +130,8 @@ export interface ProcessPaymentInput {
     stillBound?: () => Promise<boolean>;
     rebind?: () => Promise<boolean>;
     /**
-     * With `settle`: the payment was refused before anything was sent (a limit, the facilitator's
-     * verification); asked, with the claim still held, to free the identifier if it names this
+     * With `settle`: the payment was refused before anything was sent (a limit, the scheme's
+     * checks); asked, with the claim still held, to free the identifier if it names this
      * payment, so that refused attempts leave no identifier behind.
      */
     unbind?: () => Promise<void>;
@@ -173,7 +173,7 @@ export type ProcessPaymentResult =
  * @throws AppError
  * - `payment_required` (402, `details.reason`) for not_found / transaction_failed / wrong_recipient /
  *   stale / reference_mismatch / reference_missing,
- *   and for an official-scheme transaction the facilitator refused (its reason);
+ *   and for an official-scheme transaction the settlement refused (its reason);
  * - `amount_mismatch`, `mint_mismatch` (400);
  * - `payment_reused` (400, no details) when the signature was verified for another endpoint, network
  *   or request (docs/payments.md, "Paying with our client"; "Request-bound payments");
@@ -293,7 +293,7 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
     if (input.settle) {
       const settled = await input.settle();
       if (!settled.ok) refused = settled;
-      // Our own facilitator verified and confirmed exactly this payment: no getTransaction after it.
+      // Our own settlement checked and confirmed exactly this payment: no getTransaction after it.
       else if (
         settled.payment?.signature === signature &&
         settled.payment.network === network &&

@@ -53,8 +53,8 @@ export interface OfferV2 {
   extensions: Record<string, unknown>;
   /**
    * This request's Solana Pay reference, advertised in the offer's `extra.reference` and as its
-   * `extra.memo`: the official client writes the memo into the transaction, and the official
-   * facilitator refuses a transaction whose memo is not this request's, so an official-scheme payment
+   * `extra.memo`: the official client writes the memo into the transaction, and the settlement
+   * refuses a transaction whose memo is not this request's, so an official-scheme payment
    * is bound to its request on chain too.
    */
   reference?: string;
@@ -68,7 +68,7 @@ export interface OfferV2 {
 
 /**
  * The one requirement of a request's v2 offer, as `PAYMENT-REQUIRED` advertises it, the payer's
- * `accepted` must equal and the facilitator settles against: the route's offer with this request's
+ * `accepted` must equal and the settlement checks against: the route's offer with this request's
  * `extra.reference` and `extra.memo` (when references are configured).
  */
 export function offeredRequirements(offer: OfferV2): PaymentRequirementsV2 {

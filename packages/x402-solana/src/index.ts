@@ -1,5 +1,5 @@
 // @repo/x402-solana — x402 on Solana (README "@repo/x402-solana"): the push-mode verifier and its RPC
-// client, the official exact SVM scheme's facilitator adapter (`ExactSvmSettler`), and the SPL token
+// client, the official exact SVM scheme's settlement (`ExactSvmSettler`), and the SPL token
 // helpers both use. The paying side is `@repo/x402-solana/client`.
 export { SolanaPaymentVerifier, resolveAccountKeys, findTransfersChecked, balanceDelta } from './verifier';
 export type { SolanaPaymentVerifierConfig, SolanaPaymentVerifierOptions, RpcCallEvent } from './verifier';

@@ -51,8 +51,6 @@ const transactionSchema = z.object({
   }),
 });
 
-const simulationSchema = z.object({ value: z.object({ err: z.unknown() }) });
-
 const signatureStatusesSchema = z.object({
   value: z.array(
     z
@@ -212,45 +210,21 @@ export class SolanaRpcClient {
   }
 
   /**
-   * `simulateTransaction(transaction, { encoding: "base64", sigVerify, replaceRecentBlockhash, commitment })`.
-   *
-   * @param transaction base64 wire transaction (its fee payer's signature may be missing)
-   * @param options the simulation's settings (defaults: no signature check, the transaction's own
-   *   blockhash, `confirmed`)
-   * @returns the simulation's error, `null` when it would succeed
-   * @throws RpcTransportError when the endpoint cannot be reached or times out
-   * @throws RpcResponseError on an HTTP error status, a JSON-RPC error or a malformed answer
-   */
-  async simulateTransaction(
-    transaction: string,
-    options: { sigVerify?: boolean; replaceRecentBlockhash?: boolean; commitment?: string } = {},
-  ): Promise<unknown> {
-    const result = await this.call('simulateTransaction', [
-      transaction,
-      {
-        encoding: 'base64',
-        sigVerify: options.sigVerify ?? false,
-        replaceRecentBlockhash: options.replaceRecentBlockhash ?? false,
-        commitment: options.commitment ?? 'confirmed',
-      },
-    ]);
-    return this.validate(simulationSchema, result, 'simulateTransaction').value.err ?? null;
-  }
-
-  /**
-   * `sendTransaction(transaction, { encoding: "base64", skipPreflight: true, preflightCommitment: "confirmed" })`:
-   * the transaction was simulated before, so the node is not asked to simulate it again.
+   * `sendTransaction(transaction, { encoding: "base64", preflightCommitment: "confirmed" })`: the node
+   * verifies the signatures and simulates the transaction first (its preflight), and sends nothing
+   * when either fails: the simulation and the send in one call.
    *
    * @param transaction base64 wire transaction, fully signed
    * @returns its signature (base58), as the node reports it
-   * @throws RpcTransportError when the endpoint cannot be reached or times out
-   * @throws RpcResponseError on an HTTP error status, a JSON-RPC error (the node refused it) or a
+   * @throws RpcTransportError when the endpoint cannot be reached or times out (it may have been sent)
+   * @throws RpcResponseError on an HTTP error status, a JSON-RPC error (the node refused it: `code`
+   *   -32002 when the preflight simulation failed, -32003 when a signature does not verify) or a
    *   malformed answer
    */
   async sendTransaction(transaction: string): Promise<string> {
     const result = await this.call('sendTransaction', [
       transaction,
-      { encoding: 'base64', skipPreflight: true, preflightCommitment: 'confirmed' },
+      { encoding: 'base64', preflightCommitment: 'confirmed' },
     ]);
     return this.validate(z.string().min(1).regex(BASE58), result, 'sendTransaction');
   }

@@ -12,6 +12,8 @@ export interface WireTransaction {
   staticAccounts: Uint8Array[];
   /** The compiled instructions: indexes into the static accounts (then the loaded ones) and data. */
   instructions: { programIdIndex: number; accountIndexes: Uint8Array; data: Uint8Array }[];
+  /** How many address table lookups a version 0 message has (0 for a legacy one); their accounts are not read. */
+  addressTableLookups: number;
 }
 
 /** The wire bytes are not a legacy or version 0 transaction (truncated, trailing bytes, bad counts). */
@@ -94,8 +96,9 @@ export function parseWireTransaction(bytes: Uint8Array): WireTransaction {
     const data = reader.take(reader.shortU16());
     return { programIdIndex, accountIndexes, data };
   });
+  let lookups = 0;
   if (versioned) {
-    const lookups = reader.shortU16();
+    lookups = reader.shortU16();
     for (let i = 0; i < lookups; i++) {
       reader.take(32);
       reader.take(reader.shortU16());
@@ -107,5 +110,11 @@ export function parseWireTransaction(bytes: Uint8Array): WireTransaction {
     throw new WireFormatError(
       `${signatureCount} signatures for ${requiredSignatures} required signers of ${accountCount} accounts`,
     );
-  return { signatures, message: bytes.subarray(messageStart), staticAccounts, instructions };
+  return {
+    signatures,
+    message: bytes.subarray(messageStart),
+    staticAccounts,
+    instructions,
+    addressTableLookups: lookups,
+  };
 }
