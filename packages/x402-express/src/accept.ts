@@ -299,7 +299,10 @@ export async function acceptPayment(
         result.record.signature === ownSignature &&
         !retryOfKnownIdentifier
       )
-        await requirePayerSignIn(req, signIn, signInOrigin.origin, network, result.record.payer);
+        await requirePayerSignIn(req, signIn, signInOrigin.origin, network, result.record.payer, (reason) =>
+          emitPaymentEvent(options.onPaymentEvent, { type: 'replay_refused', reason, network, endpoint }),
+        );
+      emitPaymentEvent(options.onPaymentEvent, { type: 'replayed', network, endpoint });
       sendStoredResponse(res, result.response, network, answerListenerOf(options));
       return undefined;
     }

@@ -8,13 +8,16 @@ import type { X402Network } from '@repo/schemas';
  * - `rejected`: a proof was refused (`reason`: a verification reason, `invalid_payment_header`,
  *   `payment_reused`, `payment_conflict` or `busy`);
  * - `replayed`: a stored answer was returned for a signature already used on the same endpoint;
+ * - `replay_refused`: a stored answer was found for it but not returned, the sign-in of its payer
+ *   that a replay needs being absent or refused (`reason`: `siwx_required`, `siwx_not_payer`,
+ *   `siwx_rate_limited`, `invalid_siwx_*`; docs/payments.md, "Signing in instead of paying again");
  * - `signed_in`: a request was served to the payer who signed in, without paying again
  *   (docs/payments.md, "Signing in instead of paying again").
  */
 export interface PaymentEvent {
   /** What happened. */
-  type: 'challenged' | 'verified' | 'rejected' | 'replayed' | 'signed_in';
-  /** Why a proof was refused (only for `rejected`). */
+  type: 'challenged' | 'verified' | 'rejected' | 'replayed' | 'replay_refused' | 'signed_in';
+  /** Why a proof or a replay was refused (only for `rejected` and `replay_refused`). */
   reason?: string;
   /** The request's network. */
   network: X402Network;

@@ -153,7 +153,8 @@ export interface ProcessPaymentInput {
  *   `ledger.releaseLease` (handler failed: a retry re-runs it without a new charge); `unrecorded`
  *   (only with `deferVerifiedMark`) is the verification the ledger does not hold yet, for the
  *   completion or `releaseLease` to record;
- * - `replay`: the signature was already used on this synchronous endpoint; answer `response`.
+ * - `replay`: the signature was already used on this synchronous endpoint; answer `response` (the
+ *   caller emits the `replayed` event once it sends it).
  */
 export type ProcessPaymentResult =
   | { outcome: 'accepted'; payment: VerifiedPayment; claim: PaymentClaim; unrecorded?: VerifiedPayment }
@@ -213,7 +214,7 @@ export async function processPayment(input: ProcessPaymentInput): Promise<Proces
   });
   switch (claimed.outcome) {
     case 'replay':
-      emitPaymentEvent(onPaymentEvent, { type: 'replayed', network, endpoint });
+      // Counted by the caller once it is actually sent (a replay may still need its payer's sign-in).
       return { outcome: 'replay', response: claimed.response, record: claimed.record };
     case 'conflict':
       return reject(

@@ -9,10 +9,11 @@ import {
   type SIWxExtension,
   type SIWxPayload,
 } from '@x402/extensions/sign-in-with-x';
-import { AppError } from '@repo/errors';
+import { AppError, isAppError } from '@repo/errors';
 import type { X402Network } from '@repo/schemas';
 import { CAIP2_NETWORKS } from '@repo/x402-core';
 import type { PaidAccess, PaymentKind, SignInRecords } from '@repo/x402-ledger';
+import { reasonOf } from './responses';
 
 /** The request header carrying a sign-in proof (base64 JSON of the signed SIWX message). */
 export const SIGN_IN_HEADER = SIGN_IN_WITH_X;
@@ -299,6 +300,7 @@ export async function signedInAccess(
  * Checks that a replay of a used payment comes from its payer (docs/payments.md, "Signing in instead of
  * paying again"): a valid sign-in proof ({@link verifySignIn}) by `payer`.
  *
+ * @param onRefused told of a refusal's reason (`details.reason`, else the error's code) before it is thrown
  * @throws AppError `payment_required` (402) as {@link verifySignIn}, or with `details.reason:
  *   "siwx_not_payer"` when another wallet signed in, or `invalid_siwx_nonce` when the proof was used before
  */
@@ -308,9 +310,15 @@ export async function requirePayerSignIn(
   origin: URL,
   network: X402Network,
   payer: string | null,
+  onRefused?: (reason: string) => void,
 ): Promise<void> {
-  const signedIn = await verifySignIn(req, options, origin, network);
-  if (payer === null || signedIn.address !== payer)
-    refuse('siwx_not_payer', 'Only the wallet that paid gets this payment answered again');
-  await signedIn.useNonce();
+  try {
+    const signedIn = await verifySignIn(req, options, origin, network);
+    if (payer === null || signedIn.address !== payer)
+      refuse('siwx_not_payer', 'Only the wallet that paid gets this payment answered again');
+    await signedIn.useNonce();
+  } catch (error) {
+    onRefused?.(isAppError(error) ? reasonOf(error) : 'other');
+    throw error;
+  }
 }

@@ -8,19 +8,34 @@ import type { ScanObserver } from './data/scans';
 
 /**
  * Every value the `reason` label of `x402_payments_total` can take: the verification reasons, the
- * refusals before verification, and `other` for anything unforeseen (so the label set stays bounded).
+ * refusals before verification, the refusals of a replay's sign-in (any `invalid_siwx_*` counted as
+ * `invalid_siwx`), and `other` for anything unforeseen (so the label set stays bounded).
  */
 export const PAYMENT_REJECTION_REASONS: ReadonlySet<string> = new Set([
   ...PAYMENT_VERIFICATION_REASONS,
   'invalid_payment_header',
   'payment_reused',
   'payment_conflict',
+  'payment_identifier_conflict',
   'busy',
   'rate_limited',
   'scheme_refused',
   'settlement_refused',
+  'siwx_required',
+  'siwx_not_payer',
+  'siwx_rate_limited',
+  'invalid_siwx',
   'other',
 ]);
+
+/** The `reason` label of a payment event's reason ({@link PAYMENT_REJECTION_REASONS}). */
+function reasonLabel(reason: string | undefined): string {
+  if (reason === undefined) return '';
+  if (PAYMENT_REJECTION_REASONS.has(reason)) return reason;
+  if (/^(invalid_exact_svm|settlement|transaction_failed|duplicate_settlement)/.test(reason))
+    return 'settlement_refused';
+  return reason.startsWith('invalid_siwx') ? 'invalid_siwx' : 'other';
+}
 
 /** market-intel's metrics: the shared HTTP ones plus x402 payment outcomes and RPC time. */
 export interface MarketIntelMetrics extends ServiceMetrics {
@@ -73,7 +88,7 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
   const { series, ...base } = createMetrics('market-intel', {
     x402_payments_total: {
       type: 'counter',
-      help: 'x402 payment events: challenged, verified, rejected (by reason) and replayed',
+      help: 'x402 payment events: challenged, verified, rejected (by reason), replayed, replay_refused (by reason) and signed_in',
       labels: ['type', 'reason', 'network', 'endpoint'],
     },
     x402_verification_rpc_seconds: {
@@ -200,14 +215,7 @@ export function createMarketIntelMetrics(): MarketIntelMetrics {
     onPaymentEvent(event) {
       series.x402_payments_total.inc({
         type: event.type,
-        reason:
-          event.reason === undefined
-            ? ''
-            : PAYMENT_REJECTION_REASONS.has(event.reason)
-              ? event.reason
-              : /^(invalid_exact_svm|settlement|transaction_failed|duplicate_settlement)/.test(event.reason)
-                ? 'settlement_refused'
-                : 'other',
+        reason: reasonLabel(event.reason),
         network: event.network,
         endpoint: event.endpoint,
       });

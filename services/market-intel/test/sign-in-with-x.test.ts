@@ -13,6 +13,7 @@ import {
 
 import { appendPaymentIdentifierToExtensions, generatePaymentId } from '@x402/extensions/payment-identifier';
 import { wrapFetchWithPayment } from '@x402/fetch';
+import { metricValue, scrape } from '@repo/service-kit/testing';
 import { buildReport, startHarness, type Harness } from './support/harness';
 import { balances, officialClient, officialFetch } from './support/official-client';
 import { startScriptedRunner, type ScriptedRunner } from './support/runner';
@@ -153,7 +154,7 @@ describe('sign-in-with-x', () => {
     expect(challengeOf(late).info.nonce).toMatch(/^[0-9a-f]{32}$/);
   });
 
-  it("When a watcher presents a used push payment's signature, then it gets a 402, and only the payer signed in gets the answer again", async () => {
+  it("When a watcher presents a used push payment's signature, then it gets a 402, and only the payer signed in gets the answer again; /metrics counts the refusals apart from the one replay", async () => {
     const path = '/api/v1/scout/trends?limit=2';
     const signature = await h.transfer({ amountAtomic: 100_000n });
     const first = await h.getWithProof(path, signature);
@@ -185,6 +186,15 @@ describe('sign-in-with-x', () => {
     expect(payer.status).toBe(200);
     expect(await payer.text()).toBe(firstBody);
     expect(payer.headers.get('x-payment-response')).toBe(first.headers.get('x-payment-response'));
+
+    // Only the answer sent again counts as replayed; the two withheld count as refused, by reason.
+    const metrics = await scrape(h.metricsUrl);
+    const count = (labels: Record<string, string>) =>
+      metricValue(metrics, 'x402_payments_total', { endpoint: 'GET /api/v1/scout/trends', ...labels }) ?? 0;
+    expect(count({ type: 'replayed' })).toBe(1);
+    expect(count({ type: 'replay_refused', reason: 'siwx_required' })).toBe(1);
+    expect(count({ type: 'replay_refused', reason: 'siwx_not_payer' })).toBe(1);
+    expect(count({ type: 'replay_refused' })).toBe(2);
   });
 
   it("When the payer sends its identified official payment again (the answer lost), then it gets the stored answer without signing in; the same payment under another identifier is a watcher's and gets a 402", async () => {
