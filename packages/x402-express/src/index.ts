@@ -35,6 +35,7 @@ export { createHotPath } from './hot-path';
 export type { HotPath, HotPathOptions, HotRoute } from './hot-path';
 export {
   MCP_PAYMENT_META,
+  MCP_SIGN_IN_META,
   MCP_PAYMENT_MISSING,
   MCP_PAYMENT_RESPONSE_META,
   MCP_PUSH_PAYMENT_REQUIRED_META,

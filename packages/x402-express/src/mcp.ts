@@ -7,9 +7,18 @@ import {
   PAYMENT_SIGNATURE_HEADER,
   PAYMENT_V2_RESPONSE_HEADER,
 } from '@repo/x402-core';
+import { SIGN_IN_HEADER } from './sign-in';
 
 /** `_meta` key of a `tools/call` request carrying the `PaymentPayload` (x402 MCP transport). */
 export const MCP_PAYMENT_META = 'x402/payment';
+/**
+ * `_meta` key of a `tools/call` request carrying a sign-in-with-x proof (docs/payments.md, "Signing in
+ * instead of paying again", its part on MCP): our extension, as the x402 MCP transport and the
+ * `sign-in-with-x` extension name no key for it; the analogue of {@link MCP_PAYMENT_META} for the
+ * `SIGN-IN-WITH-X` HTTP header. Its value is the proof object (the extension's `SIWxPayload`), or the
+ * header's base64 JSON as a string.
+ */
+export const MCP_SIGN_IN_META = 'x402/sign-in-with-x';
 /** `_meta` key of a paid tool result carrying the settlement (x402 MCP transport). */
 export const MCP_PAYMENT_RESPONSE_META = 'x402/payment-response';
 /**
@@ -36,19 +45,40 @@ export const MCP_PAYMENT_MISSING =
  * taken as the header value itself; any other value goes into `X-PAYMENT` as base64 JSON too, where
  * the payment gate refuses it as `invalid_payload` with the `PaymentRequired`, as over HTTP. No
  * payment, no header.
+ * A sign-in proof in `_meta["x402/sign-in-with-x"]` ({@link MCP_SIGN_IN_META}) goes into
+ * `SIGN-IN-WITH-X` beside it.
  * @param meta the `_meta` of the `tools/call` request
  * @returns the request headers to add
  */
 export function mcpPaymentHeaders(meta: Record<string, unknown>): Record<string, string> {
   const payment = meta[MCP_PAYMENT_META];
-  if (payment === undefined || payment === null) return {};
-  if (typeof payment === 'string') return { [PAYMENT_HEADER]: payment };
+  const signIn = mcpSignInHeaders(meta);
+  if (payment === undefined || payment === null) return signIn;
+  if (typeof payment === 'string') return { ...signIn, [PAYMENT_HEADER]: payment };
   const version =
     typeof payment === 'object' && !Array.isArray(payment)
       ? (payment as { x402Version?: unknown }).x402Version
       : undefined;
-  return { [version === 2 ? PAYMENT_SIGNATURE_HEADER : PAYMENT_HEADER]: encodeBase64Json(payment) };
+  return {
+    ...signIn,
+    [version === 2 ? PAYMENT_SIGNATURE_HEADER : PAYMENT_HEADER]: encodeBase64Json(payment),
+  };
 }
+
+/**
+ * The `SIGN-IN-WITH-X` header of `_meta["x402/sign-in-with-x"]` ({@link MCP_SIGN_IN_META}): a string
+ * of header characters as it is, anything else as base64 JSON (what is not a proof is then refused
+ * by the sign-in check as `invalid_siwx_header`, a 402, as over HTTP). No proof, no header.
+ */
+function mcpSignInHeaders(meta: Record<string, unknown>): Record<string, string> {
+  const proof = meta[MCP_SIGN_IN_META];
+  if (proof === undefined || proof === null) return {};
+  const text = typeof proof === 'string' && HEADER_VALUE.test(proof);
+  return { [SIGN_IN_HEADER]: text ? proof : encodeBase64Json(proof) };
+}
+
+/** A value an HTTP header can carry as it is (visible ASCII). */
+const HEADER_VALUE = /^[\x21-\x7e]+$/;
 
 /** The JSON of a base64 JSON header, or `undefined` when absent or not such. */
 function decodedHeader(headers: IncomingHttpHeaders, name: string): Record<string, unknown> | undefined {

@@ -4,6 +4,7 @@ import { AgentJob, BriefResponse, Error402, HealthResponse, SectorList, toJsonSc
 import { PaymentRequiredV2, type ResourceDiscovery } from '@repo/x402-core';
 import {
   MCP_PAYMENT_META,
+  MCP_SIGN_IN_META,
   mcpBazaarExtensions,
   mcpPaymentHeaders,
   mcpResultOfPaidAnswer,
@@ -115,7 +116,8 @@ function price(route: PaidRoute): string {
  * service's own HTTP handler (`dispatchHttp`), so a paid tool asks for, verifies, settles, stores and
  * replays payments in the same ledger and with the same request-bound references as HTTP (a payment
  * made over HTTP is used over MCP too). The x402 MCP transport maps the payment onto the HTTP headers
- * and the answer back (`mcpPaymentHeaders`, `mcpResultOfPaidAnswer`). A paid tool carries its price
+ * and the answer back (`mcpPaymentHeaders`, `mcpResultOfPaidAnswer`), and a sign-in proof in
+ * `_meta["x402/sign-in-with-x"]` onto `SIGN-IN-WITH-X` (docs/payments.md, "Signing in instead of paying again"). A paid tool carries its price
  * as data in its listing's `_meta` (`x402/price` and Cloudflare's `agents-x402/*` keys,
  * {@link priceMetaOf}); its description keeps the price sentence.
  * @param handler the HTTP server's request listener, read at call time (it exists once the app is
@@ -146,7 +148,8 @@ export function marketIntelTools(
         return mcpResultOfPaidAnswer(
           answer,
           t.resultStatuses,
-          context.meta[MCP_PAYMENT_META] !== undefined,
+          // A refused sign-in keeps its reason as the result's error, as a refused payment does.
+          context.meta[MCP_PAYMENT_META] !== undefined || context.meta[MCP_SIGN_IN_META] !== undefined,
           extensions,
         );
       },
