@@ -15,6 +15,9 @@ const SET_COMPUTE_UNIT_LIMIT = 2;
 const SET_COMPUTE_UNIT_PRICE = 3;
 const TOKEN = bytesOf(TOKEN_PROGRAM_ADDRESS);
 const TOKEN_2022 = bytesOf(TOKEN_2022_PROGRAM_ADDRESS);
+/** Most Memo or Lighthouse instructions after the transfer (`@x402/svm` 2.27's facilitator: 4). */
+const MAX_OPTIONAL_INSTRUCTIONS = 4;
+
 /** SPL Memo, and Lighthouse (the assertions Phantom and Solflare add): the optional instructions. */
 const MEMO = bytesOf('MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr');
 const LIGHTHOUSE = bytesOf('L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95');
@@ -85,7 +88,9 @@ export type ExactSvmCheck = { ok: true; payer: string } | { ok: false; reason: s
  * - at most `maxRequiredSignatures` signers, the fee payer first (the other signers' signatures are
  *   checked before, by `ExactSvmSettler.signatureOf`); no address lookup tables (stricter than the
  *   facilitator, which resolves them: every account must be static, so every check below reads it);
- * - 3 to 6 instructions: `SetComputeUnitLimit` (at most `maxComputeUnits`), `SetComputeUnitPrice`
+ * - 3 to 7 instructions (the installed official facilitator's bound; the specification says 6, and
+ *   wallets such as Phantom and Solflare add Lighthouse assertions beside the client's memo, so a
+ *   payment the facilitator accepted is still accepted): `SetComputeUnitLimit` (at most `maxComputeUnits`), `SetComputeUnitPrice`
  *   (at most `maxPriorityFeeMicroLamports`), a `transferChecked` of SPL Token or Token-2022, then
  *   only Memo or Lighthouse instructions, and with `memo` exactly one Memo carrying it;
  * - the transfer: its authority not the fee payer, its mint `mint`, its destination the associated
@@ -122,7 +127,7 @@ export function checkExactSvmTransaction(
     instructions.push({ program: viewOf(program), keys, data: viewOf(instruction.data) });
   }
   const [limit, price, transfer, ...optional] = instructions;
-  if (!limit || !price || !transfer || optional.length > 3)
+  if (!limit || !price || !transfer || optional.length > MAX_OPTIONAL_INSTRUCTIONS)
     return { ok: false, reason: REASON.instructionsLength };
 
   if (

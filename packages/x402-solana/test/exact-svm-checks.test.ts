@@ -147,6 +147,13 @@ describe("The official scheme's checks of a transaction", () => {
       }),
     ).toMatchObject({ ok: true });
     expect(check({ tokenProgram: TOKEN_2022_PROGRAM_ID })).toMatchObject({ ok: true });
+    // Seven, as the official facilitator accepts: a wallet's Lighthouse assertions beside the memo.
+    const lighthouse = new TransactionInstruction({
+      programId: LIGHTHOUSE,
+      keys: [],
+      data: Buffer.from([2]),
+    });
+    expect(check({ optional: [memo('x'), lighthouse, lighthouse, lighthouse] })).toMatchObject({ ok: true });
   });
 
   const other = Keypair.generate().publicKey;
@@ -201,7 +208,11 @@ describe("The official scheme's checks of a transaction", () => {
       },
       'unknown_fifth_instruction',
     ],
-    ['seven instructions', { optional: [memo('a'), memo('b'), memo('c'), memo('d')] }, 'instructions_length'],
+    [
+      'eight instructions',
+      { optional: [memo('a'), memo('b'), memo('c'), memo('d'), memo('e')] },
+      'instructions_length',
+    ],
     [
       'two instructions',
       {
