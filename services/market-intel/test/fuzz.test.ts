@@ -36,10 +36,13 @@ let runner: Broker | undefined;
 let operations: FuzzOperation[];
 /** The v2 offers (PAYMENT-REQUIRED `accepts`) of every paid route, to wrap around garbage transactions. */
 const offers: unknown[] = [];
-const examples: Record<string, string[]> = {
+const examples: Record<string, unknown[]> = {
   sector: ['fintech', 'dev-tools', 'nonexistent-sector'],
   // A public address literal: accepted without a DNS lookup (nothing is delivered: no job runs).
   webhook_url: ['https://93.184.216.34/hooks/fuzz'],
+  // The string form has lines of its own (`Key: value`) that its JSON Schema cannot say: a valid one,
+  // so that a request drawn as valid is valid.
+  session_config: ['Profile: Solo\nSignal: fuzzing', { profile: 'Solo' }],
 };
 const seen = new Map<string, Map<number, number>>();
 
