@@ -1,5 +1,6 @@
 // What every part of the agent demo (scripts/demo.ts) prints with, and the services it talks to
-// (MARKET_INTEL_URL, LEDGER_URL, SIGNAL_FEEDBACK_URL, SKILL_ROUTER_URL; the local defaults otherwise).
+// (MARKET_INTEL_URL, LEDGER_URL, SIGNAL_FEEDBACK_URL, SIGNAL_FEEDBACK_DATABASE_URL, SKILL_ROUTER_URL;
+// the local defaults otherwise, those of scripts/stack.ts).
 
 const env = process.env;
 /** market-intel's base URL. */
@@ -8,6 +9,9 @@ export const BASE = (env.MARKET_INTEL_URL ?? 'http://127.0.0.1:3001').replace(/\
 export const LEDGER_URL = env.LEDGER_URL ?? 'http://127.0.0.1:8899';
 /** signal-feedback's base URL. */
 export const SIGNAL_FEEDBACK_URL = (env.SIGNAL_FEEDBACK_URL ?? 'http://127.0.0.1:3002').replace(/\/+$/, '');
+/** signal-feedback's database, which the stack migrates and starts it on: the demo imports history there. */
+export const SIGNAL_FEEDBACK_DATABASE_URL =
+  env.SIGNAL_FEEDBACK_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/signal_feedback';
 /** skill-router's base URL. */
 export const SKILL_ROUTER_URL = (env.SKILL_ROUTER_URL ?? 'http://127.0.0.1:3003').replace(/\/+$/, '');
 

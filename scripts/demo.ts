@@ -42,6 +42,7 @@ import {
   parsed,
   section,
   show,
+  SIGNAL_FEEDBACK_DATABASE_URL,
   SIGNAL_FEEDBACK_URL,
   SKILL_ROUTER_URL,
 } from './demo-support';
@@ -76,7 +77,11 @@ async function main(): Promise<void> {
   if (!only || only === 'signal-feedback') {
     section('signal-feedback: a product sends signals, analysis proposes changes, a deployment is verified');
     await reachable(SIGNAL_FEEDBACK_URL, 'npm start');
-    await runSignalFeedbackDemo({ baseUrl: SIGNAL_FEEDBACK_URL, log });
+    await runSignalFeedbackDemo({
+      baseUrl: SIGNAL_FEEDBACK_URL,
+      databaseUrl: SIGNAL_FEEDBACK_DATABASE_URL,
+      log,
+    });
   }
   if (!only || only === 'skill-router') {
     section('skill-router: skills (HTTP endpoints and MCP tools) registered, verified, routed and rated');

@@ -3,9 +3,13 @@
 // /api/ingest (automation-style single events with the aliases), the analysis runs, and the proposals
 // are printed; then the checkout proposal is approved and its deployment recorded with the express
 // checkout as its control group, both contexts' signals are sent for the after-window and for the same
-// minutes a week earlier (client timestamps), and the verification's verdict, effect and checks are
-// printed once the after-window has closed. Run alone with `pnpm --filter @repo/signal-feedback exec tsx scripts/demo.ts`
-// (SIGNAL_FEEDBACK_URL, default http://127.0.0.1:3002).
+// minutes a week earlier (client timestamps), the same minutes two weeks earlier are imported as
+// history with the operator's `admin import-signals` (the placebo's windows, older than the API accepts;
+// only with the service's database URL), and the verification's verdict, effect and checks are printed
+// once the after-window has closed. Run alone with `pnpm --filter @repo/signal-feedback exec tsx --conditions=@repo/source scripts/demo.ts`
+// (SIGNAL_FEEDBACK_URL, default http://127.0.0.1:3002; SIGNAL_FEEDBACK_DATABASE_URL, none by default).
+import { importHistory } from './demo-history';
+import { pct, printVerification } from './demo-print';
 
 /** Options of {@link runSignalFeedbackDemo}. */
 export interface SignalFeedbackDemoOptions {
@@ -15,6 +19,11 @@ export interface SignalFeedbackDemoOptions {
   log: (line: string) => void;
   /** How often the verification is polled while its after-window is open, ms (default 10 000). */
   pollMs?: number;
+  /**
+   * The service's database (`DATABASE_URL`): the placebo's history, two weeks back, is imported there
+   * (README, "Importing history"). Without it the placebo is not computed, and the demo says why.
+   */
+  databaseUrl?: string;
 }
 
 /** An effect of a verification (README, "Deployments and verification"). */
@@ -79,6 +88,8 @@ export interface SignalFeedbackDemoResult {
   email: string;
   productId: string;
   signalsSent: number;
+  /** Signals imported as history (the placebo's windows); 0 without a database URL. */
+  signalsImported: number;
   proposals: DemoProposal[];
   /** The deployment of the approved checkout proposal and its final verification. */
   deployment: { id: string; proposalId: string; verification: DemoVerification };
@@ -264,6 +275,8 @@ export async function runSignalFeedbackDemo(
     checkoutSignals,
     log,
     pollMs: options.pollMs ?? 10_000,
+    databaseUrl: options.databaseUrl,
+    productId: product.id,
   });
   sent += deployment.sent;
   log('');
@@ -272,6 +285,7 @@ export async function runSignalFeedbackDemo(
     email,
     productId: product.id,
     signalsSent: sent,
+    signalsImported: deployment.imported,
     proposals,
     deployment: {
       id: deployment.id,
@@ -280,8 +294,6 @@ export async function runSignalFeedbackDemo(
     },
   };
 }
-
-const pct = (rate: number | null) => (rate === null ? 'n/a' : `${(rate * 100).toFixed(1)} %`);
 
 /** A signal as POST /api/signals takes it. */
 interface DemoSignal {
@@ -307,48 +319,6 @@ function stamped(signals: readonly DemoSignal[], from: number): DemoSignal[] {
   }));
 }
 
-const effectLine = (e: DemoEffect, alpha: number) =>
-  `odds ratio ${e.odds_ratio} (${Math.round((1 - alpha) * 100)} % interval ${e.odds_ratio_ci_low} to ${e.odds_ratio_ci_high}; ` +
-  `log odds ${e.estimate}, ${e.ci_low} to ${e.ci_high})${e.p_value === null ? '' : `, p = ${e.p_value}`}`;
-
-/** Prints what a final verification found, check by check. */
-function printVerification(v: DemoVerification & { alpha?: number }, log: (line: string) => void): void {
-  const alpha = v.alpha ?? 0.05;
-  log(`verification: ${v.verdict.toUpperCase()} (${v.reason.replace(/_/g, ' ')}), label ${v.label}`);
-  log(
-    `  treated (checkout): ${pct(v.before.negative_rate)} of ${v.before.signals} a week earlier -> ` +
-      `${pct(v.after.negative_rate)} of ${v.after.signals} after`,
-  );
-  if (v.control)
-    log(
-      `  control (${v.method.control_selection}, ${v.method.control_contexts.length} context(s)): ` +
-        `${pct(v.control.before.negative_rate)} of ${v.control.before.signals} -> ` +
-        `${pct(v.control.after.negative_rate)} of ${v.control.after.signals}`,
-    );
-  if (v.effect) log(`  effect (${v.method.estimator}): ${effectLine(v.effect, alpha)}`);
-  for (const t of v.per_type)
-    log(
-      `    ${t.signal_type ?? 'negative signals'}: ` +
-        (t.effect
-          ? `odds ratio ${t.effect.odds_ratio}, Holm-adjusted p = ${t.adjusted_p_value}`
-          : 'no estimate'),
-    );
-  log(`  naive before/after z-test: z = ${v.z}, p = ${v.p_value}`);
-  log(
-    v.placebo
-      ? `  placebo one week earlier: ${effectLine(v.placebo, alpha)}, ${v.placebo.significant ? 'SIGNIFICANT (pre-trend)' : 'not significant'}`
-      : '  placebo one week earlier: not computed: its windows start two weeks back (the before-window is ' +
-          'always whole weeks back, one week for any window up to 7 days) and a signal sent through the ' +
-          'API may be at most 7 days old',
-  );
-  if (v.traffic)
-    log(
-      `  traffic check: ${v.traffic.observed_treated_after} treated signals after, ${v.traffic.expected_treated_after} expected ` +
-        `from the control (chi-square ${v.traffic.chi_square}, p = ${v.traffic.p_value}), ` +
-        `${v.traffic.significant ? 'SIGNIFICANT (volume shift)' : 'no volume shift'}`,
-    );
-}
-
 /**
  * Approves the checkout proposal and records its deployment now, with a two-minute window and the
  * express checkout as its control group; sends both contexts' signals for the after-window and for
@@ -362,8 +332,20 @@ async function deployAndVerify(
   checkoutId: string,
   expressId: string,
   proposals: DemoProposal[],
-  o: { checkoutSignals: readonly DemoSignal[]; log: (line: string) => void; pollMs: number },
-): Promise<{ id: string; proposalId: string; sent: number; verification: DemoVerification }> {
+  o: {
+    checkoutSignals: readonly DemoSignal[];
+    log: (line: string) => void;
+    pollMs: number;
+    databaseUrl: string | undefined;
+    productId: string;
+  },
+): Promise<{
+  id: string;
+  proposalId: string;
+  sent: number;
+  imported: number;
+  verification: DemoVerification;
+}> {
   const proposal = proposals.find((p) => p.context_id === checkoutId);
   if (!proposal) throw new Error('the analysis made no checkout proposal');
   await s.call('PATCH', `/api/proposals/${proposal.id}`, { status: 'approved' }, { 'x-api-key': apiKey });
@@ -436,6 +418,13 @@ async function deployAndVerify(
     );
   }
 
+  // Two weeks back, the placebo's before-window: like a week earlier (no pre-trend), as imported history.
+  const twoWeeksEarlier = [
+    ...stamped(o.checkoutSignals.slice(0, 57), at - 2 * WEEK_MS),
+    ...stamped(express(40, 10), at - 2 * WEEK_MS),
+  ];
+  const imported = await importHistory(o.databaseUrl, o.productId, twoWeeksEarlier, o.log);
+
   const closesAt = at + DEMO_WINDOW_MINUTES * 60_000;
   for (;;) {
     const [current] = await s.call<{ id: string; verification: DemoVerification & { alpha: number } }[]>(
@@ -448,7 +437,7 @@ async function deployAndVerify(
     const v = current.verification;
     if (!v.provisional) {
       printVerification(v, o.log);
-      return { id: current.id, proposalId: proposal.id, sent, verification: v };
+      return { id: current.id, proposalId: proposal.id, sent, imported, verification: v };
     }
     // The first request after the window closes stores the verdict; a minute past it, something is wrong.
     if (Date.now() > closesAt + 60_000) throw new Error(`deployment ${current.id} has no final verdict yet`);
@@ -467,6 +456,7 @@ async function deployAndVerify(
 if (require.main === module) {
   runSignalFeedbackDemo({
     baseUrl: process.env.SIGNAL_FEEDBACK_URL ?? 'http://127.0.0.1:3002',
+    databaseUrl: process.env.SIGNAL_FEEDBACK_DATABASE_URL,
     log: (l) => process.stdout.write(l + '\n'),
   }).catch((err: unknown) => {
     console.error(err instanceof Error ? err.message : err);

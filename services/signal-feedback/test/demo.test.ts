@@ -14,12 +14,15 @@ test("When the demo runs against the service, then it prints proposals made from
     baseUrl: h.baseUrl,
     log: (l) => lines.push(l),
     pollMs: 2_000,
+    databaseUrl: h.databaseUrl,
   });
   // The burst (60 checkout, 20 onboarding), then a week earlier and after the deployment 60 checkout
   // and 40 express checkout signals each.
   expect(result.signalsSent).toBe(280);
+  // Two weeks earlier, imported as history: 57 checkout and 40 express checkout signals.
+  expect(result.signalsImported).toBe(97);
   expect(result.proposals).toHaveLength(2);
-  expect(await h.db.signal.count({ where: { productId: result.productId } })).toBe(280);
+  expect(await h.db.signal.count({ where: { productId: result.productId } })).toBe(280 + 97);
   expect(await h.db.proposal.count({ where: { productId: result.productId } })).toBe(2);
   const text = lines.join('\n');
   expect(text).toContain('payment_failed');
@@ -37,7 +40,7 @@ test("When the demo runs against the service, then it prints proposals made from
     before: { signals: 60, negative: 40 },
     after: { signals: 60, negative: 4 },
     control: { before: { signals: 40, negative: 10 }, after: { signals: 40, negative: 10 } },
-    placebo: null,
+    placebo: { significant: false },
     per_type: [{ signal_type: 'payment_failed' }, { signal_type: 'checkout_abandoned' }],
     traffic: { significant: false, observed_treated_after: 60 },
   });
@@ -54,6 +57,9 @@ test("When the demo runs against the service, then it prints proposals made from
   expect(text).toMatch(/effect \(did\): odds ratio 0\.\d+ \(95 % interval/);
   expect(text).toMatch(/checkout_abandoned: odds ratio [\d.]+, Holm-adjusted p = /);
   expect(text).toMatch(/traffic check: 60 treated signals after, 60 expected/);
-  // The placebo's windows are two weeks back, older than any timestamp the API accepts.
-  expect(text).toMatch(/placebo one week earlier: not computed: its windows start two weeks back/);
+  // The placebo's windows are two weeks back, older than any timestamp the API accepts: imported.
+  expect(text).toMatch(/admin import-signals: 97 signals of the same minutes two weeks earlier imported/);
+  expect(text).toMatch(
+    /placebo one week earlier: odds ratio [\d.]+ \(95 % interval .*\), p = [\d.]+, not significant: no pre-trend/,
+  );
 }, 240_000);
