@@ -5,6 +5,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import request from 'supertest';
 import { chromiumPath } from '@repo/service-kit/testing';
 import { createContext, createProduct, signUp, startHarness, type Harness } from './support/harness';
+import { insertSignalHistory } from './support/signal-history';
 
 // The dashboard's verdicts and priority feedback (README, "Deployments and verification" and
 // "Priority feedback"): a final verdict with its interval, method, checks and label; an open
@@ -24,29 +25,14 @@ let openId: string;
 let sameKindId: string;
 
 /** `total` signals of a context spread over `[from, from + spanMs)`, the first `failing` of them payment_failed. */
-async function history(
+const history = (
   productId: string,
   contextId: string,
   from: number,
   spanMs: number,
   total: number,
   failing: number,
-): Promise<void> {
-  await h.db.$executeRawUnsafe(
-    `INSERT INTO signals (product_id, context_id, type, sentiment, created_at)
-     SELECT $1::uuid, $2::uuid,
-            CASE WHEN g <= $4 THEN 'payment_failed' ELSE 'checkout_completed' END,
-            (CASE WHEN g <= $4 THEN 'negative' ELSE 'positive' END)::"Sentiment",
-            $5::timestamptz + (g - 1) * ($6::bigint * interval '1 millisecond') / $3::int
-       FROM generate_series(1, $3::int) AS g`,
-    productId,
-    contextId,
-    total,
-    failing,
-    new Date(from),
-    spanMs,
-  );
-}
+) => insertSignalHistory(h.db, { productId, contextId, from, to: from + spanMs, total, failing });
 
 beforeAll(async () => {
   console.log(`Verdict screenshots: ${SHOTS}`);

@@ -7,6 +7,7 @@ import {
   startHarness,
   type Harness,
 } from './support/harness';
+import { insertSignalHistory } from './support/signal-history';
 
 // The open-deployment listing's fast path (README, "The open-window monitor"; docs/architecture.md,
 // "Fast paths"): three replicas on one database and one clock. `monitorReplica` runs the monitor's
@@ -49,28 +50,13 @@ interface Open {
 }
 
 /** `total` signals of a context over `[from, to)`, `failing` of them `payment_failed`, straight into the table. */
-async function history(
+const history = (
   productId: string,
   contextId: string,
   window: { from: number; to: number },
   total: number,
   failing: number,
-): Promise<void> {
-  await monitorReplica.db.$executeRawUnsafe(
-    `INSERT INTO signals (product_id, context_id, type, sentiment, created_at)
-     SELECT $1::uuid, $2::uuid,
-            CASE WHEN g <= $4 THEN 'payment_failed' ELSE 'checkout_completed' END,
-            (CASE WHEN g <= $4 THEN 'negative' ELSE 'positive' END)::"Sentiment",
-            $5::timestamptz + (g - 1) * ($6::timestamptz - $5::timestamptz) / $3::int
-       FROM generate_series(1, $3::int) AS g`,
-    productId,
-    contextId,
-    total,
-    failing,
-    new Date(window.from),
-    new Date(window.to),
-  );
-}
+) => insertSignalHistory(monitorReplica.db, { productId, contextId, ...window, total, failing });
 
 /**
  * A product with a checkout and an express checkout (its control), and a deployment of the checkout's

@@ -9,6 +9,7 @@ import {
   waitFor,
   type SignedIn,
 } from './support/harness';
+import { insertSignalHistory } from './support/signal-history';
 
 let h: Harness;
 let replica: Harness;
@@ -62,29 +63,23 @@ async function approvedProposal(plan = 'scale'): Promise<Approved> {
  * proposal's) spread evenly over `[from, to)`, `failing` of them, spread evenly too, `payment_failed`
  * (negative), the others `checkout_completed` (positive).
  */
-async function history(
+const history = (
   a: Approved,
   from: Date,
   to: Date,
   total: number,
   failing: number,
   contextId = a.context.id,
-): Promise<void> {
-  await h.db.$executeRawUnsafe(
-    `INSERT INTO signals (product_id, context_id, type, sentiment, created_at)
-     SELECT $1::uuid, $2::uuid,
-            CASE WHEN g * $4 / $3 > (g - 1) * $4 / $3 THEN 'payment_failed' ELSE 'checkout_completed' END,
-            (CASE WHEN g * $4 / $3 > (g - 1) * $4 / $3 THEN 'negative' ELSE 'positive' END)::"Sentiment",
-            $5::timestamptz + (g - 1) * ($6::timestamptz - $5::timestamptz) / $3::int
-       FROM generate_series(1, $3::int) AS g`,
-    a.product.id,
+) =>
+  insertSignalHistory(h.db, {
+    productId: a.product.id,
     contextId,
-    total,
-    failing,
     from,
     to,
-  );
-}
+    total,
+    failing,
+    spreadFailing: true,
+  });
 
 const WEEK_MS = 7 * DAY_MS;
 

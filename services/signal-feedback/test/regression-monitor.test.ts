@@ -14,6 +14,7 @@ import { DeploymentRepository } from '../src/data/deployments';
 import { monthKey } from '../src/domain/plans';
 import type { VerificationResult } from '../src/schemas/verification';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
+import { insertSignalHistory } from './support/signal-history';
 
 // The open-window monitor and product webhooks (README, "The open-window monitor" and "Webhooks
 // (signal-feedback)"), end to end: the real database, the service's own delivery worker and a local
@@ -69,22 +70,8 @@ async function approvedProposal(): Promise<Approved> {
 }
 
 /** `total` signals of the context over `[from, to)`, `failing` of them `payment_failed`, straight into the table. */
-async function history(a: Approved, from: Date, to: Date, total: number, failing: number): Promise<void> {
-  await h.db.$executeRawUnsafe(
-    `INSERT INTO signals (product_id, context_id, type, sentiment, created_at)
-     SELECT $1::uuid, $2::uuid,
-            CASE WHEN g <= $4 THEN 'payment_failed' ELSE 'checkout_completed' END,
-            (CASE WHEN g <= $4 THEN 'negative' ELSE 'positive' END)::"Sentiment",
-            $5::timestamptz + (g - 1) * ($6::timestamptz - $5::timestamptz) / $3::int
-       FROM generate_series(1, $3::int) AS g`,
-    a.product.id,
-    a.context.id,
-    total,
-    failing,
-    from,
-    to,
-  );
-}
+const history = (a: Approved, from: Date, to: Date, total: number, failing: number) =>
+  insertSignalHistory(h.db, { productId: a.product.id, contextId: a.context.id, from, to, total, failing });
 
 /**
  * A deployment an hour ago with a day-long window (still open), after `failingAfter` of 300 signals
