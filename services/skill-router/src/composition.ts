@@ -113,35 +113,26 @@ export async function compose({
   const readiness = createReadiness({ database: db.ping, schema: schema.isUpToDate });
 
   const policy = { allowlist: parseAllowlist(config.SSRF_ALLOWLIST) };
-  const skillHttp = createSkillHttp({
-    policy,
-    timeoutMs: config.VERIFY_TIMEOUT_MS,
-    maxResponseBytes: config.MAX_RESPONSE_BYTES,
-  });
-  // The same guard, timeout and response cap for MCP servers (README, "MCP servers as skills").
-  const mcp = createMcpServers({
-    policy,
-    timeoutMs: config.VERIFY_TIMEOUT_MS,
-    maxResponseBytes: config.MAX_RESPONSE_BYTES,
-  });
-  const healthHttp =
-    config.HEALTH_CHECK_TIMEOUT_MS === config.VERIFY_TIMEOUT_MS
-      ? skillHttp
-      : createSkillHttp({
-          policy,
-          timeoutMs: config.HEALTH_CHECK_TIMEOUT_MS,
-          maxResponseBytes: config.MAX_RESPONSE_BYTES,
-        });
-
-  // MCP servers' health checks (the handshake and a ping) with the health check timeout.
-  const healthMcp =
-    config.HEALTH_CHECK_TIMEOUT_MS === config.VERIFY_TIMEOUT_MS
-      ? mcp
-      : createMcpServers({
-          policy,
-          timeoutMs: config.HEALTH_CHECK_TIMEOUT_MS,
-          maxResponseBytes: config.MAX_RESPONSE_BYTES,
-        });
+  // Verification's clients, and the health checks' with their own timeout (shared when it is the same).
+  const clients = <T>(
+    create: (o: { policy: typeof policy; timeoutMs: number; maxResponseBytes: number }) => T,
+  ) => {
+    const options = {
+      policy,
+      timeoutMs: config.VERIFY_TIMEOUT_MS,
+      maxResponseBytes: config.MAX_RESPONSE_BYTES,
+    };
+    const verify = create(options);
+    const health =
+      config.HEALTH_CHECK_TIMEOUT_MS === config.VERIFY_TIMEOUT_MS
+        ? verify
+        : create({ ...options, timeoutMs: config.HEALTH_CHECK_TIMEOUT_MS });
+    return { verify, health };
+  };
+  const { verify: skillHttp, health: healthHttp } = clients(createSkillHttp);
+  // The same guard, timeout and response cap for MCP servers (README, "MCP servers as skills"); their
+  // health checks are the handshake and a ping.
+  const { verify: mcp, health: healthMcp } = clients(createMcpServers);
 
   const keys = new ApiKeyRepository(db.prisma);
   const directory = new SkillDirectory(db.prisma);
