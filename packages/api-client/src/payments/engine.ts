@@ -39,14 +39,13 @@ export interface Engine {
    * See {@link Payer.fetch}. `transport`, when given, carries this request and its paid repeat instead
    * of the payer's fetch (the MCP helper's bridge, src/mcp.ts), under the same controls and records.
    */
-  fetch(
-    input: string | URL | Request,
-    init?: RequestInit,
-    transport?: (request: Request) => Promise<Response>,
-  ): Promise<Response>;
+  fetch(input: string | URL | Request, init?: RequestInit, transport?: Send): Promise<Response>;
   /** See {@link Payer.quote}. */
   quote(input: string | URL | Request, init?: RequestInit): Promise<PaymentOffer | undefined>;
 }
+
+/** How a request is sent: the payer's fetch, or a caller's transport. */
+type Send = (request: Request) => Promise<Response>;
 
 /** What a 402 offers that this payer can pay, in the order tried. */
 interface Offers {
@@ -197,11 +196,9 @@ export function createEngine(
     chosen: NonNullable<Offers['official']>,
     retry: Request,
     reservation: number,
-    send: (request: Request) => Promise<Response>,
+    send: Send,
   ): Promise<Response> {
     const { offer, required, requirement, rpcUrl } = chosen;
-    // Funds first, so an empty wallet is a typed InsufficientFundsError, not a failed simulation.
-    await checkAsset(offer, rpcUrl);
     const client = new x402Client(
       (_version, accepts) => accepts.find((r) => r === requirement) ?? accepts[0]!,
     )
@@ -248,11 +245,7 @@ export function createEngine(
    * a network error or a `503 settlement_pending`, waiting `Retry-After` or a backoff: the server
    * settles one payment per id, so a retry never pays twice. The caller's abort is not retried.
    */
-  async function sendPaid(
-    request: Request,
-    paymentId: string | undefined,
-    send: (request: Request) => Promise<Response>,
-  ): Promise<Response> {
+  async function sendPaid(request: Request, paymentId: string | undefined, send: Send): Promise<Response> {
     const retries = paymentId ? Math.max(0, Math.floor(options.paymentRetries ?? 2)) : 0;
     let backoff = new ExponentialBackoff({ initialDelay: 500, maxDelay: MAX_RETRY_DELAY_MS }).next();
     for (let attempt = 0; ; attempt++) {
@@ -276,10 +269,9 @@ export function createEngine(
     chosen: NonNullable<Offers['push']>,
     retry: Request,
     reservation: number,
-    send: (request: Request) => Promise<Response>,
+    send: Send,
   ): Promise<Response> {
     const { offer, requirements, rpcUrl } = chosen;
-    await checkAsset(offer, rpcUrl);
     const signature = await payForRequirements({ requirements, signer, rpcUrl });
     // The transfer is made: it counts against the caps whatever the server answers.
     await tracker.commit(reservation, signature);
@@ -290,11 +282,7 @@ export function createEngine(
     return await record(response, { ...offer, signature, payer: signer.address });
   }
 
-  async function probe(
-    input: string | URL | Request,
-    init: RequestInit | undefined,
-    send: (request: Request) => Promise<Response>,
-  ) {
+  async function probe(input: string | URL | Request, init: RequestInit | undefined, send: Send) {
     const request = new Request(input, init);
     const retry = request.clone();
     const first = await send(request);
@@ -321,7 +309,7 @@ export function createEngine(
   async function pay(
     input: string | URL | Request,
     init: RequestInit | undefined,
-    send: (request: Request) => Promise<Response>,
+    send: Send,
   ): Promise<Response> {
     const { first, retry, offers, text } = await probe(input, init, send);
     if (!offers) return first;
@@ -343,6 +331,8 @@ export function createEngine(
       return new Response(text, { status: first.status, statusText: first.statusText, headers });
     }
     try {
+      // Funds first, so an empty wallet is a typed InsufficientFundsError, not a failed simulation.
+      await checkAsset(chosen.offer, chosen.rpcUrl);
       return offers.official
         ? await payOfficial(offers.official, retry, reservation, send)
         : await payPush(offers.push!, retry, reservation, send);
