@@ -22,6 +22,7 @@ import {
 } from './estimates';
 import { failingBuckets, restrict, reweightToAfter, sum, type HourOfWeekCounts } from './hour-of-week';
 import { alwaysValidRegression, holmAdjust, volumeShiftTest } from './significance';
+import type { VerdictLabel } from '../../schemas/verification';
 
 /** One group's hour-of-week counts in the placebo-before, before and after windows. */
 export interface GroupWindows {
@@ -47,10 +48,6 @@ export interface VerdictInput {
   /** The after-window is still open: only the always-valid monitor decides anything. */
   provisional: boolean;
 }
-
-/** The verdict's label, worst first: volume_shift, pre_trend, uncontrolled, observational. */
-export type VerdictLabel =
-  'observational' | 'uncontrolled' | 'unreliable: pre_trend' | 'unreliable: volume_shift';
 
 /** The decision of `decideVerdict`. */
 export interface VerdictDecision {

@@ -1,7 +1,6 @@
 import type { CookieOptions, Response } from 'express';
 import { AppError } from '@repo/errors';
 import {
-  BODY_PARSER_ERRORS,
   contractRouter,
   errorResponse,
   RETRY_AFTER_HEADER,
@@ -52,14 +51,14 @@ const PASSWORD_NUL = { nulAllowed: ['body.password'] };
 
 /**
  * `contract` of a write that signs in (sign-up, log-in; README, "Sessions and CSRF"): before a session
- * there is no CSRF token, so the handler's origin check is its 403; the password may hold NUL; the body
- * parser's 413 and 415.
+ * there is no CSRF token, so the handler's origin check is its 403; the password may hold NUL (the body
+ * parser's 413 and 415 are every body's, added by the router).
  */
 function signInContract<C extends RouteContract>(contract: C): C {
   return {
     ...contract,
     validation: PASSWORD_NUL,
-    responses: { ...BODY_PARSER_ERRORS, '403': errorResponse('cross-origin request'), ...contract.responses },
+    responses: { '403': errorResponse('cross-origin request'), ...contract.responses },
   };
 }
 

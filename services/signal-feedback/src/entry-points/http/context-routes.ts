@@ -1,5 +1,5 @@
 import { AppError, notFound } from '@repo/errors';
-import { BODY_PARSER_ERRORS, errorResponse } from '@repo/service-kit';
+import { errorResponse } from '@repo/service-kit';
 import { z } from 'zod';
 import type { ContextRecord } from '../../data/products';
 import { Context, ContextIdQuery, CreateContextBody, UpdateContextBody } from '../../schemas/contexts';
@@ -52,7 +52,6 @@ const createContext = contextOperation(
     responses: {
       '201': { description: 'the created context', body: Context },
       '400': errorResponse('invalid body'),
-      ...BODY_PARSER_ERRORS,
       '404': errorResponse('no such product of the user'),
     },
   },
@@ -100,7 +99,6 @@ const updateContext = contextOperation(
     responses: {
       '200': { description: 'the updated context', body: Context },
       '400': errorResponse('invalid body'),
-      ...BODY_PARSER_ERRORS,
       '404': errorResponse('no such context of the user'),
     },
   },

@@ -1,6 +1,5 @@
 import { notFound, validationError } from '@repo/errors';
 import {
-  BODY_PARSER_ERRORS,
   contractRouter,
   errorResponse,
   RETRY_AFTER_HEADER,
@@ -72,7 +71,6 @@ export function deploymentsRoutes(deps: {
           '400': errorResponse(
             "invalid body or id, deployed_at in the future, a context that is not the product's, or a context both treated and control",
           ),
-          ...BODY_PARSER_ERRORS,
           '404': errorResponse('no such proposal for this key or user'),
           '409': errorResponse('the proposal is not approved (`proposal_not_approved`; details.status)'),
           '429': errorResponse(

@@ -1,7 +1,6 @@
 import { AppError, notFound, validationError } from '@repo/errors';
 import { checkUrl, type LookupFunction, type SsrfPolicy } from '@repo/ssrf-guard';
 import {
-  BODY_PARSER_ERRORS,
   errorResponse,
   type ContractHandler,
   type ContractRouter,
@@ -104,7 +103,6 @@ const createProduct = productOperation(
     responses: {
       '200': { description: 'the product with its key', body: CreatedProduct },
       '400': errorResponse('invalid name'),
-      ...BODY_PARSER_ERRORS,
       '403': errorResponse(
         'product limit of the plan reached (code product_limit_reached) or CSRF check failed (csrf_failed)',
       ),
@@ -194,7 +192,6 @@ const renameProduct = productOperation(
     responses: {
       '200': { description: 'the renamed product', body: ProductSummary },
       '400': errorResponse('invalid id or name'),
-      ...BODY_PARSER_ERRORS,
       '404': errorResponse('no such product of the user'),
     },
   },
@@ -314,7 +311,6 @@ const setWebhook = productOperation(
     responses: {
       '200': { description: 'the webhook settings (with `secret` when generated)', body: WebhookSettings },
       '400': errorResponse('invalid id, body or URL (invalid_request with details.issues)'),
-      ...BODY_PARSER_ERRORS,
       '404': errorResponse('no such product of the user'),
     },
   },

@@ -1,11 +1,5 @@
 import { AppError } from '@repo/errors';
-import {
-  BODY_PARSER_ERRORS,
-  contractRouter,
-  errorResponse,
-  type ApiKeyCache,
-  type ContractRouter,
-} from '@repo/service-kit';
+import { contractRouter, errorResponse, type ApiKeyCache, type ContractRouter } from '@repo/service-kit';
 import { z } from 'zod';
 import type { ProposalRepository } from '../../data/proposals';
 import type { KeyOwner } from '../../data/signals';
@@ -71,7 +65,6 @@ export function proposalsRoutes(deps: {
         responses: {
           '200': { description: 'the updated proposal', body: Proposal },
           '400': errorResponse('invalid status or id'),
-          ...BODY_PARSER_ERRORS,
           '404': errorResponse('no such proposal for this key or user'),
           '409': errorResponse('transition not allowed (details.from, details.allowed)'),
         },
