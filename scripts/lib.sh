@@ -143,6 +143,24 @@ ensure_rabbitmq() {
     wait_port 127.0.0.1 5672 120
   fi
   ensure_rabbitmqctl
+  ensure_rabbitmq_management
+}
+
+enable_rabbitmq_management() {
+  as_root "$(command -v rabbitmq-plugins || echo /usr/sbin/rabbitmq-plugins)" -q enable rabbitmq_management >/dev/null
+}
+
+# The test suites create and delete their virtual hosts through RabbitMQ's management API when it
+# answers on 127.0.0.1:15672 (milliseconds, where each rabbitmqctl call boots an Erlang node for
+# seconds), else with rabbitmqctl: the plugin is enabled when the broker is this machine's. Not fatal.
+ensure_rabbitmq_management() {
+  port_open 127.0.0.1 15672 && return 0
+  command -v rabbitmq-plugins >/dev/null 2>&1 || [ -x /usr/sbin/rabbitmq-plugins ] || return 0
+  if step "enabling RabbitMQ's management plugin" enable_rabbitmq_management; then
+    wait_port 127.0.0.1 15672 120 || log "RabbitMQ's management API is not listening: the tests use rabbitmqctl"
+  else
+    log "could not enable RabbitMQ's management plugin: the tests use rabbitmqctl"
+  fi
 }
 
 # The test suites create a virtual host each with rabbitmqctl, which Debian's package lets only root

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { createTestVhost, deleteTestVhost } from '@repo/service-kit/testing';
 
 const run = promisify(execFile);
 
@@ -13,23 +14,24 @@ async function rabbitmqctl(...args: string[]): Promise<string> {
 
 /**
  * Deletes and re-creates the virtual host `name` (it must contain "test") with full permissions for
- * `guest`, so each suite starts from an empty broker. Uses `rabbitmqctl` on this machine.
+ * the user of {@link TEST_AMQP_BASE_URL}, so each suite starts from an empty broker. Through
+ * RabbitMQ's management API when it answers, else `rabbitmqctl` on this machine
+ * (`createTestVhost` in `@repo/service-kit/testing`).
  * @returns the AMQP URL of the vhost
- * @throws Error when the name lacks "test" or rabbitmqctl fails
+ * @throws Error when the name lacks "test" or the broker refuses
  */
 export async function resetVhost(name: string): Promise<string> {
   if (!name.includes('test'))
     throw new Error(`refusing to reset vhost "${name}": its name must contain "test"`);
-  await rabbitmqctl('delete_vhost', name).catch(() => undefined);
-  await rabbitmqctl('add_vhost', name);
-  await rabbitmqctl('set_permissions', '-p', name, 'guest', '.*', '.*', '.*');
+  await deleteTestVhost(name);
+  await createTestVhost(name, TEST_AMQP_BASE_URL);
   return `${TEST_AMQP_BASE_URL}/${encodeURIComponent(name)}`;
 }
 
 /** Deletes a test vhost (and everything in it). */
 export async function deleteVhost(name: string): Promise<void> {
   if (!name.includes('test')) throw new Error(`refusing to delete vhost "${name}"`);
-  await rabbitmqctl('delete_vhost', name).catch(() => undefined);
+  await deleteTestVhost(name);
 }
 
 /** Force-closes every client connection to vhost `name`, as a broker failover would. */

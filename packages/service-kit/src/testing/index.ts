@@ -9,6 +9,7 @@ export { countQueries } from './queries';
 export type { Sample } from './scrape';
 export { configRefusal } from './config';
 export { dropRunScoped, runScoped, TEST_DATABASE_BASE_URL, testDatabaseUrl, testRunId } from './run-scope';
+export { createTestVhost, deleteTestVhost, listTestVhosts, TEST_RABBITMQ_MANAGEMENT_URL } from './vhosts';
 export { INFRASTRUCTURE_ROUTES, mountedRoutes, routeCoverage } from './routes';
 export type { MountedRoute } from './routes';
 export { connectMcp, mcpClientPool, toolErrorOf } from './mcp';

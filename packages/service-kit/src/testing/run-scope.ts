@@ -1,8 +1,5 @@
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { Client } from 'pg';
-
-const run = promisify(execFile);
+import { deleteTestVhost, listTestVhosts } from './vhosts';
 
 /** Test databases and vhosts of one run end with `_p<run id>`; only names containing "test" qualify. */
 const RUN_SCOPED = /^(?=.*test).*_p(\d+)$/;
@@ -66,7 +63,7 @@ export function testDatabaseUrl(name: string): string {
  *
  * @param options.postgresUrl - maintenance URL (default database `postgres` on {@link TEST_DATABASE_BASE_URL})
  * @returns the names dropped
- * @throws errors from `pg` or `rabbitmqctl` when either server is unreachable
+ * @throws errors from `pg`, or from RabbitMQ's management API or `rabbitmqctl`, when a server is unreachable
  */
 export async function dropRunScoped(options: { postgresUrl?: string } = {}): Promise<string[]> {
   const runId = testRunId();
@@ -85,12 +82,9 @@ export async function dropRunScoped(options: { postgresUrl?: string } = {}): Pro
   } finally {
     await client.end();
   }
-  const { stdout } = await run('rabbitmqctl', ['-q', 'list_vhosts', '--no-table-headers', 'name'], {
-    timeout: 60_000,
-  });
-  for (const vhost of stdout.split('\n').map((line) => line.trim())) {
+  for (const vhost of await listTestVhosts()) {
     if (!disposable(vhost, runId)) continue;
-    await run('rabbitmqctl', ['-q', 'delete_vhost', vhost], { timeout: 60_000 }).catch(() => undefined);
+    await deleteTestVhost(vhost);
     dropped.push(vhost);
   }
   return dropped;
