@@ -125,17 +125,21 @@ export async function startHarness(
   options: { freshnessSeconds?: number; env?: Record<string, string>; proxyBroker?: boolean } = {},
 ): Promise<Harness> {
   const databaseUrl = testDatabaseUrl(dbName);
-  await resetDatabase(databaseUrl);
   const vhost = runScoped(dbName);
-  const directAmqpUrl = await resetVhost(vhost);
+  // The database, the vhost and the ledger do not depend on one another: prepared side by side.
+  const [directAmqpUrl, ledger] = await Promise.all([
+    resetVhost(vhost),
+    spawnLocalnet(),
+    resetDatabase(databaseUrl).then(() =>
+      applyMigrations({
+        databaseUrl,
+        migrationsDir: path.join(__dirname, '../../prisma/migrations'),
+        log: { info: () => undefined, warn: () => undefined },
+      }),
+    ),
+  ]);
   const proxied = options.proxyBroker ? await TcpProxy.forUrl(directAmqpUrl, 5672) : null;
   const amqpUrl = proxied?.url ?? directAmqpUrl;
-  await applyMigrations({
-    databaseUrl,
-    migrationsDir: path.join(__dirname, '../../prisma/migrations'),
-    log: { info: () => undefined, warn: () => undefined },
-  });
-  const ledger = await spawnLocalnet();
   const env: Record<string, string> = {
     DATABASE_URL: databaseUrl,
     SOLANA_RPC_URL: ledger.networks.solana.rpcUrl,
