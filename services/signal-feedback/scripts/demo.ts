@@ -20,6 +20,11 @@ export interface SignalFeedbackDemoOptions {
   /** How often the verification is polled while its after-window is open, ms (default 10 000). */
   pollMs?: number;
   /**
+   * The deployment's after-window (`window_minutes`), whole minutes, at least 1 (default 2): the demo
+   * waits for it to close before it prints the verdict.
+   */
+  windowMinutes?: number;
+  /**
    * The service's database (`DATABASE_URL`): the placebo's history, two weeks back, is imported there
    * (README, "Importing history"). Without it the placebo is not computed, and the demo says why.
    */
@@ -275,6 +280,7 @@ export async function runSignalFeedbackDemo(
     checkoutSignals,
     log,
     pollMs: options.pollMs ?? 10_000,
+    windowMinutes: options.windowMinutes ?? DEMO_WINDOW_MINUTES,
     databaseUrl: options.databaseUrl,
     productId: product.id,
   });
@@ -303,16 +309,17 @@ interface DemoSignal {
   timestamp?: string;
 }
 
-/** The after-window of the demo's deployment, minutes: short, so the demo waits two minutes. */
+/** The after-window of the demo's deployment by default, minutes: short, so the demo waits two minutes. */
 const DEMO_WINDOW_MINUTES = 2;
 const WEEK_MS = 7 * 24 * 3_600_000;
 
 /**
- * `signals` stamped evenly over `[from + 10 s, from + window − 10 s)`: inside the window whatever the
- * few seconds the requests take, and (a week back) within the 7 days a timestamp may be old.
+ * `signals` stamped evenly over `[from + 10 s, from + window − 10 s)` (`windowMinutes` long): inside
+ * the window whatever the few seconds the requests take, and (a week back) within the 7 days a
+ * timestamp may be old.
  */
-function stamped(signals: readonly DemoSignal[], from: number): DemoSignal[] {
-  const span = DEMO_WINDOW_MINUTES * 60_000 - 20_000;
+function stamped(signals: readonly DemoSignal[], from: number, windowMinutes: number): DemoSignal[] {
+  const span = windowMinutes * 60_000 - 20_000;
   return signals.map((x, i) => ({
     ...x,
     timestamp: new Date(from + 10_000 + Math.floor((i * span) / signals.length)).toISOString(),
@@ -320,7 +327,7 @@ function stamped(signals: readonly DemoSignal[], from: number): DemoSignal[] {
 }
 
 /**
- * Approves the checkout proposal and records its deployment now, with a two-minute window and the
+ * Approves the checkout proposal and records its deployment now, with an `o.windowMinutes` window and the
  * express checkout as its control group; sends both contexts' signals for the after-window and for
  * the same minutes a week earlier (the before-window, client timestamps): the checkout's burst
  * before and rare declines after, the express checkout unchanged; then polls the verification until
@@ -336,6 +343,7 @@ async function deployAndVerify(
     checkoutSignals: readonly DemoSignal[];
     log: (line: string) => void;
     pollMs: number;
+    windowMinutes: number;
     databaseUrl: string | undefined;
     productId: string;
   },
@@ -363,7 +371,7 @@ async function deployAndVerify(
     {
       version: 'v2.5.0',
       note: 'Retry with another card after a decline',
-      window_minutes: DEMO_WINDOW_MINUTES,
+      window_minutes: o.windowMinutes,
       control_contexts: [expressId],
     },
     { 'x-api-key': apiKey },
@@ -371,7 +379,7 @@ async function deployAndVerify(
   const at = Date.parse(deployment.deployed_at);
   o.log(
     `recorded deployment v2.5.0 ${deployment.id}: the failing signals of the checkout ` +
-      `(treated) against the express checkout (control), in the ${DEMO_WINDOW_MINUTES} minutes after ` +
+      `(treated) against the express checkout (control), in the ${o.windowMinutes === 1 ? 'minute' : `${o.windowMinutes} minutes`} after ` +
       `${deployment.deployed_at} and the same minutes a week earlier`,
   );
   const express = (n: number, failing: number): DemoSignal[] =>
@@ -399,10 +407,13 @@ async function deployAndVerify(
         },
   );
   const weekEarlier = [
-    ...stamped(o.checkoutSignals, at - WEEK_MS),
-    ...stamped(express(40, 10), at - WEEK_MS),
+    ...stamped(o.checkoutSignals, at - WEEK_MS, o.windowMinutes),
+    ...stamped(express(40, 10), at - WEEK_MS, o.windowMinutes),
   ];
-  const afterwards = [...stamped(fixed, at), ...stamped(express(40, 10), at)];
+  const afterwards = [
+    ...stamped(fixed, at, o.windowMinutes),
+    ...stamped(express(40, 10), at, o.windowMinutes),
+  ];
   let sent = 0;
   for (const [what, batch] of [
     ['the same minutes a week earlier', weekEarlier],
@@ -420,12 +431,12 @@ async function deployAndVerify(
 
   // Two weeks back, the placebo's before-window: like a week earlier (no pre-trend), as imported history.
   const twoWeeksEarlier = [
-    ...stamped(o.checkoutSignals.slice(0, 57), at - 2 * WEEK_MS),
-    ...stamped(express(40, 10), at - 2 * WEEK_MS),
+    ...stamped(o.checkoutSignals.slice(0, 57), at - 2 * WEEK_MS, o.windowMinutes),
+    ...stamped(express(40, 10), at - 2 * WEEK_MS, o.windowMinutes),
   ];
   const imported = await importHistory(o.databaseUrl, o.productId, twoWeeksEarlier, o.log);
 
-  const closesAt = at + DEMO_WINDOW_MINUTES * 60_000;
+  const closesAt = at + o.windowMinutes * 60_000;
   for (;;) {
     const [current] = await s.call<{ id: string; verification: DemoVerification & { alpha: number } }[]>(
       'GET',
