@@ -1,4 +1,5 @@
 import {
+  AddressLookupTableProgram,
   ComputeBudgetProgram,
   Connection,
   Keypair,
@@ -258,4 +259,53 @@ export async function mintTestTokens(args: {
   );
   await waitForSignature(connection, signature);
   return { tokenAccount: tokenAccount.toBase58(), signature };
+}
+
+/**
+ * Creates an address lookup table holding `addresses` (base58, at most about 20: they are added in the
+ * creating transaction) through any RPC that supports `requestAirdrop` (its authority is airdropped
+ * 1 SOL to pay), created with `recentSlot: 0`, the only slot in the local ledger's SlotHashes.
+ * @returns the table's address (base58) and its authority keypair (needed by
+ *   {@link deactivateLookupTable})
+ * @throws Error / SendTransactionError when a transaction fails or does not land in time
+ */
+export async function createLookupTable(args: {
+  rpcUrl: string;
+  addresses: string[];
+}): Promise<{ table: string; authority: Keypair }> {
+  const connection = new Connection(args.rpcUrl, 'confirmed');
+  const authority = Keypair.generate();
+  await waitForSignature(connection, await connection.requestAirdrop(authority.publicKey, LAMPORTS_PER_SOL));
+  const [create, table] = AddressLookupTableProgram.createLookupTable({
+    authority: authority.publicKey,
+    payer: authority.publicKey,
+    recentSlot: 0,
+  });
+  const extend = AddressLookupTableProgram.extendLookupTable({
+    lookupTable: table,
+    authority: authority.publicKey,
+    payer: authority.publicKey,
+    addresses: args.addresses.map((address) => new PublicKey(address)),
+  });
+  await waitForSignature(connection, await sendInstructions(connection, [create, extend], [authority]));
+  return { table: table.toBase58(), authority };
+}
+
+/**
+ * Deactivates a lookup table made by {@link createLookupTable}: from the next slot on, the local
+ * ledger (whose SlotHashes holds only slot 0) treats it as deactivated and refuses transactions that
+ * use it, as a cluster does once the deactivation slot has left its SlotHashes.
+ * @throws Error / SendTransactionError when the transaction fails or does not land in time
+ */
+export async function deactivateLookupTable(args: {
+  rpcUrl: string;
+  table: string;
+  authority: Keypair;
+}): Promise<void> {
+  const connection = new Connection(args.rpcUrl, 'confirmed');
+  const deactivate = AddressLookupTableProgram.deactivateLookupTable({
+    lookupTable: new PublicKey(args.table),
+    authority: args.authority.publicKey,
+  });
+  await waitForSignature(connection, await sendInstructions(connection, [deactivate], [args.authority]));
 }

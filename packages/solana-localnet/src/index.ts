@@ -25,6 +25,8 @@ export {
   sendUsdcTransfer,
   createTestMint,
   mintTestTokens,
+  createLookupTable,
+  deactivateLookupTable,
 } from './client';
 export type { LocalnetRpcInfo, UsdcTransferArgs } from './client';
 export { signedPayment, payUsdc } from './test-payments';

@@ -86,8 +86,9 @@ export type ExactSvmCheck = { ok: true; payer: string } | { ok: false; reason: s
  * Checks an official exact SVM scheme transaction against the scheme's verification rules (the
  * specification's "Facilitator Verification Rules", and the official facilitator's own limits):
  * - at most `maxRequiredSignatures` signers, the fee payer first (the other signers' signatures are
- *   checked before, by `ExactSvmSettler.signatureOf`); no address lookup tables (stricter than the
- *   facilitator, which resolves them: every account must be static, so every check below reads it);
+ *   checked before, by `ExactSvmSettler.signatureOf`); with address table lookups, every check below
+ *   reads the accounts they load (`loaded`, from `resolveLookupTables`) as the runtime does, after the
+ *   static ones, and every program id must be static (the runtime's rule);
  * - 3 to 7 instructions (the installed official facilitator's bound; the specification says 6, and
  *   wallets such as Phantom and Solflare add Lighthouse assertions beside the client's memo, so a
  *   payment the facilitator accepted is still accepted): `SetComputeUnitLimit` (at most `maxComputeUnits`), `SetComputeUnitPrice`
@@ -95,28 +96,40 @@ export type ExactSvmCheck = { ok: true; payer: string } | { ok: false; reason: s
  *   only Memo or Lighthouse instructions, and with `memo` exactly one Memo carrying it;
  * - the transfer: its authority not the fee payer, its mint `mint`, its destination the associated
  *   token account of `payTo` under that token program, its amount exactly `amount`;
- * - the fee payer in no instruction's accounts (so neither the transfer's source nor its authority).
+ * - the fee payer in no instruction's accounts (so neither the transfer's source nor its authority),
+ *   and not among the loaded accounts at all.
  * What is left to the node is the transaction's effect: that its accounts exist and it succeeds
  * (the preflight simulation of its send).
  * @param wire the transaction, read by `parseWireTransaction`
  * @param expected what it must pay and the limits
- * @returns the payer, or the reason of the first rule it breaks
+ * @param loaded the accounts its address table lookups load, writable then read-only (32 bytes
+ *   each, from `resolveLookupTables`); required when it has lookups, ignored otherwise
+ * @returns the payer, or the reason of the first rule it breaks (with lookups but no `loaded`:
+ *   `invalid_exact_svm_smart_wallet_alt_resolution_not_available`)
  */
 export function checkExactSvmTransaction(
   wire: WireTransaction,
   expected: ExactSvmExpectation,
+  loaded?: readonly Uint8Array[],
 ): ExactSvmCheck {
-  const accounts = wire.staticAccounts;
   if (wire.signatures.length > expected.maxRequiredSignatures)
     return { ok: false, reason: REASON.excessiveSigners };
   const feePayer = Buffer.from(expected.feePayer);
-  const first = accounts[0];
+  const first = wire.staticAccounts[0];
   if (!first || !feePayer.equals(first)) return { ok: false, reason: REASON.feePayerMismatch };
-  if (wire.addressTableLookups > 0) return { ok: false, reason: REASON.lookupTables };
-  // Every index must name a static account: with no lookup table, any other is malformed.
+  // Without lookups the static accounts are all there is: no copy of them.
+  let accounts = wire.staticAccounts;
+  if (wire.addressTableLookups.length > 0) {
+    if (!loaded) return { ok: false, reason: REASON.lookupTables };
+    // A loaded account is not a signer: the fee payer among them is there for no good reason.
+    if (loaded.some((key) => feePayer.equals(key))) return { ok: false, reason: REASON.feePayerTransferring };
+    accounts = [...accounts, ...loaded];
+  }
+  // Every index must name an account, and every program a static one (the runtime's rule): any
+  // other is malformed.
   const instructions = [];
   for (const instruction of wire.instructions) {
-    const program = accounts[instruction.programIdIndex];
+    const program = wire.staticAccounts[instruction.programIdIndex];
     const keys: Uint8Array[] = [];
     for (const index of instruction.accountIndexes) {
       const key = accounts[index];

@@ -8,6 +8,7 @@ import { CAIP2_NETWORKS, type PaymentRequirementsV2, type VerifiedPayment } from
 import { RpcResponseError, SolanaRpcClient } from './rpc-client';
 import { SignatureStatusPoller, type ConfirmationOptions } from './settlement-signer';
 import { checkExactSvmTransaction, transferSourceOf, type ExactSvmExpectation } from './exact-svm-checks';
+import { resolveLookupTables } from './lookup-tables';
 import { ed25519PrivateKey, verifiesEd25519 } from './ed25519';
 
 /** Where and how an {@link ExactSvmSettler} settles, per network. */
@@ -40,7 +41,8 @@ export interface ExactSvmSettlerConfig {
  * authority, and `payment` what the ledger records of it, when this server saw the confirmation), or
  * refused with the official facilitator's reason (e.g. `invalid_exact_svm_payload_…`,
  * `invalid_exact_svm_transaction_simulation_failed`, `invalid_exact_svm_transaction_failed`,
- * `settlement_pending`) and nothing of ours spent but, after a send, the fee.
+ * `invalid_exact_svm_smart_wallet_alt_resolution_failed`, `settlement_pending`) and nothing of ours
+ * spent but, after a send, the fee.
  *
  * `payment` needs no `getTransaction`: the transaction's instructions were checked (one
  * `transferChecked` of exactly the required amount of the asset into the merchant's associated token
@@ -110,6 +112,11 @@ const SETTLED_TTL_MS = 120_000;
 /** The JSON-RPC error codes of a send refused by the node's preflight: nothing was sent. */
 const PREFLIGHT_FAILURE = -32002;
 const SIGNATURE_VERIFICATION_FAILURE = -32003;
+/**
+ * The JSON-RPC "invalid params" code, which a node's `sendTransaction` answers for a transaction it
+ * cannot sanitise ("invalid transaction: ...", such as a lookup table it cannot load): nothing was sent.
+ */
+const INVALID_TRANSACTION = -32602;
 
 /**
  * The official exact SVM scheme, server side (docs/payments.md, "Paying for data (x402)": the
@@ -120,7 +127,9 @@ const SIGNATURE_VERIFICATION_FAILURE = -32003;
  * `checkExactSvmTransaction`, with the official facilitator's reason codes), co-signs it as fee
  * payer, sends it with the node's preflight simulation (a transaction that would fail is refused,
  * and nothing is sent) and waits for its confirmation, polled together with the other settlements
- * in flight. The wire transaction is read once, and its co-signature, computed for the ledger key
+ * in flight. A transaction with address table lookups (at most four tables) has its tables fetched in
+ * one `getMultipleAccounts` call in {@link settle}, after the caller claimed the payment, and every
+ * check reads the accounts they load (`resolveLookupTables`); one without makes no such call. The wire transaction is read once, and its co-signature, computed for the ledger key
  * before anything is sent (so concurrent copies of one payload are claimed once), is the one sent.
  */
 export class ExactSvmSettler {
@@ -278,9 +287,11 @@ export class ExactSvmSettler {
   }
 
   /**
-   * Checks `transaction` against every verification rule of the scheme and `requirements`, co-signs,
-   * sends (with the node's preflight simulation) and confirms it, its RPC calls on a pooled client and
-   * its confirmation polled together with the other settlements in flight.
+   * Checks `transaction` against every verification rule of the scheme and `requirements` (its address
+   * lookup tables resolved first, when it has any: one `getMultipleAccounts` call, so call this only
+   * once the payment is claimed), co-signs, sends (with the node's preflight simulation) and confirms
+   * it, its RPC calls on a pooled client and its confirmation polled together with the other
+   * settlements in flight.
    * @param transaction base64 wire transaction
    * @param requirements the requirement it must pay (from {@link requirements}, possibly with
    *   `extra.memo`)
@@ -303,7 +314,18 @@ export class ExactSvmSettler {
     }
     const expectation = this.expectationOf(requirements);
     if (!expectation) return refuse('invalid_exact_svm_payload_recipient_mismatch');
-    const check = checkExactSvmTransaction(prepared.wire, expectation);
+    // After the claim (the caller holds it): the one network call before the send, only with lookups.
+    let loaded: Uint8Array[] | undefined;
+    if (prepared.wire.addressTableLookups.length > 0) {
+      const resolution = await resolveLookupTables(prepared.wire, this.settlementRpc);
+      if (!resolution.ok)
+        return refuse(
+          resolution.reason,
+          `The payment transaction was refused: ${resolution.reason} (${resolution.message})`,
+        );
+      loaded = resolution.loaded;
+    }
+    const check = checkExactSvmTransaction(prepared.wire, expectation, loaded);
     if (!check.ok) return refuse(check.reason);
     const signature = prepared.key.signature;
     if (this.isSettled(signature)) return refuse('duplicate_settlement');
@@ -330,8 +352,13 @@ export class ExactSvmSettler {
       await this.settlementRpc.sendTransaction(bytes.toString('base64'));
     } catch (error) {
       const detail = error instanceof Error ? error.message : String(error);
-      // The node's preflight refused it: nothing was sent.
-      if (error instanceof RpcResponseError && error.kind === 'rpc' && error.code === PREFLIGHT_FAILURE)
+      // The node's preflight refused it, or its sanitisation did (e.g. a lookup table deactivated
+      // since it was resolved): nothing was sent.
+      if (
+        error instanceof RpcResponseError &&
+        error.kind === 'rpc' &&
+        (error.code === PREFLIGHT_FAILURE || error.code === INVALID_TRANSACTION)
+      )
         return refuse('invalid_exact_svm_transaction_simulation_failed', detail);
       if (
         error instanceof RpcResponseError &&

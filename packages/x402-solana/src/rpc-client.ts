@@ -78,9 +78,17 @@ export interface RpcSignatureStatus {
   confirmationStatus?: 'processed' | 'confirmed' | 'finalized' | null;
 }
 
-const accountInfoSchema = z.object({
-  value: z.object({ owner: z.string(), data: z.tuple([z.string(), z.literal('base64')]) }).nullable(),
-});
+/** An account in a base64 answer: its owning program and data; `null` when it does not exist. */
+const accountSchema = z
+  .object({ owner: z.string(), data: z.tuple([z.string(), z.literal('base64')]) })
+  .nullable()
+  .transform((account) =>
+    account === null ? null : { owner: account.owner, data: Buffer.from(account.data[0], 'base64') },
+  );
+
+const accountInfoSchema = z.object({ value: accountSchema });
+
+const multipleAccountsSchema = z.object({ value: z.array(accountSchema) });
 
 /**
  * A compiled instruction as `getTransaction` with `encoding: "json"` writes it, top-level or in
@@ -205,8 +213,29 @@ export class SolanaRpcClient {
       address,
       { encoding: 'base64', commitment: 'confirmed' },
     ]);
-    const { value } = this.validate(accountInfoSchema, result, 'getAccountInfo');
-    return value === null ? null : { owner: value.owner, data: Buffer.from(value.data[0], 'base64') };
+    return this.validate(accountInfoSchema, result, 'getAccountInfo').value;
+  }
+
+  /**
+   * `getMultipleAccounts(addresses, { encoding: "base64", commitment: "confirmed" })`: one call for
+   * several accounts.
+   *
+   * @param addresses base58 account addresses (at most 100, the RPC's limit)
+   * @returns one entry per address, in order: its owning program (base58) and data, or `null` when
+   *   the account does not exist
+   * @throws RpcTransportError when the endpoint cannot be reached or times out
+   * @throws RpcResponseError on an HTTP error status, a JSON-RPC error or a malformed answer (also
+   *   when the answer does not have one entry per address)
+   */
+  async getMultipleAccounts(
+    addresses: readonly string[],
+  ): Promise<({ owner: string; data: Buffer } | null)[]> {
+    const result = await this.call('getMultipleAccounts', [
+      addresses,
+      { encoding: 'base64', commitment: 'confirmed' },
+    ]);
+    const { value } = this.validate(multipleAccountsSchema, result, 'getMultipleAccounts');
+    return this.oneEach('getMultipleAccounts', value, addresses.length, ['accounts', 'addresses']);
   }
 
   /**
@@ -241,13 +270,7 @@ export class SolanaRpcClient {
   async getSignatureStatuses(signatures: readonly string[]): Promise<(RpcSignatureStatus | null)[]> {
     const result = await this.call('getSignatureStatuses', [signatures]);
     const { value } = this.validate(signatureStatusesSchema, result, 'getSignatureStatuses');
-    if (value.length !== signatures.length)
-      throw new RpcResponseError(
-        this.url,
-        'malformed',
-        `getSignatureStatuses: ${value.length} statuses for ${signatures.length} signatures`,
-      );
-    return value;
+    return this.oneEach('getSignatureStatuses', value, signatures.length, ['statuses', 'signatures']);
   }
 
   /**
@@ -326,6 +349,17 @@ export class SolanaRpcClient {
     if (result === undefined)
       throw new RpcResponseError(this.url, 'malformed', `${method}: the answer has no result`);
     return result;
+  }
+
+  /** `value`, when it has one entry per item asked for; otherwise the answer is malformed. */
+  private oneEach<T>(method: string, value: T[], asked: number, [entries, items]: [string, string]): T[] {
+    if (value.length !== asked)
+      throw new RpcResponseError(
+        this.url,
+        'malformed',
+        `${method}: ${value.length} ${entries} for ${asked} ${items}`,
+      );
+    return value;
   }
 
   private validate<T>(schema: z.ZodType<T>, value: unknown, method: string): T {

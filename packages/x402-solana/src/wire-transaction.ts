@@ -12,9 +12,26 @@ export interface WireTransaction {
   staticAccounts: Uint8Array[];
   /** The compiled instructions: indexes into the static accounts (then the loaded ones) and data. */
   instructions: { programIdIndex: number; accountIndexes: Uint8Array; data: Uint8Array }[];
-  /** How many address table lookups a version 0 message has (0 for a legacy one); their accounts are not read. */
-  addressTableLookups: number;
+  /**
+   * The address table lookups of a version 0 message, in message order (none for a legacy one): the
+   * accounts they load follow the static ones, every lookup's writable indexes first, then every
+   * lookup's read-only indexes (see `resolveLookupTables`). An empty list is one shared frozen array.
+   */
+  addressTableLookups: readonly AddressTableLookup[];
 }
+
+/** One address table lookup of a version 0 message: views into the wire bytes. */
+export interface AddressTableLookup {
+  /** The lookup table's 32-byte address. */
+  tableAddress: Uint8Array;
+  /** Indexes into the table of the accounts loaded writable, one byte each. */
+  writableIndexes: Uint8Array;
+  /** Indexes into the table of the accounts loaded read-only, one byte each. */
+  readonlyIndexes: Uint8Array;
+}
+
+/** The lookups of a message with none: shared, so that reading one allocates nothing for them. */
+const NO_LOOKUPS: readonly AddressTableLookup[] = Object.freeze([]);
 
 /** The wire bytes are not a legacy or version 0 transaction (truncated, trailing bytes, bad counts). */
 export class WireFormatError extends Error {
@@ -69,7 +86,7 @@ class Reader {
 
 /**
  * Reads a legacy or version 0 wire transaction: the signatures, the message, its static accounts
- * and instructions (the address table lookups of a version 0 message are read and skipped).
+ * and instructions, and the address table lookups of a version 0 message (their tables are not read).
  * @param bytes the wire transaction
  * @throws WireFormatError when the bytes are not exactly one such transaction, or the number of
  *   signatures is not the message's number of required signers
@@ -96,15 +113,14 @@ export function parseWireTransaction(bytes: Uint8Array): WireTransaction {
     const data = reader.take(reader.shortU16());
     return { programIdIndex, accountIndexes, data };
   });
-  let lookups = 0;
-  if (versioned) {
-    lookups = reader.shortU16();
-    for (let i = 0; i < lookups; i++) {
-      reader.take(32);
-      reader.take(reader.shortU16());
-      reader.take(reader.shortU16());
-    }
-  }
+  let lookups = NO_LOOKUPS;
+  const lookupCount = versioned ? reader.shortU16() : 0;
+  if (lookupCount > 0)
+    lookups = Array.from({ length: lookupCount }, () => ({
+      tableAddress: reader.take(32),
+      writableIndexes: reader.take(reader.shortU16()),
+      readonlyIndexes: reader.take(reader.shortU16()),
+    }));
   if (!reader.done) throw new WireFormatError('the transaction has trailing bytes');
   if (signatureCount !== requiredSignatures || requiredSignatures > accountCount)
     throw new WireFormatError(

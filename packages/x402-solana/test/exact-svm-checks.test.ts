@@ -3,6 +3,7 @@ import {
   AddressLookupTableAccount,
   ComputeBudgetProgram,
   Keypair,
+  MessageV0,
   PublicKey,
   SystemProgram,
   TransactionInstruction,
@@ -60,6 +61,8 @@ interface Shape {
   feePayerKey?: PublicKey;
   extraSigner?: Keypair;
   lookupTable?: boolean;
+  /** Lookup tables the message is compiled with (their addresses come from them). */
+  tables?: AddressLookupTableAccount[];
 }
 
 function memo(text: string, keys: PublicKey[] = []): TransactionInstruction {
@@ -119,7 +122,7 @@ function transaction(shape: Shape = {}): Uint8Array {
     payerKey: shape.feePayerKey ?? feePayer.publicKey,
     recentBlockhash: blockhash,
     instructions,
-  }).compileToV0Message(table);
+  }).compileToV0Message([...table, ...(shape.tables ?? [])]);
   const tx = new VersionedTransaction(message);
   const signers = [shape.authority ?? payer, ...(shape.extraSigner ? [shape.extraSigner] : [])].filter(
     (k) => !k.publicKey.equals(shape.feePayerKey ?? feePayer.publicKey),
@@ -250,6 +253,153 @@ describe("The official scheme's checks of a transaction", () => {
   });
 });
 
+const NEVER_DEACTIVATED = BigInt('18446744073709551615');
+
+/** A lookup table holding `addresses`, at `key` (default: a new address). */
+function lookupTable(addresses: PublicKey[], key = Keypair.generate().publicKey): AddressLookupTableAccount {
+  return new AddressLookupTableAccount({
+    key,
+    state: {
+      deactivationSlot: NEVER_DEACTIVATED,
+      lastExtendedSlot: 0,
+      lastExtendedSlotStartIndex: 0,
+      addresses,
+    },
+  });
+}
+
+/**
+ * Checks `bytes` with the accounts its lookups load from `onChain` (the tables as the ledger holds
+ * them), resolved by web3.js's `resolveAddressTableLookups` (writable, then read-only).
+ */
+function checkLookedUp(bytes: Uint8Array, onChain: AddressLookupTableAccount[]) {
+  const { message } = VersionedTransaction.deserialize(bytes) as { message: MessageV0 };
+  const { writable, readonly } = message.resolveAddressTableLookups(onChain);
+  return checkExactSvmTransaction(
+    parseWireTransaction(bytes),
+    expected,
+    [...writable, ...readonly].map((key) => key.toBuffer()),
+  );
+}
+
+/** `bytes` with one more read-only lookup of `table`'s index 0, which no instruction uses. */
+function withExtraLookup(bytes: Uint8Array, table: PublicKey, programOfLast = false): Uint8Array {
+  const { message } = VersionedTransaction.deserialize(bytes) as { message: MessageV0 };
+  const loadedBefore = message.numAccountKeysFromLookups;
+  const instructions = message.compiledInstructions.map((ix, i, all) =>
+    programOfLast && i === all.length - 1
+      ? { ...ix, programIdIndex: message.staticAccountKeys.length + loadedBefore }
+      : ix,
+  );
+  return new VersionedTransaction(
+    new MessageV0({
+      header: message.header,
+      staticAccountKeys: message.staticAccountKeys,
+      recentBlockhash: message.recentBlockhash,
+      compiledInstructions: instructions,
+      addressTableLookups: [
+        ...message.addressTableLookups,
+        { accountKey: table, writableIndexes: [], readonlyIndexes: [0] },
+      ],
+    }),
+  ).serialize();
+}
+
+describe("The official scheme's checks of a transaction with address lookup tables", () => {
+  const source = getAssociatedTokenAddressSync(mint, payer.publicKey, true, TOKEN_PROGRAM_ID);
+  const destination = getAssociatedTokenAddressSync(mint, merchant, true, TOKEN_PROGRAM_ID);
+
+  it("When the transfer's source, mint and destination are loaded from a table, then it passes and names the payer", () => {
+    const table = lookupTable([source, mint, destination]);
+    const bytes = transaction({ tables: [table] });
+    const wire = parseWireTransaction(bytes);
+    expect(wire.addressTableLookups).toHaveLength(1);
+    expect(wire.staticAccounts.some((key) => destination.toBuffer().equals(key))).toBe(false);
+    expect(checkLookedUp(bytes, [table])).toEqual({ ok: true, payer: payer.publicKey.toBase58() });
+    const token2022 = lookupTable([
+      getAssociatedTokenAddressSync(mint, payer.publicKey, true, TOKEN_2022_PROGRAM_ID),
+      getAssociatedTokenAddressSync(mint, merchant, true, TOKEN_2022_PROGRAM_ID),
+    ]);
+    expect(
+      checkLookedUp(transaction({ tables: [token2022], tokenProgram: TOKEN_2022_PROGRAM_ID }), [token2022]),
+    ).toMatchObject({ ok: true });
+  });
+
+  it('When the accounts come from two tables, writable and read-only, then they are read in the runtime order', () => {
+    const writable = lookupTable([destination, source]);
+    const readonly = lookupTable([mint]);
+    const bytes = transaction({ tables: [readonly, writable] });
+    expect(parseWireTransaction(bytes).addressTableLookups).toHaveLength(2);
+    expect(checkLookedUp(bytes, [readonly, writable])).toMatchObject({ ok: true });
+  });
+
+  const other = Keypair.generate().publicKey;
+  it.each<[string, (table: PublicKey) => AddressLookupTableAccount, string]>([
+    [
+      "another owner's token account at the destination's index",
+      (key) => lookupTable([source, mint, getAssociatedTokenAddressSync(mint, other, true)], key),
+      'recipient_mismatch',
+    ],
+    [
+      'another mint at the mint index',
+      (key) => lookupTable([source, other, destination], key),
+      'mint_mismatch',
+    ],
+    [
+      'the fee payer at the source index',
+      (key) => lookupTable([feePayer.publicKey, mint, destination], key),
+      'fee_payer_transferring_funds',
+    ],
+  ])('When the table on chain holds %s, then it is refused', (_what, onChain, reason) => {
+    const table = lookupTable([source, mint, destination]);
+    const result = checkLookedUp(transaction({ tables: [table] }), [onChain(table.key)]);
+    expect(!result.ok && result.reason).toMatch(new RegExp(`^invalid_exact_svm_.*${reason}$`));
+  });
+
+  it("When the fee payer is loaded from a table into a memo's accounts, then fee_payer_transferring_funds", () => {
+    const placeholder = Keypair.generate().publicKey;
+    const table = lookupTable([placeholder]);
+    const bytes = transaction({ tables: [table], optional: [memo('x', [placeholder])] });
+    expect(checkLookedUp(bytes, [table])).toMatchObject({ ok: true });
+    expect(checkLookedUp(bytes, [lookupTable([feePayer.publicKey], table.key)])).toMatchObject({
+      ok: false,
+      reason: 'invalid_exact_svm_payload_transaction_fee_payer_transferring_funds',
+    });
+  });
+
+  it('When the fee payer is loaded but no instruction names it, then it is refused too', () => {
+    const table = lookupTable([source, mint, destination]);
+    const extra = lookupTable([feePayer.publicKey]);
+    const bytes = withExtraLookup(transaction({ tables: [table] }), extra.key);
+    expect(checkLookedUp(bytes, [table, lookupTable([other], extra.key)])).toMatchObject({ ok: true });
+    expect(checkLookedUp(bytes, [table, extra])).toMatchObject({
+      ok: false,
+      reason: 'invalid_exact_svm_payload_transaction_fee_payer_transferring_funds',
+    });
+  });
+
+  it("When an instruction's program is loaded from a table, then it is refused as malformed (programs must be static)", () => {
+    const table = lookupTable([source, mint, destination]);
+    const programs = lookupTable([MEMO]);
+    const bytes = withExtraLookup(transaction({ tables: [table] }), programs.key, true);
+    expect(checkLookedUp(bytes, [table, programs])).toMatchObject({
+      ok: false,
+      reason: 'invalid_exact_svm_payload_transaction_could_not_be_decoded',
+    });
+  });
+
+  it('When fewer accounts are loaded than the instructions index, then it is refused as malformed', () => {
+    const table = lookupTable([source, mint, destination]);
+    const bytes = transaction({ tables: [table] });
+    expect(
+      checkExactSvmTransaction(parseWireTransaction(bytes), expected, [
+        source.toBuffer(),
+        destination.toBuffer(),
+      ]),
+    ).toMatchObject({ ok: false, reason: 'invalid_exact_svm_payload_transaction_could_not_be_decoded' });
+  });
+});
+
 describe('Settling a hostile transaction', () => {
   // An RPC URL nobody listens on: a settlement that reached the network would fail differently.
   const settler = new ExactSvmSettler({
@@ -273,6 +423,32 @@ describe('Settling a hostile transaction', () => {
     const outcome = await settler.settle(transaction, requirements);
     expect(outcome).toMatchObject({ ok: false });
     expect(!outcome.ok && outcome.reason).toMatch(new RegExp(`^invalid_exact_svm_.*${reason}$`));
+  });
+
+  it('When it uses more than four lookup tables, or tables the RPC cannot fetch, then settle refuses it with the facilitator reason', async () => {
+    const extra = Array.from({ length: 3 }, () => Keypair.generate().publicKey);
+    const tables = [
+      lookupTable([getAssociatedTokenAddressSync(mint, payer.publicKey, true)]),
+      lookupTable([mint]),
+      lookupTable([getAssociatedTokenAddressSync(mint, merchant, true)]),
+      ...extra.map((key) => lookupTable([key])),
+    ];
+    const five = base64({ tables: tables.slice(0, 5), optional: [memo('x', extra.slice(0, 2))] });
+    expect(parseWireTransaction(Buffer.from(five, 'base64')).addressTableLookups).toHaveLength(5);
+    await settler.signatureOf(five);
+    expect(await settler.settle(five, requirements)).toMatchObject({
+      ok: false,
+      reason: 'invalid_exact_svm_smart_wallet_alt_resolution_failed',
+      message: expect.stringContaining('at most 4'),
+    });
+    // Four are fetched, from an RPC URL nobody listens on.
+    const four = base64({ tables: tables.slice(0, 4), optional: [memo('x', extra.slice(0, 1))] });
+    await settler.signatureOf(four);
+    expect(await settler.settle(four, requirements)).toMatchObject({
+      ok: false,
+      reason: 'invalid_exact_svm_smart_wallet_alt_resolution_failed',
+      message: expect.stringContaining('could not be fetched'),
+    });
   });
 
   it('When it has three signers, then signatureOf refuses it before checking any signature', async () => {

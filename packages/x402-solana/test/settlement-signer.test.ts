@@ -3,7 +3,7 @@ import { TransactionOnchainFailureError } from '@x402/svm';
 import { spawnLocalnet, bs58, waitForSignature, type Localnet } from '@repo/solana-localnet';
 import { RpcTransportError, SignatureStatusPoller } from '../src/index';
 import { SolanaRpcClient } from '../src/rpc-client';
-import { stubRpc } from './support/stub-rpc';
+import { proxyTo } from './support/stub-rpc';
 
 jest.setTimeout(30_000);
 
@@ -19,18 +19,7 @@ afterAll(async () => {
   await localnet?.close();
 });
 
-/** A proxy to the ledger that records every JSON-RPC request it forwards. */
-async function proxyToLedger() {
-  return stubRpc((request, res) => {
-    fetch(rpcUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, ...request }),
-    })
-      .then(async (answer) => res.writeHead(answer.status).end(await answer.text()))
-      .catch(() => res.writeHead(502).end());
-  });
-}
+const proxyToLedger = () => proxyTo(rpcUrl);
 
 describe('Confirming settlements with one status call for all of them', () => {
   it('When twelve transactions wait at once, then one getSignatureStatuses call confirms all twelve with their slots', async () => {

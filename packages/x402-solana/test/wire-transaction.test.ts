@@ -86,8 +86,28 @@ describe('Reading a wire transaction without decoding its addresses', () => {
           data: Buffer.from(ix.data ?? new Uint8Array()),
         })),
       );
+      expect(
+        wire.addressTableLookups.map((lookup) => ({
+          lookupTableAddress: bs58.encode(lookup.tableAddress),
+          writableIndexes: [...lookup.writableIndexes],
+          readonlyIndexes: [...lookup.readonlyIndexes],
+        })),
+      ).toEqual(
+        ('addressTableLookups' in message ? (message.addressTableLookups ?? []) : []).map((lookup) => ({
+          lookupTableAddress: lookup.lookupTableAddress,
+          writableIndexes: [...lookup.writableIndexes],
+          readonlyIndexes: [...lookup.readonlyIndexes],
+        })),
+      );
     },
   );
+
+  it('When two transactions have no address table lookups, then they share one empty list (nothing allocated for it)', () => {
+    const first = parseWireTransaction(legacy());
+    expect(first.addressTableLookups).toHaveLength(0);
+    expect(parseWireTransaction(legacy()).addressTableLookups).toBe(first.addressTableLookups);
+    expect(parseWireTransaction(v0WithLookup()).addressTableLookups).toHaveLength(1);
+  });
 
   const malformed: [string, (bytes: Uint8Array) => Uint8Array][] = [
     ['truncated', (bytes) => bytes.subarray(0, bytes.length - 1)],

@@ -30,3 +30,16 @@ export function json(res: http.ServerResponse, status: number, body: string): vo
     .writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
     .end(body);
 }
+
+/** A proxy to the JSON-RPC endpoint at `target` (the ledger) that records every request it forwards. */
+export async function proxyTo(target: string) {
+  return stubRpc((request, res) => {
+    fetch(target, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, ...request }),
+    })
+      .then(async (answer) => res.writeHead(answer.status).end(await answer.text()))
+      .catch(() => res.writeHead(502).end());
+  });
+}
