@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { addDuplicateIssues, ScanReport, SectorTag } from '@repo/schemas';
+import { addDuplicateIssues, DailyBrief, ScanReport, SectorTag } from '@repo/schemas';
 
 /**
  * Scout scans (README, "Scout jobs"): the contract between market-intel, which schedules
@@ -23,6 +23,11 @@ export const HN_SEARCH_BASE_URL = 'https://hn.algolia.com/api/v1';
 
 /** A count of things (sources, items, trends ...): a whole number, 0 or more. */
 const Count = z.number().int().nonnegative();
+
+/** A strict object of figures that are all {@link Count}s, with these keys in this order. */
+function counts<const K extends string>(...keys: K[]): z.ZodObject<Record<K, typeof Count>, z.core.$strict> {
+  return z.strictObject(Object.fromEntries(keys.map((key) => [key, Count])) as Record<K, typeof Count>);
+}
 
 /** A source id: lowercase letters, digits and dashes, unique within its sector. */
 const SourceId = z
@@ -75,13 +80,15 @@ export const SourceValidators = z.strictObject({
 });
 export type SourceValidators = z.infer<typeof SourceValidators>;
 
-/** Another sector's latest figures, for the brief's sector heatmap and cross signals. */
-export const PeerSector = z.strictObject({
-  sector: z.string(),
+/** A sector's latest figures: its gaps and pain mentions (counts) and its top keywords. */
+const SectorFigures = z.strictObject({
   gaps_count: Count,
   pain_mentions: Count,
   top_keywords: z.array(z.string()),
 });
+
+/** Another sector's latest figures, for the brief's sector heatmap and cross signals. */
+export const PeerSector = z.strictObject({ sector: z.string(), ...SectorFigures.shape });
 export type PeerSector = z.infer<typeof PeerSector>;
 
 /** Input of a `scout` job: what market-intel sends with every step command of the scan. */
@@ -142,17 +149,17 @@ export const SourceReport = z.strictObject({
 export type SourceReport = z.infer<typeof SourceReport>;
 
 /** `DailyBrief.stats` of a scan: counts of what the scan saw and produced. */
-export const BriefStats = z.strictObject({
-  sources: Count,
-  sources_failed: Count,
-  items_analysed: Count,
-  new_items: Count,
-  articles: Count,
-  discussions: Count,
-  trends: Count,
-  pain_clusters: Count,
-  gaps: Count,
-});
+export const BriefStats = counts(
+  'sources',
+  'sources_failed',
+  'items_analysed',
+  'new_items',
+  'articles',
+  'discussions',
+  'trends',
+  'pain_clusters',
+  'gaps',
+);
 export type BriefStats = z.infer<typeof BriefStats>;
 
 /** `DailyBrief.top_articles[]`: an analysed article, with the score of the trend it supports. */
@@ -169,12 +176,7 @@ export type BriefArticle = z.infer<typeof BriefArticle>;
  * `DailyBrief.sector_heatmap[sector]`: a sector's latest figures; `heat` (0–1) is its pain mentions
  * relative to the hottest sector of the map.
  */
-export const SectorHeat = z.strictObject({
-  gaps_count: Count,
-  pain_mentions: Count,
-  top_keywords: z.array(z.string()),
-  heat: z.number().min(0).max(1),
-});
+export const SectorHeat = SectorFigures.extend({ heat: z.number().min(0).max(1) });
 export type SectorHeat = z.infer<typeof SectorHeat>;
 
 /** `DailyBrief.narratives[]`: a story line running through several trends (titles of those trends). */
@@ -195,9 +197,7 @@ export type CrossSignal = z.infer<typeof CrossSignal>;
 
 /** The daily brief a scan produces: the Data API's `DailyBrief` with its open item shapes fixed. */
 export const ScanBrief = z.strictObject({
-  date: z.iso.date(),
-  overview: z.string(),
-  takeaway: z.string(),
+  ...DailyBrief.shape,
   stats: BriefStats,
   top_articles: z.array(BriefArticle),
   sector_heatmap: z.record(z.string(), SectorHeat),
@@ -211,11 +211,7 @@ export type ScanBrief = z.infer<typeof ScanBrief>;
  * scan has the same canonical URL or title), `language` (detected and not one of the accepted
  * languages) and `length` (no usable URL, or no or too short a title).
  */
-export const DroppedItems = z.strictObject({
-  duplicate: Count,
-  language: Count,
-  length: Count,
-});
+export const DroppedItems = counts('duplicate', 'language', 'length');
 export type DroppedItems = z.infer<typeof DroppedItems>;
 
 /** Figures of one scan (the admin command prints them). */

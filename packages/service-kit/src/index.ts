@@ -51,7 +51,7 @@ export {
 export type { ContractHandler, ContractRouter, RequestContract, RouteContract } from './contract';
 export { listenForNotifications } from './notifications';
 export type { NotificationListener, NotificationListenerOptions } from './notifications';
-export { mcpRoutes } from './mcp';
+export { mcpRoutes, serveStatelessMcp } from './mcp';
 export type { McpRoutesOptions, McpTool, McpToolAnswer, McpToolContext } from './mcp';
 export { apiLinks, llmsTxtRoutes, renderLlmsTxt } from './llms-txt';
 export type { LlmsTxt, LlmsTxtLink } from './llms-txt';

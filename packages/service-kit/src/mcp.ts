@@ -1,5 +1,6 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
-import type { ServerOptions as McpServerOptions } from '@modelcontextprotocol/sdk/server/index.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Server, ServerOptions as McpServerOptions } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolResult, Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import { AppError, errorEnvelope, requestIdOf, toAppError, type ErrorLogger } from '@repo/errors';
@@ -101,11 +102,16 @@ function sdk() {
   /* eslint-disable @typescript-eslint/no-require-imports -- lazy on purpose, see above */
   return {
     ...(require('@modelcontextprotocol/sdk/server/index.js') as typeof import('@modelcontextprotocol/sdk/server/index.js')),
-    ...(require('@modelcontextprotocol/sdk/server/streamableHttp.js') as typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js')),
     ...(require('@modelcontextprotocol/sdk/types.js') as typeof import('@modelcontextprotocol/sdk/types.js')),
     ...(require('@modelcontextprotocol/sdk/validation/ajv-provider.js') as typeof import('@modelcontextprotocol/sdk/validation/ajv-provider.js')),
   };
   /* eslint-enable @typescript-eslint/no-require-imports */
+}
+
+/** The SDK's Streamable HTTP transport, loaded on the first request that needs it (see {@link sdk}). */
+function streamableHttp() {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- lazy on purpose, see sdk()
+  return require('@modelcontextprotocol/sdk/server/streamableHttp.js') as typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js');
 }
 
 /** The `CallToolResult` of an answer: structured content also as JSON text (the MCP convention). */
@@ -218,7 +224,7 @@ export function mcpRoutes(options: McpRoutesOptions): Router {
 
   const handle: RequestHandler = async (req, res) => {
     const { modules, validator } = load();
-    const { Server, StreamableHTTPServerTransport, ListToolsRequestSchema, CallToolRequestSchema } = modules;
+    const { Server, ListToolsRequestSchema, CallToolRequestSchema } = modules;
     const server = new Server(
       { name: options.name, version: options.version },
       {
@@ -229,16 +235,7 @@ export function mcpRoutes(options: McpRoutesOptions): Router {
     );
     server.setRequestHandler(ListToolsRequestSchema, () => listed);
     server.setRequestHandler(CallToolRequestSchema, (request) => call(request.params, req, res));
-    const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableJsonResponse: true,
-    });
-    res.once('close', () => {
-      void transport.close();
-      void server.close();
-    });
-    await server.connect(transport);
-    await transport.handleRequest(req, res, req.body);
+    await serveStatelessMcp(server, req, res, req.body);
   };
 
   const notAllowed: RequestHandler = () => {
@@ -254,4 +251,29 @@ export function mcpRoutes(options: McpRoutesOptions): Router {
   router.get(path, notAllowed);
   router.delete(path, notAllowed);
   return router;
+}
+
+/**
+ * Answers one request of a stateless Streamable HTTP MCP endpoint with `server` (the SDK's `Server` or
+ * `McpServer`, its handlers set): a transport of its own, without session id and answering with JSON
+ * instead of an event stream, connected for this request; both are closed when the response is.
+ * `body` is the JSON body a body parser already read (absent: the transport reads it).
+ */
+export async function serveStatelessMcp(
+  server: Pick<Server, 'connect' | 'close'>,
+  req: IncomingMessage,
+  res: ServerResponse,
+  body?: unknown,
+): Promise<void> {
+  const { StreamableHTTPServerTransport } = streamableHttp();
+  const transport = new StreamableHTTPServerTransport({
+    sessionIdGenerator: undefined,
+    enableJsonResponse: true,
+  });
+  res.once('close', () => {
+    void transport.close();
+    void server.close();
+  });
+  await server.connect(transport);
+  await transport.handleRequest(req, res, body);
 }

@@ -7,8 +7,9 @@ export const TOKEN_2022_PROGRAM = 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PRVFqqAtNc1Yt8JB
 
 const ACCOUNT_LEN = 165;
 const MINT_LEN = 82;
-// Token-2022 accounts with extensions are longer and carry an account-type byte at offset 165.
-const ACCOUNT_TYPE_OFFSET = 165;
+// Token-2022 accounts and mints with extensions are longer and carry an account-type byte right after
+// a base account's bytes (a mint's are padded to that length).
+const ACCOUNT_TYPE_OFFSET = ACCOUNT_LEN;
 const ACCOUNT_TYPE_MINT = 1;
 const ACCOUNT_TYPE_ACCOUNT = 2;
 
