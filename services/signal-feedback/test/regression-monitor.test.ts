@@ -73,6 +73,27 @@ async function approvedProposal(): Promise<Approved> {
 const history = (a: Approved, from: Date, to: Date, total: number, failing: number) =>
   insertSignalHistory(h.db, { productId: a.product.id, contextId: a.context.id, from, to, total, failing });
 
+/** An event queued for `a`'s product straight into the outbox, to `url` (`tag` names its webhook-id). */
+const queueDelivery = (a: Approved, tag: string, url: string) =>
+  h.db.webhookDelivery.create({
+    data: {
+      productId: a.product.id,
+      eventType: 'regression_detected',
+      messageId: `msg_${tag}_${a.product.id}`,
+      url,
+      body: '{}',
+    },
+  });
+
+/** The one delivery of `a`'s product, once the worker has given it up. */
+async function givenUp(a: Approved, what: string) {
+  await waitFor(async () => {
+    const row = await h.db.webhookDelivery.findFirst({ where: { productId: a.product.id } });
+    return row?.status === 'failed';
+  }, what);
+  return h.db.webhookDelivery.findFirstOrThrow({ where: { productId: a.product.id } });
+}
+
 /**
  * A deployment an hour ago with a day-long window (still open), after `failingAfter` of 300 signals
  * failed against 15 of 300 before it (the hour before and the same hour a week earlier).
@@ -347,23 +368,24 @@ describe('The open-window monitor', () => {
     const a = await approvedProposal();
     await setWebhook(a, { url: receiver.url }).expect(200);
     const seen = receiver.received.length;
-    await h.db.webhookDelivery.create({
-      data: {
-        productId: a.product.id,
-        eventType: 'regression_detected',
-        messageId: `msg_ssrf_${a.product.id}`,
-        url: 'http://169.254.169.254/latest/meta-data',
-        body: '{}',
-      },
-    });
-    await waitFor(async () => {
-      const row = await h.db.webhookDelivery.findFirst({ where: { productId: a.product.id } });
-      return row?.status === 'failed';
-    }, 'the refused delivery given up');
-    const row = await h.db.webhookDelivery.findFirstOrThrow({ where: { productId: a.product.id } });
+    await queueDelivery(a, 'ssrf', 'http://169.254.169.254/latest/meta-data');
+    const row = await givenUp(a, 'the refused delivery given up');
     expect(row.attempts).toBe(1);
     expect(row.lastStatus).toBeNull();
     expect(row.lastError).toMatch(/169\.254\.169\.254|not allowed|metadata/i);
+    expect(receiver.received.length).toBe(seen);
+  });
+  it('When a queued delivery belongs to a product whose secret is gone, then it is given up unsent at once, naming why', async () => {
+    const a = await approvedProposal();
+    await setWebhook(a, { url: receiver.url }).expect(200);
+    const seen = receiver.received.length;
+    await h.db.$transaction([
+      h.db.product.update({ where: { id: a.product.id }, data: { webhookSecret: null } }),
+      queueDelivery(a, 'nosecret', receiver.url),
+    ]);
+    const row = await givenUp(a, 'the unsignable delivery given up');
+    expect(row.lastStatus).toBeNull();
+    expect(row.lastError).toBe('the product has no webhook secret any more');
     expect(receiver.received.length).toBe(seen);
   });
 });

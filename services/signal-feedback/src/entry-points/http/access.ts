@@ -1,5 +1,6 @@
 import type { OpenApiParameter } from '@repo/schemas';
-import { errorResponse, type RouteContract } from '@repo/service-kit';
+import type { RequestHandler } from 'express';
+import { errorResponse, type ContractRouter, type RouteContract } from '@repo/service-kit';
 import { CSRF_HEADER_PARAMETER, KEY_SECURITY, SESSION_SECURITY } from './openapi';
 
 /**
@@ -61,4 +62,22 @@ export function withAccess<C extends RouteContract>(access: Access, contract: C)
       ...contract.responses,
     },
   };
+}
+
+/**
+ * `routes` as a router for operations that one kind of caller may call (see {@link Access}): each
+ * contract declared through it gets what follows from `access` (see {@link withAccess}) and `before`,
+ * the middleware that checks it, run before validation. The operations are declared on `routes`
+ * itself, in the order they are declared here.
+ */
+export function accessRoutes(routes: ContractRouter, access: Access, before: RequestHandler): ContractRouter {
+  const declared: ContractRouter = {
+    router: routes.router,
+    operations: routes.operations,
+    route(contract, ...handlers) {
+      routes.route(withAccess(access, { ...contract, before: [before] }), ...handlers);
+      return declared;
+    },
+  };
+  return declared;
 }

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { PLAN_LIMITS, PLANS } from '../../domain/plans';
 import { PlanName } from '../../schemas/accounts';
 import { requiredSession, requireSession } from './auth-middleware';
-import { withAccess } from './access';
+import { accessRoutes } from './access';
 import { queryRange } from './time-range';
 import { PAYLOAD_PREVIEW_CHARS, type DashboardRepository } from '../../data/dashboard';
 
@@ -107,9 +107,9 @@ export function dashboardRoutes(deps: {
 }): ContractRouter {
   const routes = contractRouter();
   routes.router.use('/api/dashboard', requireSession);
-  return routes
+  return accessRoutes(routes, 'session', requireSession)
     .route(
-      withAccess('session', {
+      {
         method: 'get',
         path: '/api/dashboard/types',
         operationId: 'dashboardTypes',
@@ -122,8 +122,7 @@ export function dashboardRoutes(deps: {
           '400': errorResponse('invalid query, or a range not in order or too long'),
           '404': errorResponse('no such context of the user'),
         },
-        before: [requireSession],
-      }),
+      },
       async (_req, res) => {
         const { query } = res.locals.valid;
         const { from, to } = queryRange(query, deps.now());
@@ -146,7 +145,7 @@ export function dashboardRoutes(deps: {
       },
     )
     .route(
-      withAccess('session', {
+      {
         method: 'get',
         path: '/api/dashboard/signals',
         operationId: 'dashboardLatestSignals',
@@ -157,8 +156,7 @@ export function dashboardRoutes(deps: {
           '200': { description: 'the signals', body: z.array(RecentSignal) },
           '400': errorResponse('invalid query'),
         },
-        before: [requireSession],
-      }),
+      },
       async (_req, res) => {
         const { query } = res.locals.valid;
         res.json(
@@ -167,7 +165,7 @@ export function dashboardRoutes(deps: {
       },
     )
     .route(
-      withAccess('session', {
+      {
         method: 'get',
         path: '/api/dashboard/analysis',
         operationId: 'dashboardAnalysis',
@@ -179,8 +177,7 @@ export function dashboardRoutes(deps: {
           '200': { description: 'the readiness', body: AnalysisReadiness },
           '400': errorResponse('a query parameter was sent'),
         },
-        before: [requireSession],
-      }),
+      },
       async (_req, res) => {
         const userId = requiredSession(res).user.id;
         const now = deps.now();
@@ -197,7 +194,7 @@ export function dashboardRoutes(deps: {
       },
     )
     .route(
-      withAccess('session', {
+      {
         method: 'get',
         path: '/api/dashboard/plans',
         operationId: 'dashboardPlans',
@@ -208,8 +205,7 @@ export function dashboardRoutes(deps: {
           '200': { description: 'the plans', body: z.array(PlanRow) },
           '400': errorResponse('a query parameter was sent'),
         },
-        before: [requireSession],
-      }),
+      },
       (_req, res) => {
         res.json(
           PLANS.map((plan) => {

@@ -12,7 +12,7 @@ import { deploymentInput, MAX_LISTED_DEPLOYMENTS, type DeploymentService } from 
 import { SeriesPoint, SeriesQuery } from '../../schemas/contexts';
 import { CreateDeploymentBody, Deployment } from '../../schemas/deployments';
 import { callerScope, keyOrSession } from './auth-middleware';
-import { withAccess } from './access';
+import { accessRoutes } from './access';
 import { queryRange } from './time-range';
 
 const ProposalIdParams = z.object({ id: z.uuid().meta({ description: 'an approved proposal' }) });
@@ -48,10 +48,9 @@ export function deploymentsRoutes(deps: {
   keys: ApiKeyCache<KeyOwner>;
   now: () => Date;
 }): ContractRouter {
-  const auth = keyOrSession(deps.keys);
-  return contractRouter()
+  return accessRoutes(contractRouter(), 'keyOrSession', keyOrSession(deps.keys))
     .route(
-      withAccess('keyOrSession', {
+      {
         method: 'post',
         path: '/api/proposals/{id}/deployments',
         operationId: 'recordDeployment',
@@ -78,8 +77,7 @@ export function deploymentsRoutes(deps: {
             RETRY_AFTER_HEADER,
           ),
         },
-        before: [auth],
-      }),
+      },
       async (_req, res) => {
         const { params, body } = res.locals.valid;
         const created = await deps.deployments.record(params.id, callerScope(res), deploymentInput(body));
@@ -87,7 +85,7 @@ export function deploymentsRoutes(deps: {
       },
     )
     .route(
-      withAccess('keyOrSession', {
+      {
         method: 'get',
         path: '/api/proposals/{id}/deployments',
         operationId: 'listDeployments',
@@ -99,15 +97,14 @@ export function deploymentsRoutes(deps: {
           '400': errorResponse('invalid id'),
           '404': errorResponse('no such proposal for this key or user'),
         },
-        before: [auth],
-      }),
+      },
       async (_req, res) => {
         const { params } = res.locals.valid;
         res.json(await deps.deployments.list(params.id, callerScope(res), MAX_LISTED_DEPLOYMENTS));
       },
     )
     .route(
-      withAccess('keyOrSession', {
+      {
         method: 'get',
         path: '/api/context/{id}/series',
         operationId: 'contextSeries',
@@ -123,8 +120,7 @@ export function deploymentsRoutes(deps: {
           ),
           '404': errorResponse('no such context for this key or user'),
         },
-        before: [auth],
-      }),
+      },
       async (_req, res) => {
         const { params, query } = res.locals.valid;
         const { from, to } = queryRange(query, deps.now());

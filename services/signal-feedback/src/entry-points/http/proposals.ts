@@ -7,7 +7,7 @@ import type { AnalysisService } from '../../domain/analysis';
 import { changeProposalStatus } from '../../domain/proposal-status';
 import { AnalysisRunResult, Proposal, ProposalStatusChange, ProposalsQuery } from '../../schemas/proposals';
 import { callerScope, keyOrSession, keyOwnerOf, requiredSession, requireSession } from './auth-middleware';
-import { withAccess } from './access';
+import { accessRoutes } from './access';
 
 const IdParams = z.object({ id: z.uuid().meta({ description: 'the proposal' }) });
 
@@ -21,11 +21,10 @@ export function proposalsRoutes(deps: {
   keys: ApiKeyCache<KeyOwner>;
   analysis: AnalysisService;
 }): ContractRouter {
-  const keyOrSessionAuth = keyOrSession(deps.keys);
-
-  return contractRouter()
+  const routes = contractRouter();
+  accessRoutes(routes, 'keyOrSession', keyOrSession(deps.keys))
     .route(
-      withAccess('keyOrSession', {
+      {
         method: 'get',
         path: '/api/proposals',
         operationId: 'listProposals',
@@ -37,8 +36,7 @@ export function proposalsRoutes(deps: {
           '200': { description: 'the proposals', body: z.array(Proposal) },
           '400': errorResponse('invalid query'),
         },
-        before: [keyOrSessionAuth],
-      }),
+      },
       async (_req, res) => {
         const { query } = res.locals.valid;
         const owner = keyOwnerOf(res);
@@ -54,7 +52,7 @@ export function proposalsRoutes(deps: {
       },
     )
     .route(
-      withAccess('keyOrSession', {
+      {
         method: 'patch',
         path: '/api/proposals/{id}',
         operationId: 'changeProposalStatus',
@@ -68,32 +66,30 @@ export function proposalsRoutes(deps: {
           '404': errorResponse('no such proposal for this key or user'),
           '409': errorResponse('transition not allowed (details.from, details.allowed)'),
         },
-        before: [keyOrSessionAuth],
-      }),
+      },
       async (_req, res) => {
         const { params, body } = res.locals.valid;
         res.json(await changeProposalStatus(deps.proposals, params.id, callerScope(res), body.status));
       },
-    )
-    .route(
-      withAccess('session', {
-        method: 'post',
-        path: '/api/analysis/run',
-        operationId: 'runAnalysis',
-        summary: "Analyse the signed-in user's contexts now (the schedule does it periodically)",
-        tags: ['Proposals'],
-        responses: {
-          '200': { description: 'what the pass did', body: AnalysisRunResult },
-        },
-        before: [requireSession],
-      }),
-      async (_req, res) => {
-        const r = await deps.analysis.runOnce('user', requiredSession(res).user.id);
-        res.json({
-          contexts_analyzed: r.contextsAnalyzed,
-          proposals_created: r.proposalsCreated,
-          proposals: r.proposals,
-        });
-      },
     );
+  return accessRoutes(routes, 'session', requireSession).route(
+    {
+      method: 'post',
+      path: '/api/analysis/run',
+      operationId: 'runAnalysis',
+      summary: "Analyse the signed-in user's contexts now (the schedule does it periodically)",
+      tags: ['Proposals'],
+      responses: {
+        '200': { description: 'what the pass did', body: AnalysisRunResult },
+      },
+    },
+    async (_req, res) => {
+      const r = await deps.analysis.runOnce('user', requiredSession(res).user.id);
+      res.json({
+        contexts_analyzed: r.contextsAnalyzed,
+        proposals_created: r.proposalsCreated,
+        proposals: r.proposals,
+      });
+    },
+  );
 }

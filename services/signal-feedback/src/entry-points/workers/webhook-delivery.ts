@@ -5,6 +5,7 @@ import {
   type Logger,
   type Loop,
   type LoopMetrics,
+  type WebhookAttemptOutcome,
   type WebhookSenderOptions,
 } from '@repo/service-kit';
 import type { ClaimedDelivery, WebhookRepository } from '../../data/webhooks';
@@ -31,6 +32,15 @@ export interface WebhookDelivery extends Loop {
 
 const BATCH = 20;
 
+/** A delivery whose product has no secret any more cannot be signed: it fails as given up, unsent. */
+const NO_SECRET: WebhookAttemptOutcome = {
+  delivered: false,
+  status: null,
+  error: 'the product has no webhook secret any more',
+  giveUp: true,
+  retryInMs: 0,
+};
+
 /**
  * Delivers the webhook outbox (README, "Webhooks (signal-feedback)"): a POST of each queued body to
  * the URL stored with it, signed with the product's secret in the Standard Webhooks way
@@ -53,23 +63,16 @@ export function webhookDeliveryLoop(options: WebhookDeliveryOptions): WebhookDel
   const { webhooks, logger } = options;
 
   const deliver = async (row: ClaimedDelivery): Promise<void> => {
-    if (row.secret === null) {
-      await webhooks.attemptFailed(row.id, {
-        status: null,
-        error: 'the product has no webhook secret any more',
-        giveUp: true,
-        retryInMs: 0,
-      });
-      options.onAttempt?.('failed');
-      return;
-    }
-    const outcome = await sender.send({
-      url: row.url,
-      body: row.body,
-      messageId: row.messageId,
-      secret: row.secret,
-      attempt: row.attempts,
-    });
+    const outcome =
+      row.secret === null
+        ? NO_SECRET
+        : await sender.send({
+            url: row.url,
+            body: row.body,
+            messageId: row.messageId,
+            secret: row.secret,
+            attempt: row.attempts,
+          });
     if (outcome.delivered) {
       await webhooks.delivered(row.id, outcome.status);
       options.onAttempt?.('delivered');
