@@ -6,16 +6,14 @@ import {
   PingRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { McpTool } from '../src/domain/mcp-tools';
 import { startLoopbackServer } from './loopback-server';
 
-/** One tool of a local MCP server: its definition as `tools/list` shows it, and what a call answers. */
-export interface LocalTool {
-  name: string;
-  title?: string;
-  description?: string;
-  /** A JSON Schema object, as any MCP server may declare it. */
-  inputSchema: Record<string, unknown>;
-  outputSchema?: Record<string, unknown>;
+/**
+ * One tool of a local MCP server: its definition as `tools/list` shows it (JSON Schema objects, as
+ * any MCP server may declare them), and what a call answers.
+ */
+export interface LocalTool extends McpTool {
   /** The answer of `tools/call` with `args`. */
   call(args: Record<string, unknown>): CallToolResult | Promise<CallToolResult>;
 }

@@ -42,10 +42,8 @@ export const JsonSchemaObject = z.record(z.string(), z.unknown()).superRefine((s
   if (problem) ctx.addIssue({ code: 'custom', message: problem });
 });
 
-/** The page size of a skills listing: 1–100. */
-export const PAGE_LIMIT = z.number().int().min(1).max(100);
-/** How many skills a listing page skips: 0–1,000,000. */
-export const PAGE_OFFSET = z.number().int().min(0).max(1_000_000);
+/** How many items a listing page skips: 0–1,000,000. */
+const PAGE_OFFSET = z.number().int().min(0).max(1_000_000);
 
 /** A query-string integer: digits only (`message` otherwise), then checked against `range`. */
 export const queryInteger = (range: z.ZodNumber, message: string) =>
@@ -54,3 +52,29 @@ export const queryInteger = (range: z.ZodNumber, message: string) =>
     .regex(/^[0-9]+$/, message)
     .transform(Number)
     .pipe(range);
+
+/**
+ * The `limit` and `offset` of a paged listing, as query parameters of the HTTP route (`query`:
+ * digit strings, see {@link queryInteger}) and as arguments of its MCP tool (`args`: JSON numbers),
+ * with the same bounds, defaults and descriptions.
+ * @param limit the page size's upper bound (`max`, the lower is 1) and the size when none is given
+ *   (`default`)
+ * @param skipped what `offset` counts, plural ("skills")
+ */
+export function paging(limit: { max: number; default: number }, skipped: string) {
+  const range = z.number().int().min(1).max(limit.max);
+  const limitMeta = { description: 'page size' };
+  const offsetMeta = { description: `${skipped} to skip` };
+  return {
+    query: {
+      limit: queryInteger(range, `must be an integer from 1 to ${limit.max}`)
+        .default(limit.default)
+        .meta(limitMeta),
+      offset: queryInteger(PAGE_OFFSET, 'must be a non-negative integer').default(0).meta(offsetMeta),
+    },
+    args: {
+      limit: range.default(limit.default).meta(limitMeta),
+      offset: PAGE_OFFSET.default(0).meta(offsetMeta),
+    },
+  };
+}

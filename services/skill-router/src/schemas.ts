@@ -2,15 +2,7 @@ import { z } from 'zod';
 import { X402Network } from '@repo/schemas';
 import { base58ByteLength } from './domain/payment-proofs';
 import { REJECTION_REASONS } from './domain/route-receipts';
-import {
-  JsonSchemaObject,
-  PAGE_LIMIT,
-  PAGE_OFFSET,
-  queryInteger,
-  SkillId,
-  SolanaAddress,
-  tag,
-} from './schema-parts';
+import { JsonSchemaObject, paging, SkillId, SolanaAddress, tag } from './schema-parts';
 
 export { SkillId, SolanaAddress } from './schema-parts';
 
@@ -228,6 +220,9 @@ export const RouteResponse = z.object({
   }),
 });
 
+/** The paging of a skills listing: pages of 1–100 skills, 20 by default. */
+const SKILLS_PAGE = paging({ max: 100, default: 20 }, 'skills');
+
 /** Query of GET /api/discover/skills. */
 export const ListSkillsQuery = z.object({
   category: tag('category').optional().meta({ description: 'capability tag (case-insensitive)' }),
@@ -240,20 +235,12 @@ export const ListSkillsQuery = z.object({
     description:
       'popularity (default), newest, or quality (definition quality score, best first; not a routing factor)',
   }),
-  limit: queryInteger(PAGE_LIMIT, 'must be an integer from 1 to 100')
-    .default(20)
-    .meta({ description: 'page size' }),
-  offset: queryInteger(PAGE_OFFSET, 'must be a non-negative integer')
-    .default(0)
-    .meta({ description: 'skills to skip' }),
+  ...SKILLS_PAGE.query,
 });
 export type ListSkillsQuery = z.infer<typeof ListSkillsQuery>;
 
 /** Arguments of the MCP tool `list_skills`: {@link ListSkillsQuery} with JSON numbers for the page. */
-export const ListSkillsArgs = ListSkillsQuery.extend({
-  limit: PAGE_LIMIT.default(20).meta({ description: 'page size' }),
-  offset: PAGE_OFFSET.default(0).meta({ description: 'skills to skip' }),
-});
+export const ListSkillsArgs = ListSkillsQuery.extend(SKILLS_PAGE.args);
 
 /**
  * The definition quality score of a skill's current revision (services/skill-router/README.md,
@@ -394,28 +381,17 @@ export const SkillVersion = z.object({
 });
 
 /**
- * The page size of a versions listing: 1–20. Each version carries both schemas (up to 64 KiB), so a
+ * The paging of a versions listing: pages of 1–20 versions, 10 by default. Each version carries both schemas (up to 64 KiB), so a
  * page of this public endpoint stays under about 1.3 MB.
  */
-const VERSIONS_LIMIT = z.number().int().min(1).max(20);
+const VERSIONS_PAGE = paging({ max: 20, default: 10 }, 'versions');
 
 /** Query of GET /api/discover/skills/{id}/versions. */
-export const ListVersionsQuery = z.object({
-  limit: queryInteger(VERSIONS_LIMIT, 'must be an integer from 1 to 20')
-    .default(10)
-    .meta({ description: 'page size' }),
-  offset: queryInteger(PAGE_OFFSET, 'must be a non-negative integer')
-    .default(0)
-    .meta({ description: 'versions to skip' }),
-});
+export const ListVersionsQuery = z.object(VERSIONS_PAGE.query);
 export type ListVersionsQuery = z.infer<typeof ListVersionsQuery>;
 
 /** Arguments of the MCP tool `list_skill_versions`: the skill id and {@link ListVersionsQuery} with JSON numbers. */
-export const ListVersionsArgs = z.object({
-  id: SkillId,
-  limit: VERSIONS_LIMIT.default(10).meta({ description: 'page size' }),
-  offset: PAGE_OFFSET.default(0).meta({ description: 'versions to skip' }),
-});
+export const ListVersionsArgs = z.object({ id: SkillId, ...VERSIONS_PAGE.args });
 
 /** Answer of GET /api/discover/skills/{id}/versions: newest revision first. */
 export const SkillVersionList = z.object({

@@ -28,6 +28,16 @@ export const SKILL_ROUTER_MCP_INSTRUCTIONS =
 const KEY =
   'Needs an sk_router_ key in the x-api-key header of the MCP connection (or Authorization: Bearer <key>).';
 
+/** The hints of a tool that only reads the directory. */
+const READS = { readOnlyHint: true, openWorldHint: false } as const;
+/** The hints of a registration: it adds or updates, the same call twice is one, and it calls the skill's endpoint. */
+const REGISTERS = {
+  readOnlyHint: false,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: true,
+} as const;
+
 /** The caller of a tool: the key in `x-api-key` or `Authorization: Bearer` of the MCP connection. */
 const keyOf = (operations: DiscoverOperations, context: McpToolContext) =>
   operations.authenticate(presentedApiKey(context.req));
@@ -50,7 +60,7 @@ export function skillRouterTools(
       `with the reasons, price, metrics and endpoint of each. Free. ${KEY} Limited per key and minute.`,
     input: RouteRequest,
     output: RouteResponse,
-    annotations: { readOnlyHint: true, openWorldHint: false },
+    annotations: READS,
     async run(args, context) {
       try {
         const answer = await operations.route(await keyOf(operations, context), args);
@@ -71,7 +81,7 @@ export function skillRouterTools(
       'one page with the total. Free; no key needed.',
     input: ListSkillsArgs,
     output: SkillList,
-    annotations: { readOnlyHint: true, openWorldHint: false },
+    annotations: READS,
     async run(args) {
       return { structuredContent: await operations.list(args) };
     },
@@ -84,7 +94,7 @@ export function skillRouterTools(
       'Free; no key needed.',
     input: z.object({ id: SkillId }),
     output: SkillDetail,
-    annotations: { readOnlyHint: true, openWorldHint: false },
+    annotations: READS,
     async run(args) {
       return { structuredContent: await operations.get(args.id) };
     },
@@ -97,7 +107,7 @@ export function skillRouterTools(
       'its SHA-256 and its verification. Free; no key needed.',
     input: ListVersionsArgs,
     output: SkillVersionList,
-    annotations: { readOnlyHint: true, openWorldHint: false },
+    annotations: READS,
     async run({ id, ...page }) {
       return { structuredContent: await operations.versions(id, page) };
     },
@@ -111,7 +121,7 @@ export function skillRouterTools(
       `Free. ${KEY} Limited per key and day.`,
     input: RegisterSkillRequest,
     output: RegisterSkillResponse,
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+    annotations: REGISTERS,
     async run(args, context) {
       const key = await keyOf(operations, context);
       const { answer } = await operations.register(key, args, 'arguments');
@@ -127,7 +137,7 @@ export function skillRouterTools(
       `is routed; route_task then says how to call it. Free. ${KEY} Each tool written counts as a registration.`,
     input: RegisterMcpServerRequest,
     output: RegisterMcpServerResponse,
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+    annotations: REGISTERS,
     async run(args, context) {
       const key = await keyOf(operations, context);
       const { answer } = await operations.registerMcp(key, args, 'arguments');
