@@ -12,7 +12,7 @@ export const PROGRESS_FIELDS = {
 };
 
 /** {@link PROGRESS_FIELDS} before step 0. */
-export const NO_PROGRESS = { stepsDone: 0, progressPct: 0 } as const;
+const NO_PROGRESS = { stepsDone: 0, progressPct: 0 } as const;
 
 /** The part of a phased pipeline's state that {@link phasedPipeline} and {@link advanceOver} read. */
 export interface PhasedState<P extends string = string> {
@@ -31,8 +31,10 @@ export type PhaseStep<I, S, R> = (input: I, state: S, deps: PipelineDeps) => Pro
 /** What {@link phasedPipeline} builds a pipeline from. */
 export interface PhasedPipelineSpec<I, S extends PhasedState<P>, R, P extends string> extends Omit<
   Pipeline<I, S, R>,
-  'step'
+  'step' | 'init'
 > {
+  /** The state before step 0 but for the progress fields (no step done, 0 %): `init` returns a copy. */
+  start: Omit<S, keyof typeof NO_PROGRESS>;
   /** The step that runs in each phase. */
   steps: { readonly [K in P]: PhaseStep<I, S, R> };
   /**
@@ -47,15 +49,17 @@ export interface PhasedPipelineSpec<I, S extends PhasedState<P>, R, P extends st
 }
 
 /**
- * A pipeline whose `step` runs the step of the state's phase from `spec.steps` (after
- * `spec.shortcut`, when given) and throws what that step throws (README, "Pipelines", errors).
+ * A pipeline that starts from `spec.start` with no progress, and whose `step` runs the step of the
+ * state's phase from `spec.steps` (after `spec.shortcut`, when given) and throws what that step
+ * throws (README, "Pipelines", errors).
  */
 export function phasedPipeline<I, S extends PhasedState<P>, R, P extends string>(
   spec: PhasedPipelineSpec<I, S, R, P>,
 ): Pipeline<I, S, R> {
-  const { steps, shortcut, ...pipeline } = spec;
+  const { steps, shortcut, start, ...pipeline } = spec;
   return {
     ...pipeline,
+    init: () => structuredClone({ ...start, ...NO_PROGRESS }) as S,
     async step(input, state, deps) {
       return shortcut?.(input, state, deps) ?? steps[state.phase](input, state, deps);
     },

@@ -1,7 +1,7 @@
 import { ForgeJobInput, ForgeResult } from '@repo/compute';
 import { phasedPipeline } from '../phased';
 import type { Pipeline } from '../types';
-import { ForgeState, initialState } from './state';
+import { ForgeState } from './state';
 import { critiqueStep, ideasStep, rankStep, refineStep, scoreStep } from './steps';
 
 export { CritiqueAnswer, IdeasAnswer, RankAnswer, RefineAnswer, ScoreAnswer } from './schemas';
@@ -34,6 +34,16 @@ export const forgePipeline: Pipeline<ForgeJobInput, ForgeState, ForgeResult> = p
   state: ForgeState,
   result: ForgeResult,
   etaMinutes: 30,
-  init: () => initialState(),
+  // before step 0: round 1, first agent, nothing proposed yet.
+  start: {
+    phase: 'r1',
+    cursor: 0,
+    candidates: [],
+    critiques: [],
+    shortlist: [],
+    refined: [],
+    scored: [],
+    rounds: [],
+  },
   steps: { r1: ideasStep, r2: critiqueStep, r3: refineStep, r4: scoreStep, r5: rankStep },
 });

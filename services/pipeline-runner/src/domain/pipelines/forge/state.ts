@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { FeasibilityAssessment, ForgeResult, ForgeRound, RiceScore } from '@repo/compute';
-import { advanceOver, NO_PROGRESS, PROGRESS_FIELDS } from '../phased';
+import { advanceOver, PROGRESS_FIELDS } from '../phased';
 import type { StepOutcome } from '../types';
 import { IdeaSketch } from './schemas';
 
@@ -78,21 +78,6 @@ export type Refined = z.infer<typeof Refined>;
 export type Scored = z.infer<typeof Scored>;
 /** What a forge step returns: the next {@link ForgeState}, or the `ForgeResult` after round 5. */
 export type ForgeOutcome = StepOutcome<ForgeState, ForgeResult>;
-
-/** The state before step 0: round 1, first agent, nothing proposed yet. */
-export function initialState(): ForgeState {
-  return {
-    phase: 'r1',
-    cursor: 0,
-    candidates: [],
-    critiques: [],
-    shortlist: [],
-    refined: [],
-    scored: [],
-    rounds: [],
-    ...NO_PROGRESS,
-  };
-}
 
 function plannedSteps(state: ForgeState): number {
   const shortlist = state.shortlist.length || SHORTLIST_SIZE;

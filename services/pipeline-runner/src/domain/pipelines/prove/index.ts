@@ -1,7 +1,7 @@
 import { ProveJobInput, ProveResult } from '@repo/compute';
 import { phasedPipeline } from '../phased';
 import type { Pipeline } from '../types';
-import { ProveState, initialState } from './state';
+import { ProveState } from './state';
 import { debateStep, reportStep, voteStep } from './steps';
 
 export { AnalystTurnAnswer, MAX_QUERIES_PER_TURN, TurnAnswer, VoteAnswer } from './schemas';
@@ -25,6 +25,16 @@ export const provePipeline: Pipeline<ProveJobInput, ProveState, ProveResult> = p
   state: ProveState,
   result: ProveResult,
   etaMinutes: 60,
-  init: () => initialState(),
+  // before step 0: round 1 of the debate, the first persona to speak.
+  start: {
+    phase: 'debate',
+    round: 1,
+    speaker: 0,
+    rounds: [],
+    feasibility: null,
+    votes: [],
+    verdict: null,
+    output: null,
+  },
   steps: { debate: debateStep, vote: voteStep, report: reportStep },
 });

@@ -9,7 +9,7 @@ import {
   type DebateTurn,
   type ProveResult,
 } from '@repo/compute';
-import { advanceOver, NO_PROGRESS, PROGRESS_FIELDS } from '../phased';
+import { advanceOver, PROGRESS_FIELDS } from '../phased';
 import type { StepOutcome } from '../types';
 
 /** The panel in speaking (and voting) order (README, "prove/debate"). */
@@ -45,21 +45,6 @@ export const ProveState = z.strictObject({
 export type ProveState = z.infer<typeof ProveState>;
 /** What a prove step returns: the next {@link ProveState}, or the `ProveResult` (last report step or PIVOT_OUT). */
 export type ProveOutcome = StepOutcome<ProveState, ProveResult>;
-
-/** The state before step 0: round 1 of the debate, the first persona to speak. */
-export function initialState(): ProveState {
-  return {
-    phase: 'debate',
-    round: 1,
-    speaker: 0,
-    rounds: [],
-    feasibility: null,
-    votes: [],
-    verdict: null,
-    output: null,
-    ...NO_PROGRESS,
-  };
-}
 
 /** Steps the job will take as far as known now: all debate turns still possible, six votes, two report sections. */
 function plannedSteps(state: ProveState): number {

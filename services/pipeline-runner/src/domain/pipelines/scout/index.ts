@@ -1,7 +1,7 @@
 import { ScoutJobInput, ScoutResult } from '@repo/compute';
 import { phasedPipeline } from '../phased';
 import type { Pipeline } from '../types';
-import { ScoutState, initialState } from './state';
+import { ScoutState } from './state';
 import { briefStep, clustersStep, fetchStep, finish, gapsStep, painsStep, trendsStep } from './steps';
 
 export { BriefAnswer, ClustersAnswer, GapsAnswer, PainsAnswer, TrendsAnswer } from './schemas';
@@ -26,7 +26,19 @@ export const scoutPipeline: Pipeline<ScoutJobInput, ScoutState, ScoutResult> = p
   state: ScoutState,
   result: ScoutResult,
   etaMinutes: 5,
-  init: () => initialState(),
+  // before step 0: nothing fetched yet.
+  start: {
+    phase: 'fetch',
+    fetchedAt: null,
+    items: [],
+    sources: [],
+    fetched: 0,
+    dropped: { duplicate: 0, language: 0, length: 0 },
+    trends: [],
+    pains: [],
+    clusters: [],
+    gaps: [],
+  },
   shortcut: (input, state, deps) =>
     state.phase !== 'fetch' && state.items.length === 0
       ? finish(

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { GapItem, Severity } from '@repo/schemas';
 import { DroppedItems, ScoutItem, SourceReport, type ScoutResult } from '@repo/compute';
-import { advanceOver, NO_PROGRESS, PROGRESS_FIELDS } from '../phased';
+import { advanceOver, PROGRESS_FIELDS } from '../phased';
 import type { PipelineDeps, StepOutcome } from '../types';
 
 /** Steps of a scan with items (README, "Scout pipeline"): fetch, trends, pains, clusters, gaps, brief. */
@@ -68,23 +68,6 @@ export type Pain = z.infer<typeof Pain>;
 export type Cluster = z.infer<typeof Cluster>;
 /** What a scout step returns: the next {@link ScoutState}, or the `ScoutResult` after the brief. */
 export type ScoutOutcome = StepOutcome<ScoutState, ScoutResult>;
-
-/** The state before step 0: nothing fetched yet. */
-export function initialState(): ScoutState {
-  return {
-    phase: 'fetch',
-    fetchedAt: null,
-    items: [],
-    sources: [],
-    fetched: 0,
-    dropped: { duplicate: 0, language: 0, length: 0 },
-    trends: [],
-    pains: [],
-    clusters: [],
-    gaps: [],
-    ...NO_PROGRESS,
-  };
-}
 
 /**
  * A `continue` outcome of a scout step (see `advanceOver`): `state` with `patch` applied, one more
