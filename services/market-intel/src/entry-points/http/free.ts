@@ -1,9 +1,27 @@
-import { contractRouter, RETRY_AFTER_HEADER, type ContractRouter } from '@repo/service-kit';
+import {
+  contractRouter,
+  RETRY_AFTER_HEADER,
+  type ContractRouter,
+  type RouteContract,
+} from '@repo/service-kit';
 import { HealthResponse, SectorList } from '@repo/schemas';
 import type { ReportRepository } from '../../data/reports';
 import { RETRY_AFTER_SECONDS, type HealthProbe } from '../../domain/health';
 import { BAD_NETWORK } from './contract-parts';
 import { NetworkOnlyQuery } from '../../schemas';
+
+/**
+ * A free endpoint's `contract` in the `Discovery` group, with `network` as its only query parameter
+ * and the 400 of a network that is not accepted ({@link BAD_NETWORK}).
+ */
+function discovery(contract: Omit<RouteContract, 'tags' | 'request'>) {
+  return {
+    ...contract,
+    tags: ['Discovery'],
+    request: { query: NetworkOnlyQuery },
+    responses: { ...contract.responses, '400': BAD_NETWORK },
+  } satisfies RouteContract;
+}
 
 /**
  * The free endpoints (services/market-intel/README.md, "Endpoints"): `GET /api/v1/sectors`, the
@@ -14,15 +32,13 @@ import { NetworkOnlyQuery } from '../../schemas';
 export function freeRouter(deps: { reports: ReportRepository; health: HealthProbe }): ContractRouter {
   return contractRouter()
     .route(
-      {
+      discovery({
         method: 'get',
         path: '/api/v1/sectors',
         operationId: 'listSectors',
         summary: 'Sectors with stored reports (free); call before paying for sector-filtered data',
-        tags: ['Discovery'],
-        request: { query: NetworkOnlyQuery },
-        responses: { '200': { description: 'the sector list', body: SectorList }, '400': BAD_NETWORK },
-      },
+        responses: { '200': { description: 'the sector list', body: SectorList } },
+      }),
       async (_req, res) => {
         const stats = await deps.reports.sectorStats();
         let latest: Date | null = null;
@@ -41,23 +57,20 @@ export function freeRouter(deps: { reports: ReportRepository; health: HealthProb
       },
     )
     .route(
-      {
+      discovery({
         method: 'get',
         path: '/api/v1/health',
         operationId: 'getHealth',
         summary: 'Health of the compute upstreams (free)',
-        tags: ['Discovery'],
-        request: { query: NetworkOnlyQuery },
         responses: {
           '200': { description: 'healthy', body: HealthResponse },
-          '400': BAD_NETWORK,
           '503': {
             description: 'unhealthy: errorClass upstream (Retry-After 30) or config (Retry-After 600)',
             body: HealthResponse,
             headers: RETRY_AFTER_HEADER,
           },
         },
-      },
+      }),
       async (_req, res) => {
         const report = await deps.health();
         if (report.status === 503 && report.body.errorClass) {
