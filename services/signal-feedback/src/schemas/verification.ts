@@ -52,8 +52,6 @@ export const VerdictLabel = z.enum([
   'unreliable: pre_trend',
   'unreliable: volume_shift',
 ]);
-/** A {@link VerdictLabel}; from worst to mildest: volume_shift, pre_trend, uncontrolled, observational. */
-export type VerdictLabel = z.infer<typeof VerdictLabel>;
 
 /** A control context a verification counted. */
 export const ControlContextFigures = z.object({

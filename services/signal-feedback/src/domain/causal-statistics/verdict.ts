@@ -22,7 +22,7 @@ import {
 } from './estimates';
 import { failingBuckets, restrict, reweightToAfter, sum, type HourOfWeekCounts } from './hour-of-week';
 import { alwaysValidRegression, holmAdjust, volumeShiftTest } from './significance';
-import type { VerdictLabel } from '../../schemas/verification';
+import type { VerificationResult } from '../../schemas/verification';
 
 /** One group's hour-of-week counts in the placebo-before, before and after windows. */
 export interface GroupWindows {
@@ -48,6 +48,12 @@ export interface VerdictInput {
   /** The after-window is still open: only the always-valid monitor decides anything. */
   provisional: boolean;
 }
+
+/**
+ * The verdict's label, as the wire lists it; from worst to mildest: volume_shift, pre_trend,
+ * uncontrolled, observational.
+ */
+type VerdictLabel = VerificationResult['label'];
 
 /** The decision of `decideVerdict`. */
 export interface VerdictDecision {
