@@ -196,11 +196,8 @@ function bodyTemplateOf(
   official: OfficialTemplates | undefined,
   withReference: boolean,
 ): JsonTemplate<BodySlot> | undefined {
-  let byOfficial = bodyTemplates.get(push);
-  if (!byOfficial) bodyTemplates.set(push, (byOfficial = new WeakMap()));
-  const key = official?.v1 ?? NO_OFFICIAL;
-  let compiled = byOfficial.get(key);
-  if (!compiled) byOfficial.set(key, (compiled = []));
+  const byOfficial = cached(bodyTemplates, push, () => new WeakMap());
+  const compiled = cached(byOfficial, official?.v1 ?? NO_OFFICIAL, () => []);
   const at = withReference ? 1 : 0;
   let template = compiled[at];
   if (template === undefined) {
@@ -271,16 +268,13 @@ const discoveryExtensions = new WeakMap<ResourceDiscovery, Record<string, unknow
 const identifiedExtensions = new WeakMap<ResourceDiscovery, Record<string, unknown>>();
 
 function extensionsOf(route: PaidRoute, identified: boolean): Record<string, unknown> {
-  if (!route.discovery) return identified ? PAYMENT_IDENTIFIER_EXTENSIONS : {};
-  const cache = identified ? identifiedExtensions : discoveryExtensions;
-  let extensions = cache.get(route.discovery);
-  if (!extensions) {
-    extensions = identified
-      ? { ...bazaarExtensions(route.discovery), ...PAYMENT_IDENTIFIER_EXTENSIONS }
-      : bazaarExtensions(route.discovery);
-    cache.set(route.discovery, extensions);
-  }
-  return extensions;
+  const { discovery } = route;
+  if (!discovery) return identified ? PAYMENT_IDENTIFIER_EXTENSIONS : {};
+  return cached(identified ? identifiedExtensions : discoveryExtensions, discovery, () =>
+    identified
+      ? { ...bazaarExtensions(discovery), ...PAYMENT_IDENTIFIER_EXTENSIONS }
+      : bazaarExtensions(discovery),
+  );
 }
 
 /**
@@ -293,13 +287,18 @@ function perRoute<K extends object, V>(
   route: PaidRoute,
   build: () => V,
 ): V {
-  let byRoute = cache.get(owner);
-  if (!byRoute) cache.set(owner, (byRoute = new WeakMap()));
-  let value = byRoute.get(route);
-  if (value === undefined) {
-    value = build();
-    byRoute.set(route, value);
-  }
+  const byRoute = cached(cache, owner, () => new WeakMap<PaidRoute, V>());
+  return cached(byRoute, route, build);
+}
+
+/** The value of `key` in `map`, built by `build` and kept there the first time it is asked for. */
+function cached<K, V>(
+  map: { get(key: K): V | undefined; set(key: K, value: V): unknown },
+  key: K,
+  build: () => V,
+): V {
+  let value = map.get(key);
+  if (value === undefined) map.set(key, (value = build()));
   return value;
 }
 
@@ -365,8 +364,7 @@ function headerTemplateOf(offer: OfferV2): JsonTemplate<HeaderSlot> | undefined 
   if (keys !== 3 || typeof resource.url !== 'string') return undefined;
   const { description, mimeType } = resource;
   const withReference = offer.reference !== undefined;
-  let entries = headerTemplates.get(offer.requirements);
-  if (!entries) headerTemplates.set(offer.requirements, (entries = []));
+  const entries = cached(headerTemplates, offer.requirements, () => []);
   for (const entry of entries)
     if (
       entry.extensions === offer.extensions &&

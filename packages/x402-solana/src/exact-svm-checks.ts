@@ -143,20 +143,12 @@ export function checkExactSvmTransaction(
   if (!limit || !price || !transfer || optional.length > MAX_OPTIONAL_INSTRUCTIONS)
     return { ok: false, reason: REASON.instructionsLength };
 
-  if (
-    !limit.program.equals(COMPUTE_BUDGET) ||
-    limit.data[0] !== SET_COMPUTE_UNIT_LIMIT ||
-    limit.data.length !== 5
-  )
-    return { ok: false, reason: REASON.computeLimit };
+  // ComputeBudget data: SetComputeUnitLimit (2) and the units (u32), SetComputeUnitPrice (3) and the
+  // micro-lamports per unit (u64).
+  if (!isComputeBudget(limit, SET_COMPUTE_UNIT_LIMIT, 5)) return { ok: false, reason: REASON.computeLimit };
   if (limit.data.readUInt32LE(1) > expected.maxComputeUnits)
     return { ok: false, reason: REASON.computeLimitTooHigh };
-  if (
-    !price.program.equals(COMPUTE_BUDGET) ||
-    price.data[0] !== SET_COMPUTE_UNIT_PRICE ||
-    price.data.length !== 9
-  )
-    return { ok: false, reason: REASON.computePrice };
+  if (!isComputeBudget(price, SET_COMPUTE_UNIT_PRICE, 9)) return { ok: false, reason: REASON.computePrice };
   if (price.data.readBigUInt64LE(1) > expected.maxPriorityFeeMicroLamports)
     return { ok: false, reason: REASON.computePriceTooHigh };
 
@@ -197,6 +189,19 @@ export function checkExactSvmTransaction(
       return refuse(REASON.memoMismatch);
   }
   return { ok: true, payer };
+}
+
+/** Whether `instruction` is the ComputeBudget instruction `discriminator` with `length` bytes of data. */
+function isComputeBudget(
+  instruction: { program: Buffer; data: Buffer },
+  discriminator: number,
+  length: number,
+) {
+  return (
+    instruction.program.equals(COMPUTE_BUDGET) &&
+    instruction.data[0] === discriminator &&
+    instruction.data.length === length
+  );
 }
 
 /** A Buffer over the same bytes (no copy), for its comparisons and integer reads. */
