@@ -1,11 +1,11 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
   CallToolRequestSchema,
   ListToolsRequestSchema,
   PingRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
+import { serveStatelessMcp } from '@repo/service-kit';
 import type { McpTool } from '../src/domain/mcp-tools';
 import { startLoopbackServer } from './loopback-server';
 
@@ -95,16 +95,7 @@ export async function startLocalMcpServers(): Promise<LocalMcpServers> {
       counts.set(key, (counts.get(key) ?? 0) + 1);
       return tool.call(request.params.arguments ?? {});
     });
-    const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableJsonResponse: true,
-    });
-    res.once('close', () => {
-      void transport.close();
-      void mcp.close();
-    });
-    await mcp.connect(transport);
-    await transport.handleRequest(req, res);
+    await serveStatelessMcp(mcp, req, res);
   });
   return {
     url: (name) => `${http.baseUrl}/${name}/mcp`,
