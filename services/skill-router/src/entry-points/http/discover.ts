@@ -1,6 +1,5 @@
 import type { RequestHandler, Response } from 'express';
 import {
-  BODY_PARSER_ERRORS,
   contractRouter,
   errorResponse,
   RETRY_AFTER_HEADER,
@@ -48,7 +47,8 @@ export function discoverRoutes(
   const auth = requireApiKey(operations);
   /**
    * The contract of a Discover POST that needs `x-api-key` and takes a JSON body: its own responses
-   * plus what every such operation may answer, and `before` (if any) ahead of the key check.
+   * plus what every such operation may answer (the 413 and 415 of the body come from contractRouter),
+   * and `before` (if any) ahead of the key check.
    */
   const keyedPost = <Body extends z.ZodType>(operation: {
     path: string;
@@ -65,7 +65,7 @@ export function discoverRoutes(
     tags: ['Discover'],
     security: KEY_SECURITY,
     request: { body: operation.body },
-    responses: { ...AUTHENTICATED_BODY_ERRORS, ...BODY_PARSER_ERRORS, ...operation.responses },
+    responses: { ...AUTHENTICATED_BODY_ERRORS, ...operation.responses },
     before: [...(operation.before ?? []), auth],
   });
 

@@ -1,6 +1,5 @@
 import { AppError } from '@repo/errors';
 import {
-  BODY_PARSER_ERRORS,
   clientIpKey,
   contractRouter,
   errorResponse,
@@ -69,7 +68,6 @@ export function publicRoutes(deps: {
             body: CreateKeyResponse,
           },
           '400': errorResponse('invalid body'),
-          ...BODY_PARSER_ERRORS,
           '429': errorResponse(
             'more than KEY_CREATION_LIMIT_PER_MINUTE keys per minute from this IP (`rate_limited`)',
             RETRY_AFTER_HEADER,
