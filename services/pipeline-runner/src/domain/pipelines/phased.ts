@@ -59,6 +59,7 @@ export function phasedPipeline<I, S extends PhasedState<P>, R, P extends string>
   const { steps, shortcut, start, ...pipeline } = spec;
   return {
     ...pipeline,
+    // `start` plus the progress fields is an S; TypeScript cannot see it through Omit of a generic S.
     init: () => structuredClone({ ...start, ...NO_PROGRESS }) as S,
     async step(input, state, deps) {
       return shortcut?.(input, state, deps) ?? steps[state.phase](input, state, deps);

@@ -10,7 +10,6 @@ import {
   type ProveResult,
 } from '@repo/compute';
 import { advanceOver, PROGRESS_FIELDS } from '../phased';
-import type { StepOutcome } from '../types';
 
 /** The panel in speaking (and voting) order (README, "prove/debate"). */
 export const PERSONAS = ProvePersona.options;
@@ -43,8 +42,6 @@ export const ProveState = z.strictObject({
   ...PROGRESS_FIELDS,
 });
 export type ProveState = z.infer<typeof ProveState>;
-/** What a prove step returns: the next {@link ProveState}, or the `ProveResult` (last report step or PIVOT_OUT). */
-export type ProveOutcome = StepOutcome<ProveState, ProveResult>;
 
 /** Steps the job will take as far as known now: all debate turns still possible, six votes, two report sections. */
 function plannedSteps(state: ProveState): number {
