@@ -1,4 +1,5 @@
 import {
+  AddressLookupTableAccount,
   AddressLookupTableProgram,
   ComputeBudgetProgram,
   Connection,
@@ -262,17 +263,36 @@ export async function mintTestTokens(args: {
 }
 
 /**
+ * A lookup table as web3.js compiles v0 messages with it: `key` holding `addresses`, never
+ * deactivated. Whatever the ledger holds at `key` (nothing, another program's account, another
+ * table), a message compiled with it names `key` and the indexes of `addresses`: for tests of tables
+ * that do not hold what a transaction claims.
+ */
+export function lookupTableAccount(key: PublicKey, addresses: PublicKey[]): AddressLookupTableAccount {
+  return new AddressLookupTableAccount({
+    key,
+    state: {
+      deactivationSlot: BigInt('18446744073709551615'),
+      lastExtendedSlot: 0,
+      lastExtendedSlotStartIndex: 0,
+      addresses,
+    },
+  });
+}
+
+/**
  * Creates an address lookup table holding `addresses` (base58, at most about 20: they are added in the
  * creating transaction) through any RPC that supports `requestAirdrop` (its authority is airdropped
  * 1 SOL to pay), created with `recentSlot: 0`, the only slot in the local ledger's SlotHashes.
- * @returns the table's address (base58) and its authority keypair (needed by
- *   {@link deactivateLookupTable})
+ * @returns the table's address (base58), its authority keypair (needed by
+ *   {@link deactivateLookupTable}) and the table as web3.js reads it back from the ledger (`account`,
+ *   to compile v0 messages with)
  * @throws Error / SendTransactionError when a transaction fails or does not land in time
  */
 export async function createLookupTable(args: {
   rpcUrl: string;
   addresses: string[];
-}): Promise<{ table: string; authority: Keypair }> {
+}): Promise<{ table: string; authority: Keypair; account: AddressLookupTableAccount }> {
   const connection = new Connection(args.rpcUrl, 'confirmed');
   const authority = Keypair.generate();
   await waitForSignature(connection, await connection.requestAirdrop(authority.publicKey, LAMPORTS_PER_SOL));
@@ -288,7 +308,9 @@ export async function createLookupTable(args: {
     addresses: args.addresses.map((address) => new PublicKey(address)),
   });
   await waitForSignature(connection, await sendInstructions(connection, [create, extend], [authority]));
-  return { table: table.toBase58(), authority };
+  const account = (await connection.getAddressLookupTable(table)).value;
+  if (!account) throw new Error(`the lookup table ${table.toBase58()} was not found after it landed`);
+  return { table: table.toBase58(), authority, account };
 }
 
 /**

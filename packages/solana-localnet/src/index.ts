@@ -27,6 +27,7 @@ export {
   mintTestTokens,
   createLookupTable,
   deactivateLookupTable,
+  lookupTableAccount,
 } from './client';
 export type { LocalnetRpcInfo, UsdcTransferArgs } from './client';
 export { signedPayment, payUsdc } from './test-payments';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
-  AddressLookupTableAccount,
+  type AddressLookupTableAccount,
   ComputeBudgetProgram,
   Keypair,
   MessageV0,
@@ -17,6 +17,7 @@ import {
   TOKEN_2022_PROGRAM_ID,
   TOKEN_PROGRAM_ID,
 } from '../src/deps';
+import { lookupTableAccount } from '@repo/solana-localnet';
 import { checkExactSvmTransaction, type ExactSvmExpectation } from '../src/exact-svm-checks';
 import { ExactSvmSettler } from '../src/exact-svm';
 import { parseWireTransaction } from '../src/wire-transaction';
@@ -104,19 +105,7 @@ function transaction(shape: Shape = {}): Uint8Array {
       ...memo('signer'),
       keys: [{ pubkey: shape.extraSigner.publicKey, isSigner: true, isWritable: false }],
     } as TransactionInstruction);
-  const table = shape.lookupTable
-    ? [
-        new AddressLookupTableAccount({
-          key: Keypair.generate().publicKey,
-          state: {
-            deactivationSlot: BigInt('18446744073709551615'),
-            lastExtendedSlot: 0,
-            lastExtendedSlotStartIndex: 0,
-            addresses: [merchant],
-          },
-        }),
-      ]
-    : [];
+  const table = shape.lookupTable ? [lookupTableAccount(Keypair.generate().publicKey, [merchant])] : [];
   if (shape.lookupTable) instructions.push(memo('looked up', [merchant]));
   const message = new TransactionMessage({
     payerKey: shape.feePayerKey ?? feePayer.publicKey,
@@ -253,20 +242,9 @@ describe("The official scheme's checks of a transaction", () => {
   });
 });
 
-const NEVER_DEACTIVATED = BigInt('18446744073709551615');
-
 /** A lookup table holding `addresses`, at `key` (default: a new address). */
-function lookupTable(addresses: PublicKey[], key = Keypair.generate().publicKey): AddressLookupTableAccount {
-  return new AddressLookupTableAccount({
-    key,
-    state: {
-      deactivationSlot: NEVER_DEACTIVATED,
-      lastExtendedSlot: 0,
-      lastExtendedSlotStartIndex: 0,
-      addresses,
-    },
-  });
-}
+const lookupTable = (addresses: PublicKey[], key = Keypair.generate().publicKey) =>
+  lookupTableAccount(key, addresses);
 
 /**
  * Checks `bytes` with the accounts its lookups load from `onChain` (the tables as the ledger holds

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
-  AddressLookupTableAccount,
+  type AddressLookupTableAccount,
   ComputeBudgetProgram,
   Connection,
   Keypair,
@@ -16,6 +16,7 @@ import {
   createTransferCheckedInstruction,
   deactivateLookupTable,
   getAssociatedTokenAddressSync,
+  lookupTableAccount,
   spawnLocalnet,
   waitForSignature,
 } from '@repo/solana-localnet';
@@ -49,24 +50,11 @@ afterAll(async () => {
 
 /** A table holding `addresses` on the ledger, as web3.js reads it back. */
 async function tableOf(addresses: PublicKey[]): Promise<AddressLookupTableAccount> {
-  const { table } = await createLookupTable({ rpcUrl, addresses: addresses.map((a) => a.toBase58()) });
-  const account = (await connection.getAddressLookupTable(new PublicKey(table))).value;
-  if (!account) throw new Error(`table ${table} was not created`);
-  return account;
+  return (await createLookupTable({ rpcUrl, addresses: addresses.map((a) => a.toBase58()) })).account;
 }
 
 /** A table that says it is at `key` and holds `addresses`: what a transaction is compiled with. */
-function claimedTable(key: PublicKey, addresses: PublicKey[]): AddressLookupTableAccount {
-  return new AddressLookupTableAccount({
-    key,
-    state: {
-      deactivationSlot: BigInt('18446744073709551615'),
-      lastExtendedSlot: 0,
-      lastExtendedSlotStartIndex: 0,
-      addresses,
-    },
-  });
-}
+const claimedTable = lookupTableAccount;
 
 /** A v0 transaction of one memo naming `accounts` (writable or not), compiled with `tables`. */
 function memoTransaction(

@@ -1,10 +1,15 @@
 import { Keypair } from '@solana/web3.js';
-import type { PaymentPayload, PaymentRequired } from '@x402/core/types';
+import type { PaymentPayload } from '@x402/core/types';
 import { waitFor } from '@repo/service-kit/testing';
-import { encodeBase64Json } from '@repo/x402-core';
-import { buildReport, startHarness, startReplica, type Harness, type Replica } from './support/harness';
-import { balances, officialClient } from './support/official-client';
-import { RpcInterceptor } from './support/rpc-interceptor';
+import { buildReport, startHarness, type Harness, type Replica } from './support/harness';
+import {
+  balances,
+  fundedWallet,
+  interceptedReplica,
+  officialPayload,
+  sendPayment as send,
+} from './support/official-client';
+import type { RpcInterceptor } from './support/rpc-interceptor';
 
 // Official-scheme settlements cost the fee payer its fee even when the transaction then fails on
 // chain, so their limits must count only what a payer really signed, and a payer settles one payment
@@ -21,25 +26,10 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
-/** A fresh wallet funded by the ledger with USDC (and SOL, which this scheme never spends). */
-async function wallet(): Promise<Keypair> {
-  const payer = Keypair.generate();
-  await h.ledger.fund(payer.publicKey.toBase58(), { network: 'solana' });
-  return payer;
-}
-
-/** The `PaymentRequired` of `GET url`'s 402. */
-async function paymentRequired(url: string): Promise<PaymentRequired> {
-  const res = await fetch(url);
-  expect(res.status).toBe(402);
-  const header = res.headers.get('payment-required') ?? '';
-  return JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as PaymentRequired;
-}
+const wallet = () => fundedWallet(h);
 
 /** What the official client pays `url` with, as `payer`. */
-async function payloadFor(url: string, payer: Keypair): Promise<PaymentPayload> {
-  return (await officialClient(h, payer)).createPaymentPayload(await paymentRequired(url));
-}
+const payloadFor = (url: string, payer: Keypair) => officialPayload(h, url, payer);
 
 /** `payload` with the payer's signature (the transaction's second one) replaced by `bytes`. */
 function withPayerSignature(payload: PaymentPayload, bytes: (signature: Buffer) => Buffer): PaymentPayload {
@@ -47,10 +37,6 @@ function withPayerSignature(payload: PaymentPayload, bytes: (signature: Buffer) 
   expect(wire[0]).toBe(2); // compact-u16 count of signatures: fee payer, payer
   bytes(wire.subarray(65, 129)).copy(wire, 65);
   return { ...payload, payload: { ...payload.payload, transaction: wire.toString('base64') } };
-}
-
-function send(url: string, payload: PaymentPayload): Promise<Response> {
-  return fetch(url, { headers: { 'PAYMENT-SIGNATURE': encodeBase64Json(payload) } });
 }
 
 describe('Settlement limits count only what the payer signed', () => {
@@ -88,23 +74,16 @@ describe('Settlement limits count only what the payer signed', () => {
 });
 
 describe('One settlement in flight per payer', () => {
+  let intercepted: Awaited<ReturnType<typeof interceptedReplica>>;
   let rpc: RpcInterceptor;
   let replica: Replica;
   const sends = () => rpc.calls.filter((method) => method === 'sendTransaction').length;
 
   beforeAll(async () => {
-    rpc = await RpcInterceptor.start(h.rpcUrls.solana);
-    replica = await startReplica({
-      ...h.config,
-      SOLANA_RPC_URL: rpc.url,
-      X402_SETTLEMENTS_PER_MINUTE_PER_PAYER: 10,
-      INSTANCE_ID: `test-gated-${process.pid}`,
-    });
+    intercepted = await interceptedReplica(h, 'gated', { X402_SETTLEMENTS_PER_MINUTE_PER_PAYER: 10 });
+    ({ rpc, replica } = intercepted);
   });
-  afterAll(async () => {
-    await replica?.close();
-    await rpc?.close();
-  });
+  afterAll(() => intercepted?.close());
 
   it('When one wallet sends four payments at once, then one is settled and the others are refused before anything is sent', async () => {
     const payer = await wallet();

@@ -1,11 +1,13 @@
-import { Connection, PublicKey, type Keypair } from '@solana/web3.js';
+import { Connection, Keypair, PublicKey } from '@solana/web3.js';
 import { createKeyPairSignerFromBytes } from '@solana/kit';
 import { wrapFetchWithPayment, x402Client } from '@x402/fetch';
+import type { PaymentPayload, PaymentRequired } from '@x402/core/types';
 import { ExactSvmScheme } from '@x402/svm/exact/client';
 import type { X402Network } from '@repo/schemas';
-import { CAIP2_NETWORKS } from '@repo/x402-core';
+import { CAIP2_NETWORKS, encodeBase64Json } from '@repo/x402-core';
 import { associatedTokenAccountOf } from '@repo/x402-solana';
-import type { Harness } from './harness';
+import { startReplica, type Harness, type Replica } from './harness';
+import { RpcInterceptor } from './rpc-interceptor';
 
 type Caip2 = `${string}:${string}`;
 
@@ -37,6 +39,34 @@ export async function officialFetch(h: Harness, payer: Keypair): Promise<typeof 
   return wrapFetchWithPayment(fetch, await officialClient(h, payer));
 }
 
+/**
+ * A fresh wallet funded by the ledger with USDC (1000 USDC) and SOL (which the official scheme never
+ * spends) on `network`.
+ */
+export async function fundedWallet(h: Harness, network: X402Network = 'solana'): Promise<Keypair> {
+  const payer = Keypair.generate();
+  await h.ledger.fund(payer.publicKey.toBase58(), { network });
+  return payer;
+}
+
+/** The `PaymentRequired` (the `PAYMENT-REQUIRED` header) of `GET url`'s 402. */
+export async function paymentRequired(url: string): Promise<PaymentRequired> {
+  const res = await fetch(url);
+  if (res.status !== 402) throw new Error(`GET ${url} answered ${res.status}, not 402`);
+  const header = res.headers.get('payment-required') ?? '';
+  return JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as PaymentRequired;
+}
+
+/** What the official client pays `GET url` with, as `payer` (nothing is sent). */
+export async function officialPayload(h: Harness, url: string, payer: Keypair): Promise<PaymentPayload> {
+  return (await officialClient(h, payer)).createPaymentPayload(await paymentRequired(url));
+}
+
+/** `GET url` paid with `payload` in `PAYMENT-SIGNATURE`. */
+export function sendPayment(url: string, payload: PaymentPayload): Promise<Response> {
+  return fetch(url, { headers: { 'PAYMENT-SIGNATURE': encodeBase64Json(payload) } });
+}
+
 /** What {@link balances} reads: USDC in atomic units, SOL in lamports. */
 export interface Balances {
   payerUsdc: bigint;
@@ -63,5 +93,31 @@ export async function balances(
     merchantUsdc: await usdc(info.merchantOwner),
     payerSol: await connection.getBalance(payer.publicKey),
     feePayerSol: await connection.getBalance(new PublicKey(h.ledger.feePayer.publicKey)),
+  };
+}
+
+/**
+ * A replica of `h`'s market-intel whose `solana` RPC calls (verification and settlement) go through an
+ * {@link RpcInterceptor}, so a test can count or hold them; `config` overrides the harness's.
+ */
+export async function interceptedReplica(
+  h: Harness,
+  instance: string,
+  config: Partial<Harness['config']> = {},
+): Promise<{ rpc: RpcInterceptor; replica: Replica; close(): Promise<void> }> {
+  const rpc = await RpcInterceptor.start(h.rpcUrls.solana);
+  const replica = await startReplica({
+    ...h.config,
+    SOLANA_RPC_URL: rpc.url,
+    INSTANCE_ID: `test-${instance}-${process.pid}`,
+    ...config,
+  });
+  return {
+    rpc,
+    replica,
+    async close() {
+      await replica.close();
+      await rpc.close();
+    },
   };
 }
