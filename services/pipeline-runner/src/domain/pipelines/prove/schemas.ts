@@ -30,7 +30,6 @@ export const TurnAnswer = z.object({
     .default(false)
     .describe('Strategist only: true when another round would not change the outcome'),
 });
-/** Inferred type of {@link TurnAnswer}. */
 export type TurnAnswer = z.infer<typeof TurnAnswer>;
 
 /**
