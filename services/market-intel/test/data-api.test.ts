@@ -1,6 +1,7 @@
 import { Error402, GapsResponse } from '@repo/schemas';
 import { waitFor } from '@repo/queue/testing';
 import { decodePaymentResponse, encodePaymentHeader } from '@repo/x402-core';
+import { spawnLocalnet, type Localnet } from '@repo/solana-localnet';
 import { buildReport, startHarness, type Harness } from './support/harness';
 import { signedProof } from './support/sign-in';
 import { signInWithXEnabled } from '../src/config';
@@ -30,6 +31,14 @@ function stableHeaders(res: Response): Record<string, string> {
   return out;
 }
 
+// The six services below pay through one ledger (each payment is a transaction of its own, and each
+// service has its own database and vhost): one ledger start instead of six.
+let ledger: Localnet;
+beforeAll(async () => {
+  ledger = await spawnLocalnet();
+}, 120_000);
+afterAll(() => ledger.close());
+
 // The same behaviour with every fast path of the Data API on (the defaults) and with each one off
 // (docs/architecture.md, "Fast paths"): the full path alone gives the same answers and rows.
 describe.each<[string, string, Record<string, string>]>([
@@ -52,7 +61,7 @@ describe.each<[string, string, Record<string, string>]>([
   let h: Harness;
 
   beforeAll(async () => {
-    h = await startHarness(dbName, { env });
+    h = await startHarness(dbName, { env, ledger });
     await h.reports.importReport(buildReport(), 'import');
   }, 120_000);
   afterAll(() => h.close());

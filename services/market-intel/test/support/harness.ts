@@ -118,18 +118,25 @@ export async function startReplica(
 /**
  * Starts the whole service as production runs it ({@link startReplica}: config from an environment,
  * Prisma, the x402 gateway, the consumers, the app, the loops) against a dropped-and-migrated database and a fresh vhost
- * named `dbName` for this run (`runScoped`).
+ * named `dbName` for this run (`runScoped`), paid through a fresh local ledger or `options.ledger`.
+ * @param options.ledger a ledger the caller started and closes (several harnesses of one file paying
+ *   through one ledger, each payment its own transaction); default a new one, closed with the harness
  */
 export async function startHarness(
   dbName: string,
-  options: { freshnessSeconds?: number; env?: Record<string, string>; proxyBroker?: boolean } = {},
+  options: {
+    freshnessSeconds?: number;
+    env?: Record<string, string>;
+    proxyBroker?: boolean;
+    ledger?: Localnet;
+  } = {},
 ): Promise<Harness> {
   const databaseUrl = testDatabaseUrl(dbName);
   const vhost = runScoped(dbName);
   // The database, the vhost and the ledger do not depend on one another: prepared side by side.
   const [directAmqpUrl, ledger] = await Promise.all([
     resetVhost(vhost),
-    spawnLocalnet(),
+    options.ledger ?? spawnLocalnet(),
     resetDatabase(databaseUrl).then(() =>
       applyMigrations({
         databaseUrl,
@@ -215,7 +222,7 @@ export async function startHarness(
       ),
     async close() {
       await replica.close();
-      await ledger.close();
+      if (!options.ledger) await ledger.close();
       await proxied?.proxy.close();
     },
   };
