@@ -146,25 +146,24 @@ ensure_rabbitmq() {
   ensure_rabbitmq_management
 }
 
-enable_rabbitmq_management() {
-  as_root "$(command -v rabbitmq-plugins || echo /usr/sbin/rabbitmq-plugins)" -q enable rabbitmq_management >/dev/null
-}
-
 # The test suites create and delete their virtual hosts through RabbitMQ's management API when it
 # answers on 127.0.0.1:15672 (milliseconds, where each rabbitmqctl call boots an Erlang node for
 # seconds), else with rabbitmqctl: the plugin is enabled when the broker is this machine's. Not fatal.
 ensure_rabbitmq_management() {
   port_open 127.0.0.1 15672 && return 0
-  command -v rabbitmq-plugins >/dev/null 2>&1 || [ -x /usr/sbin/rabbitmq-plugins ] || return 0
-  if step "enabling RabbitMQ's management plugin" enable_rabbitmq_management; then
-    wait_port 127.0.0.1 15672 120 || log "RabbitMQ's management API is not listening: the tests use rabbitmqctl"
-  else
-    log "could not enable RabbitMQ's management plugin: the tests use rabbitmqctl"
+  local plugins
+  plugins="$(command -v rabbitmq-plugins || echo /usr/sbin/rabbitmq-plugins)"
+  [ -x "$plugins" ] || return 0
+  log "enabling RabbitMQ's management plugin"
+  if as_root "$plugins" -q enable rabbitmq_management >/dev/null && wait_port 127.0.0.1 15672 120; then
+    return 0
   fi
+  log "RabbitMQ's management API is not available: the tests create their vhosts with rabbitmqctl"
 }
 
-# The test suites create a virtual host each with rabbitmqctl, which Debian's package lets only root
-# run: for another user, a wrapper in .data/bin runs it through sudo.
+# The test suites run rabbitmqctl (queue depths, cut connections, and their vhosts when the management
+# API is off), which Debian's package lets only root run: for another user, a wrapper in .data/bin runs
+# it through sudo.
 ensure_rabbitmqctl() {
   [ "$(id -u)" = 0 ] && return 0
   rabbitmqctl -q list_vhosts >/dev/null 2>&1 && return 0
