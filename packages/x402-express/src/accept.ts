@@ -92,17 +92,17 @@ export function requirePayment(options: RequirePaymentOptions): RequestHandler {
     ...options,
     kind: 'sync',
     deferVerifiedMark: options.deferVerifiedMark ?? true,
-    onSignedIn: (access, _req, res) => {
-      (res.locals as PaidRequestLocals).x402Access = access;
+    onSignedIn: (access, _req, { locals }: { locals: PaidRequestLocals }) => {
+      locals.x402Access = access;
     },
   };
-  return (req: Request, res: Response, next: NextFunction) => {
+  return (req: Request, res: Response<unknown, PaidRequestLocals>, next: NextFunction) => {
     acceptPayment(req, res, accept).then(
       (accepted) => {
         // A payer signed in within the access window: the handler runs, nothing is stored.
-        if (!accepted && (res.locals as PaidRequestLocals).x402Access && !res.headersSent) next();
+        if (!accepted && res.locals.x402Access && !res.headersSent) next();
         if (!accepted) return;
-        (res.locals as PaidRequestLocals).x402Payment = accepted.payment;
+        res.locals.x402Payment = accepted.payment;
         // The stored answer is replayed to every holder of the signature: it must be a full answer,
         // never a 304 computed from this request's conditional headers.
         delete req.headers['if-none-match'];
