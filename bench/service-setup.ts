@@ -1,6 +1,7 @@
-// What a service benchmark does before it starts the service (bench/signal-feedback.ts,
-// bench/signal-feedback-listing.ts): build it as its container runs it, and migrate its database.
-import { spawnSync } from 'node:child_process';
+// What a service benchmark does around the service it measures (bench/signal-feedback.ts,
+// bench/signal-feedback-listing.ts, bench/skill-router.ts): build it as its container runs it, migrate
+// its database, and stop what it started when the run ends.
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { applyMigrations, ensureDatabase } from '@repo/db-migrate';
 
 /**
@@ -30,4 +31,19 @@ export async function migrateDatabase(
 ): Promise<void> {
   await ensureDatabase(databaseUrl);
   await applyMigrations({ databaseUrl, migrationsDir, log: { info: () => undefined, warn: log } });
+}
+
+/**
+ * Runs a bench's `main`: a failure prints its stack and sets exit code 1; either way, the processes
+ * in `children` still running (the list as it is when `main` ends) get SIGTERM.
+ */
+export function runBench(main: () => Promise<void>, children: readonly ChildProcess[]): void {
+  main()
+    .catch((err: unknown) => {
+      console.error(err instanceof Error ? err.stack : err);
+      process.exitCode = 1;
+    })
+    .finally(() => {
+      for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+    });
 }

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'pg';
 import { quantile, waitFor } from './measure';
-import { buildService, migrateDatabase } from './service-setup';
+import { buildService, migrateDatabase, runBench } from './service-setup';
 
 const ROOT = path.resolve(__dirname, '..');
 const SERVICE_DIR = path.join(ROOT, 'services/signal-feedback');
@@ -229,11 +229,4 @@ async function main(): Promise<void> {
   await pool.end();
 }
 
-main()
-  .catch((err: unknown) => {
-    console.error(err instanceof Error ? err.stack : err);
-    process.exitCode = 1;
-  })
-  .finally(() => {
-    for (const c of children) c.kill('SIGTERM');
-  });
+runBench(main, children);

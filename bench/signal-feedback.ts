@@ -18,7 +18,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { Pool } from 'pg';
 import { describeMemory, memory, type MemoryBreakdown } from './memory';
-import { buildService, migrateDatabase } from './service-setup';
+import { buildService, migrateDatabase, runBench } from './service-setup';
 
 const ROOT = path.resolve(__dirname, '..');
 const SERVICE_DIR = path.join(ROOT, 'services/signal-feedback');
@@ -331,11 +331,4 @@ async function main(): Promise<void> {
   await pool.end();
 }
 
-main()
-  .catch((err: unknown) => {
-    console.error(err instanceof Error ? err.stack : err);
-    process.exitCode = 1;
-  })
-  .finally(() => {
-    for (const c of children) c.kill('SIGTERM');
-  });
+runBench(main, children);

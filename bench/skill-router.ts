@@ -34,6 +34,7 @@ import {
 import { describeMemory, memory } from './memory';
 import { prng } from './prng';
 import { startScript } from './start-script';
+import { runBench } from './service-setup';
 
 const ROOT = path.resolve(__dirname, '..');
 const SERVICE_DIR = path.join(ROOT, 'services/skill-router');
@@ -587,11 +588,4 @@ async function main(): Promise<void> {
   process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
 }
 
-main()
-  .catch((err: unknown) => {
-    console.error(err instanceof Error ? err.stack : err);
-    process.exitCode = 1;
-  })
-  .finally(() => {
-    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
-  });
+runBench(main, children);

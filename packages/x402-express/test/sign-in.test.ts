@@ -1,12 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import {
-  createServer,
-  request as httpRequest,
-  type IncomingHttpHeaders,
-  type RequestListener,
-  type Server,
-} from 'node:http';
+import { createServer, request as httpRequest, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { rawGet, type RawAnswer } from '@repo/service-kit/testing';
 import { Keypair } from '@solana/web3.js';
 import { decodePaymentRequiredHeader } from '@x402/core/http';
 import { SIGN_IN_WITH_X, type SIWxExtension } from '@x402/extensions/sign-in-with-x';
@@ -147,38 +142,12 @@ describe('the sign-in-with-x challenge', () => {
   });
 });
 
-/** An answer as received: status, headers (lower-case names) and body. */
-interface Raw {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-/** A GET of `path` to `port` with `headers` (a Host of the test's choosing), as sent. */
-function rawGet(port: number, path: string, headers: Record<string, string>): Promise<Raw> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          headers: res.headers,
-          body: Buffer.concat(chunks).toString(),
-        }),
-      );
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 /**
  * An answer without what differs per response: `date`, and the nonce, `issuedAt` and
  * `expirationTime` of its sign-in challenge (in the decoded `PAYMENT-REQUIRED`, everything else byte
  * for byte).
  */
-function withoutFreshValues({ status, headers, body }: Raw) {
+function withoutFreshValues({ status, headers, body }: RawAnswer) {
   const { date: _date, connection: _connection, 'keep-alive': _keepAlive, ...rest } = headers;
   const required = rest['payment-required'];
   if (typeof required === 'string')
@@ -189,7 +158,7 @@ function withoutFreshValues({ status, headers, body }: Raw) {
 }
 
 /** The sign-in challenge of a raw 402, checked to be a valid fresh one for `url`. */
-function validChallenge(answer: Raw, url: string): SIWxExtension['info'] {
+function validChallenge(answer: RawAnswer, url: string): SIWxExtension['info'] {
   expect(answer.status).toBe(402);
   const required = decodePaymentRequiredHeader(String(answer.headers['payment-required']));
   const { info } = required.extensions?.[SIGN_IN_WITH_X] as SIWxExtension;

@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { createServer, request, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { rawGet, type RawAnswer } from '@repo/service-kit/testing';
 import { buildReport, startHarness, startReplica, type Harness, type Replica } from './support/harness';
 
 // The x402 hot paths answered from memory (docs/architecture.md, "How a paid request flows"): the
@@ -119,36 +120,10 @@ describe('Replays from memory', () => {
   });
 });
 
-/** An answer as received: status, headers (lower-case names) and body bytes. */
-interface Raw {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
 async function listen(listener: RequestListener): Promise<{ server: Server; port: number }> {
   const server = createServer(listener);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { server, port: (server.address() as AddressInfo).port };
-}
-
-/** A GET of `path` as sent (no normalisation of the URL), with the given headers. */
-function rawGet(port: number, path: string, headers: Record<string, string>): Promise<Raw> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method: 'GET', headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          headers: res.headers,
-          body: Buffer.concat(chunks).toString('utf8'),
-        }),
-      );
-    });
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 /** The values of a sign-in challenge that differ per 402, each checked to be a valid one. */
@@ -180,7 +155,7 @@ function withoutFreshSignIn(header: string): { text: string; nonce: string | und
  * Everything of an answer that does not depend on when it was sent: with sign-in-with-x, its
  * `PAYMENT-REQUIRED` decoded without the challenge's fresh values ({@link withoutFreshSignIn}).
  */
-function stable({ status, headers, body }: Raw) {
+function stable({ status, headers, body }: RawAnswer) {
   const { date: _date, connection: _connection, 'keep-alive': _keepAlive, ...rest } = headers;
   const required = rest['payment-required'];
   if (typeof required === 'string') rest['payment-required'] = withoutFreshSignIn(required).text;
@@ -304,7 +279,7 @@ describe.each([
     await rawGet(hot.port, '/api/v1/scout/pain-clusters', { host });
     const undecided = [
       // Forms the router reads otherwise, or the query parser and URL parser might: a fragment,
-      // another case, a trailing slash; and the brief, whose 402 needs a brief. (Raw Unicode never
+      // another case, a trailing slash; and the brief, whose 402 needs a brief. (RawAnswer Unicode never
       // reaches a listener: Node's HTTP parser refuses it.)
       '/api/v1/scout/pain-clusters?sector=fintech#x',
       '/api/v1/scout/PAIN-clusters?limit=2',

@@ -6,6 +6,8 @@ export { judgeShutdown, startLoad } from './load';
 export type { Load, LoadRequest, LoadResult, ShutdownVerdict } from './load';
 export { metricValue, parseMetrics, scrape } from './scrape';
 export { countQueries } from './queries';
+export { rawGet } from './raw-get';
+export type { RawAnswer } from './raw-get';
 export type { Sample } from './scrape';
 export { configRefusal } from './config';
 export { dropRunScoped, runScoped, TEST_DATABASE_BASE_URL, testDatabaseUrl, testRunId } from './run-scope';
