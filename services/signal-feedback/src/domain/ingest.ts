@@ -1,5 +1,4 @@
 import { AppError, fieldErrors, isAppError, validationError, type ValidationIssue } from '@repo/errors';
-import type { ApiKeyCache } from '@repo/service-kit';
 import type { z } from 'zod';
 import type { KeyOwner, SignalRepository } from '../data/signals';
 import {
@@ -11,6 +10,7 @@ import { monthKey, PLAN_LIMITS } from './plans';
 import { checkSignalTimes, MESSAGE_ID_WINDOW_MS, routeSignals, type RoutedSignal } from './signals';
 import { signalQuotaError } from './signals-quota';
 import type { SignalInput } from '../schemas/signals';
+import type { ProductKeyCache } from './product-key';
 
 /**
  * Parses a request body that is one signal object or an array of them (README, "Endpoints").
@@ -82,7 +82,7 @@ export interface IngestResult {
  */
 export async function acceptSignals(
   repo: SignalRepository,
-  keys: ApiKeyCache<KeyOwner>,
+  keys: ProductKeyCache,
   cached: KeyOwner,
   signals: SignalInput[],
   now: Date,

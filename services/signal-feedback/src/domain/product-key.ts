@@ -5,6 +5,12 @@ import { signalFeedbackKeys } from './api-keys';
 import type { SignalFeedbackEvents } from '../metrics';
 
 /**
+ * The cache of product API keys (README, "API keys"): a key's SHA-256 to its product, the owner's plan
+ * and the product's contexts. The composition root builds one, shared by the HTTP routes and the MCP tools.
+ */
+export type ProductKeyCache = ApiKeyCache<KeyOwner>;
+
+/**
  * Checks a product API key as presented in `x-api-key`, `Authorization: Bearer` or `?key=` (README, "API keys"): malformed
  * keys are refused before any database work; the owner is found by the key's SHA-256 through the
  * {@link ApiKeyCache}, which compares the stored hash in constant time. Shared by the HTTP middleware
@@ -15,7 +21,7 @@ import type { SignalFeedbackEvents } from '../metrics';
  *   Authorization: Bearer <key>` when none was sent, `API key invalid` when it is malformed or unknown
  */
 export async function authenticateProductKey(
-  keys: ApiKeyCache<KeyOwner>,
+  keys: ProductKeyCache,
   presented: string | undefined,
 ): Promise<KeyOwner> {
   if (presented === undefined || presented === '')

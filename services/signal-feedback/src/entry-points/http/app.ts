@@ -1,13 +1,13 @@
 import path from 'node:path';
 import cookieParser from 'cookie-parser';
 import express, { type Application } from 'express';
-import { createServiceApp, type ApiKeyCache, type ServiceAppDeps } from '@repo/service-kit';
+import { createServiceApp, type ServiceAppDeps } from '@repo/service-kit';
 import type { AccountRepository } from '../../data/accounts';
 import type { ProductRepository } from '../../data/products';
 import type { ProposalRepository } from '../../data/proposals';
 import type { DeploymentService } from '../../domain/deployments';
 import type { AuthRateLimiter } from '../../data/rate-limits';
-import type { KeyOwner, SignalRepository } from '../../data/signals';
+import type { SignalRepository } from '../../data/signals';
 import type { AnalysisService } from '../../domain/analysis';
 import type { PasswordHasher } from '../../domain/passwords';
 import type { SignalFeedbackEvents } from '../../metrics';
@@ -23,6 +23,7 @@ import { deploymentsRoutes } from './deployments';
 import { dashboardRoutes } from './dashboard';
 import type { DashboardRepository } from '../../data/dashboard';
 import { signalsRoutes } from './signals';
+import type { ProductKeyCache } from '../../domain/product-key';
 
 /** Everything the app needs, built by the composition root. */
 export interface AppDeps extends ServiceAppDeps {
@@ -30,7 +31,7 @@ export interface AppDeps extends ServiceAppDeps {
   products: ProductRepository;
   signals: SignalRepository;
   /** Cache of API key lookups (ttl 0 in tests that need none). */
-  keys: ApiKeyCache<KeyOwner>;
+  keys: ProductKeyCache;
   proposals: ProposalRepository;
   analysis: AnalysisService;
   /** Deployments of approved proposals and their verification. */

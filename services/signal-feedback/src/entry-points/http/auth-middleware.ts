@@ -3,13 +3,13 @@ import type { IncomingMessage } from 'node:http';
 import type {} from 'cookie-parser';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError } from '@repo/errors';
-import { presentedApiKey, type ApiKeyCache } from '@repo/service-kit';
+import { presentedApiKey } from '@repo/service-kit';
 import type { SessionRecord } from '../../data/accounts';
 import type { KeyOwner } from '../../data/signals';
 import { hashSessionToken, safeEqual } from '../../domain/sessions';
 import type { AccountRepository } from '../../data/accounts';
 import { SIGNAL_FEEDBACK_ERRORS } from '../../domain/errors';
-import { authenticateProductKey } from '../../domain/product-key';
+import { authenticateProductKey, type ProductKeyCache } from '../../domain/product-key';
 
 /** Name of the session cookie; `__Host-` prefixed when cookies are Secure (no Domain, Path=/). */
 export function sessionCookieName(secure: boolean): string {
@@ -184,7 +184,7 @@ export function requireCsrf(allowedOrigins: ReadonlySet<string>): RequestHandler
  * @throws AppError `unauthorized` (401)
  */
 export function apiKeyAuth(
-  keys: ApiKeyCache<KeyOwner>,
+  keys: ProductKeyCache,
   options: { allowQuery?: boolean; required: boolean },
 ): RequestHandler {
   return async (req, res, next) => {
@@ -204,7 +204,7 @@ export function apiKeyAuth(
  * deployments and series): 401 `unauthorized` with neither, 401 for a wrong key even with a session.
  * Afterwards {@link keyOwnerOf} or {@link sessionOf} names the caller.
  */
-export function keyOrSession(keys: ApiKeyCache<KeyOwner>): RequestHandler {
+export function keyOrSession(keys: ProductKeyCache): RequestHandler {
   const optionalKey = apiKeyAuth(keys, { required: false });
   return (req, res, next) => {
     const done = (err?: unknown) => {

@@ -1,19 +1,14 @@
 import { notFound, validationError } from '@repo/errors';
-import {
-  contractRouter,
-  errorResponse,
-  RETRY_AFTER_HEADER,
-  type ApiKeyCache,
-  type ContractRouter,
-} from '@repo/service-kit';
+import { contractRouter, errorResponse, RETRY_AFTER_HEADER, type ContractRouter } from '@repo/service-kit';
 import { z } from 'zod';
-import type { KeyOwner, SignalRepository } from '../../data/signals';
+import type { SignalRepository } from '../../data/signals';
 import { deploymentInput, MAX_LISTED_DEPLOYMENTS, type DeploymentService } from '../../domain/deployments';
 import { SeriesPoint, SeriesQuery } from '../../schemas/contexts';
 import { CreateDeploymentBody, Deployment } from '../../schemas/deployments';
 import { callerScope, keyOrSession } from './auth-middleware';
 import { accessRoutes } from './access';
 import { queryRange } from './time-range';
+import type { ProductKeyCache } from '../../domain/product-key';
 
 const ProposalIdParams = z.object({ id: z.uuid().meta({ description: 'an approved proposal' }) });
 const ContextIdParams = z.object({ id: z.uuid().meta({ description: 'the context' }) });
@@ -45,7 +40,7 @@ export function bucketStarts(from: Date, to: Date, bucket: 'hour' | 'day'): numb
 export function deploymentsRoutes(deps: {
   deployments: DeploymentService;
   signals: SignalRepository;
-  keys: ApiKeyCache<KeyOwner>;
+  keys: ProductKeyCache;
   now: () => Date;
 }): ContractRouter {
   return accessRoutes(contractRouter(), 'keyOrSession', keyOrSession(deps.keys))

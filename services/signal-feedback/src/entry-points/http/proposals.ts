@@ -1,13 +1,13 @@
 import { AppError } from '@repo/errors';
-import { contractRouter, errorResponse, type ApiKeyCache, type ContractRouter } from '@repo/service-kit';
+import { contractRouter, errorResponse, type ContractRouter } from '@repo/service-kit';
 import { z } from 'zod';
 import type { ProposalRepository } from '../../data/proposals';
-import type { KeyOwner } from '../../data/signals';
 import type { AnalysisService } from '../../domain/analysis';
 import { changeProposalStatus } from '../../domain/proposal-status';
 import { AnalysisRunResult, Proposal, ProposalStatusChange, ProposalsQuery } from '../../schemas/proposals';
 import { callerScope, keyOrSession, keyOwnerOf, requiredSession, requireSession } from './auth-middleware';
 import { accessRoutes } from './access';
+import type { ProductKeyCache } from '../../domain/product-key';
 
 const IdParams = z.object({ id: z.uuid().meta({ description: 'the proposal' }) });
 
@@ -18,7 +18,7 @@ const IdParams = z.object({ id: z.uuid().meta({ description: 'the proposal' }) }
  */
 export function proposalsRoutes(deps: {
   proposals: ProposalRepository;
-  keys: ApiKeyCache<KeyOwner>;
+  keys: ProductKeyCache;
   analysis: AnalysisService;
 }): ContractRouter {
   const routes = contractRouter();

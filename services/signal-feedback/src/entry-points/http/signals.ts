@@ -1,18 +1,12 @@
 import type { Request, RequestHandler } from 'express';
 import { z } from 'zod';
 import { AppError } from '@repo/errors';
-import {
-  contractRouter,
-  errorResponse,
-  RETRY_AFTER_HEADER,
-  type ApiKeyCache,
-  type ContractRouter,
-} from '@repo/service-kit';
-import type { KeyOwner, SignalRepository } from '../../data/signals';
+import { contractRouter, errorResponse, RETRY_AFTER_HEADER, type ContractRouter } from '@repo/service-kit';
+import type { SignalRepository } from '../../data/signals';
 import { acceptSignals, parseSignalBatch } from '../../domain/ingest';
 import type { SignalFeedbackEvents } from '../../metrics';
 import { IngestSignalInput, ReceivedResponse, SignalInput } from '../../schemas/signals';
-import { countIngestion } from '../../domain/product-key';
+import { countIngestion, type ProductKeyCache } from '../../domain/product-key';
 import { apiKeyAuth, requiredKeyOwner } from './auth-middleware';
 import { KEY_SECURITY } from './openapi';
 
@@ -34,7 +28,7 @@ function requireJsonBody(req: Request): void {
  */
 export function signalsRoutes(deps: {
   signals: SignalRepository;
-  keys: ApiKeyCache<KeyOwner>;
+  keys: ProductKeyCache;
   /** Largest accepted batch (MAX_BATCH_SIZE), also written into the document. */
   maxBatch: number;
   now: () => Date;

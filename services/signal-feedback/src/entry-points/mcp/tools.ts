@@ -1,4 +1,4 @@
-import { presentedApiKey, type ApiKeyCache, type McpTool, type McpToolContext } from '@repo/service-kit';
+import { presentedApiKey, type McpTool, type McpToolContext } from '@repo/service-kit';
 import type { ProposalRepository } from '../../data/proposals';
 import type { KeyOwner, SignalRepository } from '../../data/signals';
 import { deploymentInput, MAX_LISTED_DEPLOYMENTS, type DeploymentService } from '../../domain/deployments';
@@ -13,7 +13,7 @@ import {
 } from '../../schemas/deployments';
 import { ListProposalsArgs, ProposalList } from '../../schemas/proposals';
 import { ReceivedResponse, sendSignalsArgs, type SendSignalsArgs } from '../../schemas/signals';
-import { authenticateProductKey, countIngestion } from '../../domain/product-key';
+import { authenticateProductKey, countIngestion, type ProductKeyCache } from '../../domain/product-key';
 
 /** What `initialize` tells an agent about this server (README, "MCP"). */
 export const SIGNAL_FEEDBACK_MCP_INSTRUCTIONS =
@@ -30,7 +30,7 @@ const KEY =
 /** Dependencies of {@link signalFeedbackTools}: those of POST /api/signals and GET /api/proposals. */
 export interface SignalFeedbackToolDeps {
   signals: SignalRepository;
-  keys: ApiKeyCache<KeyOwner>;
+  keys: ProductKeyCache;
   proposals: ProposalRepository;
   deployments: DeploymentService;
   /** MAX_BATCH_SIZE: most signals in one `send_signals` call. */
@@ -44,12 +44,12 @@ export interface SignalFeedbackToolDeps {
  * The product of the key the MCP request carries, in `x-api-key` or `Authorization: Bearer` (headers
  * only: MCP never reads cookies or `?key=`).
  */
-const ownerOf = (keys: ApiKeyCache<KeyOwner>, context: McpToolContext): Promise<KeyOwner> =>
+const ownerOf = (keys: ProductKeyCache, context: McpToolContext): Promise<KeyOwner> =>
   authenticateProductKey(keys, presentedApiKey(context.req));
 
 /** What a tool may read and change: the proposals and deployments of the key's product, as for a key request. */
 const productScope = async (
-  keys: ApiKeyCache<KeyOwner>,
+  keys: ProductKeyCache,
   context: McpToolContext,
 ): Promise<{ productId: string }> => ({ productId: (await ownerOf(keys, context)).productId });
 
