@@ -23,19 +23,23 @@ export const ROUND_TITLES = [
 ] as const;
 
 const Candidate = IdeaSketch.extend({ id: z.string(), proposed_by: z.string() });
+/** A round 1 idea kept in the state: the sketch plus its id (`I1`, `I2`, …) and the agent who proposed it. */
+export type Candidate = z.infer<typeof Candidate>;
+
 const Critique = z.object({
   agent: z.string(),
   idea_id: z.string(),
   critique: z.string(),
   severity: z.enum(['minor', 'major', 'fatal']),
 });
+/** A round 2 critique kept in the state: the critic, the candidate id, the text and its severity. */
+export type Critique = z.infer<typeof Critique>;
+
+// Refinement rewrites the candidate's sketch, so those fields hold what a sketch holds. The id stays
+// first: the state is stored as JSON, and this is the order of its keys.
 const Refined = z.object({
   id: z.string(),
-  name: z.string(),
-  problem: z.string(),
-  target_market: z.string(),
-  why_now: z.string(),
-  revenue_model: z.string(),
+  ...IdeaSketch.shape,
   moat: z.string(),
   key_metrics: z.array(z.string()),
   validation_plan: z.array(z.string()),
@@ -43,12 +47,17 @@ const Refined = z.object({
   tags: z.array(z.string()),
   feasibility: FeasibilityAssessment,
 });
+/** A round 3 refined idea with its computed feasibility assessment. */
+export type Refined = z.infer<typeof Refined>;
+
 const Scored = z.object({
   id: z.string(),
   rice: RiceScore,
   kill_score: z.number().int().min(0).max(100),
   kill_reasons: z.array(z.string()),
 });
+/** A round 4 score: the computed RICE score and the kill score (0–100) with its reasons. */
+export type Scored = z.infer<typeof Scored>;
 
 /**
  * The brainstorm's state between steps (README, "Pipelines": JSON, validated by the runner on every
@@ -68,14 +77,6 @@ export const ForgeState = z.strictObject({
   ...PROGRESS_FIELDS,
 });
 export type ForgeState = z.infer<typeof ForgeState>;
-/** A round 1 idea kept in the state: the sketch plus its id (`I1`, `I2`, …) and the agent who proposed it. */
-export type Candidate = z.infer<typeof Candidate>;
-/** A round 2 critique kept in the state: the critic, the candidate id, the text and its severity. */
-export type Critique = z.infer<typeof Critique>;
-/** A round 3 refined idea with its computed feasibility assessment. */
-export type Refined = z.infer<typeof Refined>;
-/** A round 4 score: the computed RICE score and the kill score (0–100) with its reasons. */
-export type Scored = z.infer<typeof Scored>;
 /** What a forge step returns: the next {@link ForgeState}, or the `ForgeResult` after round 5. */
 export type ForgeOutcome = StepOutcome<ForgeState, ForgeResult>;
 
