@@ -21,6 +21,18 @@ export function newJobId(): string {
   return `job_${randomBytes(16).toString('base64url')}`;
 }
 
+/**
+ * The columns every read of a job's status selects, whoever asks (GET /api/v1/jobs/{jobId}, a scan's
+ * progress): the id, the status and progress, and the outcome (the result, or the error of a failed job).
+ */
+export const JOB_STATUS_COLUMNS = {
+  id: true,
+  status: true,
+  progressPct: true,
+  result: true,
+  error: true,
+} as const satisfies Prisma.AgentJobSelect;
+
 /** What the compute route knows about a job when it is paid. */
 export interface NewJob {
   id: string;
@@ -220,12 +232,8 @@ export class JobRepository {
     const row = await this.db.agentJob.findUnique({
       where: { id: jobId },
       select: {
-        id: true,
+        ...JOB_STATUS_COLUMNS,
         endpoint: true,
-        status: true,
-        progressPct: true,
-        result: true,
-        error: true,
         createdAt: true,
         completedAt: true,
         txSignature: true,

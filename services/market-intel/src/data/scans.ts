@@ -7,7 +7,8 @@ import {
   type SourceReport,
 } from '@repo/compute';
 import { z } from 'zod';
-import { newJobId, type HookedJob, type JobKindHooks, type JobRepository, type Tx } from './jobs';
+import { JOB_STATUS_COLUMNS, newJobId } from './jobs';
+import type { HookedJob, JobKindHooks, JobRepository, Tx } from './jobs';
 import type { Db } from './prisma';
 import type { ReportRepository } from './reports';
 
@@ -182,16 +183,7 @@ export class ScanRepository {
   async progress(jobId: string): Promise<ScanProgress | null> {
     const row = await this.db.agentJob.findUnique({
       where: { id: jobId },
-      select: {
-        id: true,
-        kind: true,
-        status: true,
-        progressPct: true,
-        stepLabel: true,
-        lastError: true,
-        error: true,
-        result: true,
-      },
+      select: { ...JOB_STATUS_COLUMNS, kind: true, stepLabel: true, lastError: true },
     });
     if (!row || row.kind !== 'scout') return null;
     const result = ScoutResult.safeParse(row.result);
