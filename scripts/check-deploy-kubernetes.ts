@@ -5,23 +5,17 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { Problems, ROOT, arr, at, obj, yamlDocuments, type Obj } from './check-deploy-lib';
 import {
   DB_SERVICES,
   IMAGES,
   KEYS,
   PORTS,
-  Problems,
-  ROOT,
   SERVICES,
-  arr,
-  at,
   checkNames,
-  obj,
-  yamlDocuments,
-  type Obj,
   type ServiceName,
-  type WorkflowImages,
-} from './check-deploy-lib';
+} from './check-deploy-services';
+import type { WorkflowImages } from './check-deploy-workflows';
 import { checkUnknownFields, renderInfra, validateSchemas, type Rendered } from './check-deploy-render';
 
 function byKind(resources: Obj[], kind: string): Map<string, Obj> {

@@ -5,9 +5,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { ROOT, workflowImages } from './check-deploy-lib';
+import { ROOT } from './check-deploy-lib';
 import { checkKubernetes } from './check-deploy-kubernetes';
 import { findKustomize } from './check-deploy-render';
+import { workflowImages } from './check-deploy-workflows';
 
 const kustomize = findKustomize();
 const images = workflowImages();

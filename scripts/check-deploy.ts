@@ -9,22 +9,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { validate as lintDockerfile, ValidationSeverity } from 'dockerfile-utils';
 import { parse as parseYaml } from 'yaml';
+import { Problems, ROOT, arr, at, obj, read } from './check-deploy-lib';
 import {
   DB_SERVICES,
   IMAGES,
   KEYS,
   PORTS,
-  Problems,
-  ROOT,
   SERVICES,
-  arr,
-  at,
   checkNames as checkNamesInto,
-  obj,
-  read,
-  workflowImages,
   type ServiceName,
-} from './check-deploy-lib';
+} from './check-deploy-services';
+import { workflowImages } from './check-deploy-workflows';
 import { checkKubernetes } from './check-deploy-kubernetes';
 import { KUSTOMIZE_HINT, findKustomize } from './check-deploy-render';
 
