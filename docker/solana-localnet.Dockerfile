@@ -29,7 +29,7 @@ RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store \
     mkdir -p /out && cp -a node_modules package.json /out/ && \
     for dir in packages/* packages/solana-localnet; do \
       mkdir -p "/out/$dir" && cp -a "$dir/package.json" "/out/$dir/" && \
-      for part in dist bin node_modules; do if [ -e "$dir/$part" ]; then cp -a "$dir/$part" "/out/$dir/"; fi; done; \
+      for part in dist node_modules; do if [ -e "$dir/$part" ]; then cp -a "$dir/$part" "/out/$dir/"; fi; done; \
     done
 
 FROM ${NODE_IMAGE} AS runtime
@@ -42,4 +42,4 @@ USER 1000:1000
 EXPOSE 8899
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8899)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-CMD ["node", "bin/solana-localnet.js", "start", "--host", "0.0.0.0", "--port", "8899", "--data-dir", "/data"]
+CMD ["node", "dist/cli.js", "start", "--host", "0.0.0.0", "--port", "8899", "--data-dir", "/data"]
