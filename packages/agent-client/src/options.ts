@@ -8,7 +8,7 @@ export const DEFAULT_RPC_URL = 'http://127.0.0.1:8899';
 /** Default JSON-RPC URL of the test network (the local ledger's devnet). */
 export const DEFAULT_DEVNET_RPC_URL = 'http://127.0.0.1:8899/devnet';
 /** Where the local ledger writes the demo agent's keypair, relative to the workspace root. */
-export const LOCAL_AGENT_KEYPAIR = join('.data', 'ledger', 'keys', 'agent.json');
+const LOCAL_AGENT_KEYPAIR = join('.data', 'ledger', 'keys', 'agent.json');
 
 /** Usage text of `agent-pay`. */
 export const USAGE = `Usage: agent-pay <url> [options]

@@ -1,4 +1,5 @@
-import { describeShortfall, formatUsdc, parseUsdc, usdcArgument } from '../src/index';
+import { describeShortfall } from '../src/funds';
+import { formatUsdc, parseUsdc, usdcArgument } from '../src/usdc';
 
 const wallet = 'AgentWa11et1111111111111111111111111111111';
 

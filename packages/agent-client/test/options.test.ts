@@ -2,14 +2,14 @@ import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Keypair } from '@solana/web3.js';
+import { loadKeypair } from '../src/keypair';
 import {
   DEFAULT_DEVNET_RPC_URL,
   DEFAULT_RPC_URL,
-  loadKeypair,
   parseAgentPayArgs,
   UsageError,
   type AgentPayOptions,
-} from '../src/index';
+} from '../src/options';
 
 const cwd = mkdtempSync(join(tmpdir(), 'agent-pay-'));
 
