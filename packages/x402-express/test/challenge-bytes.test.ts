@@ -20,14 +20,8 @@ import { ReceiptIssuer } from '@repo/x402-core/receipts';
 import { PrismaPaymentIdentifiers, PrismaPaymentLedger, PrismaSignInRecords } from '@repo/x402-ledger';
 import { PgSqlClient } from '@repo/x402-ledger/testing';
 import { ExactSvmSettler, SolanaPaymentVerifier } from '@repo/x402-solana';
-import {
-  createHotPath,
-  requirePayment,
-  requirementsForRequest,
-  type PaymentGateway,
-  type PaidRoute,
-} from '../src/index';
-import { paymentRequiredOf, type OfferV2 } from '../src/requirements';
+import { createHotPath, requirePayment, type PaymentGateway, type PaidRoute } from '../src/index';
+import { paymentRequiredOf, requirementsForRequest, type OfferV2 } from '../src/requirements';
 import { compileJsonTemplate } from '../src/request';
 
 // A 402's body and PAYMENT-REQUIRED are assembled from templates compiled once per route: they must

@@ -2,13 +2,8 @@ import { createServer, request, type RequestListener, type Server } from 'node:h
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { buildPaymentRequirements, paymentRequiredBody } from '@repo/x402-core';
-import {
-  createHotPath,
-  sendPaymentRequired,
-  type AnswerStoredListener,
-  type PaymentEvent,
-} from '../src/index';
-import { compileJsonTemplate, prepareBody } from '../src/request';
+import { createHotPath, type AnswerStoredListener, type PaymentEvent } from '../src/index';
+import { compileJsonTemplate, prepareBody, sendPaymentRequired } from '../src/request';
 
 // The hot path's own rules, against a stand-in for the full path that counts what reaches it, sends
 // its 402 with sendPaymentRequired as requirePayment does (from a route's template: the hot path

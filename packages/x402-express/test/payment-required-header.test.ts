@@ -1,7 +1,7 @@
 import { Keypair } from '@solana/web3.js';
 import { PaymentRequiredV2Schema } from '@x402/core/schemas';
 import { ExactSvmSettler } from '@repo/x402-solana';
-import { paymentRequiredHeader, type OfferV2 } from '../src/index';
+import { paymentRequiredHeader, type OfferV2 } from '../src/requirements';
 
 // PAYMENT-REQUIRED is assembled from a base64 part encoded once per route and the per-request values:
 // it must decode to exactly the PaymentRequired a plain encoding gives, for any URL, error and reference.

@@ -1,7 +1,7 @@
 import express from 'express';
 import request from 'supertest';
 import { errorHandler } from '@repo/errors';
-import { networkOfRequest, resourceUrlOf, sendPaymentRequired } from '../src/index';
+import { networkOfRequest, resourceUrlOf, sendPaymentRequired } from '../src/request';
 import { buildRequirements as build } from '@repo/x402-core/testing';
 
 describe('the 402 challenge', () => {
