@@ -261,6 +261,11 @@ export async function compose({
       metrics: metrics.loops,
     });
   const createWorkers = (): SkillRouterWorkers => {
+    // One schedule for a skill's conformance calls: the first is set when it verifies, the next after each call.
+    const conformanceSchedule = {
+      intervalMs: config.CONFORMANCE_INTERVAL_MS,
+      jitterPercent: config.CONFORMANCE_JITTER_PERCENT,
+    };
     const sandbox = new SchemaSandbox({
       threads: config.SANDBOX_THREADS,
       memoryMb: config.SANDBOX_MEMORY_MB,
@@ -276,8 +281,7 @@ export async function compose({
         batchSize: config.VERIFY_BATCH_SIZE,
         leaseMs: config.VERIFY_LEASE_MS,
         healthIntervalMs: config.HEALTH_CHECK_INTERVAL_MS,
-        conformanceIntervalMs: config.CONFORMANCE_INTERVAL_MS,
-        conformanceJitterPercent: config.CONFORMANCE_JITTER_PERCENT,
+        conformance: conformanceSchedule,
         maxAttempts: config.VERIFY_MAX_ATTEMPTS,
         onVerified: (passed) => {
           metrics.onVerified(passed);
@@ -303,8 +307,7 @@ export async function compose({
       {
         intervalMs: config.CONFORMANCE_POLL_INTERVAL_MS,
         batchSize: config.CONFORMANCE_BATCH_SIZE,
-        callIntervalMs: config.CONFORMANCE_INTERVAL_MS,
-        jitterPercent: config.CONFORMANCE_JITTER_PERCENT,
+        schedule: conformanceSchedule,
         leaseMs: config.VERIFY_LEASE_MS,
         failuresToDegrade: config.CONFORMANCE_FAILURES_TO_DEGRADE,
         successesToRecover: config.CONFORMANCE_SUCCESSES_TO_RECOVER,

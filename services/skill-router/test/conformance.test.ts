@@ -271,10 +271,10 @@ describe('Conformance rules', () => {
   });
 
   it('When the next call is scheduled, then the jitter keeps it within the stated spread', () => {
-    expect(jitteredDelay(1000, 20, 0)).toBe(800);
-    expect(jitteredDelay(1000, 20, 0.5)).toBe(1000);
-    expect(jitteredDelay(1000, 20, 0.999999)).toBe(1200);
-    expect(jitteredDelay(1000, 0, 0.3)).toBe(1000);
-    expect(jitteredDelay(1, 90, 0)).toBe(1);
+    expect(jitteredDelay({ intervalMs: 1000, jitterPercent: 20 }, 0)).toBe(800);
+    expect(jitteredDelay({ intervalMs: 1000, jitterPercent: 20 }, 0.5)).toBe(1000);
+    expect(jitteredDelay({ intervalMs: 1000, jitterPercent: 20 }, 0.999999)).toBe(1200);
+    expect(jitteredDelay({ intervalMs: 1000, jitterPercent: 0 }, 0.3)).toBe(1000);
+    expect(jitteredDelay({ intervalMs: 1, jitterPercent: 90 }, 0)).toBe(1);
   });
 });

@@ -216,8 +216,7 @@ describe('Verifications that never finish', () => {
     };
     const options = {
       healthIntervalMs: 60_000,
-      conformanceIntervalMs: 60_000,
-      conformanceJitterPercent: 0,
+      conformance: { intervalMs: 60_000, jitterPercent: 0 },
       maxAttempts: 3,
     };
 

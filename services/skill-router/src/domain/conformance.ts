@@ -46,14 +46,24 @@ export function statusAfterConformance(
 }
 
 /**
- * The time to a skill's next conformance call: `intervalMs` moved by up to `jitterPercent` percent
+ * When a skill's conformance calls come due (config CONFORMANCE_INTERVAL_MS, CONFORMANCE_JITTER_PERCENT):
+ * the first one after the skill is verified, then one after each call, each {@link jitteredDelay} of
+ * the interval.
+ */
+export interface ConformanceSchedule {
+  /** Time between two conformance calls of one skill, in milliseconds. */
+  intervalMs: number;
+  /** How far each interval is moved at random either way, in percent (0–90). */
+  jitterPercent: number;
+}
+
+/**
+ * The time to a skill's next conformance call: the schedule's interval moved by up to its jitter
  * either way, so that skills verified together (one provider's batch) are not called together again.
- * @param intervalMs the configured interval (CONFORMANCE_INTERVAL_MS), in milliseconds
- * @param jitterPercent 0–90 (CONFORMANCE_JITTER_PERCENT)
  * @param random a number in [0, 1) (Math.random in production)
  * @returns milliseconds, at least 1
  */
-export function jitteredDelay(intervalMs: number, jitterPercent: number, random: number): number {
-  const spread = (intervalMs * jitterPercent) / 100;
-  return Math.max(1, Math.round(intervalMs - spread + 2 * spread * random));
+export function jitteredDelay(schedule: ConformanceSchedule, random: number): number {
+  const spread = (schedule.intervalMs * schedule.jitterPercent) / 100;
+  return Math.max(1, Math.round(schedule.intervalMs - spread + 2 * spread * random));
 }

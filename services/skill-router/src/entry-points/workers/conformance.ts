@@ -4,6 +4,7 @@ import {
   countConformance,
   jitteredDelay,
   statusAfterConformance,
+  type ConformanceSchedule,
   type ConformanceThresholds,
 } from '../../domain/conformance';
 import { callWithGeneratedInput, type CallVerdict, type SchemaChecks } from '../../domain/verification';
@@ -22,10 +23,8 @@ import { createClaimLoop, type ClaimLoopSettings } from './claim-loop';
  * calls (CONFORMANCE_POLL_INTERVAL_MS), `batchSize` calls claimed per poll (CONFORMANCE_BATCH_SIZE).
  */
 export interface ConformanceWorkerOptions extends ClaimLoopSettings, ConformanceThresholds {
-  /** Time between two conformance calls of one skill, in milliseconds (CONFORMANCE_INTERVAL_MS). */
-  callIntervalMs: number;
-  /** How far each interval is moved at random either way, in percent (CONFORMANCE_JITTER_PERCENT). */
-  jitterPercent: number;
+  /** When the next call of a skill is due after each call. */
+  schedule: ConformanceSchedule;
   /** A claimed call not recorded within this time may be claimed again, in milliseconds (VERIFY_LEASE_MS). */
   leaseMs: number;
   /** Called after each recorded call (metrics). */
@@ -58,10 +57,7 @@ export interface ConformanceDeps {
 export async function runConformanceCall(
   deps: ConformanceDeps,
   job: ConformanceJob,
-  options: Pick<
-    ConformanceWorkerOptions,
-    'callIntervalMs' | 'jitterPercent' | 'failuresToDegrade' | 'successesToRecover' | 'random'
-  >,
+  options: Pick<ConformanceWorkerOptions, 'schedule' | 'failuresToDegrade' | 'successesToRecover' | 'random'>,
 ): Promise<{ verdict: CallVerdict; detail: string; status: SkillStatus | null }> {
   const refusal = await deps.http.refusal(job.endpoint);
   let call: { verdict: CallVerdict; detail: string };
@@ -80,11 +76,7 @@ export async function runConformanceCall(
       call = { verdict: 'nonconforming', detail: revised.reason };
     }
   }
-  const next = jitteredDelay(
-    options.callIntervalMs,
-    options.jitterPercent,
-    (options.random ?? Math.random)(),
-  );
+  const next = jitteredDelay(options.schedule, (options.random ?? Math.random)());
   const status = await deps.checks.record(
     job,
     { judged: call.verdict !== 'inconclusive', error: call.verdict === 'conforms' ? null : call.detail },

@@ -2,7 +2,7 @@ import type { Logger, Loop } from '@repo/service-kit';
 import type { SkillStats } from '../../data/skill-stats';
 import type { VerificationJob, VerificationQueue } from '../../data/verification-queue';
 import { VERIFICATION_STEPS } from '../../schemas';
-import { jitteredDelay } from '../../domain/conformance';
+import { jitteredDelay, type ConformanceSchedule } from '../../domain/conformance';
 import { refreshSkillMetrics } from '../../domain/skill-metrics';
 import { verifySkill, type SchemaChecks, type VerificationResult } from '../../domain/verification';
 import { verifyMcpTool, type McpServers } from '../../domain/mcp-tools';
@@ -14,12 +14,8 @@ export interface VerificationWorkerOptions extends ClaimLoopSettings {
   leaseMs: number;
   /** The first periodic health check of a newly active skill is due this long after activation. */
   healthIntervalMs: number;
-  /**
-   * The first conformance call of a newly active skill is due this long after activation, moved by
-   * up to `conformanceJitterPercent` percent either way (CONFORMANCE_INTERVAL_MS, CONFORMANCE_JITTER_PERCENT).
-   */
-  conformanceIntervalMs: number;
-  conformanceJitterPercent: number;
+  /** The first conformance call of a newly active skill is due one interval of this schedule after activation. */
+  conformance: ConformanceSchedule;
   /**
    * Claims of one revision that may end without a result (the verifying process crashed or stalled);
    * the next claim fails the skill instead of verifying it again.
@@ -63,12 +59,7 @@ export interface VerificationDeps {
 export async function verifyJob(
   deps: VerificationDeps,
   job: VerificationJob,
-  options: {
-    healthIntervalMs: number;
-    conformanceIntervalMs: number;
-    conformanceJitterPercent: number;
-    maxAttempts: number;
-  },
+  options: Pick<VerificationWorkerOptions, 'healthIntervalMs' | 'conformance' | 'maxAttempts'>,
 ): Promise<boolean | null> {
   let result: VerificationResult;
   if (job.attempts > options.maxAttempts) {
@@ -82,11 +73,7 @@ export async function verifyJob(
   }
   const applied = await deps.queue.complete(job, result, {
     healthIntervalMs: options.healthIntervalMs,
-    conformanceDelayMs: jitteredDelay(
-      options.conformanceIntervalMs,
-      options.conformanceJitterPercent,
-      Math.random(),
-    ),
+    conformanceDelayMs: jitteredDelay(options.conformance, Math.random()),
   });
   if (!applied) return null;
   await refreshSkillMetrics(deps.stats, job.skillId);
