@@ -95,63 +95,20 @@ export interface ListFilter {
 /** Outcome of {@link SkillDirectory.upsert}. */
 export type UpsertOutcome = { outcome: 'created' | 'updated'; revision: number } | { outcome: 'forbidden' };
 
-/** Columns of a {@link SkillRecord}: `s` is `skills`, `st` its `skill_stats` row (always present). */
-const SKILL_COLUMNS = `s.skill_id, s.name, s.provider, s.description, s.capabilities, s.chains, s.pricing_model, s.price_usd,
-  s.endpoint, s.mcp_tool, s.status, st.success_rate_24h, st.avg_latency_ms, st.calls_30d, st.rating_sum, st.rating_count, st.popularity,
-  s.quality_score, s.quality_parts, s.created_at, s.updated_at`;
+/**
+ * The columns of a {@link SkillRecord}, named as its fields, so that a row is the record: `s` is
+ * `skills`, `st` its `skill_stats` row (always present). `quality` stays null until both the score and
+ * its parts are stored; `json_build_object` keeps its keys in the order written.
+ */
+const SKILL_COLUMNS = `s.skill_id AS "skillId", s.name, s.provider, s.description,
+  COALESCE(s.capabilities, '{}') AS capabilities, COALESCE(s.chains, '{}') AS chains,
+  s.pricing_model AS "pricingModel", s.price_usd AS "priceUsd", s.endpoint, s.mcp_tool AS "mcpTool", s.status,
+  st.success_rate_24h AS "successRate24h", st.avg_latency_ms AS "avgLatencyMs", st.calls_30d AS "calls30d",
+  st.rating_sum AS "ratingSum", st.rating_count AS "ratingCount", st.popularity,
+  CASE WHEN s.quality_score IS NULL OR s.quality_parts IS NULL THEN NULL
+       ELSE json_build_object('score', s.quality_score, 'parts', s.quality_parts) END AS quality,
+  s.created_at AS "createdAt", s.updated_at AS "updatedAt"`;
 const FROM_SKILLS = 'skills s JOIN skill_stats st ON st.skill_id = s.skill_id';
-
-interface SkillRow {
-  skill_id: string;
-  name: string;
-  provider: string;
-  description: string;
-  capabilities: string[];
-  chains: string[];
-  pricing_model: string;
-  price_usd: number;
-  endpoint: string;
-  mcp_tool: string | null;
-  status: string;
-  success_rate_24h: number;
-  avg_latency_ms: number | null;
-  calls_30d: number;
-  rating_sum: number;
-  rating_count: number;
-  popularity: number;
-  quality_score: number | null;
-  quality_parts: DefinitionQualityPart[] | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-function toRecord(r: SkillRow): SkillRecord {
-  return {
-    skillId: r.skill_id,
-    name: r.name,
-    provider: r.provider,
-    description: r.description,
-    capabilities: r.capabilities ?? [],
-    chains: r.chains ?? [],
-    pricingModel: r.pricing_model,
-    priceUsd: Number(r.price_usd),
-    endpoint: r.endpoint,
-    mcpTool: r.mcp_tool,
-    status: r.status as SkillStatus,
-    successRate24h: Number(r.success_rate_24h),
-    avgLatencyMs: r.avg_latency_ms === null ? null : Number(r.avg_latency_ms),
-    calls30d: Number(r.calls_30d),
-    ratingSum: Number(r.rating_sum),
-    ratingCount: Number(r.rating_count),
-    popularity: Number(r.popularity),
-    quality:
-      r.quality_score === null || r.quality_parts === null
-        ? null
-        : { score: Number(r.quality_score), parts: r.quality_parts },
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-  };
-}
 
 /**
  * The skill directory (`skills` with its `skill_stats` row): registration, the listing and a skill's
@@ -274,7 +231,7 @@ export class SkillDirectory {
           : 'st.popularity DESC, s.skill_id';
     const whereSql = where.join(' AND ');
     const [items, count] = await Promise.all([
-      this.prisma.$queryRawUnsafe<SkillRow[]>(
+      this.prisma.$queryRawUnsafe<SkillRecord[]>(
         `SELECT ${SKILL_COLUMNS} FROM ${FROM_SKILLS} WHERE ${whereSql} ORDER BY ${order}
          LIMIT $${args.length + 1} OFFSET $${args.length + 2}`,
         ...args,
@@ -286,52 +243,22 @@ export class SkillDirectory {
         ...args,
       ),
     ]);
-    return { items: items.map(toRecord), total: Number(count[0]?.total ?? 0) };
+    return { items, total: Number(count[0]?.total ?? 0) };
   }
 
   /** A skill in any status with its schemas and verification, or `null`. */
   async get(skillId: string): Promise<SkillDetailRecord | null> {
-    const rows = await this.prisma.$queryRawUnsafe<
-      (SkillRow & {
-        input_schema: Record<string, unknown>;
-        output_schema: Record<string, unknown>;
-        verification: VerificationStepResult[] | null;
-        verification_reason: string | null;
-        verified_at: Date | null;
-        last_health_check_at: Date | null;
-        consecutive_failures: number;
-        revision: number;
-        definition_hash: string | null;
-        last_conformance_at: Date | null;
-        next_conformance_at: Date | null;
-        conformance_failures: number;
-        last_conformance_error: string | null;
-      })[]
-    >(
-      `SELECT ${SKILL_COLUMNS}, s.input_schema, s.output_schema, s.verification, s.verification_reason, s.verified_at,
-              st.last_health_check_at, st.consecutive_failures, s.revision, s.definition_hash,
-              st.last_conformance_at, st.next_conformance_at, st.conformance_failures, st.last_conformance_error
+    const rows = await this.prisma.$queryRawUnsafe<SkillDetailRecord[]>(
+      `SELECT ${SKILL_COLUMNS}, s.input_schema AS "inputSchema", s.output_schema AS "outputSchema",
+              COALESCE(s.verification, '[]') AS verification, s.verification_reason AS "verificationReason",
+              s.verified_at AS "verifiedAt", st.last_health_check_at AS "lastHealthCheckAt",
+              st.consecutive_failures AS "consecutiveFailures", s.revision, s.definition_hash AS "definitionHash",
+              st.last_conformance_at AS "lastConformanceAt", st.next_conformance_at AS "nextConformanceAt",
+              st.conformance_failures AS "conformanceFailures", st.last_conformance_error AS "lastConformanceError"
          FROM ${FROM_SKILLS} WHERE s.skill_id = $1`,
       skillId,
     );
-    const r = rows[0];
-    if (!r) return null;
-    return {
-      ...toRecord(r),
-      inputSchema: r.input_schema,
-      outputSchema: r.output_schema,
-      verification: r.verification ?? [],
-      verificationReason: r.verification_reason,
-      verifiedAt: r.verified_at,
-      lastHealthCheckAt: r.last_health_check_at,
-      consecutiveFailures: Number(r.consecutive_failures),
-      revision: Number(r.revision),
-      definitionHash: r.definition_hash,
-      lastConformanceAt: r.last_conformance_at,
-      nextConformanceAt: r.next_conformance_at,
-      conformanceFailures: Number(r.conformance_failures),
-      lastConformanceError: r.last_conformance_error,
-    };
+    return rows[0] ?? null;
   }
 
   /**
