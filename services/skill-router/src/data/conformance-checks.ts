@@ -43,34 +43,15 @@ export class ConformanceChecks {
    * @param leaseMs the lease, from now, in milliseconds
    */
   async claimDue(batch: number, leaseMs: number): Promise<ConformanceJob[]> {
-    return claims.claimSkills(
-      this.prisma,
-      claims.statsClaimSql({
-        set: `conformance_lease_until = now() + ${msInterval(2)}`,
-        where: `(d.next_conformance_at <= now() OR d.next_conformance_at IS NULL)
-                AND k.status IN ('active', 'degraded')
-                AND (d.conformance_lease_until IS NULL OR d.conformance_lease_until < now())`,
-        orderBy: 'd.next_conformance_at NULLS FIRST',
-        returning: 's.mcp_tool, s.description, s.input_schema, s.output_schema, s.status',
-      }),
-      batch,
-      leaseMs,
-      (
-        r: claims.ClaimedSkillRow & {
-          mcp_tool: string | null;
-          description: string;
-          input_schema: unknown;
-          output_schema: unknown;
-          status: SkillStatus;
-        },
-      ) => ({
-        mcpTool: r.mcp_tool,
-        description: r.description,
-        inputSchema: r.input_schema,
-        outputSchema: r.output_schema,
-        status: r.status,
-      }),
-    );
+    return claims.claimByStats<ConformanceJob>(this.prisma, batch, leaseMs, {
+      set: `conformance_lease_until = now() + ${msInterval(2)}`,
+      where: `(d.next_conformance_at <= now() OR d.next_conformance_at IS NULL)
+              AND k.status IN ('active', 'degraded')
+              AND (d.conformance_lease_until IS NULL OR d.conformance_lease_until < now())`,
+      orderBy: 'd.next_conformance_at NULLS FIRST',
+      returning: `s.mcp_tool AS "mcpTool", s.description, s.input_schema AS "inputSchema",
+                  s.output_schema AS "outputSchema", s.status`,
+    });
   }
 
   /**

@@ -40,21 +40,12 @@ export class HealthChecks {
    * @param intervalMs time to the next check, in milliseconds
    */
   async claimDue(batch: number, intervalMs: number): Promise<HealthJob[]> {
-    return claims.claimSkills(
-      this.prisma,
-      claims.statsClaimSql({
-        set: `next_health_check_at = now() + ${msInterval(2)}`,
-        where: `d.next_health_check_at <= now() AND k.status IN ('active', 'suspended', 'degraded')`,
-        orderBy: 'd.next_health_check_at',
-        returning: 's.status, s.mcp_tool',
-      }),
-      batch,
-      intervalMs,
-      (r: claims.ClaimedSkillRow & { status: SkillStatus; mcp_tool: string | null }) => ({
-        status: r.status,
-        mcpTool: r.mcp_tool,
-      }),
-    );
+    return claims.claimByStats<HealthJob>(this.prisma, batch, intervalMs, {
+      set: `next_health_check_at = now() + ${msInterval(2)}`,
+      where: `d.next_health_check_at <= now() AND k.status IN ('active', 'suspended', 'degraded')`,
+      orderBy: 'd.next_health_check_at',
+      returning: 's.status, s.mcp_tool AS "mcpTool"',
+    });
   }
 
   /**

@@ -2,13 +2,6 @@ import { notifyRouting } from './routing-rows';
 import type { SkillStatus } from '../schemas';
 import type { PrismaDb } from './prisma';
 
-/** The columns every claim of a skill returns: the skill, the revision claimed and its endpoint. */
-export interface ClaimedSkillRow {
-  skill_id: string;
-  revision: number;
-  endpoint: string;
-}
-
 /** What every job a worker claims carries: the skill, the revision it was claimed at and the endpoint to call. */
 export interface ClaimedSkill {
   skillId: string;
@@ -20,52 +13,35 @@ export interface ClaimedSkill {
 type RawSql = Pick<PrismaDb, '$queryRawUnsafe' | '$executeRawUnsafe'>;
 
 /**
- * Runs one claim of the verification, health and conformance workers: `sql` is an `UPDATE …
- * RETURNING` (`FOR UPDATE SKIP LOCKED` in its subquery, so replicas never claim the same skill) whose
- * `$1` is the batch size and `$2` a duration in milliseconds (the lease, or the time to the next
- * check), returning at least the {@link ClaimedSkillRow} columns.
- * @param more the job's other fields, from the row's other columns
+ * One claim of the health and conformance workers, by the `skill_stats` schedule: up to `batch` rows
+ * of `skill_stats` (alias `d`) whose skill (alias `k`) matches `where`, taken in `orderBy` order then
+ * by skill id and locked `FOR UPDATE OF d SKIP LOCKED` (replicas never claim the same skill), get
+ * `set`, which may use `$2`: `ms`, the lease or the time to the next check. The parts are SQL written
+ * in the code, never input: they are pasted in.
+ * @param parts.returning the skill's (alias `s`) other columns of the job, named as its fields
+ *   (`s.mcp_tool AS "mcpTool"`)
  * @returns one job per claimed row
  */
-export async function claimSkills<Row extends ClaimedSkillRow, Job extends object>(
+export async function claimByStats<Job extends ClaimedSkill>(
   prisma: PrismaDb,
-  sql: string,
   batch: number,
   ms: number,
-  more: (row: Row) => Job,
-): Promise<(ClaimedSkill & Job)[]> {
-  const rows = await prisma.$queryRawUnsafe<Row[]>(sql, batch, ms);
-  return rows.map((r) => ({
-    skillId: r.skill_id,
-    revision: Number(r.revision),
-    endpoint: r.endpoint,
-    ...more(r),
-  }));
-}
-
-/**
- * The `UPDATE … RETURNING` of a claim by the `skill_stats` schedule, for {@link claimSkills}: up to
- * `$1` rows of `skill_stats` (alias `d`) whose skill (alias `k`) matches `where`, taken in `orderBy`
- * order then by skill id and locked `FOR UPDATE OF d SKIP LOCKED` (one replica each), get `set` (which
- * may use `$2`); the statement returns the {@link ClaimedSkillRow} columns and the skill's (alias
- * `s`) columns in `returning`. The parts are SQL written in the code, never input: they are pasted in.
- */
-export function statsClaimSql(parts: {
-  set: string;
-  where: string;
-  orderBy: string;
-  returning: string;
-}): string {
-  return `UPDATE skill_stats st SET ${parts.set}
-     FROM skills s
-    WHERE s.skill_id = st.skill_id
-      AND st.skill_id IN (
-        SELECT d.skill_id FROM skill_stats d JOIN skills k ON k.skill_id = d.skill_id
-         WHERE ${parts.where}
-         ORDER BY ${parts.orderBy}, d.skill_id
-         LIMIT $1
-         FOR UPDATE OF d SKIP LOCKED)
-    RETURNING s.skill_id, s.revision, s.endpoint, ${parts.returning}`;
+  parts: { set: string; where: string; orderBy: string; returning: string },
+): Promise<Job[]> {
+  return prisma.$queryRawUnsafe<Job[]>(
+    `UPDATE skill_stats st SET ${parts.set}
+       FROM skills s
+      WHERE s.skill_id = st.skill_id
+        AND st.skill_id IN (
+          SELECT d.skill_id FROM skill_stats d JOIN skills k ON k.skill_id = d.skill_id
+           WHERE ${parts.where}
+           ORDER BY ${parts.orderBy}, d.skill_id
+           LIMIT $1
+           FOR UPDATE OF d SKIP LOCKED)
+      RETURNING s.skill_id AS "skillId", s.revision, s.endpoint, ${parts.returning}`,
+    batch,
+    ms,
+  );
 }
 
 /**

@@ -2,7 +2,7 @@ import { notifyRouting } from './routing-rows';
 import type { VerificationStepResult } from '../schemas';
 import type { ProbeRecord } from './health-checks';
 import type { PrismaDb } from './prisma';
-import { claimSkills, type ClaimedSkill, type ClaimedSkillRow } from './skill-claims';
+import type { ClaimedSkill } from './skill-claims';
 import { msInterval } from './sql';
 
 /** A pending skill claimed by a verification worker. */
@@ -43,8 +43,7 @@ export class VerificationQueue {
    * @param leaseMs the lease, from now, in milliseconds
    */
   async claim(batch: number, leaseMs: number): Promise<VerificationJob[]> {
-    return claimSkills(
-      this.prisma,
+    return this.prisma.$queryRawUnsafe<VerificationJob[]>(
       `UPDATE skills SET verification_lease_until = now() + ${msInterval(2)},
               verification_attempts = verification_attempts + 1
         WHERE skill_id IN (
@@ -54,26 +53,11 @@ export class VerificationQueue {
            ORDER BY updated_at, skill_id
            LIMIT $1
            FOR UPDATE SKIP LOCKED)
-        RETURNING skill_id, revision, endpoint, mcp_tool, description, input_schema, output_schema, definition_hash, verification_attempts`,
+        RETURNING skill_id AS "skillId", revision, endpoint, mcp_tool AS "mcpTool", description,
+                  input_schema AS "inputSchema", output_schema AS "outputSchema",
+                  definition_hash AS "definitionHash", verification_attempts AS attempts`,
       batch,
       leaseMs,
-      (
-        r: ClaimedSkillRow & {
-          mcp_tool: string | null;
-          description: string;
-          input_schema: unknown;
-          output_schema: unknown;
-          definition_hash: string | null;
-          verification_attempts: number;
-        },
-      ) => ({
-        mcpTool: r.mcp_tool,
-        description: r.description,
-        inputSchema: r.input_schema,
-        outputSchema: r.output_schema,
-        definitionHash: r.definition_hash,
-        attempts: Number(r.verification_attempts),
-      }),
     );
   }
 
