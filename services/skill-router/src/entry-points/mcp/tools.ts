@@ -17,7 +17,7 @@ import {
   SkillList,
   SkillVersionList,
 } from '../../schemas';
-import type { DiscoverOperations } from '../../domain/discover-operations';
+import type { AuthenticatedKey, DiscoverOperations } from '../../domain/discover-operations';
 
 /** What `initialize` tells an agent about this server (README, "MCP"). */
 export const SKILL_ROUTER_MCP_INSTRUCTIONS =
@@ -51,6 +51,12 @@ export function skillRouterTools(
   operations: DiscoverOperations,
   onRouteServed?: (outcome: RouteOutcome) => void,
 ): McpTool[] {
+  /** The `run` of a tool that needs a key: `use` answers with the caller's key once it is authenticated. */
+  const keyed =
+    <Args>(
+      use: (key: AuthenticatedKey, args: Args) => Promise<Record<string, unknown>>,
+    ): McpTool<Args>['run'] =>
+    async (args, context) => ({ structuredContent: await use(await keyOf(operations, context), args) });
   const routeTask: McpTool<RouteRequest> = {
     name: 'route_task',
     title: 'Route a task to skills',
@@ -122,11 +128,7 @@ export function skillRouterTools(
     input: RegisterSkillRequest,
     output: RegisterSkillResponse,
     annotations: REGISTERS,
-    async run(args, context) {
-      const key = await keyOf(operations, context);
-      const { answer } = await operations.register(key, args, 'arguments');
-      return { structuredContent: answer };
-    },
+    run: keyed(async (key, args) => (await operations.register(key, args, 'arguments')).answer),
   };
   const registerMcpServer: McpTool<RegisterMcpServerRequest> = {
     name: 'register_mcp_server',
@@ -138,11 +140,7 @@ export function skillRouterTools(
     input: RegisterMcpServerRequest,
     output: RegisterMcpServerResponse,
     annotations: REGISTERS,
-    async run(args, context) {
-      const key = await keyOf(operations, context);
-      const { answer } = await operations.registerMcp(key, args, 'arguments');
-      return { structuredContent: answer };
-    },
+    run: keyed(async (key, args) => (await operations.registerMcp(key, args, 'arguments')).answer),
   };
   const reportCall: McpTool<ReportRequest> = {
     name: 'report_call',
@@ -153,9 +151,7 @@ export function skillRouterTools(
     input: ReportRequest,
     output: ReportResponse,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
-    async run(args, context) {
-      return { structuredContent: await operations.report(await keyOf(operations, context), args) };
-    },
+    run: keyed((key, args) => operations.report(key, args)),
   };
   return [routeTask, listSkills, getSkill, listSkillVersions, registerSkill, registerMcpServer, reportCall];
 }
