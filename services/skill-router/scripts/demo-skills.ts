@@ -1,6 +1,8 @@
 // The skills and the MCP server the skill-router demo (scripts/demo.ts) provides on this machine and
-// registers: what each answers, and what is registered for it.
+// registers: what each answers here, and what is registered for it (the skills' registrations, and what
+// the demo sends each, are data: demo-skills.json, by stem).
 import type { RegisterSkillRequest } from '../src/schemas';
+import REGISTRATIONS from './demo-skills.json';
 import { structured, type LocalTool } from './local-mcp-servers';
 import type { SkillBehaviour } from './local-skills';
 
@@ -59,140 +61,44 @@ export interface DemoSkill {
   input?: unknown;
 }
 
-const TRANSLATION_INPUT = {
-  type: 'object',
-  properties: {
-    text: { type: 'string', minLength: 1 },
-    target_language: { type: 'string', enum: ['es', 'fr', 'de'] },
-  },
-  required: ['text', 'target_language'],
-};
-const TRANSLATION_OUTPUT = {
-  type: 'object',
-  properties: { translation: { type: 'string' } },
-  required: ['translation'],
-};
-const A_TRANSLATION = { text: 'A fast and friendly agent', target_language: 'es' };
+/** The stem of each demo skill: the keys of demo-skills.json. */
+type DemoStem = keyof typeof REGISTRATIONS;
 
-/** The five demo skills: two translators, a free summarizer, a swap quoter, and an OCR that answers the wrong shape. */
-export const DEMO_SKILLS: DemoSkill[] = [
-  {
-    stem: 'translator',
-    behaviour: {
-      kind: 'healthy',
-      respond: (i) => ({
-        translation: `[${(i as { target_language: string }).target_language}] ${(i as { text: string }).text}`,
-      }),
-    },
-    registration: {
-      name: 'Quick translator',
-      provider: 'Demo Labs',
-      description: 'Translates short texts between English, Spanish, French and German.',
-      capabilities: ['translation', 'text'],
-      chains: ['solana'],
-      pricing: { model: 'per_call', price_usd: 0.002 },
-      input_schema: TRANSLATION_INPUT,
-      output_schema: TRANSLATION_OUTPUT,
-    },
-    input: A_TRANSLATION,
+/**
+ * How each demo skill's endpoint answers: two translators, a free summarizer, a swap quoter, and an
+ * OCR that answers the wrong shape.
+ */
+const BEHAVIOURS: Record<DemoStem, SkillBehaviour> = {
+  translator: {
+    kind: 'healthy',
+    respond: (i) => ({
+      translation: `[${(i as { target_language: string }).target_language}] ${(i as { text: string }).text}`,
+    }),
   },
-  {
-    stem: 'translator-pro',
-    behaviour: {
-      kind: 'healthy',
-      delayMs: 60,
-      respond: (i) => ({ translation: `(pro) ${(i as { text: string }).text}` }),
-    },
-    registration: {
-      name: 'Pro translator',
-      provider: 'Lingua Agents',
-      description: 'Human-quality translation of product texts and documentation.',
-      capabilities: ['translation', 'localization'],
-      chains: ['solana', 'base'],
-      pricing: { model: 'per_call', price_usd: 0.009 },
-      input_schema: TRANSLATION_INPUT,
-      output_schema: TRANSLATION_OUTPUT,
-    },
-    input: A_TRANSLATION,
+  'translator-pro': {
+    kind: 'healthy',
+    delayMs: 60,
+    respond: (i) => ({ translation: `(pro) ${(i as { text: string }).text}` }),
   },
-  {
-    stem: 'summarizer',
-    behaviour: {
-      kind: 'healthy',
-      respond: (i) => ({
-        summary: String((i as { text: string }).text)
-          .split(' ')
-          .slice(0, 8)
-          .join(' '),
-      }),
-    },
-    registration: {
-      name: 'Summarizer',
-      provider: 'Demo Labs',
-      description: 'Summarizes long articles and reports into a few sentences.',
-      capabilities: ['summarization', 'text'],
-      chains: [],
-      pricing: { model: 'free', price_usd: 0 },
-      input_schema: {
-        type: 'object',
-        properties: {
-          text: { type: 'string', minLength: 1 },
-          max_words: { type: 'integer', minimum: 5, maximum: 200 },
-        },
-        required: ['text'],
-      },
-      output_schema: { type: 'object', properties: { summary: { type: 'string' } }, required: ['summary'] },
-    },
-    input: {
-      text: 'Markets moved sideways today while stablecoin volume rose sharply across exchanges and chains.',
-    },
+  summarizer: {
+    kind: 'healthy',
+    respond: (i) => ({
+      summary: String((i as { text: string }).text)
+        .split(' ')
+        .slice(0, 8)
+        .join(' '),
+    }),
   },
-  {
-    stem: 'swap-quote',
-    behaviour: {
-      kind: 'healthy',
-      respond: (i) => ({ out_amount: Number((i as { amount: number }).amount) * 150, route: 'demo-amm' }),
-    },
-    registration: {
-      name: 'Swap quoter',
-      provider: 'DeFi Tools',
-      description: 'Quotes token swaps between SOL and USDC on Solana.',
-      capabilities: ['defi', 'swap', 'quote'],
-      chains: ['solana'],
-      pricing: { model: 'per_call', price_usd: 0.001 },
-      input_schema: {
-        type: 'object',
-        properties: {
-          from: { type: 'string', enum: ['SOL', 'USDC'] },
-          to: { type: 'string', enum: ['SOL', 'USDC'] },
-          amount: { type: 'number', exclusiveMinimum: 0, maximum: 1000 },
-        },
-        required: ['from', 'to', 'amount'],
-      },
-      output_schema: {
-        type: 'object',
-        properties: { out_amount: { type: 'number' }, route: { type: 'string' } },
-        required: ['out_amount', 'route'],
-      },
-    },
-    input: { from: 'SOL', to: 'USDC', amount: 2 },
+  'swap-quote': {
+    kind: 'healthy',
+    respond: (i) => ({ out_amount: Number((i as { amount: number }).amount) * 150, route: 'demo-amm' }),
   },
-  {
-    stem: 'broken-ocr',
-    behaviour: { kind: 'healthy', respond: () => ({ text: 42 }) },
-    registration: {
-      name: 'Receipt OCR',
-      provider: 'Scan Co',
-      description: 'Reads receipts and returns their text (answers the wrong shape).',
-      capabilities: ['ocr', 'text'],
-      chains: ['solana'],
-      pricing: { model: 'per_call', price_usd: 0.003 },
-      input_schema: {
-        type: 'object',
-        properties: { image_url: { type: 'string', format: 'uri' } },
-        required: ['image_url'],
-      },
-      output_schema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
-    },
-  },
-];
+  'broken-ocr': { kind: 'healthy', respond: () => ({ text: 42 }) },
+};
+
+/** The five demo skills, in the order of demo-skills.json. */
+export const DEMO_SKILLS: DemoSkill[] = (Object.keys(REGISTRATIONS) as DemoStem[]).map((stem) => ({
+  stem,
+  behaviour: BEHAVIOURS[stem],
+  ...REGISTRATIONS[stem],
+}));
