@@ -175,10 +175,11 @@ export const SkillCall = z
   });
 export type SkillCall = z.infer<typeof SkillCall>;
 
+/** How every answer names a skill: its id and its name. */
+const SkillRef = z.object({ skill_id: z.string(), name: z.string() });
+
 /** One element of `matches` (services/skill-router/README.md, "Routing and the score"). */
-export const RouteMatch = z.object({
-  skill_id: z.string(),
-  name: z.string(),
+export const RouteMatch = SkillRef.extend({
   match_score: z.number().min(0).max(1),
   match_reasons: z.array(z.string()),
   pricing: z.object({ per_call_usd: z.number() }),
@@ -194,9 +195,7 @@ export const RouteMatch = z.object({
  * first why routing cannot return it at all (`unhealthy`, `degraded`, `unverified_version`), then
  * `chain` when it supports none of the requested chains, then the budgets it exceeds.
  */
-export const RejectedCandidate = z.object({
-  skill_id: z.string(),
-  name: z.string(),
+export const RejectedCandidate = SkillRef.extend({
   capability_match: z.number().min(0).max(1),
   reasons: z.array(z.enum(REJECTION_REASONS)).min(1).meta({
     description:
@@ -264,9 +263,7 @@ export const DefinitionQuality = z.object({
 export type DefinitionQualityPart = z.infer<typeof DefinitionQuality>['parts'][number];
 
 /** A skill in the directory listing. */
-export const SkillSummary = z.object({
-  skill_id: z.string(),
-  name: z.string(),
+export const SkillSummary = SkillRef.extend({
   provider: z.string(),
   description: z.string(),
   capabilities: z.array(z.string()),
