@@ -7,7 +7,7 @@ import { refreshSkillMetrics } from '../../domain/skill-metrics';
 import { verifySkill, type SchemaChecks, type VerificationResult } from '../../domain/verification';
 import { verifyMcpTool, type McpServers } from '../../domain/mcp-tools';
 import type { GuardedSkillHttp } from '../../adapters/skill-http';
-import { createClaimLoop, type ClaimLoopSettings } from './claim-loop';
+import { createClaimLoop, type ClaimedWork, type ClaimLoopSettings } from './claim-loop';
 
 /** Settings of the verification worker (config VERIFY_* and HEALTH_CHECK_INTERVAL_MS). */
 export interface VerificationWorkerOptions extends ClaimLoopSettings {
@@ -81,6 +81,32 @@ export async function verifyJob(
 }
 
 /**
+ * Claims of pending skills under a lease of `leaseMs`, renewed every third of it while their
+ * verifications run: a busy sandbox can make a round outlast the lease, and only a replica that died
+ * or stalled should lose its claims (and have them counted as unfinished attempts).
+ */
+function leasedClaims(
+  deps: Pick<VerificationDeps, 'queue'> & { logger: Logger },
+  leaseMs: number,
+): Pick<ClaimedWork<VerificationJob>, 'claim' | 'whileWorking'> {
+  return {
+    claim: (batchSize) => deps.queue.claim(batchSize, leaseMs),
+    whileWorking: (inProgress) => {
+      const renewal = setInterval(
+        () => {
+          deps.queue.renewLeases([...inProgress], leaseMs).catch((err: unknown) => {
+            deps.logger.warn({ err }, 'could not renew verification leases');
+          });
+        },
+        Math.max(250, Math.floor(leaseMs / 3)),
+      );
+      renewal.unref();
+      return () => clearInterval(renewal);
+    },
+  };
+}
+
+/**
  * The verification worker: claims pending skills (`FOR UPDATE SKIP LOCKED` with a lease, safe across
  * replicas), runs the three steps for each claimed skill concurrently (schema work in the sandbox),
  * renews the leases every third of `leaseMs` while it works, and marks each skill `active` or
@@ -91,20 +117,7 @@ export function createVerificationWorker(
   options: VerificationWorkerOptions,
 ): Loop {
   return createClaimLoop('verification', deps.logger, options, {
-    claim: (batchSize) => deps.queue.claim(batchSize, options.leaseMs),
-    // A busy sandbox can make a round outlast the lease: renew it while this replica is alive.
-    whileWorking: (inProgress) => {
-      const renewal = setInterval(
-        () => {
-          deps.queue.renewLeases([...inProgress], options.leaseMs).catch((err: unknown) => {
-            deps.logger.warn({ err }, 'could not renew verification leases');
-          });
-        },
-        Math.max(250, Math.floor(options.leaseMs / 3)),
-      );
-      renewal.unref();
-      return () => clearInterval(renewal);
-    },
+    ...leasedClaims(deps, options.leaseMs),
     work: async (job) => {
       const passed = await verifyJob(deps, job, options);
       if (passed !== null) {
