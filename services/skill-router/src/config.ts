@@ -10,6 +10,10 @@ import {
   publicServiceEnv,
 } from '@repo/service-kit';
 
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+const DAY_SECONDS = 86_400;
+
 /**
  * skill-router's environment (services/skill-router/README.md, "Configuration"). Parsed once at boot;
  * every bad variable is named. Durations are milliseconds unless the name says seconds.
@@ -21,7 +25,7 @@ export const SkillRouterEnv = z.object({
   KEY_CREATION_LIMIT_PER_MINUTE: intVar(5, 1, 10_000),
   /** Call reports accepted per API key and skill within REPORT_LIMIT_WINDOW_SECONDS. */
   REPORT_LIMIT_PER_KEY_SKILL: intVar(30, 1, 1_000_000),
-  REPORT_LIMIT_WINDOW_SECONDS: intVar(3600, 1, 86_400 * 30),
+  REPORT_LIMIT_WINDOW_SECONDS: intVar(3600, 1, 30 * DAY_SECONDS),
   /** Skill registrations (creations and updates) one API key may make per day, across replicas. */
   REGISTRATIONS_PER_KEY_PER_DAY: intVar(50, 1, 1_000_000),
   /** Route requests one API key may make per minute, across replicas. */
@@ -34,13 +38,13 @@ export const SkillRouterEnv = z.object({
   /** Run the verification and health-check workers in this process. */
   WORKERS_ENABLED: boolVar(true),
   /** How often the verification worker looks for pending skills. */
-  VERIFY_INTERVAL_MS: intVar(2000, 10, 3_600_000),
+  VERIFY_INTERVAL_MS: intVar(2000, 10, HOUR_MS),
   /** Skills claimed per verification round (per replica). */
   VERIFY_BATCH_SIZE: intVar(16, 1, 1000),
   /** Timeout of each outbound request of a verification (health check, test call). */
   VERIFY_TIMEOUT_MS: intVar(5000, 50, 120_000),
   /** A claimed verification not finished within this lease is claimed again by any replica. */
-  VERIFY_LEASE_MS: intVar(60_000, 1000, 3_600_000),
+  VERIFY_LEASE_MS: intVar(60_000, 1000, HOUR_MS),
   /** Claims of one revision that may end without a result before the skill is failed instead. */
   VERIFY_MAX_ATTEMPTS: intVar(3, 1, 100),
   /** Worker threads of the schema sandbox (registrants' schema checks, input generation, reply checks). */
@@ -50,11 +54,11 @@ export const SkillRouterEnv = z.object({
   /** Deadline of one sandbox check, counted from when a thread takes it; a check past it fails. */
   SANDBOX_TASK_TIMEOUT_MS: intVar(2000, 50, 120_000),
   /** How long an idle sandbox thread lives; threads start when checks arrive. */
-  SANDBOX_IDLE_TIMEOUT_MS: intVar(300_000, 1_000, 86_400_000),
+  SANDBOX_IDLE_TIMEOUT_MS: intVar(300_000, 1_000, DAY_MS),
   /** Interval between two periodic health checks of one active (or suspended) skill. */
-  HEALTH_CHECK_INTERVAL_MS: intVar(60_000, 10, 86_400_000),
+  HEALTH_CHECK_INTERVAL_MS: intVar(60_000, 10, DAY_MS),
   /** How often the health worker looks for due skills. */
-  HEALTH_POLL_INTERVAL_MS: intVar(5000, 10, 3_600_000),
+  HEALTH_POLL_INTERVAL_MS: intVar(5000, 10, HOUR_MS),
   HEALTH_CHECK_TIMEOUT_MS: intVar(5000, 50, 120_000),
   HEALTH_BATCH_SIZE: intVar(32, 1, 1000),
   /** Consecutive failed health checks after which an active skill is suspended. */
@@ -66,11 +70,11 @@ export const SkillRouterEnv = z.object({
    * definitions"): each is one call with a generated input, so a provider with N skills gets N calls
    * per interval from the whole service, never two at once for one skill.
    */
-  CONFORMANCE_INTERVAL_MS: intVar(900_000, 10, 86_400_000),
+  CONFORMANCE_INTERVAL_MS: intVar(900_000, 10, DAY_MS),
   /** How far each conformance interval is moved at random either way, in percent. */
   CONFORMANCE_JITTER_PERCENT: intVar(20, 0, 90),
   /** How often the conformance worker looks for due calls. */
-  CONFORMANCE_POLL_INTERVAL_MS: intVar(10_000, 10, 3_600_000),
+  CONFORMANCE_POLL_INTERVAL_MS: intVar(10_000, 10, HOUR_MS),
   /** Conformance calls claimed per poll (per replica), run concurrently. */
   CONFORMANCE_BATCH_SIZE: intVar(8, 1, 1000),
   /** Non-conforming answers in a row that make an active skill `degraded` (out of routing). */
@@ -85,11 +89,11 @@ export const SkillRouterEnv = z.object({
   /** Rank routes from the in-memory routing index while it is current (false: always in PostgreSQL). */
   ROUTING_INDEX: boolVar(true),
   /** Milliseconds between the routing index's watermark checks. */
-  ROUTING_WATERMARK_INTERVAL_MS: intVar(5000, 10, 3_600_000),
+  ROUTING_WATERMARK_INTERVAL_MS: intVar(5000, 10, HOUR_MS),
   /** First wait before the routing change listener reconnects, in milliseconds (doubles up to 30 s). */
   ROUTING_LISTEN_RETRY_MS: intVar(500, 10, 60_000),
   /** How far before the previous check a watermark check looks again, in milliseconds. */
-  ROUTING_WATERMARK_MARGIN_MS: intVar(10_000, 0, 3_600_000),
+  ROUTING_WATERMARK_MARGIN_MS: intVar(10_000, 0, HOUR_MS),
   /** Matches returned by a route request unless it asks for fewer. */
   ROUTE_DEFAULT_MATCHES: intVar(10, 1, 100),
   /** Largest response body read from a skill endpoint, in bytes. */
@@ -104,7 +108,7 @@ export const SkillRouterEnv = z.object({
   SOLANA_DEVNET_RPC_URL: z.url().optional(),
   USDC_MINT_DEVNET: SolanaAddress.optional(),
   /** How old (block time, seconds) a payment may be when it is first offered with a report. */
-  PAYMENT_PROOF_MAX_AGE_SECONDS: intVar(86_400, 60, 30 * 86_400),
+  PAYMENT_PROOF_MAX_AGE_SECONDS: intVar(DAY_SECONDS, 60, 30 * DAY_SECONDS),
   /** Payment proofs one API key may have checked per hour (each can cost RPC calls), across replicas. */
   PAYMENT_PROOFS_PER_KEY_PER_HOUR: intVar(60, 1, 1_000_000),
   /**
