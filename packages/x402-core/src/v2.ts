@@ -33,6 +33,13 @@ export function networkOfCaip2(id: string): X402Network | undefined {
 const NonEmpty = z.string().min(1);
 
 /**
+ * The `extensions` of a 402, of a payment and of its settlement (x402 v2): each extension's data
+ * under its name, such as `payment-identifier`, `offer-receipt` or `sign-in-with-x`; the extensions
+ * this project reads are checked where they are read.
+ */
+const Extensions = z.record(z.string(), z.unknown());
+
+/**
  * One v2 way to pay (`accepts[i]` of a {@link PaymentRequiredV2}, and `accepted` of a payload):
  * `amount` is atomic units as a decimal string, `payTo` the recipient wallet (its associated token
  * account receives the transfer), `maxTimeoutSeconds` in seconds, `extra.feePayer` the wallet that
@@ -66,7 +73,7 @@ export const PaymentRequiredV2 = z.object({
   error: z.string().optional(),
   resource: ResourceInfoV2,
   accepts: z.array(PaymentRequirementsV2),
-  extensions: z.record(z.string(), z.unknown()).optional(),
+  extensions: Extensions.optional(),
 });
 export type PaymentRequiredV2 = z.infer<typeof PaymentRequiredV2>;
 
@@ -76,7 +83,7 @@ export const PaymentPayloadV2 = z.object({
   resource: z.object({ url: z.string() }).passthrough().nullish(),
   accepted: PaymentRequirementsV2,
   payload: z.record(z.string(), z.unknown()),
-  extensions: z.record(z.string(), z.unknown()).nullish(),
+  extensions: Extensions.nullish(),
 });
 export type PaymentPayloadV2 = z.infer<typeof PaymentPayloadV2>;
 
@@ -98,7 +105,7 @@ export const SettleResponseV2 = z.object({
    * Extension data of the settlement, e.g. the signed receipt of x402 `offer-receipt`
    * (`extensions["offer-receipt"].info.receipt`: docs/payments.md, "Signed offers and receipts").
    */
-  extensions: z.record(z.string(), z.unknown()).optional(),
+  extensions: Extensions.optional(),
 });
 export type SettleResponseV2 = z.infer<typeof SettleResponseV2>;
 
